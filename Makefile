@@ -1,0 +1,24 @@
+# The two commands of the README. Both install what is missing (PoCL, .venv, the package).
+VENV ?= .venv
+PY := $(VENV)/bin/python
+
+.PHONY: setup test demo validate bench clean
+
+setup:
+	@bash scripts/setup.sh
+
+test: setup
+	$(PY) -m pytest -q tests
+
+demo: setup
+	$(PY) cli.py demo
+
+validate: setup
+	$(PY) cli.py validate examples/layers/*/*.xml
+
+bench: setup
+	$(PY) bench/jit_cache.py
+	$(PY) bench/layer_overhead.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache build *.egg-info

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# One-command set-up, called by `make`: an OpenCL platform (Debian's PoCL when the machine has
+# none), a virtual environment, and this package with its test extra. Quick when run again.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+VENV=${VENV:-.venv}
+PYTHON=${PYTHON:-python3}
+
+have_opencl() {
+    ls /etc/OpenCL/vendors/*.icd >/dev/null 2>&1
+}
+
+if ! have_opencl; then
+    echo "setup: no OpenCL platform registered; installing Debian's PoCL (CPU OpenCL)"
+    SUDO=""
+    [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+    export DEBIAN_FRONTEND=noninteractive
+    $SUDO apt-get update -qq
+    $SUDO apt-get install -y -qq pocl-opencl-icd ocl-icd-libopencl1 clinfo >/dev/null
+fi
+
+stamp="$VENV/.customlayers-installed"
+if [ ! -x "$VENV/bin/python" ]; then
+    echo "setup: creating $VENV"
+    "$PYTHON" -m venv "$VENV"
+    "$VENV/bin/python" -m pip install -q --upgrade pip
+fi
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
+    echo "setup: installing customlayers[test] into $VENV"
+    "$VENV/bin/python" -m pip install -q -e ".[test]"
+    touch "$stamp"
+fi
