@@ -1,0 +1,75 @@
+"""argparse front end. Each subcommand lives in its own module of this package with two
+functions: `add_parser(subparsers)` and `run(args) -> int` (the exit status).
+
+Errors are formatted here, once: a CustomLayersError becomes its message on stderr and exit 1;
+an unreadable file or bad arguments exit 2. No traceback reaches the user
+unless --traceback is given.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from ..errors import CustomLayersError
+
+# subcommand name -> module (in this package) that implements it
+COMMANDS = {
+    "validate": "validate",
+    "jit": "jit",
+    "layers": "layers",
+    "run-layer": "run_layer",
+    "devices": "devices",
+    "run": "run",
+    "benchmark": "benchmark",
+    "demo": "demo",
+}
+
+
+class UsageError(CustomLayersError, ValueError):
+    """Arguments that do not make sense together (exit 2)."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="customlayers",
+        description="Custom OpenCL layers in OpenVINO's CustomLayer format: validate, inspect, "
+                    "run layers and whole models.")
+    parser.add_argument("--traceback", action="store_true",
+                        help="show Python tracebacks for errors (for bug reports)")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+    for name, module in COMMANDS.items():
+        try:
+            mod = importlib.import_module(f"{__name__}.{module}")
+        except ModuleNotFoundError as e:
+            if e.name == f"{__name__}.{module}":
+                continue  # command not built yet
+            raise
+        p = mod.add_parser(sub)
+        p.set_defaults(_run=mod.run)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args._run(args) or 0)
+    except UsageError as e:
+        print(f"customlayers {args.command}: error: {e}", file=sys.stderr)
+        return 2
+    except CustomLayersError as e:
+        if args.traceback:
+            raise
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    except OSError as e:
+        if args.traceback:
+            raise
+        where = f"{e.filename}: " if getattr(e, "filename", None) else ""
+        print(f"error: {where}{e.strerror or e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130

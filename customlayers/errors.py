@@ -1,0 +1,116 @@
+"""The project's exception types.
+
+One base, `CustomLayersError`; each subclass also inherits the builtin that fits it (xmlschema's
+pattern), so `except ValueError` in user code keeps working. Errors carry fields; they are
+formatted once, at the edge (the CLI), and never rebuilt from `str(e)`: chain with `from`.
+"""
+from __future__ import annotations
+
+
+class CustomLayersError(Exception):
+    """Base of every error this package raises on purpose."""
+
+
+class ConfigError(CustomLayersError, ValueError):
+    """A descriptor (config XML) is invalid. `diagnostics` holds every problem found."""
+
+    def __init__(self, message: str, diagnostics=()):
+        super().__init__(message)
+        self.diagnostics = list(diagnostics)
+
+    def __str__(self) -> str:
+        if not self.diagnostics:
+            return super().__str__()
+        lines = [super().__str__()]
+        lines += [d.render() for d in self.diagnostics]
+        return "\n".join(lines)
+
+
+class FormulaError(CustomLayersError, ValueError):
+    """A work-size (or shape) formula does not parse or cannot be evaluated.
+
+    `formula` is the text, `position` the 0-based character offset of the problem (or None),
+    `layer` and `attribute` say where the formula came from when known.
+    """
+
+    def __init__(self, message: str, formula: str = "", position: int | None = None,
+                 layer: str | None = None, attribute: str | None = None):
+        super().__init__(message)
+        self.message = message
+        self.formula = formula
+        self.position = position
+        self.layer = layer
+        self.attribute = attribute
+
+    def __str__(self) -> str:
+        where = []
+        if self.layer:
+            where.append(f"layer '{self.layer}'")
+        if self.attribute:
+            where.append(f"attribute '{self.attribute}'")
+        prefix = (", ".join(where) + ": ") if where else ""
+        text = f"{prefix}{self.message}"
+        if self.formula:
+            text += f" in formula '{self.formula}'"
+            if self.position is not None:
+                text += f" at column {self.position + 1}"
+        return text
+
+
+class DefineError(CustomLayersError, ValueError):
+    """A Define's value does not fit its declared type."""
+
+
+class TensorError(CustomLayersError, ValueError):
+    """A tensor description is impossible (rank, dtype, format, padding)."""
+
+
+class KernelBuildError(CustomLayersError, RuntimeError):
+    """OpenCL failed to build a program.
+
+    `log` is the device's build log mapped to the user's own files and lines, `source_path` the
+    generated program saved to disk, `options` the build options, `device` the device's name
+    and driver.
+    """
+
+    def __init__(self, message: str, log: str = "", source_path: str | None = None,
+                 options: str = "", device: str = "", layer: str | None = None):
+        super().__init__(message)
+        self.message = message
+        self.log = log
+        self.source_path = source_path
+        self.options = options
+        self.device = device
+        self.layer = layer
+
+    def __str__(self) -> str:
+        parts = [self.message]
+        if self.log:
+            parts.append(self.log.rstrip())
+        if self.source_path:
+            parts.append(f"generated source saved to {self.source_path}")
+        parts.append(f"device: {self.device}; options: '{self.options}'")
+        return "\n".join(parts)
+
+
+class BindingError(CustomLayersError, ValueError):
+    """Tensors, blobs or attributes given to a layer do not fit its descriptor or kernel."""
+
+
+class UnknownLayerError(CustomLayersError, KeyError):
+    """No implementation is registered for a layer type."""
+
+    def __str__(self) -> str:  # KeyError would repr() the message
+        return str(self.args[0]) if self.args else ""
+
+
+class DeviceError(CustomLayersError, RuntimeError):
+    """No OpenCL device matches, or the device cannot do what is asked."""
+
+
+class ModelError(CustomLayersError, ValueError):
+    """A model file (IR or ONNX) is malformed or uses something unsupported."""
+
+
+class ExecutionError(CustomLayersError, RuntimeError):
+    """A layer failed while a network ran; the message names the layer."""

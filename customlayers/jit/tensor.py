@@ -1,0 +1,248 @@
+"""TensorDesc: the one description of a tensor, used by the JIT, the executor and the tests.
+
+A tensor has a logical shape (rank 0 to 4), which the OpenVINO contract always views as four
+dims in B,F,Y,X order (a lower rank is padded with 1 at the end), an element type, a memory
+format (the order of the four dims in memory, outermost first) and lower/upper padding per dim.
+Pitches are in elements over the padded sizes; OFFSET is where element (0,0,0,0) lives.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import TensorError
+
+# short name -> (OpenCL C type, numpy dtype)
+DTYPES: dict[str, tuple[str, np.dtype]] = {
+    "f32": ("float", np.dtype(np.float32)),
+    "f16": ("half", np.dtype(np.float16)),
+    "i8": ("char", np.dtype(np.int8)),
+    "u8": ("uchar", np.dtype(np.uint8)),
+    "i32": ("int", np.dtype(np.int32)),
+    "i64": ("long", np.dtype(np.int64)),
+}
+DTYPE_ALIASES = {
+    "fp32": "f32", "float32": "f32", "float": "f32",
+    "fp16": "f16", "float16": "f16", "half": "f16",
+    "int8": "i8", "char": "i8", "uint8": "u8", "uchar": "u8", "boolean": "u8", "bool": "u8",
+    "int32": "i32", "int": "i32", "int64": "i64", "long": "i64",
+}
+
+# memory order of each format, outermost first, as indices into (b, f, y, x)
+FORMAT_ORDER: dict[str, tuple[int, int, int, int]] = {
+    "BFYX": (0, 1, 2, 3),
+    "BYXF": (0, 2, 3, 1),
+    "YXFB": (2, 3, 1, 0),
+    "FYXB": (1, 2, 3, 0),
+}
+
+
+def normalize_dtype(dtype) -> str:
+    """'f32', 'float32', np.float32 ... -> the short name; TensorError when unsupported."""
+    if isinstance(dtype, str):
+        key = dtype.strip().lower()
+        key = DTYPE_ALIASES.get(key, key)
+        if key in DTYPES:
+            return key
+    else:
+        try:
+            npd = np.dtype(dtype)
+        except TypeError:
+            npd = None
+        for short, (_, known) in DTYPES.items():
+            if npd == known:
+                return short
+        if npd == np.dtype(np.bool_):
+            return "u8"
+    raise TensorError(f"element type {dtype!r} is not one of {', '.join(DTYPES)}")
+
+
+def normalize_format(fmt: str) -> str:
+    """Upper- or lower-case spelling (not mixed) -> upper case; TensorError otherwise."""
+    if fmt in FORMAT_ORDER:
+        return fmt
+    if fmt.lower() == fmt and fmt.upper() in FORMAT_ORDER:
+        return fmt.upper()
+    raise TensorError(f"format {fmt!r} is not one of {', '.join(FORMAT_ORDER)} (or lower case)")
+
+
+def _four(values, what: str) -> tuple[int, int, int, int]:
+    vals = tuple(int(v) for v in values)
+    if len(vals) != 4:
+        raise TensorError(f"{what} needs 4 values in B,F,Y,X order, found {len(vals)}")
+    if any(v < 0 for v in vals):
+        raise TensorError(f"{what} must not be negative, found {list(vals)}")
+    return vals  # type: ignore[return-value]
+
+
+@dataclass(frozen=True)
+class TensorDesc:
+    shape: tuple[int, ...]                      # logical shape, rank 0..4
+    dtype: str = "f32"                          # key of DTYPES
+    format: str = "BFYX"                        # key of FORMAT_ORDER
+    lower_pad: tuple[int, int, int, int] = (0, 0, 0, 0)   # B,F,Y,X
+    upper_pad: tuple[int, int, int, int] = (0, 0, 0, 0)
+
+    def __post_init__(self):
+        shape = tuple(int(d) for d in self.shape)
+        if len(shape) > 4:
+            raise TensorError(f"rank {len(shape)} is over 4: the B,F,Y,X view holds at most 4 dims "
+                              f"(shape {list(shape)})")
+        if any(d <= 0 for d in shape):
+            raise TensorError(f"every dim must be positive, found shape {list(shape)}")
+        object.__setattr__(self, "shape", shape)
+        object.__setattr__(self, "dtype", normalize_dtype(self.dtype))
+        object.__setattr__(self, "format", normalize_format(self.format))
+        object.__setattr__(self, "lower_pad", _four(self.lower_pad, "lower padding"))
+        object.__setattr__(self, "upper_pad", _four(self.upper_pad, "upper padding"))
+
+    # -- the B,F,Y,X view ------------------------------------------------------------------
+    @property
+    def dims(self) -> tuple[int, int, int, int]:
+        return tuple(self.shape) + (1,) * (4 - len(self.shape))  # type: ignore[return-value]
+
+    @property
+    def padded_dims(self) -> tuple[int, int, int, int]:
+        return tuple(d + lo + up for d, lo, up in
+                     zip(self.dims, self.lower_pad, self.upper_pad))  # type: ignore[return-value]
+
+    @property
+    def pitches(self) -> tuple[int, int, int, int]:
+        """Element distance between neighbours in each of B,F,Y,X."""
+        padded = self.padded_dims
+        pitch = [0, 0, 0, 0]
+        step = 1
+        for axis in reversed(FORMAT_ORDER[self.format]):
+            pitch[axis] = step
+            step *= padded[axis]
+        return tuple(pitch)  # type: ignore[return-value]
+
+    @property
+    def offset(self) -> int:
+        return sum(p * lo for p, lo in zip(self.pitches, self.lower_pad))
+
+    @property
+    def count(self) -> int:
+        """Number of logical elements."""
+        n = 1
+        for d in self.dims:
+            n *= d
+        return n
+
+    @property
+    def buffer_count(self) -> int:
+        """Number of elements in the (padded) buffer."""
+        n = 1
+        for d in self.padded_dims:
+            n *= d
+        return n
+
+    @property
+    def itemsize(self) -> int:
+        return DTYPES[self.dtype][1].itemsize
+
+    @property
+    def nbytes(self) -> int:
+        return self.buffer_count * self.itemsize
+
+    @property
+    def cl_type(self) -> str:
+        return DTYPES[self.dtype][0]
+
+    @property
+    def np_dtype(self) -> np.dtype:
+        return DTYPES[self.dtype][1]
+
+    @property
+    def is_padded(self) -> bool:
+        return any(self.lower_pad) or any(self.upper_pad)
+
+    @property
+    def is_plain(self) -> bool:
+        """Dense BFYX without padding: the buffer is the logical array in C order."""
+        return self.format == "BFYX" and not self.is_padded
+
+    # -- variants --------------------------------------------------------------------------
+    def with_format(self, fmt: str) -> "TensorDesc":
+        return TensorDesc(self.shape, self.dtype, fmt, self.lower_pad, self.upper_pad)
+
+    def with_padding(self, lower=(0, 0, 0, 0), upper=(0, 0, 0, 0)) -> "TensorDesc":
+        return TensorDesc(self.shape, self.dtype, self.format, tuple(lower), tuple(upper))
+
+    def with_shape(self, shape) -> "TensorDesc":
+        return TensorDesc(tuple(shape), self.dtype, self.format, self.lower_pad, self.upper_pad)
+
+    def with_dtype(self, dtype) -> "TensorDesc":
+        return TensorDesc(self.shape, dtype, self.format, self.lower_pad, self.upper_pad)
+
+    def plain(self) -> "TensorDesc":
+        return TensorDesc(self.shape, self.dtype)
+
+    # -- host conversion -------------------------------------------------------------------
+    def _memory_shape(self) -> tuple[int, ...]:
+        padded = self.padded_dims
+        return tuple(padded[a] for a in FORMAT_ORDER[self.format])
+
+    def pack(self, array: np.ndarray, fill=0) -> np.ndarray:
+        """Logical array -> the flat buffer contents (padding filled with `fill`)."""
+        arr = np.asarray(array)
+        if tuple(arr.shape) != self.shape:
+            raise TensorError(f"array of shape {list(arr.shape)} does not match the tensor's "
+                              f"shape {list(self.shape)}")
+        arr = arr.astype(self.np_dtype, copy=False).reshape(self.dims)
+        if self.is_plain:
+            return np.ascontiguousarray(arr).reshape(-1)
+        padded = np.pad(arr, list(zip(self.lower_pad, self.upper_pad)), constant_values=fill)
+        return np.ascontiguousarray(padded.transpose(FORMAT_ORDER[self.format])).reshape(-1)
+
+    def unpack(self, flat: np.ndarray) -> np.ndarray:
+        """Flat buffer contents -> the logical array (a copy, C order)."""
+        flat = np.asarray(flat).reshape(-1)
+        if flat.size < self.buffer_count:
+            raise TensorError(f"buffer holds {flat.size} elements, the tensor needs "
+                              f"{self.buffer_count}")
+        flat = flat[: self.buffer_count].view(self.np_dtype) if flat.dtype == self.np_dtype \
+            else flat[: self.buffer_count].astype(self.np_dtype)
+        mem = flat.reshape(self._memory_shape())
+        order = FORMAT_ORDER[self.format]
+        inverse = tuple(order.index(i) for i in range(4))
+        bfyx = mem.transpose(inverse)
+        b, f, y, x = self.dims
+        lb, lf, ly, lx = self.lower_pad
+        view = bfyx[lb:lb + b, lf:lf + f, ly:ly + y, lx:lx + x]
+        return np.ascontiguousarray(view).reshape(self.shape)
+
+    def describe(self) -> str:
+        """Short text, e.g. '1x3x224x224 f32 bfyx'."""
+        shape = "x".join(str(d) for d in self.shape) or "scalar"
+        text = f"{shape} {self.dtype} {self.format.lower()}"
+        if self.is_padded:
+            text += (f" pad={','.join(map(str, self.lower_pad))}"
+                     f"/{','.join(map(str, self.upper_pad))}")
+        return text
+
+
+def parse_tensor_arg(text: str) -> TensorDesc:
+    """CLI form: 1x3x224x224[:f32][:bfyx][:pad=0,0,1,1/0,0,1,1] -> TensorDesc."""
+    parts = text.strip().split(":")
+    try:
+        shape = tuple(int(p) for p in parts[0].lower().split("x")) if parts[0] else ()
+    except ValueError:
+        raise TensorError(f"shape {parts[0]!r} is not like 1x3x224x224") from None
+    dtype, fmt = "f32", "BFYX"
+    lower = upper = (0, 0, 0, 0)
+    for part in parts[1:]:
+        if part.startswith("pad="):
+            spec = part[4:]
+            lo, _, up = spec.partition("/")
+            try:
+                lower = tuple(int(v) for v in lo.split(","))
+                upper = tuple(int(v) for v in up.split(",")) if up else lower
+            except ValueError:
+                raise TensorError(f"padding {spec!r} is not like 0,0,1,1/0,0,1,1") from None
+        elif part.upper() in FORMAT_ORDER:
+            fmt = part
+        else:
+            dtype = part
+    return TensorDesc(shape, dtype, fmt, lower, upper)

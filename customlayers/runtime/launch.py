@@ -1,0 +1,66 @@
+"""KernelLaunch: one kernel enqueue of a layer, as data.
+
+Custom layers (a BoundKernel) and built-in ops both describe their work as a list of these, so
+the executor treats them alike: it builds `source` with `options` through the program cache,
+binds `args`, and enqueues `entry` over `global_size`/`local_size`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Arg:
+    """One kernel argument.
+
+    kind:
+      "input"   -- the layer's input tensor `index` (its buffer as the executor holds it)
+      "output"  -- the layer's output tensor `index`
+      "const"   -- a constant array `value` (uploaded once per network, shared by requests)
+      "scratch" -- a temporary device buffer of `nbytes` bytes, private to this launch chain of
+                   the layer (`index` names it, so two launches of one layer can share one)
+      "scalar"  -- a numpy scalar `value` (np.int32, np.float32, ...) passed by value
+      "local"   -- __local memory of `nbytes` bytes
+    """
+    kind: str
+    index: int = 0
+    value: object = None
+    nbytes: int = 0
+
+    @staticmethod
+    def input(i: int) -> "Arg":
+        return Arg("input", i)
+
+    @staticmethod
+    def output(i: int) -> "Arg":
+        return Arg("output", i)
+
+    @staticmethod
+    def const(array: np.ndarray) -> "Arg":
+        return Arg("const", value=np.ascontiguousarray(array))
+
+    @staticmethod
+    def scratch(index: int, nbytes: int) -> "Arg":
+        return Arg("scratch", index=index, nbytes=int(nbytes))
+
+    @staticmethod
+    def scalar(value) -> "Arg":
+        return Arg("scalar", value=value)
+
+    @staticmethod
+    def local(nbytes: int) -> "Arg":
+        return Arg("local", nbytes=int(nbytes))
+
+
+@dataclass(frozen=True)
+class KernelLaunch:
+    source: str                          # complete OpenCL C program text
+    entry: str                           # kernel function name
+    args: tuple[Arg, ...]
+    global_size: tuple[int, ...]
+    local_size: tuple[int, ...] | None = None
+    options: str = ""                    # build options
+    label: str = ""                      # for messages and profiles, e.g. "conv2d_3x3"
+    line_map: tuple = field(default=(), compare=False)  # generated line -> (file, line), for errors
