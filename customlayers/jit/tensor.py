@@ -1,6 +1,7 @@
 """TensorDesc: the one description of a tensor, used by the JIT, the executor and the tests.
 
-A tensor has a logical shape (rank 0 to 4), which the OpenVINO contract always views as four
+A tensor has a logical shape (rank 0 to 4 for custom layers; built-in ops may use up to
+MAX_RANK dense dims), which the OpenVINO contract always views as four
 dims in B,F,Y,X order (a lower rank is padded with 1 at the end), an element type, a memory
 format (the order of the four dims in memory, outermost first) and lower/upper padding per dim.
 Pitches are in elements over the padded sizes; OFFSET is where element (0,0,0,0) lives.
@@ -28,6 +29,8 @@ DTYPE_ALIASES = {
     "int8": "i8", "char": "i8", "uint8": "u8", "uchar": "u8", "boolean": "u8", "bool": "u8",
     "int32": "i32", "int": "i32", "int64": "i64", "long": "i64",
 }
+
+MAX_RANK = 8  # built-in ops see up to 8 dims; custom layers only the 4-D B,F,Y,X view
 
 # memory order of each format, outermost first, as indices into (b, f, y, x)
 FORMAT_ORDER: dict[str, tuple[int, int, int, int]] = {
@@ -86,9 +89,8 @@ class TensorDesc:
 
     def __post_init__(self):
         shape = tuple(int(d) for d in self.shape)
-        if len(shape) > 4:
-            raise TensorError(f"rank {len(shape)} is over 4: the B,F,Y,X view holds at most 4 dims "
-                              f"(shape {list(shape)})")
+        if len(shape) > MAX_RANK:
+            raise TensorError(f"rank {len(shape)} is over {MAX_RANK} (shape {list(shape)})")
         if any(d <= 0 for d in shape):
             raise TensorError(f"every dim must be positive, found shape {list(shape)}")
         object.__setattr__(self, "shape", shape)
@@ -96,10 +98,17 @@ class TensorDesc:
         object.__setattr__(self, "format", normalize_format(self.format))
         object.__setattr__(self, "lower_pad", _four(self.lower_pad, "lower padding"))
         object.__setattr__(self, "upper_pad", _four(self.upper_pad, "upper padding"))
+        if len(shape) > 4 and (self.format != "BFYX" or any(self.lower_pad) or any(self.upper_pad)):
+            raise TensorError(f"a tensor of rank {len(shape)} can only be dense BFYX: formats and "
+                              f"padding are defined on the 4-D B,F,Y,X view")
 
     # -- the B,F,Y,X view ------------------------------------------------------------------
     @property
     def dims(self) -> tuple[int, int, int, int]:
+        """The four B,F,Y,X dims (rank below 4 padded with 1 at the end)."""
+        if len(self.shape) > 4:
+            raise TensorError(f"shape {list(self.shape)} has rank {len(self.shape)}: the B,F,Y,X "
+                              f"view that custom layers see holds at most 4 dims")
         return tuple(self.shape) + (1,) * (4 - len(self.shape))  # type: ignore[return-value]
 
     @property
@@ -126,13 +135,15 @@ class TensorDesc:
     def count(self) -> int:
         """Number of logical elements."""
         n = 1
-        for d in self.dims:
+        for d in self.shape:
             n *= d
         return n
 
     @property
     def buffer_count(self) -> int:
         """Number of elements in the (padded) buffer."""
+        if len(self.shape) > 4:
+            return self.count
         n = 1
         for d in self.padded_dims:
             n *= d
@@ -190,9 +201,10 @@ class TensorDesc:
         if tuple(arr.shape) != self.shape:
             raise TensorError(f"array of shape {list(arr.shape)} does not match the tensor's "
                               f"shape {list(self.shape)}")
-        arr = arr.astype(self.np_dtype, copy=False).reshape(self.dims)
+        arr = arr.astype(self.np_dtype, copy=False)
         if self.is_plain:
             return np.ascontiguousarray(arr).reshape(-1)
+        arr = arr.reshape(self.dims)
         padded = np.pad(arr, list(zip(self.lower_pad, self.upper_pad)), constant_values=fill)
         return np.ascontiguousarray(padded.transpose(FORMAT_ORDER[self.format])).reshape(-1)
 
@@ -204,6 +216,8 @@ class TensorDesc:
                               f"{self.buffer_count}")
         flat = flat[: self.buffer_count].view(self.np_dtype) if flat.dtype == self.np_dtype \
             else flat[: self.buffer_count].astype(self.np_dtype)
+        if self.is_plain:
+            return flat.copy().reshape(self.shape)
         mem = flat.reshape(self._memory_shape())
         order = FORMAT_ORDER[self.format]
         inverse = tuple(order.index(i) for i in range(4))
