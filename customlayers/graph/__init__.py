@@ -1,1 +1,5 @@
-"""graph"""
+"""Models as graphs: the Graph types and the readers that make them (OpenVINO IR, ONNX)."""
+from .graph import Edge, Graph, Node, Port
+from .ir import read_ir, read_ir_string
+
+__all__ = ["Edge", "Graph", "Node", "Port", "read_ir", "read_ir_string"]
