@@ -1,0 +1,23 @@
+"""read_model: one entry point for every model format, chosen by the file's extension."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..errors import ModelError
+from .graph import Graph
+
+
+def read_model(path, weights=None) -> Graph:
+    """`model.xml` (OpenVINO IR, weights in the sibling .bin unless given) or `model.onnx`."""
+    p = Path(path)
+    if not p.exists():
+        raise ModelError(f"{p}: no such model file")
+    suffix = p.suffix.lower()
+    if suffix == ".xml":
+        from .ir import read_ir
+        return read_ir(p, weights)
+    if suffix == ".onnx":
+        from .onnx_reader import read_onnx
+        return read_onnx(p)
+    raise ModelError(f"{p}: unknown model format '{suffix}'; expected an OpenVINO IR .xml or an "
+                     f".onnx file")
