@@ -1,0 +1,141 @@
+"""The `#define`s of a custom layer's program (SPEC section 3): built-in and user defines.
+
+Both functions return (name, value) pairs in program order; program.py renders them. Values are
+text: user attribute text is kept exactly as the model wrote it (OpenVINO rounded floats to six
+decimals, so `1e-7` became `0`; we never convert a number).
+"""
+from __future__ import annotations
+
+import re
+from typing import Mapping, Sequence
+
+from ..config.spec import DefineSpec, LayerSpec
+from ..errors import DefineError
+from .tensor import TensorDesc
+
+# OpenCL C integer literal: decimal, octal or hex, optional sign and u/l suffixes.
+_INT_LITERAL = re.compile(
+    r"[+-]?(0[xX][0-9a-fA-F]+|0[0-7]*|[1-9][0-9]*)([uU](ll|LL|l|L)?|(ll|LL|l|L)[uU]?)?\Z")
+# OpenCL C floating literal (a fraction or an exponent is required before an f/F/h/H suffix:
+# `1f` is not C), or a hex float. An integer literal is also fine where a float is wanted.
+_FLOAT_LITERAL = re.compile(
+    r"[+-]?((\d+\.\d*|\.\d+)([eE][+-]?\d+)?|\d+[eE][+-]?\d+"
+    r"|0[xX]([0-9a-fA-F]+\.?[0-9a-fA-F]*|\.[0-9a-fA-F]+)[pP][+-]?\d+)[fFhH]?\Z")
+
+_BOOLEANS = {"true": "1", "false": "0"}
+_EXAMPLES = {"int": "3, -3, 0x10, 10u", "float": "0.5, 1.0f, 1e-7, -3, +2.5F"}
+ARRAY_TYPES = ("int[]", "float[]")
+
+
+def _scalar_problem(text: str, scalar_type: str) -> str | None:
+    t = text.strip()
+    if not t:
+        return f"an empty value is not {_article(scalar_type)} {scalar_type}"
+    if t.lower() in _BOOLEANS:
+        return None
+    if _INT_LITERAL.match(t) or (scalar_type == "float" and _FLOAT_LITERAL.match(t)):
+        return None
+    return (f"'{t}' is not {_article(scalar_type)} {scalar_type} literal of OpenCL C "
+            f"(for example {_EXAMPLES[scalar_type]})")
+
+
+def _article(word: str) -> str:
+    return "an" if word[:1] in "aeiou" else "a"
+
+
+def check_define_value(value: str, type: str | None) -> str | None:
+    """What is wrong with `value` for a Define of `type`, or None when it fits.
+
+    Only int, float, int[] and float[] are checked; another type (or none) takes any text, as
+    OpenVINO does. Used by the validator for defaults and by user_defines for attributes."""
+    if type in ("int", "float"):
+        return _scalar_problem(value, type)
+    if type in ARRAY_TYPES:
+        scalar = type[:-2]
+        items = value.split(",")
+        for n, item in enumerate(items):
+            problem = _scalar_problem(item, scalar)
+            if problem:
+                where = f"element {n + 1} of {len(items)}: " if len(items) > 1 else ""
+                return where + problem
+    return None
+
+
+def _as_c(value: str, type: str | None) -> str:
+    """true/false -> 1/0 (per element for arrays); every other text is kept exactly."""
+    if type in ARRAY_TYPES:
+        items = value.split(",")
+        if any(i.strip().lower() in _BOOLEANS for i in items):
+            items = [_BOOLEANS.get(i.strip().lower(), i) for i in items]
+        return "(" + type + ") {" + ",".join(items) + "}"
+    return _BOOLEANS.get(value.strip().lower(), value)
+
+
+def user_define_value(define: DefineSpec, params: Mapping[str, str],
+                      layer: str) -> tuple[str, str]:
+    """One Define -> (name, value). DefineError when the value does not fit the type."""
+    if define.param is not None and define.param in params:
+        value, origin = params[define.param], f"attribute {define.param}=\"{params[define.param]}\""
+    elif define.default is not None:
+        value, origin = define.default, f"default=\"{define.default}\""
+    else:
+        return define.name, ""          # OpenVINO's Tile relies on this empty define
+    problem = check_define_value(value, define.type)
+    if problem:
+        raise DefineError(f"{define.location}: layer '{layer}', define '{define.name}' "
+                          f"(type {define.type}): {origin} does not fit: {problem}")
+    return define.name, _as_c(value, define.type)
+
+
+def user_defines(spec: LayerSpec, params: Mapping[str, str]) -> list[tuple[str, str]]:
+    """The layer's Defines in document order, with values from the model's attributes."""
+    return [user_define_value(d, params, spec.name) for d in spec.defines]
+
+
+# -- built-in defines --------------------------------------------------------------------------
+def _array(name: str, c_type: str, values: Sequence[int]) -> list[tuple[str, str]]:
+    """NAME_SIZE, NAME as a compound literal, NAME_INIT as an initializer list.
+
+    Spacing is OpenVINO's: `(int []){ 1,3,224,224, }` and, when empty, `(ulong []){  }`."""
+    body = "".join(f"{int(v)}," for v in values)
+    return [
+        (f"{name}_SIZE", str(len(values))),
+        (name, f"({c_type} []){{ {body} }}"),
+        (f"{name}_INIT", f"{{ {body} }}"),
+    ]
+
+
+def tensor_defines(prefix: str, desc: TensorDesc) -> list[tuple[str, str]]:
+    """The defines of one tensor, e.g. prefix 'INPUT0'."""
+    out = _array(f"{prefix}_DIMS", "int", desc.dims)
+    out.append((f"{prefix}_TYPE", desc.cl_type))
+    out.append((f"{prefix}_FORMAT_{desc.format}", ""))
+    out += _array(f"{prefix}_LOWER_PADDING", "int", desc.lower_pad)
+    out += _array(f"{prefix}_UPPER_PADDING", "int", desc.upper_pad)
+    out += _array(f"{prefix}_PITCHES", "int", desc.pitches)
+    out.append((f"{prefix}_OFFSET", str(desc.offset)))
+    return out
+
+
+def builtin_defines(inputs: Sequence[TensorDesc], outputs: Sequence[TensorDesc],
+                    global_size: Sequence[int],
+                    local_size: Sequence[int] | None) -> list[tuple[str, str]]:
+    """NUM_INPUTS, the work sizes, then INPUT0.., OUTPUT0.. (SPEC section 3, in its order).
+
+    `inputs` are all INPUTk tensors: the real inputs by port, then the Data blobs."""
+    out = [("NUM_INPUTS", str(len(inputs)))]
+    out += _array("GLOBAL_WORKSIZE", "ulong", list(global_size))
+    out += _array("LOCAL_WORKSIZE", "ulong", list(local_size or ()))
+    for i, desc in enumerate(inputs):
+        out += tensor_defines(f"INPUT{i}", desc)
+    for i, desc in enumerate(outputs):
+        out += tensor_defines(f"OUTPUT{i}", desc)
+    return out
+
+
+def render_define(name: str, value: str, *, user: bool = False) -> str:
+    """`#define NAME VALUE`. A built-in define without a value (the FORMAT flag) has no trailing
+    space; a user define without one keeps OpenVINO's `#define NAME ` (SPEC section 3)."""
+    if value or user:
+        return f"#define {name} {value}"
+    return f"#define {name}"
