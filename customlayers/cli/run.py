@@ -1,0 +1,47 @@
+"""`customlayers run -m model.xml [-c config.xml ...] [-i input.npy] [-o out.npz] [-pc]`"""
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+
+from .model_args import add_model_options, load_network, save_outputs
+
+
+def add_parser(sub):
+    p = sub.add_parser("run", help="run a model (IR or ONNX) whose layers may be custom layers",
+                       description="Run a whole model once on an OpenCL device and print or save "
+                                   "its outputs.")
+    add_model_options(p)
+    p.add_argument("-o", "--output", help="write the outputs to this .npz (or .npy: one output)")
+    p.add_argument("-pc", "--perf-counts", action="store_true",
+                   help="print per-layer device times (from OpenCL profiling events)")
+    return p
+
+
+def run(args) -> int:
+    from ..runtime import profile
+    engine, net, arrays = load_network(args, profiling=args.perf_counts)
+    print(f"device: {engine.device.name.strip()} ({engine.device.platform.name.strip()})",
+          file=sys.stderr)
+    req = net.create_request({n: tuple(a.shape) for n, a in arrays.items()})
+    outputs = req.infer(arrays)
+    for name, arr in outputs.items():
+        print(summarize(name, arr))
+    if args.output:
+        save_outputs(args.output, outputs)
+        print(f"outputs written to {args.output}", file=sys.stderr)
+    if args.perf_counts:
+        print()
+        print(profile.format_table(profile.collect(req)))
+    return 0
+
+
+def summarize(name: str, arr: np.ndarray) -> str:
+    flat = arr.reshape(-1)
+    text = (f"{name}: shape {list(arr.shape)} {arr.dtype}  min {flat.min():.6g}  "
+            f"max {flat.max():.6g}  mean {flat.mean():.6g}")
+    if arr.ndim == 2 and arr.shape[0] == 1 and arr.shape[1] > 1:
+        top = np.argsort(-flat)[:5]
+        text += "  top-5 " + ", ".join(f"{i}:{flat[i]:.4f}" for i in top)
+    return text
