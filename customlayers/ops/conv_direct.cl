@@ -1,0 +1,33 @@
+/* Direct convolution: one work item per output element, the window read from global memory.
+ * Used where the GEMM view is too thin to tile (depthwise: one output channel per group), where
+ * the work is memory-bound anyway.
+ * NDRange: (OW, OH, N * O). Needs the same defines as conv_gemm.cl.
+ */
+__kernel void conv_direct(__global const float* restrict input,
+                          __global const float* restrict weights,
+                          __global float* restrict output)
+{
+    const int ox = get_global_id(0), oy = get_global_id(1), z = get_global_id(2);
+    if (ox >= OW || oy >= OH)
+        return;
+    const int img = z / O, o = z % O, g = o / OG;
+    __global const float* w = weights + o * (CG * KH * KW);
+    __global const float* in = input + (img * C + g * CG) * IH * IW;
+    const int iy0 = oy * SY - PY, ix0 = ox * SX - PX;
+    float acc = 0.0f;
+    for (int c = 0; c < CG; ++c) {
+        #pragma unroll
+        for (int ky = 0; ky < KH; ++ky) {
+            const int iy = iy0 + ky * DY;
+            if ((uint)iy >= (uint)IH)
+                continue;
+            #pragma unroll
+            for (int kx = 0; kx < KW; ++kx) {
+                const int ix = ix0 + kx * DX;
+                if ((uint)ix < (uint)IW)
+                    acc = mad(in[(c * IH + iy) * IW + ix], w[(c * KH + ky) * KW + kx], acc);
+            }
+        }
+    }
+    output[(z * OH + oy) * OW + ox] = acc;
+}

@@ -1,0 +1,33 @@
+/* Convolution as an implicit GEMM, one GEMM per (image, group) in the third NDRange dimension:
+ *   out[o][p] = sum_k weights[o][k] * patch[k][p]
+ *   m = output channel within the group, n = output pixel oy*OW+ox, k = (c, ky, kx)
+ * The patch matrix is never stored: B_AT gathers it from the input (zero outside the image).
+ * Needs: C IH IW (input), O OH OW (output), G CG OG (groups, channels per group), KH KW, SY SX,
+ * DY DX (dilations), PY PX (pads_begin), and the tile geometry of gemm.cl.
+ */
+#define M OG
+#define N (OH * OW)
+#define K (CG * KH * KW)
+#define A_K_FASTEST 1
+#define B_N_FASTEST 1
+#define GEMM_ARGS __global const float* restrict input, __global const float* restrict weights, \
+                  __global float* restrict output
+
+inline float conv_patch(__global const float* restrict input, int batch, int k, int n)
+{
+    const int img = batch / G, g = batch % G;
+    const int c = k / (KH * KW), r = k % (KH * KW);
+    const int ky = r / KW, kx = r % KW;
+    const int oy = n / OW, ox = n % OW;
+    const int iy = oy * SY - PY + ky * DY;
+    const int ix = ox * SX - PX + kx * DX;
+    /* one unsigned compare covers both "negative" and "past the end" */
+    if ((uint)iy >= (uint)IH || (uint)ix >= (uint)IW)
+        return 0.0f;
+    return input[((img * C + g * CG + c) * IH + iy) * IW + ix];
+}
+
+#define A_AT(batch, m, k) weights[((batch) % G * OG + (m)) * K + (k)]
+#define B_AT(batch, k, n) conv_patch(input, (batch), (k), (n))
+#define STORE(batch, m, n, v) \
+    output[((batch) / G * O + (batch) % G * OG + (m)) * N + (n)] = (v)
