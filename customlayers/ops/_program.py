@@ -1,0 +1,244 @@
+"""Shared pieces of the tensor ops' kernels: program text, literals, and linear index maps.
+
+Every data-movement op here (Transpose, Slice, Tile, Broadcast, ShuffleChannels, ...) is a
+*linear view* of its input: output element i reads input element
+`offset + sum_k coord_k(i) * stride_k`, where coord_k(i) is the k-th coordinate of i in the
+output shape. Only the strides and the offset differ between ops, so they share one kernel and
+the maps are computed here, in Python, then baked into the program text as constants (the
+compiler turns the constant divisions into multiply-shifts and drops zero terms).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from typing import Mapping, Sequence
+
+from ..errors import BindingError
+from ..jit.tensor import TensorDesc
+from ..runtime.launch import Arg, KernelLaunch
+
+# Work-items per group the global size is padded to; kernels guard `i < COUNT`. 64 divides
+# every work-group limit a real device has, so the driver may choose any divisor of it.
+GROUP_MULTIPLE = 64
+
+
+@lru_cache(maxsize=None)
+def cl_source(name: str) -> str:
+    """The text of customlayers/ops/<name> (packaged as ops/*.cl)."""
+    return resources.files(__package__).joinpath(name).read_text(encoding="utf-8")
+
+
+def program_text(label: str, defines: Mapping[str, object], *cl_files: str) -> str:
+    """`#define` lines for the baked constants, then the kernel files."""
+    lines = [f"// customlayers built-in op: {label}"]
+    if any("half" in str(v) for v in defines.values()):
+        lines.append("#pragma OPENCL EXTENSION cl_khr_fp16 : enable")
+    for name, value in defines.items():
+        lines.append(f"#define {name} {value}")
+    for name in cl_files:
+        lines.append(f"// ---- {name}")
+        lines.append(cl_source(name))
+    return "\n".join(lines) + "\n"
+
+
+def global_1d(count: int) -> tuple[int]:
+    """One work-item per element, padded to GROUP_MULTIPLE (kernels guard the tail)."""
+    return (max(GROUP_MULTIPLE, -(-count // GROUP_MULTIPLE) * GROUP_MULTIPLE),)
+
+
+def c_float(value: float) -> str:
+    """A float as an OpenCL C literal that keeps every digit (repr round-trips)."""
+    if math.isnan(value):
+        return "NAN"
+    if math.isinf(value):
+        return "INFINITY" if value > 0 else "(-INFINITY)"
+    text = repr(float(value))
+    return f"({text}f)" if text.startswith("-") else f"{text}f"
+
+
+def is_float(dtype: str) -> bool:
+    return dtype in ("f32", "f16")
+
+
+# -- shapes ----------------------------------------------------------------------------------
+def dense_strides(shape: Sequence[int]) -> tuple[int, ...]:
+    strides, step = [], 1
+    for d in reversed(shape):
+        strides.append(step)
+        step *= d
+    return tuple(reversed(strides))
+
+
+def numel(shape: Sequence[int]) -> int:
+    n = 1
+    for d in shape:
+        n *= int(d)
+    return n
+
+
+def broadcast_shapes(op_type: str, *shapes: Sequence[int]) -> tuple[int, ...]:
+    """numpy broadcasting of shapes; BindingError saying which dims clash."""
+    rank = max((len(s) for s in shapes), default=0)
+    out = []
+    for k in range(rank):
+        dims = {s[k - rank + len(s)] for s in shapes if k - rank + len(s) >= 0}
+        dims.discard(1)
+        if len(dims) > 1:
+            raise BindingError(f"{op_type}: shapes {' and '.join(str(list(s)) for s in shapes)} "
+                               f"do not broadcast (numpy rules): dims {sorted(dims)} meet at "
+                               f"axis {k} of the result")
+        out.append(dims.pop() if dims else 1)
+    return tuple(out)
+
+
+def normalize_axis(axis: int, rank: int, op_type: str, what: str = "axis") -> int:
+    if not -rank <= axis < max(rank, 1):
+        raise BindingError(f"{op_type}: {what} {axis} is out of range for rank {rank} "
+                           f"(expected {-rank}..{rank - 1})")
+    return axis + rank if axis < 0 else axis
+
+
+# -- linear views ----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class LinearView:
+    """Element at coordinate c of `shape` lives at `offset + sum(c_k * strides_k)` of a buffer."""
+    shape: tuple[int, ...]
+    strides: tuple[int, ...]
+    offset: int = 0
+
+    @staticmethod
+    def dense(shape: Sequence[int]) -> "LinearView":
+        shape = tuple(int(d) for d in shape)
+        return LinearView(shape, dense_strides(shape), 0)
+
+    def transpose(self, order: Sequence[int]) -> "LinearView":
+        return LinearView(tuple(self.shape[a] for a in order),
+                          tuple(self.strides[a] for a in order), self.offset)
+
+    def broadcast_to(self, shape: Sequence[int]) -> "LinearView":
+        """numpy broadcasting: leading new axes and size-1 axes read with stride 0."""
+        shape = tuple(int(d) for d in shape)
+        lead = len(shape) - len(self.shape)
+        strides = [0] * lead
+        for k, (d, s) in enumerate(zip(self.shape, self.strides)):
+            strides.append(0 if d == 1 and shape[lead + k] != 1 else s)
+        return LinearView(shape, tuple(strides), self.offset)
+
+    def slice(self, axis: int, start: int, step: int, length: int) -> "LinearView":
+        shape, strides = list(self.shape), list(self.strides)
+        offset = self.offset + start * strides[axis]
+        shape[axis], strides[axis] = length, strides[axis] * step
+        return LinearView(tuple(shape), tuple(strides), offset)
+
+    def reshape_dense(self, shape: Sequence[int]) -> "LinearView":
+        """Only for a view that is itself dense (strides of its shape, offset 0)."""
+        if self.strides != dense_strides(self.shape):
+            raise ValueError("reshape_dense of a strided view")
+        return LinearView.dense(shape)
+
+
+def coalesce(shape: Sequence[int], *stride_sets: Sequence[int]):
+    """Drop size-1 axes and merge neighbours that every view walks contiguously, so the
+    kernel splits the index into as few coordinates as possible. Returns (shape, strides...)."""
+    dims: list[int] = []
+    sets: list[list[int]] = [[] for _ in stride_sets]
+    for k, d in enumerate(shape):
+        if d == 1:
+            continue
+        if dims and all(ss[-1] == st[k] * d for ss, st in zip(sets, stride_sets)):
+            dims[-1] *= d
+            for ss, st in zip(sets, stride_sets):
+                ss[-1] = st[k]
+            continue
+        dims.append(int(d))
+        for ss, st in zip(sets, stride_sets):
+            ss.append(int(st[k]))
+    return (tuple(dims), *(tuple(s) for s in sets))
+
+
+def index_expr(shape: Sequence[int], strides: Sequence[int], offset: int = 0,
+               var: str = "i") -> str:
+    """C expression of the buffer index read for linear output index `var` (a uint)."""
+    terms = [str(offset)] if offset else []
+    inner = 1
+    for k in range(len(shape) - 1, -1, -1):
+        d, s = shape[k], strides[k]
+        if s != 0 and d != 1:
+            coord = f"({var}/{inner}u)" if inner != 1 else f"{var}"
+            if k != 0:
+                coord = f"({coord}%{d}u)"
+            terms.append(f"(int){coord}*{s}" if s != 1 else f"(int){coord}")
+        inner *= d
+    return "(" + " + ".join(terms) + ")" if terms else "0"
+
+
+def view_index_expr(out_shape: Sequence[int], view: LinearView, var: str = "i") -> str:
+    """index_expr for reading `view` (of shape out_shape) at linear output index `var`."""
+    if tuple(view.shape) != tuple(out_shape):
+        raise ValueError(f"view shape {view.shape} != output shape {tuple(out_shape)}")
+    if view.offset == 0 and tuple(view.strides) == dense_strides(view.shape):
+        return f"({var})"
+    shape, strides = coalesce(view.shape, view.strides)
+    return index_expr(shape, strides, view.offset, var)
+
+
+def shape_of(desc: TensorDesc) -> tuple[int, ...]:
+    return tuple(int(d) for d in desc.shape)
+
+
+# -- launches of the shared kernels ---------------------------------------------------------
+def _macro(name: str, params: str, body: str | None) -> dict[str, str]:
+    return {} if body is None else {f"{name}({params})": body}
+
+
+def unary_map_launch(label: str, src: TensorDesc, dst: TensorDesc, *, src_index: str = "(i)",
+                     fn: str | None = None, load: str | None = None, store: str | None = None,
+                     bounds: str | None = None, fill: str | None = None) -> KernelLaunch:
+    """unary_map.cl: out[i] = store(fn(load(in[src_index(i)]))), with bodies given as C text
+    in the variables `i` (src_index, bounds), `v` (load, store) and `x` (fn)."""
+    defines: dict[str, object] = {
+        "COUNT": f"{numel(dst.shape)}u", "IN_TYPE": src.cl_type, "OUT_TYPE": dst.cl_type,
+        "SRC_INDEX(i)": src_index,
+    }
+    defines.update(_macro("LOAD", "v", load))
+    defines.update(_macro("FN", "x", fn))
+    defines.update(_macro("STORE", "v", store))
+    if bounds is not None:
+        defines["IN_BOUNDS(i)"] = bounds
+        defines["FILL"] = fill if fill is not None else f"(({dst.cl_type})0)"
+    return KernelLaunch(source=program_text(label, defines, "unary_map.cl"), entry="unary_map",
+                        args=(Arg.input(0), Arg.output(0)), global_size=global_1d(numel(dst.shape)),
+                        label=label)
+
+
+def binary_map_launch(label: str, a: TensorDesc, b: TensorDesc, out: TensorDesc, op: str, *,
+                      a_input: int = 0, b_input: int = 1,
+                      a_view: LinearView | None = None, b_view: LinearView | None = None,
+                      load_a: str | None = None, load_b: str | None = None,
+                      store: str | None = None) -> KernelLaunch:
+    """binary_map.cl: out[i] = store(op(load_a(a[..]), load_b(b[..]))) with numpy broadcasting
+    of both inputs to `out` (or the views given). `op` is C text in `a` and `b`."""
+    shape = shape_of(out)
+    a_view = a_view or LinearView.dense(shape_of(a)).broadcast_to(shape)
+    b_view = b_view or LinearView.dense(shape_of(b)).broadcast_to(shape)
+    defines: dict[str, object] = {
+        "COUNT": f"{numel(shape)}u", "A_TYPE": a.cl_type, "B_TYPE": b.cl_type,
+        "OUT_TYPE": out.cl_type,
+        "A_INDEX(i)": view_index_expr(shape, a_view), "B_INDEX(i)": view_index_expr(shape, b_view),
+        "OP(a, b)": f"({op})",
+    }
+    defines.update(_macro("LOAD_A", "v", load_a))
+    defines.update(_macro("LOAD_B", "v", load_b))
+    defines.update(_macro("STORE", "v", store))
+    return KernelLaunch(source=program_text(label, defines, "binary_map.cl"), entry="binary_map",
+                        args=(Arg.input(a_input), Arg.input(b_input), Arg.output(0)),
+                        global_size=global_1d(numel(shape)), label=label)
+
+
+def float_compute(dtype: str) -> tuple[str | None, str | None]:
+    """(load, store) macro bodies that compute a half tensor in float; none for the others."""
+    if dtype == "f16":
+        return "convert_float(v)", "convert_half(v)"
+    return None, None
