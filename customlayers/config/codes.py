@@ -1,0 +1,58 @@
+"""The stable diagnostic codes of the config loader and `validate`, one line each.
+
+Codes never change meaning once published: CI scripts and editors filter on them. Add new codes
+at the end of their group; retire a code by leaving it here with "(retired)".
+"""
+from __future__ import annotations
+
+CODES: dict[str, str] = {
+    # -- the file as XML ---------------------------------------------------------------------
+    "CL001": "the file is not well-formed XML",
+    "CL002": "a DOCTYPE declares entities (refused: no entity is ever expanded)",
+    "CL003": "the file's bytes cannot be decoded in its declared encoding",
+    "CL004": "the file holds no <CustomLayer> element",
+    "CL005": "a DOCTYPE without entities is ignored (no DTD is loaded)",
+    # -- structure (JSON Schema) -------------------------------------------------------------
+    "CL010": "unknown element (ignored)",
+    "CL011": "unknown attribute (ignored)",
+    "CL012": "a required element is missing",
+    "CL013": "a required attribute is missing",
+    "CL014": "an element that may appear once appears more than once",
+    "CL015": "an attribute that needs a value is empty",
+    "CL016": "a value does not have the expected form",
+    # -- attribute values --------------------------------------------------------------------
+    "CL020": "CustomLayer type is not SimpleGPU",
+    "CL021": "CustomLayer version is not 1",
+    "CL022": "Tensor type is not input or output",
+    "CL023": "Tensor format is not BFYX, BYXF, YXFB, FYXB or ANY (upper or lower case)",
+    "CL024": "arg-index or port-index is not a non-negative integer",
+    "CL025": "WorkSizes dim is not output, input, input,N or input N",
+    # -- buffers -----------------------------------------------------------------------------
+    "CL030": "two buffers bind the same arg-index",
+    "CL031": "arg-index values leave a gap (every kernel argument must be bound)",
+    "CL032": "the layer has no output Tensor",
+    "CL033": "two Tensors bind the same port (type and port-index)",
+    "CL034": "WorkSizes dim names an input the layer does not have",
+    # -- sources -----------------------------------------------------------------------------
+    "CL040": "a Source file does not exist (or is not in the given sources)",
+    "CL041": "a Source file cannot be read",
+    "CL042": "a Source file lies outside the config's directory (see --allow-external-sources)",
+    "CL044": "the Kernel entry function is not defined in the sources",
+    # -- defines -----------------------------------------------------------------------------
+    "CL050": "a Define value does not fit its type",
+    "CL051": "a Define has no param, no default and no value in its name (defined empty)",
+    # -- work sizes and shapes ---------------------------------------------------------------
+    "CL060": "a formula does not parse",
+    "CL061": "more than 3 work-size entries",
+    "CL062": "local has a different number of entries than global",
+    # -- across layers and files -------------------------------------------------------------
+    "CL070": "the same layer name is defined again; the later definition wins",
+    # -- building (validate --compile) -------------------------------------------------------
+    "CL080": "the OpenCL program does not build",
+    "CL081": "the layer could not be prepared for building (shapes, defines, work sizes)",
+}
+
+
+def describe(code: str) -> str:
+    """The one-line description of a code ('' for an unknown one)."""
+    return CODES.get(code, "")

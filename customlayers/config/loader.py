@@ -1,0 +1,171 @@
+"""Loading configs into a `ConfigSet`: files or strings, one or many, every problem collected.
+
+Per file: parse (xmlload) -> structure (schema) -> semantics and LayerSpec (checks). A content
+problem never raises; it becomes a Diagnostic, and a layer with an error is left out of
+`.layers`. Only a config file that cannot be read at all raises (OSError), so the CLI can tell
+"bad file" (exit 2) from "bad content" (exit 1).
+"""
+from __future__ import annotations
+
+import os
+import posixpath
+from dataclasses import dataclass, field
+from typing import Iterable, Mapping
+
+from .checks import LayerChecker
+from .diagnostics import Diagnostics, Location
+from .schema import check_structure
+from .spec import LayerSpec, SourceFile
+from .xmlload import LAYER_TAG, Node, parse_document
+
+
+@dataclass
+class ConfigSet:
+    """The result of loading one or more config files."""
+    layers: dict[str, LayerSpec] = field(default_factory=dict)  # by name; a later file wins
+    diagnostics: Diagnostics = field(default_factory=Diagnostics)
+    files: list[str] = field(default_factory=list)
+    # every <CustomLayer name=...> seen, valid or not, in load order: (name, where)
+    definitions: list[tuple[str, Location]] = field(default_factory=list)
+
+    def raise_if_errors(self, strict: bool = False) -> "ConfigSet":
+        """ConfigError carrying every error (and warning, when strict); else self."""
+        self.diagnostics.raise_if_errors(strict)
+        return self
+
+
+class _FileSources:
+    """Source@filename resolved against the config's directory, refused outside its tree."""
+
+    def __init__(self, config_path: str, allow_external: bool):
+        self.base = os.path.realpath(os.path.dirname(os.path.abspath(config_path)))
+        self.allow_external = allow_external
+
+    def __call__(self, src: Node, layer: str | None, diags: Diagnostics) -> SourceFile | None:
+        filename = src.attrs["filename"]
+        where = src.where("filename")
+        path = os.path.realpath(os.path.join(self.base, filename))
+        if not self.allow_external and os.path.commonpath([path, self.base]) != self.base:
+            diags.error(where, "CL042",
+                             f"source '{filename}' resolves to {path}, outside the config's "
+                             f"directory {self.base}; refused (use --allow-external-sources, or "
+                             f"allow_external_sources=True, to allow it)", layer)
+            return None
+        if not os.path.exists(path):
+            diags.error(where, "CL040", f"source file '{filename}' does not exist "
+                             f"(looked for {path}, relative to the config's directory)", layer)
+            return None
+        try:
+            with open(path, "rb") as f:
+                data = f.read()
+        except OSError as e:
+            diags.error(where, "CL041", f"source file '{filename}' cannot be read: "
+                             f"{e.strerror or e}", layer)
+            return None
+        text = _source_text(data, filename, where, layer, diags)
+        if text is None:
+            return None
+        return SourceFile(filename, path, text, src.location)
+
+
+class _MappedSources:
+    """Source@filename looked up in a mapping of name -> text (configs loaded from strings)."""
+
+    def __init__(self, sources: Mapping[str, str | bytes] | None):
+        self.sources = dict(sources or {})
+
+    def __call__(self, src: Node, layer: str | None, diags: Diagnostics) -> SourceFile | None:
+        filename = src.attrs["filename"]
+        where = src.where("filename")
+        key = filename if filename in self.sources else posixpath.normpath(filename)
+        if key not in self.sources:
+            given = ", ".join(sorted(map(str, self.sources))) or "none"
+            diags.error(where, "CL040", f"source '{filename}' is not among the given "
+                             f"sources (given: {given})", layer)
+            return None
+        value = self.sources[key]
+        if isinstance(value, bytes):
+            value = _source_text(value, filename, where, layer, diags)
+            if value is None:
+                return None
+        elif not isinstance(value, str):
+            diags.error(where, "CL041", f"source '{filename}' is given as "
+                             f"{type(value).__name__}; expected text", layer)
+            return None
+        return SourceFile(filename, None, value, src.location)
+
+
+def _source_text(data: bytes, filename: str, where: Location, layer: str | None,
+                 diags: Diagnostics) -> str | None:
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        diags.error(where, "CL041", f"source file '{filename}' is not UTF-8 text (byte "
+                    f"0x{data[e.start]:02x} on its line {line})", layer)
+        return None
+
+
+def _load_one(data: bytes | str, file: str, reader, config_path: str | None,
+              into: ConfigSet) -> None:
+    diags = Diagnostics()
+    into.files.append(file)
+    doc = parse_document(data, file, diags)
+    if doc is not None:
+        layer_nodes = [n for n in doc.nodes if n.tag == LAYER_TAG]
+        if not layer_nodes:
+            diags.warning(Location(file, 1, 1), "CL004",
+                          "no <CustomLayer> element found; expected one or more, at the top "
+                          "level or inside one container element")
+        bad = check_structure(doc, diags)
+        for i, node in enumerate(layer_nodes):
+            _add_layer(node, i in bad, diags, reader, config_path, into)
+    # file order, then line and column; stable, so one place keeps its reporting order
+    into.diagnostics.extend(sorted(diags, key=lambda d: (d.line, d.column)))
+
+
+def _add_layer(node: Node, has_error: bool, diags: Diagnostics, reader,
+               config_path: str | None, into: ConfigSet) -> None:
+    name = node.attrs.get("name")
+    if node.attrs.get("type") == "MVCL":
+        spec = None  # reported by the schema: not supported yet
+    else:
+        spec = LayerChecker(node, diags, reader, config_path).build()
+    if not name:
+        return
+    for earlier_name, earlier in into.definitions:
+        if earlier_name == name:
+            diags.warning(node.location, "CL070",
+                          f"layer '{name}' is defined again; this definition replaces the one at "
+                          f"{earlier}", name)
+            break
+    into.definitions.append((name, node.location))
+    if spec is not None and not has_error:
+        into.layers[name] = spec
+    else:
+        into.layers.pop(name, None)  # a broken redefinition must not leave the old one active
+
+
+def load_configs(paths: Iterable[str | os.PathLike] | str | os.PathLike, *,
+                 allow_external_sources: bool = False,
+                 into: ConfigSet | None = None) -> ConfigSet:
+    """Load config files (in order) into a ConfigSet. Raises OSError only when a config file
+    itself cannot be read; every content problem is a diagnostic."""
+    result = into if into is not None else ConfigSet()
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    for path in paths:
+        path = os.fspath(path)
+        with open(path, "rb") as f:
+            data = f.read()
+        _load_one(data, path, _FileSources(path, allow_external_sources), path, result)
+    return result
+
+
+def load_config_string(xml: str | bytes, sources: Mapping[str, str] | None = None, *,
+                       name: str = "<string>", into: ConfigSet | None = None) -> ConfigSet:
+    """Load a config from text or bytes; Source@filename is looked up in `sources`
+    (name -> text). Never raises for content problems."""
+    result = into if into is not None else ConfigSet()
+    _load_one(xml, name, _MappedSources(sources), None, result)
+    return result

@@ -1,0 +1,227 @@
+"""Config text -> a small tree of `Node`s that remember where each element and attribute was
+written. Safe by construction: no entity is expanded, no DTD loaded, no network touched.
+
+OpenVINO's own configs hold several top-level <CustomLayer> siblings with no root, which strict
+XML rejects. We wrap the text in a synthetic root *on the same line* as the original first
+character, so every line number lxml reports is the user's. An XML declaration cannot follow our
+root tag, so it (and an entity-free DOCTYPE) is blanked out with spaces, keeping lines and
+columns where they were.
+"""
+from __future__ import annotations
+
+import codecs
+import re
+from dataclasses import dataclass, field
+
+from lxml import etree
+
+from .diagnostics import Diagnostics, Location
+
+LAYER_TAG = "CustomLayer"
+_ROOT = "customlayers-synthetic-root"
+_OPEN = f"<{_ROOT}>"
+_CLOSE = f"</{_ROOT}>"
+
+_DECL = re.compile(r"\A\s*<\?xml\s.*?\?>", re.S)
+_DECL_ENCODING = re.compile(rb"\A\s*<\?xml[^>]*?encoding\s*=\s*[\"']([A-Za-z0-9._-]+)[\"']")
+_DOCTYPE = re.compile(r"<!DOCTYPE\b")
+# a DOCTYPE ends at '>' after its optional [internal subset]
+_DOCTYPE_END = re.compile(r"<!DOCTYPE[^\[>]*(\[.*?\]\s*)?>", re.S)
+# text that can hold a '<' that is not a start tag; masked before locating start tags
+_NOT_MARKUP = re.compile(r"<!--.*?-->|<!\[CDATA\[.*?\]\]>|<\?.*?\?>|<!DOCTYPE[^\[>]*(\[.*?\]\s*)?>",
+                         re.S)
+
+
+@dataclass
+class Node:
+    """One XML element: tag, attributes as written (text), children, and places."""
+    tag: str
+    attrs: dict[str, str]
+    location: Location
+    attr_locations: dict[str, Location] = field(default_factory=dict)
+    children: list["Node"] = field(default_factory=list)
+
+    def where(self, attr: str | None = None) -> Location:
+        """The place of an attribute (or of the element when absent or not given)."""
+        if attr is not None and attr in self.attr_locations:
+            return self.attr_locations[attr]
+        return self.location
+
+    def find_all(self, tag: str) -> list["Node"]:
+        return [c for c in self.children if c.tag == tag]
+
+
+@dataclass
+class Document:
+    """The elements at layer level (normally <CustomLayer>s) and the container, if any."""
+    file: str
+    nodes: list[Node]
+    container: Node | None = None
+
+
+def _blank(text: str, start: int, end: int) -> str:
+    """Replace text[start:end] by spaces, keeping newlines (so lines and columns stay put)."""
+    kept = re.sub(r"[^\n]", " ", text[start:end])
+    return text[:start] + kept + text[end:]
+
+
+class _TextIndex:
+    """Offsets in the text <-> 1-based (line, column)."""
+
+    def __init__(self, text: str):
+        self.text = text
+        self.line_starts = [0] + [m.end() for m in re.finditer(r"\n", text)]
+
+    def location(self, file: str, offset: int) -> Location:
+        lo, hi = 0, len(self.line_starts) - 1
+        while lo < hi:  # last line start <= offset
+            mid = (lo + hi + 1) // 2
+            if self.line_starts[mid] <= offset:
+                lo = mid
+            else:
+                hi = mid - 1
+        return Location(file, lo + 1, offset - self.line_starts[lo] + 1)
+
+    def line_of(self, offset: int) -> int:
+        return self.location("", offset).line
+
+
+def decode(data: bytes | str, file: str, diags: Diagnostics) -> str | None:
+    """Bytes -> text, honouring a BOM or the declared encoding; None (and CL003) when it fails."""
+    if isinstance(data, str):
+        return data[1:] if data.startswith("\ufeff") else data
+    if data.startswith(codecs.BOM_UTF8):
+        encoding = "utf-8-sig"
+    elif data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        encoding = "utf-16"
+    else:
+        m = _DECL_ENCODING.match(data)
+        encoding = m.group(1).decode("ascii") if m else "utf-8"
+    try:
+        codecs.lookup(encoding)
+    except LookupError:
+        diags.error(Location(file, 1, 1), "CL003",
+                    f"the XML declaration names encoding '{encoding}', which Python does not know")
+        return None
+    try:
+        text = data.decode(encoding)
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        diags.error(Location(file, line, 1), "CL003",
+                    f"byte 0x{data[e.start]:02x} at offset {e.start} is not valid {encoding}")
+        return None
+    return text[1:] if text.startswith("\ufeff") else text
+
+
+def _prepare(text: str, file: str, diags: Diagnostics) -> str | None:
+    """Blank the XML declaration and an entity-free DOCTYPE; refuse a DOCTYPE with entities."""
+    decl = _DECL.match(text)
+    if decl:
+        text = _blank(text, decl.start(), decl.end())
+    doctype = _DOCTYPE.search(text)
+    if doctype is None:
+        return text
+    line = text.count("\n", 0, doctype.start()) + 1
+    if "<!ENTITY" in text:
+        diags.error(Location(file, line, doctype.start() - text.rfind("\n", 0, doctype.start())),
+                    "CL002", "the DOCTYPE declares entities; entities are refused (never expanded)"
+                    " because they can expand without bound or read other files")
+        return None
+    end = _DOCTYPE_END.match(text, doctype.start())
+    if end is None:
+        diags.error(Location(file, line, 1), "CL001", "the DOCTYPE declaration is not closed")
+        return None
+    diags.warning(Location(file, line, 1), "CL005",
+                  "the DOCTYPE is ignored: no DTD is loaded and nothing is validated against it")
+    return _blank(text, end.start(), end.end())
+
+
+def _parser() -> etree.XMLParser:
+    return etree.XMLParser(resolve_entities=False, no_network=True, load_dtd=False,
+                           dtd_validation=False, huge_tree=False, remove_comments=True,
+                           remove_pis=True, recover=False)
+
+
+def _syntax_error(e: etree.XMLSyntaxError, file: str, diags: Diagnostics) -> None:
+    line, column = e.position if e.position else (e.lineno or 0, 1)
+    if line == 1:
+        column = max(1, column - len(_OPEN))
+    message = (e.msg or str(e)).strip()
+    message = message.replace(_ROOT, "(the file's end)")
+    diags.error(Location(file, line, max(1, column)), "CL001", f"not well-formed XML: {message}")
+
+
+class _Locator:
+    """Finds each element's start tag in the (masked) text, in document order."""
+
+    def __init__(self, text: str, file: str):
+        masked = _NOT_MARKUP.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), text)
+        self.text = masked
+        self.index = _TextIndex(masked)
+        self.file = file
+        self.cursor = 0
+
+    def element(self, tag: str, sourceline: int) -> tuple[Location, int, int]:
+        """Location of '<tag', and the span of its start tag (for finding attributes)."""
+        m = re.compile(r"<(?:[\w.-]+:)?" + re.escape(tag) + r"(?=[\s/>])").search(self.text,
+                                                                            self.cursor)
+        if m is None:  # cannot happen for well-formed text; degrade to the line lxml gives
+            return Location(self.file, sourceline or 0, 1), self.cursor, self.cursor
+        end = self._tag_end(m.end())  # a quoted value may hold '>': scan, do not find()
+        self.cursor = m.end()
+        return self.index.location(self.file, m.start()), m.start(), end
+
+    def _tag_end(self, pos: int) -> int:
+        quote = None
+        for i in range(pos, len(self.text)):
+            ch = self.text[i]
+            if quote:
+                if ch == quote:
+                    quote = None
+            elif ch in "\"'":
+                quote = ch
+            elif ch == ">":
+                return i
+        return len(self.text)
+
+    def attribute(self, name: str, start: int, end: int, fallback: Location) -> Location:
+        m = re.compile(r"(?<![\w.-])(?:[\w.-]+:)?" + re.escape(name) + r"\s*=").search(
+            self.text, start, end)
+        return self.index.location(self.file, m.start()) if m else fallback
+
+
+def _convert(el, locator: _Locator) -> Node:
+    tag = el.tag if isinstance(el.tag, str) else str(el.tag)
+    loc, start, end = locator.element(etree.QName(el).localname if "}" in tag else tag,
+                                      el.sourceline or 0)
+    attrs = {str(k): str(v) for k, v in el.attrib.items()}
+    node = Node(tag, attrs, loc)
+    for name in attrs:
+        node.attr_locations[name] = locator.attribute(name.split("}")[-1], start, end, loc)
+    for child in el:
+        if isinstance(child.tag, str):  # skip comments, PIs and unexpanded entity nodes
+            node.children.append(_convert(child, locator))
+    return node
+
+
+def parse_document(data: bytes | str, file: str, diags: Diagnostics) -> Document | None:
+    """Parse one config; None when it is not usable XML (the reason is in `diags`)."""
+    text = decode(data, file, diags)
+    if text is None:
+        return None
+    text = _prepare(text, file, diags)
+    if text is None:
+        return None
+    try:
+        root = etree.fromstring(_OPEN + text + _CLOSE, _parser())
+    except etree.XMLSyntaxError as e:
+        _syntax_error(e, file, diags)
+        return None
+    except ValueError as e:  # e.g. characters XML does not allow in a Python str
+        diags.error(Location(file, 1, 1), "CL001", f"not well-formed XML: {e}")
+        return None
+    locator = _Locator(text, file)
+    top = [_convert(el, locator) for el in root if isinstance(el.tag, str)]
+    if len(top) == 1 and top[0].tag != LAYER_TAG and top[0].find_all(LAYER_TAG):
+        return Document(file, top[0].children, container=top[0])
+    return Document(file, top)
