@@ -1,0 +1,129 @@
+"""Whole-model latency: each converted light ONNX model (random weights) through our executor,
+against OpenVINO CPU and ONNX Runtime CPU on this machine (and PyTorch eager on a CUDA GPU for
+ResNet-50 where torch is there), with each model's planned device memory against the sum of its
+tensors. Ratios are taken in one run; absolute times mean something only on the GPU machine.
+
+    python bench/models.py [--device GPU] [--models resnet50,squeezenet] [--runs 10]
+                           [--source ir|onnx] [--no-peers]
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))
+
+from customlayers.graph.load import read_model  # noqa: E402
+from customlayers.runtime.device import Engine  # noqa: E402
+from customlayers.runtime.network import Network  # noqa: E402
+
+
+def median_time(fn, runs: int, warmup: int = 2) -> float:
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(runs):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return statistics.median(times)
+
+
+def have(module: str) -> bool:
+    try:
+        __import__(module)
+        return True
+    except Exception:
+        return False
+
+
+def openvino_runner(xml: Path, x: np.ndarray):
+    import openvino as ov
+    core = ov.Core()
+    compiled = core.compile_model(core.read_model(str(xml)), "CPU",
+                                  {"INFERENCE_PRECISION_HINT": "f32", "PERFORMANCE_HINT": "LATENCY"})
+    req = compiled.create_infer_request()
+    return lambda: req.infer({0: x})
+
+
+def onnxruntime_runner(onnx_path: Path, x: np.ndarray):
+    import onnxruntime as ort
+    sess = ort.InferenceSession(str(onnx_path), providers=["CPUExecutionProvider"])
+    name = sess.get_inputs()[0].name
+    return lambda: sess.run(None, {name: x})
+
+
+def torch_resnet50_runner():
+    import torch
+    import torchvision
+    if not torch.cuda.is_available():
+        return None
+    model = torchvision.models.resnet50(weights=None).eval().cuda()
+    x = torch.randn(1, 3, 224, 224, device="cuda")
+
+    def run():
+        with torch.no_grad():
+            model(x)
+        torch.cuda.synchronize()
+    return run
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--device", default=None)
+    ap.add_argument("--models", default=None, help="comma-separated names (default: all light models)")
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--source", choices=["ir", "onnx"], default=None,
+                    help="read the IR (needs openvino to convert) or the ONNX model (default: ir "
+                         "when openvino is installed)")
+    ap.add_argument("--no-peers", action="store_true")
+    args = ap.parse_args()
+    import models as light                                  # tests/models.py
+    names = args.models.split(",") if args.models else light.light_model_names()
+    source = args.source or ("ir" if have("openvino") else "onnx")
+    engine = Engine(args.device)
+    print(f"device: {engine.device.name.strip()} ({engine.device.platform.name.strip()}); "
+          f"models read from {source}; median of {args.runs} runs")
+    head = (f"{'model':<14} {'ours ms':>9} {'OV CPU ms':>10} {'ours/OV':>8} {'ORT CPU ms':>11} "
+            f"{'ours/ORT':>9} {'planned MiB':>12} {'tensors MiB':>12} {'plan %':>7}")
+    print(head)
+    print("-" * len(head))
+    for name in names:
+        onnx_path = light.light_onnx(name)
+        model_path = light.light_ir(name) if source == "ir" else onnx_path
+        graph = read_model(model_path)
+        net = Network(graph, None, engine)
+        x = np.random.default_rng(0).standard_normal(
+            net.plan.descs[net.plan.inputs[0][1]].shape).astype(np.float32)
+        req = net.create_request()
+        ours = median_time(lambda: req.infer({net.plan.inputs[0][0]: x}), args.runs)
+        ov = ort = None
+        if not args.no_peers and have("openvino") and source == "ir":
+            ov = median_time(openvino_runner(model_path, x), args.runs)
+        if not args.no_peers and have("onnxruntime"):
+            ort = median_time(onnxruntime_runner(onnx_path, x), args.runs)
+        mem = net.plan.memory
+        fmt = lambda t: f"{t * 1e3:.2f}" if t else "-"                 # noqa: E731
+        ratio = lambda a, b: f"{a / b:.2f}" if b else "-"              # noqa: E731
+        print(f"{name:<14} {fmt(ours):>9} {fmt(ov):>10} {ratio(ours, ov):>8} {fmt(ort):>11} "
+              f"{ratio(ours, ort):>9} {mem.planned_bytes / 2**20:>12.1f} "
+              f"{mem.total_tensor_bytes / 2**20:>12.1f} "
+              f"{mem.planned_bytes / max(mem.total_tensor_bytes, 1):>7.0%}", flush=True)
+        if name == "resnet50" and not args.no_peers and have("torch"):
+            run = torch_resnet50_runner()
+            if run is not None:
+                t = median_time(run, args.runs, warmup=5)
+                print(f"{'  torch eager':<14} {t * 1e3:>9.2f} ms on CUDA (torchvision resnet50, "
+                      f"random weights): ours/torch = {ours / t:.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

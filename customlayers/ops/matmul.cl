@@ -1,0 +1,22 @@
+/* MatMul front end for gemm.cl: out[batch] = op(A[batch]) x op(B[batch]).
+ * Batch dims are at most two (output [OB0, OB1, M, N]); a broadcast input has batch stride 0.
+ * Needs: M N K, TRANSPOSE_A TRANSPOSE_B, OB1, A_BS0 A_BS1 B_BS0 B_BS1 (batch strides, elements).
+ */
+#define A_K_FASTEST (!TRANSPOSE_A)
+#define B_N_FASTEST (!TRANSPOSE_B)
+#define GEMM_ARGS __global const float* restrict a, __global const float* restrict b, \
+                  __global float* restrict out
+
+#define A_BASE(batch) ((batch) / OB1 * A_BS0 + (batch) % OB1 * A_BS1)
+#define B_BASE(batch) ((batch) / OB1 * B_BS0 + (batch) % OB1 * B_BS1)
+#if TRANSPOSE_A
+#define A_AT(batch, m, k) a[A_BASE(batch) + (k) * M + (m)]
+#else
+#define A_AT(batch, m, k) a[A_BASE(batch) + (m) * K + (k)]
+#endif
+#if TRANSPOSE_B
+#define B_AT(batch, k, n) b[B_BASE(batch) + (n) * K + (k)]
+#else
+#define B_AT(batch, k, n) b[B_BASE(batch) + (k) * N + (n)]
+#endif
+#define STORE(batch, m, n, v) out[((batch) * M + (m)) * N + (n)] = (v)

@@ -1,0 +1,76 @@
+"""MatMul (opset1): transpose_a, transpose_b, numpy broadcasting of batch dims, 1-D operands.
+
+Runs on the tiled GEMM core (gemm.cl via matmul.cl), or, for a single row (M == 1: the fully
+connected layers of classification models), on a matrix-vector kernel that reads B once with
+all of the device's lanes (matmul_gemv.cl).
+"""
+from __future__ import annotations
+
+from .base import Attr, register_op
+from .conv import NamedOp, cl_source, defines, gemm_sizes, gemm_tiles, require_f32
+from ..runtime.launch import Arg, KernelLaunch
+
+_GEMV_WG = 64  # work items per output row in the transposed-B matrix-vector kernel
+
+
+@register_op
+class MatMul(NamedOp):
+    type = "MatMul"
+    attributes = (Attr("transpose_a", "bool", False), Attr("transpose_b", "bool", False))
+
+    def _plan(self, attrs, inputs):
+        """The GEMM view: sizes, batch shape, per-input batch strides, output shape."""
+        require_f32(self, attrs, inputs)
+        a, b = tuple(inputs[0].shape), tuple(inputs[1].shape)
+        if not a or not b:
+            raise self.fail(attrs, f"inputs must have rank >= 1, found {list(a)} and {list(b)}")
+        ta, tb = attrs["transpose_a"], attrs["transpose_b"]
+        # 1-D operands: [K] is a row for A and a column for B; transposes do not apply to them
+        a2 = ((1,) + a) if len(a) == 1 else (a[:-2] + (a[-1], a[-2]) if ta else a)
+        b2 = (b + (1,)) if len(b) == 1 else (b[:-2] + (b[-1], b[-2]) if tb else b)
+        ta, tb = ta and len(a) > 1, tb and len(b) > 1
+        m, k = a2[-2:]
+        k2, n = b2[-2:]
+        if k != k2:
+            raise self.fail(attrs, f"inner dimensions differ: A {list(a)} gives K={k}, B "
+                                   f"{list(b)} gives K={k2} (transpose_a={attrs['transpose_a']},"
+                                   f" transpose_b={attrs['transpose_b']})")
+        rank = max(len(a2), len(b2))
+        abatch = (1,) * (rank - len(a2)) + a2[:-2]
+        bbatch = (1,) * (rank - len(b2)) + b2[:-2]
+        batch = []
+        for da, db in zip(abatch, bbatch):
+            if da != db and 1 not in (da, db):
+                raise self.fail(attrs, f"batch dims of {list(a)} and {list(b)} do not broadcast")
+            batch.append(max(da, db))
+        if len(batch) > 2:
+            raise self.fail(attrs, f"at most 2 batch dims are supported, found {batch}")
+        out = tuple(batch) + ((m,) if len(a) > 1 else ()) + ((n,) if len(b) > 1 else ())
+        pad = (1,) * (2 - len(batch))
+        ob, ab, bb = pad + tuple(batch), pad + abatch, pad + bbatch
+        # batch strides in elements; 0 where the input is broadcast along that dim
+        a_bs = (ab[1] * m * k if ab[0] > 1 else 0, m * k if ab[1] > 1 else 0)
+        b_bs = (bb[1] * k * n if bb[0] > 1 else 0, k * n if bb[1] > 1 else 0)
+        return dict(M=m, N=n, K=k, TRANSPOSE_A=int(ta), TRANSPOSE_B=int(tb), OB1=ob[1],
+                    A_BS0=a_bs[0], A_BS1=a_bs[1], B_BS0=b_bs[0], B_BS1=b_bs[1]), \
+            ob[0] * ob[1], out
+
+    def infer_shapes(self, attrs, inputs, consts):
+        return [(self._plan(attrs, inputs)[2], "f32")]
+
+    def launches(self, attrs, inputs, outputs, consts):
+        sizes, batches, _ = self._plan(attrs, inputs)
+        m, n = sizes["M"], sizes["N"]
+        args = (Arg.input(0), Arg.input(1), Arg.output(0))
+        label = f"matmul_{m}x{sizes['K']}x{n}"
+        if m == 1:
+            src = defines(**sizes, WG=_GEMV_WG) + cl_source("matmul") + cl_source("matmul_gemv")
+            width = n * _GEMV_WG if sizes["TRANSPOSE_B"] else -(-n // _GEMV_WG) * _GEMV_WG
+            return [KernelLaunch(source=src, entry="matmul_gemv", args=args,
+                                 global_size=(width, batches), local_size=(_GEMV_WG, 1),
+                                 label=label + "_gemv")]
+        tiles = gemm_tiles(m, n)
+        global_size, local_size = gemm_sizes(tiles, m, n, batches)
+        src = defines(**sizes, **tiles) + cl_source("matmul") + cl_source("gemm")
+        return [KernelLaunch(source=src, entry="gemm_tiled", args=args, global_size=global_size,
+                             local_size=local_size, label=label + "_gemm")]

@@ -1,0 +1,39 @@
+/* MatMul with a single row (M == 1, the fully connected layers of the models): a matrix-vector
+ * product, bound by reading B once. Needs the defines of matmul.cl (without gemm.cl) and WG.
+ *
+ * TRANSPOSE_B (B is [N][K]): one work-group of WG items per output, each summing a strided
+ * slice of the row (consecutive items read consecutive addresses), then a tree in __local.
+ * Otherwise (B is [K][N]): one work item per output walking down its column; neighbouring
+ * items read neighbouring addresses. NDRange: (N * WG or N rounded up to WG, batches).
+ */
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void matmul_gemv(GEMM_ARGS)
+{
+    const int batch = get_global_id(1);
+    __global const float* av = a + A_BASE(batch);   /* M == 1: A is one row whatever TRANSPOSE_A */
+    __global const float* bm = b + B_BASE(batch);
+#if TRANSPOSE_B
+    __local float partial[WG];
+    const int n = get_group_id(0), t = get_local_id(0);
+    float acc = 0.0f;
+    for (int k = t; k < K; k += WG)
+        acc = mad(av[k], bm[n * K + k], acc);
+    partial[t] = acc;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int step = WG / 2; step > 0; step >>= 1) {
+        if (t < step)
+            partial[t] += partial[t + step];
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    if (t == 0)
+        out[batch * N + n] = partial[0];
+#else
+    const int n = get_global_id(0);
+    if (n >= N)
+        return;
+    float acc = 0.0f;
+    for (int k = 0; k < K; ++k)
+        acc = mad(av[k], bm[k * N + n], acc);
+    out[batch * N + n] = acc;
+#endif
+}

@@ -1,0 +1,202 @@
+"""The graph executor on small models, against OpenVINO CPU (a test-only oracle)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pyopencl as cl
+import pytest
+
+from customlayers.errors import ModelError
+from oracle import ov_infer, save_ov_model
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "examples" / "layers"
+
+
+def _tiny_cnn(path: Path) -> Path:
+    import openvino as ov
+    import openvino.opset13 as ops
+    rng = np.random.default_rng(1)
+    x = ops.parameter([1, 3, 16, 16], np.float32, name="x")
+    w = ops.constant(rng.standard_normal((8, 3, 3, 3)).astype(np.float32) * 0.3)
+    conv = ops.convolution(x, w, [1, 1], [1, 1], [1, 1], [1, 1])
+    bias = ops.constant(rng.standard_normal((1, 8, 1, 1)).astype(np.float32))
+    act = ops.relu(ops.add(conv, bias))
+    pool = ops.max_pool(act, [2, 2], [1, 1], [0, 0], [0, 0], [2, 2])
+    flat = ops.reshape(pool.output(0), ops.constant(np.array([1, -1], np.int64)), False)
+    fc = ops.matmul(flat, ops.constant(rng.standard_normal((512, 10)).astype(np.float32) * 0.05),
+                    False, False)
+    prob = ops.softmax(fc, 1)
+    prob.output(0).get_tensor().set_names({"prob"})
+    return save_ov_model(ov.Model([prob], [x], "tiny"), path)
+
+
+def _relu_chain(path: Path, n: int = 4) -> Path:
+    import openvino as ov
+    import openvino.opset13 as ops
+    x = ops.parameter([2, 5, 7, 9], np.float32, name="x")
+    y = x
+    for _ in range(n):
+        y = ops.relu(ops.add(y, ops.constant(np.float32(-0.1))))
+    y.output(0).get_tensor().set_names({"y"})
+    return save_ov_model(ov.Model([y], [x], "chain"), path)
+
+
+@pytest.fixture(scope="module")
+def engine():
+    from customlayers.runtime.device import Engine
+    return Engine("CPU")
+
+
+def _registry(engine, *configs):
+    from customlayers.runtime.registry import Registry
+    reg = Registry(engine)
+    if configs:
+        reg.load(*configs)
+    return reg
+
+
+def test_tiny_cnn_matches_openvino(tmp_path, engine):
+    from customlayers.runtime.network import Network
+    model = _tiny_cnn(tmp_path / "tiny.xml")
+    x = np.random.default_rng(0).standard_normal((1, 3, 16, 16)).astype(np.float32)
+    net = Network(model, None, engine)
+    ours = net.infer({"x": x})
+    ref = ov_infer(model, {"x": x})
+    assert list(ours) == ["prob"]
+    np.testing.assert_allclose(ours["prob"], ref["prob"], rtol=1e-4, atol=1e-5)
+    plan = net.plan
+    assert plan.memory.planned_bytes <= plan.memory.total_tensor_bytes
+
+
+def test_custom_relu_overrides_builtin(tmp_path, engine):
+    from customlayers.runtime.network import Network
+    model = _relu_chain(tmp_path / "chain.xml")
+    x = np.random.default_rng(2).standard_normal((2, 5, 7, 9)).astype(np.float32)
+    reg = _registry(engine, EXAMPLES / "relu" / "relu.xml")
+    said = []
+    net = Network(model, reg, engine, messages=said.append)
+    assert any("overrides the built-in ReLU for 4 layer(s)" in m for m in said)
+    assert [s.impl for s in net.plan.steps if s.type == "ReLU"] == ["custom"] * 4
+    np.testing.assert_allclose(net.infer([x])["y"], ov_infer(model, {"x": x})["y"],
+                               rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("pad", [((0, 0, 1, 1), (0, 0, 1, 1)), ((1, 2, 0, 3), (0, 1, 2, 0))])
+def test_padded_inputs_to_custom_layers_give_the_same_result(tmp_path, engine, pad):
+    from customlayers.runtime.network import Network
+    model = _relu_chain(tmp_path / "chain.xml", n=2)
+    x = np.random.default_rng(3).standard_normal((2, 5, 7, 9)).astype(np.float32)
+    reg = _registry(engine, EXAMPLES / "relu" / "relu.xml")
+    plain = Network(model, reg, engine).infer([x])["y"]
+    padded_net = Network(model, reg, engine, pad_custom_inputs=pad)
+    custom = [s for s in padded_net.plan.steps if s.impl == "custom"]
+    assert custom and all(d.is_padded for s in custom for d in s.input_descs)
+    np.testing.assert_array_equal(padded_net.infer([x])["y"], plain)
+
+
+_BYXF_LAYER = """
+<CustomLayer name="ReLU" type="SimpleGPU" version="1">
+  <Kernel entry="relu_byxf">
+    <Source filename="k.cl"/>
+  </Kernel>
+  <Buffers>
+    <Tensor arg-index="0" type="input" port-index="0" format="BYXF"/>
+    <Tensor arg-index="1" type="output" port-index="0" format="BYXF"/>
+  </Buffers>
+</CustomLayer>
+"""
+_BYXF_KERNEL = """
+__kernel void relu_byxf(__global const INPUT0_TYPE* in, __global OUTPUT0_TYPE* out)
+{
+#if !defined(INPUT0_FORMAT_BYXF) || !defined(OUTPUT0_FORMAT_BYXF)
+#error "expected BYXF tensors"
+#endif
+    /* walk the dense BYXF buffer directly: f is the innermost index */
+    const int i = get_global_id(0);
+    const int f = i % INPUT0_DIMS[1];
+    const int x = (i / INPUT0_DIMS[1]) % INPUT0_DIMS[3];
+    const int y = (i / (INPUT0_DIMS[1] * INPUT0_DIMS[3])) % INPUT0_DIMS[2];
+    const int b = i / (INPUT0_DIMS[1] * INPUT0_DIMS[3] * INPUT0_DIMS[2]);
+    const int s = INPUT0_OFFSET + b*INPUT0_PITCHES[0] + f*INPUT0_PITCHES[1] + y*INPUT0_PITCHES[2] + x*INPUT0_PITCHES[3];
+    const int d = OUTPUT0_OFFSET + b*OUTPUT0_PITCHES[0] + f*OUTPUT0_PITCHES[1] + y*OUTPUT0_PITCHES[2] + x*OUTPUT0_PITCHES[3];
+    out[d] = max(in[s], (INPUT0_TYPE)0);
+}
+"""
+
+
+def test_format_request_inserts_reorders(tmp_path, engine):
+    from customlayers.runtime.network import Network
+    from customlayers.runtime.registry import Registry
+    model = _relu_chain(tmp_path / "chain.xml", n=2)
+    x = np.random.default_rng(4).standard_normal((2, 5, 7, 9)).astype(np.float32)
+    reg = Registry(engine)
+    reg.load_string(_BYXF_LAYER, {"k.cl": _BYXF_KERNEL}, name="byxf.xml")
+    net = Network(model, reg, engine)
+    kinds = [(s.type, s.impl) for s in net.plan.steps]
+    assert kinds.count(("Reorder", "reorder")) == 4     # in and out of each of the 2 layers
+    np.testing.assert_allclose(net.infer([x])["y"], ov_infer(model, {"x": x})["y"], atol=1e-6)
+
+
+def test_one_host_wait_per_inference(tmp_path, engine, monkeypatch):
+    """The executor enqueues every layer without waiting; the host waits once, for outputs."""
+    from customlayers.runtime.network import Network
+    model = _tiny_cnn(tmp_path / "tiny.xml")
+    net = Network(model, None, engine)
+    x = np.zeros((1, 3, 16, 16), np.float32)
+    net.infer([x])                                   # warm: requests created
+    waits = []
+    real_finish = cl.CommandQueue.finish
+    monkeypatch.setattr(cl.CommandQueue, "finish", lambda q: (waits.append("finish"), real_finish(q))[1])
+    real_wait = cl.Event.wait
+    monkeypatch.setattr(cl.Event, "wait", lambda e: (waits.append("event"), real_wait(e))[1])
+    real_copy = cl.enqueue_copy
+
+    def copy(*a, **k):
+        if k.get("is_blocking", True):
+            waits.append("blocking copy")
+        return real_copy(*a, **k)
+    monkeypatch.setattr(cl, "enqueue_copy", copy)
+    net.infer([x])
+    assert waits == ["finish"]
+
+
+def test_requests_in_flight_at_once(tmp_path, engine):
+    from customlayers.runtime.network import Network
+    model = _tiny_cnn(tmp_path / "tiny.xml")
+    net = Network(model, None, engine)
+    rng = np.random.default_rng(5)
+    xs = [rng.standard_normal((1, 3, 16, 16)).astype(np.float32) for _ in range(3)]
+    reqs = [net.infer_async([x]) for x in xs]
+    assert len({id(r) for r in reqs}) == 3              # three requests, all busy at once
+    outs = [r.wait()["prob"] for r in reqs]
+    for x, out in zip(xs, outs):
+        np.testing.assert_array_equal(out, net.infer([x])["prob"])
+
+
+def test_unsupported_layers_are_listed_together(tmp_path, engine):
+    from customlayers.graph.ir import read_ir
+    from customlayers.runtime.network import Network
+    model = _relu_chain(tmp_path / "chain.xml", n=2)
+    text = model.read_text().replace('type="ReLU"', 'type="MyReLU"')
+    model.write_text(text)
+    with pytest.raises(ModelError) as err:
+        Network(read_ir(model), None, engine)
+    msg = str(err.value)
+    assert "2 layer(s) of the model have no implementation" in msg
+    assert msg.count("(type MyReLU)") == 2
+
+
+def test_profile_table(tmp_path, engine):
+    from customlayers.runtime import profile
+    from customlayers.runtime.network import Network
+    model = _tiny_cnn(tmp_path / "tiny.xml")
+    net = Network(model, None, engine, profiling=True)
+    req = net.create_request()
+    req.infer({"x": np.ones((1, 3, 16, 16), np.float32)})
+    rows = profile.collect(req)
+    assert {r.type for r in rows} >= {"Convolution", "MatMul", "SoftMax"}
+    assert all(r.ns > 0 for r in rows)
+    table = profile.format_table(rows)
+    assert "share" in table and "total device time per run" in table

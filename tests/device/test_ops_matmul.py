@@ -1,0 +1,88 @@
+"""MatMul built-in on a real device against numpy's matmul."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from customlayers.errors import BindingError
+from customlayers.jit.tensor import TensorDesc
+from customlayers.ops import get_op
+from launch_runner import run_launches
+
+
+def run_op(cl_env, raw, arrays):
+    op = get_op("MatMul")
+    attrs = op.parse_attributes(raw, "mm")
+    descs = [TensorDesc(a.shape) for a in arrays]
+    out_descs = [TensorDesc(s, d) for s, d in op.infer_shapes(attrs, descs, {})]
+    launches = op.launches(attrs, descs, out_descs, {})
+    return run_launches(cl_env, launches, arrays, descs, out_descs)[0], launches
+
+
+def reference(a, b, ta, tb):
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    if ta and a.ndim > 1:
+        a64 = np.swapaxes(a64, -1, -2)
+    if tb and b.ndim > 1:
+        b64 = np.swapaxes(b64, -1, -2)
+    return np.matmul(a64, b64)
+
+
+@pytest.mark.parametrize("ashape,bshape,ta,tb", [
+    ((1, 300), (70, 300), False, True),          # fc layer as in the models: gemv, B [N][K]
+    ((1, 37), (37, 130), False, False),          # gemv, B [K][N]
+    ((2, 3, 1, 20), (20, 9), False, False),      # gemv, batched A, broadcast B
+    ((5, 7), (7, 3), False, False),              # tiny
+    ((33, 65), (65, 17), False, False),          # edges everywhere
+    ((70, 40), (70, 90), True, False),           # transposes: A stored [K][M]
+    ((70, 40), (90, 70), True, True),
+    ((3, 18, 19), (3, 19, 21), False, False),    # batched
+    ((2, 1, 9, 10), (1, 4, 33, 10), False, True),  # broadcast both ways, 2 batch dims
+    ((2, 4, 17, 6), (6, 20), False, False),      # broadcast B to 2 batch dims
+    ((12,), (12, 34), False, False),             # 1-D A: row vector, dim dropped
+    ((8, 13), (13,), False, True),               # 1-D B: column; transpose_b ignored
+    ((4, 13, 8), (13,), True, False),            # 1-D B with batched, transposed A
+])
+def test_matmul_matches_numpy(cl_env, ashape, bshape, ta, tb):
+    rng = np.random.default_rng(7)
+    a = rng.standard_normal(ashape).astype(np.float32)
+    b = rng.standard_normal(bshape).astype(np.float32)
+    raw = {"transpose_a": str(ta).lower(), "transpose_b": str(tb).lower()}
+    out, _ = run_op(cl_env, raw, [a, b])
+    ref = reference(a, b, ta, tb)
+    assert out.shape == ref.shape
+    np.testing.assert_allclose(out, ref, rtol=1e-4, atol=1e-4)
+
+
+def test_wide_matmul_is_tiled(cl_env):
+    a = np.ones((64, 20), np.float32)
+    b = np.ones((20, 100), np.float32)
+    out, launches = run_op(cl_env, {}, [a, b])
+    assert launches[0].entry == "gemm_tiled"
+    assert launches[0].local_size == (16, 16, 1)
+    assert (out == 20).all()
+
+
+def test_matches_openvino_cpu(cl_env):
+    ov = pytest.importorskip("openvino")
+    import openvino.opset13 as ops
+    rng = np.random.default_rng(8)
+    a = rng.standard_normal((2, 19, 23)).astype(np.float32)
+    b = rng.standard_normal((31, 23)).astype(np.float32)
+    pa = ops.parameter(a.shape, np.float32)
+    model = ov.Model([ops.matmul(pa, ops.constant(b), False, True)], [pa])
+    compiled = ov.Core().compile_model(model, "CPU", {"INFERENCE_PRECISION_HINT": "f32"})
+    ref = compiled([a])[compiled.output(0)]
+    out, _ = run_op(cl_env, {"transpose_b": "true"}, [a, b])
+    np.testing.assert_allclose(out, ref, rtol=1e-4, atol=1e-4)
+
+
+def test_errors_name_the_layer():
+    op = get_op("MatMul")
+    attrs = op.parse_attributes({"transpose_b": "true"}, "fc1")
+    with pytest.raises(BindingError, match="layer 'fc1' \\(MatMul\\): inner dimensions differ"):
+        op.infer_shapes(attrs, [TensorDesc((1, 8)), TensorDesc((8, 4))], {})
+    with pytest.raises(BindingError, match="do not broadcast"):
+        op.infer_shapes(attrs, [TensorDesc((2, 3, 4)), TensorDesc((3, 5, 4))], {})
+    with pytest.raises(BindingError, match="'transpose_a'='maybe' is not a valid bool"):
+        op.parse_attributes({"transpose_a": "maybe"}, "fc1")
