@@ -166,7 +166,7 @@ def index_expr(shape: Sequence[int], strides: Sequence[int], offset: int = 0,
     for k in range(len(shape) - 1, -1, -1):
         d, s = shape[k], strides[k]
         if s != 0 and d != 1:
-            coord = f"({var}/{inner}u)" if inner != 1 else f"{var}"
+            coord = f"(({var})/{inner}u)" if inner != 1 else f"({var})"
             if k != 0:
                 coord = f"({coord}%{d}u)"
             terms.append(f"(int){coord}*{s}" if s != 1 else f"(int){coord}")

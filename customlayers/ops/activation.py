@@ -1,0 +1,176 @@
+"""Activations and other one-input elementwise functions (OpenVINO opset semantics).
+
+Each op is a C expression in `x`, baked into unary_map.cl as FN(x): one program per op (and
+attribute values), one work-item per element, no index arithmetic. Half tensors compute in
+float. Ops that make sense on integers (ReLU, Abs, Clamp, ...) give an integer expression too;
+the others refuse integer tensors at binding. PRelu and Swish-with-beta take a second tensor
+and run on binary_map.cl instead.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Mapping, Sequence
+
+from ..errors import BindingError
+from ..jit.tensor import TensorDesc
+from ..runtime.launch import KernelLaunch
+from ._program import (LinearView, binary_map_launch, c_float, float_compute, is_float,
+                       shape_of, unary_map_launch)
+from .base import Attr, Op, register_op
+
+SOFTPLUS = "(x > 20.0f ? x : log1p(exp(x)))"  # above 20, log(1 + e^x) == x in float
+
+
+class Activation(Op):
+    """`float_fn` (C text in float `x`; may use {attr} fields); `int_fn` for integer tensors,
+    None when the function is defined for floating point only."""
+    float_fn = ""
+    int_fn: str | None = None
+
+    def fn_text(self, attrs: Mapping[str, Any], dtype: str) -> str:
+        if is_float(dtype):
+            return self.float_fn
+        if self.int_fn is None:
+            raise BindingError(f"{self.type}: input of type {dtype} is not supported; expected "
+                               f"a floating-point tensor (f32, f16)")
+        return self.int_fn
+
+    def infer_shapes(self, attrs, inputs: Sequence[TensorDesc], consts):
+        self.fn_text(attrs, inputs[0].dtype)  # refuse unsupported types at binding
+        return [(shape_of(inputs[0]), inputs[0].dtype)]
+
+    def launches(self, attrs, inputs, outputs, consts) -> list[KernelLaunch]:
+        load, store = float_compute(inputs[0].dtype)
+        return [unary_map_launch(self.type.lower(), inputs[0], outputs[0],
+                                 fn=self.fn_text(attrs, inputs[0].dtype), load=load, store=store)]
+
+
+def _simple(type_name: str, float_fn: str, int_fn: str | None = None) -> type[Activation]:
+    cls = type(type_name, (Activation,), {"type": type_name, "float_fn": float_fn,
+                                          "int_fn": int_fn, "__module__": __name__})
+    return register_op(cls)
+
+
+# name, float expression, integer expression (None: floating point only)
+ReLU = _simple("ReLU", "(x < 0.0f ? 0.0f : x)", "(x < 0 ? (OUT_TYPE)0 : x)")  # keeps NaN
+Sigmoid = _simple("Sigmoid", "1.0f / (1.0f + exp(-x))")
+Tanh = _simple("Tanh", "tanh(x)")
+Exp = _simple("Exp", "exp(x)")
+Log = _simple("Log", "log(x)")
+Sqrt = _simple("Sqrt", "sqrt(x)")
+Abs = _simple("Abs", "fabs(x)", "abs(x)")
+Negative = _simple("Negative", "-x", "-x")
+Erf = _simple("Erf", "erf(x)")
+Floor = _simple("Floor", "floor(x)", "x")
+Ceiling = _simple("Ceiling", "ceil(x)", "x")
+SoftPlus = _simple("SoftPlus", SOFTPLUS)
+Mish = _simple("Mish", f"x * tanh({SOFTPLUS})")
+HSwish = _simple("HSwish", "x * fmin(fmax(x + 3.0f, 0.0f), 6.0f) / 6.0f")
+HSigmoid = _simple("HSigmoid", "fmin(fmax(x + 3.0f, 0.0f), 6.0f) / 6.0f")
+
+
+@register_op
+class Clamp(Activation):
+    """Integer tensors clamp to ceil(min)..floor(max), as OpenVINO does."""
+    type = "Clamp"
+    attributes = (Attr("min", "float", required=True), Attr("max", "float", required=True))
+
+    def parse_attributes(self, raw, layer):
+        attrs = super().parse_attributes(raw, layer)
+        if attrs["min"] > attrs["max"]:
+            raise BindingError(f"layer '{layer}' (Clamp): min={attrs['min']} is above "
+                               f"max={attrs['max']}")
+        return attrs
+
+    def fn_text(self, attrs, dtype):
+        lo, hi = attrs["min"], attrs["max"]
+        if is_float(dtype):
+            return f"fmin(fmax(x, {c_float(lo)}), {c_float(hi)})"
+        return f"clamp(x, (OUT_TYPE){math.ceil(lo)}, (OUT_TYPE){math.floor(hi)})"
+
+
+@register_op
+class Elu(Activation):
+    type = "Elu"
+    attributes = (Attr("alpha", "float", required=True),)
+
+    def fn_text(self, attrs, dtype):
+        super().fn_text(attrs, dtype)
+        return f"(x > 0.0f ? x : {c_float(attrs['alpha'])} * expm1(x))"
+
+
+@register_op
+class Gelu(Activation):
+    type = "Gelu"
+    attributes = (Attr("approximation_mode", "str", "erf"),)
+    MODES = {
+        "erf": "0.5f * x * (1.0f + erf(x * M_SQRT1_2_F))",
+        "tanh": "0.5f * x * (1.0f + tanh(0.7978845608028654f * (x + 0.044715f * x * x * x)))",
+    }
+
+    def parse_attributes(self, raw, layer):
+        attrs = super().parse_attributes(raw, layer)
+        mode = attrs["approximation_mode"].lower()
+        if mode not in self.MODES:
+            raise BindingError(f"layer '{layer}' (Gelu): approximation_mode='{mode}' is not one "
+                               f"of {', '.join(self.MODES)}")
+        attrs["approximation_mode"] = mode
+        return attrs
+
+    def fn_text(self, attrs, dtype):
+        super().fn_text(attrs, dtype)
+        return self.MODES[attrs.get("approximation_mode", "erf")]
+
+
+@register_op
+class Swish(Activation):
+    """x * sigmoid(beta * x); beta is the optional scalar input 1 (default 1), read from its
+    buffer so that it need not be a constant."""
+    type = "Swish"
+    float_fn = "x / (1.0f + exp(-x))"
+
+    def infer_shapes(self, attrs, inputs, consts):
+        if len(inputs) > 1 and inputs[1].count != 1:
+            raise BindingError(f"Swish: beta must be a scalar, found shape "
+                               f"{list(inputs[1].shape)}")
+        return super().infer_shapes(attrs, inputs, consts)
+
+    def launches(self, attrs, inputs, outputs, consts):
+        if len(inputs) == 1:
+            return super().launches(attrs, inputs, outputs, consts)
+        load, store = float_compute(outputs[0].dtype)
+        beta = LinearView((), (), 0).broadcast_to(shape_of(outputs[0]))
+        return [binary_map_launch("swish", inputs[0], inputs[1], outputs[0],
+                                  "a / (1.0f + exp(-b * a))", b_view=beta,
+                                  load_a=load, load_b=load, store=store)]
+
+
+@register_op
+class PRelu(Activation):
+    """x < 0 ? slope * x : x. A 1-D slope whose size is the channel count (dim 1) applies per
+    channel; any other slope broadcasts to the data with numpy rules."""
+    type = "PRelu"
+    float_fn = int_fn = "x"  # not used: PRelu always runs binary_map
+
+    def slope_view(self, data: tuple, slope: tuple) -> LinearView:
+        if len(slope) == 1 and len(data) >= 2 and slope[0] == data[1]:
+            per_channel = (1, slope[0]) + (1,) * (len(data) - 2)
+            return LinearView.dense(per_channel).broadcast_to(data)
+        if len(slope) > len(data) or any(s not in (1, d) for s, d in
+                                         zip(reversed(slope), reversed(data))):
+            raise BindingError(f"PRelu: slope of shape {list(slope)} fits neither the channels "
+                               f"nor (numpy broadcasting) the data of shape {list(data)}")
+        return LinearView.dense(slope).broadcast_to(data)
+
+    def infer_shapes(self, attrs, inputs, consts):
+        if len(inputs) != 2:
+            raise BindingError(f"PRelu: expected 2 inputs (data, slope), found {len(inputs)}")
+        self.slope_view(shape_of(inputs[0]), shape_of(inputs[1]))
+        return super().infer_shapes(attrs, inputs, consts)
+
+    def launches(self, attrs, inputs, outputs, consts):
+        load, store = float_compute(outputs[0].dtype)
+        view = self.slope_view(shape_of(inputs[0]), shape_of(inputs[1]))
+        return [binary_map_launch("prelu", inputs[0], inputs[1], outputs[0],
+                                  "a < 0 ? a * b : a", b_view=view,
+                                  load_a=load, load_b=load, store=store)]
