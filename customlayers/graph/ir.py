@@ -166,7 +166,10 @@ class _Reader:
         for elem in (edges.iterchildren("edge") if edges is not None else ()):
             self.read_edge(graph, port_maps, elem)
         self.check_connected(graph)
-        order = graph.topological_order()          # raises ModelError naming a layer on a cycle
+        try:
+            order = graph.topological_order()
+        except ModelError as e:                  # a cycle: Graph names the layers, we the file
+            raise ModelError(f"{self.file}: {e}") from e
         _fill_missing_dtypes(graph, order)
         return graph
 
