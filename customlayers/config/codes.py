@@ -7,6 +7,7 @@ from __future__ import annotations
 
 CODES: dict[str, str] = {
     # -- the file as XML ---------------------------------------------------------------------
+    "CL000": "the config file cannot be read (validate exits 2)",
     "CL001": "the file is not well-formed XML",
     "CL002": "a DOCTYPE declares entities (refused: no entity is ever expanded)",
     "CL003": "the file's bytes cannot be decoded in its declared encoding",

@@ -1,0 +1,4 @@
+__kernel void shared_kernel(const __global float* in, __global float* out)
+{
+    out[get_global_id(0)] = in[get_global_id(0)];
+}
