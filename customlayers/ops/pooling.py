@@ -1,0 +1,117 @@
+"""MaxPool (opset1 and opset8, one registration) and AvgPool (opset1), 1-D and 2-D spatial.
+
+MaxPool-8 (recognised by its index_element_type attribute) also produces output 1, the index
+of each maximum, flattened from dim `axis` on. AvgPool with exclude-pad="false" divides by the
+whole window, as OpenVINO's CPU plugin does (it also counts the cells that rounding_type=ceil
+adds past pads_end); with no explicit padding at all, it divides by the cells inside the input
+(the CPU plugin's behaviour too, checked in the tests).
+"""
+from __future__ import annotations
+
+from .base import Attr, register_op
+from .conv import (AUTO_PADS, ROUNDING_TYPES, NamedOp, as_2d, cl_source, defines, require_f32,
+                   spatial_rank, window_geometry)
+from ..runtime.launch import Arg, KernelLaunch
+
+_INDEX_TYPES = {"i32": "int", "i64": "long"}
+
+_POOL_ATTRS = (
+    Attr("strides", "ints", required=True),
+    Attr("pads_begin", "ints", required=True),
+    Attr("pads_end", "ints", required=True),
+    Attr("kernel", "ints", required=True),
+    Attr("rounding_type", "str", "floor"),
+    Attr("auto_pad", "str", "explicit"),
+)
+
+
+class _PoolBase(NamedOp):
+    is_max = True
+
+    def check(self, attrs):
+        self.check_choice(attrs, "auto_pad", AUTO_PADS)
+        self.check_choice(attrs, "rounding_type", ROUNDING_TYPES)
+
+    def _geometry(self, attrs, inputs):
+        require_f32(self, attrs, inputs[:1])
+        x = inputs[0].shape
+        rank = spatial_rank(self, attrs, inputs[0])
+        dilations = attrs.get("dilations") or (1,) * rank
+        out, pb, pe = window_geometry(self, attrs, x[2:], attrs["kernel"], attrs["strides"],
+                                      dilations, attrs["rounding_type"].lower())
+        ih, iw = as_2d(x[2:], 1)
+        oh, ow = as_2d(out, 1)
+        kh, kw = as_2d(attrs["kernel"], 1)
+        sy, sx = as_2d(attrs["strides"], 1)
+        dy, dx = as_2d(dilations, 1)
+        py, px = as_2d(pb, 0)
+        return dict(IH=ih, IW=iw, OH=oh, OW=ow, KH=kh, KW=kw, SY=sy, SX=sx, DY=dy, DX=dx,
+                    PY=py, PX=px), tuple(x[:2]) + tuple(out), any(pb) or any(pe)
+
+    def _extra_defines(self, attrs, inputs, padded: bool) -> dict:
+        raise NotImplementedError
+
+    def launches(self, attrs, inputs, outputs, consts):
+        sizes, out, padded = self._geometry(attrs, inputs)
+        extra = self._extra_defines(attrs, inputs, padded)
+        args = [Arg.input(0), Arg.output(0)] + ([Arg.output(1)] if extra.get("WITH_INDICES") else [])
+        kind = "max" if self.is_max else "avg"
+        return [KernelLaunch(source=defines(**sizes, **extra) + cl_source("pooling"), entry="pool",
+                             args=tuple(args), global_size=(out[-1], sizes["OH"], out[0] * out[1]),
+                             label=f"{kind}pool_{sizes['KH']}x{sizes['KW']}")]
+
+
+@register_op
+class MaxPool(_PoolBase):
+    type = "MaxPool"
+    attributes = _POOL_ATTRS + (
+        Attr("dilations", "ints", None),               # opset8
+        Attr("index_element_type", "str", None),       # opset8: present -> second output
+        Attr("axis", "int", 0),                        # opset8
+    )
+
+    def check(self, attrs):
+        super().check(attrs)
+        t = attrs.get("index_element_type")
+        if t is not None and t.lower() not in _INDEX_TYPES:
+            raise self.fail(attrs, f"attribute 'index_element_type'='{t}' is not one of "
+                                   f"{', '.join(_INDEX_TYPES)}")
+
+    def _axis_span(self, attrs, shape) -> int:
+        axis = attrs["axis"] + (len(shape) if attrs["axis"] < 0 else 0)
+        if not 0 <= axis < len(shape):
+            raise self.fail(attrs, f"attribute 'axis'={attrs['axis']} is out of range for "
+                                   f"rank {len(shape)}")
+        span = 1
+        for d in shape[axis:]:
+            span *= d
+        return span
+
+    def infer_shapes(self, attrs, inputs, consts):
+        _, out, _ = self._geometry(attrs, inputs)
+        t = attrs.get("index_element_type")
+        if t is None:
+            return [(out, "f32")]
+        self._axis_span(attrs, inputs[0].shape)
+        return [(out, "f32"), (out, t.lower())]
+
+    def _extra_defines(self, attrs, inputs, padded):
+        t = attrs.get("index_element_type")
+        if t is None:
+            return dict(POOL_MAX=1, WITH_INDICES=0)
+        return dict(POOL_MAX=1, WITH_INDICES=1, INDEX_T=_INDEX_TYPES[t.lower()],
+                    AXIS_SPAN=f"{self._axis_span(attrs, inputs[0].shape)}L")
+
+
+@register_op
+class AvgPool(_PoolBase):
+    type = "AvgPool"
+    is_max = False
+    attributes = _POOL_ATTRS + (Attr("exclude-pad", "bool", required=True),)
+
+    def infer_shapes(self, attrs, inputs, consts):
+        return [(self._geometry(attrs, inputs)[1], "f32")]
+
+    def _extra_defines(self, attrs, inputs, padded):
+        return dict(POOL_MAX=0, WITH_INDICES=0,
+                    COUNT_PAD=int(not attrs["exclude-pad"] and padded))

@@ -1,0 +1,163 @@
+"""MaxPool / AvgPool built-ins on a real device against a numpy reference and OpenVINO CPU."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from customlayers.errors import BindingError
+from customlayers.jit.tensor import TensorDesc
+from customlayers.ops import get_op
+from launch_runner import run_launches
+
+
+def run_op(cl_env, op_type, raw, x):
+    op = get_op(op_type)
+    attrs = op.parse_attributes(raw, "pool1")
+    descs = [TensorDesc(x.shape)]
+    out_descs = [TensorDesc(s, d) for s, d in op.infer_shapes(attrs, descs, {})]
+    launches = op.launches(attrs, descs, out_descs, {})
+    return run_launches(cl_env, launches, [x], descs, out_descs)
+
+
+def j(v):
+    return ", ".join(map(str, v))
+
+
+def raw(kernel, strides, pb, pe, rounding="floor", auto_pad="explicit", **extra):
+    return {"kernel": j(kernel), "strides": j(strides), "pads_begin": j(pb), "pads_end": j(pe),
+            "rounding_type": rounding, "auto_pad": auto_pad, **extra}
+
+
+def pool_ref(x, kind, kernel, strides, pb, out_hw, dilations=(1, 1), count_pad=False):
+    """Window over in-bounds cells; avg divides by the count or by the whole window."""
+    n, c, h, w = x.shape
+    oh, ow = out_hw
+    out = np.zeros((n, c, oh, ow))
+    idx = np.zeros((n, c, oh, ow), np.int64)
+    for oy in range(oh):
+        for ox in range(ow):
+            ys = [oy * strides[0] - pb[0] + k * dilations[0] for k in range(kernel[0])]
+            xs = [ox * strides[1] - pb[1] + k * dilations[1] for k in range(kernel[1])]
+            ys = [y for y in ys if 0 <= y < h]
+            xs = [v for v in xs if 0 <= v < w]
+            if not ys or not xs:
+                continue
+            win = x[:, :, ys][:, :, :, xs].reshape(n, c, -1)
+            if kind == "max":
+                arg = win.argmax(-1)
+                out[:, :, oy, ox] = win.max(-1)
+                flat = np.array([ys[a // len(xs)] * w + xs[a % len(xs)] for a in arg.ravel()])
+                idx[:, :, oy, ox] = flat.reshape(n, c)
+            else:
+                div = kernel[0] * kernel[1] if count_pad else win.shape[-1]
+                out[:, :, oy, ox] = win.sum(-1) / div
+    return out, idx
+
+
+MAX_CASES = [
+    # kernel, strides, pads_begin, pads_end, rounding, expected output H,W for a 9x8 input
+    ((3, 3), (2, 2), (0, 0), (0, 0), "floor", (4, 3)),
+    ((3, 3), (1, 1), (1, 1), (1, 1), "floor", (9, 8)),
+    ((2, 2), (2, 2), (0, 0), (0, 0), "ceil", (5, 4)),
+    ((3, 3), (2, 2), (0, 0), (1, 1), "floor", (4, 4)),
+    ((3, 2), (3, 2), (1, 0), (2, 1), "ceil", (4, 5)),
+]
+
+
+@pytest.mark.parametrize("kernel,strides,pb,pe,rounding,out_hw", MAX_CASES)
+def test_maxpool(cl_env, kernel, strides, pb, pe, rounding, out_hw):
+    x = np.random.default_rng(9).standard_normal((2, 3, 9, 8)).astype(np.float32)
+    (out,) = run_op(cl_env, "MaxPool", raw(kernel, strides, pb, pe, rounding), x)
+    ref, _ = pool_ref(x, "max", kernel, strides, pb, out_hw)
+    assert out.shape == (2, 3) + out_hw
+    np.testing.assert_allclose(out, ref, rtol=1e-6)
+
+
+def test_maxpool8_dilations_and_indices(cl_env):
+    x = np.random.default_rng(10).standard_normal((2, 3, 10, 9)).astype(np.float32)
+    r = raw((3, 2), (2, 1), (1, 0), (1, 1), dilations="2, 3", index_element_type="i64", axis="0")
+    out, idx = run_op(cl_env, "MaxPool", r, x)
+    # H: (10+2-5)//2+1 = 4; W: (9+1-4)//1+1 = 7
+    ref, ref_idx = pool_ref(x, "max", (3, 2), (2, 1), (1, 0), (4, 7), dilations=(2, 3))
+    np.testing.assert_allclose(out, ref, rtol=1e-6)
+    # axis=0: indices flat over the whole input tensor
+    plane = (np.arange(2)[:, None] * 3 + np.arange(3)[None, :]) * 90
+    assert idx.dtype == np.int64
+    np.testing.assert_array_equal(idx, ref_idx + plane[:, :, None, None])
+    r["axis"] = "1"
+    r["index_element_type"] = "i32"
+    _, idx1 = run_op(cl_env, "MaxPool", r, x)
+    assert idx1.dtype == np.int32
+    np.testing.assert_array_equal(idx1, ref_idx + (np.arange(3) * 90)[None, :, None, None])
+
+
+@pytest.mark.parametrize("exclude", [True, False])
+@pytest.mark.parametrize("kernel,strides,pb,pe,rounding,out_hw", MAX_CASES)
+def test_avgpool(cl_env, exclude, kernel, strides, pb, pe, rounding, out_hw):
+    x = np.random.default_rng(11).standard_normal((1, 4, 9, 8)).astype(np.float32)
+    r = raw(kernel, strides, pb, pe, rounding, **{"exclude-pad": str(exclude).lower()})
+    (out,) = run_op(cl_env, "AvgPool", r, x)
+    count_pad = not exclude and (any(pb) or any(pe))
+    ref, _ = pool_ref(x, "avg", kernel, strides, pb, out_hw, count_pad=count_pad)
+    np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("auto_pad,pb,out_hw", [
+    ("same_upper", (0, 0), (5, 4)),     # total pad 1: begin 0, end 1
+    ("same_lower", (1, 0), (5, 4)),     # H: begin 1; W needs no pad
+    ("valid", (0, 0), (4, 4)),
+])
+def test_pool_auto_pad(cl_env, auto_pad, pb, out_hw):
+    x = np.random.default_rng(12).standard_normal((1, 2, 9, 8)).astype(np.float32)
+    r = raw((2, 2), (2, 2), (5, 5), (5, 5), auto_pad=auto_pad)
+    (out,) = run_op(cl_env, "MaxPool", r, x)
+    ref, _ = pool_ref(x, "max", (2, 2), (2, 2), pb, out_hw)
+    np.testing.assert_allclose(out, ref, rtol=1e-6)
+
+
+def test_pool_1d(cl_env):
+    x = np.random.default_rng(13).standard_normal((2, 3, 11)).astype(np.float32)
+    r = {"kernel": "3", "strides": "2", "pads_begin": "1", "pads_end": "1",
+         "exclude-pad": "true", "auto_pad": "explicit", "rounding_type": "floor"}
+    (out,) = run_op(cl_env, "AvgPool", r, x)
+    ref, _ = pool_ref(x[:, :, None, :], "avg", (1, 3), (1, 2), (0, 1), (1, 6))
+    np.testing.assert_allclose(out, ref[:, :, 0], rtol=1e-5)
+
+
+@pytest.mark.parametrize("kernel,strides,pb,pe,rounding,exclude", [
+    ((3, 3), (2, 2), (1, 1), (1, 1), "ceil", False),
+    ((3, 3), (2, 2), (0, 0), (0, 0), "ceil", False),
+    ((3, 3), (1, 1), (1, 1), (1, 1), "floor", True),
+    ((2, 2), (2, 2), (0, 1), (1, 0), "floor", False),
+    ((7, 7), (1, 1), (0, 0), (1, 1), "floor", True),
+])
+def test_matches_openvino_cpu(cl_env, kernel, strides, pb, pe, rounding, exclude):
+    ov = pytest.importorskip("openvino")
+    import openvino.opset8 as ops
+    x = np.random.default_rng(14).standard_normal((1, 3, 8, 9)).astype(np.float32)
+    p = ops.parameter(x.shape, np.float32)
+    avg = ops.avg_pool(p, list(strides), list(pb), list(pe), list(kernel), exclude, rounding)
+    mx = ops.max_pool(p, list(strides), [1, 1], list(pb), list(pe), list(kernel), rounding)
+    model = ov.Model([avg.output(0), mx.output(0), mx.output(1)], [p])
+    compiled = ov.Core().compile_model(model, "CPU", {"INFERENCE_PRECISION_HINT": "f32"})
+    res = compiled([x])
+    r = raw(kernel, strides, pb, pe, rounding, **{"exclude-pad": str(exclude).lower()})
+    (out_avg,) = run_op(cl_env, "AvgPool", r, x)
+    out_max, out_idx = run_op(cl_env, "MaxPool", {**r, "index_element_type": "i64"}, x)
+    np.testing.assert_allclose(out_avg, res[compiled.output(0)], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(out_max, res[compiled.output(1)], rtol=1e-6)
+    np.testing.assert_array_equal(out_idx, res[compiled.output(2)])
+
+
+def test_errors_name_the_layer():
+    op = get_op("MaxPool")
+    with pytest.raises(BindingError, match="layer 'p' \\(MaxPool\\): attribute 'rounding_type'="
+                                           "'round' is not one of floor, ceil, ceil_torch"):
+        op.parse_attributes(raw((2, 2), (2, 2), (0, 0), (0, 0), "round"), "p")
+    with pytest.raises(BindingError, match="attribute 'kernel' is required"):
+        op.parse_attributes({"strides": "1, 1", "pads_begin": "0,0", "pads_end": "0,0"}, "p")
+    a = op.parse_attributes(raw((5, 5), (1, 1), (0, 0), (0, 0)), "p")
+    with pytest.raises(BindingError, match="layer 'p'.*does not fit"):
+        op.infer_shapes(a, [TensorDesc((1, 2, 3, 3))], {})
+    with pytest.raises(BindingError, match="expected rank 3 \\(N,C,W\\) or 4"):
+        op.infer_shapes(a, [TensorDesc((4, 4))], {})
