@@ -256,3 +256,47 @@ def test_not_xml_and_wrong_version():
 def test_bad_dim_text():
     xml = broken("<dim>48</dim>", "<dim>forty</dim>")
     expect_error(xml, "dim 'forty' is not a size")
+
+
+# -- the demo models (examples/models) ---------------------------------------------------------
+MODELS_DIR = DATA.parent.parent.parent / "examples" / "models"
+
+
+def test_demo_model_layers_and_attribute_text():
+    g = read_ir(MODELS_DIR / "demo_cnn.xml")
+    types = [n.type for n in g.topological_order() if n.type not in ("Const", "Parameter")]
+    assert types == ["Convolution", "Add", "ReLU", "GRN", "Convolution", "ReLU", "ReorgYolo",
+                     "MaxPool", "Reshape", "MatMul", "SoftMax", "Result"]
+    by_type = {n.type: n for n in g}
+    assert by_type["GRN"].attrs == {"bias": "1e-06"}          # the text, not the float32 value
+    assert by_type["ReorgYolo"].attrs == {"stride": "2"}
+    assert by_type["ReorgYolo"].outputs[0].shape == (1, 64, 16, 16)
+    assert g.parameters[0].outputs[0].shape == (1, 3, 32, 32)
+    assert g.results[0].inputs[0].shape == (1, 10)
+
+
+def test_demo_custom_types_match_the_example_layers():
+    """Every non-builtin type of demo_cnn.xml has a descriptor in examples/layers/."""
+    from lxml import etree
+    names = set()
+    for path in (MODELS_DIR.parent / "layers").glob("*/*.xml"):
+        body = path.read_bytes()
+        if body.lstrip().startswith(b"<?xml"):       # a declaration cannot sit inside <root>
+            body = body.split(b"?>", 1)[1]
+        text = b"<root>" + body + b"</root>"
+        root = etree.fromstring(text, etree.XMLParser(resolve_entities=False, no_network=True))
+        names |= {e.get("name") for e in root.iter("CustomLayer")}
+    assert {"GRN", "ReorgYolo", "ReLU"} <= names
+
+
+def test_demo_builtin_variant_computes_the_same_on_openvino():
+    import openvino as ov
+    g = read_ir(MODELS_DIR / "demo_cnn_builtin.xml")
+    assert not {"GRN", "ReorgYolo"} & {n.type for n in g}
+    core = ov.Core()
+    x = np.random.default_rng(3).standard_normal((1, 3, 32, 32)).astype(np.float32)
+    outs = [core.compile_model(core.read_model(str(MODELS_DIR / name)), "CPU",
+                               {"INFERENCE_PRECISION_HINT": "f32"})([x])[0]
+            for name in ("demo_cnn.xml", "demo_cnn_builtin.xml")]
+    np.testing.assert_allclose(outs[0], outs[1], rtol=1e-5, atol=1e-6)
+    assert outs[0].max() < 0.9          # not saturated: a wrong layer changes the answer
