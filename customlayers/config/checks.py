@@ -78,7 +78,7 @@ class LayerChecker:
         tensors, data = self._buffers(buffers)
         work_sizes = self._work_sizes(_first(node, "WorkSizes"), tensors, data)
         options = tuple(n.attrs.get("options", "") for n in node.find_all("CompilerOptions"))
-        if entry and sources is not None and kernel is not None:
+        if entry and sources and kernel is not None:
             self._check_entry(entry, sources, kernel)
         if not (self.ok and self.layer and kernel and buffers and entry and sources):
             return None
@@ -156,13 +156,13 @@ class LayerChecker:
         args: list[tuple[int, Node]] = []
         all_indices_ok = True
         ports: dict[tuple[str, int], Node] = {}
-        kinds_ok = True
+        kinds: set[str | None] = set()
         for t in buffers.find_all("Tensor"):
             arg, port = _index(t.attrs.get("arg-index")), _index(t.attrs.get("port-index"))
             kind = t.attrs.get("type")
             fmt = t.attrs.get("format", "BFYX")
             all_indices_ok &= arg is not None
-            kinds_ok &= kind in ("input", "output")
+            kinds.add(kind)
             if arg is not None:
                 args.append((arg, t))
             if kind in ("input", "output") and port is not None:
@@ -185,8 +185,8 @@ class LayerChecker:
                 if d.attrs.get("name"):
                     data.append(DataBinding(d.attrs["name"], arg, d.location))
         self._check_args(args, all_indices_ok, buffers)
-        if kinds_ok and buffers.find_all("Tensor") and not any(kind == "output"
-                                                               for kind, _ in ports):
+        # a misspelled type may have meant "output": only then is "no output" a new problem
+        if kinds and kinds <= {"input"}:
             self.error(buffers.location, "CL032",
                        "<Buffers> binds no output Tensor; expected at least one "
                        "<Tensor type=\"output\">")

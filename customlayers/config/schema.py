@@ -176,8 +176,10 @@ def _missing(error, path: Path, form: JsonForm, layer: str | None, diags: Diagno
             diags.error(form.location(path), "CL013",
                         f"<{owner}> has no '{key[1:]}' attribute; it is required", layer)
         else:
+            once = error.schema.get("properties", {}).get(key, {}).get("maxItems") == 1
             diags.error(form.location(path), "CL012",
-                        f"<{owner}> has no <{key}> element; expected at least one", layer)
+                        f"<{owner}> has no <{key}> element; expected "
+                        f"{'exactly one' if once else 'at least one'}", layer)
 
 
 def _one_of(names, left: str = "", right: str = "") -> str:
