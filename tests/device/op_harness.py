@@ -16,12 +16,16 @@ from launch_runner import run_launches
 
 
 def run_op(cl_env, op_type: str, inputs: Sequence[np.ndarray], attrs: Mapping[str, str] = None,
-           const_inputs: Sequence[int] = (), layer: str = "test_layer") -> list[np.ndarray]:
+           const_inputs: Sequence[int] = (), layer: str = "test_layer",
+           unbuffered_consts: Mapping[int, np.ndarray] = None) -> list[np.ndarray]:
+    """`unbuffered_consts`: constant inputs that are given to the op but have no buffer (an
+    empty array cannot be a tensor); they follow `inputs` in numbering."""
     op = get_op(op_type)
     inputs = [np.asarray(a) for a in inputs]
     parsed = op.parse_attributes(dict(attrs or {}), layer)
     in_descs = [TensorDesc(a.shape, a.dtype) for a in inputs]
     consts = {i: inputs[i] for i in set(const_inputs) | set(op.const_inputs) if i < len(inputs)}
+    consts.update(unbuffered_consts or {})
     specs = op.infer_shapes(parsed, in_descs, consts)
     out_descs = [TensorDesc(shape, dtype) for shape, dtype in specs]
     if op.is_view:

@@ -1,0 +1,60 @@
+"""Concat (opset1): inputs joined along `axis` (negative counts from the end).
+
+One launch per input, each copying the input into its slice of the output (concat.cl): a
+model's Concat has from 2 to a few dozen inputs, and separate launches keep the kernel free of
+a per-element search for the input that owns an element.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+from ..errors import BindingError
+from ..jit.tensor import TensorDesc
+from ..runtime.launch import Arg, KernelLaunch
+from ._program import global_1d, normalize_axis, numel, program_text, shape_of
+from .base import Attr, Op, register_op
+
+
+@register_op
+class Concat(Op):
+    type = "Concat"
+    attributes = (Attr("axis", "int", required=True),)
+
+    def infer_shapes(self, attrs, inputs: Sequence[TensorDesc], consts):
+        if not inputs:
+            raise BindingError("Concat: expected at least one input, found none")
+        first = shape_of(inputs[0])
+        axis = normalize_axis(attrs["axis"], len(first), "Concat")
+        total = 0
+        for k, desc in enumerate(inputs):
+            shape = shape_of(desc)
+            if len(shape) != len(first) or any(a != b for j, (a, b) in
+                                               enumerate(zip(shape, first)) if j != axis):
+                raise BindingError(f"Concat: input {k} has shape {list(shape)}, which does not "
+                                   f"match input 0's {list(first)} outside axis {axis}")
+            if desc.dtype != inputs[0].dtype:
+                raise BindingError(f"Concat: input {k} is {desc.dtype}, input 0 is "
+                                   f"{inputs[0].dtype}; expected one element type")
+            total += shape[axis]
+        out = list(first)
+        out[axis] = total
+        return [(tuple(out), inputs[0].dtype)]
+
+    def launches(self, attrs, inputs, outputs, consts) -> list[KernelLaunch]:
+        out_shape = shape_of(outputs[0])
+        axis = normalize_axis(attrs["axis"], len(out_shape), "Concat")
+        inner = numel(out_shape[axis + 1:])
+        launches, offset = [], 0
+        for k, desc in enumerate(inputs):
+            size = shape_of(desc)[axis]
+            defines = {
+                "COUNT": f"{numel(desc.shape)}u", "CHUNK": f"{size * inner}u",
+                "OUT_CHUNK": f"{out_shape[axis] * inner}u", "OFFSET": f"{offset * inner}u",
+                "IN_TYPE": desc.cl_type, "OUT_TYPE": outputs[0].cl_type,
+            }
+            label = f"concat_input{k}"
+            launches.append(KernelLaunch(program_text(label, defines, "concat.cl"), "concat_copy",
+                                         (Arg.input(k), Arg.output(0)),
+                                         global_1d(numel(desc.shape)), label=label))
+            offset += size
+        return launches

@@ -1,0 +1,129 @@
+"""Ops that only rename a dense tensor's shape: Reshape, Squeeze, Unsqueeze, Flatten.
+
+`is_view = True`: no kernel runs; the executor gives output 0 input 0's buffer. What they must
+get right is the shape, read from the constant inputs, and a clear error when it is impossible.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from ..errors import BindingError
+from ..jit.tensor import TensorDesc
+from ._program import numel, shape_of
+from .base import Attr, Op, register_op
+
+
+def const_values(op_type: str, consts, index: int, what: str) -> list[int]:
+    if index not in consts:
+        raise BindingError(f"{op_type}: the {what} (input {index}) must be a constant")
+    return [int(v) for v in np.asarray(consts[index]).reshape(-1)]
+
+
+class ViewOp(Op):
+    is_view = True
+
+    def out_shape(self, attrs, shape: tuple[int, ...], consts) -> tuple[int, ...]:
+        raise NotImplementedError
+
+    def infer_shapes(self, attrs, inputs: Sequence[TensorDesc], consts):
+        return [(self.out_shape(attrs, shape_of(inputs[0]), consts), inputs[0].dtype)]
+
+    def launches(self, attrs, inputs, outputs, consts):
+        return []
+
+
+@register_op
+class Reshape(ViewOp):
+    """opset1: target from input 1; with special_zero a 0 copies the input's dim at that index;
+    one -1 takes what is left."""
+    type = "Reshape"
+    attributes = (Attr("special_zero", "bool", False),)
+    const_inputs = (1,)
+
+    def out_shape(self, attrs, shape, consts):
+        target = const_values("Reshape", consts, 1, "target shape")
+        dims: list[int] = []
+        for k, d in enumerate(target):
+            if d == 0 and attrs.get("special_zero"):
+                if k >= len(shape):
+                    raise BindingError(f"Reshape: target {target} copies dim {k} (special_zero) "
+                                       f"but the input {list(shape)} has rank {len(shape)}")
+                d = shape[k]
+            elif d < -1 or d == 0:
+                raise BindingError(f"Reshape: target {target} has dim {d} at index {k}; "
+                                   f"expected a positive size, -1"
+                                   f"{'' if attrs.get('special_zero') else ' (0 needs special_zero=true)'}")
+            dims.append(d)
+        if dims.count(-1) > 1:
+            raise BindingError(f"Reshape: target {target} has more than one -1")
+        known = numel(d for d in dims if d != -1)
+        total = numel(shape)
+        if -1 in dims:
+            if total % known:
+                raise BindingError(f"Reshape: cannot reshape {list(shape)} ({total} elements) to "
+                                   f"{target}: {total} is not divisible by {known}")
+            dims[dims.index(-1)] = total // known
+        elif known != total:
+            raise BindingError(f"Reshape: cannot reshape {list(shape)} ({total} elements) to "
+                               f"{target} ({known} elements)")
+        return tuple(dims)
+
+
+@register_op
+class Squeeze(ViewOp):
+    """opset1: removes the axes of input 1 (each must have size 1), or every size-1 axis."""
+    type = "Squeeze"
+
+    def out_shape(self, attrs, shape, consts):
+        if 1 not in consts:
+            return tuple(d for d in shape if d != 1)
+        rank = len(shape)
+        axes = set()
+        for a in const_values("Squeeze", consts, 1, "axes"):
+            if not -rank <= a < rank:
+                raise BindingError(f"Squeeze: axis {a} is out of range for shape {list(shape)}")
+            a = a + rank if a < 0 else a
+            if shape[a] != 1:
+                raise BindingError(f"Squeeze: axis {a} of shape {list(shape)} has size "
+                                   f"{shape[a]}; only size-1 axes can be removed")
+            axes.add(a)
+        return tuple(d for k, d in enumerate(shape) if k not in axes)
+
+
+@register_op
+class Unsqueeze(ViewOp):
+    """opset1: inserts size-1 axes at the positions of input 1 (in the output's numbering)."""
+    type = "Unsqueeze"
+    const_inputs = (1,)
+
+    def out_shape(self, attrs, shape, consts):
+        axes_in = const_values("Unsqueeze", consts, 1, "axes")
+        rank = len(shape) + len(axes_in)
+        axes = set()
+        for a in axes_in:
+            if not -rank <= a < rank:
+                raise BindingError(f"Unsqueeze: axis {a} is out of range for the output rank "
+                                   f"{rank}")
+            a = a + rank if a < 0 else a
+            if a in axes:
+                raise BindingError(f"Unsqueeze: axis {a} is given twice in {axes_in}")
+            axes.add(a)
+        rest = iter(shape)
+        return tuple(1 if k in axes else next(rest) for k in range(rank))
+
+
+@register_op
+class Flatten(ViewOp):
+    """ONNX Flatten: [prod(dims before axis), prod(dims from axis)]."""
+    type = "Flatten"
+    attributes = (Attr("axis", "int", 1),)
+
+    def out_shape(self, attrs, shape, consts):
+        rank, axis = len(shape), attrs.get("axis", 1)
+        if not -rank <= axis <= rank:
+            raise BindingError(f"Flatten: axis {axis} is out of range for rank {rank} "
+                               f"(expected {-rank}..{rank})")
+        axis = axis + rank if axis < 0 else axis
+        return (numel(shape[:axis]), numel(shape[axis:]))
