@@ -1,0 +1,232 @@
+"""Building OpenCL programs, and build errors that point into the user's own files.
+
+The program text carries `#line 1 "<file>"` directives (program.py). PoCL honours them; NVIDIA's
+compiler accepts them but reports lines of the whole text as `<kernel>:LINE:COL` (checked on an
+H200, driver 580), so every log line whose file is not a user file is mapped back through the
+program's line map as well.
+
+Programs are built with the low-level `pyopencl._cl._Program`: pyopencl's `Program.build` adds
+its own include options and writes its own cache under the user's home, which the program cache
+(cache.py) replaces.
+"""
+from __future__ import annotations
+
+import hashlib
+import re
+import tempfile
+from pathlib import Path
+from typing import Sequence
+
+import pyopencl as cl
+
+from .. import settings
+from ..config.diagnostics import ERROR, WARNING, Diagnostic
+from ..errors import KernelBuildError
+
+# -- building ----------------------------------------------------------------------------------
+
+
+def describe_build_device(device) -> str:
+    """'NAME (PLATFORM, driver DRIVER)' for messages."""
+    return f"{device.name.strip()} ({device.platform.name.strip()}, driver {device.driver_version})"
+
+
+def build_log(program, device) -> str:
+    try:
+        return program.get_build_info(device, cl.program_build_info.LOG) or ""
+    except cl.Error:
+        return ""
+
+
+def compile_source(context, device, source: str, options: str = "", *,
+                   line_map: Sequence = (), label: str = "",
+                   save_dir: Path | None = None) -> cl.Program:
+    """Build `source` for `device`; KernelBuildError (log mapped to the user's lines) when the
+    compiler refuses it."""
+    raw = cl._cl._Program(context, source)
+    try:
+        raw.build(options.encode(), [device])
+    except cl.RuntimeError as e:
+        raise build_error(source, options, device, build_log(raw, device) or str(e),
+                          line_map, label, save_dir) from e
+    return cl.Program(raw)
+
+
+def load_binary(context, device, binary: bytes, options: str = "") -> cl.Program:
+    """A program from a binary this device produced earlier (raises cl.Error when unusable)."""
+    return cl.Program(context, [device], [binary]).build(options)
+
+
+def program_binary(program: cl.Program, device) -> bytes:
+    devices = program.get_info(cl.program_info.DEVICES)
+    binaries = program.get_info(cl.program_info.BINARIES)
+    for dev, binary in zip(devices, binaries):
+        if dev == device:
+            return bytes(binary)
+    return bytes(binaries[0])
+
+
+def kernel_arg_count(program: cl.Program, entry: str) -> int | None:
+    """Number of arguments of kernel `entry`, or None when the program has no such kernel."""
+    try:
+        return cl.Kernel(program, entry).num_args
+    except cl.Error:
+        return None
+
+
+# -- errors ------------------------------------------------------------------------------------
+
+def save_generated_source(source: str, directory: Path | None = None) -> str:
+    """Keep the generated text of a failed build where the user can open it: `failed/` in the
+    cache directory, else the temporary directory."""
+    name = hashlib.sha256(source.encode("utf-8", "surrogateescape")).hexdigest()[:16] + ".cl"
+    base = Path(directory) if directory is not None else settings.cache_dir()
+    for folder in (base / "failed", Path(tempfile.gettempdir()) / "customlayers"):
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            path = folder / name
+            path.write_bytes(source.encode("utf-8", "surrogateescape"))
+            return str(path)
+        except OSError:
+            continue
+    return "(could not be saved)"
+
+
+def _user_files(line_map: Sequence) -> list[str]:
+    names = {entry[0] for entry in line_map if entry}
+    return sorted(names, key=len, reverse=True)   # longest first: a path may contain another
+
+
+def _location_pattern(line_map: Sequence) -> re.Pattern:
+    known = "|".join(re.escape(n) for n in _user_files(line_map))
+    # NVIDIA names the text `<kernel>`; PoCL names a temporary file and may add
+    # `<Spelling=FILE:L:C>` after a location inside a macro expansion
+    other = r"<[^>\s]+>|[^\s:<>=]+"
+    file_part = f"{known}|{other}" if known else other
+    return re.compile(f"(?P<file>{file_part}):(?P<line>\\d+)(?::(?P<col>\\d+))?(?=[:\\s>])")
+
+
+def map_build_log(log: str, line_map: Sequence, generated_path: str | None = None) -> str:
+    """Rewrite `FILE:LINE:COL:` in a compiler log: user files stay; any other file is the
+    generated text, mapped back through `line_map` (to the saved generated file when the line
+    is one the JIT wrote)."""
+    users = set(_user_files(line_map))
+
+    def replace(m: re.Match) -> str:
+        file, line = m.group("file"), int(m.group("line"))
+        col = f":{m.group('col')}" if m.group("col") else ""
+        if file in users:
+            return m.group(0)
+        origin = line_map[line - 1] if 1 <= line <= len(line_map) else None
+        if origin:
+            return f"{origin[0]}:{origin[1]}{col}"
+        return f"{generated_path or file}:{line}{col}"
+
+    return _location_pattern(line_map).sub(replace, log)
+
+
+def build_error(source: str, options: str, device, log: str, line_map: Sequence = (),
+                label: str = "", save_dir: Path | None = None) -> KernelBuildError:
+    path = save_generated_source(source, save_dir)
+    what = f"layer '{label}': " if label else ""
+    return KernelBuildError(f"{what}the OpenCL program does not build",
+                            log=map_build_log(log, line_map, path), source_path=path,
+                            options=options, device=describe_build_device(device),
+                            layer=label or None)
+
+
+def log_diagnostics(error: KernelBuildError, code: str = "CL080") -> list[Diagnostic]:
+    """One Diagnostic per `FILE:LINE:COL ... error|warning: message` line of a mapped log; one
+    for the whole failure when no line has a place."""
+    loc = re.compile(r"(?P<file>.+?):(?P<line>\d+)(?::(?P<col>\d+))?(?:\s*<[^>]*>)?:\s*")
+    found: list[Diagnostic] = []
+    for text in error.log.splitlines():
+        # PoCL writes "error: FILE:L:C: msg", clang and NVIDIA "FILE:L:C: error: msg"
+        m = re.match(r"\s*(?P<sev>error|warning):\s*", text)
+        rest = text[m.end():] if m else text
+        lm = loc.match(rest)
+        if not lm:
+            continue
+        msg = rest[lm.end():].strip()
+        sev = m.group("sev") if m else None
+        sm = re.match(r"(?:fatal )?(?P<sev>error|warning):\s*", msg)
+        if sm:
+            sev, msg = sev or sm.group("sev"), msg[sm.end():]
+        if sev is None:
+            continue
+        found.append(Diagnostic(lm.group("file"), int(lm.group("line")),
+                                int(lm.group("col") or 1), ERROR if sev == "error" else WARNING,
+                                code, msg, error.layer))
+    if not any(d.severity == ERROR for d in found):
+        found.append(Diagnostic(error.source_path or "<generated>", 0, 1, ERROR, code,
+                                f"{error.message}: {error.log.strip() or 'no build log'} "
+                                f"(device {error.device}; options '{error.options}')",
+                                error.layer))
+    return found
+
+
+# -- validate --compile ------------------------------------------------------------------------
+
+def _default_descs(spec, inputs: Sequence):
+    """Descs for every INPUTk and OUTPUTk of `spec`: the given inputs, the missing real inputs
+    like input 0, Data blobs as small 1-D tensors, outputs like input 0 (each in the format its
+    Tensor asks for)."""
+    from .tensor import TensorDesc
+    given = list(inputs)
+    first = given[0] if given else TensorDesc((1, 3, 8, 8))
+
+    def formatted(desc, binding):
+        return desc.with_format(binding.format) if binding.format != "ANY" else desc
+
+    by_port = {t.port_index: t for t in spec.inputs}
+    real = []
+    for port in range(spec.num_input_ports):
+        desc = given[port] if port < len(given) else first
+        real.append(formatted(desc, by_port[port]) if port in by_port else desc)
+    blobs = [given[spec.num_input_ports + i] if spec.num_input_ports + i < len(given)
+             else TensorDesc((16,)) for i in range(len(spec.data))]
+    out_by_port = {t.port_index: t for t in spec.outputs}
+    outputs = [formatted(first, out_by_port[p]) if p in out_by_port else first
+               for p in range(spec.num_output_ports)]
+    return real + blobs, outputs
+
+
+def compile_check(spec, inputs: Sequence, device, params=None, cache=None) -> list[Diagnostic]:
+    """Generate and build the layer's program for `device`; every problem as a Diagnostic
+    (CL081 preparing, CL080 building, CL044 no entry function). [] when it builds and its
+    kernel takes exactly as many arguments as the layer binds."""
+    from ..errors import CustomLayersError
+    from .cache import ProgramCache
+    from .program import generate_program
+    loc = spec.location
+    try:
+        ins, outs = _default_descs(spec, inputs)
+        program = generate_program(spec, ins, outs, params or {})
+    except CustomLayersError as e:
+        return [Diagnostic(loc.file, loc.line, loc.column, ERROR, "CL081", str(e), spec.name)]
+    cache = cache or ProgramCache()
+    context = cl.Context([device])
+    try:
+        built = cache.build(context, device, program.text, program.options,
+                            line_map=program.line_map, label=spec.name)
+    except KernelBuildError as e:
+        return log_diagnostics(e)
+    count = kernel_arg_count(built, spec.entry)
+    if count is None:
+        return [Diagnostic(loc.file, loc.line, loc.column, ERROR, "CL044",
+                           f"the program has no kernel named '{spec.entry}' (Kernel entry)",
+                           spec.name)]
+    if count != spec.num_args:
+        return [Diagnostic(loc.file, loc.line, loc.column, ERROR, "CL080",
+                           f"kernel '{spec.entry}' takes {count} argument"
+                           f"{'s' if count != 1 else ''} but the layer binds {spec.num_args} "
+                           f"(Tensor and Data arg-index)", spec.name)]
+    return []
+
+
+def __getattr__(name: str):
+    # ProgramCache lives in cache.py, which imports this module; exposed here lazily too
+    if name == "ProgramCache":
+        from .cache import ProgramCache
+        return ProgramCache
+    raise AttributeError(name)

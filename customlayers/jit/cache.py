@@ -1,0 +1,163 @@
+"""The program cache: compiled OpenCL programs kept in memory and on disk (SPEC section 5).
+
+The key hashes everything that changes the binary: a format version, the final source text, the
+build options, the platform, device and driver identity, and this package's version (OpenVINO's
+key missed the .cl contents and served stale kernels; tinygrad's missed the driver).
+
+On disk, one folder per key holds `program.bin`, `source.cl` and `meta.json` (inspectable by
+hand). Each file is written to a temporary name and moved into place with os.replace; meta.json
+goes last and records the binary's hash, so a half-written entry is never read. Any cache problem
+is a warning and a fresh build, never a crash that hides the real error.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+import tempfile
+import time
+import warnings
+from pathlib import Path
+from typing import Sequence
+
+import pyopencl as cl
+
+from .. import __version__, settings
+from .build import compile_source, load_binary, program_binary
+
+FORMAT_VERSION = 1
+
+
+class CacheWarning(UserWarning):
+    """The on-disk program cache could not be read or written; the program was built anew."""
+
+
+def device_identity(device) -> dict[str, str]:
+    platform = device.platform
+    return {
+        "platform": platform.name.strip(),
+        "platform_version": platform.version.strip(),
+        "device": device.name.strip(),
+        "device_version": device.version.strip(),
+        "driver": device.driver_version.strip(),
+    }
+
+
+def cache_key(source: str, options: str, device) -> str:
+    """sha256 over the format version, source, options, device identity and our version."""
+    h = hashlib.sha256()
+    parts = [str(FORMAT_VERSION), source, options, *device_identity(device).values(), __version__]
+    for part in parts:
+        data = part.encode("utf-8", "surrogateescape")
+        h.update(len(data).to_bytes(8, "little"))   # length-prefixed: no two splits collide
+        h.update(data)
+    return h.hexdigest()
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+class ProgramCache:
+    """Builds programs through an in-memory and an on-disk cache.
+
+    `hits` counts memory hits, `disk_hits` disk hits, `misses` real compilations."""
+
+    def __init__(self, directory: Path | None = None, enabled: bool | None = None,
+                 verbose: bool | None = None):
+        self.directory = Path(directory) if directory is not None else settings.cache_dir()
+        self.enabled = settings.cache_enabled() if enabled is None else enabled
+        self.verbose = settings.verbose() if verbose is None else verbose
+        self._memory: dict[tuple[int, str], cl.Program] = {}
+        self.hits = 0
+        self.disk_hits = 0
+        self.misses = 0
+
+    def entry_dir(self, key: str) -> Path:
+        return self.directory / "programs" / key
+
+    def build(self, context, device, source: str, options: str = "", *,
+              line_map: Sequence = (), label: str = "") -> cl.Program:
+        """The built program for `source` on `device`: from memory, from disk, or compiled.
+        KernelBuildError when the compiler refuses the source."""
+        key = cache_key(source, options, device)
+        mem_key = (context.int_ptr, key)
+        program = self._memory.get(mem_key)
+        if program is not None:
+            self.hits += 1
+            self._report("memory hit", label, key)
+            return program
+        start = time.perf_counter()
+        program = self._load(context, device, key, options) if self.enabled else None
+        if program is not None:
+            self.disk_hits += 1
+            self._report("disk hit", label, key, start)
+        else:
+            program = compile_source(context, device, source, options, line_map=line_map,
+                                     label=label, save_dir=self.directory)
+            self.misses += 1
+            self._report("miss, built", label, key, start)
+            if self.enabled:
+                self._store(device, key, program, source, options, label)
+        self._memory[mem_key] = program
+        return program
+
+    def clear_memory(self) -> None:
+        self._memory.clear()
+
+    # -- disk --------------------------------------------------------------------------------
+    def _load(self, context, device, key: str, options: str) -> cl.Program | None:
+        folder = self.entry_dir(key)
+        meta_path = folder / "meta.json"
+        try:
+            if not meta_path.exists():
+                return None
+            meta = json.loads(meta_path.read_text())
+            binary = (folder / "program.bin").read_bytes()
+            if hashlib.sha256(binary).hexdigest() != meta.get("binary_sha256"):
+                raise ValueError("program.bin does not match the hash in meta.json")
+            return load_binary(context, device, binary, options)
+        except (OSError, ValueError, cl.Error) as e:
+            self._warn(f"cache entry {folder} is unusable ({e}); building anew")
+            return None
+
+    def _store(self, device, key: str, program: cl.Program, source: str, options: str,
+               label: str) -> None:
+        folder = self.entry_dir(key)
+        try:
+            binary = program_binary(program, device)
+            if not binary:
+                return      # some drivers give no binary: nothing to keep
+            folder.mkdir(parents=True, exist_ok=True)
+            _write_atomic(folder / "program.bin", binary)
+            _write_atomic(folder / "source.cl", source.encode("utf-8", "surrogateescape"))
+            meta = {"format_version": FORMAT_VERSION, "key": key, "label": label,
+                    "options": options, "customlayers_version": __version__,
+                    "binary_sha256": hashlib.sha256(binary).hexdigest(),
+                    "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                    **device_identity(device)}
+            _write_atomic(folder / "meta.json", json.dumps(meta, indent=2).encode())
+        except (OSError, cl.Error) as e:
+            self._warn(f"could not write the program cache at {folder} ({e})")
+
+    # -- reporting ---------------------------------------------------------------------------
+    def _warn(self, message: str) -> None:
+        warnings.warn(message, CacheWarning, stacklevel=3)
+
+    def _report(self, what: str, label: str, key: str, start: float | None = None) -> None:
+        if not self.verbose:
+            return
+        took = f" in {(time.perf_counter() - start) * 1000:.1f} ms" if start is not None else ""
+        name = f" {label}" if label else ""
+        print(f"customlayers: program cache {what}{took}:{name} [{key[:12]}]", file=sys.stderr)

@@ -1,0 +1,74 @@
+"""Work sizes of a custom layer (SPEC section 4): the WorkSizes formulas evaluated on the DIMS of
+the `dim` tensor, with errors that name the layer, the attribute and the formula."""
+from __future__ import annotations
+
+from typing import Sequence
+
+from ..config.spec import LayerSpec
+from ..errors import FormulaError
+from .formulas import Formula, evaluate_work_sizes, parse_formula_list
+from .tensor import TensorDesc
+
+MAX_ENTRIES = 3
+
+
+def parse_work_size(spec: LayerSpec, attribute: str) -> tuple[Formula, ...] | None:
+    """The parsed `global` or `local` formulas of a layer; None when the attribute is absent or
+    (for local) empty. FormulaError names the layer and the attribute."""
+    texts = spec.work_sizes.global_ if attribute == "global" else spec.work_sizes.local
+    if texts is None or (attribute == "local" and not any(t.strip() for t in texts)):
+        return None
+    try:
+        return parse_formula_list(",".join(texts), max_entries=MAX_ENTRIES)
+    except FormulaError as e:
+        e.layer, e.attribute = spec.name, attribute
+        raise
+
+
+def dim_tensor(spec: LayerSpec, inputs: Sequence[TensorDesc],
+               outputs: Sequence[TensorDesc]) -> TensorDesc:
+    """The tensor whose DIMS the formulas see (`dim="output"` or `"input,N"`)."""
+    kind, index = spec.work_sizes.dim
+    tensors = outputs if kind == "output" else inputs
+    if not 0 <= index < len(tensors):
+        raise FormulaError(f"dim=\"{kind},{index}\" names {kind} {index}, but the layer has "
+                           f"{len(tensors)} {kind}{'s' if len(tensors) != 1 else ''}",
+                           layer=spec.name, attribute="dim")
+    return tensors[index]
+
+
+def compute_work_sizes(spec: LayerSpec, inputs: Sequence[TensorDesc],
+                       outputs: Sequence[TensorDesc]
+                       ) -> tuple[tuple[int, ...], tuple[int, ...] | None]:
+    """(global, local): local is None when the driver chooses. Default global: one dimension,
+    the element count of output 0."""
+    global_f = parse_work_size(spec, "global")
+    local_f = parse_work_size(spec, "local")
+    if local_f is not None and global_f is not None and len(local_f) != len(global_f):
+        raise FormulaError(f"local has {len(local_f)} entries but global has {len(global_f)}",
+                           ",".join(spec.work_sizes.local or ()), layer=spec.name,
+                           attribute="local")
+    if global_f is None:
+        if not outputs:
+            raise FormulaError("the default global size is the element count of output 0, "
+                               "but the layer has no output", layer=spec.name, attribute="global")
+        global_size: tuple[int, ...] = (outputs[0].count,)
+        if local_f is not None and len(local_f) != 1:
+            raise FormulaError(f"local has {len(local_f)} entries but the default global has 1",
+                               ",".join(spec.work_sizes.local or ()), layer=spec.name,
+                               attribute="local")
+    env = None
+    if global_f is not None or local_f is not None:
+        env = dict(zip("BFYX", dim_tensor(spec, inputs, outputs).dims))
+    if global_f is not None:
+        global_size = _evaluate(spec, "global", global_f, env)
+    local_size = _evaluate(spec, "local", local_f, env) if local_f is not None else None
+    return global_size, local_size
+
+
+def _evaluate(spec, attribute, formulas, env) -> tuple[int, ...]:
+    try:
+        return evaluate_work_sizes(formulas, env)
+    except FormulaError as e:
+        e.layer, e.attribute = spec.name, attribute
+        raise
