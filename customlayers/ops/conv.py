@@ -43,6 +43,8 @@ def defines(**values: int | float | str) -> str:
             value = int(value)
         if isinstance(value, float):
             value = f"{value!r}f" if np.isfinite(value) else ("INFINITY" if value > 0 else "-INFINITY")
+        if isinstance(value, (int, str)) and str(value).startswith("-"):
+            value = f"({value})"  # so that `-NAME` and `x-NAME` stay what they say
         lines.append(f"#define {name} {value}")
     return "\n".join(lines) + "\n"
 

@@ -1,0 +1,56 @@
+"""LRN (opset1): local response normalisation over the axes given by constant input 1.
+
+Following OpenVINO (checked against its CPU plugin in the tests): alpha is divided by
+size ** len(axes), and the window along each axis is [i - (size-1)//2, i + (size-1)//2], so an
+even size gives a window of size-1 cells.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .base import Attr, register_op
+from .conv import NamedOp, cl_source, defines, require_f32
+from ..runtime.launch import Arg, KernelLaunch
+
+
+@register_op
+class LRN(NamedOp):
+    type = "LRN"
+    attributes = (Attr("alpha", "float", required=True), Attr("beta", "float", required=True),
+                  Attr("bias", "float", required=True), Attr("size", "int", required=True))
+    const_inputs = (1,)
+
+    def check(self, attrs):
+        if attrs["size"] < 1:
+            raise self.fail(attrs, f"attribute 'size'={attrs['size']} must be positive")
+
+    def _axes(self, attrs, inputs, consts) -> list[int]:
+        rank = len(inputs[0].shape)
+        if 1 not in consts:
+            raise self.fail(attrs, "input 1 (axes) must be a constant")
+        axes = []
+        for a in np.asarray(consts[1]).reshape(-1).tolist():
+            a = int(a)
+            if not -rank <= a < rank:
+                raise self.fail(attrs, f"axis {a} is out of range for input 0 of rank {rank}")
+            axes.append(a % rank)
+        if len(set(axes)) != len(axes):
+            raise self.fail(attrs, f"axes {sorted(axes)} repeat an axis")
+        return axes
+
+    def infer_shapes(self, attrs, inputs, consts):
+        require_f32(self, attrs, inputs[:1])
+        self._axes(attrs, inputs, consts)
+        return [(inputs[0].shape, "f32")]
+
+    def launches(self, attrs, inputs, outputs, consts):
+        axes = self._axes(attrs, inputs, consts)
+        d = inputs[0].dims
+        half = (attrs["size"] - 1) // 2
+        halves = {f"HALF{i}": (half if i in axes else 0) for i in range(4)}
+        scale = attrs["alpha"] / float(attrs["size"]) ** len(axes)
+        src = defines(D0=d[0], D1=d[1], D2=d[2], D3=d[3], **halves, BIAS=attrs["bias"],
+                      SCALE=scale, BETA=attrs["beta"]) + cl_source("norm")
+        return [KernelLaunch(source=src, entry="lrn", args=(Arg.input(0), Arg.output(0)),
+                             global_size=(d[3], d[2], d[0] * d[1]),
+                             label=f"lrn_{attrs['size']}_axes{''.join(map(str, axes))}")]

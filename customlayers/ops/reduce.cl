@@ -1,0 +1,39 @@
+/* ReduceMean / ReduceSum / ReduceMax over any set of axes of a 4-D (B,F,Y,X) view.
+ * One work item per output element; it walks the reduced sub-box, whose extent is Rn along
+ * dim n (the input's size for a reduced dim, 1 otherwise). NDRange: (number of outputs).
+ * Needs: D0..D3 (input), R0..R3, COUNT (outputs), REDUCE_MAX or REDUCE_MEAN (else sum).
+ */
+#define O0 (D0 / R0)
+#define O1 (D1 / R1)
+#define O2 (D2 / R2)
+#define O3 (D3 / R3)
+
+__kernel void reduce(__global const float* restrict input, __global float* restrict output)
+{
+    const int id = get_global_id(0);
+    if (id >= COUNT)
+        return;
+    /* the output index in the kept dims; a reduced dim's coordinate starts at 0 */
+    const int o3 = id % O3, o2 = id / O3 % O2, o1 = id / (O3 * O2) % O1, o0 = id / (O3 * O2 * O1);
+#if REDUCE_MAX
+    float acc = -INFINITY;
+#else
+    float acc = 0.0f;
+#endif
+    for (int a = 0; a < R0; ++a)
+        for (int b = 0; b < R1; ++b)
+            for (int c = 0; c < R2; ++c)
+                for (int d = 0; d < R3; ++d) {
+                    const float v = input[(((o0 + a) * D1 + (o1 + b)) * D2 + (o2 + c)) * D3
+                                          + (o3 + d)];
+#if REDUCE_MAX
+                    acc = fmax(acc, v);
+#else
+                    acc += v;
+#endif
+                }
+#if REDUCE_MEAN
+    acc /= (float)(R0 * R1 * R2 * R3);
+#endif
+    output[id] = acc;
+}

@@ -1,0 +1,69 @@
+"""ReduceMean, ReduceSum, ReduceMax (opset1): axes from constant input 1, keep_dims."""
+from __future__ import annotations
+
+import numpy as np
+
+from .base import Attr, register_op
+from .conv import NamedOp, cl_source, defines, require_f32
+from ..runtime.launch import Arg, KernelLaunch
+
+
+class _Reduce(NamedOp):
+    attributes = (Attr("keep_dims", "bool", False),)
+    const_inputs = (1,)
+    kind = ""
+
+    def _axes(self, attrs, inputs, consts) -> list[int]:
+        require_f32(self, attrs, inputs[:1])
+        rank = len(inputs[0].shape)
+        if 1 not in consts:
+            raise self.fail(attrs, "input 1 (axes) must be a constant")
+        axes = set()
+        for a in np.asarray(consts[1]).reshape(-1).tolist():
+            a = int(a)
+            if not -rank <= a < rank:
+                raise self.fail(attrs, f"axis {a} is out of range for input 0 of shape "
+                                       f"{list(inputs[0].shape)}")
+            axes.add(a % rank)
+        return sorted(axes)
+
+    def infer_shapes(self, attrs, inputs, consts):
+        axes = self._axes(attrs, inputs, consts)
+        shape = inputs[0].shape
+        if attrs["keep_dims"]:
+            out = tuple(1 if i in axes else d for i, d in enumerate(shape))
+        else:
+            out = tuple(d for i, d in enumerate(shape) if i not in axes)
+        return [(out, "f32")]
+
+    def launches(self, attrs, inputs, outputs, consts):
+        axes = self._axes(attrs, inputs, consts)
+        d = inputs[0].dims  # logical dims padded with 1 at the end: same axis numbers
+        r = [d[i] if i in axes else 1 for i in range(4)]
+        count = 1
+        for i in range(4):
+            count *= d[i] // r[i]
+        src = defines(D0=d[0], D1=d[1], D2=d[2], D3=d[3], R0=r[0], R1=r[1], R2=r[2], R3=r[3],
+                      COUNT=count, REDUCE_MAX=int(self.kind == "max"),
+                      REDUCE_MEAN=int(self.kind == "mean")) + cl_source("reduce")
+        return [KernelLaunch(source=src, entry="reduce", args=(Arg.input(0), Arg.output(0)),
+                             global_size=(count,),
+                             label=f"reduce_{self.kind}_axes{''.join(map(str, axes))}")]
+
+
+@register_op
+class ReduceMean(_Reduce):
+    type = "ReduceMean"
+    kind = "mean"
+
+
+@register_op
+class ReduceSum(_Reduce):
+    type = "ReduceSum"
+    kind = "sum"
+
+
+@register_op
+class ReduceMax(_Reduce):
+    type = "ReduceMax"
+    kind = "max"

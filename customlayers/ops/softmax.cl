@@ -1,0 +1,63 @@
+/* SoftMax over one axis of a tensor viewed as [OUTER, L, INNER].
+ *
+ * ROW_PER_GROUP (INNER == 1: the classifier's [N, classes]): one work-group of WG items per row;
+ * the max and the sum are tree reductions in __local memory. NDRange: (OUTER * WG).
+ * Otherwise one work item per (outer, inner) walks its row; neighbouring items take
+ * neighbouring inner positions, so reads coalesce. NDRange: (OUTER * INNER).
+ * Subtracting the row's max keeps exp() from overflowing.
+ */
+#if ROW_PER_GROUP
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void softmax(__global const float* restrict input, __global float* restrict output)
+{
+    __local float scratch[WG];
+    const int t = get_local_id(0);
+    const int row = get_group_id(0);
+    __global const float* in = input + row * L;
+    __global float* out = output + row * L;
+
+    float m = -INFINITY;
+    for (int i = t; i < L; i += WG)
+        m = fmax(m, in[i]);
+    scratch[t] = m;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int step = WG / 2; step > 0; step >>= 1) {
+        if (t < step)
+            scratch[t] = fmax(scratch[t], scratch[t + step]);
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    m = scratch[0];
+    barrier(CLK_LOCAL_MEM_FENCE);
+
+    float s = 0.0f;
+    for (int i = t; i < L; i += WG)
+        s += exp(in[i] - m);
+    scratch[t] = s;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int step = WG / 2; step > 0; step >>= 1) {
+        if (t < step)
+            scratch[t] += scratch[t + step];
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    const float inv = 1.0f / scratch[0];
+    for (int i = t; i < L; i += WG)
+        out[i] = exp(in[i] - m) * inv;
+}
+#else
+__kernel void softmax(__global const float* restrict input, __global float* restrict output)
+{
+    const int id = get_global_id(0);
+    if (id >= OUTER * INNER)
+        return;
+    const int base = id / INNER * (L * INNER) + id % INNER;
+    float m = -INFINITY;
+    for (int i = 0; i < L; ++i)
+        m = fmax(m, input[base + i * INNER]);
+    float s = 0.0f;
+    for (int i = 0; i < L; ++i)
+        s += exp(input[base + i * INNER] - m);
+    const float inv = 1.0f / s;
+    for (int i = 0; i < L; ++i)
+        output[base + i * INNER] = exp(input[base + i * INNER] - m) * inv;
+}
+#endif

@@ -1,0 +1,47 @@
+"""SoftMax: opset1 (axis >= 0) and opset8 (negative axis counts from the end), one registration."""
+from __future__ import annotations
+
+from .base import Attr, register_op
+from .conv import NamedOp, cl_source, defines, require_f32
+from ..runtime.launch import Arg, KernelLaunch
+
+_WG = 64  # work items per row when a whole work-group shares one row
+
+
+@register_op
+class SoftMax(NamedOp):
+    type = "SoftMax"
+    attributes = (Attr("axis", "int", 1),)
+
+    def _view(self, attrs, inputs):
+        """[OUTER, L, INNER] around the axis."""
+        require_f32(self, attrs, inputs[:1])
+        shape = inputs[0].shape
+        axis = attrs["axis"]
+        if not -len(shape) <= axis < len(shape):
+            raise self.fail(attrs, f"attribute 'axis'={axis} is out of range for input 0 of "
+                                   f"shape {list(shape)}")
+        axis %= len(shape)
+        outer = inner = 1
+        for d in shape[:axis]:
+            outer *= d
+        for d in shape[axis + 1:]:
+            inner *= d
+        return outer, shape[axis], inner
+
+    def infer_shapes(self, attrs, inputs, consts):
+        self._view(attrs, inputs)
+        return [(inputs[0].shape, "f32")]
+
+    def launches(self, attrs, inputs, outputs, consts):
+        outer, length, inner = self._view(attrs, inputs)
+        per_group = inner == 1 and length >= _WG
+        src = defines(OUTER=outer, L=length, INNER=inner, ROW_PER_GROUP=int(per_group),
+                      WG=_WG) + cl_source("softmax")
+        args = (Arg.input(0), Arg.output(0))
+        if per_group:
+            return [KernelLaunch(source=src, entry="softmax", args=args,
+                                 global_size=(outer * _WG,), local_size=(_WG,),
+                                 label=f"softmax_{length}_rows")]
+        return [KernelLaunch(source=src, entry="softmax", args=args,
+                             global_size=(outer * inner,), label=f"softmax_{length}")]

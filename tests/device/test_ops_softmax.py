@@ -1,0 +1,66 @@
+"""SoftMax built-in on a real device against a numpy reference and OpenVINO CPU."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from customlayers.errors import BindingError
+from customlayers.jit.tensor import TensorDesc
+from customlayers.ops import get_op
+from launch_runner import run_launches
+
+
+def run_softmax(cl_env, axis, x):
+    op = get_op("SoftMax")
+    attrs = op.parse_attributes({"axis": str(axis)}, "prob")
+    descs = [TensorDesc(x.shape)]
+    out_descs = [TensorDesc(s, d) for s, d in op.infer_shapes(attrs, descs, {})]
+    launches = op.launches(attrs, descs, out_descs, {})
+    return run_launches(cl_env, launches, [x], descs, out_descs)[0], launches
+
+
+def softmax_ref(x, axis):
+    e = np.exp(x.astype(np.float64) - x.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+@pytest.mark.parametrize("shape,axis", [
+    ((2, 1000), 1),           # classifier output: a work-group per row
+    ((3, 65), -1),            # odd length, negative axis (opset8)
+    ((2, 5, 3, 4), 1),        # channels, strided rows
+    ((2, 5, 3, 4), -2),
+    ((2, 5, 3, 4), 0),
+    ((7,), 0),
+    ((4, 3, 2), 2),           # short rows: one work item per row
+])
+def test_softmax_matches_reference(cl_env, shape, axis):
+    x = (np.random.default_rng(17).standard_normal(shape) * 5).astype(np.float32)
+    out, _ = run_softmax(cl_env, axis, x)
+    np.testing.assert_allclose(out, softmax_ref(x, axis), rtol=1e-5, atol=1e-7)
+
+
+def test_large_logits_do_not_overflow(cl_env):
+    x = np.array([[1000.0, 999.0, -1000.0] * 30], np.float32)
+    out, launches = run_softmax(cl_env, 1, x)
+    assert np.isfinite(out).all()
+    np.testing.assert_allclose(out, softmax_ref(x, 1), rtol=1e-5, atol=1e-7)
+    assert launches[0].local_size == (64,)
+
+
+def test_matches_openvino_cpu(cl_env):
+    ov = pytest.importorskip("openvino")
+    import openvino.opset8 as ops
+    x = np.random.default_rng(18).standard_normal((2, 6, 5)).astype(np.float32)
+    p = ops.parameter(x.shape, np.float32)
+    compiled = ov.Core().compile_model(ov.Model([ops.softmax(p, -2).output(0)], [p]), "CPU",
+                                       {"INFERENCE_PRECISION_HINT": "f32"})
+    out, _ = run_softmax(cl_env, -2, x)
+    np.testing.assert_allclose(out, compiled([x])[compiled.output(0)], rtol=1e-5, atol=1e-7)
+
+
+def test_axis_out_of_range_names_the_layer():
+    op = get_op("SoftMax")
+    attrs = op.parse_attributes({"axis": "3"}, "prob")
+    with pytest.raises(BindingError, match="layer 'prob' \\(SoftMax\\): attribute 'axis'=3 is "
+                                           "out of range for input 0 of shape \\[1, 10\\]"):
+        op.infer_shapes(attrs, [TensorDesc((1, 10))], {})
