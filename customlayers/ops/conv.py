@@ -10,6 +10,7 @@ helpers the other op modules of this family use (layer name, #define block, tile
 """
 from __future__ import annotations
 
+from functools import lru_cache
 from importlib import resources
 from typing import Any, Mapping, Sequence
 
@@ -25,6 +26,7 @@ ROUNDING_TYPES = ("floor", "ceil", "ceil_torch")
 
 
 # -- helpers shared by the op modules of this family ----------------------------------------
+@lru_cache(maxsize=None)
 def cl_source(name: str) -> str:
     """The text of customlayers/ops/<name>.cl (package data)."""
     return resources.files(__package__).joinpath(f"{name}.cl").read_text(encoding="utf-8")
