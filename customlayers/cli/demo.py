@@ -1,0 +1,155 @@
+"""`demo`: validate the example layers, run each on the best device against its numpy reference,
+print a table (layer, shapes, device, max abs error, time per run).
+
+The per-example table is `examples_table(engine)`, so a later demo (a whole model) can print it
+too. `find_examples` and `load_example` are shared with the tests.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import statistics
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+
+import numpy as np
+
+from ..errors import CustomLayersError
+from .common import add_build_options, apply_build_options
+
+EXAMPLES_DIR = Path(__file__).resolve().parents[2] / "examples" / "layers"
+
+
+@dataclass(frozen=True)
+class Example:
+    name: str              # folder name
+    folder: Path
+    config: Path           # <name>/<name>.xml
+    reference: ModuleType  # reference(inputs, params, data) -> list, CASES, FORMATS
+
+
+def load_example(folder: Path) -> Example:
+    folder = Path(folder)
+    config = folder / f"{folder.name}.xml"
+    ref_path = folder / "reference.py"
+    if not config.is_file() or not ref_path.is_file():
+        raise CustomLayersError(f"example folder {folder} needs {config.name} and reference.py")
+    spec = importlib.util.spec_from_file_location(f"customlayers_example_{folder.name}", ref_path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return Example(folder.name, folder, config, module)
+
+
+def find_examples(root: Path = EXAMPLES_DIR) -> list[Example]:
+    root = Path(root)
+    if not root.is_dir():
+        raise CustomLayersError(f"no examples at {root}: the demo runs from a source checkout")
+    return [load_example(p) for p in sorted(root.iterdir()) if (p / "reference.py").is_file()]
+
+
+def case_arrays(case: dict, seed: int = 0) -> tuple[list[np.ndarray], dict[str, np.ndarray]]:
+    """Random float32 inputs and Data blobs of a reference CASE (seeded: reproducible)."""
+    rng = np.random.default_rng(seed)
+    inputs = [rng.standard_normal(s).astype(np.float32) for s in case["inputs"]]
+    data = {k: rng.standard_normal(s).astype(np.float32)
+            for k, s in case.get("data", {}).items()}
+    return inputs, data
+
+
+def layer_type_of(registry, example: Example) -> str:
+    """The layer defined by the example's config (each example defines one)."""
+    spec = next(s for s in (registry.spec(t) for t in registry.layer_types())
+                if Path(s.config_path or "").resolve() == example.config.resolve())
+    return spec.name
+
+
+def _shapes(descs) -> str:
+    return ",".join("x".join(map(str, d.shape)) for d in descs)
+
+
+def time_per_run(bound, engine, runs: int) -> tuple[float, str]:
+    """Median seconds per run over `runs` runs: device time from profiling events when a
+    profiling queue can be made, else host time around each finished run."""
+    import pyopencl as cl
+    mf = cl.mem_flags
+    ctx = engine.context
+    ins = [cl.Buffer(ctx, mf.READ_WRITE, max(d.nbytes, 1)) for d in bound.inputs]
+    outs = [cl.Buffer(ctx, mf.READ_WRITE, max(d.nbytes, 1)) for d in bound.outputs]
+    try:
+        queue = cl.CommandQueue(ctx, engine.device,
+                                properties=cl.command_queue_properties.PROFILING_ENABLE)
+        profiled = True
+    except cl.Error:
+        queue, profiled = engine.queue, False
+    bound.enqueue(queue, ins, outs).wait()          # warm-up (first-run costs)
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        event = bound.enqueue(queue, ins, outs)
+        event.wait()
+        if profiled:
+            times.append((event.profile.end - event.profile.start) * 1e-9)
+        else:
+            times.append(time.perf_counter() - start)
+    return statistics.median(times), "device" if profiled else "host"
+
+
+def examples_table(engine, runs: int = 20, examples: list[Example] | None = None) -> str:
+    """Run every example's first CASE on `engine`; a text table, one line per example."""
+    from ..runtime.registry import Registry
+    from ..jit.tensor import TensorDesc
+    examples = find_examples() if examples is None else examples
+    registry = Registry(engine)
+    registry.load(*(e.config for e in examples))
+    device = engine.device.name.strip()
+    rows = []
+    for ex in examples:
+        case = ex.reference.CASES[0]
+        inputs, data = case_arrays(case)
+        expected = ex.reference.reference(inputs, dict(case.get("params", {})), data)
+        layer = layer_type_of(registry, ex)
+        bound = registry.bind(layer, [TensorDesc(a.shape) for a in inputs],
+                              [TensorDesc(e.shape) for e in expected],
+                              params=case.get("params", {}), data=data)
+        got = bound(*inputs)
+        got = got if isinstance(got, list) else [got]
+        error = max(float(np.max(np.abs(g - e))) for g, e in zip(got, expected))
+        seconds, clock = time_per_run(bound, engine, runs)
+        rows.append((layer, f"{_shapes(bound.inputs)} -> {_shapes(bound.outputs)}", device,
+                     f"{error:.2e}", f"{seconds * 1e6:.1f} us ({clock})"))
+    header = ("layer", "shapes", "device", "max abs err", f"time/run (median of {runs})")
+    widths = [max(len(str(r[i])) for r in rows + [header]) for i in range(len(header))]
+    lines = ["  ".join(str(c).ljust(w) for c, w in zip(header, widths)).rstrip(),
+             "  ".join("-" * w for w in widths)]
+    lines += ["  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
+    return "\n".join(lines)
+
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    p = subparsers.add_parser("demo", help="validate and run the example layers, print a table",
+                              description=__doc__.split("\n\n")[0])
+    add_build_options(p)
+    p.add_argument("--runs", type=int, default=20, metavar="N",
+                   help="timed runs per example (the median is shown; default 20)")
+    return p
+
+
+def run(args) -> int:
+    from ..runtime.device import Engine, select_device
+    from . import UsageError
+    if args.runs < 1:
+        raise UsageError(f"--runs must be at least 1, found {args.runs}")
+    apply_build_options(args)
+    examples = find_examples()
+    # validation first: a broken example is reported with file:line before anything runs
+    from ..config.loader import load_configs
+    configs = load_configs([e.config for e in examples])
+    for diag in configs.diagnostics.sorted():
+        print(diag.render())
+    configs.raise_if_errors()
+    print(f"validated {len(examples)} example configs in {EXAMPLES_DIR}: no errors\n")
+    engine = Engine(select_device(args.device))
+    print(examples_table(engine, runs=args.runs))
+    return 0
