@@ -28,6 +28,7 @@ _DOCTYPE = re.compile(r"<!DOCTYPE\b")
 # a DOCTYPE ends at '>' after its optional [internal subset]
 _DOCTYPE_END = re.compile(r"<!DOCTYPE[^\[>]*(\[.*?\]\s*)?>", re.S)
 # text that can hold a '<' that is not a start tag; masked before locating start tags
+_ATTRIBUTE = re.compile(r"([^\s=<>/\"']+)\s*=\s*(?:\"[^\"]*\"|'[^']*')")
 _NOT_MARKUP = re.compile(r"<!--.*?-->|<!\[CDATA\[.*?\]\]>|<\?.*?\?>|<!DOCTYPE[^\[>]*(\[.*?\]\s*)?>",
                          re.S)
 
@@ -184,10 +185,13 @@ class _Locator:
                 return i
         return len(self.text)
 
-    def attribute(self, name: str, start: int, end: int, fallback: Location) -> Location:
-        m = re.compile(r"(?<![\w.-])(?:[\w.-]+:)?" + re.escape(name) + r"\s*=").search(
-            self.text, start, end)
-        return self.index.location(self.file, m.start()) if m else fallback
+    def attributes(self, start: int, end: int) -> dict[str, Location]:
+        """Local attribute name -> its place, for the start tag text[start:end]. The pattern
+        consumes each quoted value, so text inside a value is never taken for a name."""
+        found: dict[str, Location] = {}
+        for m in _ATTRIBUTE.finditer(self.text, start, end):
+            found.setdefault(m.group(1).split(":")[-1], self.index.location(self.file, m.start(1)))
+        return found
 
 
 def _convert(el, locator: _Locator) -> Node:
@@ -196,8 +200,9 @@ def _convert(el, locator: _Locator) -> Node:
                                       el.sourceline or 0)
     attrs = {str(k): str(v) for k, v in el.attrib.items()}
     node = Node(tag, attrs, loc)
+    places = locator.attributes(start, end)
     for name in attrs:
-        node.attr_locations[name] = locator.attribute(name.split("}")[-1], start, end, loc)
+        node.attr_locations[name] = places.get(name.split("}")[-1], loc)
     for child in el:
         if isinstance(child.tag, str):  # skip comments, PIs and unexpanded entity nodes
             node.children.append(_convert(child, locator))

@@ -203,3 +203,11 @@ def test_broken_redefinition_removes_the_earlier_layer():
 
 def test_every_code_has_a_description():
     assert all(code.startswith("CL") and len(code) == 5 and text for code, text in CODES.items())
+
+
+def test_attribute_columns_across_lines_and_inside_values():
+    configs = load_config_string('<CustomLayer name="A" type="SimpleGPU"\n'
+                                 '   colour="version=2" version=\'2\'/>')
+    got = [(d.line, d.column, d.code) for d in configs.diagnostics]
+    assert (2, 4, "CL011") in got       # colour=, on the second line
+    assert (2, 23, "CL021") in got      # the real version=, not the text inside colour's value
