@@ -1,0 +1,165 @@
+"""Build and cache on a real device: a disk hit proven by a compiler that refuses to run, build
+errors at the user's own file and line, kernels that compute the right thing."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pyopencl as cl
+import pytest
+
+from customlayers.config import load_config_string
+from customlayers.errors import KernelBuildError
+from customlayers.jit.build import compile_check, map_build_log
+from customlayers.jit.cache import CacheWarning, ProgramCache
+from customlayers.jit.program import generate_program
+from customlayers.jit.tensor import TensorDesc
+
+CONFIG = """<CustomLayer name="Affine" type="SimpleGPU" version="1">
+  <Kernel entry="affine">
+    <Source filename="affine.cl"/>
+    <Define name="SCALE" type="float" param="scale" default="1.0f"/>
+  </Kernel>
+  <Buffers>
+    <Tensor arg-index="0" type="input" port-index="0" format="ANY"/>
+    <Tensor arg-index="1" type="output" port-index="0" format="BFYX"/>
+  </Buffers>
+  <WorkSizes global="X,Y,B*F"/>
+</CustomLayer>
+"""
+KERNEL = """__kernel void affine(__global const INPUT0_TYPE* in, __global OUTPUT0_TYPE* out)
+{
+    const int x = get_global_id(0), y = get_global_id(1), bf = get_global_id(2);
+    const int f = bf % INPUT0_DIMS[1], b = bf / INPUT0_DIMS[1];
+    const int i = INPUT0_OFFSET + b*INPUT0_PITCHES[0] + f*INPUT0_PITCHES[1]
+                + y*INPUT0_PITCHES[2] + x*INPUT0_PITCHES[3];
+    const int o = OUTPUT0_OFFSET + b*OUTPUT0_PITCHES[0] + f*OUTPUT0_PITCHES[1]
+                + y*OUTPUT0_PITCHES[2] + x*OUTPUT0_PITCHES[3];
+    out[o] = SCALE * in[i] + 1.0f;
+}
+"""
+
+
+def spec(kernel=KERNEL):
+    configs = load_config_string(CONFIG, {"affine.cl": kernel}, name="affine.xml")
+    return configs.layers["Affine"]
+
+
+def run(cl_env, program, built, x, in_desc, out_desc):
+    ctx, queue, _ = cl_env
+    mf = cl.mem_flags
+    src = cl.Buffer(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=in_desc.pack(x))
+    dst = cl.Buffer(ctx, mf.WRITE_ONLY, out_desc.nbytes)
+    kernel = cl.Kernel(built, program.entry)
+    kernel.set_args(src, dst)
+    cl.enqueue_nd_range_kernel(queue, kernel, program.global_size, program.local_size)
+    host = np.empty(out_desc.buffer_count, out_desc.np_dtype)
+    cl.enqueue_copy(queue, host, dst)
+    queue.finish()
+    return out_desc.unpack(host)
+
+
+@pytest.mark.parametrize("fmt", ["BFYX", "BYXF", "YXFB", "FYXB"])
+def test_generated_program_runs_on_padded_inputs(cl_env, tmp_path, fmt):
+    ctx, _, dev = cl_env
+    in_desc = TensorDesc((2, 3, 4, 5), format=fmt, lower_pad=(0, 1, 1, 2), upper_pad=(1, 0, 2, 1))
+    out_desc = TensorDesc((2, 3, 4, 5))
+    program = generate_program(spec(), [in_desc], [out_desc], {"scale": "2.5e-1"})
+    built = ProgramCache(tmp_path).build(ctx, dev, program.text, program.options,
+                                         line_map=program.line_map, label="Affine")
+    x = np.random.default_rng(0).standard_normal((2, 3, 4, 5)).astype(np.float32)
+    np.testing.assert_allclose(run(cl_env, program, built, x, in_desc, out_desc),
+                               0.25 * x + 1.0, rtol=1e-6)
+
+
+def test_second_build_comes_from_disk_without_the_compiler(cl_env, tmp_path, monkeypatch):
+    ctx, _, dev = cl_env
+    desc = TensorDesc((1, 2, 3, 4))
+    program = generate_program(spec(), [desc], [desc], {"scale": "3"})
+    first = ProgramCache(tmp_path)
+    first.build(ctx, dev, program.text, program.options, label="Affine")
+    assert (first.misses, first.disk_hits, first.hits) == (1, 0, 0)
+    first.build(ctx, dev, program.text, program.options, label="Affine")
+    assert first.hits == 1                                    # memory hit, same instance
+
+    # From here on, building from source is impossible: only binaries can be loaded.
+    real = cl._cl._Program
+
+    def no_source_builds(*args):
+        if len(args) == 2:
+            raise AssertionError("the compiler was called for a cached program")
+        return real(*args)
+    monkeypatch.setattr(cl._cl, "_Program", no_source_builds)
+
+    fresh = ProgramCache(tmp_path)
+    built = fresh.build(ctx, dev, program.text, program.options, label="Affine")
+    assert (fresh.misses, fresh.disk_hits) == (0, 1)
+    x = np.arange(24, dtype=np.float32).reshape(1, 2, 3, 4)
+    np.testing.assert_allclose(run(cl_env, program, built, x, desc, desc), 3 * x + 1)
+
+    # a different source text is a different key, so the compiler is needed again
+    other = generate_program(spec(), [desc], [desc], {"scale": "4"})
+    with pytest.raises(AssertionError, match="compiler was called"):
+        fresh.build(ctx, dev, other.text, other.options)
+
+
+def test_cache_entry_is_inspectable_and_a_corrupt_one_is_rebuilt(cl_env, tmp_path):
+    ctx, _, dev = cl_env
+    source = "__kernel void k(__global float* a) { a[0] = 7.0f; }\n"
+    cache = ProgramCache(tmp_path)
+    cache.build(ctx, dev, source, "-cl-mad-enable", label="k")
+    (entry,) = (tmp_path / "programs").iterdir()
+    assert sorted(p.name for p in entry.iterdir()) == ["meta.json", "program.bin", "source.cl"]
+    meta = json.loads((entry / "meta.json").read_text())
+    assert (meta["options"], meta["device"], meta["key"]) == ("-cl-mad-enable",
+                                                             dev.name.strip(), entry.name)
+    assert (entry / "source.cl").read_text() == source
+
+    (entry / "program.bin").write_bytes(b"garbage")
+    again = ProgramCache(tmp_path)
+    with pytest.warns(CacheWarning, match="does not match the hash"):
+        program = again.build(ctx, dev, source, "-cl-mad-enable")
+    assert again.misses == 1 and cl.Kernel(program, "k").num_args == 1
+
+
+def test_disabled_cache_writes_nothing(cl_env, tmp_path):
+    ctx, _, dev = cl_env
+    cache = ProgramCache(tmp_path, enabled=False)
+    cache.build(ctx, dev, "__kernel void k(__global int* a) { a[0] = 1; }\n")
+    assert not (tmp_path / "programs").exists()
+
+
+def test_build_error_points_at_the_users_line(cl_env, tmp_path):
+    ctx, _, dev = cl_env
+    broken = KERNEL.replace("out[o] = SCALE * in[i] + 1.0f;", "out[o] = SCALE * in[i] + missing;")
+    program = generate_program(spec(broken), [TensorDesc((1, 1, 2, 2))],
+                               [TensorDesc((1, 1, 2, 2))])
+    with pytest.raises(KernelBuildError) as info:
+        ProgramCache(tmp_path).build(ctx, dev, program.text, program.options,
+                                     line_map=program.line_map, label="Affine")
+    e = info.value
+    assert e.layer == "Affine"
+    assert "affine.cl:9:" in e.log and "missing" in e.log
+    assert open(e.source_path).read() == program.text
+    assert e.device.startswith(dev.name.strip())
+    assert str(e).startswith("layer 'Affine': the OpenCL program does not build\n")
+
+
+def test_nvidia_style_log_is_mapped_through_the_line_map():
+    # NVIDIA accepts `#line 1 "file"` but reports lines of the whole text as <kernel>:L:C
+    line_map = (None, None, ("relu.cl", 1), ("relu.cl", 2))
+    log = "<kernel>:4:10: error: use of undeclared identifier 'x'\n<kernel>:1:3: warning: w"
+    assert map_build_log(log, line_map, "/tmp/gen.cl") == (
+        "relu.cl:2:10: error: use of undeclared identifier 'x'\n/tmp/gen.cl:1:3: warning: w")
+
+
+def test_compile_check_reports_errors_and_argument_counts(cl_env):
+    _, _, dev = cl_env
+    assert compile_check(spec(), [TensorDesc((1, 2, 3, 4))], dev) == []
+    broken = KERNEL.replace("const int x", "const int x = nope;\n    const int xx")
+    (diag,) = [d for d in compile_check(spec(broken), [], dev) if d.severity == "error"]
+    assert (diag.file, diag.line, diag.code, diag.layer) == ("affine.cl", 3, "CL080", "Affine")
+    three_args = KERNEL.replace("__global OUTPUT0_TYPE* out)", "__global OUTPUT0_TYPE* out, int n)")
+    (diag,) = compile_check(spec(three_args), [], dev)
+    assert diag.message == ("kernel 'affine' takes 3 arguments but the layer binds 2 (Tensor and "
+                            "Data arg-index)")
