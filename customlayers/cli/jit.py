@@ -1,0 +1,78 @@
+"""`customlayers jit -c CONFIG --layer NAME --input SHAPE ...`: the complete program text of a
+layer for given tensors, on stdout (compilable as is), and its evaluated work sizes on stderr."""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ..config import load_configs
+from ..errors import TensorError
+from ..jit.program import generate_program
+from ..jit.tensor import parse_tensor_arg
+from .common import parse_params
+
+TENSOR_HELP = "SHAPE[:DTYPE][:FORMAT][:pad=LOWER/UPPER], e.g. 1x3x224x224:f32:bfyx:pad=0,0,1,1/0,0,1,1"
+
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    p = subparsers.add_parser(
+        "jit", help="print the generated OpenCL program of a layer",
+        description="Print the program text the JIT builds for one layer and given tensors "
+                    "(stdout), and its global/local work sizes (stderr).")
+    p.add_argument("-c", "--config", action="append", required=True, metavar="CONFIG",
+                   help="config XML file (repeatable; a later file wins)")
+    p.add_argument("--layer", required=True, help="the CustomLayer name")
+    p.add_argument("--input", action="append", default=[], metavar="TENSOR",
+                   help=f"an input, in port order, then Data blobs: {TENSOR_HELP}")
+    p.add_argument("--output", action="append", default=[], metavar="TENSOR",
+                   help="an output (default: input 0's shape and type, unpadded, in the format its Tensor asks for)")
+    p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
+                   help="a layer attribute, as the model would give it (text kept exactly)")
+    return p
+
+
+def _tensors(items, what):
+    from . import UsageError
+    try:
+        return [parse_tensor_arg(t) for t in items]
+    except TensorError as e:
+        raise UsageError(f"--{what}: {e} ({TENSOR_HELP})") from e
+
+
+def run(args) -> int:
+    from . import UsageError
+    configs = load_configs(args.config)
+    for d in configs.diagnostics:
+        print(d.render(), file=sys.stderr)
+    if args.layer not in configs.layers:
+        known = ", ".join(sorted(configs.layers)) or "none"
+        raise UsageError(f"no valid layer '{args.layer}' in {', '.join(args.config)} "
+                         f"(valid layers: {known})")
+    spec = configs.layers[args.layer]
+    inputs = _tensors(args.input, "input")
+    outputs = _tensors(args.output, "output")
+    expected = spec.num_input_ports + len(spec.data)
+    if len(inputs) != expected:
+        raise UsageError(f"layer '{spec.name}' takes {expected} input tensor"
+                         f"{'s' if expected != 1 else ''} ({spec.num_input_ports} input"
+                         f"{'s' if spec.num_input_ports != 1 else ''} and {len(spec.data)} Data "
+                         f"blob{'s' if len(spec.data) != 1 else ''}), {len(inputs)} given")
+    inputs = [_as_bound(t, b) for t, b in zip(inputs, spec.inputs)] + inputs[len(spec.inputs):]
+    if not outputs:
+        outputs = [_as_bound(inputs[0].with_padding(), b) for b in spec.outputs]
+    elif len(outputs) != spec.num_output_ports:
+        raise UsageError(f"layer '{spec.name}' has {spec.num_output_ports} outputs, "
+                         f"{len(outputs)} --output given")
+    program = generate_program(spec, inputs, outputs, parse_params(args.param))
+    sys.stdout.write(program.text)
+    sys.stdout.flush()
+    local = ",".join(map(str, program.local_size)) if program.local_size else "(driver chooses)"
+    print(f"// global work size: {','.join(map(str, program.global_size))}\n"
+          f"// local work size: {local}\n"
+          f"// build options: {program.options or '(none)'}", file=sys.stderr)
+    return 0
+
+
+def _as_bound(desc, binding):
+    """A tensor in the format its Tensor element asks for (ANY keeps the given one)."""
+    return desc if binding.format == "ANY" else desc.with_format(binding.format)
