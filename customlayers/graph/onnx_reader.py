@@ -1,0 +1,237 @@
+"""ONNX reader: model.onnx -> Graph in OpenVINO IR spelling.
+
+Initializers become Const nodes (made when first used, so folded-away weights leave nothing
+behind), graph inputs Parameter nodes, graph outputs Result nodes. Standard ONNX nodes are
+translated into the IR ops and attribute text the built-in ops read (Conv -> Convolution + Add of
+the bias, Gemm -> MatMul + Multiply + Add, BatchNormalization -> Multiply + Add of folded
+constants, ...). A node of another domain, or whose op_type ONNX does not define, becomes a Node
+of that type with its attributes as text, for a custom layer to implement. A standard op with no
+translation here is refused with the list of the ones there are.
+
+Port shapes come from ONNX shape inference. Past a custom node it cannot see, shapes are
+unknown and written as () (the executor infers them).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import ModelError
+from .graph import Graph, Node, Port
+from .onnx_ops import TRANSLATIONS, float_text, ints_text
+
+# ONNX TensorProto element type -> short dtype name (booleans live as u8, as in the IR reader)
+ELEM_TYPES = {1: "f32", 2: "u8", 3: "i8", 6: "i32", 7: "i64", 9: "u8", 10: "f16"}
+NP_TYPES = {"f32": np.float32, "f16": np.float16, "i64": np.int64, "i32": np.int32,
+            "i8": np.int8, "u8": np.uint8}
+# ONNX ops whose IR counterpart has the same inputs and no attributes: just renamed
+UNARY = {"Relu": "ReLU", "Sigmoid": "Sigmoid", "Tanh": "Tanh", "Exp": "Exp", "Log": "Log",
+         "Sqrt": "Sqrt", "Abs": "Abs", "Floor": "Floor", "Ceil": "Ceiling", "Erf": "Erf",
+         "Neg": "Negative", "Sin": "Sin", "Cos": "Cos"}
+BINARY = {"Add": "Add", "Mul": "Multiply", "Sub": "Subtract", "Div": "Divide", "Pow": "Power",
+          "Max": "Maximum", "Min": "Minimum", "Sum": "Add"}
+
+
+def read_onnx(path) -> Graph:
+    """Read an ONNX model; external data files are found relative to the model's folder."""
+    import onnx
+    path = Path(path)
+    try:
+        model = onnx.load(str(path))          # follows external data from path's folder
+    except FileNotFoundError as e:
+        raise ModelError(f"cannot read {e.filename or path}: no such file (a model, or its "
+                         f"external data, which is looked up next to the model)") from e
+    except OSError as e:
+        raise ModelError(f"cannot read {path}: {e.strerror or e}") from e
+    except Exception as e:                      # protobuf's DecodeError and friends
+        raise ModelError(f"{path}: not an ONNX model ({type(e).__name__}: {e})") from e
+    return _OnnxReader(model, str(path)).read()
+
+
+def _attr_text(value) -> str:
+    """A custom node's attribute as the text an IR would hold."""
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    if isinstance(value, float):
+        return float_text(value)
+    if isinstance(value, (list, tuple)):
+        return ",".join(_attr_text(v) for v in value)
+    if isinstance(value, np.ndarray):
+        return ",".join(_attr_text(v.item()) for v in value.ravel())
+    return str(value)
+
+
+class _OnnxReader:
+    def __init__(self, model, file: str):
+        import onnx
+        from onnx import numpy_helper
+        self.onnx, self.numpy_helper = onnx, numpy_helper
+        self.file = file
+        self.opset = {(o.domain or "ai.onnx"): o.version for o in model.opset_import}
+        try:
+            model = onnx.shape_inference.infer_shapes(model, data_prop=True)
+        except Exception:      # inference is a help, not a requirement (custom ops stop it)
+            pass
+        self.model = model
+        self.graph = Graph(model.graph.name or Path(file).stem)
+        self.info: dict[str, tuple[tuple, str]] = {}     # value name -> (shape, dtype)
+        self.values: dict[str, tuple[str, int]] = {}     # value name -> (node id, output port)
+        self.consts: dict[str, np.ndarray] = {}          # constant values, folded at will
+        self.alias: dict[str, str] = {}                  # Identity/Dropout outputs
+        self.uses: dict[str, int] = {}
+        self.where = ""
+
+    # -- graph building ---------------------------------------------------------------------
+    def read(self) -> Graph:
+        g = self.model.graph
+        for vi in list(g.input) + list(g.value_info) + list(g.output):
+            self.info[vi.name] = self.value_info(vi)
+        for node in g.node:
+            for name in node.input:
+                self.uses[name] = self.uses.get(name, 0) + 1
+        for t in g.initializer:
+            self.consts[t.name] = self.tensor(t, f"initializer '{t.name}'")
+        for vi in g.input:
+            if vi.name not in self.consts:
+                shape, dtype = self.info[vi.name]
+                self.emit("Parameter", [], [vi.name], vi.name, attrs={
+                    "shape": ",".join("?" if d is None else str(d) for d in shape),
+                    "element_type": dtype})
+        for index, node in enumerate(g.node):
+            name = node.name or (node.output[0] if node.output else f"node{index}")
+            self.where = f"{self.file}: node {index} '{name}' ({node.op_type})"
+            self.translate(node, name, index)
+        for vi in g.output:
+            self.emit("Result", [vi.name], [], f"{vi.name}/sink")
+        return self.graph
+
+    def value_info(self, vi) -> tuple[tuple, str]:
+        t = vi.type.tensor_type
+        dtype = ELEM_TYPES.get(t.elem_type, "")
+        shape = tuple(d.dim_value if d.HasField("dim_value") else None for d in t.shape.dim) \
+            if t.HasField("shape") else ()
+        return shape, dtype
+
+    def tensor(self, proto, what: str) -> np.ndarray:
+        if proto.data_type not in ELEM_TYPES:
+            kind = self.onnx.TensorProto.DataType.Name(proto.data_type)
+            raise ModelError(f"{self.file}: {what} has element type {kind}, which is not "
+                             f"supported; supported: FLOAT, FLOAT16, INT64, INT32, INT8, UINT8, "
+                             f"BOOL")
+        value = self.numpy_helper.to_array(proto)
+        return value.astype(NP_TYPES[ELEM_TYPES[proto.data_type]], copy=False)
+
+    def ref(self, name: str) -> tuple[str, int]:
+        """The (node id, port) producing value `name`, making its Const node on first use."""
+        name = self.alias.get(name, name)
+        if name not in self.values:
+            if name not in self.consts:
+                raise ModelError(f"{self.where}: input '{name}' is produced by no node, "
+                                 f"initializer or graph input")
+            value = self.consts[name]
+            self.info[name] = (tuple(value.shape), ELEM_TYPES_BY_NP[value.dtype.type])
+            self.emit("Const", [], [name], name, value=value, attrs={
+                "element_type": self.info[name][1], "shape": ints_text(value.shape)})
+        return self.values[name]
+
+    def emit(self, op_type: str, inputs: list[str], outputs: list[str], name: str,
+             attrs: dict[str, str] | None = None, version: str = "opset1", domain: str = "",
+             value: np.ndarray | None = None, shapes: list[tuple] | None = None) -> Node:
+        """Add an IR node reading `inputs` (value names) and producing `outputs`."""
+        sources = [self.ref(i) for i in inputs]      # first: this may add Const nodes
+        node = Node(id=str(len(self.graph.nodes)), name=name, type=op_type,
+                    attrs=attrs or {}, version=version, domain=domain, value=value,
+                    location=self.where or self.file)
+        for src in sources:
+            out = self.graph.nodes[src[0]].outputs[src[1]]
+            node.inputs.append(Port(out.shape, out.dtype, out.names))
+        for k, out in enumerate(outputs):
+            if shapes is not None:
+                shape, dtype = shapes[k], (node.inputs[0].dtype if node.inputs else "f32")
+                self.info[out] = (shape, dtype)
+            shape, dtype = self.info.get(out, ((), ""))
+            if not dtype:
+                dtype = node.inputs[0].dtype if node.inputs else "f32"
+            node.outputs.append(Port(shape, dtype, (out,)))
+            self.values[out] = (node.id, k)
+        self.graph.add_node(node)
+        for port, src in enumerate(sources):
+            self.graph.connect(src[0], src[1], node.id, port)
+        return node
+
+    def const(self, name: str, value) -> str:
+        """A new constant value (folded weights, axes, shapes); returns its value name."""
+        self.consts[name] = np.asarray(value)
+        return name
+
+    def shape_of(self, name: str) -> tuple:
+        name = self.alias.get(name, name)
+        if name in self.consts:
+            return tuple(self.consts[name].shape)
+        return self.info.get(name, ((), ""))[0]
+
+    def folded(self, name: str) -> np.ndarray | None:
+        return self.consts.get(self.alias.get(name, name))
+
+    def refuse(self, why: str):
+        raise ModelError(f"{self.where}: {why}")
+
+    # -- translation ------------------------------------------------------------------------
+    def translate(self, node, name: str, index: int) -> None:
+        domain = node.domain if node.domain not in ("", "ai.onnx") else ""
+        attrs = {a.name: self.onnx.helper.get_attribute_value(a) for a in node.attribute}
+        op = node.op_type
+        if domain or not self.onnx.defs.has(op):
+            return self.custom(node, name, domain, attrs)
+        handler = TRANSLATIONS.get(op)
+        if handler is not None:
+            return handler(self, node, name, attrs)
+        if op in UNARY:
+            self.emit(UNARY[op], [node.input[0]], [node.output[0]], name)
+            return None
+        if op in BINARY:
+            return self.binary(node, name, attrs, BINARY[op])
+        known = sorted(set(TRANSLATIONS) | set(UNARY) | set(BINARY))
+        self.refuse(f"the ONNX op {op} has no translation to IR ops here; translated: "
+                    f"{', '.join(known)}")
+
+    def custom(self, node, name: str, domain: str, attrs: dict) -> None:
+        for key, value in attrs.items():
+            if isinstance(value, (self.onnx.GraphProto, self.onnx.TensorProto)) or (
+                    isinstance(value, list) and value and not isinstance(value[0],
+                                                                         (int, float, bytes))):
+                self.refuse(f"attribute '{key}' holds a graph or tensor, which a custom layer "
+                            f"cannot take as text")
+        version = f"{domain or 'ai.onnx'}:{self.opset.get(domain or 'ai.onnx', '')}"
+        self.emit(node.op_type, [i for i in node.input if i], list(node.output), name,
+                  attrs={k: _attr_text(v) for k, v in attrs.items()}, version=version,
+                  domain=domain)
+
+    def binary(self, node, name: str, attrs: dict, ir_type: str) -> None:
+        if attrs.get("broadcast") and "axis" in attrs:
+            self.refuse("legacy broadcasting with 'axis' (opset < 7) is not supported; "
+                        "re-export the model with opset 7 or later")
+        inputs = list(node.input)
+        if len(inputs) == 1:
+            self.alias[node.output[0]] = inputs[0]
+            return
+        acc = inputs[0]
+        for k, other in enumerate(inputs[1:], 1):
+            out = node.output[0] if k == len(inputs) - 1 else f"{name}/{ir_type.lower()}{k}"
+            self.emit(ir_type, [acc, other], [out], name if out == node.output[0] else out,
+                      attrs={"auto_broadcast": "numpy"},
+                      shapes=None if out == node.output[0] else [_broadcast(
+                          self.shape_of(acc), self.shape_of(other))])
+            acc = out
+
+
+def _broadcast(a: tuple, b: tuple) -> tuple:
+    """numpy broadcasting of two shapes (None where a dim is unknown)."""
+    rank = max(len(a), len(b))
+    a, b = (1,) * (rank - len(a)) + tuple(a), (1,) * (rank - len(b)) + tuple(b)
+    return tuple(y if x == 1 else x if y == 1 else (x if x == y else None) for x, y in zip(a, b))
+
+
+ELEM_TYPES_BY_NP = {np.float32: "f32", np.float16: "f16", np.int64: "i64", np.int32: "i32",
+                    np.int8: "i8", np.uint8: "u8", np.bool_: "u8"}

@@ -1,0 +1,165 @@
+"""The ONNX reader: op translation to IR spelling and attribute text (numerical checks come with
+the executor)."""
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from customlayers.errors import ModelError
+from customlayers.graph.onnx_reader import read_onnx
+
+
+def save(tmp_path, nodes, inputs, outputs, inits=(), opset=13, name="m.onnx", extra_opsets=()):
+    graph = helper.make_graph(nodes, "g", inputs, outputs, list(inits))
+    opsets = [helper.make_opsetid("", opset)] + [helper.make_opsetid(d, v) for d, v in extra_opsets]
+    model = helper.make_model(graph, opset_imports=opsets)
+    model.ir_version = 7
+    path = tmp_path / name
+    onnx.save(model, str(path))
+    return path
+
+
+def vi(name, shape, elem=TensorProto.FLOAT):
+    return helper.make_tensor_value_info(name, elem, shape)
+
+
+def by_type(g, op_type):
+    return [n for n in g if n.type == op_type]
+
+
+def test_light_resnet50_op_types():
+    models = pytest.importorskip("models")
+    g = read_onnx(models.light_onnx("resnet50"))
+    counts = Counter(n.type for n in g)
+    # BatchNorm folds into Multiply + Add; Conv has no bias here; Sum -> Add; Gemm -> MatMul+Add
+    assert counts["Convolution"] == 53 and counts["Multiply"] == 53
+    assert counts["Add"] == 53 + 16 + 1 and counts["ReLU"] == 49
+    assert counts["MatMul"] == 1 and counts["SoftMax"] == 1 and counts["AvgPool"] == 1
+    assert not {"BatchNormalization", "Gemm", "Sum", "Conv", "Relu"} & set(counts)
+    conv = by_type(g, "Convolution")[0]
+    assert conv.attrs == {"strides": "2, 2", "dilations": "1, 1", "pads_begin": "3, 3",
+                          "pads_end": "3, 3", "auto_pad": "explicit"}
+    assert g.results[0].inputs[0].shape == (1, 1000)
+    assert len(g.topological_order()) == len(g)
+
+
+def test_light_squeezenet_op_types():
+    models = pytest.importorskip("models")
+    g = read_onnx(models.light_onnx("squeezenet"))
+    counts = Counter(n.type for n in g)
+    assert counts["Convolution"] == 26 and counts["Add"] == 26 and counts["Concat"] == 8
+    assert counts["ReduceMean"] == 1 and "Dropout" not in counts
+    # opset-9 Softmax on [1,1000,1,1] at axis 1: flatten to 2-D, SoftMax, restore the shape
+    assert counts["SoftMax"] == 1 and counts["Reshape"] == 2
+    softmax = by_type(g, "SoftMax")[0]
+    assert softmax.attrs == {"axis": "1"} and softmax.inputs[0].shape == (1, 1000)
+    assert g.results[0].inputs[0].shape == (1, 1000, 1, 1)
+    reduce = by_type(g, "ReduceMean")[0]
+    assert reduce.attrs == {"keep_dims": "true"}
+    axes_node = g.nodes[g.producer(reduce.id, 1)[0]]
+    assert axes_node.value.tolist() == [2, 3]
+
+
+def test_custom_domain_node_keeps_attributes_as_text(tmp_path):
+    node = helper.make_node("MyNorm", ["x"], ["y"], domain="com.example", eps=3e-08, k=3,
+                            sizes=[1, 2, 3], scales=[0.5, 0.25], mode="fast")
+    path = save(tmp_path, [node], [vi("x", [1, 4])], [vi("y", [1, 4])],
+                extra_opsets=[("com.example", 2)])
+    g = read_onnx(path)
+    custom = by_type(g, "MyNorm")[0]
+    assert custom.domain == "com.example" and custom.version == "com.example:2"
+    assert custom.attrs == {"eps": "3e-08", "k": "3", "sizes": "1,2,3", "scales": "0.5,0.25",
+                            "mode": "fast"}
+
+
+def test_gemm_alpha_beta_and_transposes(tmp_path):
+    c = numpy_helper.from_array(np.arange(3, dtype=np.float32), "c")
+    node = helper.make_node("Gemm", ["a", "b", "c"], ["y"], alpha=2.0, beta=0.5, transB=1)
+    g = read_onnx(save(tmp_path, [node], [vi("a", [2, 4]), vi("b", [3, 4])], [vi("y", [2, 3])],
+                       [c]))
+    matmul = by_type(g, "MatMul")[0]
+    assert matmul.attrs == {"transpose_a": "false", "transpose_b": "true"}
+    assert matmul.outputs[0].shape == (2, 3)
+    mul = by_type(g, "Multiply")[0]
+    assert float(g.nodes[g.producer(mul.id, 1)[0]].value) == 2.0
+    add = by_type(g, "Add")[0]
+    np.testing.assert_array_equal(g.nodes[g.producer(add.id, 1)[0]].value, [0, 0.5, 1])
+    assert add.outputs[0].shape == (2, 3)
+
+
+def test_batchnorm_folds_into_scale_and_shift(tmp_path):
+    rng = np.random.default_rng(0)
+    scale, bias, mean = (rng.standard_normal(3).astype(np.float32) for _ in range(3))
+    var = rng.uniform(0.5, 1.5, 3).astype(np.float32)
+    inits = [numpy_helper.from_array(v, n) for v, n in
+             ((scale, "s"), (bias, "b"), (mean, "m"), (var, "v"))]
+    node = helper.make_node("BatchNormalization", ["x", "s", "b", "m", "v"], ["y"], epsilon=1e-3)
+    g = read_onnx(save(tmp_path, [node], [vi("x", [1, 3, 2, 2])], [vi("y", [1, 3, 2, 2])],
+                       inits))
+    mul, add = by_type(g, "Multiply")[0], by_type(g, "Add")[0]
+    a = g.nodes[g.producer(mul.id, 1)[0]].value
+    shift = g.nodes[g.producer(add.id, 1)[0]].value
+    assert a.shape == (1, 3, 1, 1) and shift.shape == (1, 3, 1, 1)
+    x = rng.standard_normal((1, 3, 2, 2)).astype(np.float32)
+    expected = (scale[:, None, None] * (x - mean[:, None, None])
+                / np.sqrt(var[:, None, None] + 1e-3) + bias[:, None, None])
+    np.testing.assert_allclose(x * a + shift, expected, rtol=1e-5, atol=1e-6)
+    assert not by_type(g, "Const") or all(n.name not in ("s", "b", "m", "v")
+                                          for n in by_type(g, "Const"))
+
+
+def test_grouped_conv_with_bias_lrn_pool_and_dropout(tmp_path):
+    w = numpy_helper.from_array(np.ones((4, 1, 3, 3), np.float32), "w")
+    b = numpy_helper.from_array(np.arange(4, dtype=np.float32), "b")
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], group=4, pads=[1, 1, 1, 1]),
+             helper.make_node("LRN", ["c"], ["l"], size=3, alpha=2e-4),
+             helper.make_node("Dropout", ["l"], ["d"]),
+             helper.make_node("AveragePool", ["d"], ["y"], kernel_shape=[2, 2], strides=[2, 2])]
+    g = read_onnx(save(tmp_path, nodes, [vi("x", [1, 4, 4, 4])], [vi("y", [1, 4, 2, 2])], [w, b],
+                       opset=9))
+    conv = by_type(g, "GroupConvolution")[0]
+    assert g.nodes[g.producer(conv.id, 1)[0]].value.shape == (4, 1, 1, 3, 3)
+    bias = g.nodes[g.producer(by_type(g, "Add")[0].id, 1)[0]].value
+    assert bias.shape == (1, 4, 1, 1)
+    lrn = by_type(g, "LRN")[0]
+    assert lrn.attrs == {"alpha": "0.0002", "beta": "0.75", "bias": "1.0", "size": "3"}
+    assert g.nodes[g.producer(lrn.id, 1)[0]].value.tolist() == [1]
+    pool = by_type(g, "AvgPool")[0]
+    assert pool.attrs["exclude-pad"] == "true" and pool.attrs["kernel"] == "2, 2"
+    assert g.producer(pool.id, 0)[0] == lrn.id            # Dropout is gone
+
+
+def test_unsupported_standard_op_is_refused(tmp_path):
+    node = helper.make_node("NonMaxSuppression", ["boxes", "scores"], ["sel"])
+    path = save(tmp_path, [node], [vi("boxes", [1, 4, 4]), vi("scores", [1, 1, 4])],
+                [vi("sel", [None, 3], TensorProto.INT64)])
+    with pytest.raises(ModelError, match=r"node 0 'sel' \(NonMaxSuppression\): the ONNX op "
+                                         r"NonMaxSuppression has no translation.*Conv, "):
+        read_onnx(path)
+
+
+def test_external_data_is_followed_and_its_absence_reported(tmp_path):
+    w = numpy_helper.from_array(np.full((64, 64), 0.5, np.float32), "w")
+    node = helper.make_node("MatMul", ["x", "w"], ["y"])
+    graph = helper.make_graph([node], "g", [vi("x", [1, 64])], [vi("y", [1, 64])], [w])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    (tmp_path / "sub").mkdir()
+    path = tmp_path / "sub" / "ext.onnx"
+    onnx.save_model(model, str(path), save_as_external_data=True, location="ext.data",
+                    size_threshold=0)
+    g = read_onnx(path)
+    assert float(by_type(g, "Const")[0].value[3, 5]) == 0.5
+    (tmp_path / "sub" / "ext.data").unlink()
+    with pytest.raises(ModelError, match="ext.data"):
+        read_onnx(path)
+
+
+def test_not_an_onnx_file(tmp_path):
+    path = tmp_path / "bad.onnx"
+    path.write_bytes(b"\x00\xffnot protobuf at all")
+    with pytest.raises(ModelError, match="bad.onnx"):
+        read_onnx(path)
