@@ -26,6 +26,9 @@ from .launch import Arg, KernelLaunch
 # argument plan entries: (kind, index) with kind "input" | "output" | "data"
 INPUT, OUTPUT, DATA = "input", "output", "data"
 
+# looked up once: enqueue() is the per-launch hot path
+_enqueue_nd_range = cl.enqueue_nd_range_kernel
+
 
 def argument_plan(spec: LayerSpec) -> tuple[tuple[str, int], ...]:
     """Kernel argument i -> (kind, index). Data blobs are numbered in arg order, the order in
@@ -63,7 +66,8 @@ class BoundKernel:
         base = {INPUT: 0, OUTPUT: n_in, DATA: n_in + n_out}
         self._positions = tuple(base[kind] + k for kind, k in self.plan)
         self._last_args: list = [None] * len(self.plan)
-        self._data_buffers: tuple[cl.Buffer, ...] | None = None
+        self._last_given: tuple = ()
+        self._default_data: tuple[cl.Buffer, ...] = ()   # bound Data blobs, once uploaded
 
     @property
     def name(self) -> str:
@@ -104,30 +108,38 @@ class BoundKernel:
                 wait_for=None) -> cl.Event:
         """Enqueue the kernel on caller-owned buffers; returns its event. Without `data`, the
         bound Data arrays are used (uploaded once, on first use)."""
-        if len(inputs) != len(self.inputs) or len(outputs) != len(self.outputs):
-            raise BindingError(f"layer type '{self.spec.name}': enqueue got {len(inputs)} input "
-                               f"and {len(outputs)} output buffers, the binding has "
-                               f"{len(self.inputs)} and {len(self.outputs)}")
-        if self.data_descs and not data:
-            data = self._data_buffers or self._upload_data()
+        given = (*inputs, *outputs, *data)
+        # the common case is the buffers of last time: one tuple comparison (identity first,
+        # element by element), no set_arg, nothing allocated but the tuple
+        if given != self._last_given:
+            self._set_arguments(inputs, outputs, data, given)
+        return _enqueue_nd_range(queue, self.kernel, self.global_size, self.local_size, None,
+                                 wait_for)
+
+    def _set_arguments(self, inputs, outputs, data, given) -> None:
+        if not data and self.data_descs:
+            data = self._default_data or self._upload_data()
+        if (len(inputs) != len(self.inputs) or len(outputs) != len(self.outputs)
+                or len(data) != len(self.data_descs)):
+            raise BindingError(f"layer type '{self.spec.name}': enqueue got {len(inputs)} input, "
+                               f"{len(outputs)} output and {len(data)} data buffers; the "
+                               f"binding has {len(self.inputs)}, {len(self.outputs)} and "
+                               f"{len(self.data_descs)}")
         buffers = (*inputs, *outputs, *data)
         last = self._last_args
-        kernel = self.kernel
-        # set only what changed: the common case (same buffers each run) costs no set_arg
         for i, pos in enumerate(self._positions):
             buf = buffers[pos]
             if buf is not last[i]:
-                kernel.set_arg(i, buf)
+                self.kernel.set_arg(i, buf)
                 last[i] = buf
-        return cl.enqueue_nd_range_kernel(queue, kernel, self.global_size, self.local_size,
-                                          wait_for=wait_for)
+        self._last_given = given
 
     def _upload_data(self) -> tuple[cl.Buffer, ...]:
         mf = cl.mem_flags
-        self._data_buffers = tuple(
+        self._default_data = tuple(
             cl.Buffer(self.engine.context, mf.READ_ONLY | mf.COPY_HOST_PTR,
                       hostbuf=self._data_value(k)) for k in range(len(self.data_descs)))
-        return self._data_buffers
+        return self._default_data
 
     # -- numpy convenience -----------------------------------------------------------------
     def __call__(self, *arrays: np.ndarray, **data: np.ndarray):

@@ -213,7 +213,7 @@ def test_enqueue_on_preallocated_buffers(registry, engine):
         event = bound.enqueue(queue, [ins[i]], [outs[i]])
         cl.enqueue_copy(queue, got, outs[i], wait_for=[event])
         np.testing.assert_allclose(got, xs[i] * 3, rtol=1e-6)
-    with pytest.raises(BindingError, match="enqueue got 2 input and 1 output buffers"):
+    with pytest.raises(BindingError, match="enqueue got 2 input, 1 output and 0 data buffers; the binding has 1, 1 and 0"):
         bound.enqueue(queue, [ins[0], ins[1]], [outs[0]])
 
 

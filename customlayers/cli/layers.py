@@ -1,0 +1,72 @@
+"""`layers -c CONFIG...`: what the configs register, layer by layer: where it is defined, its
+entry and sources, which kernel argument is bound to what, its defines, options, work sizes."""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ..config.spec import LayerSpec
+
+
+def add_config_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("-c", "--config", action="append", required=True, metavar="CONFIG",
+                        help="a CustomLayer config file (repeat for several; a later "
+                             "definition of a layer wins)")
+    parser.add_argument("--allow-external-sources", action="store_true",
+                        help="let Source@filename point outside the config's directory")
+
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    p = subparsers.add_parser("layers", help="list the custom layers that configs register",
+                              description=__doc__)
+    add_config_options(p)
+    return p
+
+
+def describe_layer(spec: LayerSpec) -> list[str]:
+    """Text lines describing one layer."""
+    loc = spec.location
+    lines = [f"{spec.name}  ({loc.file}:{loc.line})",
+             f"  entry       {spec.entry}",
+             f"  sources     {', '.join(s.filename for s in spec.sources)}"]
+    args: dict[int, str] = {}
+    for t in spec.tensors:
+        args[t.arg_index] = (f"{t.kind} {t.port_index} ({t.format}"
+                             + (f", shape {t.shape}" if t.shape else "") + ")")
+    for k, d in enumerate(sorted(spec.data, key=lambda d: d.arg_index)):
+        args[d.arg_index] = f"data '{d.name}' (INPUT{spec.num_input_ports + k}, 1-D)"
+    lines.append("  arguments   " + "\n              ".join(
+        f"{i}: {args[i]}" for i in sorted(args)))
+    if spec.defines:
+        defs = []
+        for d in spec.defines:
+            text = d.name
+            if d.param:
+                text += f" = attribute '{d.param}'"
+            if d.default is not None:
+                text += f" (default {d.default})" if d.param else f" = {d.default}"
+            if d.type:
+                text += f" [{d.type}]"
+            defs.append(text)
+        lines.append("  defines     " + "\n              ".join(defs))
+    if spec.options:
+        lines.append(f"  options     {spec.options}")
+    ws = spec.work_sizes
+    glob = ",".join(ws.global_) if ws.global_ else "B*F*Y*X of output 0 (default)"
+    local = ",".join(ws.local) if ws.local and any(t.strip() for t in ws.local) else \
+        "driver's choice"
+    dim = ws.dim[0] if ws.dim[0] == "output" else f"input,{ws.dim[1]}"
+    lines.append(f"  work sizes  global={glob}  local={local}  dim={dim}")
+    return lines
+
+
+def run(args) -> int:
+    from ..runtime.registry import Registry
+    registry = Registry()
+    diags = registry.load(*args.config, allow_external_sources=args.allow_external_sources)
+    for d in diags.sorted():
+        print(d.render(), file=sys.stderr)
+    types = registry.layer_types()
+    blocks = ["\n".join(describe_layer(registry.spec(t))) for t in types]
+    print("\n\n".join(blocks) if blocks else "no custom layers")
+    return 0

@@ -1,0 +1,132 @@
+"""`run-layer`: run one custom layer on .npy inputs and write its output.
+
+    run-layer -c CONFIG --layer NAME -i in0.npy [-i in1.npy] [--data NAME=blob.npy]
+              [--param k=v ...] [--output-shape 1x1x8x8 ...] -o out.npy [-d DEVICE]
+
+One output is written as .npy; several as .npz (output0, output1, ...). The file is written to a
+temporary name and renamed, so an error never leaves a half-written output.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import CustomLayersError
+from . import UsageError
+from .common import add_build_options, apply_build_options, parse_params
+from .layers import add_config_options
+
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    p = subparsers.add_parser("run-layer", help="run one custom layer on .npy inputs",
+                              description=__doc__.split("\n\n")[0],
+                              formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_config_options(p)
+    p.add_argument("--layer", required=True, metavar="NAME", help="the layer type to run")
+    p.add_argument("-i", "--input", action="append", required=True, metavar="FILE.npy",
+                   help="input port 0, 1, ... in order (float64 arrays are run as float32)")
+    p.add_argument("--data", action="append", default=[], metavar="NAME=FILE.npy",
+                   help="a constant blob for the layer's <Data name=NAME>")
+    p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
+                   help="a layer attribute (the value of Define param=KEY), kept as text")
+    p.add_argument("--output-shape", action="append", default=[], metavar="1x1x8x8",
+                   help="shape of output 0, 1, ... (default: the descriptor's shape formula, "
+                        "else input 0's shape)")
+    p.add_argument("-o", "--output", required=True, metavar="OUT.npy",
+                   help="where to write the result (.npz for several outputs)")
+    add_build_options(p)
+    return p
+
+
+def read_array(path: str, what: str) -> np.ndarray:
+    """An array from a .npy file; a file that is not one is a clear error, not a traceback."""
+    try:
+        arr = np.load(path, allow_pickle=False)
+    except ValueError as e:
+        raise CustomLayersError(f"{what} {path}: not a .npy array file") from None
+    if isinstance(arr, np.lib.npyio.NpzFile):
+        arr.close()
+        raise CustomLayersError(f"{what} {path}: an .npz archive; give one array as .npy")
+    if arr.dtype == np.float64:
+        arr = arr.astype(np.float32)
+    return arr
+
+
+def parse_shape(text: str) -> tuple[int, ...]:
+    try:
+        shape = tuple(int(v) for v in text.lower().split("x"))
+    except ValueError:
+        raise UsageError(f"--output-shape {text!r} is not like 1x3x224x224") from None
+    if not shape or any(d <= 0 for d in shape):
+        raise UsageError(f"--output-shape {text!r}: every dim must be a positive integer")
+    return shape
+
+
+def parse_data_items(items) -> dict[str, str]:
+    result: dict[str, str] = {}
+    for item in items:
+        name, sep, path = item.partition("=")
+        if not sep or not name or not path:
+            raise UsageError(f"--data {item!r} is not NAME=FILE.npy")
+        result[name] = path
+    return result
+
+
+def write_outputs(path: str, outputs: list[np.ndarray]) -> None:
+    """.npy for one output, .npz (output0, ...) for several or when asked; atomically."""
+    as_npz = path.endswith(".npz") or len(outputs) > 1
+    target = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp",
+                               dir=str(target.parent) if str(target.parent) else ".")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            if as_npz:
+                np.savez(f, **{f"output{i}": a for i, a in enumerate(outputs)})
+            else:
+                np.save(f, outputs[0])
+        os.replace(tmp, target)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
+def run(args) -> int:
+    from ..jit.tensor import TensorDesc
+    from ..runtime.device import Engine
+    from ..runtime.registry import Registry
+    apply_build_options(args)
+    params = parse_params(args.param)
+    data_paths = parse_data_items(args.data)
+    out_shapes = [parse_shape(s) for s in args.output_shape]
+    if not Path(args.output).parent.is_dir():
+        raise UsageError(f"-o {args.output}: the folder {Path(args.output).parent} does not exist")
+
+    registry = Registry(Engine(args.device))
+    registry.load(*args.config, allow_external_sources=args.allow_external_sources)
+    spec = registry.spec(args.layer)
+    if out_shapes and len(out_shapes) != spec.num_output_ports:
+        raise UsageError(f"layer '{spec.name}' has {spec.num_output_ports} output(s), "
+                         f"{len(out_shapes)} --output-shape given")
+    if spec.num_output_ports > 1 and not args.output.endswith(".npz"):
+        raise UsageError(f"layer '{spec.name}' has {spec.num_output_ports} outputs: name the "
+                         f"output file .npz, found {args.output!r}")
+    missing = [d.name for d in spec.data if d.name not in data_paths]
+    if missing:
+        raise UsageError(f"layer '{spec.name}' binds Data {', '.join(missing)}: give "
+                         + " ".join(f"--data {n}=FILE.npy" for n in missing))
+    inputs = [read_array(p, f"input {i}") for i, p in enumerate(args.input)]
+    data = {name: read_array(p, f"data '{name}'") for name, p in data_paths.items()}
+    in_descs = [TensorDesc(a.shape, a.dtype) for a in inputs]
+    out_descs = [TensorDesc(s, in_descs[0].dtype) for s in out_shapes] or None
+
+    bound = registry.bind(spec.name, in_descs, out_descs, params=params, data=data)
+    result = bound(*inputs)
+    outputs = result if isinstance(result, list) else [result]
+    write_outputs(args.output, outputs)
+    shapes = ", ".join("x".join(map(str, a.shape)) for a in outputs)
+    print(f"{spec.name} on {bound.engine.device.name.strip()}: wrote {shapes} to {args.output}")
+    return 0
