@@ -228,3 +228,11 @@ def test_enqueue_uses_bound_data(scale_shift, engine):
     cl.enqueue_copy(engine.queue, got, dst)
     np.testing.assert_allclose(got, x * w.reshape(1, 3, 1, 1) + b.reshape(1, 3, 1, 1),
                                rtol=1e-5, atol=1e-6)
+
+
+def test_public_api_exports():
+    import customlayers.api as api
+    for name in api.__all__:
+        assert getattr(api, name) is not None, name
+    assert api.Registry is __import__("customlayers.runtime.registry",
+                                      fromlist=["Registry"]).Registry

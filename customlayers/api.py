@@ -1,0 +1,29 @@
+"""The public API in one import: `from customlayers.api import Registry, TensorDesc, ...`.
+
+    registry = Registry()                      # the best device, made on first bind
+    registry.load("relu.xml")
+    relu = registry.bind("ReLU", [TensorDesc((1, 3, 224, 224))], params={"negative_slope": "0.1"})
+    y = relu(x)                                # numpy in, numpy out
+"""
+from __future__ import annotations
+
+from .config.diagnostics import Diagnostic, Diagnostics, Location
+from .config.loader import ConfigSet, load_config_string, load_configs
+from .config.spec import LayerSpec
+from .errors import (BindingError, ConfigError, CustomLayersError, DefineError, DeviceError,
+                     ExecutionError, FormulaError, KernelBuildError, ModelError, TensorError,
+                     UnknownLayerError)
+from .jit.tensor import TensorDesc, parse_tensor_arg
+from .runtime.device import Engine, describe_device, list_devices, select_device
+from .runtime.kernel import BoundKernel
+from .runtime.launch import Arg, KernelLaunch
+from .runtime.registry import Registry
+
+__all__ = [
+    "TensorDesc", "parse_tensor_arg", "Registry", "BoundKernel", "Engine", "select_device",
+    "list_devices", "describe_device", "load_configs", "load_config_string", "ConfigSet",
+    "LayerSpec", "Diagnostic", "Diagnostics", "Location", "KernelLaunch", "Arg",
+    "CustomLayersError", "ConfigError", "FormulaError", "DefineError", "TensorError",
+    "KernelBuildError", "BindingError", "UnknownLayerError", "DeviceError", "ModelError",
+    "ExecutionError",
+]
