@@ -7,7 +7,6 @@ views of the input (ops/_program.py), Pad adds a per-axis map (constant fill, cl
 """
 from __future__ import annotations
 
-from typing import Sequence
 
 import numpy as np
 
