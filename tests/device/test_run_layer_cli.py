@@ -150,3 +150,11 @@ def test_demo_table(cl_env):
     for line in lines[2:]:
         error = float(line.split()[-4])
         assert error < 1e-5, line
+
+
+def test_demo_command(capsys):
+    assert main(["demo", "--runs", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "validated 7 example configs" in out or "example configs" in out
+    assert "ReorgYolo" in out and "time/run (median of 2)" in out
+    assert main(["demo", "--runs", "0"]) == 2
