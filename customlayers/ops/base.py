@@ -88,6 +88,9 @@ def register_op(cls: type[Op]) -> type[Op]:
     """Class decorator: register one instance of the op under its `type`."""
     if not cls.type:
         raise TypeError(f"{cls.__name__} has no type")
+    if cls.type in OPS:  # two modules claiming one type: the second would silently win
+        raise TypeError(f"op type '{cls.type}' is registered twice ({type(OPS[cls.type]).__name__} "
+                        f"and {cls.__name__})")
     OPS[cls.type] = cls()
     return cls
 
