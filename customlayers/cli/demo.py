@@ -1,8 +1,9 @@
 """`demo`: validate the example layers, run each on the best device against its numpy reference,
-print a table (layer, shapes, device, max abs error, time per run).
+then run a small model in which several layers are custom layers, next to the same model written
+in built-in ops, and print the outputs, their difference and the per-layer profile.
 
-The per-example table is `examples_table(engine)`, so a later demo (a whole model) can print it
-too. `find_examples` and `load_example` are shared with the tests.
+`examples_table(engine)` and `model_demo(engine)` return the two parts as text;
+`find_examples` and `load_example` are shared with the tests.
 """
 from __future__ import annotations
 
@@ -20,6 +21,9 @@ from ..errors import CustomLayersError
 from .common import add_build_options, apply_build_options
 
 EXAMPLES_DIR = Path(__file__).resolve().parents[2] / "examples" / "layers"
+MODELS_DIR = EXAMPLES_DIR.parent / "models"
+# the demo model's custom layers: the seed's ReLU (overriding the built-in), GRN and ReorgYolo
+DEMO_CONFIGS = ("relu", "grn", "reorg")
 
 
 @dataclass(frozen=True)
@@ -152,4 +156,46 @@ def run(args) -> int:
     print(f"validated {len(examples)} example configs in {EXAMPLES_DIR}: no errors\n")
     engine = Engine(select_device(args.device))
     print(examples_table(engine, runs=args.runs))
+    print()
+    print(model_demo(engine))
     return 0
+
+
+def model_demo(engine, runs: int = 10) -> str:
+    """Run examples/models/demo_cnn.xml with the example configs (custom ReLU, GRN, ReorgYolo)
+    and demo_cnn_builtin.xml (the same weights, those layers in built-in ops) on `engine`."""
+    from ..runtime import profile
+    from ..runtime.network import Network
+    from ..runtime.registry import Registry
+    from .run import summarize
+    registry = Registry(engine)
+    registry.load(*(EXAMPLES_DIR / name / f"{name}.xml" for name in DEMO_CONFIGS))
+    said: list[str] = []
+    custom = Network(MODELS_DIR / "demo_cnn.xml", registry, engine, profiling=True,
+                     messages=said.append)
+    builtin = Network(MODELS_DIR / "demo_cnn_builtin.xml", None, engine)
+    x = np.random.default_rng(0).standard_normal(
+        custom.plan.descs[custom.plan.inputs[0][1]].shape).astype(np.float32)
+    request = custom.create_request()
+    out = request.infer({custom.input_names[0]: x})
+    ref = builtin.infer({builtin.input_names[0]: x})
+    runs_pc = []
+    for _ in range(runs):
+        request.infer({custom.input_names[0]: x})
+        runs_pc.append(profile.collect(request))
+    steps = custom.plan.steps
+    kinds = {impl: sum(1 for s in steps if s.impl == impl) for impl in ("custom", "built-in")}
+    lines = [f"model demo_cnn.xml on {engine.device.name.strip()}: {len(steps)} layers, "
+             f"{kinds['custom']} custom ({', '.join(sorted({s.type for s in steps if s.impl == 'custom'}))}), "
+             f"{kinds['built-in']} built-in"]
+    lines += [f"  {m}" for m in said]
+    lines.append(f"  {custom.plan.memory.summary()}")
+    for name, arr in out.items():
+        lines.append("  " + summarize(name, arr))
+        other = next(iter(ref.values()))
+        lines.append(f"  max abs difference from demo_cnn_builtin.xml (built-in ops): "
+                     f"{float(np.max(np.abs(arr - other))):.3e}")
+    lines.append("")
+    lines.append(f"per-layer device time (mean of {runs} runs):")
+    lines.append(profile.format_table(profile.merge(runs_pc), runs=runs))
+    return "\n".join(lines)
