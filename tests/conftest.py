@@ -23,15 +23,22 @@ def _cache_dir(tmp_path_factory):
     yield path
 
 
+# The device the tests run on: a CPU (PoCL) unless CUSTOMLAYERS_TEST_DEVICE names another
+# (e.g. GPU on the lent NVIDIA machine). Read here, not in settings: it is a test switch only.
+TEST_DEVICE = os.environ.get("CUSTOMLAYERS_TEST_DEVICE", "CPU")
+
+
 @pytest.fixture(scope="session")
-def cl_env():
-    """(context, queue, device) on the first OpenCL device, preferring a CPU (PoCL)."""
+def test_device():
+    from customlayers.runtime.device import select_device
+    return select_device(TEST_DEVICE)
+
+
+@pytest.fixture(scope="session")
+def cl_env(test_device):
+    """(context, queue, device) on the test device."""
     import pyopencl as cl
-    devices = [d for p in cl.get_platforms() for d in p.get_devices()]
-    if not devices:
-        pytest.fail("no OpenCL device: `make test` installs PoCL; see README")
-    devices.sort(key=lambda d: 0 if d.type & cl.device_type.CPU else 1)
-    dev = devices[0]
+    dev = test_device
     ctx = cl.Context([dev])
     queue = cl.CommandQueue(ctx, dev)
     return ctx, queue, dev

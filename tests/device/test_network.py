@@ -44,9 +44,9 @@ def _relu_chain(path: Path, n: int = 4) -> Path:
 
 
 @pytest.fixture(scope="module")
-def engine():
+def engine(test_device):
     from customlayers.runtime.device import Engine
-    return Engine("CPU")
+    return Engine(test_device)
 
 
 def _registry(engine, *configs):
