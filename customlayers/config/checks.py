@@ -17,6 +17,7 @@ from .spec import (FORMATS, DataBinding, DefineSpec, LayerSpec, SourceFile, Tens
 from .xmlload import Node
 
 MAX_WORK_DIMS = 3
+MAX_TENSOR_RANK = 4   # custom layers see every tensor as B,F,Y,X
 _INDEX = re.compile(r"[0-9]+\Z")
 _DIM = re.compile(r"(output|input)(?:(?:,\s*|\s+)([0-9]+))?\Z")
 
@@ -173,7 +174,7 @@ class LayerChecker:
                 ports.setdefault((kind, port), t)
             shape = t.attrs.get("shape")
             if shape is not None and shape.strip():
-                self._formulas(t, "shape", shape, max_entries=None)
+                self._shape(t, kind, shape)
             if arg is not None and port is not None and kind in ("input", "output") \
                     and fmt.upper() in FORMATS:
                 tensors.append(TensorBinding(arg, kind, port, fmt.upper(), t.location, shape))
@@ -230,6 +231,20 @@ class LayerChecker:
             self.error(el.where(attr), "CL061",
                        f"{attr} '{text}' has {count} entries; expected at most {max_entries}")
         return count
+
+    def _shape(self, t: Node, kind: str | None, text: str) -> None:
+        """Our extension: an output Tensor's shape as formulas over the dim tensor's B,F,Y,X,
+        for models that cannot say it (ONNX shape inference stops at a custom node)."""
+        if kind == "input":
+            self.warning(t.where("shape"), "CL064",
+                         f"shape '{text}' on an input Tensor is ignored: inputs take the shape "
+                         f"the model gives them; shape belongs on an output Tensor")
+            return
+        count = self._formulas(t, "shape", text, max_entries=None)
+        if count is not None and count > MAX_TENSOR_RANK:
+            self.error(t.where("shape"), "CL063",
+                       f"shape '{text}' has {count} entries; a custom layer's tensor has at most "
+                       f"{MAX_TENSOR_RANK} dims (B,F,Y,X)")
 
     def _work_sizes(self, ws: Node | None, tensors, data) -> WorkSizesSpec:
         if ws is None:

@@ -46,6 +46,8 @@ CODES: dict[str, str] = {
     "CL060": "a formula does not parse",
     "CL061": "more than 3 work-size entries",
     "CL062": "local has a different number of entries than global",
+    "CL063": "a Tensor shape formula has more than 4 entries (B,F,Y,X)",
+    "CL064": "a shape formula on an input Tensor (ignored: inputs take the model's shape)",
     # -- across layers and files -------------------------------------------------------------
     "CL070": "the same layer name is defined again; the later definition wins",
     # -- building (validate --compile) -------------------------------------------------------

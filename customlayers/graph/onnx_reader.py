@@ -8,8 +8,12 @@ constants, ...). A node of another domain, or whose op_type ONNX does not define
 of that type with its attributes as text, for a custom layer to implement. A standard op with no
 translation here is refused with the list of the ones there are.
 
-Port shapes come from ONNX shape inference. Past a custom node it cannot see, shapes are
-unknown and written as () (the executor infers them).
+Port shapes come from the model's value_info and ONNX shape inference. A dim without a value
+(a symbolic "N", or none at all) is None; a value whose shape nothing knows (past a custom node,
+where inference cannot see, unless the model's value_info says it) gets shape None, not (): ()
+is a real scalar, and the Network checks declared shapes that are fully static. It infers the
+rest per concrete input shape, and shapes a custom node's outputs from the value_info dims it
+has, the descriptor's Tensor `shape` formula, or input 0 (runtime/network.py).
 """
 from __future__ import annotations
 
@@ -95,9 +99,12 @@ class _OnnxReader:
         for vi in g.input:
             if vi.name not in self.consts:
                 shape, dtype = self.info[vi.name]
-                self.emit("Parameter", [], [vi.name], vi.name, attrs={
-                    "shape": ",".join("?" if d is None else str(d) for d in shape),
-                    "element_type": dtype})
+                if not dtype:
+                    self.refuse_input(vi)
+                text = "?" if shape is None else ",".join("?" if d is None else str(d)
+                                                          for d in shape)
+                self.emit("Parameter", [], [vi.name], vi.name,
+                          attrs={"shape": text, "element_type": dtype})
         for index, node in enumerate(g.node):
             name = node.name or (node.output[0] if node.output else f"node{index}")
             self.where = f"{self.file}: node {index} '{name}' ({node.op_type})"
@@ -106,12 +113,20 @@ class _OnnxReader:
             self.emit("Result", [vi.name], [], f"{vi.name}/sink")
         return self.graph
 
-    def value_info(self, vi) -> tuple[tuple, str]:
+    def value_info(self, vi) -> tuple[tuple | None, str]:
+        """(shape, dtype): shape None when unknown, a dim None when symbolic or unknown."""
         t = vi.type.tensor_type
         dtype = ELEM_TYPES.get(t.elem_type, "")
         shape = tuple(d.dim_value if d.HasField("dim_value") else None for d in t.shape.dim) \
-            if t.HasField("shape") else ()
+            if t.HasField("shape") else None
         return shape, dtype
+
+    def refuse_input(self, vi) -> None:
+        elem = vi.type.tensor_type.elem_type
+        kind = self.onnx.TensorProto.DataType.Name(elem) if elem else "none given"
+        raise ModelError(f"{self.file}: graph input '{vi.name}' has element type {kind}, which "
+                         f"is not supported; supported: FLOAT, FLOAT16, INT64, INT32, INT8, "
+                         f"UINT8, BOOL")
 
     def tensor(self, proto, what: str) -> np.ndarray:
         if proto.data_type not in ELEM_TYPES:
@@ -146,11 +161,14 @@ class _OnnxReader:
         for src in sources:
             out = self.graph.nodes[src[0]].outputs[src[1]]
             node.inputs.append(Port(out.shape, out.dtype, out.names))
+        # A translation computes shapes from shape_of, which answers () for an unknown shape;
+        # past an input of unknown shape such a result means nothing: leave it to the Network.
+        blind = any(p.shape is None for p in node.inputs)
         for k, out in enumerate(outputs):
             if shapes is not None:
-                shape, dtype = shapes[k], (node.inputs[0].dtype if node.inputs else "f32")
-                self.info[out] = (shape, dtype)
-            shape, dtype = self.info.get(out, ((), ""))
+                shape = None if blind or shapes[k] is None else tuple(shapes[k])
+                self.info[out] = (shape, node.inputs[0].dtype if node.inputs else "f32")
+            shape, dtype = self.info.get(out, (None, ""))
             if not dtype:
                 dtype = node.inputs[0].dtype if node.inputs else "f32"
             node.outputs.append(Port(shape, dtype, (out,)))
@@ -166,10 +184,15 @@ class _OnnxReader:
         return name
 
     def shape_of(self, name: str) -> tuple:
+        """The value's shape; () when unknown (see emit: such results are not trusted)."""
+        shape = self.known_shape(name)
+        return () if shape is None else shape
+
+    def known_shape(self, name: str) -> tuple | None:
         name = self.alias.get(name, name)
         if name in self.consts:
             return tuple(self.consts[name].shape)
-        return self.info.get(name, ((), ""))[0]
+        return self.info.get(name, (None, ""))[0]
 
     def folded(self, name: str) -> np.ndarray | None:
         return self.consts.get(self.alias.get(name, name))
@@ -222,12 +245,14 @@ class _OnnxReader:
             self.emit(ir_type, [acc, other], [out], name if out == node.output[0] else out,
                       attrs={"auto_broadcast": "numpy"},
                       shapes=None if out == node.output[0] else [_broadcast(
-                          self.shape_of(acc), self.shape_of(other))])
+                          self.known_shape(acc), self.known_shape(other))])
             acc = out
 
 
-def _broadcast(a: tuple, b: tuple) -> tuple:
-    """numpy broadcasting of two shapes (None where a dim is unknown)."""
+def _broadcast(a: tuple | None, b: tuple | None) -> tuple | None:
+    """numpy broadcasting of two shapes (None where a dim or the whole shape is unknown)."""
+    if a is None or b is None:
+        return None
     rank = max(len(a), len(b))
     a, b = (1,) * (rank - len(a)) + tuple(a), (1,) * (rank - len(b)) + tuple(b)
     return tuple(y if x == 1 else x if y == 1 else (x if x == y else None) for x, y in zip(a, b))

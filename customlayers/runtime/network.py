@@ -136,7 +136,8 @@ class Network:
         for p in self.graph.parameters:
             if p.name in given:
                 shapes[p.name] = tuple(int(d) for d in given[p.name])
-            elif p.outputs and all(d is not None for d in p.outputs[0].shape):
+            elif p.outputs and p.outputs[0].shape is not None and \
+                    all(d is not None for d in p.outputs[0].shape):
                 shapes[p.name] = tuple(p.outputs[0].shape)
             else:
                 return None   # dynamic: compiled per shape at the first infer
@@ -164,6 +165,8 @@ class Network:
                 got = shapes.get(p.name)
                 if got is None:
                     raise ModelError(f"no value given for input '{p.name}'")
+                if declared is None:       # an ONNX input of unknown rank takes any shape
+                    continue
                 if len(declared) != len(got) or any(d is not None and d != g
                                                     for d, g in zip(declared, got)):
                     raise ModelError(f"input '{p.name}' has shape {list(got)}; the model expects "
@@ -304,12 +307,7 @@ class Network:
         out_descs = []
         for binding in spec.outputs:
             port = node.outputs[binding.port_index] if binding.port_index < len(node.outputs) else None
-            shape = tuple(port.shape) if port is not None and port.shape is not None and \
-                all(d is not None for d in port.shape) else None
-            if shape is None and binding.shape:
-                shape = _shape_from_formula(spec, binding, kernel_descs)
-            if shape is None:
-                shape = kernel_descs[0].shape
+            shape = _output_shape(node, spec, binding, port, kernel_descs)
             fmt = binding.format if binding.format != "ANY" else kernel_descs[0].format
             dtype = port.dtype if port is not None and port.dtype else kernel_descs[0].dtype
             out_descs.append(TensorDesc(shape, dtype, fmt))
@@ -418,6 +416,33 @@ class Network:
     @property
     def output_names(self) -> list[str]:
         return [n for n, _ in self.plan.outputs]
+
+
+def _output_shape(node: Node, spec, binding, port, input_descs) -> tuple[int, ...]:
+    """A custom layer's output shape (ONNX shape inference cannot know it), in this order:
+    the model's declared shape when fully known (IR port dims, ONNX value_info); else the
+    descriptor's `shape` formula over the dim tensor; else input 0's shape. The declared dims
+    that are known still count: a formula must agree with them, and without a formula a partly
+    declared shape (value_info ["N",16,3,4] with a dynamic batch) takes only its open dims from
+    input 0."""
+    declared = tuple(port.shape) if port is not None and port.shape is not None else None
+    if binding.shape:
+        computed = _shape_from_formula(spec, binding, input_descs)
+        source = f"the descriptor's shape formula '{binding.shape}'"
+    elif declared is not None and all(d is not None for d in declared):
+        return declared
+    else:
+        computed, source = tuple(input_descs[0].shape), "input 0"
+        if declared is not None and len(declared) == len(computed):
+            computed = tuple(c if d is None else d for d, c in zip(declared, computed))
+    if declared is not None and (len(declared) != len(computed) or any(
+            d is not None and d != c for d, c in zip(declared, computed))):
+        # a wrong output shape is memory the kernel writes past: refuse the disagreement
+        shown = ["?" if d is None else d for d in declared]
+        raise ModelError(f"{node.describe()}: output port {binding.port_index} is declared as "
+                         f"{shown} in the model, but {source} gives {list(computed)}"
+                         f"{'' if binding.shape else '; give its output Tensor a shape formula'}")
+    return computed
 
 
 def _shape_from_formula(spec, binding, input_descs) -> tuple[int, ...]:
