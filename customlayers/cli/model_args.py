@@ -78,7 +78,8 @@ def read_inputs(items, graph) -> dict[str, np.ndarray]:
         name, sep, path = item.partition("=")
         if sep and name in names:
             pass
-        elif Path(item).suffix == ".npy" or not sep:
+        elif not sep or Path(item).is_file():
+            # a plain path (an existing file may have '=' in its name); 'wrong=x.npy' is not one
             if positional >= len(names):
                 raise UsageError(f"more inputs given than the model has ({', '.join(names)})")
             name, path = names[positional], item

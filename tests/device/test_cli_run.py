@@ -1,0 +1,255 @@
+"""The `run` and `benchmark` commands, through customlayers.cli.main as a user runs them: whole
+models on PoCL compared with OpenVINO CPU, the -pc profile table, benchmark statistics, and every
+error path as a message with a non-zero exit (main() is called in-process, so a traceback would
+surface as an exception and fail the test)."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from customlayers.cli import main
+from oracle import ov_infer, save_ov_model
+
+ROOT = Path(__file__).resolve().parents[2]
+LAYERS = ROOT / "examples" / "layers"
+RELU = str(LAYERS / "relu" / "relu.xml")
+DEMO_CUSTOM = ROOT / "examples" / "models" / "demo_cnn.xml"          # GRN, ReorgYolo as layers
+DEMO_BUILTIN = ROOT / "examples" / "models" / "demo_cnn_builtin.xml"  # the same, in built-ins
+DEMO_INPUT = "data"
+
+
+def rand(shape, seed=0):
+    return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+
+
+def assert_fp32_close(got, expected, what=""):
+    scale = float(np.abs(expected).max())
+    np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-5 * scale, err_msg=what)
+
+
+def profile_rows(text: str) -> list[dict]:
+    """The rows of a -pc table: layer, type, impl, kernel, time (us), share (%)."""
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if re.match(r"layer\s+type\s+impl\s+kernel", line))
+    rows = []
+    for line in lines[start + 2:]:
+        if line.startswith("total device time"):
+            break
+        name, type_, impl, kernel, us, share = line.split()
+        rows.append(dict(name=name, type=type_, impl=impl, kernel=kernel, us=float(us),
+                         share=float(share.rstrip("%"))))
+    return rows
+
+
+def check_profile_table(text: str) -> list[dict]:
+    rows = profile_rows(text)
+    assert rows, text
+    times = [r["us"] for r in rows]
+    assert times == sorted(times, reverse=True), "the table is sorted by time, longest first"
+    assert sum(r["share"] for r in rows) == pytest.approx(100, abs=0.1 * len(rows))
+    assert f"over {len(rows)} layers" in text
+    return rows
+
+
+# -- acceptance: issue #3 on the converted ResNet-50 -----------------------------------------
+def test_resnet50_with_custom_relu_matches_openvino(tmp_path, capsys):
+    from models import light_ir
+    model = light_ir("resnet50")
+    name = "gpu_0/data_0"
+    x = rand((1, 3, 224, 224), seed=3)
+    np.save(tmp_path / "x.npy", x)
+    out = tmp_path / "out.npz"
+    status = main(["run", "-m", str(model), "-c", RELU, "-i", f"{name}={tmp_path / 'x.npy'}",
+                   "-o", str(out), "-pc"])
+    captured = capsys.readouterr()
+    assert status == 0, captured.err
+    assert "overrides the built-in ReLU for 49 layer(s)" in captured.err
+
+    ref = ov_infer(model, {name: x})
+    with np.load(out) as saved:
+        assert sorted(saved.files) == sorted(ref)
+        for key, expected in ref.items():
+            assert_fp32_close(saved[key], expected, key)
+
+    rows = check_profile_table(captured.out)
+    relus = [r for r in rows if r["type"] == "ReLU"]
+    assert len(relus) == 49
+    assert all(r["impl"] == "custom" and r["kernel"] == "example_relu_kernel" for r in relus)
+    convs = [r for r in rows if r["type"] == "Convolution"]
+    assert convs and all(r["impl"] == "built-in" for r in convs)
+
+
+# -- run on the small demo models ------------------------------------------------------------
+def test_run_several_configs_custom_layers_match_openvino(tmp_path, capsys):
+    # -c three times: GRN and ReorgYolo exist only as custom layers here; OpenVINO has both ops.
+    x = rand((1, 3, 32, 32), seed=5)
+    np.save(tmp_path / "x.npy", x)
+    out = tmp_path / "out.npz"
+    argv = ["run", "-m", str(DEMO_CUSTOM), "-i", str(tmp_path / "x.npy"), "-o", str(out), "-pc"]
+    for layer in ("grn", "reorg", "relu"):
+        argv += ["-c", str(LAYERS / layer / f"{layer}.xml")]
+    status = main(argv)
+    captured = capsys.readouterr()
+    assert status == 0, captured.err
+    ref = ov_infer(DEMO_CUSTOM, {DEMO_INPUT: x})
+    with np.load(out) as saved:
+        for key, expected in ref.items():
+            assert_fp32_close(saved[key], expected, key)
+    impl = {r["type"]: (r["impl"], r["kernel"]) for r in check_profile_table(captured.out)}
+    assert impl["GRN"] == ("custom", "grn_kernel")
+    assert impl["ReorgYolo"] == ("custom", "reorg_kernel")
+    assert impl["ReLU"] == ("custom", "example_relu_kernel")
+    assert impl["Convolution"][0] == "built-in"
+
+
+def test_run_random_input_is_seeded_and_printed(tmp_path, capsys):
+    outs = []
+    for k in range(2):
+        out = tmp_path / f"out{k}.npy"
+        assert main(["run", "-m", str(DEMO_BUILTIN), "--seed", "11", "-o", str(out)]) == 0
+        outs.append(np.load(out))
+    np.testing.assert_array_equal(outs[0], outs[1])
+    printed = capsys.readouterr().out
+    assert "shape [1, 10] float32" in printed and "top-5" in printed
+    # the seeded input is the one model_args documents: standard normal from default_rng(seed)
+    ref = ov_infer(DEMO_BUILTIN, {DEMO_INPUT: rand((1, 3, 32, 32), seed=11)})
+    assert_fp32_close(outs[0], next(iter(ref.values())))
+
+
+# -- benchmark -------------------------------------------------------------------------------
+def _stats(text: str) -> dict[str, float]:
+    m = re.search(r"latency:\s+median ([\d.]+) ms\s+p90 ([\d.]+) ms\s+min ([\d.]+) ms\s+"
+                  r"max ([\d.]+) ms", text)
+    assert m, text
+    t = re.search(r"throughput:\s+([\d.]+) inferences/s", text)
+    assert t, text
+    c = re.search(r"count:\s+(\d+) inferences", text)
+    median, p90, lo, hi = map(float, m.groups())
+    return dict(median=median, p90=p90, min=lo, max=hi, fps=float(t.group(1)), count=int(c.group(1)))
+
+
+def test_benchmark_niter_reports_latency_and_throughput(capsys):
+    status = main(["benchmark", "-m", str(DEMO_BUILTIN), "-c", RELU, "-niter", "3", "-nireq", "2"])
+    captured = capsys.readouterr()
+    assert status == 0, captured.err
+    s = _stats(captured.out)
+    assert s["count"] == 3
+    assert 0 < s["min"] <= s["median"] <= s["p90"] <= s["max"]
+    assert s["fps"] > 0
+    assert "2 request(s) in flight" in captured.err
+
+
+def test_benchmark_time_limit_and_profile(capsys):
+    status = main(["benchmark", "-m", str(DEMO_BUILTIN), "-t", "0.3", "-nireq", "1", "-pc"])
+    captured = capsys.readouterr()
+    assert status == 0, captured.err
+    s = _stats(captured.out)
+    assert s["count"] >= 1
+    rows = check_profile_table(captured.out)
+    assert {"Convolution", "SpaceToDepth", "SoftMax"} <= {r["type"] for r in rows}
+    assert all(r["impl"] == "built-in" for r in rows)
+
+
+# -- errors: a message, a non-zero exit, no traceback, no output file ------------------------
+def run_fails(argv, capsys, code=None) -> str:
+    status = main(argv)
+    err = capsys.readouterr().err
+    assert status != 0
+    if code is not None:
+        assert status == code, err
+    assert "Traceback" not in err
+    return err
+
+
+def test_missing_model_file(tmp_path, capsys):
+    out = tmp_path / "out.npz"
+    err = run_fails(["run", "-m", str(tmp_path / "nope.xml"), "-o", str(out)], capsys, code=1)
+    assert "nope.xml: no such model file" in err
+    assert not out.exists()
+
+
+def test_bad_input_name(tmp_path, capsys):
+    np.save(tmp_path / "x.npy", rand((1, 3, 32, 32)))
+    err = run_fails(["run", "-m", str(DEMO_BUILTIN), "-i", f"nosuch={tmp_path / 'x.npy'}"],
+                    capsys, code=2)
+    assert "'nosuch' is not an input of the model; its inputs: data" in err
+
+
+def test_missing_input_file(tmp_path, capsys):
+    err = run_fails(["run", "-m", str(DEMO_BUILTIN), "-i", f"data={tmp_path / 'none.npy'}"],
+                    capsys, code=2)
+    assert "none.npy: No such file or directory" in err
+
+
+def test_config_with_errors_lists_them_with_places(tmp_path, capsys):
+    bad = tmp_path / "bad.xml"
+    bad.write_text('<CustomLayer name="GRN" type="SimpleGPU" version="1">\n'
+                   '  <Kernel><Source filename="missing.cl"/></Kernel>\n'
+                   '  <Buffers><Tensor arg-index="0" type="input" port-index="0" format="Bfyx"/>'
+                   '</Buffers>\n</CustomLayer>\n')
+    out = tmp_path / "out.npz"
+    err = run_fails(["run", "-m", str(DEMO_CUSTOM), "-c", str(bad), "-o", str(out)], capsys,
+                    code=1)
+    assert "bad.xml:2:" in err and "no 'entry' attribute" in err
+    assert "source file 'missing.cl' does not exist" in err
+    assert "bad.xml:3:" in err and "format 'Bfyx' is not one of" in err
+    assert not out.exists()
+
+
+def test_unsupported_layer_names_it_and_what_exists(tmp_path, capsys):
+    out = tmp_path / "out.npz"
+    err = run_fails(["run", "-m", str(DEMO_CUSTOM), "-c", RELU, "-o", str(out)], capsys, code=1)
+    assert "2 layer(s) of the model have no implementation" in err
+    assert "grn (type GRN)" in err and "reorg (type ReorgYolo)" in err
+    assert "custom layers loaded: ReLU" in err
+    assert not out.exists()
+
+
+def test_truncated_weights(tmp_path, capsys):
+    model = tmp_path / "short.xml"
+    model.write_text(DEMO_BUILTIN.read_text())
+    model.with_suffix(".bin").write_bytes(DEMO_BUILTIN.with_suffix(".bin").read_bytes()[:1000])
+    err = run_fails(["benchmark", "-m", str(model), "-niter", "1"], capsys, code=1)
+    assert re.search(r"short\.xml:\d+: layer '\w+' \(Const\): offset \d+ \+ size \d+ = \d+ is "
+                     r"past the end of \S*short\.bin \(1000 bytes\)", err), err
+
+
+def test_benchmark_bad_counts(capsys):
+    err = run_fails(["benchmark", "-m", str(DEMO_BUILTIN), "-nireq", "0"], capsys, code=2)
+    assert "-nireq must be at least 1" in err
+    err = run_fails(["benchmark", "-m", str(DEMO_BUILTIN), "-niter", "0"], capsys, code=2)
+    assert "-niter must be at least 1" in err
+
+
+def _two_output_model(path: Path) -> Path:
+    import openvino as ov
+    import openvino.opset13 as ops
+    x = ops.parameter([1, 4], np.float32, name="x")
+    a = ops.relu(x)
+    b = ops.negative(x)
+    a.output(0).get_tensor().set_names({"a"})
+    b.output(0).get_tensor().set_names({"b"})
+    return save_ov_model(ov.Model([a, b], [x], "two"), path)
+
+
+def test_output_written_atomically(tmp_path, capsys):
+    model = _two_output_model(tmp_path / "two.xml")
+    out = tmp_path / "out.npy"
+    out.write_bytes(b"previous")
+    before = sorted(p.name for p in tmp_path.iterdir())
+    # .npy holds one array; the failure comes while saving, after the run
+    err = run_fails(["run", "-m", str(model), "-o", str(out)], capsys, code=2)
+    assert "the model has 2 outputs; use .npz" in err
+    assert out.read_bytes() == b"previous"
+    assert sorted(p.name for p in tmp_path.iterdir()) == before   # no temporary file left
+
+    npz = tmp_path / "out.npz"
+    x = rand((1, 4), seed=2)
+    np.save(tmp_path / "x.npy", x)
+    assert main(["run", "-m", str(model), "-i", str(tmp_path / "x.npy"), "-o", str(npz)]) == 0
+    with np.load(npz) as saved:
+        np.testing.assert_array_equal(saved["a"], np.maximum(x, 0))
+        np.testing.assert_array_equal(saved["b"], -x)
