@@ -252,3 +252,24 @@ def test_run_command_on_the_example_onnx_models(tmp_path, capsys, engine):
     rc = main(["run", "-m", str(MODELS / "reorg_dynamic.onnx"), "--shape", "x=1x4x6x8"])
     assert rc == 1
     assert "reorg (type ReorgYolo, domain com.example)" in capsys.readouterr().err
+
+
+def test_validate_checks_the_shape_extension(tmp_path, capsys):
+    good = _reorg_config(tmp_path / "good", "B,F*4,Y/2,X/2")
+    assert main(["validate", str(good)]) == 0
+    bad = _reorg_config(tmp_path / "bad", "B,F*4,Y/2,X/2,1")
+    text = bad.read_text().replace('port-index="0" format="ANY"/>',
+                                   'port-index="0" format="ANY" shape="B,Q"/>', 1)
+    bad.write_text(text)
+    assert main(["validate", str(bad)]) == 1
+    out = capsys.readouterr()
+    report = out.out + out.err
+    assert "warning[CL064]: shape 'B,Q' on an input Tensor is ignored" in report
+    assert ("error[CL063]: shape 'B,F*4,Y/2,X/2,1' has 5 entries; a custom layer's tensor has "
+            "at most 4 dims (B,F,Y,X) (layer ReorgYolo)") in report
+    line = text.splitlines().index(next(l for l in text.splitlines() if "X/2,1" in l)) + 1
+    assert f"reorg.xml:{line}:" in report
+    bad.write_text(text.replace("X/2,1", "Z"))
+    assert main(["validate", str(bad)]) == 1
+    assert "error[CL060]: shape 'B,F*4,Y/2,Z' does not parse: unknown token 'Z'" in \
+        capsys.readouterr().out

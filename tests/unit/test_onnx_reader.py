@@ -163,3 +163,105 @@ def test_not_an_onnx_file(tmp_path):
     path.write_bytes(b"\x00\xffnot protobuf at all")
     with pytest.raises(ModelError, match="bad.onnx"):
         read_onnx(path)
+
+
+# -- custom nodes: attribute text (it feeds Define params exactly as an IR attribute would) ---
+
+def _custom_attrs(tmp_path, **attrs) -> dict[str, str]:
+    node = helper.make_node("MyOp", ["x"], ["y"], domain="com.example", **attrs)
+    path = save(tmp_path, [node], [vi("x", [1, 4])], [vi("y", [1, 4])],
+                extra_opsets=[("com.example", 1)])
+    return by_type(read_onnx(path), "MyOp")[0].attrs
+
+
+@pytest.mark.parametrize("value, text", [
+    (3, "3"), (-7, "-7"), (0, "0"), (2**40, "1099511627776"),
+])
+def test_int_attribute_text(tmp_path, value, text):
+    assert _custom_attrs(tmp_path, a=value) == {"a": text}
+
+
+@pytest.mark.parametrize("value, text", [
+    (3e-08, "3e-08"),        # OpenVINO's six-decimal rounding would make this 0
+    (1e-7, "1e-07"),
+    (0.1, "0.1"),            # the float32 nearest 0.1, written as the text that reads back to it
+    (1.0, "1.0"), (-2.5, "-2.5"), (1e20, "1e+20"),
+    (3.4028235e38, "3.4028235e+38"),
+    (16777217.0, "1.6777216e+07"),   # not a float32: the value the model holds is 16777216
+])
+def test_float_attribute_text_is_the_shortest_that_round_trips_float32(tmp_path, value, text):
+    got = _custom_attrs(tmp_path, a=value)["a"]
+    assert got == text
+    assert np.float32(got) == np.float32(value)
+
+
+def test_list_and_string_attribute_text(tmp_path):
+    attrs = _custom_attrs(tmp_path, ints=[1, 2, 3], neg=[-1, 0], floats=[0.5, 1e-9],
+                          one=[4], mode="fast mode", names=["a", "b c"], utf="grün")
+    assert attrs == {"ints": "1,2,3", "neg": "-1,0", "floats": "0.5,1e-09", "one": "4",
+                     "mode": "fast mode", "names": "a,b c", "utf": "grün"}
+
+
+def test_graph_attribute_on_a_custom_node_is_refused(tmp_path):
+    body = helper.make_graph([], "body", [], [])
+    node = helper.make_node("MyLoop", ["x"], ["y"], name="loop", domain="com.example", body=body)
+    path = save(tmp_path, [node], [vi("x", [1])], [vi("y", [1])], extra_opsets=[("com.example", 1)])
+    with pytest.raises(ModelError, match=r"node 0 'loop' \(MyLoop\): attribute 'body' holds a "
+                                         r"graph or tensor"):
+        read_onnx(path)
+
+
+def test_unknown_op_in_the_default_domain_is_a_custom_node(tmp_path):
+    node = helper.make_node("ReorgYolo", ["x"], ["y"], stride=2)
+    g = read_onnx(save(tmp_path, [node], [vi("x", [1, 4, 2, 2])], [vi("y", None)]))
+    reorg = by_type(g, "ReorgYolo")[0]
+    assert (reorg.domain, reorg.attrs, reorg.version) == ("", {"stride": "2"}, "ai.onnx:13")
+
+
+# -- shapes past custom nodes ------------------------------------------------------------------
+
+def test_shapes_past_a_custom_node_are_unknown_not_scalar(tmp_path):
+    c = numpy_helper.from_array(np.ones((1, 4, 1, 1), np.float32), "c")
+    nodes = [helper.make_node("MyOp", ["x"], ["m"], name="custom", domain="com.example"),
+             helper.make_node("Relu", ["m"], ["r"], name="relu"),
+             helper.make_node("Sum", ["r", "c", "r"], ["y"], name="sum")]
+    g = read_onnx(save(tmp_path, nodes, [vi("x", ["N", 4, 6, 8])], [vi("y", None)], [c],
+                       extra_opsets=[("com.example", 1)]))
+    param = g.parameters[0]
+    assert param.outputs[0].shape == (None, 4, 6, 8) and param.attrs["shape"] == "?,4,6,8"
+    custom = by_type(g, "MyOp")[0]
+    assert custom.inputs[0].shape == (None, 4, 6, 8)
+    assert custom.outputs[0].shape is None
+    assert by_type(g, "ReLU")[0].outputs[0].shape is None
+    # the first Add of the three-input Sum had its shape computed by the reader: unknown too
+    assert [a.outputs[0].shape for a in by_type(g, "Add")] == [None, None]
+    assert g.results[0].inputs[0].shape is None
+
+
+def test_value_info_of_a_custom_output_is_kept_and_propagates(tmp_path):
+    nodes = [helper.make_node("MyOp", ["x"], ["m"], name="custom", domain="com.example"),
+             helper.make_node("Sigmoid", ["m"], ["y"], name="sig")]
+    graph = helper.make_graph(nodes, "g", [vi("x", ["N", 4, 6, 8])], [vi("y", None)],
+                              value_info=[vi("m", ["N", 16, 3, 4])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13),
+                                                    helper.make_opsetid("com.example", 1)])
+    onnx.save(model, str(tmp_path / "m.onnx"))
+    g = read_onnx(tmp_path / "m.onnx")
+    assert by_type(g, "MyOp")[0].outputs[0].shape == (None, 16, 3, 4)
+    # ONNX shape inference carries the value_info on through the standard op
+    assert by_type(g, "Sigmoid")[0].outputs[0].shape == (None, 16, 3, 4)
+
+
+def test_a_declared_scalar_stays_a_scalar(tmp_path):
+    node = helper.make_node("Squeeze", ["x"], ["y"])
+    g = read_onnx(save(tmp_path, [node], [vi("x", [1])], [vi("y", [])]))
+    assert g.results[0].inputs[0].shape == ()
+
+
+def test_graph_input_of_an_unsupported_type_is_named(tmp_path):
+    node = helper.make_node("Relu", ["x"], ["y"])
+    path = save(tmp_path, [node], [vi("x", [2], TensorProto.DOUBLE)],
+                [vi("y", [2], TensorProto.DOUBLE)])
+    with pytest.raises(ModelError, match=r"m\.onnx: graph input 'x' has element type DOUBLE, "
+                                         r"which is not supported; supported: FLOAT"):
+        read_onnx(path)
