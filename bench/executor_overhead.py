@@ -66,6 +66,7 @@ def raw_runner(net: Network, x: np.ndarray):
         cl.enqueue_copy(q, out, src, is_blocking=False)
         q.finish()
         return out
+    run.buffers = (a, b)    # set_args does not keep buffers alive: the runner must
     return run
 
 

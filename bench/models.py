@@ -65,6 +65,10 @@ def torch_resnet50_runner():
     import torchvision
     if not torch.cuda.is_available():
         return None
+    # fp32 like ours: no TF32 tensor-core rounding in cuDNN convolutions or matmuls
+    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.benchmark = True
     model = torchvision.models.resnet50(weights=None).eval().cuda()
     x = torch.randn(1, 3, 224, 224, device="cuda")
 

@@ -30,6 +30,9 @@ class InferRequest:
             desc = plan.descs[key]
             self._inputs[name] = (cl.Buffer(eng.context, mf.READ_ONLY, max(desc.nbytes, 1)), desc)
         self._launches: list[tuple] = []    # (kernel, global, local, step index)
+        # Buffers only a kernel refers to must stay referenced here: pyopencl's set_args does not
+        # keep them alive, and a freed buffer is INVALID_MEM_OBJECT on NVIDIA (PoCL stays silent).
+        self._scratch: list[cl.Buffer] = []
         self._bind_all()
         self.busy = False
         self._pending = None
@@ -68,6 +71,7 @@ class InferRequest:
                         if a.index not in scratch:
                             scratch[a.index] = cl.Buffer(ctx, cl.mem_flags.READ_WRITE,
                                                          max(a.nbytes, 1))
+                            self._scratch.append(scratch[a.index])
                         args.append(scratch[a.index])
                     elif a.kind == "scalar":
                         args.append(a.value)

@@ -49,7 +49,7 @@ def test_reduce_all_keep_dims(cl_env):
 
 def test_matches_openvino_cpu(cl_env):
     ov = pytest.importorskip("openvino")
-    import openvino.opset13 as ops
+    ops = pytest.importorskip("openvino.opset13")
     x = np.random.default_rng(21).standard_normal((1, 24, 7, 7)).astype(np.float32)
     p = ops.parameter(x.shape, np.float32)
     node = ops.reduce_mean(p, ops.constant(np.array([2, 3], np.int64)), True)

@@ -49,7 +49,7 @@ def test_large_logits_do_not_overflow(cl_env):
 
 def test_matches_openvino_cpu(cl_env):
     ov = pytest.importorskip("openvino")
-    import openvino.opset8 as ops
+    ops = pytest.importorskip("openvino.opset8")
     x = np.random.default_rng(18).standard_normal((2, 6, 5)).astype(np.float32)
     p = ops.parameter(x.shape, np.float32)
     compiled = ov.Core().compile_model(ov.Model([ops.softmax(p, -2).output(0)], [p]), "CPU",
