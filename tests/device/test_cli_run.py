@@ -4,7 +4,9 @@ error path as a message with a non-zero exit (main() is called in-process, so a 
 surface as an exception and fail the test)."""
 from __future__ import annotations
 
+import io
 import re
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -63,7 +65,7 @@ def test_resnet50_with_custom_relu_matches_openvino(tmp_path, capsys):
     np.save(tmp_path / "x.npy", x)
     out = tmp_path / "out.npz"
     status = main(["run", "-m", str(model), "-c", RELU, "-i", f"{name}={tmp_path / 'x.npy'}",
-                   "-o", str(out), "-pc"])
+                   "-o", str(out), "-d", "CPU", "-pc"])
     captured = capsys.readouterr()
     assert status == 0, captured.err
     assert "overrides the built-in ReLU for 49 layer(s)" in captured.err
@@ -142,6 +144,20 @@ def test_benchmark_niter_reports_latency_and_throughput(capsys):
     assert "2 request(s) in flight" in captured.err
 
 
+class FakeTerminal(io.StringIO):
+    def isatty(self):
+        return True
+
+
+def test_benchmark_progress_bar_on_a_terminal(monkeypatch):
+    term = FakeTerminal()
+    monkeypatch.setattr(sys, "stderr", term)
+    assert main(["benchmark", "-m", str(DEMO_BUILTIN), "-niter", "4", "-nireq", "2"]) == 0
+    updates = term.getvalue().split("\r")
+    assert re.search(r"\[#{30}\] 100% 4 done", updates[-1]), updates
+    assert any(" 25% 1 done" in u for u in updates), updates
+
+
 def test_benchmark_time_limit_and_profile(capsys):
     status = main(["benchmark", "-m", str(DEMO_BUILTIN), "-t", "0.3", "-nireq", "1", "-pc"])
     captured = capsys.readouterr()
@@ -182,6 +198,17 @@ def test_missing_input_file(tmp_path, capsys):
     err = run_fails(["run", "-m", str(DEMO_BUILTIN), "-i", f"data={tmp_path / 'none.npy'}"],
                     capsys, code=2)
     assert "none.npy: No such file or directory" in err
+
+
+def test_input_file_not_npy(tmp_path, capsys):
+    (tmp_path / "x.npy").write_text("1 2 3")
+    err = run_fails(["run", "-m", str(DEMO_BUILTIN), "-i", str(tmp_path / "x.npy")], capsys, code=2)
+    assert "x.npy: not a .npy array" in err
+
+
+def test_unknown_device(capsys):
+    err = run_fails(["run", "-m", str(DEMO_BUILTIN), "-d", "NOPE"], capsys, code=1)
+    assert "no OpenCL device matches 'NOPE'" in err and "devices: " in err
 
 
 def test_config_with_errors_lists_them_with_places(tmp_path, capsys):
