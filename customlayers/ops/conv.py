@@ -183,6 +183,9 @@ _DIRECT_MAX_OG = 4
 class _ConvBase(NamedOp):
     attributes = _CONV_ATTRS
     grouped = False
+    # runtime/fusion.py may fold a following per-channel bias Add and ReLU into the store: it
+    # sets attrs "_bias" (the bias is then input 2) and "_relu"
+    fusable_epilogue = True
 
     def check(self, attrs):
         self.check_choice(attrs, "auto_pad", AUTO_PADS)
@@ -221,17 +224,23 @@ class _ConvBase(NamedOp):
         g = self._geometry(attrs, inputs)
         sizes = {k: v for k, v in g.items() if k not in ("NB", "RANK", "OUT")}
         shape = f"{g['KH']}x{g['KW']}" if g["RANK"] == 2 else f"{g['KW']}"
-        args = (Arg.input(0), Arg.input(1), Arg.output(0))
+        bias, relu = bool(attrs.get("_bias")), bool(attrs.get("_relu"))
+        if bias and inputs[2].count != g["O"]:
+            raise self.fail(attrs, f"the fused bias has {inputs[2].count} values for "
+                                   f"{g['O']} output channels")
+        args = (Arg.input(0), Arg.input(1), Arg.output(0)) + ((Arg.input(2),) if bias else ())
+        sizes.update(FUSED_BIAS=int(bias), FUSED_RELU=int(relu))
+        epilogue = cl_source("conv_epilogue")
         if g["OG"] <= _DIRECT_MAX_OG:
             return [KernelLaunch(
-                source=defines(**sizes) + cl_source("conv_direct"), entry="conv_direct",
+                source=defines(**sizes) + epilogue + cl_source("conv_direct"), entry="conv_direct",
                 args=args, global_size=(g["OW"], g["OH"], g["NB"] * g["O"]),
                 label=f"conv{g['RANK']}d_{shape}_direct")]
         m, n = g["OG"], g["OH"] * g["OW"]
         tiles = gemm_tiles(m, n)
         global_size, local_size = gemm_sizes(tiles, m, n, g["NB"] * g["G"])
         return [KernelLaunch(
-            source=defines(**sizes, **tiles) + cl_source("conv_gemm") + cl_source("gemm"),
+            source=defines(**sizes, **tiles) + epilogue + cl_source("conv_gemm") + cl_source("gemm"),
             entry="gemm_tiled", args=args, global_size=global_size, local_size=local_size,
             label=f"conv{g['RANK']}d_{shape}_gemm{tiles['TM']}x{tiles['TN']}")]
 

@@ -5,7 +5,7 @@
  */
 __kernel void conv_direct(__global const float* restrict input,
                           __global const float* restrict weights,
-                          __global float* restrict output)
+                          __global float* restrict output EPILOGUE_ARGS)
 {
     const int ox = get_global_id(0), oy = get_global_id(1), z = get_global_id(2);
     if (ox >= OW || oy >= OH)
@@ -29,5 +29,5 @@ __kernel void conv_direct(__global const float* restrict input,
             }
         }
     }
-    output[(z * OH + oy) * OW + ox] = acc;
+    output[(z * OH + oy) * OW + ox] = EPILOGUE(o, acc);
 }

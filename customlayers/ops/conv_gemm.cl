@@ -4,6 +4,8 @@
  * The patch matrix is never stored: B_AT gathers it from the input (zero outside the image).
  * Needs: C IH IW (input), O OH OW (output), G CG OG (groups, channels per group), KH KW, SY SX,
  * DY DX (dilations), PY PX (pads_begin), and the tile geometry of gemm.cl.
+ * A fused epilogue (runtime/fusion.py) adds a per-channel bias and/or a ReLU where the result is
+ * stored: conv_epilogue.cl defines EPILOGUE_ARGS and EPILOGUE(channel, value).
  */
 #define M OG
 #define N (OH * OW)
@@ -11,7 +13,7 @@
 #define A_K_FASTEST 1
 #define B_N_FASTEST 1
 #define GEMM_ARGS __global const float* restrict input, __global const float* restrict weights, \
-                  __global float* restrict output
+                  __global float* restrict output EPILOGUE_ARGS
 
 inline float conv_patch(__global const float* restrict input, int batch, int k, int n)
 {
@@ -30,4 +32,5 @@ inline float conv_patch(__global const float* restrict input, int batch, int k, 
 #define A_AT(batch, m, k) weights[((batch) % G * OG + (m)) * K + (k)]
 #define B_AT(batch, k, n) conv_patch(input, (batch), (k), (n))
 #define STORE(batch, m, n, v) \
-    output[((batch) / G * O + (batch) % G * OG + (m)) * N + (n)] = (v)
+    output[((batch) / G * O + (batch) % G * OG + (m)) * N + (n)] = \
+        EPILOGUE((batch) % G * OG + (m), (v))

@@ -74,7 +74,8 @@ class Network:
 
     def __init__(self, graph, registry=None, engine=None, *,
                  input_shapes: Mapping[str, Sequence[int]] | None = None,
-                 profiling: bool = False, pad_custom_inputs=None, messages=None):
+                 profiling: bool = False, pad_custom_inputs=None, messages=None,
+                 fuse: bool = True):
         from .device import Engine
         if not isinstance(graph, Graph):
             from ..graph.load import read_model
@@ -85,6 +86,7 @@ class Network:
             registry.engine if registry is not None and getattr(registry, "engine", None) else Engine())
         self.profiling = profiling
         self.pad_custom_inputs = pad_custom_inputs
+        self.fuse = fuse                   # epilogue fusion (runtime/fusion.py)
         self.messages: list[str] = []      # informational messages (overrides, memory plan)
         self._say = messages if messages is not None else (lambda m: None)
         self._order = graph.topological_order()
@@ -191,6 +193,8 @@ class Network:
         steps: list[Step] = []
         inputs: list[tuple[str, TensorKey]] = []
         outputs: list[tuple[str, TensorKey]] = []
+        fusions = self._plan_fusions()
+        absorbed = {nid: owner for owner, ep in fusions.items() for nid in ep.absorbed}
 
         for node in self._order:
             try:
@@ -203,6 +207,11 @@ class Network:
                     value = np.asarray(node.value)
                     consts[(node.id, 0)] = value
                     descs[(node.id, 0)] = TensorDesc(value.shape, value.dtype)
+                    continue
+                if node.id in absorbed:           # computed by the kernel it was fused into
+                    owner = (absorbed[node.id], 0)
+                    descs[(node.id, 0)] = descs[owner]
+                    alias[(node.id, 0)] = owner
                     continue
                 in_keys = [g.producer(node.id, i) for i in range(len(node.inputs))]
                 in_descs = [descs[k] for k in in_keys]
@@ -228,8 +237,16 @@ class Network:
                         if in_keys[0] in consts:
                             consts[out_keys[0]] = consts[in_keys[0]].reshape(out_descs[0].shape)
                         continue
+                    step_type = node.type
+                    ep = fusions.get(node.id)
+                    if ep is not None:            # bias and ReLU computed where it stores
+                        attrs = dict(attrs, _bias=ep.bias is not None, _relu=ep.relu)
+                        if ep.bias is not None:
+                            in_keys = in_keys + [ep.bias]
+                            in_descs = in_descs + [descs[ep.bias]]
+                        step_type = f"{node.type}+{ep.label}"
                     launches = op.launches(attrs, in_descs, out_descs, in_consts)
-                    new_steps = [Step(node.name, node.type, "built-in",
+                    new_steps = [Step(node.name, step_type, "built-in",
                                       ",".join(dict.fromkeys(l.entry for l in launches)),
                                       launches, list(in_keys), out_keys, in_descs, out_descs)]
                 for st in new_steps:
@@ -246,6 +263,14 @@ class Network:
         plan = CompiledPlan(steps, descs, consts, alias, inputs, outputs, memory, programs)
         self.messages.append(memory.summary())
         return plan
+
+    def _plan_fusions(self) -> dict:
+        if not self.fuse:
+            return {}
+        from ..ops import OPS
+        from .fusion import plan_fusions
+        fusable = {t for t, op in OPS.items() if getattr(op, "fusable_epilogue", False)}
+        return plan_fusions(self.graph, self._order, fusable, self._is_custom)
 
     def _check_declared_shapes(self, node: Node, out_descs: list[TensorDesc]) -> None:
         for j, (port, desc) in enumerate(zip(node.outputs, out_descs)):

@@ -196,7 +196,33 @@ def test_profile_table(tmp_path, engine):
     req = net.create_request()
     req.infer({"x": np.ones((1, 3, 16, 16), np.float32)})
     rows = profile.collect(req)
-    assert {r.type for r in rows} >= {"Convolution", "MatMul", "SoftMax"}
+    assert {r.type for r in rows} >= {"Convolution+bias+relu", "MatMul", "SoftMax"}
     assert all(r.ns > 0 for r in rows)
     table = profile.format_table(rows)
     assert "share" in table and "total device time per run" in table
+
+
+def test_bias_and_relu_fuse_into_the_convolution(tmp_path, engine):
+    """Convolution -> Add(per-channel const) -> ReLU runs as one kernel, with the same result."""
+    from customlayers.runtime.network import Network
+    model = _tiny_cnn(tmp_path / "tiny.xml")
+    x = np.random.default_rng(6).standard_normal((1, 3, 16, 16)).astype(np.float32)
+    fused, plain = Network(model, None, engine), Network(model, None, engine, fuse=False)
+    f_types = [s.type for s in fused.plan.steps]
+    p_types = [s.type for s in plain.plan.steps]
+    assert "Convolution+bias+relu" in f_types and "Add" not in f_types and "ReLU" not in f_types
+    assert len(p_types) == len(f_types) + 2
+    np.testing.assert_allclose(fused.infer([x])["prob"], plain.infer([x])["prob"], rtol=1e-6,
+                               atol=1e-7)
+
+
+def test_custom_relu_is_never_fused(tmp_path, engine):
+    from customlayers.runtime.network import Network
+    model = _tiny_cnn(tmp_path / "tiny.xml")
+    reg = _registry(engine, EXAMPLES / "relu" / "relu.xml")
+    net = Network(model, reg, engine)
+    types = [(s.type, s.impl) for s in net.plan.steps]
+    assert ("Convolution+bias", "built-in") in types and ("ReLU", "custom") in types
+    x = np.random.default_rng(7).standard_normal((1, 3, 16, 16)).astype(np.float32)
+    np.testing.assert_allclose(net.infer([x])["prob"], ov_infer(model, {"x": x})["prob"],
+                               rtol=1e-4, atol=1e-6)

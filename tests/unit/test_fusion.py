@@ -1,0 +1,59 @@
+"""Which layers the epilogue fusion folds (pure graph logic, no device)."""
+import numpy as np
+
+from customlayers.graph.graph import Graph, Node, Port
+from customlayers.runtime.fusion import plan_fusions
+
+
+def _graph(bias_shape=(1, 8, 1, 1), extra_user=False, relu=True):
+    g = Graph()
+    p = lambda: Port((1, 8, 4, 4), "f32")  # noqa: E731
+    g.add_node(Node("x", "x", "Parameter", outputs=[p()]))
+    g.add_node(Node("w", "w", "Const", outputs=[Port((8, 8, 1, 1), "f32")],
+                    value=np.zeros((8, 8, 1, 1), np.float32)))
+    g.add_node(Node("conv", "conv", "Convolution", inputs=[p(), Port((8, 8, 1, 1), "f32")],
+                    outputs=[p()]))
+    g.add_node(Node("b", "b", "Const", outputs=[Port(bias_shape, "f32")],
+                    value=np.zeros(bias_shape, np.float32)))
+    g.add_node(Node("add", "add", "Add", inputs=[p(), Port(bias_shape, "f32")], outputs=[p()]))
+    g.connect("x", 0, "conv", 0)
+    g.connect("w", 0, "conv", 1)
+    g.connect("conv", 0, "add", 0)
+    g.connect("b", 0, "add", 1)
+    last = "add"
+    if relu:
+        g.add_node(Node("relu", "relu", "ReLU", inputs=[p()], outputs=[p()]))
+        g.connect("add", 0, "relu", 0)
+        last = "relu"
+    g.add_node(Node("out", "out", "Result", inputs=[p()]))
+    g.connect(last, 0, "out", 0)
+    if extra_user:
+        g.add_node(Node("out2", "out2", "Result", inputs=[p()]))
+        g.connect("conv", 0, "out2", 0)
+    return g
+
+
+def _plan(g, custom=()):
+    return plan_fusions(g, g.topological_order(), {"Convolution"},
+                        lambda n: n.type in custom)
+
+
+def test_conv_bias_relu_fold_into_one():
+    ep = _plan(_graph())["conv"]
+    assert ep.bias == ("b", 0) and ep.relu and ep.absorbed == ["add", "relu"]
+    assert ep.label == "bias+relu"
+
+
+def test_a_second_user_of_the_convolution_blocks_fusion():
+    assert _plan(_graph(extra_user=True)) == {}
+
+
+def test_only_per_channel_constants_are_biases():
+    assert _plan(_graph(bias_shape=(1, 8, 4, 4))) == {}     # not per-channel: a real Add
+    assert _plan(_graph(bias_shape=(8, 1, 1)))["conv"].bias == ("b", 0)
+
+
+def test_custom_layers_are_not_fused():
+    ep = _plan(_graph(), custom=("ReLU",))["conv"]
+    assert ep.bias is not None and not ep.relu
+    assert _plan(_graph(), custom=("Convolution",)) == {}
