@@ -94,7 +94,49 @@ def gemm_sizes(tiles: Mapping[str, int], m: int, n: int, batch: int):
     lx, ly = tiles["TN"] // tiles["RN"], tiles["TM"] // tiles["RM"]
     groups_n = -(-n // tiles["TN"])
     groups_m = -(-m // tiles["TM"])
-    return (groups_n * lx, groups_m * ly, batch), (lx, ly, 1)
+    return (groups_n * lx, groups_m * ly, batch * tiles.get("KSPLIT", 1)), (lx, ly, 1)
+
+
+# A GEMM with fewer tiles than this leaves a large GPU idle (an H100 has 132 compute units, and
+# each wants two or more work-groups); split-K then cuts the K loop among more work-groups.
+TARGET_GROUPS = 256
+# ... but never into slices shorter than this many K steps, where the extra pass costs more
+MIN_K_PER_SLICE = 128
+
+
+def gemm_split(tiles: Mapping[str, int], m: int, n: int, k: int, batch: int) -> dict[str, int]:
+    """The split-K factor for gemm.cl: {"KSPLIT": s, "KCHUNK": c, "BATCHES": batch} (s = 1:
+    no split). Chunks are whole TK steps, and every slice gets at least one."""
+    groups = -(-m // tiles["TM"]) * -(-n // tiles["TN"]) * batch
+    ksplit = 1
+    if groups < TARGET_GROUPS:
+        ksplit = max(1, min(-(-TARGET_GROUPS // groups), k // MIN_K_PER_SLICE))
+    tk = tiles["TK"]
+    chunk = -(-(-(-k // ksplit)) // tk) * tk
+    ksplit = -(-k // chunk)
+    return {"KSPLIT": ksplit, "KCHUNK": chunk, "BATCHES": batch}
+
+
+def gemm_launches(source: str, args: tuple, tiles: Mapping[str, int], m: int, n: int, k: int,
+                  batch: int, label: str) -> list[KernelLaunch]:
+    """gemm_tiled over (m, n, batch), split along K where the output alone cannot fill a GPU.
+    `source` holds the front end's defines and macros (without the tile and split defines)."""
+    split = gemm_split(tiles, m, n, k, batch)
+    plan = dict(tiles, **split)
+    global_size, local_size = gemm_sizes(plan, m, n, batch)
+    if split["KSPLIT"] == 1:
+        return [KernelLaunch(source=defines(**tiles) + source + cl_source("gemm"),
+                             entry="gemm_tiled", args=args, global_size=global_size,
+                             local_size=local_size, label=label)]
+    src = defines(**plan) + source + cl_source("gemm")
+    partial = Arg.scratch(0, split["KSPLIT"] * batch * m * n * 4)
+    total = batch * m * n
+    return [KernelLaunch(source=src, entry="gemm_tiled", args=args + (partial,),
+                         global_size=global_size, local_size=local_size,
+                         label=f"{label}_k{split['KSPLIT']}"),
+            KernelLaunch(source=src, entry="gemm_splitk_reduce", args=args + (partial,),
+                         global_size=(-(-total // 64) * 64,), local_size=None,
+                         label=f"{label}_reduce")]
 
 
 # -- window arithmetic (Convolution, pooling) -------------------------------------------------
@@ -236,13 +278,11 @@ class _ConvBase(NamedOp):
                 source=defines(**sizes) + epilogue + cl_source("conv_direct"), entry="conv_direct",
                 args=args, global_size=(g["OW"], g["OH"], g["NB"] * g["O"]),
                 label=f"conv{g['RANK']}d_{shape}_direct")]
-        m, n = g["OG"], g["OH"] * g["OW"]
+        m, n, k = g["OG"], g["OH"] * g["OW"], g["CG"] * g["KH"] * g["KW"]
         tiles = gemm_tiles(m, n)
-        global_size, local_size = gemm_sizes(tiles, m, n, g["NB"] * g["G"])
-        return [KernelLaunch(
-            source=defines(**sizes, **tiles) + epilogue + cl_source("conv_gemm") + cl_source("gemm"),
-            entry="gemm_tiled", args=args, global_size=global_size, local_size=local_size,
-            label=f"conv{g['RANK']}d_{shape}_gemm{tiles['TM']}x{tiles['TN']}")]
+        return gemm_launches(defines(**sizes) + epilogue + cl_source("conv_gemm"), args, tiles,
+                             m, n, k, g["NB"] * g["G"],
+                             f"conv{g['RANK']}d_{shape}_gemm{tiles['TM']}x{tiles['TN']}")
 
 
 @register_op

@@ -7,7 +7,7 @@ all of the device's lanes (matmul_gemv.cl).
 from __future__ import annotations
 
 from .base import Attr, register_op
-from .conv import NamedOp, cl_source, defines, gemm_sizes, gemm_tiles, require_f32
+from .conv import NamedOp, cl_source, defines, gemm_launches, gemm_tiles, require_f32
 from ..runtime.launch import Arg, KernelLaunch
 
 _GEMV_WG = 64  # work items per output row in the transposed-B matrix-vector kernel
@@ -69,8 +69,5 @@ class MatMul(NamedOp):
             return [KernelLaunch(source=src, entry="matmul_gemv", args=args,
                                  global_size=(width, batches), local_size=(_GEMV_WG, 1),
                                  label=label + "_gemv")]
-        tiles = gemm_tiles(m, n)
-        global_size, local_size = gemm_sizes(tiles, m, n, batches)
-        src = defines(**sizes, **tiles) + cl_source("matmul") + cl_source("gemm")
-        return [KernelLaunch(source=src, entry="gemm_tiled", args=args, global_size=global_size,
-                             local_size=local_size, label=label + "_gemm")]
+        return gemm_launches(defines(**sizes) + cl_source("matmul"), args, gemm_tiles(m, n),
+                             m, n, sizes["K"], batches, label + "_gemm")
