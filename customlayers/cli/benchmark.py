@@ -29,6 +29,8 @@ def run(args) -> int:
         raise UsageError("-nireq must be at least 1")
     if args.niter is not None and args.niter < 1:
         raise UsageError("-niter must be at least 1")
+    if args.time is not None and not args.time > 0:     # `not >` also catches nan
+        raise UsageError(f"-t must be a positive number of seconds, not {args.time}")
     engine, net, arrays = load_network(args, profiling=args.perf_counts)
     shapes = {n: tuple(a.shape) for n, a in arrays.items()}
     requests = [net.create_request(shapes) for _ in range(args.nireq)]
@@ -45,6 +47,8 @@ def run(args) -> int:
     done = 0
 
     def more() -> bool:
+        if issued == 0:         # at least one, however short the time: the statistics need one
+            return True
         if limit_iter is not None and issued >= limit_iter:
             return False
         if limit_time is not None and time.perf_counter() - t0 >= limit_time:

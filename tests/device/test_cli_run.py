@@ -261,6 +261,14 @@ def test_benchmark_bad_counts(capsys):
     assert "-nireq must be at least 1" in err
     err = run_fails(["benchmark", "-m", str(DEMO_BUILTIN), "-niter", "0"], capsys, code=2)
     assert "-niter must be at least 1" in err
+    err = run_fails(["benchmark", "-m", str(DEMO_BUILTIN), "-t", "0"], capsys, code=2)
+    assert "-t must be a positive number of seconds, not 0.0" in err
+
+
+def test_benchmark_runs_at_least_once(capsys):
+    # a time limit shorter than one inference still gives statistics (was an IndexError)
+    assert main(["benchmark", "-m", str(DEMO_BUILTIN), "-t", "1e-9"]) == 0
+    assert _stats(capsys.readouterr().out)["count"] == 1
 
 
 def _two_output_model(path: Path) -> Path:
