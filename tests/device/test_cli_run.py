@@ -44,7 +44,8 @@ def assert_fp32_close(got, expected, what=""):
 def profile_rows(text: str) -> list[dict]:
     """The rows of a -pc table: layer, type, impl, kernel, time (us), share (%)."""
     lines = text.splitlines()
-    start = next(i for i, line in enumerate(lines) if re.match(r"layer\s+type\s+impl\s+kernel", line))
+    head = re.compile(r"layer\s+type\s+impl\s+kernel")
+    start = next(i for i, line in enumerate(lines) if head.match(line))
     rows = []
     for line in lines[start + 2:]:
         if line.startswith("total device time"):
@@ -142,7 +143,8 @@ def _stats(text: str) -> dict[str, float]:
     assert t, text
     c = re.search(r"count:\s+(\d+) inferences", text)
     median, p90, lo, hi = map(float, m.groups())
-    return dict(median=median, p90=p90, min=lo, max=hi, fps=float(t.group(1)), count=int(c.group(1)))
+    return dict(median=median, p90=p90, min=lo, max=hi, fps=float(t.group(1)),
+                count=int(c.group(1)))
 
 
 def test_benchmark_niter_reports_latency_and_throughput(capsys):
