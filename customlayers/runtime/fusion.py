@@ -1,11 +1,13 @@
-"""Epilogue fusion: a built-in layer whose output goes only to a per-channel bias Add, and then
-possibly to a ReLU, computes all three in one kernel (clDNN fuses the same way).
+"""Epilogue fusion: a built-in layer whose output goes only through per-channel constant
+Multiply/Add layers and then possibly a ReLU computes all of them in one kernel (clDNN fuses the
+same way).
 
 In OpenVINO IR a convolution's bias is a separate Add of a (1, C, 1, 1) constant, usually
-followed by ReLU; run apart, the three layers launch three kernels and stream the activation
-through memory three times. Fused, the Add and the ReLU become a few instructions where the
-convolution stores its result. A layer overridden by a custom layer is never fused: the user's
-kernel must run as written.
+followed by ReLU; an ONNX BatchNormalization reads as a per-channel Multiply and Add. Run apart,
+each is a kernel that streams the activation through memory once more. Fused, the chain
+collapses at compile time into one scale and one bias per channel: the scale is folded into the
+layer's constant weights, and the bias and the ReLU are applied where the layer stores its
+result. A layer overridden by a custom layer is never fused: the user's kernel runs as written.
 """
 from __future__ import annotations
 
@@ -15,16 +17,36 @@ import numpy as np
 
 from ..graph.graph import Graph, Node
 
+_ELTWISE = {"Add": "add", "Multiply": "mul"}
+
 
 @dataclass
 class Epilogue:
-    bias: tuple | None = None          # (const node id, port) of the per-channel bias
+    steps: list[tuple[str, tuple]] = field(default_factory=list)  # ("add"|"mul", const key)
     relu: bool = False
-    absorbed: list[str] = field(default_factory=list)   # ids of the Add / ReLU folded in
+    absorbed: list[str] = field(default_factory=list)   # ids of the layers folded in
+
+    @property
+    def has_scale(self) -> bool:
+        return any(kind == "mul" for kind, _ in self.steps)
 
     @property
     def label(self) -> str:
-        return "+".join((["bias"] if self.bias else []) + (["relu"] if self.relu else []))
+        parts = (["scale"] if self.has_scale else []) + (["bias"] if self.steps else []) + \
+            (["relu"] if self.relu else [])
+        return "+".join(parts)
+
+    def scale_and_bias(self, consts: dict, channels: int) -> tuple[np.ndarray, np.ndarray]:
+        """The chain as out = v * scale + bias per channel (float64 while folding)."""
+        scale = np.ones(channels)
+        bias = np.zeros(channels)
+        for kind, key in self.steps:
+            value = np.asarray(consts[key], np.float64).reshape(-1)
+            if kind == "add":
+                bias = bias + value
+            else:
+                scale, bias = scale * value, bias * value
+        return scale, bias
 
 
 def _sole_consumer(graph: Graph, node: Node) -> Node | None:
@@ -35,17 +57,17 @@ def _sole_consumer(graph: Graph, node: Node) -> Node | None:
     return None if consumer.type == "Result" else consumer
 
 
-def _per_channel_bias(graph: Graph, add: Node, producer_id: str, channels: int):
-    """The Add's other input, if it is a constant of `channels` values along axis 1."""
+def _per_channel_const(graph: Graph, node: Node, producer_id: str, channels: int):
+    """The other input of `node`, if it is a constant of `channels` values along axis 1."""
     for port in range(2):
-        src, src_port = graph.producer(add.id, port)
+        src, src_port = graph.producer(node.id, port)
         if src == producer_id:
             continue
         const = graph.nodes[src]
         if const.type != "Const" or const.value is None:
             return None
         shape = tuple(np.asarray(const.value).shape)
-        out_rank = len(add.outputs[0].shape or ())
+        out_rank = len(node.outputs[0].shape or ())
         # broadcast to (N, C, ...) with C == channels and every other axis 1
         padded = (1,) * (out_rank - len(shape)) + shape
         if out_rank >= 2 and len(padded) == out_rank and padded[1] == channels and \
@@ -56,8 +78,9 @@ def _per_channel_bias(graph: Graph, add: Node, producer_id: str, channels: int):
 
 
 def plan_fusions(graph: Graph, order: list[Node], fusable: set[str], is_custom) -> dict[str, Epilogue]:
-    """node id -> Epilogue for every built-in node of a type in `fusable` that can absorb its
-    bias Add and/or ReLU."""
+    """node id -> Epilogue for every built-in node of a type in `fusable` that can absorb the
+    per-channel Multiply/Add layers and the ReLU after it. A Multiply is folded only where the
+    layer's weights (input 1) are a constant, since the scale is folded into them."""
     plans: dict[str, Epilogue] = {}
     for node in order:
         if node.type not in fusable or is_custom(node) or not node.outputs:
@@ -65,17 +88,23 @@ def plan_fusions(graph: Graph, order: list[Node], fusable: set[str], is_custom) 
         shape = node.outputs[0].shape
         if not shape or len(shape) < 2 or shape[1] is None:
             continue
+        weights_const = len(node.inputs) > 1 and \
+            graph.nodes[graph.producer(node.id, 1)[0]].type == "Const"
         ep = Epilogue()
         last = node
         nxt = _sole_consumer(graph, last)
-        if nxt is not None and nxt.type == "Add" and not is_custom(nxt) and \
+        while nxt is not None and nxt.type in _ELTWISE and not is_custom(nxt) and \
                 nxt.attrs.get("auto_broadcast", "numpy") == "numpy":
-            bias = _per_channel_bias(graph, nxt, last.id, shape[1])
-            if bias is not None:
-                ep.bias = bias
-                ep.absorbed.append(nxt.id)
-                last = nxt
-                nxt = _sole_consumer(graph, last)
+            kind = _ELTWISE[nxt.type]
+            if kind == "mul" and not weights_const:
+                break
+            key = _per_channel_const(graph, nxt, last.id, shape[1])
+            if key is None:
+                break
+            ep.steps.append((kind, key))
+            ep.absorbed.append(nxt.id)
+            last = nxt
+            nxt = _sole_consumer(graph, last)
         if nxt is not None and nxt.type == "ReLU" and not is_custom(nxt) and \
                 not nxt.attrs.get("negative_slope"):
             ep.relu = True

@@ -240,10 +240,9 @@ class Network:
                     step_type = node.type
                     ep = fusions.get(node.id)
                     if ep is not None:            # bias and ReLU computed where it stores
-                        attrs = dict(attrs, _bias=ep.bias is not None, _relu=ep.relu)
-                        if ep.bias is not None:
-                            in_keys = in_keys + [ep.bias]
-                            in_descs = in_descs + [descs[ep.bias]]
+                        in_keys, in_descs = self._fold_epilogue(node, ep, in_keys, in_descs,
+                                                                out_descs[0], consts, descs)
+                        attrs = dict(attrs, _bias=bool(ep.steps), _relu=ep.relu)
                         step_type = f"{node.type}+{ep.label}"
                     launches = op.launches(attrs, in_descs, out_descs, in_consts)
                     new_steps = [Step(node.name, step_type, "built-in",
@@ -263,6 +262,26 @@ class Network:
         plan = CompiledPlan(steps, descs, consts, alias, inputs, outputs, memory, programs)
         self.messages.append(memory.summary())
         return plan
+
+    @staticmethod
+    def _fold_epilogue(node, ep, in_keys, in_descs, out_desc, consts, descs):
+        """Collapse the fused chain into one bias input (and weights scaled per channel)."""
+        channels = out_desc.shape[1]
+        scale, bias = ep.scale_and_bias(consts, channels)
+        if ep.has_scale:
+            w = np.asarray(consts[in_keys[1]], np.float64)
+            # output channel o is w's axis 0 (OIYX) or axes 0,1 together (GOIYX)
+            lead = 2 if node.type == "GroupConvolution" else 1
+            folded = (w.reshape(w.shape[:lead] + (-1,)) *
+                      scale.reshape(w.shape[:lead] + (1,))).reshape(w.shape)
+            wkey = ("folded_weights", node.id)
+            consts[wkey] = folded.astype(np.float32)
+            descs[wkey] = in_descs[1]
+            in_keys = [in_keys[0], wkey] + in_keys[2:]
+        bkey = ("fused_bias", node.id)
+        consts[bkey] = bias.astype(np.float32)
+        descs[bkey] = TensorDesc((channels,))
+        return in_keys + [bkey], in_descs + [descs[bkey]]
 
     def _plan_fusions(self) -> dict:
         if not self.fuse:

@@ -40,7 +40,7 @@ def _plan(g, custom=()):
 
 def test_conv_bias_relu_fold_into_one():
     ep = _plan(_graph())["conv"]
-    assert ep.bias == ("b", 0) and ep.relu and ep.absorbed == ["add", "relu"]
+    assert ep.steps == [("add", ("b", 0))] and ep.relu and ep.absorbed == ["add", "relu"]
     assert ep.label == "bias+relu"
 
 
@@ -50,10 +50,20 @@ def test_a_second_user_of_the_convolution_blocks_fusion():
 
 def test_only_per_channel_constants_are_biases():
     assert _plan(_graph(bias_shape=(1, 8, 4, 4))) == {}     # not per-channel: a real Add
-    assert _plan(_graph(bias_shape=(8, 1, 1)))["conv"].bias == ("b", 0)
+    assert _plan(_graph(bias_shape=(8, 1, 1)))["conv"].steps == [("add", ("b", 0))]
 
 
 def test_custom_layers_are_not_fused():
     ep = _plan(_graph(), custom=("ReLU",))["conv"]
-    assert ep.bias is not None and not ep.relu
+    assert ep.steps and not ep.relu
     assert _plan(_graph(), custom=("Convolution",)) == {}
+
+
+def test_scale_then_bias_collapse_per_channel():
+    from customlayers.runtime.fusion import Epilogue
+    consts = {"s": np.array([2.0, 3.0]), "b1": np.array([1.0, 1.0]), "b2": np.array([0.5, -1.0])}
+    ep = Epilogue(steps=[("add", "b1"), ("mul", "s"), ("add", "b2")])
+    scale, bias = ep.scale_and_bias(consts, 2)
+    v = np.array([10.0, 20.0])
+    np.testing.assert_allclose(v * scale + bias, ((v + 1) * [2, 3]) + [0.5, -1.0])
+    assert ep.label == "scale+bias"
