@@ -147,8 +147,21 @@ def ops_of_error(error: Exception) -> list[str]:
     return sorted(set(_MISSING_LINE.findall(text)) | set(_NO_TRANSLATION.findall(text)))
 
 
+SPATIAL_OPS = ("Conv", "ConvTranspose", "MaxPool", "AveragePool", "LpPool")
+
+
 def input_problem(model) -> str:
-    """Why the case's inputs cannot be fed here, or ''."""
+    """Why the case cannot run here though its ops are translated (input types we do not feed,
+    3-D convolution/pooling, which the built-ins do not do), or ''."""
+    inits = {t.name: t for t in model.graph.initializer}
+    for node in model.graph.node:
+        if node.op_type not in SPATIAL_OPS:
+            continue
+        kernel = next((list(a.ints) for a in node.attribute if a.name == "kernel_shape"), None)
+        weights = inits.get(node.input[1]) if len(node.input) > 1 else None
+        k = len(kernel) if kernel else (len(weights.dims) - 2 if weights is not None else 0)
+        if k > 2:
+            return f"{k}-D {node.op_type}: the built-in convolution and pooling are 1-D and 2-D"
     for vi in real_inputs(model):
         t = vi.type.tensor_type
         if not vi.type.HasField("tensor_type"):

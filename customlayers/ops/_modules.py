@@ -6,5 +6,6 @@ for _name in (
     "conv", "matmul", "pooling", "norm", "softmax", "reduce",
     # tensor ops (elementwise, activations, concat, views, transpose, shuffle, convert, ...)
     "eltwise", "activation", "concat", "views", "transpose", "shuffle", "misc", "space_depth",
+    "onnx_extra",   # Sign, SoftSign, Selu, HardSigmoid, Shrink (for ONNX models)
 ):
     importlib.import_module(f"{__package__}.{_name}")
