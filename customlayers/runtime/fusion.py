@@ -22,7 +22,7 @@ _ELTWISE = {"Add": "add", "Multiply": "mul"}
 
 @dataclass
 class Epilogue:
-    steps: list[tuple[str, tuple]] = field(default_factory=list)  # ("add"|"mul", const key)
+    steps: list[tuple[str, np.ndarray]] = field(default_factory=list)  # ("add"|"mul", values)
     relu: bool = False
     absorbed: list[str] = field(default_factory=list)   # ids of the layers folded in
 
@@ -36,12 +36,12 @@ class Epilogue:
             (["relu"] if self.relu else [])
         return "+".join(parts)
 
-    def scale_and_bias(self, consts: dict, channels: int) -> tuple[np.ndarray, np.ndarray]:
+    def scale_and_bias(self, channels: int) -> tuple[np.ndarray, np.ndarray]:
         """The chain as out = v * scale + bias per channel (float64 while folding)."""
         scale = np.ones(channels)
         bias = np.zeros(channels)
-        for kind, key in self.steps:
-            value = np.asarray(consts[key], np.float64).reshape(-1)
+        for kind, values in self.steps:
+            value = np.asarray(values, np.float64).reshape(-1)
             if kind == "add":
                 bias = bias + value
             else:
@@ -57,22 +57,41 @@ def _sole_consumer(graph: Graph, node: Node) -> Node | None:
     return None if consumer.type == "Result" else consumer
 
 
+# layers that only give a constant another shape (ONNX models unsqueeze BatchNorm parameters)
+_VIEWS = ("Reshape", "Squeeze", "Unsqueeze", "Flatten")
+
+
+def _constant_value(graph: Graph, node_id: str, port: int):
+    """(value, shape) of a Const, seen through shape-only layers; None if not constant."""
+    node = graph.nodes[node_id]
+    if node.type == "Const" and node.value is not None:
+        return np.asarray(node.value), tuple(np.asarray(node.value).shape)
+    if node.type in _VIEWS and node.inputs:
+        inner = _constant_value(graph, *graph.producer(node_id, 0))
+        shape = node.outputs[port].shape
+        if inner is not None and shape is not None and None not in shape and \
+                int(np.prod(shape)) == inner[0].size:
+            return inner[0], tuple(shape)
+    return None
+
+
 def _per_channel_const(graph: Graph, node: Node, producer_id: str, channels: int):
-    """The other input of `node`, if it is a constant of `channels` values along axis 1."""
+    """The values of the other input of `node`, if it is a constant of `channels` values
+    along axis 1."""
     for port in range(2):
         src, src_port = graph.producer(node.id, port)
         if src == producer_id:
             continue
-        const = graph.nodes[src]
-        if const.type != "Const" or const.value is None:
+        found = _constant_value(graph, src, src_port)
+        if found is None:
             return None
-        shape = tuple(np.asarray(const.value).shape)
+        value, shape = found
         out_rank = len(node.outputs[0].shape or ())
         # broadcast to (N, C, ...) with C == channels and every other axis 1
         padded = (1,) * (out_rank - len(shape)) + shape
         if out_rank >= 2 and len(padded) == out_rank and padded[1] == channels and \
                 all(d == 1 for i, d in enumerate(padded) if i != 1):
-            return (src, src_port)
+            return value
         return None
     return None
 
@@ -98,10 +117,10 @@ def plan_fusions(graph: Graph, order: list[Node], fusable: set[str], is_custom) 
             kind = _ELTWISE[nxt.type]
             if kind == "mul" and not weights_const:
                 break
-            key = _per_channel_const(graph, nxt, last.id, shape[1])
-            if key is None:
+            value = _per_channel_const(graph, nxt, last.id, shape[1])
+            if value is None:
                 break
-            ep.steps.append((kind, key))
+            ep.steps.append((kind, value))
             ep.absorbed.append(nxt.id)
             last = nxt
             nxt = _sole_consumer(graph, last)

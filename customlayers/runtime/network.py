@@ -267,7 +267,7 @@ class Network:
     def _fold_epilogue(node, ep, in_keys, in_descs, out_desc, consts, descs):
         """Collapse the fused chain into one bias input (and weights scaled per channel)."""
         channels = out_desc.shape[1]
-        scale, bias = ep.scale_and_bias(consts, channels)
+        scale, bias = ep.scale_and_bias(channels)
         if ep.has_scale:
             w = np.asarray(consts[in_keys[1]], np.float64)
             # output channel o is w's axis 0 (OIYX) or axes 0,1 together (GOIYX)
