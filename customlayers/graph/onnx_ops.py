@@ -399,11 +399,15 @@ def _shrink(r, node, name: str, attrs: dict) -> None:
 
 @_translates("PRelu")
 def _prelu(r, node, name: str, attrs: dict) -> None:
-    # ONNX broadcasts the slope numpy-style (a 1-D slope meets the LAST axis); the IR reads a
-    # 1-D slope of C values as per channel, so a constant 1-D slope is given its full rank.
+    # From opset 7 ONNX broadcasts the slope numpy-style (a 1-D slope meets the LAST axis);
+    # before, a 1-D slope was per channel, as the IR reads it. So a constant 1-D slope of an
+    # opset-7+ model is given its full rank, unless only the per-channel reading fits (old
+    # exporters kept writing per-channel slopes).
     x, slope = node.input[0], node.input[1]
-    folded, rank = r.folded(slope), len(r.shape_of(x))
-    if folded is not None and folded.ndim == 1 and folded.size > 1 and rank > 1:
+    folded, shape = r.folded(slope), r.shape_of(x)
+    rank = len(shape)
+    if folded is not None and folded.ndim == 1 and folded.size > 1 and rank > 1 and \
+            r.opset.get("ai.onnx", 13) >= 7 and shape[-1] in (folded.size, None):
         slope = r.const(f"{name}/slope", folded.reshape([1] * (rank - 1) + [folded.size]))
     r.emit("PRelu", [x, slope], [node.output[0]], name)
 
