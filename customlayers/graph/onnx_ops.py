@@ -716,3 +716,27 @@ def _depth_space(r, node, name: str, attrs: dict) -> None:
     r.emit(node.op_type, [node.input[0]], [node.output[0]], name,
            {"block_size": str(int(attrs["blocksize"])),
             "mode": "depth_first" if mode == "CRD" else "blocks_first"})
+
+
+@_translates("ConvTranspose")
+def _conv_transpose(r, node, name: str, attrs: dict) -> None:
+    x, w = node.input[0], node.input[1]
+    wshape = r.shape_of(w)
+    if len(wshape) not in (3, 4) or int(attrs.get("group", 1)) != 1:
+        r.refuse(f"only 1-D and 2-D ConvTranspose with group 1 is supported; weights "
+                 f"{list(wshape)}, group {attrs.get('group', 1)}")
+    if "output_shape" in attrs or attrs.get("auto_pad", b"NOTSET").decode() not in ("NOTSET", ""):
+        r.refuse("output_shape and auto_pad are not supported; give pads (and output_padding)")
+    k = len(wshape) - 2
+    pads = _spatial(attrs, "pads", 2 * k, 0)
+    ir = {"strides": ints_text(_spatial(attrs, "strides", k, 1)),
+          "dilations": ints_text(_spatial(attrs, "dilations", k, 1)),
+          "pads_begin": ints_text(pads[:k]), "pads_end": ints_text(pads[k:]),
+          "output_padding": ints_text(_spatial(attrs, "output_padding", k, 0))}
+    bias = _input(node, 2)
+    out = f"{node.output[0]}/deconv" if bias else node.output[0]
+    r.emit("ConvolutionBackpropData", [x, w], [out], out if bias else name, ir,
+           shapes=[r.shape_of(node.output[0])] if bias else None)
+    if bias:
+        b = _reshaped(r, bias, [1, wshape[1]] + [1] * k, f"{name}/bias")
+        r.emit("Add", [out, b], [node.output[0]], name, {"auto_broadcast": "numpy"})

@@ -1,8 +1,9 @@
 """Elementwise functions that ONNX models use and the other op modules do not have: Sign,
 SoftSign (opset9), Selu and HardSigmoid (opset1; their parameters are constant inputs, as in the
-IR), and Shrink (ONNX only; lambd and bias as attributes).
+IR), and Shrink (ONNX only; lambd and bias as attributes); and ConvolutionBackpropData
+(ONNX ConvTranspose) on its own gather kernel, onnx_extra_deconv.cl.
 
-All run on the shared unary_map kernel: the parameters are baked into the C expression, so each
+The elementwise ones run on the shared unary_map kernel: the parameters are baked into the C expression, so each
 parameter set is its own (cached) program and the kernel does no extra reads.
 """
 from __future__ import annotations
@@ -10,9 +11,11 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import BindingError
-from ._program import c_float, float_compute, unary_map_launch
+from ..runtime.launch import Arg, KernelLaunch
+from ._program import (c_float, float_compute, global_1d, numel, program_text, shape_of,
+                       unary_map_launch)
 from .activation import Activation, _simple
-from .base import Attr, register_op
+from .base import Attr, Op, register_op
 
 Sign = _simple("Sign", "sign(x)", "(x > 0 ? (OUT_TYPE)1 : x < 0 ? (OUT_TYPE)-1 : (OUT_TYPE)0)")
 SoftSign = _simple("SoftSign", "x / (1.0f + fabs(x))")
@@ -79,3 +82,51 @@ class Shrink(Activation):
         super().fn_text(attrs, dtype)
         return self.float_fn.format(l=f"({c_float(attrs['lambd'])})",
                                     b=f"({c_float(attrs['bias'])})")
+
+
+@register_op
+class ConvolutionBackpropData(Op):
+    """ConvolutionBackpropData-1 without the output_shape input: data N,C,[H,]W, weights
+    C_in,C_out,[KH,]KW (constant or not), explicit pads, output_padding; one group."""
+    type = "ConvolutionBackpropData"
+    attributes = (Attr("strides", "ints", required=True), Attr("dilations", "ints", required=True),
+                  Attr("pads_begin", "ints", required=True), Attr("pads_end", "ints", required=True),
+                  Attr("output_padding", "ints", ()), Attr("auto_pad", "str", "explicit"))
+
+    def _geometry(self, attrs, inputs) -> dict[str, int]:
+        x, w = shape_of(inputs[0]), shape_of(inputs[1])
+        if len(inputs) != 2 or len(x) not in (3, 4) or len(w) != len(x) or w[0] != x[1]:
+            raise BindingError(f"{self.type}: expected data N,C,[H,]W and weights C,C_out,[KH,]KW "
+                               f"with the same C; found {[list(shape_of(t)) for t in inputs]}")
+        if attrs["auto_pad"] != "explicit" or any(t.dtype != "f32" for t in inputs):
+            raise BindingError(f"{self.type}: only explicit padding on f32 tensors is supported")
+        k = len(x) - 2
+        lift = (lambda v, fill: [fill] * (2 - k) + list(v))   # 1-D: an H of 1 in front
+        x4, w4 = [x[0], x[1]] + lift(x[2:], 1), [w[0], w[1]] + lift(w[2:], 1)
+        vals = {a: lift(attrs[a] or [0] * k, 1 if a in ("strides", "dilations") else 0)
+                for a in ("strides", "dilations", "pads_begin", "pads_end", "output_padding")}
+        if any(len(v) != 2 for v in vals.values()):
+            raise BindingError(f"{self.type}: strides, dilations, pads and output_padding need "
+                               f"{k} values each")
+        out = [s * (i - 1) + op + (kk - 1) * d + 1 - pb - pe for i, kk, s, d, pb, pe, op in zip(
+            x4[2:], w4[2:], *(vals[a] for a in ("strides", "dilations", "pads_begin", "pads_end",
+                                                 "output_padding")))]
+        if any(o <= 0 for o in out):
+            raise BindingError(f"{self.type}: the output would be {out} (empty)")
+        return dict(N=x4[0], IC=x4[1], OC=w4[1], IH=x4[2], IW=x4[3], OH=out[0], OW=out[1],
+                    KH=w4[2], KW=w4[3], SY=vals["strides"][0], SX=vals["strides"][1],
+                    DY=vals["dilations"][0], DX=vals["dilations"][1],
+                    PY=vals["pads_begin"][0], PX=vals["pads_begin"][1], RANK=len(x))
+
+    def infer_shapes(self, attrs, inputs, consts):
+        g = self._geometry(attrs, inputs)
+        spatial = [g["OH"], g["OW"]] if g["RANK"] == 4 else [g["OW"]]
+        return [((g["N"], g["OC"], *spatial), "f32")]
+
+    def launches(self, attrs, inputs, outputs, consts):
+        g = self._geometry(attrs, inputs)
+        g.pop("RANK")
+        count = numel(outputs[0].shape)
+        src = program_text("deconv", {"COUNT": f"{count}u", **g}, "onnx_extra_deconv.cl")
+        return [KernelLaunch(src, "deconv", (Arg.input(0), Arg.input(1), Arg.output(0)),
+                             global_1d(count), label=f"deconv_{g['KH']}x{g['KW']}")]
