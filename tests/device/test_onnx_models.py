@@ -74,9 +74,9 @@ def _conv3x3_pad1(x, w, b):
 
 
 @pytest.fixture(scope="module")
-def engine():
+def engine(test_device):
     from customlayers.runtime.device import Engine
-    return Engine("CPU")
+    return Engine(test_device)
 
 
 def _network(model, engine, *configs, **kw):
@@ -235,7 +235,8 @@ def test_run_command_on_the_example_onnx_models(tmp_path, capsys, engine):
     out = tmp_path / "out.npz"
     x = np.random.default_rng(6).standard_normal((1, 3, 16, 16)).astype(np.float32)
     np.save(tmp_path / "x.npy", x)
-    rc = main(["run", "-m", str(MODELS / "custom_node.onnx"), "-c",
+    dev = ["-d", engine.device.name]              # the CLI on the same device as `engine`
+    rc = main(["run", *dev, "-m", str(MODELS / "custom_node.onnx"), "-c",
                str(LAYERS / "grn" / "grn.xml"), "-i", str(tmp_path / "x.npy"), "-o", str(out)])
     assert rc == 0
     assert "y: shape [1, 4, 8, 8] float32" in capsys.readouterr().out
@@ -243,13 +244,13 @@ def test_run_command_on_the_example_onnx_models(tmp_path, capsys, engine):
     np.testing.assert_array_equal(np.load(out)["y"], net.infer({"x": x})["y"])
 
     # a dynamic batch: the size comes from --shape
-    rc = main(["run", "-m", str(MODELS / "reorg_dynamic.onnx"), "-c",
+    rc = main(["run", *dev, "-m", str(MODELS / "reorg_dynamic.onnx"), "-c",
                str(LAYERS / "reorg" / "reorg.xml"), "--shape", "x=2x4x6x8", "-o", str(out)])
     assert rc == 0
     assert np.load(out)["y"].shape == (2, 16, 3, 4)
 
     # without the config: the error names the node, its type and its domain
-    rc = main(["run", "-m", str(MODELS / "reorg_dynamic.onnx"), "--shape", "x=1x4x6x8"])
+    rc = main(["run", *dev, "-m", str(MODELS / "reorg_dynamic.onnx"), "--shape", "x=1x4x6x8"])
     assert rc == 1
     assert "reorg (type ReorgYolo, domain com.example)" in capsys.readouterr().err
 
