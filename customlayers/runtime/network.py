@@ -314,8 +314,8 @@ class Network:
             pnames = {producer.name, producer.name.rsplit("/", 1)[-1],
                       *producer.outputs[k[1]].names, *node.inputs[i].names}
             match = data_names & pnames
-            if k in in_consts and match:
-                data[match.pop()] = in_consts[k]
+            if i in in_consts and match:
+                data[match.pop()] = in_consts[i]
             else:
                 real_ports.append(i)
         missing = data_names - set(data)
