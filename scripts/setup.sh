@@ -26,7 +26,12 @@ if [ ! -x "$VENV/bin/python" ]; then
     "$VENV/bin/python" -m pip install -q --upgrade pip
 fi
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
-    echo "setup: installing customlayers[test] into $VENV"
-    "$VENV/bin/python" -m pip install -q -e ".[test]"
+    echo "setup: installing customlayers[test] into $VENV (log: $VENV/pip-install.log)"
+    # the build backend's notes are noise on success; on failure the log's end says why
+    if ! "$VENV/bin/python" -m pip install -e ".[test]" > "$VENV/pip-install.log" 2>&1; then
+        tail -n 30 "$VENV/pip-install.log" >&2
+        echo "setup: pip install failed; full log in $VENV/pip-install.log" >&2
+        exit 1
+    fi
     touch "$stamp"
 fi
