@@ -16,7 +16,11 @@ if ! have_opencl; then
     [ "$(id -u)" -ne 0 ] && SUDO="sudo"
     export DEBIAN_FRONTEND=noninteractive
     $SUDO apt-get update -qq
-    $SUDO apt-get install -y -qq pocl-opencl-icd ocl-icd-libopencl1 clinfo >/dev/null
+    # --reinstall with confmiss also restores a registration file (/etc/OpenCL/vendors/pocl.icd)
+    # that went missing from an already installed package
+    $SUDO apt-get install -y -qq --reinstall -o Dpkg::Options::=--force-confmiss \
+        pocl-opencl-icd ocl-icd-libopencl1 clinfo >/dev/null
+    have_opencl || { echo "setup: PoCL installed but no OpenCL platform is registered" >&2; exit 1; }
 fi
 
 stamp="$VENV/.customlayers-installed"
