@@ -1,0 +1,200 @@
+"""ONNX -> IR translations of the elementwise maths: activations with parameters, renamed
+unary ops, Mean, and the Reduce* family (Mean/Sum/Max built in, the others composed from them
+and elementwise ops).
+
+Plain one-to-one renames without attributes (Relu, Add, ...) are tables in onnx_reader.py.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .onnx_ops import TRANSLATIONS, const_input, float_text, intermediate, keep_axes, \
+    optional_input, translates
+
+
+@translates("Clip")
+def _clip(r, node, name: str, attrs: dict) -> None:
+    lo, hi = attrs.get("min", -np.inf), attrs.get("max", np.inf)
+    for k, slot in ((1, "min"), (2, "max")):   # opset 11+: bounds are inputs
+        if len(node.input) > k and node.input[k]:
+            value = r.folded(node.input[k])
+            if value is None:
+                r.refuse(f"the '{slot}' input must be a constant")
+            lo, hi = (float(value), hi) if slot == "min" else (lo, float(value))
+    r.emit("Clamp", [node.input[0]], [node.output[0]], name,
+           {"min": float_text(max(lo, -3.4e38)), "max": float_text(min(hi, 3.4e38))})
+
+
+@translates("LeakyRelu")
+def _leaky_relu(r, node, name: str, attrs: dict) -> None:
+    slope = r.const(f"{name}/slope", np.array([attrs.get("alpha", 0.01)], np.float32))
+    r.emit("PRelu", [node.input[0], slope], [node.output[0]], name)
+
+
+@translates("Elu")
+def _elu(r, node, name: str, attrs: dict) -> None:
+    r.emit("Elu", [node.input[0]], [node.output[0]], name,
+           {"alpha": float_text(attrs.get("alpha", 1.0))})
+
+
+def _renamed(ir_type: str):
+    def translate(r, node, name: str, attrs: dict) -> None:
+        r.emit(ir_type, [node.input[0]], [node.output[0]], name)
+    return translate
+
+
+for _onnx, _ir in (("Softplus", "SoftPlus"), ("Softsign", "SoftSign"), ("Sign", "Sign"),
+                   ("HardSwish", "HSwish"), ("Mish", "Mish")):
+    TRANSLATIONS[_onnx] = _renamed(_ir)
+
+
+# -- activations with parameters -------------------------------------------------------------
+@translates("Selu")
+def _selu(r, node, name: str, attrs: dict) -> None:
+    alpha = r.const(f"{name}/alpha", np.float32(attrs.get("alpha", 1.67326319217681884765625)))
+    lam = r.const(f"{name}/lambda", np.float32(attrs.get("gamma", 1.05070102214813232421875)))
+    r.emit("Selu", [node.input[0], alpha, lam], [node.output[0]], name)
+
+
+@translates("HardSigmoid")
+def _hard_sigmoid(r, node, name: str, attrs: dict) -> None:
+    alpha = r.const(f"{name}/alpha", np.float32(attrs.get("alpha", 0.2)))
+    beta = r.const(f"{name}/beta", np.float32(attrs.get("beta", 0.5)))
+    r.emit("HardSigmoid", [node.input[0], alpha, beta], [node.output[0]], name)
+
+
+@translates("Shrink")
+def _shrink(r, node, name: str, attrs: dict) -> None:
+    r.emit("Shrink", [node.input[0]], [node.output[0]], name,
+           {"lambd": float_text(attrs.get("lambd", 0.5)),
+            "bias": float_text(attrs.get("bias", 0.0))})
+
+
+@translates("PRelu")
+def _prelu(r, node, name: str, attrs: dict) -> None:
+    # From opset 7 ONNX broadcasts the slope numpy-style (a 1-D slope meets the LAST axis);
+    # before, a 1-D slope was per channel, as the IR reads it. So a constant 1-D slope of an
+    # opset-7+ model is given its full rank, unless only the per-channel reading fits (old
+    # exporters kept writing per-channel slopes).
+    x, slope = node.input[0], node.input[1]
+    folded, shape = r.folded(slope), r.shape_of(x)
+    rank = len(shape)
+    if folded is not None and folded.ndim == 1 and folded.size > 1 and rank > 1 and \
+            r.opset.get("ai.onnx", 13) >= 7 and shape[-1] in (folded.size, None):
+        slope = r.const(f"{name}/slope", folded.reshape([1] * (rank - 1) + [folded.size]))
+    r.emit("PRelu", [x, slope], [node.output[0]], name)
+
+
+@translates("Reciprocal")
+def _reciprocal(r, node, name: str, attrs: dict) -> None:
+    r.emit("Divide", [r.const(f"{name}/one", np.float32(1)), node.input[0]], [node.output[0]],
+           name, {"auto_broadcast": "numpy"})
+
+
+# -- reductions and means -------------------------------------------------------------------
+def _reduce_axes(r, node, attrs: dict, rank: int | None) -> list[int] | None:
+    """The axes of an ONNX Reduce* (attribute before opset 13/18, input 1 after), normalized;
+    None = no reduction (noop_with_empty_axes)."""
+    if "axes" in attrs:
+        axes = list(attrs["axes"])
+    elif optional_input(node, 1):
+        axes = [int(a) for a in const_input(r, node, 1, "axes").reshape(-1)]
+    else:
+        axes = []
+    if not axes:
+        if attrs.get("noop_with_empty_axes", 0):
+            return None
+        if rank is None:
+            r.refuse("reducing over all axes needs the input's rank")
+        return list(range(rank))
+    if any(a < 0 for a in axes):
+        if rank is None:
+            r.refuse("negative axes need the input's rank")
+        axes = [a % rank for a in axes]
+    return sorted(set(axes))
+
+
+def _reduce_shape(shape, axes, keep: bool):
+    if not shape:
+        return None
+    return tuple(1 if i in axes else d for i, d in enumerate(shape) if keep or i not in axes)
+
+
+@translates("ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceL1", "ReduceL2",
+             "ReduceSumSquare", "ReduceLogSum", "ReduceLogSumExp")
+def _reduce(r, node, name: str, attrs: dict) -> None:
+    """Mean/Sum/Max are built-ins; the others are built from them and elementwise ops."""
+    x, out, op = node.input[0], node.output[0], node.op_type
+    shape = r.shape_of(x)
+    axes = _reduce_axes(r, node, attrs, len(shape) if shape else None)
+    if axes is None:
+        r.alias[out] = r.alias.get(x, x)
+        return
+    keep = bool(attrs.get("keepdims", 1))
+    keep_text = "true" if keep else "false"
+    ax = r.const(f"{name}/axes", np.array(axes, np.int64))
+
+    def reduce(kind: str, src: str, dst: str, keep_dims: str = keep_text) -> str:
+        shp = _reduce_shape(shape, axes, keep_dims == "true")
+        if dst != out:
+            return intermediate(r, kind, [src, ax], dst, shp, {"keep_dims": keep_dims})
+        return r.emit(kind, [src, ax], [out], name, {"keep_dims": keep_dims}).name
+
+    def unary(kind: str, src: str, dst: str, shp) -> str:
+        if dst == out:
+            r.emit(kind, [src], [out], name)
+            return out
+        return intermediate(r, kind, [src], dst, shp)
+
+    if op in ("ReduceMean", "ReduceSum", "ReduceMax"):
+        reduce(op, x, out)
+    elif op == "ReduceMin":                      # min(x) = -max(-x)
+        neg = unary("Negative", x, f"{name}/neg", shape)
+        unary("Negative", reduce("ReduceMax", neg, f"{name}/max"), out, None)
+    elif op == "ReduceL1":
+        reduce("ReduceSum", unary("Abs", x, f"{name}/abs", shape), out)
+    elif op in ("ReduceL2", "ReduceSumSquare"):
+        sq = intermediate(r, "Multiply", [x, x], f"{name}/square", shape,
+                          {"auto_broadcast": "numpy"})
+        if op == "ReduceSumSquare":
+            reduce("ReduceSum", sq, out)
+        else:
+            unary("Sqrt", reduce("ReduceSum", sq, f"{name}/sum"), out, None)
+    elif op == "ReduceLogSum":
+        unary("Log", reduce("ReduceSum", x, f"{name}/sum"), out, None)
+    else:                                        # LogSumExp, shifted by the max for range
+        m = reduce("ReduceMax", x, f"{name}/max", "true")
+        d = intermediate(r, "Subtract", [x, m], f"{name}/shifted", shape,
+                         {"auto_broadcast": "numpy"})
+        e = unary("Exp", d, f"{name}/exp", shape)
+        s = reduce("ReduceSum", e, f"{name}/sum", "true")
+        lg = unary("Log", s, f"{name}/log", keep_axes(shape, axes))
+        if keep:
+            r.emit("Add", [lg, m], [out], name, {"auto_broadcast": "numpy"})
+        else:
+            summed = intermediate(r, "Add", [lg, m], f"{name}/lse", keep_axes(shape, axes),
+                          {"auto_broadcast": "numpy"})
+            r.emit("Squeeze", [summed, ax], [out], name)
+
+
+@translates("Mean")
+def _mean(r, node, name: str, attrs: dict) -> None:
+    inputs = [i for i in node.input if i]
+    if len(inputs) == 1:
+        r.alias[node.output[0]] = r.alias.get(inputs[0], inputs[0])
+        return
+    acc = inputs[0]
+    for k, other in enumerate(inputs[1:], 1):
+        shape = _broadcast_shapes(r.shape_of(acc), r.shape_of(other))
+        acc = intermediate(r, "Add", [acc, other], f"{name}/sum{k}", shape,
+                           {"auto_broadcast": "numpy"})
+    r.emit("Multiply", [acc, r.const(f"{name}/inv_n", np.float32(1.0 / len(inputs)))],
+           [node.output[0]], name, {"auto_broadcast": "numpy"})
+
+
+def _broadcast_shapes(a: tuple, b: tuple):
+    if not a or not b:
+        return None
+    rank = max(len(a), len(b))
+    a, b = (1,) * (rank - len(a)) + tuple(a), (1,) * (rank - len(b)) + tuple(b)
+    return tuple(y if x == 1 else x if y == 1 else (x if x == y else None) for x, y in zip(a, b))

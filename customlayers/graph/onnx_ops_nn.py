@@ -1,0 +1,263 @@
+"""ONNX -> IR translations of the neural-network ops: convolutions, pooling, Gemm/MatMul,
+normalizations and the softmax family.
+
+Constant inputs are folded where the IR wants a different layout (grouped weights, biases
+reshaped to 1,C,1,1, BatchNorm turned into one scale and one shift).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .onnx_ops import (float_text, intermediate, ints_text, keep_axes, optional_input, rank_of,
+                       reshaped, spatial, translates)
+
+AUTO_PAD = {"NOTSET": "explicit", "": "explicit", "SAME_UPPER": "same_upper",
+            "SAME_LOWER": "same_lower", "VALID": "valid"}
+
+
+@translates("Conv")
+def _conv(r, node, name: str, attrs: dict) -> None:
+    x, w = node.input[0], node.input[1]
+    wshape = r.shape_of(w)
+    if len(wshape) < 3 or any(d is None for d in wshape):
+        r.refuse(f"the weights '{w}' need a known shape, found {list(wshape)}")
+    k = len(wshape) - 2
+    pads = spatial(attrs, "pads", 2 * k, 0)
+    auto_pad = attrs.get("auto_pad", b"NOTSET").decode()
+    ir = {"strides": ints_text(spatial(attrs, "strides", k, 1)),
+          "dilations": ints_text(spatial(attrs, "dilations", k, 1)),
+          "pads_begin": ints_text(pads[:k]), "pads_end": ints_text(pads[k:]),
+          "auto_pad": AUTO_PAD.get(auto_pad, "explicit")}
+    group = int(attrs.get("group", 1))
+    has_bias = len(node.input) > 2 and node.input[2]
+    out = f"{node.output[0]}/conv" if has_bias else node.output[0]
+    out_shape = [r.shape_of(node.output[0])] if has_bias else None
+    if group == 1:
+        r.emit("Convolution", [x, w], [out], name if not has_bias else out, ir, shapes=out_shape)
+    else:
+        grouped = [group, wshape[0] // group] + list(wshape[1:])
+        wg = reshaped(r, w, grouped, f"{name}/grouped_weights")
+        r.emit("GroupConvolution", [x, wg], [out], name if not has_bias else out, ir,
+               shapes=out_shape)
+    if has_bias:
+        rank = len(r.shape_of(out)) or k + 2
+        bias = reshaped(r, node.input[2], [1, wshape[0]] + [1] * (rank - 2), f"{name}/bias")
+        r.emit("Add", [out, bias], [node.output[0]], name, {"auto_broadcast": "numpy"})
+
+
+@translates("ConvTranspose")
+def _conv_transpose(r, node, name: str, attrs: dict) -> None:
+    x, w = node.input[0], node.input[1]
+    wshape = r.shape_of(w)
+    if len(wshape) not in (3, 4) or int(attrs.get("group", 1)) != 1:
+        r.refuse(f"only 1-D and 2-D ConvTranspose with group 1 is supported; weights "
+                 f"{list(wshape)}, group {attrs.get('group', 1)}")
+    if "output_shape" in attrs or attrs.get("auto_pad", b"NOTSET").decode() not in ("NOTSET", ""):
+        r.refuse("output_shape and auto_pad are not supported; give pads (and output_padding)")
+    k = len(wshape) - 2
+    pads = spatial(attrs, "pads", 2 * k, 0)
+    ir = {"strides": ints_text(spatial(attrs, "strides", k, 1)),
+          "dilations": ints_text(spatial(attrs, "dilations", k, 1)),
+          "pads_begin": ints_text(pads[:k]), "pads_end": ints_text(pads[k:]),
+          "output_padding": ints_text(spatial(attrs, "output_padding", k, 0))}
+    bias = optional_input(node, 2)
+    out = f"{node.output[0]}/deconv" if bias else node.output[0]
+    r.emit("ConvolutionBackpropData", [x, w], [out], out if bias else name, ir,
+           shapes=[r.shape_of(node.output[0])] if bias else None)
+    if bias:
+        b = reshaped(r, bias, [1, wshape[1]] + [1] * k, f"{name}/bias")
+        r.emit("Add", [out, b], [node.output[0]], name, {"auto_broadcast": "numpy"})
+
+
+def _pool_attrs(r, attrs: dict) -> dict[str, str]:
+    kernel = list(attrs.get("kernel_shape") or [])
+    if not kernel:
+        r.refuse("kernel_shape is required")
+    k = len(kernel)
+    pads = spatial(attrs, "pads", 2 * k, 0)
+    return {"strides": ints_text(spatial(attrs, "strides", k, 1)),
+            "pads_begin": ints_text(pads[:k]), "pads_end": ints_text(pads[k:]),
+            "kernel": ints_text(kernel),
+            "rounding_type": "ceil" if attrs.get("ceil_mode", 0) else "floor",
+            "auto_pad": AUTO_PAD.get(attrs.get("auto_pad", b"NOTSET").decode(), "explicit")}
+
+
+@translates("MaxPool")
+def _max_pool(r, node, name: str, attrs: dict) -> None:
+    if len(node.output) > 1 and node.output[1] and r.uses.get(node.output[1]):
+        r.refuse("the Indices output of MaxPool is not supported")
+    ir = _pool_attrs(r, attrs)
+    dilations = list(attrs.get("dilations") or [])
+    version = "opset1"
+    if any(d != 1 for d in dilations):
+        ir["dilations"], version = ints_text(dilations), "opset8"
+    r.emit("MaxPool", [node.input[0]], [node.output[0]], name, ir, version=version)
+
+
+@translates("AveragePool")
+def _avg_pool(r, node, name: str, attrs: dict) -> None:
+    ir = _pool_attrs(r, attrs)
+    # ONNX counts padding only when asked; the IR says the opposite way round
+    ir["exclude-pad"] = "false" if attrs.get("count_include_pad", 0) else "true"
+    r.emit("AvgPool", [node.input[0]], [node.output[0]], name, ir)
+
+
+@translates("GlobalAveragePool", "GlobalMaxPool")
+def _global_pool(r, node, name: str, attrs: dict) -> None:
+    rank = len(r.shape_of(node.input[0]))
+    if rank < 3:
+        r.refuse(f"the input needs a known rank of 3 or more, found shape "
+                 f"{list(r.shape_of(node.input[0]))}")
+    axes = r.const(f"{name}/axes", np.arange(2, rank, dtype=np.int64))
+    ir_type = "ReduceMean" if node.op_type == "GlobalAveragePool" else "ReduceMax"
+    r.emit(ir_type, [node.input[0], axes], [node.output[0]], name, {"keep_dims": "true"})
+
+
+@translates("Gemm")
+def _gemm(r, node, name: str, attrs: dict) -> None:
+    """Y = alpha * A' B' + beta * C."""
+    alpha, beta = float(attrs.get("alpha", 1.0)), float(attrs.get("beta", 1.0))
+    a, b = node.input[0], node.input[1]
+    c = node.input[2] if len(node.input) > 2 and node.input[2] else None
+    ta, tb = bool(attrs.get("transA", 0)), bool(attrs.get("transB", 0))
+    out = node.output[0]
+    sa, sb = r.shape_of(a), r.shape_of(b)
+    mm_shape = ((sa[1] if ta else sa[0]) if len(sa) == 2 else None,
+                (sb[0] if tb else sb[1]) if len(sb) == 2 else None)
+    steps = (["scale"] if alpha != 1.0 else []) + (["bias"] if c else [])
+    current = out if not steps else f"{name}/matmul"
+    r.emit("MatMul", [a, b], [current], name if not steps else current,
+           {"transpose_a": "true" if ta else "false", "transpose_b": "true" if tb else "false"},
+           shapes=None if not steps else [mm_shape])
+    if alpha != 1.0:
+        nxt = out if steps[-1] == "scale" else f"{name}/alpha"
+        r.emit("Multiply", [current, r.const(f"{name}/alpha_value", np.float32(alpha))], [nxt],
+               name if nxt == out else nxt, {"auto_broadcast": "numpy"},
+               shapes=None if nxt == out else [mm_shape])
+        current = nxt
+    if c:
+        if beta != 1.0:
+            folded = r.folded(c)
+            if folded is not None:
+                c = r.const(f"{name}/beta_c", (folded * beta).astype(folded.dtype))
+            else:
+                r.emit("Multiply", [c, r.const(f"{name}/beta_value", np.float32(beta))],
+                       [f"{name}/beta_c"], f"{name}/beta_c", {"auto_broadcast": "numpy"},
+                       shapes=[r.shape_of(c)])
+                c = f"{name}/beta_c"
+        r.emit("Add", [current, c], [out], name, {"auto_broadcast": "numpy"})
+
+
+@translates("MatMul")
+def _matmul(r, node, name: str, attrs: dict) -> None:
+    r.emit("MatMul", [node.input[0], node.input[1]], [node.output[0]], name,
+           {"transpose_a": "false", "transpose_b": "false"})
+
+
+@translates("BatchNormalization")
+def _batch_norm(r, node, name: str, attrs: dict) -> None:
+    """Inference form, folded: y = x * a + b, a = scale / sqrt(var + eps), b = B - mean * a."""
+    if any(o and r.uses.get(o) for o in node.output[1:]):
+        r.refuse("training-mode outputs (running mean/var) are not supported")
+    params = [r.folded(v) for v in node.input[1:5]]
+    if any(p is None for p in params):
+        r.refuse("scale, B, mean and var must be constants (initializers) to be folded")
+    scale, bias, mean, var = (p.astype(np.float64) for p in params)
+    eps = float(attrs.get("epsilon", 1e-5))
+    a = scale / np.sqrt(var + eps)
+    b = bias - mean * a
+    rank = len(r.shape_of(node.input[0])) or 4
+    shape = [1, a.size] + [1] * (rank - 2)
+    mul = f"{name}/scaled"
+    r.emit("Multiply", [node.input[0], r.const(f"{name}/scale", a.astype(np.float32).reshape(
+        shape))], [mul], mul, {"auto_broadcast": "numpy"}, shapes=[r.shape_of(node.output[0])])
+    r.emit("Add", [mul, r.const(f"{name}/shift", b.astype(np.float32).reshape(shape))],
+           [node.output[0]], name, {"auto_broadcast": "numpy"})
+
+
+@translates("LRN")
+def _lrn(r, node, name: str, attrs: dict) -> None:
+    # ONNX: x / (bias + alpha / size * sum(x^2))^beta. The IR's LRN divides alpha by
+    # size ** len(axes); with axes = [1] that is the same formula, so alpha is kept as written
+    # (OpenVINO's own ONNX importer does the same).
+    if "size" not in attrs:
+        r.refuse("attribute 'size' is required")
+    axes = r.const(f"{name}/axes", np.array([1], np.int64))
+    r.emit("LRN", [node.input[0], axes], [node.output[0]], name, {
+        "alpha": float_text(attrs.get("alpha", 1e-4)), "beta": float_text(attrs.get("beta", 0.75)),
+        "bias": float_text(attrs.get("bias", 1.0)), "size": str(int(attrs["size"]))})
+
+
+@translates("InstanceNormalization")
+def _instance_norm(r, node, name: str, attrs: dict) -> None:
+    """(x - mean) / sqrt(var + eps) * scale + B over the spatial axes of each (n, c)."""
+    x = node.input[0]
+    shape = r.shape_of(x)
+    rank = rank_of(r, x, "InstanceNormalization")
+    ax = r.const(f"{name}/axes", np.arange(2, rank, dtype=np.int64))
+    kept = keep_axes(shape, range(2, rank))
+    per_channel = [-1] + [1] * (rank - 2)
+    scale = reshaped(r, node.input[1], per_channel, f"{name}/scale")
+    bias = reshaped(r, node.input[2], per_channel, f"{name}/bias")
+    eps = r.const(f"{name}/eps", np.float32(attrs.get("epsilon", 1e-5)))
+    nb = {"auto_broadcast": "numpy"}
+    mean = intermediate(r, "ReduceMean", [x, ax], f"{name}/mean", kept, {"keep_dims": "true"})
+    d = intermediate(r, "Subtract", [x, mean], f"{name}/centered", shape, nb)
+    sq = intermediate(r, "Multiply", [d, d], f"{name}/square", shape, nb)
+    var = intermediate(r, "ReduceMean", [sq, ax], f"{name}/var", kept, {"keep_dims": "true"})
+    var_eps = intermediate(r, "Add", [var, eps], f"{name}/var_eps", kept, nb)
+    std = intermediate(r, "Sqrt", [var_eps], f"{name}/std", kept)
+    n = intermediate(r, "Divide", [d, std], f"{name}/normalized", shape, nb)
+    scaled = intermediate(r, "Multiply", [n, scale], f"{name}/scaled", shape, nb)
+    r.emit("Add", [scaled, bias], [node.output[0]], name, nb)
+
+
+@translates("Softmax")
+def _softmax(r, node, name: str, attrs: dict) -> None:
+    shape = r.shape_of(node.input[0])
+    rank = len(shape)
+    opset = r.opset.get("ai.onnx", 13)
+    axis = int(attrs.get("axis", 1 if opset < 13 else -1))
+    if rank:
+        axis %= rank
+    elif axis < 0:
+        r.refuse("a negative axis needs the input's rank, which shape inference did not give")
+    if opset >= 13 or axis == rank - 1:
+        r.emit("SoftMax", [node.input[0]], [node.output[0]], name, {"axis": str(axis)})
+        return
+    # opset < 13: softmax over the input flattened to 2-D at `axis`, then the shape restored
+    if any(d is None for d in shape):
+        r.refuse(f"opset-{opset} Softmax flattens at axis {axis}; that needs a static input "
+                 f"shape, found {list(shape)}")
+    flat = [int(np.prod(shape[:axis], dtype=np.int64)), int(np.prod(shape[axis:], dtype=np.int64))]
+    flat_in = reshaped(r, node.input[0], flat, f"{name}/flat")
+    r.emit("SoftMax", [flat_in], [f"{name}/flat_softmax"], f"{name}/flat_softmax",
+           {"axis": "1"}, shapes=[tuple(flat)])
+    shape_const = r.const(f"{name}/shape", np.array(shape, np.int64))
+    r.emit("Reshape", [f"{name}/flat_softmax", shape_const],
+           [node.output[0]], name, {"special_zero": "false"})
+
+
+def _softmax_axes(r, node, attrs: dict) -> tuple[list[int], tuple]:
+    """Softmax-family axes: opset < 13 flattens to 2-D at `axis` (= all axes from it on)."""
+    shape = r.shape_of(node.input[0])
+    rank = rank_of(r, node.input[0], node.op_type)
+    opset = r.opset.get("ai.onnx", 13)
+    axis = int(attrs.get("axis", 1 if opset < 13 else -1)) % rank
+    return (list(range(axis, rank)) if opset < 13 else [axis]), shape
+
+
+@translates("LogSoftmax")
+def _log_softmax(r, node, name: str, attrs: dict) -> None:
+    """x - max - log(sum(exp(x - max))): exact where log(softmax) would underflow to -inf."""
+    axes, shape = _softmax_axes(r, node, attrs)
+    ax = r.const(f"{name}/axes", np.array(axes, np.int64))
+    kept = keep_axes(shape, axes)
+    m = intermediate(r, "ReduceMax", [node.input[0], ax], f"{name}/max", kept,
+                     {"keep_dims": "true"})
+    d = intermediate(r, "Subtract", [node.input[0], m], f"{name}/shifted", shape,
+             {"auto_broadcast": "numpy"})
+    e = intermediate(r, "Exp", [d], f"{name}/exp", shape)
+    s = intermediate(r, "ReduceSum", [e, ax], f"{name}/sum", kept, {"keep_dims": "true"})
+    lg = intermediate(r, "Log", [s], f"{name}/log", kept)
+    r.emit("Subtract", [d, lg], [node.output[0]], name, {"auto_broadcast": "numpy"})

@@ -1,0 +1,244 @@
+"""ONNX -> IR translations of the tensor plumbing: shape ops, layout ops, slicing, padding,
+constants and casts.
+
+Where every input is a constant (shape arithmetic), the result is folded into a constant
+instead of emitting a node: the network is compiled for static shapes.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .onnx_ops import const_input, optional_input, rank_of, translates
+
+
+@translates("Concat")
+def _concat(r, node, name: str, attrs: dict) -> None:
+    axis = int(attrs.get("axis", 1))
+    rank = len(r.shape_of(node.input[0]))
+    if axis < 0 and rank:
+        axis += rank
+    r.emit("Concat", list(node.input), [node.output[0]], name, {"axis": str(axis)})
+
+
+@translates("Reshape")
+def _reshape(r, node, name: str, attrs: dict) -> None:
+    inputs = list(node.input)
+    if len(inputs) == 1:                       # opset < 5: the shape is an attribute
+        inputs.append(r.const(f"{name}/shape", np.array(attrs.get("shape", []), np.int64)))
+    special_zero = "false" if attrs.get("allowzero", 0) else "true"
+    r.emit("Reshape", inputs[:2], [node.output[0]], name, {"special_zero": special_zero})
+
+
+@translates("Flatten")
+def _flatten(r, node, name: str, attrs: dict) -> None:
+    shape = r.shape_of(node.input[0])
+    axis = int(attrs.get("axis", 1))
+    if axis < 0:
+        axis += len(shape)
+    if shape and all(d is not None for d in shape):
+        target = [int(np.prod(shape[:axis], dtype=np.int64)),
+                  int(np.prod(shape[axis:], dtype=np.int64))]
+        special_zero = "false"
+    elif axis == 1:
+        target, special_zero = [0, -1], "true"  # keep dim 0 as it comes, fold the rest
+    else:
+        r.refuse(f"Flatten at axis {axis} needs a static input shape, found {list(shape)}")
+    r.emit("Reshape", [node.input[0], r.const(f"{name}/shape", np.array(target, np.int64))],
+           [node.output[0]], name, {"special_zero": special_zero})
+
+
+@translates("Transpose")
+def _transpose(r, node, name: str, attrs: dict) -> None:
+    perm = attrs.get("perm")
+    if perm is None:
+        rank = len(r.shape_of(node.input[0]))
+        if not rank:
+            r.refuse("Transpose without 'perm' needs the input's rank")
+        perm = list(reversed(range(rank)))
+    order = r.const(f"{name}/order", np.array(perm, np.int64))
+    r.emit("Transpose", [node.input[0], order], [node.output[0]], name)
+
+
+@translates("Unsqueeze", "Squeeze")
+def _squeeze(r, node, name: str, attrs: dict) -> None:
+    inputs = [i for i in node.input if i]
+    if len(inputs) == 1 and "axes" in attrs:   # opset < 13: axes is an attribute
+        inputs.append(r.const(f"{name}/axes", np.array(attrs["axes"], np.int64)))
+    r.emit(node.op_type, inputs, [node.output[0]], name)
+
+
+@translates("Dropout", "Identity")
+def _identity(r, node, name: str, attrs: dict) -> None:
+    if len(node.output) > 1 and node.output[1] and r.uses.get(node.output[1]):
+        r.refuse("the mask output of Dropout is not supported (inference has no mask)")
+    r.alias[node.output[0]] = r.alias.get(node.input[0], node.input[0])
+
+
+@translates("Constant")
+def _constant(r, node, name: str, attrs: dict) -> None:
+    if "value" in attrs:
+        r.consts[node.output[0]] = r.tensor(attrs["value"], f"the value of {r.where}")
+        return
+    for key, dtype in (("value_float", np.float32), ("value_floats", np.float32),
+                       ("value_int", np.int64), ("value_ints", np.int64)):
+        if key in attrs:
+            r.consts[node.output[0]] = np.array(attrs[key], dtype)
+            return
+    r.refuse(f"a Constant needs one of value, valuefloat_text(s), value_int(s); found "
+             f"{', '.join(attrs) or 'none'}")
+
+
+@translates("ConstantOfShape")
+def _constant_of_shape(r, node, name: str, attrs: dict) -> None:
+    shape = r.folded(node.input[0])
+    if shape is None:
+        r.refuse("only a constant shape is supported (the result is folded into a Const)")
+    fill = r.tensor(attrs["value"], "the fill value") if "value" in attrs else np.float32(0)
+    r.consts[node.output[0]] = np.full(tuple(int(d) for d in shape), np.asarray(fill).ravel()[0]
+                                       if np.ndim(fill) else fill, dtype=np.asarray(fill).dtype)
+
+
+@translates("Pad")
+def _pad(r, node, name: str, attrs: dict) -> None:
+    mode = attrs.get("mode", b"constant").decode()
+    if mode not in ("constant", "reflect", "edge"):
+        r.refuse(f"Pad mode '{mode}' is not supported; supported: constant, reflect, edge")
+    x = node.input[0]
+    if "pads" in attrs:                           # opset < 11
+        pads, value = list(attrs["pads"]), np.float32(attrs.get("value", 0.0))
+    else:
+        pads = [int(p) for p in const_input(r, node, 1, "pads").reshape(-1)]
+        value = const_input(r, node, 2, "constant_value").reshape(-1)[0] \
+            if optional_input(node, 2) else None
+    rank = rank_of(r, x, "Pad")
+    if optional_input(node, 3):                           # opset 18: pads only for some axes
+        axes = [int(a) % rank for a in const_input(r, node, 3, "axes").reshape(-1)]
+        full = [0] * (2 * rank)
+        for k, a in enumerate(axes):
+            full[a], full[rank + a] = pads[k], pads[len(axes) + k]
+        pads = full
+    if len(pads) != 2 * rank:
+        r.refuse(f"pads has {len(pads)} values; the input of rank {rank} needs {2 * rank}")
+    inputs = [x, r.const(f"{name}/pads_begin", np.array(pads[:rank], np.int64)),
+              r.const(f"{name}/pads_end", np.array(pads[rank:], np.int64))]
+    if mode == "constant" and value is not None:
+        inputs.append(r.const(f"{name}/pad_value", np.asarray(value)))
+    r.emit("Pad", inputs, [node.output[0]], name, {"pad_mode": mode}, version="opset12")
+
+
+@translates("Gather")
+def _gather(r, node, name: str, attrs: dict) -> None:
+    axis = r.const(f"{name}/axis", np.array(int(attrs.get("axis", 0)), np.int64))
+    data, idx = r.folded(node.input[0]), r.folded(node.input[1])
+    if data is not None and idx is not None:      # shape arithmetic: fold
+        r.consts[node.output[0]] = np.take(data, idx, axis=int(attrs.get("axis", 0)))
+        return
+    r.emit("Gather", [node.input[0], node.input[1], axis], [node.output[0]], name,
+           {"batch_dims": "0"}, version="opset8")
+
+
+@translates("Slice")
+def _slice(r, node, name: str, attrs: dict) -> None:
+    if "starts" in attrs:                         # opset < 10
+        starts, ends = list(attrs["starts"]), list(attrs["ends"])
+        axes = list(attrs.get("axes", range(len(starts))))
+        steps = [1] * len(starts)
+    else:
+        starts = [int(v) for v in const_input(r, node, 1, "starts").reshape(-1)]
+        ends = [int(v) for v in const_input(r, node, 2, "ends").reshape(-1)]
+        axes = [int(v) for v in const_input(r, node, 3, "axes").reshape(-1)] \
+            if optional_input(node, 3) else list(range(len(starts)))
+        steps = [int(v) for v in const_input(r, node, 4, "steps").reshape(-1)] \
+            if optional_input(node, 4) else [1] * len(starts)
+    data = r.folded(node.input[0])
+    if data is not None:                          # shape arithmetic: fold
+        items = [slice(None)] * data.ndim
+        for b, e, s, a in zip(starts, ends, steps, axes):
+            items[a] = slice(b, e, s)
+        r.consts[node.output[0]] = data[tuple(items)]
+        return
+    ints = lambda v, what: r.const(f"{name}/{what}", np.array(v, np.int64))  # noqa: E731
+    r.emit("Slice", [node.input[0], ints(starts, "start"), ints(ends, "stop"),
+                     ints(steps, "step"), ints(axes, "axes")], [node.output[0]], name,
+           version="opset8")
+
+
+@translates("Split")
+def _split(r, node, name: str, attrs: dict) -> None:
+    """Split into Slice nodes, one per output."""
+    x = node.input[0]
+    shape = r.shape_of(x)
+    rank = rank_of(r, x, "Split")
+    axis = int(attrs.get("axis", 0)) % rank
+    if "split" in attrs:
+        sizes = list(attrs["split"])
+    elif optional_input(node, 1):
+        sizes = [int(v) for v in const_input(r, node, 1, "split").reshape(-1)]
+    else:
+        if shape[axis] is None:
+            r.refuse(f"an even split needs the size of axis {axis}, found shape {list(shape)}")
+        n = len(node.output)
+        chunk = -(-shape[axis] // n)              # opset 18: the last part may be smaller
+        sizes = [min(chunk, shape[axis] - k * chunk) for k in range(n)]
+    if len(sizes) != len(node.output):
+        r.refuse(f"split has {len(sizes)} sizes for {len(node.output)} outputs")
+    start = 0
+    for k, (size, out) in enumerate(zip(sizes, node.output)):
+        ints = lambda v, what: r.const(f"{name}/{what}{k}", np.array(v, np.int64))  # noqa: E731
+        if out:
+            r.emit("Slice", [x, ints([start], "start"), ints([start + size], "stop"),
+                             ints([1], "step"), ints([axis], "axes")], [out],
+                   name if k == 0 else f"{name}/{k}", version="opset8")
+        start += size
+
+
+@translates("Tile")
+def _tile(r, node, name: str, attrs: dict) -> None:
+    r.emit("Tile", [node.input[0], node.input[1]], [node.output[0]], name)
+
+
+@translates("Expand")
+def _expand(r, node, name: str, attrs: dict) -> None:
+    if r.folded(node.input[1]) is None:
+        r.refuse(f"the shape (input 1, '{node.input[1]}') must be a constant: the network is "
+                 f"compiled for static shapes, and this one is only known at run time")
+    r.emit("Broadcast", [node.input[0], node.input[1]], [node.output[0]], name,
+           {"mode": "bidirectional"}, version="opset3")
+
+
+@translates("Shape")
+def _shape(r, node, name: str, attrs: dict) -> None:
+    """Folded: the executor compiles for static shapes, so a known shape is a constant."""
+    shape = r.shape_of(node.input[0])
+    if not shape or any(d is None for d in shape):
+        r.refuse(f"Shape of '{node.input[0]}' is folded into a constant, which needs a static "
+                 f"shape; found {list(shape) if shape else 'none'}")
+    start, end = int(attrs.get("start", 0)), attrs.get("end")
+    r.consts[node.output[0]] = np.array(shape[start:None if end is None else int(end)], np.int64)
+
+
+@translates("Cast")
+def _cast(r, node, name: str, attrs: dict) -> None:
+    to = int(attrs["to"])
+    targets = {1: ("f32", np.float32), 10: ("f16", np.float16), 7: ("i64", np.int64),
+               6: ("i32", np.int32), 3: ("i8", np.int8), 2: ("u8", np.uint8),
+               9: ("boolean", np.bool_)}
+    if to not in targets:
+        import onnx
+        r.refuse(f"Cast to {onnx.TensorProto.DataType.Name(to)} is not supported; supported: "
+                 f"FLOAT, FLOAT16, INT64, INT32, INT8, UINT8, BOOL")
+    ir_type, np_type = targets[to]
+    folded = r.folded(node.input[0])
+    if folded is not None:
+        r.consts[node.output[0]] = folded.astype(np_type).astype(
+            np.uint8 if np_type is np.bool_ else np_type)
+        return
+    r.emit("Convert", [node.input[0]], [node.output[0]], name, {"destination_type": ir_type})
+
+
+@translates("DepthToSpace", "SpaceToDepth")
+def _depth_space(r, node, name: str, attrs: dict) -> None:
+    mode = attrs.get("mode", b"DCR").decode()
+    r.emit(node.op_type, [node.input[0]], [node.output[0]], name,
+           {"block_size": str(int(attrs["blocksize"])),
+            "mode": "depth_first" if mode == "CRD" else "blocks_first"})
