@@ -31,15 +31,13 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from customlayers.errors import CustomLayersError, ModelError  # noqa: E402
+from customlayers.errors import CustomLayersError, ModelError, UnsupportedLayersError  # noqa: E402
 
 FOLDERS = ("light", "simple", "pytorch-converted", "pytorch-operator")
 RTOL, ATOL = 1e-3, 1e-7                       # the onnx backend test's defaults
 # element types a case's inputs may have (TensorProto codes): FLOAT, INT32, INT64
 INPUT_TYPES = {1: "float32", 6: "int32", 7: "int64"}
-# "  name (type X)" / "  name (type X, domain d)" lines of Network's unsupported-layer error
-_MISSING_LINE = re.compile(r"^  .* \(type ([^,)]+)", re.M)
-# the reader's refusal of a standard op it has no translation for
+# the reader's refusal of a standard op it has no translation for (a plain ModelError)
 _NO_TRANSLATION = re.compile(r"the ONNX op (\S+) has no translation")
 
 
@@ -142,9 +140,11 @@ def unsupported_ops(model) -> list[str]:
 
 
 def ops_of_error(error: Exception) -> list[str]:
-    """The op types an unsupported-op ModelError names (Network's list, or the reader's)."""
-    text = str(error)
-    return sorted(set(_MISSING_LINE.findall(text)) | set(_NO_TRANSLATION.findall(text)))
+    """The op types an unsupported-op error names: the Network's UnsupportedLayersError lists
+    its layers; the reader's refusal of an untranslated op says it in text."""
+    if isinstance(error, UnsupportedLayersError):
+        return sorted({layer_type for _, layer_type, _ in error.layers})
+    return sorted(set(_NO_TRANSLATION.findall(str(error))))
 
 
 SPATIAL_OPS = ("Conv", "ConvTranspose", "MaxPool", "AveragePool", "LpPool")

@@ -112,5 +112,17 @@ class ModelError(CustomLayersError, ValueError):
     """A model file (IR or ONNX) is malformed or uses something unsupported."""
 
 
+class UnsupportedLayersError(ModelError):
+    """Layers of a model that neither a built-in op nor a loaded custom layer implements.
+
+    `layers` lists them in model order as (name, type, domain) tuples; domain is "" for IR
+    layers and standard ONNX ops. Tools read this field rather than parse the message.
+    """
+
+    def __init__(self, message: str, layers=()):
+        super().__init__(message)
+        self.layers = [tuple(layer) for layer in layers]
+
+
 class ExecutionError(CustomLayersError, RuntimeError):
     """A layer failed while a network ran; the message names the layer."""

@@ -13,7 +13,8 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from ..errors import BindingError, CustomLayersError, ExecutionError, ModelError, TensorError
+from ..errors import (BindingError, CustomLayersError, ExecutionError, ModelError, TensorError,
+                      UnsupportedLayersError)
 from ..graph.graph import Graph, Node
 from ..jit.tensor import TensorDesc
 from .launch import Arg, KernelLaunch
@@ -120,10 +121,12 @@ class Network:
                      for n in missing]
             known = ", ".join(sorted(OPS))
             custom = ", ".join(self.registry.layer_types()) if self.registry is not None else "none"
-            raise ModelError(f"{len(missing)} layer(s) of the model have no implementation:\n"
-                             + "\n".join(lines)
-                             + f"\nbuilt-in types: {known}\ncustom layers loaded: {custom}\n"
-                             "write a CustomLayer for them and pass its config with -c")
+            raise UnsupportedLayersError(
+                f"{len(missing)} layer(s) of the model have no implementation:\n"
+                + "\n".join(lines)
+                + f"\nbuilt-in types: {known}\ncustom layers loaded: {custom}\n"
+                "write a CustomLayer for them and pass its config with -c",
+                [(n.name, n.type, n.domain) for n in missing])
         for layer_type, names in overrides.items():
             spec = self.registry.spec(layer_type)
             where = f"{spec.location.file}:{spec.location.line}"

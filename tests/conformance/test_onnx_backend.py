@@ -166,9 +166,11 @@ def test_skips_name_the_unsupported_ops():
 
 
 def test_network_error_lines_give_the_op_types():
-    from customlayers.errors import ModelError
-    error = ModelError("2 layer(s) of the model have no implementation:\n"
-                       "  a/b (type Foo)\n  c (type Bar, domain com.x)\nbuilt-in types: Add")
+    from customlayers.errors import UnsupportedLayersError
+    error = UnsupportedLayersError("2 layer(s) of the model have no implementation:\n"
+                                   "  a/b (type Foo)\n  c (type Bar, domain com.x)\n"
+                                   "built-in types: Add",
+                                   [("a/b", "Foo", ""), ("c", "Bar", "com.x")])
     assert conformance.ops_of_error(error) == ["Bar", "Foo"]
 
 
