@@ -45,28 +45,32 @@ class Activation(Op):
                                  fn=self.fn_text(attrs, inputs[0].dtype), load=load, store=store)]
 
 
-def _simple(type_name: str, float_fn: str, int_fn: str | None = None) -> type[Activation]:
+def register_activation(type_name: str, float_fn: str,
+                        int_fn: str | None = None) -> type[Activation]:
+    """Define and register the Activation `type_name` computing `float_fn` (C text in `x`), and
+    `int_fn` on integer tensors (None: floating point only). Returns the class."""
     cls = type(type_name, (Activation,), {"type": type_name, "float_fn": float_fn,
                                           "int_fn": int_fn, "__module__": __name__})
     return register_op(cls)
 
 
 # name, float expression, integer expression (None: floating point only)
-ReLU = _simple("ReLU", "(x < 0.0f ? 0.0f : x)", "(x < 0 ? (OUT_TYPE)0 : x)")  # keeps NaN
-Sigmoid = _simple("Sigmoid", "1.0f / (1.0f + exp(-x))")
-Tanh = _simple("Tanh", "tanh(x)")
-Exp = _simple("Exp", "exp(x)")
-Log = _simple("Log", "log(x)")
-Sqrt = _simple("Sqrt", "sqrt(x)")
-Abs = _simple("Abs", "fabs(x)", "abs(x)")
-Negative = _simple("Negative", "-x", "-x")
-Erf = _simple("Erf", "erf(x)")
-Floor = _simple("Floor", "floor(x)", "x")
-Ceiling = _simple("Ceiling", "ceil(x)", "x")
-SoftPlus = _simple("SoftPlus", SOFTPLUS)
-Mish = _simple("Mish", f"x * tanh({SOFTPLUS})")
-HSwish = _simple("HSwish", "x * fmin(fmax(x + 3.0f, 0.0f), 6.0f) / 6.0f")
-HSigmoid = _simple("HSigmoid", "fmin(fmax(x + 3.0f, 0.0f), 6.0f) / 6.0f")
+ReLU = register_activation("ReLU", "(x < 0.0f ? 0.0f : x)",  # keeps NaN
+                           "(x < 0 ? (OUT_TYPE)0 : x)")
+Sigmoid = register_activation("Sigmoid", "1.0f / (1.0f + exp(-x))")
+Tanh = register_activation("Tanh", "tanh(x)")
+Exp = register_activation("Exp", "exp(x)")
+Log = register_activation("Log", "log(x)")
+Sqrt = register_activation("Sqrt", "sqrt(x)")
+Abs = register_activation("Abs", "fabs(x)", "abs(x)")
+Negative = register_activation("Negative", "-x", "-x")
+Erf = register_activation("Erf", "erf(x)")
+Floor = register_activation("Floor", "floor(x)", "x")
+Ceiling = register_activation("Ceiling", "ceil(x)", "x")
+SoftPlus = register_activation("SoftPlus", SOFTPLUS)
+Mish = register_activation("Mish", f"x * tanh({SOFTPLUS})")
+HSwish = register_activation("HSwish", "x * fmin(fmax(x + 3.0f, 0.0f), 6.0f) / 6.0f")
+HSigmoid = register_activation("HSigmoid", "fmin(fmax(x + 3.0f, 0.0f), 6.0f) / 6.0f")
 
 
 @register_op

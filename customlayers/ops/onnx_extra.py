@@ -3,8 +3,8 @@ SoftSign (opset9), Selu and HardSigmoid (opset1; their parameters are constant i
 IR), and Shrink (ONNX only; lambd and bias as attributes); and ConvolutionBackpropData
 (ONNX ConvTranspose) on its own gather kernel, onnx_extra_deconv.cl.
 
-The elementwise ones run on the shared unary_map kernel: the parameters are baked into the C expression, so each
-parameter set is its own (cached) program and the kernel does no extra reads.
+The elementwise ones run on the shared unary_map kernel: the parameters are baked into the C
+expression, so each parameter set is its own (cached) program and the kernel does no extra reads.
 """
 from __future__ import annotations
 
@@ -14,11 +14,12 @@ from ..errors import BindingError
 from ..runtime.launch import Arg, KernelLaunch
 from ._program import (c_float, float_compute, global_1d, numel, program_text, shape_of,
                        unary_map_launch)
-from .activation import Activation, _simple
+from .activation import Activation, register_activation
 from .base import Attr, Op, register_op
 
-Sign = _simple("Sign", "sign(x)", "(x > 0 ? (OUT_TYPE)1 : x < 0 ? (OUT_TYPE)-1 : (OUT_TYPE)0)")
-SoftSign = _simple("SoftSign", "x / (1.0f + fabs(x))")
+Sign = register_activation("Sign", "sign(x)",
+                           "(x > 0 ? (OUT_TYPE)1 : x < 0 ? (OUT_TYPE)-1 : (OUT_TYPE)0)")
+SoftSign = register_activation("SoftSign", "x / (1.0f + fabs(x))")
 
 
 class _ParamActivation(Activation):
