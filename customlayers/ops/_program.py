@@ -1,4 +1,5 @@
-"""Shared pieces of the tensor ops' kernels: program text, literals, and linear index maps.
+"""Shared pieces of the built-in ops' kernels: program text (kernel files, #define blocks),
+literals, and linear index maps.
 
 Every data-movement op here (Transpose, Slice, Tile, Broadcast, ShuffleChannels, ...) is a
 *linear view* of its input: output element i reads input element
@@ -26,21 +27,36 @@ GROUP_MULTIPLE = 64
 
 @lru_cache(maxsize=None)
 def cl_source(name: str) -> str:
-    """The text of customlayers/ops/<name> (packaged as ops/*.cl)."""
+    """The text of the kernel file customlayers/ops/<name>, e.g. "gemm.cl" (package data)."""
     return resources.files(__package__).joinpath(name).read_text(encoding="utf-8")
 
 
-def program_text(label: str, defines: Mapping[str, object], *cl_files: str) -> str:
-    """`#define` lines for the baked constants, then the kernel files."""
-    lines = [f"// customlayers built-in op: {label}"]
-    if any("half" in str(v) for v in defines.values()):
-        lines.append("#pragma OPENCL EXTENSION cl_khr_fp16 : enable")
-    for name, value in defines.items():
+def defines(**values: int | float | str) -> str:
+    """A block of `#define NAME VALUE` lines (NAME may be a macro head such as "OP(a, b)").
+    Floats keep full precision; a value starting with '-' is parenthesized."""
+    lines = []
+    for name, value in values.items():
+        if isinstance(value, bool):
+            value = int(value)
+        if isinstance(value, float):
+            value = f"{value!r}f" if math.isfinite(value) else \
+                ("INFINITY" if value > 0 else "-INFINITY")
+        if isinstance(value, (int, str)) and str(value).startswith("-"):
+            value = f"({value})"  # so that `-NAME` and `x-NAME` stay what they say
         lines.append(f"#define {name} {value}")
-    for name in cl_files:
-        lines.append(f"// ---- {name}")
-        lines.append(cl_source(name))
     return "\n".join(lines) + "\n"
+
+
+def program_text(label: str, values: Mapping[str, object], *cl_files: str) -> str:
+    """A labelled program: the baked constants as `#define` lines, then the kernel files."""
+    parts = [f"// customlayers built-in op: {label}\n"]
+    if any("half" in str(v) for v in values.values()):
+        parts.append("#pragma OPENCL EXTENSION cl_khr_fp16 : enable\n")
+    if values:
+        parts.append(defines(**values))
+    for name in cl_files:
+        parts.append(f"// ---- {name}\n{cl_source(name)}\n")
+    return "".join(parts)
 
 
 def global_1d(count: int) -> tuple[int]:
@@ -198,17 +214,17 @@ def unary_map_launch(label: str, src: TensorDesc, dst: TensorDesc, *, src_index:
                      bounds: str | None = None, fill: str | None = None) -> KernelLaunch:
     """unary_map.cl: out[i] = store(fn(load(in[src_index(i)]))), with bodies given as C text
     in the variables `i` (src_index, bounds), `v` (load, store) and `x` (fn)."""
-    defines: dict[str, object] = {
+    values: dict[str, object] = {
         "COUNT": f"{numel(dst.shape)}u", "IN_TYPE": src.cl_type, "OUT_TYPE": dst.cl_type,
         "SRC_INDEX(i)": src_index,
     }
-    defines.update(_macro("LOAD", "v", load))
-    defines.update(_macro("FN", "x", fn))
-    defines.update(_macro("STORE", "v", store))
+    values.update(_macro("LOAD", "v", load))
+    values.update(_macro("FN", "x", fn))
+    values.update(_macro("STORE", "v", store))
     if bounds is not None:
-        defines["IN_BOUNDS(i)"] = bounds
-        defines["FILL"] = fill if fill is not None else f"(({dst.cl_type})0)"
-    return KernelLaunch(source=program_text(label, defines, "unary_map.cl"), entry="unary_map",
+        values["IN_BOUNDS(i)"] = bounds
+        values["FILL"] = fill if fill is not None else f"(({dst.cl_type})0)"
+    return KernelLaunch(source=program_text(label, values, "unary_map.cl"), entry="unary_map",
                         args=(Arg.input(0), Arg.output(0)), global_size=global_1d(numel(dst.shape)),
                         label=label)
 
@@ -223,16 +239,16 @@ def binary_map_launch(label: str, a: TensorDesc, b: TensorDesc, out: TensorDesc,
     shape = shape_of(out)
     a_view = a_view or LinearView.dense(shape_of(a)).broadcast_to(shape)
     b_view = b_view or LinearView.dense(shape_of(b)).broadcast_to(shape)
-    defines: dict[str, object] = {
+    values: dict[str, object] = {
         "COUNT": f"{numel(shape)}u", "A_TYPE": a.cl_type, "B_TYPE": b.cl_type,
         "OUT_TYPE": out.cl_type,
         "A_INDEX(i)": view_index_expr(shape, a_view), "B_INDEX(i)": view_index_expr(shape, b_view),
         "OP(a, b)": f"({op})",
     }
-    defines.update(_macro("LOAD_A", "v", load_a))
-    defines.update(_macro("LOAD_B", "v", load_b))
-    defines.update(_macro("STORE", "v", store))
-    return KernelLaunch(source=program_text(label, defines, "binary_map.cl"), entry="binary_map",
+    values.update(_macro("LOAD_A", "v", load_a))
+    values.update(_macro("LOAD_B", "v", load_b))
+    values.update(_macro("STORE", "v", store))
+    return KernelLaunch(source=program_text(label, values, "binary_map.cl"), entry="binary_map",
                         args=(Arg.input(a_input), Arg.input(b_input), Arg.output(0)),
                         global_size=global_1d(numel(shape)), label=label)
 

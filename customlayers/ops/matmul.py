@@ -7,7 +7,9 @@ all of the device's lanes (matmul_gemv.cl).
 from __future__ import annotations
 
 from .base import Attr, register_op
-from .conv import NamedOp, cl_source, defines, gemm_launches, gemm_tiles, require_f32
+from ._gemm import gemm_launches, gemm_tiles
+from ._nn import NamedOp, require_f32
+from ._program import cl_source, defines
 from ..runtime.launch import Arg, KernelLaunch
 
 _GEMV_WG = 64  # work items per output row in the transposed-B matrix-vector kernel
@@ -64,10 +66,11 @@ class MatMul(NamedOp):
         args = (Arg.input(0), Arg.input(1), Arg.output(0))
         label = f"matmul_{m}x{sizes['K']}x{n}"
         if m == 1:
-            src = defines(**sizes, WG=_GEMV_WG) + cl_source("matmul") + cl_source("matmul_gemv")
+            src = (defines(**sizes, WG=_GEMV_WG) + cl_source("matmul.cl")
+                   + cl_source("matmul_gemv.cl"))
             width = n * _GEMV_WG if sizes["TRANSPOSE_B"] else -(-n // _GEMV_WG) * _GEMV_WG
             return [KernelLaunch(source=src, entry="matmul_gemv", args=args,
                                  global_size=(width, batches), local_size=(_GEMV_WG, 1),
                                  label=label + "_gemv")]
-        return gemm_launches(defines(**sizes) + cl_source("matmul"), args, gemm_tiles(m, n),
+        return gemm_launches(defines(**sizes) + cl_source("matmul.cl"), args, gemm_tiles(m, n),
                              m, n, sizes["K"], batches, label + "_gemm")

@@ -9,7 +9,8 @@ from __future__ import annotations
 import numpy as np
 
 from .base import Attr, register_op
-from .conv import NamedOp, cl_source, defines, require_f32
+from ._nn import NamedOp, require_f32
+from ._program import cl_source, defines
 from ..runtime.launch import Arg, KernelLaunch
 
 
@@ -50,7 +51,7 @@ class LRN(NamedOp):
         halves = {f"HALF{i}": (half if i in axes else 0) for i in range(4)}
         scale = attrs["alpha"] / float(attrs["size"]) ** len(axes)
         src = defines(D0=d[0], D1=d[1], D2=d[2], D3=d[3], **halves, BIAS=attrs["bias"],
-                      SCALE=scale, BETA=attrs["beta"]) + cl_source("norm")
+                      SCALE=scale, BETA=attrs["beta"]) + cl_source("norm.cl")
         return [KernelLaunch(source=src, entry="lrn", args=(Arg.input(0), Arg.output(0)),
                              global_size=(d[3], d[2], d[0] * d[1]),
                              label=f"lrn_{attrs['size']}_axes{''.join(map(str, axes))}")]

@@ -9,8 +9,9 @@ adds past pads_end); with no explicit padding at all, it divides by the cells in
 from __future__ import annotations
 
 from .base import Attr, register_op
-from .conv import (AUTO_PADS, ROUNDING_TYPES, NamedOp, as_2d, cl_source, defines, require_f32,
-                   spatial_rank, window_geometry)
+from ._nn import (AUTO_PADS, ROUNDING_TYPES, NamedOp, as_2d, require_f32, spatial_rank,
+                  window_geometry)
+from ._program import cl_source, defines
 from ..runtime.launch import Arg, KernelLaunch
 
 _INDEX_TYPES = {"i32": "int", "i64": "long"}
@@ -56,8 +57,8 @@ class _PoolBase(NamedOp):
         extra = self._extra_defines(attrs, inputs, padded)
         args = [Arg.input(0), Arg.output(0)] + ([Arg.output(1)] if extra.get("WITH_INDICES") else [])
         kind = "max" if self.is_max else "avg"
-        return [KernelLaunch(source=defines(**sizes, **extra) + cl_source("pooling"), entry="pool",
-                             args=tuple(args), global_size=(out[-1], sizes["OH"], out[0] * out[1]),
+        src = defines(**sizes, **extra) + cl_source("pooling.cl")
+        return [KernelLaunch(source=src, entry="pool", args=tuple(args), global_size=(out[-1], sizes["OH"], out[0] * out[1]),
                              label=f"{kind}pool_{sizes['KH']}x{sizes['KW']}")]
 
 

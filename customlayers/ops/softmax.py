@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 from .base import Attr, register_op
-from .conv import NamedOp, cl_source, defines, require_f32
+from ._nn import NamedOp, require_f32
+from ._program import cl_source, defines
 from ..runtime.launch import Arg, KernelLaunch
 
 _WG = 64  # work items per row when a whole work-group shares one row
@@ -37,7 +38,7 @@ class SoftMax(NamedOp):
         outer, length, inner = self._view(attrs, inputs)
         per_group = inner == 1 and length >= _WG
         src = defines(OUTER=outer, L=length, INNER=inner, ROW_PER_GROUP=int(per_group),
-                      WG=_WG) + cl_source("softmax")
+                      WG=_WG) + cl_source("softmax.cl")
         args = (Arg.input(0), Arg.output(0))
         if per_group:
             return [KernelLaunch(source=src, entry="softmax", args=args,
