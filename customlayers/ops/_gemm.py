@@ -33,13 +33,20 @@ TARGET_GROUPS = 256
 MIN_K_PER_SLICE = 128
 
 
-def gemm_split(tiles: Mapping[str, int], m: int, n: int, k: int, batch: int) -> dict[str, int]:
+def target_groups(device=None) -> int:
+    """Work-groups that fill the device: two per compute unit when the network says which device
+    (attribute "_device", a runtime.launch.DeviceTraits), else TARGET_GROUPS."""
+    return 2 * device.compute_units if device is not None else TARGET_GROUPS
+
+
+def gemm_split(tiles: Mapping[str, int], m: int, n: int, k: int, batch: int,
+               target: int = TARGET_GROUPS) -> dict[str, int]:
     """The split-K factor for gemm.cl: {"KSPLIT": s, "KCHUNK": c, "BATCHES": batch} (s = 1:
     no split). Chunks are whole TK steps, and every slice gets at least one."""
     groups = -(-m // tiles["TM"]) * -(-n // tiles["TN"]) * batch
     ksplit = 1
-    if groups < TARGET_GROUPS:
-        ksplit = max(1, min(-(-TARGET_GROUPS // groups), k // MIN_K_PER_SLICE))
+    if groups < target:
+        ksplit = max(1, min(-(-target // groups), k // MIN_K_PER_SLICE))
     tk = tiles["TK"]
     chunk = -(-(-(-k // ksplit)) // tk) * tk
     ksplit = -(-k // chunk)
@@ -47,10 +54,10 @@ def gemm_split(tiles: Mapping[str, int], m: int, n: int, k: int, batch: int) -> 
 
 
 def gemm_launches(source: str, args: tuple, tiles: Mapping[str, int], m: int, n: int, k: int,
-                  batch: int, label: str) -> list[KernelLaunch]:
+                  batch: int, label: str, target: int = TARGET_GROUPS) -> list[KernelLaunch]:
     """gemm_tiled over (m, n, batch), split along K where the output alone cannot fill a GPU.
     `source` holds the front end's defines and macros (without the tile and split defines)."""
-    split = gemm_split(tiles, m, n, k, batch)
+    split = gemm_split(tiles, m, n, k, batch, target)
     plan = dict(tiles, **split)
     global_size, local_size = gemm_sizes(plan, m, n, batch)
     if split["KSPLIT"] == 1:

@@ -1,10 +1,12 @@
 """Convolution and GroupConvolution (opset1), 1-D and 2-D spatial.
 
 Weights are input 1 (OIYX; GroupConvolution GOIYX), uploaded once by the executor like any Const.
-Bias is a separate Add in the IR. The work runs as a tiled implicit GEMM (conv_gemm.cl over the
-shared gemm.cl, planned in _gemm.py), or as a direct kernel (conv_direct.cl) when each group has
-so few output channels that a GEMM tile would be mostly empty (depthwise). The window arithmetic
-it shares with pooling is in _nn.py.
+Bias is a separate Add in the IR. On a GPU the work runs as a tiled implicit GEMM (conv_gemm.cl
+over the shared gemm.cl, planned in _gemm.py), or as a direct kernel (conv_direct.cl) when each
+group has so few output channels that a GEMM tile would be mostly empty (depthwise). On a CPU
+device (attribute "_device" from the network) it runs conv_cpu.cl, a direct kernel shaped for
+CPU OpenCL compilers, which vectorize across work items and emulate barriers and __local memory
+at a cost. The window arithmetic it shares with pooling is in _nn.py.
 """
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ from typing import Sequence
 
 from ..jit.tensor import TensorDesc
 from ..runtime.launch import Arg, KernelLaunch
-from ._gemm import gemm_launches, gemm_tiles
+from ._gemm import gemm_launches, gemm_tiles, target_groups
 from ._nn import AUTO_PADS, NamedOp, as_2d, require_f32, spatial_rank, window_geometry
 from ._program import cl_source, defines
 from .base import Attr, register_op
@@ -28,6 +30,9 @@ _CONV_ATTRS = (
 
 # below this many output channels per group, the direct kernel beats a mostly-empty GEMM tile
 _DIRECT_MAX_OG = 4
+# output channels one work item of conv_cpu.cl accumulates in registers (measured on PoCL with
+# AVX-512: 16 beat 8 and 4 on ResNet-like layers)
+_CPU_CHANNEL_BLOCK = 16
 
 
 class _ConvBase(NamedOp):
@@ -81,6 +86,14 @@ class _ConvBase(NamedOp):
         args = (Arg.input(0), Arg.input(1), Arg.output(0)) + ((Arg.input(2),) if bias else ())
         sizes.update(FUSED_BIAS=int(bias), FUSED_RELU=int(relu))
         epilogue = cl_source("conv_epilogue.cl")
+        device = attrs.get("_device")
+        if device is not None and device.kind == "CPU":
+            ocb = min(_CPU_CHANNEL_BLOCK, g["OG"])
+            return [KernelLaunch(
+                source=defines(**sizes, OCB=ocb) + epilogue + cl_source("conv_cpu.cl"),
+                entry="conv_cpu", args=args,
+                global_size=(-(-g["OW"] // 8) * 8, g["OH"], g["NB"] * g["G"] * -(-g["OG"] // ocb)),
+                label=f"conv{g['RANK']}d_{shape}_cpu")]
         if g["OG"] <= _DIRECT_MAX_OG:
             return [KernelLaunch(
                 source=defines(**sizes) + epilogue + cl_source("conv_direct.cl"),
@@ -90,7 +103,8 @@ class _ConvBase(NamedOp):
         tiles = gemm_tiles(m, n)
         return gemm_launches(defines(**sizes) + epilogue + cl_source("conv_gemm.cl"), args, tiles,
                              m, n, k, g["NB"] * g["G"],
-                             f"conv{g['RANK']}d_{shape}_gemm{tiles['TM']}x{tiles['TN']}")
+                             f"conv{g['RANK']}d_{shape}_gemm{tiles['TM']}x{tiles['TN']}",
+                             target_groups(device))
 
 
 @register_op

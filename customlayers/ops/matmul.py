@@ -7,7 +7,7 @@ all of the device's lanes (matmul_gemv.cl).
 from __future__ import annotations
 
 from .base import Attr, register_op
-from ._gemm import gemm_launches, gemm_tiles
+from ._gemm import gemm_launches, gemm_tiles, target_groups
 from ._nn import NamedOp, require_f32
 from ._program import cl_source, defines
 from ..runtime.launch import Arg, KernelLaunch
@@ -73,4 +73,5 @@ class MatMul(NamedOp):
                                  global_size=(width, batches), local_size=(_GEMV_WG, 1),
                                  label=label + "_gemv")]
         return gemm_launches(defines(**sizes) + cl_source("matmul.cl"), args, gemm_tiles(m, n),
-                             m, n, sizes["K"], batches, label + "_gemm")
+                             m, n, sizes["K"], batches, label + "_gemm",
+                             target_groups(attrs.get("_device")))

@@ -64,3 +64,19 @@ class KernelLaunch:
     options: str = ""                    # build options
     label: str = ""                      # for messages and profiles, e.g. "conv2d_3x3"
     line_map: tuple = field(default=(), compare=False)  # generated line -> (file, line), for errors
+
+
+@dataclass(frozen=True)
+class DeviceTraits:
+    """What a built-in op may know of the device when it chooses its kernels: the network passes
+    it as the attribute "_device". Launches stay plain data; only the choice depends on this."""
+    kind: str = "GPU"                 # "GPU" | "CPU" | "ACCELERATOR"
+    compute_units: int = 128
+    max_work_group_size: int = 256
+
+    @staticmethod
+    def of(device) -> "DeviceTraits":
+        import pyopencl as cl
+        kind = "CPU" if device.type & cl.device_type.CPU else \
+            "GPU" if device.type & cl.device_type.GPU else "ACCELERATOR"
+        return DeviceTraits(kind, int(device.max_compute_units), int(device.max_work_group_size))

@@ -17,7 +17,7 @@ from ..errors import (BindingError, CustomLayersError, ExecutionError, ModelErro
                       UnsupportedLayersError)
 from ..graph.graph import Graph, Node
 from ..jit.tensor import TensorDesc
-from .launch import Arg, KernelLaunch
+from .launch import DeviceTraits, KernelLaunch
 from .planner import MemoryPlan, TensorLife, plan_memory
 from .reorder import reorder_launch
 
@@ -88,6 +88,7 @@ class Network:
         self.profiling = profiling
         self.pad_custom_inputs = pad_custom_inputs
         self.fuse = fuse                   # epilogue fusion (runtime/fusion.py)
+        self._traits = DeviceTraits.of(self.engine.device)
         self.messages: list[str] = []      # informational messages (overrides, memory plan)
         self._say = messages if messages is not None else (lambda m: None)
         self._order = graph.topological_order()
@@ -229,7 +230,8 @@ class Network:
                     new_steps = self._custom_steps(node, in_keys, in_descs, in_consts)
                 else:
                     op = OPS[node.type]
-                    attrs = op.parse_attributes(node.attrs, node.name)
+                    # what the op may know of the device to choose its kernels
+                    attrs = dict(op.parse_attributes(node.attrs, node.name), _device=self._traits)
                     out_specs = op.infer_shapes(attrs, in_descs, in_consts)
                     out_descs = [TensorDesc(shape, dtype) for shape, dtype in out_specs]
                     self._check_declared_shapes(node, out_descs)
