@@ -8,7 +8,20 @@ from __future__ import annotations
 
 
 class CustomLayersError(Exception):
-    """Base of every error this package raises on purpose."""
+    """Base of every error this package raises on purpose.
+
+    `context` says where the error arose when the code that raised it could not know (the
+    executor sets it to the layer: "layer 'conv1' (type Convolution) at model.xml:12"); the
+    message keeps its own fields. Subclasses format themselves in `describe`.
+    """
+    context: str | None = None
+
+    def __str__(self) -> str:
+        text = self.describe()
+        return f"{self.context}: {text}" if self.context else text
+
+    def describe(self) -> str:
+        return super().__str__()
 
 
 class ConfigError(CustomLayersError, ValueError):
@@ -18,10 +31,10 @@ class ConfigError(CustomLayersError, ValueError):
         super().__init__(message)
         self.diagnostics = list(diagnostics)
 
-    def __str__(self) -> str:
+    def describe(self) -> str:
         if not self.diagnostics:
-            return super().__str__()
-        lines = [super().__str__()]
+            return super().describe()
+        lines = [super().describe()]
         lines += [d.render() for d in self.diagnostics]
         return "\n".join(lines)
 
@@ -42,7 +55,7 @@ class FormulaError(CustomLayersError, ValueError):
         self.layer = layer
         self.attribute = attribute
 
-    def __str__(self) -> str:
+    def describe(self) -> str:
         where = []
         if self.layer:
             where.append(f"layer '{self.layer}'")
@@ -83,7 +96,7 @@ class KernelBuildError(CustomLayersError, RuntimeError):
         self.device = device
         self.layer = layer
 
-    def __str__(self) -> str:
+    def describe(self) -> str:
         parts = [self.message]
         if self.log:
             parts.append(self.log.rstrip())
@@ -100,7 +113,7 @@ class BindingError(CustomLayersError, ValueError):
 class UnknownLayerError(CustomLayersError, KeyError):
     """No implementation is registered for a layer type."""
 
-    def __str__(self) -> str:  # KeyError would repr() the message
+    def describe(self) -> str:  # KeyError would repr() the message
         return str(self.args[0]) if self.args else ""
 
 

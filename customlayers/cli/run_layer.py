@@ -46,7 +46,7 @@ def read_array(path: str, what: str) -> np.ndarray:
     """An array from a .npy file; a file that is not one is a clear error, not a traceback."""
     try:
         arr = np.load(path, allow_pickle=False)
-    except ValueError as e:
+    except ValueError:
         raise CustomLayersError(f"{what} {path}: not a .npy array file") from None
     if isinstance(arr, np.lib.npyio.NpzFile):
         arr.close()

@@ -6,7 +6,7 @@ binding) can still report file:line.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from .diagnostics import Location
 

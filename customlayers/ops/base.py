@@ -7,7 +7,7 @@ loaded, not when it runs), infers output shapes, and describes its work as Kerne
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 

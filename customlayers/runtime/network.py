@@ -7,13 +7,12 @@ by tensor lifetime. Running is done by InferRequest (runtime/request.py).
 """
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
 import numpy as np
 
-from ..errors import (BindingError, CustomLayersError, ExecutionError, ModelError, TensorError,
+from ..errors import (BindingError, CustomLayersError, ModelError, TensorError,
                       UnsupportedLayersError)
 from ..graph.graph import Graph, Node
 from ..jit.tensor import TensorDesc
@@ -56,10 +55,6 @@ class CompiledPlan:
         while key in self.alias:
             key = self.alias[key]
         return key
-
-
-def _say(message: str) -> None:
-    print(message, file=sys.stderr)
 
 
 class Network:
@@ -258,9 +253,10 @@ class Network:
                         descs[k] = d
                 steps.extend(new_steps)
             except CustomLayersError as e:
-                if node.describe() in str(e) or f"'{node.name}'" in str(e):
-                    raise
-                raise type(e)(f"{node.describe()}: {e}") from e
+                # say which layer, unless the error already does; its own fields stay as they are
+                if e.context is None and f"'{node.name}'" not in str(e):
+                    e.context = node.describe()
+                raise
 
         memory = self._plan_memory(steps, descs, alias, consts, inputs, outputs)
         programs = self._build(steps)

@@ -2,7 +2,6 @@
 test per malformed-model error on tiny hand-written IRs (tests/data/models/)."""
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import numpy as np
