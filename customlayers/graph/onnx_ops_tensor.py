@@ -199,9 +199,9 @@ def _tile(r, node, name: str, attrs: dict) -> None:
 
 @translates("Expand")
 def _expand(r, node, name: str, attrs: dict) -> None:
-    if r.folded(node.input[1]) is None:
-        r.refuse(f"the shape (input 1, '{node.input[1]}') must be a constant: the network is "
-                 f"compiled for static shapes, and this one is only known at run time")
+    if r.folded(node.input[1]) is None and not r.is_graph_input(node.input[1]):
+        r.refuse(f"the shape (input 1, '{node.input[1]}') must be a constant or a graph input: "
+                 f"the network compiles it in, and this one is computed at run time")
     r.emit("Broadcast", [node.input[0], node.input[1]], [node.output[0]], name,
            {"mode": "bidirectional"}, version="opset3")
 

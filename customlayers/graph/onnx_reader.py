@@ -197,6 +197,13 @@ class _OnnxReader:
     def folded(self, name: str) -> np.ndarray | None:
         return self.consts.get(self.alias.get(name, name))
 
+    def is_graph_input(self, name: str) -> bool:
+        """Whether the value is a graph input (a Parameter): the Network compiles a value that
+        an op needs as a constant in per value given (runtime/network.py, value inputs)."""
+        name = self.alias.get(name, name)
+        source = self.values.get(name)
+        return source is not None and self.graph.nodes[source[0]].type == "Parameter"
+
     def refuse(self, why: str):
         raise ModelError(f"{self.where}: {why}")
 

@@ -23,6 +23,9 @@ from .reorder import reorder_launch
 TensorKey = tuple  # (node id, output port) or ("reorder", n) / ("scratch", step, n)
 
 SKIPPED_TYPES = ("Parameter", "Const", "Result")
+# A graph input that a built-in op reads as a compile-time constant (a Reshape target, an
+# Expand shape, Tile repeats) is compiled in by value; more elements than this is not a shape.
+MAX_VALUE_INPUT_ELEMENTS = 64
 
 
 @dataclass
@@ -63,6 +66,9 @@ class Network:
     graph: a Graph (graph/ir.py, graph/onnx_reader.py) or a path to a model file.
     registry: custom layers (runtime/registry.py); None = built-ins only.
     input_shapes: name -> shape for inputs whose size the model leaves open.
+    input_values: name -> array for the value inputs (`value_inputs`: graph inputs a built-in
+        op needs as a compile-time constant, such as a Reshape target fed by the caller);
+        without them the plans are compiled at the first infer, one per set of values.
     pad_custom_inputs: (lower, upper) B,F,Y,X padding to hand every custom layer's inputs with
         (the contract says kernels must work on padded views; this proves it and is how a
         runtime would give a following convolution its halo).
@@ -70,6 +76,7 @@ class Network:
 
     def __init__(self, graph, registry=None, engine=None, *,
                  input_shapes: Mapping[str, Sequence[int]] | None = None,
+                 input_values: Mapping[str, np.ndarray] | None = None,
                  profiling: bool = False, pad_custom_inputs=None, messages=None,
                  fuse: bool = True):
         from .device import Engine
@@ -88,14 +95,17 @@ class Network:
         self._say = messages if messages is not None else (lambda m: None)
         self._order = graph.topological_order()
         self._check_supported()
+        # graph input name -> the layer input that reads it as a constant (for messages)
+        self.value_inputs: dict[str, str] = self._find_value_inputs()
         self._plans: dict[tuple, CompiledPlan] = {}
         self._idle_requests: dict[tuple, list] = {}
+        self._default_key = None
         shapes = self._static_input_shapes(input_shapes or {})
-        if shapes is not None:
-            self._default_key = self._shape_key(shapes)
-            self._plans[self._default_key] = self._compile(shapes)
-        else:
-            self._default_key = None
+        given_values = input_values or {}
+        if shapes is not None and set(self.value_inputs) <= set(given_values):
+            values = self._input_values(given_values, shapes)
+            self._default_key = self._plan_key(shapes, values)
+            self._plans[self._default_key] = self._compile(shapes, values)
 
     # -- resolution ------------------------------------------------------------------------
     def _is_custom(self, node: Node) -> bool:
@@ -131,6 +141,47 @@ class Network:
             self.messages.append(msg)
             self._say(msg)
 
+    def _find_value_inputs(self) -> dict[str, str]:
+        """Graph inputs that a built-in op reads as a compile-time constant (Op.const_inputs),
+        directly or through shape-only views: their values are part of a plan's key."""
+        from ..ops import OPS
+        g = self.graph
+        found: dict[str, str] = {}
+        for node in self._order:
+            if node.type in SKIPPED_TYPES or self._is_custom(node):
+                continue
+            for i in OPS[node.type].const_inputs:
+                if i >= len(node.inputs):
+                    continue
+                src = g.nodes[g.producer(node.id, i)[0]]
+                while (not self._is_custom(src) and src.type in OPS and OPS[src.type].is_view
+                       and src.inputs):
+                    src = g.nodes[g.producer(src.id, 0)[0]]
+                if src.type == "Parameter":
+                    found.setdefault(src.name, f"input {i} of layer '{node.name}' ({node.type})")
+        return found
+
+    def _input_values(self, arrays: Mapping[str, np.ndarray],
+                      shapes: Mapping[str, tuple]) -> dict[str, np.ndarray]:
+        """The value inputs' arrays, in their declared element type, checked to be small."""
+        values = {}
+        for name, why in self.value_inputs.items():
+            if name not in arrays:
+                raise ModelError(f"input '{name}' is {why}, which is compiled in as a constant: "
+                                 f"give its value (infer with arrays, or input_values)")
+            value = np.asarray(arrays[name])
+            if value.size > MAX_VALUE_INPUT_ELEMENTS or value.dtype.kind not in "biuf":
+                raise ModelError(f"input '{name}' is {why}, which is compiled in as a constant: "
+                                 f"expected at most {MAX_VALUE_INPUT_ELEMENTS} numbers, found "
+                                 f"{value.size} of type {value.dtype}")
+            if name in shapes and tuple(value.shape) != tuple(shapes[name]):
+                raise ModelError(f"input '{name}' has shape {list(value.shape)}, but shape "
+                                 f"{list(shapes[name])} was given for it")
+            node = next(p for p in self.graph.parameters if p.name == name)
+            dtype = node.outputs[0].dtype if node.outputs and node.outputs[0].dtype else "i64"
+            values[name] = value.astype(TensorDesc((), dtype).np_dtype)
+        return values
+
     # -- shapes ----------------------------------------------------------------------------
     def _static_input_shapes(self, given: Mapping[str, Sequence[int]]):
         shapes = {}
@@ -149,16 +200,21 @@ class Network:
         return shapes
 
     @staticmethod
-    def _shape_key(shapes: Mapping[str, tuple]) -> tuple:
-        return tuple(sorted(shapes.items()))
+    def _plan_key(shapes: Mapping[str, tuple], values: Mapping[str, np.ndarray]) -> tuple:
+        """Plans differ by input shapes and by the values of the value inputs."""
+        return (tuple(sorted((n, tuple(s)) for n, s in shapes.items())),
+                tuple(sorted((n, tuple(v.reshape(-1).tolist())) for n, v in values.items())))
 
     @property
     def input_names(self) -> list[str]:
         return [p.name for p in self.graph.parameters]
 
-    def plan_for(self, shapes: Mapping[str, tuple]) -> CompiledPlan:
-        """The compiled plan for these concrete input shapes (compiled on first use)."""
-        key = self._shape_key(shapes)
+    def plan_for(self, shapes: Mapping[str, tuple],
+                 values: Mapping[str, np.ndarray] | None = None) -> CompiledPlan:
+        """The compiled plan for these concrete input shapes and values of the value inputs
+        (compiled on first use)."""
+        values = self._input_values(values or {}, shapes)
+        key = self._plan_key(shapes, values)
         plan = self._plans.get(key)
         if plan is None:
             for p in self.graph.parameters:
@@ -172,18 +228,23 @@ class Network:
                                                     for d, g in zip(declared, got)):
                     raise ModelError(f"input '{p.name}' has shape {list(got)}; the model expects "
                                      f"{['?' if d is None else d for d in declared]}")
-            plan = self._plans[key] = self._compile(dict(shapes))
+            plan = self._plans[key] = self._compile(dict(shapes), values)
         return plan
 
     @property
     def plan(self) -> CompiledPlan:
         if self._default_key is None:
+            if self.value_inputs and self._static_input_shapes({}) is not None:
+                raise ModelError(f"the model's input(s) {', '.join(self.value_inputs)} are "
+                                 f"compiled in by value: give input_values, or call infer with "
+                                 f"arrays (it compiles for their values)")
             raise ModelError("the model has inputs of unknown size: give input_shapes, or call "
                              "infer with arrays (it compiles for their shapes)")
         return self._plans[self._default_key]
 
     # -- compilation -----------------------------------------------------------------------
-    def _compile(self, input_shapes: Mapping[str, tuple]) -> CompiledPlan:
+    def _compile(self, input_shapes: Mapping[str, tuple],
+                 input_values: Mapping[str, np.ndarray]) -> CompiledPlan:
         from ..ops import OPS
         g = self.graph
         descs: dict = {}
@@ -200,7 +261,10 @@ class Network:
                 if node.type == "Parameter":
                     dtype = node.outputs[0].dtype if node.outputs else "f32"
                     descs[(node.id, 0)] = TensorDesc(input_shapes[node.name], dtype)
-                    inputs.append((node.name, (node.id, 0)))
+                    if node.name in input_values:   # compiled in: no input buffer
+                        consts[(node.id, 0)] = input_values[node.name]
+                    else:
+                        inputs.append((node.name, (node.id, 0)))
                     continue
                 if node.type == "Const":
                     value = np.asarray(node.value)
@@ -412,19 +476,23 @@ class Network:
         return programs
 
     # -- running ---------------------------------------------------------------------------
-    def create_request(self, shapes: Mapping[str, tuple] | None = None):
+    def create_request(self, shapes: Mapping[str, tuple] | None = None,
+                       values: Mapping[str, np.ndarray] | None = None):
+        """A request for the default plan, or for these shapes (and values of the value
+        inputs). A request runs its plan's values: inputs of other values need another one."""
         from .request import InferRequest
-        plan = self.plan if shapes is None else self.plan_for(shapes)
+        plan = self.plan if shapes is None else self.plan_for(shapes, values)
         return InferRequest(self, plan)
 
     def _request_for(self, arrays: Mapping[str, np.ndarray]):
         shapes = {n: tuple(a.shape) for n, a in arrays.items()}
-        key = self._shape_key(shapes)
+        values = self._input_values(arrays, shapes)
+        key = self._plan_key(shapes, values)
         pool = self._idle_requests.setdefault(key, [])
         for req in pool:
             if not req.busy:
                 return req
-        req = self.create_request(shapes)
+        req = self.create_request(shapes, values)
         pool.append(req)
         return req
 

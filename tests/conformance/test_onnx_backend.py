@@ -33,7 +33,9 @@ _spec.loader.exec_module(conformance)
 SLOW = {"densenet121", "inception_v1", "inception_v2", "vgg19"}
 
 PASSING = {
-    "simple": ["test_shrink", "test_sign_model", "test_single_relu_model"],
+    "simple": ["test_expand_shape_model1", "test_expand_shape_model2", "test_expand_shape_model3",
+               "test_expand_shape_model4", "test_shrink", "test_sign_model",
+               "test_single_relu_model"],
     "pytorch-converted": [
         "test_AvgPool1d", "test_AvgPool1d_stride", "test_AvgPool2d", "test_AvgPool2d_stride",
         "test_BatchNorm1d_3d_input_eval", "test_BatchNorm2d_eval", "test_BatchNorm2d_momentum_eval",
@@ -74,10 +76,8 @@ PASSING = {
 
 _DOUBLE = "input '0' has element type DOUBLE"
 _3D = "-D {}: the built-in convolution and pooling are 1-D and 2-D"
-_RUNTIME_SHAPE = "must be a constant: the network is compiled for static shapes"
 # case id -> (status, text the classifier's detail contains): why it does not pass
 EXCLUDED = {
-    **{f"simple/test_expand_shape_model{k}": ("fail", _RUNTIME_SHAPE) for k in range(1, 5)},
     "simple/test_gradient_of_add": ("skip", "unsupported op: Gradient"),
     "simple/test_gradient_of_add_and_mul": ("skip", "unsupported op: Gradient"),
     **{f"simple/test_sequence_model{k}": ("skip", "unsupported op: ") for k in range(1, 9)},
