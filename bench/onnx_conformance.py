@@ -35,8 +35,8 @@ from customlayers.errors import CustomLayersError, ModelError, UnsupportedLayers
 
 FOLDERS = ("light", "simple", "pytorch-converted", "pytorch-operator")
 RTOL, ATOL = 1e-3, 1e-7                       # the onnx backend test's defaults
-# element types a case's inputs may have (TensorProto codes): FLOAT, INT32, INT64
-INPUT_TYPES = {1: "float32", 6: "int32", 7: "int64"}
+# element types a case's inputs may have (TensorProto codes): FLOAT, INT32, INT64, DOUBLE
+INPUT_TYPES = {1: "float32", 6: "int32", 7: "int64", 11: "float64"}
 # the reader's refusal of a standard op it has no translation for (a plain ModelError)
 _NO_TRANSLATION = re.compile(r"the ONNX op (\S+) has no translation")
 

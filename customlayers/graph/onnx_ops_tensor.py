@@ -222,11 +222,11 @@ def _cast(r, node, name: str, attrs: dict) -> None:
     to = int(attrs["to"])
     targets = {1: ("f32", np.float32), 10: ("f16", np.float16), 7: ("i64", np.int64),
                6: ("i32", np.int32), 3: ("i8", np.int8), 2: ("u8", np.uint8),
-               9: ("boolean", np.bool_)}
+               9: ("boolean", np.bool_), 11: ("f64", np.float64)}
     if to not in targets:
         import onnx
         r.refuse(f"Cast to {onnx.TensorProto.DataType.Name(to)} is not supported; supported: "
-                 f"FLOAT, FLOAT16, INT64, INT32, INT8, UINT8, BOOL")
+                 f"FLOAT, FLOAT16, DOUBLE, INT64, INT32, INT8, UINT8, BOOL")
     ir_type, np_type = targets[to]
     folded = r.folded(node.input[0])
     if folded is not None:

@@ -23,12 +23,13 @@ import numpy as np
 
 from ..errors import ModelError
 from .graph import Graph, Node, Port
-from .onnx_ops import TRANSLATIONS, float_text, ints_text
+from .onnx_ops import TRANSLATIONS, float_text, ints_text, reshaped
 
 # ONNX TensorProto element type -> short dtype name (booleans live as u8, as in the IR reader)
-ELEM_TYPES = {1: "f32", 2: "u8", 3: "i8", 6: "i32", 7: "i64", 9: "u8", 10: "f16"}
+ELEM_TYPES = {1: "f32", 2: "u8", 3: "i8", 6: "i32", 7: "i64", 9: "u8", 10: "f16", 11: "f64"}
 NP_TYPES = {"f32": np.float32, "f16": np.float16, "i64": np.int64, "i32": np.int32,
-            "i8": np.int8, "u8": np.uint8}
+            "i8": np.int8, "u8": np.uint8, "f64": np.float64}
+SUPPORTED_TEXT = "FLOAT, FLOAT16, DOUBLE, INT64, INT32, INT8, UINT8, BOOL"
 # ONNX ops whose IR counterpart has the same inputs and no attributes: just renamed
 UNARY = {"Relu": "ReLU", "Sigmoid": "Sigmoid", "Tanh": "Tanh", "Exp": "Exp", "Log": "Log",
          "Sqrt": "Sqrt", "Abs": "Abs", "Floor": "Floor", "Ceil": "Ceiling", "Erf": "Erf",
@@ -125,15 +126,13 @@ class _OnnxReader:
         elem = vi.type.tensor_type.elem_type
         kind = self.onnx.TensorProto.DataType.Name(elem) if elem else "none given"
         raise ModelError(f"{self.file}: graph input '{vi.name}' has element type {kind}, which "
-                         f"is not supported; supported: FLOAT, FLOAT16, INT64, INT32, INT8, "
-                         f"UINT8, BOOL")
+                         f"is not supported; supported: {SUPPORTED_TEXT}")
 
     def tensor(self, proto, what: str) -> np.ndarray:
         if proto.data_type not in ELEM_TYPES:
             kind = self.onnx.TensorProto.DataType.Name(proto.data_type)
             raise ModelError(f"{self.file}: {what} has element type {kind}, which is not "
-                             f"supported; supported: FLOAT, FLOAT16, INT64, INT32, INT8, UINT8, "
-                             f"BOOL")
+                             f"supported; supported: {SUPPORTED_TEXT}")
         value = self.numpy_helper.to_array(proto)
         return value.astype(NP_TYPES[ELEM_TYPES[proto.data_type]], copy=False)
 
@@ -239,10 +238,9 @@ class _OnnxReader:
                   domain=domain)
 
     def binary(self, node, name: str, attrs: dict, ir_type: str) -> None:
-        if attrs.get("broadcast") and "axis" in attrs:
-            self.refuse("legacy broadcasting with 'axis' (opset < 7) is not supported; "
-                        "re-export the model with opset 7 or later")
         inputs = list(node.input)
+        if attrs.get("broadcast") and len(inputs) == 2:
+            inputs[1] = self.legacy_broadcast(inputs[0], inputs[1], attrs.get("axis"), name)
         if len(inputs) == 1:
             self.alias[node.output[0]] = inputs[0]
             return
@@ -255,6 +253,25 @@ class _OnnxReader:
                           self.known_shape(acc), self.known_shape(other))])
             acc = out
 
+    def legacy_broadcast(self, a: str, b: str, axis, name: str) -> str:
+        """Opset < 7 `broadcast=1`: B (of lower rank) lines up with A's axes from `axis`
+        (default: with A's last axes, which is numpy's rule). Numpy broadcasting aligns at the
+        end, so B is reshaped with trailing 1s."""
+        if axis is None:
+            return b
+        shape_a, shape_b = self.known_shape(a), self.known_shape(b)
+        if shape_a is None or shape_b is None or any(d is None for d in shape_b):
+            self.refuse(f"legacy broadcasting (broadcast=1 with axis, opset < 7) needs the ranks "
+                        f"of both inputs and B's shape; found {shape_a} and {shape_b}")
+        axis = int(axis) + len(shape_a) if int(axis) < 0 else int(axis)
+        if not 0 <= axis <= len(shape_a) - len(shape_b):
+            self.refuse(f"legacy broadcasting: B of shape {list(shape_b)} does not fit A of "
+                        f"shape {list(shape_a)} from axis {axis}")
+        target = tuple(shape_b) + (1,) * (len(shape_a) - axis - len(shape_b))
+        if target == tuple(shape_b):
+            return b
+        return reshaped(self, b, list(target), f"{name}/broadcast_b")
+
 
 def _broadcast(a: tuple | None, b: tuple | None) -> tuple | None:
     """numpy broadcasting of two shapes (None where a dim or the whole shape is unknown)."""
@@ -266,4 +283,4 @@ def _broadcast(a: tuple | None, b: tuple | None) -> tuple | None:
 
 
 ELEM_TYPES_BY_NP = {np.float32: "f32", np.float16: "f16", np.int64: "i64", np.int32: "i32",
-                    np.int8: "i8", np.uint8: "u8", np.bool_: "u8"}
+                    np.int8: "i8", np.uint8: "u8", np.bool_: "u8", np.float64: "f64"}

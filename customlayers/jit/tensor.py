@@ -22,8 +22,13 @@ DTYPES: dict[str, tuple[str, np.dtype]] = {
     "u8": ("uchar", np.dtype(np.uint8)),
     "i32": ("int", np.dtype(np.int32)),
     "i64": ("long", np.dtype(np.int64)),
+    # built-in ops only (ONNX DOUBLE models); needs cl_khr_fp64, which the Network checks
+    "f64": ("double", np.dtype(np.float64)),
 }
+# the element types the contract gives custom layers (SPEC section 3, <T>_TYPE)
+CUSTOM_LAYER_DTYPES = ("f32", "f16", "i8", "u8", "i32", "i64")
 DTYPE_ALIASES = {
+    "fp64": "f64", "float64": "f64", "double": "f64",
     "fp32": "f32", "float32": "f32", "float": "f32",
     "fp16": "f16", "float16": "f16", "half": "f16",
     "int8": "i8", "char": "i8", "uint8": "u8", "uchar": "u8", "boolean": "u8", "bool": "u8",

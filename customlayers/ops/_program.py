@@ -11,6 +11,7 @@ compiler turns the constant divisions into multiply-shifts and drops zero terms)
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
@@ -52,6 +53,8 @@ def program_text(label: str, values: Mapping[str, object], *cl_files: str) -> st
     parts = [f"// customlayers built-in op: {label}\n"]
     if any("half" in str(v) for v in values.values()):
         parts.append("#pragma OPENCL EXTENSION cl_khr_fp16 : enable\n")
+    if any("double" in str(v) for v in values.values()):
+        parts.append("#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n")
     if values:
         parts.append(defines(**values))
     for name in cl_files:
@@ -75,7 +78,22 @@ def c_float(value: float) -> str:
 
 
 def is_float(dtype: str) -> bool:
-    return dtype in ("f32", "f16")
+    return dtype in ("f32", "f16", "f64")
+
+
+# a float literal with the f suffix (1.0f, .5f, 3e-08f, 2.5E+3f) not inside a name
+_FLOAT_LITERAL = re.compile(r"(?<![\w.])((?:\d+\.\d*|\.\d+)(?:[eE][+-]?\d+)?|\d+[eE][+-]?\d+)[fF]\b")
+_FLOAT_CONSTANT = re.compile(r"\b(M_[A-Z0-9_]+?)_F\b")
+
+
+def in_double(text: str | None) -> str | None:
+    """C text written for float, for double: the expressions of the ops are written with float
+    literals (1.0f, c_float's digits + f) and M_*_F constants, which in double arithmetic would
+    round every constant to float precision. Dropping the suffix keeps the digits (c_float
+    writes the full repr of a Python float)."""
+    if text is None:
+        return None
+    return _FLOAT_CONSTANT.sub(r"\1", _FLOAT_LITERAL.sub(r"\1", text))
 
 
 # -- shapes ----------------------------------------------------------------------------------
@@ -214,6 +232,8 @@ def unary_map_launch(label: str, src: TensorDesc, dst: TensorDesc, *, src_index:
                      bounds: str | None = None, fill: str | None = None) -> KernelLaunch:
     """unary_map.cl: out[i] = store(fn(load(in[src_index(i)]))), with bodies given as C text
     in the variables `i` (src_index, bounds), `v` (load, store) and `x` (fn)."""
+    if "f64" in (src.dtype, dst.dtype):
+        fn, load, store, fill = (in_double(t) for t in (fn, load, store, fill))
     values: dict[str, object] = {
         "COUNT": f"{numel(dst.shape)}u", "IN_TYPE": src.cl_type, "OUT_TYPE": dst.cl_type,
         "SRC_INDEX(i)": src_index,
@@ -236,6 +256,8 @@ def binary_map_launch(label: str, a: TensorDesc, b: TensorDesc, out: TensorDesc,
                       store: str | None = None) -> KernelLaunch:
     """binary_map.cl: out[i] = store(op(load_a(a[..]), load_b(b[..]))) with numpy broadcasting
     of both inputs to `out` (or the views given). `op` is C text in `a` and `b`."""
+    if "f64" in (a.dtype, b.dtype, out.dtype):
+        op, load_a, load_b, store = (in_double(t) for t in (op, load_a, load_b, store))
     shape = shape_of(out)
     a_view = a_view or LinearView.dense(shape_of(a)).broadcast_to(shape)
     b_view = b_view or LinearView.dense(shape_of(b)).broadcast_to(shape)

@@ -15,7 +15,7 @@ import numpy as np
 from ..errors import (BindingError, CustomLayersError, ModelError, TensorError,
                       UnsupportedLayersError)
 from ..graph.graph import Graph, Node
-from ..jit.tensor import TensorDesc
+from ..jit.tensor import CUSTOM_LAYER_DTYPES, TensorDesc
 from .launch import DeviceTraits, KernelLaunch
 from .planner import MemoryPlan, TensorLife, plan_memory
 from .reorder import reorder_launch
@@ -91,6 +91,7 @@ class Network:
         self.pad_custom_inputs = pad_custom_inputs
         self.fuse = fuse                   # epilogue fusion (runtime/fusion.py)
         self._traits = DeviceTraits.of(self.engine.device)
+        self._fp64 = _has_fp64(self.engine.device)   # f64 tensors (ONNX DOUBLE) need it
         self.messages: list[str] = []      # informational messages (overrides, memory plan)
         self._say = messages if messages is not None else (lambda m: None)
         self._order = graph.topological_order()
@@ -263,6 +264,9 @@ class Network:
                     descs[(node.id, 0)] = TensorDesc(input_shapes[node.name], dtype)
                     if node.name in input_values:   # compiled in: no input buffer
                         consts[(node.id, 0)] = input_values[node.name]
+                        if input_values[node.name].dtype == np.float64:
+                            _share_as_bytes((node.id, 0), input_values[node.name], consts,
+                                            descs, alias)
                     else:
                         inputs.append((node.name, (node.id, 0)))
                     continue
@@ -270,6 +274,8 @@ class Network:
                     value = np.asarray(node.value)
                     consts[(node.id, 0)] = value
                     descs[(node.id, 0)] = TensorDesc(value.shape, value.dtype)
+                    if value.dtype == np.float64:
+                        _share_as_bytes((node.id, 0), value, consts, descs, alias)
                     continue
                 if node.id in absorbed:           # computed by the kernel it was fused into
                     owner = (absorbed[node.id], 0)
@@ -294,6 +300,7 @@ class Network:
                     out_specs = op.infer_shapes(attrs, in_descs, in_consts)
                     out_descs = [TensorDesc(shape, dtype) for shape, dtype in out_specs]
                     self._check_declared_shapes(node, out_descs)
+                    self._check_fp64(node, in_descs + out_descs)
                     out_keys = [(node.id, j) for j in range(len(out_descs))]
                     if op.is_view:
                         descs[out_keys[0]] = out_descs[0]
@@ -365,10 +372,20 @@ class Network:
                 raise ModelError(f"{node.describe()}: output port {j} is declared as "
                                  f"{list(declared)} but the inputs give {list(desc.shape)}")
 
+    def _check_fp64(self, node: Node, descs: Sequence[TensorDesc]) -> None:
+        if not self._fp64 and any(d.dtype == "f64" for d in descs):
+            raise BindingError(f"{node.describe()}: f64 (double) tensors need a device with "
+                               f"cl_khr_fp64; {self.engine.device.name.strip()} has none (convert "
+                               f"the model to float32)")
+
     def _custom_steps(self, node: Node, in_keys, in_descs, in_consts) -> list[Step]:
         """Bind a custom layer: real inputs by port, Data blobs from Const inputs by name.
         Returns its steps in order: reorders of its inputs, the layer, reorders of its outputs
         back to dense BFYX (what the rest of the graph reads)."""
+        for i, d in enumerate(in_descs):
+            if d.dtype not in CUSTOM_LAYER_DTYPES:   # the contract's <T>_TYPE list has no double
+                raise BindingError(f"{node.describe()}: input {i} is {d.dtype}; a custom layer "
+                                   f"takes {', '.join(CUSTOM_LAYER_DTYPES)}")
         spec = self.registry.spec(node.type)
         data_names = {d.name for d in spec.data}
         g = self.graph
@@ -529,6 +546,26 @@ class Network:
     @property
     def output_names(self) -> list[str]:
         return [n for n, _ in self.plan.outputs]
+
+
+def _has_fp64(device) -> bool:
+    """Whether the device computes in double (OpenCL 1.2+: a double_fp_config; the extension)."""
+    try:
+        if int(device.double_fp_config):
+            return True
+    except Exception:                      # noqa: BLE001 - drivers without the query
+        pass
+    return "cl_khr_fp64" in device.extensions.split()
+
+
+def _share_as_bytes(key, value: np.ndarray, consts: dict, descs: dict, alias: dict) -> None:
+    """Give a kernel the f64 constant `key` through a u8 constant of its bytes: the request
+    uploads float64 host values as float32 (from before f64 tensors existed), while the f64
+    value stays in `consts` for the ops that read constant values."""
+    raw = ("f64_bytes", key)
+    consts[raw] = np.ascontiguousarray(value).reshape(-1).view(np.uint8)
+    descs[raw] = TensorDesc((max(value.nbytes, 1),), "u8")
+    alias[key] = raw
 
 
 def _output_shape(node: Node, spec, binding, port, input_descs) -> tuple[int, ...]:

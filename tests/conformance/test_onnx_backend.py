@@ -59,7 +59,9 @@ PASSING = {
         "test_softmax_functional_dim3", "test_softmax_lastdim",
     ],
     "pytorch-operator": [
-        "test_operator_addmm", "test_operator_basic", "test_operator_chunk", "test_operator_clip",
+        "test_operator_add_broadcast", "test_operator_add_size1_broadcast",
+        "test_operator_add_size1_right_broadcast", "test_operator_add_size1_singleton_broadcast",
+        "test_operator_addconstant", "test_operator_addmm", "test_operator_basic", "test_operator_chunk", "test_operator_clip",
         "test_operator_concat2", "test_operator_conv", "test_operator_convtranspose",
         "test_operator_exp",
         "test_operator_flatten", "test_operator_index", "test_operator_max",
@@ -74,7 +76,6 @@ PASSING = {
     ],
 }
 
-_DOUBLE = "input '0' has element type DOUBLE"
 _3D = "-D {}: the built-in convolution and pooling are 1-D and 2-D"
 # case id -> (status, text the classifier's detail contains): why it does not pass
 EXCLUDED = {
@@ -92,9 +93,6 @@ EXCLUDED = {
         "Conv3d_stride", "Conv3d_stride_padding")},
     **{f"pytorch-converted/test_{n}": ("skip", "3" + _3D.format("MaxPool")) for n in (
         "MaxPool3d", "MaxPool3d_stride", "MaxPool3d_stride_padding")},
-    **{f"pytorch-operator/test_operator_{n}": ("skip", _DOUBLE) for n in (
-        "add_broadcast", "add_size1_broadcast", "add_size1_right_broadcast",
-        "add_size1_singleton_broadcast", "addconstant")},
 }
 PASSING_IDS = [f"{folder}/{name}" for folder, names in PASSING.items() for name in names]
 
