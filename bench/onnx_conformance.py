@@ -147,12 +147,13 @@ def ops_of_error(error: Exception) -> list[str]:
     return sorted(set(_NO_TRANSLATION.findall(str(error))))
 
 
-SPATIAL_OPS = ("Conv", "ConvTranspose", "MaxPool", "AveragePool", "LpPool")
+# the most spatial axes each built-in convolution/pooling takes
+SPATIAL_OPS = {"Conv": 2, "ConvTranspose": 2, "MaxPool": 3, "AveragePool": 3, "LpPool": 2}
 
 
 def input_problem(model) -> str:
     """Why the case cannot run here though its ops are translated (input types we do not feed,
-    3-D convolution/pooling, which the built-ins do not do), or ''."""
+    a convolution with more spatial axes than its built-in takes), or ''."""
     inits = {t.name: t for t in model.graph.initializer}
     for node in model.graph.node:
         if node.op_type not in SPATIAL_OPS:
@@ -160,8 +161,9 @@ def input_problem(model) -> str:
         kernel = next((list(a.ints) for a in node.attribute if a.name == "kernel_shape"), None)
         weights = inits.get(node.input[1]) if len(node.input) > 1 else None
         k = len(kernel) if kernel else (len(weights.dims) - 2 if weights is not None else 0)
-        if k > 2:
-            return f"{k}-D {node.op_type}: the built-in convolution and pooling are 1-D and 2-D"
+        if k > SPATIAL_OPS[node.op_type]:
+            return (f"{k}-D {node.op_type}: the built-in takes at most "
+                    f"{SPATIAL_OPS[node.op_type]} spatial axes")
     for vi in real_inputs(model):
         t = vi.type.tensor_type
         if not vi.type.HasField("tensor_type"):

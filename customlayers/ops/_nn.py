@@ -105,12 +105,22 @@ def window_geometry(op: NamedOp, attrs, spatial_in: Sequence[int], kernel: Seque
     return out, begin, end
 
 
-def spatial_rank(op: NamedOp, attrs, desc: TensorDesc, what: str = "input 0") -> int:
-    """1 or 2 spatial axes: the input is [N, C, W] or [N, C, H, W]."""
-    if len(desc.shape) not in (3, 4):
-        raise op.fail(attrs, f"{what} has shape {list(desc.shape)}; expected rank 3 (N,C,W) "
-                             f"or 4 (N,C,H,W)")
+def spatial_rank(op: NamedOp, attrs, desc: TensorDesc, what: str = "input 0",
+                 max_spatial: int = 2) -> int:
+    """1 or 2 spatial axes: the input is [N, C, W] or [N, C, H, W]; with max_spatial=3 also
+    [N, C, D, H, W] (the ops that have a 3-D kernel)."""
+    ranks = tuple(range(3, max_spatial + 3))
+    if len(desc.shape) not in ranks:
+        names = {3: "3 (N,C,W)", 4: "4 (N,C,H,W)", 5: "5 (N,C,D,H,W)"}
+        raise op.fail(attrs, f"{what} has shape {list(desc.shape)}; expected rank "
+                             f"{' or '.join(names[r] for r in ranks)}")
     return len(desc.shape) - 2
+
+
+def as_3d(values: Sequence[int], fill: int) -> tuple[int, int, int]:
+    """A 1-D or 2-D spatial attribute as (z, y, x) with the missing leading axes trivial."""
+    values = tuple(values)
+    return (fill,) * (3 - len(values)) + values  # type: ignore[return-value]
 
 
 def as_2d(values: Sequence[int], fill: int) -> tuple[int, int]:

@@ -1,6 +1,7 @@
 /* MaxPool / AvgPool: one work item per output element, the window read from global memory
  * (each input element is read by at most (KH/SY)*(KW/SX) neighbours, which caches serve).
- * NDRange: (OW, OH, N * C). Needs: IH IW OH OW KH KW SY SX DY DX PY PX, POOL_MAX or POOL_AVG,
+ * NDRange: (OW, OH, N * C * OD). Needs: ID IH IW OD OH OW KD KH KW SZ SY SX DZ DY DX PZ PY PX
+ * (a 1-D or 2-D window has the leading ones at 1, pads at 0), POOL_MAX or POOL_AVG,
  * for AvgPool COUNT_PAD (divide by the whole window, padding included), for MaxPool with an
  * index output WITH_INDICES, INDEX_T and AXIS_SPAN (indices are flat from the `axis` dim on).
  * A window with no input element in it (possible with rounding_type=ceil) gives 0.
@@ -14,8 +15,9 @@ __kernel void pool(__global const float* restrict input, __global float* restric
     const int ox = get_global_id(0), oy = get_global_id(1), z = get_global_id(2);
     if (ox >= OW || oy >= OH)
         return;
-    __global const float* in = input + z * (IH * IW);
-    const int iy0 = oy * SY - PY, ix0 = ox * SX - PX;
+    const int plane = z / OD, oz = z % OD;       /* z = (n * C + c) * OD + oz */
+    __global const float* in = input + plane * (ID * IH * IW);
+    const int iz0 = oz * SZ - PZ, iy0 = oy * SY - PY, ix0 = ox * SX - PX;
     const int out_at = (z * OH + oy) * OW + ox;
 #if POOL_MAX
     float best = -INFINITY;
@@ -24,6 +26,10 @@ __kernel void pool(__global const float* restrict input, __global float* restric
     float sum = 0.0f;
     int count = 0;
 #endif
+    for (int kz = 0; kz < KD; ++kz) {
+        const int iz = iz0 + kz * DZ;
+        if ((uint)iz >= (uint)ID)
+            continue;
     /* unrolling a large window (60x80 in ONNX's conformance cases) takes PoCL minutes */
 #if KH * KW <= 64
     #pragma unroll
@@ -39,11 +45,12 @@ __kernel void pool(__global const float* restrict input, __global float* restric
             const int ix = ix0 + kx * DX;
             if ((uint)ix >= (uint)IW)
                 continue;
-            const float v = in[iy * IW + ix];
+            const int at = (iz * IH + iy) * IW + ix;
+            const float v = in[at];
 #if POOL_MAX
             if (best_at < 0 || v > best) {
                 best = v;
-                best_at = iy * IW + ix;
+                best_at = at;
             }
 #else
             sum += v;
@@ -51,14 +58,15 @@ __kernel void pool(__global const float* restrict input, __global float* restric
 #endif
         }
     }
+    }
 #if POOL_MAX
     output[out_at] = best_at < 0 ? 0.0f : best;
 #if WITH_INDICES
     indices[out_at] = best_at < 0 ? (INDEX_T)0
-                                  : (INDEX_T)(((long)z * (IH * IW) + best_at) % AXIS_SPAN);
+                                  : (INDEX_T)(((long)plane * (ID * IH * IW) + best_at) % AXIS_SPAN);
 #endif
 #else
-    const int divisor = COUNT_PAD ? KH * KW : count;
+    const int divisor = COUNT_PAD ? KD * KH * KW : count;
     output[out_at] = count ? sum / (float)divisor : 0.0f;
 #endif
 }

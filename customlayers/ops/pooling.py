@@ -1,4 +1,4 @@
-"""MaxPool (opset1 and opset8, one registration) and AvgPool (opset1), 1-D and 2-D spatial.
+"""MaxPool (opset1 and opset8, one registration) and AvgPool (opset1), 1-D, 2-D and 3-D spatial.
 
 MaxPool-8 (recognised by its index_element_type attribute) also produces output 1, the index
 of each maximum, flattened from dim `axis` on. AvgPool with exclude-pad="false" divides by the
@@ -9,7 +9,7 @@ adds past pads_end); with no explicit padding at all, it divides by the cells in
 from __future__ import annotations
 
 from .base import Attr, register_op
-from ._nn import (AUTO_PADS, ROUNDING_TYPES, NamedOp, as_2d, require_f32, spatial_rank,
+from ._nn import (AUTO_PADS, ROUNDING_TYPES, NamedOp, as_3d, require_f32, spatial_rank,
                   window_geometry)
 from ._program import cl_source, defines
 from ..runtime.launch import Arg, KernelLaunch
@@ -36,18 +36,18 @@ class _PoolBase(NamedOp):
     def _geometry(self, attrs, inputs):
         require_f32(self, attrs, inputs[:1])
         x = inputs[0].shape
-        rank = spatial_rank(self, attrs, inputs[0])
+        rank = spatial_rank(self, attrs, inputs[0], max_spatial=3)
         dilations = attrs.get("dilations") or (1,) * rank
         out, pb, pe = window_geometry(self, attrs, x[2:], attrs["kernel"], attrs["strides"],
                                       dilations, attrs["rounding_type"].lower())
-        ih, iw = as_2d(x[2:], 1)
-        oh, ow = as_2d(out, 1)
-        kh, kw = as_2d(attrs["kernel"], 1)
-        sy, sx = as_2d(attrs["strides"], 1)
-        dy, dx = as_2d(dilations, 1)
-        py, px = as_2d(pb, 0)
-        return dict(IH=ih, IW=iw, OH=oh, OW=ow, KH=kh, KW=kw, SY=sy, SX=sx, DY=dy, DX=dx,
-                    PY=py, PX=px), tuple(x[:2]) + tuple(out), any(pb) or any(pe)
+        sizes = {}
+        # 1-D and 2-D windows are 3-D ones with trivial leading axes (the compiler drops them)
+        for names, values, fill in (("ID IH IW", x[2:], 1), ("OD OH OW", out, 1),
+                                    ("KD KH KW", attrs["kernel"], 1),
+                                    ("SZ SY SX", attrs["strides"], 1),
+                                    ("DZ DY DX", dilations, 1), ("PZ PY PX", pb, 0)):
+            sizes.update(zip(names.split(), as_3d(values, fill)))
+        return sizes, tuple(x[:2]) + tuple(out), any(pb) or any(pe)
 
     def _extra_defines(self, attrs, inputs, padded: bool) -> dict:
         raise NotImplementedError
@@ -58,8 +58,10 @@ class _PoolBase(NamedOp):
         args = [Arg.input(0), Arg.output(0)] + ([Arg.output(1)] if extra.get("WITH_INDICES") else [])
         kind = "max" if self.is_max else "avg"
         src = defines(**sizes, **extra) + cl_source("pooling.cl")
-        return [KernelLaunch(source=src, entry="pool", args=tuple(args), global_size=(out[-1], sizes["OH"], out[0] * out[1]),
-                             label=f"{kind}pool_{sizes['KH']}x{sizes['KW']}")]
+        window = "x".join(str(sizes[k]) for k in ("KD", "KH", "KW") if k != "KD" or
+                          len(out) == 5)
+        return [KernelLaunch(source=src, entry="pool", args=tuple(args), global_size=(out[-1], sizes["OH"], out[0] * out[1] * sizes["OD"]),
+                             label=f"{kind}pool_{window}")]
 
 
 @register_op

@@ -38,6 +38,7 @@ PASSING = {
                "test_single_relu_model"],
     "pytorch-converted": [
         "test_AvgPool1d", "test_AvgPool1d_stride", "test_AvgPool2d", "test_AvgPool2d_stride",
+        "test_AvgPool3d", "test_AvgPool3d_stride", "test_AvgPool3d_stride1_pad0_gpu_input",
         "test_BatchNorm1d_3d_input_eval", "test_BatchNorm2d_eval", "test_BatchNorm2d_momentum_eval",
         "test_BatchNorm3d_eval", "test_BatchNorm3d_momentum_eval", "test_ConstantPad2d",
         "test_Conv1d", "test_Conv1d_dilated", "test_Conv1d_groups", "test_Conv1d_pad1",
@@ -50,7 +51,8 @@ PASSING = {
         "test_Embedding", "test_Embedding_sparse", "test_GLU", "test_GLU_dim", "test_LeakyReLU",
         "test_LeakyReLU_with_negval", "test_Linear", "test_Linear_no_bias", "test_LogSoftmax",
         "test_MaxPool1d", "test_MaxPool1d_stride", "test_MaxPool1d_stride_padding_dilation",
-        "test_MaxPool2d", "test_MaxPool2d_stride_padding_dilation", "test_PReLU_1d",
+        "test_MaxPool2d", "test_MaxPool2d_stride_padding_dilation", "test_MaxPool3d",
+        "test_MaxPool3d_stride", "test_MaxPool3d_stride_padding", "test_PReLU_1d",
         "test_PReLU_1d_multiparam", "test_PReLU_2d", "test_PReLU_2d_multiparam", "test_PReLU_3d",
         "test_PReLU_3d_multiparam", "test_PixelShuffle", "test_PoissonNLLLLoss_no_reduce",
         "test_ReLU", "test_ReflectionPad2d", "test_ReplicationPad2d", "test_SELU", "test_Sigmoid",
@@ -76,7 +78,7 @@ PASSING = {
     ],
 }
 
-_3D = "-D {}: the built-in convolution and pooling are 1-D and 2-D"
+_3D_CONV = "3-D Conv: the built-in takes at most 2 spatial axes"
 # case id -> (status, text the classifier's detail contains): why it does not pass
 EXCLUDED = {
     "simple/test_gradient_of_add": ("skip", "unsupported op: Gradient"),
@@ -86,13 +88,9 @@ EXCLUDED = {
         "monday_casesensintive_lower", "monday_casesensintive_nochangecase",
         "monday_casesensintive_upper", "monday_empty_output", "monday_insensintive_upper_twodim",
         "nostopwords_nochangecase")},
-    **{f"pytorch-converted/test_{n}": ("skip", "3" + _3D.format("AveragePool")) for n in (
-        "AvgPool3d", "AvgPool3d_stride", "AvgPool3d_stride1_pad0_gpu_input")},
-    **{f"pytorch-converted/test_{n}": ("skip", "3" + _3D.format("Conv")) for n in (
+    **{f"pytorch-converted/test_{n}": ("skip", _3D_CONV) for n in (
         "Conv3d", "Conv3d_dilated", "Conv3d_dilated_strided", "Conv3d_groups", "Conv3d_no_bias",
         "Conv3d_stride", "Conv3d_stride_padding")},
-    **{f"pytorch-converted/test_{n}": ("skip", "3" + _3D.format("MaxPool")) for n in (
-        "MaxPool3d", "MaxPool3d_stride", "MaxPool3d_stride_padding")},
 }
 PASSING_IDS = [f"{folder}/{name}" for folder, names in PASSING.items() for name in names]
 
