@@ -33,7 +33,7 @@ def run(args) -> int:
         raise UsageError(f"-t must be a positive number of seconds, not {args.time}")
     engine, net, arrays = load_network(args, profiling=args.perf_counts)
     shapes = {n: tuple(a.shape) for n, a in arrays.items()}
-    requests = [net.create_request(shapes) for _ in range(args.nireq)]
+    requests = [net.create_request(shapes, arrays) for _ in range(args.nireq)]  # + shape inputs
     print(f"device: {engine.device.name.strip()}; {args.nireq} request(s) in flight",
           file=sys.stderr)
     requests[0].infer(arrays)                       # warm-up (first enqueue, lazy allocations)

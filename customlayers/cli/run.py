@@ -24,8 +24,8 @@ def run(args) -> int:
     engine, net, arrays = load_network(args, profiling=args.perf_counts)
     print(f"device: {engine.device.name.strip()} ({engine.device.platform.name.strip()})",
           file=sys.stderr)
-    req = net.create_request({n: tuple(a.shape) for n, a in arrays.items()})
-    outputs = req.infer(arrays)
+    req = net.infer_async(arrays)        # the plan for these shapes (and shape-input values)
+    outputs = req.wait()
     for name, arr in outputs.items():
         print(summarize(name, arr))
     if args.output:

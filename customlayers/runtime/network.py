@@ -264,9 +264,6 @@ class Network:
                     descs[(node.id, 0)] = TensorDesc(input_shapes[node.name], dtype)
                     if node.name in input_values:   # compiled in: no input buffer
                         consts[(node.id, 0)] = input_values[node.name]
-                        if input_values[node.name].dtype == np.float64:
-                            _share_as_bytes((node.id, 0), input_values[node.name], consts,
-                                            descs, alias)
                     else:
                         inputs.append((node.name, (node.id, 0)))
                     continue
@@ -274,8 +271,6 @@ class Network:
                     value = np.asarray(node.value)
                     consts[(node.id, 0)] = value
                     descs[(node.id, 0)] = TensorDesc(value.shape, value.dtype)
-                    if value.dtype == np.float64:
-                        _share_as_bytes((node.id, 0), value, consts, descs, alias)
                     continue
                 if node.id in absorbed:           # computed by the kernel it was fused into
                     owner = (absorbed[node.id], 0)
@@ -556,16 +551,6 @@ def _has_fp64(device) -> bool:
     except Exception:                      # noqa: BLE001 - drivers without the query
         pass
     return "cl_khr_fp64" in device.extensions.split()
-
-
-def _share_as_bytes(key, value: np.ndarray, consts: dict, descs: dict, alias: dict) -> None:
-    """Give a kernel the f64 constant `key` through a u8 constant of its bytes: the request
-    uploads float64 host values as float32 (from before f64 tensors existed), while the f64
-    value stays in `consts` for the ops that read constant values."""
-    raw = ("f64_bytes", key)
-    consts[raw] = np.ascontiguousarray(value).reshape(-1).view(np.uint8)
-    descs[raw] = TensorDesc((max(value.nbytes, 1),), "u8")
-    alias[key] = raw
 
 
 def _output_shape(node: Node, spec, binding, port, input_descs) -> tuple[int, ...]:

@@ -154,9 +154,10 @@ def _shared_consts(network, plan) -> dict:
     mf = cl.mem_flags
     for key in used:
         if key in plan.consts:
-            value = np.ascontiguousarray(plan.consts[key])
-            if value.dtype == np.float64:
-                value = value.astype(np.float32)
+            # in the element type the plan gave the tensor (a Const's own, unless folded)
+            desc = plan.descs.get(key)
+            value = np.ascontiguousarray(plan.consts[key],
+                                         dtype=desc.np_dtype if desc is not None else None)
             cache[key] = cl.Buffer(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR,
                                    hostbuf=value if value.nbytes else np.zeros(1, np.uint8))
     return cache
