@@ -109,3 +109,18 @@ def test_expand_of_a_computed_shape_is_refused_by_the_reader(tmp_path):
     with pytest.raises(ModelError, match=r"computed.onnx: node 1 .*the shape \(input 1, 's'\) "
                                          r"must be a constant or a graph input"):
         read_onnx(path)
+
+
+def test_run_and_benchmark_commands_take_the_values_from_the_inputs(tmp_path, capsys, engine):
+    from customlayers.cli import main
+    model = _reshape_model(tmp_path)
+    x = np.random.default_rng(1).standard_normal((2, 3, 4)).astype(np.float32)
+    np.save(tmp_path / "x.npy", x)
+    np.save(tmp_path / "shape.npy", np.array([4, 6], np.int64))
+    dev = ["-d", engine.device.name]
+    inputs = ["-i", f"x={tmp_path / 'x.npy'}", "-i", f"shape={tmp_path / 'shape.npy'}"]
+    out = tmp_path / "y.npz"
+    assert main(["run", *dev, "-m", str(model), *inputs, "-o", str(out)]) == 0
+    np.testing.assert_array_equal(np.load(out)["y"], np.maximum(x.reshape(4, 6), 0))
+    assert main(["benchmark", *dev, "-m", str(model), *inputs, "-niter", "2", "-nireq", "2"]) == 0
+    assert "throughput" in capsys.readouterr().out
