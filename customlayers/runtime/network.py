@@ -1,63 +1,27 @@
 """Network: a graph compiled once for one device, then run many times (clDNN's split).
 
-Compiling resolves every layer to an implementation (custom layers first, then built-ins),
-infers shapes, inserts reorders where a custom layer asks for another format or padding, turns
-every layer into KernelLaunch values, builds every program through the cache, and plans memory
-by tensor lifetime. Running is done by InferRequest (runtime/request.py).
+The network resolves every layer to an implementation (custom layers first, then built-ins),
+finds the inputs compiled in by value, and keeps one compiled plan per set of input shapes
+(runtime/compiler.py makes them: shapes, reorders, fusion, launches, memory, builds). Running
+is done by InferRequest (runtime/request.py), pooled here per plan.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
 import numpy as np
 
-from ..errors import (BindingError, CustomLayersError, ModelError, TensorError,
-                      UnsupportedLayersError)
+from ..errors import ModelError, UnsupportedLayersError
 from ..graph.graph import Graph, Node
-from ..jit.tensor import CUSTOM_LAYER_DTYPES, TensorDesc
-from .launch import DeviceTraits, KernelLaunch
-from .planner import MemoryPlan, TensorLife, plan_memory
-from .reorder import reorder_launch
-
-TensorKey = tuple  # (node id, output port) or ("reorder", n) / ("scratch", step, n)
+from ..jit.tensor import TensorDesc
+from .compiler import compile_plan
+from .launch import DeviceTraits
+from .plan import CompiledPlan
 
 SKIPPED_TYPES = ("Parameter", "Const", "Result")
 # A graph input that a built-in op reads as a compile-time constant (a Reshape target, an
 # Expand shape, Tile repeats) is compiled in by value; more elements than this is not a shape.
 MAX_VALUE_INPUT_ELEMENTS = 64
-
-
-@dataclass
-class Step:
-    """One layer (or an inserted reorder) as the executor runs it."""
-    name: str
-    type: str
-    impl: str                         # "custom" | "built-in" | "reorder"
-    entry: str
-    launches: list[KernelLaunch]
-    inputs: list[TensorKey]           # Arg.input(i) -> inputs[i]
-    outputs: list[TensorKey]          # Arg.output(i) -> outputs[i]
-    input_descs: list[TensorDesc] = field(default_factory=list)
-    output_descs: list[TensorDesc] = field(default_factory=list)
-
-
-@dataclass
-class CompiledPlan:
-    """Everything a request needs for one set of concrete input shapes."""
-    steps: list[Step]
-    descs: dict                       # TensorKey -> TensorDesc
-    consts: dict                      # TensorKey -> np.ndarray (uploaded once, shared)
-    alias: dict                       # view TensorKey -> the TensorKey whose buffer it shares
-    inputs: list[tuple[str, TensorKey]]    # network input name -> tensor
-    outputs: list[tuple[str, TensorKey]]   # network output name -> tensor
-    memory: MemoryPlan
-    programs: list                    # per step, per launch: pyopencl.Program
-
-    def root(self, key):
-        while key in self.alias:
-            key = self.alias[key]
-        return key
 
 
 class Network:
@@ -106,7 +70,7 @@ class Network:
         if shapes is not None and set(self.value_inputs) <= set(given_values):
             values = self._input_values(given_values, shapes)
             self._default_key = self._plan_key(shapes, values)
-            self._plans[self._default_key] = self._compile(shapes, values)
+            self._plans[self._default_key] = compile_plan(self, shapes, values)
 
     # -- resolution ------------------------------------------------------------------------
     def _is_custom(self, node: Node) -> bool:
@@ -229,7 +193,7 @@ class Network:
                                                     for d, g in zip(declared, got)):
                     raise ModelError(f"input '{p.name}' has shape {list(got)}; the model expects "
                                      f"{['?' if d is None else d for d in declared]}")
-            plan = self._plans[key] = self._compile(dict(shapes), values)
+            plan = self._plans[key] = compile_plan(self, dict(shapes), values)
         return plan
 
     @property
@@ -242,250 +206,6 @@ class Network:
             raise ModelError("the model has inputs of unknown size: give input_shapes, or call "
                              "infer with arrays (it compiles for their shapes)")
         return self._plans[self._default_key]
-
-    # -- compilation -----------------------------------------------------------------------
-    def _compile(self, input_shapes: Mapping[str, tuple],
-                 input_values: Mapping[str, np.ndarray]) -> CompiledPlan:
-        from ..ops import OPS
-        g = self.graph
-        descs: dict = {}
-        consts: dict = {}
-        alias: dict = {}
-        steps: list[Step] = []
-        inputs: list[tuple[str, TensorKey]] = []
-        outputs: list[tuple[str, TensorKey]] = []
-        fusions = self._plan_fusions()
-        absorbed = {nid: owner for owner, ep in fusions.items() for nid in ep.absorbed}
-
-        for node in self._order:
-            try:
-                if node.type == "Parameter":
-                    dtype = node.outputs[0].dtype if node.outputs else "f32"
-                    descs[(node.id, 0)] = TensorDesc(input_shapes[node.name], dtype)
-                    if node.name in input_values:   # compiled in: no input buffer
-                        consts[(node.id, 0)] = input_values[node.name]
-                    else:
-                        inputs.append((node.name, (node.id, 0)))
-                    continue
-                if node.type == "Const":
-                    value = np.asarray(node.value)
-                    consts[(node.id, 0)] = value
-                    descs[(node.id, 0)] = TensorDesc(value.shape, value.dtype)
-                    continue
-                if node.id in absorbed:           # computed by the kernel it was fused into
-                    owner = (absorbed[node.id], 0)
-                    descs[(node.id, 0)] = descs[owner]
-                    alias[(node.id, 0)] = owner
-                    continue
-                in_keys = [g.producer(node.id, i) for i in range(len(node.inputs))]
-                in_descs = [descs[k] for k in in_keys]
-                if node.type == "Result":
-                    src = in_keys[0]
-                    sn = g.nodes[src[0]]
-                    names = sn.outputs[src[1]].names
-                    outputs.append((names[0] if names else node.name, src))
-                    continue
-                in_consts = {i: consts[k] for i, k in enumerate(in_keys) if k in consts}
-                if self._is_custom(node):
-                    new_steps = self._custom_steps(node, in_keys, in_descs, in_consts)
-                else:
-                    op = OPS[node.type]
-                    # what the op may know of the device to choose its kernels
-                    attrs = dict(op.parse_attributes(node.attrs, node.name), _device=self._traits)
-                    out_specs = op.infer_shapes(attrs, in_descs, in_consts)
-                    out_descs = [TensorDesc(shape, dtype) for shape, dtype in out_specs]
-                    self._check_declared_shapes(node, out_descs)
-                    self._check_fp64(node, in_descs + out_descs)
-                    out_keys = [(node.id, j) for j in range(len(out_descs))]
-                    if op.is_view:
-                        descs[out_keys[0]] = out_descs[0]
-                        alias[out_keys[0]] = in_keys[0]
-                        if in_keys[0] in consts:
-                            consts[out_keys[0]] = consts[in_keys[0]].reshape(out_descs[0].shape)
-                        continue
-                    step_type = node.type
-                    ep = fusions.get(node.id)
-                    if ep is not None:            # bias and ReLU computed where it stores
-                        in_keys, in_descs = self._fold_epilogue(node, ep, in_keys, in_descs,
-                                                                out_descs[0], consts, descs)
-                        attrs = dict(attrs, _bias=bool(ep.steps), _relu=ep.relu)
-                        step_type = f"{node.type}+{ep.label}"
-                    launches = op.launches(attrs, in_descs, out_descs, in_consts)
-                    new_steps = [Step(node.name, step_type, "built-in",
-                                      ",".join(dict.fromkeys(l.entry for l in launches)),
-                                      launches, list(in_keys), out_keys, in_descs, out_descs)]
-                for st in new_steps:
-                    for k, d in zip(st.outputs, st.output_descs):
-                        descs[k] = d
-                steps.extend(new_steps)
-            except CustomLayersError as e:
-                # say which layer, unless the error already does; its own fields stay as they are
-                if e.context is None and f"'{node.name}'" not in str(e):
-                    e.context = node.describe()
-                raise
-
-        memory = self._plan_memory(steps, descs, alias, consts, inputs, outputs)
-        programs = self._build(steps)
-        plan = CompiledPlan(steps, descs, consts, alias, inputs, outputs, memory, programs)
-        self.messages.append(memory.summary())
-        return plan
-
-    @staticmethod
-    def _fold_epilogue(node, ep, in_keys, in_descs, out_desc, consts, descs):
-        """Collapse the fused chain into one bias input (and weights scaled per channel)."""
-        channels = out_desc.shape[1]
-        scale, bias = ep.scale_and_bias(channels)
-        if ep.has_scale:
-            w = np.asarray(consts[in_keys[1]], np.float64)
-            # output channel o is w's axis 0 (OIYX) or axes 0,1 together (GOIYX)
-            lead = 2 if node.type == "GroupConvolution" else 1
-            folded = (w.reshape(w.shape[:lead] + (-1,)) *
-                      scale.reshape(w.shape[:lead] + (1,))).reshape(w.shape)
-            wkey = ("folded_weights", node.id)
-            consts[wkey] = folded.astype(np.float32)
-            descs[wkey] = in_descs[1]
-            in_keys = [in_keys[0], wkey] + in_keys[2:]
-        bkey = ("fused_bias", node.id)
-        consts[bkey] = bias.astype(np.float32)
-        descs[bkey] = TensorDesc((channels,))
-        return in_keys + [bkey], in_descs + [descs[bkey]]
-
-    def _plan_fusions(self) -> dict:
-        if not self.fuse:
-            return {}
-        from ..ops import OPS
-        from .fusion import plan_fusions
-        fusable = {t for t, op in OPS.items() if getattr(op, "fusable_epilogue", False)}
-        return plan_fusions(self.graph, self._order, fusable, self._is_custom)
-
-    def _check_declared_shapes(self, node: Node, out_descs: list[TensorDesc]) -> None:
-        for j, (port, desc) in enumerate(zip(node.outputs, out_descs)):
-            declared = port.shape
-            if declared is None or any(d is None for d in declared):
-                continue
-            if tuple(declared) != tuple(desc.shape):
-                raise ModelError(f"{node.describe()}: output port {j} is declared as "
-                                 f"{list(declared)} but the inputs give {list(desc.shape)}")
-
-    def _check_fp64(self, node: Node, descs: Sequence[TensorDesc]) -> None:
-        if not self._fp64 and any(d.dtype == "f64" for d in descs):
-            raise BindingError(f"{node.describe()}: f64 (double) tensors need a device with "
-                               f"cl_khr_fp64; {self.engine.device.name.strip()} has none (convert "
-                               f"the model to float32)")
-
-    def _custom_steps(self, node: Node, in_keys, in_descs, in_consts) -> list[Step]:
-        """Bind a custom layer: real inputs by port, Data blobs from Const inputs by name.
-        Returns its steps in order: reorders of its inputs, the layer, reorders of its outputs
-        back to dense BFYX (what the rest of the graph reads)."""
-        for i, d in enumerate(in_descs):
-            if d.dtype not in CUSTOM_LAYER_DTYPES:   # the contract's <T>_TYPE list has no double
-                raise BindingError(f"{node.describe()}: input {i} is {d.dtype}; a custom layer "
-                                   f"takes {', '.join(CUSTOM_LAYER_DTYPES)}")
-        spec = self.registry.spec(node.type)
-        data_names = {d.name for d in spec.data}
-        g = self.graph
-        real_ports: list[int] = []
-        data: dict[str, np.ndarray] = {}
-        for i, k in enumerate(in_keys):
-            producer = g.nodes[k[0]]
-            pnames = {producer.name, producer.name.rsplit("/", 1)[-1],
-                      *producer.outputs[k[1]].names, *node.inputs[i].names}
-            match = data_names & pnames
-            if i in in_consts and match:
-                data[match.pop()] = in_consts[i]
-            else:
-                real_ports.append(i)
-        missing = data_names - set(data)
-        if missing:
-            raise BindingError(f"the descriptor binds Data {', '.join(sorted(missing))}, but the "
-                               f"layer has no constant input of that name")
-        bound_ports = {t.port_index for t in spec.inputs}
-        if bound_ports and max(bound_ports) >= len(real_ports):
-            raise BindingError(f"the descriptor binds input port {max(bound_ports)}, but the layer "
-                               f"has {len(real_ports)} input(s)")
-        steps: list[Step] = []
-        kernel_inputs: list[TensorKey] = []
-        kernel_descs: list[TensorDesc] = []
-        by_port = {t.port_index: t for t in spec.inputs}
-        for port, i in enumerate(real_ports):
-            key, desc = in_keys[i], in_descs[i]
-            binding = by_port.get(port)
-            want = desc
-            if binding is not None and binding.format not in ("ANY", desc.format):
-                want = want.with_format(binding.format)
-            if self.pad_custom_inputs is not None:
-                lower, upper = self.pad_custom_inputs
-                want = want.with_padding(lower, upper)
-            if want != desc:
-                rkey = ("in", node.id, port)
-                steps.append(Step(f"{node.name}/reorder_in{port}", "Reorder", "reorder", "reorder",
-                                  [reorder_launch(desc, want)], [key], [rkey], [desc], [want]))
-                key, desc = rkey, want
-            kernel_inputs.append(key)
-            kernel_descs.append(desc)
-
-        # output shapes: declared in the model, else the descriptor's shape formula, else input 0
-        out_descs = []
-        for binding in spec.outputs:
-            port = node.outputs[binding.port_index] if binding.port_index < len(node.outputs) else None
-            shape = _output_shape(node, spec, binding, port, kernel_descs)
-            fmt = binding.format if binding.format != "ANY" else kernel_descs[0].format
-            dtype = port.dtype if port is not None and port.dtype else kernel_descs[0].dtype
-            out_descs.append(TensorDesc(shape, dtype, fmt))
-        bound = self.registry.bind(node.type, kernel_descs, out_descs, params=node.attrs, data=data)
-        out_keys, after = [], []
-        for j, d in enumerate(out_descs):
-            if d.is_plain:
-                out_keys.append((node.id, j))
-            else:
-                raw = ("out", node.id, j)
-                out_keys.append(raw)
-                after.append(Step(f"{node.name}/reorder_out{j}", "Reorder", "reorder", "reorder",
-                                  [reorder_launch(d, d.plain())], [raw], [(node.id, j)], [d],
-                                  [d.plain()]))
-        steps.append(Step(node.name, node.type, "custom", spec.entry, [bound.launch()],
-                          kernel_inputs, out_keys, kernel_descs, out_descs))
-        return steps + after
-
-    def _plan_memory(self, steps, descs, alias, consts, inputs, outputs) -> MemoryPlan:
-        first: dict = {}
-        last: dict = {}
-        end = len(steps)
-        for i, s in enumerate(steps):
-            for k in s.outputs:
-                first.setdefault(k, i)
-                last[k] = max(last.get(k, i), i)
-            for k in s.inputs:
-                r = k
-                while r in alias:
-                    r = alias[r]
-                last[r] = max(last.get(r, i), i)
-        for _, k in outputs:
-            r = k
-            while r in alias:
-                r = alias[r]
-            last[r] = end
-        input_keys = {k for _, k in inputs}
-        lives = [TensorLife(k, descs[k].nbytes, first[k], last[k]) for k in first
-                 if k not in consts and k not in input_keys]
-        return plan_memory(lives)
-
-    def _build(self, steps: list[Step]) -> list:
-        eng = self.engine
-        programs = []
-        for s in steps:
-            progs = []
-            for launch in s.launches:
-                try:
-                    progs.append(eng.cache.build(eng.context, eng.device, launch.source,
-                                                 launch.options, line_map=launch.line_map,
-                                                 label=launch.label or s.name))
-                except CustomLayersError as e:
-                    if hasattr(e, "layer") and not getattr(e, "layer", None):
-                        e.layer = s.name
-                    raise
-            programs.append(progs)
-        return programs
 
     # -- running ---------------------------------------------------------------------------
     def create_request(self, shapes: Mapping[str, tuple] | None = None,
@@ -553,45 +273,3 @@ def _has_fp64(device) -> bool:
     return "cl_khr_fp64" in device.extensions.split()
 
 
-def _output_shape(node: Node, spec, binding, port, input_descs) -> tuple[int, ...]:
-    """A custom layer's output shape (ONNX shape inference cannot know it), in this order:
-    the model's declared shape when fully known (IR port dims, ONNX value_info); else the
-    descriptor's `shape` formula over the dim tensor; else input 0's shape. The declared dims
-    that are known still count: a formula must agree with them, and without a formula a partly
-    declared shape (value_info ["N",16,3,4] with a dynamic batch) takes only its open dims from
-    input 0."""
-    declared = tuple(port.shape) if port is not None and port.shape is not None else None
-    if binding.shape:
-        computed = _shape_from_formula(spec, binding, input_descs)
-        source = f"the descriptor's shape formula '{binding.shape}'"
-    elif declared is not None and all(d is not None for d in declared):
-        return declared
-    else:
-        computed, source = tuple(input_descs[0].shape), "input 0"
-        if declared is not None and len(declared) == len(computed):
-            computed = tuple(c if d is None else d for d, c in zip(declared, computed))
-    if declared is not None and (len(declared) != len(computed) or any(
-            d is not None and d != c for d, c in zip(declared, computed))):
-        # a wrong output shape is memory the kernel writes past: refuse the disagreement
-        shown = ["?" if d is None else d for d in declared]
-        raise ModelError(f"{node.describe()}: output port {binding.port_index} is declared as "
-                         f"{shown} in the model, but {source} gives {list(computed)}"
-                         f"{'' if binding.shape else '; give its output Tensor a shape formula'}")
-    return computed
-
-
-def _shape_from_formula(spec, binding, input_descs) -> tuple[int, ...]:
-    from ..jit.formulas import parse_formula_list
-    dim_kind, dim_index = spec.work_sizes.dim
-    if dim_kind == "input" and dim_index < len(input_descs):
-        dims = input_descs[dim_index].dims
-    else:
-        dims = input_descs[0].dims
-    env = dict(zip("BFYX", dims))
-    env.update({k.lower(): v for k, v in env.items()})
-    formulas = parse_formula_list(binding.shape, max_entries=4)
-    shape = tuple(f.evaluate(env) for f in formulas)
-    if any(d <= 0 for d in shape):
-        raise TensorError(f"layer type '{spec.name}': output shape formula '{binding.shape}' gives "
-                          f"{list(shape)} for input dims {list(dims)}")
-    return shape
