@@ -219,7 +219,8 @@ class LayerChecker:
         from ..errors import FormulaError
         from ..jit.formulas import parse_formula_list
         try:
-            count = len(parse_formula_list(text, max_entries=None))
+            formulas = parse_formula_list(text, max_entries=None)
+            count = len(formulas)
         except FormulaError as e:
             loc = el.where(attr)
             if attr in el.attr_locations and e.position is not None and "\n" not in text:
@@ -230,7 +231,27 @@ class LayerChecker:
         if max_entries is not None and count > max_entries:
             self.error(el.where(attr), "CL061",
                        f"{attr} '{text}' has {count} entries; expected at most {max_entries}")
+        elif attr in ("global", "local"):
+            self._constant_limits(el, attr, text, formulas)
         return count
+
+    def _constant_limits(self, el: Node, attr: str, text: str, formulas) -> None:
+        """Work-size entries without variables are known now: report one that no driver can
+        run (the JIT refuses it again, for any shape)."""
+        from ..errors import FormulaError
+        from ..jit.formulas import check_work_size_limits
+        constant = [f for f in formulas if not f.variables]
+        sizes = []
+        for f in constant:
+            try:
+                sizes.append(f.evaluate({}))
+            except FormulaError:
+                return  # not a size problem; the JIT reports it with the shapes it has
+        try:
+            check_work_size_limits(sizes, constant, product=len(constant) == len(formulas))
+        except FormulaError as e:
+            self.error(el.where(attr), "CL065", f"{attr} '{text}': {e.message} in formula "
+                                                f"'{e.formula}'")
 
     def _shape(self, t: Node, kind: str | None, text: str) -> None:
         """Our extension: an output Tensor's shape as formulas over the dim tensor's B,F,Y,X,

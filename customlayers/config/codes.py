@@ -48,6 +48,7 @@ CODES: dict[str, str] = {
     "CL062": "local has a different number of entries than global",
     "CL063": "a Tensor shape formula has more than 4 entries (B,F,Y,X)",
     "CL064": "a shape formula on an input Tensor (ignored: inputs take the model's shape)",
+    "CL065": "a constant work size is too large (an entry over 2**32-1, or over 2**40 in all)",
     # -- across layers and files -------------------------------------------------------------
     "CL070": "the same layer name is defined again; the later definition wins",
     # -- building (validate --compile) -------------------------------------------------------

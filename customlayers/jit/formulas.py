@@ -30,6 +30,10 @@ VARIABLES = ("B", "F", "Y", "X")
 FUNCTIONS = ("floor", "ceil", "round", "abs", "sqrt")
 MAX_DEPTH = 64          # parentheses and unary signs nested deeper than this are refused
 MAX_MAGNITUDE = 2 ** 63  # a value beyond this cannot be a work size or a dim; stop growing there
+# Work sizes the drivers can take. PoCL aborts the process (not an error code) on a global size
+# near 2**63, and no device runs 2**40 work items in reasonable time: refuse both up front.
+MAX_WORK_SIZE = 2 ** 32 - 1   # one global or local entry
+MAX_WORK_ITEMS = 2 ** 40      # all entries of one global (or local) size multiplied
 
 _OPERATORS = "+-*/%"
 _EXPECTED_ATOM = "a number, one of B F Y X, or '('"
@@ -392,5 +396,27 @@ def parse_formula_list(text: str, *, max_entries: int | None = 3, functions: boo
 
 
 def evaluate_work_sizes(formulas, env: Mapping[str, int | float]) -> tuple[int, ...]:
-    """Evaluate each formula and require a positive integer (a work size)."""
-    return tuple(f.evaluate(env, positive=True) for f in formulas)
+    """Evaluate each formula and require a positive integer (a work size) within the limits
+    of `check_work_size_limits`."""
+    sizes = tuple(f.evaluate(env, positive=True) for f in formulas)
+    check_work_size_limits(sizes, formulas, env)
+    return sizes
+
+
+def check_work_size_limits(sizes, formulas, env: Mapping[str, int | float] | None = None, *,
+                           product: bool = True) -> None:
+    """FormulaError when an entry is over MAX_WORK_SIZE or (with `product`) all entries
+    multiplied are over MAX_WORK_ITEMS. `formulas` are Formula objects or texts, one per size."""
+    texts = [f.text if isinstance(f, Formula) else str(f) for f in formulas]
+    for size, formula, text in zip(sizes, formulas, texts):
+        if size > MAX_WORK_SIZE:
+            values = formula._values(env or {}) \
+                if isinstance(formula, Formula) and formula.variables else ""
+            raise FormulaError(f"the result is {size}{' ' + values if values else ''}; a work "
+                               f"size is at most {MAX_WORK_SIZE} (2**32-1)", text)
+    total = 1
+    for size in sizes:
+        total *= size
+    if product and total > MAX_WORK_ITEMS:
+        raise FormulaError(f"the sizes {', '.join(map(str, sizes))} make {total} work items; "
+                           f"at most {MAX_WORK_ITEMS} (2**40) are allowed", ",".join(texts))

@@ -6,7 +6,7 @@ from typing import Sequence
 
 from ..config.spec import LayerSpec
 from ..errors import FormulaError
-from .formulas import Formula, evaluate_work_sizes, parse_formula_list
+from .formulas import MAX_WORK_SIZE, Formula, evaluate_work_sizes, parse_formula_list
 from .tensor import TensorDesc
 
 MAX_ENTRIES = 3
@@ -53,6 +53,11 @@ def compute_work_sizes(spec: LayerSpec, inputs: Sequence[TensorDesc],
             raise FormulaError("the default global size is the element count of output 0, "
                                "but the layer has no output", layer=spec.name, attribute="global")
         global_size: tuple[int, ...] = (outputs[0].count,)
+        if global_size[0] > MAX_WORK_SIZE:
+            raise FormulaError(f"the default global size, the element count of output 0 "
+                               f"({outputs[0].describe()}), is {global_size[0]}; a work size is "
+                               f"at most {MAX_WORK_SIZE} (2**32-1): give WorkSizes global",
+                               layer=spec.name, attribute="global")
         if local_f is not None and len(local_f) != 1:
             raise FormulaError(f"local has {len(local_f)} entries but the default global has 1",
                                ",".join(spec.work_sizes.local or ()), layer=spec.name,

@@ -211,3 +211,27 @@ def test_attribute_columns_across_lines_and_inside_values():
     got = [(d.line, d.column, d.code) for d in configs.diagnostics]
     assert (2, 4, "CL011") in got       # colour=, on the second line
     assert (2, 23, "CL021") in got      # the real version=, not the text inside colour's value
+
+
+@pytest.mark.parametrize("worksizes, message", [
+    ('global="9223372036854775807+1"',
+     "global '9223372036854775807+1': the result is 9223372036854775808; a work size is at most "
+     "4294967295 (2**32-1) in formula '9223372036854775807+1'"),
+    ('global="X,4294967296"', "global 'X,4294967296': the result is 4294967296; a work size is "
+                              "at most 4294967295 (2**32-1) in formula '4294967296'"),
+    ('global="65536,65536,1024"', "global '65536,65536,1024': the sizes 65536, 65536, 1024 make "
+                                  "4398046511104 work items; at most 1099511627776 (2**40) are "
+                                  "allowed in formula '65536,65536,1024'"),
+    ('global="X" local="8589934592"', "local '8589934592': the result is 8589934592; a work size "
+                                      "is at most 4294967295 (2**32-1) in formula '8589934592'"),
+])
+def test_constant_work_sizes_too_large_are_reported(worksizes, message):
+    configs = make(KERNEL_OK + BUFFERS_OK + f"<WorkSizes {worksizes}/>\n")
+    assert found(configs) == [(9, "CL065")]
+    assert configs.diagnostics.items[0].message == message
+    assert "L" not in configs.layers
+
+
+def test_work_sizes_with_variables_are_left_to_the_jit():
+    configs = make(KERNEL_OK + BUFFERS_OK + '<WorkSizes global="X*4294967296,65536,65536"/>\n')
+    assert found(configs) == []

@@ -148,3 +148,23 @@ def test_c_division_matches_c(a, b):
     q = int(a / b) if abs(a) < 2**52 else None   # truncation toward zero
     assert f.evaluate({"X": a, "Y": b}) == q
     assert m.evaluate({"X": a, "Y": b}) == a - b * q
+
+
+@pytest.mark.parametrize("texts, message", [
+    ("9223372036854775807+1", "the result is 9223372036854775808; a work size is at most "
+                              "4294967295 (2**32-1) in formula '9223372036854775807+1'"),
+    ("X*4294967296", "the result is 962072674304 with X=224; a work size is at most 4294967295 "
+                     "(2**32-1) in formula 'X*4294967296'"),
+    ("65536,65536,X*2", "the sizes 65536, 65536, 448 make 1924145348608 work items; at most "
+                        "1099511627776 (2**40) are allowed in formula '65536,65536,X*2'"),
+])
+def test_work_sizes_beyond_what_drivers_take_are_refused(texts, message):
+    # PoCL aborts the whole process on a global size near 2**63: never hand it one
+    with pytest.raises(FormulaError) as info:
+        evaluate_work_sizes(parse_formula_list(texts), ENV)
+    assert str(info.value) == message
+
+
+def test_work_sizes_at_the_limits_are_accepted():
+    assert evaluate_work_sizes(parse_formula_list("4294967295"), ENV) == (4294967295,)
+    assert evaluate_work_sizes(parse_formula_list("1048576,1048576"), ENV) == (2**20, 2**20)

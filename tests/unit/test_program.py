@@ -109,3 +109,26 @@ def test_a_bad_attribute_is_a_define_error():
     with pytest.raises(DefineError, match=r"layer 'Scale', define 'alpha' \(type float\): "
                                           r"attribute alpha=\"fast\" does not fit"):
         generate_program(layer(), [IN, BLOB], [OUT], {"alpha": "fast"})
+
+
+@pytest.mark.parametrize("global_, local, message", [
+    (("9223372036854775807+1",), None,
+     "layer 'Scale', attribute 'global': the result is 9223372036854775808; a work size "
+     "is at most 4294967295 (2**32-1) in formula '9223372036854775807+1'"),
+    (("X",), ("X*2147483648",),
+     "layer 'Scale', attribute 'local': the result is 8589934592 with X=4; a work size is at most "
+     "4294967295 (2**32-1) in formula 'X*2147483648'"),
+])
+def test_work_sizes_too_large_name_layer_attribute_formula_and_value(global_, local, message):
+    spec = layer()
+    spec = replace(spec, work_sizes=replace(spec.work_sizes, global_=global_, local=local))
+    with pytest.raises(FormulaError) as info:
+        compute_work_sizes(spec, [IN, BLOB], [OUT])
+    assert str(info.value) == message
+
+
+def test_default_global_too_large_is_refused():
+    xml = CONFIG.replace(' global="X,Y,B*F" local="1,1,1"', "")
+    with pytest.raises(FormulaError, match=r"layer 'Scale', attribute 'global': the default global "
+                                           r"size, the element count of output 0 .* is 4294967296"):
+        compute_work_sizes(layer(xml), [IN, BLOB], [TensorDesc((65536, 65536))])
