@@ -155,7 +155,7 @@ class LayerChecker:
         if buffers is None:
             return tensors, data
         args: list[tuple[int, Node]] = []
-        all_indices_ok = True
+        all_indices_ok = all_ports_ok = True
         ports: dict[tuple[str, int], Node] = {}
         kinds: set[str | None] = set()
         for t in buffers.find_all("Tensor"):
@@ -163,6 +163,7 @@ class LayerChecker:
             kind = t.attrs.get("type")
             fmt = t.attrs.get("format", "BFYX")
             all_indices_ok &= arg is not None
+            all_ports_ok &= port is not None
             kinds.add(kind)
             if arg is not None:
                 args.append((arg, t))
@@ -186,6 +187,8 @@ class LayerChecker:
                 if d.attrs.get("name"):
                     data.append(DataBinding(d.attrs["name"], arg, d.location))
         self._check_args(args, all_indices_ok, buffers)
+        if all_ports_ok:
+            self._check_ports(ports, buffers)
         # a misspelled type may have meant "output": only then is "no output" a new problem
         if kinds and kinds <= {"input"}:
             self.error(buffers.location, "CL032",
@@ -212,6 +215,18 @@ class LayerChecker:
                        f"kernel argument{'s' if len(missing) > 1 else ''} {gap} "
                        f"{'are' if len(missing) > 1 else 'is'} not bound: arg-index values must "
                        f"be 0..{max(seen)} without gaps; found {found}")
+
+    def _check_ports(self, ports: dict[tuple[str, int], Node], buffers: Node) -> None:
+        """Ports are numbered like the model's inputs and outputs: a gap would leave a model
+        input without a Tensor (and INPUTk numbering would no longer follow the ports)."""
+        for kind in ("input", "output"):
+            bound = sorted(port for k, port in ports if k == kind)
+            missing = sorted(set(range(len(bound))) - set(bound))
+            if missing:
+                found = ", ".join(map(str, bound))
+                self.error(buffers.location, "CL035",
+                           f"{kind} ports must be 0..{len(bound) - 1} without gaps; found "
+                           f"{found}")
 
     # -- work sizes ----------------------------------------------------------------------
     def _formulas(self, el: Node, attr: str, text: str, max_entries: int | None) -> int | None:

@@ -34,6 +34,7 @@ CODES: dict[str, str] = {
     "CL032": "the layer has no output Tensor",
     "CL033": "two Tensors bind the same port (type and port-index)",
     "CL034": "WorkSizes dim names an input the layer does not have",
+    "CL035": "input (or output) port-index values leave a gap (ports must be 0..N-1)",
     # -- sources -----------------------------------------------------------------------------
     "CL040": "a Source file does not exist (or is not in the given sources)",
     "CL041": "a Source file cannot be read",

@@ -235,3 +235,19 @@ def test_constant_work_sizes_too_large_are_reported(worksizes, message):
 def test_work_sizes_with_variables_are_left_to_the_jit():
     configs = make(KERNEL_OK + BUFFERS_OK + '<WorkSizes global="X*4294967296,65536,65536"/>\n')
     assert found(configs) == []
+
+
+@pytest.mark.parametrize("tensors, message", [
+    ('<Tensor arg-index="0" type="input" port-index="0"/>\n'
+     '<Tensor arg-index="1" type="input" port-index="2"/>\n'
+     '<Tensor arg-index="2" type="output" port-index="0"/>\n',
+     "input ports must be 0..1 without gaps; found 0, 2"),
+    ('<Tensor arg-index="0" type="input" port-index="0"/>\n'
+     '<Tensor arg-index="1" type="output" port-index="1"/>\n',
+     "output ports must be 0..0 without gaps; found 1"),
+])
+def test_port_gaps_are_errors(tensors, message):
+    configs = make(KERNEL_OK + f"<Buffers>\n{tensors}</Buffers>\n")
+    assert found(configs) == [(5, "CL035")]
+    assert configs.diagnostics.items[0].message == message
+    assert "L" not in configs.layers
