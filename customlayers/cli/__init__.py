@@ -2,8 +2,8 @@
 functions: `add_parser(subparsers)` and `run(args) -> int` (the exit status).
 
 Errors are formatted here, once: a CustomLayersError becomes its message on stderr and exit 1;
-an unreadable file or bad arguments exit 2. No traceback reaches the user
-unless --traceback is given.
+an unreadable file or bad arguments exit 2; an OpenCL error (pyopencl.Error) or running out of
+memory exit 1 with a message. No traceback reaches the user unless --traceback is given.
 """
 from __future__ import annotations
 
@@ -70,6 +70,24 @@ def main(argv: list[str] | None = None) -> int:
         where = f"{e.filename}: " if getattr(e, "filename", None) else ""
         print(f"error: {where}{e.strerror or e}", file=sys.stderr)
         return 2
+    except MemoryError as e:
+        if args.traceback:
+            raise
+        print(f"error: out of host memory{f' ({e})' if str(e) else ''}", file=sys.stderr)
+        return 1
+    except Exception as e:
+        if args.traceback or not _is_opencl_error(e):
+            raise
+        print(f"error: OpenCL: {e}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+
+
+def _is_opencl_error(e: BaseException) -> bool:
+    """Whether `e` is a pyopencl.Error. Looked up in sys.modules rather than imported: commands
+    that never touch OpenCL stay quick to start, and if pyopencl was never imported, no error
+    can be one of its."""
+    cl = sys.modules.get("pyopencl")
+    return cl is not None and isinstance(e, cl.Error)

@@ -35,3 +35,14 @@ def parse_params(items) -> dict[str, str]:
             raise UsageError(f"--param {item!r} is not KEY=VALUE")
         params[key.strip()] = value
     return params
+
+
+def non_negative_int(text: str) -> int:
+    """argparse type: an integer >= 0 (a seed); argparse reports anything else as a usage error."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be a non-negative integer, found {text!r}")
+    return value

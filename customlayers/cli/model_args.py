@@ -8,7 +8,8 @@ from pathlib import Path
 import numpy as np
 
 from . import UsageError
-from .common import add_build_options, apply_build_options
+from .common import add_build_options, apply_build_options, non_negative_int
+from .input_arrays import read_array
 
 
 def add_model_options(p: argparse.ArgumentParser) -> None:
@@ -21,7 +22,8 @@ def add_model_options(p: argparse.ArgumentParser) -> None:
                    help="input array(s); seeded random inputs where missing")
     p.add_argument("--shape", action="append", default=[], metavar="NAME=1x3x224x224",
                    help="shape of an input the model leaves open (dynamic dims)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
+    p.add_argument("--seed", type=non_negative_int, default=0,
+                   help="seed of the random inputs (0 or more)")
     add_build_options(p)
 
 
@@ -87,10 +89,7 @@ def read_inputs(items, graph) -> dict[str, np.ndarray]:
         else:
             raise UsageError(f"-i {item}: '{name}' is not an input of the model; its inputs: "
                              f"{', '.join(names)}")
-        try:
-            arrays[name] = np.load(path, allow_pickle=False)
-        except ValueError as e:
-            raise UsageError(f"-i {path}: not a .npy array ({e})") from None
+        arrays[name] = read_array(path, f"input '{name}'")
     return arrays
 
 

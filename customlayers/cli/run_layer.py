@@ -15,9 +15,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import CustomLayersError
 from . import UsageError
 from .common import add_build_options, apply_build_options, parse_params
+from .input_arrays import read_array
 from .layers import add_config_options
 
 
@@ -42,18 +42,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     return p
 
 
-def read_array(path: str, what: str) -> np.ndarray:
-    """An array from a .npy file; a file that is not one is a clear error, not a traceback."""
-    try:
-        arr = np.load(path, allow_pickle=False)
-    except ValueError:
-        raise CustomLayersError(f"{what} {path}: not a .npy array file") from None
-    if isinstance(arr, np.lib.npyio.NpzFile):
-        arr.close()
-        raise CustomLayersError(f"{what} {path}: an .npz archive; give one array as .npy")
-    if arr.dtype == np.float64:
-        arr = arr.astype(np.float32)
-    return arr
+def as_float32(arr: np.ndarray) -> np.ndarray:
+    """float64 runs as float32: custom layers take no double (most devices lack fp64)."""
+    return arr.astype(np.float32) if arr.dtype == np.float64 else arr
 
 
 def parse_shape(text: str) -> tuple[int, ...]:
@@ -118,8 +109,8 @@ def run(args) -> int:
     if missing:
         raise UsageError(f"layer '{spec.name}' binds Data {', '.join(missing)}: give "
                          + " ".join(f"--data {n}=FILE.npy" for n in missing))
-    inputs = [read_array(p, f"input {i}") for i, p in enumerate(args.input)]
-    data = {name: read_array(p, f"data '{name}'") for name, p in data_paths.items()}
+    inputs = [as_float32(read_array(p, f"input {i}")) for i, p in enumerate(args.input)]
+    data = {name: as_float32(read_array(p, f"data '{name}'")) for name, p in data_paths.items()}
     in_descs = [TensorDesc(a.shape, a.dtype) for a in inputs]
     out_descs = [TensorDesc(s, in_descs[0].dtype) for s in out_shapes] or None
 

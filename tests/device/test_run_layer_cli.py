@@ -116,7 +116,7 @@ def test_run_layer_several_outputs_write_npz(tmp_path, capsys):
      "MISSING.npy: No such file or directory"),
     (lambda x, cfg: ["--layer", "ReLU", "-i", x, "-i", x], 1,
      "has 1 input port(s), 2 tensor(s) were given"),
-    (lambda x, cfg: ["--layer", "ReLU", "-i", cfg], 1, "relu.xml: not a .npy array file"),
+    (lambda x, cfg: ["--layer", "ReLU", "-i", cfg], 2, "relu.xml: not a .npy array file"),
 ], ids=["unknown-layer", "bad-param", "bad-shape", "missing-file", "too-many-inputs",
         "not-npy"])
 def test_run_layer_errors_are_messages(ex, tmp_path, capsys, make_args, status, message):
