@@ -10,7 +10,7 @@ import re
 from typing import Mapping, Sequence
 
 from ..config.spec import DefineSpec, LayerSpec
-from ..errors import DefineError
+from ..errors import DefineError, TensorError
 from .tensor import TensorDesc
 
 # OpenCL C integer literal: decimal, octal or hex, optional sign and u/l suffixes.
@@ -105,8 +105,25 @@ def _array(name: str, c_type: str, values: Sequence[int]) -> list[tuple[str, str
     ]
 
 
+INT_MAX = 2 ** 31 - 1   # the arrays are (int []) and OFFSET is used as an int in kernels
+
+
+def _check_int_range(prefix: str, desc: TensorDesc) -> None:
+    """A value over INT_MAX would be emitted as is and wrap (or be a long) in the kernel."""
+    values = [("DIMS", desc.dims), ("LOWER_PADDING", desc.lower_pad),
+              ("UPPER_PADDING", desc.upper_pad), ("PITCHES", desc.pitches),
+              ("OFFSET", (desc.offset,))]
+    for name, vals in values:
+        for v in vals:
+            if v > INT_MAX:
+                raise TensorError(f"tensor {prefix} ({desc.describe()}): {prefix}_{name} would "
+                                  f"hold {v}, over {INT_MAX}, the largest OpenCL C int")
+
+
 def tensor_defines(prefix: str, desc: TensorDesc) -> list[tuple[str, str]]:
-    """The defines of one tensor, e.g. prefix 'INPUT0'."""
+    """The defines of one tensor, e.g. prefix 'INPUT0'. TensorError when a value does not fit
+    the int the contract declares it as."""
+    _check_int_range(prefix, desc)
     out = _array(f"{prefix}_DIMS", "int", desc.dims)
     out.append((f"{prefix}_TYPE", desc.cl_type))
     out.append((f"{prefix}_FORMAT_{desc.format}", ""))

@@ -43,3 +43,11 @@ def test_layers_lists_bindings_and_places(capsys):
     assert main(["layers", "-c", RELU]) == 0
     out = capsys.readouterr().out
     assert "ReLU" in out and "example_relu_kernel" in out and "relu.xml:3" in out
+
+
+def test_jit_refuses_dims_over_int(capsys):
+    rc = main(["jit", "-c", RELU, "--layer", "ReLU", "--input", "1x2147483648"])
+    out, err = capsys.readouterr()
+    assert rc == 1 and out == ""
+    assert "INPUT0_DIMS would hold 2147483648, over 2147483647" in err
+    assert "Traceback" not in err

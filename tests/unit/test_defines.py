@@ -165,3 +165,25 @@ def test_bad_attribute_names_layer_define_and_attribute():
         "layers.xml:4:9: layer 'MyLayer', define 'eps' (type float): attribute epsilon=\"small\" "
         "does not fit: 'small' is not a float literal of OpenCL C (for example 0.5, 1.0f, 1e-7, "
         "-3, +2.5F)")
+
+
+@pytest.mark.parametrize("desc, name, value", [
+    (TensorDesc((2147483648, 2)), "INPUT0_DIMS", 2147483648),
+    (TensorDesc((2, 65536, 65536)), "INPUT0_PITCHES", 4294967296),
+    # every pitch fits (b: 2**30), the offset of two padded batches does not
+    (TensorDesc((1, 1, 32768, 32768), lower_pad=(2, 0, 0, 0)), "INPUT0_OFFSET", 2147483648),
+    (TensorDesc((1, 2), lower_pad=(0, 0, 0, 2147483648)), "INPUT0_LOWER_PADDING", 2147483648),
+])
+def test_values_over_int_are_refused(desc, name, value):
+    from customlayers.errors import TensorError
+    from customlayers.jit.defines import tensor_defines
+    with pytest.raises(TensorError) as info:
+        tensor_defines("INPUT0", desc)
+    assert str(info.value).startswith(f"tensor INPUT0 ({desc.describe()}): ")
+    assert f"{name} would hold {value}, over 2147483647" in str(info.value)
+
+
+def test_values_at_int_max_are_emitted():
+    from customlayers.jit.defines import tensor_defines
+    got = dict(tensor_defines("OUTPUT1", TensorDesc((2147483647,))))
+    assert got["OUTPUT1_DIMS"] == "(int []){ 2147483647,1,1,1, }"
