@@ -55,6 +55,7 @@ CODES: dict[str, str] = {
     # -- building (validate --compile) -------------------------------------------------------
     "CL080": "the OpenCL program does not build",
     "CL081": "the layer could not be prepared for building (shapes, defines, work sizes)",
+    "CL082": "the OpenCL compiler warns about a program that builds (a warning)",
 }
 
 

@@ -14,6 +14,8 @@ from __future__ import annotations
 import hashlib
 import re
 import tempfile
+import warnings
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Sequence
 
@@ -40,21 +42,42 @@ def build_log(program, device) -> str:
 
 def compile_source(context, device, source: str, options: str = "", *,
                    line_map: Sequence = (), label: str = "",
-                   save_dir: Path | None = None) -> cl.Program:
-    """Build `source` for `device`; KernelBuildError (log mapped to the user's lines) when the
-    compiler refuses it."""
+                   save_dir: Path | None = None) -> tuple[cl.Program, str]:
+    """Build `source` for `device`: (program, its compiler warnings mapped to the user's lines,
+    '' when none). KernelBuildError (log mapped the same way) when the compiler refuses it."""
     raw = cl._cl._Program(context, source)
     try:
-        raw.build(options.encode(), [device])
+        with _quiet_pyopencl():
+            raw.build(options.encode(), [device])
     except cl.RuntimeError as e:
         raise build_error(source, options, device, build_log(raw, device) or str(e),
                           line_map, label, save_dir) from e
-    return cl.Program(raw)
+    return cl.Program(raw), compiler_warnings(build_log(raw, device), line_map)
 
 
 def load_binary(context, device, binary: bytes, options: str = "") -> cl.Program:
     """A program from a binary this device produced earlier (raises cl.Error when unusable)."""
-    return cl.Program(context, [device], [binary]).build(options)
+    with _quiet_pyopencl():
+        return cl.Program(context, [device], [binary]).build(options)
+
+
+@contextmanager
+def _quiet_pyopencl():
+    """pyopencl warns "Non-empty compiler output encountered" on stderr, with the log at the
+    generated text's lines; we report the log ourselves, mapped (compiler_warnings)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", cl.CompilerWarning)
+        yield
+
+
+def compiler_warnings(log: str, line_map: Sequence = ()) -> str:
+    """The warning lines of a successful build's log, mapped to the user's files and lines,
+    each once (PoCL logs some twice); '' when there are none."""
+    seen: list[str] = []
+    for line in map_build_log(log, line_map).splitlines():
+        if re.search(r"\bwarning:", line) and line not in seen:
+            seen.append(line)
+    return "\n".join(seen)
 
 
 def program_binary(program: cl.Program, device) -> bytes:
@@ -138,9 +161,20 @@ def build_error(source: str, options: str, device, log: str, line_map: Sequence 
 def log_diagnostics(error: KernelBuildError, code: str = "CL080") -> list[Diagnostic]:
     """One Diagnostic per `FILE:LINE:COL ... error|warning: message` line of a mapped log; one
     for the whole failure when no line has a place."""
+    found = log_line_diagnostics(error.log, error.layer, code)
+    if not any(d.severity == ERROR for d in found):
+        found.append(Diagnostic(error.source_path or "<generated>", 0, 1, ERROR, code,
+                                f"{error.message}: {error.log.strip() or 'no build log'} "
+                                f"(device {error.device}; options '{error.options}')",
+                                error.layer))
+    return found
+
+
+def log_line_diagnostics(log: str, layer: str | None, code: str) -> list[Diagnostic]:
+    """The lines of a mapped compiler log that carry a place and a severity, as Diagnostics."""
     loc = re.compile(r"(?P<file>.+?):(?P<line>\d+)(?::(?P<col>\d+))?(?:\s*<[^>]*>)?:\s*")
     found: list[Diagnostic] = []
-    for text in error.log.splitlines():
+    for text in log.splitlines():
         # PoCL writes "error: FILE:L:C: msg", clang and NVIDIA "FILE:L:C: error: msg"
         m = re.match(r"\s*(?P<sev>error|warning):\s*", text)
         rest = text[m.end():] if m else text
@@ -156,12 +190,7 @@ def log_diagnostics(error: KernelBuildError, code: str = "CL080") -> list[Diagno
             continue
         found.append(Diagnostic(lm.group("file"), int(lm.group("line")),
                                 int(lm.group("col") or 1), ERROR if sev == "error" else WARNING,
-                                code, msg, error.layer))
-    if not any(d.severity == ERROR for d in found):
-        found.append(Diagnostic(error.source_path or "<generated>", 0, 1, ERROR, code,
-                                f"{error.message}: {error.log.strip() or 'no build log'} "
-                                f"(device {error.device}; options '{error.options}')",
-                                error.layer))
+                                code, msg, layer))
     return found
 
 
@@ -194,7 +223,8 @@ def _default_descs(spec, inputs: Sequence):
 def compile_check(spec, inputs: Sequence, device, params=None, cache=None) -> list[Diagnostic]:
     """Generate and build the layer's program for `device`; every problem as a Diagnostic
     (CL081 preparing, CL080 building, CL044 no entry function). [] when it builds and its
-    kernel takes exactly as many arguments as the layer binds."""
+    kernel takes exactly as many arguments as the layer binds; compiler warnings of a program
+    that builds come back as CL082 warnings at the user's lines."""
     from ..errors import CustomLayersError
     from .cache import ProgramCache
     from .program import generate_program
@@ -207,21 +237,24 @@ def compile_check(spec, inputs: Sequence, device, params=None, cache=None) -> li
     cache = cache or ProgramCache()
     context = cl.Context([device])
     try:
-        built = cache.build(context, device, program.text, program.options,
-                            line_map=program.line_map, label=spec.name)
+        built, warned = cache.build_with_warnings(context, device, program.text, program.options,
+                                                  line_map=program.line_map, label=spec.name)
     except KernelBuildError as e:
         return log_diagnostics(e)
+    # the program builds: its warnings are reported, never errors (the log has no other lines)
+    found = [d for d in log_line_diagnostics(warned, spec.name, "CL082")
+             if d.severity == WARNING]
     count = kernel_arg_count(built, spec.entry)
     if count is None:
-        return [Diagnostic(loc.file, loc.line, loc.column, ERROR, "CL044",
-                           f"the program has no kernel named '{spec.entry}' (Kernel entry)",
-                           spec.name)]
+        return found + [Diagnostic(loc.file, loc.line, loc.column, ERROR, "CL044",
+                                   f"the program has no kernel named '{spec.entry}' (Kernel "
+                                   f"entry)", spec.name)]
     if count != spec.num_args:
-        return [Diagnostic(loc.file, loc.line, loc.column, ERROR, "CL080",
-                           f"kernel '{spec.entry}' takes {count} argument"
-                           f"{'s' if count != 1 else ''} but the layer binds {spec.num_args} "
-                           f"(Tensor and Data arg-index)", spec.name)]
-    return []
+        return found + [Diagnostic(loc.file, loc.line, loc.column, ERROR, "CL080",
+                                   f"kernel '{spec.entry}' takes {count} argument"
+                                   f"{'s' if count != 1 else ''} but the layer binds "
+                                   f"{spec.num_args} (Tensor and Data arg-index)", spec.name)]
+    return found
 
 
 def __getattr__(name: str):

@@ -79,7 +79,7 @@ class ProgramCache:
         self.directory = Path(directory) if directory is not None else settings.cache_dir()
         self.enabled = settings.cache_enabled() if enabled is None else enabled
         self.verbose = settings.verbose() if verbose is None else verbose
-        self._memory: dict[tuple[int, str], cl.Program] = {}
+        self._memory: dict[tuple[int, str], tuple[cl.Program, str]] = {}
         self.hits = 0
         self.disk_hits = 0
         self.misses = 0
@@ -91,33 +91,43 @@ class ProgramCache:
               line_map: Sequence = (), label: str = "") -> cl.Program:
         """The built program for `source` on `device`: from memory, from disk, or compiled.
         KernelBuildError when the compiler refuses the source."""
+        return self.build_with_warnings(context, device, source, options, line_map=line_map,
+                                        label=label)[0]
+
+    def build_with_warnings(self, context, device, source: str, options: str = "", *,
+                            line_map: Sequence = (), label: str = "") -> tuple[cl.Program, str]:
+        """`build`, and the compiler's warnings at the user's lines ('' when none). They are
+        kept with the entry, so a cache hit still has them; verbose prints them to stderr."""
         key = cache_key(source, options, device)
         mem_key = (context.int_ptr, key)
-        program = self._memory.get(mem_key)
-        if program is not None:
+        found = self._memory.get(mem_key)
+        if found is not None:
             self.hits += 1
             self._report("memory hit", label, key)
-            return program
+            return found
         start = time.perf_counter()
-        program = self._load(context, device, key, options) if self.enabled else None
-        if program is not None:
+        loaded = self._load(context, device, key, options) if self.enabled else None
+        if loaded is not None:
+            program, warned = loaded
             self.disk_hits += 1
             self._report("disk hit", label, key, start)
         else:
-            program = compile_source(context, device, source, options, line_map=line_map,
-                                     label=label, save_dir=self.directory)
+            program, warned = compile_source(context, device, source, options,
+                                             line_map=line_map, label=label,
+                                             save_dir=self.directory)
             self.misses += 1
             self._report("miss, built", label, key, start)
             if self.enabled:
-                self._store(device, key, program, source, options, label)
-        self._memory[mem_key] = program
-        return program
+                self._store(device, key, program, source, options, label, warned)
+        self._report_warnings(label, warned)
+        self._memory[mem_key] = (program, warned)
+        return program, warned
 
     def clear_memory(self) -> None:
         self._memory.clear()
 
     # -- disk --------------------------------------------------------------------------------
-    def _load(self, context, device, key: str, options: str) -> cl.Program | None:
+    def _load(self, context, device, key: str, options: str) -> tuple[cl.Program, str] | None:
         folder = self.entry_dir(key)
         meta_path = folder / "meta.json"
         try:
@@ -127,13 +137,16 @@ class ProgramCache:
             binary = (folder / "program.bin").read_bytes()
             if hashlib.sha256(binary).hexdigest() != meta.get("binary_sha256"):
                 raise ValueError("program.bin does not match the hash in meta.json")
-            return load_binary(context, device, binary, options)
+            warned = meta.get("warnings", "")
+            if not isinstance(warned, str):
+                raise ValueError("meta.json's warnings are not text")
+            return load_binary(context, device, binary, options), warned
         except (OSError, ValueError, cl.Error) as e:
             self._warn(f"cache entry {folder} is unusable ({e}); building anew")
             return None
 
     def _store(self, device, key: str, program: cl.Program, source: str, options: str,
-               label: str) -> None:
+               label: str, warned: str = "") -> None:
         folder = self.entry_dir(key)
         try:
             binary = program_binary(program, device)
@@ -145,6 +158,7 @@ class ProgramCache:
             meta = {"format_version": FORMAT_VERSION, "key": key, "label": label,
                     "options": options, "customlayers_version": __version__,
                     "binary_sha256": hashlib.sha256(binary).hexdigest(),
+                    "warnings": warned,
                     "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
                     **device_identity(device)}
             _write_atomic(folder / "meta.json", json.dumps(meta, indent=2).encode())
@@ -154,6 +168,11 @@ class ProgramCache:
     # -- reporting ---------------------------------------------------------------------------
     def _warn(self, message: str) -> None:
         warnings.warn(message, CacheWarning, stacklevel=3)
+
+    def _report_warnings(self, label: str, warned: str) -> None:
+        if warned and self.verbose:
+            name = f" of layer '{label}'" if label else ""
+            print(f"customlayers: compiler warnings{name}:\n{warned}", file=sys.stderr)
 
     def _report(self, what: str, label: str, key: str, start: float | None = None) -> None:
         if not self.verbose:

@@ -163,3 +163,43 @@ def test_compile_check_reports_errors_and_argument_counts(cl_env):
     (diag,) = compile_check(spec(three_args), [], dev)
     assert diag.message == ("kernel 'affine' takes 3 arguments but the layer binds 2 (Tensor and "
                             "Data arg-index)")
+
+
+def warning_kernel():
+    """KERNEL with a compiler warning at affine.cl:3. The code is new on every call: PoCL keeps
+    its own binary cache, keyed on the preprocessed text, and a program it finds there comes
+    back with the log of the build that stored it (often empty)."""
+    import random
+    n = random.randrange(10 ** 9)
+    return KERNEL.replace("{\n", f"{{\n    int check_padding = {n}.5;\n", 1)
+
+
+def test_build_warnings_are_mapped_kept_and_pyopencl_stays_quiet(cl_env, tmp_path, capsys):
+    import warnings
+    ctx, _, dev = cl_env
+    program = generate_program(spec(warning_kernel()), [TensorDesc((1, 1, 2, 2))],
+                               [TensorDesc((1, 1, 2, 2))])
+    cache = ProgramCache(tmp_path, verbose=True)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        built, warned = cache.build_with_warnings(ctx, dev, program.text, program.options,
+                                                  line_map=program.line_map, label="Affine")
+    assert not [w for w in caught if issubclass(w.category, cl.CompilerWarning)]
+    assert "affine.cl:3:" in warned and "implicit conversion" in warned
+    assert warned.count("implicit conversion") == 1
+    err = capsys.readouterr().err
+    assert "compiler warnings of layer 'Affine':" in err and "affine.cl:3:" in err
+    assert cl.Kernel(built, "affine").num_args == 2
+
+    # a disk hit (no compiler run) still knows the warnings
+    fresh = ProgramCache(tmp_path)
+    assert fresh.build_with_warnings(ctx, dev, program.text, program.options)[1] == warned
+    assert fresh.disk_hits == 1
+
+
+def test_compile_check_reports_warnings_at_the_users_line(cl_env):
+    _, _, dev = cl_env
+    (diag,) = compile_check(spec(warning_kernel()), [TensorDesc((1, 2, 3, 4))], dev)
+    assert (diag.file, diag.line, diag.severity, diag.code, diag.layer) == (
+        "affine.cl", 3, "warning", "CL082", "Affine")
+    assert "implicit conversion from 'double' to 'int'" in diag.message

@@ -136,3 +136,16 @@ def test_compile_argument_count_mismatch(capsys, tmp_path, cl_env):
     (tmp_path / "c.xml").write_text(LAYER.format(extra=""))
     code, out, _ = run(capsys, tmp_path / "c.xml", "--compile", "-d", "CPU")
     assert code == 1 and "error[CL080]" in out and "takes 3 arguments" in out
+
+
+def test_compile_reports_compiler_warnings(capsys, tmp_path, cl_env):
+    import random   # new code each run: PoCL's own cache would serve an older build's log
+    (tmp_path / "k.cl").write_text(KERNEL.replace(
+        "{\n", f"{{\n    int slow_path = {random.randrange(10 ** 9)}.5;\n", 1))
+    (tmp_path / "c.xml").write_text(LAYER.format(extra=""))
+    code, out, err = run(capsys, tmp_path / "c.xml", "--compile", "-d", "CPU")
+    assert code == 0 and "CompilerWarning" not in err
+    first = out.splitlines()[0]
+    assert first.startswith(f"{tmp_path / 'k.cl'}:4:") and "warning[CL082]" in first
+    assert "implicit conversion" in first and first.endswith("(layer L)")
+    assert out.splitlines()[-1] == "1 file, 1 layer: 0 errors, 1 warning"
