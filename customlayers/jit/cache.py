@@ -134,6 +134,8 @@ class ProgramCache:
             if not meta_path.exists():
                 return None
             meta = json.loads(meta_path.read_text())
+            if not isinstance(meta, dict):
+                raise ValueError(f"meta.json holds {type(meta).__name__}, not an object")
             binary = (folder / "program.bin").read_bytes()
             if hashlib.sha256(binary).hexdigest() != meta.get("binary_sha256"):
                 raise ValueError("program.bin does not match the hash in meta.json")
@@ -141,8 +143,9 @@ class ProgramCache:
             if not isinstance(warned, str):
                 raise ValueError("meta.json's warnings are not text")
             return load_binary(context, device, binary, options), warned
-        except (OSError, ValueError, cl.Error) as e:
-            self._warn(f"cache entry {folder} is unusable ({e}); building anew")
+        except Exception as e:  # noqa: BLE001 - any failure here means "build anew", never a crash
+            self._warn(f"cache entry {folder} is unusable ({type(e).__name__}: {e}); "
+                       f"building anew")
             return None
 
     def _store(self, device, key: str, program: cl.Program, source: str, options: str,

@@ -203,3 +203,18 @@ def test_compile_check_reports_warnings_at_the_users_line(cl_env):
     assert (diag.file, diag.line, diag.severity, diag.code, diag.layer) == (
         "affine.cl", 3, "warning", "CL082", "Affine")
     assert "implicit conversion from 'double' to 'int'" in diag.message
+
+
+@pytest.mark.parametrize("meta", ["[]", "null", '"x"', "3", "{not json"])
+def test_meta_json_of_any_shape_is_a_warning_and_a_fresh_build(cl_env, tmp_path, meta):
+    ctx, _, dev = cl_env
+    source = "__kernel void k(__global float* a) { a[0] = 5.0f; }\n"
+    ProgramCache(tmp_path).build(ctx, dev, source)
+    (entry,) = (tmp_path / "programs").iterdir()
+    (entry / "meta.json").write_text(meta)
+    again = ProgramCache(tmp_path)
+    with pytest.warns(CacheWarning, match="is unusable"):
+        program = again.build(ctx, dev, source)
+    assert (again.misses, again.disk_hits) == (1, 0)
+    assert cl.Kernel(program, "k").num_args == 1
+    json.loads((entry / "meta.json").read_text())["binary_sha256"]   # rewritten whole
