@@ -117,6 +117,16 @@ class LayerChecker:
             return
         names = ", ".join(src.filename for src in sources)
         have = f"; kernels found: {', '.join(found)}" if found else "; no __kernel function found"
+        macros = [(src.filename, m) for src in sources for m in kernel_macros(src.text)]
+        if macros:
+            # `KERNEL(my_k)(...)` defines a kernel this scan cannot see without a preprocessor;
+            # the build finds the entry (or not) authoritatively
+            where = ", ".join(f"{name} in {file}" for file, name in macros)
+            self.warning(kernel.where("entry"), "CL044",
+                         f"entry function '{entry}' is not visibly defined as a __kernel in "
+                         f"{names}{have}; the sources define a macro mentioning kernel ({where}), "
+                         f"so the build will check the entry")
+            return
         self.error(kernel.where("entry"), "CL044",
                    f"entry function '{entry}' is not defined as a __kernel in {names}{have}")
 
@@ -317,6 +327,15 @@ _COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
 _KERNEL_KEYWORD = re.compile(r"\b(?:__kernel|kernel)\b")
 _ATTRIBUTE = re.compile(r"__attribute__\s*\(\(.*?\)\)", re.S)
 _NAME_BEFORE_PAREN = re.compile(r"\b([A-Za-z_]\w*)\s*\(")
+
+
+_KERNEL_MACRO = re.compile(r"^[ \t]*#[ \t]*define[ \t]+(\w+)[^\n]*", re.M)
+
+
+def kernel_macros(source: str) -> list[str]:
+    """Names of the macros whose definition mentions `kernel` (any case), comments ignored."""
+    text = _COMMENT.sub(" ", source)
+    return [m.group(1) for m in _KERNEL_MACRO.finditer(text) if "kernel" in m.group(0).lower()]
 
 
 def kernel_names(source: str) -> list[str]:

@@ -251,3 +251,23 @@ def test_port_gaps_are_errors(tensors, message):
     assert found(configs) == [(5, "CL035")]
     assert configs.diagnostics.items[0].message == message
     assert "L" not in configs.layers
+
+
+MACRO_KERNEL = ("#define KERNEL(name) __kernel void name\n"
+                "KERNEL(my_k)(const __global float* in, __global float* out) { }\n")
+
+
+def test_a_kernel_defined_through_a_macro_is_a_warning_only():
+    configs = make(KERNEL_OK.replace('entry="k"', 'entry="my_k"') + BUFFERS_OK,
+                   sources={"k.cl": MACRO_KERNEL})
+    assert [(d.line, d.code, d.severity) for d in configs.diagnostics] == [(2, "CL044", "warning")]
+    assert "macro mentioning kernel (KERNEL in k.cl)" in configs.diagnostics.items[0].message
+    assert configs.layers["L"].entry == "my_k"
+
+
+def test_a_missing_entry_without_such_a_macro_stays_an_error():
+    source = "#define SCALE 2\n// #define KERNEL(n) __kernel void n\n" + KERNEL
+    configs = make(KERNEL_OK.replace('entry="k"', 'entry="my_k"') + BUFFERS_OK,
+                   sources={"k.cl": source})
+    assert [(d.line, d.code, d.severity) for d in configs.diagnostics] == [(2, "CL044", "error")]
+    assert "L" not in configs.layers
