@@ -56,6 +56,7 @@ CODES: dict[str, str] = {
     "CL080": "the OpenCL program does not build",
     "CL081": "the layer could not be prepared for building (shapes, defines, work sizes)",
     "CL082": "the OpenCL compiler warns about a program that builds (a warning)",
+    "CL083": "the local work size cannot run on the device (or with the built kernel)",
 }
 
 

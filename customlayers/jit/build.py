@@ -222,7 +222,8 @@ def _default_descs(spec, inputs: Sequence):
 
 def compile_check(spec, inputs: Sequence, device, params=None, cache=None) -> list[Diagnostic]:
     """Generate and build the layer's program for `device`; every problem as a Diagnostic
-    (CL081 preparing, CL080 building, CL044 no entry function). [] when it builds and its
+    (CL081 preparing, CL080 building, CL044 no entry function, CL083 a local size the device
+    or the kernel cannot run). [] when it builds and its
     kernel takes exactly as many arguments as the layer binds; compiler warnings of a program
     that builds come back as CL082 warnings at the user's lines."""
     from ..errors import CustomLayersError
@@ -234,6 +235,14 @@ def compile_check(spec, inputs: Sequence, device, params=None, cache=None) -> li
         program = generate_program(spec, ins, outs, params or {})
     except CustomLayersError as e:
         return [Diagnostic(loc.file, loc.line, loc.column, ERROR, "CL081", str(e), spec.name)]
+    # the same device checks as Registry.bind (late import: runtime builds on jit)
+    from ..errors import BindingError
+    from ..runtime.registry import check_kernel_work_group, check_local_size
+    ws = spec.work_sizes.location
+    try:
+        check_local_size(spec, program.global_size, program.local_size, device)
+    except BindingError as e:
+        return [Diagnostic(ws.file, ws.line, ws.column, ERROR, "CL083", str(e), spec.name)]
     cache = cache or ProgramCache()
     context = cl.Context([device])
     try:
@@ -254,6 +263,10 @@ def compile_check(spec, inputs: Sequence, device, params=None, cache=None) -> li
                                    f"kernel '{spec.entry}' takes {count} argument"
                                    f"{'s' if count != 1 else ''} but the layer binds "
                                    f"{spec.num_args} (Tensor and Data arg-index)", spec.name)]
+    try:
+        check_kernel_work_group(spec, program.local_size, cl.Kernel(built, spec.entry), device)
+    except BindingError as e:
+        found.append(Diagnostic(ws.file, ws.line, ws.column, ERROR, "CL083", str(e), spec.name))
     return found
 
 

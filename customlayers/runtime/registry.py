@@ -254,11 +254,27 @@ def check_local_size(spec: LayerSpec, global_size: Sequence[int],
     if not supports_non_uniform_groups(device):
         for i, (g, v) in enumerate(zip(global_size, local_size)):
             if g % v:
+                rounded = _rounded_up(_global_formula(spec, i, g), v)
                 raise BindingError(
                     f"{where}: local[{i}]={v} does not divide global[{i}]={g}, and device "
                     f"'{device_name}' ({device.version.strip()}) needs uniform work-groups; "
-                    f"round the global size up (e.g. (X+{v - 1})/{v}*{v}) and guard the extra "
+                    f"round the global size up (e.g. {rounded}) and guard the extra "
                     "work items in the kernel")
+
+
+def _global_formula(spec: LayerSpec, i: int, value: int) -> str:
+    """The text of global entry i: as written, or what the default global stands for."""
+    written = spec.work_sizes.global_
+    if written is not None and i < len(written):
+        return written[i].strip()
+    if written is None and spec.work_sizes.dim == ("output", 0):
+        return "B*F*Y*X"      # the default: output 0's element count, and dim is output 0
+    return str(value)
+
+
+def _rounded_up(formula: str, v: int) -> str:
+    term = formula if formula.isalnum() else f"({formula})"
+    return f"({term}+{v - 1})/{v}*{v}"
 
 
 def check_kernel_work_group(spec: LayerSpec, local_size: Sequence[int] | None,

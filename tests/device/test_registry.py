@@ -236,3 +236,14 @@ def test_public_api_exports():
         assert getattr(api, name) is not None, name
     assert api.Registry is __import__("customlayers.runtime.registry",
                                       fromlist=["Registry"]).Registry
+
+
+def test_uniform_work_group_hint_uses_that_entrys_formula(registry, engine):
+    from customlayers.runtime.registry import supports_non_uniform_groups
+    if supports_non_uniform_groups(engine.device):
+        pytest.skip("this device runs non-uniform work-groups")
+    registry.load_string(copy_layer(work='global="X,Y,B*F" local="1,1,4"'), {"copy.cl": COPY_CL})
+    with pytest.raises(BindingError) as e:
+        registry.bind("Copy", [TensorDesc((1, 2, 3, 6))])
+    assert "local[2]=4 does not divide global[2]=2" in str(e.value)
+    assert "(e.g. ((B*F)+3)/4*4)" in str(e.value)

@@ -149,3 +149,26 @@ def test_compile_reports_compiler_warnings(capsys, tmp_path, cl_env):
     assert first.startswith(f"{tmp_path / 'k.cl'}:4:") and "warning[CL082]" in first
     assert "implicit conversion" in first and first.endswith("(layer L)")
     assert out.splitlines()[-1] == "1 file, 1 layer: 0 errors, 1 warning"
+
+
+WORK_LAYER = LAYER.replace("</Buffers>\n", "</Buffers>\n  <WorkSizes {work}/>\n")
+
+
+def test_compile_checks_the_local_size_against_the_device(capsys, tmp_path, cl_env):
+    from customlayers.runtime.registry import supports_non_uniform_groups
+    device = cl_env[2]
+    (tmp_path / "k.cl").write_text(KERNEL)
+    too_many = device.max_work_group_size * 2
+    (tmp_path / "c.xml").write_text(WORK_LAYER.format(
+        extra="", work=f'global="{too_many}" local="{too_many}"'))
+    code, out, _ = run(capsys, tmp_path / "c.xml", "--compile", "-d", "CPU")
+    assert code == 1 and f"{tmp_path / 'c.xml'}:10:3: error[CL083]" in out
+    assert f"allows at most {device.max_work_group_size}" in out
+    if supports_non_uniform_groups(device):
+        return
+    # default input 1x3x8x8: global X,Y,B*F is 8,8,3, which local 8 does not divide
+    (tmp_path / "c.xml").write_text(WORK_LAYER.format(extra="",
+                                                      work='global="X,Y,B*F" local="8,8,8"'))
+    code, out, _ = run(capsys, tmp_path / "c.xml", "--compile", "-d", "CPU")
+    assert code == 1 and "error[CL083]" in out
+    assert "local[2]=8 does not divide global[2]=3" in out and "((B*F)+7)/8*8" in out
