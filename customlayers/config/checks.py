@@ -78,7 +78,10 @@ class LayerChecker:
         defines = self._defines(kernel)
         tensors, data = self._buffers(buffers)
         work_sizes = self._work_sizes(_first(node, "WorkSizes"), tensors, data)
-        options = tuple(n.attrs.get("options", "") for n in node.find_all("CompilerOptions"))
+        option_nodes = node.find_all("CompilerOptions")
+        options = tuple(n.attrs.get("options", "") for n in option_nodes)
+        given = [n for n in option_nodes if n.attrs.get("options", "").strip()]
+        options_at = given[0].where("options") if given else None
         if entry and sources and kernel is not None:
             self._check_entry(entry, sources, kernel)
         if not (self.ok and self.layer and kernel and buffers and entry and sources):
@@ -88,7 +91,7 @@ class LayerChecker:
             version=node.attrs.get("version", ""), entry=entry, sources=tuple(sources),
             defines=tuple(defines), tensors=tuple(tensors), data=tuple(data),
             compiler_options=options, work_sizes=work_sizes, location=node.location,
-            config_path=self.config_path)
+            config_path=self.config_path, compiler_options_location=options_at)
 
     # -- sources -------------------------------------------------------------------------
     def _sources(self, kernel: Node | None) -> list[SourceFile] | None:

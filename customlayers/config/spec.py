@@ -69,6 +69,9 @@ class LayerSpec:
     work_sizes: WorkSizesSpec
     location: Location                # the <CustomLayer> element
     config_path: str | None = None    # the config file (None when loaded from a string)
+    # the options attribute of the first <CompilerOptions> that gives any (None: no options),
+    # where a build that rejects the options is reported
+    compiler_options_location: Location | None = None
 
     @property
     def inputs(self) -> tuple[TensorBinding, ...]:

@@ -158,6 +158,17 @@ def build_error(source: str, options: str, device, log: str, line_map: Sequence 
                             layer=label or None)
 
 
+_OPTION_LOG = re.compile(r"invalid build option|unknown argument|unsupported option", re.I)
+
+
+def options_rejected(error: KernelBuildError) -> bool:
+    """Whether the build failed on its options rather than on the source: the driver said
+    CL_INVALID_BUILD_OPTIONS (the cause compile_source chains), or its log says so."""
+    cause = error.__cause__
+    code = getattr(cause, "code", None) if isinstance(cause, cl.Error) else None
+    return code == cl.status_code.INVALID_BUILD_OPTIONS or bool(_OPTION_LOG.search(error.log))
+
+
 def log_diagnostics(error: KernelBuildError, code: str = "CL080") -> list[Diagnostic]:
     """One Diagnostic per `FILE:LINE:COL ... error|warning: message` line of a mapped log; one
     for the whole failure when no line has a place."""
@@ -249,6 +260,12 @@ def compile_check(spec, inputs: Sequence, device, params=None, cache=None) -> li
         built, warned = cache.build_with_warnings(context, device, program.text, program.options,
                                                   line_map=program.line_map, label=spec.name)
     except KernelBuildError as e:
+        if options_rejected(e):
+            at = spec.compiler_options_location or spec.location
+            return [Diagnostic(at.file, at.line, at.column, ERROR, "CL080",
+                               f"the OpenCL compiler rejects the build options "
+                               f"'{program.options}': {e.log.strip() or 'no build log'} "
+                               f"(device {e.device})", spec.name)]
         return log_diagnostics(e)
     # the program builds: its warnings are reported, never errors (the log has no other lines)
     found = [d for d in log_line_diagnostics(warned, spec.name, "CL082")

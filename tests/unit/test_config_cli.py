@@ -172,3 +172,18 @@ def test_compile_checks_the_local_size_against_the_device(capsys, tmp_path, cl_e
     code, out, _ = run(capsys, tmp_path / "c.xml", "--compile", "-d", "CPU")
     assert code == 1 and "error[CL083]" in out
     assert "local[2]=8 does not divide global[2]=3" in out and "((B*F)+7)/8*8" in out
+
+
+def test_compile_reports_rejected_options_at_the_compiler_options_element(capsys, tmp_path,
+                                                                          cl_env):
+    (tmp_path / "k.cl").write_text(KERNEL)
+    xml = LAYER.replace("</Buffers>\n", '</Buffers>\n  <CompilerOptions options=""/>\n'
+                                        '  <CompilerOptions options="-cl-no-such-option"/>\n')
+    (tmp_path / "c.xml").write_text(xml.format(extra=""))
+    code, out, _ = run(capsys, tmp_path / "c.xml", "--compile", "-d", "CPU")
+    assert code == 1
+    first = out.splitlines()[0]
+    # line 11, the attribute's column: not the generated file's line 0
+    assert first.startswith(f"{tmp_path / 'c.xml'}:11:20: error[CL080]: the OpenCL compiler "
+                            f"rejects the build options '-cl-no-such-option'")
+    assert "-cl-no-such-option" in first and first.endswith("(layer L)")
