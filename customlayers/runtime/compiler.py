@@ -29,6 +29,8 @@ def compile_plan(net, input_shapes: Mapping[str, tuple],
     outputs: list[tuple[str, TensorKey]] = []
     fusions = _plan_fusions(net)
     absorbed = {nid: owner for owner, ep in fusions.items() for nid in ep.absorbed}
+    chains = _plan_affine_chains(net, set(absorbed))
+    absorbed.update({nid: head for head, ch in chains.items() for nid in ch.epilogue.absorbed})
 
     for node in net._order:
         try:
@@ -59,7 +61,10 @@ def compile_plan(net, input_shapes: Mapping[str, tuple],
                 outputs.append((names[0] if names else node.name, src))
                 continue
             in_consts = {i: consts[k] for i, k in enumerate(in_keys) if k in consts}
-            if net._is_custom(node):
+            if node.id in chains:               # Multiply/Add/ReLU chain: one kernel
+                new_steps = [_affine_step(node, chains[node.id], in_keys, in_descs, consts,
+                                          descs)]
+            elif net._is_custom(node):
                 new_steps = custom_layer_steps(g, net.registry, node, in_keys, in_descs,
                                                in_consts, net.pad_custom_inputs)
             else:
@@ -123,6 +128,32 @@ def _fold_epilogue(node, ep, in_keys, in_descs, out_desc, consts, descs):
     consts[bkey] = bias.astype(np.float32)
     descs[bkey] = TensorDesc((channels,))
     return in_keys + [bkey], in_descs + [descs[bkey]]
+
+
+def _affine_step(node: Node, chain, in_keys, in_descs, consts, descs) -> Step:
+    """The chain headed by `node` as one channel_affine launch (ops/affine.py)."""
+    from ..ops.affine import channel_affine_launch
+    x_key, x = in_keys[chain.data_port], in_descs[chain.data_port]
+    ep = chain.epilogue
+    scale, bias = ep.scale_and_bias(x.shape[1])
+    keys = [x_key]
+    for name, values in (("affine_scale", scale), ("affine_bias", bias)):
+        key = (name, node.id)
+        consts[key] = values.astype(np.float32)
+        descs[key] = TensorDesc((x.shape[1],))
+        keys.append(key)
+    launch = channel_affine_launch(x, ep.relu)
+    label = "+".join(["scale"] * ep.has_scale + ["bias"] * any(k == "add" for k, _ in ep.steps)
+                     + ["relu"] * ep.relu)
+    return Step(node.name, f"ChannelAffine({label})", "built-in", launch.entry, [launch], keys,
+                [(node.id, 0)], [x, descs[keys[1]], descs[keys[2]]], [x.plain()])
+
+
+def _plan_affine_chains(net, taken: set) -> dict:
+    if not net.fuse:
+        return {}
+    from .fusion import plan_affine_chains
+    return plan_affine_chains(net.graph, net._order, net._is_custom, taken)
 
 
 def _plan_fusions(net) -> dict:

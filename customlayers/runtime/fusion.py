@@ -8,6 +8,10 @@ each is a kernel that streams the activation through memory once more. Fused, th
 collapses at compile time into one scale and one bias per channel: the scale is folded into the
 layer's constant weights, and the bias and the ReLU are applied where the layer stores its
 result. A layer overridden by a custom layer is never fused: the user's kernel runs as written.
+
+Where no such layer precedes the chain (DenseNet normalizes after each Concat), the chain of
+two or more of them (Multiply, Add, ReLU) still runs as one per-channel affine kernel
+(ops/affine.py): `plan_affine_chains`.
 """
 from __future__ import annotations
 
@@ -110,24 +114,70 @@ def plan_fusions(graph: Graph, order: list[Node], fusable: set[str], is_custom) 
         weights_const = len(node.inputs) > 1 and \
             graph.nodes[graph.producer(node.id, 1)[0]].type == "Const"
         ep = Epilogue()
-        last = node
-        nxt = _sole_consumer(graph, last)
-        while nxt is not None and nxt.type in _ELTWISE and not is_custom(nxt) and \
-                nxt.attrs.get("auto_broadcast", "numpy") == "numpy":
-            kind = _ELTWISE[nxt.type]
-            if kind == "mul" and not weights_const:
-                break
-            value = _per_channel_const(graph, nxt, last.id, shape[1])
-            if value is None:
-                break
-            ep.steps.append((kind, value))
-            ep.absorbed.append(nxt.id)
-            last = nxt
-            nxt = _sole_consumer(graph, last)
-        if nxt is not None and nxt.type == "ReLU" and not is_custom(nxt) and \
-                not nxt.attrs.get("negative_slope"):
-            ep.relu = True
-            ep.absorbed.append(nxt.id)
+        _extend_chain(graph, node, shape[1], ep, is_custom, allow_scale=weights_const)
         if ep.absorbed:
             plans[node.id] = ep
     return plans
+
+
+def _extend_chain(graph: Graph, last: Node, channels: int, ep: Epilogue, is_custom,
+                  allow_scale: bool = True) -> None:
+    """Append to `ep` the per-channel constant Multiply/Add layers and then the ReLU that
+    follow `last`, each the sole consumer of the one before."""
+    nxt = _sole_consumer(graph, last)
+    while nxt is not None and _is_eltwise(nxt, is_custom):
+        kind = _ELTWISE[nxt.type]
+        if kind == "mul" and not allow_scale:
+            break
+        value = _per_channel_const(graph, nxt, last.id, channels)
+        if value is None:
+            break
+        ep.steps.append((kind, value))
+        ep.absorbed.append(nxt.id)
+        last = nxt
+        nxt = _sole_consumer(graph, last)
+    if nxt is not None and nxt.type == "ReLU" and not is_custom(nxt) and \
+            not nxt.attrs.get("negative_slope"):
+        ep.relu = True
+        ep.absorbed.append(nxt.id)
+
+
+def _is_eltwise(node: Node, is_custom) -> bool:
+    return node.type in _ELTWISE and not is_custom(node) and \
+        node.attrs.get("auto_broadcast", "numpy") == "numpy"
+
+
+@dataclass
+class AffineChain:
+    """A chain of per-channel constant Multiply/Add layers (and a ReLU) run as one kernel:
+    `head` is the first layer, `data_port` its input that carries the tensor."""
+    epilogue: Epilogue
+    data_port: int
+
+
+def plan_affine_chains(graph: Graph, order: list[Node], is_custom,
+                       taken: set[str]) -> dict[str, AffineChain]:
+    """head node id -> AffineChain, for chains of two or more layers not already fused into a
+    producer (`taken`: ids absorbed by plan_fusions). Only float32 tensors of rank >= 2."""
+    chains: dict[str, AffineChain] = {}
+    claimed = set(taken)
+    for node in order:
+        if node.id in claimed or not _is_eltwise(node, is_custom) or len(node.inputs) != 2:
+            continue
+        shape = node.outputs[0].shape if node.outputs else None
+        if not shape or len(shape) < 2 or None in shape or node.outputs[0].dtype != "f32":
+            continue
+        for port in range(2):
+            src, _ = graph.producer(node.id, port)
+            value = _per_channel_const(graph, node, src, shape[1])
+            if value is None:
+                continue
+            if tuple(node.inputs[port].shape or ()) != tuple(shape):
+                continue                  # the tensor side must not be broadcast itself
+            ep = Epilogue(steps=[(_ELTWISE[node.type], value)])
+            _extend_chain(graph, node, shape[1], ep, is_custom)
+            if ep.absorbed:               # two layers or more: one kernel instead of several
+                chains[node.id] = AffineChain(ep, port)
+                claimed.update(ep.absorbed)
+            break
+    return chains

@@ -226,3 +226,39 @@ def test_custom_relu_is_never_fused(tmp_path, engine):
     x = np.random.default_rng(7).standard_normal((1, 3, 16, 16)).astype(np.float32)
     np.testing.assert_allclose(net.infer([x])["prob"], ov_infer(model, {"x": x})["prob"],
                                rtol=1e-4, atol=1e-6)
+
+
+def test_normalization_chain_runs_as_one_affine_kernel(engine):
+    """Concat -> Multiply -> Add -> ReLU (DenseNet's normalization): one kernel, same result."""
+    from customlayers.graph.graph import Graph, Node, Port
+    from customlayers.runtime.network import Network
+    rng = np.random.default_rng(8)
+    scale = rng.uniform(0.5, 1.5, (1, 6, 1, 1)).astype(np.float32)
+    bias = rng.standard_normal((1, 6, 1, 1)).astype(np.float32)
+    g = Graph()
+    p = lambda c: Port((2, c, 5, 7), "f32")  # noqa: E731
+    g.add_node(Node("a", "a", "Parameter", outputs=[p(2)]))
+    g.add_node(Node("b", "b", "Parameter", outputs=[p(4)]))
+    g.add_node(Node("cat", "cat", "Concat", {"axis": "1"}, [p(2), p(4)], [p(6)]))
+    g.connect("a", 0, "cat", 0)
+    g.connect("b", 0, "cat", 1)
+    prev = "cat"
+    for nid, kind, value in (("mul", "Multiply", scale), ("add", "Add", bias)):
+        g.add_node(Node(f"{nid}_c", f"{nid}_c", "Const", outputs=[Port(value.shape, "f32")],
+                        value=value))
+        g.add_node(Node(nid, nid, kind, inputs=[p(6), Port(value.shape, "f32")], outputs=[p(6)]))
+        g.connect(prev, 0, nid, 0)
+        g.connect(f"{nid}_c", 0, nid, 1)
+        prev = nid
+    g.add_node(Node("relu", "relu", "ReLU", inputs=[p(6)], outputs=[p(6)]))
+    g.connect(prev, 0, "relu", 0)
+    g.add_node(Node("y", "y", "Result", inputs=[p(6)]))
+    g.connect("relu", 0, "y", 0)
+    feed = {"a": rng.standard_normal((2, 2, 5, 7)).astype(np.float32),
+            "b": rng.standard_normal((2, 4, 5, 7)).astype(np.float32)}
+    fused, plain = Network(g, None, engine), Network(g, None, engine, fuse=False)
+    assert [s.type for s in fused.plan.steps] == ["Concat", "ChannelAffine(scale+bias+relu)"]
+    assert len(plain.plan.steps) == 4
+    want = np.maximum(np.concatenate([feed["a"], feed["b"]], 1) * scale + bias, 0)
+    for net in (fused, plain):
+        np.testing.assert_allclose(net.infer(feed)["y"], want, rtol=1e-6, atol=1e-6)

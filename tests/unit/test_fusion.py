@@ -67,3 +67,48 @@ def test_scale_then_bias_collapse_per_channel():
     v = np.array([10.0, 20.0])
     np.testing.assert_allclose(v * scale + bias, ((v + 1) * [2, 3]) + [0.5, -1.0])
     assert ep.label == "scale+bias"
+
+
+def _affine_graph(extra_user=False):
+    """x -> Concat(x, x) -> Multiply(per-channel) -> Add(per-channel) -> ReLU -> out"""
+    from customlayers.graph.graph import Graph, Node, Port
+    g = Graph()
+    p4 = lambda c: Port((1, c, 3, 3), "f32")  # noqa: E731
+    g.add_node(Node("x", "x", "Parameter", outputs=[p4(2)]))
+    g.add_node(Node("cat", "cat", "Concat", {"axis": "1"}, [p4(2), p4(2)], [p4(4)]))
+    g.connect("x", 0, "cat", 0)
+    g.connect("x", 0, "cat", 1)
+    prev = "cat"
+    for nid, kind in (("mul", "Multiply"), ("add", "Add")):
+        g.add_node(Node(f"{nid}_c", f"{nid}_c", "Const", outputs=[Port((1, 4, 1, 1), "f32")],
+                        value=np.ones((1, 4, 1, 1), np.float32)))
+        g.add_node(Node(nid, nid, kind, inputs=[p4(4), Port((1, 4, 1, 1), "f32")],
+                        outputs=[p4(4)]))
+        g.connect(prev, 0, nid, 0)
+        g.connect(f"{nid}_c", 0, nid, 1)
+        prev = nid
+    g.add_node(Node("relu", "relu", "ReLU", inputs=[p4(4)], outputs=[p4(4)]))
+    g.connect(prev, 0, "relu", 0)
+    g.add_node(Node("out", "out", "Result", inputs=[p4(4)]))
+    g.connect("relu", 0, "out", 0)
+    if extra_user:
+        g.add_node(Node("out2", "out2", "Result", inputs=[p4(4)]))
+        g.connect("mul", 0, "out2", 0)
+    return g
+
+
+def test_a_normalization_after_concat_becomes_one_affine_chain():
+    from customlayers.runtime.fusion import plan_affine_chains
+    g = _affine_graph()
+    chains = plan_affine_chains(g, g.topological_order(), lambda n: False, set())
+    assert list(chains) == ["mul"]
+    ch = chains["mul"]
+    assert ch.data_port == 0 and ch.epilogue.absorbed == ["add", "relu"] and ch.epilogue.relu
+
+
+def test_an_affine_chain_stops_where_a_value_has_another_user():
+    from customlayers.runtime.fusion import plan_affine_chains
+    g = _affine_graph(extra_user=True)
+    # mul's output is also a network output: mul stays alone; add + relu still fuse
+    chains = plan_affine_chains(g, g.topological_order(), lambda n: False, set())
+    assert list(chains) == ["add"] and chains["add"].epilogue.absorbed == ["relu"]

@@ -1,0 +1,39 @@
+"""A per-channel affine map with an optional ReLU: out = max(x * scale[c] + bias[c], 0).
+
+Not an op of any model format: runtime/fusion.py makes it from a chain of per-channel constant
+Multiply/Add layers (a BatchNormalization that follows a Concat, as in DenseNet) and the ReLU
+after them, so the chain runs as one pass over memory instead of one per layer.
+"""
+from __future__ import annotations
+
+from ..jit.tensor import TensorDesc
+from ..runtime.launch import Arg, KernelLaunch
+from ._program import defines, global_1d, numel
+
+_SOURCE = """
+__kernel void channel_affine(__global const float* restrict in, __global float* restrict out,
+                             __global const float* restrict scale,
+                             __global const float* restrict bias)
+{
+    const uint i = get_global_id(0);
+    if (i >= COUNT)
+        return;
+    const uint c = i / INNER % CHANNELS;
+    float v = mad(in[i], scale[c], bias[c]);
+#if FUSED_RELU
+    v = fmax(v, 0.0f);
+#endif
+    out[i] = v;
+}
+"""
+
+
+def channel_affine_launch(x: TensorDesc, relu: bool) -> KernelLaunch:
+    """Inputs: 0 the tensor (dense, f32, channels on axis 1), 1 the scales, 2 the biases."""
+    shape = tuple(x.shape)
+    inner = numel(shape[2:])
+    return KernelLaunch(
+        source=defines(COUNT=f"{numel(shape)}u", INNER=f"{inner}u", CHANNELS=f"{shape[1]}u",
+                       FUSED_RELU=int(relu)) + _SOURCE,
+        entry="channel_affine", args=(Arg.input(0), Arg.output(0), Arg.input(1), Arg.input(2)),
+        global_size=global_1d(numel(shape)), label="channel_affine" + ("_relu" if relu else ""))
