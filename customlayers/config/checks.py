@@ -135,7 +135,7 @@ class LayerChecker:
 
     # -- defines -------------------------------------------------------------------------
     def _defines(self, kernel: Node | None) -> list[DefineSpec]:
-        from ..jit.defines import check_define_value  # late: jit imports config.spec
+        from ..jit.defines import check_define_value, shown  # late: jit imports config.spec
         result = []
         for d in (kernel.find_all("Define") if kernel else ()):
             name = d.attrs.get("name")
@@ -146,9 +146,14 @@ class LayerChecker:
             if default is not None:
                 problem = check_define_value(default, dtype)
                 if problem:
+                    fits = f"does not fit type '{dtype}'" if dtype else "is refused"
                     self.error(d.where("default"), "CL050",
-                               f"Define '{ident}': default does not fit type '{dtype}': {problem}")
-            if own_value.strip() and dtype:
+                               f"Define '{ident}': default {fits}: {problem}")
+            name_problem = check_define_value(name, None)   # a name is pasted into the line too
+            if name_problem:
+                self.error(d.where("name"), "CL050",
+                           f"Define name '{shown(name)}' is refused: {name_problem}")
+            elif own_value.strip() and dtype:
                 problem = check_define_value(own_value.strip(), dtype)
                 if problem:
                     self.error(d.where("name"), "CL050",

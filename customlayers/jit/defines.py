@@ -43,11 +43,33 @@ def _article(word: str) -> str:
     return "an" if word[:1] in "aeiou" else "a"
 
 
+def _control_problem(text: str) -> str | None:
+    """A value is pasted into one `#define` line: a line break (or any control character, which
+    compilers may treat as one) would start a new line of program text, and a final backslash
+    would join the next line into this one. Either lets a model attribute inject code."""
+    for i, c in enumerate(text):
+        if (ord(c) < 32 and c != "\t") or ord(c) == 127:
+            return (f"control character {c!r} at position {i + 1} is not allowed (a define is "
+                    f"one line of program text)")
+    if text.rstrip(" \t").endswith("\\"):
+        return "a final backslash is not allowed (it would join the next line of the program)"
+    return None
+
+
+def shown(text: str) -> str:
+    """Text for a message: control characters escaped, so the message stays one line."""
+    return "".join(repr(c)[1:-1] if ord(c) < 32 or ord(c) == 127 else c for c in text)
+
+
 def check_define_value(value: str, type: str | None) -> str | None:
     """What is wrong with `value` for a Define of `type`, or None when it fits.
 
-    Only int, float, int[] and float[] are checked; another type (or none) takes any text, as
-    OpenVINO does. Used by the validator for defaults and by user_defines for attributes."""
+    Any value must stay on its one line (no control characters, no final backslash). Beyond
+    that only int, float, int[] and float[] are checked; another type (or none) takes any text,
+    as OpenVINO does. Used by the validator for defaults and by user_defines for attributes."""
+    problem = _control_problem(value)
+    if problem:
+        return problem
     if type in ("int", "float"):
         return _scalar_problem(value, type)
     if type in ARRAY_TYPES:
@@ -74,10 +96,15 @@ def _as_c(value: str, type: str | None) -> str:
 def user_define_value(define: DefineSpec, params: Mapping[str, str],
                       layer: str) -> tuple[str, str]:
     """One Define -> (name, value). DefineError when the value does not fit the type."""
+    name_problem = _control_problem(define.name)
+    if name_problem:
+        raise DefineError(f"{define.location}: layer '{layer}', define '{shown(define.name)}': "
+                          f"the name is refused: {name_problem}")
     if define.param is not None and define.param in params:
-        value, origin = params[define.param], f"attribute {define.param}=\"{params[define.param]}\""
+        value = params[define.param]
+        origin = f"attribute {define.param}=\"{shown(value)}\""
     elif define.default is not None:
-        value, origin = define.default, f"default=\"{define.default}\""
+        value, origin = define.default, f"default=\"{shown(define.default)}\""
     else:
         return define.name, ""          # OpenVINO's Tile relies on this empty define
     problem = check_define_value(value, define.type)

@@ -51,3 +51,12 @@ def test_jit_refuses_dims_over_int(capsys):
     assert rc == 1 and out == ""
     assert "INPUT0_DIMS would hold 2147483648, over 2147483647" in err
     assert "Traceback" not in err
+
+
+def test_jit_refuses_a_param_that_would_inject_a_line(capsys):
+    rc = main(["jit", "-c", RELU, "--layer", "ReLU", "--input", "1x3x8x8",
+               "--param", "negative_slope=0.1\n#error injected"])
+    out, err = capsys.readouterr()
+    assert rc == 1 and out == ""
+    assert "layer 'ReLU', define 'neg_slope'" in err and "negative_slope=" in err
+    assert "control character '\\n'" in err and "\n#error" not in err

@@ -271,3 +271,14 @@ def test_a_missing_entry_without_such_a_macro_stays_an_error():
                    sources={"k.cl": source})
     assert [(d.line, d.code, d.severity) for d in configs.diagnostics] == [(2, "CL044", "error")]
     assert "L" not in configs.layers
+
+
+def test_define_defaults_and_names_with_line_breaks_are_errors():
+    body = KERNEL_OK.replace("</Kernel>", '<Define name="A" default="1&#10;#error x"/>\n'
+                             '<Define name="B&#13;C" default="1"/>\n</Kernel>') + BUFFERS_OK
+    configs = make(body)
+    assert found(configs) == [(4, "CL050"), (5, "CL050")]
+    first, second = (d.message for d in configs.diagnostics)
+    assert first == ("Define 'A': default is refused: control character '\\n' at position 2 is "
+                     "not allowed (a define is one line of program text)")
+    assert second.startswith("Define name 'B\\rC' is refused: control character '\\r'")

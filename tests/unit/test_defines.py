@@ -187,3 +187,26 @@ def test_values_at_int_max_are_emitted():
     from customlayers.jit.defines import tensor_defines
     got = dict(tensor_defines("OUTPUT1", TensorDesc((2147483647,))))
     assert got["OUTPUT1_DIMS"] == "(int []){ 2147483647,1,1,1, }"
+
+
+@pytest.mark.parametrize("value, problem", [
+    ("0.1\n#error injected", "control character '\\n' at position 4 is not allowed"),
+    ("0.1\r#error injected", "control character '\\r' at position 4 is not allowed"),
+    ("1\x0b2", "control character '\\x0b' at position 2 is not allowed"),
+    ("0.1 \\", "a final backslash is not allowed"),
+])
+def test_values_that_would_inject_program_text_are_refused(value, problem):
+    for type_ in ("float", None, "string"):
+        assert problem in check_define_value(value, type_)
+    spec = spec_with(define("s", "s", None))
+    with pytest.raises(DefineError) as info:
+        user_defines(spec, {"s": value})
+    message = str(info.value)
+    assert message.startswith("layers.xml:4:9: layer 'MyLayer', define 's' (type None): "
+                              "attribute s=\"")
+    assert problem in message and "\n" not in message and "\r" not in message
+
+
+def test_tabs_and_inner_backslashes_are_kept():
+    spec = spec_with(define("s", "s", None))
+    assert user_defines(spec, {"s": "a\tb \\ c"}) == [("s", "a\tb \\ c")]
