@@ -96,6 +96,9 @@ class InferRequest:
         self._host_inputs = []
         for name, (buf, desc) in self._inputs.items():
             arr = arrays[name]
+            if np.asarray(arr).dtype.kind not in "biuf":   # complex, object, text: no silent cast
+                raise ModelError(f"input '{name}' holds {np.asarray(arr).dtype} values; the "
+                                 f"network takes {desc.np_dtype} (numbers)")
             host = np.ascontiguousarray(arr, dtype=desc.np_dtype)
             if host.shape != desc.shape:
                 raise ModelError(f"input '{name}' has shape {list(arr.shape)}; the network was "
@@ -132,7 +135,10 @@ class InferRequest:
         finally:
             self.busy = False
             self._host_inputs = []
-        outs = {name: desc.unpack(host) for name, (host, desc) in self._pending.items()}
+        # network outputs are dense (the compiler reorders custom layers' back): the array read
+        # back is the result itself, no second copy
+        outs = {name: host.reshape(desc.shape) if desc.is_plain else desc.unpack(host)
+                for name, (host, desc) in self._pending.items()}
         self._pending = None
         return outs
 

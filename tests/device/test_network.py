@@ -262,3 +262,10 @@ def test_normalization_chain_runs_as_one_affine_kernel(engine):
     want = np.maximum(np.concatenate([feed["a"], feed["b"]], 1) * scale + bias, 0)
     for net in (fused, plain):
         np.testing.assert_allclose(net.infer(feed)["y"], want, rtol=1e-6, atol=1e-6)
+
+
+def test_inputs_that_are_not_numbers_are_refused(tmp_path, engine):
+    from customlayers.runtime.network import Network
+    net = Network(_relu_chain(tmp_path / "chain.xml", n=1), None, engine)
+    with pytest.raises(ModelError, match="input 'x' holds complex64 values"):
+        net.infer([np.zeros((2, 5, 7, 9), np.complex64)])
