@@ -7,6 +7,7 @@ import sys
 
 from ..config import load_configs
 from ..errors import TensorError
+from ..jit.bindings import kernel_tensors
 from ..jit.program import generate_program
 from ..jit.tensor import parse_tensor_arg
 from .common import parse_params
@@ -23,9 +24,11 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                    help="config XML file (repeatable; a later file wins)")
     p.add_argument("--layer", required=True, help="the CustomLayer name")
     p.add_argument("--input", action="append", default=[], metavar="TENSOR",
-                   help=f"an input, in port order, then Data blobs: {TENSOR_HELP}")
+                   help=f"an input, in port order, then Data blobs (given to the kernel 1-D, as at "
+                        f"run time): {TENSOR_HELP}")
     p.add_argument("--output", action="append", default=[], metavar="TENSOR",
-                   help="an output (default: input 0's shape and type, unpadded, in the format its Tensor asks for)")
+                   help="an output (default: the Tensor's shape formula, else input 0's shape; input 0's "
+                        "type, unpadded, in the format its Tensor asks for)")
     p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
                    help="a layer attribute, as the model would give it (text kept exactly)")
     return p
@@ -57,12 +60,12 @@ def run(args) -> int:
                          f"{'s' if expected != 1 else ''} ({spec.num_input_ports} input"
                          f"{'s' if spec.num_input_ports != 1 else ''} and {len(spec.data)} Data "
                          f"blob{'s' if len(spec.data) != 1 else ''}), {len(inputs)} given")
-    inputs = [_as_bound(t, b) for t, b in zip(inputs, spec.inputs)] + inputs[len(spec.inputs):]
-    if not outputs:
-        outputs = [_as_bound(inputs[0].with_padding(), b) for b in spec.outputs]
-    elif len(outputs) != spec.num_output_ports:
+    if outputs and len(outputs) != spec.num_output_ports:
         raise UsageError(f"layer '{spec.name}' has {spec.num_output_ports} outputs, "
                          f"{len(outputs)} --output given")
+    # the tensors exactly as the runtime binds them (Data blobs 1-D, shape formulas, formats)
+    n = spec.num_input_ports
+    inputs, outputs = kernel_tensors(spec, inputs[:n], outputs or None, inputs[n:])
     program = generate_program(spec, inputs, outputs, parse_params(args.param))
     sys.stdout.write(program.text)
     sys.stdout.flush()
@@ -72,7 +75,3 @@ def run(args) -> int:
           f"// build options: {program.options or '(none)'}", file=sys.stderr)
     return 0
 
-
-def _as_bound(desc, binding):
-    """A tensor in the format its Tensor element asks for (ANY keeps the given one)."""
-    return desc if binding.format == "ANY" else desc.with_format(binding.format)

@@ -208,27 +208,18 @@ def log_line_diagnostics(log: str, layer: str | None, code: str) -> list[Diagnos
 # -- validate --compile ------------------------------------------------------------------------
 
 def _default_descs(spec, inputs: Sequence):
-    """Descs for every INPUTk and OUTPUTk of `spec`: the given inputs, the missing real inputs
-    like input 0, Data blobs as small 1-D tensors, outputs like input 0 (each in the format its
-    Tensor asks for)."""
+    """Descs for every INPUTk and OUTPUTk of `spec`, as the runtime would bind them
+    (bindings.kernel_tensors): the given inputs, missing real inputs like input 0, missing Data
+    blobs as 16-element blobs, default outputs."""
+    from .bindings import kernel_tensors
     from .tensor import TensorDesc
     given = list(inputs)
     first = given[0] if given else TensorDesc((1, 3, 8, 8))
-
-    def formatted(desc, binding):
-        return desc.with_format(binding.format) if binding.format != "ANY" else desc
-
-    by_port = {t.port_index: t for t in spec.inputs}
-    real = []
-    for port in range(spec.num_input_ports):
-        desc = given[port] if port < len(given) else first
-        real.append(formatted(desc, by_port[port]) if port in by_port else desc)
-    blobs = [given[spec.num_input_ports + i] if spec.num_input_ports + i < len(given)
-             else TensorDesc((16,)) for i in range(len(spec.data))]
-    out_by_port = {t.port_index: t for t in spec.outputs}
-    outputs = [formatted(first, out_by_port[p]) if p in out_by_port else first
-               for p in range(spec.num_output_ports)]
-    return real + blobs, outputs
+    n = spec.num_input_ports
+    real = [given[port] if port < len(given) else first for port in range(n)]
+    blobs = [given[n + i] if n + i < len(given) else TensorDesc((16,))
+             for i in range(len(spec.data))]
+    return kernel_tensors(spec, real, None, blobs)
 
 
 def compile_check(spec, inputs: Sequence, device, params=None, cache=None) -> list[Diagnostic]:

@@ -20,6 +20,7 @@ import pyopencl as cl
 
 from ..config.spec import LayerSpec
 from ..errors import BindingError
+from ..jit.bindings import data_blob
 from ..jit.tensor import TensorDesc
 from .launch import Arg, KernelLaunch
 
@@ -206,7 +207,7 @@ def data_descs_and_values(spec: LayerSpec, data: Mapping[str, object]
     for name in names:
         given = data[name]
         if isinstance(given, TensorDesc):
-            descs.append(TensorDesc((given.count,), given.dtype))
+            descs.append(data_blob(given))
             values.append(None)
             continue
         arr = np.asarray(given)
@@ -214,7 +215,7 @@ def data_descs_and_values(spec: LayerSpec, data: Mapping[str, object]
             arr = arr.astype(np.float32)
         if arr.size == 0:
             raise BindingError(f"layer type '{spec.name}': Data '{name}' is empty")
-        desc = TensorDesc((arr.size,), arr.dtype)
+        desc = data_blob(TensorDesc((arr.size,), arr.dtype))
         descs.append(desc)
         values.append(flat_blob(name, arr, desc, spec.name))
     return descs, values

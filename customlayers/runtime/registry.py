@@ -4,10 +4,10 @@
 and committed only when clean). `bind` turns a layer type plus concrete tensors into a
 BoundKernel, applying the binding rules of SPEC sections 2 and 5:
 
-  * INPUTk = input port k, then the Data blobs (1-D, in arg order) as further INPUTk;
-  * a Tensor with format X != ANY receives its tensor in X (the caller reorders; here the given
-    description is re-expressed in X); ANY takes the tensor as it comes;
-  * outputs default to input 0's shape, type and (for ANY) format, without padding;
+  * the kernel's tensors are jit/bindings.py `kernel_tensors` (the same function the `jit`
+    command prints with): INPUTk = input port k, then the Data blobs (1-D, in arg order); each
+    in its Tensor's format (the caller reorders; ANY as it comes); default outputs from the
+    `shape` formula, else input 0's shape, input 0's type, no padding;
   * the compiled kernel's argument count must equal the bindings';
   * the local work size must be runnable on the device.
 """
@@ -21,7 +21,8 @@ import pyopencl as cl
 from ..config.diagnostics import Diagnostics
 from ..config.loader import ConfigSet, load_config_string, load_configs
 from ..config.spec import LayerSpec
-from ..errors import BindingError, FormulaError, TensorError, UnknownLayerError
+from ..errors import BindingError, FormulaError, UnknownLayerError
+from ..jit.bindings import kernel_tensors
 from ..jit.tensor import TensorDesc
 from .kernel import BoundKernel, data_descs_and_values
 
@@ -99,11 +100,11 @@ class Registry:
         """Compile `layer_type` for these tensors and attributes; see the module docstring."""
         from ..jit.program import generate_program
         spec = self.spec(layer_type)
-        kernel_inputs = bind_inputs(spec, inputs)
         data_descs, data_values = data_descs_and_values(spec, data)
-        kernel_outputs = bind_outputs(spec, kernel_inputs, outputs)
+        all_inputs, kernel_outputs = kernel_tensors(spec, inputs, outputs, data_descs)
+        kernel_inputs = all_inputs[:spec.num_input_ports]
         try:
-            source = generate_program(spec, kernel_inputs + data_descs, kernel_outputs,
+            source = generate_program(spec, all_inputs, kernel_outputs,
                                       {k: str(v) for k, v in params.items()})
         except FormulaError as e:
             if not e.layer:
@@ -118,79 +119,6 @@ class Registry:
         check_kernel_work_group(spec, source.local_size, kernel, engine.device)
         return BoundKernel(spec, kernel_inputs, kernel_outputs, data_descs, data_values, source,
                            program, kernel, engine)
-
-
-def bind_inputs(spec: LayerSpec, inputs: Sequence[TensorDesc]) -> list[TensorDesc]:
-    """The inputs as the kernel receives them: one per input port, in the bound format."""
-    inputs = list(inputs)
-    want = spec.num_input_ports
-    if len(inputs) != want:
-        raise BindingError(f"layer type '{spec.name}' ({spec.location}) has {want} input "
-                           f"port(s), {len(inputs)} tensor(s) were given")
-    by_port = {t.port_index: t for t in spec.inputs}
-    result = []
-    for port, desc in enumerate(inputs):
-        if not isinstance(desc, TensorDesc):
-            raise BindingError(f"layer type '{spec.name}': input {port} must be a TensorDesc, "
-                               f"found {type(desc).__name__}")
-        binding = by_port.get(port)
-        if binding is not None and binding.format not in ("ANY", desc.format):
-            desc = desc.with_format(binding.format)
-        result.append(desc)
-    return result
-
-
-def bind_outputs(spec: LayerSpec, inputs: Sequence[TensorDesc],
-                 outputs: Sequence[TensorDesc] | None) -> list[TensorDesc]:
-    """The outputs as the kernel writes them. Not given: input 0's shape (or the binding's
-    shape formula) and type, the bound format (ANY: input 0's), no padding."""
-    bindings = {t.port_index: t for t in spec.outputs}
-    count = spec.num_output_ports
-    if outputs is not None:
-        outputs = list(outputs)
-        if len(outputs) != count:
-            raise BindingError(f"layer type '{spec.name}' ({spec.location}) has {count} output "
-                               f"port(s), {len(outputs)} description(s) were given")
-        result = []
-        for port, desc in enumerate(outputs):
-            binding = bindings.get(port)
-            if binding is not None and binding.format not in ("ANY", desc.format):
-                desc = desc.with_format(binding.format)
-            result.append(desc)
-        return result
-    if not inputs:
-        raise BindingError(f"layer type '{spec.name}' has no input to take the output "
-                           "description from; give outputs=[TensorDesc(...)]")
-    first = inputs[0]
-    result = []
-    for port in range(count):
-        binding = bindings.get(port)
-        fmt = binding.format if binding is not None and binding.format != "ANY" else first.format
-        shape = first.shape
-        if binding is not None and binding.shape:
-            shape = output_shape_from_formula(spec, binding.shape, inputs)
-        result.append(TensorDesc(shape, first.dtype, fmt))
-    return result
-
-
-def output_shape_from_formula(spec: LayerSpec, text: str,
-                              inputs: Sequence[TensorDesc]) -> tuple[int, ...]:
-    """An output Tensor's shape formula list (e.g. "B,F*4,Y/2,X/2") over the `dim` input's
-    B,F,Y,X (input 0 when `dim` names the output)."""
-    from ..jit.formulas import parse_formula_list
-    kind, index = spec.work_sizes.dim
-    source = inputs[index] if kind == "input" and index < len(inputs) else inputs[0]
-    env = dict(zip("BFYX", source.dims))
-    env.update({k.lower(): v for k, v in list(env.items())})
-    try:
-        shape = tuple(f.evaluate(env) for f in parse_formula_list(text, max_entries=4))
-    except FormulaError as e:
-        e.layer, e.attribute = spec.name, "shape"
-        raise
-    if any(d <= 0 for d in shape):
-        raise TensorError(f"layer type '{spec.name}': output shape formula '{text}' gives "
-                          f"{list(shape)} for input dims {list(source.dims)}")
-    return shape
 
 
 def entry_kernel(spec: LayerSpec, program: cl.Program) -> cl.Kernel:

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
+
 from customlayers.cli import main
 
 RELU = str(Path(__file__).resolve().parents[2] / "examples" / "layers" / "relu" / "relu.xml")
@@ -60,3 +62,50 @@ def test_jit_refuses_a_param_that_would_inject_a_line(capsys):
     assert rc == 1 and out == ""
     assert "layer 'ReLU', define 'neg_slope'" in err and "negative_slope=" in err
     assert "control character '\\n'" in err and "\n#error" not in err
+
+
+UP_XML = """<CustomLayer name="Up" type="SimpleGPU" version="1">
+  <Kernel entry="up"><Source filename="up.cl"/></Kernel>
+  <Buffers>
+    <Tensor arg-index="0" type="input" port-index="0" format="ANY"/>
+    <Data name="weights" arg-index="1"/>
+    <Tensor arg-index="2" type="output" port-index="0" format="BYXF" shape="B,F,Y*2,X*2"/>
+  </Buffers>
+  <WorkSizes dim="output" global="X,Y,B*F"/>
+</CustomLayer>
+"""
+UP_CL = """__kernel void up(__global const INPUT0_TYPE* in, __global const INPUT1_TYPE* w,
+                 __global OUTPUT0_TYPE* out)
+{
+    const int x = get_global_id(0), y = get_global_id(1), f = get_global_id(2);
+    out[OUTPUT0_OFFSET + f * OUTPUT0_PITCHES[1] + y * OUTPUT0_PITCHES[2] + x * OUTPUT0_PITCHES[3]]
+        = in[INPUT0_OFFSET + f * INPUT0_PITCHES[1] + (y / 2) * INPUT0_PITCHES[2]
+             + (x / 2) * INPUT0_PITCHES[3]] * w[0];
+}
+"""
+
+
+def test_jit_prints_the_program_the_runtime_runs(capsys, tmp_path, cl_env):
+    from customlayers.jit.tensor import TensorDesc
+    from customlayers.runtime.device import Engine
+    from customlayers.runtime.registry import Registry
+    (tmp_path / "up.xml").write_text(UP_XML)
+    (tmp_path / "up.cl").write_text(UP_CL)
+    rc = main(["jit", "-c", str(tmp_path / "up.xml"), "--layer", "Up",
+               "--input", "1x3x4x4:bfyx:pad=0,0,1,1/0,0,1,1", "--input", "2x2:yxfb"])
+    out, _ = capsys.readouterr()
+    assert rc == 0
+    # the output's shape formula, in its format; the Data blob 1-D and plain, as SPEC section 2
+    assert "#define OUTPUT0_DIMS (int []){ 1,3,8,8, }" in out.splitlines()
+    assert "#define OUTPUT0_FORMAT_BYXF" in out.splitlines()
+    assert "#define INPUT1_DIMS (int []){ 4,1,1,1, }" in out.splitlines()
+    assert "#define INPUT1_FORMAT_BFYX" in out.splitlines()
+
+    registry = Registry(Engine(cl_env[2]))
+    registry.load(tmp_path / "up.xml")
+    bound = registry.bind("Up", [TensorDesc((1, 3, 4, 4), lower_pad=(0, 0, 1, 1),
+                                            upper_pad=(0, 0, 1, 1))],
+                          data={"weights": [2.0, 0, 0, 0]})
+    assert bound.source.text == out
+    x = np.arange(48, dtype=np.float32).reshape(1, 3, 4, 4)
+    np.testing.assert_array_equal(bound(x), 2 * x.repeat(2, axis=2).repeat(2, axis=3))
