@@ -84,12 +84,13 @@ def _compile_all(configs: ConfigSet, args) -> list[Diagnostic]:
     return found
 
 
-def _summary(configs: ConfigSet, diags: list[Diagnostic]) -> str:
+def _summary(files: int, configs: ConfigSet, diags: list[Diagnostic]) -> str:
+    """'N files, M layers: E errors, W warnings'; `files` counts every argument, read or not."""
     def n(count: int, word: str) -> str:
         return f"{count} {word}{'' if count == 1 else 's'}"
     errors = sum(d.severity == ERROR for d in diags)
     warnings = sum(d.severity == WARNING for d in diags)
-    return (f"{n(len(configs.files), 'file')}, {n(len(configs.definitions), 'layer')}: "
+    return (f"{n(files, 'file')}, {n(len(configs.definitions), 'layer')}: "
             f"{n(errors, 'error')}, {n(warnings, 'warning')}")
 
 
@@ -110,7 +111,7 @@ def run(args) -> int:
     if args.strict:
         diags = [dataclasses.replace(d, severity=ERROR) if d.severity == WARNING else d
                  for d in diags]
-    summary = _summary(configs, diags)
+    summary = _summary(len(args.configs), configs, diags)
     if args.format == "json":
         print(json.dumps([d.to_json() for d in diags], indent=2))
         print(summary, file=sys.stderr)

@@ -83,7 +83,8 @@ def test_unreadable_file_exits_2_and_still_checks_the_rest(capsys, tmp_path):
     code, out, _ = run(capsys, tmp_path / "absent.xml", GOOD)
     assert code == 2
     assert f"{tmp_path / 'absent.xml'}:0:1: error[CL000]: cannot read the config" in out
-    assert out.splitlines()[-1] == "1 file, 2 layers: 1 error, 0 warnings"
+    # every argument counts as a file, the unreadable one too
+    assert out.splitlines()[-1] == "2 files, 2 layers: 1 error, 0 warnings"
 
 
 def test_bad_arguments_exit_2(capsys):
@@ -187,3 +188,8 @@ def test_compile_reports_rejected_options_at_the_compiler_options_element(capsys
     assert first.startswith(f"{tmp_path / 'c.xml'}:11:20: error[CL080]: the OpenCL compiler "
                             f"rejects the build options '-cl-no-such-option'")
     assert "-cl-no-such-option" in first and first.endswith("(layer L)")
+
+
+def test_summary_counts_every_file_argument(capsys, tmp_path):
+    code, out, _ = run(capsys, GOOD, tmp_path / "absent.xml", tmp_path / "absent2.xml")
+    assert code == 2 and out.splitlines()[-1] == "3 files, 2 layers: 2 errors, 0 warnings"
