@@ -251,8 +251,17 @@ def parse_tensor_arg(text: str) -> TensorDesc:
         raise TensorError(f"shape {parts[0]!r} is not like 1x3x224x224") from None
     dtype, fmt = "f32", "BFYX"
     lower = upper = (0, 0, 0, 0)
+    seen: dict[str, str] = {}   # what -> the part that gave it: a second one is a mistake
+
+    def once(what: str, part: str) -> None:
+        if what in seen:
+            raise TensorError(f"{text.strip()!r} gives two {what}s, {seen[what]!r} and "
+                              f"{part!r}; give one")
+        seen[what] = part
+
     for part in parts[1:]:
         if part.startswith("pad="):
+            once("padding", part)
             spec = part[4:]
             lo, _, up = spec.partition("/")
             try:
@@ -261,7 +270,9 @@ def parse_tensor_arg(text: str) -> TensorDesc:
             except ValueError:
                 raise TensorError(f"padding {spec!r} is not like 0,0,1,1/0,0,1,1") from None
         elif part.upper() in FORMAT_ORDER:
+            once("format", part)
             fmt = part
         else:
+            once("element type", part)
             dtype = part
     return TensorDesc(shape, dtype, fmt, lower, upper)

@@ -1,6 +1,8 @@
 """TensorDesc: golden pitches and offsets for the four formats with padding, and pack/unpack."""
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -91,3 +93,13 @@ def test_pack_rejects_wrong_shape_and_unpack_short_buffer():
         t.pack(np.zeros((3, 2)))
     with pytest.raises(TensorError, match="buffer holds 5 elements, the tensor needs 6"):
         t.unpack(np.zeros(5, np.float32))
+
+
+@pytest.mark.parametrize("text, message", [
+    ("1x3:f32:f16", "'1x3:f32:f16' gives two element types, 'f32' and 'f16'; give one"),
+    ("1x3:bfyx:byxf", "'1x3:bfyx:byxf' gives two formats, 'bfyx' and 'byxf'; give one"),
+    ("1x3:pad=0,0,0,1:pad=0,0,1,0", "gives two paddings, 'pad=0,0,0,1' and 'pad=0,0,1,0'"),
+])
+def test_parse_tensor_arg_refuses_two_of_a_kind(text, message):
+    with pytest.raises(TensorError, match=re.escape(message)):
+        parse_tensor_arg(text)
