@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import BindingError, ModelError, TensorError
+from ..errors import BindingError, ModelError
 from ..graph.graph import Graph, Node
+from ..jit.bindings import in_format, output_shape_from_formula
 from ..jit.tensor import CUSTOM_LAYER_DTYPES, TensorDesc
 from .plan import Step, TensorKey
 from .reorder import reorder_launch
@@ -48,10 +49,7 @@ def custom_layer_steps(graph: Graph, registry, node: Node, in_keys, in_descs, in
     by_port = {t.port_index: t for t in spec.inputs}
     for port, i in enumerate(real_ports):
         key, desc = in_keys[i], in_descs[i]
-        binding = by_port.get(port)
-        want = desc
-        if binding is not None and binding.format not in ("ANY", desc.format):
-            want = want.with_format(binding.format)
+        want = in_format(desc, by_port.get(port))
         if pad_inputs is not None:
             lower, upper = pad_inputs
             want = want.with_padding(lower, upper)
@@ -96,7 +94,7 @@ def output_shape(node: Node, spec, binding, port, input_descs) -> tuple[int, ...
     input 0."""
     declared = tuple(port.shape) if port is not None and port.shape is not None else None
     if binding.shape:
-        computed = shape_from_formula(spec, binding, input_descs)
+        computed = output_shape_from_formula(spec, binding.shape, input_descs)
         source = f"the descriptor's shape formula '{binding.shape}'"
     elif declared is not None and all(d is not None for d in declared):
         return declared
@@ -112,20 +110,3 @@ def output_shape(node: Node, spec, binding, port, input_descs) -> tuple[int, ...
                          f"{shown} in the model, but {source} gives {list(computed)}"
                          f"{'' if binding.shape else '; give its output Tensor a shape formula'}")
     return computed
-
-
-def shape_from_formula(spec, binding, input_descs) -> tuple[int, ...]:
-    from ..jit.formulas import parse_formula_list
-    dim_kind, dim_index = spec.work_sizes.dim
-    if dim_kind == "input" and dim_index < len(input_descs):
-        dims = input_descs[dim_index].dims
-    else:
-        dims = input_descs[0].dims
-    env = dict(zip("BFYX", dims))
-    env.update({k.lower(): v for k, v in env.items()})
-    formulas = parse_formula_list(binding.shape, max_entries=4)
-    shape = tuple(f.evaluate(env) for f in formulas)
-    if any(d <= 0 for d in shape):
-        raise TensorError(f"layer type '{spec.name}': output shape formula '{binding.shape}' gives "
-                          f"{list(shape)} for input dims {list(dims)}")
-    return shape
