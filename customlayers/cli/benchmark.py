@@ -1,12 +1,17 @@
 """`customlayers benchmark -m model.xml [-c ...] [-niter N | -t SECONDS] [-nireq N]`"""
 from __future__ import annotations
 
+import math
 import sys
 import time
 
 import numpy as np
 
 from .model_args import add_model_options, load_network
+
+# Each request holds its own device buffers for the whole model; more than this many in flight
+# gains nothing on any device and can exhaust device memory before the first inference.
+MAX_REQUESTS = 64
 
 
 def add_parser(sub):
@@ -16,7 +21,7 @@ def add_parser(sub):
     add_model_options(p)
     p.add_argument("-niter", type=int, default=None, help="number of inferences")
     p.add_argument("-t", "--time", type=float, default=None, help="seconds to run (default 10)")
-    p.add_argument("-nireq", type=int, default=2, help="requests in flight at once (default 2)")
+    p.add_argument("-nireq", type=int, default=2, help=f"requests in flight at once (default 2, at most {MAX_REQUESTS})")
     p.add_argument("-pc", "--perf-counts", action="store_true",
                    help="also print per-layer device times")
     return p
@@ -27,14 +32,22 @@ def run(args) -> int:
     from ..runtime import profile
     if args.nireq < 1:
         raise UsageError("-nireq must be at least 1")
+    if args.nireq > MAX_REQUESTS:
+        raise UsageError(f"-nireq must be at most {MAX_REQUESTS}, found {args.nireq}")
     if args.niter is not None and args.niter < 1:
         raise UsageError("-niter must be at least 1")
-    if args.time is not None and not args.time > 0:     # `not >` also catches nan
-        raise UsageError(f"-t must be a positive number of seconds, not {args.time}")
+    if args.time is not None and not (math.isfinite(args.time) and args.time > 0):
+        raise UsageError(f"-t must be a finite, positive number of seconds, not {args.time}")
+    nireq = args.nireq
+    capped = ""
+    if args.niter is not None and nireq > args.niter:
+        # a request beyond the number of inferences would never run; do not allocate it
+        nireq = args.niter
+        capped = f" (-nireq {args.nireq} capped at -niter {args.niter})"
     engine, net, arrays = load_network(args, profiling=args.perf_counts)
     shapes = {n: tuple(a.shape) for n, a in arrays.items()}
-    requests = [net.create_request(shapes, arrays) for _ in range(args.nireq)]  # + shape inputs
-    print(f"device: {engine.device.name.strip()}; {args.nireq} request(s) in flight",
+    requests = [net.create_request(shapes, arrays) for _ in range(nireq)]  # + shape inputs
+    print(f"device: {engine.device.name.strip()}; {nireq} request(s) in flight{capped}",
           file=sys.stderr)
     requests[0].infer(arrays)                       # warm-up (first enqueue, lazy allocations)
     limit_iter = args.niter

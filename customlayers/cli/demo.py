@@ -24,6 +24,8 @@ EXAMPLES_DIR = Path(__file__).resolve().parents[2] / "examples" / "layers"
 MODELS_DIR = EXAMPLES_DIR.parent / "models"
 # the demo model's custom layers: the seed's ReLU (overriding the built-in), GRN and ReorgYolo
 DEMO_CONFIGS = ("relu", "grn", "reorg")
+# timed runs per example: a median needs no more, and a mistyped count should not run for hours
+MAX_RUNS = 10_000
 
 
 @dataclass(frozen=True)
@@ -136,7 +138,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                               description=__doc__.split("\n\n")[0])
     add_build_options(p)
     p.add_argument("--runs", type=int, default=20, metavar="N",
-                   help="timed runs per example (the median is shown; default 20)")
+                   help=f"timed runs per example (the median is shown; default 20, "
+                        f"at most {MAX_RUNS})")
     return p
 
 
@@ -145,6 +148,8 @@ def run(args) -> int:
     from . import UsageError
     if args.runs < 1:
         raise UsageError(f"--runs must be at least 1, found {args.runs}")
+    if args.runs > MAX_RUNS:
+        raise UsageError(f"--runs must be at most {MAX_RUNS}, found {args.runs}")
     apply_build_options(args)
     examples = find_examples()
     # validation first: a broken example is reported with file:line before anything runs

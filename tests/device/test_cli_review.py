@@ -78,3 +78,25 @@ def test_opencl_error_is_a_message(tmp_path, capsys):
                  "--output-shape", "1x1x1000000x1000000", "-o", str(out)], capsys, code=1)
     assert "error: OpenCL: " in err and "INVALID_BUFFER_SIZE" in err
     assert not out.exists()
+
+
+# -- 2. commands that hung or allocated without bound ----------------------------------------
+@pytest.mark.parametrize("seconds", ["inf", "nan", "-1", "0"])
+def test_benchmark_time_must_be_finite_and_positive(capsys, seconds):
+    err = fails(["benchmark", "-m", DEMO_BUILTIN, "-t", seconds], capsys, code=2)
+    assert f"-t must be a finite, positive number of seconds, not {float(seconds)}" in err
+
+
+def test_benchmark_requests_are_capped(capsys):
+    err = fails(["benchmark", "-m", DEMO_BUILTIN, "-nireq", "100000"], capsys, code=2)
+    assert "-nireq must be at most 64, found 100000" in err
+    # more requests than inferences: the ones that would never run are not created
+    assert main(["benchmark", "-m", DEMO_BUILTIN, "-nireq", "8", "-niter", "2"]) == 0
+    captured = capsys.readouterr()
+    assert "2 request(s) in flight (-nireq 8 capped at -niter 2)" in captured.err
+    assert "count:      2 inferences" in captured.out
+
+
+def test_demo_runs_are_capped(capsys):
+    err = fails(["demo", "--runs", "1000000000"], capsys, code=2)
+    assert "--runs must be at most 10000, found 1000000000" in err

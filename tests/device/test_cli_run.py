@@ -264,7 +264,7 @@ def test_benchmark_bad_counts(capsys):
     err = run_fails(["benchmark", "-m", str(DEMO_BUILTIN), "-niter", "0"], capsys, code=2)
     assert "-niter must be at least 1" in err
     err = run_fails(["benchmark", "-m", str(DEMO_BUILTIN), "-t", "0"], capsys, code=2)
-    assert "-t must be a positive number of seconds, not 0.0" in err
+    assert "-t must be a finite, positive number of seconds, not 0.0" in err
 
 
 def test_benchmark_runs_at_least_once(capsys):
