@@ -100,24 +100,3 @@ def random_input(shape, dtype: str, seed: int) -> np.ndarray:
     if npd.kind == "f":
         return rng.standard_normal(shape).astype(npd)
     return rng.integers(0, 10, size=shape).astype(npd)
-
-
-def save_outputs(path: str, outputs: dict[str, np.ndarray]) -> None:
-    """Written completely or not at all: a temp file in the same folder, then os.replace."""
-    import os
-    import tempfile
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            if target.suffix == ".npy":
-                if len(outputs) != 1:
-                    raise UsageError(f"-o {path}: the model has {len(outputs)} outputs; use .npz")
-                np.save(f, next(iter(outputs.values())))
-            else:
-                np.savez(f, **outputs)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise

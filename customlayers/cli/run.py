@@ -5,7 +5,8 @@ import sys
 
 import numpy as np
 
-from .model_args import add_model_options, load_network, save_outputs
+from .model_args import add_model_options, load_network
+from .output import check_array_count, check_output_path, write_arrays_atomically
 
 
 def add_parser(sub):
@@ -21,7 +22,11 @@ def add_parser(sub):
 
 def run(args) -> int:
     from ..runtime import profile
+    if args.output:
+        check_output_path(args.output)
     engine, net, arrays = load_network(args, profiling=args.perf_counts)
+    if args.output:
+        check_array_count(args.output, len(net.output_names), "the model")
     print(f"device: {engine.device.name.strip()} ({engine.device.platform.name.strip()})",
           file=sys.stderr)
     req = net.infer_async(arrays)        # the plan for these shapes (and shape-input values)
@@ -29,7 +34,7 @@ def run(args) -> int:
     for name, arr in outputs.items():
         print(summarize(name, arr))
     if args.output:
-        save_outputs(args.output, outputs)
+        write_arrays_atomically(args.output, outputs)
         print(f"outputs written to {args.output}", file=sys.stderr)
     if args.perf_counts:
         print()

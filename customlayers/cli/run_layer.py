@@ -9,15 +9,13 @@ temporary name and renamed, so an error never leaves a half-written output.
 from __future__ import annotations
 
 import argparse
-import os
-import tempfile
-from pathlib import Path
 
 import numpy as np
 
 from . import UsageError
 from .common import add_build_options, apply_build_options, parse_params
 from .input_arrays import read_array
+from .output import check_array_count, check_output_path, write_arrays_atomically
 from .layers import add_config_options
 
 
@@ -67,24 +65,6 @@ def parse_data_items(items) -> dict[str, str]:
     return result
 
 
-def write_outputs(path: str, outputs: list[np.ndarray]) -> None:
-    """.npy for one output, .npz (output0, ...) for several or when asked; atomically."""
-    as_npz = path.endswith(".npz") or len(outputs) > 1
-    target = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp",
-                               dir=str(target.parent) if str(target.parent) else ".")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            if as_npz:
-                np.savez(f, **{f"output{i}": a for i, a in enumerate(outputs)})
-            else:
-                np.save(f, outputs[0])
-        os.replace(tmp, target)
-    except BaseException:
-        os.unlink(tmp)
-        raise
-
-
 def run(args) -> int:
     from ..jit.tensor import TensorDesc
     from ..runtime.device import Engine
@@ -93,8 +73,7 @@ def run(args) -> int:
     params = parse_params(args.param)
     data_paths = parse_data_items(args.data)
     out_shapes = [parse_shape(s) for s in args.output_shape]
-    if not Path(args.output).parent.is_dir():
-        raise UsageError(f"-o {args.output}: the folder {Path(args.output).parent} does not exist")
+    check_output_path(args.output)
 
     registry = Registry(Engine(args.device))
     registry.load(*args.config, allow_external_sources=args.allow_external_sources)
@@ -102,9 +81,7 @@ def run(args) -> int:
     if out_shapes and len(out_shapes) != spec.num_output_ports:
         raise UsageError(f"layer '{spec.name}' has {spec.num_output_ports} output(s), "
                          f"{len(out_shapes)} --output-shape given")
-    if spec.num_output_ports > 1 and not args.output.endswith(".npz"):
-        raise UsageError(f"layer '{spec.name}' has {spec.num_output_ports} outputs: name the "
-                         f"output file .npz, found {args.output!r}")
+    check_array_count(args.output, spec.num_output_ports, f"layer '{spec.name}'")
     missing = [d.name for d in spec.data if d.name not in data_paths]
     if missing:
         raise UsageError(f"layer '{spec.name}' binds Data {', '.join(missing)}: give "
@@ -117,7 +94,7 @@ def run(args) -> int:
     bound = registry.bind(spec.name, in_descs, out_descs, params=params, data=data)
     result = bound(*inputs)
     outputs = result if isinstance(result, list) else [result]
-    write_outputs(args.output, outputs)
+    write_arrays_atomically(args.output, {f"output{i}": a for i, a in enumerate(outputs)})
     shapes = ", ".join("x".join(map(str, a.shape)) for a in outputs)
     print(f"{spec.name} on {bound.engine.device.name.strip()}: wrote {shapes} to {args.output}")
     return 0

@@ -289,9 +289,9 @@ def test_output_written_atomically(tmp_path, capsys):
     out = tmp_path / "out.npy"
     out.write_bytes(b"previous")
     before = sorted(p.name for p in tmp_path.iterdir())
-    # .npy holds one array; the failure comes while saving, after the run
+    # .npy holds one array: refused once the model is read, before it runs
     err = run_fails(["run", "-m", str(model), "-o", str(out)], capsys, code=2)
-    assert "the model has 2 outputs; use .npz" in err
+    assert "the model has 2 outputs: a .npy holds one; name the file .npz" in err
     assert out.read_bytes() == b"previous"
     assert sorted(p.name for p in tmp_path.iterdir()) == before   # no temporary file left
 

@@ -96,7 +96,8 @@ def test_run_layer_several_outputs_write_npz(tmp_path, capsys):
     args = ["run-layer", "-c", str(tmp_path / "split.xml"), "--layer", "SplitSign",
             "-i", save(tmp_path / "x.npy", x)]
     assert main(args + ["-o", str(tmp_path / "out.npy")]) == 2
-    assert "has 2 outputs: name the output file .npz" in capsys.readouterr().err
+    assert "layer 'SplitSign' has 2 outputs: a .npy holds one; name the file .npz" in \
+        capsys.readouterr().err
     assert main(args + ["-o", str(tmp_path / "out.npz")]) == 0
     with np.load(tmp_path / "out.npz") as z:
         np.testing.assert_array_equal(z["output0"], np.maximum(x, 0))
