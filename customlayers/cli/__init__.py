@@ -40,12 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     for name, module in COMMANDS.items():
-        try:
-            mod = importlib.import_module(f"{__name__}.{module}")
-        except ModuleNotFoundError as e:
-            if e.name == f"{__name__}.{module}":
-                continue  # command not built yet
-            raise
+        mod = importlib.import_module(f"{__name__}.{module}")
         p = mod.add_parser(sub)
         p.set_defaults(_run=mod.run)
     return parser

@@ -175,3 +175,21 @@ def test_write_arrays_atomically_npy_npz_and_failure(tmp_path):
         write_arrays_atomically(str(tmp_path / "keep.npy"), {"a": a, "b": b})
     assert (tmp_path / "keep.npy").read_bytes() == b"previous"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["keep.npy", "one.npy", "two.npz"]
+
+
+# -- 4. every command exists: a missing one is an error, not silently left out ---------------
+def test_every_command_is_in_the_help(capsys):
+    import customlayers.cli as cli
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["--help"])
+    assert exit_info.value.code == 0
+    out = capsys.readouterr().out
+    for name in ("validate", "jit", "layers", "run-layer", "devices", "run", "benchmark", "demo"):
+        assert name in cli.COMMANDS and name in out
+
+
+def test_a_missing_command_module_fails_loudly(monkeypatch):
+    import customlayers.cli as cli
+    monkeypatch.setitem(cli.COMMANDS, "gone", "gone")
+    with pytest.raises(ModuleNotFoundError, match="customlayers.cli.gone"):
+        cli.build_parser()
