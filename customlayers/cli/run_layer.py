@@ -33,7 +33,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                    help="a layer attribute (the value of Define param=KEY), kept as text")
     p.add_argument("--output-shape", action="append", default=[], metavar="1x1x8x8",
                    help="shape of output 0, 1, ... (default: the descriptor's shape formula, "
-                        "else input 0's shape)")
+                        "which a given shape must agree with; else input 0's shape)")
     p.add_argument("-o", "--output", required=True, metavar="OUT.npy",
                    help="where to write the result (.npz for several outputs)")
     add_build_options(p)
@@ -65,6 +65,31 @@ def parse_data_items(items) -> dict[str, str]:
     return result
 
 
+def check_output_shapes(spec, in_descs, data, out_shapes) -> None:
+    """An --output-shape must agree with its output Tensor's `shape` formula, where there is
+    one: the kernel is written for the formula's shape, and a smaller buffer would let it write
+    past the end. The formula is evaluated as binding does (jit.bindings.kernel_tensors, which
+    the registry calls), so the two cannot disagree."""
+    from ..jit.bindings import kernel_tensors
+    from ..jit.tensor import TensorDesc
+    from ..runtime.kernel import data_descs_and_values
+    formulas = {t.port_index: t for t in spec.outputs if t.shape}
+    if not out_shapes or not formulas:
+        return
+    data_descs, _ = data_descs_and_values(spec, data)
+    _, by_formula = kernel_tensors(spec, in_descs, None, data_descs)
+    for port, given in enumerate(out_shapes):
+        binding = formulas.get(port)
+        # equal DIMS (trailing 1s aside) are the same tensor to the kernel
+        if binding is None or TensorDesc(given).dims == by_formula[port].dims:
+            continue
+        shown = "x".join(map(str, by_formula[port].shape))
+        raise UsageError(f"--output-shape {'x'.join(map(str, given))} for output {port} "
+                         f"disagrees with the shape formula '{binding.shape}' of layer "
+                         f"'{spec.name}' ({binding.location}), which gives {shown} for these inputs; give "
+                         f"{shown} or leave --output-shape out")
+
+
 def run(args) -> int:
     from ..jit.tensor import TensorDesc
     from ..runtime.device import Engine
@@ -89,6 +114,7 @@ def run(args) -> int:
     inputs = [as_float32(read_array(p, f"input {i}")) for i, p in enumerate(args.input)]
     data = {name: as_float32(read_array(p, f"data '{name}'")) for name, p in data_paths.items()}
     in_descs = [TensorDesc(a.shape, a.dtype) for a in inputs]
+    check_output_shapes(spec, in_descs, data, out_shapes)
     out_descs = [TensorDesc(s, in_descs[0].dtype) for s in out_shapes] or None
 
     bound = registry.bind(spec.name, in_descs, out_descs, params=params, data=data)

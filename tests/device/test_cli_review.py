@@ -193,3 +193,47 @@ def test_a_missing_command_module_fails_loudly(monkeypatch):
     monkeypatch.setitem(cli.COMMANDS, "gone", "gone")
     with pytest.raises(ModuleNotFoundError, match="customlayers.cli.gone"):
         cli.build_parser()
+
+
+# -- 5. --output-shape against the descriptor's shape formula --------------------------------
+TILE_CL = """
+__kernel void tile_f(const __global float* x, __global float* y)
+{
+    // the output holds the input twice along F: with B = 1 that is y[i] = x[i % n]
+    const uint n = INPUT0_DIMS[0] * INPUT0_DIMS[1] * INPUT0_DIMS[2] * INPUT0_DIMS[3];
+    const uint i = get_global_id(0);
+    y[i] = x[i % n];
+}
+"""
+TILE_XML = """<CustomLayer name="TileF" type="SimpleGPU" version="1">
+  <Kernel entry="tile_f"><Source filename="tile.cl"/></Kernel>
+  <Buffers>
+    <Tensor arg-index="0" type="input" port-index="0"/>
+    <Tensor arg-index="1" type="output" port-index="0" shape="B,F*2,Y,X"/>
+  </Buffers>
+</CustomLayer>
+"""
+
+
+def tile_layer_args(tmp_path: Path, x: np.ndarray) -> list[str]:
+    (tmp_path / "tile.xml").write_text(TILE_XML)
+    (tmp_path / "tile.cl").write_text(TILE_CL)
+    return ["run-layer", "-c", str(tmp_path / "tile.xml"), "--layer", "TileF",
+            "-i", save(tmp_path / "x.npy", x)]
+
+
+def test_output_shape_that_disagrees_with_the_formula_is_refused(tmp_path, capsys):
+    x = rand(1, 2, 3, 4)
+    args = tile_layer_args(tmp_path, x)
+    out = tmp_path / "o.npy"
+    # 1x2x3x4 would make the kernel write 1x4x3x4 into half the room
+    err = fails(args + ["--output-shape", "1x2x3x4", "-o", str(out)], capsys, code=2)
+    assert ("--output-shape 1x2x3x4 for output 0 disagrees with the shape formula "
+            "'B,F*2,Y,X' of layer 'TileF' (") in err
+    assert "tile.xml:5:" in err and "which gives 1x4x3x4 for these inputs" in err
+    assert not out.exists()
+
+    expected = np.concatenate([x, x], axis=1)
+    for given in ([], ["--output-shape", "1x4x3x4"]):     # the formula's own shape, or none
+        assert main(args + given + ["-o", str(out)]) == 0, capsys.readouterr().err
+        np.testing.assert_array_equal(np.load(out), expected)
