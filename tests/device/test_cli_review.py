@@ -237,3 +237,39 @@ def test_output_shape_that_disagrees_with_the_formula_is_refused(tmp_path, capsy
     for given in ([], ["--output-shape", "1x4x3x4"]):     # the formula's own shape, or none
         assert main(args + given + ["-o", str(out)]) == 0, capsys.readouterr().err
         np.testing.assert_array_equal(np.load(out), expected)
+
+
+# -- 6. inputs that are not real numbers -----------------------------------------------------
+@pytest.mark.parametrize("array,dtype", [
+    (np.zeros((1, 3, 32, 32), np.complex64), "complex64"),
+    (np.full((1, 3, 32, 32), "a"), "<U1"),
+    (np.zeros((1, 3, 32, 32), "datetime64[s]"), "datetime64[s]"),
+], ids=["complex", "string", "datetime"])
+def test_inputs_that_are_not_real_numbers_are_refused(tmp_path, capsys, array, dtype):
+    path = save(tmp_path / "bad.npy", array)
+    out = tmp_path / "o.npy"
+    err = fails(["run", "-m", DEMO_BUILTIN, "-i", path, "-o", str(out)], capsys, code=2)
+    assert (f"input 'data' {path}: a {dtype} array; inputs must be real numbers "
+            f"(float, int, uint or bool)") in err
+    err = fails(["run-layer", "-c", RELU, "--layer", "ReLU", "-i", path, "-o", str(out)],
+                capsys, code=2)
+    assert f"input 0 {path}: a {dtype} array" in err
+    assert not out.exists()
+
+
+def test_object_array_input_is_named_as_such(tmp_path, capsys):
+    path = tmp_path / "obj.npy"
+    np.save(path, np.array([1, "a"], dtype=object), allow_pickle=True)
+    err = fails(["run", "-m", DEMO_BUILTIN, "-i", str(path)], capsys, code=2)
+    assert f"input 'data' {path}: an array of Python objects (it needs pickle, which is not " \
+           "loaded); save numbers" in err
+
+
+def test_data_blob_that_is_complex_is_refused(tmp_path, capsys, examples_dir):
+    x = save(tmp_path / "x.npy", rand(1, 8, 2, 2))
+    w = save(tmp_path / "w.npy", np.ones(8, np.complex128))
+    b = save(tmp_path / "b.npy", rand(8))
+    err = fails(["run-layer", "-c", str(examples_dir / "scale_shift" / "scale_shift.xml"),
+                 "--layer", "ScaleShift", "-i", x, "--data", f"weights={w}",
+                 "--data", f"biases={b}", "-o", str(tmp_path / "o.npy")], capsys, code=2)
+    assert f"data 'weights' {w}: a complex128 array" in err
