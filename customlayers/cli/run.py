@@ -26,7 +26,9 @@ def run(args) -> int:
         check_output_path(args.output)
     engine, net, arrays = load_network(args, profiling=args.perf_counts)
     if args.output:
-        check_array_count(args.output, len(net.output_names), "the model")
+        # the graph's Results, not net.output_names: that builds the default plan, which a
+        # model with shape inputs cannot have before it sees their values
+        check_array_count(args.output, len(net.graph.results), "the model")
     print(f"device: {engine.device.name.strip()} ({engine.device.platform.name.strip()})",
           file=sys.stderr)
     req = net.infer_async(arrays)        # the plan for these shapes (and shape-input values)
