@@ -77,7 +77,8 @@ def test_opencl_error_is_a_message(tmp_path, capsys):
     out = tmp_path / "o.npy"
     err = fails(["run-layer", "-c", RELU, "--layer", "ReLU", "-i", x,
                  "--output-shape", "64x1x32768x32768", "-o", str(out)], capsys, code=1)
-    assert err.startswith("error: OpenCL: create_buffer failed: "), err
+    # the call that fails depends on the driver (PoCL: create_buffer; others may defer it)
+    assert err.startswith("error: OpenCL: ") and "failed" in err, err
     assert not out.exists()
 
 

@@ -162,7 +162,7 @@ def test_compile_checks_the_local_size_against_the_device(capsys, tmp_path, cl_e
     too_many = device.max_work_group_size * 2
     (tmp_path / "c.xml").write_text(WORK_LAYER.format(
         extra="", work=f'global="{too_many}" local="{too_many}"'))
-    code, out, _ = run(capsys, tmp_path / "c.xml", "--compile", "-d", "CPU")
+    code, out, _ = run(capsys, tmp_path / "c.xml", "--compile", "-d", device.name)
     assert code == 1 and f"{tmp_path / 'c.xml'}:10:3: error[CL083]" in out
     assert f"allows at most {device.max_work_group_size}" in out
     if supports_non_uniform_groups(device):
@@ -170,7 +170,7 @@ def test_compile_checks_the_local_size_against_the_device(capsys, tmp_path, cl_e
     # default input 1x3x8x8: global X,Y,B*F is 8,8,3, which local 8 does not divide
     (tmp_path / "c.xml").write_text(WORK_LAYER.format(extra="",
                                                       work='global="X,Y,B*F" local="8,8,8"'))
-    code, out, _ = run(capsys, tmp_path / "c.xml", "--compile", "-d", "CPU")
+    code, out, _ = run(capsys, tmp_path / "c.xml", "--compile", "-d", device.name)
     assert code == 1 and "error[CL083]" in out
     assert "local[2]=8 does not divide global[2]=3" in out and "((B*F)+7)/8*8" in out
 
