@@ -1,4 +1,4 @@
-"""Convolution and GroupConvolution (opset1), 1-D and 2-D spatial.
+"""Convolution and GroupConvolution (opset1), 1-D, 2-D and 3-D spatial.
 
 Weights are input 1 (OIYX; GroupConvolution GOIYX), uploaded once by the executor like any Const.
 Bias is a separate Add in the IR. On a GPU the work runs as a tiled implicit GEMM (conv_gemm.cl
@@ -7,6 +7,8 @@ group has so few output channels that a GEMM tile would be mostly empty (depthwi
 device (attribute "_device" from the network) it runs conv_cpu.cl, a direct kernel shaped for
 CPU OpenCL compilers, which vectorize across work items and emulate barriers and __local memory
 at a cost. The window arithmetic it shares with pooling is in _nn.py.
+3-D convolutions (NCDHW) run conv3d.cl, a separate direct kernel on every device, so the 1-D and
+2-D kernels and their sources stay as they are.
 """
 from __future__ import annotations
 
@@ -15,7 +17,8 @@ from typing import Sequence
 from ..jit.tensor import TensorDesc
 from ..runtime.launch import Arg, KernelLaunch
 from ._gemm import gemm_launches, gemm_tiles, target_groups
-from ._nn import AUTO_PADS, NamedOp, as_2d, require_f32, spatial_rank, window_geometry
+from ._nn import (AUTO_PADS, NamedOp, as_2d, as_3d, require_f32, spatial_rank,
+                  window_geometry)
 from ._program import cl_source, defines
 from .base import Attr, register_op
 
@@ -47,7 +50,7 @@ class _ConvBase(NamedOp):
 
     def _geometry(self, attrs, inputs: Sequence[TensorDesc]) -> dict[str, int]:
         require_f32(self, attrs, inputs[:2])
-        rank = spatial_rank(self, attrs, inputs[0])
+        rank = spatial_rank(self, attrs, inputs[0], max_spatial=3)
         x, w = inputs[0].shape, inputs[1].shape
         want = rank + (3 if self.grouped else 2)
         if len(w) != want:
@@ -61,6 +64,14 @@ class _ConvBase(NamedOp):
         kernel = w[-rank:]
         out, pb, _ = window_geometry(self, attrs, x[2:], kernel, attrs["strides"],
                                      attrs["dilations"])
+        if rank == 3:
+            sizes = dict(NB=x[0], C=x[1], O=groups * og, G=groups, CG=cg, OG=og,
+                         RANK=rank, OUT=tuple(out))
+            for names, values in (("ID IH IW", x[2:]), ("OD OH OW", out), ("KD KH KW", kernel),
+                                  ("SZ SY SX", attrs["strides"]),
+                                  ("DZ DY DX", attrs["dilations"]), ("PZ PY PX", pb)):
+                sizes.update(zip(names.split(), as_3d(values, 1)))
+            return sizes
         ih, iw = as_2d(x[2:], 1)
         oh, ow = as_2d(out, 1)
         kh, kw = as_2d(kernel, 1)
@@ -86,6 +97,12 @@ class _ConvBase(NamedOp):
         args = (Arg.input(0), Arg.input(1), Arg.output(0)) + ((Arg.input(2),) if bias else ())
         sizes.update(FUSED_BIAS=int(bias), FUSED_RELU=int(relu))
         epilogue = cl_source("conv_epilogue.cl")
+        if g["RANK"] == 3:
+            return [KernelLaunch(
+                source=defines(**sizes) + epilogue + cl_source("conv3d.cl"),
+                entry="conv3d_direct", args=args,
+                global_size=(g["OW"], g["OH"], g["NB"] * g["O"] * g["OD"]),
+                label=f"conv3d_{g['KD']}x{g['KH']}x{g['KW']}_direct")]
         device = attrs.get("_device")
         if device is not None and device.kind == "CPU":
             ocb = min(_CPU_CHANNEL_BLOCK, g["OG"])

@@ -46,7 +46,9 @@ PASSING = {
         "test_Conv2d", "test_Conv2d_depthwise", "test_Conv2d_depthwise_padded",
         "test_Conv2d_depthwise_strided", "test_Conv2d_depthwise_with_multiplier",
         "test_Conv2d_dilated", "test_Conv2d_groups", "test_Conv2d_groups_thnn",
-        "test_Conv2d_no_bias", "test_Conv2d_padding", "test_Conv2d_strided",
+        "test_Conv2d_no_bias", "test_Conv2d_padding", "test_Conv2d_strided", "test_Conv3d",
+        "test_Conv3d_dilated", "test_Conv3d_dilated_strided", "test_Conv3d_groups",
+        "test_Conv3d_no_bias", "test_Conv3d_stride", "test_Conv3d_stride_padding",
         "test_ConvTranspose2d", "test_ConvTranspose2d_no_bias", "test_ELU",
         "test_Embedding", "test_Embedding_sparse", "test_GLU", "test_GLU_dim", "test_LeakyReLU",
         "test_LeakyReLU_with_negval", "test_Linear", "test_Linear_no_bias", "test_LogSoftmax",
@@ -78,7 +80,6 @@ PASSING = {
     ],
 }
 
-_3D_CONV = "3-D Conv: the built-in takes at most 2 spatial axes"
 # case id -> (status, text the classifier's detail contains): why it does not pass
 EXCLUDED = {
     "simple/test_gradient_of_add": ("skip", "unsupported op: Gradient"),
@@ -88,9 +89,6 @@ EXCLUDED = {
         "monday_casesensintive_lower", "monday_casesensintive_nochangecase",
         "monday_casesensintive_upper", "monday_empty_output", "monday_insensintive_upper_twodim",
         "nostopwords_nochangecase")},
-    **{f"pytorch-converted/test_{n}": ("skip", _3D_CONV) for n in (
-        "Conv3d", "Conv3d_dilated", "Conv3d_dilated_strided", "Conv3d_groups", "Conv3d_no_bias",
-        "Conv3d_stride", "Conv3d_stride_padding")},
 }
 PASSING_IDS = [f"{folder}/{name}" for folder, names in PASSING.items() for name in names]
 
