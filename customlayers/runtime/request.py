@@ -170,12 +170,14 @@ def _shared_consts(network, plan) -> dict:
 
 
 def _const_arg(network, arg) -> cl.Buffer:
+    """The buffer of an Arg.const, uploaded once per network and shared by its requests. Keyed
+    by the Arg's identity (its array is not hashable); the entry keeps the Arg alive, so the id
+    cannot be reused by another object."""
     cache = network.__dict__.setdefault("_const_arg_buffers", {})
-    buf = cache.get(id(arg))
-    if buf is None:
+    entry = cache.get(id(arg))
+    if entry is None:
         value = np.ascontiguousarray(arg.value)
         buf = cl.Buffer(network.engine.context, cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR,
                         hostbuf=value if value.nbytes else np.zeros(1, np.uint8))
-        cache[id(arg)] = (buf, arg)   # keep arg alive so id() stays unique
-        return buf
-    return buf[0]
+        entry = cache[id(arg)] = (buf, arg)
+    return entry[0]
