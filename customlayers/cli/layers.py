@@ -33,7 +33,7 @@ def describe_layer(spec: LayerSpec) -> list[str]:
     for t in spec.tensors:
         args[t.arg_index] = (f"{t.kind} {t.port_index} ({t.format}"
                              + (f", shape {t.shape}" if t.shape else "") + ")")
-    for k, d in enumerate(sorted(spec.data, key=lambda d: d.arg_index)):
+    for k, d in enumerate(spec.data_in_arg_order):
         args[d.arg_index] = f"data '{d.name}' (INPUT{spec.num_input_ports + k}, 1-D)"
     lines.append("  arguments   " + "\n              ".join(
         f"{i}: {args[i]}" for i in sorted(args)))

@@ -11,7 +11,10 @@ from __future__ import annotations
 import re
 from typing import Callable
 
+from ..errors import FormulaError
+from .define_values import check_define_value, shown
 from .diagnostics import Diagnostics, Location
+from .formulas import check_work_size_limits, parse_formula_list
 from .spec import (FORMATS, DataBinding, DefineSpec, LayerSpec, SourceFile, TensorBinding,
                    WorkSizesSpec)
 from .xmlload import Node
@@ -135,7 +138,6 @@ class LayerChecker:
 
     # -- defines -------------------------------------------------------------------------
     def _defines(self, kernel: Node | None) -> list[DefineSpec]:
-        from ..jit.defines import check_define_value, shown  # late: jit imports config.spec
         result = []
         for d in (kernel.find_all("Define") if kernel else ()):
             name = d.attrs.get("name")
@@ -249,8 +251,6 @@ class LayerChecker:
     # -- work sizes ----------------------------------------------------------------------
     def _formulas(self, el: Node, attr: str, text: str, max_entries: int | None) -> int | None:
         """Parse-check a formula list; its entry count, or None when it does not parse."""
-        from ..errors import FormulaError
-        from ..jit.formulas import parse_formula_list
         try:
             formulas = parse_formula_list(text, max_entries=None)
             count = len(formulas)
@@ -271,8 +271,6 @@ class LayerChecker:
     def _constant_limits(self, el: Node, attr: str, text: str, formulas) -> None:
         """Work-size entries without variables are known now: report one that no driver can
         run (the JIT refuses it again, for any shape)."""
-        from ..errors import FormulaError
-        from ..jit.formulas import check_work_size_limits
         constant = [f for f in formulas if not f.variables]
         sizes = []
         for f in constant:

@@ -86,6 +86,12 @@ class LayerSpec:
                             key=lambda t: t.port_index))
 
     @property
+    def data_in_arg_order(self) -> tuple[DataBinding, ...]:
+        """Data bindings in kernel-argument order: the order in which the blobs follow the real
+        inputs (INPUT<num_input_ports>, ...)."""
+        return tuple(sorted(self.data, key=lambda d: d.arg_index))
+
+    @property
     def num_input_ports(self) -> int:
         """Number of real (non-Data) inputs: highest bound input port + 1."""
         return max((t.port_index for t in self.inputs), default=-1) + 1

@@ -4,7 +4,7 @@ and the build step with its program cache (the only part that touches pyopencl, 
 from __future__ import annotations
 
 from .defines import builtin_defines, check_define_value, user_defines
-from .formulas import Formula, evaluate_work_sizes, parse_formula, parse_formula_list
+from ..config.formulas import Formula, evaluate_work_sizes, parse_formula, parse_formula_list
 from .program import GeneratedProgram, generate_program
 from .tensor import TensorDesc, parse_tensor_arg
 from .worksizes import compute_work_sizes

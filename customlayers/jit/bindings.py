@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
+from ..config.formulas import parse_formula_list
 from ..config.spec import LayerSpec, TensorBinding
 from ..errors import BindingError, FormulaError, TensorError
 from .tensor import TensorDesc
@@ -70,7 +71,7 @@ def _bound_inputs(spec: LayerSpec, inputs: Sequence[TensorDesc]) -> list[TensorD
 def _data_blobs(spec: LayerSpec, data: Sequence[TensorDesc]) -> list[TensorDesc]:
     data = list(data)
     if len(data) != len(spec.data):
-        names = ", ".join(d.name for d in sorted(spec.data, key=lambda d: d.arg_index))
+        names = ", ".join(d.name for d in spec.data_in_arg_order)
         raise BindingError(f"layer type '{spec.name}' ({spec.location}) binds {len(spec.data)} "
                            f"Data blob(s) ({names or 'none'}), {len(data)} were given")
     _check_descs(spec, data, "Data blob")
@@ -107,7 +108,6 @@ def output_shape_from_formula(spec: LayerSpec, text: str,
                               inputs: Sequence[TensorDesc]) -> tuple[int, ...]:
     """An output Tensor's shape formula list (e.g. "B,F*4,Y/2,X/2") over the `dim` input's
     B,F,Y,X (input 0 when `dim` names the output)."""
-    from .formulas import parse_formula_list
     kind, index = spec.work_sizes.dim
     source = inputs[index] if kind == "input" and index < len(inputs) else inputs[0]
     env = dict(zip("BFYX", source.dims))

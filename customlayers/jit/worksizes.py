@@ -6,7 +6,7 @@ from typing import Sequence
 
 from ..config.spec import LayerSpec
 from ..errors import FormulaError
-from .formulas import MAX_WORK_SIZE, Formula, evaluate_work_sizes, parse_formula_list
+from ..config.formulas import MAX_WORK_SIZE, Formula, evaluate_work_sizes, parse_formula_list
 from .tensor import TensorDesc
 
 MAX_ENTRIES = 3

@@ -37,7 +37,7 @@ def argument_plan(spec: LayerSpec) -> tuple[tuple[str, int], ...]:
     slots: dict[int, tuple[str, int]] = {}
     for t in spec.tensors:
         slots[t.arg_index] = (INPUT if t.kind == "input" else OUTPUT, t.port_index)
-    for k, d in enumerate(sorted(spec.data, key=lambda d: d.arg_index)):
+    for k, d in enumerate(spec.data_in_arg_order):
         slots[d.arg_index] = (DATA, k)
     return tuple(slots[i] for i in sorted(slots))
 
@@ -53,7 +53,7 @@ class BoundKernel:
         self.inputs = tuple(inputs)            # as the kernel receives them (format applied)
         self.outputs = tuple(outputs)
         self.data_descs = tuple(data_descs)    # 1-D, in arg order
-        self.data_names = tuple(d.name for d in sorted(spec.data, key=lambda d: d.arg_index))
+        self.data_names = tuple(d.name for d in spec.data_in_arg_order)
         self.data_values = tuple(data_values)  # flat arrays of the data descs' dtype, or None
         self.source = source                   # GeneratedProgram
         self.global_size = tuple(source.global_size)
@@ -192,7 +192,7 @@ def data_descs_and_values(spec: LayerSpec, data: Mapping[str, object]
                           ) -> tuple[list[TensorDesc], list[np.ndarray | None]]:
     """The 1-D descriptions (and flat values) of the layer's Data blobs, in arg order.
     A blob may be given as an array or, to compile without values, as a TensorDesc."""
-    names = [d.name for d in sorted(spec.data, key=lambda d: d.arg_index)]
+    names = [d.name for d in spec.data_in_arg_order]
     missing = [n for n in names if n not in data]
     if missing:
         raise BindingError(f"layer type '{spec.name}' binds Data {', '.join(missing)} "

@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from customlayers.errors import FormulaError
-from customlayers.jit.formulas import (MAX_DEPTH, evaluate_work_sizes, parse_formula,
+from customlayers.config.formulas import (MAX_DEPTH, evaluate_work_sizes, parse_formula,
                                        parse_formula_list)
 
 ENV = {"B": 1, "F": 3, "Y": 224, "X": 224}

@@ -1,0 +1,87 @@
+"""The literal rules of Define values (SPEC section 3): what text fits a Define of type int,
+float, int[] or float[] (C literal forms, as OpenCL C accepts them), and what may never be pasted
+into a `#define` line. Part of the descriptor's meaning: the validator checks defaults with it, the
+JIT checks model attributes with it.
+"""
+from __future__ import annotations
+
+import re
+
+# OpenCL C integer literal: decimal, octal or hex, optional sign and u/l suffixes.
+_INT_LITERAL = re.compile(
+    r"[+-]?(0[xX][0-9a-fA-F]+|0[0-7]*|[1-9][0-9]*)([uU](ll|LL|l|L)?|(ll|LL|l|L)[uU]?)?\Z")
+# OpenCL C floating literal (a fraction or an exponent is required before an f/F/h/H suffix:
+# `1f` is not C), or a hex float. An integer literal is also fine where a float is wanted.
+_FLOAT_LITERAL = re.compile(
+    r"[+-]?((\d+\.\d*|\.\d+)([eE][+-]?\d+)?|\d+[eE][+-]?\d+"
+    r"|0[xX]([0-9a-fA-F]+\.?[0-9a-fA-F]*|\.[0-9a-fA-F]+)[pP][+-]?\d+)[fFhH]?\Z")
+
+_BOOLEANS = {"true": "1", "false": "0"}
+_EXAMPLES = {"int": "3, -3, 0x10, 10u", "float": "0.5, 1.0f, 1e-7, -3, +2.5F"}
+ARRAY_TYPES = ("int[]", "float[]")
+
+
+def _scalar_problem(text: str, scalar_type: str) -> str | None:
+    t = text.strip()
+    if not t:
+        return f"an empty value is not {_article(scalar_type)} {scalar_type}"
+    if t.lower() in _BOOLEANS:
+        return None
+    if _INT_LITERAL.match(t) or (scalar_type == "float" and _FLOAT_LITERAL.match(t)):
+        return None
+    return (f"'{t}' is not {_article(scalar_type)} {scalar_type} literal of OpenCL C "
+            f"(for example {_EXAMPLES[scalar_type]})")
+
+
+def _article(word: str) -> str:
+    return "an" if word[:1] in "aeiou" else "a"
+
+
+def control_problem(text: str) -> str | None:
+    """A value is pasted into one `#define` line: a line break (or any control character, which
+    compilers may treat as one) would start a new line of program text, and a final backslash
+    would join the next line into this one. Either lets a model attribute inject code."""
+    for i, c in enumerate(text):
+        if (ord(c) < 32 and c != "\t") or ord(c) == 127:
+            return (f"control character {c!r} at position {i + 1} is not allowed (a define is "
+                    f"one line of program text)")
+    if text.rstrip(" \t").endswith("\\"):
+        return "a final backslash is not allowed (it would join the next line of the program)"
+    return None
+
+
+def shown(text: str) -> str:
+    """Text for a message: control characters escaped, so the message stays one line."""
+    return "".join(repr(c)[1:-1] if ord(c) < 32 or ord(c) == 127 else c for c in text)
+
+
+def check_define_value(value: str, type: str | None) -> str | None:
+    """What is wrong with `value` for a Define of `type`, or None when it fits.
+
+    Any value must stay on its one line (no control characters, no final backslash). Beyond
+    that only int, float, int[] and float[] are checked; another type (or none) takes any text,
+    as OpenVINO does. Used by the validator for defaults and by user_defines for attributes."""
+    problem = control_problem(value)
+    if problem:
+        return problem
+    if type in ("int", "float"):
+        return _scalar_problem(value, type)
+    if type in ARRAY_TYPES:
+        scalar = type[:-2]
+        items = value.split(",")
+        for n, item in enumerate(items):
+            problem = _scalar_problem(item, scalar)
+            if problem:
+                where = f"element {n + 1} of {len(items)}: " if len(items) > 1 else ""
+                return where + problem
+    return None
+
+
+def as_c(value: str, type: str | None) -> str:
+    """true/false -> 1/0 (per element for arrays); every other text is kept exactly."""
+    if type in ARRAY_TYPES:
+        items = value.split(",")
+        if any(i.strip().lower() in _BOOLEANS for i in items):
+            items = [_BOOLEANS.get(i.strip().lower(), i) for i in items]
+        return "(" + type + ") {" + ",".join(items) + "}"
+    return _BOOLEANS.get(value.strip().lower(), value)
