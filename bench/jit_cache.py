@@ -25,7 +25,7 @@ import pyopencl as cl  # noqa: E402
 
 from customlayers.config import load_configs  # noqa: E402
 from customlayers.errors import CustomLayersError  # noqa: E402
-from customlayers.jit.cache import ProgramCache  # noqa: E402
+from customlayers.runtime.cache import ProgramCache  # noqa: E402
 from customlayers.jit.program import generate_program  # noqa: E402
 from customlayers.jit.tensor import TensorDesc  # noqa: E402
 from customlayers.runtime.device import select_device  # noqa: E402

@@ -16,7 +16,7 @@ from .errors import (BindingError, ConfigError, CustomLayersError, DefineError, 
 from .jit.tensor import TensorDesc, parse_tensor_arg
 from .runtime.device import Engine, describe_device, list_devices, select_device
 from .runtime.kernel import BoundKernel
-from .runtime.launch import Arg, KernelLaunch
+from .jit.launch import Arg, KernelLaunch
 from .runtime.registry import Registry
 
 __all__ = [

@@ -13,8 +13,27 @@ class CustomLayersError(Exception):
     `context` says where the error arose when the code that raised it could not know (the
     executor sets it to the layer: "layer 'conv1' (type Convolution) at model.xml:12"); the
     message keeps its own fields. Subclasses format themselves in `describe`.
+
+    `location` (a config.diagnostics.Location: file, line, column) and `code` (a stable CLxxx
+    code) say which part of a descriptor the error is about, when it is about one: the CLI
+    turns such an error into a Diagnostic at that place (`validate --compile`). `layer` names
+    the layer (type) the error is about, when known.
     """
     context: str | None = None
+    location = None
+    code: str | None = None
+    layer: str | None = None
+
+    def at(self, location, code: str | None = None, layer: str | None = None):
+        """Record where the error is (keeping a place set earlier, which is more precise);
+        returns the error, for `raise error.at(...)`."""
+        if self.location is None:
+            self.location = location
+        if self.code is None:
+            self.code = code
+        if self.layer is None:
+            self.layer = layer
+        return self
 
     def __str__(self) -> str:
         text = self.describe()
@@ -83,8 +102,10 @@ class KernelBuildError(CustomLayersError, RuntimeError):
 
     `log` is the device's build log mapped to the user's own files and lines, `source_path` the
     generated program saved to disk, `options` the build options, `device` the device's name
-    and driver.
+    and driver. `options_rejected` is True when the driver refused the build options rather
+    than the source.
     """
+    options_rejected = False
 
     def __init__(self, message: str, log: str = "", source_path: str | None = None,
                  options: str = "", device: str = "", layer: str | None = None):

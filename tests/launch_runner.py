@@ -10,7 +10,7 @@ import numpy as np
 import pyopencl as cl
 
 from customlayers.jit.tensor import TensorDesc
-from customlayers.runtime.launch import KernelLaunch
+from customlayers.jit.launch import KernelLaunch
 
 
 def run_launches(cl_env, launches: Sequence[KernelLaunch], inputs: Sequence[np.ndarray],

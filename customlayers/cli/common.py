@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 
 
 def add_build_options(parser: argparse.ArgumentParser, device: bool = True) -> None:
@@ -17,12 +16,12 @@ def add_build_options(parser: argparse.ArgumentParser, device: bool = True) -> N
                         help="report each program-cache hit and miss on stderr")
 
 
-def apply_build_options(args: argparse.Namespace) -> None:
-    """The settings module reads these switches from the environment (one place for settings)."""
-    if getattr(args, "no_cache", False):
-        os.environ["CUSTOMLAYERS_NO_CACHE"] = "1"
-    if getattr(args, "verbose", False):
-        os.environ["CUSTOMLAYERS_VERBOSE"] = "1"
+def build_cache(args: argparse.Namespace):
+    """The program cache the options ask for, for the command's Engine: --no-cache turns the
+    disk off, --verbose reports hits and misses; unset, the settings (environment) decide."""
+    from ..runtime.cache import ProgramCache
+    return ProgramCache(enabled=False if getattr(args, "no_cache", False) else None,
+                        verbose=True if getattr(args, "verbose", False) else None)
 
 
 def parse_params(items) -> dict[str, str]:

@@ -18,7 +18,7 @@ from types import ModuleType
 import numpy as np
 
 from ..errors import CustomLayersError
-from .common import add_build_options, apply_build_options
+from .common import add_build_options, build_cache
 
 EXAMPLES_DIR = Path(__file__).resolve().parents[2] / "examples" / "layers"
 MODELS_DIR = EXAMPLES_DIR.parent / "models"
@@ -150,7 +150,6 @@ def run(args) -> int:
         raise UsageError(f"--runs must be at least 1, found {args.runs}")
     if args.runs > MAX_RUNS:
         raise UsageError(f"--runs must be at most {MAX_RUNS}, found {args.runs}")
-    apply_build_options(args)
     examples = find_examples()
     # validation first: a broken example is reported with file:line before anything runs
     from ..config.loader import load_configs
@@ -159,7 +158,7 @@ def run(args) -> int:
         print(diag.render())
     configs.raise_if_errors()
     print(f"validated {len(examples)} example configs in {EXAMPLES_DIR}: no errors\n")
-    engine = Engine(select_device(args.device))
+    engine = Engine(select_device(args.device), cache=build_cache(args))
     print(examples_table(engine, runs=args.runs))
     print()
     print(model_demo(engine))

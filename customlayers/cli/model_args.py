@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from . import UsageError
-from .common import add_build_options, apply_build_options, non_negative_int
+from .common import add_build_options, build_cache, non_negative_int
 from .input_arrays import read_array
 
 
@@ -29,11 +29,10 @@ def add_model_options(p: argparse.ArgumentParser) -> None:
 
 def load_network(args, profiling: bool = False):
     """Engine, registry and compiled Network from the parsed options."""
-    apply_build_options(args)
     from ..graph.load import read_model
     from ..runtime.device import Engine
     from ..runtime.network import Network
-    engine = Engine(args.device)
+    engine = Engine(args.device, cache=build_cache(args))
     registry = None
     if args.config:
         from ..runtime.registry import Registry

@@ -13,7 +13,7 @@ import argparse
 import numpy as np
 
 from . import UsageError
-from .common import add_build_options, apply_build_options, parse_params
+from .common import add_build_options, build_cache, parse_params
 from .input_arrays import read_array
 from .output import check_array_count, check_output_path, write_arrays_atomically
 from .layers import add_config_options
@@ -94,13 +94,12 @@ def run(args) -> int:
     from ..jit.tensor import TensorDesc
     from ..runtime.device import Engine
     from ..runtime.registry import Registry
-    apply_build_options(args)
     params = parse_params(args.param)
     data_paths = parse_data_items(args.data)
     out_shapes = [parse_shape(s) for s in args.output_shape]
     check_output_path(args.output)
 
-    registry = Registry(Engine(args.device))
+    registry = Registry(Engine(args.device, cache=build_cache(args)))
     registry.load(*args.config, allow_external_sources=args.allow_external_sources)
     spec = registry.spec(args.layer)
     if out_shapes and len(out_shapes) != spec.num_output_ports:

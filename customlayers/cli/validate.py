@@ -13,7 +13,7 @@ import sys
 
 from ..config import ConfigSet, Diagnostic, load_configs
 from ..config.diagnostics import ERROR, WARNING, Location
-from .common import add_build_options, apply_build_options
+from .common import add_build_options, build_cache
 
 DEFAULT_INPUT_SHAPE = (1, 3, 8, 8)
 
@@ -58,11 +58,11 @@ def _parse_shapes(items: list[str]) -> dict[str, list]:
 
 
 def _compile_all(configs: ConfigSet, args) -> list[Diagnostic]:
-    """Build every valid layer; build errors come back at the user's .cl lines."""
-    from ..errors import CustomLayersError
-    from ..jit.build import compile_check
-    from ..jit.tensor import TensorDesc
-    from ..runtime.device import select_device
+    """Bind every valid layer through the one layer-compile pipeline (Registry.bind) on the
+    device, as a run would; its errors become Diagnostics here, build errors at the user's .cl
+    lines."""
+    from ..runtime.device import Engine
+    from ..runtime.registry import Registry
     from . import UsageError
     shapes = _parse_shapes(args.shape)
     unknown = sorted(set(shapes) - set(configs.layers))
@@ -70,18 +70,45 @@ def _compile_all(configs: ConfigSet, args) -> list[Diagnostic]:
         known = ", ".join(sorted(configs.layers)) or "none"
         raise UsageError(f"--shape names layer {', '.join(unknown)}, which is not a valid layer "
                          f"of these configs (valid: {known})")
-    device = select_device(args.device)
+    registry = Registry(Engine(args.device, cache=build_cache(args)), configs)
     found: list[Diagnostic] = []
-    for name, spec in configs.layers.items():
-        inputs = shapes.get(name) or [TensorDesc(DEFAULT_INPUT_SHAPE)] * spec.num_input_ports
-        try:
-            found += compile_check(spec, inputs, device)
-        except CustomLayersError as e:  # shapes, formulas, defines that fail for these inputs
-            loc = spec.location
-            shown = ", ".join(d.describe() for d in inputs) or "no inputs"
-            found.append(Diagnostic.at(loc, ERROR, "CL081",
-                                       f"cannot prepare the kernel for inputs {shown}: {e}", name))
+    for name in configs.layers:
+        found += compile_diagnostics(registry, name, shapes.get(name) or [])
     return found
+
+
+def compile_diagnostics(registry, name: str, given: list) -> list[Diagnostic]:
+    """Bind layer `name` of `registry` for the `given` input tensors (the defaults of
+    _compile_inputs where fewer are given): every error as Diagnostics, and the compiler's
+    warnings of a program that builds (CL082)."""
+    from ..errors import CustomLayersError
+    from ..runtime.registry import PREPARE_CODE
+    from .build_diagnostics import error_diagnostics, warning_diagnostics
+    spec = registry.spec(name)
+    inputs, data = _compile_inputs(spec, given)
+    try:
+        bound = registry.bind(name, inputs, None, {}, data)
+    except CustomLayersError as e:
+        if e.code == PREPARE_CODE:      # shapes, formulas, defines that fail for these inputs
+            shown = ", ".join(d.describe() for d in inputs) or "no inputs"
+            return [Diagnostic.at(e.location or spec.location, ERROR, PREPARE_CODE,
+                                  f"cannot prepare the kernel for inputs {shown}: "
+                                  f"{e.describe()}", name)]
+        return error_diagnostics(e, spec.location, name)
+    return warning_diagnostics(bound.build_warnings, name)
+
+
+def _compile_inputs(spec, given: list) -> tuple[list, dict]:
+    """The tensors to compile a layer for: the --shape tensors of its real inputs (missing
+    ones like the first, else DEFAULT_INPUT_SHAPE f32), then its Data blobs' (missing ones
+    16-element blobs), given as descriptions only (no values are needed to build)."""
+    from ..jit.tensor import TensorDesc
+    first = given[0] if given else TensorDesc(DEFAULT_INPUT_SHAPE)
+    n = spec.num_input_ports
+    inputs = [given[port] if port < len(given) else first for port in range(n)]
+    data = {d.name: given[n + i] if n + i < len(given) else TensorDesc((16,))
+            for i, d in enumerate(spec.data_in_arg_order)}
+    return inputs, data
 
 
 def _summary(files: int, configs: ConfigSet, diags: list[Diagnostic]) -> str:
@@ -95,7 +122,6 @@ def _summary(files: int, configs: ConfigSet, diags: list[Diagnostic]) -> str:
 
 
 def run(args) -> int:
-    apply_build_options(args)
     configs = ConfigSet()
     unreadable: list[Diagnostic] = []
     for path in args.configs:

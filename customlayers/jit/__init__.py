@@ -1,28 +1,28 @@
-"""jit: from a LayerSpec and tensor descriptions to program text and work sizes (pure Python),
-and the build step with its program cache (the only part that touches pyopencl, loaded lazily).
+"""jit: pure Python, from descriptions to program text. A LayerSpec and tensor descriptions in;
+program text, work sizes and launch descriptions (KernelLaunch) out; and the one interface of
+every layer implementation (layer.py). Nothing here imports pyopencl: building programs and the
+program cache belong to the device (runtime/).
+
+tensor.py    TensorDesc: shape, element type, format, padding, pitches
+defines.py   the built-in and user #defines of a custom layer's program (SPEC section 3)
+worksizes.py the work sizes of a custom layer (SPEC section 4)
+bindings.py  the tensors a custom layer's kernel receives (kernel_tensors)
+program.py   a custom layer's complete program text, with its line map
+launch.py    KernelLaunch/Arg: one kernel enqueue as data; CompileContext, DeviceTraits
+layer.py     LayerImpl: the one interface of built-in ops, SimpleGPU layers and later kinds
 """
 from __future__ import annotations
 
-from .defines import builtin_defines, check_define_value, user_defines
-from ..config.formulas import Formula, evaluate_work_sizes, parse_formula, parse_formula_list
+from .defines import builtin_defines, user_defines
+from .launch import Arg, CompileContext, DeviceTraits, FusedEpilogue, KernelLaunch
+from .layer import Attr, LayerCall, LayerImpl, LayerWork, Stage
 from .program import GeneratedProgram, generate_program
 from .tensor import TensorDesc, parse_tensor_arg
 from .worksizes import compute_work_sizes
 
 __all__ = [
-    "Formula", "parse_formula", "parse_formula_list", "evaluate_work_sizes",
-    "check_define_value", "user_defines", "builtin_defines",
-    "compute_work_sizes", "GeneratedProgram", "generate_program",
-    "TensorDesc", "parse_tensor_arg", "ProgramCache", "compile_check",
+    "user_defines", "builtin_defines", "compute_work_sizes", "GeneratedProgram",
+    "generate_program", "TensorDesc", "parse_tensor_arg", "KernelLaunch", "Arg",
+    "CompileContext", "DeviceTraits", "FusedEpilogue", "Attr", "LayerCall", "LayerImpl",
+    "LayerWork", "Stage",
 ]
-
-
-def __getattr__(name: str):
-    # the build step imports pyopencl; config/ and the pure JIT must not need it
-    if name == "ProgramCache":
-        from .cache import ProgramCache
-        return ProgramCache
-    if name == "compile_check":
-        from .build import compile_check
-        return compile_check
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

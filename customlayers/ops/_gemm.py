@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from ..runtime.launch import Arg, KernelLaunch
+from ..jit.launch import Arg, KernelLaunch
 from ._program import cl_source, defines
 
 
@@ -35,7 +35,7 @@ MIN_K_PER_SLICE = 128
 
 def target_groups(device=None) -> int:
     """Work-groups that fill the device: two per compute unit when the network says which device
-    (attribute "_device", a runtime.launch.DeviceTraits), else TARGET_GROUPS."""
+    (CompileContext.device, a jit.launch.DeviceTraits), else TARGET_GROUPS."""
     return 2 * device.compute_units if device is not None else TARGET_GROUPS
 
 

@@ -15,8 +15,8 @@ ROUNDING_TYPES = ("floor", "ceil", "ceil_torch")
 
 
 def layer_of(attrs: Mapping[str, Any]) -> str:
-    """The layer name recorded by NamedOp.parse_attributes, for messages."""
-    return str(attrs.get("_layer", "?"))
+    """The layer the attributes were parsed for (jit.layer.ParsedAttrs), for messages."""
+    return str(getattr(attrs, "layer", "?"))
 
 
 def require_f32(op: Op, attrs, descs: Sequence[TensorDesc]) -> None:
@@ -27,12 +27,11 @@ def require_f32(op: Op, attrs, descs: Sequence[TensorDesc]) -> None:
 
 
 class NamedOp(Op):
-    """An Op that remembers its layer's name in attrs['_layer'] and checks its attributes when
-    the model is loaded (`check`), so every later message can name the layer."""
+    """An Op that checks its attributes when the model is loaded (`check`) and names its layer
+    (the parsed attributes carry it) in every later message."""
 
     def parse_attributes(self, raw, layer):
         attrs = super().parse_attributes(raw, layer)
-        attrs["_layer"] = layer
         self.check(attrs)
         return attrs
 

@@ -18,8 +18,9 @@ from importlib import resources
 from typing import Mapping, Sequence
 
 from ..errors import BindingError
+from ..jit.defines import render_define
 from ..jit.tensor import TensorDesc
-from ..runtime.launch import Arg, KernelLaunch
+from ..jit.launch import Arg, KernelLaunch
 
 # Work-items per group the global size is padded to; kernels guard `i < COUNT`. 64 divides
 # every work-group limit a real device has, so the driver may choose any divisor of it.
@@ -33,8 +34,9 @@ def cl_source(name: str) -> str:
 
 
 def defines(**values: int | float | str) -> str:
-    """A block of `#define NAME VALUE` lines (NAME may be a macro head such as "OP(a, b)").
-    Floats keep full precision; a value starting with '-' is parenthesized."""
+    """A block of `#define NAME VALUE` lines (NAME may be a macro head such as "OP(a, b)"),
+    rendered as the JIT renders a user define. Floats keep full precision; a value starting
+    with '-' is parenthesized."""
     lines = []
     for name, value in values.items():
         if isinstance(value, bool):
@@ -44,7 +46,7 @@ def defines(**values: int | float | str) -> str:
                 ("INFINITY" if value > 0 else "-INFINITY")
         if isinstance(value, (int, str)) and str(value).startswith("-"):
             value = f"({value})"  # so that `-NAME` and `x-NAME` stay what they say
-        lines.append(f"#define {name} {value}")
+        lines.append(render_define(name, str(value), user=True))
     return "\n".join(lines) + "\n"
 
 

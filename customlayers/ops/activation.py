@@ -13,7 +13,7 @@ from typing import Any, Mapping, Sequence
 
 from ..errors import BindingError
 from ..jit.tensor import TensorDesc
-from ..runtime.launch import KernelLaunch
+from ..jit.launch import DEFAULT_CONTEXT, KernelLaunch
 from ._program import (LinearView, binary_map_launch, c_float, float_compute, is_float,
                        shape_of, unary_map_launch)
 from .base import Attr, Op, register_op
@@ -39,7 +39,7 @@ class Activation(Op):
         self.fn_text(attrs, inputs[0].dtype)  # refuse unsupported types at binding
         return [(shape_of(inputs[0]), inputs[0].dtype)]
 
-    def launches(self, attrs, inputs, outputs, consts) -> list[KernelLaunch]:
+    def launches(self, attrs, inputs, outputs, consts, ctx=DEFAULT_CONTEXT) -> list[KernelLaunch]:
         load, store = float_compute(inputs[0].dtype)
         return [unary_map_launch(self.type.lower(), inputs[0], outputs[0],
                                  fn=self.fn_text(attrs, inputs[0].dtype), load=load, store=store)]
@@ -139,7 +139,7 @@ class Swish(Activation):
                                f"{list(inputs[1].shape)}")
         return super().infer_shapes(attrs, inputs, consts)
 
-    def launches(self, attrs, inputs, outputs, consts):
+    def launches(self, attrs, inputs, outputs, consts, ctx=DEFAULT_CONTEXT):
         if len(inputs) == 1:
             return super().launches(attrs, inputs, outputs, consts)
         load, store = float_compute(outputs[0].dtype)
@@ -172,7 +172,7 @@ class PRelu(Activation):
         self.slope_view(shape_of(inputs[0]), shape_of(inputs[1]))
         return super().infer_shapes(attrs, inputs, consts)
 
-    def launches(self, attrs, inputs, outputs, consts):
+    def launches(self, attrs, inputs, outputs, consts, ctx=DEFAULT_CONTEXT):
         load, store = float_compute(outputs[0].dtype)
         view = self.slope_view(shape_of(inputs[0]), shape_of(inputs[1]))
         return [binary_map_launch("prelu", inputs[0], inputs[1], outputs[0],

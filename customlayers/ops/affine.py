@@ -6,8 +6,11 @@ after them, so the chain runs as one pass over memory instead of one per layer.
 """
 from __future__ import annotations
 
+import numpy as np
+
+from ..jit.launch import Arg, KernelLaunch
+from ..jit.layer import LayerCall, LayerImpl, LayerWork, Stage
 from ..jit.tensor import TensorDesc
-from ..runtime.launch import Arg, KernelLaunch
 from ._program import defines, global_1d, numel
 
 _SOURCE = """
@@ -37,3 +40,32 @@ def channel_affine_launch(x: TensorDesc, relu: bool) -> KernelLaunch:
                        FUSED_RELU=int(relu)) + _SOURCE,
         entry="channel_affine", args=(Arg.input(0), Arg.output(0), Arg.input(1), Arg.input(2)),
         global_size=global_1d(numel(shape)), label="channel_affine" + ("_relu" if relu else ""))
+
+
+class ChannelAffine(LayerImpl):
+    """The implementation the network compiler gives the head of a fused chain: input
+    `data_port` of the head is the tensor; `chain` (runtime/fusion.py's Epilogue) gives the
+    per-channel scale and bias (`scale_and_bias(channels)`), `steps` and `relu`."""
+    type = "ChannelAffine"
+
+    def __init__(self, chain, data_port: int):
+        self.chain = chain
+        self.data_port = data_port
+
+    def outputs(self, call: LayerCall) -> list[TensorDesc]:
+        return [call.inputs[self.data_port].plain()]
+
+    def work(self, call: LayerCall, outputs) -> LayerWork:
+        x = call.inputs[self.data_port]
+        scale, bias = self.chain.scale_and_bias(x.shape[1])
+        consts = {"scale": scale.astype(np.float32), "bias": bias.astype(np.float32)}
+        launch = channel_affine_launch(x, self.chain.relu)
+        steps = self.chain.steps
+        label = "+".join(["scale"] * any(k == "mul" for k, _ in steps)
+                         + ["bias"] * any(k == "add" for k, _ in steps)
+                         + ["relu"] * self.chain.relu)
+        per_channel = TensorDesc((x.shape[1],))
+        return LayerWork([Stage(call.name, f"ChannelAffine({label})", self.impl, launch.entry,
+                                [launch], [("in", self.data_port), ("const", "scale"),
+                                           ("const", "bias")], [("out", 0)],
+                                [x, per_channel, per_channel], list(outputs))], consts=consts)

@@ -1,72 +1,24 @@
-"""The built-in op interface and its registry.
+"""The built-in op base class and the registry of built-ins.
 
 A built-in op is a small class: it declares its attributes as data (checked when the model is
 loaded, not when it runs), infers output shapes, and describes its work as KernelLaunch values
-(runtime/launch.py), the same currency custom layers use. Register with `@register_op`.
+(jit/launch.py), the same currency custom layers use. `Op` implements the one layer interface
+(jit/layer.py: LayerImpl) on top of `infer_shapes` and `launches`. Register with `@register_op`.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from ..errors import BindingError, UnknownLayerError
+from ..errors import UnknownLayerError
+from ..jit.launch import DEFAULT_CONTEXT, CompileContext, KernelLaunch
+from ..jit.layer import Attr, LayerCall, LayerImpl, LayerWork, Stage, parse_attr  # noqa: F401
 from ..jit.tensor import TensorDesc
-from ..runtime.launch import KernelLaunch
 
 
-@dataclass(frozen=True)
-class Attr:
-    """An op attribute: IR text -> a Python value with `kind`.
-
-    kind: "int" | "float" | "str" | "bool" | "ints" (comma-separated ints) | "floats".
-    """
-    name: str
-    kind: str
-    default: Any = None
-    required: bool = False
-
-
-def parse_attr(attr: Attr, text: str | None, op_type: str, layer: str) -> Any:
-    """IR attribute text -> value; BindingError naming layer, attribute, expected and found."""
-    if text is None:
-        if attr.required:
-            raise BindingError(f"layer '{layer}' ({op_type}): attribute '{attr.name}' is required")
-        return attr.default
-    t = text.strip()
-    try:
-        if attr.kind == "int":
-            return int(t)
-        if attr.kind == "float":
-            return float(t)
-        if attr.kind == "bool":
-            if t.lower() in ("true", "1"):
-                return True
-            if t.lower() in ("false", "0"):
-                return False
-            raise ValueError(t)
-        if attr.kind == "ints":
-            return tuple(int(v) for v in t.split(",") if v.strip()) if t else ()
-        if attr.kind == "floats":
-            return tuple(float(v) for v in t.split(",") if v.strip()) if t else ()
-        return t
-    except ValueError:
-        raise BindingError(f"layer '{layer}' ({op_type}): attribute '{attr.name}'='{text}' is not "
-                           f"a valid {attr.kind}") from None
-
-
-class Op:
+class Op(LayerImpl):
     """Base of built-in ops. Subclasses set `type` and `attributes` and implement the rest."""
-    type: str = ""
-    attributes: tuple[Attr, ...] = ()
-    # inputs whose values must be constants known at compile time (e.g. Reshape's target shape)
-    const_inputs: tuple[int, ...] = ()
-    # True when output 0 is input 0's buffer under another shape (Reshape, Squeeze, ...): no kernel
-    is_view: bool = False
-
-    def parse_attributes(self, raw: Mapping[str, str], layer: str) -> dict[str, Any]:
-        return {a.name: parse_attr(a, raw.get(a.name), self.type, layer) for a in self.attributes}
 
     def infer_shapes(self, attrs: dict[str, Any], inputs: Sequence[TensorDesc],
                      consts: Mapping[int, np.ndarray]) -> list[tuple[tuple[int, ...], str]]:
@@ -74,11 +26,26 @@ class Op:
         raise NotImplementedError
 
     def launches(self, attrs: dict[str, Any], inputs: Sequence[TensorDesc],
-                 outputs: Sequence[TensorDesc],
-                 consts: Mapping[int, np.ndarray]) -> list[KernelLaunch]:
+                 outputs: Sequence[TensorDesc], consts: Mapping[int, np.ndarray],
+                 ctx: CompileContext = DEFAULT_CONTEXT) -> list[KernelLaunch]:
         """The kernels that compute the outputs from the inputs, in order (dense BFYX f32
         tensors unless the op says otherwise)."""
         raise NotImplementedError
+
+    # -- the layer interface ---------------------------------------------------------------
+    def outputs(self, call: LayerCall) -> list[TensorDesc]:
+        return [TensorDesc(shape, dtype)
+                for shape, dtype in self.infer_shapes(call.attrs, call.inputs, call.consts)]
+
+    def work(self, call: LayerCall, outputs: Sequence[TensorDesc]) -> LayerWork:
+        launches = self.launches(call.attrs, call.inputs, outputs, call.consts, call.context)
+        epilogue = call.context.epilogue
+        step_type = f"{call.type}+{epilogue.label}" if epilogue is not None else call.type
+        entries = ",".join(dict.fromkeys(launch.entry for launch in launches))
+        return LayerWork([Stage(call.name, step_type, self.impl, entries, launches,
+                                [("in", i) for i in range(len(call.inputs))],
+                                [("out", j) for j in range(len(outputs))],
+                                list(call.inputs), list(outputs))])
 
 
 OPS: dict[str, Op] = {}

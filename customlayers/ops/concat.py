@@ -10,7 +10,7 @@ from typing import Sequence
 
 from ..errors import BindingError
 from ..jit.tensor import TensorDesc
-from ..runtime.launch import Arg, KernelLaunch
+from ..jit.launch import Arg, DEFAULT_CONTEXT, KernelLaunch
 from ._program import global_1d, normalize_axis, numel, program_text, shape_of
 from .base import Attr, Op, register_op
 
@@ -40,7 +40,7 @@ class Concat(Op):
         out[axis] = total
         return [(tuple(out), inputs[0].dtype)]
 
-    def launches(self, attrs, inputs, outputs, consts) -> list[KernelLaunch]:
+    def launches(self, attrs, inputs, outputs, consts, ctx=DEFAULT_CONTEXT) -> list[KernelLaunch]:
         out_shape = shape_of(outputs[0])
         axis = normalize_axis(attrs["axis"], len(out_shape), "Concat")
         inner = numel(out_shape[axis + 1:])

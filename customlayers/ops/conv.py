@@ -4,7 +4,7 @@ Weights are input 1 (OIYX; GroupConvolution GOIYX), uploaded once by the executo
 Bias is a separate Add in the IR. On a GPU the work runs as a tiled implicit GEMM (conv_gemm.cl
 over the shared gemm.cl, planned in _gemm.py), or as a direct kernel (conv_direct.cl) when each
 group has so few output channels that a GEMM tile would be mostly empty (depthwise). On a CPU
-device (attribute "_device" from the network) it runs conv_cpu.cl, a direct kernel shaped for
+device (CompileContext.device, from the network) it runs conv_cpu.cl, a direct kernel shaped for
 CPU OpenCL compilers, which vectorize across work items and emulate barriers and __local memory
 at a cost. The window arithmetic it shares with pooling is in _nn.py.
 3-D convolutions (NCDHW) run conv3d.cl, a separate direct kernel on every device, so the 1-D and
@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from typing import Sequence
 
+from ..jit.launch import DEFAULT_CONTEXT, Arg, KernelLaunch
 from ..jit.tensor import TensorDesc
-from ..runtime.launch import Arg, KernelLaunch
 from ._gemm import gemm_launches, gemm_tiles, target_groups
 from ._nn import (AUTO_PADS, NamedOp, as_2d, as_3d, require_f32, spatial_rank,
                   window_geometry)
@@ -41,9 +41,9 @@ _CPU_CHANNEL_BLOCK = 16
 class _ConvBase(NamedOp):
     attributes = _CONV_ATTRS
     grouped = False
-    # runtime/fusion.py may fold a following per-channel bias Add and ReLU into the store: it
-    # sets attrs "_bias" (the bias is then input 2) and "_relu"
-    fusable_epilogue = True
+    # runtime/fusion.py may fold a following per-channel bias Add and ReLU into the store: the
+    # CompileContext's epilogue then says so (with a bias, it is input 2)
+    accepts_epilogue = True
 
     def check(self, attrs):
         self.check_choice(attrs, "auto_pad", AUTO_PADS)
@@ -86,11 +86,12 @@ class _ConvBase(NamedOp):
         g = self._geometry(attrs, inputs)
         return [((g["NB"], g["O"]) + g["OUT"], "f32")]
 
-    def launches(self, attrs, inputs, outputs, consts):
+    def launches(self, attrs, inputs, outputs, consts, ctx=DEFAULT_CONTEXT):
         g = self._geometry(attrs, inputs)
         sizes = {k: v for k, v in g.items() if k not in ("NB", "RANK", "OUT")}
         shape = f"{g['KH']}x{g['KW']}" if g["RANK"] == 2 else f"{g['KW']}"
-        bias, relu = bool(attrs.get("_bias")), bool(attrs.get("_relu"))
+        epilogue = ctx.epilogue
+        bias, relu = (epilogue.bias, epilogue.relu) if epilogue is not None else (False, False)
         if bias and inputs[2].count != g["O"]:
             raise self.fail(attrs, f"the fused bias has {inputs[2].count} values for "
                                    f"{g['O']} output channels")
@@ -103,7 +104,7 @@ class _ConvBase(NamedOp):
                 entry="conv3d_direct", args=args,
                 global_size=(g["OW"], g["OH"], g["NB"] * g["O"] * g["OD"]),
                 label=f"conv3d_{g['KD']}x{g['KH']}x{g['KW']}_direct")]
-        device = attrs.get("_device")
+        device = ctx.device
         if device is not None and device.kind == "CPU":
             ocb = min(_CPU_CHANNEL_BLOCK, g["OG"])
             return [KernelLaunch(

@@ -11,7 +11,7 @@ from typing import Any, Mapping, Sequence
 
 from ..errors import BindingError
 from ..jit.tensor import TensorDesc
-from ..runtime.launch import KernelLaunch
+from ..jit.launch import DEFAULT_CONTEXT, KernelLaunch
 from ._program import binary_map_launch, broadcast_shapes, float_compute, is_float, shape_of
 from .base import Attr, Op, register_op
 
@@ -45,7 +45,7 @@ class BinaryEltwise(Op):
     def op_text(self, attrs, dtype: str) -> str:
         return self.float_op if is_float(dtype) else self.int_op
 
-    def launches(self, attrs, inputs, outputs, consts) -> list[KernelLaunch]:
+    def launches(self, attrs, inputs, outputs, consts, ctx=DEFAULT_CONTEXT) -> list[KernelLaunch]:
         out = outputs[0]
         load, store = float_compute(out.dtype)
         return [binary_map_launch(self.type.lower(), inputs[0], inputs[1], out,

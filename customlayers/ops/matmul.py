@@ -10,7 +10,7 @@ from .base import Attr, register_op
 from ._gemm import gemm_launches, gemm_tiles, target_groups
 from ._nn import NamedOp, require_f32
 from ._program import cl_source, defines
-from ..runtime.launch import Arg, KernelLaunch
+from ..jit.launch import Arg, DEFAULT_CONTEXT, KernelLaunch
 
 _GEMV_WG = 64  # work items per output row in the transposed-B matrix-vector kernel
 
@@ -60,7 +60,7 @@ class MatMul(NamedOp):
     def infer_shapes(self, attrs, inputs, consts):
         return [(self._plan(attrs, inputs)[2], "f32")]
 
-    def launches(self, attrs, inputs, outputs, consts):
+    def launches(self, attrs, inputs, outputs, consts, ctx=DEFAULT_CONTEXT):
         sizes, batches, _ = self._plan(attrs, inputs)
         m, n = sizes["M"], sizes["N"]
         args = (Arg.input(0), Arg.input(1), Arg.output(0))
@@ -74,4 +74,4 @@ class MatMul(NamedOp):
                                  label=label + "_gemv")]
         return gemm_launches(defines(**sizes) + cl_source("matmul.cl"), args, gemm_tiles(m, n),
                              m, n, sizes["K"], batches, label + "_gemm",
-                             target_groups(attrs.get("_device")))
+                             target_groups(ctx.device))

@@ -12,7 +12,7 @@ import numpy as np
 
 from ..errors import BindingError, TensorError
 from ..jit.tensor import TensorDesc, normalize_dtype
-from ..runtime.launch import Arg, KernelLaunch
+from ..jit.launch import Arg, DEFAULT_CONTEXT, KernelLaunch
 from ._program import (LinearView, apply_index, broadcast_shapes, c_float, coalesce,
                        float_compute, global_1d, index_expr, is_float, normalize_axis, numel, program_text, shape_of,
                        unary_map_launch, view_index_expr)
@@ -44,7 +44,7 @@ class Convert(Op):
     def infer_shapes(self, attrs, inputs, consts):
         return [(shape_of(inputs[0]), attrs["dtype"])]
 
-    def launches(self, attrs, inputs, outputs, consts):
+    def launches(self, attrs, inputs, outputs, consts, ctx=DEFAULT_CONTEXT):
         src, dst = inputs[0], outputs[0]
         load, _ = float_compute(src.dtype)
         _, store = float_compute(dst.dtype)
@@ -89,7 +89,7 @@ class Pad(Op):
                                f"(result {list(out)})")
         return [(out, inputs[0].dtype)]
 
-    def launches(self, attrs, inputs, outputs, consts):
+    def launches(self, attrs, inputs, outputs, consts, ctx=DEFAULT_CONTEXT):
         shape, out = shape_of(inputs[0]), shape_of(outputs[0])
         begin, _ = self._pads(shape, consts)
         mode = attrs["pad_mode"]
@@ -152,7 +152,7 @@ class Gather(Op):
         axis = self._axis(inputs, consts)
         return [(data[:axis] + idx + data[axis + 1:], inputs[0].dtype)]
 
-    def launches(self, attrs, inputs, outputs, consts):
+    def launches(self, attrs, inputs, outputs, consts, ctx=DEFAULT_CONTEXT):
         data = shape_of(inputs[0])
         axis = self._axis(inputs, consts)
         count = numel(outputs[0].shape)
@@ -174,7 +174,7 @@ class ViewMapOp(Op):
     def infer_shapes(self, attrs, inputs, consts):
         return [(self.view(attrs, shape_of(inputs[0]), consts).shape, inputs[0].dtype)]
 
-    def launches(self, attrs, inputs, outputs, consts):
+    def launches(self, attrs, inputs, outputs, consts, ctx=DEFAULT_CONTEXT):
         view = self.view(attrs, shape_of(inputs[0]), consts)
         return [_view_launch(self.type.lower(), inputs[0], outputs[0], view)]
 
@@ -264,7 +264,7 @@ class Tile(Op):
     def infer_shapes(self, attrs, inputs, consts):
         return [(self._split(shape_of(inputs[0]), consts)[0], inputs[0].dtype)]
 
-    def launches(self, attrs, inputs, outputs, consts):
+    def launches(self, attrs, inputs, outputs, consts, ctx=DEFAULT_CONTEXT):
         _, dims, strides = self._split(shape_of(inputs[0]), consts)
         dims, strides = coalesce(dims, strides)
         return [unary_map_launch("tile", inputs[0], outputs[0],

@@ -11,7 +11,7 @@ import numpy as np
 from .base import Attr, register_op
 from ._nn import NamedOp, require_f32
 from ._program import cl_source, defines
-from ..runtime.launch import Arg, KernelLaunch
+from ..jit.launch import Arg, DEFAULT_CONTEXT, KernelLaunch
 
 
 @register_op
@@ -44,7 +44,7 @@ class LRN(NamedOp):
         self._axes(attrs, inputs, consts)
         return [(inputs[0].shape, "f32")]
 
-    def launches(self, attrs, inputs, outputs, consts):
+    def launches(self, attrs, inputs, outputs, consts, ctx=DEFAULT_CONTEXT):
         axes = self._axes(attrs, inputs, consts)
         d = inputs[0].dims
         half = (attrs["size"] - 1) // 2

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import BindingError
-from ..runtime.launch import Arg, KernelLaunch
+from ..jit.launch import Arg, DEFAULT_CONTEXT, KernelLaunch
 from ._program import (c_float, float_compute, global_1d, numel, program_text, shape_of,
                        unary_map_launch)
 from .activation import Activation, register_activation
@@ -50,7 +50,7 @@ class _ParamActivation(Activation):
         self.values(consts)
         return super().infer_shapes(attrs, inputs, consts)
 
-    def launches(self, attrs, inputs, outputs, consts):
+    def launches(self, attrs, inputs, outputs, consts, ctx=DEFAULT_CONTEXT):
         load, store = float_compute(inputs[0].dtype)
         self.fn_text(attrs, inputs[0].dtype)          # refuses integer tensors
         fn = self.float_fn.format(**self.values(consts))
@@ -124,7 +124,7 @@ class ConvolutionBackpropData(Op):
         spatial = [g["OH"], g["OW"]] if g["RANK"] == 4 else [g["OW"]]
         return [((g["N"], g["OC"], *spatial), "f32")]
 
-    def launches(self, attrs, inputs, outputs, consts):
+    def launches(self, attrs, inputs, outputs, consts, ctx=DEFAULT_CONTEXT):
         g = self._geometry(attrs, inputs)
         g.pop("RANK")
         count = numel(outputs[0].shape)

@@ -12,7 +12,7 @@ from .base import Attr, register_op
 from ._nn import (AUTO_PADS, ROUNDING_TYPES, NamedOp, as_3d, require_f32, spatial_rank,
                   window_geometry)
 from ._program import cl_source, defines
-from ..runtime.launch import Arg, KernelLaunch
+from ..jit.launch import Arg, DEFAULT_CONTEXT, KernelLaunch
 
 _INDEX_TYPES = {"i32": "int", "i64": "long"}
 
@@ -52,7 +52,7 @@ class _PoolBase(NamedOp):
     def _extra_defines(self, attrs, inputs, padded: bool) -> dict:
         raise NotImplementedError
 
-    def launches(self, attrs, inputs, outputs, consts):
+    def launches(self, attrs, inputs, outputs, consts, ctx=DEFAULT_CONTEXT):
         sizes, out, padded = self._geometry(attrs, inputs)
         extra = self._extra_defines(attrs, inputs, padded)
         args = [Arg.input(0), Arg.output(0)] + ([Arg.output(1)] if extra.get("WITH_INDICES") else [])

@@ -6,7 +6,7 @@ import numpy as np
 from .base import Attr, register_op
 from ._nn import NamedOp, require_f32
 from ._program import cl_source, defines
-from ..runtime.launch import Arg, KernelLaunch
+from ..jit.launch import Arg, DEFAULT_CONTEXT, KernelLaunch
 
 
 class _Reduce(NamedOp):
@@ -37,7 +37,7 @@ class _Reduce(NamedOp):
             out = tuple(d for i, d in enumerate(shape) if i not in axes)
         return [(out, "f32")]
 
-    def launches(self, attrs, inputs, outputs, consts):
+    def launches(self, attrs, inputs, outputs, consts, ctx=DEFAULT_CONTEXT):
         axes = self._axes(attrs, inputs, consts)
         d = inputs[0].dims  # logical dims padded with 1 at the end: same axis numbers
         r = [d[i] if i in axes else 1 for i in range(4)]

@@ -6,7 +6,7 @@ As a view: input reshaped to [outer, group, C/group, inner], transposed to
 from __future__ import annotations
 
 from ..errors import BindingError
-from ..runtime.launch import KernelLaunch
+from ..jit.launch import DEFAULT_CONTEXT, KernelLaunch
 from ._program import LinearView, normalize_axis, numel, shape_of, unary_map_launch, view_index_expr
 from .base import Attr, Op, register_op
 
@@ -36,7 +36,7 @@ class ShuffleChannels(Op):
         self._split(attrs, shape)
         return [(shape, inputs[0].dtype)]
 
-    def launches(self, attrs, inputs, outputs, consts) -> list[KernelLaunch]:
+    def launches(self, attrs, inputs, outputs, consts, ctx=DEFAULT_CONTEXT) -> list[KernelLaunch]:
         split = self._split(attrs, shape_of(inputs[0]))
         view = LinearView.dense(split).transpose((0, 2, 1, 3))
         return [unary_map_launch("shuffle_channels", inputs[0], outputs[0],

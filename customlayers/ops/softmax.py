@@ -4,7 +4,7 @@ from __future__ import annotations
 from .base import Attr, register_op
 from ._nn import NamedOp, require_f32
 from ._program import cl_source, defines
-from ..runtime.launch import Arg, KernelLaunch
+from ..jit.launch import Arg, DEFAULT_CONTEXT, KernelLaunch
 
 _WG = 64  # work items per row when a whole work-group shares one row
 
@@ -34,7 +34,7 @@ class SoftMax(NamedOp):
         self._view(attrs, inputs)
         return [(inputs[0].shape, "f32")]
 
-    def launches(self, attrs, inputs, outputs, consts):
+    def launches(self, attrs, inputs, outputs, consts, ctx=DEFAULT_CONTEXT):
         outer, length, inner = self._view(attrs, inputs)
         per_group = inner == 1 and length >= _WG
         src = defines(OUTER=outer, L=length, INNER=inner, ROW_PER_GROUP=int(per_group),

@@ -4,7 +4,7 @@ of the input on the shared unary_map kernel (no intermediate tensor)."""
 from __future__ import annotations
 
 from ..errors import BindingError
-from ..runtime.launch import KernelLaunch
+from ..jit.launch import DEFAULT_CONTEXT, KernelLaunch
 from .base import Attr, Op, register_op
 from ._program import LinearView, shape_of, unary_map_launch, view_index_expr
 
@@ -34,7 +34,7 @@ class SpaceToDepth(Op):
             raise BindingError(f"SpaceToDepth: H={h} and W={w} must be multiples of block_size={s}")
         return [((n, c * s * s, h // s, w // s), inputs[0].dtype)]
 
-    def launches(self, attrs, inputs, outputs, consts) -> list[KernelLaunch]:
+    def launches(self, attrs, inputs, outputs, consts, ctx=DEFAULT_CONTEXT) -> list[KernelLaunch]:
         n, c, h, w = shape_of(inputs[0])
         s, mode = _check(self.type, attrs, (n, c, h, w))
         six = LinearView.dense((n, c, h // s, s, w // s, s))
@@ -56,7 +56,7 @@ class DepthToSpace(Op):
             raise BindingError(f"DepthToSpace: C={c} must be a multiple of block_size²={s * s}")
         return [((n, c // (s * s), h * s, w * s), inputs[0].dtype)]
 
-    def launches(self, attrs, inputs, outputs, consts) -> list[KernelLaunch]:
+    def launches(self, attrs, inputs, outputs, consts, ctx=DEFAULT_CONTEXT) -> list[KernelLaunch]:
         n, c, h, w = shape_of(inputs[0])
         s, mode = _check(self.type, attrs, (n, c, h, w))
         c2 = c // (s * s)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import BindingError
-from ..runtime.launch import KernelLaunch
+from ..jit.launch import DEFAULT_CONTEXT, KernelLaunch
 from ._program import LinearView, shape_of, unary_map_launch, view_index_expr
 from .base import Op, register_op
 
@@ -32,7 +32,7 @@ class Transpose(Op):
         order = transpose_order(consts, len(shape))
         return [(tuple(shape[a] for a in order), inputs[0].dtype)]
 
-    def launches(self, attrs, inputs, outputs, consts) -> list[KernelLaunch]:
+    def launches(self, attrs, inputs, outputs, consts, ctx=DEFAULT_CONTEXT) -> list[KernelLaunch]:
         shape = shape_of(inputs[0])
         view = LinearView.dense(shape).transpose(transpose_order(consts, len(shape)))
         return [unary_map_launch("transpose", inputs[0], outputs[0],

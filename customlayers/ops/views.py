@@ -10,6 +10,7 @@ from typing import Sequence
 import numpy as np
 
 from ..errors import BindingError
+from ..jit.launch import DEFAULT_CONTEXT
 from ..jit.tensor import TensorDesc
 from ._program import numel, shape_of
 from .base import Attr, Op, register_op
@@ -30,7 +31,7 @@ class ViewOp(Op):
     def infer_shapes(self, attrs, inputs: Sequence[TensorDesc], consts):
         return [(self.out_shape(attrs, shape_of(inputs[0]), consts), inputs[0].dtype)]
 
-    def launches(self, attrs, inputs, outputs, consts):
+    def launches(self, attrs, inputs, outputs, consts, ctx=DEFAULT_CONTEXT):
         return []
 
 

@@ -1,8 +1,17 @@
-"""runtime: running layers on an OpenCL device.
+"""runtime: the device layer, the only part of the package that touches OpenCL.
 
-device.py    device selection and the Engine (context, queue, program cache)
-registry.py  Registry: custom layer types from configs, bound to tensors by bind()
-kernel.py    BoundKernel: a compiled custom layer with its argument plan and work sizes
-launch.py    KernelLaunch/Arg: the work of any layer as data, for the executor
-network.py   the graph executor
+device.py     device selection and the Engine (context, queue, program cache)
+build.py      building programs; build errors mapped to the user's files and lines
+cache.py      ProgramCache: compiled programs in memory and on disk
+limits.py     what a device can run (work-group limits, fp64) and its DeviceTraits
+registry.py   Registry: loaded layer types; bind() is the one layer-compile pipeline
+kernel.py     BoundKernel: a compiled custom layer with its argument plan and work sizes
+simplegpu.py  the SimpleGPU adapter: a LayerSpec as a layer implementation (jit/layer.py)
+resolver.py   what implements each node: loaded layers first, then built-ins
+fusion.py     epilogue fusion and channel-affine chains
+compiler.py   a graph compiled for concrete shapes: steps, memory plan, programs
+planner.py    memory planning by tensor lifetime
+network.py    Network: resolution, plans, pooled requests
+request.py    InferRequest: buffers and enqueues of one inference
+profile.py    per-layer device times
 """

@@ -1,38 +1,51 @@
-"""Compiling a network's graph for concrete input shapes (clDNN's "program" step): every layer
-resolved to steps of KernelLaunch values (custom layers through custom_steps.py, built-ins
-through their Op), shapes inferred, epilogues fused (fusion.py), memory planned by tensor
-lifetime (planner.py), and every program built through the cache."""
+"""Compiling a network's graph for concrete input shapes (clDNN's "program" step).
+
+Every layer node has an implementation (resolver.py; fusion.py may replace a chain's head with a
+ChannelAffine), and every implementation is asked the same two questions through the one layer
+interface (jit/layer.py): its output tensors, then its work as stages of KernelLaunch values.
+The compiler checks the answers against the model, folds fused epilogues, wires the stages'
+tensors to the plan's keys, plans memory by tensor lifetime (planner.py), and builds every
+program through the cache. It has no branch per kind of implementation.
+"""
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
 from typing import Mapping, Sequence
 
 import numpy as np
 
 from ..errors import BindingError, CustomLayersError, ModelError
-from ..graph.graph import Node
+from ..graph.graph import Graph, Node
+from ..jit.launch import CompileContext, DeviceTraits
+from ..jit.layer import LayerCall, LayerImpl, LayerWork
 from ..jit.tensor import TensorDesc
-from .custom_steps import custom_layer_steps
+from .fusion import FusionPlan
 from .plan import CompiledPlan, Step, TensorKey
 from .planner import MemoryPlan, TensorLife, plan_memory
 
 
-def compile_plan(net, input_shapes: Mapping[str, tuple],
+@dataclass(frozen=True)
+class PlanOptions:
+    """What every plan of a network is compiled with."""
+    device: DeviceTraits
+    device_name: str
+    fp64: bool                                  # the device computes in double
+    custom_input_padding: tuple | None = None   # Network(pad_custom_inputs=...)
+
+
+def compile_plan(graph: Graph, order: Sequence[Node], impls: Mapping[str, LayerImpl],
+                 fusion: FusionPlan, engine, options: PlanOptions,
+                 input_shapes: Mapping[str, tuple],
                  input_values: Mapping[str, np.ndarray]) -> CompiledPlan:
-    """Compile `net`'s graph for concrete input shapes (and values of its value inputs)."""
-    from ..ops import OPS
-    g = net.graph
+    """Compile the graph for concrete input shapes (and values of its value inputs)."""
     descs: dict = {}
     consts: dict = {}
     alias: dict = {}
     steps: list[Step] = []
     inputs: list[tuple[str, TensorKey]] = []
     outputs: list[tuple[str, TensorKey]] = []
-    fusions = _plan_fusions(net)
-    absorbed = {nid: owner for owner, ep in fusions.items() for nid in ep.absorbed}
-    chains = _plan_affine_chains(net, set(absorbed))
-    absorbed.update({nid: head for head, ch in chains.items() for nid in ch.epilogue.absorbed})
 
-    for node in net._order:
+    for node in order:
         try:
             if node.type == "Parameter":
                 dtype = node.outputs[0].dtype if node.outputs else "f32"
@@ -47,56 +60,45 @@ def compile_plan(net, input_shapes: Mapping[str, tuple],
                 consts[(node.id, 0)] = value
                 descs[(node.id, 0)] = TensorDesc(value.shape, value.dtype)
                 continue
-            if node.id in absorbed:           # computed by the kernel it was fused into
-                owner = (absorbed[node.id], 0)
+            if node.id in fusion.absorbed:     # computed by the kernel it was fused into
+                owner = (fusion.absorbed[node.id], 0)
                 descs[(node.id, 0)] = descs[owner]
                 alias[(node.id, 0)] = owner
                 continue
-            in_keys = [g.producer(node.id, i) for i in range(len(node.inputs))]
+            in_keys = [graph.producer(node.id, i) for i in range(len(node.inputs))]
             in_descs = [descs[k] for k in in_keys]
             if node.type == "Result":
                 src = in_keys[0]
-                sn = g.nodes[src[0]]
-                names = sn.outputs[src[1]].names
+                names = graph.nodes[src[0]].outputs[src[1]].names
                 outputs.append((names[0] if names else node.name, src))
                 continue
-            in_consts = {i: consts[k] for i, k in enumerate(in_keys) if k in consts}
-            if node.id in chains:               # Multiply/Add/ReLU chain: one kernel
-                new_steps = [_affine_step(node, chains[node.id], in_keys, in_descs, consts,
-                                          descs)]
-            elif net._is_custom(node):
-                new_steps = custom_layer_steps(g, net.registry, node, in_keys, in_descs,
-                                               in_consts, net.pad_custom_inputs)
-            else:
-                op = OPS[node.type]
-                # what the op may know of the device to choose its kernels
-                attrs = dict(op.parse_attributes(node.attrs, node.name), _device=net._traits)
-                out_specs = op.infer_shapes(attrs, in_descs, in_consts)
-                out_descs = [TensorDesc(shape, dtype) for shape, dtype in out_specs]
-                _check_declared_shapes(node, out_descs)
-                _check_fp64(net, node, in_descs + out_descs)
-                out_keys = [(node.id, j) for j in range(len(out_descs))]
-                if op.is_view:
-                    descs[out_keys[0]] = out_descs[0]
-                    alias[out_keys[0]] = in_keys[0]
-                    if in_keys[0] in consts:
-                        consts[out_keys[0]] = consts[in_keys[0]].reshape(out_descs[0].shape)
-                    continue
-                step_type = node.type
-                ep = fusions.get(node.id)
-                if ep is not None:            # bias and ReLU computed where it stores
-                    in_keys, in_descs = _fold_epilogue(node, ep, in_keys, in_descs,
-                                                            out_descs[0], consts, descs)
-                    attrs = dict(attrs, _bias=bool(ep.steps), _relu=ep.relu)
-                    step_type = f"{node.type}+{ep.label}"
-                launches = op.launches(attrs, in_descs, out_descs, in_consts)
-                new_steps = [Step(node.name, step_type, "built-in",
-                                  ",".join(dict.fromkeys(l.entry for l in launches)),
-                                  launches, list(in_keys), out_keys, in_descs, out_descs)]
-            for st in new_steps:
-                for k, d in zip(st.outputs, st.output_descs):
-                    descs[k] = d
-            steps.extend(new_steps)
+            impl = fusion.replaced.get(node.id) or impls[node.id]
+            call = LayerCall(
+                name=node.name, where=node.describe(), type=node.type,
+                attrs=impl.parse_attributes(node.attrs, node.name), inputs=in_descs,
+                consts={i: consts[k] for i, k in enumerate(in_keys) if k in consts},
+                input_names=[_input_names(graph, node, i, k) for i, k in enumerate(in_keys)],
+                declared=[(p.shape, p.dtype) for p in node.outputs],
+                context=CompileContext(options.device,
+                                       custom_input_padding=options.custom_input_padding))
+            out_descs = impl.outputs(call)
+            _check_declared_shapes(node, out_descs)
+            _check_fp64(options, node, in_descs + out_descs)
+            out_keys = [(node.id, j) for j in range(len(out_descs))]
+            if impl.is_view:                   # output 0 is input 0's buffer, reshaped
+                descs[out_keys[0]] = out_descs[0]
+                alias[out_keys[0]] = in_keys[0]
+                if in_keys[0] in consts:
+                    consts[out_keys[0]] = consts[in_keys[0]].reshape(out_descs[0].shape)
+                continue
+            ep = fusion.epilogues.get(node.id)
+            if ep is not None:                 # bias and ReLU computed where it stores
+                in_keys, in_descs = _fold_epilogue(node, ep, in_keys, in_descs, out_descs[0],
+                                                   consts, descs)
+                call = replace(call, inputs=in_descs,
+                               context=replace(call.context, epilogue=ep.fused()))
+            work = impl.work(call, out_descs)
+            steps.extend(_wire(node, work, in_keys, out_keys, descs, consts))
         except CustomLayersError as e:
             # say which layer, unless the error already does; its own fields stay as they are
             if e.context is None and f"'{node.name}'" not in str(e):
@@ -104,10 +106,36 @@ def compile_plan(net, input_shapes: Mapping[str, tuple],
             raise
 
     memory = _plan_memory(steps, descs, alias, consts, inputs, outputs)
-    programs = _build(net.engine, steps)
-    plan = CompiledPlan(steps, descs, consts, alias, inputs, outputs, memory, programs)
-    net.messages.append(memory.summary())
-    return plan
+    programs = _build(engine, steps)
+    return CompiledPlan(steps, descs, consts, alias, inputs, outputs, memory, programs)
+
+
+def _input_names(graph: Graph, node: Node, i: int, key: TensorKey) -> frozenset[str]:
+    """The names input i goes by: its producer's (whole and last path part) and its tensor's."""
+    producer = graph.nodes[key[0]]
+    return frozenset({producer.name, producer.name.rsplit("/", 1)[-1],
+                      *producer.outputs[key[1]].names, *node.inputs[i].names})
+
+
+def _wire(node: Node, work: LayerWork, in_keys, out_keys, descs, consts) -> list[Step]:
+    """The work's stages as plan steps: each stage's tensor references become the plan's keys
+    (temporaries and constants of the layer get keys of their own)."""
+    keys: dict = {("in", i): k for i, k in enumerate(in_keys)}
+    keys.update({("out", j): k for j, k in enumerate(out_keys)})
+    for name, desc in work.temps.items():
+        keys[("temp", name)] = ("temp", node.id, name)
+    for name, value in work.consts.items():
+        key = keys[("const", name)] = ("const", node.id, name)
+        consts[key] = value
+        descs[key] = TensorDesc(value.shape, value.dtype)
+    steps = []
+    for stage in work.stages:
+        step = replace(stage, inputs=[keys[r] for r in stage.inputs],
+                       outputs=[keys[r] for r in stage.outputs])
+        for k, d in zip(step.outputs, step.output_descs):
+            descs[k] = d
+        steps.append(step)
+    return steps
 
 
 def _fold_epilogue(node, ep, in_keys, in_descs, out_desc, consts, descs):
@@ -130,41 +158,6 @@ def _fold_epilogue(node, ep, in_keys, in_descs, out_desc, consts, descs):
     return in_keys + [bkey], in_descs + [descs[bkey]]
 
 
-def _affine_step(node: Node, chain, in_keys, in_descs, consts, descs) -> Step:
-    """The chain headed by `node` as one channel_affine launch (ops/affine.py)."""
-    from ..ops.affine import channel_affine_launch
-    x_key, x = in_keys[chain.data_port], in_descs[chain.data_port]
-    ep = chain.epilogue
-    scale, bias = ep.scale_and_bias(x.shape[1])
-    keys = [x_key]
-    for name, values in (("affine_scale", scale), ("affine_bias", bias)):
-        key = (name, node.id)
-        consts[key] = values.astype(np.float32)
-        descs[key] = TensorDesc((x.shape[1],))
-        keys.append(key)
-    launch = channel_affine_launch(x, ep.relu)
-    label = "+".join(["scale"] * ep.has_scale + ["bias"] * any(k == "add" for k, _ in ep.steps)
-                     + ["relu"] * ep.relu)
-    return Step(node.name, f"ChannelAffine({label})", "built-in", launch.entry, [launch], keys,
-                [(node.id, 0)], [x, descs[keys[1]], descs[keys[2]]], [x.plain()])
-
-
-def _plan_affine_chains(net, taken: set) -> dict:
-    if not net.fuse:
-        return {}
-    from .fusion import plan_affine_chains
-    return plan_affine_chains(net.graph, net._order, net._is_custom, taken)
-
-
-def _plan_fusions(net) -> dict:
-    if not net.fuse:
-        return {}
-    from ..ops import OPS
-    from .fusion import plan_fusions
-    fusable = {t for t, op in OPS.items() if getattr(op, "fusable_epilogue", False)}
-    return plan_fusions(net.graph, net._order, fusable, net._is_custom)
-
-
 def _check_declared_shapes(node: Node, out_descs: list[TensorDesc]) -> None:
     for j, (port, desc) in enumerate(zip(node.outputs, out_descs)):
         declared = port.shape
@@ -175,11 +168,11 @@ def _check_declared_shapes(node: Node, out_descs: list[TensorDesc]) -> None:
                              f"{list(declared)} but the inputs give {list(desc.shape)}")
 
 
-def _check_fp64(net, node: Node, descs: Sequence[TensorDesc]) -> None:
-    if not net._fp64 and any(d.dtype == "f64" for d in descs):
+def _check_fp64(options: PlanOptions, node: Node, descs: Sequence[TensorDesc]) -> None:
+    if not options.fp64 and any(d.dtype == "f64" for d in descs):
         raise BindingError(f"{node.describe()}: f64 (double) tensors need a device with "
-                           f"cl_khr_fp64; {net.engine.device.name.strip()} has none (convert "
-                           f"the model to float32)")
+                           f"cl_khr_fp64; {options.device_name} has none (convert the model "
+                           f"to float32)")
 
 
 def _plan_memory(steps, descs, alias, consts, inputs, outputs) -> MemoryPlan:
@@ -216,7 +209,7 @@ def _build(eng, steps: list[Step]) -> list:
                                              launch.options, line_map=launch.line_map,
                                              label=launch.label or s.name))
             except CustomLayersError as e:
-                if hasattr(e, "layer") and not getattr(e, "layer", None):
+                if not e.layer:
                     e.layer = s.name
                 raise
         programs.append(progs)

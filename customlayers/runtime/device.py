@@ -6,6 +6,7 @@ import pyopencl as cl
 
 from .. import settings
 from ..errors import DeviceError
+from .cache import ProgramCache
 
 
 def list_devices() -> list[cl.Device]:
@@ -94,7 +95,6 @@ class Engine:
     def __init__(self, device=None, cache=None):
         if device is None or isinstance(device, str):
             device = select_device(device)
-        from ..jit.cache import ProgramCache
         self.device = device
         self.context = cl.Context([device])
         self.queue = cl.CommandQueue(self.context, device,

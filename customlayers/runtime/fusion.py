@@ -20,6 +20,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..graph.graph import Graph, Node
+from ..jit.launch import FusedEpilogue
+from ..jit.layer import LayerImpl
+from ..ops.affine import ChannelAffine
 
 _ELTWISE = {"Add": "add", "Multiply": "mul"}
 
@@ -39,6 +42,10 @@ class Epilogue:
         parts = (["scale"] if self.has_scale else []) + (["bias"] if self.steps else []) + \
             (["relu"] if self.relu else [])
         return "+".join(parts)
+
+    def fused(self) -> FusedEpilogue:
+        """What the layer that absorbs the chain is told (its bias is folded to one input)."""
+        return FusedEpilogue(bias=bool(self.steps), relu=self.relu, label=self.label)
 
     def scale_and_bias(self, channels: int) -> tuple[np.ndarray, np.ndarray]:
         """The chain as out = v * scale + bias per channel (float64 while folding)."""
@@ -181,3 +188,27 @@ def plan_affine_chains(graph: Graph, order: list[Node], is_custom,
                 claimed.update(ep.absorbed)
             break
     return chains
+
+
+@dataclass
+class FusionPlan:
+    """What fusion changes in a network, decided once per graph: layers that absorb an epilogue,
+    chain heads whose implementation becomes a ChannelAffine, and every absorbed layer with the
+    layer that now computes its output."""
+    epilogues: dict[str, Epilogue] = field(default_factory=dict)
+    replaced: dict[str, LayerImpl] = field(default_factory=dict)
+    absorbed: dict[str, str] = field(default_factory=dict)
+
+
+def plan_network_fusion(graph: Graph, order: list[Node], impls: dict[str, LayerImpl],
+                        is_custom) -> FusionPlan:
+    """Epilogues for the nodes whose implementation `accepts_epilogue`, then affine chains
+    among what is left. `is_custom(node)`: the node does not run its type's built-in."""
+    fusable = {impls[n.id].type for n in order
+               if n.id in impls and impls[n.id].accepts_epilogue and not is_custom(n)}
+    epilogues = plan_fusions(graph, order, fusable, is_custom)
+    absorbed = {nid: owner for owner, ep in epilogues.items() for nid in ep.absorbed}
+    chains = plan_affine_chains(graph, order, is_custom, set(absorbed))
+    absorbed.update({nid: head for head, ch in chains.items() for nid in ch.epilogue.absorbed})
+    replaced = {head: ChannelAffine(ch.epilogue, ch.data_port) for head, ch in chains.items()}
+    return FusionPlan(epilogues, replaced, absorbed)

@@ -22,7 +22,7 @@ from ..config.spec import LayerSpec
 from ..errors import BindingError
 from ..jit.bindings import data_blob
 from ..jit.tensor import TensorDesc
-from .launch import Arg, KernelLaunch
+from ..jit.launch import Arg, KernelLaunch
 
 # argument plan entries: (kind, index) with kind "input" | "output" | "data"
 INPUT, OUTPUT, DATA = "input", "output", "data"
@@ -69,6 +69,7 @@ class BoundKernel:
         self._last_args: list = [None] * len(self.plan)
         self._last_given: tuple = ()
         self._default_data: tuple[cl.Buffer, ...] = ()   # bound Data blobs, once uploaded
+        self.build_warnings = ""    # the compiler's warnings, at the user's lines ('' when none)
 
     @property
     def name(self) -> str:

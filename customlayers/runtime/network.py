@@ -1,24 +1,34 @@
 """Network: a graph compiled once for one device, then run many times (clDNN's split).
 
-The network resolves every layer to an implementation (custom layers first, then built-ins),
-finds the inputs compiled in by value, and keeps one compiled plan per set of input shapes
-(runtime/compiler.py makes them: shapes, reorders, fusion, launches, memory, builds). Running
-is done by InferRequest (runtime/request.py), pooled here per plan.
+The network asks its resolver what implements every layer (resolver.py: loaded layers first,
+then built-ins), plans fusion once for the graph (fusion.py), finds the inputs compiled in by
+value, and keeps one compiled plan per set of input shapes (compiler.py makes them: shapes,
+fusion, launches, memory, builds). Running is done by InferRequest (request.py), pooled here per
+plan.
+
+Thread safety: `infer` and `infer_async` may be called from several threads at once: picking an
+idle request and starting it is one step under the network's lock, so no two threads share a
+request. A request itself (create_request) belongs to one thread at a time.
 """
 from __future__ import annotations
 
+import threading
 from typing import Mapping, Sequence
 
 import numpy as np
 
-from ..errors import ModelError, UnsupportedLayersError
-from ..graph.graph import Graph, Node
+from ..errors import ModelError
+from ..graph.graph import Graph
+from ..graph.load import read_model
 from ..jit.tensor import TensorDesc
-from .compiler import compile_plan
-from .launch import DeviceTraits
+from .compiler import PlanOptions, compile_plan
+from .device import Engine
+from .fusion import FusionPlan, plan_network_fusion
+from .limits import device_traits, has_fp64
 from .plan import CompiledPlan
+from .request import InferRequest
+from .resolver import Resolver
 
-SKIPPED_TYPES = ("Parameter", "Const", "Result")
 # A graph input that a built-in op reads as a compile-time constant (a Reshape target, an
 # Expand shape, Tile repeats) is compiled in by value; more elements than this is not a shape.
 MAX_VALUE_INPUT_ELEMENTS = 64
@@ -36,91 +46,76 @@ class Network:
     pad_custom_inputs: (lower, upper) B,F,Y,X padding to hand every custom layer's inputs with
         (the contract says kernels must work on padded views; this proves it and is how a
         runtime would give a following convolution its halo).
+    resolver: what implements each node (resolver.py); default: the registry's layers, then
+        the built-ins.
     """
 
     def __init__(self, graph, registry=None, engine=None, *,
                  input_shapes: Mapping[str, Sequence[int]] | None = None,
                  input_values: Mapping[str, np.ndarray] | None = None,
                  profiling: bool = False, pad_custom_inputs=None, messages=None,
-                 fuse: bool = True):
-        from .device import Engine
+                 fuse: bool = True, resolver: Resolver | None = None):
         if not isinstance(graph, Graph):
-            from ..graph.load import read_model
             graph = read_model(graph)
         self.graph = graph
         self.registry = registry
-        self.engine = engine if engine is not None else (
-            registry.engine if registry is not None and getattr(registry, "engine", None) else Engine())
+        if engine is None:
+            engine = registry.engine if registry is not None else Engine()
+        self.engine = engine
         self.profiling = profiling
-        self.pad_custom_inputs = pad_custom_inputs
         self.fuse = fuse                   # epilogue fusion (runtime/fusion.py)
-        self._traits = DeviceTraits.of(self.engine.device)
-        self._fp64 = _has_fp64(self.engine.device)   # f64 tensors (ONNX DOUBLE) need it
         self.messages: list[str] = []      # informational messages (overrides, memory plan)
         self._say = messages if messages is not None else (lambda m: None)
         self._order = graph.topological_order()
-        self._check_supported()
+        self.resolver = resolver if resolver is not None else Resolver(registry, say=self._say)
+        self._impls, notes = self.resolver.resolve(self._order)
+        self.messages += notes
+        self._fusion = plan_network_fusion(graph, self._order, self._impls,
+                                           lambda n: not self._runs_builtin(n)) \
+            if fuse else FusionPlan()
+        device = engine.device
+        self._options = PlanOptions(device_traits(device), device.name.strip(),
+                                    has_fp64(device), pad_custom_inputs)
         # graph input name -> the layer input that reads it as a constant (for messages)
         self.value_inputs: dict[str, str] = self._find_value_inputs()
         self._plans: dict[tuple, CompiledPlan] = {}
         self._idle_requests: dict[tuple, list] = {}
+        self._lock = threading.Lock()      # picking and starting a request is one step
         self._default_key = None
         shapes = self._static_input_shapes(input_shapes or {})
         given_values = input_values or {}
         if shapes is not None and set(self.value_inputs) <= set(given_values):
             values = self._input_values(given_values, shapes)
             self._default_key = self._plan_key(shapes, values)
-            self._plans[self._default_key] = compile_plan(self, shapes, values)
+            self._plans[self._default_key] = self._compile(shapes, values)
+
+    def _compile(self, shapes, values) -> CompiledPlan:
+        plan = compile_plan(self.graph, self._order, self._impls, self._fusion, self.engine,
+                            self._options, shapes, values)
+        self.messages.append(plan.memory.summary())
+        return plan
 
     # -- resolution ------------------------------------------------------------------------
-    def _is_custom(self, node: Node) -> bool:
-        return self.registry is not None and node.type in self.registry
-
-    def _check_supported(self) -> None:
-        from ..ops import OPS
-        missing, overrides = [], {}
-        for node in self._order:
-            if node.type in SKIPPED_TYPES:
-                continue
-            if self._is_custom(node):
-                if node.type in OPS:
-                    overrides.setdefault(node.type, []).append(node.name)
-            elif node.type not in OPS:
-                missing.append(node)
-        if missing:
-            lines = [f"  {n.name} (type {n.type}{', domain ' + n.domain if n.domain else ''})"
-                     for n in missing]
-            known = ", ".join(sorted(OPS))
-            custom = ", ".join(self.registry.layer_types()) if self.registry is not None else "none"
-            raise UnsupportedLayersError(
-                f"{len(missing)} layer(s) of the model have no implementation:\n"
-                + "\n".join(lines)
-                + f"\nbuilt-in types: {known}\ncustom layers loaded: {custom}\n"
-                "write a CustomLayer for them and pass its config with -c",
-                [(n.name, n.type, n.domain) for n in missing])
-        for layer_type, names in overrides.items():
-            spec = self.registry.spec(layer_type)
-            where = f"{spec.location.file}:{spec.location.line}"
-            msg = (f"info: custom layer '{layer_type}' ({where}) overrides the built-in "
-                   f"{layer_type} for {len(names)} layer(s)")
-            self.messages.append(msg)
-            self._say(msg)
+    def _runs_builtin(self, node) -> bool:
+        """Whether the node runs its type's built-in (fusion folds only those)."""
+        impl = self._impls.get(node.id)
+        return impl is not None and impl is self.resolver.builtins.get(node.type)
 
     def _find_value_inputs(self) -> dict[str, str]:
-        """Graph inputs that a built-in op reads as a compile-time constant (Op.const_inputs),
-        directly or through shape-only views: their values are part of a plan's key."""
-        from ..ops import OPS
+        """Graph inputs that a layer reads as a compile-time constant (its implementation's
+        const_inputs), directly or through shape-only views: their values are part of a plan's
+        key."""
         g = self.graph
+        impls = self._impls
         found: dict[str, str] = {}
         for node in self._order:
-            if node.type in SKIPPED_TYPES or self._is_custom(node):
+            if node.id not in impls:
                 continue
-            for i in OPS[node.type].const_inputs:
+            for i in impls[node.id].const_inputs:
                 if i >= len(node.inputs):
                     continue
                 src = g.nodes[g.producer(node.id, i)[0]]
-                while (not self._is_custom(src) and src.type in OPS and OPS[src.type].is_view
-                       and src.inputs):
+                while src.id in impls and impls[src.id].is_view and src.inputs:
                     src = g.nodes[g.producer(src.id, 0)[0]]
                 if src.type == "Parameter":
                     found.setdefault(src.name, f"input {i} of layer '{node.name}' ({node.type})")
@@ -193,7 +188,7 @@ class Network:
                                                     for d, g in zip(declared, got)):
                     raise ModelError(f"input '{p.name}' has shape {list(got)}; the model expects "
                                      f"{['?' if d is None else d for d in declared]}")
-            plan = self._plans[key] = compile_plan(self, dict(shapes), values)
+            plan = self._plans[key] = self._compile(dict(shapes), values)
         return plan
 
     @property
@@ -212,7 +207,6 @@ class Network:
                        values: Mapping[str, np.ndarray] | None = None):
         """A request for the default plan, or for these shapes (and values of the value
         inputs). A request runs its plan's values: inputs of other values need another one."""
-        from .request import InferRequest
         plan = self.plan if shapes is None else self.plan_for(shapes, values)
         return InferRequest(self, plan)
 
@@ -248,10 +242,12 @@ class Network:
         return {n: np.asarray(a) for n, a in zip(names, inputs)}
 
     def infer_async(self, inputs):
-        """Start one inference; returns the InferRequest (call .wait() for the outputs)."""
+        """Start one inference; returns the InferRequest (call .wait() for the outputs).
+        Thread-safe: the request is picked and started under the network's lock."""
         arrays = self._named_inputs(inputs)
-        req = self._request_for(arrays)
-        req.start(arrays)
+        with self._lock:
+            req = self._request_for(arrays)
+            req.start(arrays)
         return req
 
     def infer(self, inputs) -> dict[str, np.ndarray]:
@@ -261,15 +257,4 @@ class Network:
     @property
     def output_names(self) -> list[str]:
         return [n for n, _ in self.plan.outputs]
-
-
-def _has_fp64(device) -> bool:
-    """Whether the device computes in double (OpenCL 1.2+: a double_fp_config; the extension)."""
-    try:
-        if int(device.double_fp_config):
-            return True
-    except Exception:                      # noqa: BLE001 - drivers without the query
-        pass
-    return "cl_khr_fp64" in device.extensions.split()
-
 

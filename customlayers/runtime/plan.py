@@ -4,25 +4,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..jit.tensor import TensorDesc
-from .launch import KernelLaunch
+from ..jit.layer import Stage
 from .planner import MemoryPlan
 
-TensorKey = tuple  # (node id, output port), or a tuple naming an inserted tensor ("in", ...)
+TensorKey = tuple  # (node id, output port), or a tuple naming an inserted tensor ("temp", ...)
 
-
-@dataclass
-class Step:
-    """One layer (or an inserted reorder) as the executor runs it."""
-    name: str
-    type: str
-    impl: str                         # "custom" | "built-in" | "reorder"
-    entry: str
-    launches: list[KernelLaunch]
-    inputs: list[TensorKey]           # Arg.input(i) -> inputs[i]
-    outputs: list[TensorKey]          # Arg.output(i) -> outputs[i]
-    input_descs: list[TensorDesc] = field(default_factory=list)
-    output_descs: list[TensorDesc] = field(default_factory=list)
+# A step is a layer's Stage (jit/layer.py) whose tensors are the plan's keys:
+# Arg.input(i) -> step.inputs[i], Arg.output(i) -> step.outputs[i].
+Step = Stage
 
 
 @dataclass
@@ -36,6 +25,11 @@ class CompiledPlan:
     outputs: list[tuple[str, TensorKey]]   # network output name -> tensor
     memory: MemoryPlan
     programs: list                    # per step, per launch: pyopencl.Program
+    # device buffers of the constants (by TensorKey) and of Arg.const values (by the Arg's id,
+    # with the Arg kept alive beside its buffer): uploaded by the first request, shared by the
+    # later ones
+    constant_buffers: dict = field(default_factory=dict, repr=False)
+    arg_buffers: dict = field(default_factory=dict, repr=False)
 
     def root(self, key):
         while key in self.alias:

@@ -9,7 +9,11 @@ BoundKernel, applying the binding rules of SPEC sections 2 and 5:
     in its Tensor's format (the caller reorders; ANY as it comes); default outputs from the
     `shape` formula, else input 0's shape, input 0's type, no padding;
   * the compiled kernel's argument count must equal the bindings';
-  * the local work size must be runnable on the device.
+  * the local work size must be runnable on the device (limits.py).
+
+`bind` is the one layer-compile pipeline: the network binds custom layers through it (via the
+SimpleGPU adapter, simplegpu.py) and `validate --compile` calls it and turns its errors into
+diagnostics. `implementation` gives the network's resolver the adapter of a layer type.
 """
 from __future__ import annotations
 
@@ -21,24 +25,34 @@ import pyopencl as cl
 from ..config.diagnostics import Diagnostics
 from ..config.loader import ConfigSet, load_config_string, load_configs
 from ..config.spec import LayerSpec
-from ..errors import BindingError, FormulaError, UnknownLayerError
+from ..errors import BindingError, CustomLayersError, KernelBuildError, UnknownLayerError
 from ..jit.bindings import kernel_tensors
+from ..jit.program import generate_program
 from ..jit.tensor import TensorDesc
+from .build import options_rejected
+from .device import Engine
 from .kernel import BoundKernel, data_descs_and_values
+from .limits import check_kernel_work_group, check_local_size
+from .simplegpu import SimpleGpuLayer
+
+# the codes of validate --compile (config/codes.py) for what each step of bind finds
+PREPARE_CODE = "CL081"   # tensors, formulas, defines that do not work for these inputs
+BUILD_CODE = "CL080"     # the compiler refuses the program, or the kernel's arguments differ
+ENTRY_CODE = "CL044"     # the entry is not a kernel of the program
 
 
 class Registry:
     """Custom layer types by name. The Engine (device, context, queue, program cache) is made
-    on first use when none is given."""
+    on first use when none is given. `configs`: start from layers already loaded (the valid
+    layers of a ConfigSet, as `validate` has them)."""
 
-    def __init__(self, engine=None):
+    def __init__(self, engine: Engine | None = None, configs: ConfigSet | None = None):
         self._engine = engine
-        self._configs = ConfigSet()
+        self._configs = configs if configs is not None else ConfigSet()
 
     @property
-    def engine(self):
+    def engine(self) -> Engine:
         if self._engine is None:
-            from .device import Engine
             self._engine = Engine()
         return self._engine
 
@@ -93,32 +107,47 @@ class Registry:
     def __len__(self) -> int:
         return len(self._configs.layers)
 
-    # -- binding -----------------------------------------------------------------------------
+    # -- implementations -----------------------------------------------------------------------
+    def implementation(self, layer_type: str):
+        """The layer implementation (jit.layer.LayerImpl) of a loaded layer type, for the
+        network's resolver: an adapter over its descriptor."""
+        return SimpleGpuLayer(self.spec(layer_type), self)
+
+    # -- binding: the one layer-compile pipeline -----------------------------------------------
     def bind(self, layer_type: str, inputs: Sequence[TensorDesc],
              outputs: Sequence[TensorDesc] | None = None, params: Mapping[str, str] = {},
              data: Mapping[str, np.ndarray] = {}) -> BoundKernel:
-        """Compile `layer_type` for these tensors and attributes; see the module docstring."""
-        from ..jit.program import generate_program
+        """Compile `layer_type` for these tensors and attributes into a checked BoundKernel; see
+        the module docstring. Running a layer and `validate --compile` both come through here:
+        every error carries the descriptor's place (`location`, `code`) for the CLI's
+        diagnostics."""
         spec = self.spec(layer_type)
-        data_descs, data_values = data_descs_and_values(spec, data)
-        all_inputs, kernel_outputs = kernel_tensors(spec, inputs, outputs, data_descs)
-        kernel_inputs = all_inputs[:spec.num_input_ports]
         try:
+            data_descs, data_values = data_descs_and_values(spec, data)
+            all_inputs, kernel_outputs = kernel_tensors(spec, inputs, outputs, data_descs)
             source = generate_program(spec, all_inputs, kernel_outputs,
                                       {k: str(v) for k, v in params.items()})
-        except FormulaError as e:
-            if not e.layer:
-                e.layer = spec.name
-            raise
+        except CustomLayersError as e:    # what the tensors and attributes cannot give
+            raise e.at(spec.location, PREPARE_CODE, spec.name)
         engine = self.engine
         check_local_size(spec, source.global_size, source.local_size, engine.device)
-        program = engine.cache.build(engine.context, engine.device, source.text, source.options,
-                                     line_map=source.line_map, label=spec.name)
+        try:
+            program, warnings = engine.cache.build_with_warnings(
+                engine.context, engine.device, source.text, source.options,
+                line_map=source.line_map, label=spec.name)
+        except KernelBuildError as e:
+            if options_rejected(e):
+                e.options_rejected = True
+                raise e.at(spec.compiler_options_location or spec.location, BUILD_CODE,
+                           spec.name)
+            raise e.at(spec.location, BUILD_CODE, spec.name)
         kernel = entry_kernel(spec, program)
         check_argument_count(spec, kernel)
         check_kernel_work_group(spec, source.local_size, kernel, engine.device)
-        return BoundKernel(spec, kernel_inputs, kernel_outputs, data_descs, data_values, source,
-                           program, kernel, engine)
+        bound = BoundKernel(spec, all_inputs[:spec.num_input_ports], kernel_outputs, data_descs,
+                            data_values, source, program, kernel, engine)
+        bound.build_warnings = warnings
+        return bound
 
 
 def entry_kernel(spec: LayerSpec, program: cl.Program) -> cl.Kernel:
@@ -129,7 +158,7 @@ def entry_kernel(spec: LayerSpec, program: cl.Program) -> cl.Kernel:
         found = ", ".join(n for n in names.split(";") if n) or "none"
         raise BindingError(f"layer type '{spec.name}': entry '{spec.entry}' "
                            f"({spec.location}) is not a kernel of its sources; kernels found: "
-                           f"{found}") from None
+                           f"{found}").at(spec.location, ENTRY_CODE, spec.name) from None
 
 
 def check_argument_count(spec: LayerSpec, kernel: cl.Kernel) -> None:
@@ -139,85 +168,6 @@ def check_argument_count(spec: LayerSpec, kernel: cl.Kernel) -> None:
         bound = ", ".join(f"{i}" for i in sorted(
             [t.arg_index for t in spec.tensors] + [d.arg_index for d in spec.data]))
         raise BindingError(f"layer type '{spec.name}' ({spec.location}): kernel '{spec.entry}' "
-                           f"takes {have} argument(s) but the descriptor binds {want} "
-                           f"(arg-index {bound})")
-
-
-# -- what the device can run ---------------------------------------------------------------
-def supports_non_uniform_groups(device: cl.Device) -> bool:
-    """OpenCL 2.x always allows a last, smaller work-group; 3.0 makes it optional and says so
-    in a device query; 1.x never allows it."""
-    try:
-        major = int(device.version.split()[1].split(".")[0])
-    except (IndexError, ValueError):
-        return False
-    if major < 2:
-        return False
-    try:
-        return bool(device.non_uniform_work_group_support)
-    except (AttributeError, cl.Error):
-        return major == 2
-
-
-def check_local_size(spec: LayerSpec, global_size: Sequence[int],
-                     local_size: Sequence[int] | None, device: cl.Device) -> None:
-    """BindingError when the device cannot run this local size, naming layer, formula, values."""
-    if not local_size:
-        return
-    formula = ",".join(spec.work_sizes.local or ())
-    where = (f"layer type '{spec.name}' ({spec.work_sizes.location}): local=\"{formula}\" "
-             f"gives {list(local_size)} for global {list(global_size)}")
-    device_name = device.name.strip()
-    total = 1
-    for v in local_size:
-        total *= v
-    if total > device.max_work_group_size:
-        raise BindingError(f"{where}: {total} work items per group, but device '{device_name}' "
-                           f"allows at most {device.max_work_group_size}")
-    limits = device.max_work_item_sizes
-    for i, (v, lim) in enumerate(zip(local_size, limits)):
-        if v > lim:
-            raise BindingError(f"{where}: local[{i}]={v} is over device '{device_name}''s limit "
-                               f"{lim} for dimension {i}")
-    if not supports_non_uniform_groups(device):
-        for i, (g, v) in enumerate(zip(global_size, local_size)):
-            if g % v:
-                rounded = _rounded_up(_global_formula(spec, i, g), v)
-                raise BindingError(
-                    f"{where}: local[{i}]={v} does not divide global[{i}]={g}, and device "
-                    f"'{device_name}' ({device.version.strip()}) needs uniform work-groups; "
-                    f"round the global size up (e.g. {rounded}) and guard the extra "
-                    "work items in the kernel")
-
-
-def _global_formula(spec: LayerSpec, i: int, value: int) -> str:
-    """The text of global entry i: as written, or what the default global stands for."""
-    written = spec.work_sizes.global_
-    if written is not None and i < len(written):
-        return written[i].strip()
-    if written is None and spec.work_sizes.dim == ("output", 0):
-        return "B*F*Y*X"      # the default: output 0's element count, and dim is output 0
-    return str(value)
-
-
-def _rounded_up(formula: str, v: int) -> str:
-    term = formula if formula.isalnum() else f"({formula})"
-    return f"({term}+{v - 1})/{v}*{v}"
-
-
-def check_kernel_work_group(spec: LayerSpec, local_size: Sequence[int] | None,
-                            kernel: cl.Kernel, device: cl.Device) -> None:
-    """The compiled kernel may allow fewer work items per group than the device (registers,
-    local memory): check that too once it is built."""
-    if not local_size:
-        return
-    limit = kernel.get_work_group_info(cl.kernel_work_group_info.WORK_GROUP_SIZE, device)
-    total = 1
-    for v in local_size:
-        total *= v
-    if total > limit:
-        formula = ",".join(spec.work_sizes.local or ())
-        raise BindingError(f"layer type '{spec.name}' ({spec.work_sizes.location}): "
-                           f"local=\"{formula}\" gives {total} work items per group, but "
-                           f"kernel '{spec.entry}' allows at most {limit} on device "
-                           f"'{device.name.strip()}'")
+                           f"takes {have} argument{'s' if have != 1 else ''} but the descriptor "
+                           f"binds {want} (Tensor and Data arg-index {bound})"
+                           ).at(spec.location, BUILD_CODE, spec.name)

@@ -23,7 +23,7 @@ class InferRequest:
         props = cl.command_queue_properties.PROFILING_ENABLE if network.profiling else 0
         self.queue = cl.CommandQueue(eng.context, eng.device, properties=props)
         mf = cl.mem_flags
-        self._const_buffers = _shared_consts(network, plan)
+        self._const_buffers = _shared_consts(eng.context, plan)
         self._slots = [cl.Buffer(eng.context, mf.READ_WRITE, size) for size in plan.memory.slot_sizes]
         self._inputs = {}
         for name, key in plan.inputs:
@@ -66,7 +66,7 @@ class InferRequest:
                     elif a.kind == "output":
                         args.append(self.buffer(step.outputs[a.index]))
                     elif a.kind == "const":
-                        args.append(_const_arg(self.network, a))
+                        args.append(_const_arg(self.context, plan, a))
                     elif a.kind == "scratch":
                         if a.index not in scratch:
                             scratch[a.index] = cl.Buffer(ctx, cl.mem_flags.READ_WRITE,
@@ -128,35 +128,35 @@ class InferRequest:
         """Wait for the outputs (the one host wait of an inference) and return them."""
         if not self.busy:
             raise ExecutionError("this request was not started")
+        pending = self._pending
         try:
             self.queue.finish()
+            # network outputs are dense (the compiler reorders custom layers' back): the array
+            # read back is the result itself, no second copy
+            return {name: host.reshape(desc.shape) if desc.is_plain else desc.unpack(host)
+                    for name, (host, desc) in pending.items()}
         except cl.Error as e:
             raise ExecutionError(f"the device failed while running the network: {e}") from e
         finally:
-            self.busy = False
+            # last: once idle, another thread's infer may pick this request and start it
+            self._pending = None
             self._host_inputs = []
-        # network outputs are dense (the compiler reorders custom layers' back): the array read
-        # back is the result itself, no second copy
-        outs = {name: host.reshape(desc.shape) if desc.is_plain else desc.unpack(host)
-                for name, (host, desc) in self._pending.items()}
-        self._pending = None
-        return outs
+            self.busy = False
 
     def infer(self, arrays: dict) -> dict[str, np.ndarray]:
         self.start(arrays)
         return self.wait()
 
 
-def _shared_consts(network, plan) -> dict:
-    """Constant buffers are uploaded once per network (and plan) and shared by all requests."""
-    cache = plan.__dict__.setdefault("_const_buffers", {})
+def _shared_consts(context, plan) -> dict:
+    """Constant buffers are uploaded once per plan and shared by all its requests."""
+    cache = plan.constant_buffers
     if cache:
         return cache
     used = set()
     for step in plan.steps:
         for k in step.inputs:
             used.add(plan.root(k))
-    ctx = network.engine.context
     mf = cl.mem_flags
     for key in used:
         if key in plan.consts:
@@ -164,20 +164,19 @@ def _shared_consts(network, plan) -> dict:
             desc = plan.descs.get(key)
             value = np.ascontiguousarray(plan.consts[key],
                                          dtype=desc.np_dtype if desc is not None else None)
-            cache[key] = cl.Buffer(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR,
+            cache[key] = cl.Buffer(context, mf.READ_ONLY | mf.COPY_HOST_PTR,
                                    hostbuf=value if value.nbytes else np.zeros(1, np.uint8))
     return cache
 
 
-def _const_arg(network, arg) -> cl.Buffer:
-    """The buffer of an Arg.const, uploaded once per network and shared by its requests. Keyed
+def _const_arg(context, plan, arg) -> cl.Buffer:
+    """The buffer of an Arg.const, uploaded once per plan and shared by its requests. Keyed
     by the Arg's identity (its array is not hashable); the entry keeps the Arg alive, so the id
     cannot be reused by another object."""
-    cache = network.__dict__.setdefault("_const_arg_buffers", {})
-    entry = cache.get(id(arg))
+    entry = plan.arg_buffers.get(id(arg))
     if entry is None:
         value = np.ascontiguousarray(arg.value)
-        buf = cl.Buffer(network.engine.context, cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR,
+        buf = cl.Buffer(context, cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR,
                         hostbuf=value if value.nbytes else np.zeros(1, np.uint8))
-        entry = cache[id(arg)] = (buf, arg)
+        entry = plan.arg_buffers[id(arg)] = (buf, arg)
     return entry[0]

@@ -10,8 +10,11 @@ import pytest
 
 from customlayers.config import load_config_string
 from customlayers.errors import KernelBuildError
-from customlayers.jit.build import compile_check, map_build_log
-from customlayers.jit.cache import CacheWarning, ProgramCache
+from customlayers.cli.validate import compile_diagnostics
+from customlayers.runtime.build import map_build_log
+from customlayers.runtime.device import Engine
+from customlayers.runtime.registry import Registry
+from customlayers.runtime.cache import CacheWarning, ProgramCache
 from customlayers.jit.program import generate_program
 from customlayers.jit.tensor import TensorDesc
 
@@ -43,6 +46,12 @@ KERNEL = """__kernel void affine(__global const INPUT0_TYPE* in, __global OUTPUT
 def spec(kernel=KERNEL):
     configs = load_config_string(CONFIG, {"affine.cl": kernel}, name="affine.xml")
     return configs.layers["Affine"]
+
+
+def compile_check(kernel, inputs, device):
+    """validate --compile's diagnostics for the Affine layer with this kernel."""
+    configs = load_config_string(CONFIG, {"affine.cl": kernel}, name="affine.xml")
+    return compile_diagnostics(Registry(Engine(device), configs), "Affine", list(inputs))
 
 
 def run(cl_env, program, built, x, in_desc, out_desc):
@@ -155,14 +164,14 @@ def test_nvidia_style_log_is_mapped_through_the_line_map():
 
 def test_compile_check_reports_errors_and_argument_counts(cl_env):
     _, _, dev = cl_env
-    assert compile_check(spec(), [TensorDesc((1, 2, 3, 4))], dev) == []
+    assert compile_check(KERNEL, [TensorDesc((1, 2, 3, 4))], dev) == []
     broken = KERNEL.replace("const int x", "const int x = nope;\n    const int xx")
-    (diag,) = [d for d in compile_check(spec(broken), [], dev) if d.severity == "error"]
+    (diag,) = [d for d in compile_check(broken, [], dev) if d.severity == "error"]
     assert (diag.file, diag.line, diag.code, diag.layer) == ("affine.cl", 3, "CL080", "Affine")
     three_args = KERNEL.replace("__global OUTPUT0_TYPE* out)", "__global OUTPUT0_TYPE* out, int n)")
-    (diag,) = compile_check(spec(three_args), [], dev)
-    assert diag.message == ("kernel 'affine' takes 3 arguments but the layer binds 2 (Tensor and "
-                            "Data arg-index)")
+    (diag,) = compile_check(three_args, [], dev)
+    assert diag.message == ("layer type 'Affine' (affine.xml:1:1): kernel 'affine' takes 3 "
+                            "arguments but the descriptor binds 2 (Tensor and Data arg-index 0, 1)")
 
 
 def warning_kernel():
@@ -199,7 +208,7 @@ def test_build_warnings_are_mapped_kept_and_pyopencl_stays_quiet(cl_env, tmp_pat
 
 def test_compile_check_reports_warnings_at_the_users_line(cl_env):
     _, _, dev = cl_env
-    (diag,) = compile_check(spec(warning_kernel()), [TensorDesc((1, 2, 3, 4))], dev)
+    (diag,) = compile_check(warning_kernel(), [TensorDesc((1, 2, 3, 4))], dev)
     assert (diag.file, diag.line, diag.severity, diag.code, diag.layer) == (
         "affine.cl", 3, "warning", "CL082", "Affine")
     assert "implicit conversion from 'double' to 'int'" in diag.message

@@ -7,7 +7,7 @@ import pytest
 
 from customlayers.jit.tensor import TensorDesc
 from customlayers.ops import get_op
-from customlayers.runtime.launch import DeviceTraits
+from customlayers.jit.launch import CompileContext, DeviceTraits, FusedEpilogue
 from launch_runner import run_launches
 from test_ops_conv import CASES, attrs, conv_ref
 
@@ -22,15 +22,15 @@ def test_cpu_kernel_matches_reference(cl_env, case, epilogue):
     x = rng.standard_normal(xs).astype(np.float32)
     w = rng.standard_normal(ws).astype(np.float32)
     op = get_op("Convolution")
-    a = dict(op.parse_attributes(attrs(strides, dilations, pb, pe), "conv"), _device=CPU)
+    a = op.parse_attributes(attrs(strides, dilations, pb, pe), "conv")
+    ctx = CompileContext(CPU, FusedEpilogue(bias=True, relu=True) if epilogue else None)
     arrays = [x, w]
     if epilogue:
-        a.update(_bias=True, _relu=True)
         arrays.append(rng.standard_normal(ws[0]).astype(np.float32))
     descs = [TensorDesc(v.shape) for v in arrays]
     (shape, dtype), = op.infer_shapes(a, descs[:2], {})
     out = [TensorDesc(shape, dtype)]
-    launches = op.launches(a, descs, out, {})
+    launches = op.launches(a, descs, out, {}, ctx)
     assert [l.entry for l in launches] == ["conv_cpu"]
     got = run_launches(cl_env, launches, arrays, descs, out)[0]
     want = conv_ref(x, w, strides, dilations, pb, pe)
@@ -44,10 +44,11 @@ def test_grouped_cpu_kernel(cl_env):
     x = rng.standard_normal((2, 12, 9, 7)).astype(np.float32)
     w = rng.standard_normal((3, 5, 4, 3, 3)).astype(np.float32)     # G=3, OG=5, CG=4
     op = get_op("GroupConvolution")
-    a = dict(op.parse_attributes(attrs((2, 1), (1, 1), (1, 1), (1, 1)), "gconv"), _device=CPU)
+    a = op.parse_attributes(attrs((2, 1), (1, 1), (1, 1), (1, 1)), "gconv")
     descs = [TensorDesc(x.shape), TensorDesc(w.shape)]
     (shape, dtype), = op.infer_shapes(a, descs, {})
     out = [TensorDesc(shape, dtype)]
-    got = run_launches(cl_env, op.launches(a, descs, out, {}), [x, w], descs, out)[0]
+    got = run_launches(cl_env, op.launches(a, descs, out, {}, CompileContext(CPU)), [x, w], descs,
+                       out)[0]
     want = conv_ref(x, w.reshape(15, 4, 3, 3), (2, 1), (1, 1), (1, 1), (1, 1), groups=3)
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)

@@ -44,7 +44,7 @@ def _rng():
 
 
 def test_the_test_device_has_fp64(engine):
-    assert network_module._has_fp64(engine.device)
+    assert network_module.has_fp64(engine.device)
 
 
 def test_add_with_a_double_constant_keeps_double_precision(tmp_path, engine):
@@ -117,7 +117,7 @@ def test_cast_to_and_from_double(tmp_path, engine):
 def test_a_device_without_fp64_refuses_double_tensors(tmp_path, engine, monkeypatch):
     path = _save(tmp_path / "relu.onnx", [helper.make_node("Relu", ["x"], ["y"])],
                  [_vi("x", [2])], [_vi("y", [2])])
-    monkeypatch.setattr(network_module, "_has_fp64", lambda device: False)
+    monkeypatch.setattr(network_module, "has_fp64", lambda device: False)
     with pytest.raises(BindingError, match=r"node 0 'y' \(Relu\).*f64 \(double\) tensors need "
                                            r"a device with cl_khr_fp64; .* has none"):
         Network(read_onnx(path), engine=engine)

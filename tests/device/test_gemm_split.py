@@ -25,13 +25,14 @@ def test_split_k_convolution_with_fused_epilogue(cl_env):
     bias = rng.standard_normal((1, 40, 1, 1)).astype(np.float32)
     raw = attrs(pb=(1, 1), pe=(1, 1))
     from customlayers.jit.tensor import TensorDesc
+    from customlayers.jit.launch import CompileContext, FusedEpilogue
     from customlayers.ops import get_op
     from launch_runner import run_launches
     op = get_op("Convolution")
-    a = dict(op.parse_attributes(raw, "conv"), _bias=True, _relu=True)
+    a = op.parse_attributes(raw, "conv")
     descs = [TensorDesc(x.shape), TensorDesc(w.shape), TensorDesc(bias.shape)]
     out = [TensorDesc((1, 40, 7, 7))]
-    launches = op.launches(a, descs, out, {})
+    launches = op.launches(a, descs, out, {}, CompileContext(epilogue=FusedEpilogue(True, True)))
     assert [l.entry for l in launches] == ["gemm_tiled", "gemm_splitk_reduce"]
     got = run_launches(cl_env, launches, [x, w, bias], descs, out)[0]
     want = np.maximum(conv_ref(x, w, (1, 1), (1, 1), (1, 1), (1, 1)) + bias, 0)

@@ -7,17 +7,17 @@ import pytest
 
 from customlayers.errors import BindingError
 from customlayers.jit.tensor import TensorDesc
+from customlayers.jit.launch import CompileContext, FusedEpilogue
 from customlayers.ops import get_op
 from launch_runner import run_launches
 
 
-def run_op(cl_env, op_type, raw, arrays):
+def run_op(cl_env, op_type, raw, arrays, epilogue=None):
     op = get_op(op_type)
     attrs = op.parse_attributes(raw, "conv3d_under_test")
-    attrs.update({k: v for k, v in raw.items() if k.startswith("_")})
     descs = [TensorDesc(a.shape) for a in arrays]
     out_descs = [TensorDesc(s, d) for s, d in op.infer_shapes(attrs, descs, {})]
-    launches = op.launches(attrs, descs, out_descs, {})
+    launches = op.launches(attrs, descs, out_descs, {}, CompileContext(epilogue=epilogue))
     return run_launches(cl_env, launches, arrays, descs, out_descs)[0], launches
 
 
@@ -115,8 +115,8 @@ def test_convolution_3d_fused_bias_and_relu(cl_env, relu):
     x = rng.standard_normal((1, 2, 4, 4, 5)).astype(np.float32)
     w = rng.standard_normal((4, 2, 2, 2, 2)).astype(np.float32)
     bias = rng.standard_normal((1, 4, 1, 1, 1)).astype(np.float32)
-    raw = dict(attrs(pb=(1, 0, 1), pe=(0, 1, 1)), _bias=True, _relu=relu)
-    out, _ = run_op(cl_env, "Convolution", raw, [x, w, bias])
+    raw = attrs(pb=(1, 0, 1), pe=(0, 1, 1))
+    out, _ = run_op(cl_env, "Convolution", raw, [x, w, bias], FusedEpilogue(bias=True, relu=relu))
     ref = conv3d_ref(x, w, (1, 1, 1), (1, 1, 1), (1, 0, 1), (0, 1, 1)) + bias
     if relu:
         ref = np.maximum(ref, 0)

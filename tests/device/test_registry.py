@@ -128,7 +128,7 @@ def test_kernel_argument_count_is_checked(registry):
     with pytest.raises(BindingError) as e:
         registry.bind("Copy", [TensorDesc((1, 1, 2, 2))])
     assert str(e.value) == ("layer type 'Copy' (c.xml:1:1): kernel 'copy_kernel' takes 3 "
-                            "argument(s) but the descriptor binds 2 (arg-index 0, 1)")
+                            "arguments but the descriptor binds 2 (Tensor and Data arg-index 0, 1)")
 
 
 def test_local_size_over_the_device_limit(registry, engine):
@@ -143,7 +143,7 @@ def test_local_size_over_the_device_limit(registry, engine):
 
 
 def test_local_size_not_dividing_global(registry, engine):
-    from customlayers.runtime.registry import supports_non_uniform_groups
+    from customlayers.runtime.limits import supports_non_uniform_groups
     if supports_non_uniform_groups(engine.device):
         pytest.skip("this device runs non-uniform work-groups")
     registry.load_string(copy_layer(work='global="X,Y,B*F" local="4,1,1"'), {"copy.cl": COPY_CL})
@@ -239,7 +239,7 @@ def test_public_api_exports():
 
 
 def test_uniform_work_group_hint_uses_that_entrys_formula(registry, engine):
-    from customlayers.runtime.registry import supports_non_uniform_groups
+    from customlayers.runtime.limits import supports_non_uniform_groups
     if supports_non_uniform_groups(engine.device):
         pytest.skip("this device runs non-uniform work-groups")
     registry.load_string(copy_layer(work='global="X,Y,B*F" local="1,1,4"'), {"copy.cl": COPY_CL})

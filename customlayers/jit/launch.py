@@ -1,4 +1,5 @@
-"""KernelLaunch: one kernel enqueue of a layer, as data.
+"""KernelLaunch: one kernel enqueue of a layer, as data; and the typed facts a layer is compiled
+with (CompileContext: the device's traits, a fused epilogue).
 
 Custom layers (a BoundKernel) and built-in ops both describe their work as a list of these, so
 the executor treats them alike: it builds `source` with `options` through the program cache,
@@ -68,15 +69,31 @@ class KernelLaunch:
 
 @dataclass(frozen=True)
 class DeviceTraits:
-    """What a built-in op may know of the device when it chooses its kernels: the network passes
-    it as the attribute "_device". Launches stay plain data; only the choice depends on this."""
+    """What an implementation may know of the device when it chooses its kernels (runtime/limits.py
+    reads them off the device). Launches stay plain data; only the choice depends on this."""
     kind: str = "GPU"                 # "GPU" | "CPU" | "ACCELERATOR"
     compute_units: int = 128
     max_work_group_size: int = 256
 
-    @staticmethod
-    def of(device) -> "DeviceTraits":
-        import pyopencl as cl
-        kind = "CPU" if device.type & cl.device_type.CPU else \
-            "GPU" if device.type & cl.device_type.GPU else "ACCELERATOR"
-        return DeviceTraits(kind, int(device.max_compute_units), int(device.max_work_group_size))
+
+@dataclass(frozen=True)
+class FusedEpilogue:
+    """What the network compiler fused into a layer that declares `accepts_epilogue`: a
+    per-channel bias (then the layer's last input) and/or a ReLU, applied where it stores."""
+    bias: bool = False
+    relu: bool = False
+    label: str = ""          # what was fused, for profiles: "scale+bias+relu"
+
+
+@dataclass(frozen=True)
+class CompileContext:
+    """The facts an implementation receives beside its tensors and attributes (OpenVINO's
+    kernel selector passes EngineInfo and fused_ops the same way, as typed fields)."""
+    device: DeviceTraits | None = None     # None: not known (a standalone run of an op)
+    epilogue: FusedEpilogue | None = None
+    # (lower, upper) B,F,Y,X padding the network hands custom layers' inputs with (the contract
+    # says kernels must work on padded views; Network(pad_custom_inputs=...) proves it)
+    custom_input_padding: tuple | None = None
+
+
+DEFAULT_CONTEXT = CompileContext()

@@ -5,8 +5,8 @@ written too (with zeros), so a reused buffer never leaks old values into a kerne
 """
 from __future__ import annotations
 
-from ..jit.tensor import TensorDesc
-from .launch import Arg, KernelLaunch
+from ..jit.tensor import FORMAT_ORDER, TensorDesc
+from ..jit.launch import Arg, KernelLaunch
 
 _SOURCE = """
 __kernel void reorder(__global const {src_t}* restrict src, __global {dst_t}* restrict dst)
@@ -31,7 +31,6 @@ __kernel void reorder(__global const {src_t}* restrict src, __global {dst_t}* re
 def reorder_launch(src: TensorDesc, dst: TensorDesc) -> KernelLaunch:
     if src.dims != dst.dims:
         raise ValueError(f"reorder between different shapes {src.dims} and {dst.dims}")
-    from ..jit.tensor import FORMAT_ORDER
     padded = dst.padded_dims
     order = FORMAT_ORDER[dst.format]
     lines = []

@@ -7,7 +7,8 @@ program's line map as well.
 
 Programs are built with the low-level `pyopencl._cl._Program`: pyopencl's `Program.build` adds
 its own include options and writes its own cache under the user's home, which the program cache
-(cache.py) replaces.
+(cache.py) replaces. The device owns its compiler: this module and the cache are runtime's, and
+the JIT (jit/) only writes program text.
 """
 from __future__ import annotations
 
@@ -22,7 +23,6 @@ from typing import Sequence
 import pyopencl as cl
 
 from .. import settings
-from ..config.diagnostics import ERROR, WARNING, Diagnostic
 from ..errors import KernelBuildError
 
 # -- building ----------------------------------------------------------------------------------
@@ -167,120 +167,3 @@ def options_rejected(error: KernelBuildError) -> bool:
     cause = error.__cause__
     code = getattr(cause, "code", None) if isinstance(cause, cl.Error) else None
     return code == cl.status_code.INVALID_BUILD_OPTIONS or bool(_OPTION_LOG.search(error.log))
-
-
-def log_diagnostics(error: KernelBuildError, code: str = "CL080") -> list[Diagnostic]:
-    """One Diagnostic per `FILE:LINE:COL ... error|warning: message` line of a mapped log; one
-    for the whole failure when no line has a place."""
-    found = log_line_diagnostics(error.log, error.layer, code)
-    if not any(d.severity == ERROR for d in found):
-        found.append(Diagnostic(error.source_path or "<generated>", 0, 1, ERROR, code,
-                                f"{error.message}: {error.log.strip() or 'no build log'} "
-                                f"(device {error.device}; options '{error.options}')",
-                                error.layer))
-    return found
-
-
-def log_line_diagnostics(log: str, layer: str | None, code: str) -> list[Diagnostic]:
-    """The lines of a mapped compiler log that carry a place and a severity, as Diagnostics."""
-    loc = re.compile(r"(?P<file>.+?):(?P<line>\d+)(?::(?P<col>\d+))?(?:\s*<[^>]*>)?:\s*")
-    found: list[Diagnostic] = []
-    for text in log.splitlines():
-        # PoCL writes "error: FILE:L:C: msg", clang and NVIDIA "FILE:L:C: error: msg"
-        m = re.match(r"\s*(?P<sev>error|warning):\s*", text)
-        rest = text[m.end():] if m else text
-        lm = loc.match(rest)
-        if not lm:
-            continue
-        msg = rest[lm.end():].strip()
-        sev = m.group("sev") if m else None
-        sm = re.match(r"(?:fatal )?(?P<sev>error|warning):\s*", msg)
-        if sm:
-            sev, msg = sev or sm.group("sev"), msg[sm.end():]
-        if sev is None:
-            continue
-        found.append(Diagnostic(lm.group("file"), int(lm.group("line")),
-                                int(lm.group("col") or 1), ERROR if sev == "error" else WARNING,
-                                code, msg, layer))
-    return found
-
-
-# -- validate --compile ------------------------------------------------------------------------
-
-def _default_descs(spec, inputs: Sequence):
-    """Descs for every INPUTk and OUTPUTk of `spec`, as the runtime would bind them
-    (bindings.kernel_tensors): the given inputs, missing real inputs like input 0, missing Data
-    blobs as 16-element blobs, default outputs."""
-    from .bindings import kernel_tensors
-    from .tensor import TensorDesc
-    given = list(inputs)
-    first = given[0] if given else TensorDesc((1, 3, 8, 8))
-    n = spec.num_input_ports
-    real = [given[port] if port < len(given) else first for port in range(n)]
-    blobs = [given[n + i] if n + i < len(given) else TensorDesc((16,))
-             for i in range(len(spec.data))]
-    return kernel_tensors(spec, real, None, blobs)
-
-
-def compile_check(spec, inputs: Sequence, device, params=None, cache=None) -> list[Diagnostic]:
-    """Generate and build the layer's program for `device`; every problem as a Diagnostic
-    (CL081 preparing, CL080 building, CL044 no entry function, CL083 a local size the device
-    or the kernel cannot run). [] when it builds and its
-    kernel takes exactly as many arguments as the layer binds; compiler warnings of a program
-    that builds come back as CL082 warnings at the user's lines."""
-    from ..errors import CustomLayersError
-    from .cache import ProgramCache
-    from .program import generate_program
-    loc = spec.location
-    try:
-        ins, outs = _default_descs(spec, inputs)
-        program = generate_program(spec, ins, outs, params or {})
-    except CustomLayersError as e:
-        return [Diagnostic(loc.file, loc.line, loc.column, ERROR, "CL081", str(e), spec.name)]
-    # the same device checks as Registry.bind (late import: runtime builds on jit)
-    from ..errors import BindingError
-    from ..runtime.registry import check_kernel_work_group, check_local_size
-    ws = spec.work_sizes.location
-    try:
-        check_local_size(spec, program.global_size, program.local_size, device)
-    except BindingError as e:
-        return [Diagnostic(ws.file, ws.line, ws.column, ERROR, "CL083", str(e), spec.name)]
-    cache = cache or ProgramCache()
-    context = cl.Context([device])
-    try:
-        built, warned = cache.build_with_warnings(context, device, program.text, program.options,
-                                                  line_map=program.line_map, label=spec.name)
-    except KernelBuildError as e:
-        if options_rejected(e):
-            at = spec.compiler_options_location or spec.location
-            return [Diagnostic(at.file, at.line, at.column, ERROR, "CL080",
-                               f"the OpenCL compiler rejects the build options "
-                               f"'{program.options}': {e.log.strip() or 'no build log'} "
-                               f"(device {e.device})", spec.name)]
-        return log_diagnostics(e)
-    # the program builds: its warnings are reported, never errors (the log has no other lines)
-    found = [d for d in log_line_diagnostics(warned, spec.name, "CL082")
-             if d.severity == WARNING]
-    count = kernel_arg_count(built, spec.entry)
-    if count is None:
-        return found + [Diagnostic(loc.file, loc.line, loc.column, ERROR, "CL044",
-                                   f"the program has no kernel named '{spec.entry}' (Kernel "
-                                   f"entry)", spec.name)]
-    if count != spec.num_args:
-        return found + [Diagnostic(loc.file, loc.line, loc.column, ERROR, "CL080",
-                                   f"kernel '{spec.entry}' takes {count} argument"
-                                   f"{'s' if count != 1 else ''} but the layer binds "
-                                   f"{spec.num_args} (Tensor and Data arg-index)", spec.name)]
-    try:
-        check_kernel_work_group(spec, program.local_size, cl.Kernel(built, spec.entry), device)
-    except BindingError as e:
-        found.append(Diagnostic(ws.file, ws.line, ws.column, ERROR, "CL083", str(e), spec.name))
-    return found
-
-
-def __getattr__(name: str):
-    # ProgramCache lives in cache.py, which imports this module; exposed here lazily too
-    if name == "ProgramCache":
-        from .cache import ProgramCache
-        return ProgramCache
-    raise AttributeError(name)

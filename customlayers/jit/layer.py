@@ -1,0 +1,138 @@
+"""The one interface of every layer implementation: built-in ops (ops/), SimpleGPU layers
+(runtime/simplegpu.py) and every later kind implement `LayerImpl`, and the network compiler
+treats them alike (the ONNX reference evaluator's OpRun and OpenVINO's op factories play the
+same part).
+
+An implementation declares its attributes (`Attr`), answers the output tensors for given input
+tensors (`outputs`), and describes its work (`work`): stages of KernelLaunch values over the
+layer's inputs, outputs, temporaries and constants of its own. The compiler hands it a
+`LayerCall`: what the graph knows of the node, its parsed attributes, its input tensors, the
+values of constant inputs, and a CompileContext (the device's traits, a fused epilogue).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Hashable, Mapping, Sequence
+
+import numpy as np
+
+from ..errors import BindingError
+from .launch import DEFAULT_CONTEXT, CompileContext, KernelLaunch
+from .tensor import TensorDesc
+
+
+@dataclass(frozen=True)
+class Attr:
+    """A layer attribute: model text -> a Python value with `kind`.
+
+    kind: "int" | "float" | "str" | "bool" | "ints" (comma-separated ints) | "floats".
+    """
+    name: str
+    kind: str
+    default: Any = None
+    required: bool = False
+
+
+def parse_attr(attr: Attr, text: str | None, op_type: str, layer: str) -> Any:
+    """Attribute text -> value; BindingError naming layer, attribute, expected and found."""
+    if text is None:
+        if attr.required:
+            raise BindingError(f"layer '{layer}' ({op_type}): attribute '{attr.name}' is required")
+        return attr.default
+    t = text.strip()
+    try:
+        if attr.kind == "int":
+            return int(t)
+        if attr.kind == "float":
+            return float(t)
+        if attr.kind == "bool":
+            if t.lower() in ("true", "1"):
+                return True
+            if t.lower() in ("false", "0"):
+                return False
+            raise ValueError(t)
+        if attr.kind == "ints":
+            return tuple(int(v) for v in t.split(",") if v.strip()) if t else ()
+        if attr.kind == "floats":
+            return tuple(float(v) for v in t.split(",") if v.strip()) if t else ()
+        return t
+    except ValueError:
+        raise BindingError(f"layer '{layer}' ({op_type}): attribute '{attr.name}'='{text}' is not "
+                           f"a valid {attr.kind}") from None
+
+
+class ParsedAttrs(dict):
+    """Attribute values by name, and the name of the layer they belong to (for messages)."""
+
+    def __init__(self, values: Mapping[str, Any] = (), layer: str = "?"):
+        super().__init__(values)
+        self.layer = layer
+
+
+# A tensor of a stage, relative to its layer: ("in", i) the layer's input i, ("out", j) its
+# output j, ("temp", name) a temporary of the layer, ("const", name) one of LayerWork.consts.
+TensorRef = tuple
+
+
+@dataclass
+class Stage:
+    """One step of a layer as the executor runs it (a layer, or a reorder around it)."""
+    name: str
+    type: str
+    impl: str                          # "built-in" | "custom" | "reorder" (profiles show it)
+    entry: str                         # the kernel entries, for profiles
+    launches: list[KernelLaunch]
+    inputs: list[TensorRef]            # Arg.input(i) -> inputs[i]
+    outputs: list[TensorRef]           # Arg.output(i) -> outputs[i]
+    input_descs: list[TensorDesc]
+    output_descs: list[TensorDesc]
+
+
+@dataclass
+class LayerWork:
+    """What a layer does: its stages in order, the temporaries between them, and constants of
+    its own (folded weights, per-channel scales)."""
+    stages: list[Stage]
+    temps: dict[Hashable, TensorDesc] = field(default_factory=dict)
+    consts: dict[Hashable, np.ndarray] = field(default_factory=dict)
+
+
+@dataclass
+class LayerCall:
+    """What the compiler knows of one node when it asks the node's implementation."""
+    name: str                                   # the node's name in the model
+    where: str                                  # the node described for messages
+    type: str                                   # the node's type
+    attrs: ParsedAttrs                          # parse_attributes() of the node's attributes
+    inputs: Sequence[TensorDesc]
+    consts: Mapping[int, np.ndarray]            # values of the constant inputs
+    # per input: the names its producer and tensor go by (Data blobs bind by name)
+    input_names: Sequence[frozenset[str]] = ()
+    # per output port: (shape, dtype) as the model declares them; None where it does not
+    declared: Sequence[tuple[tuple | None, str | None]] = ()
+    context: CompileContext = DEFAULT_CONTEXT
+
+
+class LayerImpl:
+    """Base of every layer implementation; see the module docstring."""
+    type: str = ""
+    impl: str = "built-in"
+    attributes: tuple[Attr, ...] = ()
+    # inputs whose values must be constants known at compile time (e.g. Reshape's target shape)
+    const_inputs: tuple[int, ...] = ()
+    # True when output 0 is input 0's buffer under another shape (Reshape, Squeeze, ...): no work
+    is_view: bool = False
+    # True when the layer can apply a per-channel bias and a ReLU where it stores (FusedEpilogue)
+    accepts_epilogue: bool = False
+
+    def parse_attributes(self, raw: Mapping[str, str], layer: str) -> ParsedAttrs:
+        return ParsedAttrs({a.name: parse_attr(a, raw.get(a.name), self.type, layer)
+                            for a in self.attributes}, layer)
+
+    def outputs(self, call: LayerCall) -> list[TensorDesc]:
+        """The output tensors for the call's inputs."""
+        raise NotImplementedError
+
+    def work(self, call: LayerCall, outputs: Sequence[TensorDesc]) -> LayerWork:
+        """The stages that compute `outputs` (from `outputs()`) from the call's inputs."""
+        raise NotImplementedError

@@ -1,0 +1,147 @@
+"""The SimpleGPU adapter: a loaded descriptor (LayerSpec) as a layer implementation
+(jit.layer.LayerImpl), so the network compiler runs custom layers exactly like built-ins.
+
+Its work is three kinds of stage: reorders of its inputs into the formats (and padding) its
+Tensors ask for, the bound kernel (Registry.bind, the one layer-compile pipeline), and reorders
+of its outputs back to dense BFYX (what the rest of the graph reads). Real inputs bind by port;
+Data blobs by the names of the layer's constant inputs.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from ..config.spec import LayerSpec
+from ..errors import BindingError, ModelError
+from ..jit.bindings import in_format, output_shape_from_formula
+from ..jit.layer import LayerCall, LayerImpl, LayerWork, ParsedAttrs, Stage
+from ..jit.tensor import CUSTOM_LAYER_DTYPES, TensorDesc
+from ..ops.reorder import reorder_launch
+
+
+class SimpleGpuLayer(LayerImpl):
+    impl = "custom"
+
+    def __init__(self, spec: LayerSpec, registry):
+        self.spec = spec
+        self.type = spec.name
+        self.registry = registry          # binds through Registry.bind
+
+    def parse_attributes(self, raw, layer) -> ParsedAttrs:
+        # the contract passes attribute text exactly as the model wrote it (SPEC section 3)
+        return ParsedAttrs(raw, layer)
+
+    # -- the layer interface ---------------------------------------------------------------
+    def outputs(self, call: LayerCall) -> list[TensorDesc]:
+        """Declared in the model, else the descriptor's shape formula, else input 0's shape;
+        in the Tensor's format (ANY: input 0's as the kernel receives it)."""
+        _, kernel_descs, _ = self._kernel_inputs(call)
+        out_descs = []
+        for binding in self.spec.outputs:
+            declared = call.declared[binding.port_index] \
+                if binding.port_index < len(call.declared) else (None, None)
+            shape = output_shape(call, self.spec, binding, declared[0], kernel_descs)
+            fmt = binding.format if binding.format != "ANY" else kernel_descs[0].format
+            dtype = declared[1] or kernel_descs[0].dtype
+            out_descs.append(TensorDesc(shape, dtype, fmt))
+        return out_descs
+
+    def work(self, call: LayerCall, outputs: Sequence[TensorDesc]) -> LayerWork:
+        ports, kernel_descs, data = self._kernel_inputs(call)
+        stages: list[Stage] = []
+        temps: dict = {}
+        kernel_refs = []
+        for port, i in enumerate(ports):
+            desc, want = call.inputs[i], kernel_descs[port]
+            if want != desc:
+                ref = ("temp", ("in", port))
+                temps[ref[1]] = want
+                stages.append(Stage(f"{call.name}/reorder_in{port}", "Reorder", "reorder",
+                                    "reorder", [reorder_launch(desc, want)], [("in", i)], [ref],
+                                    [desc], [want]))
+                kernel_refs.append(ref)
+            else:
+                kernel_refs.append(("in", i))
+        bound = self.registry.bind(self.spec.name, kernel_descs, outputs, params=call.attrs,
+                                   data=data)
+        out_refs, after = [], []
+        for j, d in enumerate(outputs):
+            if d.is_plain:
+                out_refs.append(("out", j))
+                continue
+            ref = ("temp", ("out", j))
+            temps[ref[1]] = d
+            out_refs.append(ref)
+            after.append(Stage(f"{call.name}/reorder_out{j}", "Reorder", "reorder", "reorder",
+                               [reorder_launch(d, d.plain())], [ref], [("out", j)], [d],
+                               [d.plain()]))
+        stages.append(Stage(call.name, call.type, self.impl, self.spec.entry, [bound.launch()],
+                            kernel_refs, out_refs, kernel_descs, list(outputs)))
+        return LayerWork(stages + after, temps)
+
+    # -- binding ---------------------------------------------------------------------------
+    def _kernel_inputs(self, call: LayerCall):
+        """(the call's input index of each real port, the tensors the kernel receives for
+        them, the Data blobs by name): real inputs by port, Data blobs from constant inputs
+        whose producer or tensor has the blob's name."""
+        spec = self.spec
+        for i, d in enumerate(call.inputs):
+            if d.dtype not in CUSTOM_LAYER_DTYPES:   # the contract's <T>_TYPE list has no double
+                raise BindingError(f"{call.where}: input {i} is {d.dtype}; a custom layer "
+                                   f"takes {', '.join(CUSTOM_LAYER_DTYPES)}")
+        data_names = {d.name for d in spec.data}
+        ports: list[int] = []
+        data: dict[str, np.ndarray] = {}
+        for i in range(len(call.inputs)):
+            names = call.input_names[i] if i < len(call.input_names) else frozenset()
+            match = data_names & names
+            if i in call.consts and match:
+                data[match.pop()] = call.consts[i]
+            else:
+                ports.append(i)
+        missing = data_names - set(data)
+        if missing:
+            raise BindingError(f"the descriptor binds Data {', '.join(sorted(missing))}, but the "
+                               f"layer has no constant input of that name")
+        bound_ports = {t.port_index for t in spec.inputs}
+        if bound_ports and max(bound_ports) >= len(ports):
+            raise BindingError(f"the descriptor binds input port {max(bound_ports)}, but the "
+                               f"layer has {len(ports)} input(s)")
+        by_port = {t.port_index: t for t in spec.inputs}
+        padding = call.context.custom_input_padding
+        kernel_descs = []
+        for port, i in enumerate(ports):
+            want = in_format(call.inputs[i], by_port.get(port))
+            if padding is not None:
+                want = want.with_padding(*padding)
+            kernel_descs.append(want)
+        return ports, kernel_descs, data
+
+
+def output_shape(call: LayerCall, spec: LayerSpec, binding, declared_shape,
+                 input_descs) -> tuple[int, ...]:
+    """A custom layer's output shape (ONNX shape inference cannot know it), in this order:
+    the model's declared shape when fully known (IR port dims, ONNX value_info); else the
+    descriptor's `shape` formula over the dim tensor; else input 0's shape. The declared dims
+    that are known still count: a formula must agree with them, and without a formula a partly
+    declared shape (value_info ["N",16,3,4] with a dynamic batch) takes only its open dims from
+    input 0."""
+    declared = tuple(declared_shape) if declared_shape is not None else None
+    if binding.shape:
+        computed = output_shape_from_formula(spec, binding.shape, input_descs)
+        source = f"the descriptor's shape formula '{binding.shape}'"
+    elif declared is not None and all(d is not None for d in declared):
+        return declared
+    else:
+        computed, source = tuple(input_descs[0].shape), "input 0"
+        if declared is not None and len(declared) == len(computed):
+            computed = tuple(c if d is None else d for d, c in zip(declared, computed))
+    if declared is not None and (len(declared) != len(computed) or any(
+            d is not None and d != c for d, c in zip(declared, computed))):
+        # a wrong output shape is memory the kernel writes past: refuse the disagreement
+        shown = ["?" if d is None else d for d in declared]
+        raise ModelError(f"{call.where}: output port {binding.port_index} is declared as "
+                         f"{shown} in the model, but {source} gives {list(computed)}"
+                         f"{'' if binding.shape else '; give its output Tensor a shape formula'}")
+    return computed

@@ -1,0 +1,37 @@
+"""The floors of ARCHITECTURE.md hold: import-linter's contracts in pyproject.toml (layers
+cli > runtime > ops > jit > config, graph > errors, settings; no pyopencl under config, jit,
+graph or ops) pass, and they do catch an upward import."""
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def lint_imports(cwd: Path) -> subprocess.CompletedProcess:
+    exe = Path(sys.executable).with_name("lint-imports")
+    command = [str(exe)] if exe.exists() else [shutil.which("lint-imports") or "lint-imports"]
+    return subprocess.run(command + ["--no-cache"], cwd=cwd, capture_output=True, text=True,
+                          env={"PYTHONPATH": str(cwd), "PATH": "/usr/bin:/bin"})
+
+
+def test_the_import_contracts_are_kept():
+    done = lint_imports(ROOT)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "2 kept, 0 broken" in done.stdout
+
+
+def test_an_upward_import_breaks_a_contract(tmp_path):
+    # a copy of the package whose jit/ imports runtime/ (and so pyopencl): both contracts fail
+    shutil.copytree(ROOT / "customlayers", tmp_path / "customlayers",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    bad = tmp_path / "customlayers" / "jit" / "tensor.py"
+    bad.write_text(bad.read_text() + "\nfrom ..runtime import build  # noqa\n")
+    done = lint_imports(tmp_path)
+    assert done.returncode != 0
+    assert "0 kept, 2 broken" in done.stdout
+    assert "customlayers.jit.tensor -> customlayers.runtime.build" in done.stdout
