@@ -223,6 +223,15 @@ def test_version(capsys):
     assert capsys.readouterr().out == f"customlayers {metadata.version('customlayers')}\n"
 
 
+def test_python_m_customlayers_is_the_cli():
+    import subprocess
+    done = subprocess.run([sys.executable, "-m", "customlayers", "benchmark", "-m", DEMO,
+                           "-data_shape", "data[1,3,8,8]"], capture_output=True, text=True,
+                          cwd=ROOT)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert "input 'data' has shape [1, 3, 8, 8]" in done.stderr
+
+
 def test_onnx_is_a_core_dependency():
     """`pip install customlayers` alone must read ONNX models: onnx without an extra marker."""
     from importlib import metadata
