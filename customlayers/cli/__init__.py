@@ -12,6 +12,7 @@ import importlib
 import sys
 
 from ..errors import CustomLayersError
+from .strict_parser import StrictParser
 
 # subcommand name -> module (in this package) that implements it
 COMMANDS = {
@@ -30,14 +31,28 @@ class UsageError(CustomLayersError, ValueError):
     """Arguments that do not make sense together (exit 2)."""
 
 
+def package_version() -> str:
+    """The installed distribution's version; the package's own constant when it runs from a
+    source tree that was never installed (python cli.py in a fresh clone)."""
+    from importlib import metadata
+    try:
+        return metadata.version("customlayers")
+    except metadata.PackageNotFoundError:
+        from .. import __version__
+        return __version__
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="customlayers",
+    parser = StrictParser(
+        prog="customlayers", commands=True,
         description="Custom OpenCL layers in OpenVINO's CustomLayer format: validate, inspect, "
                     "run layers and whole models.")
     parser.add_argument("--traceback", action="store_true",
                         help="show Python tracebacks for errors (for bug reports)")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    parser.add_argument("--version", action="version",
+                        version=f"customlayers {package_version()}")
+    # every subcommand's parser is strict too: no abbreviations, no glued short options
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=StrictParser)
     sub.required = True
     for name, module in COMMANDS.items():
         mod = importlib.import_module(f"{__name__}.{module}")

@@ -1,57 +1,111 @@
-"""`customlayers benchmark -m model.xml [-c ...] [-niter N | -t SECONDS] [-nireq N]`"""
+"""`customlayers benchmark -m model.xml [-c ...] [-niter N | -t SECONDS] [-nireq N] [-hint ...]`
+
+benchmark_app's options with their meaning: -niter, -t, -nireq, -hint latency|throughput|
+cumulative_throughput|none (the default -nireq: 1, 4, 4, 2), -api sync|async (sync: one request
+at a time), -progress, -inference_only, -latency_percentile, -pc, -pcsort, -b, -shape,
+-data_shape; the others answer with what to use instead (benchmark_app_options.py).
+"""
 from __future__ import annotations
 
 import math
 import sys
 import time
 
-import numpy as np
-
+from .benchmark_app_options import add_profile_options, perf_counts_wanted, str2bool
+from .benchmark_stats import BenchmarkResult, Progress, summary_lines
 from .model_args import add_model_options, load_network
 
 # Each request holds its own device buffers for the whole model; more than this many in flight
 # gains nothing on any device and can exhaust device memory before the first inference.
 MAX_REQUESTS = 64
+DEFAULT_REQUESTS = 2
+# -hint -> the number of requests in flight when -nireq is not given
+HINT_REQUESTS = {"latency": 1, "throughput": 4, "cumulative_throughput": 4,
+                 "none": DEFAULT_REQUESTS}
 
 
 def add_parser(sub):
     p = sub.add_parser("benchmark", help="measure a model's latency and throughput",
                        description="Run a model many times with several requests in flight; "
-                                   "report latency (median, p90, min, max) and throughput.")
-    add_model_options(p)
+                                   "report the first inference, latency (average, median, "
+                                   "percentiles, min, max) and throughput.")
+    add_model_options(p, "benchmark")
     p.add_argument("-niter", type=int, default=None, help="number of inferences")
     p.add_argument("-t", "--time", type=float, default=None, help="seconds to run (default 10)")
-    p.add_argument("-nireq", type=int, default=2, help=f"requests in flight at once (default 2, at most {MAX_REQUESTS})")
-    p.add_argument("-pc", "--perf-counts", action="store_true",
-                   help="also print per-layer device times")
+    p.add_argument("-nireq", type=int, default=None,
+                   help=f"requests in flight at once (default {DEFAULT_REQUESTS}, or as -hint "
+                        f"says; at most {MAX_REQUESTS})")
+    p.add_argument("-hint", choices=tuple(HINT_REQUESTS), default=None,
+                   help="benchmark_app's performance hint: the default -nireq (latency 1, "
+                        "throughput and cumulative_throughput 4, none 2)")
+    p.add_argument("-api", choices=("sync", "async"), default="async",
+                   help="sync: one request at a time (-nireq 1); async (default): -nireq in "
+                        "flight")
+    p.add_argument("-progress", nargs="?", const=True, default=None, type=str2bool,
+                   metavar="true|false",
+                   help="a progress line on stderr (default: only when stderr is a terminal)")
+    p.add_argument("-inference_only", nargs="?", const=True, default=True, type=str2bool,
+                   metavar="true|false",
+                   help="true (the only mode): inputs are filled once, before measuring; each "
+                        "inference still copies them to the device")
+    p.add_argument("-latency_percentile", type=int, default=None, metavar="1..100",
+                   help="also report this latency percentile")
+    add_profile_options(p)
     return p
 
 
-def run(args) -> int:
+def _requests_wanted(args) -> int:
     from . import UsageError
-    from ..runtime import profile
-    if args.nireq < 1:
+    if args.api == "sync":
+        if args.nireq not in (None, 1):
+            raise UsageError(f"-api sync runs one request at a time; -nireq {args.nireq} "
+                             f"needs -api async")
+        return 1
+    if args.nireq is not None:
+        return args.nireq
+    return HINT_REQUESTS.get(args.hint, DEFAULT_REQUESTS)
+
+
+def _check(args) -> None:
+    from . import UsageError
+    if args.nireq is not None and args.nireq < 1:
         raise UsageError("-nireq must be at least 1")
-    if args.nireq > MAX_REQUESTS:
+    if args.nireq is not None and args.nireq > MAX_REQUESTS:
         raise UsageError(f"-nireq must be at most {MAX_REQUESTS}, found {args.nireq}")
     if args.niter is not None and args.niter < 1:
         raise UsageError("-niter must be at least 1")
     if args.time is not None and not (math.isfinite(args.time) and args.time > 0):
         raise UsageError(f"-t must be a finite, positive number of seconds, not {args.time}")
-    nireq = args.nireq
+    if args.latency_percentile is not None and not 1 <= args.latency_percentile <= 100:
+        raise UsageError(f"-latency_percentile must be 1 to 100, found "
+                         f"{args.latency_percentile}")
+    if not args.inference_only:
+        raise UsageError("-inference_only false: inputs are always filled once, before "
+                         "measuring (as -inference_only true); each inference copies them to "
+                         "the device, and that copy is measured")
+
+
+def run(args) -> int:
+    from ..runtime import profile
+    _check(args)
+    perf_counts = perf_counts_wanted(args)
+    nireq = _requests_wanted(args)
     capped = ""
     if args.niter is not None and nireq > args.niter:
         # a request beyond the number of inferences would never run; do not allocate it
+        capped = f" (-nireq {nireq} capped at -niter {args.niter})"
         nireq = args.niter
-        capped = f" (-nireq {args.nireq} capped at -niter {args.niter})"
-    engine, net, arrays = load_network(args, profiling=args.perf_counts)
+    engine, net, arrays = load_network(args, profiling=perf_counts)
     shapes = {n: tuple(a.shape) for n, a in arrays.items()}
     requests = [net.create_request(shapes, arrays) for _ in range(nireq)]  # + shape inputs
     print(f"device: {engine.device.name.strip()}; {nireq} request(s) in flight{capped}",
           file=sys.stderr)
+    t_first = time.perf_counter()
     requests[0].infer(arrays)                       # warm-up (first enqueue, lazy allocations)
+    first_ms = (time.perf_counter() - t_first) * 1e3
     limit_iter = args.niter
     limit_time = args.time if args.time is not None else (None if args.niter else 10.0)
+    progress = Progress(args.progress, limit_iter, limit_time)
     latencies: list[float] = []
     started: dict[int, float] = {}
     runs_pc = []
@@ -79,32 +133,21 @@ def run(args) -> int:
         req = requests[k]
         if req.busy:
             req.wait()
-            latencies.append(time.perf_counter() - started[k])
+            latencies.append((time.perf_counter() - started[k]) * 1e3)
             done += 1
-            if args.perf_counts:
+            if perf_counts:
                 runs_pc.append(profile.collect(req))
-            _progress(done, limit_iter, time.perf_counter() - t0, limit_time)
+            progress.update(done, time.perf_counter() - t0)
             if more():
                 started[k] = time.perf_counter()
                 req.start(arrays)
                 issued += 1
         k = (k + 1) % len(requests)
     elapsed = time.perf_counter() - t0
-    print(file=sys.stderr)
-    lat = np.array(latencies) * 1e3
-    print(f"count:      {len(lat)} inferences in {elapsed:.2f} s")
-    print(f"latency:    median {np.median(lat):.3f} ms   p90 {np.percentile(lat, 90):.3f} ms   "
-          f"min {lat.min():.3f} ms   max {lat.max():.3f} ms")
-    print(f"throughput: {len(lat) / elapsed:.2f} inferences/s")
-    if args.perf_counts and runs_pc:
+    progress.close()
+    result = BenchmarkResult(first_ms, latencies, elapsed, batch=args.batch)
+    print("\n".join(summary_lines(result, args.latency_percentile)))
+    if perf_counts and runs_pc:
         print()
         print(profile.format_table(profile.merge(runs_pc), runs=len(runs_pc)))
     return 0
-
-
-def _progress(done: int, niter, elapsed: float, limit_time) -> None:
-    if not sys.stderr.isatty():
-        return
-    frac = done / niter if niter else min(elapsed / limit_time, 1.0) if limit_time else 0
-    bar = "#" * int(frac * 30)
-    print(f"\r[{bar:<30}] {frac:4.0%} {done} done", end="", file=sys.stderr, flush=True)

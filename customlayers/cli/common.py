@@ -5,22 +5,26 @@ import argparse
 
 
 def add_build_options(parser: argparse.ArgumentParser, device: bool = True) -> None:
-    """-d/--device, --no-cache, --verbose."""
+    """-d/--device, --no-cache, -cdir/--cache-dir, --verbose."""
     if device:
         parser.add_argument("-d", "--device", default=None,
-                            help="OpenCL device: CPU, GPU, or part of a device name "
-                                 "(default: the best one, a GPU if there is one)")
+                            help="OpenCL device: CPU, GPU, GPU.0, GPU.1, CPU.0 (numbered per "
+                                 "type, as OpenVINO does: see `customlayers devices`), AUTO, or "
+                                 "part of a device name (default: the best one, a GPU if any)")
     parser.add_argument("--no-cache", action="store_true",
                         help="do not read or write the on-disk program cache")
+    parser.add_argument("-cdir", "--cache-dir", metavar="DIR", default=None,
+                        help="keep compiled programs in DIR (as CUSTOMLAYERS_CACHE_DIR)")
     parser.add_argument("--verbose", action="store_true",
                         help="report each program-cache hit and miss on stderr")
 
 
 def build_cache(args: argparse.Namespace):
     """The program cache the options ask for, for the command's Engine: --no-cache turns the
-    disk off, --verbose reports hits and misses; unset, the settings (environment) decide."""
+    disk off, -cdir/--cache-dir moves it, --verbose reports hits and misses; unset, the settings (environment) decide."""
     from ..runtime.cache import ProgramCache
-    return ProgramCache(enabled=False if getattr(args, "no_cache", False) else None,
+    return ProgramCache(directory=getattr(args, "cache_dir", None) or None,
+                        enabled=False if getattr(args, "no_cache", False) else None,
                         verbose=True if getattr(args, "verbose", False) else None)
 
 
@@ -36,6 +40,17 @@ def parse_params(items) -> dict[str, str]:
     return params
 
 
+def positive_int(text: str) -> int:
+    """argparse type: an integer >= 1 (a count); anything else is a usage error."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, found {text!r}")
+    return value
+
+
 def non_negative_int(text: str) -> int:
     """argparse type: an integer >= 0 (a seed); argparse reports anything else as a usage error."""
     try:
@@ -45,3 +60,21 @@ def non_negative_int(text: str) -> int:
     if value < 0:
         raise argparse.ArgumentTypeError(f"must be a non-negative integer, found {text!r}")
     return value
+
+
+def the_only_layer(requested: str | None, defined: list[str], valid: dict, where: str) -> str:
+    """The layer a command works on: `requested` (--layer), or, when the configs define exactly
+    one layer, that one. UsageError naming the valid layers otherwise. `defined`: every layer
+    name the configs define, valid or not; `valid`: the valid ones by name; `where`: the
+    configs, for messages."""
+    from . import UsageError
+    known = ", ".join(sorted(valid)) or "none"
+    if requested is None:
+        names = list(dict.fromkeys(defined))
+        if len(names) != 1:
+            raise UsageError(f"--layer is needed: {where} define {len(names)} layers "
+                             f"(valid layers: {known})")
+        requested = names[0]
+    if requested not in valid:
+        raise UsageError(f"no valid layer '{requested}' in {where} (valid layers: {known})")
+    return requested

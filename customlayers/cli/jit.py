@@ -10,7 +10,7 @@ from ..errors import TensorError
 from ..jit.bindings import kernel_tensors
 from ..jit.program import generate_program
 from ..jit.tensor import parse_tensor_arg
-from .common import parse_params
+from .common import parse_params, the_only_layer
 
 TENSOR_HELP = "SHAPE[:DTYPE][:FORMAT][:pad=LOWER/UPPER], e.g. 1x3x224x224:f32:bfyx:pad=0,0,1,1/0,0,1,1"
 
@@ -20,9 +20,11 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         "jit", help="print the generated OpenCL program of a layer",
         description="Print the program text the JIT builds for one layer and given tensors "
                     "(stdout), and its global/local work sizes (stderr).")
-    p.add_argument("-c", "--config", action="append", required=True, metavar="CONFIG",
-                   help="config XML file (repeatable; a later file wins)")
-    p.add_argument("--layer", required=True, help="the CustomLayer name")
+    p.add_argument("-c", "--config", action="extend", nargs="+", required=True,
+                   metavar="CONFIG",
+                   help="config XML file(s) (-c a.xml b.xml, or repeated; a later file wins)")
+    p.add_argument("--layer", default=None,
+                   help="the CustomLayer name (optional when the configs define one layer)")
     p.add_argument("--input", action="append", default=[], metavar="TENSOR",
                    help=f"an input, in port order, then Data blobs (given to the kernel 1-D, as at "
                         f"run time): {TENSOR_HELP}")
@@ -47,11 +49,9 @@ def run(args) -> int:
     configs = load_configs(args.config)
     for d in configs.diagnostics:
         print(d.render(), file=sys.stderr)
-    if args.layer not in configs.layers:
-        known = ", ".join(sorted(configs.layers)) or "none"
-        raise UsageError(f"no valid layer '{args.layer}' in {', '.join(args.config)} "
-                         f"(valid layers: {known})")
-    spec = configs.layers[args.layer]
+    name = the_only_layer(args.layer, [n for n, _ in configs.definitions], configs.layers,
+                          ", ".join(args.config))
+    spec = configs.layers[name]
     inputs = _tensors(args.input, "input")
     outputs = _tensors(args.output, "output")
     expected = spec.num_input_ports + len(spec.data)

@@ -9,9 +9,10 @@ from ..config.spec import LayerSpec
 
 
 def add_config_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("-c", "--config", action="append", required=True, metavar="CONFIG",
-                        help="a CustomLayer config file (repeat for several; a later "
-                             "definition of a layer wins)")
+    parser.add_argument("-c", "--config", action="extend", nargs="+", required=True,
+                        metavar="CONFIG",
+                        help="CustomLayer config file(s): -c a.xml b.xml, or -c repeated (a "
+                             "later definition of a layer wins)")
     parser.add_argument("--allow-external-sources", action="store_true",
                         help="let Source@filename point outside the config's directory")
 

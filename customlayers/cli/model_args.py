@@ -1,4 +1,4 @@
-"""What `run` and `benchmark` share: -m/-c/-d/-i options, loading, input arrays."""
+"""What `run` and `benchmark` share: -m/-c/-d/-i and the shape options, loading, input arrays."""
 from __future__ import annotations
 
 import argparse
@@ -8,23 +8,33 @@ from pathlib import Path
 import numpy as np
 
 from . import UsageError
-from .common import add_build_options, build_cache, non_negative_int
+from .benchmark_app_options import add_refused_options
+from .common import add_build_options, build_cache, non_negative_int, positive_int
 from .input_arrays import read_array
+from .input_shapes import (OPENVINOS, GivenShape, apply_batch, check_against_model,
+                           declared_shape, parse_shapes)
 
 
-def add_model_options(p: argparse.ArgumentParser) -> None:
+def add_model_options(p: argparse.ArgumentParser, command: str) -> None:
+    """The options of `run` and `benchmark` (`command`), benchmark_app's spellings included."""
     p.add_argument("-m", "--model", required=True, help="model: OpenVINO IR .xml or .onnx")
-    p.add_argument("-c", "--config", action="append", default=[], metavar="CONFIG",
-                   help="custom layer config (CustomLayer XML); may be given several times")
+    p.add_argument("-c", "--config", action="extend", nargs="+", default=[], metavar="CONFIG",
+                   help="custom layer config(s) (CustomLayer XML): -c a.xml b.xml, or -c "
+                        "repeated")
     p.add_argument("--allow-external-sources", action="store_true",
                    help="let configs name .cl files outside their own directory tree")
     p.add_argument("-i", "--input", action="append", default=[], metavar="[NAME=]FILE.npy",
                    help="input array(s); seeded random inputs where missing")
-    p.add_argument("--shape", action="append", default=[], metavar="NAME=1x3x224x224",
-                   help="shape of an input the model leaves open (dynamic dims)")
+    p.add_argument("--shape", "-shape", "-data_shape", dest="shape", action="append",
+                   default=[], metavar="NAME=1x3x224x224",
+                   help=f"the shape of an input, for inputs the model leaves open (dynamic "
+                        f"dims) or to check; also benchmark_app's {OPENVINOS}")
+    p.add_argument("-b", "--batch", type=positive_int, default=None, metavar="N",
+                   help="the batch: the first dimension of every input (as benchmark_app's -b)")
     p.add_argument("--seed", type=non_negative_int, default=0,
                    help="seed of the random inputs (0 or more)")
     add_build_options(p)
+    add_refused_options(p, command)
 
 
 def load_network(args, profiling: bool = False):
@@ -41,34 +51,40 @@ def load_network(args, profiling: bool = False):
         for d in diags:
             print(d.render(), file=sys.stderr)
     graph = read_model(args.model)
-    shapes = parse_shapes(args.shape)
-    arrays = read_inputs(args.input, graph)
-    for name, arr in arrays.items():
-        shapes.setdefault(name, tuple(arr.shape))
+    arrays, shapes = input_arrays_and_shapes(args, graph)
     net = Network(graph, registry, engine, input_shapes=shapes or None, profiling=profiling,
                   messages=lambda m: print(m, file=sys.stderr))
     missing = [p for p in graph.parameters if p.name not in arrays]
     for k, p in enumerate(missing):
-        shape = shapes.get(p.name) or p.outputs[0].shape
-        if any(d is None for d in shape):
-            raise UsageError(f"input '{p.name}' has an open shape {list(shape)}: give it with "
-                             f"-i {p.name}=file.npy or --shape {p.name}=1x3x224x224")
-        arrays[p.name] = random_input(shape, p.outputs[0].dtype, args.seed + k)
+        arrays[p.name] = random_input(shapes[p.name], p.outputs[0].dtype, args.seed + k)
     return engine, net, arrays
 
 
-def parse_shapes(items) -> dict[str, tuple[int, ...]]:
-    shapes = {}
-    for item in items or ():
-        name, sep, text = item.rpartition("=")
-        try:
-            shape = tuple(int(v) for v in text.lower().split("x"))
-        except ValueError:
-            raise UsageError(f"--shape {item!r} is not NAME=1x3x224x224") from None
-        if not sep:
-            raise UsageError(f"--shape {item!r} is not NAME=1x3x224x224")
-        shapes[name] = shape
-    return shapes
+def input_arrays_and_shapes(args, graph) -> tuple[dict[str, np.ndarray], dict[str, tuple]]:
+    """The arrays given with -i, and every input's shape, checked against the model before
+    anything is compiled: a wrong shape is named as such, not as a layer that fails with it."""
+    names = [p.name for p in graph.parameters]
+    given = parse_shapes(args.shape, names)
+    arrays = read_inputs(args.input, graph)
+    for name, arr in arrays.items():
+        origin = "the array given with -i"
+        if name in given and given[name].shape != tuple(arr.shape):
+            raise UsageError(f"input '{name}': its array has shape {list(arr.shape)}, but "
+                             f"{given[name].origin} gives {list(given[name].shape)}")
+        given[name] = GivenShape(tuple(arr.shape), origin)
+    if args.batch is not None:
+        apply_batch(given, args.batch, graph.parameters)
+    check_against_model(given, graph.parameters)
+    shapes = {name: g.shape for name, g in given.items()}
+    for p in graph.parameters:
+        shape = shapes.get(p.name) or declared_shape(p)
+        if shape is None or any(d is None for d in shape):
+            shown = "of unknown rank" if shape is None else \
+                f"[{', '.join('?' if d is None else str(d) for d in shape)}]"
+            raise UsageError(f"input '{p.name}' has an open shape {shown}: give it with "
+                             f"-i {p.name}=file.npy or --shape {p.name}=1x3x224x224")
+        shapes.setdefault(p.name, tuple(int(d) for d in shape))
+    return arrays, shapes
 
 
 def read_inputs(items, graph) -> dict[str, np.ndarray]:

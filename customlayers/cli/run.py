@@ -5,6 +5,7 @@ import sys
 
 import numpy as np
 
+from .benchmark_app_options import add_profile_options, perf_counts_wanted
 from .model_args import add_model_options, load_network
 from .output import check_array_count, check_output_path, write_arrays_atomically
 
@@ -13,18 +14,18 @@ def add_parser(sub):
     p = sub.add_parser("run", help="run a model (IR or ONNX) whose layers may be custom layers",
                        description="Run a whole model once on an OpenCL device and print or save "
                                    "its outputs.")
-    add_model_options(p)
+    add_model_options(p, "run")
     p.add_argument("-o", "--output", help="write the outputs to this .npz (or .npy: one output)")
-    p.add_argument("-pc", "--perf-counts", action="store_true",
-                   help="print per-layer device times (from OpenCL profiling events)")
+    add_profile_options(p)
     return p
 
 
 def run(args) -> int:
     from ..runtime import profile
+    perf_counts = perf_counts_wanted(args)
     if args.output:
         check_output_path(args.output)
-    engine, net, arrays = load_network(args, profiling=args.perf_counts)
+    engine, net, arrays = load_network(args, profiling=perf_counts)
     if args.output:
         # the graph's Results, not net.output_names: that builds the default plan, which a
         # model with shape inputs cannot have before it sees their values
@@ -38,7 +39,7 @@ def run(args) -> int:
     if args.output:
         write_arrays_atomically(args.output, outputs)
         print(f"outputs written to {args.output}", file=sys.stderr)
-    if args.perf_counts:
+    if perf_counts:
         print()
         print(profile.format_table(profile.collect(req)))
     return 0

@@ -1,19 +1,22 @@
-"""`customlayers validate CONFIG...`: every problem in every config, at its file:line:col.
+"""`customlayers validate CONFIG|DIR|SOURCE.cl...`: every problem in every config, at its
+file:line:col.
 
 Exit status: 0 no errors, 1 errors (warnings too with --strict), 2 a config file cannot be read
-or the arguments are wrong. With --format json, stdout is exactly one JSON array (for CI tools)
-and the summary goes to stderr.
+or the arguments are wrong (a model given as a config among them). With --format json, sarif or
+github, stdout holds exactly that output (for CI tools) and the summary goes to stderr.
+Which files the arguments name (folders, .cl sources): config_files.py.
 """
 from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import sys
 
 from ..config import ConfigSet, Diagnostic, load_configs
 from ..config.diagnostics import ERROR, WARNING, Location
 from .common import add_build_options, build_cache
+from .config_files import expand
+from .diagnostic_formats import FORMATS, render
 
 DEFAULT_INPUT_SHAPE = (1, 3, 8, 8)
 
@@ -24,10 +27,14 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         description="Check CustomLayer config files: structure (JSON Schema), values, "
                     "sources, defines, work-size formulas. Every problem is listed as "
                     "file:line:col: severity[CODE]: message (layer NAME).")
-    p.add_argument("configs", nargs="+", metavar="CONFIG", help="config XML files")
-    p.add_argument("--format", choices=("text", "json"), default="text",
-                   help="text (default) or a JSON array of {file, line, column, severity, "
-                        "code, layer, message}")
+    p.add_argument("configs", nargs="+", metavar="CONFIG",
+                   help="config XML files; folders (every *.xml with a <CustomLayer> under "
+                        "them); .cl sources (the configs under the current folder that name "
+                        "them)")
+    p.add_argument("--format", choices=FORMATS, default="text",
+                   help="text (default); json: an array of {file, line, column, severity, "
+                        "code, layer, message}; sarif: a SARIF 2.1.0 log (code scanning); "
+                        "github: GitHub Actions annotations (::error file=...)")
     p.add_argument("--strict", action="store_true", help="treat warnings as errors")
     p.add_argument("--allow-external-sources", action="store_true",
                    help="allow Source files outside the config file's directory tree")
@@ -112,7 +119,8 @@ def _compile_inputs(spec, given: list) -> tuple[list, dict]:
 
 
 def _summary(files: int, configs: ConfigSet, diags: list[Diagnostic]) -> str:
-    """'N files, M layers: E errors, W warnings'; `files` counts every argument, read or not."""
+    """'N files, M layers: E errors, W warnings'; `files` counts every config file named
+    (through a folder or a .cl too), read or not."""
     def n(count: int, word: str) -> str:
         return f"{count} {word}{'' if count == 1 else 's'}"
     errors = sum(d.severity == ERROR for d in diags)
@@ -122,9 +130,13 @@ def _summary(files: int, configs: ConfigSet, diags: list[Diagnostic]) -> str:
 
 
 def run(args) -> int:
+    from . import package_version
+    targets = expand(args.configs)
+    for note in targets.notes:
+        print(f"note: {note}", file=sys.stderr)
     configs = ConfigSet()
     unreadable: list[Diagnostic] = []
-    for path in args.configs:
+    for path in targets.configs:
         try:
             load_configs([path], allow_external_sources=args.allow_external_sources,
                          into=configs)
@@ -137,14 +149,12 @@ def run(args) -> int:
     if args.strict:
         diags = [dataclasses.replace(d, severity=ERROR) if d.severity == WARNING else d
                  for d in diags]
-    summary = _summary(len(args.configs), configs, diags)
-    if args.format == "json":
-        print(json.dumps([d.to_json() for d in diags], indent=2))
-        print(summary, file=sys.stderr)
-    else:
-        for d in diags:
-            print(d.render())
-        print(summary)
+    summary = _summary(len(targets.configs), configs, diags)
+    output = render(args.format, diags, package_version())
+    if output or args.format in ("json", "sarif"):
+        print(output)
+    # for the machine formats stdout holds only their output
+    print(summary, file=sys.stdout if args.format == "text" else sys.stderr)
     if unreadable:
         return 2
     return 1 if any(d.severity == ERROR for d in diags) else 0

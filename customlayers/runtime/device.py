@@ -2,6 +2,8 @@
 program cache."""
 from __future__ import annotations
 
+import re
+
 import pyopencl as cl
 
 from .. import settings
@@ -40,19 +42,61 @@ def _label(dev) -> str:
     return f"'{dev.name.strip()}' ({_type_name(dev)}, {dev.platform.name.strip()})"
 
 
+# OpenVINO's device names: a type, then an index per type ("GPU.0", "GPU.1", "CPU.0")
+_INDEXED = re.compile(r"(GPU|CPU|ACCELERATOR|OTHER)\.(\d{1,6})", re.IGNORECASE)
+# OpenVINO's virtual devices spread one model over several; we run on one device
+_VIRTUAL_PREFIXES = ("MULTI:", "HETERO:", "BATCH:", "AUTO:")
+
+
+def _index_type(dev) -> str:
+    """The type a device is numbered under: its first of GPU, CPU, ACCELERATOR, else OTHER."""
+    return _type_name(dev).split("/")[0]
+
+
+def device_index_names(devices: list | None = None) -> list[str]:
+    """'GPU.0', 'GPU.1', 'CPU.0', ... for `devices` (default: every device), numbered per type
+    in the order OpenCL lists them, as OpenVINO names its devices."""
+    devices = list_devices() if devices is None else devices
+    seen: dict[str, int] = {}
+    names = []
+    for dev in devices:
+        kind = _index_type(dev)
+        names.append(f"{kind}.{seen.get(kind, 0)}")
+        seen[kind] = seen.get(kind, 0) + 1
+    return names
+
+
+def _listing(devices: list) -> str:
+    return "; ".join(f"{name} {_label(d)}"
+                     for name, d in zip(device_index_names(devices), devices))
+
+
 def select_device(selector: str | None = None) -> cl.Device:
-    """None (and no CUSTOMLAYERS_DEVICE): the best device, a GPU if any (most compute units),
-    else a CPU. "CPU"/"GPU": the best of that type. Anything else: the first device whose
-    device or platform name contains it (case-insensitive). DeviceError lists the devices."""
+    """None (and no CUSTOMLAYERS_DEVICE), or "AUTO": the best device, a GPU if any (most compute
+    units), else a CPU. "CPU"/"GPU": the best of that type. "GPU.1": the second GPU, numbered per
+    type in the order OpenCL lists them (as OpenVINO numbers its devices). Anything else: the
+    first device whose device or platform name contains it (case-insensitive). DeviceError lists
+    the devices with their index names."""
     devices = list_devices()
     if not devices:
         raise DeviceError("no OpenCL device found: install an OpenCL driver (PoCL runs on any "
                           "CPU: apt-get install pocl-opencl-icd)")
     if selector is None:
         selector = settings.default_device()
-    if selector is None or not selector.strip():
+    if selector is None or not selector.strip() or selector.strip().upper() == "AUTO":
         return max(devices, key=_rank)
     wanted = selector.strip()
+    if wanted.upper().startswith(_VIRTUAL_PREFIXES):
+        raise DeviceError(f"device '{wanted}': a model runs on one OpenCL device here (no "
+                          f"MULTI, HETERO, BATCH or AUTO lists); name one, e.g. "
+                          f"{device_index_names(devices)[0]}; devices: {_listing(devices)}")
+    indexed = _INDEXED.fullmatch(wanted)
+    if indexed:
+        names = device_index_names(devices)
+        name = f"{indexed.group(1).upper()}.{int(indexed.group(2))}"
+        if name not in names:
+            raise DeviceError(f"no OpenCL device '{wanted}': the devices are {_listing(devices)}")
+        return devices[names.index(name)]
     by_type = {"GPU": cl.device_type.GPU, "CPU": cl.device_type.CPU,
                "ACCELERATOR": cl.device_type.ACCELERATOR}
     if wanted.upper() in by_type:
@@ -65,9 +109,8 @@ def select_device(selector: str | None = None) -> cl.Device:
                    if any(low in text.lower() for text in
                           (d.name, d.platform.name, d.platform.vendor, d.platform.version))]
     if not matches:
-        known = "; ".join(_label(d) for d in devices)
-        raise DeviceError(f"no OpenCL device matches '{wanted}' (CPU, GPU, or part of a device "
-                          f"or platform name); devices: {known}")
+        raise DeviceError(f"no OpenCL device matches '{wanted}' (CPU, GPU, GPU.0, or part of a "
+                          f"device or platform name); devices: {_listing(devices)}")
     return max(matches, key=_rank)
 
 

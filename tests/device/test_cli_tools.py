@@ -109,3 +109,12 @@ def test_jit_prints_the_program_the_runtime_runs(capsys, tmp_path, cl_env):
     assert bound.source.text == out
     x = np.arange(48, dtype=np.float32).reshape(1, 3, 4, 4)
     np.testing.assert_array_equal(bound(x), 2 * x.repeat(2, axis=2).repeat(2, axis=3))
+
+
+def test_layers_takes_several_configs_after_one_c(capsys):
+    grn = str(Path(RELU).parents[1] / "grn" / "grn.xml")
+    assert main(["layers", "-c", RELU, grn]) == 0          # as the README writes it
+    out = capsys.readouterr().out
+    assert "relu.xml:3" in out and "grn.xml:" in out
+    assert main(["layers", "-c", RELU, "-c", grn]) == 0    # and repeated
+    assert capsys.readouterr().out == out
