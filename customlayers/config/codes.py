@@ -74,6 +74,7 @@ CODES: dict[str, str] = {
     "CL113": "a binding does not fit the kernel parameter's declaration (pointer, space, type)",
     "CL114": "an input_buffer is written by no output_buffer of an earlier stage",
     "CL115": "a Tensor or WorkSizes names a port the layer does not have, or ports leave a gap",
+    "CL116": "validate --compile does not build MVCL layers yet (info)",
 }
 
 
