@@ -35,7 +35,7 @@ FLOAT_TYPES = {"float", "half", "double"}
 @dataclass(frozen=True)
 class KernelParameter:
     name: str
-    declaration: str          # as written, whitespace collapsed: "__global const half* restrict src"
+    declaration: str          # as written, spaces collapsed: "__global const half* restrict src"
     address_space: str        # "global" | "local" | "constant" | "private" (the default)
     is_pointer: bool
     base_type: str            # the type without qualifiers: "half", "float8", "int", "uint" ...

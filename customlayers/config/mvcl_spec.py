@@ -1,4 +1,4 @@
-"""MvclSpec and MvclLayer: parsed, validated MVCL descriptors (SPEC section 6), as plain dataclasses.
+"""MvclSpec and MvclLayer: parsed, validated MVCL descriptors (SPEC section 6), plain dataclasses.
 
 One `MvclSpec` is one kernel of one `<CustomLayer type="MVCL">` element: one stage of one
 variant. An `MvclLayer` groups every definition of one layer name in a file: its variants (told
