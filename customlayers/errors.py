@@ -62,20 +62,23 @@ class FormulaError(CustomLayersError, ValueError):
     """A work-size (or shape) formula does not parse or cannot be evaluated.
 
     `formula` is the text, `position` the 0-based character offset of the problem (or None),
-    `layer` and `attribute` say where the formula came from when known.
+    `layer` and `attribute` say where the formula came from when known, `location` the place
+    in the config (file:line:col) when known.
     """
 
     def __init__(self, message: str, formula: str = "", position: int | None = None,
-                 layer: str | None = None, attribute: str | None = None):
+                 layer: str | None = None, attribute: str | None = None,
+                 location: object | None = None):
         super().__init__(message)
         self.message = message
         self.formula = formula
         self.position = position
         self.layer = layer
         self.attribute = attribute
+        self.location = location
 
     def describe(self) -> str:
-        where = []
+        where = [str(self.location)] if self.location else []
         if self.layer:
             where.append(f"layer '{self.layer}'")
         if self.attribute:

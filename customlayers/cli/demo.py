@@ -26,6 +26,10 @@ MODELS_DIR = EXAMPLES_DIR.parent / "models"
 DEMO_CONFIGS = ("relu", "grn", "reorg")
 # timed runs per example: a median needs no more, and a mistyped count should not run for hours
 MAX_RUNS = 10_000
+# The dialects the runtime runs. MVCL examples are left out until the runtime's MVCL adapter
+# lands (config/ loads them and config/mvcl_program.py generates their programs already);
+# the adapter's author adds "MVCL" here.
+RUNNABLE_KINDS = ("SimpleGPU",)
 
 
 @dataclass(frozen=True)
@@ -34,6 +38,7 @@ class Example:
     folder: Path
     config: Path           # <name>/<name>.xml
     reference: ModuleType  # reference(inputs, params, data) -> list, CASES, FORMATS
+    kind: str = "SimpleGPU"  # the dialect of its config: "SimpleGPU" | "MVCL"
 
 
 def load_example(folder: Path) -> Example:
@@ -45,14 +50,24 @@ def load_example(folder: Path) -> Example:
     spec = importlib.util.spec_from_file_location(f"customlayers_example_{folder.name}", ref_path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return Example(folder.name, folder, config, module)
+    return Example(folder.name, folder, config, module, _config_kind(config))
 
 
-def find_examples(root: Path = EXAMPLES_DIR) -> list[Example]:
+def _config_kind(config: Path) -> str:
+    from ..config import load_configs
+    kinds = {layer.kind for layer in load_configs([config]).layers.values()}
+    return "MVCL" if "MVCL" in kinds else "SimpleGPU"
+
+
+def find_examples(root: Path = EXAMPLES_DIR,
+                  kinds: tuple[str, ...] = RUNNABLE_KINDS) -> list[Example]:
+    """The examples under `root` whose config is of one of `kinds` (by default those the
+    runtime runs)."""
     root = Path(root)
     if not root.is_dir():
         raise CustomLayersError(f"no examples at {root}: the demo runs from a source checkout")
-    return [load_example(p) for p in sorted(root.iterdir()) if (p / "reference.py").is_file()]
+    found = [load_example(p) for p in sorted(root.iterdir()) if (p / "reference.py").is_file()]
+    return [e for e in found if e.kind in kinds]
 
 
 def case_arrays(case: dict, seed: int = 0) -> tuple[list[np.ndarray], dict[str, np.ndarray]]:

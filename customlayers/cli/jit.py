@@ -54,6 +54,8 @@ def run(args) -> int:
     spec = configs.layers[name]
     inputs = _tensors(args.input, "input")
     outputs = _tensors(args.output, "output")
+    if spec.kind == "MVCL":
+        return _run_mvcl(spec, inputs, outputs, parse_params(args.param))
     expected = spec.num_input_ports + len(spec.data)
     if len(inputs) != expected:
         raise UsageError(f"layer '{spec.name}' takes {expected} input tensor"
@@ -75,3 +77,26 @@ def run(args) -> int:
           f"// build options: {program.options or '(none)'}", file=sys.stderr)
     return 0
 
+
+
+def _run_mvcl(layer, inputs, outputs, params) -> int:
+    """An MVCL layer: every stage's program on stdout, its sizes and arguments on stderr."""
+    from . import UsageError
+    from ..config.mvcl_program import ScalarArg, TensorShape, generate_mvcl_stages
+    if not outputs:
+        raise UsageError(f"layer '{layer.name}' is an MVCL layer, whose output shapes the config "
+                         f"cannot say: give each with --output")
+    shapes = (lambda descs: [TensorShape(d.dims, d.dtype) for d in descs])
+    programs = generate_mvcl_stages(layer.select(params), params, shapes(inputs),
+                                    shapes(outputs))
+    for program in programs:
+        sys.stdout.write(program.text)
+        local = ",".join(map(str, program.local_size)) if program.local_size else \
+            "(driver chooses)"
+        args = ", ".join(f"{a.arg_name}={a.value.item()}" if isinstance(a, ScalarArg)
+                         else f"{a.arg_name}:{type(a).__name__}" for a in program.args)
+        print(f"// stage {program.stage}: global work size "
+              f"{','.join(map(str, program.global_size))}, local work size {local}\n"
+              f"// arguments: {args}", file=sys.stderr)
+    sys.stdout.flush()
+    return 0

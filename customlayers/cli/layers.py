@@ -61,6 +61,36 @@ def describe_layer(spec: LayerSpec) -> list[str]:
     return lines
 
 
+def describe_mvcl_layer(layer) -> list[str]:
+    """Text lines describing an MVCL layer: each variant (its Where), each stage's bindings."""
+    from ..config.mvcl_spec import (MvclData, MvclLocalData, MvclScalar, render_where)
+    loc = layer.location
+    lines = [f"{layer.name}  ({loc.file}:{loc.line})  MVCL"]
+    for variant in layer.variants:
+        lines.append(f"  variant     {render_where(variant.where)}")
+        for spec in variant.stages:
+            files = ", ".join(s.filename for s in spec.sources)
+            lines.append(f"  stage {spec.stage}     entry {spec.entry} ({files})")
+            for k, p in spec.arguments:
+                if isinstance(p, MvclScalar):
+                    what = f"{p.type} from {p.source}" + \
+                        (f" (port-index {p.port_index})" if p.port_index is not None else "")
+                elif isinstance(p, MvclLocalData):
+                    what = f"local memory, {p.size} bytes over {p.dim[0]},{p.dim[1]}"
+                elif isinstance(p, MvclData):
+                    what = f"data '{p.blob}' ({p.format})"
+                elif p.dim is not None:
+                    what = f"{p.kind} {p.port_index}, {p.size} bytes over {p.dim[0]},{p.dim[1]}"
+                else:
+                    what = f"{p.kind} {p.port_index} ({p.format})"
+                lines.append(f"              {k.position}: {k.name} = {what}")
+            ws = spec.work_sizes
+            local = ",".join(ws.local) if ws.local else "driver's choice"
+            lines.append(f"              work sizes global={','.join(ws.global_)}  "
+                         f"local={local}  dim={ws.dim[0]},{ws.dim[1]}")
+    return lines
+
+
 def run(args) -> int:
     from ..runtime.registry import Registry
     registry = Registry()
@@ -68,6 +98,7 @@ def run(args) -> int:
     for d in diags.sorted():
         print(d.render(), file=sys.stderr)
     types = registry.layer_types()
-    blocks = ["\n".join(describe_layer(registry.spec(t))) for t in types]
+    blocks = ["\n".join(describe_mvcl_layer(spec) if spec.kind == "MVCL" else
+                        describe_layer(spec)) for spec in map(registry.spec, types)]
     print("\n\n".join(blocks) if blocks else "no custom layers")
     return 0

@@ -1,4 +1,5 @@
-"""config/: descriptor XML -> validated LayerSpecs, with every problem as a located Diagnostic.
+"""config/: descriptor XML -> validated LayerSpecs (SimpleGPU) and MvclLayers (MVCL), with
+every problem as a located Diagnostic.
 
     from customlayers.config import load_configs, load_config_string
     configs = load_configs(["custom_layers.xml"])
@@ -7,7 +8,8 @@
 """
 from .diagnostics import Diagnostic, Diagnostics, Location
 from .loader import ConfigSet, load_config_string, load_configs
+from .mvcl_spec import MvclLayer, MvclSpec
 from .spec import LayerSpec
 
-__all__ = ["ConfigSet", "load_configs", "load_config_string", "LayerSpec", "Diagnostic",
-           "Diagnostics", "Location"]
+__all__ = ["ConfigSet", "load_configs", "load_config_string", "LayerSpec", "MvclLayer",
+           "MvclSpec", "Diagnostic", "Diagnostics", "Location"]

@@ -22,7 +22,7 @@ CODES: dict[str, str] = {
     "CL015": "an attribute that needs a value is empty",
     "CL016": "a value does not have the expected form",
     # -- attribute values --------------------------------------------------------------------
-    "CL020": "CustomLayer type is not SimpleGPU",
+    "CL020": "CustomLayer type is not SimpleGPU or MVCL",
     "CL021": "CustomLayer version is not 1",
     "CL022": "Tensor type is not input or output",
     "CL023": "Tensor format is not BFYX, BYXF, YXFB, FYXB or ANY (upper or lower case)",
@@ -57,6 +57,24 @@ CODES: dict[str, str] = {
     "CL081": "the layer could not be prepared for building (shapes, defines, work sizes)",
     "CL082": "the OpenCL compiler warns about a program that builds (a warning)",
     "CL083": "the local work size cannot run on the device (or with the built kernel)",
+    # -- the VPU dialect (type="MVCL", SPEC section 6) -----------------------------------------
+    "CL100": "max-shaves is a VPU scheduling hint: accepted and not used (info)",
+    "CL101": "a Source names a .bin (offline VPU binary): the .cl of the same name is used (info)",
+    "CL102": "a Source names a .bin (offline VPU binary) and no .cl of the same name is next to it",
+    "CL103": "a Parameters child has a type its element does not allow",
+    "CL104": "an MVCL format is not BFYX, BYXF, YXFB, FYXB, FYX, YXF, BF or ANY",
+    "CL105": "a Scalar source is neither a dimension (I.X ...), a number, nor an attribute name",
+    "CL106": "a kernel has no Parameters or no WorkSizes, or has them both inside and beside it",
+    "CL107": "stages are missing, duplicated, leave a gap, or are given twice for one kernel",
+    "CL108": "two definitions of one MVCL layer have the same Where conditions (both would match)",
+    "CL109": "the kernel's parameter list cannot be read from the sources",
+    "CL110": "a kernel parameter is bound by nothing",
+    "CL111": "an arg-name is not a parameter of the kernel",
+    "CL112": "an arg-name is bound twice",
+    "CL113": "a binding does not fit the kernel parameter's declaration (pointer, space, type)",
+    "CL114": "an input_buffer is written by no output_buffer of an earlier stage",
+    "CL115": "a Tensor or WorkSizes names a port the layer does not have, or ports leave a gap",
+    "CL116": "validate --compile does not build MVCL layers yet (info)",
 }
 
 

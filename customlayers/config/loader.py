@@ -1,6 +1,7 @@
 """Loading configs into a `ConfigSet`: files or strings, one or many, every problem collected.
 
-Per file: parse (xmlload) -> structure (schema) -> semantics and LayerSpec (checks). A content
+Per file: parse (xmlload) -> structure (schema) -> semantics and LayerSpec (checks), or for
+type="MVCL" MvclSpecs grouped into an MvclLayer (mvcl_checks, mvcl_layers). A content
 problem never raises; it becomes a Diagnostic, and a layer with an error is left out of
 `.layers`. Only a config file that cannot be read at all raises (OSError), so the CLI can tell
 "bad file" (exit 2) from "bad content" (exit 1).
@@ -14,6 +15,8 @@ from typing import Iterable, Mapping
 
 from .checks import LayerChecker
 from .diagnostics import Diagnostics, Location
+from .mvcl_layers import MvclFileCollector
+from .mvcl_spec import MvclLayer
 from .schema import check_structure
 from .spec import LayerSpec, SourceFile
 from .xmlload import LAYER_TAG, Node, parse_document
@@ -22,7 +25,9 @@ from .xmlload import LAYER_TAG, Node, parse_document
 @dataclass
 class ConfigSet:
     """The result of loading one or more config files."""
-    layers: dict[str, LayerSpec] = field(default_factory=dict)  # by name; a later file wins
+    # by name; a later file wins. A SimpleGPU layer is a LayerSpec, an MVCL one an MvclLayer
+    # (its variants and stages); both have `kind` ("SimpleGPU" | "MVCL") and `location`
+    layers: dict[str, LayerSpec | MvclLayer] = field(default_factory=dict)
     diagnostics: Diagnostics = field(default_factory=Diagnostics)
     files: list[str] = field(default_factory=list)
     # every <CustomLayer name=...> seen, valid or not, in load order: (name, where)
@@ -118,8 +123,15 @@ def _load_one(data: bytes | str, file: str, reader, config_path: str | None,
                           "no <CustomLayer> element found; expected one or more, at the top "
                           "level or inside one container element")
         bad = check_structure(doc, diags)
+        # MVCL elements of one name are variants and stages of one layer: collected over the
+        # file, registered at its end
+        mvcl = MvclFileCollector(diags, reader, config_path, into)
         for i, node in enumerate(layer_nodes):
-            _add_layer(node, i in bad, diags, reader, config_path, into)
+            if node.attrs.get("type") == "MVCL":
+                mvcl.add(node, i in bad)
+            else:
+                _add_layer(node, i in bad, diags, reader, config_path, into)
+        mvcl.finish()
     # file order, then line and column; stable, so one place keeps its reporting order
     into.diagnostics.extend(sorted(diags, key=lambda d: (d.line, d.column)))
 
@@ -127,10 +139,7 @@ def _load_one(data: bytes | str, file: str, reader, config_path: str | None,
 def _add_layer(node: Node, has_error: bool, diags: Diagnostics, reader,
                config_path: str | None, into: ConfigSet) -> None:
     name = node.attrs.get("name")
-    if node.attrs.get("type") == "MVCL":
-        spec = None  # reported by the schema: not supported yet
-    else:
-        spec = LayerChecker(node, diags, reader, config_path).build()
+    spec = LayerChecker(node, diags, reader, config_path).build()
     if not name:
         return
     for earlier_name, earlier in into.definitions:

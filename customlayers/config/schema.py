@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import re
 from functools import lru_cache
 from importlib import resources
 from typing import Any
@@ -23,20 +24,27 @@ from .xmlload import LAYER_TAG, Document, Node
 Path = tuple  # of str (keys) and int (array indices)
 
 
-@lru_cache(maxsize=1)
-def load_schema() -> dict:
-    """The packaged schema (also published as schemas/customlayer.schema.json)."""
-    text = resources.files("customlayers").joinpath("schemas/customlayer.schema.json").read_text(
+@lru_cache(maxsize=None)
+def load_schema(name: str = "customlayer.schema.json") -> dict:
+    """A packaged schema (also published under schemas/): the descriptor's, or the MVCL
+    dialect's (mvcl.schema.json), which the descriptor's refers to for type="MVCL"."""
+    text = resources.files("customlayers").joinpath(f"schemas/{name}").read_text(
         encoding="utf-8")
     return json.loads(text)
 
 
 @lru_cache(maxsize=1)
 def _validator() -> jsonschema.protocols.Validator:
+    from referencing import Registry, Resource
     schema = load_schema()
+    mvcl = load_schema("mvcl.schema.json")
+    # the descriptor's schema refers to "mvcl.schema.json" by its $id: served from the package,
+    # never fetched
+    registry = Registry().with_resource(mvcl["$id"], Resource.from_contents(mvcl))
     cls = jsonschema.validators.validator_for(schema)
     cls.check_schema(schema)
-    return cls(schema)
+    cls.check_schema(mvcl)
+    return cls(schema, registry=registry)
 
 
 class JsonForm:
@@ -97,6 +105,11 @@ def _known_properties(schema: dict) -> set[str]:
     return set(schema.get("properties", {}))
 
 
+def _pattern_allowed(schema: dict, key: str) -> bool:
+    """True when a patternProperties rule admits `key` (MVCL's <Where> takes any attribute)."""
+    return any(re.search(p, key) for p in schema.get("patternProperties", {}))
+
+
 def check_structure(doc: Document, diags: Diagnostics) -> set[int]:
     """Apply the schema to `doc`; report every problem; return the indices (among the
     CustomLayer elements) of layers that got an error."""
@@ -150,7 +163,7 @@ def _unknown(error, path: Path, form: JsonForm, layer: str | None, diags: Diagno
     known = _known_properties(error.schema)
     owner = form.tag(path)
     for key in error.instance:
-        if key in known:
+        if key in known or _pattern_allowed(error.schema, key):
             continue
         if key.startswith("@"):
             name = key[1:]

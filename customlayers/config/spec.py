@@ -74,6 +74,11 @@ class LayerSpec:
     compiler_options_location: Location | None = None
 
     @property
+    def kind(self) -> str:
+        """The dialect: "SimpleGPU" (an MvclLayer says "MVCL")."""
+        return "SimpleGPU"
+
+    @property
     def inputs(self) -> tuple[TensorBinding, ...]:
         """Input tensor bindings, by port index."""
         return tuple(sorted((t for t in self.tensors if t.kind == "input"),

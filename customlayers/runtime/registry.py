@@ -35,6 +35,9 @@ from .kernel import BoundKernel, data_descs_and_values
 from .limits import check_kernel_work_group, check_local_size
 from .simplegpu import SimpleGpuLayer
 
+# the adapter of each kind of loaded layer (jit.layer.LayerImpl over its descriptor)
+_ADAPTERS = {"SimpleGPU": SimpleGpuLayer}
+
 # the codes of validate --compile (config/codes.py) for what each step of bind finds
 PREPARE_CODE = "CL081"   # tensors, formulas, defines that do not work for these inputs
 BUILD_CODE = "CL080"     # the compiler refuses the program, or the kernel's arguments differ
@@ -110,8 +113,13 @@ class Registry:
     # -- implementations -----------------------------------------------------------------------
     def implementation(self, layer_type: str):
         """The layer implementation (jit.layer.LayerImpl) of a loaded layer type, for the
-        network's resolver: an adapter over its descriptor."""
-        return SimpleGpuLayer(self.spec(layer_type), self)
+        network's resolver: the adapter of its kind over its descriptor."""
+        spec = self.spec(layer_type)
+        adapter = _ADAPTERS.get(spec.kind)
+        if adapter is None:
+            raise BindingError(f"layer type '{layer_type}' ({spec.location}) is an {spec.kind} "
+                               f"layer, which this version cannot run yet")
+        return adapter(spec, self)
 
     # -- binding: the one layer-compile pipeline -----------------------------------------------
     def bind(self, layer_type: str, inputs: Sequence[TensorDesc],
@@ -122,6 +130,9 @@ class Registry:
         every error carries the descriptor's place (`location`, `code`) for the CLI's
         diagnostics."""
         spec = self.spec(layer_type)
+        if spec.kind != "SimpleGPU":
+            raise BindingError(f"layer type '{layer_type}' ({spec.location}) is an {spec.kind} "
+                               f"layer: bind takes SimpleGPU layers; run it in a network")
         try:
             data_descs, data_values = data_descs_and_values(spec, data)
             all_inputs, kernel_outputs = kernel_tensors(spec, inputs, outputs, data_descs)

@@ -36,7 +36,7 @@ def test_ten_mistakes_all_reported_at_their_lines():
         (21, "CL031", "error", "Second"),     # arg-index gap (0, 2)
         (25, "CL061", "error", "Second"),     # 4 global entries
         (25, "CL062", "error", "Second"),     # local 3 vs global 4
-        (27, "CL020", "error", "Third"),      # MVCL
+        (27, "CL012", "error", "Third"),      # an MVCL layer without <Kernel>
         (28, "CL070", "warning", "Second"),   # Second again
         (32, "CL032", "error", "Second"),     # no output tensor
     ]
@@ -51,8 +51,8 @@ def test_messages_say_expected_and_found():
     assert text["CL023"].endswith(
         ":10:55: error[CL023]: format 'Bfyx' is not one of BFYX, BYXF, YXFB, FYXB, ANY "
         "(or lower case) (layer Broken)")
-    assert "type 'MVCL' is not 'SimpleGPU': the VPU dialect (MVCL) is not supported yet" \
-        in text["CL020"]
+    assert "<CustomLayer> has no <Kernel> element; expected at least one (layer Third)" \
+        in text["CL012"]
     assert "version '2' is not '1'" in text["CL021"]
     assert "'fast' is not a float literal" in text["CL050"]
     assert "arg-index 0 is bound twice: <Tensor> here and <Tensor> at line 10" in text["CL030"]

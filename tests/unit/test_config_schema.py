@@ -57,6 +57,30 @@ def test_every_code_is_documented_and_used():
     for path in (ROOT / "customlayers").rglob("*.py"):
         if path.name != "codes.py":
             used |= set(re.findall(r'"(CL\d{3})"', path.read_text()))
-    used |= set(re.findall(r'"x-code": "(CL\d{3})"', PACKAGED.read_text()))
+    for schema in PACKAGED.parent.glob("*.schema.json"):
+        used |= set(re.findall(r'"x-code": "(CL\d{3})"', schema.read_text()))
     assert used <= set(CODES), f"undocumented codes: {sorted(used - set(CODES))}"
     assert set(CODES) <= used, f"documented but never reported: {sorted(set(CODES) - used)}"
+
+
+def test_mvcl_schema_is_published_and_referred_to_by_the_descriptor_schema():
+    published = ROOT / "schemas" / "mvcl.schema.json"
+    assert published.is_symlink() and not os.path.isabs(os.readlink(published))
+    mvcl = load_schema("mvcl.schema.json")
+    assert json.loads(published.read_text()) == mvcl
+    jsonschema.Draft202012Validator.check_schema(mvcl)
+    then = load_schema()["$defs"]["CustomLayer"]["then"]["$ref"]
+    assert mvcl["$id"].endswith("/" + then)
+
+
+def test_json_form_of_an_mvcl_layer_checked_by_plain_jsonschema():
+    from referencing import Registry, Resource
+    mvcl = load_schema("mvcl.schema.json")
+    registry = Registry().with_resource(mvcl["$id"], Resource.from_contents(mvcl))
+    validator = jsonschema.Draft202012Validator(load_schema(), registry=registry)
+    text = (ROOT / "examples" / "layers" / "mvn_two_stage" / "mvn_two_stage.xml").read_text()
+    assert list(validator.iter_errors(json_form(text))) == []
+    bad = text.replace('type="output_buffer" port-index="1"', 'type="output_bufer" port-index="1"')
+    errors = list(validator.iter_errors(json_form(bad)))
+    assert [list(e.absolute_path) for e in errors] == \
+        [["CustomLayer", 0, "Parameters", 0, "Tensor", 2, "@type"]]
