@@ -109,6 +109,7 @@ class KernelBuildError(CustomLayersError, RuntimeError):
     than the source.
     """
     options_rejected = False
+    user_options: str | None = None     # the descriptor's own options, when others were added
 
     def __init__(self, message: str, log: str = "", source_path: str | None = None,
                  options: str = "", device: str = "", layer: str | None = None):

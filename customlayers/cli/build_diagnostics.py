@@ -19,7 +19,8 @@ def error_diagnostics(error: CustomLayersError, fallback, layer: str) -> list[Di
         return log_diagnostics(error, error.code or "CL080")
     at = error.location or fallback
     if isinstance(error, KernelBuildError):      # the driver refused the options
-        message = (f"the OpenCL compiler rejects the build options '{error.options}': "
+        shown = error.options if error.user_options is None else error.user_options
+        message = (f"the OpenCL compiler rejects the build options '{shown}': "
                    f"{error.log.strip() or 'no build log'} (device {error.device})")
     else:
         message = error.describe()

@@ -57,6 +57,9 @@ CODES: dict[str, str] = {
     "CL081": "the layer could not be prepared for building (shapes, defines, work sizes)",
     "CL082": "the OpenCL compiler warns about a program that builds (a warning)",
     "CL083": "the local work size cannot run on the device (or with the built kernel)",
+    "CL084": "a kernel parameter cannot take what the descriptor binds to it (an output bound "
+             "to a const or non-__global parameter, a tensor to a non-pointer)",
+    "CL085": "the kernel needs half precision (cl_khr_fp16), which the device does not have",
     # -- the VPU dialect (type="MVCL", SPEC section 6) -----------------------------------------
     "CL100": "max-shaves is a VPU scheduling hint: accepted and not used (info)",
     "CL101": "a Source names a .bin (offline VPU binary): the .cl of the same name is used (info)",

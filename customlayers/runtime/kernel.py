@@ -48,7 +48,7 @@ class BoundKernel:
     def __init__(self, spec: LayerSpec, inputs: Sequence[TensorDesc],
                  outputs: Sequence[TensorDesc], data_descs: Sequence[TensorDesc],
                  data_values: Sequence[np.ndarray | None], source, program: cl.Program,
-                 kernel: cl.Kernel, engine):
+                 kernel: cl.Kernel, engine, options: str | None = None):
         self.spec = spec
         self.inputs = tuple(inputs)            # as the kernel receives them (format applied)
         self.outputs = tuple(outputs)
@@ -56,6 +56,7 @@ class BoundKernel:
         self.data_names = tuple(d.name for d in spec.data_in_arg_order)
         self.data_values = tuple(data_values)  # flat arrays of the data descs' dtype, or None
         self.source = source                   # GeneratedProgram
+        self.options = source.options if options is None else options   # as built
         self.global_size = tuple(source.global_size)
         self.local_size = tuple(source.local_size) if source.local_size else None
         self.program = program
@@ -94,7 +95,7 @@ class BoundKernel:
                 args.append(Arg.const(self._data_value(k)))
         return KernelLaunch(source=self.source.text, entry=self.spec.entry, args=tuple(args),
                             global_size=self.global_size, local_size=self.local_size,
-                            options=self.source.options, label=self.spec.name,
+                            options=self.options, label=self.spec.name,
                             line_map=self.source.line_map)
 
     def _data_value(self, k: int) -> np.ndarray:

@@ -17,6 +17,7 @@ diagnostics. `implementation` gives the network's resolver the adapter of a laye
 """
 from __future__ import annotations
 
+import re
 from typing import Mapping, Sequence
 
 import numpy as np
@@ -42,6 +43,16 @@ _ADAPTERS = {"SimpleGPU": SimpleGpuLayer}
 PREPARE_CODE = "CL081"   # tensors, formulas, defines that do not work for these inputs
 BUILD_CODE = "CL080"     # the compiler refuses the program, or the kernel's arguments differ
 ENTRY_CODE = "CL044"     # the entry is not a kernel of the program
+QUALIFIER_CODE = "CL084"  # a kernel parameter cannot take what is bound to it
+HALF_CODE = "CL085"      # the program computes in half on a device without cl_khr_fp16
+
+# Custom layers are built with the kernel's argument info kept, so that binding can check what
+# each parameter is declared as (drivers other than PoCL drop it without this option).
+KERNEL_ARG_INFO = "-cl-kernel-arg-info"
+
+
+def kernel_build_options(user_options: str) -> str:
+    return f"{user_options} {KERNEL_ARG_INFO}".strip()
 
 
 class Registry:
@@ -142,11 +153,14 @@ class Registry:
             raise e.at(spec.location, PREPARE_CODE, spec.name)
         engine = self.engine
         check_local_size(spec, source.global_size, source.local_size, engine.device)
+        check_half_support(spec, source.text, all_inputs + kernel_outputs, engine.device)
+        options = kernel_build_options(source.options)
         try:
             program, warnings = engine.cache.build_with_warnings(
-                engine.context, engine.device, source.text, source.options,
+                engine.context, engine.device, source.text, options,
                 line_map=source.line_map, label=spec.name)
         except KernelBuildError as e:
+            e.user_options = source.options
             if options_rejected(e):
                 e.options_rejected = True
                 raise e.at(spec.compiler_options_location or spec.location, BUILD_CODE,
@@ -154,9 +168,10 @@ class Registry:
             raise e.at(spec.location, BUILD_CODE, spec.name)
         kernel = entry_kernel(spec, program)
         check_argument_count(spec, kernel)
+        check_argument_qualifiers(spec, kernel)
         check_kernel_work_group(spec, source.local_size, kernel, engine.device)
         bound = BoundKernel(spec, all_inputs[:spec.num_input_ports], kernel_outputs, data_descs,
-                            data_values, source, program, kernel, engine)
+                            data_values, source, program, kernel, engine, options)
         bound.build_warnings = warnings
         return bound
 
@@ -182,3 +197,70 @@ def check_argument_count(spec: LayerSpec, kernel: cl.Kernel) -> None:
                            f"takes {have} argument{'s' if have != 1 else ''} but the descriptor "
                            f"binds {want} (Tensor and Data arg-index {bound})"
                            ).at(spec.location, BUILD_CODE, spec.name)
+
+
+_GLOBAL = cl.kernel_arg_address_qualifier.GLOBAL
+_CONSTANT = cl.kernel_arg_address_qualifier.CONSTANT
+_CONST = cl.kernel_arg_type_qualifier.CONST
+
+
+def check_argument_qualifiers(spec: LayerSpec, kernel: cl.Kernel) -> None:
+    """Every tensor and Data blob is bound to a pointer parameter of global (or, read-only,
+    constant) memory, and an output never to a const one: with input and output arg-index
+    swapped, the kernel would read the output and write nothing, and the layer would return
+    garbage. Skipped where the driver keeps no argument info."""
+    slots = [(t.arg_index, t.kind, f"{t.kind} port {t.port_index}", t.location)
+             for t in spec.tensors]
+    slots += [(d.arg_index, "input", f"Data '{d.name}'", d.location) for d in spec.data]
+    info = cl.kernel_arg_info
+    for index, kind, what, location in sorted(slots, key=lambda s: s[0]):
+        try:
+            address = kernel.get_arg_info(index, info.ADDRESS_QUALIFIER)
+            qualifiers = kernel.get_arg_info(index, info.TYPE_QUALIFIER)
+            type_name = kernel.get_arg_info(index, info.TYPE_NAME).strip()
+            name = kernel.get_arg_info(index, info.NAME)
+        except cl.Error:
+            return
+        declared = (f"argument {index} '{name}' of kernel '{spec.entry}', which is declared "
+                    f"{_declaration(address, qualifiers, type_name)}")
+        problem = None
+        if not type_name.endswith("*"):
+            problem = "it is not a pointer"
+        elif kind == "output" and address != _GLOBAL:
+            problem = "an output must be a __global pointer the kernel writes"
+        elif kind == "output" and qualifiers & _CONST:
+            problem = "the kernel cannot write through a const pointer"
+        elif address not in (_GLOBAL, _CONSTANT):
+            problem = "a tensor is a __global (or __constant) pointer"
+        if problem:
+            hint = (" (are the arg-index of an input and an output swapped?)"
+                    if kind == "output" and qualifiers & _CONST else "")
+            raise BindingError(f"layer type '{spec.name}' ({location}): the descriptor binds "
+                               f"{what} to {declared}: {problem}{hint}"
+                               ).at(location, QUALIFIER_CODE, spec.name)
+
+
+def _declaration(address: int, qualifiers: int, type_name: str) -> str:
+    space = {int(_GLOBAL): "__global", int(_CONSTANT): "__constant",
+             int(cl.kernel_arg_address_qualifier.LOCAL): "__local"}.get(int(address), "")
+    const = "const " if qualifiers & _CONST else ""
+    return f"'{' '.join(p for p in (space, const + type_name) if p)}'"
+
+
+_HALF_TOKEN = re.compile(r"\bhalf\d*\b")
+_COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
+
+
+def check_half_support(spec: LayerSpec, text: str, tensors, device: cl.Device) -> None:
+    """A program that computes in half (an f16 tensor, or `half` in its sources) needs
+    cl_khr_fp16: say so before the compiler does, in its own words."""
+    if "cl_khr_fp16" in device.extensions.split():
+        return
+    uses = [f"tensor type {d.dtype}" for d in tensors if d.dtype == "f16"]
+    if not uses and any(_HALF_TOKEN.search(_COMMENT.sub(" ", s.text)) for s in spec.sources):
+        uses = ["its sources use the half type"]
+    if uses:
+        raise BindingError(f"layer type '{spec.name}' ({spec.location}): {uses[0]}, which needs "
+                           f"half precision (cl_khr_fp16); device '{device.name.strip()}' has "
+                           f"none. Run it in float (f32 tensors, float in the kernel) or on a "
+                           f"device with fp16").at(spec.location, HALF_CODE, spec.name)

@@ -1,0 +1,148 @@
+"""Issue 8, class 1: inputs that used to give a silently wrong number now give an error or the
+right number, through the public surface (API and CLI)."""
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+onnx = pytest.importorskip("onnx")
+from onnx import TensorProto, helper  # noqa: E402
+
+from customlayers.cli import main  # noqa: E402
+from customlayers.errors import BindingError, UnsupportedLayersError  # noqa: E402
+from customlayers.jit.tensor import TensorDesc  # noqa: E402
+
+COPY_LAYER = """<CustomLayer name="Copy" type="SimpleGPU" version="1">
+  <Kernel entry="copy_kernel">
+    <Source filename="copy.cl"/>
+  </Kernel>
+  <Buffers>
+    <Tensor arg-index="{src}" type="input" port-index="0" format="BFYX"/>
+    <Tensor arg-index="{dst}" type="output" port-index="0" format="BFYX"/>
+  </Buffers>
+</CustomLayer>
+"""
+COPY_CL = """__kernel void copy_kernel(const __global float* src, __global float* dst)
+{
+    const uint i = get_global_id(0);
+    dst[i] = src[i];
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def engine(test_device):
+    from customlayers.runtime.device import Engine
+    return Engine(test_device)
+
+
+def _registry(engine, xml, sources):
+    from customlayers.runtime.registry import Registry
+    registry = Registry(engine)
+    registry.load_string(xml, sources, name="layer.xml")
+    return registry
+
+
+# -- an output bound to a const parameter -------------------------------------------------------
+def test_swapped_arg_index_is_refused_when_binding(engine):
+    registry = _registry(engine, COPY_LAYER.format(src=1, dst=0), {"copy.cl": COPY_CL})
+    with pytest.raises(BindingError, match=r"binds output port 0 to argument 0 'src' of kernel "
+                                           r"'copy_kernel', which is declared '__global const "
+                                           r"float\*': the kernel cannot write through a const "
+                                           r"pointer \(are the arg-index of an input and an "
+                                           r"output swapped\?\)"):
+        registry.bind("Copy", [TensorDesc((1, 2, 3, 4))])
+    good = _registry(engine, COPY_LAYER.format(src=0, dst=1), {"copy.cl": COPY_CL})
+    x = np.arange(24, dtype=np.float32).reshape(1, 2, 3, 4)
+    np.testing.assert_array_equal(good.bind("Copy", [TensorDesc(x.shape)])(x), x)
+
+
+def test_swapped_arg_index_is_reported_by_validate_compile(tmp_path, capsys):
+    (tmp_path / "copy.cl").write_text(COPY_CL)
+    (tmp_path / "layer.xml").write_text(COPY_LAYER.format(src=1, dst=0))
+    assert main(["validate", str(tmp_path / "layer.xml")]) == 0     # the config alone is fine
+    capsys.readouterr()
+    assert main(["validate", str(tmp_path / "layer.xml"), "--compile", "-d", "CPU"]) == 1
+    out = capsys.readouterr().out
+    # at the output's <Tensor> element, line 7
+    assert f"{tmp_path / 'layer.xml'}:7:5: error[CL084]" in out
+    assert "cannot write through a const pointer" in out
+
+
+def test_half_kernel_on_a_device_without_fp16_is_refused_before_building(engine):
+    if "cl_khr_fp16" in engine.device.extensions.split():
+        pytest.skip("the test device has fp16")
+    half_cl = COPY_CL.replace("__kernel", "#pragma OPENCL EXTENSION cl_khr_fp16 : enable\n"
+                                          "__kernel").replace("dst[i] = src[i];",
+                                                              "half h = (half)src[i];\n"
+                                                              "    dst[i] = (float)h;")
+    registry = _registry(engine, COPY_LAYER.format(src=0, dst=1), {"copy.cl": half_cl})
+    with pytest.raises(BindingError, match=r"its sources use the half type, which needs half "
+                                           r"precision \(cl_khr_fp16\); device .* has none"):
+        registry.bind("Copy", [TensorDesc((1, 2, 3, 4))])
+
+
+def test_the_word_half_in_a_comment_is_not_half_arithmetic(engine):
+    commented = "// the second half of the tensor is copied too\n" + COPY_CL
+    registry = _registry(engine, COPY_LAYER.format(src=0, dst=1), {"copy.cl": commented})
+    x = np.ones((1, 1, 2, 2), np.float32)
+    np.testing.assert_array_equal(registry.bind("Copy", [TensorDesc(x.shape)])(x), x)
+
+
+# -- a node of a custom domain never runs the same-named built-in ------------------------------
+def _swish_model(path: Path) -> Path:
+    node = helper.make_node("Swish", ["x"], ["y"], domain="com.example", beta=1.5)
+    graph = helper.make_graph([node], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17),
+                                                    helper.make_opsetid("com.example", 1)])
+    onnx.save(model, str(path))
+    return path
+
+
+def test_custom_domain_node_without_a_layer_is_unsupported(tmp_path, engine, capsys):
+    from customlayers.runtime.network import Network
+    model = _swish_model(tmp_path / "swish.onnx")
+    with pytest.raises(UnsupportedLayersError) as e:
+        Network(model, engine=engine)
+    assert e.value.layers == [("y", "Swish", "com.example")] or \
+        [t[1:] for t in e.value.layers] == [("Swish", "com.example")]
+    assert "never the built-in of the same name" in str(e.value)
+    code = main(["run", "-m", str(model), "-d", "CPU"])
+    captured = capsys.readouterr()
+    assert code != 0 and "Swish" in captured.err and "Traceback" not in captured.err
+
+
+# -- several threads share one Network ------------------------------------------------------
+def test_infer_from_many_threads_returns_each_thread_its_own_result(engine, tmp_path):
+    from customlayers.runtime.network import Network
+    node = helper.make_node("Relu", ["x"], ["y"])
+    graph = helper.make_graph([node], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [64])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [64])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    onnx.save(model, str(tmp_path / "relu.onnx"))
+    net = Network(tmp_path / "relu.onnx", engine=engine)
+    wrong: list = []
+    failures: list = []
+
+    def worker(k: int) -> None:
+        try:
+            for run in range(50):
+                x = np.full(64, k * 1000 + run, np.float32)
+                got = (net.infer({"x": x}) if run % 2 else net.infer_async({"x": x}).wait())["y"]
+                if not np.array_equal(got, x):
+                    wrong.append((k, run, float(got[0])))
+        except Exception as e:              # noqa: BLE001 - reported below
+            failures.append(repr(e))
+
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(16)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert not failures and not wrong, (failures[:3], wrong[:5])
