@@ -13,6 +13,7 @@ Three ways to run one:
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Mapping, Sequence
 
 import numpy as np
@@ -23,6 +24,8 @@ from ..errors import BindingError
 from ..jit.bindings import data_blob
 from ..jit.tensor import TensorDesc
 from ..jit.launch import Arg, KernelLaunch
+from .bounds import run_guarded
+from .sanitize import SanitizeFinding, sanitize_launch
 
 # argument plan entries: (kind, index) with kind "input" | "output" | "data"
 INPUT, OUTPUT, DATA = "input", "output", "data"
@@ -148,23 +151,13 @@ class BoundKernel:
     def __call__(self, *arrays: np.ndarray, **data: np.ndarray):
         """Run on numpy arrays (logical shapes); returns the output array, or a list of them
         when the layer has several outputs. Keyword arguments replace bound Data blobs."""
-        if len(arrays) != len(self.inputs):
-            raise BindingError(f"layer type '{self.spec.name}' takes {len(self.inputs)} input "
-                               f"array(s), got {len(arrays)}")
-        unknown = set(data) - set(self.data_names)
-        if unknown:
-            raise BindingError(f"layer type '{self.spec.name}' has no Data named "
-                               f"{', '.join(sorted(unknown))}; its Data: "
-                               f"{', '.join(self.data_names) or 'none'}")
+        blobs = self._call_blobs(arrays, data)
         ctx, queue = self.engine.context, self.engine.queue
         mf = cl.mem_flags
         in_bufs = [cl.Buffer(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=d.pack(a))
                    for d, a in zip(self.inputs, arrays)]
-        data_bufs = []
-        for k, (name, desc) in enumerate(zip(self.data_names, self.data_descs)):
-            flat = (flat_blob(name, data[name], desc, self.spec.name) if name in data
-                    else self._data_value(k))
-            data_bufs.append(cl.Buffer(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=flat))
+        data_bufs = [cl.Buffer(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=flat)
+                     for flat in blobs]
         out_bufs = [cl.Buffer(ctx, mf.READ_WRITE, max(d.nbytes, 1)) for d in self.outputs]
         # a one-off launch through the same kernel object would disturb enqueue()'s record of
         # what is set; a fresh kernel keeps the two paths apart
@@ -179,6 +172,43 @@ class BoundKernel:
             results.append(desc.unpack(host))
         queue.finish()
         return results[0] if len(results) == 1 else results
+
+    def check_bounds(self, *arrays: np.ndarray, **data: np.ndarray):
+        """Run once like __call__, with guard zones around every buffer and outputs pre-filled
+        with a NaN pattern (runtime/bounds.py): (the outputs as a list, the problems found)."""
+        launch = self._numpy_launch(self._call_blobs(arrays, data))
+        packed = [d.pack(a) for d, a in zip(self.inputs, arrays)]
+        return run_guarded(self.engine, self.program, launch, self.spec.name, packed,
+                           self.inputs, self.outputs)
+
+    def sanitize(self, *arrays: np.ndarray, **data: np.ndarray) -> list[SanitizeFinding]:
+        """Run once like __call__ on Oclgrind (runtime/sanitize.py): every invalid memory
+        access it finds, at the user's .cl lines ([] when none)."""
+        launch = self._numpy_launch(self._call_blobs(arrays, data))
+        packed = [d.pack(a) for d, a in zip(self.inputs, arrays)]
+        return sanitize_launch(launch, self.spec.name, packed, [d.nbytes for d in self.outputs])
+
+    def _numpy_launch(self, blobs) -> KernelLaunch:
+        """launch(), with these Data blobs as its constant arguments."""
+        launch = self.launch()
+        consts = iter(blobs)
+        return replace(launch, args=tuple(Arg.const(next(consts)) if a.kind == "const" else a
+                                          for a in launch.args))
+
+    def _call_blobs(self, arrays, data) -> list[np.ndarray]:
+        """The flat Data blobs of a numpy call (given ones replace bound ones), after checking
+        the call's arrays and names."""
+        if len(arrays) != len(self.inputs):
+            raise BindingError(f"layer type '{self.spec.name}' takes {len(self.inputs)} input "
+                               f"array(s), got {len(arrays)}")
+        unknown = set(data) - set(self.data_names)
+        if unknown:
+            raise BindingError(f"layer type '{self.spec.name}' has no Data named "
+                               f"{', '.join(sorted(unknown))}; its Data: "
+                               f"{', '.join(self.data_names) or 'none'}")
+        return [flat_blob(name, data[name], desc, self.spec.name) if name in data
+                else self._data_value(k)
+                for k, (name, desc) in enumerate(zip(self.data_names, self.data_descs))]
 
 
 def flat_blob(name: str, value, desc: TensorDesc, layer: str) -> np.ndarray:
