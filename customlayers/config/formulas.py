@@ -231,13 +231,18 @@ def _c_mod(a, b):
     return math.fmod(a, b)
 
 
-def _round_half_away(v):
-    return math.floor(v + 0.5) if v >= 0 else -math.floor(-v + 0.5)
+def _round_half_away(v) -> float:
+    """C's round(): halves away from zero. `floor(v + 0.5)` is wrong for the double just below
+    0.5 (0.49999999999999994 + 0.5 rounds up to 1.0); the fraction of a double is exact."""
+    whole = math.floor(abs(v))
+    magnitude = float(whole + (1 if abs(v) - whole >= 0.5 else 0))
+    return math.copysign(magnitude, v)
 
 
+# floor, ceil and round give a double, as in C: `floor(7.5)/2` is 3.5, not 3
 _CALLS = {
-    "floor": math.floor, "ceil": math.ceil, "round": _round_half_away, "abs": abs,
-    "sqrt": math.sqrt,
+    "floor": lambda v: float(math.floor(v)), "ceil": lambda v: float(math.ceil(v)),
+    "round": _round_half_away, "abs": abs, "sqrt": math.sqrt,
 }
 
 

@@ -10,10 +10,14 @@ LIST_ITEMS = 10    # items of a list shown in a message
 
 
 def clipped(text: str, limit: int = CLIP) -> str:
-    """`text`, cut to `limit` characters with its length said when it was longer."""
-    if len(text) <= limit:
-        return text
-    return f"{text[:limit]}... ({len(text)} characters)"
+    """`text` for a message: control characters escaped (a message is one line; an attribute
+    may hold a newline as `&#10;`), cut to `limit` characters with its length said when it was
+    longer."""
+    shown = text if text.isprintable() else "".join(
+        repr(c)[1:-1] if ord(c) < 32 or ord(c) == 127 else c for c in text)
+    if len(shown) <= limit:
+        return shown
+    return f"{shown[:limit]}... ({len(text)} characters)"
 
 
 def ranges(numbers: Iterable[int]) -> str:

@@ -135,9 +135,9 @@ def _report(error, path: Path, form: JsonForm, layer: str | None, diags: Diagnos
         value = error.instance
         code = schema["x-code"]
         if code == "CL015":
-            message = f"'{attr}' is empty; expected {schema['x-expected']}"
+            message = f"'{clipped(attr)}' is empty; expected {schema['x-expected']}"
         else:
-            message = f"{attr} '{clipped(str(value))}' is not {schema['x-expected']}"
+            message = f"{clipped(attr)} '{clipped(str(value))}' is not {schema['x-expected']}"
             hint = schema.get("x-hints", {}).get(value)
             if hint:
                 message += f": {hint}"

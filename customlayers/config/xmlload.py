@@ -208,6 +208,9 @@ def _syntax_error(e: etree.XMLSyntaxError, file: str, diags: Diagnostics) -> Non
     if line == 1:
         column = max(1, column - len(_OPEN))
     message = (e.msg or str(e)).strip()
+    # libxml2 may append "\n, line N, column M" (the place is in the diagnostic already); a
+    # diagnostic is one line
+    message = " ".join(message.split("\n")[0].split())
     message = message.replace(_ROOT, "(the file's end)")
     diags.error(Location(file, line, max(1, column)), "CL001", f"not well-formed XML: {message}")
 
@@ -284,7 +287,8 @@ def parse_document(data: bytes | str, file: str, diags: Diagnostics) -> Document
         _syntax_error(e, file, diags)
         return None
     except ValueError as e:  # e.g. characters XML does not allow in a Python str
-        diags.error(Location(file, 1, 1), "CL001", f"not well-formed XML: {e}")
+        diags.error(Location(file, 1, 1), "CL001",
+                    f"not well-formed XML: {' '.join(str(e).split())}")
         return None
     count = sum(1 for _ in root.iter()) - 1  # C-speed; the synthetic root does not count
     if count > MAX_ELEMENTS:
