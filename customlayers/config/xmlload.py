@@ -29,10 +29,12 @@ _DECL_ENCODING = re.compile(rb"\A\s*<\?xml[^>]*?encoding\s*=\s*[\"']([A-Za-z0-9.
 _PROLOG_SPACE = re.compile(r"\s+")
 _DOCTYPE_OPEN = re.compile(r"<!DOCTYPE(?=[\s\[>])")
 # inside a DOCTYPE's internal subset: skipped whole, so a ']' or '>' in them does not end it
+_SUBSET_PLAIN = re.compile(r"[^\[\]<>\"']+")
 _SUBSET_SKIP = re.compile(r"<!--.*?-->|<\?.*?\?>|\"[^\"]*\"|'[^']*'", re.S)
 # text that can hold a '<' that is not a start tag; masked before locating start tags
 _NOT_MARKUP = re.compile(r"<!--.*?-->|<!\[CDATA\[.*?\]\]>|<\?.*?\?>", re.S)
 # a start tag's '<' and name (end tags, comments, PIs and the like start with '</', '<!', '<?')
+_NOT_NEWLINE = re.compile(r"[^\n]+")
 _START_TAG = re.compile(r"<([^\s/>!?][^\s/>]*)")
 # the rest of a start tag, up to its '>': a quoted value may hold '>'
 _TAG_REST = re.compile(r"""(?:[^"'>]+|"[^"]*"|'[^']*')*""")
@@ -70,8 +72,12 @@ class Document:
 
 def _blank(text: str, start: int, end: int) -> str:
     """Replace text[start:end] by spaces, keeping newlines (so lines and columns stay put)."""
-    kept = re.sub(r"[^\n]", " ", text[start:end])
-    return text[:start] + kept + text[end:]
+    return text[:start] + _spaces(text[start:end]) + text[end:]
+
+
+def _spaces(text: str) -> str:
+    """`text` with every character but newlines made a space (by runs: one call per line)."""
+    return _NOT_NEWLINE.sub(lambda m: " " * len(m.group(0)), text)
 
 
 class _TextIndex:
@@ -180,6 +186,10 @@ def _doctype_end(text: str, start: int) -> int | None:
     pos = start + len("<!DOCTYPE")
     in_subset = False
     while pos < len(text):
+        plain = _SUBSET_PLAIN.match(text, pos)
+        if plain:
+            pos = plain.end()
+            continue
         skip = _SUBSET_SKIP.match(text, pos) if text[pos] in "<\"'" else None
         if skip:
             pos = skip.end()
@@ -219,7 +229,7 @@ class _Locator:
     """Finds each element's start tag in the (masked) text, in document order."""
 
     def __init__(self, text: str, file: str):
-        masked = _NOT_MARKUP.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), text)
+        masked = _NOT_MARKUP.sub(lambda m: _spaces(m.group(0)), text)
         self.text = masked
         self.index = _TextIndex(masked)
         self.file = file
