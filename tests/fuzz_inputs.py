@@ -184,7 +184,7 @@ def _as_bytes(rng, text: str) -> bytes:
     """Text -> bytes, sometimes in another encoding, with a BOM, or with bytes flipped."""
     choice = rng.randint(0, 5)
     if choice == 0:
-        data = text.encode("utf-16")
+        data = text.encode("utf-16", "surrogatepass")
     elif choice == 1:
         data = b"\xef\xbb\xbf" + text.encode("utf-8", "surrogatepass")
     elif choice == 2:
