@@ -12,6 +12,7 @@ import argparse
 
 import numpy as np
 
+from ..config.params import unused_params, unused_params_message
 from . import UsageError
 from .common import add_build_options, build_cache, parse_params
 from .input_arrays import read_array
@@ -102,6 +103,9 @@ def run(args) -> int:
     registry = Registry(Engine(args.device, cache=build_cache(args)))
     registry.load(*args.config, allow_external_sources=args.allow_external_sources)
     spec = registry.spec(args.layer)
+    unused = unused_params(spec, params)
+    if unused:  # an ignored parameter would run the layer with its default: a wrong number
+        raise UsageError(unused_params_message(spec, unused))
     if out_shapes and len(out_shapes) != spec.num_output_ports:
         raise UsageError(f"layer '{spec.name}' has {spec.num_output_ports} output(s), "
                          f"{len(out_shapes)} --output-shape given")

@@ -12,9 +12,12 @@ import re
 from typing import Callable
 
 from ..errors import FormulaError
-from .define_values import check_define_value, shown
+from .define_values import check_define_value, shown, type_problem
 from .diagnostics import Diagnostics, Location
 from .formulas import check_work_size_limits, parse_formula_list
+from .limits import (MAX_ARG_INDEX, MAX_FORMULA_LENGTH, MAX_KERNEL_ARGS, MAX_PORT_INDEX,
+                     index_value)
+from .messages import clipped, gap_ranges, listed, ranges, runs_text
 from .spec import (FORMATS, DataBinding, DefineSpec, LayerSpec, SourceFile, TensorBinding,
                    WorkSizesSpec)
 from .xmlload import Node
@@ -29,7 +32,9 @@ SourceReader = Callable[[Node, "str | None", Diagnostics], "SourceFile | None"]
 
 
 def _index(text: str | None) -> int | None:
-    return int(text) if text is not None and _INDEX.match(text) else None
+    """An index attribute's value (any number of digits, never int() of all of them); None when
+    it is not a non-negative integer (the schema reports that)."""
+    return index_value(text) if text is not None and _INDEX.match(text) else None
 
 
 def _first(node: Node | None, tag: str) -> Node | None:
@@ -46,7 +51,7 @@ def parse_dim(text: str | None) -> tuple[str, int] | None:
     m = _DIM.match(text)
     if not m or (m.group(1) == "output" and m.group(2) is not None):
         return None
-    return (m.group(1), int(m.group(2) or 0))
+    return (m.group(1), index_value(m.group(2) or "0"))
 
 
 class LayerChecker:
@@ -121,20 +126,21 @@ class LayerChecker:
             found += kernel_names(src.text)
         if entry in found:
             return
-        names = ", ".join(src.filename for src in sources)
-        have = f"; kernels found: {', '.join(found)}" if found else "; no __kernel function found"
+        names = listed([src.filename for src in sources])
+        have = f"; kernels found: {listed(found)}" if found else "; no __kernel function found"
         macros = [(src.filename, m) for src in sources for m in kernel_macros(src.text)]
         if macros:
             # `KERNEL(my_k)(...)` defines a kernel this scan cannot see without a preprocessor;
             # the build finds the entry (or not) authoritatively
-            where = ", ".join(f"{name} in {file}" for file, name in macros)
+            where = listed([f"{name} in {file}" for file, name in macros])
             self.warning(kernel.where("entry"), "CL044",
-                         f"entry function '{entry}' is not visibly defined as a __kernel in "
-                         f"{names}{have}; the sources define a macro mentioning kernel ({where}), "
-                         f"so the build will check the entry")
+                         f"entry function '{clipped(entry)}' is not visibly defined as a "
+                         f"__kernel in {names}{have}; the sources define a macro mentioning "
+                         f"kernel ({where}), so the build will check the entry")
             return
         self.error(kernel.where("entry"), "CL044",
-                   f"entry function '{entry}' is not defined as a __kernel in {names}{have}")
+                   f"entry function '{clipped(entry)}' is not defined as a __kernel in "
+                   f"{names}{have}")
 
     # -- defines -------------------------------------------------------------------------
     def _defines(self, kernel: Node | None) -> list[DefineSpec]:
@@ -145,6 +151,11 @@ class LayerChecker:
                 continue  # the schema reported it
             param, dtype, default = (d.attrs.get(k) for k in ("param", "type", "default"))
             ident, _, own_value = name.strip().partition(" ")
+            ident = clipped(ident)  # for messages only
+            problem = type_problem(dtype)
+            if problem:
+                self.error(d.where("type"), "CL052", f"Define '{ident}': {problem}")
+                dtype = None  # values are still checked for what any Define refuses
             if default is not None:
                 problem = check_define_value(default, dtype)
                 if problem:
@@ -154,7 +165,7 @@ class LayerChecker:
             name_problem = check_define_value(name, None)   # a name is pasted into the line too
             if name_problem:
                 self.error(d.where("name"), "CL050",
-                           f"Define name '{shown(name)}' is refused: {name_problem}")
+                           f"Define name '{shown(clipped(name))}' is refused: {name_problem}")
             elif own_value.strip() and dtype:
                 problem = check_define_value(own_value.strip(), dtype)
                 if problem:
@@ -178,8 +189,16 @@ class LayerChecker:
         all_indices_ok = all_ports_ok = True
         ports: dict[tuple[str, int], Node] = {}
         kinds: set[str | None] = set()
+        elements = buffers.find_all("Tensor") + buffers.find_all("Data")
+        if len(elements) > MAX_KERNEL_ARGS:
+            # one error, not one per duplicate or gap: the layer cannot run on any device
+            self.error(buffers.location, "CL036",
+                       f"<Buffers> binds {len(elements)} buffers; a kernel takes at most "
+                       f"{MAX_KERNEL_ARGS} arguments on any OpenCL device")
+            return tensors, data
         for t in buffers.find_all("Tensor"):
-            arg, port = _index(t.attrs.get("arg-index")), _index(t.attrs.get("port-index"))
+            arg = self._bounded(t, "arg-index", MAX_ARG_INDEX)
+            port = self._bounded(t, "port-index", MAX_PORT_INDEX)
             kind = t.attrs.get("type")
             fmt = t.attrs.get("format", "BFYX")
             all_indices_ok &= arg is not None
@@ -200,7 +219,7 @@ class LayerChecker:
                     and fmt.upper() in FORMATS:
                 tensors.append(TensorBinding(arg, kind, port, fmt.upper(), t.location, shape))
         for d in buffers.find_all("Data"):
-            arg = _index(d.attrs.get("arg-index"))
+            arg = self._bounded(d, "arg-index", MAX_ARG_INDEX)
             all_indices_ok &= arg is not None
             if arg is not None:
                 args.append((arg, d))
@@ -216,6 +235,18 @@ class LayerChecker:
                        "<Tensor type=\"output\">")
         return tensors, data
 
+    def _bounded(self, el: Node, attr: str, bound: int) -> int | None:
+        """An index attribute's value; None (after an error) when it is over `bound`, or when
+        it is missing or malformed (the schema reported that)."""
+        text = el.attrs.get(attr)
+        value = _index(text)
+        if value is not None and value > bound:
+            self.error(el.where(attr), "CL026",
+                       f"{attr} {clipped(text)} is over the bound: at most {bound} (a kernel takes "
+                       f"at most {MAX_KERNEL_ARGS} arguments on any OpenCL device)")
+            return None
+        return value
+
     def _check_args(self, args: list[tuple[int, Node]], complete: bool, buffers: Node) -> None:
         seen: dict[int, Node] = {}
         for arg, el in args:
@@ -226,31 +257,34 @@ class LayerChecker:
             else:
                 seen[arg] = el
         if not complete or not seen:
-            return  # a missing or malformed index was reported; gaps would be noise
-        missing = sorted(set(range(max(seen) + 1)) - set(seen))
-        if missing:
-            found = ", ".join(str(a) for a in sorted(seen))
-            gap = ", ".join(str(a) for a in missing)
+            return  # a missing, malformed or out-of-bound index was reported; gaps would be noise
+        gaps = gap_ranges(seen, max(seen))
+        if gaps:
+            count = sum(b - a + 1 for a, b in gaps)
             self.error(buffers.location, "CL031",
-                       f"kernel argument{'s' if len(missing) > 1 else ''} {gap} "
-                       f"{'are' if len(missing) > 1 else 'is'} not bound: arg-index values must "
-                       f"be 0..{max(seen)} without gaps; found {found}")
+                       f"kernel argument{'s' if count > 1 else ''} {runs_text(gaps)} "
+                       f"{'are' if count > 1 else 'is'} not bound: arg-index values must "
+                       f"be 0..{max(seen)} without gaps; found {ranges(seen)}")
 
     def _check_ports(self, ports: dict[tuple[str, int], Node], buffers: Node) -> None:
         """Ports are numbered like the model's inputs and outputs: a gap would leave a model
         input without a Tensor (and INPUTk numbering would no longer follow the ports)."""
         for kind in ("input", "output"):
             bound = sorted(port for k, port in ports if k == kind)
-            missing = sorted(set(range(len(bound))) - set(bound))
-            if missing:
-                found = ", ".join(map(str, bound))
+            if gap_ranges(bound, len(bound) - 1):
                 self.error(buffers.location, "CL035",
                            f"{kind} ports must be 0..{len(bound) - 1} without gaps; found "
-                           f"{found}")
+                           f"{ranges(bound)}")
 
     # -- work sizes ----------------------------------------------------------------------
     def _formulas(self, el: Node, attr: str, text: str, max_entries: int | None) -> int | None:
         """Parse-check a formula list; its entry count, or None when it does not parse."""
+        if len(text) > MAX_FORMULA_LENGTH:
+            # parsing is linear, but one layer may carry a thousand shape formulas
+            self.error(el.where(attr), "CL060",
+                       f"{attr} '{clipped(text)}' is not parsed: {len(text)} characters; a "
+                       f"formula list is at most {MAX_FORMULA_LENGTH}")
+            return None
         try:
             formulas = parse_formula_list(text, max_entries=None)
             count = len(formulas)
@@ -259,11 +293,11 @@ class LayerChecker:
             if attr in el.attr_locations and e.position is not None and "\n" not in text:
                 # the value starts after `attr="`; point at the character
                 loc = Location(loc.file, loc.line, loc.column + len(attr) + 2 + e.position)
-            self.error(loc, "CL060", f"{attr} '{text}' does not parse: {e.message}")
+            self.error(loc, "CL060", f"{attr} '{clipped(text)}' does not parse: {e.message}")
             return None
         if max_entries is not None and count > max_entries:
-            self.error(el.where(attr), "CL061",
-                       f"{attr} '{text}' has {count} entries; expected at most {max_entries}")
+            self.error(el.where(attr), "CL061", f"{attr} '{clipped(text)}' has {count} entries; "
+                                                f"expected at most {max_entries}")
         elif attr in ("global", "local"):
             self._constant_limits(el, attr, text, formulas)
         return count
@@ -281,22 +315,22 @@ class LayerChecker:
         try:
             check_work_size_limits(sizes, constant, product=len(constant) == len(formulas))
         except FormulaError as e:
-            self.error(el.where(attr), "CL065", f"{attr} '{text}': {e.message} in formula "
-                                                f"'{e.formula}'")
+            self.error(el.where(attr), "CL065", f"{attr} '{clipped(text)}': {e.message} in "
+                                                f"formula '{clipped(e.formula)}'")
 
     def _shape(self, t: Node, kind: str | None, text: str) -> None:
         """Our extension: an output Tensor's shape as formulas over the dim tensor's B,F,Y,X,
         for models that cannot say it (ONNX shape inference stops at a custom node)."""
         if kind == "input":
             self.warning(t.where("shape"), "CL064",
-                         f"shape '{text}' on an input Tensor is ignored: inputs take the shape "
-                         f"the model gives them; shape belongs on an output Tensor")
+                         f"shape '{clipped(text)}' on an input Tensor is ignored: inputs take "
+                         f"the shape the model gives them; shape belongs on an output Tensor")
             return
         count = self._formulas(t, "shape", text, max_entries=None)
         if count is not None and count > MAX_TENSOR_RANK:
             self.error(t.where("shape"), "CL063",
-                       f"shape '{text}' has {count} entries; a custom layer's tensor has at most "
-                       f"{MAX_TENSOR_RANK} dims (B,F,Y,X)")
+                       f"shape '{clipped(text)}' has {count} entries; a custom layer's tensor "
+                       f"has at most {MAX_TENSOR_RANK} dims (B,F,Y,X)")
 
     def _work_sizes(self, ws: Node | None, tensors, data) -> WorkSizesSpec:
         if ws is None:
@@ -309,19 +343,25 @@ class LayerChecker:
             l_count = self._formulas(ws, "local", l_text, MAX_WORK_DIMS)
         expected = g_count if g_text is not None else 1
         if l_count is not None and expected is not None and l_count != expected:
-            glob = f"global '{g_text}'" if g_text is not None else "the default global"
+            glob = f"global '{clipped(g_text)}'" if g_text is not None else "the default global"
+            entries = "entries" if l_count != 1 else "entry"
             self.error(ws.where("local"), "CL062",
-                       f"local '{l_text}' has {l_count} entr{'ies' if l_count != 1 else 'y'}, "
-                       f"{glob} has {expected}; expected the same number")
+                       f"local '{clipped(l_text)}' has {l_count} {entries}, {glob} has "
+                       f"{expected}; expected the same number")
         dim = parse_dim(ws.attrs.get("dim"))
         if dim is None:
             dim = ("output", 0)  # misspelling reported by the schema
+        elif dim[0] == "input" and dim[1] > MAX_PORT_INDEX:
+            self.error(ws.where("dim"), "CL026",
+                       f"dim '{clipped(ws.attrs['dim'])}' names an input over the bound: at most "
+                       f"input {MAX_PORT_INDEX} (each input is a kernel argument, and a kernel "
+                       f"takes at most {MAX_KERNEL_ARGS})")
         elif dim[0] == "input" and tensors is not None:
             n_inputs = max((t.port_index for t in tensors if t.kind == "input"), default=-1) + 1
             n_inputs += len(data)
             if dim[1] >= n_inputs:
                 self.error(ws.where("dim"), "CL034",
-                           f"dim '{ws.attrs.get('dim')}' names input {dim[1]}, but the layer "
+                           f"dim '{clipped(ws.attrs['dim'])}' names input {dim[1]}, but the layer "
                            f"has {n_inputs} input{'s' if n_inputs != 1 else ''}")
         split = (lambda t: tuple(p.strip() for p in t.split(",")))
         return WorkSizesSpec(split(g_text) if g_text is not None else None,
@@ -329,31 +369,59 @@ class LayerChecker:
                              dim, ws.location)
 
 
-_COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
+_COMMENT_START = re.compile(r"//|/\*")
 _KERNEL_KEYWORD = re.compile(r"\b(?:__kernel|kernel)\b")
-_ATTRIBUTE = re.compile(r"__attribute__\s*\(\(.*?\)\)", re.S)
+# `__attribute__((...))` with one level of parentheses inside (`reqd_work_group_size(16,1,1)`);
+# no `.*?`, which would rescan to the end of the text from every unclosed attribute
+_ATTRIBUTE = re.compile(r"__attribute__\s*\(\((?:[^()]|\([^()]*\))*\)\)")
 _NAME_BEFORE_PAREN = re.compile(r"\b([A-Za-z_]\w*)\s*\(")
-
-
 _KERNEL_MACRO = re.compile(r"^[ \t]*#[ \t]*define[ \t]+(\w+)[^\n]*", re.M)
+# how far after `__kernel` the function's name is looked for: a real head (`__kernel
+# __attribute__((reqd_work_group_size(16, 1, 1))) void name(`) is far shorter
+_KERNEL_HEAD = 4096
+
+
+def without_comments(source: str) -> str:
+    """OpenCL C text with each comment replaced by a space, in one pass (a lazy regex for block
+    comments rescans to the end from every unclosed opener: quadratic on a file of them)."""
+    parts, pos = [], 0
+    while True:
+        m = _COMMENT_START.search(source, pos)
+        if m is None:
+            parts.append(source[pos:])
+            return "".join(parts)
+        parts.append(source[pos:m.start()])
+        parts.append(" ")
+        if m.group(0) == "//":
+            end = source.find("\n", m.end())
+        else:
+            end = source.find("*/", m.end())
+            end = -1 if end == -1 else end + 2
+        if end == -1:
+            return "".join(parts)
+        pos = end
 
 
 def kernel_macros(source: str) -> list[str]:
     """Names of the macros whose definition mentions `kernel` (any case), comments ignored."""
-    text = _COMMENT.sub(" ", source)
+    text = without_comments(source)
     return [m.group(1) for m in _KERNEL_MACRO.finditer(text) if "kernel" in m.group(0).lower()]
 
 
 def kernel_names(source: str) -> list[str]:
-    """Names of the __kernel functions defined in OpenCL C text (comments ignored)."""
-    text = _COMMENT.sub(" ", source)
-    names = []
-    for m in _KERNEL_KEYWORD.finditer(text):
-        end = len(text)
-        for stop in ("{", ";"):
-            pos = text.find(stop, m.end())
-            if pos != -1:
-                end = min(end, pos)
+    """Names of the __kernel functions defined in OpenCL C text (comments ignored). Each name is
+    looked for between its keyword and the next '{', ';' or keyword, within _KERNEL_HEAD
+    characters, so the scan stays linear whatever the text."""
+    text = without_comments(source)
+    keywords = list(_KERNEL_KEYWORD.finditer(text))
+    stops = [m.start() for m in re.finditer(r"[{;]", text)]
+    names, s = [], 0
+    for n, m in enumerate(keywords):
+        while s < len(stops) and stops[s] < m.end():
+            s += 1
+        end = min(stops[s] if s < len(stops) else len(text),
+                  keywords[n + 1].start() if n + 1 < len(keywords) else len(text),
+                  m.end() + _KERNEL_HEAD)
         head = _ATTRIBUTE.sub(" ", text[m.end():end])
         name = _NAME_BEFORE_PAREN.search(head)
         if name:

@@ -13,6 +13,7 @@ CODES: dict[str, str] = {
     "CL003": "the file's bytes cannot be decoded in its declared encoding",
     "CL004": "the file holds no <CustomLayer> element",
     "CL005": "a DOCTYPE without entities is ignored (no DTD is loaded)",
+    "CL006": "the file has more elements than any config needs (over 10,000)",
     # -- structure (JSON Schema) -------------------------------------------------------------
     "CL010": "unknown element (ignored)",
     "CL011": "unknown attribute (ignored)",
@@ -28,6 +29,7 @@ CODES: dict[str, str] = {
     "CL023": "Tensor format is not BFYX, BYXF, YXFB, FYXB or ANY (upper or lower case)",
     "CL024": "arg-index or port-index is not a non-negative integer",
     "CL025": "WorkSizes dim is not output, input, input,N or input N",
+    "CL026": "an arg-index, port-index or dim input N is over its bound (1023: see limits.py)",
     # -- buffers -----------------------------------------------------------------------------
     "CL030": "two buffers bind the same arg-index",
     "CL031": "arg-index values leave a gap (every kernel argument must be bound)",
@@ -35,6 +37,7 @@ CODES: dict[str, str] = {
     "CL033": "two Tensors bind the same port (type and port-index)",
     "CL034": "WorkSizes dim names an input the layer does not have",
     "CL035": "input (or output) port-index values leave a gap (ports must be 0..N-1)",
+    "CL036": "<Buffers> binds more buffers than a kernel can take (1024)",
     # -- sources -----------------------------------------------------------------------------
     "CL040": "a Source file does not exist (or is not in the given sources)",
     "CL041": "a Source file cannot be read",
@@ -43,6 +46,7 @@ CODES: dict[str, str] = {
     # -- defines -----------------------------------------------------------------------------
     "CL050": "a Define value does not fit its type",
     "CL051": "a Define has no param, no default and no value in its name (defined empty)",
+    "CL052": "a Define type is not int, float, int[] or float[]",
     # -- work sizes and shapes ---------------------------------------------------------------
     "CL060": "a formula does not parse",
     "CL061": "more than 3 work-size entries",

@@ -5,7 +5,10 @@ JIT checks model attributes with it.
 """
 from __future__ import annotations
 
+import difflib
 import re
+
+from .messages import clipped
 
 # OpenCL C integer literal: decimal, octal or hex, optional sign and u/l suffixes.
 _INT_LITERAL = re.compile(
@@ -19,6 +22,16 @@ _FLOAT_LITERAL = re.compile(
 _BOOLEANS = {"true": "1", "false": "0"}
 _EXAMPLES = {"int": "3, -3, 0x10, 10u", "float": "0.5, 1.0f, 1e-7, -3, +2.5F"}
 ARRAY_TYPES = ("int[]", "float[]")
+# The Define types we accept. OpenVINO documents exactly these four, and its own shipped configs
+# (cldnn_global_custom_kernels.xml: int, float, float[]) and examples use nothing else. OpenVINO
+# itself pastes any other `T[]` as a `(T[])` cast and ignores any other scalar type, so `uint[]`
+# or `half` would "work" there unchecked; we refuse them (with the nearest accepted type) rather
+# than let a typo such as "flaot" switch the value check off silently.
+DEFINE_TYPES = ("int", "float") + ARRAY_TYPES
+# other OpenCL C type names a user may reach for, and the accepted type that holds their values
+_C_TYPE_HINTS = {**dict.fromkeys(("char", "uchar", "short", "ushort", "uint", "long", "ulong",
+                                  "size_t", "bool", "unsigned", "integer"), "int"),
+                 **dict.fromkeys(("half", "double", "real", "fp32", "fp16"), "float")}
 
 
 def _scalar_problem(text: str, scalar_type: str) -> str | None:
@@ -29,8 +42,8 @@ def _scalar_problem(text: str, scalar_type: str) -> str | None:
         return None
     if _INT_LITERAL.match(t) or (scalar_type == "float" and _FLOAT_LITERAL.match(t)):
         return None
-    return (f"'{t}' is not {_article(scalar_type)} {scalar_type} literal of OpenCL C "
-            f"(for example {_EXAMPLES[scalar_type]})")
+    return (f"'{shown(clipped(t))}' is not {_article(scalar_type)} {scalar_type} literal of "
+            f"OpenCL C (for example {_EXAMPLES[scalar_type]})")
 
 
 def _article(word: str) -> str:
@@ -53,6 +66,22 @@ def control_problem(text: str) -> str | None:
 def shown(text: str) -> str:
     """Text for a message: control characters escaped, so the message stays one line."""
     return "".join(repr(c)[1:-1] if ord(c) < 32 or ord(c) == 127 else c for c in text)
+
+
+def type_problem(type: str | None) -> str | None:
+    """What is wrong with a Define's `type` attribute (None: absent, or one of DEFINE_TYPES)."""
+    if type is None or type in DEFINE_TYPES:
+        return None
+    accepted = ", ".join(DEFINE_TYPES)
+    if not type.strip():
+        return f"type is empty; expected one of {accepted} (or no type attribute)"
+    word = type.strip().lower().replace(" ", "")
+    array = word.endswith("[]")
+    near = difflib.get_close_matches(word, DEFINE_TYPES, n=1, cutoff=0.6)
+    if not near and _C_TYPE_HINTS.get(word[:-2] if array else word):
+        near = [_C_TYPE_HINTS[word[:-2] if array else word] + ("[]" if array else "")]
+    hint = f" (did you mean '{near[0]}'?)" if near else ""
+    return f"type '{shown(clipped(type))}' is not one of {accepted}{hint}"
 
 
 def check_define_value(value: str, type: str | None) -> str | None:

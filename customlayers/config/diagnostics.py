@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Iterable, Iterator
 
 from ..errors import ConfigError
+from .messages import clipped
 
 ERROR = "error"
 WARNING = "warning"
@@ -47,7 +48,7 @@ class Diagnostic:
     def render(self) -> str:
         text = f"{self.file}:{self.line}:{self.column}: {self.severity}[{self.code}]: {self.message}"
         if self.layer:
-            text += f" (layer {self.layer})"
+            text += f" (layer {clipped(self.layer)})"
         return text
 
     def to_json(self) -> dict:

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Mapping
 
 from ..errors import FormulaError
+from .messages import clipped
 
 VARIABLES = ("B", "F", "Y", "X")
 FUNCTIONS = ("floor", "ceil", "round", "abs", "sqrt")
@@ -70,8 +71,9 @@ def _tokenize(text: str, start: int, end: int, functions: bool) -> list[_Token]:
                 raise FormulaError(f"number '{number}' has more than one decimal point",
                                    text, i)
             if j < end and (text[j].isalpha() or text[j] == "_"):
-                raise FormulaError(f"unknown token '{_word_at(text, i, end)}': a number cannot "
-                                   f"run into letters", text, i)
+                word = clipped(_word_at(text, i, end))
+                raise FormulaError(f"unknown token '{word}': a number cannot run into letters",
+                                   text, i)
             if len(number.replace(".", "").lstrip("0")) > 19:
                 raise FormulaError(f"number '{number[:24]}...' is too large", text, i)
             tokens.append(_Token("num", number, i))
@@ -167,21 +169,23 @@ class _Parser:
         tok = self.tok
         if tok.kind == "num":
             self.i += 1
-            value = float(tok.text) if "." in tok.text else int(tok.text)
+            # leading zeros stripped: the tokenizer bounds the significant digits, and int()
+            # refuses over 4300 digits in all
+            value = float(tok.text) if "." in tok.text else int(tok.text.lstrip("0") or "0")
             self.code.append(_Instr("num", value, tok.pos))
         elif tok.kind == "name":
             self.i += 1
             if self.tok.kind == "(" and self.functions:
                 if tok.text.lower() not in FUNCTIONS:
-                    raise self.error(f"unknown function '{tok.text}': known are "
+                    raise self.error(f"unknown function '{clipped(tok.text)}': known are "
                                      f"{', '.join(FUNCTIONS)}", tok.pos)
                 self.parenthesized()
                 self.code.append(_Instr("call", tok.text.lower(), tok.pos))
                 return
             name = tok.text.upper() if tok.text.upper() in VARIABLES else tok.text
             if name not in VARIABLES and not self.extra_names:
-                raise self.error(f"unknown token '{tok.text}': the variables are B, F, Y, X "
-                                 f"(either case)", tok.pos)
+                raise self.error(f"unknown token '{clipped(tok.text)}': the variables are B, F, "
+                                 f"Y, X (either case)", tok.pos)
             if name not in self.names:
                 self.names.append(name)
             self.code.append(_Instr("var", name, tok.pos))
@@ -227,13 +231,18 @@ def _c_mod(a, b):
     return math.fmod(a, b)
 
 
-def _round_half_away(v):
-    return math.floor(v + 0.5) if v >= 0 else -math.floor(-v + 0.5)
+def _round_half_away(v) -> float:
+    """C's round(): halves away from zero. `floor(v + 0.5)` is wrong for the double just below
+    0.5 (0.49999999999999994 + 0.5 rounds up to 1.0); the fraction of a double is exact."""
+    whole = math.floor(abs(v))
+    magnitude = float(whole + (1 if abs(v) - whole >= 0.5 else 0))
+    return math.copysign(magnitude, v)
 
 
+# floor, ceil and round give a double, as in C: `floor(7.5)/2` is 3.5, not 3
 _CALLS = {
-    "floor": math.floor, "ceil": math.ceil, "round": _round_half_away, "abs": abs,
-    "sqrt": math.sqrt,
+    "floor": lambda v: float(math.floor(v)), "ceil": lambda v: float(math.ceil(v)),
+    "round": _round_half_away, "abs": abs, "sqrt": math.sqrt,
 }
 
 

@@ -15,6 +15,7 @@ from typing import Iterable, Mapping
 
 from .checks import LayerChecker
 from .diagnostics import Diagnostics, Location
+from .messages import clipped, listed
 from .mvcl_layers import MvclFileCollector
 from .mvcl_spec import MvclLayer
 from .schema import check_structure
@@ -52,19 +53,21 @@ class _FileSources:
         path = os.path.realpath(os.path.join(self.base, filename))
         if not self.allow_external and os.path.commonpath([path, self.base]) != self.base:
             diags.error(where, "CL042",
-                             f"source '{filename}' resolves to {path}, outside the config's "
-                             f"directory {self.base}; refused (use --allow-external-sources, or "
-                             f"allow_external_sources=True, to allow it)", layer)
+                             f"source '{clipped(filename)}' resolves to {clipped(path, 300)}, "
+                             f"outside the config's directory {self.base}; refused (use "
+                             f"--allow-external-sources, or allow_external_sources=True, to "
+                             f"allow it)", layer)
             return None
         if not os.path.exists(path):
-            diags.error(where, "CL040", f"source file '{filename}' does not exist "
-                             f"(looked for {path}, relative to the config's directory)", layer)
+            diags.error(where, "CL040", f"source file '{clipped(filename)}' does not exist "
+                             f"(looked for {clipped(path, 300)}, relative to the config's "
+                             f"directory)", layer)
             return None
         try:
             with open(path, "rb") as f:
                 data = f.read()
         except OSError as e:
-            diags.error(where, "CL041", f"source file '{filename}' cannot be read: "
+            diags.error(where, "CL041", f"source file '{clipped(filename)}' cannot be read: "
                              f"{e.strerror or e}", layer)
             return None
         text = _source_text(data, filename, where, layer, diags)
@@ -84,8 +87,8 @@ class _MappedSources:
         where = src.where("filename")
         key = filename if filename in self.sources else posixpath.normpath(filename)
         if key not in self.sources:
-            given = ", ".join(sorted(map(str, self.sources))) or "none"
-            diags.error(where, "CL040", f"source '{filename}' is not among the given "
+            given = listed(sorted(map(str, self.sources))) or "none"
+            diags.error(where, "CL040", f"source '{clipped(filename)}' is not among the given "
                              f"sources (given: {given})", layer)
             return None
         value = self.sources[key]
@@ -94,7 +97,7 @@ class _MappedSources:
             if value is None:
                 return None
         elif not isinstance(value, str):
-            diags.error(where, "CL041", f"source '{filename}' is given as "
+            diags.error(where, "CL041", f"source '{clipped(filename)}' is given as "
                              f"{type(value).__name__}; expected text", layer)
             return None
         return SourceFile(filename, None, value, src.location)
@@ -106,7 +109,7 @@ def _source_text(data: bytes, filename: str, where: Location, layer: str | None,
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as e:
         line = data.count(b"\n", 0, e.start) + 1
-        diags.error(where, "CL041", f"source file '{filename}' is not UTF-8 text (byte "
+        diags.error(where, "CL041", f"source file '{clipped(filename)}' is not UTF-8 text (byte "
                     f"0x{data[e.start]:02x} on its line {line})", layer)
         return None
 
@@ -145,8 +148,8 @@ def _add_layer(node: Node, has_error: bool, diags: Diagnostics, reader,
     for earlier_name, earlier in into.definitions:
         if earlier_name == name:
             diags.warning(node.location, "CL070",
-                          f"layer '{name}' is defined again; this definition replaces the one at "
-                          f"{earlier}", name)
+                          f"layer '{clipped(name)}' is defined again; this definition "
+                          f"replaces the one at {earlier}", name)
             break
     into.definitions.append((name, node.location))
     if spec is not None and not has_error:

@@ -19,6 +19,7 @@ from typing import Any
 import jsonschema
 
 from .diagnostics import Diagnostics, Location
+from .messages import clipped
 from .xmlload import LAYER_TAG, Document, Node
 
 Path = tuple  # of str (keys) and int (array indices)
@@ -147,16 +148,17 @@ def _report(error, path: Path, form: JsonForm, layer: str | None, diags: Diagnos
         value = error.instance
         code = schema["x-code"]
         if code == "CL015":
-            message = f"'{attr}' is empty; expected {schema['x-expected']}"
+            message = f"'{clipped(attr)}' is empty; expected {schema['x-expected']}"
         else:
-            message = f"{attr} '{value}' is not {schema['x-expected']}"
+            message = f"{clipped(attr)} '{clipped(str(value))}' is not {schema['x-expected']}"
             hint = schema.get("x-hints", {}).get(value)
             if hint:
                 message += f": {hint}"
         diags.error(form.location(path), code, message, layer)
     else:  # a rule without our annotations: still reported, with jsonschema's words
         diags.error(form.location(path), "CL016",
-                    f"{'/'.join(map(str, path)) or 'document'}: {error.message}", layer)
+                    f"{clipped('/'.join(map(str, path))) or 'document'}: "
+                    f"{clipped(error.message, 200)}", layer)
 
 
 def _unknown(error, path: Path, form: JsonForm, layer: str | None, diags: Diagnostics) -> None:
@@ -169,14 +171,15 @@ def _unknown(error, path: Path, form: JsonForm, layer: str | None, diags: Diagno
             name = key[1:]
             attrs = [k[1:] for k in known if k.startswith("@")]
             diags.warning(form.location(path + (key,)), "CL011",
-                          f"unknown attribute '{name}' on <{owner}> is ignored; expected "
+                          f"unknown attribute '{clipped(name)}' on <{clipped(owner)}> is "
+                          f"ignored; expected "
                           f"{_one_of(attrs)}{_suggest(name, attrs)}", layer)
         else:
             elements = [k for k in known if not k.startswith("@")]
             for i in range(len(error.instance[key])):
-                where = "at the top level" if owner in ("file",) else f"in <{owner}>"
+                where = "at the top level" if owner in ("file",) else f"in <{clipped(owner)}>"
                 diags.warning(form.location(path + (key, i)), "CL010",
-                              f"unknown element <{key}> {where} is ignored; expected "
+                              f"unknown element <{clipped(key)}> {where} is ignored; expected "
                               f"{_one_of(elements, '<', '>')}{_suggest(key, elements)}", layer)
 
 

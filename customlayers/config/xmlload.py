@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from lxml import etree
 
 from .diagnostics import Diagnostics, Location
+from .limits import MAX_ELEMENTS
 
 LAYER_TAG = "CustomLayer"
 _ROOT = "customlayers-synthetic-root"
@@ -24,13 +25,22 @@ _CLOSE = f"</{_ROOT}>"
 
 _DECL = re.compile(r"\A\s*<\?xml\s.*?\?>", re.S)
 _DECL_ENCODING = re.compile(rb"\A\s*<\?xml[^>]*?encoding\s*=\s*[\"']([A-Za-z0-9._-]+)[\"']")
-_DOCTYPE = re.compile(r"<!DOCTYPE\b")
-# a DOCTYPE ends at '>' after its optional [internal subset]
-_DOCTYPE_END = re.compile(r"<!DOCTYPE[^\[>]*(\[.*?\]\s*)?>", re.S)
+# the prolog: what may come before the first element (whitespace, comments, PIs, one DOCTYPE)
+_PROLOG_SPACE = re.compile(r"\s+")
+_DOCTYPE_OPEN = re.compile(r"<!DOCTYPE(?=[\s\[>])")
+# inside a DOCTYPE's internal subset: skipped whole, so a ']' or '>' in them does not end it
+_SUBSET_PLAIN = re.compile(r"[^\[\]<>\"']+")
+_SUBSET_SKIP = re.compile(r"<!--.*?-->|<\?.*?\?>|\"[^\"]*\"|'[^']*'", re.S)
 # text that can hold a '<' that is not a start tag; masked before locating start tags
-_ATTRIBUTE = re.compile(r"([^\s=<>/\"']+)\s*=\s*(?:\"[^\"]*\"|'[^']*')")
-_NOT_MARKUP = re.compile(r"<!--.*?-->|<!\[CDATA\[.*?\]\]>|<\?.*?\?>|<!DOCTYPE[^\[>]*(\[.*?\]\s*)?>",
-                         re.S)
+_NOT_MARKUP = re.compile(r"<!--.*?-->|<!\[CDATA\[.*?\]\]>|<\?.*?\?>", re.S)
+# a start tag's '<' and name (end tags, comments, PIs and the like start with '</', '<!', '<?')
+_NOT_NEWLINE = re.compile(r"[^\n]+")
+_START_TAG = re.compile(r"<([^\s/>!?][^\s/>]*)")
+# the rest of a start tag, up to its '>': a quoted value may hold '>'
+_TAG_REST = re.compile(r"""(?:[^"'>]+|"[^"]*"|'[^']*')*""")
+# an attribute's name and value in a start tag; the lookbehind makes a name start only after
+# whitespace, so a long run of name characters is tried once, not once per character
+_ATTRIBUTE = re.compile(r"(?<=\s)([^\s=<>/\"']+)\s*=\s*(?:\"[^\"]*\"|'[^']*')")
 
 
 @dataclass
@@ -62,8 +72,12 @@ class Document:
 
 def _blank(text: str, start: int, end: int) -> str:
     """Replace text[start:end] by spaces, keeping newlines (so lines and columns stay put)."""
-    kept = re.sub(r"[^\n]", " ", text[start:end])
-    return text[:start] + kept + text[end:]
+    return text[:start] + _spaces(text[start:end]) + text[end:]
+
+
+def _spaces(text: str) -> str:
+    """`text` with every character but newlines made a space (by runs: one call per line)."""
+    return _NOT_NEWLINE.sub(lambda m: " " * len(m.group(0)), text)
 
 
 class _TextIndex:
@@ -115,26 +129,82 @@ def decode(data: bytes | str, file: str, diags: Diagnostics) -> str | None:
 
 
 def _prepare(text: str, file: str, diags: Diagnostics) -> str | None:
-    """Blank the XML declaration and an entity-free DOCTYPE; refuse a DOCTYPE with entities."""
+    """Blank the XML declaration and an entity-free DOCTYPE; refuse a DOCTYPE with entities.
+
+    A DOCTYPE exists only in the prolog, before the first element: the prolog is walked item
+    by item (comments and PIs skipped whole), so DOCTYPE-like text in a comment, a CDATA section
+    or a PI is never taken for one. Whatever follows the first element goes to lxml inside our
+    root element, where a DOCTYPE or an entity declaration is not well-formed: nothing that
+    looks like a DTD can reach the parser."""
     decl = _DECL.match(text)
     if decl:
         text = _blank(text, decl.start(), decl.end())
-    doctype = _DOCTYPE.search(text)
-    if doctype is None:
+    start = _doctype_in_prolog(text)
+    if start is None:
         return text
-    line = text.count("\n", 0, doctype.start()) + 1
-    if "<!ENTITY" in text:
-        diags.error(Location(file, line, doctype.start() - text.rfind("\n", 0, doctype.start())),
+    line = text.count("\n", 0, start) + 1
+    column = start - text.rfind("\n", 0, start)
+    end = _doctype_end(text, start)
+    if end is None:
+        diags.error(Location(file, line, column), "CL001", "the DOCTYPE declaration is not closed")
+        return None
+    if "<!ENTITY" in text[start:end]:
+        diags.error(Location(file, line, column),
                     "CL002", "the DOCTYPE declares entities; entities are refused (never expanded)"
                     " because they can expand without bound or read other files")
         return None
-    end = _DOCTYPE_END.match(text, doctype.start())
-    if end is None:
-        diags.error(Location(file, line, 1), "CL001", "the DOCTYPE declaration is not closed")
-        return None
-    diags.warning(Location(file, line, 1), "CL005",
+    diags.warning(Location(file, line, column), "CL005",
                   "the DOCTYPE is ignored: no DTD is loaded and nothing is validated against it")
-    return _blank(text, end.start(), end.end())
+    return _blank(text, start, end)
+
+
+def _doctype_in_prolog(text: str) -> int | None:
+    """Offset of the DOCTYPE when the prolog has one; None when the first element (or anything
+    else) comes first."""
+    pos = 0
+    while pos < len(text):
+        space = _PROLOG_SPACE.match(text, pos)
+        if space:
+            pos = space.end()
+            continue
+        if text.startswith("<!--", pos):
+            end = text.find("-->", pos + 4)
+        elif text.startswith("<?", pos):
+            end = text.find("?>", pos + 2)
+        else:
+            return pos if _DOCTYPE_OPEN.match(text, pos) else None
+        if end == -1:
+            return None  # an unclosed comment or PI: lxml reports it
+        pos = end + 3 if text.startswith("<!--", pos) else end + 2
+    return None
+
+
+def _doctype_end(text: str, start: int) -> int | None:
+    """End offset (after '>') of the DOCTYPE at `start`: its '>' comes after the optional
+    [internal subset], whose comments, PIs and quoted strings may hold ']' and '>'. Quoted
+    strings before the subset (the SYSTEM or PUBLIC literals) may hold them too."""
+    pos = start + len("<!DOCTYPE")
+    in_subset = False
+    while pos < len(text):
+        plain = _SUBSET_PLAIN.match(text, pos)
+        if plain:
+            pos = plain.end()
+            continue
+        skip = _SUBSET_SKIP.match(text, pos) if text[pos] in "<\"'" else None
+        if skip:
+            pos = skip.end()
+            continue
+        if text[pos] in "<\"'" and (text[pos] != "<" or text.startswith(("<!--", "<?"), pos)):
+            return None  # an unclosed comment, PI or literal
+        c = text[pos]
+        if c == "[" and not in_subset:
+            in_subset = True
+        elif c == "]" and in_subset:
+            in_subset = False
+        elif c == ">" and not in_subset:
+            return pos + 1
+        pos += 1
+    return None
 
 
 def _parser() -> etree.XMLParser:
@@ -148,6 +218,9 @@ def _syntax_error(e: etree.XMLSyntaxError, file: str, diags: Diagnostics) -> Non
     if line == 1:
         column = max(1, column - len(_OPEN))
     message = (e.msg or str(e)).strip()
+    # libxml2 may append "\n, line N, column M" (the place is in the diagnostic already); a
+    # diagnostic is one line
+    message = " ".join(message.split("\n")[0].split())
     message = message.replace(_ROOT, "(the file's end)")
     diags.error(Location(file, line, max(1, column)), "CL001", f"not well-formed XML: {message}")
 
@@ -156,34 +229,27 @@ class _Locator:
     """Finds each element's start tag in the (masked) text, in document order."""
 
     def __init__(self, text: str, file: str):
-        masked = _NOT_MARKUP.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), text)
+        masked = _NOT_MARKUP.sub(lambda m: _spaces(m.group(0)), text)
         self.text = masked
         self.index = _TextIndex(masked)
         self.file = file
         self.cursor = 0
 
     def element(self, tag: str, sourceline: int) -> tuple[Location, int, int]:
-        """Location of '<tag', and the span of its start tag (for finding attributes)."""
-        m = re.compile(r"<(?:[\w.-]+:)?" + re.escape(tag) + r"(?=[\s/>])").search(self.text,
-                                                                            self.cursor)
-        if m is None:  # cannot happen for well-formed text; degrade to the line lxml gives
+        """Location of '<tag', and the span of its start tag (for finding attributes). Elements
+        come in document order and, with comments, CDATA and PIs masked, every '<' that is not
+        '</' starts the next element: one precompiled pattern, no search per tag name."""
+        m = _START_TAG.search(self.text, self.cursor)
+        if m is None or m.group(1).split(":")[-1] != tag:
+            # cannot happen for well-formed text; degrade to the line lxml gives
             return Location(self.file, sourceline or 0, 1), self.cursor, self.cursor
         end = self._tag_end(m.end())  # a quoted value may hold '>': scan, do not find()
         self.cursor = m.end()
         return self.index.location(self.file, m.start()), m.start(), end
 
     def _tag_end(self, pos: int) -> int:
-        quote = None
-        for i in range(pos, len(self.text)):
-            ch = self.text[i]
-            if quote:
-                if ch == quote:
-                    quote = None
-            elif ch in "\"'":
-                quote = ch
-            elif ch == ">":
-                return i
-        return len(self.text)
+        """Offset of the '>' that ends the start tag whose name ends at `pos`."""
+        return _TAG_REST.match(self.text, pos).end()
 
     def attributes(self, start: int, end: int) -> dict[str, Location]:
         """Local attribute name -> its place, for the start tag text[start:end]. The pattern
@@ -194,11 +260,19 @@ class _Locator:
         return found
 
 
+def _attributes(el) -> dict[str, str]:
+    """An element's attributes as written. lxml looks each value up by name, quadratic in their
+    number (40,000 attributes: 8 s); past a few, XPath hands them all over in one pass."""
+    if len(el.keys()) <= 16:
+        return {str(k): str(v) for k, v in el.items()}
+    return {str(a.attrname): str(a) for a in el.xpath("@*")}
+
+
 def _convert(el, locator: _Locator) -> Node:
     tag = el.tag if isinstance(el.tag, str) else str(el.tag)
     loc, start, end = locator.element(etree.QName(el).localname if "}" in tag else tag,
                                       el.sourceline or 0)
-    attrs = {str(k): str(v) for k, v in el.attrib.items()}
+    attrs = _attributes(el)
     node = Node(tag, attrs, loc)
     places = locator.attributes(start, end)
     for name in attrs:
@@ -223,7 +297,14 @@ def parse_document(data: bytes | str, file: str, diags: Diagnostics) -> Document
         _syntax_error(e, file, diags)
         return None
     except ValueError as e:  # e.g. characters XML does not allow in a Python str
-        diags.error(Location(file, 1, 1), "CL001", f"not well-formed XML: {e}")
+        diags.error(Location(file, 1, 1), "CL001",
+                    f"not well-formed XML: {' '.join(str(e).split())}")
+        return None
+    count = sum(1 for _ in root.iter()) - 1  # C-speed; the synthetic root does not count
+    if count > MAX_ELEMENTS:
+        diags.error(Location(file, 1, 1), "CL006",
+                    f"the file has {count} elements; a config has at most {MAX_ELEMENTS} (real "
+                    f"ones have tens to hundreds, and checking costs time per element)")
         return None
     locator = _Locator(text, file)
     top = [_convert(el, locator) for el in root if isinstance(el.tag, str)]

@@ -1,0 +1,150 @@
+"""Resource exhaustion from one attribute: every index and size a descriptor gives is bounded,
+gaps are reported as ranges, messages stay short, and no input makes validation quadratic.
+Time bounds are generous (the machine is shared), far under what the old code took (34 s for a
+50,000-character element name; 24 GB for arg-index 99999999999)."""
+from __future__ import annotations
+
+import resource
+import time
+
+import pytest
+
+from customlayers.cli import main
+from customlayers.config import load_config_string
+
+SOURCES = {"k.cl": "__kernel void k(const __global float* a, __global float* o) {}\n"}
+
+
+def layer(buffers: str = "", kernel: str = "", after: str = "", attrs: str = "",
+          arg_out: str = "1") -> str:
+    return f"""<CustomLayer name="L" type="SimpleGPU" version="1"{attrs}>
+  <Kernel entry="k"><Source filename="k.cl"/>{kernel}</Kernel>
+  <Buffers>
+    <Tensor arg-index="0" type="input" port-index="0"/>
+    <Tensor arg-index="{arg_out}" type="output" port-index="0"/>{buffers}
+  </Buffers>{after}
+</CustomLayer>
+"""
+
+
+def load(text: str, limit_s: float = 2.0):
+    start = time.perf_counter()
+    configs = load_config_string(text, SOURCES)
+    elapsed = time.perf_counter() - start
+    assert elapsed < limit_s, f"took {elapsed:.1f} s"
+    for d in configs.diagnostics:
+        assert len(d.render()) < 600, d.render()[:300]
+    return configs, [(d.code, d.message) for d in configs.diagnostics]
+
+
+@pytest.mark.parametrize("value, shown", [
+    ("99999999999", "99999999999"),
+    ("10000000", "10000000"),
+    ("1024", "1024"),
+    ("9" * 5000, "9" * 80 + "... (5000 characters)"),
+])
+def test_arg_index_over_the_bound_is_one_short_error(value, shown):
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    configs, found = load(layer(arg_out=value))
+    assert found == [("CL026", f"arg-index {shown} is over the bound: at most 1023 (a kernel "
+                               f"takes at most 1024 arguments on any OpenCL device)")]
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 200_000  # KiB
+    assert configs.layers == {}
+
+
+def test_largest_arg_index_is_accepted_and_the_gap_is_one_range():
+    _, found = load(layer(arg_out="1023"))
+    assert found == [("CL031", "kernel arguments 1-1022 are not bound: arg-index values must "
+                               "be 0..1023 without gaps; found 0, 1023")]
+
+
+def test_several_gaps_are_runs():
+    _, found = load(layer(arg_out="3", buffers='\n<Data name="w" arg-index="7"/>'
+                                              '\n<Data name="v" arg-index="8"/>'))
+    assert found == [("CL031", "kernel arguments 1-2, 4-6 are not bound: arg-index values must "
+                               "be 0..8 without gaps; found 0, 3, 7-8")]
+
+
+def test_port_index_and_dim_input_are_bounded():
+    _, found = load(layer(buffers='\n<Tensor arg-index="2" type="input" port-index="5000"/>',
+                          after='\n<WorkSizes dim="input,' + "7" * 5000 + '"/>'))
+    codes = [code for code, _ in found]
+    assert codes == ["CL026", "CL026"]
+    assert found[0][1].startswith("port-index 5000 is over the bound: at most 1023")
+    assert found[1][1].startswith("dim 'input," + "7" * 74 + "... (5006 characters)' names an "
+                                  "input over the bound: at most input 1023")
+
+
+def test_more_buffers_than_a_kernel_takes_is_one_error():
+    many = "".join(f'\n<Data name="d{i}" arg-index="{i + 2}"/>' for i in range(1100))
+    _, found = load(layer(buffers=many))
+    assert found == [("CL036", "<Buffers> binds 1102 buffers; a kernel takes at most 1024 "
+                               "arguments on any OpenCL device")]
+
+
+def test_port_gaps_are_ranges():
+    _, found = load(layer(buffers='\n<Tensor arg-index="2" type="input" port-index="900"/>'))
+    assert found == [("CL035", "input ports must be 0..1 without gaps; found 0, 900")]
+
+
+def test_a_50000_character_element_name_is_fast():
+    configs, found = load(layer(after="\n<" + "E" * 50_000 + "/>"))
+    assert [code for code, _ in found] == ["CL010"]
+    assert "unknown element <" + "E" * 80 + "... (50000 characters)> in <CustomLayer>" \
+        in found[0][1]
+
+
+def test_long_attribute_values_and_names_are_fast_and_clipped():
+    text = layer(buffers='\n<Tensor arg-index="2" type="input" port-index="1" format="'
+                 + "B" * 2_000_000 + '"/>', attrs=' note="' + "n" * 2_000_000 + '"')
+    _, found = load(text)
+    assert [code for code, _ in found] == ["CL011", "CL023"]
+    assert found[1][1].startswith("format '" + "B" * 80 + "... (2000000 characters)' is not")
+
+
+def test_many_attributes_on_one_element_are_linear():
+    _, found = load(layer(attrs="".join(f' a{i}="1"' for i in range(20_000))), limit_s=4.0)
+    assert len(found) == 20_000 and {code for code, _ in found} == {"CL011"}
+
+
+def test_too_many_elements_is_one_error():
+    _, found = load(layer(after="<X/>" * 10_001))
+    assert found == [("CL006", "the file has 10007 elements; a config has at most 10000 (real "
+                               "ones have tens to hundreds, and checking costs time per "
+                               "element)")]
+
+
+def test_deep_nesting_is_a_syntax_error_not_a_recursion_error():
+    _, found = load(layer(after="<a>" * 5000 + "</a>" * 5000))
+    assert [code for code, _ in found] == ["CL001"]
+
+
+@pytest.mark.parametrize("attr, text", [
+    ("global", "X+" * 600 + "X"),
+    ("global", "X," * 600 + "X"),
+])
+def test_a_formula_list_over_1000_characters_is_not_parsed(attr, text):
+    _, found = load(layer(after=f'\n<WorkSizes {attr}="{text}"/>'))
+    assert found == [("CL060", f"{attr} '{text[:80]}... ({len(text)} characters)' is not "
+                               f"parsed: {len(text)} characters; a formula list is at most 1000")]
+
+
+def test_a_number_with_thousands_of_leading_zeros_is_its_value():
+    _, found = load(layer(after='\n<WorkSizes global="' + "0" * 900 + '7"/>'))
+    assert found == []
+
+
+def test_a_source_full_of_unclosed_comments_checks_fast():
+    sources = {"k.cl": "/*" * 300_000 + "\n"}
+    start = time.perf_counter()
+    configs = load_config_string(layer(), sources)
+    assert time.perf_counter() - start < 2.0
+    assert [d.code for d in configs.diagnostics] == ["CL044"]
+
+
+def test_validate_cli_prints_one_short_line(tmp_path, capsys):
+    (tmp_path / "k.cl").write_text(SOURCES["k.cl"])
+    (tmp_path / "c.xml").write_text(layer(arg_out="10000000"))
+    assert main(["validate", str(tmp_path / "c.xml")]) == 1
+    out = capsys.readouterr().out
+    assert len(out) < 400 and "error[CL026]: arg-index 10000000 is over the bound" in out
