@@ -23,6 +23,16 @@ if ! have_opencl; then
     have_opencl || { echo "setup: PoCL installed but no OpenCL platform is registered" >&2; exit 1; }
 fi
 
+# Oclgrind (an OpenCL simulator) runs custom kernels for --sanitize; its tests need it too
+if [ ! -f /usr/lib/oclgrind/liboclgrind-rt-icd.so ] && command -v apt-get >/dev/null; then
+    echo "setup: installing Debian's oclgrind (for --sanitize)"
+    SUDO=""
+    [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+    export DEBIAN_FRONTEND=noninteractive
+    $SUDO apt-get update -qq
+    $SUDO apt-get install -y -qq oclgrind >/dev/null || echo "setup: oclgrind could not be installed; --sanitize will say so" >&2
+fi
+
 stamp="$VENV/.customlayers-installed"
 if [ ! -x "$VENV/bin/python" ]; then
     echo "setup: creating $VENV"

@@ -72,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
     except CustomLayersError as e:
         if args.traceback:
             raise
-        print(f"error: {e}", file=sys.stderr)
+        print(f"error: {e}{_kernel_bug_hint(args, e)}", file=sys.stderr)
         return 1
     except OSError as e:
         if args.traceback:
@@ -88,11 +88,23 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as e:
         if args.traceback or not _is_opencl_error(e):
             raise
-        print(f"error: OpenCL: {e}", file=sys.stderr)
+        print(f"error: OpenCL: {e}{_kernel_bug_hint(args, e)}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+
+
+def _kernel_bug_hint(args, e: BaseException) -> str:
+    """A run that failed on the device may be a kernel out of bounds: name the two modes that
+    find one, where the command has them and they were not on."""
+    from ..errors import ExecutionError
+    if not hasattr(args, "check_bounds") or args.check_bounds or args.sanitize:
+        return ""
+    if isinstance(e, ExecutionError) or _is_opencl_error(e):
+        from .common import KERNEL_BUG_HINT
+        return f"\n{KERNEL_BUG_HINT}"
+    return ""
 
 
 def _is_opencl_error(e: BaseException) -> bool:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 
 def add_build_options(parser: argparse.ArgumentParser, device: bool = True) -> None:
@@ -78,3 +79,38 @@ def the_only_layer(requested: str | None, defined: list[str], valid: dict, where
     if requested not in valid:
         raise UsageError(f"no valid layer '{requested}' in {where} (valid layers: {known})")
     return requested
+
+
+KERNEL_BUG_HINT = ("if a custom kernel may read or write out of bounds, run again with "
+                   "--check-bounds or --sanitize (README: Finding kernel bugs)")
+
+
+def add_kernel_check_options(parser: argparse.ArgumentParser) -> None:
+    """--check-bounds and --sanitize: the two ways to find a kernel that disagrees with its
+    tensors (runtime/bounds.py, runtime/sanitize.py)."""
+    parser.add_argument("--check-bounds", action="store_true",
+                        help="run custom kernels with guard zones around every buffer and their "
+                             "outputs pre-filled with NaN: report writes out of bounds (layer, "
+                             "tensor, offset) and output elements never written")
+    parser.add_argument("--sanitize", action="store_true",
+                        help="also run custom kernels on Oclgrind, a simulator that checks every "
+                             "memory access, and report invalid accesses at your .cl lines "
+                             "(installs Debian's oclgrind on first use)")
+
+
+def report_kernel_problems(problems) -> int:
+    """Print what --check-bounds / --sanitize found; the exit status (1 when anything)."""
+    for problem in problems:
+        print(f"error: {problem}", file=sys.stderr)
+    return 1 if problems else 0
+
+
+def warn_if_not_finite(outputs, what: str) -> None:
+    """A NaN or infinity in an output is often a kernel reading past its input: say how to find
+    out."""
+    import numpy as np
+    for name, array in outputs.items():
+        if array.dtype.kind == "f" and not np.all(np.isfinite(array)):
+            bad = int(np.count_nonzero(~np.isfinite(array)))
+            print(f"warning: {what} output '{name}' has {bad} non-finite value(s); "
+                  f"{KERNEL_BUG_HINT}", file=sys.stderr)

@@ -14,7 +14,8 @@ import numpy as np
 
 from ..config.params import unused_params, unused_params_message
 from . import UsageError
-from .common import add_build_options, build_cache, parse_params
+from .common import (add_build_options, add_kernel_check_options, build_cache, parse_params,
+                     report_kernel_problems, warn_if_not_finite)
 from .input_arrays import read_array
 from .output import check_array_count, check_output_path, write_arrays_atomically
 from .layers import add_config_options
@@ -38,6 +39,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", required=True, metavar="OUT.npy",
                    help="where to write the result (.npz for several outputs)")
     add_build_options(p)
+    add_kernel_check_options(p)
     return p
 
 
@@ -121,8 +123,18 @@ def run(args) -> int:
     out_descs = [TensorDesc(s, in_descs[0].dtype) for s in out_shapes] or None
 
     bound = registry.bind(spec.name, in_descs, out_descs, params=params, data=data)
-    result = bound(*inputs)
-    outputs = result if isinstance(result, list) else [result]
+    # on Oclgrind first: a kernel whose accesses are invalid is reported there and never run
+    # natively, where it could crash the process
+    if args.sanitize and report_kernel_problems(bound.sanitize(*inputs, **data)):
+        return 1
+    if args.check_bounds:
+        outputs, problems = bound.check_bounds(*inputs, **data)
+        if report_kernel_problems(problems):   # nothing is written from such a run
+            return 1
+    if not args.check_bounds:
+        result = bound(*inputs)
+        outputs = result if isinstance(result, list) else [result]
+    warn_if_not_finite({f"output{i}": a for i, a in enumerate(outputs)}, f"layer '{spec.name}'")
     write_arrays_atomically(args.output, {f"output{i}": a for i, a in enumerate(outputs)})
     shapes = ", ".join("x".join(map(str, a.shape)) for a in outputs)
     print(f"{spec.name} on {bound.engine.device.name.strip()}: wrote {shapes} to {args.output}")

@@ -12,9 +12,11 @@ import argparse
 import dataclasses
 import sys
 
+import numpy as np
+
 from ..config import ConfigSet, Diagnostic, load_configs
 from ..config.diagnostics import ERROR, INFO, WARNING, Location
-from .common import add_build_options, build_cache
+from .common import add_build_options, add_kernel_check_options, build_cache
 from .config_files import expand
 from .diagnostic_formats import FORMATS, render
 
@@ -45,6 +47,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                    help="input shapes for --compile, e.g. MyLayer=1x16x32x32 (one per input, "
                         "comma-separated; each may add :f16, :byxf, ...)")
     add_build_options(p)
+    add_kernel_check_options(p)
     return p
 
 
@@ -87,14 +90,17 @@ def _compile_all(configs: ConfigSet, args) -> list[Diagnostic]:
                                        "MVCL layers are checked without building: "
                                        "--compile builds SimpleGPU layers only", name))
             continue
-        found += compile_diagnostics(registry, name, shapes.get(name) or [])
+        found += compile_diagnostics(registry, name, shapes.get(name) or [],
+                                     check_bounds=args.check_bounds, sanitize=args.sanitize)
     return found
 
 
-def compile_diagnostics(registry, name: str, given: list) -> list[Diagnostic]:
+def compile_diagnostics(registry, name: str, given: list, *, check_bounds: bool = False,
+                        sanitize: bool = False) -> list[Diagnostic]:
     """Bind layer `name` of `registry` for the `given` input tensors (the defaults of
     _compile_inputs where fewer are given): every error as Diagnostics, and the compiler's
-    warnings of a program that builds (CL082)."""
+    warnings of a program that builds (CL082). With `check_bounds`/`sanitize`, the bound kernel
+    also runs once on seeded random inputs with guard zones (CL086) or on Oclgrind (CL087)."""
     from ..errors import CustomLayersError
     from ..runtime.registry import PREPARE_CODE
     from .build_diagnostics import error_diagnostics, warning_diagnostics
@@ -109,7 +115,47 @@ def compile_diagnostics(registry, name: str, given: list) -> list[Diagnostic]:
                                   f"cannot prepare the kernel for inputs {shown}: "
                                   f"{e.describe()}", name)]
         return error_diagnostics(e, spec.location, name)
-    return warning_diagnostics(bound.build_warnings, name)
+    found = warning_diagnostics(bound.build_warnings, name)
+    if check_bounds or sanitize:
+        found += kernel_check_diagnostics(bound, spec, check_bounds, sanitize)
+    return found
+
+
+def kernel_check_diagnostics(bound, spec, check_bounds: bool, sanitize: bool) -> list[Diagnostic]:
+    """Run the bound kernel once on seeded random inputs (and its Data blobs), on Oclgrind
+    first (its findings at the user's .cl lines, CL087), then natively with guard zones
+    (CL086, at the layer)."""
+    rng = np.random.default_rng(0)
+    inputs = [_random_array(rng, d) for d in bound.inputs]
+    data = {n: _random_array(rng, d) for n, d in zip(bound.data_names, bound.data_descs)}
+    if sanitize:
+        findings = bound.sanitize(*inputs, **data)
+        if findings:
+            return [_finding_diagnostic(f, spec) for f in findings]
+    if not check_bounds:
+        return []
+    _, problems = bound.check_bounds(*inputs, **data)
+    return [Diagnostic.at(spec.location, ERROR, "CL086",
+                          f"{p.tensor}: {p.message} (inputs "
+                          f"{', '.join(d.describe() for d in bound.inputs)})", spec.name)
+            for p in problems]
+
+
+def _random_array(rng, desc):
+    if desc.np_dtype.kind == "f":
+        return rng.standard_normal(desc.shape).astype(desc.np_dtype)
+    return rng.integers(0, 8, desc.shape).astype(desc.np_dtype)
+
+
+def _finding_diagnostic(finding, spec) -> Diagnostic:
+    file, line, column = spec.location.file, spec.location.line, spec.location.column
+    parts = finding.place.rsplit(":", 2) if finding.place else []
+    if len(parts) == 3 and parts[1].isdigit() and parts[2].isdigit():
+        file, line, column = parts[0], int(parts[1]), int(parts[2])
+    elif len(parts) >= 2 and parts[-1].isdigit():
+        file, line, column = ":".join(parts[:-1]), int(parts[-1]), 1
+    return Diagnostic(file, line, column, ERROR, "CL087", f"Oclgrind: {finding.message}",
+                      spec.name)
 
 
 def _compile_inputs(spec, given: list) -> tuple[list, dict]:

@@ -64,6 +64,9 @@ CODES: dict[str, str] = {
     "CL084": "a kernel parameter cannot take what the descriptor binds to it (an output bound "
              "to a const or non-__global parameter, a tensor to a non-pointer)",
     "CL085": "the kernel needs half precision (cl_khr_fp16), which the device does not have",
+    "CL086": "--check-bounds: the kernel wrote outside its tensors, or left output elements "
+             "unwritten",
+    "CL087": "--sanitize: Oclgrind found an invalid memory access (or another kernel error)",
     # -- the VPU dialect (type="MVCL", SPEC section 6) -----------------------------------------
     "CL100": "max-shaves is a VPU scheduling hint: accepted and not used (info)",
     "CL101": "a Source names a .bin (offline VPU binary): the .cl of the same name is used (info)",

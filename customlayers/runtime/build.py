@@ -13,7 +13,9 @@ the JIT (jit/) only writes program text.
 from __future__ import annotations
 
 import hashlib
+import os
 import re
+import sys
 import tempfile
 import warnings
 from contextlib import contextmanager
@@ -47,7 +49,7 @@ def compile_source(context, device, source: str, options: str = "", *,
     '' when none). KernelBuildError (log mapped the same way) when the compiler refuses it."""
     raw = cl._cl._Program(context, source)
     try:
-        with _quiet_pyopencl():
+        with _quiet_pyopencl(), _without_compiler_chatter():
             raw.build(options.encode(), [device])
     except cl.RuntimeError as e:
         raise build_error(source, options, device, build_log(raw, device) or str(e),
@@ -68,6 +70,36 @@ def _quiet_pyopencl():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", cl.CompilerWarning)
         yield
+
+
+# what PoCL's clang prints on the process's own stderr during a build, beside the build log we
+# report ourselves (mapped to the user's lines)
+_CHATTER = re.compile(r"\d+ (?:warning|error)s? generated\.|\d+ warnings? and \d+ errors? "
+                      r"generated\.")
+
+
+@contextmanager
+def _without_compiler_chatter():
+    """Hold back the native stderr during a build and let through every line but the
+    compiler's "N warnings generated." summaries."""
+    try:
+        sys.stderr.flush()
+        saved = os.dup(2)
+    except (OSError, ValueError):          # no real stderr (embedded interpreters)
+        yield
+        return
+    with tempfile.TemporaryFile() as held:
+        os.dup2(held.fileno(), 2)
+        try:
+            yield
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            held.seek(0)
+            kept = [line for line in held.read().decode("utf-8", "replace").splitlines()
+                    if line.strip() and not _CHATTER.fullmatch(line.strip())]
+            if kept:
+                print("\n".join(kept), file=sys.stderr)
 
 
 def compiler_warnings(log: str, line_map: Sequence = ()) -> str:

@@ -108,7 +108,7 @@ def sanitize_launch(launch: KernelLaunch, layer: str, inputs: Sequence[np.ndarra
         except subprocess.TimeoutExpired:
             return [SanitizeFinding(layer, f"the kernel did not finish on Oclgrind within "
                                            f"{TIMEOUT_S} s", "")]
-    findings = parse_oclgrind_log(done.stderr, launch.line_map, layer)
+    findings = parse_oclgrind_log(done.stderr, launch.line_map, layer, launch.source)
     result = _last_json(done.stdout)
     if done.returncode != 0 or result is None:
         tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
@@ -136,29 +136,39 @@ _AT_LINE = re.compile(r"At line (?P<line>\d+)(?: \(column (?P<col>\d+)\))? of (?
                       r"\n(?P<source>[^\n]*)")
 
 
-def parse_oclgrind_log(log: str, line_map: Sequence, layer: str) -> list[SanitizeFinding]:
-    """Oclgrind's reports (one block per problem, separated by blank lines) as findings: the
-    kind of access, the work-item, and the place mapped through the program's line map when
-    Oclgrind names the generated text rather than the user's file."""
+def parse_oclgrind_log(log: str, line_map: Sequence, layer: str,
+                      source: str = "") -> list[SanitizeFinding]:
+    """Oclgrind's reports (one block per problem, separated by blank lines) as findings, one per
+    kind of access and place, with how many work-items made it and the first of them. The place
+    is the user's file and line (the program's #line directives, or its line map when Oclgrind
+    names the generated text), shown with the user's own source line."""
     users = {entry[0] for entry in line_map if entry}
-    found: list[SanitizeFinding] = []
+    generated = source.split("\n")
+    found: dict[tuple[str, str], list] = {}
     for block in re.split(r"\n\s*\n", log):
         header = _HEADER.search(block)
         if not header:
             continue
-        what = header.group("what").strip().rstrip(":")
+        kind = re.sub(r" at (?:global|local|private|constant) memory address 0x[0-9a-fA-F]+", "",
+                      header.group("what").strip().rstrip(":"))
         entity = _ENTITY.search(block)
-        if entity:
-            what += f" at work-item {entity.group('entity').split(' Local')[0].strip()}"
-        place, source = "", ""
+        item = entity.group("entity").split(" Local")[0].strip() if entity else ""
+        place, text = "", ""
         at = _AT_LINE.search(block)
         if at:
             file, line = at.group("file"), int(at.group("line"))
             col = f":{at.group('col')}" if at.group("col") else ""
-            if file not in users and 1 <= line <= len(line_map) and line_map[line - 1]:
+            if file not in users and os.path.abspath(file) in users:
+                file = os.path.abspath(file)      # Oclgrind shortens paths under the cwd
+            elif file not in users and 1 <= line <= len(line_map) and line_map[line - 1]:
                 file, line = line_map[line - 1]
-            place, source = f"{file}:{line}{col}", at.group("source")
-        what = what[0].lower() + what[1:]
-        if not any(f.message == what and f.place == place for f in found):
-            found.append(SanitizeFinding(layer, what, place, source))
-    return found
+            place = f"{file}:{line}{col}"
+            origin = (file, line)
+            text = next((generated[i] for i, o in enumerate(line_map)
+                         if o == origin and i < len(generated)), at.group("source"))
+        entry = found.setdefault((kind, place), [0, item, text])
+        entry[0] += 1
+    return [SanitizeFinding(layer, f"{kind[0].lower()}{kind[1:]} by {count} work-item"
+                                   f"{'s' if count != 1 else ''}"
+                                   f"{f' (the first: {item})' if item else ''}", place, text)
+            for (kind, place), (count, item, text) in found.items()]

@@ -1,0 +1,150 @@
+"""Issue 8, class 2: kernels and models that disagree about shapes are found by --check-bounds
+(guard zones, NaN-prefilled outputs) and --sanitize (Oclgrind), in run-layer and
+validate --compile, at the layer, the tensor and the user's .cl line."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from customlayers.cli import main
+
+ROOT = Path(__file__).resolve().parents[2]
+REORG = ROOT / "examples" / "layers" / "reorg" / "reorg.xml"
+
+LAYER = """<CustomLayer name="Shift" type="SimpleGPU" version="1">
+  <Kernel entry="shift">
+    <Source filename="shift.cl"/>
+  </Kernel>
+  <Buffers>
+    <Tensor arg-index="0" type="input" port-index="0" format="{fmt}"/>
+    <Tensor arg-index="1" type="output" port-index="0" format="{fmt}"/>
+  </Buffers>
+  <WorkSizes global="{count}"/>
+</CustomLayer>
+"""
+KERNEL = """__kernel void shift(__global const float* src, __global float* dst)
+{{
+    const int i = get_global_id(0);
+    {body}
+}}
+"""
+COPY = "dst[i] = src[i];"
+
+
+def _layer(tmp_path: Path, body: str, count: str = "B*F*Y*X", fmt: str = "BFYX") -> Path:
+    (tmp_path / "shift.cl").write_text(KERNEL.format(body=body))
+    config = tmp_path / "shift.xml"
+    config.write_text(LAYER.format(count=count, fmt=fmt))
+    return config
+
+
+def _input(tmp_path: Path, shape=(1, 2, 3, 4)) -> Path:
+    path = tmp_path / "x.npy"
+    np.save(path, np.random.default_rng(0).standard_normal(shape).astype(np.float32))
+    return path
+
+
+def _run_layer(capsys, tmp_path, config, layer, *extra):
+    out = tmp_path / "out.npy"
+    code = main(["run-layer", "-c", str(config), "--layer", layer, "-i",
+                 str(_input(tmp_path)), "-o", str(out), "-d", "CPU", *extra])
+    captured = capsys.readouterr()
+    assert "Traceback" not in captured.err
+    return code, captured, out
+
+
+def test_a_correct_kernel_passes_both_checks_and_writes_its_output(tmp_path, capsys):
+    config = _layer(tmp_path, COPY)
+    code, captured, out = _run_layer(capsys, tmp_path, config, "Shift", "--check-bounds",
+                                     "--sanitize")
+    assert code == 0, captured.err
+    np.testing.assert_array_equal(np.load(out), np.load(tmp_path / "x.npy"))
+
+
+def test_a_write_past_the_end_is_named_with_its_offset(tmp_path, capsys):
+    config = _layer(tmp_path, "dst[i + 1] = src[i];")
+    code, captured, out = _run_layer(capsys, tmp_path, config, "Shift", "--check-bounds")
+    assert code == 1 and not out.exists()
+    assert ("error: layer 'Shift': output 0: the kernel wrote past the end of the buffer (24 "
+            "elements, 1x2x3x4 f32 bfyx): the first out-of-bounds write is at element offset 24"
+            in captured.err)
+    # and element 0 is never written
+    assert "1 of 24 elements were never written; the first at B,F,Y,X = 0,0,0,0" in captured.err
+
+
+def test_a_write_before_the_start_and_into_the_input(tmp_path, capsys):
+    config = _layer(tmp_path, "dst[i - 1] = src[i]; if (i == 0) ((__global float*)src)[3] = 0;")
+    code, captured, _ = _run_layer(capsys, tmp_path, config, "Shift", "--check-bounds")
+    assert code == 1
+    assert "output 0: the kernel wrote before the buffer's first element: the first byte " \
+           "changed is at element offset -1" in captured.err
+    assert "input 0: the kernel wrote into this input (first changed element at buffer " \
+           "offset 3)" in captured.err
+
+
+def test_reorg_with_a_stride_its_shapes_do_not_allow(tmp_path, capsys):
+    """The example ReorgYolo with stride=3 on 8 channels printed garbage with exit 0."""
+    code, captured, out = _run_layer(capsys, tmp_path, REORG, "ReorgYolo", "--param",
+                                     "stride=3", "--check-bounds")
+    assert code == 1 and not out.exists()
+    assert "layer 'ReorgYolo': output 0: 24 of 24 elements were never written" in captured.err
+
+
+def test_without_checks_a_non_finite_output_suggests_them(tmp_path, capsys):
+    config = _layer(tmp_path, "dst[i] = i < 2 ? src[i] / 0.0f : src[i];")
+    code, captured, _ = _run_layer(capsys, tmp_path, config, "Shift")
+    assert code == 0
+    assert "has 2 non-finite value(s); if a custom kernel may read or write out of bounds, run " \
+           "again with --check-bounds or --sanitize" in captured.err
+
+
+def test_sanitize_reports_an_invalid_read_at_the_users_line(tmp_path, capsys):
+    """stride=-1 made the ReorgYolo example segfault; on Oclgrind it is a located report and
+    the kernel never runs natively."""
+    code, captured, out = _run_layer(capsys, tmp_path, REORG, "ReorgYolo", "--param",
+                                     "stride=-1", "--sanitize", "--check-bounds")
+    assert code == 1 and not out.exists()
+    assert f"{REORG.with_name('reorg.cl')}:34:9: layer 'ReorgYolo': invalid read of size 4 by " \
+           in captured.err
+    assert "input0[INPUT0_OFFSET + b * INPUT0_PITCHES[0]" in captured.err   # the user's line
+
+
+def test_sanitize_finds_a_write_past_the_end(tmp_path, capsys):
+    config = _layer(tmp_path, "dst[i + 1] = src[i];")
+    code, captured, _ = _run_layer(capsys, tmp_path, config, "Shift", "--sanitize")
+    assert code == 1
+    assert f"{tmp_path / 'shift.cl'}:4:" in captured.err and "invalid write of size 4 by 1 " \
+                                                             "work-item" in captured.err
+
+
+def test_validate_compile_runs_both_checks(tmp_path, capsys):
+    config = _layer(tmp_path, "dst[i + 1] = src[i];")
+    assert main(["validate", str(config), "--compile", "-d", "CPU"]) == 0
+    capsys.readouterr()
+    assert main(["validate", str(config), "--compile", "--check-bounds", "-d", "CPU"]) == 1
+    out = capsys.readouterr().out
+    assert f"{config}:1:1: error[CL086]: output 0: the kernel wrote past the end" in out
+    assert main(["validate", str(config), "--compile", "--sanitize", "-d", "CPU"]) == 1
+    out = capsys.readouterr().out
+    assert f"{tmp_path / 'shift.cl'}:4:" in out and "error[CL087]: Oclgrind: invalid write" in out
+
+
+@pytest.mark.parametrize("fmt", ["BYXF", "YXFB"])
+def test_unwritten_elements_are_located_in_logical_coordinates(tmp_path, fmt):
+    """The first never-written element is reported as B,F,Y,X whatever the memory format."""
+    from customlayers.api import Engine, Registry, TensorDesc
+    config = _layer(tmp_path, "if (i != 5) dst[i] = src[i];", fmt="ANY")  # as it comes
+    registry = Registry(Engine("CPU"))
+    registry.load(config)
+    desc = TensorDesc((1, 2, 3, 4), "f32", fmt)
+    bound = registry.bind("Shift", [desc], [desc])
+    x = np.ones((1, 2, 3, 4), np.float32)
+    _, problems = bound.check_bounds(x)
+    (problem,) = problems
+    # the logical element that lives at buffer element 5 in this format
+    packed = desc.pack(np.arange(24, dtype=np.float32).reshape(1, 2, 3, 4)).reshape(-1)
+    where = np.unravel_index(int(packed[5]), (1, 2, 3, 4))
+    assert (f"1 of 24 elements were never written; the first at B,F,Y,X = "
+            f"{','.join(str(int(v)) for v in where)}") in str(problem)
