@@ -31,15 +31,45 @@ def translates(*op_types):
     return register
 
 
-def spatial(attrs: dict, key: str, rank: int, default: int) -> list[int]:
-    return list(attrs.get(key) or [default] * rank)
+def spatial(r, attrs: dict, key: str, rank: int, default: int) -> list[int]:
+    """An ints attribute with one value per spatial axis (pads: two), or the default."""
+    values = list(attrs.get(key) or [default] * rank)
+    if len(values) != rank:
+        r.refuse(f"'{key}' has {len(values)} values; {rank} are needed here")
+    return values
+
+
+def text_attr(r, attrs: dict, key: str, default: str, allowed=None) -> str:
+    """A string attribute as text, refused when not UTF-8 or (given `allowed`) not one of them."""
+    value = attrs.get(key, default)
+    if isinstance(value, bytes):
+        try:
+            value = value.decode("utf-8")
+        except UnicodeDecodeError:
+            r.refuse(f"attribute '{key}' is not UTF-8 text: {value[:40]!r}")
+    if allowed is not None and value not in allowed:
+        r.refuse(f"attribute {key}='{value[:40]}' is not one of "
+                 f"{', '.join(repr(a) for a in allowed)}")
+    return value
+
+
+def axis_in(r, axis: int, rank: int, what: str = "axis", end: bool = False) -> int:
+    """`axis` (negative counts from the end) normalized into 0..rank-1 (0..rank with `end`:
+    an axis between two, as Flatten's)."""
+    high = rank if end else rank - 1
+    if not -rank <= int(axis) <= high:
+        r.refuse(f"{what} {axis} is out of range for rank {rank} (expected {-rank} to {high})")
+    return int(axis) + rank if axis < 0 else int(axis)
 
 
 def reshaped(r, value: str, shape: list[int], name: str) -> str:
     """`value` viewed with `shape`: folded when constant, else a Reshape node."""
     folded = r.folded(value)
     if folded is not None:
-        return r.const(name, folded.reshape(shape))
+        try:
+            return r.const(name, folded.reshape(shape))
+        except ValueError:
+            r.refuse(f"'{value}' of shape {list(folded.shape)} cannot be viewed as {shape}")
     r.emit("Reshape", [value, r.const(f"{name}/shape", np.array(shape, np.int64))], [name], name,
            attrs={"special_zero": "false"}, shapes=[tuple(shape)])
     return name
@@ -51,6 +81,8 @@ def optional_input(node, k: int) -> str | None:
 
 
 def const_input(r, node, k: int, what: str) -> np.ndarray:
+    if optional_input(node, k) is None:
+        r.refuse(f"the {what} (input {k}) is missing")
     value = r.folded(node.input[k])
     if value is None:
         r.refuse(f"the {what} (input {k}) must be a constant (an initializer or folded "
