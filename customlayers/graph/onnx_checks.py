@@ -54,7 +54,9 @@ def _child(parent, where: str, field: str, index: int | None, item) -> str:
         name = item.name if isinstance(item.name, str) else "?"
         op = item.op_type if isinstance(item.op_type, str) else "?"
         return f"{where}: node {index} '{name}' ({op})"
-    return f"{where}.{field}" + (f"[{index}]" if index is not None else "")
+    if field == "graph" and index is None and type(parent).__name__ == "ModelProto":
+        return where                                   # the model's graph: the file says it
+    return f"{where}: {field}" + (f"[{index}]" if index is not None else "")
 
 
 def check_model(onnx, model, file: str) -> None:
@@ -72,7 +74,7 @@ def check_model(onnx, model, file: str) -> None:
 
 def schema_of(onnx, op_type: str, version: int | None):
     """ONNX's schema of a standard op for the opset `version` (None: the newest), or None when
-    ONNX has none for that version (then the translation's own checks apply)."""
+    the op is not in that opset."""
     try:
         if version is None:
             return onnx.defs.get_schema(op_type, "")
@@ -100,7 +102,12 @@ def check_node(onnx, node, version: int | None, where: str) -> None:
     types, required attributes."""
     schema = schema_of(onnx, node.op_type, version)
     if schema is None:
-        return
+        newest = schema_of(onnx, node.op_type, None)
+        first = next((v for v in range((version or 0) + 1, newest.since_version + 1)
+                      if schema_of(onnx, node.op_type, v) is not None), None) if newest else None
+        since = f" (it exists from opset {first} on)" if first else ""
+        raise ModelError(f"{where}: {node.op_type} is not an op of opset {version} of the "
+                         f"default domain, which the model imports{since}")
     label = f"{node.op_type}-{schema.since_version}"
     for kind, items, low, high in (("input", node.input, schema.min_input, schema.max_input),
                                    ("output", node.output, schema.min_output,
