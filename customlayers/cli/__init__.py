@@ -47,6 +47,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    # Ctrl-C at any moment, the first 0.3 s of imports (build_parser loads every command's
+    # module, and numpy with them) included, is a one-line message and exit 130
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+def _main(argv: list[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
@@ -75,9 +85,6 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"error: OpenCL: {e}", file=sys.stderr)
         return 1
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
 
 
 def _is_opencl_error(e: BaseException) -> bool:

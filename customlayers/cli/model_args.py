@@ -33,6 +33,10 @@ def load_network(args, profiling: bool = False):
     from ..graph.load import read_model
     from ..runtime.device import Engine
     from ..runtime.network import Network
+    # the model and the input files first: a malformed one is refused before OpenCL starts
+    graph = read_model(args.model)
+    shapes = parse_shapes(args.shape)
+    arrays = read_inputs(args.input, graph)
     engine = Engine(args.device)
     registry = None
     if args.config:
@@ -41,9 +45,6 @@ def load_network(args, profiling: bool = False):
         diags = registry.load(*args.config, allow_external_sources=args.allow_external_sources)
         for d in diags:
             print(d.render(), file=sys.stderr)
-    graph = read_model(args.model)
-    shapes = parse_shapes(args.shape)
-    arrays = read_inputs(args.input, graph)
     for name, arr in arrays.items():
         shapes.setdefault(name, tuple(arr.shape))
     net = Network(graph, registry, engine, input_shapes=shapes or None, profiling=profiling,

@@ -48,19 +48,32 @@ def read_onnx(path) -> Graph:
     try:
         if path.stat().st_size == 0:          # protobuf reads 0 bytes as a valid empty model
             raise ModelError(f"{path}: empty file (0 bytes), not an ONNX model")
-        model = onnx.load(str(path))          # follows external data from path's folder
+        model = onnx.load(str(path), load_external_data=False)
     except ModelError:
         raise
     except FileNotFoundError as e:
-        raise ModelError(f"cannot read {e.filename or path}: no such file (a model, or its "
-                         f"external data, which is looked up next to the model)") from e
+        raise ModelError(f"cannot read {e.filename or path}: no such file") from e
     except OSError as e:
         raise ModelError(f"cannot read {path}: {e.strerror or e}") from e
     except Exception as e:                      # protobuf's DecodeError and friends
         raise ModelError(f"{path}: not an ONNX model ({type(e).__name__}: {e})") from e
     with located(str(path)):
-        check_model(onnx, model, str(path))
+        check_model(onnx, model, str(path))     # names are text before they become paths
+        _load_external_data(onnx, model, path)
         return _OnnxReader(model, str(path)).read()
+
+
+def _load_external_data(onnx, model, path: Path) -> None:
+    """The initializers kept in other files, looked up next to the model (as onnx.load does)."""
+    from onnx.external_data_helper import load_external_data_for_model
+    try:
+        load_external_data_for_model(model, str(path.parent))
+    except FileNotFoundError as e:
+        raise ModelError(f"cannot read {e.filename}: no such file (external data of {path}, "
+                         f"looked up next to the model)") from e
+    except Exception as e:                      # onnx's checks of location, offset, length
+        raise ModelError(f"{path}: cannot load its external data ({type(e).__name__}: "
+                         f"{e})") from e
 
 
 def _attr_text(value) -> str:
@@ -83,6 +96,11 @@ class _OnnxReader:
         self.onnx, self.numpy_helper = onnx, numpy_helper
         self.file = file
         self.opset = {(o.domain or "ai.onnx"): o.version for o in model.opset_import}
+        g = model.graph
+        for kind, infos in (("graph input", g.input), ("value_info", g.value_info),
+                            ("graph output", g.output)):
+            for vi in infos:                      # what the model declares must be in bounds
+                value_shape(vi, f"{file}: {kind} '{vi.name}'")
         try:
             model = onnx.shape_inference.infer_shapes(model, data_prop=True)
         except Exception:      # inference is a help, not a requirement (custom ops stop it)
@@ -99,10 +117,8 @@ class _OnnxReader:
     # -- graph building ---------------------------------------------------------------------
     def read(self) -> Graph:
         g = self.model.graph
-        for kind, infos in (("graph input", g.input), ("value_info", g.value_info),
-                            ("graph output", g.output)):
-            for vi in infos:
-                self.info[vi.name] = self.value_info(vi, f"{self.file}: {kind} '{vi.name}'")
+        for vi in list(g.input) + list(g.value_info) + list(g.output):
+            self.info[vi.name] = self.value_info(vi)
         for node in g.node:
             for name in node.input:
                 self.uses[name] = self.uses.get(name, 0) + 1
@@ -131,10 +147,16 @@ class _OnnxReader:
             self.emit("Result", [vi.name], [], f"{vi.name}/sink")
         return self.graph
 
-    def value_info(self, vi, where: str) -> tuple[tuple | None, str]:
-        """(shape, dtype): shape None when unknown, a dim None when symbolic or unknown."""
+    def value_info(self, vi) -> tuple[tuple | None, str]:
+        """(shape, dtype): shape None when unknown, a dim None when symbolic or unknown. The
+        declared shapes were checked before shape inference; one that inference derived out of
+        bounds (a Split size of -1, a ConstantOfShape of 2**31) is left unknown, so that the
+        translation of the node responsible says what is wrong with it."""
         dtype = ELEM_TYPES.get(vi.type.tensor_type.elem_type, "")
-        return value_shape(vi, where), dtype
+        try:
+            return value_shape(vi, ""), dtype
+        except ModelError:
+            return None, dtype
 
     def check_outputs_are_new(self, node) -> None:
         """Each value is produced once (ONNX graphs are in SSA form): a second producer would
