@@ -42,12 +42,41 @@ KINDS = ("ir", "onnx")
 MEMORY_LIMIT = 4 * 2**30    # address space of a worker reading only: runaway allocations fail
 
 
-def make_case(kind: str, seed: int) -> dict[str, bytes]:
-    """File name -> contents of one mutated model."""
+def make_case(kind: str, seed) -> dict[str, bytes]:
+    """File name -> contents of one mutated model (or, kind "arity", of an arity probe)."""
+    if kind == "arity":
+        op, _, count = str(seed).partition("/")
+        return {"model.xml": arity_ir(op, int(count)), "model.bin": b""}
     if kind == "ir":
         xml, weights = mm.mutated_ir(seed)
         return {"model.xml": xml, "model.bin": weights}
     return {"model.onnx": mm.mutated_onnx(seed)}
+
+
+def arity_ir(op_type: str, inputs: int) -> bytes:
+    """An IR whose one `op_type` layer has `inputs` inputs, all fed by one f32 [1,2,4,4]
+    Parameter, and one output of that shape: the IR reader accepts it (it knows no op's arity),
+    so it probes the compiler's checks of each built-in op's input count."""
+    dims = "<dim>1</dim><dim>2</dim><dim>4</dim><dim>4</dim>"
+    ports = "".join(f'<port id="{k}" precision="FP32">{dims}</port>' for k in range(inputs))
+    edges = "".join(f'<edge from-layer="0" from-port="0" to-layer="1" to-port="{k}"/>'
+                    for k in range(inputs))
+    return (f'<net name="arity" version="11"><layers>'
+            f'<layer id="0" name="x" type="Parameter" version="opset1"><data shape="1,2,4,4" '
+            f'element_type="f32"/><output><port id="0" precision="FP32">{dims}</port></output>'
+            f'</layer><layer id="1" name="probe" type="{op_type}" version="opset1">'
+            + (f"<input>{ports}</input>" if inputs else "")
+            + f'<output><port id="{inputs}" precision="FP32">{dims}</port></output></layer>'
+            f'<layer id="2" name="y" type="Result" version="opset1"><input><port id="0" '
+            f'precision="FP32">{dims}</port></input></layer></layers><edges>{edges}'
+            f'<edge from-layer="1" from-port="{inputs}" to-layer="2" to-port="0"/></edges>'
+            f'</net>').encode()
+
+
+def arity_cases(max_inputs: int = 4):
+    """("arity", "Op/n") for every built-in op and input count 0..max_inputs."""
+    from customlayers.ops import OPS
+    return [("arity", f"{op}/{n}") for op in sorted(OPS) for n in range(max_inputs + 1)]
 
 
 # -- worker ------------------------------------------------------------------------------------
@@ -143,7 +172,7 @@ class Tally:
         shown = self.samples.setdefault(key, [])
         if len(shown) >= self.SHOWN:
             return
-        folder = self.save / f"{key[0]}-{kind}-{seed}"
+        folder = self.save / f"{key[0]}-{kind}-{seed}".replace("/", "_")
         folder.mkdir(parents=True, exist_ok=True)
         for name, data in files.items():
             (folder / name).write_bytes(data)
@@ -205,9 +234,13 @@ class Tally:
 
 
 def campaign(count: int, workers: int, seed: int, timeout: float, compile_models: bool,
-             save: Path, kinds=KINDS, progress: bool = True) -> Tally:
+             save: Path, kinds=KINDS, progress: bool = True, cases=None) -> Tally:
+    """Run `count` cases (or the given (kind, seed) cases) through the workers."""
     tally = Tally(save)
-    cases = ((kinds[k % len(kinds)], seed + k // len(kinds)) for k in range(count))
+    if cases is None:
+        cases = [(kinds[k % len(kinds)], seed + k // len(kinds)) for k in range(count)]
+    count = len(cases)
+    cases = iter(cases)
     pool = [_Worker(compile_models) for _ in range(workers)]
     done, start, last = 0, time.monotonic(), time.monotonic()
     try:
@@ -268,7 +301,7 @@ def campaign(count: int, workers: int, seed: int, timeout: float, compile_models
 def replay(spec: str, compile_models: bool) -> int:
     """Read one case in this process, with its traceback: `--replay onnx:1234`."""
     kind, _, seed = spec.partition(":")
-    files = make_case(kind, int(seed))
+    files = make_case(kind, seed if kind == "arity" else int(seed))
     folder = Path(tempfile.mkdtemp(prefix="fuzz-replay-"))
     for name, data in files.items():
         (folder / name).write_bytes(data)
@@ -297,6 +330,9 @@ def main(argv=None) -> int:
     p.add_argument("--save", type=Path, default=Path("fuzz-findings"),
                    help="folder for the inputs of crashes, hangs and failures")
     p.add_argument("--replay", metavar="KIND:SEED", help="read one case here, with a traceback")
+    p.add_argument("--arity", action="store_true",
+                   help="instead: compile every built-in op in an IR with 0 to 4 inputs, to list "
+                        "the input counts the compiler does not check (implies --compile)")
     args = p.parse_args(argv)
     if args.replay:
         return replay(args.replay, args.compile)
@@ -305,8 +341,9 @@ def main(argv=None) -> int:
         p.error(f"--kinds: expected some of {', '.join(KINDS)}")
     mm.onnx_seeds()                                   # fail here if a seed model is invalid
     start = time.monotonic()
-    tally = campaign(args.count, max(1, args.workers), args.seed, args.timeout, args.compile,
-                     args.save, kinds)
+    cases = arity_cases() if args.arity else None
+    tally = campaign(args.count, max(1, args.workers), args.seed, args.timeout,
+                     args.compile or args.arity, args.save, kinds, cases=cases)
     print(tally.report(time.monotonic() - start))
     return 1 if tally.failures else 0
 
