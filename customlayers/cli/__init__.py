@@ -3,7 +3,8 @@ functions: `add_parser(subparsers)` and `run(args) -> int` (the exit status).
 
 Errors are formatted here, once: a CustomLayersError becomes its message on stderr and exit 1;
 an unreadable file or bad arguments exit 2; an OpenCL error (pyopencl.Error) or running out of
-memory exit 1 with a message. No traceback reaches the user unless --traceback is given.
+memory exit 1 with a message; Ctrl-C, even while the commands are still being imported, exits
+130 with "interrupted". No traceback reaches the user unless --traceback is given.
 """
 from __future__ import annotations
 

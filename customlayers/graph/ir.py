@@ -167,7 +167,7 @@ class _Reader:
                              f"expected <net> (an OpenVINO IR .xml)")
         version = root.get("version", "")
         if version not in SUPPORTED_VERSIONS:
-            raise ModelError(f"{self.at(root.sourceline)}: IR version '{version}' is not supported; "
+            raise ModelError(f"{self.at(root.sourceline)}: IR version '{_clip(version)}' is not supported; "
                              f"expected one of {', '.join(SUPPORTED_VERSIONS)}")
         graph = Graph(root.get("name", "model"))
         layers = root.find("layers")
@@ -237,7 +237,8 @@ class _Reader:
     @staticmethod
     def check_ports(node: Node, where: str, inputs: int, outputs: int) -> None:
         """The port counts of the layers that structure the graph (Parameter, Const, Result)."""
-        for kind, ports, want in (("input", node.inputs, inputs), ("output", node.outputs, outputs)):
+        for kind, ports, want in (("input", node.inputs, inputs),
+                                  ("output", node.outputs, outputs)):
             if len(ports) != want:
                 raise ModelError(f"{where}: a {node.type} has {want} {kind} port(s), found "
                                  f"{len(ports)}")
@@ -260,11 +261,11 @@ class _Reader:
             if key in PRECISIONS:
                 dtype = PRECISIONS[key]
             elif key in UNSUPPORTED_PRECISIONS:
-                raise ModelError(f"{where}: precision {_clip(precision)} is not supported; supported: "
-                                 f"{', '.join(PRECISIONS)}")
+                raise ModelError(f"{where}: precision {_clip(precision)} is not supported; "
+                                 f"supported: {', '.join(PRECISIONS)}")
             else:
-                raise ModelError(f"{where}: unknown precision '{_clip(precision)}'; expected one of "
-                                 f"{', '.join(PRECISIONS)}")
+                raise ModelError(f"{where}: unknown precision '{_clip(precision)}'; expected one "
+                                 f"of {', '.join(PRECISIONS)}")
         names = tuple(n.strip() for n in port.get("names", "").split(",") if n.strip())
         return Port(shape=tuple(dims), dtype=dtype, names=names)
 

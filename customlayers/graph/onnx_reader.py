@@ -276,7 +276,8 @@ class _OnnxReader:
         if not all(node.output):
             self.refuse("an output of a custom node has no name")
         for key, value in attrs.items():
-            if isinstance(value, (self.onnx.GraphProto, self.onnx.TensorProto)) or (
+            if isinstance(value, (self.onnx.GraphProto, self.onnx.TensorProto,
+                                  self.onnx.SparseTensorProto, self.onnx.TypeProto)) or (
                     isinstance(value, list) and value and not isinstance(value[0],
                                                                          (int, float, bytes))):
                 self.refuse(f"attribute '{key}' holds a graph or tensor, which a custom layer "
