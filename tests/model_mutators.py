@@ -268,6 +268,14 @@ def mutate_ir(xml: bytes, weights: bytes, rng: random.Random) -> tuple[bytes, by
 # -- ONNX mutators -----------------------------------------------------------------------------
 def mutate_onnx(data: bytes, rng: random.Random) -> bytes:
     """One mutation of a serialized ONNX model."""
+    try:
+        return _mutate_onnx(data, rng)
+    except (ValueError, TypeError, UnicodeError):
+        # protobuf refuses to copy a name an earlier mutation made invalid UTF-8 (bytes)
+        return mutate_bytes(data, rng)
+
+
+def _mutate_onnx(data: bytes, rng: random.Random) -> bytes:
     kind = rng.randrange(15)
     if kind == 0:
         return mutate_bytes(data, rng)
