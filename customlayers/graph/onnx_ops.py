@@ -6,6 +6,13 @@ reader.emit / reader.const, so the IR ops and attribute text the built-in ops re
 (ints "1, 1", floats as the shortest float32 text). The translations live by kind of op in
 onnx_ops_nn.py, onnx_ops_tensor.py and onnx_ops_math.py; importing this module registers them
 all (at its end).
+
+Before a translation runs, the reader has checked the node against ONNX's schema of its op for
+the model's opset (onnx_checks.check_node): the input and output counts, the attribute names and
+types, the required attributes. So a translation may index the inputs the schema requires and
+read the attributes it requires; optional inputs go through optional_input / const_input, and
+the values (an axis, a group, a perm, pads per axis, a constant's contents) are checked here with
+refuse, axis_in, spatial and text_attr before they are used.
 """
 from __future__ import annotations
 
