@@ -3,7 +3,8 @@ functions: `add_parser(subparsers)` and `run(args) -> int` (the exit status).
 
 Errors are formatted here, once: a CustomLayersError becomes its message on stderr and exit 1;
 an unreadable file or bad arguments exit 2; an OpenCL error (pyopencl.Error) or running out of
-memory exit 1 with a message. No traceback reaches the user unless --traceback is given.
+memory exit 1 with a message; Ctrl-C, even while the commands are still being imported, exits
+130 with "interrupted". No traceback reaches the user unless --traceback is given.
 """
 from __future__ import annotations
 
@@ -62,6 +63,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    # Ctrl-C at any moment, the first 0.3 s of imports (build_parser loads every command's
+    # module, and numpy with them) included, is a one-line message and exit 130
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+def _main(argv: list[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
@@ -90,9 +101,6 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"error: OpenCL: {e}{_kernel_bug_hint(args, e)}", file=sys.stderr)
         return 1
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
 
 
 def _kernel_bug_hint(args, e: BaseException) -> str:

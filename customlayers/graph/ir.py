@@ -12,6 +12,7 @@ entities is refused outright (an IR never needs one, and it is how "billion laug
 """
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -19,6 +20,8 @@ from lxml import etree
 
 from ..errors import ModelError
 from .graph import Graph, Node, Port
+from .guard import located
+from .limits import MAX_DIM, check_shape, element_count, parse_int
 
 SUPPORTED_VERSIONS = ("10", "11")
 
@@ -78,7 +81,7 @@ class _WeightFile:
         if self.data is None:
             raise ModelError(f"{where}: needs the weights file {self.name}, which does not exist")
         itemsize = np.dtype(np_dtype).itemsize
-        count = int(np.prod(shape, dtype=np.int64))
+        count = element_count(shape)           # Python ints: np.prod would wrap around
         if size != count * itemsize:
             raise ModelError(f"{where}: size={size} bytes does not match shape {list(shape)} x "
                              f"{itemsize} bytes per element = {count * itemsize} bytes")
@@ -104,16 +107,29 @@ def parse_shape_text(text: str, allow_dynamic: bool) -> tuple | None:
     return tuple(dims)
 
 
+_RANGE = re.compile(r"[0-9]{0,20}\.\.[0-9]{0,20}")   # a dynamic dim with bounds: 1..10, ..8, 2..
+
+
 def _parse_dim(text: str, allow_dynamic: bool):
+    """A dim's text -> int (0 to MAX_DIM), None (dynamic, when allowed) or False (not a dim)."""
     t = text.strip()
-    if t.lstrip("-").isdigit():
-        value = int(t)
-        if value >= 0:
+    value = parse_int(t)
+    if value is not None:
+        if 0 <= value <= MAX_DIM:
             return value
         return None if (allow_dynamic and value == -1) else False
-    if allow_dynamic and (t == "?" or ".." in t):
+    if allow_dynamic and (t == "?" or _RANGE.fullmatch(t)):
         return None
     return False
+
+
+DIM_TEXT = f"an integer from 0 to {MAX_DIM}"
+
+
+def _clip(text, limit: int = 40) -> str:
+    """Attribute or element text for a message: a 50,000-digit dim is shown by its start."""
+    text = "" if text is None else str(text)
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
 
 
 class _Reader:
@@ -141,13 +157,17 @@ class _Reader:
         return root
 
     def read(self, xml: bytes) -> Graph:
+        with located(self.file):
+            return self.read_net(xml)
+
+    def read_net(self, xml: bytes) -> Graph:
         root = self.parse(xml)
         if root.tag != "net":
             raise ModelError(f"{self.at(root.sourceline)}: the root element is <{root.tag}>, "
                              f"expected <net> (an OpenVINO IR .xml)")
         version = root.get("version", "")
         if version not in SUPPORTED_VERSIONS:
-            raise ModelError(f"{self.at(root.sourceline)}: IR version '{version}' is not supported; "
+            raise ModelError(f"{self.at(root.sourceline)}: IR version '{_clip(version)}' is not supported; "
                              f"expected one of {', '.join(SUPPORTED_VERSIONS)}")
         graph = Graph(root.get("name", "model"))
         layers = root.find("layers")
@@ -155,7 +175,9 @@ class _Reader:
             raise ModelError(f"{self.at(root.sourceline)}: <net> has no <layers>")
         port_maps: dict[str, dict[str, tuple[str, int]]] = {}
         for elem in layers.iterchildren("layer"):
-            node, ports = self.read_layer(elem)
+            with located(f"{self.at(elem.sourceline)}: layer '{_clip(elem.get('name'))}' "
+                         f"({_clip(elem.get('type'))})"):
+                node, ports = self.read_layer(elem)
             if node.id in graph.nodes:
                 other = graph.nodes[node.id]
                 raise ModelError(f"{node.location}: layer '{node.name}' has the id '{node.id}', "
@@ -164,7 +186,8 @@ class _Reader:
             port_maps[node.id] = ports
         edges = root.find("edges")
         for elem in (edges.iterchildren("edge") if edges is not None else ()):
-            self.read_edge(graph, port_maps, elem)
+            with located(f"{self.at(elem.sourceline)}: <edge>"):
+                self.read_edge(graph, port_maps, elem)
         self.check_connected(graph)
         try:
             order = graph.topological_order()
@@ -200,10 +223,25 @@ class _Reader:
                 ports[pid] = (kind, len(target))
                 target.append(self.read_port(port, name, ltype))
         if ltype == "Const":
+            self.check_ports(node, where, inputs=0, outputs=1)
             node.value = self.read_const(node, where)
         elif ltype == "Parameter":
+            self.check_ports(node, where, inputs=0, outputs=1)
             self.check_parameter(node, where)
+        elif ltype == "Result":
+            # a Result ends the graph: with an output port it could feed other layers (a Result
+            # in mid-graph), which no IR means
+            self.check_ports(node, where, inputs=1, outputs=0)
         return node, ports
+
+    @staticmethod
+    def check_ports(node: Node, where: str, inputs: int, outputs: int) -> None:
+        """The port counts of the layers that structure the graph (Parameter, Const, Result)."""
+        for kind, ports, want in (("input", node.inputs, inputs),
+                                  ("output", node.outputs, outputs)):
+            if len(ports) != want:
+                raise ModelError(f"{where}: a {node.type} has {want} {kind} port(s), found "
+                                 f"{len(ports)}")
 
     def read_port(self, port, layer: str, ltype: str) -> Port:
         where = f"{self.at(port.sourceline)}: layer '{layer}' ({ltype}) port {port.get('id')}"
@@ -211,9 +249,11 @@ class _Reader:
         for dim in port.iterchildren("dim"):
             value = _parse_dim(dim.text or "", allow_dynamic=True)
             if value is False:
-                raise ModelError(f"{where}: dim '{dim.text}' is not a size (expected an integer "
-                                 f">= 0, or -1 / ? for a dynamic dim)")
+                raise ModelError(f"{self.at(dim.sourceline)}: layer '{layer}' ({ltype}) port "
+                                 f"{port.get('id')}: dim '{_clip(dim.text)}' is not a size "
+                                 f"(expected {DIM_TEXT}, or -1 / ? / a range for a dynamic dim)")
             dims.append(value)
+        check_shape(dims, where, "dims")
         precision = port.get("precision")
         dtype = ""          # unknown: filled from the producer or the layer's other ports
         if precision is not None:
@@ -221,11 +261,11 @@ class _Reader:
             if key in PRECISIONS:
                 dtype = PRECISIONS[key]
             elif key in UNSUPPORTED_PRECISIONS:
-                raise ModelError(f"{where}: precision {precision} is not supported; supported: "
-                                 f"{', '.join(PRECISIONS)}")
+                raise ModelError(f"{where}: precision {_clip(precision)} is not supported; "
+                                 f"supported: {', '.join(PRECISIONS)}")
             else:
-                raise ModelError(f"{where}: unknown precision '{precision}'; expected one of "
-                                 f"{', '.join(PRECISIONS)}")
+                raise ModelError(f"{where}: unknown precision '{_clip(precision)}'; expected one "
+                                 f"of {', '.join(PRECISIONS)}")
         names = tuple(n.strip() for n in port.get("names", "").split(",") if n.strip())
         return Port(shape=tuple(dims), dtype=dtype, names=names)
 
@@ -237,39 +277,38 @@ class _Reader:
         if key in ELEMENT_TYPES:
             return ELEMENT_TYPES[key]
         if key in UNSUPPORTED_ELEMENT_TYPES:
-            raise ModelError(f"{where}: element_type {et} is not supported; supported: "
+            raise ModelError(f"{where}: element_type {_clip(et)} is not supported; supported: "
                              f"{', '.join(ELEMENT_TYPES)}")
-        raise ModelError(f"{where}: unknown element_type '{et}'; expected one of "
+        raise ModelError(f"{where}: unknown element_type '{_clip(et)}'; expected one of "
                          f"{', '.join(ELEMENT_TYPES)}")
 
     def read_const(self, node: Node, where: str) -> np.ndarray:
         dtype, np_dtype = self.element_type(node, where)
         shape = parse_shape_text(node.attrs.get("shape", ""), allow_dynamic=False)
         if shape is None:
-            raise ModelError(f"{where}: shape='{node.attrs.get('shape')}' is not a list of sizes")
+            raise ModelError(f"{where}: shape='{_clip(node.attrs.get('shape'))}' is not a list of "
+                             f"sizes (each {DIM_TEXT})")
+        check_shape(shape, where)
         numbers = {}
         for key in ("offset", "size"):
             text = node.attrs.get(key)
-            if text is None or not text.strip().isdigit():
-                raise ModelError(f"{where}: {key}='{text}' is not a byte count "
+            value = parse_int(text) if text is not None else None
+            if value is None or value < 0:
+                raise ModelError(f"{where}: {key}='{_clip(text)}' is not a byte count "
                                  f"(expected an integer >= 0)")
-            numbers[key] = int(text)
-        if len(node.outputs) != 1:
-            raise ModelError(f"{where}: a Const has one output port, found {len(node.outputs)}")
+            numbers[key] = value
         self.check_declared(node.outputs[0], shape, where)
         node.outputs[0].dtype = node.outputs[0].dtype or dtype
         return self.weights.constant(where, shape, np_dtype, numbers["offset"], numbers["size"])
 
     def check_parameter(self, node: Node, where: str) -> None:
         dtype, _ = self.element_type(node, where)
-        if len(node.outputs) != 1:
-            raise ModelError(f"{where}: a Parameter has one output port, found "
-                             f"{len(node.outputs)}")
         text = node.attrs.get("shape")
         if text is not None:
             shape = parse_shape_text(text, allow_dynamic=True)
             if shape is None:
-                raise ModelError(f"{where}: shape='{text}' is not a list of sizes")
+                raise ModelError(f"{where}: shape='{_clip(text)}' is not a list of sizes (each "
+                                 f"{DIM_TEXT}, or -1 / ? / a range for a dynamic dim)")
             self.check_declared(node.outputs[0], shape, where)
         node.outputs[0].dtype = node.outputs[0].dtype or dtype
 

@@ -6,6 +6,13 @@ reader.emit / reader.const, so the IR ops and attribute text the built-in ops re
 (ints "1, 1", floats as the shortest float32 text). The translations live by kind of op in
 onnx_ops_nn.py, onnx_ops_tensor.py and onnx_ops_math.py; importing this module registers them
 all (at its end).
+
+Before a translation runs, the reader has checked the node against ONNX's schema of its op for
+the model's opset (onnx_checks.check_node): the input and output counts, the attribute names and
+types, the required attributes. So a translation may index the inputs the schema requires and
+read the attributes it requires; optional inputs go through optional_input / const_input, and
+the values (an axis, a group, a perm, pads per axis, a constant's contents) are checked here with
+refuse, axis_in, spatial and text_attr before they are used.
 """
 from __future__ import annotations
 
@@ -31,15 +38,45 @@ def translates(*op_types):
     return register
 
 
-def spatial(attrs: dict, key: str, rank: int, default: int) -> list[int]:
-    return list(attrs.get(key) or [default] * rank)
+def spatial(r, attrs: dict, key: str, rank: int, default: int) -> list[int]:
+    """An ints attribute with one value per spatial axis (pads: two), or the default."""
+    values = list(attrs.get(key) or [default] * rank)
+    if len(values) != rank:
+        r.refuse(f"'{key}' has {len(values)} values; {rank} are needed here")
+    return values
+
+
+def text_attr(r, attrs: dict, key: str, default: str, allowed=None) -> str:
+    """A string attribute as text, refused when not UTF-8 or (given `allowed`) not one of them."""
+    value = attrs.get(key, default)
+    if isinstance(value, bytes):
+        try:
+            value = value.decode("utf-8")
+        except UnicodeDecodeError:
+            r.refuse(f"attribute '{key}' is not UTF-8 text: {value[:40]!r}")
+    if allowed is not None and value not in allowed:
+        r.refuse(f"attribute {key}='{value[:40]}' is not one of "
+                 f"{', '.join(repr(a) for a in allowed)}")
+    return value
+
+
+def axis_in(r, axis: int, rank: int, what: str = "axis", end: bool = False) -> int:
+    """`axis` (negative counts from the end) normalized into 0..rank-1 (0..rank with `end`:
+    an axis between two, as Flatten's)."""
+    high = rank if end else rank - 1
+    if not -rank <= int(axis) <= high:
+        r.refuse(f"{what} {axis} is out of range for rank {rank} (expected {-rank} to {high})")
+    return int(axis) + rank if axis < 0 else int(axis)
 
 
 def reshaped(r, value: str, shape: list[int], name: str) -> str:
     """`value` viewed with `shape`: folded when constant, else a Reshape node."""
     folded = r.folded(value)
     if folded is not None:
-        return r.const(name, folded.reshape(shape))
+        try:
+            return r.const(name, folded.reshape(shape))
+        except ValueError:
+            r.refuse(f"'{value}' of shape {list(folded.shape)} cannot be viewed as {shape}")
     r.emit("Reshape", [value, r.const(f"{name}/shape", np.array(shape, np.int64))], [name], name,
            attrs={"special_zero": "false"}, shapes=[tuple(shape)])
     return name
@@ -51,6 +88,8 @@ def optional_input(node, k: int) -> str | None:
 
 
 def const_input(r, node, k: int, what: str) -> np.ndarray:
+    if optional_input(node, k) is None:
+        r.refuse(f"the {what} (input {k}) is missing")
     value = r.folded(node.input[k])
     if value is None:
         r.refuse(f"the {what} (input {k}) must be a constant (an initializer or folded "

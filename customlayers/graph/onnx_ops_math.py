@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .onnx_ops import TRANSLATIONS, const_input, float_text, intermediate, keep_axes, \
+from .onnx_ops import TRANSLATIONS, axis_in, const_input, float_text, intermediate, keep_axes, \
     optional_input, translates
 
 
@@ -20,7 +20,10 @@ def _clip(r, node, name: str, attrs: dict) -> None:
             value = r.folded(node.input[k])
             if value is None:
                 r.refuse(f"the '{slot}' input must be a constant")
-            lo, hi = (float(value), hi) if slot == "min" else (lo, float(value))
+            if value.size != 1:
+                r.refuse(f"the '{slot}' input must be a scalar, found shape {list(value.shape)}")
+            bound = float(value.reshape(-1)[0])
+            lo, hi = (bound, hi) if slot == "min" else (lo, bound)
     r.emit("Clamp", [node.input[0]], [node.output[0]], name,
            {"min": float_text(max(lo, -3.4e38)), "max": float_text(min(hi, 3.4e38))})
 
@@ -107,11 +110,11 @@ def _reduce_axes(r, node, attrs: dict, rank: int | None) -> list[int] | None:
         if rank is None:
             r.refuse("reducing over all axes needs the input's rank")
         return list(range(rank))
-    if any(a < 0 for a in axes):
-        if rank is None:
+    if rank is None:
+        if any(a < 0 for a in axes):
             r.refuse("negative axes need the input's rank")
-        axes = [a % rank for a in axes]
-    return sorted(set(axes))
+        return sorted(set(axes))
+    return sorted({axis_in(r, a, rank, "axes entry") for a in axes})
 
 
 def _reduce_shape(shape, axes, keep: bool):

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .onnx_ops import (float_text, intermediate, ints_text, keep_axes, optional_input, rank_of,
-                       reshaped, spatial, translates)
+from .onnx_ops import (axis_in, float_text, intermediate, ints_text, keep_axes, optional_input,
+                       rank_of, reshaped, spatial, text_attr, translates)
 
 AUTO_PAD = {"NOTSET": "explicit", "": "explicit", "SAME_UPPER": "same_upper",
             "SAME_LOWER": "same_lower", "VALID": "valid"}
@@ -22,13 +22,15 @@ def _conv(r, node, name: str, attrs: dict) -> None:
     if len(wshape) < 3 or any(d is None for d in wshape):
         r.refuse(f"the weights '{w}' need a known shape, found {list(wshape)}")
     k = len(wshape) - 2
-    pads = spatial(attrs, "pads", 2 * k, 0)
-    auto_pad = attrs.get("auto_pad", b"NOTSET").decode()
-    ir = {"strides": ints_text(spatial(attrs, "strides", k, 1)),
-          "dilations": ints_text(spatial(attrs, "dilations", k, 1)),
+    pads = spatial(r, attrs, "pads", 2 * k, 0)
+    auto_pad = text_attr(r, attrs, "auto_pad", "NOTSET", AUTO_PAD)
+    ir = {"strides": ints_text(spatial(r, attrs, "strides", k, 1)),
+          "dilations": ints_text(spatial(r, attrs, "dilations", k, 1)),
           "pads_begin": ints_text(pads[:k]), "pads_end": ints_text(pads[k:]),
-          "auto_pad": AUTO_PAD.get(auto_pad, "explicit")}
+          "auto_pad": AUTO_PAD[auto_pad]}
     group = int(attrs.get("group", 1))
+    if group < 1 or wshape[0] % group:
+        r.refuse(f"group {group} does not divide the {wshape[0]} output channels of the weights")
     has_bias = len(node.input) > 2 and node.input[2]
     out = f"{node.output[0]}/conv" if has_bias else node.output[0]
     out_shape = [r.shape_of(node.output[0])] if has_bias else None
@@ -52,14 +54,16 @@ def _conv_transpose(r, node, name: str, attrs: dict) -> None:
     if len(wshape) not in (3, 4) or int(attrs.get("group", 1)) != 1:
         r.refuse(f"only 1-D and 2-D ConvTranspose with group 1 is supported; weights "
                  f"{list(wshape)}, group {attrs.get('group', 1)}")
-    if "output_shape" in attrs or attrs.get("auto_pad", b"NOTSET").decode() not in ("NOTSET", ""):
+    if any(d is None for d in wshape):
+        r.refuse(f"the weights '{w}' need a known shape, found {list(wshape)}")
+    if "output_shape" in attrs or text_attr(r, attrs, "auto_pad", "NOTSET") not in ("NOTSET", ""):
         r.refuse("output_shape and auto_pad are not supported; give pads (and output_padding)")
     k = len(wshape) - 2
-    pads = spatial(attrs, "pads", 2 * k, 0)
-    ir = {"strides": ints_text(spatial(attrs, "strides", k, 1)),
-          "dilations": ints_text(spatial(attrs, "dilations", k, 1)),
+    pads = spatial(r, attrs, "pads", 2 * k, 0)
+    ir = {"strides": ints_text(spatial(r, attrs, "strides", k, 1)),
+          "dilations": ints_text(spatial(r, attrs, "dilations", k, 1)),
           "pads_begin": ints_text(pads[:k]), "pads_end": ints_text(pads[k:]),
-          "output_padding": ints_text(spatial(attrs, "output_padding", k, 0))}
+          "output_padding": ints_text(spatial(r, attrs, "output_padding", k, 0))}
     bias = optional_input(node, 2)
     out = f"{node.output[0]}/deconv" if bias else node.output[0]
     r.emit("ConvolutionBackpropData", [x, w], [out], out if bias else name, ir,
@@ -74,12 +78,12 @@ def _pool_attrs(r, attrs: dict) -> dict[str, str]:
     if not kernel:
         r.refuse("kernel_shape is required")
     k = len(kernel)
-    pads = spatial(attrs, "pads", 2 * k, 0)
-    return {"strides": ints_text(spatial(attrs, "strides", k, 1)),
+    pads = spatial(r, attrs, "pads", 2 * k, 0)
+    return {"strides": ints_text(spatial(r, attrs, "strides", k, 1)),
             "pads_begin": ints_text(pads[:k]), "pads_end": ints_text(pads[k:]),
             "kernel": ints_text(kernel),
             "rounding_type": "ceil" if attrs.get("ceil_mode", 0) else "floor",
-            "auto_pad": AUTO_PAD.get(attrs.get("auto_pad", b"NOTSET").decode(), "explicit")}
+            "auto_pad": AUTO_PAD[text_attr(r, attrs, "auto_pad", "NOTSET", AUTO_PAD)]}
 
 
 @translates("MaxPool")
@@ -88,6 +92,9 @@ def _max_pool(r, node, name: str, attrs: dict) -> None:
         r.refuse("the Indices output of MaxPool is not supported")
     ir = _pool_attrs(r, attrs)
     dilations = list(attrs.get("dilations") or [])
+    if dilations and len(dilations) != len(attrs["kernel_shape"]):
+        r.refuse(f"'dilations' has {len(dilations)} values; kernel_shape has "
+                 f"{len(attrs['kernel_shape'])}")
     version = "opset1"
     if any(d != 1 for d in dilations):
         ir["dilations"], version = ints_text(dilations), "opset8"
@@ -162,7 +169,10 @@ def _batch_norm(r, node, name: str, attrs: dict) -> None:
     params = [r.folded(v) for v in node.input[1:5]]
     if any(p is None for p in params):
         r.refuse("scale, B, mean and var must be constants (initializers) to be folded")
-    scale, bias, mean, var = (p.astype(np.float64) for p in params)
+    scale, bias, mean, var = (p.astype(np.float64).reshape(-1) for p in params)
+    if len({scale.size, bias.size, mean.size, var.size}) != 1:
+        r.refuse(f"scale, B, mean and var need one value per channel each; found "
+                 f"{scale.size}, {bias.size}, {mean.size} and {var.size} values")
     eps = float(attrs.get("epsilon", 1e-5))
     a = scale / np.sqrt(var + eps)
     b = bias - mean * a
@@ -182,10 +192,13 @@ def _lrn(r, node, name: str, attrs: dict) -> None:
     # (OpenVINO's own ONNX importer does the same).
     if "size" not in attrs:
         r.refuse("attribute 'size' is required")
+    size = int(attrs["size"])
+    if size < 1:
+        r.refuse(f"size {size} is not a positive window size")
     axes = r.const(f"{name}/axes", np.array([1], np.int64))
     r.emit("LRN", [node.input[0], axes], [node.output[0]], name, {
         "alpha": float_text(attrs.get("alpha", 1e-4)), "beta": float_text(attrs.get("beta", 0.75)),
-        "bias": float_text(attrs.get("bias", 1.0)), "size": str(int(attrs["size"]))})
+        "bias": float_text(attrs.get("bias", 1.0)), "size": str(size)})
 
 
 @translates("InstanceNormalization")
@@ -219,7 +232,7 @@ def _softmax(r, node, name: str, attrs: dict) -> None:
     opset = r.opset.get("ai.onnx", 13)
     axis = int(attrs.get("axis", 1 if opset < 13 else -1))
     if rank:
-        axis %= rank
+        axis = axis_in(r, axis, rank)
     elif axis < 0:
         r.refuse("a negative axis needs the input's rank, which shape inference did not give")
     if opset >= 13 or axis == rank - 1:
@@ -243,7 +256,7 @@ def _softmax_axes(r, node, attrs: dict) -> tuple[list[int], tuple]:
     shape = r.shape_of(node.input[0])
     rank = rank_of(r, node.input[0], node.op_type)
     opset = r.opset.get("ai.onnx", 13)
-    axis = int(attrs.get("axis", 1 if opset < 13 else -1)) % rank
+    axis = axis_in(r, int(attrs.get("axis", 1 if opset < 13 else -1)), rank)
     return (list(range(axis, rank)) if opset < 13 else [axis]), shape
 
 

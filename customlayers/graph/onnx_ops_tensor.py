@@ -8,15 +8,20 @@ from __future__ import annotations
 
 import numpy as np
 
-from .onnx_ops import const_input, optional_input, rank_of, translates
+from .limits import MAX_DIM, element_count
+from .onnx_checks import enum_name
+from .onnx_ops import axis_in, const_input, optional_input, rank_of, text_attr, translates
+
+# A constant the reader computes itself (ConstantOfShape) is held in memory while reading
+MAX_FOLDED_BYTES = 2**30
 
 
 @translates("Concat")
 def _concat(r, node, name: str, attrs: dict) -> None:
     axis = int(attrs.get("axis", 1))
     rank = len(r.shape_of(node.input[0]))
-    if axis < 0 and rank:
-        axis += rank
+    if rank:
+        axis = axis_in(r, axis, rank)
     r.emit("Concat", list(node.input), [node.output[0]], name, {"axis": str(axis)})
 
 
@@ -33,8 +38,8 @@ def _reshape(r, node, name: str, attrs: dict) -> None:
 def _flatten(r, node, name: str, attrs: dict) -> None:
     shape = r.shape_of(node.input[0])
     axis = int(attrs.get("axis", 1))
-    if axis < 0:
-        axis += len(shape)
+    if shape:
+        axis = axis_in(r, axis, len(shape), end=True)
     if shape and all(d is not None for d in shape):
         target = [int(np.prod(shape[:axis], dtype=np.int64)),
                   int(np.prod(shape[axis:], dtype=np.int64))]
@@ -55,6 +60,10 @@ def _transpose(r, node, name: str, attrs: dict) -> None:
         if not rank:
             r.refuse("Transpose without 'perm' needs the input's rank")
         perm = list(reversed(range(rank)))
+    rank = len(r.shape_of(node.input[0]))
+    if sorted(perm) != list(range(len(perm))) or (rank and len(perm) != rank):
+        r.refuse(f"perm {list(perm)} is not a permutation of the input's "
+                 f"{rank or len(perm)} axes")
     order = r.const(f"{name}/order", np.array(perm, np.int64))
     r.emit("Transpose", [node.input[0], order], [node.output[0]], name)
 
@@ -77,14 +86,14 @@ def _identity(r, node, name: str, attrs: dict) -> None:
 @translates("Constant")
 def _constant(r, node, name: str, attrs: dict) -> None:
     if "value" in attrs:
-        r.consts[node.output[0]] = r.tensor(attrs["value"], f"the value of {r.where}")
+        r.consts[node.output[0]] = r.tensor(attrs["value"], f"{r.where}: attribute 'value'")
         return
     for key, dtype in (("value_float", np.float32), ("value_floats", np.float32),
                        ("value_int", np.int64), ("value_ints", np.int64)):
         if key in attrs:
             r.consts[node.output[0]] = np.array(attrs[key], dtype)
             return
-    r.refuse(f"a Constant needs one of value, valuefloat_text(s), value_int(s); found "
+    r.refuse(f"a Constant needs one of value, value_float(s), value_int(s); found "
              f"{', '.join(attrs) or 'none'}")
 
 
@@ -93,26 +102,41 @@ def _constant_of_shape(r, node, name: str, attrs: dict) -> None:
     shape = r.folded(node.input[0])
     if shape is None:
         r.refuse("only a constant shape is supported (the result is folded into a Const)")
-    fill = r.tensor(attrs["value"], "the fill value") if "value" in attrs else np.float32(0)
-    r.consts[node.output[0]] = np.full(tuple(int(d) for d in shape), np.asarray(fill).ravel()[0]
-                                       if np.ndim(fill) else fill, dtype=np.asarray(fill).dtype)
+    fill = np.asarray(r.tensor(attrs["value"], f"{r.where}: attribute 'value'")
+                      if "value" in attrs else np.float32(0))
+    if fill.size != 1:
+        r.refuse(f"the fill value must hold one element, found shape {list(fill.shape)}")
+    if shape.ndim != 1 or shape.dtype.kind not in "iu":
+        r.refuse(f"the shape must be a 1-D integer tensor, found {shape.dtype} of shape "
+                 f"{list(shape.shape)}")
+    dims = [int(d) for d in shape]
+    if any(not 0 <= d <= MAX_DIM for d in dims) or \
+            element_count(dims) * fill.itemsize > MAX_FOLDED_BYTES:
+        r.refuse(f"shape {dims} is negative or too large (the constant is made while reading: "
+                 f"at most {MAX_FOLDED_BYTES} bytes)")
+    r.consts[node.output[0]] = np.full(dims, fill.reshape(-1)[0], dtype=fill.dtype)
 
 
 @translates("Pad")
 def _pad(r, node, name: str, attrs: dict) -> None:
-    mode = attrs.get("mode", b"constant").decode()
-    if mode not in ("constant", "reflect", "edge"):
-        r.refuse(f"Pad mode '{mode}' is not supported; supported: constant, reflect, edge")
+    mode = text_attr(r, attrs, "mode", "constant", ("constant", "reflect", "edge"))
     x = node.input[0]
     if "pads" in attrs:                           # opset < 11
         pads, value = list(attrs["pads"]), np.float32(attrs.get("value", 0.0))
     else:
         pads = [int(p) for p in const_input(r, node, 1, "pads").reshape(-1)]
-        value = const_input(r, node, 2, "constant_value").reshape(-1)[0] \
+        value = const_input(r, node, 2, "constant_value").reshape(-1) \
             if optional_input(node, 2) else None
+        if value is not None:
+            if value.size != 1:
+                r.refuse(f"the constant_value must hold one element, found {value.size}")
+            value = value[0]
     rank = rank_of(r, x, "Pad")
     if optional_input(node, 3):                           # opset 18: pads only for some axes
-        axes = [int(a) % rank for a in const_input(r, node, 3, "axes").reshape(-1)]
+        axes = [axis_in(r, int(a), rank, "axes entry")
+                for a in const_input(r, node, 3, "axes").reshape(-1)]
+        if len(pads) != 2 * len(axes):
+            r.refuse(f"pads has {len(pads)} values; {len(axes)} axes need {2 * len(axes)}")
         full = [0] * (2 * rank)
         for k, a in enumerate(axes):
             full[a], full[rank + a] = pads[k], pads[len(axes) + k]
@@ -131,7 +155,12 @@ def _gather(r, node, name: str, attrs: dict) -> None:
     axis = r.const(f"{name}/axis", np.array(int(attrs.get("axis", 0)), np.int64))
     data, idx = r.folded(node.input[0]), r.folded(node.input[1])
     if data is not None and idx is not None:      # shape arithmetic: fold
-        r.consts[node.output[0]] = np.take(data, idx, axis=int(attrs.get("axis", 0)))
+        a = axis_in(r, int(attrs.get("axis", 0)), data.ndim)
+        n = data.shape[a]
+        if idx.dtype.kind not in "iu" or idx.size and not (-n <= idx.min() and idx.max() < n):
+            r.refuse(f"the indices must be integers from {-n} to {n - 1} (axis {a} of the "
+                     f"constant data has {n})")
+        r.consts[node.output[0]] = np.take(data, idx, axis=a)
         return
     r.emit("Gather", [node.input[0], node.input[1], axis], [node.output[0]], name,
            {"batch_dims": "0"}, version="opset8")
@@ -150,11 +179,16 @@ def _slice(r, node, name: str, attrs: dict) -> None:
             if optional_input(node, 3) else list(range(len(starts)))
         steps = [int(v) for v in const_input(r, node, 4, "steps").reshape(-1)] \
             if optional_input(node, 4) else [1] * len(starts)
+    if not len(starts) == len(ends) == len(axes) == len(steps):
+        r.refuse(f"starts, ends, axes and steps have {len(starts)}, {len(ends)}, {len(axes)} "
+                 f"and {len(steps)} values; they need as many each")
+    if 0 in steps:
+        r.refuse("a step of 0 is not a slice")
     data = r.folded(node.input[0])
     if data is not None:                          # shape arithmetic: fold
         items = [slice(None)] * data.ndim
         for b, e, s, a in zip(starts, ends, steps, axes):
-            items[a] = slice(b, e, s)
+            items[axis_in(r, a, data.ndim, "axes entry")] = slice(b, e, s)
         r.consts[node.output[0]] = data[tuple(items)]
         return
     ints = lambda v, what: r.const(f"{name}/{what}", np.array(v, np.int64))  # noqa: E731
@@ -169,7 +203,7 @@ def _split(r, node, name: str, attrs: dict) -> None:
     x = node.input[0]
     shape = r.shape_of(x)
     rank = rank_of(r, x, "Split")
-    axis = int(attrs.get("axis", 0)) % rank
+    axis = axis_in(r, int(attrs.get("axis", 0)), rank)
     if "split" in attrs:
         sizes = list(attrs["split"])
     elif optional_input(node, 1):
@@ -182,6 +216,8 @@ def _split(r, node, name: str, attrs: dict) -> None:
         sizes = [min(chunk, shape[axis] - k * chunk) for k in range(n)]
     if len(sizes) != len(node.output):
         r.refuse(f"split has {len(sizes)} sizes for {len(node.output)} outputs")
+    if any(s < 0 for s in sizes):
+        r.refuse(f"split sizes {sizes} include a negative size")
     start = 0
     for k, (size, out) in enumerate(zip(sizes, node.output)):
         ints = lambda v, what: r.const(f"{name}/{what}{k}", np.array(v, np.int64))  # noqa: E731
@@ -225,7 +261,7 @@ def _cast(r, node, name: str, attrs: dict) -> None:
                9: ("boolean", np.bool_), 11: ("f64", np.float64)}
     if to not in targets:
         import onnx
-        r.refuse(f"Cast to {onnx.TensorProto.DataType.Name(to)} is not supported; supported: "
+        r.refuse(f"Cast to {enum_name(onnx.TensorProto.DataType, to)} is not supported; supported: "
                  f"FLOAT, FLOAT16, DOUBLE, INT64, INT32, INT8, UINT8, BOOL")
     ir_type, np_type = targets[to]
     folded = r.folded(node.input[0])
@@ -238,7 +274,10 @@ def _cast(r, node, name: str, attrs: dict) -> None:
 
 @translates("DepthToSpace", "SpaceToDepth")
 def _depth_space(r, node, name: str, attrs: dict) -> None:
-    mode = attrs.get("mode", b"DCR").decode()
+    mode = text_attr(r, attrs, "mode", "DCR", ("DCR", "CRD"))
+    block = int(attrs["blocksize"])
+    if block < 1:
+        r.refuse(f"blocksize {block} is not a positive size")
     r.emit(node.op_type, [node.input[0]], [node.output[0]], name,
-           {"block_size": str(int(attrs["blocksize"])),
+           {"block_size": str(block),
             "mode": "depth_first" if mode == "CRD" else "blocks_first"})

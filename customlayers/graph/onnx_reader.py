@@ -23,6 +23,9 @@ import numpy as np
 
 from ..errors import ModelError
 from .graph import Graph, Node, Port
+from .guard import located
+from .onnx_checks import (check_attribute_types, check_model, check_node, enum_name,
+                          tensor_array, value_shape)
 from .onnx_ops import TRANSLATIONS, float_text, ints_text, reshaped
 
 # ONNX TensorProto element type -> short dtype name (booleans live as u8, as in the IR reader)
@@ -43,15 +46,34 @@ def read_onnx(path) -> Graph:
     import onnx
     path = Path(path)
     try:
-        model = onnx.load(str(path))          # follows external data from path's folder
+        if path.stat().st_size == 0:          # protobuf reads 0 bytes as a valid empty model
+            raise ModelError(f"{path}: empty file (0 bytes), not an ONNX model")
+        model = onnx.load(str(path), load_external_data=False)
+    except ModelError:
+        raise
     except FileNotFoundError as e:
-        raise ModelError(f"cannot read {e.filename or path}: no such file (a model, or its "
-                         f"external data, which is looked up next to the model)") from e
+        raise ModelError(f"cannot read {e.filename or path}: no such file") from e
     except OSError as e:
         raise ModelError(f"cannot read {path}: {e.strerror or e}") from e
     except Exception as e:                      # protobuf's DecodeError and friends
         raise ModelError(f"{path}: not an ONNX model ({type(e).__name__}: {e})") from e
-    return _OnnxReader(model, str(path)).read()
+    with located(str(path)):
+        check_model(onnx, model, str(path))     # names are text before they become paths
+        _load_external_data(onnx, model, path)
+        return _OnnxReader(model, str(path)).read()
+
+
+def _load_external_data(onnx, model, path: Path) -> None:
+    """The initializers kept in other files, looked up next to the model (as onnx.load does)."""
+    from onnx.external_data_helper import load_external_data_for_model
+    try:
+        load_external_data_for_model(model, str(path.parent))
+    except FileNotFoundError as e:
+        raise ModelError(f"cannot read {e.filename}: no such file (external data of {path}, "
+                         f"looked up next to the model)") from e
+    except Exception as e:                      # onnx's checks of location, offset, length
+        raise ModelError(f"{path}: cannot load its external data ({type(e).__name__}: "
+                         f"{e})") from e
 
 
 def _attr_text(value) -> str:
@@ -74,6 +96,11 @@ class _OnnxReader:
         self.onnx, self.numpy_helper = onnx, numpy_helper
         self.file = file
         self.opset = {(o.domain or "ai.onnx"): o.version for o in model.opset_import}
+        g = model.graph
+        for kind, infos in (("graph input", g.input), ("value_info", g.value_info),
+                            ("graph output", g.output)):
+            for vi in infos:                      # what the model declares must be in bounds
+                value_shape(vi, f"{file}: {kind} '{vi.name}'")
         try:
             model = onnx.shape_inference.infer_shapes(model, data_prop=True)
         except Exception:      # inference is a help, not a requirement (custom ops stop it)
@@ -96,6 +123,8 @@ class _OnnxReader:
             for name in node.input:
                 self.uses[name] = self.uses.get(name, 0) + 1
         for t in g.initializer:
+            if t.name in self.consts:
+                raise ModelError(f"{self.file}: two initializers are named '{t.name}'")
             self.consts[t.name] = self.tensor(t, f"initializer '{t.name}'")
         for vi in g.input:
             if vi.name not in self.consts:
@@ -107,33 +136,46 @@ class _OnnxReader:
                 self.emit("Parameter", [], [vi.name], vi.name,
                           attrs={"shape": text, "element_type": dtype})
         for index, node in enumerate(g.node):
-            name = node.name or (node.output[0] if node.output else f"node{index}")
+            name = node.name or (node.output[0] if node.output else "") or f"node{index}"
             self.where = f"{self.file}: node {index} '{name}' ({node.op_type})"
-            self.translate(node, name, index)
+            with located(self.where):
+                self.check_outputs_are_new(node)
+                self.translate(node, name, index)
+        self.where = ""
         for vi in g.output:
+            self.where = f"{self.file}: graph output '{vi.name}'"
             self.emit("Result", [vi.name], [], f"{vi.name}/sink")
         return self.graph
 
     def value_info(self, vi) -> tuple[tuple | None, str]:
-        """(shape, dtype): shape None when unknown, a dim None when symbolic or unknown."""
-        t = vi.type.tensor_type
-        dtype = ELEM_TYPES.get(t.elem_type, "")
-        shape = tuple(d.dim_value if d.HasField("dim_value") else None for d in t.shape.dim) \
-            if t.HasField("shape") else None
-        return shape, dtype
+        """(shape, dtype): shape None when unknown, a dim None when symbolic or unknown. The
+        declared shapes were checked before shape inference; one that inference derived out of
+        bounds (a Split size of -1, a ConstantOfShape of 2**31) is left unknown, so that the
+        translation of the node responsible says what is wrong with it."""
+        dtype = ELEM_TYPES.get(vi.type.tensor_type.elem_type, "")
+        try:
+            return value_shape(vi, ""), dtype
+        except ModelError:
+            return None, dtype
+
+    def check_outputs_are_new(self, node) -> None:
+        """Each value is produced once (ONNX graphs are in SSA form): a second producer would
+        silently replace the first for the nodes after it."""
+        for out in node.output:
+            if out and (out in self.values or out in self.consts or out in self.alias):
+                self.refuse(f"output '{out}' is already produced by an earlier node, an "
+                            f"initializer or a graph input")
 
     def refuse_input(self, vi) -> None:
         elem = vi.type.tensor_type.elem_type
-        kind = self.onnx.TensorProto.DataType.Name(elem) if elem else "none given"
+        kind = enum_name(self.onnx.TensorProto.DataType, elem) if elem else "none given"
         raise ModelError(f"{self.file}: graph input '{vi.name}' has element type {kind}, which "
                          f"is not supported; supported: {SUPPORTED_TEXT}")
 
     def tensor(self, proto, what: str) -> np.ndarray:
-        if proto.data_type not in ELEM_TYPES:
-            kind = self.onnx.TensorProto.DataType.Name(proto.data_type)
-            raise ModelError(f"{self.file}: {what} has element type {kind}, which is not "
-                             f"supported; supported: {SUPPORTED_TEXT}")
-        value = self.numpy_helper.to_array(proto)
+        """A TensorProto's value, checked (onnx_checks.tensor_array); `what` names it."""
+        where = what if what.startswith(self.file) else f"{self.file}: {what}"
+        value = tensor_array(self.onnx, proto, where)
         return value.astype(NP_TYPES[ELEM_TYPES[proto.data_type]], copy=False)
 
     def ref(self, name: str) -> tuple[str, int]:
@@ -209,10 +251,12 @@ class _OnnxReader:
     # -- translation ------------------------------------------------------------------------
     def translate(self, node, name: str, index: int) -> None:
         domain = node.domain if node.domain not in ("", "ai.onnx") else ""
+        check_attribute_types(self.onnx, node, self.where)
         attrs = {a.name: self.onnx.helper.get_attribute_value(a) for a in node.attribute}
         op = node.op_type
         if domain or not self.onnx.defs.has(op):
             return self.custom(node, name, domain, attrs)
+        check_node(self.onnx, node, self.opset.get("ai.onnx"), self.where)
         handler = TRANSLATIONS.get(op)
         if handler is not None:
             return handler(self, node, name, attrs)
@@ -226,8 +270,14 @@ class _OnnxReader:
                     f"{', '.join(known)}")
 
     def custom(self, node, name: str, domain: str, attrs: dict) -> None:
+        if node.op_type in STRUCTURAL:
+            self.refuse(f"a node of type {node.op_type} would be taken for the graph's own "
+                        f"{node.op_type} nodes; rename the op type")
+        if not all(node.output):
+            self.refuse("an output of a custom node has no name")
         for key, value in attrs.items():
-            if isinstance(value, (self.onnx.GraphProto, self.onnx.TensorProto)) or (
+            if isinstance(value, (self.onnx.GraphProto, self.onnx.TensorProto,
+                                  self.onnx.SparseTensorProto, self.onnx.TypeProto)) or (
                     isinstance(value, list) and value and not isinstance(value[0],
                                                                          (int, float, bytes))):
                 self.refuse(f"attribute '{key}' holds a graph or tensor, which a custom layer "
@@ -281,6 +331,9 @@ def _broadcast(a: tuple | None, b: tuple | None) -> tuple | None:
     a, b = (1,) * (rank - len(a)) + tuple(a), (1,) * (rank - len(b)) + tuple(b)
     return tuple(y if x == 1 else x if y == 1 else (x if x == y else None) for x, y in zip(a, b))
 
+
+# IR types the Graph gives a meaning of its own (inputs, outputs, constants)
+STRUCTURAL = ("Parameter", "Result", "Const")
 
 ELEM_TYPES_BY_NP = {np.float32: "f32", np.float16: "f16", np.int64: "i64", np.int32: "i32",
                     np.int8: "i8", np.uint8: "u8", np.bool_: "u8", np.float64: "f64"}

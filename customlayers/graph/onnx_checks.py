@@ -1,0 +1,171 @@
+"""Structural checks of an ONNX model, made before any node is translated.
+
+The ONNX schema of each standard op, for the model's opset, says how many inputs and outputs a
+node may have and which attributes it takes, of which type, and which are required: every node
+of the standard domain is checked against it here, so that a translation (onnx_ops*.py) may
+index the inputs the schema requires and read its required attributes without a KeyError.
+Tensors (initializers, Constant values) are checked against their dims before numpy sees them,
+declared shapes against the bounds of limits.py, and every name for valid UTF-8 (protobuf hands
+a name with invalid UTF-8 to Python as bytes).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import ModelError
+from .guard import located
+from .limits import check_shape, element_count
+
+# ONNX TensorProto element types read here -> (the typed field holding the values when there is
+# no raw_data, bytes per element in raw_data)
+TENSOR_FIELDS = {1: ("float_data", 4), 2: ("int32_data", 1), 3: ("int32_data", 1),
+                 6: ("int32_data", 4), 7: ("int64_data", 8), 9: ("int32_data", 1),
+                 10: ("int32_data", 2), 11: ("double_data", 8)}
+MAX_OPSET = 1000      # ONNX is at 23; a larger version is a corrupt number, not a future opset
+
+
+def enum_name(enum, value: int) -> str:
+    """The enum's name for `value`, or 'unknown (value)' (Enum.Name raises on a stray number)."""
+    try:
+        return enum.Name(value)
+    except ValueError:
+        return f"unknown ({value})"
+
+
+def check_text(message, where: str) -> None:
+    """Every string field of the message and its sub-messages holds valid UTF-8."""
+    for field, value in message.ListFields():
+        repeated = field.is_repeated if hasattr(field, "is_repeated") else field.label == 3
+        items = value if repeated else (value,)
+        if field.type == field.TYPE_STRING:
+            for k, item in enumerate(items):
+                if isinstance(item, bytes):
+                    at = f"{field.name}[{k}]" if repeated else field.name
+                    raise ModelError(f"{where}: {at} {item[:60]!r} is not valid UTF-8 text")
+        elif field.type == field.TYPE_MESSAGE:
+            for k, item in enumerate(items):
+                check_text(item, _child(message, where, field.name, k if repeated else None,
+                                        item))
+
+
+def _child(parent, where: str, field: str, index: int | None, item) -> str:
+    """Where a sub-message is, for messages: a node by index, name and op_type."""
+    if field == "node":
+        name = item.name if isinstance(item.name, str) else "?"
+        op = item.op_type if isinstance(item.op_type, str) else "?"
+        return f"{where}: node {index} '{name}' ({op})"
+    if field == "graph" and index is None and type(parent).__name__ == "ModelProto":
+        return where                                   # the model's graph: the file says it
+    return f"{where}: {field}" + (f"[{index}]" if index is not None else "")
+
+
+def check_model(onnx, model, file: str) -> None:
+    """What the whole model must satisfy before it is read: text, opsets, outputs."""
+    check_text(model, file)
+    for o in model.opset_import:
+        if not 1 <= o.version <= MAX_OPSET:
+            raise ModelError(f"{file}: opset_import of domain '{o.domain or 'ai.onnx'}' has "
+                             f"version {o.version}; expected 1 to {MAX_OPSET}")
+    if not model.HasField("graph"):
+        raise ModelError(f"{file}: the model has no graph (is it an ONNX model?)")
+    if not model.graph.output:
+        raise ModelError(f"{file}: the model's graph has no outputs")
+
+
+def schema_of(onnx, op_type: str, version: int | None):
+    """ONNX's schema of a standard op for the opset `version` (None: the newest), or None when
+    the op is not in that opset."""
+    try:
+        if version is None:
+            return onnx.defs.get_schema(op_type, "")
+        return onnx.defs.get_schema(op_type, version, "")
+    except onnx.defs.SchemaError:
+        return None
+
+
+def check_attribute_types(onnx, node, where: str) -> None:
+    """Each attribute has one known type and appears once (any domain)."""
+    types = onnx.AttributeProto.AttributeType
+    seen = set()
+    for a in node.attribute:
+        if a.name in seen:
+            raise ModelError(f"{where}: attribute '{a.name}' is given twice")
+        seen.add(a.name)
+        if a.type == 0 or enum_name(types, a.type).startswith("unknown"):
+            raise ModelError(f"{where}: attribute '{a.name}' has type "
+                             f"{enum_name(types, a.type)}; expected one of ONNX's attribute "
+                             f"types (INT, FLOAT, STRING, INTS, ...)")
+
+
+def check_node(onnx, node, version: int | None, where: str) -> None:
+    """A standard node against its op's schema: input and output counts, attribute names,
+    types, required attributes."""
+    schema = schema_of(onnx, node.op_type, version)
+    if schema is None:
+        newest = schema_of(onnx, node.op_type, None)
+        first = next((v for v in range((version or 0) + 1, newest.since_version + 1)
+                      if schema_of(onnx, node.op_type, v) is not None), None) if newest else None
+        since = f" (it exists from opset {first} on)" if first else ""
+        raise ModelError(f"{where}: {node.op_type} is not an op of opset {version} of the "
+                         f"default domain, which the model imports{since}")
+    label = f"{node.op_type}-{schema.since_version}"
+    for kind, items, low, high in (("input", node.input, schema.min_input, schema.max_input),
+                                   ("output", node.output, schema.min_output,
+                                    schema.max_output)):
+        if not low <= len(items) <= high:
+            wanted = str(low) if low == high else (f"{low} or more" if high >= 2**31 - 1
+                                                   else f"{low} to {high}")
+            raise ModelError(f"{where}: has {len(items)} {kind}(s); {label} takes {wanted}")
+    if node.output and not node.output[0]:
+        raise ModelError(f"{where}: output 0 has no name")
+    types = onnx.AttributeProto.AttributeType
+    given = {a.name: a for a in node.attribute}
+    for name, a in given.items():
+        spec = schema.attributes.get(name)
+        if spec is None:
+            known = ", ".join(sorted(schema.attributes)) or "none"
+            raise ModelError(f"{where}: {label} has no attribute '{name}'; its attributes: "
+                             f"{known}")
+        if int(a.type) != int(spec.type):
+            raise ModelError(f"{where}: attribute '{name}' is of type "
+                             f"{enum_name(types, a.type)}; {label} expects {spec.type.name}")
+    missing = [n for n, spec in schema.attributes.items() if spec.required and n not in given]
+    if missing:
+        raise ModelError(f"{where}: {label} requires the attribute(s) {', '.join(missing)}, "
+                         f"which the node does not give")
+
+
+def tensor_array(onnx, proto, where: str) -> np.ndarray:
+    """A TensorProto's value, after its dims, element type and data length are checked."""
+    from onnx import numpy_helper
+    dims = [int(d) for d in proto.dims]
+    check_shape(dims, where, "dims")
+    kind = enum_name(onnx.TensorProto.DataType, proto.data_type)
+    if proto.data_type not in TENSOR_FIELDS:
+        raise ModelError(f"{where} has element type {kind}, which is not supported; supported: "
+                         f"FLOAT, FLOAT16, DOUBLE, INT64, INT32, INT8, UINT8, BOOL")
+    if proto.HasField("segment"):
+        raise ModelError(f"{where} is a segment of a tensor, which is not supported")
+    if proto.data_location == onnx.TensorProto.EXTERNAL:
+        raise ModelError(f"{where}: its external data was not loaded")
+    count = element_count(dims)
+    field, itemsize = TENSOR_FIELDS[proto.data_type]
+    if proto.HasField("raw_data"):
+        have, want, unit = len(proto.raw_data), count * itemsize, "bytes of raw_data"
+    else:
+        have, want, unit = len(getattr(proto, field)), count, f"values in {field}"
+    if have != want:
+        raise ModelError(f"{where}: holds {have} {unit}; dims {dims} of {kind} need {want}")
+    with located(where):
+        return numpy_helper.to_array(proto)
+
+
+def value_shape(vi, where: str) -> tuple | None:
+    """A ValueInfo's shape: None when not given, a dim None when symbolic or not given; dims
+    checked against the bounds."""
+    t = vi.type.tensor_type
+    if not t.HasField("shape"):
+        return None
+    shape = tuple(d.dim_value if d.HasField("dim_value") else None for d in t.shape.dim)
+    check_shape(shape, where)
+    return shape
