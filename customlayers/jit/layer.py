@@ -124,6 +124,9 @@ class LayerImpl:
     is_view: bool = False
     # True when the layer can apply a per-channel bias and a ReLU where it stores (FusedEpilogue)
     accepts_epilogue: bool = False
+    # (fewest, most) inputs the layer takes (most None: any number); None: not declared. The
+    # compiler checks it before anything indexes the inputs.
+    input_count: tuple[int, int | None] | None = None
 
     def parse_attributes(self, raw: Mapping[str, str], layer: str) -> ParsedAttrs:
         return ParsedAttrs({a.name: parse_attr(a, raw.get(a.name), self.type, layer)

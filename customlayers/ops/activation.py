@@ -24,6 +24,7 @@ SOFTPLUS = "(x > 20.0f ? x : log1p(exp(x)))"  # above 20, log(1 + e^x) == x in f
 class Activation(Op):
     """`float_fn` (C text in float `x`; may use {attr} fields); `int_fn` for integer tensors,
     None when the function is defined for floating point only."""
+    input_count = (1, 1)
     float_fn = ""
     int_fn: str | None = None
 
@@ -130,6 +131,7 @@ class Gelu(Activation):
 class Swish(Activation):
     """x * sigmoid(beta * x); beta is the optional scalar input 1 (default 1), read from its
     buffer so that it need not be a constant."""
+    input_count = (1, 2)
     type = "Swish"
     float_fn = "x / (1.0f + exp(-x))"
 
@@ -153,6 +155,7 @@ class Swish(Activation):
 class PRelu(Activation):
     """x < 0 ? slope * x : x. A 1-D slope whose size is the channel count (dim 1) applies per
     channel; any other slope broadcasts to the data with numpy rules."""
+    input_count = (2, 2)
     type = "PRelu"
     float_fn = int_fn = "x"  # not used: PRelu always runs binary_map
 

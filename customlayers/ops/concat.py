@@ -17,6 +17,7 @@ from .base import Attr, Op, register_op
 
 @register_op
 class Concat(Op):
+    input_count = (1, None)
     type = "Concat"
     attributes = (Attr("axis", "int", required=True),)
 

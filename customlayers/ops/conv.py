@@ -39,6 +39,7 @@ _CPU_CHANNEL_BLOCK = 16
 
 
 class _ConvBase(NamedOp):
+    input_count = (2, 2)
     attributes = _CONV_ATTRS
     grouped = False
     # runtime/fusion.py may fold a following per-channel bias Add and ReLU into the store: the

@@ -17,6 +17,7 @@ _GEMV_WG = 64  # work items per output row in the transposed-B matrix-vector ker
 
 @register_op
 class MatMul(NamedOp):
+    input_count = (2, 2)
     type = "MatMul"
     attributes = (Attr("transpose_a", "bool", False), Attr("transpose_b", "bool", False))
 

@@ -28,6 +28,7 @@ def _view_launch(label: str, src: TensorDesc, dst: TensorDesc, view: LinearView)
 class Convert(Op):
     """Element type conversion with C semantics: float to integer truncates (saturating, NaN
     gives 0), integer to narrower integer wraps; destination 'boolean' gives x != 0 as u8."""
+    input_count = (1, 1)
     type = "Convert"
     attributes = (Attr("destination_type", "str", required=True),)
 
@@ -60,6 +61,7 @@ class Convert(Op):
 class Pad(Op):
     """Pad-1/12: pads_begin/pads_end (inputs 1, 2; negative values crop), pad_value (input 3,
     constant mode only, default 0), pad_mode constant | edge | reflect | symmetric."""
+    input_count = (3, 4)
     type = "Pad"
     attributes = (Attr("pad_mode", "str", "constant"),)
     const_inputs = (1, 2, 3)
@@ -128,6 +130,7 @@ class Pad(Op):
 class Gather(Op):
     """Gather-1/7/8 with batch_dims = 0: axis from the constant input 2; indices (input 1) may
     be computed at run time, negative ones count from the end."""
+    input_count = (3, 3)
     type = "Gather"
     attributes = (Attr("batch_dims", "int", 0),)
     const_inputs = (2,)
@@ -183,6 +186,7 @@ class ViewMapOp(Op):
 class Slice(ViewMapOp):
     """Slice-8: start, stop, step (inputs 1-3) on the axes of input 4 (default 0..n-1), with
     numpy/ONNX clamping of out-of-range bounds."""
+    input_count = (4, 5)
     type = "Slice"
     const_inputs = (1, 2, 3, 4)
 
@@ -205,6 +209,7 @@ class StridedSlice(ViewMapOp):
     """StridedSlice-1: begin, end, strides (inputs 1-3, strides default 1) with the masks as
     lists of 0/1: begin/end_mask 1 ignores that bound, new_axis_mask inserts an axis,
     shrink_axis_mask takes the single index `begin`, ellipsis_mask keeps the remaining axes."""
+    input_count = (3, 4)
     type = "StridedSlice"
     attributes = tuple(Attr(f"{m}_mask", "ints", ()) for m in
                        ("begin", "end", "new_axis", "shrink_axis", "ellipsis"))
@@ -244,6 +249,7 @@ class Tile(Op):
     """Tile-1: repeats (input 1); shapes of different rank align at the end. Each output axis
     is walked as (repeat, dim) with the repeat at stride 0: still a linear map, on twice the
     axes."""
+    input_count = (2, 2)
     type = "Tile"
     const_inputs = (1,)
 
@@ -275,6 +281,7 @@ class Tile(Op):
 class Broadcast(ViewMapOp):
     """Broadcast-1/3: target_shape (input 1); mode numpy (data broadcasts to the target),
     bidirectional (both broadcast) or explicit (axes_mapping, input 2, places data's axes)."""
+    input_count = (2, 3)
     type = "Broadcast"
     attributes = (Attr("mode", "str", "numpy"),)
     const_inputs = (1, 2)

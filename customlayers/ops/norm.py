@@ -16,6 +16,7 @@ from ..jit.launch import Arg, DEFAULT_CONTEXT, KernelLaunch
 
 @register_op
 class LRN(NamedOp):
+    input_count = (2, 2)
     type = "LRN"
     attributes = (Attr("alpha", "float", required=True), Attr("beta", "float", required=True),
                   Attr("bias", "float", required=True), Attr("size", "int", required=True))

@@ -31,6 +31,10 @@ class _ParamActivation(Activation):
     def const_inputs(self):  # type: ignore[override]
         return tuple(range(1, len(self.params) + 1))
 
+    @property
+    def input_count(self):  # type: ignore[override]
+        return (len(self.params) + 1,) * 2
+
     def values(self, consts) -> dict[str, str]:
         out = {}
         for k, name in enumerate(self.params, 1):
@@ -89,6 +93,7 @@ class Shrink(Activation):
 class ConvolutionBackpropData(Op):
     """ConvolutionBackpropData-1 without the output_shape input: data N,C,[H,]W, weights
     C_in,C_out,[KH,]KW (constant or not), explicit pads, output_padding; one group."""
+    input_count = (2, 2)
     type = "ConvolutionBackpropData"
     attributes = (Attr("strides", "ints", required=True), Attr("dilations", "ints", required=True),
                   Attr("pads_begin", "ints", required=True), Attr("pads_end", "ints", required=True),

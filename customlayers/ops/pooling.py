@@ -27,6 +27,7 @@ _POOL_ATTRS = (
 
 
 class _PoolBase(NamedOp):
+    input_count = (1, 1)
     is_max = True
 
     def check(self, attrs):

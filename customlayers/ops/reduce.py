@@ -10,6 +10,7 @@ from ..jit.launch import Arg, DEFAULT_CONTEXT, KernelLaunch
 
 
 class _Reduce(NamedOp):
+    input_count = (2, 2)
     attributes = (Attr("keep_dims", "bool", False),)
     const_inputs = (1,)
     kind = ""

@@ -13,6 +13,7 @@ from .base import Attr, Op, register_op
 
 @register_op
 class ShuffleChannels(Op):
+    input_count = (1, 1)
     type = "ShuffleChannels"
     attributes = (Attr("axis", "int", 1), Attr("group", "int", 1))
 

@@ -11,6 +11,7 @@ _WG = 64  # work items per row when a whole work-group shares one row
 
 @register_op
 class SoftMax(NamedOp):
+    input_count = (1, 1)
     type = "SoftMax"
     attributes = (Attr("axis", "int", 1),)
 

@@ -24,6 +24,7 @@ def _check(op: str, attrs, shape) -> tuple[int, str]:
 
 @register_op
 class SpaceToDepth(Op):
+    input_count = (1, 1)
     type = "SpaceToDepth"
     attributes = (Attr("block_size", "int", 1), Attr("mode", "str", "blocks_first"))
 
@@ -46,6 +47,7 @@ class SpaceToDepth(Op):
 
 @register_op
 class DepthToSpace(Op):
+    input_count = (1, 1)
     type = "DepthToSpace"
     attributes = (Attr("block_size", "int", 1), Attr("mode", "str", "blocks_first"))
 

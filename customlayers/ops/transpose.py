@@ -24,6 +24,7 @@ def transpose_order(consts, rank: int) -> tuple[int, ...]:
 
 @register_op
 class Transpose(Op):
+    input_count = (2, 2)
     type = "Transpose"
     const_inputs = (1,)
 

@@ -39,6 +39,7 @@ class ViewOp(Op):
 class Reshape(ViewOp):
     """opset1: target from input 1; with special_zero a 0 copies the input's dim at that index;
     one -1 takes what is left."""
+    input_count = (2, 2)
     type = "Reshape"
     attributes = (Attr("special_zero", "bool", False),)
     const_inputs = (1,)
@@ -75,6 +76,7 @@ class Reshape(ViewOp):
 @register_op
 class Squeeze(ViewOp):
     """opset1: removes the axes of input 1 (each must have size 1), or every size-1 axis."""
+    input_count = (1, 2)
     type = "Squeeze"
 
     def out_shape(self, attrs, shape, consts):
@@ -96,6 +98,7 @@ class Squeeze(ViewOp):
 @register_op
 class Unsqueeze(ViewOp):
     """opset1: inserts size-1 axes at the positions of input 1 (in the output's numbering)."""
+    input_count = (2, 2)
     type = "Unsqueeze"
     const_inputs = (1,)
 
@@ -118,6 +121,7 @@ class Unsqueeze(ViewOp):
 @register_op
 class Flatten(ViewOp):
     """ONNX Flatten: [prod(dims before axis), prod(dims from axis)]."""
+    input_count = (1, 1)
     type = "Flatten"
     attributes = (Attr("axis", "int", 1),)
 

@@ -73,6 +73,7 @@ def compile_plan(graph: Graph, order: Sequence[Node], impls: Mapping[str, LayerI
                 outputs.append((names[0] if names else node.name, src))
                 continue
             impl = fusion.replaced.get(node.id) or impls[node.id]
+            _check_input_count(node, impl)
             call = LayerCall(
                 name=node.name, where=node.describe(), type=node.type,
                 attrs=impl.parse_attributes(node.attrs, node.name), inputs=in_descs,
@@ -156,6 +157,18 @@ def _fold_epilogue(node, ep, in_keys, in_descs, out_desc, consts, descs):
     consts[bkey] = bias.astype(np.float32)
     descs[bkey] = TensorDesc((channels,))
     return in_keys + [bkey], in_descs + [descs[bkey]]
+
+
+def _check_input_count(node: Node, impl: LayerImpl) -> None:
+    if impl.input_count is None:
+        return
+    fewest, most = impl.input_count
+    n = len(node.inputs)
+    if n < fewest or (most is not None and n > most):
+        wanted = (f"{fewest}" if fewest == most else
+                  f"{fewest} or more" if most is None else f"{fewest} to {most}")
+        raise ModelError(f"{node.describe()}: a {node.type} layer takes {wanted} input"
+                         f"{'' if wanted == '1' else 's'}, the model gives it {n}")
 
 
 def _check_declared_shapes(node: Node, out_descs: list[TensorDesc]) -> None:

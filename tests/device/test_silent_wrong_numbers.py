@@ -146,3 +146,49 @@ def test_infer_from_many_threads_returns_each_thread_its_own_result(engine, tmp_
     for t in threads:
         t.join(timeout=120)
     assert not failures and not wrong, (failures[:3], wrong[:5])
+
+
+# -- an IR layer with the wrong number of inputs ----------------------------------------------
+IR_TWO_INPUT_RELU = """<?xml version="1.0"?>
+<net name="arity" version="11">
+  <layers>
+    <layer id="0" name="x" type="Parameter" version="opset1">
+      <data shape="1,4" element_type="f32"/>
+      <output><port id="0" precision="FP32"><dim>1</dim><dim>4</dim></port></output>
+    </layer>
+    <layer id="1" name="relu" type="ReLU" version="opset1">
+      <input>
+        <port id="0" precision="FP32"><dim>1</dim><dim>4</dim></port>
+        <port id="1" precision="FP32"><dim>1</dim><dim>4</dim></port>
+      </input>
+      <output><port id="2" precision="FP32"><dim>1</dim><dim>4</dim></port></output>
+    </layer>
+    <layer id="2" name="out" type="Result" version="opset1">
+      <input><port id="0" precision="FP32"><dim>1</dim><dim>4</dim></port></input>
+    </layer>
+  </layers>
+  <edges>
+    <edge from-layer="0" from-port="0" to-layer="1" to-port="0"/>
+    <edge from-layer="0" from-port="0" to-layer="1" to-port="1"/>
+    <edge from-layer="1" from-port="2" to-layer="2" to-port="0"/>
+  </edges>
+</net>
+"""
+
+
+def test_a_layer_with_the_wrong_number_of_inputs_is_named(tmp_path, engine, capsys):
+    """A ReLU given two inputs used to ignore the second; a MatMul given one raised
+    IndexError. Every built-in declares how many inputs it takes."""
+    from customlayers.errors import ModelError
+    from customlayers.runtime.network import Network
+    model = tmp_path / "arity.xml"
+    model.write_text(IR_TWO_INPUT_RELU)
+    with pytest.raises(ModelError, match=r"layer 'relu' \(type ReLU\).*a ReLU layer takes 1 "
+                                         r"input, the model gives it 2"):
+        Network(model, engine=engine)
+    model.write_text(IR_TWO_INPUT_RELU.replace('type="ReLU"', 'type="MatMul"').replace(
+        '<port id="1" precision="FP32"><dim>1</dim><dim>4</dim></port>\n      </input>',
+        '</input>').replace('<edge from-layer="0" from-port="0" to-layer="1" to-port="1"/>', ""))
+    assert main(["run", "-m", str(model), "-d", "CPU"]) == 1
+    err = capsys.readouterr().err
+    assert "a MatMul layer takes 2 inputs, the model gives it 1" in err and "Traceback" not in err
