@@ -7,11 +7,12 @@ mode a plain open() would give. The rule for a folder that does not exist yet: i
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 from typing import Mapping, Sequence
 
 import numpy as np
+
+from ..files import atomic_writer
 
 ARRAY_SUFFIXES = (".npy", ".npz")
 
@@ -56,19 +57,12 @@ def write_arrays_atomically(path: str, arrays: Mapping[str, np.ndarray]) -> None
     if as_npy and len(arrays) != 1:
         raise UsageError(f"-o {path}: {len(arrays)} arrays: a .npy holds one; name the file .npz")
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            # mkstemp creates 0600; the user expects what open() gives: 0666 less the umask
-            os.fchmod(f.fileno(), 0o666 & ~_umask())
-            if as_npy:
-                np.save(f, next(iter(arrays.values())))
-            else:
-                np.savez(f, **arrays)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    # mkstemp creates 0600; the user expects what open() gives: 0666 less the umask
+    with atomic_writer(target, mode=0o666 & ~_umask()) as f:
+        if as_npy:
+            np.save(f, next(iter(arrays.values())))
+        else:
+            np.savez(f, **arrays)
 
 
 def _umask() -> int:

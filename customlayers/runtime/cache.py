@@ -15,7 +15,6 @@ import hashlib
 import json
 import os
 import sys
-import tempfile
 import time
 import warnings
 from pathlib import Path
@@ -24,9 +23,10 @@ from typing import Sequence
 import pyopencl as cl
 
 from .. import __version__, settings
+from ..files import atomic_writer
 from .build import compile_source, load_binary, program_binary
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2   # 2: meta.json records binary_size
 
 
 class CacheWarning(UserWarning):
@@ -56,17 +56,8 @@ def cache_key(source: str, options: str, device) -> str:
 
 
 def _write_atomic(path: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    with atomic_writer(path) as f:
+        f.write(data)
 
 
 class ProgramCache:
@@ -137,6 +128,12 @@ class ProgramCache:
             if not isinstance(meta, dict):
                 raise ValueError(f"meta.json holds {type(meta).__name__}, not an object")
             binary = (folder / "program.bin").read_bytes()
+            # both the size and the hash, before the driver sees a byte: a driver may crash
+            # the process (not fail) on a truncated binary, and a hash alone can be rewritten
+            # along with the file
+            if len(binary) != meta.get("binary_size") or not binary:
+                raise ValueError(f"program.bin has {len(binary)} bytes, meta.json says "
+                                 f"{meta.get('binary_size')}")
             if hashlib.sha256(binary).hexdigest() != meta.get("binary_sha256"):
                 raise ValueError("program.bin does not match the hash in meta.json")
             warned = meta.get("warnings", "")
@@ -161,6 +158,7 @@ class ProgramCache:
             meta = {"format_version": FORMAT_VERSION, "key": key, "label": label,
                     "options": options, "customlayers_version": __version__,
                     "binary_sha256": hashlib.sha256(binary).hexdigest(),
+                    "binary_size": len(binary),
                     "warnings": warned,
                     "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
                     **device_identity(device)}

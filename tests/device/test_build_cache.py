@@ -124,7 +124,8 @@ def test_cache_entry_is_inspectable_and_a_corrupt_one_is_rebuilt(cl_env, tmp_pat
                                                              dev.name.strip(), entry.name)
     assert (entry / "source.cl").read_text() == source
 
-    (entry / "program.bin").write_bytes(b"garbage")
+    binary = (entry / "program.bin").read_bytes()
+    (entry / "program.bin").write_bytes(b"g" * len(binary))     # same size, other bytes
     again = ProgramCache(tmp_path)
     with pytest.warns(CacheWarning, match="does not match the hash"):
         program = again.build(ctx, dev, source, "-cl-mad-enable")
@@ -227,3 +228,41 @@ def test_meta_json_of_any_shape_is_a_warning_and_a_fresh_build(cl_env, tmp_path,
     assert (again.misses, again.disk_hits) == (1, 0)
     assert cl.Kernel(program, "k").num_args == 1
     json.loads((entry / "meta.json").read_text())["binary_sha256"]   # rewritten whole
+
+
+def test_a_truncated_binary_with_a_rewritten_hash_never_reaches_the_driver(cl_env, tmp_path):
+    """Issue 8, class 5: a driver may crash the process on a truncated binary; the cache
+    checks the size meta.json recorded before the driver sees it, even when the hash was
+    rewritten to match the truncated file."""
+    import hashlib
+    ctx, _, dev = cl_env
+    program = generate_program(spec(), [TensorDesc((1, 1, 2, 2))], [TensorDesc((1, 1, 2, 2))])
+    ProgramCache(tmp_path).build(ctx, dev, program.text, program.options)
+    (entry,) = (tmp_path / "programs").iterdir()
+    half = (entry / "program.bin").read_bytes()[:100]
+    (entry / "program.bin").write_bytes(half)
+    meta = json.loads((entry / "meta.json").read_text())
+    meta["binary_sha256"] = hashlib.sha256(half).hexdigest()
+    (entry / "meta.json").write_text(json.dumps(meta))
+    again = ProgramCache(tmp_path)
+    with pytest.warns(CacheWarning, match=r"program.bin has 100 bytes, meta.json says \d+"):
+        built = again.build(ctx, dev, program.text, program.options)
+    assert again.misses == 1 and cl.Kernel(built, "affine").num_args == 2
+
+
+def test_a_killed_writer_leaves_no_temporary_for_long(tmp_path):
+    """Issue 8, class 5: the next write of a target removes its stale temporaries."""
+    import os
+    import time
+    from customlayers.files import STALE_AFTER_S, atomic_writer
+    target = tmp_path / "program.bin"
+    stale = tmp_path / ".program.bin.abc123.tmp"
+    fresh = tmp_path / ".program.bin.def456.tmp"     # a live writer's: left alone
+    stale.write_bytes(b"half")
+    fresh.write_bytes(b"half")
+    old = time.time() - STALE_AFTER_S - 5
+    os.utime(stale, (old, old))
+    with atomic_writer(target) as f:
+        f.write(b"whole")
+    assert target.read_bytes() == b"whole"
+    assert not stale.exists() and fresh.exists()
