@@ -42,17 +42,21 @@ def load_network(args, profiling: bool = False):
     from ..graph.load import read_model
     from ..runtime.device import Engine
     from ..runtime.network import Network
-    # the model and the input files first: a malformed one is refused before OpenCL starts
-    graph = read_model(args.model)
-    arrays, shapes = input_arrays_and_shapes(args, graph)
-    engine = Engine(args.device, cache=build_cache(args))
+    # the configs, the model and the input files first: a malformed one is refused before
+    # OpenCL starts; the model reader asks the loaded layers for their output shapes
     registry = None
     if args.config:
         from ..runtime.registry import Registry
-        registry = Registry(engine)
+        registry = Registry()
         diags = registry.load(*args.config, allow_external_sources=args.allow_external_sources)
         for d in diags:
             print(d.render(), file=sys.stderr)
+    graph = read_model(args.model, custom_shapes=registry.output_shapes
+                       if registry is not None else None)
+    arrays, shapes = input_arrays_and_shapes(args, graph)
+    engine = Engine(args.device, cache=build_cache(args))
+    if registry is not None:
+        registry.engine = engine
     net = Network(graph, registry, engine, input_shapes=shapes or None, profiling=profiling,
                   messages=lambda m: print(m, file=sys.stderr))
     missing = [p for p in graph.parameters if p.name not in arrays]

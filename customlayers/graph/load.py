@@ -7,8 +7,10 @@ from ..errors import ModelError
 from .graph import Graph
 
 
-def read_model(path, weights=None) -> Graph:
-    """`model.xml` (OpenVINO IR, weights in the sibling .bin unless given) or `model.onnx`."""
+def read_model(path, weights=None, custom_shapes=None) -> Graph:
+    """`model.xml` (OpenVINO IR, weights in the sibling .bin unless given) or `model.onnx`.
+    `custom_shapes`: the output shapes of custom ONNX nodes (graph/custom_shapes.py; an IR
+    declares every port's shape itself)."""
     p = Path(path)
     if not p.exists():
         raise ModelError(f"{p}: no such model file")
@@ -18,6 +20,6 @@ def read_model(path, weights=None) -> Graph:
         return read_ir(p, weights)
     if suffix == ".onnx":
         from .onnx_reader import read_onnx
-        return read_onnx(p)
+        return read_onnx(p, custom_shapes)
     raise ModelError(f"{p}: unknown model format '{suffix}'; expected an OpenVINO IR .xml or an "
                      f".onnx file")

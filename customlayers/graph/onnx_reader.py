@@ -23,6 +23,7 @@ import numpy as np
 
 from ..errors import ModelError
 from .graph import Graph, Node, Port
+from .custom_shapes import CustomShapes, propagate_custom_shapes
 from .guard import located
 from .onnx_checks import (check_attribute_types, check_model, check_node, enum_name,
                           tensor_array, value_shape)
@@ -41,8 +42,9 @@ BINARY = {"Add": "Add", "Mul": "Multiply", "Sub": "Subtract", "Div": "Divide", "
           "Max": "Maximum", "Min": "Minimum", "Sum": "Add"}
 
 
-def read_onnx(path) -> Graph:
-    """Read an ONNX model; external data files are found relative to the model's folder."""
+def read_onnx(path, custom_shapes: CustomShapes | None = None) -> Graph:
+    """Read an ONNX model; external data files are found relative to the model's folder.
+    `custom_shapes` answers the output shapes of custom nodes (custom_shapes.py)."""
     import onnx
     path = Path(path)
     try:
@@ -60,7 +62,7 @@ def read_onnx(path) -> Graph:
     with located(str(path)):
         check_model(onnx, model, str(path))     # names are text before they become paths
         _load_external_data(onnx, model, path)
-        return _OnnxReader(model, str(path)).read()
+        return _OnnxReader(model, str(path), custom_shapes).read()
 
 
 def _load_external_data(onnx, model, path: Path) -> None:
@@ -90,7 +92,7 @@ def _attr_text(value) -> str:
 
 
 class _OnnxReader:
-    def __init__(self, model, file: str):
+    def __init__(self, model, file: str, custom_shapes: CustomShapes | None = None):
         import onnx
         from onnx import numpy_helper
         self.onnx, self.numpy_helper = onnx, numpy_helper
@@ -105,6 +107,9 @@ class _OnnxReader:
             model = onnx.shape_inference.infer_shapes(model, data_prop=True)
         except Exception:      # inference is a help, not a requirement (custom ops stop it)
             pass
+        if custom_shapes is not None:
+            model = propagate_custom_shapes(onnx, model, self.is_custom, _attr_text,
+                                            custom_shapes)
         self.model = model
         self.graph = Graph(model.graph.name or Path(file).stem)
         self.info: dict[str, tuple[tuple, str]] = {}     # value name -> (shape, dtype)
@@ -249,12 +254,16 @@ class _OnnxReader:
         raise ModelError(f"{self.where}: {why}")
 
     # -- translation ------------------------------------------------------------------------
+    def is_custom(self, node) -> bool:
+        """A node of another domain, or whose op_type ONNX does not define."""
+        return node.domain not in ("", "ai.onnx") or not self.onnx.defs.has(node.op_type)
+
     def translate(self, node, name: str, index: int) -> None:
         domain = node.domain if node.domain not in ("", "ai.onnx") else ""
         check_attribute_types(self.onnx, node, self.where)
         attrs = {a.name: self.onnx.helper.get_attribute_value(a) for a in node.attribute}
         op = node.op_type
-        if domain or not self.onnx.defs.has(op):
+        if self.is_custom(node):
             return self.custom(node, name, domain, attrs)
         check_node(self.onnx, node, self.opset.get("ai.onnx"), self.where)
         handler = TRANSLATIONS.get(op)

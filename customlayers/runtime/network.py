@@ -56,7 +56,8 @@ class Network:
                  profiling: bool = False, pad_custom_inputs=None, messages=None,
                  fuse: bool = True, resolver: Resolver | None = None):
         if not isinstance(graph, Graph):
-            graph = read_model(graph)
+            graph = read_model(graph, custom_shapes=registry.output_shapes
+                               if registry is not None else None)
         self.graph = graph
         self.registry = registry
         if engine is None:

@@ -28,6 +28,7 @@ from ..config.loader import ConfigSet, load_config_string, load_configs
 from ..config.spec import LayerSpec
 from ..errors import BindingError, CustomLayersError, KernelBuildError, UnknownLayerError
 from ..jit.bindings import kernel_tensors
+from ..jit.layer import LayerCall
 from ..jit.program import generate_program
 from ..jit.tensor import TensorDesc
 from .build import options_rejected
@@ -69,6 +70,11 @@ class Registry:
         if self._engine is None:
             self._engine = Engine()
         return self._engine
+
+    @engine.setter
+    def engine(self, engine: Engine) -> None:
+        """The device to bind on; configs can be loaded before it is chosen."""
+        self._engine = engine
 
     # -- loading -----------------------------------------------------------------------------
     def load(self, *paths, allow_external_sources: bool = False) -> Diagnostics:
@@ -131,6 +137,23 @@ class Registry:
             raise BindingError(f"layer type '{layer_type}' ({spec.location}) is an {spec.kind} "
                                f"layer, which this version cannot run yet")
         return adapter(spec, self)
+
+    def output_shapes(self, layer_type: str, domain: str, attrs: Mapping[str, str],
+                      input_shapes: Sequence[tuple]) -> list[tuple] | None:
+        """The output shapes of a loaded layer for these input shapes, by its implementation's
+        own rules (SimpleGPU: the Tensor shape formula, else input 0's shape); None when the
+        type is not loaded or the shapes cannot be known without running (a model reader's
+        custom_shapes: graph/custom_shapes.py)."""
+        if layer_type not in self:
+            return None
+        try:
+            impl = self.implementation(layer_type)
+            call = LayerCall(name=layer_type, where=f"a {layer_type} node", type=layer_type,
+                             attrs=impl.parse_attributes(attrs, layer_type),
+                             inputs=[TensorDesc(shape) for shape in input_shapes], consts={})
+            return [tuple(d.shape) for d in impl.outputs(call)]
+        except (CustomLayersError, NotImplementedError):
+            return None
 
     # -- binding: the one layer-compile pipeline -----------------------------------------------
     def bind(self, layer_type: str, inputs: Sequence[TensorDesc],

@@ -274,3 +274,30 @@ def test_validate_checks_the_shape_extension(tmp_path, capsys):
     assert main(["validate", str(bad)]) == 1
     assert "error[CL060]: shape 'B,F*4,Y/2,Z' does not parse: unknown token 'Z'" in \
         capsys.readouterr().out
+
+
+def _grn_ref(x, bias=1.0):
+    return x / np.sqrt((x.astype(np.float64) ** 2).sum(axis=1, keepdims=True) + bias)
+
+
+def test_custom_output_shapes_are_known_when_the_model_is_read(tmp_path, engine, capsys):
+    """Issue 8, class 7: ONNX inference stops at a custom node; the loaded layer's shape rule
+    (here GRN's: input 0's shape) is asked at import, so a GlobalAveragePool after it translates
+    and a convolution's bias after it is fused."""
+    rng = np.random.default_rng(3)
+    w = rng.standard_normal((6, 4, 3, 3)).astype(np.float32) * 0.2
+    b = rng.standard_normal(6).astype(np.float32)
+    nodes = [helper.make_node("GRN", ["x"], ["g"], domain="com.example", bias=1.0),
+             helper.make_node("Conv", ["g", "w", "b"], ["c"], pads=[1, 1, 1, 1]),
+             helper.make_node("GlobalAveragePool", ["c"], ["y"])]
+    model = _save(tmp_path / "m.onnx", nodes, [_vi("x", [1, 4, 5, 5])], [_vi("y", None)],
+                  [numpy_helper.from_array(w, "w"), numpy_helper.from_array(b, "b")])
+    net = _network(model, engine, LAYERS / "grn" / "grn.xml")
+    assert ("Convolution+bias", "built-in") in [(s.type, s.impl) for s in net.plan.steps]
+    x = rng.standard_normal((1, 4, 5, 5)).astype(np.float32)
+    want = _conv3x3_pad1(_grn_ref(x), w, b).mean(axis=(2, 3), keepdims=True)
+    np.testing.assert_allclose(net.infer({"x": x})["y"], want, rtol=1e-4, atol=1e-5)
+    # and through the CLI
+    from customlayers.cli import main
+    code = main(["run", "-m", str(model), "-c", str(LAYERS / "grn" / "grn.xml"), "-d", "CPU"])
+    assert code == 0, capsys.readouterr().err
