@@ -6,6 +6,7 @@ import sys
 import numpy as np
 
 from .benchmark_app_options import add_profile_options, perf_counts_wanted
+from .common import add_kernel_check_options, report_kernel_problems, warn_if_not_finite
 from .model_args import add_model_options, load_network
 from .output import check_array_count, check_output_path, write_arrays_atomically
 
@@ -17,6 +18,7 @@ def add_parser(sub):
     add_model_options(p, "run")
     p.add_argument("-o", "--output", help="write the outputs to this .npz (or .npy: one output)")
     add_profile_options(p)
+    add_kernel_check_options(p)
     return p
 
 
@@ -32,8 +34,15 @@ def run(args) -> int:
         check_array_count(args.output, len(net.graph.results), "the model")
     print(f"device: {engine.device.name.strip()} ({engine.device.platform.name.strip()})",
           file=sys.stderr)
+    if args.check_bounds or args.sanitize:
+        from ..runtime.network_checks import check_custom_layers
+        problems = check_custom_layers(net, arrays, bounds=args.check_bounds,
+                                       sanitize=args.sanitize)
+        if report_kernel_problems(problems):    # no output is written from such a model
+            return 1
     req = net.infer_async(arrays)        # the plan for these shapes (and shape-input values)
     outputs = req.wait()
+    warn_if_not_finite(outputs, "the model's")
     for name, arr in outputs.items():
         print(summarize(name, arr))
     if args.output:

@@ -111,6 +111,17 @@ def compile_plan(graph: Graph, order: Sequence[Node], impls: Mapping[str, LayerI
     return CompiledPlan(steps, descs, consts, alias, inputs, outputs, memory, programs)
 
 
+def plan_prefix(plan: CompiledPlan, count: int,
+                outputs: list[tuple[str, TensorKey]]) -> CompiledPlan:
+    """The first `count` steps of `plan` as a plan of their own whose outputs are `outputs`
+    (tensors those steps compute, or inputs), with its memory planned anew: how a debugging
+    run observes what a later layer receives (network_checks.py)."""
+    steps = plan.steps[:count]
+    memory = _plan_memory(steps, plan.descs, plan.alias, plan.consts, plan.inputs, outputs)
+    return CompiledPlan(steps, plan.descs, plan.consts, plan.alias, plan.inputs, outputs,
+                        memory, plan.programs[:count])
+
+
 def _input_names(graph: Graph, node: Node, i: int, key: TensorKey) -> frozenset[str]:
     """The names input i goes by: its producer's (whole and last path part) and its tensor's."""
     producer = graph.nodes[key[0]]

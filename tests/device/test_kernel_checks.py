@@ -21,7 +21,7 @@ LAYER = """<CustomLayer name="Shift" type="SimpleGPU" version="1">
     <Tensor arg-index="0" type="input" port-index="0" format="{fmt}"/>
     <Tensor arg-index="1" type="output" port-index="0" format="{fmt}"/>
   </Buffers>
-  <WorkSizes global="{count}"/>
+  <WorkSizes global="{count}" dim="{dim}"/>
 </CustomLayer>
 """
 KERNEL = """__kernel void shift(__global const float* src, __global float* dst)
@@ -33,10 +33,11 @@ KERNEL = """__kernel void shift(__global const float* src, __global float* dst)
 COPY = "dst[i] = src[i];"
 
 
-def _layer(tmp_path: Path, body: str, count: str = "B*F*Y*X", fmt: str = "BFYX") -> Path:
+def _layer(tmp_path: Path, body: str, count: str = "B*F*Y*X", fmt: str = "BFYX",
+           dim: str = "output") -> Path:
     (tmp_path / "shift.cl").write_text(KERNEL.format(body=body))
     config = tmp_path / "shift.xml"
-    config.write_text(LAYER.format(count=count, fmt=fmt))
+    config.write_text(LAYER.format(count=count, fmt=fmt, dim=dim))
     return config
 
 
@@ -148,3 +149,54 @@ def test_unwritten_elements_are_located_in_logical_coordinates(tmp_path, fmt):
     where = np.unravel_index(int(packed[5]), (1, 2, 3, 4))
     assert (f"1 of 24 elements were never written; the first at B,F,Y,X = "
             f"{','.join(str(int(v)) for v in where)}") in str(problem)
+
+
+def _model_with_custom_node(tmp_path: Path, out_shape) -> Path:
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper
+    nodes = [helper.make_node("Relu", ["x"], ["r"]),
+             helper.make_node("Shift", ["r"], ["s"], domain="com.example"),
+             helper.make_node("Relu", ["s"], ["y"])]
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 3, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, out_shape)],
+        value_info=[helper.make_tensor_value_info("s", TensorProto.FLOAT, out_shape)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17),
+                                                    helper.make_opsetid("com.example", 1)])
+    path = tmp_path / "m.onnx"
+    onnx.save(model, str(path))
+    return path
+
+
+def test_run_checks_the_custom_layers_of_a_model(tmp_path, capsys):
+    """The model declares the custom node's output smaller than what its kernel writes (the
+    global size counts the input): the write past the end is found, on the input the layer
+    really gets in the model, and nothing is written."""
+    config = _layer(tmp_path, "dst[i] = src[i];", dim="input,0")
+    model = _model_with_custom_node(tmp_path, [1, 2, 3, 2])
+    out = tmp_path / "out.npz"
+    code = main(["run", "-m", str(model), "-c", str(config), "-d", "CPU", "-o", str(out),
+                 "--check-bounds"])
+    captured = capsys.readouterr()
+    assert code == 1 and not out.exists() and "Traceback" not in captured.err
+    assert ("layer 's': output 0: the kernel wrote past the end of the buffer (12 elements, "
+            "1x2x3x2 f32 bfyx): the first out-of-bounds write is at element offset 12"
+            in captured.err)
+
+
+def test_run_sanitize_reports_the_models_custom_layer_at_its_line(tmp_path, capsys):
+    config = _layer(tmp_path, "dst[i] = src[i + 1];")
+    model = _model_with_custom_node(tmp_path, [1, 2, 3, 4])
+    code = main(["run", "-m", str(model), "-c", str(config), "-d", "CPU", "--sanitize"])
+    captured = capsys.readouterr()
+    assert code == 1
+    assert f"{tmp_path / 'shift.cl'}:4:" in captured.err and "layer 's': invalid read of " \
+                                                            "size 4 by 1 work-item" in captured.err
+
+
+def test_a_sound_model_passes_both_checks(tmp_path, capsys):
+    config = _layer(tmp_path, COPY)
+    model = _model_with_custom_node(tmp_path, [1, 2, 3, 4])
+    assert main(["run", "-m", str(model), "-c", str(config), "-d", "CPU", "--check-bounds",
+                 "--sanitize"]) == 0
+    assert "y: shape [1, 2, 3, 4]" in capsys.readouterr().out
