@@ -10,6 +10,7 @@ from ..errors import TensorError
 from ..jit.bindings import kernel_tensors
 from ..jit.program import generate_program
 from ..jit.tensor import parse_tensor_arg
+from ..config.params import unused_params, unused_params_message
 from .common import parse_params, the_only_layer
 
 TENSOR_HELP = "SHAPE[:DTYPE][:FORMAT][:pad=LOWER/UPPER], e.g. 1x3x224x224:f32:bfyx:pad=0,0,1,1/0,0,1,1"
@@ -68,7 +69,11 @@ def run(args) -> int:
     # the tensors exactly as the runtime binds them (Data blobs 1-D, shape formulas, formats)
     n = spec.num_input_ports
     inputs, outputs = kernel_tensors(spec, inputs[:n], outputs or None, inputs[n:])
-    program = generate_program(spec, inputs, outputs, parse_params(args.param))
+    params = parse_params(args.param)
+    unused = unused_params(spec, params)
+    if unused:  # an ignored parameter would print the program of the default value
+        raise UsageError(unused_params_message(spec, unused))
+    program = generate_program(spec, inputs, outputs, params)
     sys.stdout.write(program.text)
     sys.stdout.flush()
     local = ",".join(map(str, program.local_size)) if program.local_size else "(driver chooses)"

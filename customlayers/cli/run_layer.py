@@ -15,7 +15,7 @@ import numpy as np
 from ..config.params import unused_params, unused_params_message
 from . import UsageError
 from .common import (add_build_options, add_kernel_check_options, build_cache, parse_params,
-                     report_kernel_problems, warn_if_not_finite)
+                     report_kernel_problems, the_only_layer, warn_if_not_finite)
 from .input_arrays import read_array
 from .output import check_array_count, check_output_path, write_arrays_atomically
 from .layers import add_config_options
@@ -26,7 +26,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                               description=__doc__.split("\n\n")[0],
                               formatter_class=argparse.RawDescriptionHelpFormatter)
     add_config_options(p)
-    p.add_argument("--layer", required=True, metavar="NAME", help="the layer type to run")
+    p.add_argument("--layer", default=None, metavar="NAME",
+                   help="the layer type to run (optional when the configs define one layer)")
     p.add_argument("-i", "--input", action="append", required=True, metavar="FILE.npy",
                    help="input port 0, 1, ... in order (float64 arrays are run as float32)")
     p.add_argument("--data", action="append", default=[], metavar="NAME=FILE.npy",
@@ -104,7 +105,10 @@ def run(args) -> int:
 
     registry = Registry(Engine(args.device, cache=build_cache(args)))
     registry.load(*args.config, allow_external_sources=args.allow_external_sources)
-    spec = registry.spec(args.layer)
+    configs = registry.configs
+    name = args.layer or the_only_layer(None, [n for n, _ in configs.definitions],
+                                        configs.layers, ", ".join(args.config))
+    spec = registry.spec(name)
     unused = unused_params(spec, params)
     if unused:  # an ignored parameter would run the layer with its default: a wrong number
         raise UsageError(unused_params_message(spec, unused))

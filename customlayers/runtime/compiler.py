@@ -14,7 +14,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from ..errors import BindingError, CustomLayersError, ModelError
+from ..errors import BindingError, CustomLayersError, DeviceError, ModelError
 from ..graph.graph import Graph, Node
 from ..jit.launch import CompileContext, DeviceTraits
 from ..jit.layer import LayerCall, LayerImpl, LayerWork
@@ -107,6 +107,7 @@ def compile_plan(graph: Graph, order: Sequence[Node], impls: Mapping[str, LayerI
             raise
 
     memory = _plan_memory(steps, descs, alias, consts, inputs, outputs)
+    check_device_memory(engine.device, steps, descs, consts, inputs, memory)
     programs = _build(engine, steps)
     return CompiledPlan(steps, descs, consts, alias, inputs, outputs, memory, programs)
 
@@ -197,6 +198,42 @@ def _check_fp64(options: PlanOptions, node: Node, descs: Sequence[TensorDesc]) -
         raise BindingError(f"{node.describe()}: f64 (double) tensors need a device with "
                            f"cl_khr_fp64; {options.device_name} has none (convert the model "
                            f"to float32)")
+
+
+def check_device_memory(device, steps, descs, consts, inputs, memory: MemoryPlan) -> None:
+    """DeviceError naming the tensor when a buffer is over the device's largest allocation, or
+    all of them over its memory: checked before anything is allocated (PoCL aborts the process
+    on an allocation it cannot make, NVIDIA answers with an error at the first launch)."""
+    limit, total_limit = int(device.max_mem_alloc_size), int(device.global_mem_size)
+    producer = {k: s for s in steps for k in s.outputs}
+    buffers: list[tuple[int, str]] = []
+    for key, slot in memory.slot_of.items():
+        step = producer.get(key)
+        what = (f"output {step.outputs.index(key)} of layer '{step.name}' ({step.type})"
+                if step is not None else f"tensor {key}")
+        buffers.append((descs[key].nbytes, what))
+    buffers += [(descs[key].nbytes, f"input '{name}'") for name, key in inputs]
+    buffers += [(np.asarray(v).nbytes, f"constant {key[0] if isinstance(key, tuple) else key}")
+                for key, v in consts.items()]
+    for s in steps:
+        for launch in s.launches:
+            buffers += [(a.nbytes, f"a scratch buffer of layer '{s.name}'")
+                        for a in launch.args if a.kind == "scratch"]
+    name = device.name.strip()
+    for nbytes, what in buffers:
+        if nbytes > limit:
+            raise DeviceError(f"{what} needs {_mib(nbytes)} in one buffer, but device "
+                              f"'{name}' allocates at most {_mib(limit)} per buffer; give "
+                              f"smaller input shapes (or a batch of fewer items)")
+    total = memory.planned_bytes + sum(n for n, w in buffers if not w.startswith("output"))
+    if total > total_limit:
+        raise DeviceError(f"the network needs {_mib(total)} of device memory for these input "
+                          f"shapes, but device '{name}' has {_mib(total_limit)}; give smaller "
+                          f"input shapes (or a batch of fewer items)")
+
+
+def _mib(nbytes: int) -> str:
+    return f"{nbytes / 2 ** 20:.1f} MiB"
 
 
 def _plan_memory(steps, descs, alias, consts, inputs, outputs) -> MemoryPlan:

@@ -106,6 +106,11 @@ class Registry:
         return staged.diagnostics
 
     @property
+    def configs(self) -> ConfigSet:
+        """What is loaded: every layer, definition and file (read it, do not change it)."""
+        return self._configs
+
+    @property
     def files(self) -> list[str]:
         return list(self._configs.files)
 

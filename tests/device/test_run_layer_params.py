@@ -48,3 +48,18 @@ def test_the_param_that_is_used_changes_the_result(tmp_path, capsys):
     assert main(args + ["--param", "beta=1.5"]) == 0, capsys.readouterr().err
     np.testing.assert_allclose(np.load(tmp_path / "y.npy"), x / (1 + np.exp(-1.5 * x)),
                                rtol=1e-5, atol=1e-6)
+
+
+def test_jit_refuses_a_misspelled_param_too(tmp_path, capsys):
+    _setup(tmp_path)
+    assert main(["jit", "-c", str(tmp_path / "swish.xml"), "--input", "1x2x3x4",
+                 "--param", "bta=1.5"]) == 2
+    assert "does not use the parameter 'bta' (did you mean 'beta'?)" in capsys.readouterr().err
+
+
+def test_run_layer_needs_no_layer_name_when_the_config_has_one(tmp_path, capsys):
+    x, args = _setup(tmp_path)
+    at = args.index("--layer")
+    assert main(args[:at] + args[at + 2:] + ["--param", "beta=1.5"]) == 0
+    want = x / (1 + np.exp(-1.5 * x))
+    np.testing.assert_allclose(np.load(tmp_path / "y.npy"), want, rtol=1e-5, atol=1e-6)

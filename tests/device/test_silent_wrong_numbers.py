@@ -192,3 +192,22 @@ def test_a_layer_with_the_wrong_number_of_inputs_is_named(tmp_path, engine, caps
     assert main(["run", "-m", str(model), "-d", "CPU"]) == 1
     err = capsys.readouterr().err
     assert "a MatMul layer takes 2 inputs, the model gives it 1" in err and "Traceback" not in err
+
+
+def test_a_tensor_over_the_device_limit_is_refused_before_allocating(tmp_path, engine):
+    """Issue 8, classes 3 and 5: create_request raised pyopencl's LogicError (and PoCL can
+    abort the process on an allocation it cannot make)."""
+    from customlayers.errors import DeviceError
+    from customlayers.runtime.network import Network
+    node = helper.make_node("Relu", ["x"], ["y"])
+    graph = helper.make_graph(
+        [node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 1024])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 1024])])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]),
+              str(tmp_path / "relu.onnx"))
+    net = Network(tmp_path / "relu.onnx", engine=engine)
+    rows = int(engine.device.max_mem_alloc_size) // 4096 + 1        # one row over the limit
+    with pytest.raises(DeviceError, match=r"needs .* MiB in one buffer, but device .* allocates "
+                                          r"at most .* MiB per buffer"):
+        net.create_request({"x": (rows, 1024)})
+    assert net.infer({"x": np.ones((2, 1024), np.float32)})["y"].shape == (2, 1024)
