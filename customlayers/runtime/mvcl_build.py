@@ -16,8 +16,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
+import re
+
 import pyopencl as cl
 
+from ..config.diagnostics import Location
+from ..config.kernel_signature import clean_source
 from ..config.mvcl_program import MvclProgram, TensorShape, generate_mvcl_stages
 from ..config.mvcl_spec import MvclLayer, MvclSpec
 from ..errors import BindingError, CustomLayersError, KernelBuildError
@@ -31,6 +35,7 @@ PREPARE_CODE = "CL081"
 BUILD_CODE = "CL080"
 ENTRY_CODE = "CL044"
 FP16_CODE = "CL118"
+_HALF = re.compile(r"\bhalf[0-9]*\b")     # as config/mvcl_program.py finds `uses_half`
 
 
 @dataclass(frozen=True)
@@ -64,15 +69,28 @@ def generate_programs(layer: MvclLayer, stages: Sequence[MvclSpec], attrs: Mappi
         raise e.at(stages[0].location if stages else layer.location, PREPARE_CODE, layer.name)
 
 
+def first_half_use(spec: MvclSpec) -> Location | None:
+    """Where the stage's sources first use `half` (comments and directives aside), or None."""
+    for source in spec.sources:
+        for n, line in enumerate(clean_source(source.text).split("\n"), start=1):
+            m = _HALF.search(line)
+            if m:
+                return Location(source.path or source.filename, n, m.start() + 1)
+    return None
+
+
 def check_fp16(layer: MvclLayer, spec: MvclSpec, program: MvclProgram, device) -> None:
-    """A kernel that computes in half needs cl_khr_fp16: say so before the compiler does."""
-    if program.uses_half and not has_fp16(device):
-        raise BindingError(
-            f"MVCL layer '{layer.name}' stage {spec.stage}: kernel '{spec.entry}' "
-            f"({spec.kernel_location}) computes in half, which needs the cl_khr_fp16 extension; "
-            f"device '{device.name.strip()}' does not have it (write the kernel in float, or "
-            f"run it on a device with cl_khr_fp16)").at(spec.kernel_location, FP16_CODE,
-                                                        layer.name)
+    """A program that computes in half needs cl_khr_fp16: say so before the compiler does
+    (its own message, when it gives one, names no extension). Reported at the first use of
+    `half` in the user's source."""
+    if not program.uses_half or has_fp16(device):
+        return
+    at = first_half_use(spec) or spec.kernel_location
+    raise BindingError(
+        f"MVCL layer '{layer.name}' stage {spec.stage}: the program of kernel '{spec.entry}' "
+        f"computes in half ({at}), which needs the cl_khr_fp16 extension; device "
+        f"'{device.name.strip()}' does not have it (write the kernels of this source in float, "
+        f"or run the layer on a device with cl_khr_fp16)").at(at, FP16_CODE, layer.name)
 
 
 def stage_label(layer: MvclLayer, spec: MvclSpec, stage_count: int) -> str:

@@ -72,13 +72,18 @@ def run_layer(registry, layer_type: str, inputs: Sequence[np.ndarray],
               data: Mapping[str, np.ndarray] | None = None,
               output_shapes: Sequence[Sequence[int]] | None = None) -> list[np.ndarray]:
     """Run loaded layer `layer_type` of `registry` on its engine: numpy arrays in (dense,
-    B,F,Y,X), the outputs out. `output_shapes`: one per output (an MVCL layer has no shape
-    formula; without them each output takes input 0's shape, a SimpleGPU layer its formula's)."""
+    B,F,Y,X), the outputs out. `output_shapes`: one per output; an MVCL layer needs them (it
+    has no shape formula); without them a SimpleGPU layer's outputs take its shape formula, else
+    input 0's shape."""
     spec = registry.spec(layer_type)
     params = {k: str(v) for k, v in (params or {}).items()}
     arrays = [as_kernel_array(a) for a in inputs]
     blobs = {k: as_kernel_array(v) for k, v in (data or {}).items()}
     count = output_count(spec, params)
+    if output_shapes is None and spec.kind == "MVCL":
+        # alone, nothing declares the outputs, and input 0's shape would be a guess
+        raise BindingError(f"layer '{layer_type}' ({spec.location}) is an MVCL layer, which has "
+                           f"no shape formula: give the shape of each of its {count} output(s)")
     if output_shapes is not None and len(output_shapes) != count:
         raise BindingError(f"layer '{layer_type}' writes {count} output(s); "
                            f"{len(output_shapes)} output shape(s) given")

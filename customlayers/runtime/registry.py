@@ -128,8 +128,8 @@ class Registry:
                   data: Mapping[str, np.ndarray] | None = None,
                   output_shapes: Sequence[Sequence[int]] | None = None) -> list[np.ndarray]:
         """Run a loaded layer of any kind alone on numpy arrays, through a one-layer network
-        (one_layer.py): the outputs as a list. `output_shapes` declares the outputs (an MVCL
-        layer has no shape formula; without them an output takes input 0's shape)."""
+        (one_layer.py): the outputs as a list. `output_shapes` declares the outputs (required
+        for an MVCL layer, which has no shape formula)."""
         return run_layer(self, layer_type, inputs, params, data, output_shapes)
 
     # -- binding: the one layer-compile pipeline -----------------------------------------------
