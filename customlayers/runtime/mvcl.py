@@ -116,10 +116,11 @@ class MvclLayerImpl(LayerImpl):
         real = [call.inputs[i] for i in ports]
         built = compile_mvcl(self.registry.engine, self.layer, stages, call.attrs, real, outputs)
         wiring = _Wiring(call, ports, blobs, outputs)
-        for b in buffer_sizes([s.program for s in built]).items():
-            wiring.add_buffer(*b)
+        for port, nbytes in buffer_sizes([s.program for s in built]).items():
+            wiring.add_buffer(port, nbytes)
+        several = len(stages) > 1           # profiles name each stage of a multi-stage layer
         kernels = [wiring.stage(s.program, stage_label(self.layer, s.spec, len(stages)),
-                                call.name if len(stages) == 1 else f"{call.name}/stage{s.spec.stage}")
+                                f"{call.name}/stage{s.spec.stage}" if several else call.name)
                    for s in built]
         return LayerWork(wiring.before + kernels + wiring.after(), wiring.temps)
 

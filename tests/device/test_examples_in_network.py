@@ -109,8 +109,8 @@ def write_onnx(path, layer_type: str, inputs, outputs, params: dict, declare_out
     onnx = pytest.importorskip("onnx")
     from onnx import TensorProto, helper
     node = helper.make_node(layer_type, [f"x{i}" for i in range(len(inputs))],
-                            [f"y{j}" for j in range(len(outputs))], name="custom", domain="com.example",
-                            **params)
+                            [f"y{j}" for j in range(len(outputs))], name="custom",
+                            domain="com.example", **params)
     graph = helper.make_graph(
         [node], "one",
         [helper.make_tensor_value_info(f"x{i}", TensorProto.FLOAT, a.shape)
