@@ -238,3 +238,11 @@ def test_run_layer_command_runs_an_mvcl_layer(tmp_path, capsys):
     ref = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(ref)
     np.testing.assert_array_equal(np.load(out), ref.reference([x], {"stride": "2"}, {})[0])
+
+
+def test_run_layer_runs_a_simplegpu_layer_with_data_blobs_too(registry):
+    registry.load(EXAMPLES / "scale_shift" / "scale_shift.xml")
+    x, w, b = _x(2, 5, 3, 3), _x(5, seed=1), _x(5, seed=2)
+    (got,) = registry.run_layer("ScaleShift", [x], {}, {"weights": w, "biases": b})
+    np.testing.assert_allclose(got, x * w.reshape(1, 5, 1, 1) + b.reshape(1, 5, 1, 1),
+                               rtol=1e-6, atol=1e-6)
