@@ -41,7 +41,7 @@ def example_layers(engine) -> dict[str, str]:
     from customlayers.cli.demo import case_arrays, find_examples, layer_type_of
     from customlayers.jit.tensor import TensorDesc
     from customlayers.runtime.registry import Registry
-    examples = find_examples()
+    examples = find_examples(kinds=("SimpleGPU",))    # bound kernels (MVCL runs in stages)
     reg = Registry(engine)
     reg.load(*(e.config for e in examples))
     found = {}

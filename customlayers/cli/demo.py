@@ -26,10 +26,8 @@ MODELS_DIR = EXAMPLES_DIR.parent / "models"
 DEMO_CONFIGS = ("relu", "grn", "reorg")
 # timed runs per example: a median needs no more, and a mistyped count should not run for hours
 MAX_RUNS = 10_000
-# The dialects the runtime runs. MVCL examples are left out until the runtime's MVCL adapter
-# lands (config/ loads them and config/mvcl_program.py generates their programs already);
-# the adapter's author adds "MVCL" here.
-RUNNABLE_KINDS = ("SimpleGPU",)
+# The dialects the runtime runs (every one there is: runtime/simplegpu.py, runtime/mvcl.py).
+RUNNABLE_KINDS = ("SimpleGPU", "MVCL")
 
 
 @dataclass(frozen=True)
@@ -117,6 +115,25 @@ def time_per_run(bound, engine, runs: int) -> tuple[float, str]:
     return statistics.median(times), "device" if profiled else "host"
 
 
+def time_in_network(registry, layer: str, inputs, data, expected, params,
+                    runs: int) -> tuple[list[np.ndarray], float, str]:
+    """Run a layer alone in a one-layer network with profiling: (its outputs, the median device
+    time per run over all its stages and reorders, "device")."""
+    from ..runtime import profile
+    from ..runtime.network import Network
+    from ..runtime.one_layer import one_layer_graph
+    graph = one_layer_graph(layer, inputs, data, [e.shape for e in expected], params)
+    net = Network(graph, registry, registry.engine, profiling=True)
+    request = net.create_request()
+    feed = {f"input{i}": a for i, a in enumerate(inputs)}
+    out = request.infer(feed)                       # also the warm-up
+    times = []
+    for _ in range(runs):
+        request.infer(feed)
+        times.append(sum(row.ns for row in profile.collect(request)) * 1e-9)
+    return [out[f"output{j}"] for j in range(len(expected))], statistics.median(times), "device"
+
+
 def examples_table(engine, runs: int = 20, examples: list[Example] | None = None) -> str:
     """Run every example's first CASE on `engine`; a text table, one line per example."""
     from ..runtime.registry import Registry
@@ -131,15 +148,22 @@ def examples_table(engine, runs: int = 20, examples: list[Example] | None = None
         inputs, data = case_arrays(case)
         expected = ex.reference.reference(inputs, dict(case.get("params", {})), data)
         layer = layer_type_of(registry, ex)
-        bound = registry.bind(layer, [TensorDesc(a.shape) for a in inputs],
-                              [TensorDesc(e.shape) for e in expected],
-                              params=case.get("params", {}), data=data)
-        got = bound(*inputs)
-        got = got if isinstance(got, list) else [got]
+        params = case.get("params", {})
+        if ex.kind == "MVCL":       # stages, no single bound kernel: a one-layer network
+            got, seconds, clock = time_in_network(registry, layer, inputs, data, expected,
+                                                  params, runs)
+            shapes = (f"{_shapes([TensorDesc(a.shape) for a in inputs])} -> "
+                      f"{_shapes([TensorDesc(e.shape) for e in expected])}")
+        else:
+            bound = registry.bind(layer, [TensorDesc(a.shape) for a in inputs],
+                                  [TensorDesc(e.shape) for e in expected], params=params,
+                                  data=data)
+            got = bound(*inputs)
+            got = got if isinstance(got, list) else [got]
+            seconds, clock = time_per_run(bound, engine, runs)
+            shapes = f"{_shapes(bound.inputs)} -> {_shapes(bound.outputs)}"
         error = max(float(np.max(np.abs(g - e))) for g, e in zip(got, expected))
-        seconds, clock = time_per_run(bound, engine, runs)
-        rows.append((layer, f"{_shapes(bound.inputs)} -> {_shapes(bound.outputs)}", device,
-                     f"{error:.2e}", f"{seconds * 1e6:.1f} us ({clock})"))
+        rows.append((layer, shapes, device, f"{error:.2e}", f"{seconds * 1e6:.1f} us ({clock})"))
     header = ("layer", "shapes", "device", "max abs err", f"time/run (median of {runs})")
     widths = [max(len(str(r[i])) for r in rows + [header]) for i in range(len(header))]
     lines = ["  ".join(str(c).ljust(w) for c, w in zip(header, widths)).rstrip(),

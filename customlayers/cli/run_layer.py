@@ -36,7 +36,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                    help="a layer attribute (the value of Define param=KEY), kept as text")
     p.add_argument("--output-shape", action="append", default=[], metavar="1x1x8x8",
                    help="shape of output 0, 1, ... (default: the descriptor's shape formula, "
-                        "which a given shape must agree with; else input 0's shape)")
+                        "which a given shape must agree with; else input 0's shape); required "
+                        "for an MVCL layer, which has no shape formula")
     p.add_argument("-o", "--output", required=True, metavar="OUT.npy",
                    help="where to write the result (.npz for several outputs)")
     add_build_options(p)
@@ -109,6 +110,8 @@ def run(args) -> int:
     name = args.layer or the_only_layer(None, [n for n, _ in configs.definitions],
                                         configs.layers, ", ".join(args.config))
     spec = registry.spec(name)
+    if spec.kind == "MVCL":
+        return _run_alone(registry, spec, args, params, data_paths, out_shapes)
     unused = unused_params(spec, params)
     if unused:  # an ignored parameter would run the layer with its default: a wrong number
         raise UsageError(unused_params_message(spec, unused))
@@ -142,4 +145,30 @@ def run(args) -> int:
     write_arrays_atomically(args.output, {f"output{i}": a for i, a in enumerate(outputs)})
     shapes = ", ".join("x".join(map(str, a.shape)) for a in outputs)
     print(f"{spec.name} on {bound.engine.device.name.strip()}: wrote {shapes} to {args.output}")
+    return 0
+
+
+def _run_alone(registry, spec, args, params, data_paths, out_shapes) -> int:
+    """A layer without one bound kernel (MVCL: stages, Where variants) runs through a one-layer
+    network (runtime/one_layer.py), the path it takes in a model."""
+    from ..runtime.one_layer import data_names, output_count
+    count = output_count(spec, params)
+    if not out_shapes:
+        raise UsageError(f"layer '{spec.name}' is an MVCL layer, which has no shape formula: "
+                         f"give the shape of each of its {count} output(s) with --output-shape")
+    if len(out_shapes) != count:
+        raise UsageError(f"layer '{spec.name}' has {count} output(s) for these attributes, "
+                         f"{len(out_shapes)} --output-shape given")
+    check_array_count(args.output, count, f"layer '{spec.name}'")
+    missing = [n for n in data_names(spec, params) if n not in data_paths]
+    if missing:
+        raise UsageError(f"layer '{spec.name}' binds Data {', '.join(missing)}: give "
+                         + " ".join(f"--data {n}=FILE.npy" for n in missing))
+    inputs = [as_float32(read_array(p, f"input {i}")) for i, p in enumerate(args.input)]
+    data = {name: as_float32(read_array(p, f"data '{name}'")) for name, p in data_paths.items()}
+    outputs = registry.run_layer(spec.name, inputs, params, data, out_shapes)
+    write_arrays_atomically(args.output, {f"output{i}": a for i, a in enumerate(outputs)})
+    shapes = ", ".join("x".join(map(str, a.shape)) for a in outputs)
+    print(f"{spec.name} on {registry.engine.device.name.strip()}: wrote {shapes} to "
+          f"{args.output}")
     return 0

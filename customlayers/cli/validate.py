@@ -15,7 +15,7 @@ import sys
 import numpy as np
 
 from ..config import ConfigSet, Diagnostic, load_configs
-from ..config.diagnostics import ERROR, INFO, WARNING, Location
+from ..config.diagnostics import ERROR, WARNING, Location
 from .common import add_build_options, add_kernel_check_options, build_cache
 from .config_files import expand
 from .diagnostic_formats import FORMATS, render
@@ -46,6 +46,10 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--shape", action="append", default=[], metavar="LAYER=SHAPE[,SHAPE...]",
                    help="input shapes for --compile, e.g. MyLayer=1x16x32x32 (one per input, "
                         "comma-separated; each may add :f16, :byxf, ...)")
+    p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
+                   help="a layer attribute for --compile, kept as text (MVCL layers: <Where> "
+                        "and Scalars read attributes; default: what each variant's <Where> "
+                        "asks, else 1)")
     add_build_options(p)
     add_kernel_check_options(p)
     return p
@@ -71,6 +75,7 @@ def _compile_all(configs: ConfigSet, args) -> list[Diagnostic]:
     """Bind every valid layer through the one layer-compile pipeline (Registry.bind) on the
     device, as a run would; its errors become Diagnostics here, build errors at the user's .cl
     lines."""
+    from ..jit.tensor import TensorDesc
     from ..runtime.device import Engine
     from ..runtime.registry import Registry
     from . import UsageError
@@ -80,23 +85,24 @@ def _compile_all(configs: ConfigSet, args) -> list[Diagnostic]:
         known = ", ".join(sorted(configs.layers)) or "none"
         raise UsageError(f"--shape names layer {', '.join(unknown)}, which is not a valid layer "
                          f"of these configs (valid: {known})")
+    from .common import parse_params
+    from .mvcl_validate import mvcl_compile_diagnostics
+    params = parse_params(args.param)
     registry = Registry(Engine(args.device, cache=build_cache(args)), configs)
     found: list[Diagnostic] = []
     for name, spec in configs.layers.items():
         if spec.kind == "MVCL":
-            # its programs need the layer's attributes (Scalars, Where); built by the runtime's
-            # MVCL adapter, which is not there yet
-            found.append(Diagnostic.at(spec.location, INFO, "CL116",
-                                       "MVCL layers are checked without building: "
-                                       "--compile builds SimpleGPU layers only", name))
+            # every <Where> variant, with attributes from --param and defaults (mvcl_validate)
+            given = shapes.get(name) or [TensorDesc(DEFAULT_INPUT_SHAPE)]
+            found += mvcl_compile_diagnostics(registry, spec, given, params)
             continue
-        found += compile_diagnostics(registry, name, shapes.get(name) or [],
+        found += compile_diagnostics(registry, name, shapes.get(name) or [], params,
                                      check_bounds=args.check_bounds, sanitize=args.sanitize)
     return found
 
 
-def compile_diagnostics(registry, name: str, given: list, *, check_bounds: bool = False,
-                        sanitize: bool = False) -> list[Diagnostic]:
+def compile_diagnostics(registry, name: str, given: list, params: dict | None = None, *,
+                        check_bounds: bool = False, sanitize: bool = False) -> list[Diagnostic]:
     """Bind layer `name` of `registry` for the `given` input tensors (the defaults of
     _compile_inputs where fewer are given): every error as Diagnostics, and the compiler's
     warnings of a program that builds (CL082). With `check_bounds`/`sanitize`, the bound kernel
@@ -107,7 +113,7 @@ def compile_diagnostics(registry, name: str, given: list, *, check_bounds: bool 
     spec = registry.spec(name)
     inputs, data = _compile_inputs(spec, given)
     try:
-        bound = registry.bind(name, inputs, None, {}, data)
+        bound = registry.bind(name, inputs, None, params or {}, data)
     except CustomLayersError as e:
         if e.code == PREPARE_CODE:      # shapes, formulas, defines that fail for these inputs
             shown = ", ".join(d.describe() for d in inputs) or "no inputs"

@@ -84,7 +84,11 @@ CODES: dict[str, str] = {
     "CL113": "a binding does not fit the kernel parameter's declaration (pointer, space, type)",
     "CL114": "an input_buffer is written by no output_buffer of an earlier stage",
     "CL115": "a Tensor or WorkSizes names a port the layer does not have, or ports leave a gap",
-    "CL116": "validate --compile does not build MVCL layers yet (info)",
+    "CL116": "validate --compile does not build MVCL layers yet (info; it builds them now) "
+             "(retired)",
+    "CL117": "validate --compile cannot choose a Where variant of an MVCL layer without "
+             "attributes: give them with --param (info)",
+    "CL118": "a kernel computes in half, and the device has no cl_khr_fp16",
 }
 
 

@@ -31,6 +31,11 @@ def has_fp64(device) -> bool:
     return "cl_khr_fp64" in device.extensions.split()
 
 
+def has_fp16(device) -> bool:
+    """Whether kernels may compute in half (cl_khr_fp16; without it half is a storage type)."""
+    return "cl_khr_fp16" in device.extensions.split()
+
+
 def supports_non_uniform_groups(device: cl.Device) -> bool:
     """OpenCL 2.x always allows a last, smaller work-group; 3.0 makes it optional and says so
     in a device query; 1.x never allows it."""

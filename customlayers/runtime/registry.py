@@ -35,10 +35,12 @@ from .build import options_rejected
 from .device import Engine
 from .kernel import BoundKernel, data_descs_and_values
 from .limits import check_kernel_work_group, check_local_size
+from .mvcl import MvclLayerImpl
+from .one_layer import run_layer
 from .simplegpu import SimpleGpuLayer
 
 # the adapter of each kind of loaded layer (jit.layer.LayerImpl over its descriptor)
-_ADAPTERS = {"SimpleGPU": SimpleGpuLayer}
+_ADAPTERS = {"SimpleGPU": SimpleGpuLayer, "MVCL": MvclLayerImpl}
 
 # the codes of validate --compile (config/codes.py) for what each step of bind finds
 PREPARE_CODE = "CL081"   # tensors, formulas, defines that do not work for these inputs
@@ -160,6 +162,15 @@ class Registry:
         except (CustomLayersError, NotImplementedError):
             return None
 
+    def run_layer(self, layer_type: str, inputs: Sequence[np.ndarray],
+                  params: Mapping[str, str] | None = None,
+                  data: Mapping[str, np.ndarray] | None = None,
+                  output_shapes: Sequence[Sequence[int]] | None = None) -> list[np.ndarray]:
+        """Run a loaded layer of any kind alone on numpy arrays, through a one-layer network
+        (one_layer.py): the outputs as a list. `output_shapes` declares the outputs (required
+        for an MVCL layer, which has no shape formula)."""
+        return run_layer(self, layer_type, inputs, params, data, output_shapes)
+
     # -- binding: the one layer-compile pipeline -----------------------------------------------
     def bind(self, layer_type: str, inputs: Sequence[TensorDesc],
              outputs: Sequence[TensorDesc] | None = None, params: Mapping[str, str] = {},
@@ -171,7 +182,8 @@ class Registry:
         spec = self.spec(layer_type)
         if spec.kind != "SimpleGPU":
             raise BindingError(f"layer type '{layer_type}' ({spec.location}) is an {spec.kind} "
-                               f"layer: bind takes SimpleGPU layers; run it in a network")
+                               f"layer: bind takes SimpleGPU layers (one kernel); run it alone "
+                               f"with run_layer, or in a network")
         try:
             data_descs, data_values = data_descs_and_values(spec, data)
             all_inputs, kernel_outputs = kernel_tensors(spec, inputs, outputs, data_descs)

@@ -1,5 +1,11 @@
 """Every example layer (examples/layers/*) runs on the device and matches its numpy reference:
-each CASE on plain tensors, and the first CASE padded in every format it supports."""
+each CASE on plain tensors, and the first CASE padded in every format it supports.
+
+Per kind: a SimpleGPU layer is one bound kernel (Registry.bind), handed its tensors in each
+format, padded, which its kernel reads through pitches. An MVCL layer runs alone through a
+one-layer network (Registry.run_layer: its stages, reorders and buffers); its kernels get raw
+pointers, so for each format the check is that an input arriving in that format, padded, reaches
+every kernel dense in the layout its Tensor declares (a reorder first), never as it came."""
 from __future__ import annotations
 
 import numpy as np
@@ -49,6 +55,9 @@ def test_example_matches_reference(registry, example, case_index, fmt, padded):
     inputs, data = case_arrays(case, seed=case_index + 1)
     params = dict(case.get("params", {}))
     expected = example.reference.reference(inputs, params, data)
+    if example.kind == "MVCL":
+        _mvcl_alone(registry, example, inputs, data, params, expected, fmt, padded)
+        return
     lower, upper = PAD if padded else NO_PAD
     in_descs = [TensorDesc(a.shape, "f32", fmt, lower, upper) for a in inputs]
     # outputs in the same format (padded too), so the kernel's output indexing is exercised
@@ -61,6 +70,36 @@ def test_example_matches_reference(registry, example, case_index, fmt, padded):
     for g, e in zip(got, expected):
         assert g.shape == e.shape
         np.testing.assert_allclose(g, e, rtol=1e-5, atol=1e-5)
+
+
+def _mvcl_alone(registry, example, inputs, data, params, expected, fmt, padded):
+    layer = layer_type_of(registry, example)
+    got = registry.run_layer(layer, inputs, params, data, [e.shape for e in expected])
+    assert len(got) == len(expected)
+    for g, e in zip(got, expected):
+        assert g.shape == e.shape
+        np.testing.assert_allclose(g, e, rtol=1e-5, atol=1e-5)
+    if not padded:
+        return
+    from customlayers.jit.layer import LayerCall, ParsedAttrs
+    impl = registry.implementation(layer)
+    arriving = [TensorDesc(a.shape, "f32", fmt, *PAD) for a in inputs]
+    call = LayerCall(layer, f"layer '{layer}'", layer, ParsedAttrs(params, layer), arriving, {},
+                     declared=[(e.shape, "f32") for e in expected])
+    work = impl.work(call, impl.outputs(call))
+    kernels = [s for s in work.stages if s.impl == "custom"]
+    assert kernels
+    declared = {t.port_index: t.layout for stage in impl.layer.specs
+                for t in stage.tensors("input")}
+    for stage in kernels:
+        for ref, desc in zip(stage.inputs, stage.input_descs):
+            assert not desc.is_padded, (stage.name, desc)
+            if ref[0] == "in" or ref[1][0] == "in":        # a layer input, not a buffer
+                port = ref[1] if ref[0] == "in" else ref[1][1]
+                assert declared[port] in ("ANY", desc.format), (stage.name, desc)
+                assert ref[0] == "temp", "the padded input reached a kernel as it came"
+    reorders = [s for s in work.stages if s.impl == "reorder"]
+    assert reorders and reorders[0].input_descs == [arriving[0]]
 
 
 def test_examples_validate_with_the_cli(capsys):
