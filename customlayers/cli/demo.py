@@ -20,7 +20,15 @@ import numpy as np
 from ..errors import CustomLayersError
 from .common import add_build_options, build_cache
 
-EXAMPLES_DIR = Path(__file__).resolve().parents[2] / "examples" / "layers"
+def _examples_root() -> Path:
+    """examples/ of a source checkout, else the copy a wheel carries (setup.py puts it in the
+    package)."""
+    checkout = Path(__file__).resolve().parents[2] / "examples"
+    packaged = Path(__file__).resolve().parents[1] / "examples"
+    return checkout if checkout.is_dir() or not packaged.is_dir() else packaged
+
+
+EXAMPLES_DIR = _examples_root() / "layers"
 MODELS_DIR = EXAMPLES_DIR.parent / "models"
 # the demo model's custom layers: the seed's ReLU (overriding the built-in), GRN and ReorgYolo
 DEMO_CONFIGS = ("relu", "grn", "reorg")
