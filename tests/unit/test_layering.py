@@ -8,6 +8,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+pytest.importorskip("importlinter")    # a test dependency (make test installs it)
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
