@@ -217,10 +217,16 @@ def test_device_index_names(capsys, test_device):
 
 def test_version(capsys):
     from importlib import metadata
+
+    from customlayers import __version__
+    try:
+        installed = metadata.version("customlayers")
+    except metadata.PackageNotFoundError:      # run from a source tree that was not installed
+        installed = __version__
     with pytest.raises(SystemExit) as e:
         cli_main(["--version"])
     assert e.value.code == 0
-    assert capsys.readouterr().out == f"customlayers {metadata.version('customlayers')}\n"
+    assert capsys.readouterr().out == f"customlayers {installed}\n"
 
 
 def test_python_m_customlayers_is_the_cli():
