@@ -54,9 +54,10 @@ def parse_dim(text: str | None) -> tuple[str, int] | None:
     return (m.group(1), index_value(m.group(2) or "0"))
 
 
-class LayerChecker:
-    """Checks one <CustomLayer> and builds its LayerSpec. `ok` stays True while no error was
-    reported for this layer here."""
+class ElementChecker:
+    """What the checkers of both dialects share: the <CustomLayer> element, where its sources
+    are read from, and reporting at a place with the layer's name. `ok` stays True while no
+    error was reported here."""
 
     def __init__(self, node: Node, diags: Diagnostics, read_source: SourceReader,
                  config_path: str | None):
@@ -67,13 +68,19 @@ class LayerChecker:
         self.layer = node.attrs.get("name") or None
         self.ok = True
 
-    # -- reporting -----------------------------------------------------------------------
     def error(self, loc: Location, code: str, message: str) -> None:
         self.ok = False
         self.diags.error(loc, code, message, self.layer)
 
     def warning(self, loc: Location, code: str, message: str) -> None:
         self.diags.warning(loc, code, message, self.layer)
+
+    def info(self, loc: Location, code: str, message: str) -> None:
+        self.diags.info(loc, code, message, self.layer)
+
+
+class LayerChecker(ElementChecker):
+    """Checks one SimpleGPU <CustomLayer> and builds its LayerSpec."""
 
     # -- the whole layer -----------------------------------------------------------------
     def build(self) -> LayerSpec | None:

@@ -14,7 +14,7 @@ import difflib
 import re
 
 from ..errors import FormulaError
-from .checks import SourceReader, kernel_names
+from .checks import ElementChecker, kernel_names
 from .diagnostics import Diagnostics, Location
 from .formulas import parse_formula_list
 from .kernel_signature import KernelParameter, find_kernel_parameters
@@ -51,28 +51,9 @@ def _suggest(word: str, known) -> str:
     return f" (did you mean '{close[0]}'?)" if close else ""
 
 
-class MvclChecker:
+class MvclChecker(ElementChecker):
     """Checks one MVCL <CustomLayer> element; `build()` gives its MvclSpecs in stage order, or
     None when it has an error (reported). `ok` stays True while no error was reported here."""
-
-    def __init__(self, node: Node, diags: Diagnostics, read_source: SourceReader,
-                 config_path: str | None):
-        self.node = node
-        self.diags = diags
-        self.read_source = read_source
-        self.config_path = config_path
-        self.layer = node.attrs.get("name") or None
-        self.ok = True
-
-    def error(self, loc: Location, code: str, message: str) -> None:
-        self.ok = False
-        self.diags.error(loc, code, message, self.layer)
-
-    def warning(self, loc: Location, code: str, message: str) -> None:
-        self.diags.warning(loc, code, message, self.layer)
-
-    def info(self, loc: Location, code: str, message: str) -> None:
-        self.diags.info(loc, code, message, self.layer)
 
     # -- the element -----------------------------------------------------------------------
     def build(self) -> list[MvclSpec] | None:

@@ -24,6 +24,7 @@ from .formulas import evaluate_work_sizes, parse_formula_list
 from .kernel_signature import KernelParameter, clean_source
 from .mvcl_spec import (DIM_LETTERS, FORMAT_UNIT_DIMS, NUMBER, MvclData, MvclLocalData,
                         MvclScalar, MvclSpec, MvclTensor, format_as_4d, scalar_dim_port)
+from .source_text import append_sources
 
 # element types a tensor may have -> the OpenCL C type a kernel declares for it
 C_TYPES = {"f32": "float", "f16": "half", "i8": "char", "u8": "uchar", "i32": "int",
@@ -129,18 +130,7 @@ def assemble_sources(comment: str, sources) -> tuple[str, tuple]:
     with its name and a #line directive (the SimpleGPU JIT's convention)."""
     lines: list[str] = [f"// {comment}"]
     origins: list = [None]
-    for source in sources:
-        display = source.path or source.filename
-        escaped = display.replace("\\", "\\\\").replace('"', '\\"')
-        lines += [f"// Source: {source.filename}", f'#line 1 "{escaped}"']
-        origins += [None, None]
-        # split on "\n" only, as the compiler counts lines (str.splitlines also breaks at \f)
-        body = source.text.split("\n")
-        if body and body[-1] == "":
-            body.pop()
-        for n, text in enumerate(body, start=1):
-            lines.append(text)
-            origins.append((display, n))
+    append_sources(lines, origins, sources)
     return "\n".join(lines) + "\n", tuple(origins)
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
+from ..config.source_text import append_sources
 from ..config.spec import LayerSpec, SourceFile
 from .defines import builtin_defines, render_define, user_defines
 from .tensor import TensorDesc
@@ -35,16 +36,6 @@ class GeneratedProgram:
         return None
 
 
-def source_display_name(source: SourceFile) -> str:
-    """The name compiler messages use for a source: its path on disk, else its given name."""
-    return source.path or source.filename
-
-
-def _line_directive(name: str) -> str:
-    escaped = name.replace("\\", "\\\\").replace('"', '\\"')
-    return f'#line 1 "{escaped}"'
-
-
 def assemble(builtins: Sequence[tuple[str, str]], layer_comment: str,
              users: Sequence[tuple[str, str]],
              sources: Sequence[SourceFile]) -> tuple[str, tuple]:
@@ -61,18 +52,7 @@ def assemble(builtins: Sequence[tuple[str, str]], layer_comment: str,
     generated(f"// {layer_comment}")
     for name, value in users:
         generated(render_define(name, value, user=True))
-    for source in sources:
-        display = source_display_name(source)
-        generated(f"// Source: {source.filename}")
-        generated(_line_directive(display))
-        # split on "\n" only: str.splitlines() also breaks at \f, \v and others, which the
-        # compiler does not count as new lines, and the line numbers would drift
-        body = source.text.split("\n")
-        if body and body[-1] == "":
-            body.pop()
-        for n, text in enumerate(body, start=1):
-            lines.append(text)
-            origins.append((display, n))
+    append_sources(lines, origins, sources)
     return "\n".join(lines) + "\n", tuple(origins)
 
 

@@ -1,0 +1,37 @@
+"""The user's .cl sources as lines of a generated program, each file after a comment with its
+name and a `#line 1 "<file>"` directive, so compilers report errors at the user's own file and
+line; and the line map that takes every generated line back to (file, line) for compilers (or
+log lines) that ignore the directive. Both dialects' programs (SimpleGPU in jit/program.py,
+MVCL in mvcl_program.py) are assembled with it."""
+from __future__ import annotations
+
+from typing import Iterable
+
+from .spec import SourceFile
+
+
+def source_display_name(source: SourceFile) -> str:
+    """The name compiler messages use for a source: its path on disk, else its given name."""
+    return source.path or source.filename
+
+
+def line_directive(name: str) -> str:
+    escaped = name.replace("\\", "\\\\").replace('"', '\\"')
+    return f'#line 1 "{escaped}"'
+
+
+def append_sources(lines: list[str], origins: list, sources: Iterable[SourceFile]) -> None:
+    """Append each source's lines to `lines`, and to `origins` where each came from (None for
+    the comment and directive lines written here)."""
+    for source in sources:
+        display = source_display_name(source)
+        lines += [f"// Source: {source.filename}", line_directive(display)]
+        origins += [None, None]
+        # split on "\n" only: str.splitlines() also breaks at \f, \v and others, which the
+        # compiler does not count as new lines, and the line numbers would drift
+        body = source.text.split("\n")
+        if body and body[-1] == "":
+            body.pop()
+        for n, text in enumerate(body, start=1):
+            lines.append(text)
+            origins.append((display, n))
