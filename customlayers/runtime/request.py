@@ -49,6 +49,10 @@ class _Run:
     keep: list = field(default_factory=list)       # host memory the device still reads
     wait_for: list = field(default_factory=list)
     done: object = None
+    # every command's event, held until wait(): PoCL aborts (a pthread error in
+    # pocl_update_event_failed) when a failed dependency reaches commands whose events were
+    # already released
+    events: list = field(default_factory=list)
 
 
 class InferRequest:
@@ -301,6 +305,8 @@ class InferRequest:
                 run.binding[root] = target
                 placed.add(root)
                 placed.add(name)
+                if isinstance(value, PinnedTensor):      # a host output with no read
+                    run.host_outputs[name] = (value.array, plan.descs[key], False)
         # then copies from where the others lie: one device-side copy, or one read
         for name, key in plan.outputs:
             if name in placed:
@@ -321,6 +327,8 @@ class InferRequest:
                 host, fresh = np.empty(desc.buffer_count, desc.np_dtype), True
             run.post.append(_Copy("read", host, src, frozenset({root}), frozenset()))
             run.host_outputs[name] = (host, desc, fresh)
+        order = [name for name, _ in plan.outputs]
+        run.host_outputs = {n: run.host_outputs[n] for n in order if n in run.host_outputs}
 
     def _placeable(self, root, desc, placed) -> bool:
         """Whether the output's tensor can live in the user's buffer: a tensor the network
@@ -347,7 +355,7 @@ class InferRequest:
         user = run.wait_for
         by_events = self.engine.out_of_order
         deps = self._dependencies(run) if by_events else None
-        events: list = []
+        events: list = run.events
         first_device = [True]
 
         def after(n: int, device_side: bool):
