@@ -212,11 +212,6 @@ class Network:
         plan = self.plan if shapes is None else self.plan_for(shapes, values)
         return InferRequest(self, plan)
 
-    def plan_key_for(self, arrays: Mapping[str, np.ndarray]) -> tuple:
-        """Which plan runs these input arrays: their shapes and the value inputs' values."""
-        shapes = {n: tuple(a.shape) for n, a in arrays.items()}
-        return self._plan_key(shapes, self._input_values(arrays, shapes))
-
     def _request_for(self, arrays: Mapping[str, np.ndarray]):
         shapes = {n: tuple(a.shape) for n, a in arrays.items()}
         values = self._input_values(arrays, shapes)

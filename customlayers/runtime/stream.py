@@ -28,17 +28,21 @@ class StreamResult:
                             # next item is taken)
 
 
-def run_stream(network, inputs: Iterable, nireq: int = 4, *,
-               pinned: bool = False) -> Iterator[StreamResult]:
+def run_stream(network, inputs: Iterable, nireq: int = 4, *, pinned: bool = False,
+               requests=()) -> Iterator[StreamResult]:
     """Run every input of `inputs` (arrays in input order, or dicts by name) with up to
     `nireq` requests in flight; yield a StreamResult per input, in input order.
 
     pinned: each input is copied into its request's pinned host tensor (host_tensor) and the
     outputs are read back into pinned ones; the yielded arrays are then that memory, valid
-    until the next item is taken (copy one to keep it)."""
+    until the next item is taken (copy one to keep it).
+    requests: requests made beforehand (a benchmark makes them outside its measured time);
+    more are made as the inputs' plans need them."""
     if not isinstance(nireq, int) or nireq < 1:
         raise ModelError(f"nireq must be a whole number of at least 1, found {nireq!r}")
-    pools: dict = {}                      # plan key -> the stream's requests for that plan
+    pools: dict = {}                      # id(plan) -> the stream's requests for that plan
+    for request in requests:
+        pools.setdefault(id(request.plan), []).append(request)
     in_flight: deque = deque()            # (index, request, start time), oldest first
     try:
         for index, item in enumerate(inputs):
@@ -64,14 +68,14 @@ def run_stream(network, inputs: Iterable, nireq: int = 4, *,
 
 
 def _idle_request(network, pools: dict, arrays: dict):
-    key = network.plan_key_for(arrays)
-    pool = pools.setdefault(key, [])
+    shapes = {n: tuple(a.shape) for n, a in arrays.items()}
+    with network._lock:                   # compiling a plan is not safe from two threads
+        plan = network.plan_for(shapes, arrays)
+    pool = pools.setdefault(id(plan), [])
     for request in pool:
         if not request.busy:
             return request
-    with network._lock:                   # compiling a plan is not safe from two threads
-        request = network.create_request({n: tuple(a.shape) for n, a in arrays.items()},
-                                         arrays)
+    request = network.create_request(shapes, arrays)
     pool.append(request)
     return request
 
