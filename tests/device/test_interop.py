@@ -466,3 +466,41 @@ def test_the_registry_and_cache_work_on_the_users_context(user):
     assert any(s.impl == "custom" for s in net.plan.steps)
     x = _x(13)
     np.testing.assert_allclose(net.infer({"x": x})["y"], chain_ref(x, 2), atol=1e-6)
+
+
+def test_the_readme_pipeline_example_runs_and_agrees_with_the_host(test_device, monkeypatch):
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[2]
+    readme = (root / "README.md").read_text()
+    section = readme[readme.index("## Inside your pipeline"):]
+    code = section.split("```python\n", 1)[1].split("```", 1)[0]
+    monkeypatch.chdir(root)
+    monkeypatch.setattr(cl, "create_some_context", lambda *a, **k: cl.Context([test_device]))
+    scope: dict = {}
+    exec(compile(code, "README.md", "exec"), scope)      # noqa: S102 - our own example
+    net, image = scope["net"], scope["image"]
+    x = image.astype(np.float32) / np.float32(255) - np.float32(0.5)
+    prob = Network(net.graph, None, Engine(test_device)).infer({"data": x})["prob/sink"]
+    assert scope["answer"][0] == int(np.argmax(prob))
+
+
+def test_benchmark_nireq_runs_on_the_stream(monkeypatch, capsys):
+    """`benchmark -nireq N` and Network.stream share run_stream: N requests, in order."""
+    from pathlib import Path
+    import customlayers.runtime.stream as stream
+    from customlayers.cli import main
+    seen = []
+    real = stream.run_stream
+
+    def watched(*a, **k):
+        for r in real(*a, **k):
+            seen.append((r.index, id(r.request)))
+            yield r
+    monkeypatch.setattr(stream, "run_stream", watched)
+    model = Path(__file__).resolve().parents[2] / "examples" / "models" / "demo_cnn_builtin.xml"
+    import os
+    device = os.environ.get("CUSTOMLAYERS_TEST_DEVICE", "CPU")
+    assert main(["benchmark", "-m", str(model), "-d", device, "-niter", "7", "-nireq", "3"]) == 0
+    assert [i for i, _ in seen] == list(range(7)) and len({r for _, r in seen}) == 3
+    out = capsys.readouterr().out
+    assert "count:      7 inferences" in out and "p95" in out and "throughput:" in out
