@@ -197,9 +197,10 @@ class Engine:
     @property
     def unified_memory(self) -> bool:
         """Host and device memory are the same (a CPU device such as PoCL): a host array can be
-        a kernel's buffer where it lies, and a mapped buffer is the device's memory."""
-        return bool(self.device.type & cl.device_type.CPU) or bool(
-            _info(self.device, "host_unified_memory", False))
+        a kernel's buffer where it lies, and a mapped buffer is the device's memory. Integrated
+        GPUs that share memory are not counted: using a buffer while it is mapped, or a host
+        pointer without their alignment, is not zero-copy (or not defined) there."""
+        return bool(self.device.type & cl.device_type.CPU)
 
     def build(self, source: str, options: str = "", *, line_map=(), label: str = ""):
         """Build `source` for this engine's device through its cache."""
@@ -209,10 +210,3 @@ class Engine:
     def __repr__(self) -> str:
         shared = ", the user's queue" if self.shared_queue is not None else ""
         return f"Engine({_label(self.device)}{shared})"
-
-
-def _info(device, name: str, default):
-    try:
-        return getattr(device, name)
-    except (cl.Error, AttributeError):
-        return default

@@ -13,46 +13,15 @@ on (runtime/ordering.py); the first commands wait on the caller's `wait_for`.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 import numpy as np
 import pyopencl as cl
 
 from ..errors import DeviceError, ExecutionError, ModelError, TensorError
 from .events import await_dependencies, dependency_error, failed_dependency, status
-from .host_memory import PinnedTensor, pinned_tensor, usable_in_place, wrap_in_place
+from .host_memory import PinnedTensor, pinned_tensor
 from .ordering import command_dependencies, sinks
+from .run import Copy, Run, prepare_run
 from .user_tensors import DeviceTensor, device_tensor, host_array, is_device_value
-
-
-@dataclass
-class _Copy:
-    """A copy one run makes: host->device ("upload"), device->host ("read"), or
-    device->device ("device": an output that cannot lie in the user's buffer)."""
-    kind: str
-    dst: object
-    src: object
-    reads: frozenset
-    writes: frozenset
-    nbytes: int = 0
-    dst_offset: int = 0
-    src_offset: int = 0
-
-
-@dataclass
-class _Run:
-    """What one started inference holds until wait()."""
-    pre: list = field(default_factory=list)        # copies before the kernels
-    post: list = field(default_factory=list)       # copies after them
-    binding: dict = field(default_factory=dict)    # root key -> buffer, where not the default
-    host_outputs: dict = field(default_factory=dict)   # name -> (array, desc, fresh)
-    keep: list = field(default_factory=list)       # host memory the device still reads
-    wait_for: list = field(default_factory=list)
-    done: object = None
-    # every command's event, held until wait(): PoCL aborts (a pthread error in
-    # pocl_update_event_failed) when a failed dependency reaches commands whose events were
-    # already released
-    events: list = field(default_factory=list)
 
 
 class InferRequest:
@@ -87,7 +56,7 @@ class InferRequest:
         self._deps_cache: dict = {}
         self._setup = None                  # a private queue for maps (never the user's)
         self.busy = False
-        self._run: _Run | None = None
+        self._run: Run | None = None
         self.events: list = []              # per launch, when profiling
         self.copies = 0                     # enqueue_copy calls made, over the request's life
 
@@ -256,86 +225,10 @@ class InferRequest:
             raise dependency_error(*failed)
         return events
 
-    def _prepare(self, arrays: dict) -> _Run:
+    def _prepare(self, arrays: dict) -> Run:
         """This run's bindings and copies, every value checked; nothing enqueued."""
-        run = _Run()
-        plan = self.plan
-        unified = self.engine.unified_memory
-        for name, key in plan.inputs:
-            buf, desc = self._inputs[name]
-            value = arrays[name] if name in arrays else self._user.get(name)
-            written = frozenset({key})
-            if value is None:
-                raise TensorError(f"input '{name}': no value; give it with set_tensor or "
-                                  f"host_tensor (or in infer's arrays)")
-            if isinstance(value, DeviceTensor):
-                if value.bindable:
-                    run.binding[key] = value.buffer
-                else:           # an offset the device cannot make a sub-buffer at
-                    run.pre.append(_Copy("device", buf, value.base, frozenset({("user", name)}),
-                                         written, desc.nbytes, 0, value.offset))
-            elif isinstance(value, PinnedTensor):
-                if unified:
-                    run.binding[key] = value.buffer
-                else:
-                    run.pre.append(_Copy("upload", buf, value.array, frozenset(), written))
-            else:
-                array = host_array(name, "input", value, desc)
-                wrapped = wrap_in_place(self.context, array) \
-                    if unified and usable_in_place(array, desc) else None
-                if wrapped is not None:
-                    run.binding[key] = wrapped
-                    run.keep += [array, wrapped]
-                else:
-                    host = np.ascontiguousarray(array, dtype=desc.np_dtype)
-                    run.keep.append(host)           # alive until the copy is done
-                    run.pre.append(_Copy("upload", buf, host, frozenset(), written))
-        self._prepare_outputs(run, unified)
-        return run
-
-    def _prepare_outputs(self, run: _Run, unified: bool) -> None:
-        plan = self.plan
-        placed = set()
-        # first, the outputs that can lie in the user's memory: their producers write there
-        for name, key in plan.outputs:
-            value, root = self._user.get(name), plan.root(key)
-            target = value.buffer if isinstance(value, DeviceTensor) else \
-                value.buffer if isinstance(value, PinnedTensor) and unified else None
-            if target is not None and self._placeable(root, plan.descs[key], placed):
-                run.binding[root] = target
-                placed.add(root)
-                placed.add(name)
-                if isinstance(value, PinnedTensor):      # a host output with no read
-                    run.host_outputs[name] = (value.array, plan.descs[key], False)
-        # then copies from where the others lie: one device-side copy, or one read
-        for name, key in plan.outputs:
-            if name in placed:
-                continue
-            value, root, desc = self._user.get(name), plan.root(key), plan.descs[key]
-            src = run.binding.get(root)
-            if src is None:
-                src = self._default_buffer(root)
-            if isinstance(value, DeviceTensor):
-                run.post.append(_Copy("device", value.base, src, frozenset({root}),
-                                      frozenset({("user", name)}), desc.nbytes, value.offset))
-                continue
-            if isinstance(value, PinnedTensor):
-                host, fresh = value.array, False
-            elif isinstance(value, np.ndarray):
-                host, fresh = value, False
-            else:
-                host, fresh = np.empty(desc.buffer_count, desc.np_dtype), True
-            run.post.append(_Copy("read", host, src, frozenset({root}), frozenset()))
-            run.host_outputs[name] = (host, desc, fresh)
-        order = [name for name, _ in plan.outputs]
-        run.host_outputs = {n: run.host_outputs[n] for n in order if n in run.host_outputs}
-
-    def _placeable(self, root, desc, placed) -> bool:
-        """Whether the output's tensor can live in the user's buffer: a tensor the network
-        computes (not an input or a constant), dense as the output, not already placed."""
-        rdesc = self.plan.descs[root]
-        return (root in self.plan.memory.slot_of and root not in placed and rdesc.is_plain and
-                rdesc.nbytes == desc.nbytes)
+        return prepare_run(self.plan, self._inputs, self._user, arrays, self.context,
+                           self.engine.unified_memory, self._default_buffer)
 
     def _rebind(self, binding: dict) -> None:
         """Point the kernels at this run's buffers where they differ from the last run's."""
@@ -349,21 +242,23 @@ class InferRequest:
                 kernel.set_arg(n, buf)
             self._bound[root] = buf
 
-    def _enqueue(self, run: _Run):
+    def _enqueue(self, run: Run):
         """Enqueue the run's copies and kernels; returns the event of its completion."""
         q = self.queue
         user = run.wait_for
         by_events = self.engine.out_of_order
         deps = self._dependencies(run) if by_events else None
         events: list = run.events
-        first_device = [True]
+        user_waited = False                 # in-order: whether a command took `user` yet
 
         def after(n: int, device_side: bool):
+            """The wait list of command n."""
+            nonlocal user_waited
             if by_events:
                 mine = [events[d] for d in deps[n]]
                 return mine + user if not mine and device_side else mine or None
-            if device_side and first_device[0]:
-                first_device[0] = False
+            if device_side and not user_waited:
+                user_waited = True
                 return user or None         # the in-order queue orders everything after it
             return None
 
@@ -380,11 +275,11 @@ class InferRequest:
         self.events = launched if self.network.profiling else []
         if by_events:
             return cl.enqueue_marker(q, wait_for=[events[s] for s in sinks(deps)] or user or None)
-        if not events or (user and first_device[0]):
+        if not events or (user and not user_waited):
             return cl.enqueue_marker(q, wait_for=user or None)
         return events[-1]
 
-    def _copy(self, q, c: _Copy, wait_for):
+    def _copy(self, q, c: Copy, wait_for):
         self.copies += 1
         if c.kind == "device":
             return cl.enqueue_copy(q, c.dst, c.src, byte_count=c.nbytes,
@@ -392,7 +287,7 @@ class InferRequest:
                                    wait_for=wait_for)
         return cl.enqueue_copy(q, c.dst, c.src, is_blocking=False, wait_for=wait_for)
 
-    def _dependencies(self, run: _Run) -> list:
+    def _dependencies(self, run: Run) -> list:
         """Per command of the run (pre copies, launches, post copies), the earlier ones it
         waits for: by the memory each touches (a tensor in the user's buffer is memory of its
         own; the others are their slot of the memory plan)."""

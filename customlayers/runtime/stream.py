@@ -69,13 +69,15 @@ def run_stream(network, inputs: Iterable, nireq: int = 4, *, pinned: bool = Fals
 
 def _idle_request(network, pools: dict, arrays: dict):
     shapes = {n: tuple(a.shape) for n, a in arrays.items()}
-    with network._lock:                   # compiling a plan is not safe from two threads
+    # compiling a plan and uploading its constants are not safe from two threads: the
+    # network's lock, as infer_async takes it
+    with network._lock:
         plan = network.plan_for(shapes, arrays)
-    pool = pools.setdefault(id(plan), [])
-    for request in pool:
-        if not request.busy:
-            return request
-    request = network.create_request(shapes, arrays)
+        pool = pools.setdefault(id(plan), [])
+        for request in pool:
+            if not request.busy:
+                return request
+        request = network.create_request(shapes, arrays)
     pool.append(request)
     return request
 
