@@ -200,8 +200,8 @@ class InferRequest:
         wait_for = self._check_events(wait_for)
         run = self._prepare(arrays)           # every check first: a refusal enqueues nothing
         run.wait_for = wait_for
-        self._rebind(run.binding)
         try:
+            self._rebind(run.binding)
             run.done = self._enqueue(run)
         except cl.Error as e:
             raise ExecutionError(f"enqueue failed: {e}") from e
