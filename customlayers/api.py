@@ -4,6 +4,12 @@
     registry.load("relu.xml")
     relu = registry.bind("ReLU", [TensorDesc((1, 3, 224, 224))], params={"negative_slope": "0.1"})
     y = relu(x)                                # numpy in, numpy out
+
+    net = Network("model.xml", registry)       # a whole model; Engine.from_queue(q) for yours
+    req = net.create_request()
+    req.set_tensor("x", device_buffer)         # numpy, pyopencl.Buffer or pyopencl.array.Array
+    done = req.start_async(wait_for=[event])   # a pyopencl.Event; the host does not wait
+    for out in net.stream(frames, nireq=4): ...
 """
 from __future__ import annotations
 
@@ -16,11 +22,14 @@ from .errors import (BindingError, ConfigError, CustomLayersError, DefineError, 
 from .jit.tensor import TensorDesc, parse_tensor_arg
 from .runtime.device import Engine, describe_device, list_devices, select_device
 from .runtime.kernel import BoundKernel
+from .runtime.network import Network
+from .runtime.request import InferRequest
 from .jit.launch import Arg, KernelLaunch
 from .runtime.registry import Registry
 
 __all__ = [
-    "TensorDesc", "parse_tensor_arg", "Registry", "BoundKernel", "Engine", "select_device",
+    "TensorDesc", "parse_tensor_arg", "Registry", "BoundKernel", "Engine", "Network",
+    "InferRequest", "select_device",
     "list_devices", "describe_device", "load_configs", "load_config_string", "ConfigSet",
     "LayerSpec", "Diagnostic", "Diagnostics", "Location", "KernelLaunch", "Arg",
     "CustomLayersError", "ConfigError", "FormulaError", "DefineError", "TensorError",

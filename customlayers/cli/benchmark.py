@@ -87,6 +87,7 @@ def _check(args) -> None:
 
 def run(args) -> int:
     from ..runtime import profile
+    from ..runtime.stream import run_stream
     _check(args)
     perf_counts = perf_counts_wanted(args)
     nireq = _requests_wanted(args)
@@ -96,53 +97,36 @@ def run(args) -> int:
         capped = f" (-nireq {nireq} capped at -niter {args.niter})"
         nireq = args.niter
     engine, net, arrays = load_network(args, profiling=perf_counts)
-    shapes = {n: tuple(a.shape) for n, a in arrays.items()}
-    requests = [net.create_request(shapes, arrays) for _ in range(nireq)]  # + shape inputs
     print(f"device: {engine.device.name.strip()}; {nireq} request(s) in flight{capped}",
           file=sys.stderr)
+    shapes = {n: tuple(a.shape) for n, a in arrays.items()}
+    requests = [net.create_request(shapes, arrays) for _ in range(nireq)]  # + shape inputs
     t_first = time.perf_counter()
-    requests[0].infer(arrays)                       # warm-up (first enqueue, lazy allocations)
+    requests[0].infer(arrays)           # warm-up (first enqueue, lazy allocations)
     first_ms = (time.perf_counter() - t_first) * 1e3
     limit_iter = args.niter
     limit_time = args.time if args.time is not None else (None if args.niter else 10.0)
     progress = Progress(args.progress, limit_iter, limit_time)
-    latencies: list[float] = []
-    started: dict[int, float] = {}
-    runs_pc = []
     t0 = time.perf_counter()
-    issued = 0
-    done = 0
 
-    def more() -> bool:
-        if issued == 0:         # at least one, however short the time: the statistics need one
-            return True
-        if limit_iter is not None and issued >= limit_iter:
-            return False
-        if limit_time is not None and time.perf_counter() - t0 >= limit_time:
-            return False
-        return True
+    def inputs():
+        """The same arrays until -niter or -t says stop (at least one: the statistics need
+        one), taken by the stream as requests free up."""
+        issued = 0
+        while issued == 0 or (
+                (limit_iter is None or issued < limit_iter) and
+                (limit_time is None or time.perf_counter() - t0 < limit_time)):
+            issued += 1
+            yield arrays
 
-    for k, req in enumerate(requests):          # fill the pipeline
-        if not more():
-            break
-        started[k] = time.perf_counter()
-        req.start(arrays)
-        issued += 1
-    k = 0
-    while done < issued:
-        req = requests[k]
-        if req.busy:
-            req.wait()
-            latencies.append((time.perf_counter() - started[k]) * 1e3)
-            done += 1
-            if perf_counts:
-                runs_pc.append(profile.collect(req))
-            progress.update(done, time.perf_counter() - t0)
-            if more():
-                started[k] = time.perf_counter()
-                req.start(arrays)
-                issued += 1
-        k = (k + 1) % len(requests)
+    latencies: list[float] = []
+    runs_pc = []
+    # the same machinery as Network.stream: up to nireq requests in flight, in input order
+    for result in run_stream(net, inputs(), nireq, requests=requests):
+        latencies.append(result.latency_ms)
+        if perf_counts:
+            runs_pc.append(profile.collect(result.request))
+        progress.update(len(latencies), time.perf_counter() - t0)
     elapsed = time.perf_counter() - t0
     progress.close()
     result = BenchmarkResult(first_ms, latencies, elapsed, batch=args.batch)

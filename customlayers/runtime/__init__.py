@@ -1,6 +1,6 @@
 """runtime: the device layer, the only part of the package that touches OpenCL.
 
-device.py     device selection and the Engine (context, queue, program cache)
+device.py     device selection and the Engine (context, queue, program cache; the user's own)
 build.py      building programs; build errors mapped to the user's files and lines
 cache.py      ProgramCache: compiled programs in memory and on disk
 limits.py     what a device can run (work-group limits, fp64) and its DeviceTraits
@@ -12,6 +12,11 @@ fusion.py     epilogue fusion and channel-affine chains
 compiler.py   a graph compiled for concrete shapes: steps, memory plan, programs
 planner.py    memory planning by tensor lifetime
 network.py    Network: resolution, plans, pooled requests
-request.py    InferRequest: buffers and enqueues of one inference
+request.py    InferRequest: buffers and enqueues of one inference; the user's tensors and events
+user_tensors.py  set_tensor's values (numpy, pyopencl Buffer, Array) checked against a tensor
+host_memory.py   pinned, mapped host tensors; numpy inputs used where they lie on a CPU device
+ordering.py   which commands wait for which on an out-of-order queue (buffers are reused)
+events.py     waiting without hanging on a failed dependency
+stream.py     many inputs through nireq requests in flight, outputs in input order
 profile.py    per-layer device times
 """

@@ -133,16 +133,74 @@ def describe_device(dev) -> dict:
 
 
 class Engine:
-    """One device: a context, an in-order queue with profiling, and a program cache."""
+    """One device: a context, a queue and a program cache.
+
+    `Engine(device)` makes its own context; each request of a network then makes its own
+    in-order queue (several requests overlap on the device). `Engine.from_context` runs on the
+    user's context, `Engine.from_queue` also enqueues every kernel on the user's queue (in-order
+    or out-of-order: with an out-of-order queue, order comes from events). `shared_queue` is
+    that user's queue, or None."""
 
     def __init__(self, device=None, cache=None):
         if device is None or isinstance(device, str):
             device = select_device(device)
+        self._setup(device, cl.Context([device]), None, cache)
+
+    def _setup(self, device, context, shared_queue, cache) -> None:
         self.device = device
-        self.context = cl.Context([device])
-        self.queue = cl.CommandQueue(self.context, device,
-                                     properties=cl.command_queue_properties.PROFILING_ENABLE)
+        self.context = context
+        self.shared_queue = shared_queue
+        self.queue = shared_queue if shared_queue is not None else cl.CommandQueue(
+            context, device, properties=cl.command_queue_properties.PROFILING_ENABLE)
         self.cache = cache if cache is not None else ProgramCache()
+
+    @classmethod
+    def from_context(cls, context, device=None, cache=None) -> "Engine":
+        """An engine on the user's pyopencl Context. device: one of the context's devices
+        (default: the best of them, a GPU first). DeviceError for a device outside it."""
+        if not isinstance(context, cl.Context):
+            raise DeviceError(f"Engine.from_context takes a pyopencl.Context, not "
+                              f"{type(context).__name__}")
+        devices = list(context.devices)
+        if device is None:
+            device = max(devices, key=_rank)
+        elif not isinstance(device, cl.Device):
+            raise DeviceError(f"Engine.from_context: device must be a pyopencl.Device of the "
+                              f"context, not {type(device).__name__}")
+        elif device not in devices:
+            raise DeviceError(f"Engine.from_context: device {_label(device)} is not a device "
+                              f"of the context; its devices: "
+                              f"{'; '.join(_label(d) for d in devices)}")
+        engine = cls.__new__(cls)
+        engine._setup(device, context, None, cache)
+        return engine
+
+    @classmethod
+    def from_queue(cls, queue, cache=None) -> "Engine":
+        """An engine that enqueues every kernel, copy and marker of its networks on the user's
+        pyopencl CommandQueue (its context and device). An out-of-order queue is ordered by
+        events."""
+        if not isinstance(queue, cl.CommandQueue):
+            raise DeviceError(f"Engine.from_queue takes a pyopencl.CommandQueue, not "
+                              f"{type(queue).__name__}")
+        engine = cls.__new__(cls)
+        engine._setup(queue.device, queue.context, queue, cache)
+        return engine
+
+    @property
+    def out_of_order(self) -> bool:
+        """Whether kernels go to an out-of-order queue (the user's), so events order them."""
+        return self.shared_queue is not None and bool(
+            self.shared_queue.properties &
+            cl.command_queue_properties.OUT_OF_ORDER_EXEC_MODE_ENABLE)
+
+    @property
+    def unified_memory(self) -> bool:
+        """Host and device memory are the same (a CPU device such as PoCL): a host array can be
+        a kernel's buffer where it lies, and a mapped buffer is the device's memory. Integrated
+        GPUs that share memory are not counted: using a buffer while it is mapped, or a host
+        pointer without their alignment, is not zero-copy (or not defined) there."""
+        return bool(self.device.type & cl.device_type.CPU)
 
     def build(self, source: str, options: str = "", *, line_map=(), label: str = ""):
         """Build `source` for this engine's device through its cache."""
@@ -150,4 +208,5 @@ class Engine:
                                 line_map=line_map, label=label)
 
     def __repr__(self) -> str:
-        return f"Engine({_label(self.device)})"
+        shared = ", the user's queue" if self.shared_queue is not None else ""
+        return f"Engine({_label(self.device)}{shared})"

@@ -13,11 +13,11 @@ request. A request itself (create_request) belongs to one thread at a time.
 from __future__ import annotations
 
 import threading
-from typing import Mapping, Sequence
+from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 
-from ..errors import ModelError
+from ..errors import DeviceError, ModelError
 from ..graph.graph import Graph
 from ..graph.load import read_model
 from ..jit.tensor import TensorDesc
@@ -28,6 +28,7 @@ from .limits import device_traits, has_fp64
 from .plan import CompiledPlan
 from .request import InferRequest
 from .resolver import Resolver
+from .stream import run_stream
 
 # A graph input that a built-in op reads as a compile-time constant (a Reshape target, an
 # Expand shape, Tile repeats) is compiled in by value; more elements than this is not a shape.
@@ -62,6 +63,7 @@ class Network:
         self.registry = registry
         if engine is None:
             engine = registry.engine if registry is not None else Engine()
+        _check_same_device(engine, registry)
         self.engine = engine
         self.profiling = profiling
         self.fuse = fuse                   # epilogue fusion (runtime/fusion.py)
@@ -255,7 +257,29 @@ class Network:
         """Run once and return {output name: array}. The host waits once, for the outputs."""
         return self.infer_async(inputs).wait()
 
+    def stream(self, inputs: Iterable, nireq: int = 4, *, pinned: bool = False):
+        """Run every input of `inputs` (arrays in input order, or dicts by name) with up to
+        `nireq` requests in flight, and yield each one's outputs ({name: array}) in input
+        order: the next uploads overlap the current compute (runtime/stream.py). The stream
+        has requests of its own. pinned: inputs and outputs go through pinned host memory;
+        then each yielded output is valid until the next one is taken."""
+        for result in run_stream(self, inputs, nireq, pinned=pinned):
+            yield result.outputs
+
     @property
     def output_names(self) -> list[str]:
         return [n for n, _ in self.plan.outputs]
 
+
+
+def _check_same_device(engine: Engine, registry) -> None:
+    """Custom layers are bound (checked against device limits, built) on the registry's engine:
+    it must be the network's device and context, or the programs belong to another."""
+    other = registry.made_engine if registry is not None else None
+    if other is None or other is engine:
+        return
+    if other.device != engine.device or other.context != engine.context:
+        raise DeviceError(f"the registry's engine runs on '{other.device.name.strip()}' "
+                          f"(its own context); the network's engine on "
+                          f"'{engine.device.name.strip()}': make the Registry with the "
+                          f"network's engine (Registry(Engine.from_queue(queue)))")

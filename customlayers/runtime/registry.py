@@ -78,6 +78,12 @@ class Registry:
         """The device to bind on; configs can be loaded before it is chosen."""
         self._engine = engine
 
+    @property
+    def made_engine(self) -> Engine | None:
+        """The engine, if one was given or made already (None: it would be made on first
+        use)."""
+        return self._engine
+
     # -- loading -----------------------------------------------------------------------------
     def load(self, *paths, allow_external_sources: bool = False) -> Diagnostics:
         """Load config files. Returns this load's diagnostics (warnings, infos); raises
