@@ -4,6 +4,10 @@
     registry.load("relu.xml")
     relu = registry.bind("ReLU", [TensorDesc((1, 3, 224, 224))], params={"negative_slope": "0.1"})
     y = relu(x)                                # numpy in, numpy out
+
+    @cpu_layer("Softsign")                     # a CPU layer in Python (runtime/python_loader.py)
+    class Softsign: ...
+    registry.load_python("layers.py")
 """
 from __future__ import annotations
 
@@ -11,12 +15,14 @@ from .config.diagnostics import Diagnostic, Diagnostics, Location
 from .config.loader import ConfigSet, load_config_string, load_configs
 from .config.spec import LayerSpec
 from .errors import (BindingError, ConfigError, CustomLayersError, DefineError, DeviceError,
-                     ExecutionError, FormulaError, KernelBuildError, ModelError, TensorError,
-                     UnknownLayerError)
+                     ExecutionError, FormulaError, KernelBuildError, ModelError, PythonLayerError,
+                     TensorError, UnknownLayerError)
+from .jit.layer import Attr
 from .jit.tensor import TensorDesc, parse_tensor_arg
 from .runtime.device import Engine, describe_device, list_devices, select_device
 from .runtime.kernel import BoundKernel
 from .jit.launch import Arg, KernelLaunch
+from .runtime.python_loader import cpu_layer
 from .runtime.registry import Registry
 
 __all__ = [
@@ -25,5 +31,5 @@ __all__ = [
     "LayerSpec", "Diagnostic", "Diagnostics", "Location", "KernelLaunch", "Arg",
     "CustomLayersError", "ConfigError", "FormulaError", "DefineError", "TensorError",
     "KernelBuildError", "BindingError", "UnknownLayerError", "DeviceError", "ModelError",
-    "ExecutionError",
+    "ExecutionError", "PythonLayerError", "Attr", "cpu_layer",
 ]

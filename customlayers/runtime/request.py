@@ -11,6 +11,7 @@ import numpy as np
 import pyopencl as cl
 
 from ..errors import ExecutionError, ModelError
+from .host_step import HostStep, HostSteps
 
 
 class InferRequest:
@@ -34,6 +35,9 @@ class InferRequest:
         # keep them alive, and a freed buffer is INVALID_MEM_OBJECT on NVIDIA (PoCL stays silent).
         self._scratch: list[cl.Buffer] = []
         self._bind_all()
+        # Python layers: host steps between the kernels, run by a worker (host_step.py)
+        self._host = HostSteps(eng.context) if any(s.host is not None for s in plan.steps) \
+            else None
         self.busy = False
         self._pending = None
         self.events: list = []              # per launch, when profiling
@@ -86,6 +90,9 @@ class InferRequest:
                         f"layer '{step.name}' (type {step.type}, {step.impl}): cannot set the "
                         f"arguments of kernel '{launch.entry}': {e}") from e
                 self._launches.append((kernel, launch.global_size, launch.local_size, index))
+            if step.host is not None:
+                self._launches.append((HostStep(step, map(self.buffer, step.inputs),
+                                                map(self.buffer, step.outputs)), None, None, index))
 
     # -- running ---------------------------------------------------------------------------
     def start(self, arrays: dict) -> None:
@@ -107,7 +114,10 @@ class InferRequest:
             cl.enqueue_copy(q, buf, host, is_blocking=False)
         steps = self.plan.steps
         try:
-            if self.network.profiling:
+            if self._host is not None:
+                self.events = self._host.enqueue_launches(q, self._launches, steps,
+                                                          self.network.profiling)
+            elif self.network.profiling:
                 self.events = [(steps[i], cl.enqueue_nd_range_kernel(q, k, g, l))
                                for k, g, l, i in self._launches]
             else:
@@ -118,6 +128,9 @@ class InferRequest:
         outs = {}
         for name, key in self.plan.outputs:
             desc = self.plan.descs[key]
+            if self._host is not None:      # read by a map: see host_step.py
+                outs[name] = (self._host.read_output(q, self.buffer(key), desc), desc)
+                continue
             host = np.empty(desc.buffer_count, desc.np_dtype)
             cl.enqueue_copy(q, host, self.buffer(key), is_blocking=False)
             outs[name] = (host, desc)
@@ -131,6 +144,8 @@ class InferRequest:
         pending = self._pending
         try:
             self.queue.finish()
+            if self._host is not None:      # the outputs out of their maps; a host step's error
+                pending = self._host.finish(pending)
             # network outputs are dense (the compiler reorders custom layers' back): the array
             # read back is the result itself, no second copy
             return {name: host.reshape(desc.shape) if desc.is_plain else desc.unpack(host)

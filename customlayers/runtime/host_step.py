@@ -1,0 +1,171 @@
+"""Host steps of a request: Python layers (and reference checks) run between a network's kernels
+while the host that enqueues never waits.
+
+For each host step the request enqueues, in order on its in-order queue: a map of each input
+buffer for reading (no copy on a CPU device), a map of each output buffer for writing, a
+barrier that waits on a user event, then the unmaps. A worker thread (one per request, so a
+request's host steps run in their order) waits for the maps, runs the step's HostWork on the
+mapped arrays and sets the user event: the unmaps and the kernels after the barrier then run.
+The host waits once, in InferRequest.wait(), which also raises the first error a host step met.
+
+Everything is enqueued on the one queue on purpose: PoCL orders the commands on a buffer across
+queues, so an upload from a second queue would wait for the kernels that wait for it. And PoCL 3
+blocks in clEnqueueReadBuffer, holding the GIL, while a user event that the queue waits for is
+pending; so a request with host steps reads the network's outputs by maps too (`read_output`).
+"""
+from __future__ import annotations
+
+import threading
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
+
+import numpy as np
+import pyopencl as cl
+
+from ..errors import CustomLayersError, ExecutionError
+
+_WRITE = getattr(cl.map_flags, "WRITE_INVALIDATE_REGION", cl.map_flags.WRITE)
+
+
+class HostStep:
+    """One host stage of a request with its buffers (the plan's Step and the request's
+    cl.Buffers of its inputs and outputs)."""
+
+    def __init__(self, step, in_bufs, out_bufs):
+        self.step = step
+        self.in_bufs = list(in_bufs)
+        self.out_bufs = list(out_bufs)
+        for d in step.output_descs:
+            if not d.is_plain:      # the adapter hands out dense outputs; mapping relies on it
+                raise ExecutionError(f"layer '{step.name}': a host step writes dense outputs; "
+                                     f"found {d.describe()}")
+
+
+class HostTiming:
+    """The host time of a step, read like a profiling event's (`profile.start`/`.end`, ns), so
+    the per-layer profile lists host steps beside kernels."""
+
+    def __init__(self):
+        self.start = self.end = 0
+
+    @property
+    def profile(self) -> "HostTiming":
+        return self
+
+
+class MappedOutput:
+    """A network output read by a map: `array()` after the queue finished copies it out and
+    unmaps."""
+
+    def __init__(self, queue, buf, desc):
+        self.queue = queue
+        self.mapped, _ = cl.enqueue_map_buffer(queue, buf, cl.map_flags.READ, 0,
+                                               (desc.buffer_count,), desc.np_dtype,
+                                               is_blocking=False)
+
+    def array(self) -> np.ndarray:
+        host = np.array(self.mapped)
+        self.release()
+        return host
+
+    def release(self) -> None:
+        if self.mapped is not None:
+            self.mapped.base.release(queue=self.queue)
+            self.mapped = None
+
+
+class HostSteps:
+    """The host steps of one request: its worker thread and, per run, the work in flight."""
+
+    def __init__(self, context):
+        self.context = context
+        self._worker: ThreadPoolExecutor | None = None
+        self._pending: list[tuple[HostStep, Future]] = []
+        self._failed = threading.Event()
+
+    def enqueue_launches(self, queue, launches, steps, profiling: bool) -> list:
+        """Enqueue one run's kernels and host steps in order; (step, event) pairs when
+        profiling (a host step's event is its HostTiming)."""
+        self._pending = []
+        self._failed.clear()
+        events = []
+        for kernel, global_size, local_size, index in launches:
+            if isinstance(kernel, HostStep):
+                event = self._enqueue(queue, kernel)
+            else:
+                event = cl.enqueue_nd_range_kernel(queue, kernel, global_size, local_size)
+            if profiling:
+                events.append((steps[index], event))
+        queue.flush()           # the worker waits for the maps: get them going now
+        return events
+
+    def read_output(self, queue, buf, desc) -> MappedOutput:
+        return MappedOutput(queue, buf, desc)
+
+    def _enqueue(self, queue, hs: HostStep) -> HostTiming:
+        step = hs.step
+        ins = [self._map(queue, b, d, cl.map_flags.READ) for b, d in
+               zip(hs.in_bufs, step.input_descs)]
+        outs = [self._map(queue, b, d, _WRITE) for b, d in zip(hs.out_bufs, step.output_descs)]
+        release = cl.UserEvent(self.context)
+        timing = HostTiming()
+        if self._worker is None:
+            self._worker = ThreadPoolExecutor(max_workers=1,
+                                              thread_name_prefix="customlayers-host")
+        future = self._worker.submit(self._run, hs, ins, outs, release, timing)
+        self._pending.append((hs, future))
+        cl.enqueue_barrier(queue, wait_for=[release])
+        for mapped, _ in ins + outs:
+            mapped.base.release(queue=queue)       # runs after the barrier: after the worker
+        return timing
+
+    @staticmethod
+    def _map(queue, buf, desc, flags):
+        return cl.enqueue_map_buffer(queue, buf, flags, 0, (desc.buffer_count,), desc.np_dtype,
+                                     is_blocking=False)
+
+    def _run(self, hs: HostStep, ins, outs, release, timing: HostTiming) -> None:
+        """In the worker: wait for the maps, run the work, release the kernels after it."""
+        try:
+            cl.wait_for_events([event for _, event in ins + outs])
+            if self._failed.is_set():     # an earlier step failed: its error is the one shown
+                return
+            timing.start = time.perf_counter_ns()
+            step = hs.step
+            inputs = [_input_view(m, d) for (m, _), d in zip(ins, step.input_descs)]
+            outputs = [m.reshape(d.shape) for (m, _), d in zip(outs, step.output_descs)]
+            step.host.run(inputs, outputs)
+            timing.end = time.perf_counter_ns()
+        except BaseException:
+            self._failed.set()
+            raise
+        finally:
+            release.set_status(cl.command_execution_status.COMPLETE)
+
+    def finish(self, outputs: dict) -> dict:
+        """After the queue finished: the outputs read by maps as arrays, then the first error a
+        host step met raised (an ExecutionError naming the layer)."""
+        arrays = {}
+        for name, (mapped, desc) in outputs.items():
+            arrays[name] = (mapped.array(), desc)
+        pending, self._pending = self._pending, []
+        for hs, future in pending:
+            error = future.exception()
+            if error is None:
+                continue
+            if isinstance(error, CustomLayersError):
+                raise error
+            step = hs.step
+            raise ExecutionError(f"layer '{step.name}' (type {step.type}, {step.impl}): the "
+                                 f"host step failed: {type(error).__name__}: {error}") from error
+        return arrays
+
+
+def _input_view(mapped: np.ndarray, desc) -> np.ndarray:
+    """The logical, read-only array of a mapped input (a padded or formatted one unpacked)."""
+    if desc.is_plain:
+        view = mapped.reshape(desc.shape)
+    else:
+        view = desc.unpack(mapped)
+    view.flags.writeable = False      # the buffer may be another layer's input too
+    return view
