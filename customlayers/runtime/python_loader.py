@@ -59,8 +59,11 @@ def load_python_layers(source) -> list[PythonLayerDef]:
     PythonLayerError (with the user's traceback chained where their code raised) otherwise."""
     if isinstance(source, ModuleType):
         module, shown = source, getattr(source, "__file__", None) or source.__name__
+        given = {}
     else:
         module, shown = _import_file(Path(source)), str(source)
+    # messages name the file as the user gave it, not its resolved path
+    given = {str(Path(shown).resolve()): shown}
     declared = _DECLARED.get(module.__name__, [])
     if not declared:
         raise PythonLayerError(f"{shown}: defines no layer: decorate a class with "
@@ -68,7 +71,7 @@ def load_python_layers(source) -> list[PythonLayerDef]:
                                f"cpu_layer)")
     defs: dict[str, PythonLayerDef] = {}
     for layer_type, cls in declared:
-        defn = _definition(layer_type, cls)
+        defn = _definition(layer_type, cls, given)
         if layer_type in defs:
             raise PythonLayerError(f"{defn.place}: layer type '{layer_type}' is registered "
                                    f"twice in {shown} (first at {defs[layer_type].place})")
@@ -112,10 +115,12 @@ def _line_in(error: BaseException, path: Path) -> int | None:
     return lines[-1] if lines else None
 
 
-def _definition(layer_type: str, cls: type) -> PythonLayerDef:
-    """Check a class against the contract and make its one instance."""
+def _definition(layer_type: str, cls: type, given: dict[str, str]) -> PythonLayerDef:
+    """Check a class against the contract and make its one instance. `given`: resolved path ->
+    the path as the user wrote it."""
     try:
         file = inspect.getsourcefile(cls) or "<unknown>"
+        file = given.get(str(Path(file).resolve()), file)
         line = inspect.getsourcelines(cls)[1]
     except (OSError, TypeError):
         file, line = getattr(sys.modules.get(cls.__module__), "__file__", "<unknown>"), 0

@@ -1,0 +1,195 @@
+"""`check`: run an OpenCL layer and its Python reference on the same seeded random inputs and
+compare every output; exit 1 when one differs (a command for CI).
+
+    check -c layer.xml -l reference.py [--layer NAME] [--shape 1x3x8x8[,1x1x8x8] ...]
+          [--param k=v ...] [--data NAME=SHAPE|FILE.npy] [--rtol R] [--atol A] [--seed N]
+
+The cases: each shape set (--shape, else a few defaults, every input of that shape) in BFYX,
+then the first one padded in every format the descriptor allows (ANY: all four). The Python
+layer receives the inputs, then the Data blobs (in the kernel's INPUT order), as dense arrays;
+output shapes are its own `output_shapes`.
+"""
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import UsageError
+from .common import add_build_options, build_cache, non_negative_int, parse_params
+from .input_arrays import read_array
+from .layers import add_config_options
+from .model_args import add_python_layers_option
+
+DEFAULT_SHAPES = ((1, 4, 6, 8), (2, 8, 4, 10), (1, 16, 2, 2))
+FORMATS = ("BFYX", "BYXF", "YXFB", "FYXB")
+PAD = ((0, 1, 2, 1), (1, 0, 1, 3))        # lower, upper in B,F,Y,X: uneven on purpose
+NO_PAD = ((0, 0, 0, 0), (0, 0, 0, 0))
+
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    p = subparsers.add_parser("check", help="compare an OpenCL layer with its Python reference",
+                              description=__doc__.split("\n\n")[0],
+                              formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_config_options(p)
+    add_python_layers_option(p)
+    p.add_argument("--layer", metavar="NAME", default=None,
+                   help="the layer type (may be left out when the configs define one)")
+    p.add_argument("--shape", action="append", default=[], metavar="1x3x8x8[,1x1x8x8]",
+                   help="the input shapes of one case (one per input, comma-separated; one "
+                        "shape for every input); repeatable. Default: a few shapes")
+    p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
+                   help="a layer attribute, as text (the kernel's Define param, and the Python "
+                        "layer's attribute)")
+    p.add_argument("--data", action="append", default=[], metavar="NAME=SHAPE|FILE.npy",
+                   help="a Data blob of the descriptor: random of SHAPE (such as 16), or an array")
+    add_tolerance_options(p)
+    p.add_argument("--seed", type=non_negative_int, default=0,
+                   help="seed of the random inputs (0 or more)")
+    add_build_options(p)
+    return p
+
+
+def add_tolerance_options(p: argparse.ArgumentParser, note: str = "") -> None:
+    from ..runtime.reference_check import DEFAULT_ATOL, DEFAULT_RTOL
+    p.add_argument("--rtol", type=float, default=DEFAULT_RTOL,
+                   help=f"relative tolerance{note} (default {DEFAULT_RTOL}, for float32)")
+    p.add_argument("--atol", type=float, default=DEFAULT_ATOL,
+                   help=f"absolute tolerance{note} (default {DEFAULT_ATOL})")
+
+
+@dataclass(frozen=True)
+class Case:
+    shapes: tuple[tuple[int, ...], ...]     # per input
+    format: str                             # BFYX..., or "declared" (each Tensor's own)
+    padded: bool
+
+
+def parse_shape_set(text: str, ports: int) -> tuple[tuple[int, ...], ...]:
+    try:
+        shapes = tuple(tuple(int(v) for v in part.lower().split("x"))
+                       for part in text.split(","))
+    except ValueError:
+        raise UsageError(f"--shape {text!r} is not like 1x3x8x8 (or 1x3x8x8,1x1x8x8 for "
+                         f"several inputs)") from None
+    if any(not s or min(s) <= 0 for s in shapes):
+        raise UsageError(f"--shape {text!r}: every dim must be a positive integer")
+    if len(shapes) == 1:
+        return shapes * ports
+    if len(shapes) != ports:
+        raise UsageError(f"--shape {text!r} gives {len(shapes)} shapes; the layer has {ports} "
+                         f"input(s)")
+    return shapes
+
+
+def cases_for(spec, shape_sets) -> list[Case]:
+    """Each shape set plain, then the first one padded in every format the inputs allow."""
+    fixed = {t.format for t in spec.inputs if t.format != "ANY"}
+    formats = FORMATS if not fixed else ("declared",)
+    first = "BFYX" if not fixed else "declared"
+    return ([Case(s, first, False) for s in shape_sets] +
+            [Case(shape_sets[0], f, True) for f in formats])
+
+
+def data_blobs(spec, items, rng) -> dict[str, np.ndarray]:
+    given = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not name or not value:
+            raise UsageError(f"--data {item!r} is not NAME=SHAPE or NAME=FILE.npy")
+        given[name] = value
+    names = [d.name for d in spec.data_in_arg_order]
+    unknown = sorted(set(given) - set(names))
+    if unknown:
+        raise UsageError(f"layer '{spec.name}' has no Data {', '.join(unknown)}; its Data: "
+                         f"{', '.join(names) or 'none'}")
+    missing = [n for n in names if n not in given]
+    if missing:
+        raise UsageError(f"layer '{spec.name}' binds Data {', '.join(missing)}: give "
+                         + " ".join(f"--data {n}=SHAPE (or FILE.npy)" for n in missing))
+    blobs = {}
+    for name in names:
+        value = given[name]
+        if value.endswith(".npy"):
+            blobs[name] = read_array(value, f"data '{name}'").astype(np.float32)
+        else:
+            blobs[name] = rng.standard_normal(parse_shape_set(value, 1)[0]).astype(np.float32)
+    return blobs
+
+
+def run(args) -> int:
+    from ..jit.layer import parse_attr
+    from ..jit.tensor import TensorDesc
+    from ..runtime.device import Engine
+    from ..runtime.python_loader import load_python_layers
+    from ..runtime.reference_check import compare_all, run_reference
+    from ..runtime.registry import Registry
+    from .common import the_only_layer
+    from .run_layer import check_output_shapes
+    if not args.layers:
+        raise UsageError("give the Python reference with -l reference.py")
+    params = parse_params(args.param)
+    registry = Registry(Engine(args.device, cache=build_cache(args)))
+    registry.load(*args.config, allow_external_sources=args.allow_external_sources)
+    layer = the_only_layer(args.layer, registry.layer_types(),
+                           {t: t for t in registry.layer_types()}, " ".join(args.config))
+    references = {d.type: d for path in args.layers for d in load_python_layers(path)}
+    if layer not in references:
+        raise UsageError(f"{', '.join(args.layers)} has no Python layer of type '{layer}' (it "
+                         f"defines {', '.join(sorted(references)) or 'none'})")
+    ref, spec = references[layer], registry.spec(layer)
+    ports = spec.num_input_ports
+    shape_sets = [parse_shape_set(s, ports) for s in args.shape] or \
+        [(s,) * ports for s in DEFAULT_SHAPES]
+    data = data_blobs(spec, args.data, np.random.default_rng(args.seed))
+    attrs = {a.name: parse_attr(a, params.get(a.name), layer, layer) for a in ref.attributes}
+    where = f"layer type '{layer}'"
+    formats_of = {t.port_index: t.format for t in spec.inputs}
+    out_formats = {t.port_index: t.format for t in spec.outputs}
+
+    print(f"check {layer} ({spec.location.file}:{spec.location.line}) against {ref.method('execute')}"
+          f"; rtol {args.rtol:g}, atol {args.atol:g}, seed {args.seed}")
+    head = (f"{'case':>4}  {'inputs':<22}  {'format':<8}  {'padded':<6}  {'max abs err':>11}  "
+            f"{'max rel err':>11}  {'worst at':<20}  result")
+    print(head)
+    failed = []
+    cases = cases_for(spec, shape_sets)
+    for k, case in enumerate(cases, 1):
+        rng = np.random.default_rng(args.seed + k)
+        inputs = [rng.standard_normal(s).astype(np.float32) for s in case.shapes]
+        lower, upper = PAD if case.padded else NO_PAD
+
+        def fmt(declared: str) -> str:
+            return case.format if declared == "ANY" else declared
+
+        in_descs = [TensorDesc(s, "f32", fmt(formats_of.get(i, "BFYX")), lower, upper)
+                    for i, s in enumerate(case.shapes)]
+        expected = run_reference(ref, [*inputs, *data.values()], attrs, where)
+        out_descs = [TensorDesc(e.shape, e.dtype, fmt(out_formats.get(j, "ANY"))
+                                if out_formats.get(j, "ANY") != "ANY" else in_descs[0].format,
+                                lower, upper) for j, e in enumerate(expected)]
+        try:
+            check_output_shapes(spec, [d.plain() for d in in_descs], data,
+                                [d.shape for d in out_descs])
+        except UsageError as e:
+            raise UsageError(f"the reference's output shapes differ from the descriptor's: "
+                             f"{e}") from None
+        bound = registry.bind(layer, in_descs, out_descs, params=params, data=data)
+        got = bound(*inputs)
+        got = got if isinstance(got, list) else [got]
+        result = compare_all(got, expected, args.rtol, args.atol)
+        shown_format = case.format.lower() if case.format != "declared" else \
+            in_descs[0].format.lower()
+        shapes = ",".join("x".join(map(str, s)) for s in case.shapes)
+        status = "ok" if result.ok else f"DIFFERS{f' ({result.problem})' if result.problem else ''}"
+        where_text = result.where() + (f" out{result.output}" if len(expected) > 1 else "")
+        print(f"{k:>4}  {shapes:<22}  {shown_format:<8}  {'yes' if case.padded else 'no':<6}  "
+              f"{result.max_abs:>11.3e}  {result.max_rel:>11.3e}  {where_text:<20}  {status}")
+        if not result.ok:
+            failed.append(k)
+    if failed:
+        print(f"{len(failed)} of {len(cases)} cases differ (cases {', '.join(map(str, failed))})")
+        return 1
+    print(f"{len(cases)} cases: every output matches the reference")
+    return 0
