@@ -40,9 +40,11 @@ def add_model_options(p: argparse.ArgumentParser, command: str) -> None:
 
 def add_python_layers_option(p: argparse.ArgumentParser) -> None:
     """-l: CPU layers in Python (the flag of OpenVINO's samples for CPU extensions)."""
-    p.add_argument("-l", "--layers", action="append", default=[], metavar="LAYERS.py",
-                   help="a Python module of CPU layers (@cpu_layer classes); repeatable. A "
-                        "type it defines replaces a config's or a built-in of that type")
+    p.add_argument("-l", "--layers", action="extend", nargs="+", default=[],
+                   metavar="LAYERS.py",
+                   help="Python module(s) of CPU layers (@cpu_layer classes): -l a.py b.py, or "
+                        "-l repeated. A type they define replaces a config's or a built-in of "
+                        "that type")
 
 
 def load_registry(args, engine):

@@ -18,7 +18,8 @@ def add_parser(sub):
     add_model_options(p, "run")
     p.add_argument("-o", "--output", help="write the outputs to this .npz (or .npy: one output)")
     add_profile_options(p)
-    p.add_argument("--check-with", action="append", default=[], metavar="REFERENCE.py",
+    p.add_argument("--check-with", action="extend", nargs="+", default=[],
+                   metavar="REFERENCE.py",
                    help="run each custom layer's Python reference (@cpu_layer of its type) on "
                         "the inputs the kernel got, compare, and report the first layer whose "
                         "outputs differ (exit 1)")
