@@ -335,3 +335,18 @@ def test_inputs_are_read_only(tmp_path, engine):
         'inputs[0][...] = 0')
     message = network_error(tmp_path, engine, text, ExecutionError)
     assert "raised ValueError: assignment destination is read-only" in message
+
+
+def test_a_type_loaded_again_is_a_warning_and_the_later_wins(tmp_path, engine):
+    registry = Registry(engine)
+    first = write(tmp_path, "first.py", SOFTSIGN)
+    second = write(tmp_path, "second.py", SOFTSIGN.replace("1 + attrs", "2 + attrs"))
+    assert not list(registry.load_python(first))
+    [warning] = list(registry.load_python(second))
+    assert warning.render() == (f"{second}:5:1: warning[CL070]: layer type 'Softsign' is "
+                                f"defined again (first at {first}:5); this later definition "
+                                f"is used (layer Softsign)")
+    net = Network(chain_model(tmp_path / "m.onnx", "Softsign"), registry, engine)
+    x = rand(seed=7)
+    a = np.maximum(x, 0)
+    np.testing.assert_allclose(net.infer({"x": x})["y"], -(a / (2 + np.abs(a))), rtol=1e-6)
