@@ -62,7 +62,7 @@ def add_tolerance_options(p: argparse.ArgumentParser, note: str = "") -> None:
 @dataclass(frozen=True)
 class Case:
     shapes: tuple[tuple[int, ...], ...]     # per input
-    format: str                             # BFYX..., or "declared" (each Tensor's own)
+    format: str             # of the ANY tensors (a Tensor with a format of its own keeps it)
     padded: bool
 
 
@@ -84,12 +84,11 @@ def parse_shape_set(text: str, ports: int) -> tuple[tuple[int, ...], ...]:
 
 
 def cases_for(spec, shape_sets) -> list[Case]:
-    """Each shape set plain, then the first one padded in every format the inputs allow."""
-    fixed = {t.format for t in spec.inputs if t.format != "ANY"}
-    formats = FORMATS if not fixed else ("declared",)
-    first = "BFYX" if not fixed else "declared"
-    return ([Case(s, first, False) for s in shape_sets] +
-            [Case(shape_sets[0], f, True) for f in formats])
+    """Each shape set plain, then the first one padded in every format the inputs allow (all
+    four when every input Tensor is ANY; else the declared ones)."""
+    any_format = all(t.format == "ANY" for t in spec.inputs)
+    return ([Case(s, "BFYX", False) for s in shape_sets] +
+            [Case(shape_sets[0], f, True) for f in (FORMATS if any_format else ("BFYX",))])
 
 
 def data_blobs(spec, items, rng) -> dict[str, np.ndarray]:
@@ -120,13 +119,10 @@ def data_blobs(spec, items, rng) -> dict[str, np.ndarray]:
 
 def run(args) -> int:
     from ..jit.layer import parse_attr
-    from ..jit.tensor import TensorDesc
     from ..runtime.device import Engine
     from ..runtime.python_loader import load_python_layers
-    from ..runtime.reference_check import compare_all, run_reference
     from ..runtime.registry import Registry
     from .common import the_only_layer
-    from .run_layer import check_output_shapes
     if not args.layers:
         raise UsageError("give the Python reference with -l reference.py")
     params = parse_params(args.param)
@@ -144,48 +140,25 @@ def run(args) -> int:
         [(s,) * ports for s in DEFAULT_SHAPES]
     data = data_blobs(spec, args.data, np.random.default_rng(args.seed))
     attrs = {a.name: parse_attr(a, params.get(a.name), layer, layer) for a in ref.attributes}
-    where = f"layer type '{layer}'"
-    formats_of = {t.port_index: t.format for t in spec.inputs}
-    out_formats = {t.port_index: t.format for t in spec.outputs}
 
-    print(f"check {layer} ({spec.location.file}:{spec.location.line}) against {ref.method('execute')}"
-          f"; rtol {args.rtol:g}, atol {args.atol:g}, seed {args.seed}")
-    head = (f"{'case':>4}  {'inputs':<22}  {'format':<8}  {'padded':<6}  {'max abs err':>11}  "
-            f"{'max rel err':>11}  {'worst at':<20}  result")
-    print(head)
+    loc = spec.location
+    print(f"check {layer} ({loc.file}:{loc.line}) against {ref.method('execute')}; "
+          f"rtol {args.rtol:g}, atol {args.atol:g}, seed {args.seed}")
+    print(f"{'case':>4}  {'inputs':<22}  {'format':<8}  {'padded':<6}  {'max abs err':>11}  "
+          f"{'max rel err':>11}  {'worst at':<20}  result")
     failed = []
     cases = cases_for(spec, shape_sets)
     for k, case in enumerate(cases, 1):
-        rng = np.random.default_rng(args.seed + k)
-        inputs = [rng.standard_normal(s).astype(np.float32) for s in case.shapes]
-        lower, upper = PAD if case.padded else NO_PAD
-
-        def fmt(declared: str) -> str:
-            return case.format if declared == "ANY" else declared
-
-        in_descs = [TensorDesc(s, "f32", fmt(formats_of.get(i, "BFYX")), lower, upper)
-                    for i, s in enumerate(case.shapes)]
-        expected = run_reference(ref, [*inputs, *data.values()], attrs, where)
-        out_descs = [TensorDesc(e.shape, e.dtype, fmt(out_formats.get(j, "ANY"))
-                                if out_formats.get(j, "ANY") != "ANY" else in_descs[0].format,
-                                lower, upper) for j, e in enumerate(expected)]
-        try:
-            check_output_shapes(spec, [d.plain() for d in in_descs], data,
-                                [d.shape for d in out_descs])
-        except UsageError as e:
-            raise UsageError(f"the reference's output shapes differ from the descriptor's: "
-                             f"{e}") from None
-        bound = registry.bind(layer, in_descs, out_descs, params=params, data=data)
-        got = bound(*inputs)
-        got = got if isinstance(got, list) else [got]
-        result = compare_all(got, expected, args.rtol, args.atol)
-        shown_format = case.format.lower() if case.format != "declared" else \
-            in_descs[0].format.lower()
+        inputs = [np.random.default_rng(args.seed + k).standard_normal(s).astype(np.float32)
+                  for s in case.shapes]
+        result, outputs, fmt = run_case(registry, spec, ref, case, inputs, data, params, attrs,
+                                        args.rtol, args.atol)
         shapes = ",".join("x".join(map(str, s)) for s in case.shapes)
-        status = "ok" if result.ok else f"DIFFERS{f' ({result.problem})' if result.problem else ''}"
-        where_text = result.where() + (f" out{result.output}" if len(expected) > 1 else "")
-        print(f"{k:>4}  {shapes:<22}  {shown_format:<8}  {'yes' if case.padded else 'no':<6}  "
-              f"{result.max_abs:>11.3e}  {result.max_rel:>11.3e}  {where_text:<20}  {status}")
+        status = "ok" if result.ok else \
+            f"DIFFERS{f' ({result.problem})' if result.problem else ''}"
+        worst = result.where() + (f" out{result.output}" if outputs > 1 else "")
+        print(f"{k:>4}  {shapes:<22}  {fmt.lower():<8}  {'yes' if case.padded else 'no':<6}  "
+              f"{result.max_abs:>11.3e}  {result.max_rel:>11.3e}  {worst:<20}  {status}")
         if not result.ok:
             failed.append(k)
     if failed:
@@ -193,3 +166,36 @@ def run(args) -> int:
         return 1
     print(f"{len(cases)} cases: every output matches the reference")
     return 0
+
+
+def run_case(registry, spec, ref, case: Case, inputs, data, params, attrs, rtol, atol):
+    """(the comparison, the number of outputs, input 0's format) of one case: the kernel on
+    tensors in the case's format and padding, the reference on the dense arrays."""
+    from ..errors import BindingError
+    from ..jit.tensor import TensorDesc
+    from ..runtime.reference_check import compare_all, run_reference
+    from .run_layer import check_output_shapes
+    lower, upper = PAD if case.padded else NO_PAD
+    declared = {t.port_index: t.format for t in spec.inputs}
+
+    def format_of(port: int) -> str:
+        fmt = declared.get(port, "ANY")
+        return case.format if fmt == "ANY" else fmt
+
+    in_descs = [TensorDesc(s, "f32", format_of(i), lower, upper)
+                for i, s in enumerate(case.shapes)]
+    expected = run_reference(ref, [*inputs, *data.values()], attrs, f"layer type '{spec.name}'")
+    out_declared = {t.port_index: t.format for t in spec.outputs}
+    out_descs = [TensorDesc(e.shape, e.dtype, in_descs[0].format
+                            if out_declared.get(j, "ANY") == "ANY" else out_declared[j],
+                            lower, upper) for j, e in enumerate(expected)]
+    try:
+        check_output_shapes(spec, [d.plain() for d in in_descs], data,
+                            [d.shape for d in out_descs])
+    except UsageError as e:     # the descriptor and the reference disagree: a mismatch
+        raise BindingError(f"the reference's output shapes differ from the descriptor's: "
+                           f"{e}") from None
+    bound = registry.bind(spec.name, in_descs, out_descs, params=params, data=data)
+    got = bound(*inputs)
+    got = got if isinstance(got, list) else [got]
+    return compare_all(got, expected, rtol, atol), len(expected), in_descs[0].format

@@ -92,7 +92,8 @@ def wrong_relu(folder: Path) -> Path:
     assert store in text
     cl.write_text(text.replace(
         store, "    const float bug = (b == 0 && f == 1 && y == 2 && x == 3) ? 0.5f : 0.0f;\n"
-               "    output0[out_id] = (value < 0 ? value * (INPUT0_TYPE)(neg_slope) : value) + bug;"))
+               "    output0[out_id] = (value < 0 ? value * (INPUT0_TYPE)(neg_slope) : value)"
+               " + bug;"))
     return folder / "relu.xml"
 
 
