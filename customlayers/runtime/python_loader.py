@@ -59,11 +59,11 @@ def load_python_layers(source) -> list[PythonLayerDef]:
     PythonLayerError (with the user's traceback chained where their code raised) otherwise."""
     if isinstance(source, ModuleType):
         module, shown = source, getattr(source, "__file__", None) or source.__name__
-        given = {}
+        given: dict[str, str] = {}
     else:
         module, shown = _import_file(Path(source)), str(source)
-    # messages name the file as the user gave it, not its resolved path
-    given = {str(Path(shown).resolve()): shown}
+        # messages name the file as the user gave it, not its resolved path
+        given = {str(Path(shown).resolve()): shown}
     declared = _DECLARED.get(module.__name__, [])
     if not declared:
         raise PythonLayerError(f"{shown}: defines no layer: decorate a class with "
