@@ -10,6 +10,9 @@
     req.set_tensor("x", device_buffer)         # numpy, pyopencl.Buffer or pyopencl.array.Array
     done = req.start_async(wait_for=[event])   # a pyopencl.Event; the host does not wait
     for out in net.stream(frames, nireq=4): ...
+    @cpu_layer("Softsign")                     # a CPU layer in Python (runtime/python_loader.py)
+    class Softsign: ...
+    registry.load_python("layers.py")
 """
 from __future__ import annotations
 
@@ -17,14 +20,16 @@ from .config.diagnostics import Diagnostic, Diagnostics, Location
 from .config.loader import ConfigSet, load_config_string, load_configs
 from .config.spec import LayerSpec
 from .errors import (BindingError, ConfigError, CustomLayersError, DefineError, DeviceError,
-                     ExecutionError, FormulaError, KernelBuildError, ModelError, TensorError,
-                     UnknownLayerError)
+                     ExecutionError, FormulaError, KernelBuildError, ModelError, PythonLayerError,
+                     TensorError, UnknownLayerError)
+from .jit.layer import Attr
 from .jit.tensor import TensorDesc, parse_tensor_arg
 from .runtime.device import Engine, describe_device, list_devices, select_device
 from .runtime.kernel import BoundKernel
 from .runtime.network import Network
 from .runtime.request import InferRequest
 from .jit.launch import Arg, KernelLaunch
+from .runtime.python_loader import cpu_layer
 from .runtime.registry import Registry
 
 __all__ = [
@@ -34,5 +39,5 @@ __all__ = [
     "LayerSpec", "Diagnostic", "Diagnostics", "Location", "KernelLaunch", "Arg",
     "CustomLayersError", "ConfigError", "FormulaError", "DefineError", "TensorError",
     "KernelBuildError", "BindingError", "UnknownLayerError", "DeviceError", "ModelError",
-    "ExecutionError",
+    "ExecutionError", "PythonLayerError", "Attr", "cpu_layer",
 ]

@@ -18,11 +18,16 @@ class CustomLayersError(Exception):
     code) say which part of a descriptor the error is about, when it is about one: the CLI
     turns such an error into a Diagnostic at that place (`validate --compile`). `layer` names
     the layer (type) the error is about, when known.
+
+    `user_code` is True when the error's `__cause__` was raised in the user's own Python code (a
+    Python layer's module or methods): the CLI then shows that traceback, the user's file and
+    line, without this package's frames.
     """
     context: str | None = None
     location = None
     code: str | None = None
     layer: str | None = None
+    user_code: bool = False
 
     def at(self, location, code: str | None = None, layer: str | None = None):
         """Record where the error is (keeping a place set earlier, which is more precise);
@@ -133,6 +138,11 @@ class KernelBuildError(CustomLayersError, RuntimeError):
 
 class BindingError(CustomLayersError, ValueError):
     """Tensors, blobs or attributes given to a layer do not fit its descriptor or kernel."""
+
+
+class PythonLayerError(CustomLayersError, ValueError):
+    """A Python layer module cannot be loaded (it does not exist, or importing it raised), or a
+    class in it breaks the layer contract (no `execute`, a wrong `output_shapes` result)."""
 
 
 class UnknownLayerError(CustomLayersError, KeyError):

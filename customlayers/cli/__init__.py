@@ -4,7 +4,9 @@ functions: `add_parser(subparsers)` and `run(args) -> int` (the exit status).
 Errors are formatted here, once: a CustomLayersError becomes its message on stderr and exit 1;
 an unreadable file or bad arguments exit 2; an OpenCL error (pyopencl.Error) or running out of
 memory exit 1 with a message; Ctrl-C, even while the commands are still being imported, exits
-130 with "interrupted". No traceback reaches the user unless --traceback is given.
+130 with "interrupted". No traceback reaches the user unless --traceback is given, but one: an
+error raised in the user's own Python layer is followed by its traceback, their frames only
+(user_traceback.py).
 """
 from __future__ import annotations
 
@@ -24,6 +26,7 @@ COMMANDS = {
     "devices": "devices",
     "run": "run",
     "benchmark": "benchmark",
+    "check": "check",
     "demo": "demo",
 }
 
@@ -84,6 +87,9 @@ def _main(argv: list[str] | None) -> int:
         if args.traceback:
             raise
         print(f"error: {e}{_kernel_bug_hint(args, e)}", file=sys.stderr)
+        if e.user_code and e.__cause__ is not None:
+            from .user_traceback import user_traceback
+            print(user_traceback(e.__cause__), file=sys.stderr)
         return 1
     except OSError as e:
         if args.traceback:

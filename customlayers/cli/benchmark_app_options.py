@@ -36,7 +36,8 @@ NOT_HERE: dict[str, tuple[str | None, str]] = {
     "-dump_config": (None, "the device is chosen with -d; other settings are the CUSTOMLAYERS_* "
                            "environment variables (README, Settings)"),
     "-lfile": ("?", "models are read with -m (OpenVINO IR .xml or .onnx)"),
-    "-extensions": (None, "custom layers come as CustomLayer configs: -c CONFIG (repeatable)"),
+    "-extensions": (None, "custom layers come as CustomLayer configs: -c CONFIG (repeatable), "
+                          "CPU layers as Python modules: -l layers.py"),
     "-report_type": (None, "no report files are written: the summary is printed on stdout, and "
                            "-pc adds each layer's device time (averaged over the runs)"),
     "-report_folder": (None, "no report files are written: the summary is printed on stdout, "

@@ -8,8 +8,9 @@ import sys
 from ..config.spec import LayerSpec
 
 
-def add_config_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("-c", "--config", action="extend", nargs="+", required=True,
+def add_config_options(parser: argparse.ArgumentParser, required: bool = True) -> None:
+    parser.add_argument("-c", "--config", action="extend", nargs="+", required=required,
+                        default=[],
                         metavar="CONFIG",
                         help="CustomLayer config file(s): -c a.xml b.xml, or -c repeated (a "
                              "later definition of a layer wins)")

@@ -23,6 +23,7 @@ def add_model_options(p: argparse.ArgumentParser, command: str) -> None:
                         "repeated")
     p.add_argument("--allow-external-sources", action="store_true",
                    help="let configs name .cl files outside their own directory tree")
+    add_python_layers_option(p)
     p.add_argument("-i", "--input", action="append", default=[], metavar="[NAME=]FILE.npy",
                    help="input array(s); seeded random inputs where missing")
     p.add_argument("--shape", "-shape", "-data_shape", dest="shape", action="append",
@@ -37,28 +38,49 @@ def add_model_options(p: argparse.ArgumentParser, command: str) -> None:
     add_refused_options(p, command)
 
 
-def load_network(args, profiling: bool = False):
-    """Engine, registry and compiled Network from the parsed options."""
+def add_python_layers_option(p: argparse.ArgumentParser) -> None:
+    """-l: CPU layers in Python (the flag of OpenVINO's samples for CPU extensions)."""
+    p.add_argument("-l", "--layers", action="extend", nargs="+", default=[],
+                   metavar="LAYERS.py",
+                   help="Python module(s) of CPU layers (@cpu_layer classes): -l a.py b.py, or "
+                        "-l repeated. A type they define replaces a config's or a built-in of "
+                        "that type")
+
+
+def load_registry(args, engine=None):
+    """The registry of the configs (-c) and Python layers (-l), or None when neither is given;
+    load warnings go to stderr. Loading needs no device: `engine` may be set later."""
+    if not args.config and not getattr(args, "layers", None):
+        return None
+    from ..runtime.registry import Registry
+    registry = Registry(engine)
+    diags = registry.load(*args.config, allow_external_sources=args.allow_external_sources) \
+        if args.config else []
+    for path in getattr(args, "layers", None) or ():
+        diags = list(diags) + list(registry.load_python(path))
+    for d in diags:
+        print(d.render(), file=sys.stderr)
+    return registry
+
+
+def load_network(args, profiling: bool = False, resolver=None):
+    """Engine, registry and compiled Network from the parsed options (`resolver`: a factory
+    of the network's resolver from the registry, for run --check-with)."""
     from ..graph.load import read_model
     from ..runtime.device import Engine
     from ..runtime.network import Network
-    # the configs, the model and the input files first: a malformed one is refused before
+    # the layers, the model and the input files first: a malformed one is refused before
     # OpenCL starts; the model reader asks the loaded layers for their output shapes
-    registry = None
-    if args.config:
-        from ..runtime.registry import Registry
-        registry = Registry()
-        diags = registry.load(*args.config, allow_external_sources=args.allow_external_sources)
-        for d in diags:
-            print(d.render(), file=sys.stderr)
+    registry = load_registry(args)
     graph = read_model(args.model, custom_shapes=registry.output_shapes
                        if registry is not None else None)
     arrays, shapes = input_arrays_and_shapes(args, graph)
     engine = Engine(args.device, cache=build_cache(args))
     if registry is not None:
         registry.engine = engine
+    say = lambda m: print(m, file=sys.stderr)     # noqa: E731
     net = Network(graph, registry, engine, input_shapes=shapes or None, profiling=profiling,
-                  messages=lambda m: print(m, file=sys.stderr))
+                  messages=say, resolver=resolver(registry, say) if resolver else None)
     missing = [p for p in graph.parameters if p.name not in arrays]
     for k, p in enumerate(missing):
         arrays[p.name] = random_input(shapes[p.name], p.outputs[0].dtype, args.seed + k)

@@ -1,4 +1,5 @@
-"""`customlayers run -m model.xml [-c config.xml ...] [-i input.npy] [-o out.npz] [-pc]`"""
+"""`customlayers run -m model.xml [-c config.xml ...] [-l layers.py] [-i input.npy] [-o out.npz]
+[-pc] [--check-with reference.py]`"""
 from __future__ import annotations
 
 import sys
@@ -19,6 +20,13 @@ def add_parser(sub):
     p.add_argument("-o", "--output", help="write the outputs to this .npz (or .npy: one output)")
     add_profile_options(p)
     add_kernel_check_options(p)
+    p.add_argument("--check-with", action="extend", nargs="+", default=[],
+                   metavar="REFERENCE.py",
+                   help="run each custom layer's Python reference (@cpu_layer of its type) on "
+                        "the inputs the kernel got, compare, and report the first layer whose "
+                        "outputs differ (exit 1)")
+    from .check import add_tolerance_options
+    add_tolerance_options(p, " of --check-with")
     return p
 
 
@@ -27,7 +35,8 @@ def run(args) -> int:
     perf_counts = perf_counts_wanted(args)
     if args.output:
         check_output_path(args.output)
-    engine, net, arrays = load_network(args, profiling=perf_counts)
+    report, resolver = reference_checks(args)
+    engine, net, arrays = load_network(args, profiling=perf_counts, resolver=resolver)
     if args.output:
         # the graph's Results, not net.output_names: that builds the default plan, which a
         # model with shape inputs cannot have before it sees their values
@@ -51,7 +60,44 @@ def run(args) -> int:
     if perf_counts:
         print()
         print(profile.format_table(profile.collect(req)))
+    if report is not None:
+        return print_checks(report, args.check_with)
     return 0
+
+
+def reference_checks(args):
+    """(the report, a resolver factory) for --check-with; (None, None) without it."""
+    if not args.check_with:
+        return None, None
+    from ..runtime.python_loader import load_python_layers
+    from ..runtime.reference_check import CheckingResolver, CheckReport
+    references = {d.type: d for path in args.check_with for d in load_python_layers(path)}
+    report = CheckReport(rtol=args.rtol, atol=args.atol)
+    return report, lambda registry, say: CheckingResolver(registry, references, report, say)
+
+
+def print_checks(report, paths) -> int:
+    """One line per checked layer, in the order they ran, then the first that differs."""
+    print()
+    print(f"check with {', '.join(paths)} (rtol {report.rtol:g}, atol {report.atol:g}):")
+    width = max([len(c.name) for c in report.checks] + [5])
+    for c in report.checks:
+        r = c.result
+        status = "ok" if r.ok else f"DIFFERS{f' ({r.problem})' if r.problem else ''}"
+        print(f"  {c.name:<{width}}  {c.type:<16}  max abs {r.max_abs:.3e}  max rel "
+              f"{r.max_rel:.3e}  worst at {r.where():<20}  {status}")
+    for layer_type in report.unchecked:
+        print(f"  not checked: layers of type {layer_type} (no Python layer of that type)")
+    first = report.first_difference()
+    if first is None:
+        print(f"{len(report.checks)} custom layer(s) checked: every output matches "
+              f"its reference" if report.checks else "no custom layer was checked")
+        return 0
+    r = first.result
+    detail = r.problem or (f"max abs error {r.max_abs:.3e}, max rel error {r.max_rel:.3e}, "
+                           f"worst at {r.where()} of output {r.output}")
+    print(f"first layer whose outputs differ: {first.where}: {detail}")
+    return 1
 
 
 def summarize(name: str, arr: np.ndarray) -> str:

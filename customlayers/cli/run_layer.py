@@ -2,6 +2,10 @@
 
     run-layer -c CONFIG --layer NAME -i in0.npy [-i in1.npy] [--data NAME=blob.npy]
               [--param k=v ...] [--output-shape 1x1x8x8 ...] -o out.npy [-d DEVICE]
+    run-layer -l layers.py --layer NAME -i in0.npy [--param k=v ...] -o out.npy
+
+With -l, a layer type that the Python module defines runs its `execute` on the host (it
+replaces a config's layer of the same type, as in a model).
 
 One output is written as .npy; several as .npz (output0, output1, ...). The file is written to a
 temporary name and renamed, so an error never leaves a half-written output.
@@ -19,13 +23,15 @@ from .common import (add_build_options, add_kernel_check_options, build_cache, p
 from .input_arrays import read_array
 from .output import check_array_count, check_output_path, write_arrays_atomically
 from .layers import add_config_options
+from .model_args import add_python_layers_option
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
     p = subparsers.add_parser("run-layer", help="run one custom layer on .npy inputs",
                               description=__doc__.split("\n\n")[0],
                               formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_config_options(p)
+    add_config_options(p, required=False)
+    add_python_layers_option(p)
     p.add_argument("--layer", default=None, metavar="NAME",
                    help="the layer type to run (optional when the configs define one layer)")
     p.add_argument("-i", "--input", action="append", required=True, metavar="FILE.npy",
@@ -104,8 +110,16 @@ def run(args) -> int:
     out_shapes = [parse_shape(s) for s in args.output_shape]
     check_output_path(args.output)
 
+    if not args.config and not args.layers:
+        raise UsageError("give the layer's config with -c (or its Python layer with -l)")
     registry = Registry(Engine(args.device, cache=build_cache(args)))
-    registry.load(*args.config, allow_external_sources=args.allow_external_sources)
+    if args.config:
+        registry.load(*args.config, allow_external_sources=args.allow_external_sources)
+    for path in args.layers:
+        registry.load_python(path)
+    if args.layer in registry.python_layer_types():
+        return run_python_layer(args, registry.python_layer(args.layer), params, data_paths,
+                                out_shapes)
     configs = registry.configs
     name = args.layer or the_only_layer(None, [n for n, _ in configs.definitions],
                                         configs.layers, ", ".join(args.config))
@@ -171,4 +185,22 @@ def _run_alone(registry, spec, args, params, data_paths, out_shapes) -> int:
     shapes = ", ".join("x".join(map(str, a.shape)) for a in outputs)
     print(f"{spec.name} on {registry.engine.device.name.strip()}: wrote {shapes} to "
           f"{args.output}")
+
+
+def run_python_layer(args, defn, params, data_paths, out_shapes) -> int:
+    """A Python layer on the host: the inputs, then the --data arrays in the order given."""
+    from ..jit.layer import parse_attr
+    from ..runtime.reference_check import run_reference
+    if out_shapes:
+        raise UsageError(f"--output-shape: the Python layer '{defn.type}' gives its output "
+                         f"shapes itself (output_shapes)")
+    inputs = [as_float32(read_array(p, f"input {i}")) for i, p in enumerate(args.input)]
+    inputs += [as_float32(read_array(p, f"data '{n}'")) for n, p in data_paths.items()]
+    attrs = {a.name: parse_attr(a, params.get(a.name), defn.type, defn.type)
+             for a in defn.attributes}
+    outputs = run_reference(defn, inputs, attrs, f"layer type '{defn.type}'")
+    check_array_count(args.output, len(outputs), f"layer '{defn.type}'")
+    write_arrays_atomically(args.output, {f"output{i}": a for i, a in enumerate(outputs)})
+    shapes = ", ".join("x".join(map(str, a.shape)) for a in outputs)
+    print(f"{defn.type} ({defn.method('execute')}) on the host: wrote {shapes} to {args.output}")
     return 0

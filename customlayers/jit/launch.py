@@ -1,4 +1,5 @@
-"""KernelLaunch: one kernel enqueue of a layer, as data; and the typed facts a layer is compiled
+"""KernelLaunch: one kernel enqueue of a layer, as data; HostWork: a step the host does between
+kernels (Python layers); and the typed facts a layer is compiled
 with (CompileContext: the device's traits, a fused epilogue).
 
 Custom layers (a BoundKernel) and built-in ops both describe their work as a list of these, so
@@ -8,6 +9,7 @@ binds `args`, and enqueues `entry` over `global_size`/`local_size`.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -65,6 +67,20 @@ class KernelLaunch:
     options: str = ""                    # build options
     label: str = ""                      # for messages and profiles, e.g. "conv2d_3x3"
     line_map: tuple = field(default=(), compare=False)  # generated line -> (file, line), for errors
+
+
+@dataclass(frozen=True)
+class HostWork:
+    """Work a layer does on the host at its place in the network (a Python CPU layer, or the
+    check of a custom layer against its Python reference), as data next to KernelLaunch.
+
+    `run(inputs, outputs)` gets the stage's inputs as dense read-only numpy arrays (logical
+    shapes) and fills `outputs`, dense arrays of the stage's output tensors, in place. The
+    executor maps the inputs after the kernels before it, calls `run` in a worker thread, and
+    only then releases the kernels after it (by an event): the host that enqueues never waits.
+    """
+    run: Callable[[Sequence[np.ndarray], Sequence[np.ndarray]], None]
+    label: str = ""                      # for messages and profiles, e.g. "Softsign.execute"
 
 
 @dataclass(frozen=True)

@@ -5,9 +5,10 @@ same part).
 
 An implementation declares its attributes (`Attr`), answers the output tensors for given input
 tensors (`outputs`), and describes its work (`work`): stages of KernelLaunch values over the
-layer's inputs, outputs, temporaries and constants of its own. The compiler hands it a
-`LayerCall`: what the graph knows of the node, its parsed attributes, its input tensors, the
-values of constant inputs, and a CompileContext (the device's traits, a fused epilogue).
+layer's inputs, outputs, temporaries and constants of its own, or of HostWork (Python layers).
+The compiler hands it a `LayerCall`: what the graph knows of the node, its parsed attributes,
+its input tensors, the values of constant inputs, and a CompileContext (the device's traits, a
+fused epilogue).
 """
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from typing import Any, Hashable, Mapping, Sequence
 import numpy as np
 
 from ..errors import BindingError
-from .launch import DEFAULT_CONTEXT, CompileContext, KernelLaunch
+from .launch import DEFAULT_CONTEXT, CompileContext, HostWork, KernelLaunch
 from .tensor import TensorDesc
 
 
@@ -79,13 +80,15 @@ class Stage:
     """One step of a layer as the executor runs it (a layer, or a reorder around it)."""
     name: str
     type: str
-    impl: str                          # "built-in" | "custom" | "reorder" (profiles show it)
+    impl: str                          # "built-in" | "custom" | "reorder" | "python" (profiles)
     entry: str                         # the kernel entries, for profiles
-    launches: list[KernelLaunch]
+    launches: list[KernelLaunch]       # empty for a host stage
     inputs: list[TensorRef]            # Arg.input(i) -> inputs[i]
     outputs: list[TensorRef]           # Arg.output(i) -> outputs[i]
     input_descs: list[TensorDesc]
     output_descs: list[TensorDesc]
+    # work done on the host instead of kernels (a Python layer): reads `inputs`, fills `outputs`
+    host: HostWork | None = None
 
 
 @dataclass

@@ -7,6 +7,9 @@ limits.py     what a device can run (work-group limits, fp64) and its DeviceTrai
 registry.py   Registry: loaded layer types; bind() is the one layer-compile pipeline
 kernel.py     BoundKernel: a compiled custom layer with its argument plan and work sizes
 simplegpu.py  the SimpleGPU adapter: a LayerSpec as a layer implementation (jit/layer.py)
+python_layer.py  the Python layer adapter: a @cpu_layer class as a layer implementation
+python_loader.py @cpu_layer and loading the modules that use it (-l, Registry.load_python)
+reference_check.py  comparing outputs with a Python reference (check, run --check-with)
 resolver.py   what implements each node: loaded layers first, then built-ins
 fusion.py     epilogue fusion and channel-affine chains
 compiler.py   a graph compiled for concrete shapes: steps, memory plan, programs
@@ -18,5 +21,6 @@ host_memory.py   pinned, mapped host tensors; numpy inputs used where they lie o
 ordering.py   which commands wait for which on an out-of-order queue (buffers are reused)
 events.py     waiting without hanging on a failed dependency
 stream.py     many inputs through nireq requests in flight, outputs in input order
+host_step.py  host steps of a request (Python layers): maps, a worker thread, user events
 profile.py    per-layer device times
 """

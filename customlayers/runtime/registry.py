@@ -13,7 +13,9 @@ BoundKernel, applying the binding rules of SPEC sections 2 and 5:
 
 `bind` is the one layer-compile pipeline: the network binds custom layers through it (via the
 SimpleGPU adapter, simplegpu.py) and `validate --compile` calls it and turns its errors into
-diagnostics. `implementation` gives the network's resolver the adapter of a layer type.
+diagnostics. `implementation` gives the network's resolver the adapter of a layer type: the
+SimpleGPU adapter (simplegpu.py) for a descriptor, the Python layer adapter (python_layer.py) for
+a class loaded with `load_python` (python_loader.py), which replaces a descriptor of its type.
 """
 from __future__ import annotations
 
@@ -23,7 +25,7 @@ from typing import Mapping, Sequence
 import numpy as np
 import pyopencl as cl
 
-from ..config.diagnostics import Diagnostics
+from ..config.diagnostics import Diagnostic, Diagnostics, Location, WARNING
 from ..config.loader import ConfigSet, load_config_string, load_configs
 from ..config.spec import LayerSpec
 from ..errors import BindingError, CustomLayersError, KernelBuildError, UnknownLayerError
@@ -37,6 +39,8 @@ from .kernel import BoundKernel, data_descs_and_values
 from .limits import check_kernel_work_group, check_local_size
 from .mvcl import MvclLayerImpl
 from .one_layer import run_layer
+from .python_layer import PythonLayer, PythonLayerDef
+from .python_loader import load_python_layers
 from .simplegpu import SimpleGpuLayer
 
 # the adapter of each kind of loaded layer (jit.layer.LayerImpl over its descriptor)
@@ -66,6 +70,7 @@ class Registry:
     def __init__(self, engine: Engine | None = None, configs: ConfigSet | None = None):
         self._engine = engine
         self._configs = configs if configs is not None else ConfigSet()
+        self._python: dict[str, PythonLayerDef] = {}     # CPU layers in Python, by type
 
     @property
     def engine(self) -> Engine:
@@ -113,6 +118,37 @@ class Registry:
         self._configs.diagnostics.extend(staged.diagnostics)
         return staged.diagnostics
 
+    def load_python(self, source) -> Diagnostics:
+        """Load CPU layers in Python: `source` is a .py file or an imported module whose
+        classes are registered with `@cpu_layer`. Returns warnings (a type defined again: the
+        later definition wins); raises PythonLayerError (the user's traceback chained) when the
+        module does not load or a class breaks the contract, and then registers nothing."""
+        defs = load_python_layers(source)
+        notes = Diagnostics()
+        for defn in defs:
+            earlier = self._python.get(defn.type)
+            before = earlier.place if earlier is not None else (
+                str(self.spec(defn.type).location) if defn.type in self._configs.layers
+                else None)
+            if before is not None:
+                notes.add(Diagnostic(defn.file, defn.line, 1, WARNING, "CL070",
+                                     f"layer type '{defn.type}' is defined again (first at "
+                                     f"{before}); this later definition is used", defn.type))
+        self._python.update({d.type: d for d in defs})
+        return notes
+
+    def python_layer(self, layer_type: str) -> PythonLayerDef:
+        """The loaded Python layer of a type (UnknownLayerError listing them otherwise)."""
+        try:
+            return self._python[layer_type]
+        except KeyError:
+            known = ", ".join(sorted(self._python)) or "none loaded"
+            raise UnknownLayerError(f"no Python layer of type '{layer_type}'; known: "
+                                    f"{known}") from None
+
+    def python_layer_types(self) -> list[str]:
+        return sorted(self._python)
+
     @property
     def configs(self) -> ConfigSet:
         """What is loaded: every layer, definition and file (read it, do not change it)."""
@@ -124,7 +160,14 @@ class Registry:
 
     # -- lookup ------------------------------------------------------------------------------
     def layer_types(self) -> list[str]:
-        return sorted(self._configs.layers)
+        return sorted(set(self._configs.layers) | set(self._python))
+
+    def location(self, layer_type: str) -> Location:
+        """Where a loaded layer type is defined (its descriptor, or its Python class)."""
+        defn = self._python.get(layer_type)
+        if defn is not None:
+            return Location(defn.file, defn.line)
+        return self.spec(layer_type).location
 
     def spec(self, layer_type: str) -> LayerSpec:
         try:
@@ -135,15 +178,19 @@ class Registry:
                                     f"{known}") from None
 
     def __contains__(self, layer_type: object) -> bool:
-        return layer_type in self._configs.layers
+        return layer_type in self._configs.layers or layer_type in self._python
 
     def __len__(self) -> int:
-        return len(self._configs.layers)
+        return len(self.layer_types())
 
     # -- implementations -----------------------------------------------------------------------
     def implementation(self, layer_type: str):
         """The layer implementation (jit.layer.LayerImpl) of a loaded layer type, for the
-        network's resolver: the adapter of its kind over its descriptor."""
+        network's resolver: an adapter over its Python class, or the adapter of its kind over
+        its descriptor."""
+        defn = self._python.get(layer_type)
+        if defn is not None:
+            return PythonLayer(defn)
         spec = self.spec(layer_type)
         adapter = _ADAPTERS.get(spec.kind)
         if adapter is None:

@@ -22,6 +22,7 @@ from .host_memory import PinnedTensor, pinned_tensor
 from .ordering import command_dependencies, sinks
 from .run import Copy, Run, prepare_run
 from .user_tensors import DeviceTensor, device_tensor, host_array, is_device_value
+from .host_step import HostStep, HostSteps
 
 
 class InferRequest:
@@ -51,6 +52,12 @@ class InferRequest:
         # keep them alive, and a freed buffer is INVALID_MEM_OBJECT on NVIDIA (PoCL stays silent).
         self._scratch: list[cl.Buffer] = []
         self._bind_all()
+        # Python layers: host steps between the kernels, run by a worker (host_step.py)
+        self._host = HostSteps(eng.context) if any(s.host is not None for s in plan.steps) \
+            else None
+        if self._host is not None and eng.out_of_order:
+            raise ExecutionError("a network with Python layers (host steps) runs on an in-order "
+                                 "queue; the queue given to Engine.from_queue is out-of-order")
         self._bound = {root: self._default_buffer(root) for root in self._uses}
         self._user: dict = {}               # tensor name -> numpy | DeviceTensor | PinnedTensor
         self._deps_cache: dict = {}
@@ -122,6 +129,10 @@ class InferRequest:
                         f"arguments of kernel '{launch.entry}': {e}") from e
                 self._launches.append((kernel, launch.global_size, launch.local_size, index))
                 self._access.append((frozenset(reads), frozenset(writes)))
+            if step.host is not None:        # its buffers are looked up when it is enqueued
+                self._launches.append((HostStep(step), None, None, index))
+                self._access.append((frozenset(map(plan.root, step.inputs)),
+                                     frozenset(map(plan.root, step.outputs))))
 
     # -- the user's tensors ----------------------------------------------------------------
     def _tensor(self, name: str):
@@ -266,18 +277,46 @@ class InferRequest:
             events.append(self._copy(q, c, after(len(events), c.kind != "upload")))
         steps = self.plan.steps
         launched = []
+        if self._host is not None:
+            self._host.begin()
         for k, g, l, i in self._launches:    # the launch loop: no host wait between layers
+            if isinstance(k, HostStep):      # a Python layer: maps, a worker, a user event
+                wait = after(len(events), True)
+                if wait:
+                    cl.enqueue_barrier(q, wait_for=wait)
+                k.bind([self._run_buffer(run, key) for key in k.step.inputs],
+                       [self._run_buffer(run, key) for key in k.step.outputs])
+                timing = self._host.enqueue_step(q, k)
+                events.append(cl.enqueue_marker(q))
+                launched.append((steps[i], timing))
+                continue
             event = cl.enqueue_nd_range_kernel(q, k, g, l, wait_for=after(len(events), True))
             events.append(event)
             launched.append((steps[i], event))
         for c in run.post:
+            if self._host is not None and c.kind == "read":
+                # PoCL blocks in clEnqueueReadBuffer, holding the GIL, while a user event the
+                # queue waits for is pending: a run with host steps reads its outputs by maps
+                mapped, event = self._host.map_output(q, c.src, c.dst)
+                run.maps.append((mapped, c.dst))
+                events.append(event)
+                continue
             events.append(self._copy(q, c, after(len(events), True)))
+        if self._host is not None:
+            q.flush()          # the worker waits for the maps: get them going now
         self.events = launched if self.network.profiling else []
         if by_events:
             return cl.enqueue_marker(q, wait_for=[events[s] for s in sinks(deps)] or user or None)
         if not events or (user and not user_waited):
             return cl.enqueue_marker(q, wait_for=user or None)
         return events[-1]
+
+    def _run_buffer(self, run: Run, key):
+        """The buffer tensor `key` lies in for this run (a user's tensor, an input used where
+        it lies, else the request's own)."""
+        root = self.plan.root(key)
+        bound = run.binding.get(root)
+        return bound if bound is not None else self._default_buffer(root)
 
     def _copy(self, q, c: Copy, wait_for):
         self.copies += 1
@@ -337,6 +376,11 @@ class InferRequest:
             if isinstance(e, ExecutionError):
                 raise
             raise ExecutionError(f"the device failed while running the network: {e}") from e
+        if self._host is not None:
+            try:                            # the outputs out of their maps; a host step's error
+                self._host.finish(run.maps, self.queue)
+            finally:
+                self._finish()
         self._finish()
         # network outputs are dense (the compiler reorders custom layers' back): the array
         # read back is the result itself, no second copy

@@ -65,7 +65,7 @@ class Resolver:
             raise self._unsupported(missing)
         messages = []
         for layer_type, names in overrides.items():
-            loc = self.registry.spec(layer_type).location
+            loc = self.registry.location(layer_type)
             message = (f"info: custom layer '{layer_type}' ({loc.file}:{loc.line}) overrides "
                        f"the built-in {layer_type} for {len(names)} layer(s)")
             messages.append(message)

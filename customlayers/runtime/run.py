@@ -48,6 +48,8 @@ class Run:
     # pocl_update_event_failed) when a failed dependency reaches commands whose events were
     # already released
     events: list = field(default_factory=list)
+    # outputs read by maps (a run with host steps): (mapped array, the host array it fills)
+    maps: list = field(default_factory=list)
 
 
 def prepare_run(plan, own_inputs: dict, user: dict, arrays: dict, context, unified: bool,

@@ -1,0 +1,352 @@
+"""CPU layers in Python (@cpu_layer, -l, Registry.load_python) through the public surface: in
+ONNX models between device kernels, overriding built-ins, with infer_async not waiting for the
+host, and every way a user's module can be wrong."""
+from __future__ import annotations
+
+import importlib.util
+import os
+import textwrap
+import time
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper
+
+from customlayers.api import Engine, ExecutionError, PythonLayerError, Registry
+from customlayers.cli import main as cli_main
+from customlayers.runtime.network import Network
+
+ROOT = Path(__file__).resolve().parents[2]
+RELU_REFERENCE = ROOT / "examples" / "layers" / "relu" / "relu_reference.py"
+TEST_DEVICE = os.environ.get("CUSTOMLAYERS_TEST_DEVICE", "CPU")   # as conftest.py reads it
+SHAPE = (1, 3, 4, 5)
+
+SOFTSIGN = '''
+import numpy as np
+from customlayers.api import Attr, cpu_layer
+
+@cpu_layer("Softsign")
+class Softsign:
+    attributes = (Attr("alpha", "float", default=1.0),)
+    def output_shapes(self, input_shapes, attrs):
+        return [input_shapes[0]]
+    def execute(self, inputs, outputs, attrs):
+        np.divide(inputs[0], 1 + attrs["alpha"] * np.abs(inputs[0]), out=outputs[0])
+'''
+
+
+def main(argv: list[str]) -> int:
+    return cli_main(argv[:1] + ["-d", TEST_DEVICE] + argv[1:])
+
+
+def write(folder: Path, name: str, text: str) -> Path:
+    path = folder / name
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+def chain_model(path: Path, middle: str, domain: str = "com.example", **attrs) -> Path:
+    """x -> Relu (built-in kernel) -> `middle` -> Neg (built-in kernel) -> y."""
+    nodes = [helper.make_node("Relu", ["x"], ["a"], name="r1"),
+             helper.make_node(middle, ["a"], ["b"], name="mid", domain=domain, **attrs),
+             helper.make_node("Neg", ["b"], ["y"], name="neg")]
+    graph = helper.make_graph(nodes, "chain",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, SHAPE)],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, SHAPE)])
+    opsets = [helper.make_opsetid("", 13)] + ([helper.make_opsetid(domain, 1)] if domain else [])
+    onnx.save(helper.make_model(graph, opset_imports=opsets), path)
+    return path
+
+
+def rand(shape=SHAPE, seed=0) -> np.ndarray:
+    return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+
+
+@pytest.fixture(scope="module")
+def engine(cl_env):
+    return Engine(cl_env[2])
+
+
+def test_python_layer_in_an_onnx_model_matches_numpy(tmp_path, engine):
+    registry = Registry(engine)
+    assert not list(registry.load_python(write(tmp_path, "layers.py", SOFTSIGN)))
+    net = Network(chain_model(tmp_path / "m.onnx", "Softsign", alpha=0.5), registry, engine)
+    x = rand()
+    got = net.infer({"x": x})["y"]
+    a = np.maximum(x, 0)
+    np.testing.assert_allclose(got, -(a / (1 + 0.5 * np.abs(a))), rtol=1e-6, atol=1e-7)
+    assert [s.impl for s in net.plan.steps] == ["built-in", "python", "built-in"]
+
+
+def test_python_layer_overrides_a_builtin_with_the_message(tmp_path, engine):
+    """The example's ReLU reference, loaded with -l's API, replaces the built-in ReLU."""
+    registry = Registry(engine)
+    registry.load_python(RELU_REFERENCE)
+    said = []
+    net = Network(chain_model(tmp_path / "m.onnx", "Relu", domain=""), registry, engine,
+                  messages=said.append)
+    assert said == [f"info: custom layer 'ReLU' ({RELU_REFERENCE}:8) overrides the built-in "
+                    f"ReLU for 2 layer(s)"]
+    assert [s.impl for s in net.plan.steps] == ["python", "python", "built-in"]
+    x = rand(seed=3)
+    np.testing.assert_array_equal(net.infer({"x": x})["y"], -np.maximum(x, 0))
+
+
+GATED = '''
+import threading
+import numpy as np
+from customlayers.api import cpu_layer
+
+STARTED = threading.Event()
+GATE = threading.Event()
+FINISHED = threading.Event()
+
+@cpu_layer("Gated")
+class Gated:
+    def output_shapes(self, input_shapes, attrs):
+        return [input_shapes[0]]
+    def execute(self, inputs, outputs, attrs):
+        STARTED.set()
+        GATE.wait(30)
+        np.multiply(inputs[0], 2, out=outputs[0])
+        FINISHED.set()
+'''
+
+
+def test_infer_async_returns_before_execute_finishes(tmp_path, engine):
+    """execute blocks until the test opens the gate, which it does only after infer_async has
+    returned: the host enqueued everything (the Neg kernel after the layer too) without
+    waiting, and the kernel after the layer still saw its output."""
+    path = write(tmp_path, "gated.py", GATED)
+    spec = importlib.util.spec_from_file_location("gated_layers_for_test", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    registry = Registry(engine)
+    registry.load_python(module)          # an imported module works as well as a path
+    net = Network(chain_model(tmp_path / "m.onnx", "Gated"), registry, engine)
+    x = rand(seed=1)
+    request = net.infer_async({"x": x})
+    assert module.STARTED.wait(30), "execute never started"
+    time.sleep(0.05)
+    assert not module.FINISHED.is_set()   # infer_async returned while execute was blocked
+    module.GATE.set()
+    np.testing.assert_array_equal(request.wait()["y"], -(np.maximum(x, 0) * 2))
+    assert module.FINISHED.is_set()
+
+
+def test_python_layer_in_the_middle_of_two_requests(tmp_path, engine):
+    """Several requests in flight, each with its own host step."""
+    registry = Registry(engine)
+    registry.load_python(write(tmp_path, "layers.py", SOFTSIGN))
+    net = Network(chain_model(tmp_path / "m.onnx", "Softsign"), registry, engine)
+    xs = [rand(seed=s) for s in range(3)]
+    requests = [net.infer_async({"x": x}) for x in xs]
+    for x, r in zip(xs, requests):
+        a = np.maximum(x, 0)
+        np.testing.assert_allclose(r.wait()["y"], -(a / (1 + np.abs(a))), rtol=1e-6)
+
+
+FAILING = '''
+import numpy as np
+from customlayers.api import cpu_layer
+
+@cpu_layer("Softsign")
+class Softsign:
+    def output_shapes(self, input_shapes, attrs):
+        return [input_shapes[0]]
+    def execute(self, inputs, outputs, attrs):
+        outputs[0][...] = scale(inputs[0])
+
+def scale(x):
+    raise ValueError("the user's own bug")
+'''
+
+
+def test_error_in_execute_names_the_layer_and_keeps_the_users_traceback(tmp_path, engine):
+    path = write(tmp_path, "failing.py", FAILING)
+    registry = Registry(engine)
+    registry.load_python(path)
+    net = Network(chain_model(tmp_path / "m.onnx", "Softsign"), registry, engine)
+    request = net.infer_async({"x": rand()})          # returns: the error comes with wait()
+    with pytest.raises(ExecutionError) as info:
+        request.wait()
+    e = info.value
+    assert str(e).startswith("layer 'mid' (type Softsign)")
+    assert f"Softsign.execute ({path}:5) raised ValueError: the user's own bug" in str(e)
+    assert isinstance(e.__cause__, ValueError) and e.user_code
+    frames = [(f.filename, f.lineno) for f in
+              __import__("traceback").extract_tb(e.__cause__.__traceback__)]
+    assert (str(path), 10) in frames and (str(path), 13) in frames
+    # the request is usable again, and the network too
+    with pytest.raises(ExecutionError):
+        net.infer({"x": rand()})
+
+
+def test_cli_prints_the_users_traceback_without_ours(tmp_path, capsys):
+    path = write(tmp_path, "failing.py", FAILING)
+    model = chain_model(tmp_path / "m.onnx", "Softsign")
+    assert main(["run", "-m", str(model), "-l", str(path)]) == 1
+    err = capsys.readouterr().err
+    assert "error: layer 'mid' (type Softsign)" in err
+    assert f'File "{path}", line 10, in execute' in err
+    assert f'File "{path}", line 13, in scale' in err
+    assert err.rstrip().endswith("ValueError: the user's own bug")
+    assert "customlayers/runtime" not in err and "concurrent/futures" not in err
+
+
+def test_run_with_l_and_profile_shows_the_host_step(tmp_path, capsys):
+    path = write(tmp_path, "layers.py", SOFTSIGN)
+    model = chain_model(tmp_path / "m.onnx", "Softsign")
+    assert main(["run", "-m", str(model), "-l", str(path), "-pc"]) == 0
+    out = capsys.readouterr().out
+    row = next(line for line in out.splitlines() if line.startswith("mid "))
+    fields = row.split()
+    assert fields[1:4] == ["Softsign", "python", "Softsign.execute"]
+    assert float(fields[4]) > 0
+
+
+def test_benchmark_takes_l(tmp_path, capsys):
+    path = write(tmp_path, "layers.py", SOFTSIGN)
+    model = chain_model(tmp_path / "m.onnx", "Softsign")
+    assert main(["benchmark", "-m", str(model), "-l", str(path), "-niter", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "count:      3 inferences" in out and "throughput:" in out
+
+
+def test_run_layer_runs_a_python_layer(tmp_path, capsys):
+    path = write(tmp_path, "layers.py", SOFTSIGN)
+    x = rand()
+    np.save(tmp_path / "x.npy", x)
+    assert main(["run-layer", "-l", str(path), "--layer", "Softsign", "-i",
+                 str(tmp_path / "x.npy"), "--param", "alpha=2", "-o",
+                 str(tmp_path / "y.npy")]) == 0
+    np.testing.assert_allclose(np.load(tmp_path / "y.npy"), x / (1 + 2 * np.abs(x)),
+                               rtol=1e-6)
+
+
+# -- a user's module that is wrong ------------------------------------------------------------
+def load_error(tmp_path, text: str) -> PythonLayerError:
+    path = write(tmp_path, "bad.py", text)
+    with pytest.raises(PythonLayerError) as info:
+        Registry().load_python(path)
+    return info.value
+
+
+def test_syntax_error_names_the_file_and_line(tmp_path):
+    e = load_error(tmp_path, "import numpy\n\ndef broken(:\n    pass\n")
+    assert str(e).startswith(f"{tmp_path / 'bad.py'}:3: loading the Python layers raised "
+                             f"SyntaxError")
+    assert e.user_code and isinstance(e.__cause__, SyntaxError)
+
+
+def test_import_failure_names_the_file_and_line_and_cli_shows_it(tmp_path, capsys):
+    e = load_error(tmp_path, "import numpy\nvalue = undefined_name + 1\n")
+    assert str(e) == (f"{tmp_path / 'bad.py'}:2: loading the Python layers raised NameError: "
+                      f"name 'undefined_name' is not defined")
+    model = chain_model(tmp_path / "m.onnx", "Softsign")
+    assert main(["run", "-m", str(model), "-l", str(tmp_path / "bad.py")]) == 1
+    err = capsys.readouterr().err
+    assert f'File "{tmp_path / "bad.py"}", line 2, in <module>' in err
+    assert "importlib" not in err and "customlayers/" not in err
+
+
+def test_class_without_execute(tmp_path):
+    e = load_error(tmp_path, '''
+        from customlayers.api import cpu_layer
+
+        @cpu_layer("NoExec")
+        class NoExec:
+            def output_shapes(self, input_shapes, attrs):
+                return [input_shapes[0]]
+        ''')
+    assert str(e) == (f"{tmp_path / 'bad.py'}:4: class NoExec (@cpu_layer(\"NoExec\")) has no "
+                      f"execute(self, inputs, outputs, attrs) method")
+
+
+def test_execute_with_the_wrong_parameters(tmp_path):
+    e = load_error(tmp_path, '''
+        from customlayers.api import cpu_layer
+
+        @cpu_layer("Two")
+        class Two:
+            def output_shapes(self, input_shapes, attrs):
+                return [input_shapes[0]]
+            def execute(self, inputs):
+                pass
+        ''')
+    assert "execute must take (self, inputs, outputs, attrs); it is execute(self, inputs)" \
+        in str(e)
+
+
+def test_module_without_layers_and_missing_file(tmp_path):
+    e = load_error(tmp_path, "import numpy\n")
+    assert "defines no layer: decorate a class with @cpu_layer(\"LayerType\")" in str(e)
+    with pytest.raises(PythonLayerError, match="no such Python layer file"):
+        Registry().load_python(tmp_path / "nowhere.py")
+
+
+def network_error(tmp_path, engine, text: str, error=PythonLayerError):
+    registry = Registry(engine)
+    registry.load_python(write(tmp_path, "layers.py", text))
+    with pytest.raises(error) as info:
+        Network(chain_model(tmp_path / "m.onnx", "Softsign"), registry, engine).infer(
+            {"x": rand()})
+    return str(info.value)
+
+
+def test_output_shapes_returning_one_shape_is_a_clear_error(tmp_path, engine):
+    text = SOFTSIGN.replace("return [input_shapes[0]]", "return input_shapes[0]")
+    message = network_error(tmp_path, engine, text)
+    assert "Softsign.output_shapes (" in message
+    assert ("returned (1, 3, 4, 5), a single shape; return a list of shapes, one per "
+            "output: [(1, 3, 4, 5)]") in message
+
+
+def test_output_shapes_returning_nonsense_is_a_clear_error(tmp_path, engine):
+    text = SOFTSIGN.replace("return [input_shapes[0]]", "return ['wide']")
+    message = network_error(tmp_path, engine, text)
+    assert "returned ['wide']; expected a list with one shape per output" in message
+
+
+def test_an_output_execute_did_not_fill_is_an_error(tmp_path, engine):
+    text = SOFTSIGN.replace(
+        'np.divide(inputs[0], 1 + attrs["alpha"] * np.abs(inputs[0]), out=outputs[0])',
+        'outputs[0][:, :2] = inputs[0][:, :2]')
+    message = network_error(tmp_path, engine, text, ExecutionError)
+    assert message.startswith("layer 'mid' (type Softsign)")
+    assert ("left 20 of 60 element(s) of output 0 (shape [1, 3, 4, 5]) unwritten, the first at "
+            "index (0, 2, 0, 0)") in message
+
+
+def test_replacing_an_output_instead_of_filling_it_is_an_error(tmp_path, engine):
+    text = SOFTSIGN.replace(
+        'np.divide(inputs[0], 1 + attrs["alpha"] * np.abs(inputs[0]), out=outputs[0])',
+        'outputs[0] = inputs[0] * 2')
+    message = network_error(tmp_path, engine, text, ExecutionError)
+    assert "replaced outputs[0] instead of filling it" in message
+
+
+def test_inputs_are_read_only(tmp_path, engine):
+    """An input is another layer's buffer (or the network's): writing into it is refused."""
+    text = SOFTSIGN.replace(
+        'np.divide(inputs[0], 1 + attrs["alpha"] * np.abs(inputs[0]), out=outputs[0])',
+        'inputs[0][...] = 0')
+    message = network_error(tmp_path, engine, text, ExecutionError)
+    assert "raised ValueError: assignment destination is read-only" in message
+
+
+def test_a_type_loaded_again_is_a_warning_and_the_later_wins(tmp_path, engine):
+    registry = Registry(engine)
+    first = write(tmp_path, "first.py", SOFTSIGN)
+    second = write(tmp_path, "second.py", SOFTSIGN.replace("1 + attrs", "2 + attrs"))
+    assert not list(registry.load_python(first))
+    [warning] = list(registry.load_python(second))
+    assert warning.render() == (f"{second}:5:1: warning[CL070]: layer type 'Softsign' is "
+                                f"defined again (first at {first}:5); this later definition "
+                                f"is used (layer Softsign)")
+    net = Network(chain_model(tmp_path / "m.onnx", "Softsign"), registry, engine)
+    x = rand(seed=7)
+    a = np.maximum(x, 0)
+    np.testing.assert_allclose(net.infer({"x": x})["y"], -(a / (2 + np.abs(a))), rtol=1e-6)
