@@ -115,6 +115,22 @@ class LayerCall:
     declared: Sequence[tuple[tuple | None, str | None]] = ()
     context: CompileContext = DEFAULT_CONTEXT
 
+    def split_blobs(self, blob_names) -> tuple[list[int], dict[str, np.ndarray]]:
+        """(the input index of each real port, the constant blobs by name): an input is a blob
+        when it is constant and its producer or tensor goes by one of `blob_names` (SimpleGPU's
+        and MVCL's Data); the others are ports 0, 1, ... in order."""
+        wanted = set(blob_names)
+        ports: list[int] = []
+        blobs: dict[str, np.ndarray] = {}
+        for i in range(len(self.inputs)):
+            names = self.input_names[i] if i < len(self.input_names) else frozenset()
+            match = wanted & names
+            if i in self.consts and match:
+                blobs[match.pop()] = self.consts[i]
+            else:
+                ports.append(i)
+        return ports, blobs
+
 
 class LayerImpl:
     """Base of every layer implementation; see the module docstring."""

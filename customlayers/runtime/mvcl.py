@@ -134,15 +134,7 @@ class MvclLayerImpl(LayerImpl):
                 raise BindingError(f"{call.where}: input {i} is {d.dtype}; an MVCL kernel takes "
                                    f"{', '.join(C_TYPES)}")
         wanted = blob_names(stages)
-        ports: list[int] = []
-        blobs: dict[str, np.ndarray] = {}
-        for i in range(len(call.inputs)):
-            names = call.input_names[i] if i < len(call.input_names) else frozenset()
-            match = wanted & names
-            if i in call.consts and match:
-                blobs[match.pop()] = call.consts[i]
-            else:
-                ports.append(i)
+        ports, blobs = call.split_blobs(wanted)
         missing = wanted - set(blobs)
         if missing:
             raise BindingError(f"{call.where}: MVCL layer '{self.layer.name}' binds Data "

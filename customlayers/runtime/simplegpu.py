@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from typing import Sequence
 
-import numpy as np
 
 from ..config.spec import LayerSpec
 from ..errors import BindingError, ModelError
@@ -91,15 +90,7 @@ class SimpleGpuLayer(LayerImpl):
                 raise BindingError(f"{call.where}: input {i} is {d.dtype}; a custom layer "
                                    f"takes {', '.join(CUSTOM_LAYER_DTYPES)}")
         data_names = {d.name for d in spec.data}
-        ports: list[int] = []
-        data: dict[str, np.ndarray] = {}
-        for i in range(len(call.inputs)):
-            names = call.input_names[i] if i < len(call.input_names) else frozenset()
-            match = data_names & names
-            if i in call.consts and match:
-                data[match.pop()] = call.consts[i]
-            else:
-                ports.append(i)
+        ports, data = call.split_blobs(data_names)
         missing = data_names - set(data)
         if missing:
             raise BindingError(f"the descriptor binds Data {', '.join(sorted(missing))}, but the "
