@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from typing import Sequence
 
-
 from ..config.spec import LayerSpec
 from ..errors import BindingError, ModelError
 from ..jit.bindings import in_format, output_shape_from_formula
