@@ -91,3 +91,21 @@ def pack_conv_weights(weights: np.ndarray, g: Mapping[str, int], ob: int) -> np.
     if ogb * ob != og:
         w = np.concatenate([w, np.zeros((groups, ogb * ob - og, cg, kh, kw), np.float32)], 1)
     return np.ascontiguousarray(w.reshape(groups, ogb, ob, cg, kh, kw).transpose(0, 1, 4, 5, 3, 2))
+
+
+def pool_candidates(sizes: Mapping[str, int], planes: int, with_indices: bool,
+                    device: DeviceTraits) -> list[list[KernelLaunch]]:
+    """pool_cpu.cl launches for pooling of `planes` (N * C * OD) planes with pooling.cl's
+    defines `sizes`; [] for MaxPool with an index output (pooling.cl computes that one). Rows
+    per work item: enough items for 8 per compute unit, each a whole row or more."""
+    if with_indices:
+        return []
+    oh = sizes["OH"]
+    out = []
+    for target in (8, 2):
+        rows = max(1, min(oh, planes * oh // (target * device.compute_units)))
+        src = defines(**sizes, RB=rows) + cl_source("pool_cpu.cl")
+        out.append([KernelLaunch(source=src, entry="pool_cpu", args=(Arg.input(0), Arg.output(0)),
+                                 global_size=(-(-oh // rows), planes), local_size=(1, 1),
+                                 label=f"rows{rows}")])
+    return out

@@ -1,0 +1,63 @@
+/* MaxPool / AvgPool for CPU devices: one work item pools RB output rows of one plane, looping
+ * over the row itself, in groups of one work item. pooling.cl's one item per output element
+ * took PoCL 10 ns per output (SqueezeNet's first MaxPool: 16-30 ms, half the model's time): its
+ * per-item window checks do not vectorize across items, and the work-item loop around them
+ * costs more than the window. Here the item is plain scalar code with no loop around it.
+ * NDRange: (ceil(OH/RB), N * C * OD), local (1, 1). Needs pooling.cl's defines (no
+ * WITH_INDICES) and RB.
+ */
+__kernel void pool_cpu(__global const float* restrict input, __global float* restrict output)
+{
+    const int z = get_global_id(1);
+    const int plane = z / OD, oz = z % OD;
+    __global const float* in = input + plane * (ID * IH * IW);
+    const int iz0 = oz * SZ - PZ;
+    const int y_end = min(OH, ((int)get_global_id(0) + 1) * RB);
+    for (int oy = get_global_id(0) * RB; oy < y_end; ++oy) {
+        const int iy0 = oy * SY - PY;
+        __global float* out = output + (z * OH + oy) * OW;
+        for (int ox = 0; ox < OW; ++ox) {
+            const int ix0 = ox * SX - PX;
+#if POOL_MAX
+            float best = -INFINITY;
+            int found = 0;
+#else
+            float sum = 0.0f;
+            int count = 0;
+#endif
+            for (int kz = 0; kz < KD; ++kz) {
+                const int iz = iz0 + kz * DZ;
+                if ((uint)iz >= (uint)ID)
+                    continue;
+                for (int ky = 0; ky < KH; ++ky) {
+                    const int iy = iy0 + ky * DY;
+                    if ((uint)iy >= (uint)IH)
+                        continue;
+                    __global const float* row = in + (iz * IH + iy) * IW;
+                    for (int kx = 0; kx < KW; ++kx) {
+                        const int ix = ix0 + kx * DX;
+                        if ((uint)ix >= (uint)IW)
+                            continue;
+                        const float v = row[ix];
+#if POOL_MAX
+                        /* as pooling.cl: the first element, then strictly greater ones (NaN
+                         * first stays, NaN later is skipped) */
+                        if (!found || v > best)
+                            best = v;
+                        found = 1;
+#else
+                        sum += v;
+                        ++count;
+#endif
+                    }
+                }
+            }
+#if POOL_MAX
+            out[ox] = found ? best : 0.0f;
+#else
+            const int divisor = COUNT_PAD ? KD * KH * KW : count;
+            out[ox] = count ? sum / (float)divisor : 0.0f;
+#endif
+        }
+    }
+}
