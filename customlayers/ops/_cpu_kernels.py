@@ -96,16 +96,15 @@ def pack_conv_weights(weights: np.ndarray, g: Mapping[str, int], ob: int) -> np.
 def pool_candidates(sizes: Mapping[str, int], planes: int, with_indices: bool,
                     device: DeviceTraits) -> list[list[KernelLaunch]]:
     """pool_cpu.cl launches for pooling of `planes` (N * C * OD) planes with pooling.cl's
-    defines `sizes`; [] for MaxPool with an index output (pooling.cl computes that one). Rows
-    per work item: enough items for 8 per compute unit, each a whole row or more."""
-    if with_indices:
-        return []
+    defines `sizes` (with_indices: MaxPool's output 1 too, as every MaxPool-8 of an IR has).
+    Rows per work item: enough items for 8 per compute unit, each a whole row or more."""
+    args = (Arg.input(0), Arg.output(0)) + ((Arg.output(1),) if with_indices else ())
     oh = sizes["OH"]
     out = []
     for target in (8, 2):
         rows = max(1, min(oh, planes * oh // (target * device.compute_units)))
         src = defines(**sizes, RB=rows) + cl_source("pool_cpu.cl")
-        out.append([KernelLaunch(source=src, entry="pool_cpu", args=(Arg.input(0), Arg.output(0)),
+        out.append([KernelLaunch(source=src, entry="pool_cpu", args=args,
                                  global_size=(-(-oh // rows), planes), local_size=(1, 1),
                                  label=f"rows{rows}")])
     return out

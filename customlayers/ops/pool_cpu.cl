@@ -3,10 +3,13 @@
  * took PoCL 10 ns per output (SqueezeNet's first MaxPool: 16-30 ms, half the model's time): its
  * per-item window checks do not vectorize across items, and the work-item loop around them
  * costs more than the window. Here the item is plain scalar code with no loop around it.
- * NDRange: (ceil(OH/RB), N * C * OD), local (1, 1). Needs pooling.cl's defines (no
- * WITH_INDICES) and RB.
+ * NDRange: (ceil(OH/RB), N * C * OD), local (1, 1). Needs pooling.cl's defines and RB.
  */
-__kernel void pool_cpu(__global const float* restrict input, __global float* restrict output)
+__kernel void pool_cpu(__global const float* restrict input, __global float* restrict output
+#if WITH_INDICES
+                       , __global INDEX_T* restrict indices
+#endif
+                       )
 {
     const int z = get_global_id(1);
     const int plane = z / OD, oz = z % OD;
@@ -20,7 +23,7 @@ __kernel void pool_cpu(__global const float* restrict input, __global float* res
             const int ix0 = ox * SX - PX;
 #if POOL_MAX
             float best = -INFINITY;
-            int found = 0;
+            int best_at = -1;
 #else
             float sum = 0.0f;
             int count = 0;
@@ -42,9 +45,10 @@ __kernel void pool_cpu(__global const float* restrict input, __global float* res
 #if POOL_MAX
                         /* as pooling.cl: the first element, then strictly greater ones (NaN
                          * first stays, NaN later is skipped) */
-                        if (!found || v > best)
+                        if (best_at < 0 || v > best) {
                             best = v;
-                        found = 1;
+                            best_at = (iz * IH + iy) * IW + ix;
+                        }
 #else
                         sum += v;
                         ++count;
@@ -53,7 +57,11 @@ __kernel void pool_cpu(__global const float* restrict input, __global float* res
                 }
             }
 #if POOL_MAX
-            out[ox] = found ? best : 0.0f;
+            out[ox] = best_at < 0 ? 0.0f : best;
+#if WITH_INDICES
+            indices[(z * OH + oy) * OW + ox] = best_at < 0 ? (INDEX_T)0
+                : (INDEX_T)(((long)plane * (ID * IH * IW) + best_at) % AXIS_SPAN);
+#endif
 #else
             const int divisor = COUNT_PAD ? KD * KH * KW : count;
             out[ox] = count ? sum / (float)divisor : 0.0f;
