@@ -99,7 +99,12 @@ def openvino_runner(xml: Path, x: np.ndarray):
 
 def onnxruntime_runner(onnx_path: Path, x: np.ndarray):
     import onnxruntime as ort
-    sess = ort.InferenceSession(str(onnx_path), providers=["CPUExecutionProvider"])
+    options = ort.SessionOptions()
+    # ORT's intra-op threads spin after each run by default; interleaved, they held both cores
+    # while ours ran (SqueezeNet on PoCL measured 40 ms next to spinning ORT, 12.7 ms alone and
+    # 12.6 ms with it not spinning; ORT itself was as fast either way)
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    sess = ort.InferenceSession(str(onnx_path), options, providers=["CPUExecutionProvider"])
     name = sess.get_inputs()[0].name
     return lambda: sess.run(None, {name: x})
 
