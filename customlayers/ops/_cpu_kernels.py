@@ -4,13 +4,14 @@ the device's traits, best guess first. The ops take the first; a selection by ti
 them all (every candidate computes the same result).
 
 Convolution: conv_cpu_blocked.cl, a register-blocked micro-kernel (see the .cl file) over
-weights packed here, once, at compile time. It needs the weights as a constant and enough
-output channels per group to fill a float8 of channels; otherwise (depthwise, weights computed
-at run time) no candidate is returned and conv.py runs its direct kernel conv_cpu.cl.
+weights packed here, once, at compile time. It needs the weights as a constant (else no
+candidate is returned and conv.py runs its direct kernel conv_cpu.cl). Groups with fewer
+output channels than fill a float8 (depthwise) run conv_cpu_depthwise.cl instead, vectorized
+along output rows.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Mapping
 
 import numpy as np
@@ -52,33 +53,50 @@ def conv_candidates(g: Mapping[str, int], sizes: Mapping[str, int], weights: np.
     """Launch lists computing a 1-D/2-D convolution of geometry `g` (conv.py's _geometry) with
     conv_cpu_blocked, one per micro-tile; [] where it does not apply. `args` are the layer's
     (input, weights, output[, bias]); the packed weights replace input 1."""
-    if weights is None or g["OG"] < MIN_BLOCKED_OG:
-        return []
     ih, iw = g["IH"], g["IW"]
     ihp = max(ih + g["PY"], (g["OH"] - 1) * g["SY"] + (g["KH"] - 1) * g["DY"] + 1)
     iwp = max(iw + g["PX"], (g["OW"] - 1) * g["SX"] + (g["KW"] - 1) * g["DX"] + 1)
     padded = (g["PY"], g["PX"], ihp, iwp) != (0, 0, ih, iw)
     p = g["OH"] * g["OW"]
     shape = f"{g['KH']}x{g['KW']}"
+    common = dict(sizes, IHP=ihp, IWP=iwp, P=p, NB=g["NB"])
+
+    def with_pad(src: str, label: str, launch: KernelLaunch) -> list[KernelLaunch]:
+        """`launch` reading the zero-padded copy (scratch 0) where the window leaves the input."""
+        if not padded:
+            return [launch]
+        x = Arg.scratch(0, g["NB"] * g["C"] * ihp * iwp * 4)
+        pad = KernelLaunch(source=src, entry="conv_cpu_pad", args=(args[0], x),
+                           global_size=global_1d(g["NB"] * g["C"] * ihp * iwp),
+                           label=f"{label}_pad")
+        return [pad, replace(launch, args=(x,) + launch.args[1:])]
+
+    if g["OG"] < MIN_BLOCKED_OG:           # depthwise and the like: vectorized along rows
+        out = []
+        for target in (8, 2):
+            rows = max(1, min(g["OH"], g["NB"] * g["O"] * g["OH"] //
+                              (target * device.compute_units)))
+            src = defines(**common, RB=rows, OB=8, PT=1) + epilogue_src + \
+                cl_source("conv_cpu_blocked.cl") + cl_source("conv_cpu_depthwise.cl")
+            label = f"conv2d_{shape}_cpu_dw_rows{rows}"
+            out.append(with_pad(src, label, KernelLaunch(
+                source=src, entry="conv_cpu_depthwise", args=tuple(args),
+                global_size=(-(-g["OH"] // rows), g["NB"] * g["O"]), local_size=(1, 1),
+                label=label)))
+        return out
+    if weights is None:
+        return []
     out = []
     for tile in conv_blockings(g["OG"], device):
         ogb = -(-g["OG"] // tile.ob)
-        src = defines(**sizes, IHP=ihp, IWP=iwp, P=p, PT=tile.pt, OB=tile.ob, NB=g["NB"]) + \
+        src = defines(**common, PT=tile.pt, OB=tile.ob) + \
             epilogue_src + cl_source("conv_cpu_blocked.cl")
         packed = Arg.const(pack_conv_weights(weights, g, tile.ob))
         label = f"conv2d_{shape}_cpu{tile.ob}x{tile.pt}"
-        launches = []
-        x = args[0]
-        if padded:
-            x = Arg.scratch(0, g["NB"] * g["C"] * ihp * iwp * 4)
-            launches.append(KernelLaunch(
-                source=src, entry="conv_cpu_pad", args=(args[0], x),
-                global_size=global_1d(g["NB"] * g["C"] * ihp * iwp), label=f"{label}_pad"))
-        launches.append(KernelLaunch(
-            source=src, entry="conv_cpu_blocked", args=(x, packed) + tuple(args[2:]),
+        out.append(with_pad(src, label, KernelLaunch(
+            source=src, entry="conv_cpu_blocked", args=(args[0], packed) + tuple(args[2:]),
             global_size=(-(-p // tile.pt), g["G"] * ogb, g["NB"]), local_size=(1, 1, 1),
-            label=label))
-        out.append(launches)
+            label=label)))
     return out
 
 

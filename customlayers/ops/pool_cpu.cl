@@ -15,6 +15,12 @@ __kernel void pool_cpu(__global const float* restrict input, __global float* res
     const int plane = z / OD, oz = z % OD;
     __global const float* in = input + plane * (ID * IH * IW);
     const int iz0 = oz * SZ - PZ;
+#if WITH_INDICES
+    /* AXIS_SPAN is a whole number of planes: the plane's part of the index, taken modulo once
+     * here, plus an offset inside the plane never reaches it (a 64-bit modulo per output cost
+     * more than the window) */
+    const INDEX_T plane_base = (INDEX_T)(((long)plane * (ID * IH * IW)) % AXIS_SPAN);
+#endif
     const int y_end = min(OH, ((int)get_global_id(0) + 1) * RB);
     for (int oy = get_global_id(0) * RB; oy < y_end; ++oy) {
         const int iy0 = oy * SY - PY;
@@ -60,7 +66,7 @@ __kernel void pool_cpu(__global const float* restrict input, __global float* res
             out[ox] = best_at < 0 ? 0.0f : best;
 #if WITH_INDICES
             indices[(z * OH + oy) * OW + ox] = best_at < 0 ? (INDEX_T)0
-                : (INDEX_T)(((long)plane * (ID * IH * IW) + best_at) % AXIS_SPAN);
+                                                           : plane_base + (INDEX_T)best_at;
 #endif
 #else
             const int divisor = COUNT_PAD ? KD * KH * KW : count;

@@ -44,36 +44,29 @@ def _run(cl_env, op_type, x, w, strides, dilations, pb, pe, epilogue, device=CPU
         from customlayers.ops._program import cl_source
         from customlayers.jit.launch import Arg
         args = (Arg.input(0), Arg.input(1), Arg.output(0)) + ((Arg.input(2),) if epilogue else ())
-        launches = conv_candidates(g, sizes, w, args, cl_source("conv_epilogue.cl"), device)[pick]
+        launches = conv_candidates(g, sizes, w, args, cl_source("conv_epilogue.cl"), device)
+        assert pick < len(launches)
+        launches = launches[pick]
     got = run_launches(cl_env, launches, arrays, descs, out)[0]
     return got, arrays, launches
 
 
 @pytest.mark.parametrize("epilogue", [False, True])
 @pytest.mark.parametrize("case", SHAPES, ids=[f"{c[0]}-{c[1]}-s{c[2]}" for c in SHAPES])
-def test_blocked_kernel_matches_reference(cl_env, case, epilogue):
+def test_every_candidate_matches_reference(cl_env, case, epilogue):
     xs, ws, strides, dilations, pb, pe = case
     rng = np.random.default_rng(0)
     x = rng.standard_normal(xs).astype(np.float32)
     w = rng.standard_normal(ws).astype(np.float32)
-    tiles = conv_blockings(ws[0], CPU) if ws[0] >= MIN_BLOCKED_OG else [None]
-    for pick in range(len(tiles)):
-        if tiles[pick] is None:     # too few channels: the op keeps the direct kernel
-            got, arrays, launches = _run(cl_env, "Convolution", x, w, strides, dilations, pb, pe,
-                                         epilogue)
-            assert [l.entry for l in launches] == ["conv_cpu"]
-            want = conv_ref(x, w, strides, dilations, pb, pe)
-            if epilogue:
-                want = np.maximum(want + arrays[2].reshape(1, -1, 1, 1), 0)
-            np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
-            continue
+    want = conv_ref(x, w, strides, dilations, pb, pe)
+    count = len(conv_blockings(ws[0], CPU)) if ws[0] >= MIN_BLOCKED_OG else 2
+    for pick in range(count):
         got, arrays, launches = _run(cl_env, "Convolution", x, w, strides, dilations, pb, pe,
                                      epilogue, pick=pick)
-        assert launches[-1].entry == "conv_cpu_blocked"
-        want = conv_ref(x, w, strides, dilations, pb, pe)
-        if epilogue:
-            want = np.maximum(want + arrays[2].reshape(1, -1, 1, 1), 0)
-        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4, err_msg=str(tiles[pick]))
+        assert launches[-1].entry == ("conv_cpu_blocked" if ws[0] >= MIN_BLOCKED_OG
+                                      else "conv_cpu_depthwise")
+        ref = np.maximum(want + arrays[2].reshape(1, -1, 1, 1), 0) if epilogue else want
+        np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-4, err_msg=launches[-1].label)
 
 
 def test_op_picks_blocked_kernel_when_weights_are_constant(cl_env):
@@ -98,9 +91,26 @@ def test_grouped_blocked_kernel(cl_env):
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
 
 
-def test_depthwise_keeps_the_direct_kernel():
-    g = dict(OG=1)
-    assert conv_candidates(g, {}, np.zeros((4, 1, 3, 3), np.float32), (), "", CPU) == []
+@pytest.mark.parametrize("stride", [1, 2])
+def test_depthwise_kernel(cl_env, stride):
+    """ShuffleNet's depthwise 3x3 (GroupConvolution with OG = CG = 1), with a fused bias."""
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((2, 12, 11, 10)).astype(np.float32)
+    w = rng.standard_normal((12, 1, 1, 3, 3)).astype(np.float32)
+    s = (stride, stride)
+    for pick in range(2):
+        got, arrays, launches = _run(cl_env, "GroupConvolution", x, w, s, (1, 1), (1, 1),
+                                     (1, 1), True, pick=pick)
+        assert [l.entry for l in launches] == ["conv_cpu_pad", "conv_cpu_depthwise"]
+        want = conv_ref(x, w.reshape(12, 1, 3, 3), s, (1, 1), (1, 1), (1, 1), groups=12)
+        want = np.maximum(want + arrays[2].reshape(1, -1, 1, 1), 0)
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+def test_runtime_weights_keep_the_direct_kernel():
+    g = dict(OG=16, IH=4, IW=4, PY=0, PX=0, OH=4, OW=4, SY=1, SX=1, KH=1, KW=1, DY=1, DX=1,
+             NB=1)
+    assert conv_candidates(g, {}, None, (), "", CPU) == []
 
 
 def test_packed_layout():
