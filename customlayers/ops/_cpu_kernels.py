@@ -4,10 +4,9 @@ the device's traits, best guess first. The ops take the first; a selection by ti
 them all (every candidate computes the same result).
 
 Convolution: conv_cpu_blocked.cl, a register-blocked micro-kernel (see the .cl file) over
-weights packed here, once, at compile time. It needs the weights as a constant (else no
-candidate is returned and conv.py runs its direct kernel conv_cpu.cl). Groups with fewer
-output channels than fill a float8 (depthwise) run conv_cpu_depthwise.cl instead, vectorized
-along output rows.
+weights packed here, once, at compile time. It needs the weights as a constant and enough
+output channels per group to fill a float8 of channels; otherwise (depthwise, weights computed
+at run time) no candidate is returned and conv.py runs its direct kernel conv_cpu.cl.
 """
 from __future__ import annotations
 
@@ -71,20 +70,11 @@ def conv_candidates(g: Mapping[str, int], sizes: Mapping[str, int], weights: np.
                            label=f"{label}_pad")
         return [pad, replace(launch, args=(x,) + launch.args[1:])]
 
-    if g["OG"] < MIN_BLOCKED_OG:           # depthwise and the like: vectorized along rows
-        out = []
-        for target in (8, 2):
-            rows = max(1, min(g["OH"], g["NB"] * g["O"] * g["OH"] //
-                              (target * device.compute_units)))
-            src = defines(**common, RB=rows, OB=8, PT=1) + epilogue_src + \
-                cl_source("conv_cpu_blocked.cl") + cl_source("conv_cpu_depthwise.cl")
-            label = f"conv2d_{shape}_cpu_dw_rows{rows}"
-            out.append(with_pad(src, label, KernelLaunch(
-                source=src, entry="conv_cpu_depthwise", args=tuple(args),
-                global_size=(-(-g["OH"] // rows), g["NB"] * g["O"]), local_size=(1, 1),
-                label=label)))
-        return out
-    if weights is None:
+    if weights is None or g["OG"] < MIN_BLOCKED_OG:
+        # depthwise stays on conv_cpu.cl: a row-wise kernel over the padded copy, vectorized
+        # by LLVM along the row, measured 0.5-2x its time on ShuffleNet's layers (1.6x faster
+        # at 14x14, 2x slower at 56x56 stride 2: PoCL's cost per work-group and the extra pad
+        # launch dominate layers of 2 MFLOP)
         return []
     out = []
     for tile in conv_blockings(g["OG"], device):

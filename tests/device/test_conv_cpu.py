@@ -7,7 +7,6 @@ import pytest
 
 from customlayers.jit.tensor import TensorDesc
 from customlayers.ops import get_op
-from customlayers.ops._cpu_kernels import MIN_BLOCKED_OG
 from customlayers.jit.launch import CompileContext, DeviceTraits, FusedEpilogue
 from launch_runner import run_launches
 from test_ops_conv import CASES, attrs, conv_ref
@@ -32,9 +31,7 @@ def test_cpu_kernel_matches_reference(cl_env, case, epilogue):
     (shape, dtype), = op.infer_shapes(a, descs[:2], {})
     out = [TensorDesc(shape, dtype)]
     launches = op.launches(a, descs, out, {}, ctx)
-    # weights given as tensors (no consts): conv_cpu.cl; under MIN_BLOCKED_OG output channels
-    # the depthwise kernel, which reads them as they are
-    assert launches[-1].entry == ("conv_cpu_depthwise" if ws[0] < MIN_BLOCKED_OG else "conv_cpu")
+    assert [l.entry for l in launches] == ["conv_cpu"]
     got = run_launches(cl_env, launches, arrays, descs, out)[0]
     want = conv_ref(x, w, strides, dilations, pb, pe)
     if epilogue:
