@@ -90,6 +90,7 @@ class DeviceTraits:
     kind: str = "GPU"                 # "GPU" | "CPU" | "ACCELERATOR"
     compute_units: int = 128
     max_work_group_size: int = 256
+    float_vector_width: int = 8       # preferred float vector width (8: AVX2, 16: AVX-512)
 
 
 @dataclass(frozen=True)

@@ -4,9 +4,11 @@ Weights are input 1 (OIYX; GroupConvolution GOIYX), uploaded once by the executo
 Bias is a separate Add in the IR. On a GPU the work runs as a tiled implicit GEMM (conv_gemm.cl
 over the shared gemm.cl, planned in _gemm.py), or as a direct kernel (conv_direct.cl) when each
 group has so few output channels that a GEMM tile would be mostly empty (depthwise). On a CPU
-device (CompileContext.device, from the network) it runs conv_cpu.cl, a direct kernel shaped for
-CPU OpenCL compilers, which vectorize across work items and emulate barriers and __local memory
-at a cost. The window arithmetic it shares with pooling is in _nn.py.
+device (CompileContext.device, from the network) it runs the register-blocked micro-kernel that
+_cpu_kernels.py selects (conv_cpu_blocked.cl, over weights packed at compile time), or where that
+does not apply (depthwise, weights not constant) conv_cpu.cl, a direct kernel shaped for CPU
+OpenCL compilers, which vectorize across work items and emulate barriers and __local memory at a
+cost. The window arithmetic it shares with pooling is in _nn.py.
 3-D convolutions (NCDHW) run conv3d.cl, a separate direct kernel on every device, so the 1-D and
 2-D kernels and their sources stay as they are.
 """
@@ -16,6 +18,7 @@ from typing import Sequence
 
 from ..jit.launch import DEFAULT_CONTEXT, Arg, KernelLaunch
 from ..jit.tensor import TensorDesc
+from ._cpu_kernels import conv_candidates
 from ._gemm import gemm_launches, gemm_tiles, target_groups
 from ._nn import (AUTO_PADS, NamedOp, as_2d, as_3d, require_f32, spatial_rank,
                   window_geometry)
@@ -107,6 +110,9 @@ class _ConvBase(NamedOp):
                 label=f"conv3d_{g['KD']}x{g['KH']}x{g['KW']}_direct")]
         device = ctx.device
         if device is not None and device.kind == "CPU":
+            candidates = conv_candidates(g, sizes, consts.get(1), args, epilogue, device)
+            if candidates:
+                return candidates[0]
             ocb = min(_CPU_CHANNEL_BLOCK, g["OG"])
             return [KernelLaunch(
                 source=defines(**sizes, OCB=ocb) + epilogue + cl_source("conv_cpu.cl"),

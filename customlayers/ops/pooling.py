@@ -5,9 +5,13 @@ of each maximum, flattened from dim `axis` on. AvgPool with exclude-pad="false" 
 whole window, as OpenVINO's CPU plugin does (it also counts the cells that rounding_type=ceil
 adds past pads_end); with no explicit padding at all, it divides by the cells inside the input
 (the CPU plugin's behaviour too, checked in the tests).
+On a CPU device (CompileContext.device) the pooling runs pool_cpu.cl, chosen in _cpu_kernels.py.
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
+from ._cpu_kernels import pool_candidates
 from .base import Attr, register_op
 from ._nn import (AUTO_PADS, ROUNDING_TYPES, NamedOp, as_3d, require_f32, spatial_rank,
                   window_geometry)
@@ -61,6 +65,13 @@ class _PoolBase(NamedOp):
         src = defines(**sizes, **extra) + cl_source("pooling.cl")
         window = "x".join(str(sizes[k]) for k in ("KD", "KH", "KW") if k != "KD" or
                           len(out) == 5)
+        device = ctx.device
+        if device is not None and device.kind == "CPU":
+            candidates = pool_candidates(dict(sizes, **extra), out[0] * out[1] * sizes["OD"],
+                                         bool(extra.get("WITH_INDICES")), device)
+            if candidates:
+                return [replace(launch, label=f"{kind}pool_{window}_cpu_{launch.label}")
+                        for launch in candidates[0]]
         return [KernelLaunch(source=src, entry="pool", args=tuple(args), global_size=(out[-1], sizes["OH"], out[0] * out[1] * sizes["OD"]),
                              label=f"{kind}pool_{window}")]
 

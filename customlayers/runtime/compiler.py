@@ -96,7 +96,10 @@ def compile_plan(graph: Graph, order: Sequence[Node], impls: Mapping[str, LayerI
             if ep is not None:                 # bias and ReLU computed where it stores
                 in_keys, in_descs = _fold_epilogue(node, ep, in_keys, in_descs, out_descs[0],
                                                    consts, descs)
+                # the layer sees the folded weights (scaled per channel) and the bias as consts
                 call = replace(call, inputs=in_descs,
+                               consts={i: consts[k] for i, k in enumerate(in_keys)
+                                       if k in consts},
                                context=replace(call.context, epilogue=ep.fused()))
             work = impl.work(call, out_descs)
             steps.extend(_wire(node, work, in_keys, out_keys, descs, consts))

@@ -18,7 +18,9 @@ LOCAL_SIZE_CODE = "CL083"
 def device_traits(device: cl.Device) -> DeviceTraits:
     kind = "CPU" if device.type & cl.device_type.CPU else \
         "GPU" if device.type & cl.device_type.GPU else "ACCELERATOR"
-    return DeviceTraits(kind, int(device.max_compute_units), int(device.max_work_group_size))
+    width = int(device.preferred_vector_width_float) or int(device.native_vector_width_float)
+    return DeviceTraits(kind, int(device.max_compute_units), int(device.max_work_group_size),
+                        max(width, 1))
 
 
 def has_fp64(device) -> bool:

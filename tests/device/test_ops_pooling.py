@@ -6,16 +6,28 @@ import pytest
 
 from customlayers.errors import BindingError
 from customlayers.jit.tensor import TensorDesc
+from customlayers.jit.launch import DEFAULT_CONTEXT, CompileContext, DeviceTraits
 from customlayers.ops import get_op
 from launch_runner import run_launches
 
 
-def run_op(cl_env, op_type, raw, x):
+CPU = CompileContext(DeviceTraits("CPU", compute_units=2, max_work_group_size=4096))
+
+
+@pytest.fixture(params=[DEFAULT_CONTEXT, CPU], ids=["any", "cpu"])
+def ctx(request):
+    """Every case runs pooling.cl and, with a CPU DeviceTraits, pool_cpu.cl."""
+    return request.param
+
+
+def run_op(cl_env, ctx, op_type, raw, x):
     op = get_op(op_type)
     attrs = op.parse_attributes(raw, "pool1")
     descs = [TensorDesc(x.shape)]
     out_descs = [TensorDesc(s, d) for s, d in op.infer_shapes(attrs, descs, {})]
-    launches = op.launches(attrs, descs, out_descs, {})
+    launches = op.launches(attrs, descs, out_descs, {}, ctx)
+    if ctx is CPU:
+        assert [l.entry for l in launches] == ["pool_cpu"]
     return run_launches(cl_env, launches, [x], descs, out_descs)
 
 
@@ -65,18 +77,18 @@ MAX_CASES = [
 
 
 @pytest.mark.parametrize("kernel,strides,pb,pe,rounding,out_hw", MAX_CASES)
-def test_maxpool(cl_env, kernel, strides, pb, pe, rounding, out_hw):
+def test_maxpool(cl_env, ctx, kernel, strides, pb, pe, rounding, out_hw):
     x = np.random.default_rng(9).standard_normal((2, 3, 9, 8)).astype(np.float32)
-    (out,) = run_op(cl_env, "MaxPool", raw(kernel, strides, pb, pe, rounding), x)
+    (out,) = run_op(cl_env, ctx, "MaxPool", raw(kernel, strides, pb, pe, rounding), x)
     ref, _ = pool_ref(x, "max", kernel, strides, pb, out_hw)
     assert out.shape == (2, 3) + out_hw
     np.testing.assert_allclose(out, ref, rtol=1e-6)
 
 
-def test_maxpool8_dilations_and_indices(cl_env):
+def test_maxpool8_dilations_and_indices(cl_env, ctx):
     x = np.random.default_rng(10).standard_normal((2, 3, 10, 9)).astype(np.float32)
     r = raw((3, 2), (2, 1), (1, 0), (1, 1), dilations="2, 3", index_element_type="i64", axis="0")
-    out, idx = run_op(cl_env, "MaxPool", r, x)
+    out, idx = run_op(cl_env, ctx, "MaxPool", r, x)
     # H: (10+2-5)//2+1 = 4; W: (9+1-4)//1+1 = 7
     ref, ref_idx = pool_ref(x, "max", (3, 2), (2, 1), (1, 0), (4, 7), dilations=(2, 3))
     np.testing.assert_allclose(out, ref, rtol=1e-6)
@@ -86,17 +98,17 @@ def test_maxpool8_dilations_and_indices(cl_env):
     np.testing.assert_array_equal(idx, ref_idx + plane[:, :, None, None])
     r["axis"] = "1"
     r["index_element_type"] = "i32"
-    _, idx1 = run_op(cl_env, "MaxPool", r, x)
+    _, idx1 = run_op(cl_env, ctx, "MaxPool", r, x)
     assert idx1.dtype == np.int32
     np.testing.assert_array_equal(idx1, ref_idx + (np.arange(3) * 90)[None, :, None, None])
 
 
 @pytest.mark.parametrize("exclude", [True, False])
 @pytest.mark.parametrize("kernel,strides,pb,pe,rounding,out_hw", MAX_CASES)
-def test_avgpool(cl_env, exclude, kernel, strides, pb, pe, rounding, out_hw):
+def test_avgpool(cl_env, ctx, exclude, kernel, strides, pb, pe, rounding, out_hw):
     x = np.random.default_rng(11).standard_normal((1, 4, 9, 8)).astype(np.float32)
     r = raw(kernel, strides, pb, pe, rounding, **{"exclude-pad": str(exclude).lower()})
-    (out,) = run_op(cl_env, "AvgPool", r, x)
+    (out,) = run_op(cl_env, ctx, "AvgPool", r, x)
     count_pad = not exclude and (any(pb) or any(pe))
     ref, _ = pool_ref(x, "avg", kernel, strides, pb, out_hw, count_pad=count_pad)
     np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-6)
@@ -107,19 +119,19 @@ def test_avgpool(cl_env, exclude, kernel, strides, pb, pe, rounding, out_hw):
     ("same_lower", (1, 0), (5, 4)),     # H: begin 1; W needs no pad
     ("valid", (0, 0), (4, 4)),
 ])
-def test_pool_auto_pad(cl_env, auto_pad, pb, out_hw):
+def test_pool_auto_pad(cl_env, ctx, auto_pad, pb, out_hw):
     x = np.random.default_rng(12).standard_normal((1, 2, 9, 8)).astype(np.float32)
     r = raw((2, 2), (2, 2), (5, 5), (5, 5), auto_pad=auto_pad)
-    (out,) = run_op(cl_env, "MaxPool", r, x)
+    (out,) = run_op(cl_env, ctx, "MaxPool", r, x)
     ref, _ = pool_ref(x, "max", (2, 2), (2, 2), pb, out_hw)
     np.testing.assert_allclose(out, ref, rtol=1e-6)
 
 
-def test_pool_1d(cl_env):
+def test_pool_1d(cl_env, ctx):
     x = np.random.default_rng(13).standard_normal((2, 3, 11)).astype(np.float32)
     r = {"kernel": "3", "strides": "2", "pads_begin": "1", "pads_end": "1",
          "exclude-pad": "true", "auto_pad": "explicit", "rounding_type": "floor"}
-    (out,) = run_op(cl_env, "AvgPool", r, x)
+    (out,) = run_op(cl_env, ctx, "AvgPool", r, x)
     ref, _ = pool_ref(x[:, :, None, :], "avg", (1, 3), (1, 2), (0, 1), (1, 6))
     np.testing.assert_allclose(out, ref[:, :, 0], rtol=1e-5)
 
@@ -131,7 +143,7 @@ def test_pool_1d(cl_env):
     ((2, 2), (2, 2), (0, 1), (1, 0), "floor", False),
     ((7, 7), (1, 1), (0, 0), (1, 1), "floor", True),
 ])
-def test_matches_openvino_cpu(cl_env, kernel, strides, pb, pe, rounding, exclude):
+def test_matches_openvino_cpu(cl_env, ctx, kernel, strides, pb, pe, rounding, exclude):
     ov = pytest.importorskip("openvino")
     ops = pytest.importorskip("openvino.opset8")
     x = np.random.default_rng(14).standard_normal((1, 3, 8, 9)).astype(np.float32)
@@ -142,8 +154,8 @@ def test_matches_openvino_cpu(cl_env, kernel, strides, pb, pe, rounding, exclude
     compiled = ov.Core().compile_model(model, "CPU", {"INFERENCE_PRECISION_HINT": "f32"})
     res = compiled([x])
     r = raw(kernel, strides, pb, pe, rounding, **{"exclude-pad": str(exclude).lower()})
-    (out_avg,) = run_op(cl_env, "AvgPool", r, x)
-    out_max, out_idx = run_op(cl_env, "MaxPool", {**r, "index_element_type": "i64"}, x)
+    (out_avg,) = run_op(cl_env, ctx, "AvgPool", r, x)
+    out_max, out_idx = run_op(cl_env, ctx, "MaxPool", {**r, "index_element_type": "i64"}, x)
     np.testing.assert_allclose(out_avg, res[compiled.output(0)], rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(out_max, res[compiled.output(1)], rtol=1e-6)
     np.testing.assert_array_equal(out_idx, res[compiled.output(2)])

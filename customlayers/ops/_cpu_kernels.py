@@ -1,0 +1,118 @@
+"""The kernels built-in ops run on CPU devices (CompileContext.device.kind == "CPU"), chosen in
+one place: each function here answers the candidate launch lists for one layer signature and
+the device's traits, best guess first. The ops take the first; a selection by timing can try
+them all (every candidate computes the same result).
+
+Convolution: conv_cpu_blocked.cl, a register-blocked micro-kernel (see the .cl file) over
+weights packed here, once, at compile time. It needs the weights as a constant and enough
+output channels per group to fill a float8 of channels; otherwise (depthwise, weights computed
+at run time) no candidate is returned and conv.py runs its direct kernel conv_cpu.cl.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Mapping
+
+import numpy as np
+
+from ..jit.launch import Arg, DeviceTraits, KernelLaunch
+from ._program import cl_source, defines, global_1d
+
+# fewer output channels per group than this leave most of a float8 of channels empty
+MIN_BLOCKED_OG = 5
+
+
+@dataclass(frozen=True)
+class ConvBlocking:
+    """The micro-tile of conv_cpu_blocked: OB output channels (8 or 16, one or two float8) by
+    PT output pixels, PT * OB / 8 float8 accumulators."""
+    ob: int
+    pt: int
+
+
+def conv_blockings(og: int, device: DeviceTraits) -> list[ConvBlocking]:
+    """Micro-tiles for `og` output channels per group, the default first. The accumulators get
+    12 of the 16 vector registers of AVX2 (the other 4 hold two weight vectors and the
+    broadcast input), 24 of AVX-512's 32; a float8 takes two registers where vectors are 4
+    wide (SSE, NEON)."""
+    width = max(1, device.float_vector_width)
+    budget = 24 if width >= 16 else 12
+    per_float8 = max(1, 8 // width)
+    tiles = []
+    for ob in ((16, 8) if og > 8 else (8,)):
+        tiles.append(ConvBlocking(ob, max(1, budget // (ob // 8 * per_float8))))
+    if og > 8:     # a 4-pixel tile: more work items where the output is small (7x7)
+        tiles.append(ConvBlocking(16, 4))
+    return tiles
+
+
+def conv_candidates(g: Mapping[str, int], sizes: Mapping[str, int], weights: np.ndarray | None,
+                    args: tuple, epilogue_src: str, device: DeviceTraits
+                    ) -> list[list[KernelLaunch]]:
+    """Launch lists computing a 1-D/2-D convolution of geometry `g` (conv.py's _geometry) with
+    conv_cpu_blocked, one per micro-tile; [] where it does not apply. `args` are the layer's
+    (input, weights, output[, bias]); the packed weights replace input 1."""
+    ih, iw = g["IH"], g["IW"]
+    ihp = max(ih + g["PY"], (g["OH"] - 1) * g["SY"] + (g["KH"] - 1) * g["DY"] + 1)
+    iwp = max(iw + g["PX"], (g["OW"] - 1) * g["SX"] + (g["KW"] - 1) * g["DX"] + 1)
+    padded = (g["PY"], g["PX"], ihp, iwp) != (0, 0, ih, iw)
+    p = g["OH"] * g["OW"]
+    shape = f"{g['KH']}x{g['KW']}"
+    common = dict(sizes, IHP=ihp, IWP=iwp, P=p, NB=g["NB"])
+
+    def with_pad(src: str, label: str, launch: KernelLaunch) -> list[KernelLaunch]:
+        """`launch` reading the zero-padded copy (scratch 0) where the window leaves the input."""
+        if not padded:
+            return [launch]
+        x = Arg.scratch(0, g["NB"] * g["C"] * ihp * iwp * 4)
+        pad = KernelLaunch(source=src, entry="conv_cpu_pad", args=(args[0], x),
+                           global_size=global_1d(g["NB"] * g["C"] * ihp * iwp),
+                           label=f"{label}_pad")
+        return [pad, replace(launch, args=(x,) + launch.args[1:])]
+
+    if weights is None or g["OG"] < MIN_BLOCKED_OG:
+        # depthwise stays on conv_cpu.cl: a row-wise kernel over the padded copy, vectorized
+        # by LLVM along the row, measured 0.5-2x its time on ShuffleNet's layers (1.6x faster
+        # at 14x14, 2x slower at 56x56 stride 2: PoCL's cost per work-group and the extra pad
+        # launch dominate layers of 2 MFLOP)
+        return []
+    out = []
+    for tile in conv_blockings(g["OG"], device):
+        ogb = -(-g["OG"] // tile.ob)
+        src = defines(**common, PT=tile.pt, OB=tile.ob) + \
+            epilogue_src + cl_source("conv_cpu_blocked.cl")
+        packed = Arg.const(pack_conv_weights(weights, g, tile.ob))
+        label = f"conv2d_{shape}_cpu{tile.ob}x{tile.pt}"
+        out.append(with_pad(src, label, KernelLaunch(
+            source=src, entry="conv_cpu_blocked", args=(args[0], packed) + tuple(args[2:]),
+            global_size=(-(-p // tile.pt), g["G"] * ogb, g["NB"]), local_size=(1, 1, 1),
+            label=label)))
+    return out
+
+
+def pack_conv_weights(weights: np.ndarray, g: Mapping[str, int], ob: int) -> np.ndarray:
+    """OIYX (or GOIYX) weights -> [G][OG/OB][KH][KW][CG][OB] float32, the order in which
+    conv_cpu_blocked walks K; output channels past OG (a partial last block) are zero."""
+    groups, og, cg, kh, kw = g["G"], g["OG"], g["CG"], g["KH"], g["KW"]
+    w = np.asarray(weights, np.float32).reshape(groups, og, cg, kh, kw)
+    ogb = -(-og // ob)
+    if ogb * ob != og:
+        w = np.concatenate([w, np.zeros((groups, ogb * ob - og, cg, kh, kw), np.float32)], 1)
+    return np.ascontiguousarray(w.reshape(groups, ogb, ob, cg, kh, kw).transpose(0, 1, 4, 5, 3, 2))
+
+
+def pool_candidates(sizes: Mapping[str, int], planes: int, with_indices: bool,
+                    device: DeviceTraits) -> list[list[KernelLaunch]]:
+    """pool_cpu.cl launches for pooling of `planes` (N * C * OD) planes with pooling.cl's
+    defines `sizes` (with_indices: MaxPool's output 1 too, as every MaxPool-8 of an IR has).
+    Rows per work item: enough items for 8 per compute unit, each a whole row or more."""
+    args = (Arg.input(0), Arg.output(0)) + ((Arg.output(1),) if with_indices else ())
+    oh = sizes["OH"]
+    out = []
+    for target in (8, 2):
+        rows = max(1, min(oh, planes * oh // (target * device.compute_units)))
+        src = defines(**sizes, RB=rows) + cl_source("pool_cpu.cl")
+        out.append([KernelLaunch(source=src, entry="pool_cpu", args=args,
+                                 global_size=(-(-oh // rows), planes), local_size=(1, 1),
+                                 label=f"rows{rows}")])
+    return out

@@ -1,0 +1,92 @@
+/* Convolution as a register-blocked micro-kernel for CPU OpenCL (PoCL): one work item computes
+ * a PT-pixel x OB-channel block of the output (OB = 8 or 16: one or two float8 per pixel),
+ * PT x OB/8 float8 accumulators kept in vector registers across the whole K loop
+ * (K = CG x KH x KW). Per K step it loads OB packed weights as float8 (contiguous: the weights
+ * are packed at compile time into [G][OG/OB][KH][KW][CG][OB]) and broadcasts one input value
+ * per pixel into PT x OB/8 FMAs: the BLIS/oneDNN shape with the channels in the vector lanes,
+ * so no stride, pad or odd width ever needs a masked vector load.
+ * Padding is not checked here: the input is either read as it is (no padding) or a zero-padded
+ * copy (conv_cpu_pad below) of IHP x IWP per channel. Each work item finds its PT input
+ * offsets once; pixels past P repeat the last one and are not stored.
+ * NDRange: (ceil(P/PT), G * ceil(OG/OB), NB), local (1,1,1): PoCL then compiles the work
+ * item as it is, with no work-item loop around it (with 8 or 32 items per group it ran 1.3-3x
+ * slower here: its work-item loop kept the accumulators in memory).
+ * Needs: NB C O G CG OG KH KW SY SX DY DX OH OW PY PX IH IW IHP IWP P PT OB, the epilogue.
+ */
+#define OGB ((OG + OB - 1) / OB)
+#define KSTEPS (CG * KH * KW)
+
+__kernel void conv_cpu_blocked(__global const float* restrict input,
+                               __global const float* restrict packed,
+                               __global float* restrict output EPILOGUE_ARGS)
+{
+    const int tile = get_global_id(0), gb = get_global_id(1), img = get_global_id(2);
+    const int g = gb / OGB, ob = gb % OGB;
+    const int p0 = tile * PT;
+    __global const float* x = input + (img * C + g * CG) * (IHP * IWP);
+    int off[PT];
+    #pragma unroll
+    for (int j = 0; j < PT; ++j) {
+        const int p = min(p0 + j, P - 1);
+        off[j] = (p / OW) * SY * IWP + (p % OW) * SX;
+    }
+    float8 a0[PT];
+#if OB == 16
+    float8 a1[PT];
+#endif
+    #pragma unroll
+    for (int j = 0; j < PT; ++j) {
+        a0[j] = (float8)0.0f;
+#if OB == 16
+        a1[j] = (float8)0.0f;
+#endif
+    }
+    __global const float* w = packed + (size_t)gb * (KSTEPS * OB);
+    for (int ky = 0; ky < KH; ++ky) {
+        for (int kx = 0; kx < KW; ++kx) {
+            __global const float* xt = x + ky * DY * IWP + kx * DX;
+            for (int c = 0; c < CG; ++c) {
+                const float8 w0 = vload8(0, w);
+#if OB == 16
+                const float8 w1 = vload8(1, w);
+#endif
+                w += OB;
+                #pragma unroll
+                for (int j = 0; j < PT; ++j) {
+                    const float8 v = (float8)xt[off[j]];
+                    a0[j] = fma(v, w0, a0[j]);
+#if OB == 16
+                    a1[j] = fma(v, w1, a1[j]);
+#endif
+                }
+                xt += IHP * IWP;
+            }
+        }
+    }
+    const int o0 = g * OG + ob * OB;
+    __global float* out = output + (img * O + o0) * P;
+    #pragma unroll
+    for (int j = 0; j < PT; ++j) {
+        float r[OB];
+        vstore8(a0[j], 0, r);
+#if OB == 16
+        vstore8(a1[j], 1, r);
+#endif
+        #pragma unroll
+        for (int i = 0; i < OB; ++i)
+            if (p0 + j < P && ob * OB + i < OG)
+                out[i * P + p0 + j] = EPILOGUE(o0 + i, r[i]);
+    }
+}
+
+/* The zero-padded copy of the input that conv_cpu_blocked reads: NB*C planes of IHP x IWP,
+ * the input at (PY, PX). One work item per element of the copy; PoCL vectorizes this loop. */
+__kernel void conv_cpu_pad(__global const float* restrict input, __global float* restrict out)
+{
+    const int i = get_global_id(0);
+    if (i >= NB * C * IHP * IWP)
+        return;
+    const int x = i % IWP - PX, y = i / IWP % IHP - PY, plane = i / (IHP * IWP);
+    const int inside = (uint)x < (uint)IW && (uint)y < (uint)IH;
+    out[i] = inside ? input[(plane * IH + clamp(y, 0, IH - 1)) * IW + clamp(x, 0, IW - 1)] : 0.0f;
+}

@@ -1,0 +1,113 @@
+"""The register-blocked CPU convolution (ops/_cpu_kernels.py, conv_cpu_blocked.cl): every
+candidate micro-tile, on every case of the GEMM kernel's tests and ResNet-like shapes, with and
+without the fused epilogue, against the numpy reference. A CPU DeviceTraits selects the path on
+any device."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from customlayers.jit.launch import CompileContext, DeviceTraits, FusedEpilogue
+from customlayers.jit.tensor import TensorDesc
+from customlayers.ops import get_op
+from customlayers.ops._cpu_kernels import MIN_BLOCKED_OG, conv_blockings, conv_candidates, pack_conv_weights
+from launch_runner import run_launches
+from test_ops_conv import CASES, attrs, conv_ref
+
+CPU = DeviceTraits("CPU", compute_units=2, max_work_group_size=4096, float_vector_width=8)
+
+SHAPES = CASES + [
+    ((1, 16, 14, 14), (32, 16, 3, 3), (1, 1), (1, 1), (1, 1), (1, 1)),   # 3x3 pad 1, 2 blocks
+    ((1, 24, 7, 7), (40, 24, 1, 1), (2, 2), (1, 1), (0, 0), (0, 0)),     # 1x1 stride 2, P=16
+    ((2, 8, 9, 10), (16, 8, 3, 3), (1, 1), (2, 2), (2, 2), (2, 2)),      # dilated, batch 2
+]
+
+
+def _run(cl_env, op_type, x, w, strides, dilations, pb, pe, epilogue, device=CPU, pick=None):
+    rng = np.random.default_rng(2)
+    op = get_op(op_type)
+    a = op.parse_attributes(attrs(strides, dilations, pb, pe), "conv")
+    ctx = CompileContext(device, FusedEpilogue(bias=True, relu=True) if epilogue else None)
+    arrays = [x, w]
+    channels = w.shape[0] * (w.shape[1] if op_type == "GroupConvolution" else 1)
+    if epilogue:
+        arrays.append(rng.standard_normal(channels).astype(np.float32))
+    descs = [TensorDesc(v.shape) for v in arrays]
+    (shape, dtype), = op.infer_shapes(a, descs[:2], {})
+    out = [TensorDesc(shape, dtype)]
+    if pick is None:
+        launches = op.launches(a, descs, out, {1: w}, ctx)
+    else:
+        g = op._geometry(a, descs)
+        sizes = {k: v for k, v in g.items() if k not in ("NB", "RANK", "OUT")}
+        sizes.update(FUSED_BIAS=int(epilogue), FUSED_RELU=int(epilogue))
+        from customlayers.ops._program import cl_source
+        from customlayers.jit.launch import Arg
+        args = (Arg.input(0), Arg.input(1), Arg.output(0)) + ((Arg.input(2),) if epilogue else ())
+        launches = conv_candidates(g, sizes, w, args, cl_source("conv_epilogue.cl"), device)
+        assert pick < len(launches)
+        launches = launches[pick]
+    got = run_launches(cl_env, launches, arrays, descs, out)[0]
+    return got, arrays, launches
+
+
+@pytest.mark.parametrize("epilogue", [False, True])
+@pytest.mark.parametrize("case", SHAPES, ids=[f"{c[0]}-{c[1]}-s{c[2]}" for c in SHAPES])
+def test_every_candidate_matches_reference(cl_env, case, epilogue):
+    xs, ws, strides, dilations, pb, pe = case
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal(xs).astype(np.float32)
+    w = rng.standard_normal(ws).astype(np.float32)
+    want = conv_ref(x, w, strides, dilations, pb, pe)
+    # under MIN_BLOCKED_OG channels there is no candidate: the op's own choice, conv_cpu.cl
+    picks = range(len(conv_blockings(ws[0], CPU))) if ws[0] >= MIN_BLOCKED_OG else [None]
+    for pick in picks:
+        got, arrays, launches = _run(cl_env, "Convolution", x, w, strides, dilations, pb, pe,
+                                     epilogue, pick=pick)
+        assert launches[-1].entry == ("conv_cpu_blocked" if ws[0] >= MIN_BLOCKED_OG
+                                      else "conv_cpu")
+        ref = np.maximum(want + arrays[2].reshape(1, -1, 1, 1), 0) if epilogue else want
+        np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-4, err_msg=launches[-1].label)
+
+
+def test_op_picks_blocked_kernel_when_weights_are_constant(cl_env):
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((1, 8, 10, 10)).astype(np.float32)
+    w = rng.standard_normal((24, 8, 3, 3)).astype(np.float32)
+    got, _, launches = _run(cl_env, "Convolution", x, w, (1, 1), (1, 1), (1, 1), (1, 1), False)
+    assert [l.entry for l in launches] == ["conv_cpu_pad", "conv_cpu_blocked"]
+    np.testing.assert_allclose(got, conv_ref(x, w, (1, 1), (1, 1), (1, 1), (1, 1)),
+                               rtol=1e-4, atol=1e-4)
+
+
+def test_grouped_blocked_kernel(cl_env):
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((2, 12, 9, 7)).astype(np.float32)
+    w = rng.standard_normal((3, 10, 4, 3, 3)).astype(np.float32)     # G=3, OG=10, CG=4
+    got, arrays, launches = _run(cl_env, "GroupConvolution", x, w, (2, 1), (1, 1), (1, 1),
+                                 (1, 1), True)
+    assert launches[-1].entry == "conv_cpu_blocked"
+    want = conv_ref(x, w.reshape(30, 4, 3, 3), (2, 1), (1, 1), (1, 1), (1, 1), groups=3)
+    want = np.maximum(want + arrays[2].reshape(1, -1, 1, 1), 0)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+def test_depthwise_keeps_the_direct_kernel():
+    g = dict(OG=1, IH=4, IW=4, PY=1, PX=1, OH=4, OW=4, SY=1, SX=1, KH=3, KW=3, DY=1, DX=1,
+             NB=1)
+    assert conv_candidates(g, {}, np.zeros((4, 1, 1, 3, 3), np.float32), (), "", CPU) == []
+
+
+def test_runtime_weights_keep_the_direct_kernel():
+    g = dict(OG=16, IH=4, IW=4, PY=0, PX=0, OH=4, OW=4, SY=1, SX=1, KH=1, KW=1, DY=1, DX=1,
+             NB=1)
+    assert conv_candidates(g, {}, None, (), "", CPU) == []
+
+
+def test_packed_layout():
+    w = np.arange(2 * 3 * 2 * 2, dtype=np.float32).reshape(2, 3, 2, 2)   # O=2 CG=3 2x2
+    g = dict(G=1, OG=2, CG=3, KH=2, KW=2)
+    packed = pack_conv_weights(w, g, 8)
+    assert packed.shape == (1, 1, 2, 2, 3, 8)
+    assert packed[0, 0, 1, 0, 2, 1] == w[1, 2, 1, 0]       # [ky][kx][c][o]
+    assert not packed[..., 2:].any()                        # channels past OG are zero
