@@ -82,7 +82,7 @@ def build_app(model: str = MODEL, configs=CONFIGS, device: str | None = None,
                            batch_wait_timeout_s)
 
 
-# `serve run --working-dir examples/serving grn_service:app` serves this
+# `serve run --app-dir examples/serving --working-dir examples/serving grn_service:app` serves this
 app = build_app()
 
 
