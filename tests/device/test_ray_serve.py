@@ -14,6 +14,8 @@ import pytest
 
 from ray_cases import GRN_MODEL, ROOT, plain_loop
 
+pytest.importorskip("ray.serve", reason="Ray is the optional extra customlayers[ray]")
+
 REQUESTS = 16
 TIMEOUT_S = 120
 
