@@ -54,11 +54,12 @@ class TimedPredictor(CustomLayersPredictor):
         out = super().__call__(batch)
         end = time.time()
         rows = len(next(iter(out.values())))
+        info = self.device_info
         out = {"t0": np.full(rows, start), "t1": np.full(rows, end),
                "pid": np.full(rows, os.getpid()),
-               "device": np.full(rows, f"{self.device['name']} (PCI bus "
-                                       f"{self.device.get('pci_bus_id', '-')}, "
-                                       f"{self.device['compute_units']} CU)")}
+               "device": np.full(rows, f"{info['name']} (PCI bus "
+                                       f"{info.get('pci_bus_id', '-')}, "
+                                       f"{info['compute_units']} CU)")}
         return out
 
 

@@ -46,12 +46,11 @@ def ray_share() -> RayShare:
         return RayShare()
     if not ray.is_initialized():
         return RayShare()
-    context = ray.get_runtime_context()
-    # a driver holds no share (its get_gpu_ids would be every GPU of the node)
-    if context.get_actor_id() is None and context.get_task_id() is None:
+    try:
+        resources = ray.get_runtime_context().get_assigned_resources()
+    except AssertionError:      # Ray's answer in a driver, which holds no share
         return RayShare()
-    cpus = context.get_assigned_resources().get("CPU")
-    return RayShare(tuple(ray.get_gpu_ids()), cpus)
+    return RayShare(tuple(ray.get_gpu_ids()), resources.get("CPU"))
 
 
 def threads_for(cpus: float | None) -> int | None:

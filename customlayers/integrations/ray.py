@@ -75,7 +75,7 @@ class CustomLayersPredictor:
             raise
         self.inputs = model_inputs(self.network.graph)
         # what this actor runs on, for logs and benchmarks (which GPU; PoCL's thread count)
-        self.device = device_report(chosen)
+        self.device_info = device_report(chosen)
 
     def _place(self, error: CustomLayersError, building: bool = False) -> None:
         """Record on the error where it arose: an actor's error reaches the driver far from the

@@ -8,6 +8,7 @@ import threading
 import numpy as np
 import pytest
 
+from customlayers.integrations.placement import RayShare, ray_share
 from customlayers.integrations.ray import CustomLayersPredictor
 
 from ray_cases import (GRN_MODEL, RAY_CPUS, REORG_MODEL, TEST_DEVICE, broken_reorg_layer,
@@ -53,7 +54,7 @@ def test_two_actors_equal_a_plain_loop_row_by_row(ray_local):
             out = super().__call__(batch)
             n = len(out["id"])
             out["pid"] = np.full(n, os.getpid())
-            out["threads"] = np.full(n, self.device["compute_units"])
+            out["threads"] = np.full(n, self.device_info["compute_units"])
             return out
 
     ds = ray.data.from_items(items, override_num_blocks=8)
@@ -70,6 +71,11 @@ def test_two_actors_equal_a_plain_loop_row_by_row(ray_local):
     if TEST_DEVICE == "CPU":
         # each actor's PoCL was capped to its share of the cores, not one thread per core each
         assert {int(r["threads"]) for r in out} == {RAY_CPUS // ACTORS}
+
+
+def test_the_driver_holds_no_share(ray_local):
+    # a predictor made in the driver (a plain loop beside Ray) keeps every device and core
+    assert ray_share() == RayShare()
 
 
 def test_dynamic_batch_with_a_partial_last_batch_as_in_the_issue(ray_local, tmp_path):
