@@ -36,6 +36,9 @@ wheel=$(ls .raywheel/download/ray-*.whl)
 split -b 40M -d "$wheel" .raywheel/download/ray.whl.part-
 mv .raywheel/download/ray.whl.part-00 .raywheel/1/
 mv .raywheel/download/ray.whl.part-01 .raywheel/2/
-[ ! -e .raywheel/download/ray.whl.part-02 ] || { echo "ray's wheel is over 80 MiB: cut it in three" >&2; exit 1; }
+if [ -e .raywheel/download/ray.whl.part-02 ]; then
+    echo "ray's wheel is over 80 MiB: cut it in three" >&2
+    exit 1
+fi
 rm -rf .raywheel/download
 du -sh .raywheel/1 .raywheel/2

@@ -13,8 +13,9 @@ which device each actor ran on (name and PCI bus), to show that the two did not 
 
 Throughput is the steady rate: rows per second while every actor is working, from batch start
 and end times stamped inside the actors (the actors' start and their program builds are left
-out; end-to-end figures, which include them and Ray's scheduling, are printed too). A first, untimed run fills
-the program cache, so every timed actor reads its programs from disk, as in a warm cluster.
+out; end-to-end figures, which include them and Ray's scheduling, are printed too). A first,
+untimed run fills the program cache, so every timed actor reads its programs from disk, as in a
+warm cluster.
 Efficiency = throughput(2 actors) / (2 x throughput(1 actor)).
 """
 from __future__ import annotations
@@ -41,7 +42,8 @@ MODELS = {
              [LAYERS / "grn" / "grn.xml", LAYERS / "reorg" / "reorg.xml",
               LAYERS / "relu" / "relu.xml"]),
     # Nx4x6x8 -> ReorgYolo (custom) -> Sigmoid: a dynamic batch, a batch is one inference
-    "reorg": (ROOT / "examples" / "models" / "reorg_dynamic.onnx", [LAYERS / "reorg" / "reorg.xml"]),
+    "reorg": (ROOT / "examples" / "models" / "reorg_dynamic.onnx",
+              [LAYERS / "reorg" / "reorg.xml"]),
 }
 
 

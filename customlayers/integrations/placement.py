@@ -92,7 +92,13 @@ def choose_device(selector: str | None, gpu_ids=()) -> cl.Device:
                           f"device='CPU' and num_gpus=0")
     if len(gpus) <= len(gpu_ids):
         return gpus[0]          # the driver lists only the assigned GPUs: ours is the first
-    index = int(gpu_ids[0])    # the driver lists every GPU of the node: take Ray's
+    # the driver lists every GPU of the node: take Ray's (an index; Ray may also hand out
+    # GPUs named by UUID, which OpenCL does not show)
+    if not str(gpu_ids[0]).isdigit():
+        raise DeviceError(f"Ray assigned GPU '{gpu_ids[0]}' to this worker and OpenCL lists "
+                          f"{len(gpus)} GPUs, so the driver ignored CUDA_VISIBLE_DEVICES; name "
+                          f"the device (device='GPU.N') or give Ray GPU indices")
+    index = int(gpu_ids[0])
     if index >= len(gpus):
         raise DeviceError(f"Ray assigned GPU {index} to this worker, but OpenCL lists "
                           f"{len(gpus)} GPU(s): {', '.join(d.name.strip() for d in gpus)}")
