@@ -1,6 +1,6 @@
 """The floors of ARCHITECTURE.md hold: import-linter's contracts in pyproject.toml (layers
-cli > runtime > ops > jit > config, graph > errors, settings; no pyopencl under config, jit,
-graph or ops) pass, and they do catch an upward import."""
+cli, integrations > runtime > ops > jit > config, graph > errors, settings; no pyopencl under
+config, jit, graph or ops; Ray only in integrations) pass, and they do catch an upward import."""
 from __future__ import annotations
 
 import shutil
@@ -25,7 +25,7 @@ def lint_imports(cwd: Path) -> subprocess.CompletedProcess:
 def test_the_import_contracts_are_kept():
     done = lint_imports(ROOT)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "2 kept, 0 broken" in done.stdout
+    assert "3 kept, 0 broken" in done.stdout
 
 
 def test_an_upward_import_breaks_a_contract(tmp_path):
@@ -37,5 +37,18 @@ def test_an_upward_import_breaks_a_contract(tmp_path):
     bad.write_text(bad.read_text() + "\nfrom ..runtime import build  # noqa\n")
     done = lint_imports(tmp_path)
     assert done.returncode != 0
-    assert "0 kept, 2 broken" in done.stdout
+    assert "1 kept, 2 broken" in done.stdout
     assert "customlayers.jit.tensor -> customlayers.runtime.build" in done.stdout
+
+
+def test_ray_outside_integrations_breaks_a_contract(tmp_path):
+    # Ray is an optional extra: a runtime module that imports it would break a plain install
+    shutil.copytree(ROOT / "customlayers", tmp_path / "customlayers",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    bad = tmp_path / "customlayers" / "runtime" / "network.py"
+    bad.write_text(bad.read_text() + "\nimport ray  # noqa\n")
+    done = lint_imports(tmp_path)
+    assert done.returncode != 0
+    assert "2 kept, 1 broken" in done.stdout
+    assert "customlayers.runtime.network -> ray" in done.stdout

@@ -1,0 +1,155 @@
+"""CustomLayersPredictor in one process (no Ray): batches of every kind of batch dimension give
+the rows of a plain loop; its options reach the network; its errors name the model."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from customlayers.errors import DeviceError, KernelBuildError, ModelError
+from customlayers.integrations.network_setup import UnsupportedOptionError
+from customlayers.integrations.placement import POCL_THREADS, choose_device, limit_pocl_threads
+from customlayers.integrations.ray import CustomLayersPredictor
+from customlayers.runtime.network import Network
+from customlayers.runtime.registry import Registry
+
+from ray_cases import (GRN_MODEL, REORG_MODEL, TEST_DEVICE, broken_reorg_layer,
+                       fixed_batch_reorg, plain_loop)
+
+RNG = np.random.default_rng(13)
+
+
+@pytest.fixture(scope="module")
+def grn():
+    return CustomLayersPredictor(**GRN_MODEL)
+
+
+@pytest.fixture(scope="module")
+def reorg():
+    return CustomLayersPredictor(**REORG_MODEL)
+
+
+def test_fixed_batch_of_one_runs_row_by_row_in_flight(grn):
+    rows = RNG.standard_normal((11, 3, 16, 16)).astype(np.float32)
+    out = grn({"data": rows})               # one column, any name: the model's one input
+    assert list(out) == ["y"]
+    np.testing.assert_array_equal(out["y"], plain_loop(GRN_MODEL, rows))
+    # rows that keep the model's leading 1 are the same items
+    again = grn(rows[:, None])
+    np.testing.assert_array_equal(again["y"], out["y"])
+
+
+def test_dynamic_batch_takes_every_size_and_passes_other_columns(reorg):
+    rows = RNG.standard_normal((13, 4, 6, 8)).astype(np.float32)
+    ids = np.arange(100, 113)
+    expected = plain_loop(REORG_MODEL, rows)
+    for start, stop in ((0, 8), (8, 13)):   # a full batch, then the partial last one
+        out = reorg({"x": rows[start:stop], "id": ids[start:stop]})
+        np.testing.assert_array_equal(out["y"], expected[start:stop])
+        np.testing.assert_array_equal(out["id"], ids[start:stop])
+
+
+def test_fixed_batch_of_three_pads_the_last_request(tmp_path):
+    case = dict(REORG_MODEL, model=fixed_batch_reorg(tmp_path, 3))
+    rows = RNG.standard_normal((7, 4, 6, 8)).astype(np.float32)
+    out = CustomLayersPredictor(**case)({"x": rows})
+    assert out["y"].shape == (7, 16, 3, 4)
+    np.testing.assert_array_equal(out["y"], plain_loop(REORG_MODEL, rows))
+
+
+def test_nireq_one_equals_several_in_flight(grn):
+    rows = RNG.standard_normal((6, 3, 16, 16)).astype(np.float32)
+    one = CustomLayersPredictor(**GRN_MODEL, nireq=1)({"x": rows})
+    np.testing.assert_array_equal(one["y"], grn({"x": rows})["y"])
+
+
+def test_cache_dir_receives_the_programs(tmp_path):
+    CustomLayersPredictor(**GRN_MODEL, cache_dir=tmp_path / "shared")
+    entries = list((tmp_path / "shared" / "programs").glob("*/meta.json"))
+    assert entries, "no program was written to the configured cache directory"
+
+
+def test_bad_rows_name_the_model_and_the_shape(grn):
+    with pytest.raises(ModelError, match=r"custom_node\.onnx.*rows of shape \[3, 16\]; the "
+                                         r"model's input is \[1, 3, 16, 16\]"):
+        grn({"x": np.zeros((2, 3, 16), np.float32)})
+    with pytest.raises(ModelError, match=r"columns \(a, b\) do not name the model's input"):
+        grn({"a": np.zeros((2, 3, 16, 16)), "b": np.zeros((2, 3, 16, 16))})
+    with pytest.raises(TypeError, match="a batch is a dict of numpy arrays"):
+        grn([np.zeros((3, 16, 16))])
+
+
+def test_missing_model_names_the_working_directory():
+    with pytest.raises(ModelError, match=r"CustomLayersPredictor for model 'no_such\.onnx' on "
+                                         r".*\(working directory .*\): no_such\.onnx: no such "
+                                         r"model file"):
+        CustomLayersPredictor("no_such.onnx", device=TEST_DEVICE)
+
+
+def test_layer_that_does_not_build_fails_at_the_first_batch(tmp_path):
+    # a dynamic model compiles per batch size: the kernel's error comes with the first batch
+    broken = CustomLayersPredictor(REORG_MODEL["model"], [broken_reorg_layer(tmp_path)],
+                                   device=TEST_DEVICE)
+    with pytest.raises(KernelBuildError, match=r"reorg\.cl:3"):
+        broken({"x": np.zeros((2, 4, 6, 8), np.float32)})
+
+
+def test_tuning_reaches_the_network_or_is_refused():
+    import inspect
+    if "tuning" in inspect.signature(Network.__init__).parameters:
+        pytest.skip("this runtime's Network takes tuning: its own tests cover what it does")
+    with pytest.raises(UnsupportedOptionError, match=r"tuning='fast': this version's Network "
+                                                     r"has no kernel tuning"):
+        CustomLayersPredictor(**GRN_MODEL, tuning="fast")
+
+
+PY_GRN = '''
+import numpy as np
+from customlayers.api import Attr, cpu_layer
+
+@cpu_layer("GRN")
+class GRN:
+    attributes = (Attr("bias", "float", default=1.0),)
+    def output_shapes(self, input_shapes, attrs):
+        return [input_shapes[0]]
+    def execute(self, inputs, outputs, attrs):
+        x = inputs[0]
+        norm = np.sqrt((x * x).sum(axis=1, keepdims=True) + np.float32(attrs["bias"]))
+        np.copyto(outputs[0], x / norm)
+'''
+
+
+def test_python_layers_load_where_the_runtime_has_them(tmp_path, grn):
+    path = tmp_path / "grn_layer.py"
+    path.write_text(PY_GRN)
+    case = dict(GRN_MODEL, configs=[], python_layers=[str(path)])
+    if not hasattr(Registry, "load_python"):
+        with pytest.raises(UnsupportedOptionError, match=r"cannot load CPU layers written in "
+                                                         r"Python \(Registry\.load_python\)"):
+            CustomLayersPredictor(**case)
+        return
+    rows = RNG.standard_normal((4, 3, 16, 16)).astype(np.float32)
+    on_host = CustomLayersPredictor(**case)({"x": rows})["y"]
+    np.testing.assert_allclose(on_host, grn({"x": rows})["y"], rtol=1e-5, atol=1e-6)
+
+
+def test_ray_gpu_on_a_machine_without_one_is_a_clear_error():
+    if any("GPU" in n for n in _device_names()):
+        pytest.skip("this machine has an OpenCL GPU")
+    with pytest.raises(DeviceError, match=r"Ray assigned GPU 0 to this worker, but OpenCL "
+                                          r"lists no GPU here"):
+        choose_device("GPU", gpu_ids=(0,))
+    # an explicit selector is the user's choice, GPUs assigned or not
+    import pyopencl as cl
+    assert choose_device("CPU", gpu_ids=(0,)).type & cl.device_type.CPU
+
+
+def _device_names():
+    from customlayers.runtime.device import device_index_names
+    return device_index_names()
+
+
+def test_pocl_thread_cap_keeps_the_users_own():
+    env = {}
+    assert limit_pocl_threads(2, env) and env == {POCL_THREADS: "2"}
+    env = {POCL_THREADS: "7"}
+    assert not limit_pocl_threads(2, env) and env == {POCL_THREADS: "7"}
