@@ -139,3 +139,10 @@ class LayerImpl:
     def work(self, call: LayerCall, outputs: Sequence[TensorDesc]) -> LayerWork:
         """The stages that compute `outputs` (from `outputs()`) from the call's inputs."""
         raise NotImplementedError
+
+    def variants(self, call: LayerCall, outputs: Sequence[TensorDesc]) -> tuple[str, ...]:
+        """The kernel variants this call can run (every one computes the same result to fp32
+        rounding), the heuristic's best first; `work` runs the one named by
+        `call.context.variant` (None: the first). Fewer than two: nothing to choose, and the
+        tuner (runtime/tuning.py) times nothing."""
+        return ()

@@ -9,7 +9,7 @@ program through the cache. It has no branch per kind of implementation.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Mapping, Sequence
 
 import numpy as np
@@ -31,6 +31,8 @@ class PlanOptions:
     device_name: str
     fp64: bool                                  # the device computes in double
     custom_input_padding: tuple | None = None   # Network(pad_custom_inputs=...)
+    # chooses each layer's kernel variant by timing (tuning.py); None: the heuristics' picks
+    tuner: object = field(default=None, compare=False)
 
 
 def compile_plan(graph: Graph, order: Sequence[Node], impls: Mapping[str, LayerImpl],
@@ -98,6 +100,10 @@ def compile_plan(graph: Graph, order: Sequence[Node], impls: Mapping[str, LayerI
                                                    consts, descs)
                 call = replace(call, inputs=in_descs,
                                context=replace(call.context, epilogue=ep.fused()))
+            if options.tuner is not None:
+                variant = options.tuner.choose(impl, call, out_descs)
+                if variant is not None:
+                    call = replace(call, context=replace(call.context, variant=variant))
             work = impl.work(call, out_descs)
             steps.extend(_wire(node, work, in_keys, out_keys, descs, consts))
         except CustomLayersError as e:

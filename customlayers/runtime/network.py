@@ -28,6 +28,7 @@ from .limits import device_traits, has_fp64
 from .plan import CompiledPlan
 from .request import InferRequest
 from .resolver import Resolver
+from .tuning import DEFAULT_MODE, Tuner, TuningStats, check_mode
 
 # A graph input that a built-in op reads as a compile-time constant (a Reshape target, an
 # Expand shape, Tile repeats) is compiled in by value; more elements than this is not a shape.
@@ -48,13 +49,17 @@ class Network:
         runtime would give a following convolution its halo).
     resolver: what implements each node (resolver.py); default: the registry's layers, then
         the built-ins.
+    tuning: "off" (each layer's heuristic kernel), "fast" (the default: the few best
+        candidates timed on the device while compiling) or "full" (every candidate); the
+        choices are cached on disk per device (tuning.py).
     """
 
     def __init__(self, graph, registry=None, engine=None, *,
                  input_shapes: Mapping[str, Sequence[int]] | None = None,
                  input_values: Mapping[str, np.ndarray] | None = None,
                  profiling: bool = False, pad_custom_inputs=None, messages=None,
-                 fuse: bool = True, resolver: Resolver | None = None):
+                 fuse: bool = True, resolver: Resolver | None = None,
+                 tuning: str = DEFAULT_MODE):
         if not isinstance(graph, Graph):
             graph = read_model(graph, custom_shapes=registry.output_shapes
                                if registry is not None else None)
@@ -75,8 +80,9 @@ class Network:
                                            lambda n: not self._runs_builtin(n)) \
             if fuse else FusionPlan()
         device = engine.device
+        self.tuner = Tuner(engine, check_mode(tuning))
         self._options = PlanOptions(device_traits(device), device.name.strip(),
-                                    has_fp64(device), pad_custom_inputs)
+                                    has_fp64(device), pad_custom_inputs, tuner=self.tuner)
         # graph input name -> the layer input that reads it as a constant (for messages)
         self.value_inputs: dict[str, str] = self._find_value_inputs()
         self._plans: dict[tuple, CompiledPlan] = {}
@@ -94,6 +100,11 @@ class Network:
         plan = compile_plan(self.graph, self._order, self._impls, self._fusion, self.engine,
                             self._options, shapes, values)
         self.messages.append(plan.memory.summary())
+        stats = self.tuner.stats
+        if stats.layers_timed or stats.from_cache:
+            self.messages.append(self.tuner.summary())
+            self._say(self.tuner.summary())
+            self.tuner.stats = TuningStats()      # one report per compiled plan
         return plan
 
     # -- resolution ------------------------------------------------------------------------
