@@ -124,6 +124,9 @@ class LayerImpl:
     is_view: bool = False
     # True when the layer can apply a per-channel bias and a ReLU where it stores (FusedEpilogue)
     accepts_epilogue: bool = False
+    # True when a fused per-channel scale may be folded into input 1, the constant weights with
+    # the output channel on axis 0 (OIYX; GOIYX: axes 0 and 1): the convolutions
+    folds_scale: bool = False
     # (fewest, most) inputs the layer takes (most None: any number); None: not declared. The
     # compiler checks it before anything indexes the inputs.
     input_count: tuple[int, int | None] | None = None

@@ -48,6 +48,7 @@ class _ConvBase(NamedOp):
     # runtime/fusion.py may fold a following per-channel bias Add and ReLU into the store: the
     # CompileContext's epilogue then says so (with a bias, it is input 2)
     accepts_epilogue = True
+    folds_scale = True
 
     def check(self, attrs):
         self.check_choice(attrs, "auto_pad", AUTO_PADS)

@@ -174,7 +174,10 @@ def _fold_epilogue(node, ep, in_keys, in_descs, out_desc, consts, descs):
     bkey = ("fused_bias", node.id)
     consts[bkey] = bias.astype(np.float32)
     descs[bkey] = TensorDesc((channels,))
-    return in_keys + [bkey], in_descs + [descs[bkey]]
+    in_keys, in_descs = in_keys + [bkey], in_descs + [descs[bkey]]
+    if ep.residual is not None:          # the other side of a residual Add: the last input
+        in_keys, in_descs = in_keys + [ep.residual], in_descs + [descs[ep.residual]]
+    return in_keys, in_descs
 
 
 def _check_input_count(node: Node, impl: LayerImpl) -> None:
