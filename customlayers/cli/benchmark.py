@@ -11,7 +11,8 @@ import math
 import sys
 import time
 
-from .benchmark_app_options import add_profile_options, perf_counts_wanted, str2bool
+from .benchmark_app_options import (add_profile_options, perf_counts_wanted, str2bool,
+                                    write_profiles)
 from .benchmark_stats import BenchmarkResult, Progress, summary_lines
 from .model_args import add_model_options, load_network
 
@@ -109,6 +110,8 @@ def run(args) -> int:
     latencies: list[float] = []
     started: dict[int, float] = {}
     runs_pc = []
+    from ..runtime.trace import TraceRecorder
+    recorder = TraceRecorder(engine.device.name.strip())
     t0 = time.perf_counter()
     issued = 0
     done = 0
@@ -137,6 +140,7 @@ def run(args) -> int:
             done += 1
             if perf_counts:
                 runs_pc.append(profile.collect(req))
+                recorder.add(req)
             progress.update(done, time.perf_counter() - t0)
             if more():
                 started[k] = time.perf_counter()
@@ -149,5 +153,7 @@ def run(args) -> int:
     print("\n".join(summary_lines(result, args.latency_percentile)))
     if perf_counts and runs_pc:
         print()
-        print(profile.format_table(profile.merge(runs_pc), runs=len(runs_pc)))
+        rows = profile.merge(runs_pc)
+        print(profile.format_table(rows, runs=len(runs_pc)))
+        write_profiles(args, rows, len(runs_pc), recorder, engine.device.name.strip())
     return 0
