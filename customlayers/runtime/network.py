@@ -29,6 +29,7 @@ from .plan import CompiledPlan
 from .request import InferRequest
 from .resolver import Resolver
 from .tuning import DEFAULT_MODE, Tuner, TuningStats, check_mode
+from .window_folding import fold_into_convolutions
 
 # A graph input that a built-in op reads as a compile-time constant (a Reshape target, an
 # Expand shape, Tile repeats) is compiled in by value; more elements than this is not a shape.
@@ -72,11 +73,15 @@ class Network:
         self.fuse = fuse                   # epilogue fusion (runtime/fusion.py)
         self.messages: list[str] = []      # informational messages (overrides, memory plan)
         self._say = messages if messages is not None else (lambda m: None)
-        self._order = graph.topological_order()
         self.resolver = resolver if resolver is not None else Resolver(registry, say=self._say)
+        if fuse:      # zero Pads and causal Slices around convolutions become their padding
+            self.graph, folds = fold_into_convolutions(
+                graph, lambda n: self.resolver.find(n) is self.resolver.builtins.get(n.type))
+            self.messages += folds
+        self._order = self.graph.topological_order()
         self._impls, notes = self.resolver.resolve(self._order)
         self.messages += notes
-        self._fusion = plan_network_fusion(graph, self._order, self._impls,
+        self._fusion = plan_network_fusion(self.graph, self._order, self._impls,
                                            lambda n: not self._runs_builtin(n)) \
             if fuse else FusionPlan()
         device = engine.device

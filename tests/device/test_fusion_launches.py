@@ -89,3 +89,68 @@ def test_onnx_gemm_with_bias_and_relu_is_one_kernel(tmp_path, test_device):
     assert [s.type for s in net.plan.steps] == ["MatMul+bias+relu"]
     np.testing.assert_allclose(net.infer({"x": x})["y"], np.maximum(x @ w.T + b, 0),
                                rtol=1e-4, atol=1e-4)
+
+
+def _onnx_model(tmp_path, nodes, inputs, outputs, inits, name):
+    onnx = pytest.importorskip("onnx")
+    from onnx import helper
+    graph = helper.make_graph(nodes, name, inputs, outputs, inits)
+    path = tmp_path / f"{name}.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), path)
+    return path
+
+
+def test_causal_slice_after_a_conv1d_is_its_padding(tmp_path, test_device):
+    """The TCN's block: Conv1d with padding (k-1)*d on both sides, the right part chopped off
+    by a Slice, then ReLU: one kernel."""
+    pytest.importorskip("onnx")
+    from onnx import TensorProto, helper, numpy_helper
+    from customlayers.runtime.device import Engine
+    from customlayers.runtime.network import Network
+    rng = np.random.default_rng(15)
+    k, d, c = 7, 4, 6
+    p = (k - 1) * d
+    w = (rng.standard_normal((c, 3, k)) * 0.3).astype(np.float32)
+    b = rng.standard_normal((c,)).astype(np.float32)
+    const = lambda v, n: numpy_helper.from_array(np.array(v, np.int64), n)  # noqa: E731
+    model = _onnx_model(tmp_path, [
+        helper.make_node("Conv", ["x", "w", "b"], ["c"], pads=[p, p], dilations=[d],
+                         kernel_shape=[k]),
+        helper.make_node("Slice", ["c", "s0", "s1", "ax", "st"], ["s"]),
+        helper.make_node("Relu", ["s"], ["y"])],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 50])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, c, 50])],
+        [numpy_helper.from_array(w, "w"), numpy_helper.from_array(b, "b"),
+         const([0], "s0"), const([-p], "s1"), const([2], "ax"), const([1], "st")], "tcn")
+    x = rng.standard_normal((2, 3, 50)).astype(np.float32)
+    want = ov_infer(model, {"x": x})["y"]
+    net = Network(model, engine=Engine(test_device))
+    assert [s.type for s in net.plan.steps] == ["Convolution+bias+relu"]
+    assert any(m.startswith("folded the causal Slice") for m in net.messages)
+    np.testing.assert_allclose(net.infer({"x": x})["y"], want, rtol=1e-4, atol=1e-4)
+    plain = Network(model, engine=Engine(test_device), fuse=False)
+    np.testing.assert_allclose(plain.infer({"x": x})["y"], want, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("pad_value", [0.0, 1.5])
+def test_zero_pad_before_a_convolution_is_its_padding(tmp_path, test_device, pad_value):
+    pytest.importorskip("onnx")
+    from onnx import TensorProto, helper, numpy_helper
+    from customlayers.runtime.device import Engine
+    from customlayers.runtime.network import Network
+    rng = np.random.default_rng(16)
+    w = (rng.standard_normal((5, 4, 3, 3)) * 0.3).astype(np.float32)
+    model = _onnx_model(tmp_path, [
+        helper.make_node("Pad", ["x", "pads", "v"], ["p"]),
+        helper.make_node("Conv", ["p", "w"], ["y"], pads=[1, 0, 1, 0], strides=[2, 1])],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 9, 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(w, "w"),
+         numpy_helper.from_array(np.array([0, 0, 2, 1, 0, 0, 0, 3], np.int64), "pads"),
+         numpy_helper.from_array(np.array(pad_value, np.float32), "v")], f"pad{pad_value}")
+    x = rng.standard_normal((1, 4, 9, 8)).astype(np.float32)
+    want = ov_infer(model, {"x": x})["y"]
+    net = Network(model, engine=Engine(test_device))
+    folded = [s.type for s in net.plan.steps] == ["Convolution"]
+    assert folded == (pad_value == 0.0)        # only a zero Pad is the convolution's padding
+    np.testing.assert_allclose(net.infer({"x": x})["y"], want, rtol=1e-4, atol=1e-4)
