@@ -20,6 +20,7 @@ from ..jit.launch import CompileContext, DeviceTraits
 from ..jit.layer import LayerCall, LayerImpl, LayerWork
 from ..jit.tensor import TensorDesc
 from .fusion import FusionPlan
+from .parallel_build import build_programs
 from .plan import CompiledPlan, Step, TensorKey
 from .planner import MemoryPlan, TensorLife, plan_memory
 
@@ -270,17 +271,16 @@ def _plan_memory(steps, descs, alias, consts, inputs, outputs) -> MemoryPlan:
 
 
 def _build(eng, steps: list[Step]) -> list:
-    programs = []
+    """Every step's programs, built in parallel (parallel_build.py); a build error names the
+    first layer (in order) whose program fails."""
+    built = build_programs(eng, ((launch.source, launch.options, launch.line_map,
+                                  launch.label or s.name)
+                                 for s in steps for launch in s.launches))
     for s in steps:
-        progs = []
         for launch in s.launches:
-            try:
-                progs.append(eng.cache.build(eng.context, eng.device, launch.source,
-                                             launch.options, line_map=launch.line_map,
-                                             label=launch.label or s.name))
-            except CustomLayersError as e:
+            e = built[(launch.source, launch.options)]
+            if isinstance(e, CustomLayersError):
                 if not e.layer:
                     e.layer = s.name
-                raise
-        programs.append(progs)
-    return programs
+                raise e
+    return [[built[(launch.source, launch.options)] for launch in s.launches] for s in steps]

@@ -27,6 +27,7 @@ import pyopencl as cl
 from ..errors import KernelBuildError
 from ..jit.layer import LayerCall, LayerImpl, LayerWork
 from ..jit.tensor import TensorDesc
+from .parallel_build import build_programs
 from .tuning_cache import TuningCache
 
 MODES = ("off", "fast", "full")
@@ -80,9 +81,21 @@ class Tuner:
             return record["variant"]
         candidates = variants if self.mode == "full" else variants[:FAST_CANDIDATES]
         started = time.perf_counter()
-        times: dict[str, float] = {}
+        works = {}
         for variant in candidates:
-            ns = self._time(impl, call, outputs, variant)
+            try:
+                works[variant] = impl.work(
+                    replace(call, context=replace(call.context, variant=variant)), outputs)
+            except KernelBuildError:          # a custom layer binds (builds) in work()
+                continue
+        # the candidates' programs built at once, on as many threads as the driver takes
+        build_programs(self.engine, ((launch.source, launch.options, launch.line_map,
+                                      launch.label or stage.name)
+                                     for work in works.values() for stage in work.stages
+                                     for launch in stage.launches))
+        times: dict[str, float] = {}
+        for variant, work in works.items():
+            ns = self._time(work, call, outputs)
             if ns is not None:
                 times[variant] = ns
         self.stats.seconds += time.perf_counter() - started
@@ -105,12 +118,10 @@ class Tuner:
                 f"cache{where}")
 
     # -- timing ----------------------------------------------------------------------------
-    def _time(self, impl, call, outputs, variant) -> float | None:
-        """Device time of one run of the variant's work (ns, best of REPEATS), or None when
-        it cannot build or launch on this device (a candidate the device refuses)."""
+    def _time(self, work: LayerWork, call, outputs) -> float | None:
+        """Device time of one run of a variant's work (ns, best of REPEATS), or None when it
+        cannot build or launch on this device (a candidate the device refuses)."""
         try:
-            work = impl.work(replace(call, context=replace(call.context, variant=variant)),
-                             outputs)
             launches = self._bind(work, call, outputs)
         except (KernelBuildError, cl.Error):
             return None
