@@ -154,3 +154,32 @@ def test_tuning_off_times_nothing_and_unknown_mode_is_refused(tmp_path, test_dev
     assert not [m for m in net.messages if m.startswith("tuning")]
     with pytest.raises(ValueError, match="tuning 'fastest' is not one of off, fast, full"):
         Network(model, engine=Engine(test_device), tuning="fastest")
+
+
+def test_custom_layer_with_an_open_local_size_gets_one_by_timing(tmp_path, test_device,
+                                                                 examples_dir):
+    """The ReLU example leaves local open: the tuner times the driver's choice and work-groups
+    that divide the global size; the result is the same whichever wins."""
+    ov = pytest.importorskip("openvino")
+    ops = pytest.importorskip("openvino.opset13")
+    from customlayers.runtime.cache import ProgramCache
+    from customlayers.runtime.device import Engine
+    from customlayers.runtime.network import Network
+    from customlayers.runtime.registry import Registry
+    x = ops.parameter([2, 8, 16, 32], np.float32, name="x")
+    y = ops.relu(ops.multiply(x, ops.constant(np.float32(2.0))))
+    y.output(0).get_tensor().set_names({"y"})
+    model = save_ov_model(ov.Model([y], [x], "relu"), tmp_path / "relu.xml")
+    engine = Engine(test_device, cache=ProgramCache(tmp_path / "cache"))
+    reg = Registry(engine)
+    reg.load(examples_dir / "relu" / "relu.xml")
+    net = Network(model, reg, engine, tuning="full")
+    step = next(s for s in net.plan.steps if s.impl == "custom")
+    (record,) = json.loads(next((tmp_path / "cache" / "tuning").glob("*.json")).read_text())[
+        "choices"].values()
+    assert set(record["times_us"]) == {"driver", "local8x8x1", "local8x16x1", "local8x16x2"}
+    want_local = None if record["variant"] == "driver" else \
+        tuple(int(v) for v in record["variant"][5:].split("x"))
+    assert step.launches[0].local_size == want_local
+    a = np.random.default_rng(9).standard_normal((2, 8, 16, 32)).astype(np.float32)
+    np.testing.assert_array_equal(net.infer({"x": a})["y"], np.maximum(a * 2, 0))
