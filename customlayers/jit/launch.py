@@ -85,6 +85,7 @@ class FusedEpilogue:
     bias: bool = False
     relu: bool = False
     residual: bool = False
+    pre_relu: bool = False      # a ReLU after the bias and before the residual (the TCN's block)
     label: str = ""          # what was fused, for profiles: "scale+bias+relu"
 
 

@@ -121,7 +121,8 @@ class _ConvBase(NamedOp):
                 raise self.fail(attrs, f"the fused residual has shape {list(inputs[-1].shape)}"
                                        f", the output {list(outputs[0].shape)}")
             args += (Arg.input(len(inputs) - 1),)
-        sizes.update(FUSED_BIAS=int(bias), FUSED_RELU=int(relu), FUSED_RESIDUAL=int(residual))
+        sizes.update(FUSED_BIAS=int(bias), FUSED_RELU=int(relu), FUSED_RESIDUAL=int(residual),
+                     FUSED_PRE_RELU=int(residual and epilogue is not None and epilogue.pre_relu))
         epilogue = cl_source("conv_epilogue.cl")
         if g["RANK"] == 3:
             return [KernelLaunch(

@@ -3,6 +3,7 @@
  *                    extra kernel argument, added to every output of its channel
  * FUSED_RESIDUAL  1: the other input of a residual Add that followed (a tensor of the output's
  *                    shape) is the next argument, added element by element after the bias
+ * FUSED_PRE_RELU  1: a ReLU between the bias and the residual Add (conv, ReLU, Add, ReLU)
  * FUSED_RELU      1: the ReLU that followed is applied last
  * EPILOGUE(index, channel, v): the value to store at output element `index` (dense BFYX) of
  * channel `channel`. (runtime/fusion.py decides; all 0 gives the plain convolution)
@@ -14,9 +15,14 @@
 #define BIAS_ARG
 #define ADD_BIAS(channel, v) (v)
 #endif
+#if FUSED_PRE_RELU
+#define BIAS_RELU(channel, v) fmax(ADD_BIAS(channel, v), 0.0f)
+#else
+#define BIAS_RELU(channel, v) ADD_BIAS(channel, v)
+#endif
 #if FUSED_RESIDUAL
 #define EPILOGUE_ARGS BIAS_ARG, __global const float* restrict residual
-#define ADD_RESIDUAL(index, channel, v) (ADD_BIAS(channel, v) + residual[index])
+#define ADD_RESIDUAL(index, channel, v) (BIAS_RELU(channel, v) + residual[index])
 #else
 #define EPILOGUE_ARGS BIAS_ARG
 #define ADD_RESIDUAL(index, channel, v) ADD_BIAS(channel, v)

@@ -92,6 +92,7 @@ class MatMul(NamedOp):
             + (["(m)"] if a_rank > 1 else []) + (["(n)"] if b_rank > 1 else [])
         epilogue = defines(FUSED_BIAS=int(ep.bias), FUSED_RELU=int(ep.relu),
                            FUSED_RESIDUAL=int(ep.residual),
+                           FUSED_PRE_RELU=int(ep.residual and ep.pre_relu),
                            **{"CHANNEL(batch, m, n)": axes[1] if len(axes) > 1 else "0"}) \
             + cl_source("conv_epilogue.cl")
         label = f"matmul_{m}x{sizes['K']}x{n}"

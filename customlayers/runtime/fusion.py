@@ -35,6 +35,7 @@ class Epilogue:
     # the other input of a residual Add folded in after the per-channel steps: (producer node
     # id, port), computed before the layer runs
     residual: tuple[str, int] | None = None
+    pre_relu: bool = False       # a ReLU between the per-channel steps and the residual Add
 
     @property
     def has_scale(self) -> bool:
@@ -43,13 +44,15 @@ class Epilogue:
     @property
     def label(self) -> str:
         parts = (["scale"] if self.has_scale else []) + (["bias"] if self.steps else []) + \
-            (["residual"] if self.residual else []) + (["relu"] if self.relu else [])
+            (["relu"] if self.pre_relu else []) + (["residual"] if self.residual else []) + \
+            (["relu"] if self.relu else [])
         return "+".join(parts)
 
     def fused(self) -> FusedEpilogue:
         """What the layer that absorbs the chain is told (its bias is folded to one input)."""
         return FusedEpilogue(bias=bool(self.steps), relu=self.relu,
-                             residual=self.residual is not None, label=self.label)
+                             residual=self.residual is not None, pre_relu=self.pre_relu,
+                             label=self.label)
 
     def scale_and_bias(self, channels: int) -> tuple[np.ndarray, np.ndarray]:
         """The chain as out = v * scale + bias per channel (float64 while folding)."""
@@ -155,18 +158,27 @@ def _extend_chain(graph: Graph, last: Node, channels: int, ep: Epilogue, is_cust
         ep.absorbed.append(nxt.id)
         last = nxt
         nxt = _sole_consumer(graph, last)
-    if residual_before is not None and nxt is not None and nxt.type == "Add" and \
-            _is_eltwise(nxt, is_custom) and len(nxt.inputs) == 2:
-        other = _residual_input(graph, nxt, last.id, position, residual_before)
-        if other is not None:
+    relu_first = nxt is not None and _is_plain_relu(nxt, is_custom)
+    add = _sole_consumer(graph, nxt) if relu_first else nxt
+    if residual_before is not None and add is not None and add.type == "Add" and \
+            _is_eltwise(add, is_custom) and len(add.inputs) == 2:
+        other = _residual_input(graph, add, (nxt if relu_first else last).id, position,
+                                residual_before)
+        if other is not None:         # (a ReLU, then) the residual Add: both in the epilogue
+            if relu_first:
+                ep.pre_relu = True
+                ep.absorbed.append(nxt.id)
             ep.residual = other
-            ep.absorbed.append(nxt.id)
-            last = nxt
+            ep.absorbed.append(add.id)
+            last = add
             nxt = _sole_consumer(graph, last)
-    if nxt is not None and nxt.type == "ReLU" and not is_custom(nxt) and \
-            not nxt.attrs.get("negative_slope"):
+    if nxt is not None and _is_plain_relu(nxt, is_custom):
         ep.relu = True
         ep.absorbed.append(nxt.id)
+
+
+def _is_plain_relu(node: Node, is_custom) -> bool:
+    return node.type == "ReLU" and not is_custom(node) and not node.attrs.get("negative_slope")
 
 
 def _residual_input(graph: Graph, add: Node, from_id: str, position: dict,

@@ -154,3 +154,38 @@ def test_zero_pad_before_a_convolution_is_its_padding(tmp_path, test_device, pad
     folded = [s.type for s in net.plan.steps] == ["Convolution"]
     assert folded == (pad_value == 0.0)        # only a zero Pad is the convolution's padding
     np.testing.assert_allclose(net.infer({"x": x})["y"], want, rtol=1e-4, atol=1e-4)
+
+
+def test_a_tcn_block_is_two_kernels(tmp_path, test_device):
+    """Two causal conv+chomp+ReLU, the residual Add and the last ReLU (the seed's TCN block):
+    the second convolution applies bias, ReLU, residual and ReLU where it stores."""
+    pytest.importorskip("onnx")
+    from onnx import TensorProto, helper, numpy_helper
+    from customlayers.runtime.device import Engine
+    from customlayers.runtime.network import Network
+    rng = np.random.default_rng(17)
+    k, d, c, length = 7, 2, 5, 40
+    p = (k - 1) * d
+    const = lambda v, n: numpy_helper.from_array(np.array(v, np.int64), n)  # noqa: E731
+    inits = [const([0], "s0"), const([-p], "s1"), const([2], "ax"), const([1], "st")]
+    nodes = []
+    for i in (1, 2):
+        inits += [numpy_helper.from_array((rng.standard_normal((c, c, k)) * 0.3)
+                                          .astype(np.float32), f"w{i}"),
+                  numpy_helper.from_array(rng.standard_normal((c,)).astype(np.float32), f"b{i}")]
+        src = "x" if i == 1 else "r1"
+        nodes += [helper.make_node("Conv", [src, f"w{i}", f"b{i}"], [f"c{i}"], pads=[p, p],
+                                   dilations=[d], kernel_shape=[k]),
+                  helper.make_node("Slice", [f"c{i}", "s0", "s1", "ax", "st"], [f"sl{i}"]),
+                  helper.make_node("Relu", [f"sl{i}"], [f"r{i}"])]
+    nodes += [helper.make_node("Add", ["r2", "x"], ["a"]), helper.make_node("Relu", ["a"], ["y"])]
+    model = _onnx_model(tmp_path, nodes,
+                        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, c, length])],
+                        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3, c, length])],
+                        inits, "block")
+    x = rng.standard_normal((3, c, length)).astype(np.float32)
+    want = ov_infer(model, {"x": x})["y"]
+    net = Network(model, engine=Engine(test_device))
+    assert [s.type for s in net.plan.steps] == ["Convolution+bias+relu",
+                                                "Convolution+bias+relu+residual+relu"]
+    np.testing.assert_allclose(net.infer({"x": x})["y"], want, rtol=1e-4, atol=1e-4)
