@@ -11,7 +11,8 @@ import math
 import sys
 import time
 
-from .benchmark_app_options import add_profile_options, perf_counts_wanted, str2bool
+from .benchmark_app_options import (add_profile_options, perf_counts_wanted, str2bool,
+                                    write_profiles)
 from .benchmark_stats import BenchmarkResult, Progress, summary_lines
 from .model_args import add_model_options, load_network
 
@@ -107,6 +108,8 @@ def run(args) -> int:
     limit_iter = args.niter
     limit_time = args.time if args.time is not None else (None if args.niter else 10.0)
     progress = Progress(args.progress, limit_iter, limit_time)
+    from ..runtime.trace import TraceRecorder
+    recorder = TraceRecorder(engine.device.name.strip())
     t0 = time.perf_counter()
 
     def inputs():
@@ -126,6 +129,7 @@ def run(args) -> int:
         latencies.append(result.latency_ms)
         if perf_counts:
             runs_pc.append(profile.collect(result.request))
+            recorder.add(result.request)
         progress.update(len(latencies), time.perf_counter() - t0)
     elapsed = time.perf_counter() - t0
     progress.close()
@@ -133,5 +137,7 @@ def run(args) -> int:
     print("\n".join(summary_lines(result, args.latency_percentile)))
     if perf_counts and runs_pc:
         print()
-        print(profile.format_table(profile.merge(runs_pc), runs=len(runs_pc)))
+        rows = profile.merge(runs_pc)
+        print(profile.format_table(rows, runs=len(runs_pc)))
+        write_profiles(args, rows, len(runs_pc), recorder, engine.device.name.strip())
     return 0

@@ -38,10 +38,11 @@ NOT_HERE: dict[str, tuple[str | None, str]] = {
     "-lfile": ("?", "models are read with -m (OpenVINO IR .xml or .onnx)"),
     "-extensions": (None, "custom layers come as CustomLayer configs: -c CONFIG (repeatable), "
                           "CPU layers as Python modules: -l layers.py"),
-    "-report_type": (None, "no report files are written: the summary is printed on stdout, and "
-                           "-pc adds each layer's device time (averaged over the runs)"),
-    "-report_folder": (None, "no report files are written: the summary is printed on stdout, "
-                             "and -pc adds each layer's device time (averaged over the runs)"),
+    "-report_type": (None, "the summary is printed on stdout; -pc adds each layer's device "
+                           "time, and -pc --report FILE.json writes that table as JSON"),
+    "-report_folder": (None, "the summary is printed on stdout; -pc --report FILE.json writes "
+                             "the per-layer table as JSON, -pc --trace FILE.json a Chrome "
+                             "trace"),
     "-json_stats": ("?", "no report files are written: the summary is printed on stdout, and -pc "
                          "adds each layer's device time (averaged over the runs)"),
     "-exec_graph_path": (None, "no execution graph is written; -pc lists the layers as they "
@@ -88,16 +89,39 @@ def add_profile_options(parser: argparse.ArgumentParser) -> None:
                         help="print the per-layer times (as -pc), longest first: 'sort' and "
                              "'simple_sort' (only layers that ran: all of ours do); 'no_sort' "
                              "(execution order) is not available")
+    parser.add_argument("--trace", metavar="FILE.json", default=None,
+                        help="with -pc: write a Chrome trace (Perfetto, chrome://tracing) of "
+                             "every kernel on the device's timeline, named by the model's nodes")
+    parser.add_argument("--report", metavar="FILE.json", default=None,
+                        help="with -pc: write the per-layer table as JSON")
 
 
 def perf_counts_wanted(args) -> bool:
     """-pc, or -pcsort (which implies it, as in benchmark_app). -pcsort no_sort is refused:
-    the table is always sorted by device time."""
+    the table is always sorted by device time. --trace and --report need -pc."""
     from . import UsageError
     if args.pcsort == "no_sort":
         raise UsageError("-pcsort no_sort: the per-layer table is always sorted by device time, "
                          "longest first (-pcsort sort); execution order is not available")
-    return bool(args.perf_counts or args.pcsort)
+    wanted = bool(args.perf_counts or args.pcsort)
+    for option, value in (("--trace", args.trace), ("--report", args.report)):
+        if value and not wanted:
+            raise UsageError(f"{option} {value}: the times come from profiling events; add -pc")
+        if value and not value.endswith(".json"):
+            raise UsageError(f"{option} {value}: expected a .json file name")
+    return wanted
+
+
+def write_profiles(args, rows, runs: int, recorder, device_name: str) -> None:
+    """--trace and --report, each written atomically; a line on stderr names each file."""
+    import sys
+    from ..runtime import trace
+    if args.trace:
+        recorder.write(args.trace)
+        print(f"trace of {recorder.runs} run(s) written to {args.trace}", file=sys.stderr)
+    if args.report:
+        trace.write_json(args.report, trace.report(rows, runs, device_name))
+        print(f"per-layer report written to {args.report}", file=sys.stderr)
 
 
 def add_refused_options(parser: argparse.ArgumentParser, command: str) -> None:

@@ -34,6 +34,10 @@ def add_model_options(p: argparse.ArgumentParser, command: str) -> None:
                    help="the batch: the first dimension of every input (as benchmark_app's -b)")
     p.add_argument("--seed", type=non_negative_int, default=0,
                    help="seed of the random inputs (0 or more)")
+    p.add_argument("--tuning", choices=("off", "fast", "full"), default="fast",
+                   help="kernel selection by timing while the model compiles: off (each "
+                        "layer's heuristic kernel), fast (default: the few best candidates), "
+                        "full (every candidate); choices are cached per device")
     add_build_options(p)
     add_refused_options(p, command)
 
@@ -80,7 +84,8 @@ def load_network(args, profiling: bool = False, resolver=None):
         registry.engine = engine
     say = lambda m: print(m, file=sys.stderr)     # noqa: E731
     net = Network(graph, registry, engine, input_shapes=shapes or None, profiling=profiling,
-                  messages=say, resolver=resolver(registry, say) if resolver else None)
+                  messages=say, resolver=resolver(registry, say) if resolver else None,
+                  tuning=args.tuning)
     missing = [p for p in graph.parameters if p.name not in arrays]
     for k, p in enumerate(missing):
         arrays[p.name] = random_input(shapes[p.name], p.outputs[0].dtype, args.seed + k)

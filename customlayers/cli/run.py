@@ -6,7 +6,7 @@ import sys
 
 import numpy as np
 
-from .benchmark_app_options import add_profile_options, perf_counts_wanted
+from .benchmark_app_options import add_profile_options, perf_counts_wanted, write_profiles
 from .common import add_kernel_check_options, report_kernel_problems, warn_if_not_finite
 from .model_args import add_model_options, load_network
 from .output import check_array_count, check_output_path, write_arrays_atomically
@@ -58,8 +58,13 @@ def run(args) -> int:
         write_arrays_atomically(args.output, outputs)
         print(f"outputs written to {args.output}", file=sys.stderr)
     if perf_counts:
+        from ..runtime.trace import TraceRecorder
+        rows = profile.collect(req)
         print()
-        print(profile.format_table(profile.collect(req)))
+        print(profile.format_table(rows))
+        recorder = TraceRecorder(engine.device.name.strip())
+        recorder.add(req)
+        write_profiles(args, rows, 1, recorder, engine.device.name.strip())
     if report is not None:
         return print_checks(report, args.check_with)
     return 0

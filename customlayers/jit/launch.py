@@ -96,9 +96,13 @@ class DeviceTraits:
 @dataclass(frozen=True)
 class FusedEpilogue:
     """What the network compiler fused into a layer that declares `accepts_epilogue`: a
-    per-channel bias (then the layer's last input) and/or a ReLU, applied where it stores."""
+    per-channel bias (then the layer's input after its own), a residual tensor of the output's
+    shape added after the bias (then the layer's last input: the other side of a residual Add),
+    and/or a ReLU applied last, all where it stores."""
     bias: bool = False
     relu: bool = False
+    residual: bool = False
+    pre_relu: bool = False      # a ReLU after the bias and before the residual (the TCN's block)
     label: str = ""          # what was fused, for profiles: "scale+bias+relu"
 
 
@@ -111,6 +115,9 @@ class CompileContext:
     # (lower, upper) B,F,Y,X padding the network hands custom layers' inputs with (the contract
     # says kernels must work on padded views; Network(pad_custom_inputs=...) proves it)
     custom_input_padding: tuple | None = None
+    # the kernel variant to run, one of the names LayerImpl.variants() gave for this call (the
+    # tuner, runtime/tuning.py, chose it by timing); None: the implementation's heuristic pick
+    variant: str | None = None
 
 
 DEFAULT_CONTEXT = CompileContext()

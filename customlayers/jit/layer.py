@@ -143,6 +143,9 @@ class LayerImpl:
     is_view: bool = False
     # True when the layer can apply a per-channel bias and a ReLU where it stores (FusedEpilogue)
     accepts_epilogue: bool = False
+    # True when a fused per-channel scale may be folded into input 1, the constant weights with
+    # the output channel on axis 0 (OIYX; GOIYX: axes 0 and 1): the convolutions
+    folds_scale: bool = False
     # (fewest, most) inputs the layer takes (most None: any number); None: not declared. The
     # compiler checks it before anything indexes the inputs.
     input_count: tuple[int, int | None] | None = None
@@ -158,3 +161,10 @@ class LayerImpl:
     def work(self, call: LayerCall, outputs: Sequence[TensorDesc]) -> LayerWork:
         """The stages that compute `outputs` (from `outputs()`) from the call's inputs."""
         raise NotImplementedError
+
+    def variants(self, call: LayerCall, outputs: Sequence[TensorDesc]) -> tuple[str, ...]:
+        """The kernel variants this call can run (every one computes the same result to fp32
+        rounding), the heuristic's best first; `work` runs the one named by
+        `call.context.variant` (None: the first). Fewer than two: nothing to choose, and the
+        tuner (runtime/tuning.py) times nothing."""
+        return ()

@@ -8,14 +8,13 @@ from typing import Mapping
 
 from ..jit.launch import Arg, KernelLaunch
 from ._program import cl_source, defines
+from ._variants import TK, GemmVariant, auto_split, gemm_variants, legacy_tile, split_plan
 
 
 def gemm_tiles(m: int, n: int) -> dict[str, int]:
-    """Tile geometry for gemm.cl: 16x16 work items, each up to 4x4 outputs; thinner tiles for
-    thin GEMMs so that few work items compute padding."""
-    tm = 16 if m <= 16 else 32 if m <= 32 else 64
-    tn = 16 if n <= 16 else 32 if n <= 32 else 64
-    return {"TM": tm, "TN": tn, "TK": 16, "RM": tm // 16, "RN": tn // 16}
+    """Tile geometry for gemm.cl as chosen before tuning (the heuristic's first variant)."""
+    tm, tn, rm, rn = legacy_tile(m, n)
+    return {"TM": tm, "TN": tn, "TK": TK, "RM": rm, "RN": rn}
 
 
 def gemm_sizes(tiles: Mapping[str, int], m: int, n: int, batch: int):
@@ -29,8 +28,6 @@ def gemm_sizes(tiles: Mapping[str, int], m: int, n: int, batch: int):
 # A GEMM with fewer tiles than this leaves a large GPU idle (an H100 has 132 compute units, and
 # each wants two or more work-groups); split-K then cuts the K loop among more work-groups.
 TARGET_GROUPS = 256
-# ... but never into slices shorter than this many K steps, where the extra pass costs more
-MIN_K_PER_SLICE = 128
 
 
 def target_groups(device=None) -> int:
@@ -43,23 +40,29 @@ def gemm_split(tiles: Mapping[str, int], m: int, n: int, k: int, batch: int,
                target: int = TARGET_GROUPS) -> dict[str, int]:
     """The split-K factor for gemm.cl: {"KSPLIT": s, "KCHUNK": c, "BATCHES": batch} (s = 1:
     no split). Chunks are whole TK steps, and every slice gets at least one."""
-    groups = -(-m // tiles["TM"]) * -(-n // tiles["TN"]) * batch
-    ksplit = 1
-    if groups < target:
-        ksplit = max(1, min(-(-target // groups), k // MIN_K_PER_SLICE))
-    tk = tiles["TK"]
-    chunk = -(-(-(-k // ksplit)) // tk) * tk
-    ksplit = -(-k // chunk)
-    return {"KSPLIT": ksplit, "KCHUNK": chunk, "BATCHES": batch}
+    s = auto_split(tiles["TM"], tiles["TN"], m, n, k, batch, target)
+    return split_plan(GemmVariant(tiles["TM"], tiles["TN"], tiles["RM"], tiles["RN"], s), k,
+                      batch)
 
 
-def gemm_launches(source: str, args: tuple, tiles: Mapping[str, int], m: int, n: int, k: int,
-                  batch: int, label: str, target: int = TARGET_GROUPS) -> list[KernelLaunch]:
-    """gemm_tiled over (m, n, batch), split along K where the output alone cannot fill a GPU.
+def gemm_choice(variant: str | None, m: int, n: int, k: int, batch: int,
+                target: int = TARGET_GROUPS) -> GemmVariant:
+    """The variant named by the tuner (CompileContext.variant), else the heuristic's first."""
+    chosen = GemmVariant.parse(variant)
+    if chosen is not None:
+        return chosen
+    return GemmVariant.parse(gemm_variants(m, n, k, batch, target)[0])
+
+
+def gemm_launches(source: str, args: tuple, variant: GemmVariant, m: int, n: int, k: int,
+                  batch: int, label: str) -> list[KernelLaunch]:
+    """gemm_tiled over (m, n, batch) with the variant's tiles, split along K when it says so.
     `source` holds the front end's defines and macros (without the tile and split defines)."""
-    split = gemm_split(tiles, m, n, k, batch, target)
+    tiles = variant.tiles
+    split = split_plan(variant, k, batch)
     plan = dict(tiles, **split)
     global_size, local_size = gemm_sizes(plan, m, n, batch)
+    label = f"{label}{variant.tm}x{variant.tn}_{variant.rm}x{variant.rn}"
     if split["KSPLIT"] == 1:
         return [KernelLaunch(source=defines(**tiles) + source + cl_source("gemm.cl"),
                              entry="gemm_tiled", args=args, global_size=global_size,

@@ -32,7 +32,16 @@ class Op(LayerImpl):
         tensors unless the op says otherwise)."""
         raise NotImplementedError
 
+    def kernel_variants(self, attrs: dict[str, Any], inputs: Sequence[TensorDesc],
+                        outputs: Sequence[TensorDesc], consts: Mapping[int, np.ndarray],
+                        ctx: CompileContext = DEFAULT_CONTEXT) -> tuple[str, ...]:
+        """The variants `launches` can run (LayerImpl.variants); ctx.variant names the one."""
+        return ()
+
     # -- the layer interface ---------------------------------------------------------------
+    def variants(self, call: LayerCall, outputs: Sequence[TensorDesc]) -> tuple[str, ...]:
+        return self.kernel_variants(call.attrs, call.inputs, outputs, call.consts, call.context)
+
     def outputs(self, call: LayerCall) -> list[TensorDesc]:
         return [TensorDesc(shape, dtype)
                 for shape, dtype in self.infer_shapes(call.attrs, call.inputs, call.consts)]

@@ -19,7 +19,8 @@ from typing import Sequence
 from ..jit.launch import DEFAULT_CONTEXT, Arg, KernelLaunch
 from ..jit.tensor import TensorDesc
 from ._cpu_kernels import conv_candidates
-from ._gemm import gemm_launches, gemm_tiles, target_groups
+from ._gemm import gemm_choice, gemm_launches, target_groups
+from ._variants import gemm_variants
 from ._nn import (AUTO_PADS, NamedOp, as_2d, as_3d, require_f32, spatial_rank,
                   window_geometry)
 from ._program import cl_source, defines
@@ -36,6 +37,8 @@ _CONV_ATTRS = (
 
 # below this many output channels per group, the direct kernel beats a mostly-empty GEMM tile
 _DIRECT_MAX_OG = 4
+# work-group shapes the tuner tries for the direct kernel (besides the driver's choice)
+_DIRECT_GROUPS = ((16, 4), (32, 4), (8, 8), (64, 1))
 # output channels one work item of conv_cpu.cl accumulates in registers (measured on PoCL with
 # AVX-512: 16 beat 8 and 4 on ResNet-like layers)
 _CPU_CHANNEL_BLOCK = 16
@@ -48,6 +51,7 @@ class _ConvBase(NamedOp):
     # runtime/fusion.py may fold a following per-channel bias Add and ReLU into the store: the
     # CompileContext's epilogue then says so (with a bias, it is input 2)
     accepts_epilogue = True
+    folds_scale = True
 
     def check(self, attrs):
         self.check_choice(attrs, "auto_pad", AUTO_PADS)
@@ -90,17 +94,38 @@ class _ConvBase(NamedOp):
         g = self._geometry(attrs, inputs)
         return [((g["NB"], g["O"]) + g["OUT"], "f32")]
 
+    def kernel_variants(self, attrs, inputs, outputs, consts, ctx=DEFAULT_CONTEXT):
+        """Candidates for the tuner: GEMM tilings (1x1 windows read the input as a plain
+        matrix in all of them), or, for few output channels per group (depthwise), the direct
+        kernel under a few work-group shapes. The CPU kernel and 3-D have one variant."""
+        g = self._geometry(attrs, inputs)
+        device = ctx.device
+        if g["RANK"] == 3 or (device is not None and device.kind == "CPU"):
+            return ()
+        if g["OG"] <= _DIRECT_MAX_OG:
+            return ("direct",) + tuple(f"direct_{x}x{y}" for x, y in _DIRECT_GROUPS)
+        max_threads = device.max_work_group_size if device is not None else 256
+        return gemm_variants(g["OG"], g["OH"] * g["OW"], g["CG"] * g["KH"] * g["KW"],
+                             g["NB"] * g["G"], target_groups(device), max_threads) + ("direct",)
+
     def launches(self, attrs, inputs, outputs, consts, ctx=DEFAULT_CONTEXT):
         g = self._geometry(attrs, inputs)
         sizes = {k: v for k, v in g.items() if k not in ("NB", "RANK", "OUT")}
         shape = f"{g['KH']}x{g['KW']}" if g["RANK"] == 2 else f"{g['KW']}"
         epilogue = ctx.epilogue
-        bias, relu = (epilogue.bias, epilogue.relu) if epilogue is not None else (False, False)
+        bias, relu, residual = (epilogue.bias, epilogue.relu, epilogue.residual) \
+            if epilogue is not None else (False, False, False)
         if bias and inputs[2].count != g["O"]:
             raise self.fail(attrs, f"the fused bias has {inputs[2].count} values for "
                                    f"{g['O']} output channels")
         args = (Arg.input(0), Arg.input(1), Arg.output(0)) + ((Arg.input(2),) if bias else ())
-        sizes.update(FUSED_BIAS=int(bias), FUSED_RELU=int(relu))
+        if residual:         # the other side of a residual Add: the layer's last input
+            if tuple(inputs[-1].shape) != tuple(outputs[0].shape):
+                raise self.fail(attrs, f"the fused residual has shape {list(inputs[-1].shape)}"
+                                       f", the output {list(outputs[0].shape)}")
+            args += (Arg.input(len(inputs) - 1),)
+        sizes.update(FUSED_BIAS=int(bias), FUSED_RELU=int(relu), FUSED_RESIDUAL=int(residual),
+                     FUSED_PRE_RELU=int(residual and epilogue is not None and epilogue.pre_relu))
         epilogue = cl_source("conv_epilogue.cl")
         if g["RANK"] == 3:
             return [KernelLaunch(
@@ -119,17 +144,25 @@ class _ConvBase(NamedOp):
                 entry="conv_cpu", args=args,
                 global_size=(-(-g["OW"] // 8) * 8, g["OH"], g["NB"] * g["G"] * -(-g["OG"] // ocb)),
                 label=f"conv{g['RANK']}d_{shape}_cpu")]
-        if g["OG"] <= _DIRECT_MAX_OG:
+        variant = ctx.variant or (self.kernel_variants(attrs, inputs, outputs, consts, ctx)
+                                  or ("direct",))[0]
+        if variant.startswith("direct"):
+            local = None
+            glob = (g["OW"], g["OH"], g["NB"] * g["O"])
+            if variant != "direct":      # the kernel guards the edge: round up to whole groups
+                lx, ly = (int(v) for v in variant[len("direct_"):].split("x"))
+                local = (lx, ly, 1)
+                glob = (-(-glob[0] // lx) * lx, -(-glob[1] // ly) * ly, glob[2])
             return [KernelLaunch(
                 source=defines(**sizes) + epilogue + cl_source("conv_direct.cl"),
-                entry="conv_direct", args=args, global_size=(g["OW"], g["OH"], g["NB"] * g["O"]),
-                label=f"conv{g['RANK']}d_{shape}_direct")]
+                entry="conv_direct", args=args, global_size=glob, local_size=local,
+                label=f"conv{g['RANK']}d_{shape}_{variant}")]
         m, n, k = g["OG"], g["OH"] * g["OW"], g["CG"] * g["KH"] * g["KW"]
-        tiles = gemm_tiles(m, n)
-        return gemm_launches(defines(**sizes) + epilogue + cl_source("conv_gemm.cl"), args, tiles,
-                             m, n, k, g["NB"] * g["G"],
-                             f"conv{g['RANK']}d_{shape}_gemm{tiles['TM']}x{tiles['TN']}",
-                             target_groups(device))
+        one_by_one = int(g["KH"] == g["KW"] == g["SY"] == g["SX"] == 1 and g["PY"] == g["PX"] == 0)
+        chosen = gemm_choice(variant, m, n, k, g["NB"] * g["G"], target_groups(device))
+        return gemm_launches(defines(**sizes, CONV_1X1=one_by_one) + epilogue
+                             + cl_source("conv_gemm.cl"), args, chosen, m, n, k,
+                             g["NB"] * g["G"], f"conv{g['RANK']}d_{shape}_gemm")
 
 
 @register_op

@@ -37,5 +37,8 @@ __kernel void conv3d_direct(__global const float* restrict input,
             }
         }
     }
-    output[(z * OH + oy) * OW + ox] = EPILOGUE(o, acc);
+    {
+        const int at = (z * OH + oy) * OW + ox;
+        output[at] = EPILOGUE(at, o, acc);
+    }
 }

@@ -46,6 +46,9 @@ __kernel void conv_cpu(__global const float* restrict input,
     for (int j = 0; j < OCB; ++j) {
         const int o = o0 + j;
         if (ob * OCB + j < OG)
-            output[((img * O + o) * OH + oy) * OW + ox] = EPILOGUE(o, acc[j]);
+            {
+                const int at = ((img * O + o) * OH + oy) * OW + ox;
+                output[at] = EPILOGUE(at, o, acc[j]);
+            }
     }
 }

@@ -29,5 +29,6 @@ __kernel void conv_direct(__global const float* restrict input,
             }
         }
     }
-    output[(z * OH + oy) * OW + ox] = EPILOGUE(o, acc);
+    const int at = (z * OH + oy) * OW + ox;
+    output[at] = EPILOGUE(at, o, acc);
 }

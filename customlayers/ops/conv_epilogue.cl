@@ -1,18 +1,34 @@
 /* The epilogue of a convolution: what happens to a result as it is stored.
- * FUSED_BIAS  1: a per-channel bias (the Add that followed the layer in the model) is an extra
- *                kernel argument, added to every output of its channel
- * FUSED_RELU  1: the ReLU that followed is applied last
- * (runtime/fusion.py decides; both 0 gives the plain convolution)
+ * FUSED_BIAS      1: a per-channel bias (the Add that followed the layer in the model) is an
+ *                    extra kernel argument, added to every output of its channel
+ * FUSED_RESIDUAL  1: the other input of a residual Add that followed (a tensor of the output's
+ *                    shape) is the next argument, added element by element after the bias
+ * FUSED_PRE_RELU  1: a ReLU between the bias and the residual Add (conv, ReLU, Add, ReLU)
+ * FUSED_RELU      1: the ReLU that followed is applied last
+ * EPILOGUE(index, channel, v): the value to store at output element `index` (dense BFYX) of
+ * channel `channel`. (runtime/fusion.py decides; all 0 gives the plain convolution)
  */
 #if FUSED_BIAS
-#define EPILOGUE_ARGS , __global const float* restrict bias
+#define BIAS_ARG , __global const float* restrict bias
 #define ADD_BIAS(channel, v) ((v) + bias[channel])
 #else
-#define EPILOGUE_ARGS
+#define BIAS_ARG
 #define ADD_BIAS(channel, v) (v)
 #endif
-#if FUSED_RELU
-#define EPILOGUE(channel, v) fmax(ADD_BIAS(channel, v), 0.0f)
+#if FUSED_PRE_RELU
+#define BIAS_RELU(channel, v) fmax(ADD_BIAS(channel, v), 0.0f)
 #else
-#define EPILOGUE(channel, v) ADD_BIAS(channel, v)
+#define BIAS_RELU(channel, v) ADD_BIAS(channel, v)
+#endif
+#if FUSED_RESIDUAL
+#define EPILOGUE_ARGS BIAS_ARG, __global const float* restrict residual
+#define ADD_RESIDUAL(index, channel, v) (BIAS_RELU(channel, v) + residual[index])
+#else
+#define EPILOGUE_ARGS BIAS_ARG
+#define ADD_RESIDUAL(index, channel, v) ADD_BIAS(channel, v)
+#endif
+#if FUSED_RELU
+#define EPILOGUE(index, channel, v) fmax(ADD_RESIDUAL(index, channel, v), 0.0f)
+#else
+#define EPILOGUE(index, channel, v) ADD_RESIDUAL(index, channel, v)
 #endif

@@ -30,7 +30,13 @@ inline float conv_patch(__global const float* restrict input, int batch, int k, 
 }
 
 #define A_AT(batch, m, k) weights[((batch) % G * OG + (m)) * K + (k)]
+#if CONV_1X1
+/* a 1x1 window with stride 1 and no padding: the patch matrix is the input itself (a plain
+   GEMM, no index arithmetic per element) */
+#define B_AT(batch, k, n) input[((batch) / G * C + (batch) % G * CG + (k)) * N + (n)]
+#else
 #define B_AT(batch, k, n) conv_patch(input, (batch), (k), (n))
+#endif
+#define OUT_AT(batch, m, n) (((batch) / G * O + (batch) % G * OG + (m)) * N + (n))
 #define STORE(batch, m, n, v) \
-    output[((batch) / G * O + (batch) % G * OG + (m)) * N + (n)] = \
-        EPILOGUE((batch) % G * OG + (m), (v))
+    output[OUT_AT(batch, m, n)] = EPILOGUE(OUT_AT(batch, m, n), (batch) % G * OG + (m), (v))

@@ -1,11 +1,11 @@
 /* MatMul front end for gemm.cl: out[batch] = op(A[batch]) x op(B[batch]).
  * Batch dims are at most two (output [OB0, OB1, M, N]); a broadcast input has batch stride 0.
- * Needs: M N K, TRANSPOSE_A TRANSPOSE_B, OB1, A_BS0 A_BS1 B_BS0 B_BS1 (batch strides, elements).
+ * Needs: M N K, CHANNEL(batch, m, n), FUSED_* and conv_epilogue.cl, TRANSPOSE_A TRANSPOSE_B, OB1, A_BS0 A_BS1 B_BS0 B_BS1 (batch strides, elements).
  */
 #define A_K_FASTEST (!TRANSPOSE_A)
 #define B_N_FASTEST (!TRANSPOSE_B)
 #define GEMM_ARGS __global const float* restrict a, __global const float* restrict b, \
-                  __global float* restrict out
+                  __global float* restrict out EPILOGUE_ARGS
 
 #define A_BASE(batch) ((batch) / OB1 * A_BS0 + (batch) % OB1 * A_BS1)
 #define B_BASE(batch) ((batch) / OB1 * B_BS0 + (batch) % OB1 * B_BS1)
@@ -19,4 +19,8 @@
 #else
 #define B_AT(batch, k, n) b[B_BASE(batch) + (k) * N + (n)]
 #endif
-#define STORE(batch, m, n, v) out[((batch) * M + (m)) * N + (n)] = (v)
+/* EPILOGUE and CHANNEL (the output's axis 1 as a GEMM index) come from conv_epilogue.cl and
+   the op's defines */
+#define OUT_AT(batch, m, n) (((batch) * M + (m)) * N + (n))
+#define STORE(batch, m, n, v) out[OUT_AT(batch, m, n)] = \
+    EPILOGUE(OUT_AT(batch, m, n), CHANNEL(batch, m, n), (v))

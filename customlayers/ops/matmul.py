@@ -1,5 +1,6 @@
 """MatMul (opset1): transpose_a, transpose_b, numpy broadcasting of batch dims, 1-D operands.
 
+A fused epilogue (bias, residual, ReLU; conv_epilogue.cl) is applied where it stores.
 Runs on the tiled GEMM core (gemm.cl via matmul.cl), or, for a single row (M == 1: the fully
 connected layers of classification models), on a matrix-vector kernel that reads B once with
 all of the device's lanes (matmul_gemv.cl).
@@ -7,10 +8,11 @@ all of the device's lanes (matmul_gemv.cl).
 from __future__ import annotations
 
 from .base import Attr, register_op
-from ._gemm import gemm_launches, gemm_tiles, target_groups
+from ._gemm import gemm_choice, gemm_launches, target_groups
+from ._variants import gemm_variants
 from ._nn import NamedOp, require_f32
 from ._program import cl_source, defines
-from ..jit.launch import Arg, DEFAULT_CONTEXT, KernelLaunch
+from ..jit.launch import Arg, DEFAULT_CONTEXT, FusedEpilogue, KernelLaunch
 
 _GEMV_WG = 64  # work items per output row in the transposed-B matrix-vector kernel
 
@@ -20,6 +22,9 @@ class MatMul(NamedOp):
     input_count = (2, 2)
     type = "MatMul"
     attributes = (Attr("transpose_a", "bool", False), Attr("transpose_b", "bool", False))
+    # runtime/fusion.py may fold a following bias Add (along the output's axis 1: a Gemm's
+    # bias), a residual Add and a ReLU into the store (ONNX Gemm + Relu: one kernel)
+    accepts_epilogue = True
 
     def _plan(self, attrs, inputs):
         """The GEMM view: sizes, batch shape, per-input batch strides, output shape."""
@@ -61,18 +66,44 @@ class MatMul(NamedOp):
     def infer_shapes(self, attrs, inputs, consts):
         return [(self._plan(attrs, inputs)[2], "f32")]
 
-    def launches(self, attrs, inputs, outputs, consts, ctx=DEFAULT_CONTEXT):
+    def kernel_variants(self, attrs, inputs, outputs, consts, ctx=DEFAULT_CONTEXT):
         sizes, batches, _ = self._plan(attrs, inputs)
+        if sizes["M"] == 1:
+            return ()                  # the matrix-vector kernel: one variant
+        device = ctx.device
+        return gemm_variants(sizes["M"], sizes["N"], sizes["K"], batches, target_groups(device),
+                             device.max_work_group_size if device is not None else 256)
+
+    def launches(self, attrs, inputs, outputs, consts, ctx=DEFAULT_CONTEXT):
+        sizes, batches, out = self._plan(attrs, inputs)
         m, n = sizes["M"], sizes["N"]
         args = (Arg.input(0), Arg.input(1), Arg.output(0))
+        ep = ctx.epilogue or FusedEpilogue()
+        if ep.bias:
+            if inputs[2].count != out[1]:
+                raise self.fail(attrs, f"the fused bias has {inputs[2].count} values for "
+                                       f"{out[1]} output channels")
+            args += (Arg.input(2),)
+        if ep.residual:
+            args += (Arg.input(len(inputs) - 1),)
+        # the epilogue's channel is the output's axis 1: which of the GEMM's indices that is
+        a_rank, b_rank = len(inputs[0].shape), len(inputs[1].shape)
+        axes = ["(batch) / OB1", "(batch) % OB1"][2 - (len(out) - (a_rank > 1) - (b_rank > 1)):] \
+            + (["(m)"] if a_rank > 1 else []) + (["(n)"] if b_rank > 1 else [])
+        epilogue = defines(FUSED_BIAS=int(ep.bias), FUSED_RELU=int(ep.relu),
+                           FUSED_RESIDUAL=int(ep.residual),
+                           FUSED_PRE_RELU=int(ep.residual and ep.pre_relu),
+                           **{"CHANNEL(batch, m, n)": axes[1] if len(axes) > 1 else "0"}) \
+            + cl_source("conv_epilogue.cl")
         label = f"matmul_{m}x{sizes['K']}x{n}"
         if m == 1:
-            src = (defines(**sizes, WG=_GEMV_WG) + cl_source("matmul.cl")
+            src = (defines(**sizes, WG=_GEMV_WG) + epilogue + cl_source("matmul.cl")
                    + cl_source("matmul_gemv.cl"))
             width = n * _GEMV_WG if sizes["TRANSPOSE_B"] else -(-n // _GEMV_WG) * _GEMV_WG
             return [KernelLaunch(source=src, entry="matmul_gemv", args=args,
                                  global_size=(width, batches), local_size=(_GEMV_WG, 1),
                                  label=label + "_gemv")]
-        return gemm_launches(defines(**sizes) + cl_source("matmul.cl"), args, gemm_tiles(m, n),
-                             m, n, sizes["K"], batches, label + "_gemm",
-                             target_groups(ctx.device))
+        k = sizes["K"]
+        chosen = gemm_choice(ctx.variant, m, n, k, batches, target_groups(ctx.device))
+        return gemm_launches(defines(**sizes) + epilogue + cl_source("matmul.cl"), args, chosen,
+                             m, n, k, batches, label + "_gemm")

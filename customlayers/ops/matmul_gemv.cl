@@ -26,7 +26,7 @@ void matmul_gemv(GEMM_ARGS)
         barrier(CLK_LOCAL_MEM_FENCE);
     }
     if (t == 0)
-        out[batch * N + n] = partial[0];
+        STORE(batch, 0, n, partial[0]);
 #else
     const int n = get_global_id(0);
     if (n >= N)
@@ -34,6 +34,6 @@ void matmul_gemv(GEMM_ARGS)
     float acc = 0.0f;
     for (int k = 0; k < K; ++k)
         acc = mad(av[k], bm[k * N + n], acc);
-    out[batch * N + n] = acc;
+    STORE(batch, 0, n, acc);
 #endif
 }

@@ -9,7 +9,7 @@ program through the cache. It has no branch per kind of implementation.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Mapping, Sequence
 
 import numpy as np
@@ -20,6 +20,7 @@ from ..jit.launch import CompileContext, DeviceTraits
 from ..jit.layer import LayerCall, LayerImpl, LayerWork
 from ..jit.tensor import TensorDesc
 from .fusion import FusionPlan
+from .parallel_build import build_programs
 from .plan import CompiledPlan, Step, TensorKey
 from .planner import MemoryPlan, TensorLife, plan_memory
 
@@ -31,6 +32,8 @@ class PlanOptions:
     device_name: str
     fp64: bool                                  # the device computes in double
     custom_input_padding: tuple | None = None   # Network(pad_custom_inputs=...)
+    # chooses each layer's kernel variant by timing (tuning.py); None: the heuristics' picks
+    tuner: object = field(default=None, compare=False)
 
 
 def compile_plan(graph: Graph, order: Sequence[Node], impls: Mapping[str, LayerImpl],
@@ -101,6 +104,10 @@ def compile_plan(graph: Graph, order: Sequence[Node], impls: Mapping[str, LayerI
                                consts={i: consts[k] for i, k in enumerate(in_keys)
                                        if k in consts},
                                context=replace(call.context, epilogue=ep.fused()))
+            if options.tuner is not None:
+                variant = options.tuner.choose(impl, call, out_descs)
+                if variant is not None:
+                    call = replace(call, context=replace(call.context, variant=variant))
             work = impl.work(call, out_descs)
             steps.extend(_wire(node, work, in_keys, out_keys, descs, consts))
         except CustomLayersError as e:
@@ -171,7 +178,10 @@ def _fold_epilogue(node, ep, in_keys, in_descs, out_desc, consts, descs):
     bkey = ("fused_bias", node.id)
     consts[bkey] = bias.astype(np.float32)
     descs[bkey] = TensorDesc((channels,))
-    return in_keys + [bkey], in_descs + [descs[bkey]]
+    in_keys, in_descs = in_keys + [bkey], in_descs + [descs[bkey]]
+    if ep.residual is not None:          # the other side of a residual Add: the last input
+        in_keys, in_descs = in_keys + [ep.residual], in_descs + [descs[ep.residual]]
+    return in_keys, in_descs
 
 
 def _check_input_count(node: Node, impl: LayerImpl) -> None:
@@ -264,17 +274,16 @@ def _plan_memory(steps, descs, alias, consts, inputs, outputs) -> MemoryPlan:
 
 
 def _build(eng, steps: list[Step]) -> list:
-    programs = []
+    """Every step's programs, built in parallel (parallel_build.py); a build error names the
+    first layer (in order) whose program fails."""
+    built = build_programs(eng, ((launch.source, launch.options, launch.line_map,
+                                  launch.label or s.name)
+                                 for s in steps for launch in s.launches))
     for s in steps:
-        progs = []
         for launch in s.launches:
-            try:
-                progs.append(eng.cache.build(eng.context, eng.device, launch.source,
-                                             launch.options, line_map=launch.line_map,
-                                             label=launch.label or s.name))
-            except CustomLayersError as e:
+            e = built[(launch.source, launch.options)]
+            if isinstance(e, CustomLayersError):
                 if not e.layer:
                     e.layer = s.name
-                raise
-        programs.append(progs)
-    return programs
+                raise e
+    return [[built[(launch.source, launch.options)] for launch in s.launches] for s in steps]

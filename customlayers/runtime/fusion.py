@@ -32,6 +32,10 @@ class Epilogue:
     steps: list[tuple[str, np.ndarray]] = field(default_factory=list)  # ("add"|"mul", values)
     relu: bool = False
     absorbed: list[str] = field(default_factory=list)   # ids of the layers folded in
+    # the other input of a residual Add folded in after the per-channel steps: (producer node
+    # id, port), computed before the layer runs
+    residual: tuple[str, int] | None = None
+    pre_relu: bool = False       # a ReLU between the per-channel steps and the residual Add
 
     @property
     def has_scale(self) -> bool:
@@ -40,12 +44,15 @@ class Epilogue:
     @property
     def label(self) -> str:
         parts = (["scale"] if self.has_scale else []) + (["bias"] if self.steps else []) + \
+            (["relu"] if self.pre_relu else []) + (["residual"] if self.residual else []) + \
             (["relu"] if self.relu else [])
         return "+".join(parts)
 
     def fused(self) -> FusedEpilogue:
         """What the layer that absorbs the chain is told (its bias is folded to one input)."""
-        return FusedEpilogue(bias=bool(self.steps), relu=self.relu, label=self.label)
+        return FusedEpilogue(bias=bool(self.steps), relu=self.relu,
+                             residual=self.residual is not None, pre_relu=self.pre_relu,
+                             label=self.label)
 
     def scale_and_bias(self, channels: int) -> tuple[np.ndarray, np.ndarray]:
         """The chain as out = v * scale + bias per channel (float64 while folding)."""
@@ -107,30 +114,38 @@ def _per_channel_const(graph: Graph, node: Node, producer_id: str, channels: int
     return None
 
 
-def plan_fusions(graph: Graph, order: list[Node], fusable: set[str], is_custom) -> dict[str, Epilogue]:
+def plan_fusions(graph: Graph, order: list[Node], fusable: set[str], is_custom,
+                 scale_folding: set[str] | None = None) -> dict[str, Epilogue]:
     """node id -> Epilogue for every built-in node of a type in `fusable` that can absorb the
-    per-channel Multiply/Add layers and the ReLU after it. A Multiply is folded only where the
-    layer's weights (input 1) are a constant, since the scale is folded into them."""
+    per-channel Multiply/Add layers, a residual Add and the ReLU after it. A Multiply is folded
+    only for types in `scale_folding` whose weights (input 1) are a constant, since the scale is
+    folded into them (None: every type in `fusable`)."""
+    scale_folding = fusable if scale_folding is None else scale_folding
     plans: dict[str, Epilogue] = {}
+    position = {n.id: i for i, n in enumerate(order)}
     for node in order:
         if node.type not in fusable or is_custom(node) or not node.outputs:
             continue
         shape = node.outputs[0].shape
         if not shape or len(shape) < 2 or shape[1] is None:
             continue
-        weights_const = len(node.inputs) > 1 and \
+        weights_const = node.type in scale_folding and len(node.inputs) > 1 and \
             graph.nodes[graph.producer(node.id, 1)[0]].type == "Const"
         ep = Epilogue()
-        _extend_chain(graph, node, shape[1], ep, is_custom, allow_scale=weights_const)
+        _extend_chain(graph, node, shape[1], ep, is_custom, allow_scale=weights_const,
+                      residual_before=position[node.id], position=position)
         if ep.absorbed:
             plans[node.id] = ep
     return plans
 
 
 def _extend_chain(graph: Graph, last: Node, channels: int, ep: Epilogue, is_custom,
-                  allow_scale: bool = True) -> None:
-    """Append to `ep` the per-channel constant Multiply/Add layers and then the ReLU that
-    follow `last`, each the sole consumer of the one before."""
+                  allow_scale: bool = True, residual_before: int | None = None,
+                  position: dict | None = None) -> None:
+    """Append to `ep` the per-channel constant Multiply/Add layers, then (with
+    `residual_before`) a residual Add, then the ReLU that follow `last`, each the sole consumer
+    of the one before. A residual Add's other input must be of the output's own shape and
+    produced before order position `residual_before` (the layer reads it as it stores)."""
     nxt = _sole_consumer(graph, last)
     while nxt is not None and _is_eltwise(nxt, is_custom):
         kind = _ELTWISE[nxt.type]
@@ -143,10 +158,45 @@ def _extend_chain(graph: Graph, last: Node, channels: int, ep: Epilogue, is_cust
         ep.absorbed.append(nxt.id)
         last = nxt
         nxt = _sole_consumer(graph, last)
-    if nxt is not None and nxt.type == "ReLU" and not is_custom(nxt) and \
-            not nxt.attrs.get("negative_slope"):
+    relu_first = nxt is not None and _is_plain_relu(nxt, is_custom)
+    add = _sole_consumer(graph, nxt) if relu_first else nxt
+    if residual_before is not None and add is not None and add.type == "Add" and \
+            _is_eltwise(add, is_custom) and len(add.inputs) == 2:
+        other = _residual_input(graph, add, (nxt if relu_first else last).id, position,
+                                residual_before)
+        if other is not None:         # (a ReLU, then) the residual Add: both in the epilogue
+            if relu_first:
+                ep.pre_relu = True
+                ep.absorbed.append(nxt.id)
+            ep.residual = other
+            ep.absorbed.append(add.id)
+            last = add
+            nxt = _sole_consumer(graph, last)
+    if nxt is not None and _is_plain_relu(nxt, is_custom):
         ep.relu = True
         ep.absorbed.append(nxt.id)
+
+
+def _is_plain_relu(node: Node, is_custom) -> bool:
+    return node.type == "ReLU" and not is_custom(node) and not node.attrs.get("negative_slope")
+
+
+def _residual_input(graph: Graph, add: Node, from_id: str, position: dict,
+                    before: int) -> tuple[str, int] | None:
+    """The Add's other input as (producer, port) when it is a tensor of the Add's own shape
+    (no broadcast) computed before position `before`; else None."""
+    shape = add.outputs[0].shape if add.outputs else None
+    if not shape or None in shape or add.outputs[0].dtype not in (None, "f32"):
+        return None
+    ports = [p for p in range(2) if graph.producer(add.id, p)[0] != from_id]
+    if len(ports) != 1 or any(tuple(add.inputs[p].shape or ()) != tuple(shape)
+                              for p in range(2)):
+        return None
+    src = graph.producer(add.id, ports[0])
+    producer = graph.nodes[src[0]]
+    if producer.type == "Const" or position.get(src[0], before) >= before:
+        return None
+    return src
 
 
 def _is_eltwise(node: Node, is_custom) -> bool:
@@ -206,7 +256,9 @@ def plan_network_fusion(graph: Graph, order: list[Node], impls: dict[str, LayerI
     among what is left. `is_custom(node)`: the node does not run its type's built-in."""
     fusable = {impls[n.id].type for n in order
                if n.id in impls and impls[n.id].accepts_epilogue and not is_custom(n)}
-    epilogues = plan_fusions(graph, order, fusable, is_custom)
+    scale_folding = {impls[n.id].type for n in order
+                     if n.id in impls and impls[n.id].folds_scale and not is_custom(n)}
+    epilogues = plan_fusions(graph, order, fusable, is_custom, scale_folding)
     absorbed = {nid: owner for owner, ep in epilogues.items() for nid in ep.absorbed}
     chains = plan_affine_chains(graph, order, is_custom, set(absorbed))
     absorbed.update({nid: head for head, ch in chains.items() for nid in ch.epilogue.absorbed})

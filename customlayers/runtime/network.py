@@ -29,6 +29,8 @@ from .plan import CompiledPlan
 from .request import InferRequest
 from .resolver import Resolver
 from .stream import run_stream
+from .tuning import DEFAULT_MODE, Tuner, TuningStats, check_mode
+from .window_folding import fold_into_convolutions
 
 # A graph input that a built-in op reads as a compile-time constant (a Reshape target, an
 # Expand shape, Tile repeats) is compiled in by value; more elements than this is not a shape.
@@ -49,13 +51,17 @@ class Network:
         runtime would give a following convolution its halo).
     resolver: what implements each node (resolver.py); default: the registry's layers, then
         the built-ins.
+    tuning: "off" (each layer's heuristic kernel), "fast" (the default: the few best
+        candidates timed on the device while compiling) or "full" (every candidate); the
+        choices are cached on disk per device (tuning.py).
     """
 
     def __init__(self, graph, registry=None, engine=None, *,
                  input_shapes: Mapping[str, Sequence[int]] | None = None,
                  input_values: Mapping[str, np.ndarray] | None = None,
                  profiling: bool = False, pad_custom_inputs=None, messages=None,
-                 fuse: bool = True, resolver: Resolver | None = None):
+                 fuse: bool = True, resolver: Resolver | None = None,
+                 tuning: str = DEFAULT_MODE):
         if not isinstance(graph, Graph):
             graph = read_model(graph, custom_shapes=registry.output_shapes
                                if registry is not None else None)
@@ -69,16 +75,21 @@ class Network:
         self.fuse = fuse                   # epilogue fusion (runtime/fusion.py)
         self.messages: list[str] = []      # informational messages (overrides, memory plan)
         self._say = messages if messages is not None else (lambda m: None)
-        self._order = graph.topological_order()
         self.resolver = resolver if resolver is not None else Resolver(registry, say=self._say)
+        if fuse:      # zero Pads and causal Slices around convolutions become their padding
+            self.graph, folds = fold_into_convolutions(
+                graph, lambda n: self.resolver.find(n) is self.resolver.builtins.get(n.type))
+            self.messages += folds
+        self._order = self.graph.topological_order()
         self._impls, notes = self.resolver.resolve(self._order)
         self.messages += notes
-        self._fusion = plan_network_fusion(graph, self._order, self._impls,
+        self._fusion = plan_network_fusion(self.graph, self._order, self._impls,
                                            lambda n: not self._runs_builtin(n)) \
             if fuse else FusionPlan()
         device = engine.device
+        self.tuner = Tuner(engine, check_mode(tuning))
         self._options = PlanOptions(device_traits(device), device.name.strip(),
-                                    has_fp64(device), pad_custom_inputs)
+                                    has_fp64(device), pad_custom_inputs, tuner=self.tuner)
         # graph input name -> the layer input that reads it as a constant (for messages)
         self.value_inputs: dict[str, str] = self._find_value_inputs()
         self._plans: dict[tuple, CompiledPlan] = {}
@@ -96,6 +107,11 @@ class Network:
         plan = compile_plan(self.graph, self._order, self._impls, self._fusion, self.engine,
                             self._options, shapes, values)
         self.messages.append(plan.memory.summary())
+        stats = self.tuner.stats
+        if stats.layers_timed or stats.from_cache:
+            self.messages.append(self.tuner.summary())
+            self._say(self.tuner.summary())
+            self.tuner.stats = TuningStats()      # one report per compiled plan
         return plan
 
     # -- resolution ------------------------------------------------------------------------

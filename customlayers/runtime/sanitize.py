@@ -158,10 +158,15 @@ def parse_oclgrind_log(log: str, line_map: Sequence, layer: str,
         if at:
             file, line = at.group("file"), int(at.group("line"))
             col = f":{at.group('col')}" if at.group("col") else ""
-            if file not in users and os.path.abspath(file) in users:
-                file = os.path.abspath(file)      # Oclgrind shortens paths under the cwd
-            elif file not in users and 1 <= line <= len(line_map) and line_map[line - 1]:
-                file, line = line_map[line - 1]
+            if file not in users:
+                # Oclgrind (its clang) may print a user file's path relative to a folder of
+                # its choosing: the user file whose path ends with the one printed
+                ends = [u for u in users if u == os.path.abspath(file)
+                        or u.endswith(os.sep + file.lstrip("./" + os.sep))]
+                if len(ends) == 1:
+                    file = ends[0]
+                elif 1 <= line <= len(line_map) and line_map[line - 1]:
+                    file, line = line_map[line - 1]
             place = f"{file}:{line}{col}"
             origin = (file, line)
             text = next((generated[i] for i, o in enumerate(line_map)

@@ -8,7 +8,12 @@ Data blobs by the names of the layer's constant inputs.
 """
 from __future__ import annotations
 
+import math
+import re
+from dataclasses import replace
 from typing import Sequence
+
+import pyopencl as cl
 
 from ..config.spec import LayerSpec
 from ..errors import BindingError, ModelError
@@ -16,6 +21,11 @@ from ..jit.bindings import in_format, output_shape_from_formula
 from ..jit.layer import LayerCall, LayerImpl, LayerWork, ParsedAttrs, Stage
 from ..jit.tensor import CUSTOM_LAYER_DTYPES, TensorDesc
 from ..ops.reorder import reorder_launch
+
+
+# work-group sizes (along dimension 0) the tuner tries for a layer that leaves local open
+LOCAL_SIZES = (64, 128, 256)
+_LOCAL_VARIANT = re.compile(r"local(\d+(?:x\d+)*)")
 
 
 class SimpleGpuLayer(LayerImpl):
@@ -63,6 +73,11 @@ class SimpleGpuLayer(LayerImpl):
                 kernel_refs.append(("in", i))
         bound = self.registry.bind(self.spec.name, kernel_descs, outputs, params=call.attrs,
                                    data=data)
+        launch = bound.launch()
+        group = _LOCAL_VARIANT.fullmatch(call.context.variant or "")
+        if group and bound.local_size is None:     # the tuner's choice for an open local size
+            local = tuple(int(v) for v in group.group(1).split("x"))
+            launch = replace(launch, local_size=local, label=f"{launch.label}_{group.group(0)}")
         out_refs, after = [], []
         for j, d in enumerate(outputs):
             if d.is_plain:
@@ -74,9 +89,34 @@ class SimpleGpuLayer(LayerImpl):
             after.append(Stage(f"{call.name}/reorder_out{j}", "Reorder", "reorder", "reorder",
                                [reorder_launch(d, d.plain())], [ref], [("out", j)], [d],
                                [d.plain()]))
-        stages.append(Stage(call.name, call.type, self.impl, self.spec.entry, [bound.launch()],
+        stages.append(Stage(call.name, call.type, self.impl, self.spec.entry, [launch],
                             kernel_refs, out_refs, kernel_descs, list(outputs)))
         return LayerWork(stages + after, temps)
+
+    def variants(self, call: LayerCall, outputs: Sequence[TensorDesc]) -> tuple[str, ...]:
+        """When the descriptor leaves the local size open: the driver's choice, then work-groups
+        of up to 64, 128 and 256 items that divide the global size (the kernel may not guard a
+        partial group), filled along dimension 0 first, that the compiled kernel allows. A
+        local size the descriptor gives is kept as written: no variants."""
+        ports, kernel_descs, data = self._kernel_inputs(call)
+        bound = self.registry.bind(self.spec.name, kernel_descs, outputs, params=call.attrs,
+                                   data=data)
+        if bound.local_size is not None:
+            return ()
+        limit = bound.kernel.get_work_group_info(cl.kernel_work_group_info.WORK_GROUP_SIZE,
+                                                 bound.engine.device)
+        shapes = []
+        for total in LOCAL_SIZES:
+            if total > limit:
+                continue
+            shape, left = [], total
+            for g in bound.global_size:
+                shape.append(math.gcd(g, left))
+                left //= shape[-1]
+            if math.prod(shape) >= 32 and shape not in shapes:
+                shapes.append(shape)
+        return ("driver",) + tuple("local" + "x".join(map(str, s)) for s in shapes) \
+            if shapes else ()
 
     # -- binding ---------------------------------------------------------------------------
     def _kernel_inputs(self, call: LayerCall):

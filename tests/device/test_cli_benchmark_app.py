@@ -106,8 +106,8 @@ def test_no_abbreviations(capsys):
 
 @pytest.mark.parametrize("argv, says", [
     (["benchmark", "-report_type", "average_counters"],
-     "-report_type: benchmark_app's option has no equivalent here: no report files are "
-     "written: the summary is printed on stdout, and -pc adds"),
+     "-report_type: benchmark_app's option has no equivalent here: the summary is printed on "
+     "stdout; -pc adds each layer's device time, and -pc --report FILE.json writes"),
     (["benchmark", "-json_stats"], "-json_stats: benchmark_app's option has no equivalent"),
     (["benchmark", "-nstreams", "2"], "use -nireq N"),
     (["run", "-niter", "5"], "-niter: `run` runs the model once; to measure, use "

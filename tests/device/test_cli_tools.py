@@ -24,7 +24,7 @@ def test_jit_prints_the_program_and_the_work_sizes(capsys):
     assert "#define OUTPUT0_OFFSET 0" in lines          # outputs are not padded by default
     assert "#define neg_slope 3e-08" in lines           # the attribute text, exactly
     assert "__kernel void example_relu_kernel(" in out
-    assert "global work size: 224,224,3" in err         # global X,Y,B*F evaluated
+    assert "global work size: 56,224,3" in err   # global (X+3)/4,Y,B*F evaluated
 
 
 def test_jit_errors_are_messages(capsys):

@@ -8,6 +8,7 @@ CASES = [
     {"inputs": [(1, 3, 5, 7)], "params": {}},
     {"inputs": [(2, 4, 3, 9)], "params": {"negative_slope": "0.1"}},
     {"inputs": [(1, 2, 4, 4)], "params": {"negative_slope": "1e-7"}},
+    {"inputs": [(2, 3, 5, 8)], "params": {"negative_slope": "0.25"}},   # the float4 path
 ]
 
 

@@ -1,0 +1,127 @@
+"""Cold and warm load of ResNet-50 (the light ONNX model, seeded random weights): the time from
+`Network(...)` to a compiled plan and a first inference, each in a fresh process.
+
+  cold   an empty program and tuning cache: every program is compiled (in parallel threads,
+         runtime/parallel_build.py) and the tuner times its candidates
+  warm   the same cache again: programs are read from disk, choices from tuning/*.json
+
+Cold is measured with --tuning off and with the default (fast); the driver's own cache is
+turned off for the cold loads where we know its switch (CUDA_CACHE_DISABLE for NVIDIA,
+POCL_KERNEL_CACHE for PoCL), so cold means cold. PoCL compiles each kernel again at its first
+enqueue (per work-group size), so there the first inference is most of a warm load.
+
+    python bench/cold_start.py [--device GPU] [--batch 1] [--model path.onnx]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))
+
+
+def resnet50_onnx(workdir: Path) -> Path:
+    """The light ResNet-50 with seeded random weights (tests/models.py), made in `workdir`
+    when the repository's model cache cannot be written (the GPU machine)."""
+    import models as light
+    try:
+        return light.light_onnx("resnet50")
+    except OSError:
+        import onnx
+        path = workdir / "resnet50.onnx"
+        model = light.randomize_weights(onnx.load(str(light._light_dir() / "light_resnet50.onnx")),
+                                        light.SEED)
+        path.write_bytes(model.SerializeToString())
+        return path
+
+
+def child(args) -> int:
+    """One load in this process: prints a JSON line with the times."""
+    import numpy as np
+    t0 = time.perf_counter()
+    from customlayers.graph.load import read_model
+    from customlayers.runtime.device import Engine
+    from customlayers.runtime.network import Network
+    engine = Engine(args.device)
+    t1 = time.perf_counter()
+    graph = read_model(args.model)
+    inp = graph.parameters[0]
+    shape = (args.batch,) + tuple(inp.outputs[0].shape[1:])
+    net = Network(graph, engine=engine, tuning=args.tuning, input_shapes={inp.name: shape})
+    t2 = time.perf_counter()
+    name, key = net.plan.inputs[0]
+    x = np.random.default_rng(0).standard_normal(net.plan.descs[key].shape).astype(np.float32)
+    net.infer({name: x})
+    t3 = time.perf_counter()
+    cache = engine.cache
+    tuning = [m for m in net.messages if m.startswith("tuning")]
+    print(json.dumps({"engine_s": t1 - t0, "compile_s": t2 - t1, "first_infer_s": t3 - t2,
+                      "compiled": cache.misses, "from_disk": cache.disk_hits,
+                      "tuning": tuning[0] if tuning else "",
+                      "device": engine.device.name.strip()}))
+    return 0
+
+
+def load(model: Path, device: str | None, cache_dir: Path, tuning: str, batch: int,
+         cold: bool) -> dict:
+    env = dict(os.environ, CUSTOMLAYERS_CACHE_DIR=str(cache_dir))
+    if cold:        # the drivers' own caches too (a warm load may use them, as in production)
+        env.update(CUDA_CACHE_DISABLE="1", POCL_KERNEL_CACHE="0")
+    env.pop("CUSTOMLAYERS_NO_CACHE", None)
+    cmd = [sys.executable, __file__, "--child", "--model", str(model), "--tuning", tuning,
+           "--batch", str(batch)] + (["--device", device] if device else [])
+    out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
+    if out.returncode != 0:
+        raise SystemExit(f"the load failed:\n{out.stderr[-3000:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--device", default=None)
+    ap.add_argument("--model", default=None, help="an ONNX/IR model (default: light ResNet-50)")
+    ap.add_argument("--batch", type=int, default=1)
+    ap.add_argument("--tuning", default="fast", help=argparse.SUPPRESS)
+    ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child:
+        return child(args)
+    with tempfile.TemporaryDirectory(prefix="cold-start-") as tmp:
+        tmp = Path(tmp)
+        model = Path(args.model) if args.model else resnet50_onnx(tmp)
+        rows = []
+        for label, tuning, cache in (("cold, tuning off", "off", tmp / "a"),
+                                     ("warm, tuning off", "off", tmp / "a"),
+                                     ("cold, tuning fast", "fast", tmp / "b"),
+                                     ("warm, tuning fast", "fast", tmp / "b")):
+            r = load(model, args.device, cache, tuning, args.batch, label.startswith("cold"))
+            rows.append((label, r))
+        print(f"device: {rows[0][1]['device']}; model: {model.name} batch {args.batch}; each "
+              f"load in a fresh process")
+        head = (f"{'load':<20} {'compile s':>10} {'1st infer s':>12} {'total s':>8} "
+                f"{'built':>6} {'from disk':>10}")
+        print(head)
+        print("-" * len(head))
+        for label, r in rows:
+            total = r["compile_s"] + r["first_infer_s"]
+            print(f"{label:<20} {r['compile_s']:>10.2f} {r['first_infer_s']:>12.3f} "
+                  f"{total:>8.2f} {r['compiled']:>6} {r['from_disk']:>10}")
+            if r["tuning"]:
+                print(f"{'':<20} {r['tuning']}")
+        cold = rows[2][1]["compile_s"] + rows[2][1]["first_infer_s"]
+        warm = rows[3][1]["compile_s"] + rows[3][1]["first_infer_s"]
+        print(f"warm / cold (tuning fast): {warm / cold:.3f}  (goal: warm <= 0.5 s, "
+              f"measured {warm:.2f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

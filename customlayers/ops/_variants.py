@@ -1,0 +1,122 @@
+"""The space of tiled-GEMM kernel variants (gemm.cl) and the heuristic that ranks it: pure
+description, no device. Convolution (implicit GEMM) and MatMul list these names from
+`LayerImpl.variants`; runtime/tuning.py times the first few on the device and hands the winner
+back through CompileContext.variant (OpenPPL's runtime algorithm selection: a solution space,
+an empirical formula that picks candidates, then JIT and timing).
+
+A variant is named `gemm{TM}x{TN}_{RM}x{RN}_k{S}`: a TM x TN output tile per work-group, RM x RN
+outputs per work item, and the K loop cut into S slices (split-K; S = 1: none). Every variant
+sums each output's K terms in the same order except split-K, which adds S partial sums: results
+differ by fp32 rounding at most.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+TK = 16
+_NAME = re.compile(r"gemm(\d+)x(\d+)_(\d+)x(\d+)_k(\d+)")
+# work items per group: fewer leave a GPU's SIMD lanes idle, more than 256 are refused by many
+# drivers for a kernel with this much __local memory
+MIN_THREADS, MAX_THREADS = 64, 256
+# the whole space `--tuning full` times per layer (each candidate is a program to build)
+MAX_VARIANTS = 16
+# never a split-K slice shorter than this many K steps (the extra pass would cost more)
+MIN_K_PER_SLICE = 128
+
+
+@dataclass(frozen=True)
+class GemmVariant:
+    tm: int
+    tn: int
+    rm: int
+    rn: int
+    ksplit: int = 1
+
+    @property
+    def name(self) -> str:
+        return f"gemm{self.tm}x{self.tn}_{self.rm}x{self.rn}_k{self.ksplit}"
+
+    @property
+    def tiles(self) -> dict[str, int]:
+        return {"TM": self.tm, "TN": self.tn, "TK": TK, "RM": self.rm, "RN": self.rn}
+
+    @property
+    def threads(self) -> int:
+        return (self.tm // self.rm) * (self.tn // self.rn)
+
+    @staticmethod
+    def parse(name: str | None) -> "GemmVariant | None":
+        found = _NAME.fullmatch(name or "")
+        return GemmVariant(*(int(g) for g in found.groups())) if found else None
+
+
+def legacy_tile(m: int, n: int) -> tuple[int, int, int, int]:
+    """The fixed choice before tuning (16x16 work items, up to 4x4 outputs each; thinner tiles
+    for thin GEMMs): the heuristic keeps it first, so `--tuning off` runs what it always ran."""
+    tm = 16 if m <= 16 else 32 if m <= 32 else 64
+    tn = 16 if n <= 16 else 32 if n <= 32 else 64
+    return tm, tn, tm // 16, tn // 16
+
+
+def auto_split(tm: int, tn: int, m: int, n: int, k: int, batch: int, target: int) -> int:
+    """Split-K factor that lets a small output fill `target` work-groups (1: none)."""
+    groups = -(-m // tm) * -(-n // tn) * batch
+    if groups >= target:
+        return 1
+    return max(1, min(-(-target // groups), k // MIN_K_PER_SLICE))
+
+
+def _tiles(m: int, n: int, max_threads: int):
+    """Tiles of 32 to 128 (16 for a side of 16 or less), near-square blocks of 4 to 32 outputs
+    per work item, 64 to max_threads work items: the shapes that do well on GPUs."""
+    for tm in (16, 32, 64, 128):
+        for tn in (16, 32, 64, 128):
+            if (tm == 16 and m > 16) or (tn == 16 and n > 16) or tm > 2 * max(m, 32) or \
+                    tn > 2 * max(n, 32):
+                continue                                 # mostly padding, or too thin
+            for rm in (1, 2, 4, 8):
+                for rn in (1, 2, 4, 8):
+                    if rm > tm // 4 or rn > tn // 4 or not 4 <= rm * rn <= 32 or \
+                            max(rm, rn) > 2 * min(rm, rn):
+                        continue
+                    threads = (tm // rm) * (tn // rn)
+                    if MIN_THREADS <= threads <= max_threads:
+                        yield tm, tn, rm, rn
+
+
+def estimated_cost(v: GemmVariant, m: int, n: int, k: int, batch: int, target: int) -> float:
+    """A rough relative time: the padded multiply-adds, divided by what the tile shape earns
+    (register reuse per __local read, global reuse per tile) and by how full the device is."""
+    groups = -(-m // v.tm) * -(-n // v.tn) * batch
+    padded = -(-m // v.tm) * v.tm * -(-n // v.tn) * v.tn * batch * max(k, 1)
+    per_item = v.rm * v.rn / (v.rm + v.rn)          # FMAs per __local value read
+    per_tile = v.tm * v.tn / (v.tm + v.tn)          # FMAs per global value read
+    fill = min(1.0, groups * v.ksplit / max(target, 1))
+    cost = padded / ((per_item / (per_item + 1)) * (per_tile / (per_tile + 8)) * fill)
+    if v.ksplit > 1:                                # partial sums out and back in
+        cost += v.ksplit * m * n * batch * 64
+    return cost
+
+
+def gemm_variants(m: int, n: int, k: int, batch: int, target: int,
+                  max_threads: int = MAX_THREADS) -> tuple[str, ...]:
+    """Every variant for this GEMM, the legacy choice first, then cheapest estimate first."""
+    max_threads = min(max_threads, MAX_THREADS)
+    found: dict[str, GemmVariant] = {}
+    for tm, tn, rm, rn in _tiles(m, n, max_threads):
+        auto = auto_split(tm, tn, m, n, k, batch, target)
+        for s in {1, auto}:
+            v = GemmVariant(tm, tn, rm, rn, s)
+            found[v.name] = v
+    ranked = sorted(found.values(), key=lambda v: estimated_cost(v, m, n, k, batch, target))
+    tm, tn, rm, rn = legacy_tile(m, n)
+    first = GemmVariant(tm, tn, rm, rn, auto_split(tm, tn, m, n, k, batch, target))
+    rest = tuple(v.name for v in ranked if v.name != first.name)
+    return (first.name,) + rest[:MAX_VARIANTS - 1]
+
+
+def split_plan(v: GemmVariant, k: int, batch: int) -> dict[str, int]:
+    """gemm.cl's split defines for the variant: KSPLIT slices of KCHUNK (whole TK steps)."""
+    chunk = -(-(-(-k // v.ksplit)) // TK) * TK
+    return {"KSPLIT": -(-k // chunk), "KCHUNK": chunk, "BATCHES": batch}

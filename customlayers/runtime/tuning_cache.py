@@ -1,0 +1,78 @@
+"""The tuner's choices on disk: one JSON file per device (platform, device, driver, our
+version), next to the program cache (`<cache dir>/tuning/<key>.json`), readable by hand:
+
+    {"format": 1, "device": {...identity...},
+     "choices": {"Convolution:3f2a...": {"layer": "conv1", "variant": "gemm64x64_4x4_k1",
+                                         "mode": "fast", "times_us": {...}, "shapes": [...]}}}
+
+Each write merges with what is on disk and replaces the file atomically (files.atomic_writer),
+so two processes tuning at once lose no choices and a reader never sees half a file. A file that
+cannot be read or written is a warning and a tuning run, never a crash.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import warnings
+from pathlib import Path
+
+from .. import __version__
+from ..files import atomic_writer
+from .cache import CacheWarning, device_identity
+
+FORMAT = 1
+
+
+class TuningCache:
+    def __init__(self, path: Path | None, identity: dict):
+        self.path = path                 # None: in memory only
+        self.identity = identity
+        self._choices: dict | None = None
+
+    @staticmethod
+    def for_device(device, enabled: bool = True, directory: Path | None = None) -> "TuningCache":
+        identity = dict(device_identity(device), customlayers=__version__)
+        if not enabled or directory is None:
+            return TuningCache(None, identity)
+        key = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:20]
+        return TuningCache(Path(directory) / "tuning" / f"{key}.json", identity)
+
+    def get(self, signature: str) -> dict | None:
+        return self._loaded().get(signature)
+
+    def put(self, signature: str, record: dict) -> None:
+        choices = self._loaded()
+        choices[signature] = record
+        if self.path is None:
+            return
+        try:
+            merged = dict(self._read())          # another process may have added some
+            merged.update(choices)
+            self._choices = merged
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            text = json.dumps({"format": FORMAT, "device": self.identity, "choices": merged},
+                              indent=1, sort_keys=True)
+            with atomic_writer(self.path) as f:
+                f.write(text.encode("utf-8"))
+        except OSError as e:
+            warnings.warn(f"tuning cache {self.path}: cannot write ({e}); the choice holds for "
+                          f"this process only", CacheWarning, stacklevel=2)
+
+    def _loaded(self) -> dict:
+        if self._choices is None:
+            self._choices = self._read()
+        return self._choices
+
+    def _read(self) -> dict:
+        if self.path is None or not self.path.exists():
+            return {}
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+            if data.get("format") != FORMAT or data.get("device") != self.identity:
+                return {}
+            choices = data.get("choices")
+            return dict(choices) if isinstance(choices, dict) else {}
+        except (OSError, ValueError, AttributeError) as e:
+            warnings.warn(f"tuning cache {self.path}: cannot read ({e}); layers are timed anew",
+                          CacheWarning, stacklevel=2)
+            return {}

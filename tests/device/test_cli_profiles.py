@@ -1,0 +1,76 @@
+"""`-pc --trace FILE.json` (a Chrome trace) and `--report FILE.json` (the per-layer table) on
+run and benchmark, and `--tuning` through the CLI."""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from customlayers.cli import main as cli_main
+
+ROOT = Path(__file__).resolve().parents[2]
+DEMO = str(ROOT / "examples" / "models" / "demo_cnn_builtin.xml")
+TEST_DEVICE = os.environ.get("CUSTOMLAYERS_TEST_DEVICE", "CPU")
+
+
+def main(argv):
+    return cli_main(argv[:1] + ["-d", TEST_DEVICE] + argv[1:])
+
+
+def _check_trace(path: Path, runs: int):
+    data = json.loads(path.read_text())
+    spans = [e for e in data["traceEvents"] if e["ph"] == "X"]
+    meta = [e for e in data["traceEvents"] if e["ph"] == "M"]
+    assert meta[0]["args"]["name"].startswith("OpenCL device: ")
+    assert data["otherData"]["runs"] == runs
+    assert spans and min(e["ts"] for e in spans) == 0.0
+    for e in spans:
+        assert e["dur"] >= 0 and e["name"] and e["args"]["kernel"] and e["args"]["op"]
+        assert e["args"]["outputs"] and e["args"]["time_us"] == pytest.approx(e["dur"], abs=1e-3)
+    # one run's kernels on one in-order queue never overlap
+    first = sorted((e for e in spans if e["tid"] == 0), key=lambda e: e["ts"])
+    per_run = len(spans) // runs
+    for a, b in zip(first[:per_run], first[1:per_run]):
+        assert a["ts"] + a["dur"] <= b["ts"] + 1e-3
+    return spans
+
+
+def test_run_writes_a_chrome_trace_and_a_report(tmp_path, capsys):
+    trace, report = tmp_path / "t.json", tmp_path / "r.json"
+    assert main(["run", "-m", DEMO, "-pc", "--trace", str(trace), "--report", str(report)]) == 0
+    err = capsys.readouterr().err
+    assert f"trace of 1 run(s) written to {trace}" in err
+    assert f"per-layer report written to {report}" in err
+    spans = _check_trace(trace, 1)
+    rows = json.loads(report.read_text())
+    assert rows["runs"] == 1 and rows["layers"]
+    names = {r["name"] for r in rows["layers"]}
+    assert {e["name"] for e in spans} == names        # the model's own node names
+    assert rows["total_us"] == pytest.approx(sum(r["time_us"] for r in rows["layers"]), rel=1e-3)
+    assert not list(tmp_path.glob(".*.tmp"))          # written atomically, no leftovers
+
+
+def test_benchmark_traces_every_run_of_every_request(tmp_path, capsys):
+    trace, report = tmp_path / "t.json", tmp_path / "r.json"
+    assert main(["benchmark", "-m", DEMO, "-niter", "4", "-nireq", "2", "-pc", "--trace",
+                 str(trace), "--report", str(report), "--tuning", "off"]) == 0
+    spans = _check_trace(trace, 4)
+    assert {e["tid"] for e in spans} == {0, 1}
+    assert json.loads(report.read_text())["runs"] == 4
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["run", "-m", DEMO, "--trace", "t.json"], "--trace t.json: the times come from profiling "
+                                               "events; add -pc"),
+    (["run", "-m", DEMO, "-pc", "--report", "r.txt"], "--report r.txt: expected a .json file"),
+    (["run", "-m", DEMO, "--tuning", "max"], "argument --tuning: invalid choice: 'max'"),
+])
+def test_profile_and_tuning_usage_errors(capsys, argv, says):
+    try:
+        code = main(argv)
+    except SystemExit as e:                   # argparse's own errors exit
+        code = e.code
+    assert code == 2
+    assert says in capsys.readouterr().err

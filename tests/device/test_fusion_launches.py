@@ -1,0 +1,191 @@
+"""Fewer launches: a residual Add (and the ReLU after it) computed by the convolution that
+produces one of its inputs, and MatMul + bias + ReLU as one kernel; each against OpenVINO."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from oracle import ov_infer, save_ov_model
+
+
+def _conv(ops, x, rng, cin, cout, k=3):
+    w = ops.constant((rng.standard_normal((cout, cin, k, k)) * 0.2).astype(np.float32))
+    pad = [k // 2, k // 2]
+    conv = ops.convolution(x, w, [1, 1], pad, pad, [1, 1])
+    return ops.add(conv, ops.constant(rng.standard_normal((1, cout, 1, 1)).astype(np.float32)))
+
+
+def _residual_block(path, shortcut_first: bool):
+    """x -> conv+bias+relu -> conv+bias -> Add(shortcut) -> ReLU, the shortcut a 1x1 conv."""
+    ov = pytest.importorskip("openvino")
+    ops = pytest.importorskip("openvino.opset13")
+    rng = np.random.default_rng(11)
+    x = ops.parameter([2, 8, 10, 12], np.float32, name="x")
+    if shortcut_first:
+        short = _conv(ops, x, rng, 8, 16, k=1)
+    main = ops.relu(_conv(ops, x, rng, 8, 16))
+    main = _conv(ops, main, rng, 16, 16)
+    if not shortcut_first:
+        short = _conv(ops, x, rng, 8, 16, k=1)
+    y = ops.relu(ops.add(main, short) if shortcut_first else ops.add(short, main))
+    y.output(0).get_tensor().set_names({"y"})
+    return save_ov_model(ov.Model([y], [x], "res"), path / f"res{int(shortcut_first)}.xml")
+
+
+@pytest.mark.parametrize("shortcut_first", [True, False])
+def test_residual_add_and_relu_run_in_the_convolution(tmp_path, test_device, shortcut_first):
+    from customlayers.runtime.device import Engine
+    from customlayers.runtime.network import Network
+    model = _residual_block(tmp_path, shortcut_first)
+    x = np.random.default_rng(12).standard_normal((2, 8, 10, 12)).astype(np.float32)
+    want = ov_infer(model, {"x": x})["y"]
+    fused = Network(model, engine=Engine(test_device))
+    types = [s.type for s in fused.plan.steps]
+    # three convolutions, one of them ends with the residual Add and the ReLU: nothing else
+    assert len(types) == 3 and sum(t.endswith("+bias+residual+relu") for t in types) == 1, types
+    np.testing.assert_allclose(fused.infer({"x": x})["y"], want, rtol=1e-4, atol=1e-4)
+    plain = Network(model, engine=Engine(test_device), fuse=False)
+    assert len(plain.plan.steps) == 9         # 3 convolutions, 3 biases, Add, 2 ReLUs
+    np.testing.assert_allclose(plain.infer({"x": x})["y"], want, rtol=1e-4, atol=1e-4)
+
+
+def test_add_of_a_broadcast_tensor_is_not_a_residual(tmp_path, test_device):
+    ov = pytest.importorskip("openvino")
+    ops = pytest.importorskip("openvino.opset13")
+    from customlayers.runtime.device import Engine
+    from customlayers.runtime.network import Network
+    rng = np.random.default_rng(13)
+    x = ops.parameter([1, 4, 6, 6], np.float32, name="x")
+    s = ops.parameter([1, 4, 1, 6], np.float32, name="s")
+    y = ops.relu(ops.add(_conv(ops, x, rng, 4, 4), s))
+    y.output(0).get_tensor().set_names({"y"})
+    model = save_ov_model(ov.Model([y], [x, s], "bcast"), tmp_path / "b.xml")
+    arrays = {"x": rng.standard_normal((1, 4, 6, 6)).astype(np.float32),
+              "s": rng.standard_normal((1, 4, 1, 6)).astype(np.float32)}
+    net = Network(model, engine=Engine(test_device))
+    assert not any("residual" in st.type for st in net.plan.steps)
+    np.testing.assert_allclose(net.infer(arrays)["y"], ov_infer(model, arrays)["y"],
+                               rtol=1e-4, atol=1e-4)
+
+
+def test_onnx_gemm_with_bias_and_relu_is_one_kernel(tmp_path, test_device):
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper, numpy_helper
+    from customlayers.runtime.device import Engine
+    from customlayers.runtime.network import Network
+    rng = np.random.default_rng(14)
+    w = (rng.standard_normal((30, 64)) * 0.1).astype(np.float32)
+    b = rng.standard_normal((30,)).astype(np.float32)
+    graph = helper.make_graph(
+        [helper.make_node("Gemm", ["x", "w", "b"], ["g"], transB=1),
+         helper.make_node("Relu", ["g"], ["y"])], "fc",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [5, 64])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [5, 30])],
+        [numpy_helper.from_array(w, "w"), numpy_helper.from_array(b, "b")])
+    path = tmp_path / "fc.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), path)
+    x = rng.standard_normal((5, 64)).astype(np.float32)
+    net = Network(path, engine=Engine(test_device))
+    assert [s.type for s in net.plan.steps] == ["MatMul+bias+relu"]
+    np.testing.assert_allclose(net.infer({"x": x})["y"], np.maximum(x @ w.T + b, 0),
+                               rtol=1e-4, atol=1e-4)
+
+
+def _onnx_model(tmp_path, nodes, inputs, outputs, inits, name):
+    onnx = pytest.importorskip("onnx")
+    from onnx import helper
+    graph = helper.make_graph(nodes, name, inputs, outputs, inits)
+    path = tmp_path / f"{name}.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), path)
+    return path
+
+
+def test_causal_slice_after_a_conv1d_is_its_padding(tmp_path, test_device):
+    """The TCN's block: Conv1d with padding (k-1)*d on both sides, the right part chopped off
+    by a Slice, then ReLU: one kernel."""
+    pytest.importorskip("onnx")
+    from onnx import TensorProto, helper, numpy_helper
+    from customlayers.runtime.device import Engine
+    from customlayers.runtime.network import Network
+    rng = np.random.default_rng(15)
+    k, d, c = 7, 4, 6
+    p = (k - 1) * d
+    w = (rng.standard_normal((c, 3, k)) * 0.3).astype(np.float32)
+    b = rng.standard_normal((c,)).astype(np.float32)
+    const = lambda v, n: numpy_helper.from_array(np.array(v, np.int64), n)  # noqa: E731
+    model = _onnx_model(tmp_path, [
+        helper.make_node("Conv", ["x", "w", "b"], ["c"], pads=[p, p], dilations=[d],
+                         kernel_shape=[k]),
+        helper.make_node("Slice", ["c", "s0", "s1", "ax", "st"], ["s"]),
+        helper.make_node("Relu", ["s"], ["y"])],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 50])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, c, 50])],
+        [numpy_helper.from_array(w, "w"), numpy_helper.from_array(b, "b"),
+         const([0], "s0"), const([-p], "s1"), const([2], "ax"), const([1], "st")], "tcn")
+    x = rng.standard_normal((2, 3, 50)).astype(np.float32)
+    want = ov_infer(model, {"x": x})["y"]
+    net = Network(model, engine=Engine(test_device))
+    assert [s.type for s in net.plan.steps] == ["Convolution+bias+relu"]
+    assert any(m.startswith("folded the causal Slice") for m in net.messages)
+    np.testing.assert_allclose(net.infer({"x": x})["y"], want, rtol=1e-4, atol=1e-4)
+    plain = Network(model, engine=Engine(test_device), fuse=False)
+    np.testing.assert_allclose(plain.infer({"x": x})["y"], want, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("pad_value", [0.0, 1.5])
+def test_zero_pad_before_a_convolution_is_its_padding(tmp_path, test_device, pad_value):
+    pytest.importorskip("onnx")
+    from onnx import TensorProto, helper, numpy_helper
+    from customlayers.runtime.device import Engine
+    from customlayers.runtime.network import Network
+    rng = np.random.default_rng(16)
+    w = (rng.standard_normal((5, 4, 3, 3)) * 0.3).astype(np.float32)
+    model = _onnx_model(tmp_path, [
+        helper.make_node("Pad", ["x", "pads", "v"], ["p"]),
+        helper.make_node("Conv", ["p", "w"], ["y"], pads=[1, 0, 1, 0], strides=[2, 1])],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 9, 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(w, "w"),
+         numpy_helper.from_array(np.array([0, 0, 2, 1, 0, 0, 0, 3], np.int64), "pads"),
+         numpy_helper.from_array(np.array(pad_value, np.float32), "v")], f"pad{pad_value}")
+    x = rng.standard_normal((1, 4, 9, 8)).astype(np.float32)
+    want = ov_infer(model, {"x": x})["y"]
+    net = Network(model, engine=Engine(test_device))
+    folded = [s.type for s in net.plan.steps] == ["Convolution"]
+    assert folded == (pad_value == 0.0)        # only a zero Pad is the convolution's padding
+    np.testing.assert_allclose(net.infer({"x": x})["y"], want, rtol=1e-4, atol=1e-4)
+
+
+def test_a_tcn_block_is_two_kernels(tmp_path, test_device):
+    """Two causal conv+chomp+ReLU, the residual Add and the last ReLU (the seed's TCN block):
+    the second convolution applies bias, ReLU, residual and ReLU where it stores."""
+    pytest.importorskip("onnx")
+    from onnx import TensorProto, helper, numpy_helper
+    from customlayers.runtime.device import Engine
+    from customlayers.runtime.network import Network
+    rng = np.random.default_rng(17)
+    k, d, c, length = 7, 2, 5, 40
+    p = (k - 1) * d
+    const = lambda v, n: numpy_helper.from_array(np.array(v, np.int64), n)  # noqa: E731
+    inits = [const([0], "s0"), const([-p], "s1"), const([2], "ax"), const([1], "st")]
+    nodes = []
+    for i in (1, 2):
+        inits += [numpy_helper.from_array((rng.standard_normal((c, c, k)) * 0.3)
+                                          .astype(np.float32), f"w{i}"),
+                  numpy_helper.from_array(rng.standard_normal((c,)).astype(np.float32), f"b{i}")]
+        src = "x" if i == 1 else "r1"
+        nodes += [helper.make_node("Conv", [src, f"w{i}", f"b{i}"], [f"c{i}"], pads=[p, p],
+                                   dilations=[d], kernel_shape=[k]),
+                  helper.make_node("Slice", [f"c{i}", "s0", "s1", "ax", "st"], [f"sl{i}"]),
+                  helper.make_node("Relu", [f"sl{i}"], [f"r{i}"])]
+    nodes += [helper.make_node("Add", ["r2", "x"], ["a"]), helper.make_node("Relu", ["a"], ["y"])]
+    model = _onnx_model(tmp_path, nodes,
+                        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, c, length])],
+                        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3, c, length])],
+                        inits, "block")
+    x = rng.standard_normal((3, c, length)).astype(np.float32)
+    want = ov_infer(model, {"x": x})["y"]
+    net = Network(model, engine=Engine(test_device))
+    assert [s.type for s in net.plan.steps] == ["Convolution+bias+relu",
+                                                "Convolution+bias+relu+residual+relu"]
+    np.testing.assert_allclose(net.infer({"x": x})["y"], want, rtol=1e-4, atol=1e-4)

@@ -1,0 +1,185 @@
+"""Kernel selection by timing (runtime/tuning.py): every variant computes what numpy computes,
+the tuner times candidates on the device and keeps its choice on disk, and a second load
+times nothing."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from customlayers.jit.launch import CompileContext, DeviceTraits, FusedEpilogue
+from customlayers.jit.tensor import TensorDesc
+from customlayers.ops import get_op
+from launch_runner import run_launches
+from oracle import ov_infer, save_ov_model
+
+GPU = DeviceTraits("GPU", compute_units=16, max_work_group_size=256)
+
+
+def _conv_ref(x, w, stride=1, pad=0):
+    n, c, h, wd = x.shape
+    o, cg, kh, kw = w.shape
+    groups = c // cg
+    xp = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+    oh, ow = (h + 2 * pad - kh) // stride + 1, (wd + 2 * pad - kw) // stride + 1
+    out = np.zeros((n, o, oh, ow))
+    og = o // groups
+    for oc in range(o):
+        g = oc // og
+        for ky in range(kh):
+            for kx in range(kw):
+                patch = xp[:, g * cg:(g + 1) * cg, ky:ky + stride * oh:stride,
+                           kx:kx + stride * ow:stride]
+                out[:, oc] += np.einsum("nchw,c->nhw", patch, w[oc, :, ky, kx])
+    return out
+
+
+def _run_variant(cl_env, op_type, attrs, arrays, variant, epilogue=None):
+    op = get_op(op_type)
+    parsed = op.parse_attributes(attrs, "layer")
+    descs = [TensorDesc(a.shape) for a in arrays]
+    out = [TensorDesc(s) for s, _ in op.infer_shapes(parsed, descs[:2], {})]
+    ctx = CompileContext(GPU, epilogue=epilogue, variant=variant)
+    variants = op.kernel_variants(parsed, descs, out, {}, ctx)
+    launches = op.launches(parsed, descs, out, {}, ctx)
+    return run_launches(cl_env, launches, arrays, descs, out)[0], variants
+
+
+CONV = {"strides": "1,1", "dilations": "1,1", "pads_begin": "1,1", "pads_end": "1,1"}
+CONV_1X1 = {"strides": "1,1", "dilations": "1,1", "pads_begin": "0,0", "pads_end": "0,0"}
+
+
+@pytest.mark.parametrize("attrs,wshape,pad", [(CONV, (24, 16, 3, 3), 1),
+                                               (CONV_1X1, (40, 16, 1, 1), 0)])
+def test_every_convolution_variant_matches_numpy(cl_env, attrs, wshape, pad):
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((2, 16, 9, 11)).astype(np.float32)
+    w = (rng.standard_normal(wshape) * 0.2).astype(np.float32)
+    want = _conv_ref(x, w, pad=pad)
+    _, variants = _run_variant(cl_env, "Convolution", attrs, [x, w], None)
+    assert len(variants) >= 8 and variants[-1] == "direct"
+    for v in variants:
+        got, _ = _run_variant(cl_env, "Convolution", attrs, [x, w], v)
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4, err_msg=v)
+
+
+def test_depthwise_variants_match_numpy(cl_env):
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((1, 8, 13, 10)).astype(np.float32)
+    w = (rng.standard_normal((8, 1, 1, 3, 3)) * 0.3).astype(np.float32)
+    want = _conv_ref(x, w.reshape(8, 1, 3, 3), pad=1)
+    _, variants = _run_variant(cl_env, "GroupConvolution", CONV, [x, w], None)
+    assert variants[0] == "direct" and len(variants) == 5
+    for v in variants:
+        got, _ = _run_variant(cl_env, "GroupConvolution", CONV, [x, w], v)
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5, err_msg=v)
+
+
+def test_non_split_variants_give_identical_bits(cl_env):
+    """Tilings sum each output's K terms in one order: only split-K may change the rounding."""
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((70, 90)).astype(np.float32)
+    b = rng.standard_normal((90, 50)).astype(np.float32)
+    first, variants = _run_variant(cl_env, "MatMul", {}, [a, b], None)
+    same = [v for v in variants if v.endswith("_k1")]
+    assert len(same) >= 4
+    for v in same:
+        got, _ = _run_variant(cl_env, "MatMul", {}, [a, b], v)
+        assert np.array_equal(got, first), v
+    np.testing.assert_allclose(first, a.astype(np.float64) @ b, rtol=1e-4, atol=1e-4)
+
+
+def test_matmul_with_fused_bias_relu_and_residual(cl_env):
+    rng = np.random.default_rng(6)
+    a = rng.standard_normal((33, 40)).astype(np.float32)
+    b = rng.standard_normal((40, 20)).astype(np.float32)
+    bias = rng.standard_normal((20,)).astype(np.float32)
+    res = rng.standard_normal((33, 20)).astype(np.float32)
+    got, _ = _run_variant(cl_env, "MatMul", {}, [a, b, bias, res], None,
+                          FusedEpilogue(bias=True, relu=True, residual=True))
+    want = np.maximum(a.astype(np.float64) @ b + bias + res, 0)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+def _matmul_model(path, m=24, k=96, n=40):
+    ov = pytest.importorskip("openvino")
+    ops = pytest.importorskip("openvino.opset13")
+    rng = np.random.default_rng(7)
+    x = ops.parameter([m, k], np.float32, name="x")
+    w = ops.constant((rng.standard_normal((k, n)) * 0.1).astype(np.float32))
+    bias = ops.constant(rng.standard_normal((1, n)).astype(np.float32))
+    y = ops.relu(ops.add(ops.matmul(x, w, False, False), bias))
+    y.output(0).get_tensor().set_names({"y"})
+    return save_ov_model(ov.Model([y], [x], "mm"), path / "mm.xml")
+
+
+def test_tuner_times_once_then_reads_its_choice_from_disk(tmp_path, test_device):
+    from customlayers.runtime.cache import ProgramCache
+    from customlayers.runtime.device import Engine
+    from customlayers.runtime.network import Network
+    model = _matmul_model(tmp_path)
+    x = np.random.default_rng(8).standard_normal((24, 96)).astype(np.float32)
+    engine = Engine(test_device, cache=ProgramCache(tmp_path / "cache"))
+    first = Network(model, engine=engine, tuning="full")
+    assert first.tuner.stats.layers_timed == 0            # reported, then reset per plan
+    note = [m for m in first.messages if m.startswith("tuning (full)")]
+    assert note and note[0].startswith("tuning (full): 1 layer(s) timed, 16 candidate(s)")
+    files = list((tmp_path / "cache" / "tuning").glob("*.json"))
+    assert len(files) == 1
+    saved = json.loads(files[0].read_text())
+    (record,) = saved["choices"].values()
+    assert record["type"] == "MatMul" and record["mode"] == "full"
+    assert record["variant"] in record["times_us"] and len(record["times_us"]) == 16
+    step = next(s for s in first.plan.steps if s.type.startswith("MatMul"))
+    assert step.type == "MatMul+bias+relu"
+    assert step.launches[0].label.startswith("matmul_24x96x40_gemm" + record["variant"][4:].
+                                             split("_k")[0])
+    # a second load (fresh process state, the same cache): nothing is timed
+    second = Network(model, engine=Engine(test_device, cache=ProgramCache(tmp_path / "cache")),
+                     tuning="fast")
+    note = [m for m in second.messages if m.startswith("tuning (fast)")]
+    assert note == [f"tuning (fast): 0 layer(s) timed, 0 candidate(s), in 0.00 s; 1 choice(s) "
+                    f"from the cache ({files[0]})"]
+    want = ov_infer(model, {"x": x})["y"]
+    for net in (first, second, Network(model, engine=engine, tuning="off")):
+        np.testing.assert_allclose(net.infer({"x": x})["y"], want, rtol=1e-4, atol=1e-4)
+
+
+def test_tuning_off_times_nothing_and_unknown_mode_is_refused(tmp_path, test_device):
+    from customlayers.runtime.device import Engine
+    from customlayers.runtime.network import Network
+    model = _matmul_model(tmp_path)
+    net = Network(model, engine=Engine(test_device), tuning="off")
+    assert not [m for m in net.messages if m.startswith("tuning")]
+    with pytest.raises(ValueError, match="tuning 'fastest' is not one of off, fast, full"):
+        Network(model, engine=Engine(test_device), tuning="fastest")
+
+
+def test_custom_layer_with_an_open_local_size_gets_one_by_timing(tmp_path, test_device,
+                                                                 examples_dir):
+    """The ReLU example leaves local open: the tuner times the driver's choice and work-groups
+    that divide the global size; the result is the same whichever wins."""
+    ov = pytest.importorskip("openvino")
+    ops = pytest.importorskip("openvino.opset13")
+    from customlayers.runtime.cache import ProgramCache
+    from customlayers.runtime.device import Engine
+    from customlayers.runtime.network import Network
+    from customlayers.runtime.registry import Registry
+    x = ops.parameter([2, 8, 16, 32], np.float32, name="x")
+    y = ops.relu(ops.multiply(x, ops.constant(np.float32(2.0))))
+    y.output(0).get_tensor().set_names({"y"})
+    model = save_ov_model(ov.Model([y], [x], "relu"), tmp_path / "relu.xml")
+    engine = Engine(test_device, cache=ProgramCache(tmp_path / "cache"))
+    reg = Registry(engine)
+    reg.load(examples_dir / "relu" / "relu.xml")
+    net = Network(model, reg, engine, tuning="full")
+    step = next(s for s in net.plan.steps if s.impl == "custom")
+    (record,) = json.loads(next((tmp_path / "cache" / "tuning").glob("*.json")).read_text())[
+        "choices"].values()
+    assert set(record["times_us"]) == {"driver", "local8x8x1", "local8x16x1", "local8x16x2"}
+    want_local = None if record["variant"] == "driver" else \
+        tuple(int(v) for v in record["variant"][5:].split("x"))
+    assert step.launches[0].local_size == want_local
+    a = np.random.default_rng(9).standard_normal((2, 8, 16, 32)).astype(np.float32)
+    np.testing.assert_array_equal(net.infer({"x": a})["y"], np.maximum(a * 2, 0))
