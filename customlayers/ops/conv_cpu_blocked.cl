@@ -75,7 +75,7 @@ __kernel void conv_cpu_blocked(__global const float* restrict input,
         #pragma unroll
         for (int i = 0; i < OB; ++i)
             if (p0 + j < P && ob * OB + i < OG)
-                out[i * P + p0 + j] = EPILOGUE(o0 + i, r[i]);
+                out[i * P + p0 + j] = EPILOGUE((img * O + o0 + i) * P + p0 + j, o0 + i, r[i]);
     }
 }
 
