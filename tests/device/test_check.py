@@ -86,18 +86,30 @@ def test_check_default_shapes_and_header(capsys):
         ["1x4x6x8"] * 4
 
 
+WRONG_RELU_CL = """__kernel void example_relu_kernel(const __global INPUT0_TYPE* input0,
+                                  __global OUTPUT0_TYPE* output0)
+{
+    const uint y = get_global_id(1), bf = get_global_id(2);
+    const uint f = bf % OUTPUT0_DIMS[1], b = bf / OUTPUT0_DIMS[1];
+    for (uint x = get_global_id(0) * 4; x < get_global_id(0) * 4 + 4 && x < OUTPUT0_DIMS[3];
+         ++x) {
+        const INPUT0_TYPE value = input0[INPUT0_OFFSET + b * INPUT0_PITCHES[0]
+                                         + f * INPUT0_PITCHES[1] + y * INPUT0_PITCHES[2]
+                                         + x * INPUT0_PITCHES[3]];
+        const float bug = (b == 0 && f == 1 && y == 2 && x == 3) ? 0.5f : 0.0f;
+        output0[OUTPUT0_OFFSET + b * OUTPUT0_PITCHES[0] + f * OUTPUT0_PITCHES[1]
+                + y * OUTPUT0_PITCHES[2] + x * OUTPUT0_PITCHES[3]] =
+            (value < 0 ? value * (INPUT0_TYPE)(neg_slope) : value) + bug;
+    }
+}
+"""
+
+
 def wrong_relu(folder: Path) -> Path:
-    """The ReLU example with a kernel that is wrong at one element, (b,f,y,x) = (0,1,2,3)."""
-    for name in ("relu.xml", "relu.cl"):
-        shutil.copy(LAYERS / "relu" / name, folder / name)
-    cl = folder / "relu.cl"
-    text = cl.read_text()
-    store = "    output0[out_id] = value < 0 ? value * (INPUT0_TYPE)(neg_slope) : value;"
-    assert store in text
-    cl.write_text(text.replace(
-        store, "    const float bug = (b == 0 && f == 1 && y == 2 && x == 3) ? 0.5f : 0.0f;\n"
-               "    output0[out_id] = (value < 0 ? value * (INPUT0_TYPE)(neg_slope) : value)"
-               " + bug;"))
+    """The ReLU example's descriptor (4 neighbours along x per work item) with a kernel that is
+    wrong at one element, (b,f,y,x) = (0,1,2,3)."""
+    shutil.copy(LAYERS / "relu" / "relu.xml", folder / "relu.xml")
+    (folder / "relu.cl").write_text(WRONG_RELU_CL)
     return folder / "relu.xml"
 
 
