@@ -17,6 +17,7 @@ import os
 import re
 import sys
 import tempfile
+import threading
 import warnings
 from contextlib import contextmanager
 from pathlib import Path
@@ -26,6 +27,11 @@ import pyopencl as cl
 
 from .. import settings
 from ..errors import KernelBuildError
+
+# pyopencl warns "Non-empty compiler output encountered" (attributed to this module's build call)
+# with the log at the generated text's lines; we report the log ourselves, mapped
+# (compiler_warnings)
+warnings.filterwarnings("ignore", category=cl.CompilerWarning, module=__name__)
 
 # -- building ----------------------------------------------------------------------------------
 
@@ -49,7 +55,7 @@ def compile_source(context, device, source: str, options: str = "", *,
     '' when none). KernelBuildError (log mapped the same way) when the compiler refuses it."""
     raw = cl._cl._Program(context, source)
     try:
-        with _quiet_pyopencl(), _without_compiler_chatter():
+        with _without_compiler_chatter():
             raw.build(options.encode(), [device])
     except cl.RuntimeError as e:
         raise build_error(source, options, device, build_log(raw, device) or str(e),
@@ -65,8 +71,9 @@ def load_binary(context, device, binary: bytes, options: str = "") -> cl.Program
 
 @contextmanager
 def _quiet_pyopencl():
-    """pyopencl warns "Non-empty compiler output encountered" on stderr, with the log at the
-    generated text's lines; we report the log ourselves, mapped (compiler_warnings)."""
+    """pyopencl's "Non-empty compiler output encountered" when loading a binary (a source
+    build's is filtered by module at the top of this file, which, unlike catch_warnings, holds
+    for builds in several threads)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", cl.CompilerWarning)
         yield
@@ -78,28 +85,60 @@ _CHATTER = re.compile(r"\d+ (?:warning|error)s? generated\.|\d+ warnings? and \d
                       r"generated\.")
 
 
+class _HeldStderr:
+    """The process's stderr held back while any build runs (builds run in parallel threads:
+    parallel_build.py); when the last one ends, every line but the compiler's summaries is
+    written out. One holder for all threads, so no thread restores another's redirection."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.depth = 0
+        self.saved: int | None = None
+        self.held = None
+
+    def enter(self) -> None:
+        with self.lock:
+            self.depth += 1
+            if self.depth > 1:
+                return
+            try:
+                sys.stderr.flush()
+                self.saved = os.dup(2)
+            except (OSError, ValueError):      # no real stderr (embedded interpreters)
+                self.saved = None
+                return
+            self.held = tempfile.TemporaryFile()
+            os.dup2(self.held.fileno(), 2)
+
+    def leave(self) -> None:
+        with self.lock:
+            self.depth -= 1
+            if self.depth or self.saved is None:
+                return
+            os.dup2(self.saved, 2)
+            os.close(self.saved)
+            self.saved = None
+            self.held.seek(0)
+            text = self.held.read().decode("utf-8", "replace")
+            self.held.close()
+        kept = [line for line in text.splitlines()
+                if line.strip() and not _CHATTER.fullmatch(line.strip())]
+        if kept:
+            print("\n".join(kept), file=sys.stderr)
+
+
+_HELD_STDERR = _HeldStderr()
+
+
 @contextmanager
 def _without_compiler_chatter():
-    """Hold back the native stderr during a build and let through every line but the
-    compiler's "N warnings generated." summaries."""
+    """PoCL's clang prints "N warnings generated." on the process's own stderr during a
+    build, beside the build log we report ourselves: hold it back."""
+    _HELD_STDERR.enter()
     try:
-        sys.stderr.flush()
-        saved = os.dup(2)
-    except (OSError, ValueError):          # no real stderr (embedded interpreters)
         yield
-        return
-    with tempfile.TemporaryFile() as held:
-        os.dup2(held.fileno(), 2)
-        try:
-            yield
-        finally:
-            os.dup2(saved, 2)
-            os.close(saved)
-            held.seek(0)
-            kept = [line for line in held.read().decode("utf-8", "replace").splitlines()
-                    if line.strip() and not _CHATTER.fullmatch(line.strip())]
-            if kept:
-                print("\n".join(kept), file=sys.stderr)
+    finally:
+        _HELD_STDERR.leave()
 
 
 def compiler_warnings(log: str, line_map: Sequence = ()) -> str:
