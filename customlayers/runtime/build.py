@@ -28,11 +28,6 @@ import pyopencl as cl
 from .. import settings
 from ..errors import KernelBuildError
 
-# pyopencl warns "Non-empty compiler output encountered" (attributed to this module's build call)
-# with the log at the generated text's lines; we report the log ourselves, mapped
-# (compiler_warnings)
-warnings.filterwarnings("ignore", category=cl.CompilerWarning, module=__name__)
-
 # -- building ----------------------------------------------------------------------------------
 
 
@@ -56,8 +51,12 @@ def compile_source(context, device, source: str, options: str = "", *,
     raw = cl._cl._Program(context, source)
     try:
         with _without_compiler_chatter():
-            raw.build(options.encode(), [device])
-    except cl.RuntimeError as e:
+            # the unwrapped build: pyopencl's wrapper warns "Non-empty compiler output
+            # encountered" with the log at the generated text's lines, and we report the log
+            # ourselves, mapped (compiler_warnings); a warnings filter around it would not hold
+            # for builds in several threads
+            raw._build(options=options.encode(), devices=[device])
+    except cl.Error as e:
         raise build_error(source, options, device, build_log(raw, device) or str(e),
                           line_map, label, save_dir) from e
     return cl.Program(raw), compiler_warnings(build_log(raw, device), line_map)
@@ -71,9 +70,8 @@ def load_binary(context, device, binary: bytes, options: str = "") -> cl.Program
 
 @contextmanager
 def _quiet_pyopencl():
-    """pyopencl's "Non-empty compiler output encountered" when loading a binary (a source
-    build's is filtered by module at the top of this file, which, unlike catch_warnings, holds
-    for builds in several threads)."""
+    """pyopencl's "Non-empty compiler output encountered" when loading a binary, whose log we
+    do not show."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", cl.CompilerWarning)
         yield
