@@ -6,19 +6,13 @@ build the same network the same way.
 """
 from __future__ import annotations
 
-import inspect
 from pathlib import Path
 from typing import Sequence
 
-from ..errors import CustomLayersError
 from ..runtime.cache import ProgramCache
 from ..runtime.device import Engine
 from ..runtime.network import Network
 from ..runtime.registry import Registry
-
-
-class UnsupportedOptionError(CustomLayersError, TypeError):
-    """An option this version of the runtime does not have (Python layers, tuning)."""
 
 
 def _paths(value) -> list[str]:
@@ -41,25 +35,9 @@ def build_network(model, configs: Sequence | str | None = (),
     registry = Registry(engine)
     for path in _paths(configs):
         registry.load(path)
-    python_paths = _paths(python_layers)
-    if python_paths:
-        load_python = getattr(registry, "load_python", None)
-        if load_python is None:
-            raise UnsupportedOptionError(
-                f"python_layers={python_paths}: this version of customlayers cannot load CPU "
-                f"layers written in Python (Registry.load_python); update it, or leave "
-                f"python_layers out")
-        for path in python_paths:
-            load_python(path)
-    options = {}
-    if tuning is not None:
-        # the runtime's kernel tuning is newer than this module: pass it on only where the
-        # Network takes it, and say so where it does not (never drop it silently)
-        if "tuning" not in inspect.signature(Network.__init__).parameters:
-            raise UnsupportedOptionError(
-                f"tuning={tuning!r}: this version's Network has no kernel tuning; leave "
-                f"tuning out")
-        options["tuning"] = tuning
+    for path in _paths(python_layers):
+        registry.load_python(path)
+    options = {"tuning": tuning} if tuning is not None else {}
     if isinstance(model, Path):
         model = str(model)
     return Network(model, registry, engine, **options)

@@ -42,7 +42,7 @@ class CustomLayersPredictor:
     configs: CustomLayer descriptor files (`-c`). python_layers: .py files of CPU layers (`-l`).
     device: a selector (CPU, GPU, GPU.1, part of a name); None or "GPU" with GPUs assigned by
         Ray: the actor's own GPU.
-    tuning: passed to the Network where the runtime has kernel tuning.
+    tuning: the Network's kernel tuning, "off" | "fast" | "full" (None: its default).
     cache_dir: the on-disk program cache; a directory on a shared file system lets one node's
         builds serve the whole cluster (default: CUSTOMLAYERS_CACHE_DIR, else the user's).
     nireq: requests in flight per batch. cpu_threads: PoCL's threads in this actor (default:

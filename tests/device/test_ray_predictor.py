@@ -6,11 +6,8 @@ import numpy as np
 import pytest
 
 from customlayers.errors import DeviceError, KernelBuildError, ModelError
-from customlayers.integrations.network_setup import UnsupportedOptionError
 from customlayers.integrations.placement import POCL_THREADS, choose_device, limit_pocl_threads
 from customlayers.integrations.ray import CustomLayersPredictor
-from customlayers.runtime.network import Network
-from customlayers.runtime.registry import Registry
 
 from ray_cases import (GRN_MODEL, REORG_MODEL, TEST_DEVICE, broken_reorg_layer,
                        fixed_batch_reorg, plain_loop)
@@ -93,13 +90,10 @@ def test_layer_that_does_not_build_fails_at_the_first_batch(tmp_path):
         broken({"x": np.zeros((2, 4, 6, 8), np.float32)})
 
 
-def test_tuning_reaches_the_network_or_is_refused():
-    import inspect
-    if "tuning" in inspect.signature(Network.__init__).parameters:
-        pytest.skip("this runtime's Network takes tuning: its own tests cover what it does")
-    with pytest.raises(UnsupportedOptionError, match=r"tuning='fast': this version's Network "
-                                                     r"has no kernel tuning"):
-        CustomLayersPredictor(**GRN_MODEL, tuning="fast")
+def test_tuning_reaches_the_network():
+    assert CustomLayersPredictor(**GRN_MODEL, tuning="off").network.tuner.mode == "off"
+    with pytest.raises(ValueError, match="tuning"):
+        CustomLayersPredictor(**GRN_MODEL, tuning="fastest")
 
 
 PY_GRN = '''
@@ -118,15 +112,10 @@ class GRN:
 '''
 
 
-def test_python_layers_load_where_the_runtime_has_them(tmp_path, grn):
+def test_python_layers_run_in_the_predictor(tmp_path, grn):
     path = tmp_path / "grn_layer.py"
     path.write_text(PY_GRN)
     case = dict(GRN_MODEL, configs=[], python_layers=[str(path)])
-    if not hasattr(Registry, "load_python"):
-        with pytest.raises(UnsupportedOptionError, match=r"cannot load CPU layers written in "
-                                                         r"Python \(Registry\.load_python\)"):
-            CustomLayersPredictor(**case)
-        return
     rows = RNG.standard_normal((4, 3, 16, 16)).astype(np.float32)
     on_host = CustomLayersPredictor(**case)({"x": rows})["y"]
     np.testing.assert_allclose(on_host, grn({"x": rows})["y"], rtol=1e-5, atol=1e-6)
