@@ -63,6 +63,21 @@ class ConfigError(CustomLayersError, ValueError):
         return "\n".join(lines)
 
 
+class ConfigFileError(ConfigError, OSError):
+    """A config file cannot be read (missing, a folder, no permission). Also an OSError with
+    the errno and file name, so `except OSError` code keeps working; the CLI exits 2 on it."""
+
+    def __init__(self, path: str, error: OSError):
+        OSError.__init__(self, error.errno, error.strerror, path)
+        self.diagnostics = []
+
+    def describe(self) -> str:
+        return f"cannot read the config {self.filename}: {self.strerror or 'unreadable'}"
+
+    def __str__(self) -> str:
+        return self.describe()
+
+
 class FormulaError(CustomLayersError, ValueError):
     """A work-size (or shape) formula does not parse or cannot be evaluated.
 

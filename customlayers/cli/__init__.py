@@ -14,7 +14,7 @@ import argparse
 import importlib
 import sys
 
-from ..errors import CustomLayersError
+from ..errors import ConfigFileError, CustomLayersError
 from .strict_parser import StrictParser
 
 # subcommand name -> module (in this package) that implements it
@@ -83,6 +83,11 @@ def _main(argv: list[str] | None) -> int:
     except UsageError as e:
         print(f"customlayers {args.command}: error: {e}", file=sys.stderr)
         return 2
+    except ConfigFileError as e:         # an unreadable file, as every other one: exit 2
+        if args.traceback:
+            raise
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     except CustomLayersError as e:
         if args.traceback:
             raise
@@ -113,7 +118,8 @@ def _kernel_bug_hint(args, e: BaseException) -> str:
     """A run that failed on the device may be a kernel out of bounds: name the two modes that
     find one, where the command has them and they were not on."""
     from ..errors import ExecutionError
-    if not hasattr(args, "check_bounds") or args.check_bounds or args.sanitize:
+    if not hasattr(args, "check_bounds") or args.check_bounds or args.sanitize or \
+            getattr(e, "user_code", False):     # a Python layer's own error: not a kernel
         return ""
     if isinstance(e, ExecutionError) or _is_opencl_error(e):
         from .common import KERNEL_BUG_HINT

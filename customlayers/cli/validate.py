@@ -113,7 +113,7 @@ def compile_diagnostics(registry, name: str, given: list, params: dict | None = 
     spec = registry.spec(name)
     inputs, data = _compile_inputs(spec, given)
     try:
-        bound = registry.bind(name, inputs, None, params or {}, data)
+        bound = registry.bind(name, inputs, None, params or {}, data, strict_params=False)
     except CustomLayersError as e:
         if e.code == PREPARE_CODE:      # shapes, formulas, defines that fail for these inputs
             shown = ", ".join(d.describe() for d in inputs) or "no inputs"

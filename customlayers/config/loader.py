@@ -13,6 +13,7 @@ import posixpath
 from dataclasses import dataclass, field
 from typing import Iterable, Mapping
 
+from ..errors import ConfigFileError
 from .checks import LayerChecker
 from .diagnostics import Diagnostics, Location
 from .messages import clipped, listed
@@ -161,15 +162,19 @@ def _add_layer(node: Node, has_error: bool, diags: Diagnostics, reader,
 def load_configs(paths: Iterable[str | os.PathLike] | str | os.PathLike, *,
                  allow_external_sources: bool = False,
                  into: ConfigSet | None = None) -> ConfigSet:
-    """Load config files (in order) into a ConfigSet. Raises OSError only when a config file
-    itself cannot be read; every content problem is a diagnostic."""
+    """Load config files (in order) into a ConfigSet. Raises ConfigFileError (a ConfigError and
+    an OSError) only when a config file itself cannot be read; every content problem is a
+    diagnostic."""
     result = into if into is not None else ConfigSet()
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
     for path in paths:
         path = os.fspath(path)
-        with open(path, "rb") as f:
-            data = f.read()
+        try:
+            with open(path, "rb") as f:
+                data = f.read()
+        except OSError as e:
+            raise ConfigFileError(path, e) from e
         _load_one(data, path, _FileSources(path, allow_external_sources), path, result)
     return result
 

@@ -98,6 +98,8 @@ class LayerWork:
     stages: list[Stage]
     temps: dict[Hashable, TensorDesc] = field(default_factory=dict)
     consts: dict[Hashable, np.ndarray] = field(default_factory=dict)
+    # what the user should hear about, though nothing failed (a likely misspelled attribute)
+    notes: list[str] = field(default_factory=list)
 
 
 @dataclass

@@ -45,6 +45,7 @@ def compile_plan(graph: Graph, order: Sequence[Node], impls: Mapping[str, LayerI
     consts: dict = {}
     alias: dict = {}
     steps: list[Step] = []
+    notes: list[str] = []
     inputs: list[tuple[str, TensorKey]] = []
     outputs: list[tuple[str, TensorKey]] = []
 
@@ -109,6 +110,7 @@ def compile_plan(graph: Graph, order: Sequence[Node], impls: Mapping[str, LayerI
                 if variant is not None:
                     call = replace(call, context=replace(call.context, variant=variant))
             work = impl.work(call, out_descs)
+            notes += work.notes
             steps.extend(_wire(node, work, in_keys, out_keys, descs, consts))
         except CustomLayersError as e:
             # say which layer, unless the error already does; its own fields stay as they are
@@ -119,7 +121,8 @@ def compile_plan(graph: Graph, order: Sequence[Node], impls: Mapping[str, LayerI
     memory = _plan_memory(steps, descs, alias, consts, inputs, outputs)
     check_device_memory(engine.device, steps, descs, consts, inputs, memory)
     programs = _build(engine, steps)
-    return CompiledPlan(steps, descs, consts, alias, inputs, outputs, memory, programs)
+    return CompiledPlan(steps, descs, consts, alias, inputs, outputs, memory, programs,
+                        notes=notes)
 
 
 def plan_prefix(plan: CompiledPlan, count: int,

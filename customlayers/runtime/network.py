@@ -106,6 +106,9 @@ class Network:
     def _compile(self, shapes, values) -> CompiledPlan:
         plan = compile_plan(self.graph, self._order, self._impls, self._fusion, self.engine,
                             self._options, shapes, values)
+        for note in plan.notes:                  # once per plan: a likely misspelled attribute
+            self.messages.append(note)
+            self._say(note)
         self.messages.append(plan.memory.summary())
         stats = self.tuner.stats
         if stats.layers_timed or stats.from_cache:

@@ -13,6 +13,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
+from ..config.params import unused_params, unused_params_message
 from ..errors import BindingError
 from ..graph.graph import Graph, Node, Port
 from ..jit.tensor import normalize_dtype
@@ -77,6 +78,10 @@ def run_layer(registry, layer_type: str, inputs: Sequence[np.ndarray],
     input 0's shape."""
     spec = registry.spec(layer_type)
     params = {k: str(v) for k, v in (params or {}).items()}
+    if spec.kind == "SimpleGPU":   # a parameter no Define reads would run the default
+        unused = unused_params(spec, params)
+        if unused:
+            raise BindingError(unused_params_message(spec, unused))
     arrays = [as_kernel_array(a) for a in inputs]
     blobs = {k: as_kernel_array(v) for k, v in (data or {}).items()}
     count = output_count(spec, params)

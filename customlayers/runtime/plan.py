@@ -25,6 +25,7 @@ class CompiledPlan:
     outputs: list[tuple[str, TensorKey]]   # network output name -> tensor
     memory: MemoryPlan
     programs: list                    # per step, per launch: pyopencl.Program
+    notes: list = field(default_factory=list)   # the layers' notes (LayerWork.notes)
     # device buffers of the constants (by TensorKey) and of Arg.const values (by the Arg's id,
     # with the Arg kept alive beside its buffer): uploaded by the first request, shared by the
     # later ones

@@ -27,6 +27,7 @@ import pyopencl as cl
 
 from ..config.diagnostics import Diagnostic, Diagnostics, Location, WARNING
 from ..config.loader import ConfigSet, load_config_string, load_configs
+from ..config.params import unused_params, unused_params_message
 from ..config.spec import LayerSpec
 from ..errors import BindingError, CustomLayersError, KernelBuildError, UnknownLayerError
 from ..jit.bindings import kernel_tensors
@@ -227,9 +228,11 @@ class Registry:
     # -- binding: the one layer-compile pipeline -----------------------------------------------
     def bind(self, layer_type: str, inputs: Sequence[TensorDesc],
              outputs: Sequence[TensorDesc] | None = None, params: Mapping[str, str] = {},
-             data: Mapping[str, np.ndarray] = {}) -> BoundKernel:
+             data: Mapping[str, np.ndarray] = {}, *, strict_params: bool = True) -> BoundKernel:
         """Compile `layer_type` for these tensors and attributes into a checked BoundKernel; see
-        the module docstring. Running a layer and `validate --compile` both come through here:
+        the module docstring. `strict_params`: a parameter no Define reads is an error (the
+        network passes a model's attributes, which may hold others, with False). Running a layer
+        and `validate --compile` both come through here:
         every error carries the descriptor's place (`location`, `code`) for the CLI's
         diagnostics."""
         spec = self.spec(layer_type)
@@ -237,6 +240,11 @@ class Registry:
             raise BindingError(f"layer type '{layer_type}' ({spec.location}) is an {spec.kind} "
                                f"layer: bind takes SimpleGPU layers (one kernel); run it alone "
                                f"with run_layer, or in a network")
+        if strict_params:      # a parameter no Define reads would run the default: refuse it
+            unused = unused_params(spec, params)
+            if unused:
+                raise BindingError(unused_params_message(spec, unused)).at(
+                    spec.location, PREPARE_CODE, spec.name)
         try:
             data_descs, data_values = data_descs_and_values(spec, data)
             all_inputs, kernel_outputs = kernel_tensors(spec, inputs, outputs, data_descs)

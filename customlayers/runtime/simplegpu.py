@@ -15,6 +15,7 @@ from typing import Sequence
 
 import pyopencl as cl
 
+from ..config.params import unused_params
 from ..config.spec import LayerSpec
 from ..errors import BindingError, ModelError
 from ..jit.bindings import in_format, output_shape_from_formula
@@ -72,6 +73,7 @@ class SimpleGpuLayer(LayerImpl):
             else:
                 kernel_refs.append(("in", i))
         bound = self.registry.bind(self.spec.name, kernel_descs, outputs, params=call.attrs,
+                                   strict_params=False,
                                    data=data)
         launch = bound.launch()
         group = _LOCAL_VARIANT.fullmatch(call.context.variant or "")
@@ -91,7 +93,21 @@ class SimpleGpuLayer(LayerImpl):
                                [d.plain()]))
         stages.append(Stage(call.name, call.type, self.impl, self.spec.entry, [launch],
                             kernel_refs, out_refs, kernel_descs, list(outputs)))
-        return LayerWork(stages + after, temps)
+        return LayerWork(stages + after, temps, notes=self._misspelled(call))
+
+    def _misspelled(self, call: LayerCall) -> list[str]:
+        """A model attribute the descriptor does not read, close to one it does read but that
+        the model does not give: most likely a typo, and the layer runs with the default."""
+        given = set(call.attrs)
+        notes = []
+        for name, near in unused_params(self.spec, call.attrs):
+            missing = [n for n in near if n not in given]
+            if missing:
+                notes.append(f"warning: {call.where}: attribute '{name}' is not read by layer "
+                             f"'{self.spec.name}' ({self.spec.location}), which reads "
+                             f"'{missing[0]}' (not given: its default is used); did you mean "
+                             f"'{missing[0]}'?")
+        return notes
 
     def variants(self, call: LayerCall, outputs: Sequence[TensorDesc]) -> tuple[str, ...]:
         """When the descriptor leaves the local size open: the driver's choice, then work-groups
@@ -100,6 +116,7 @@ class SimpleGpuLayer(LayerImpl):
         local size the descriptor gives is kept as written: no variants."""
         ports, kernel_descs, data = self._kernel_inputs(call)
         bound = self.registry.bind(self.spec.name, kernel_descs, outputs, params=call.attrs,
+                                   strict_params=False,
                                    data=data)
         if bound.local_size is not None:
             return ()

@@ -211,3 +211,38 @@ def test_a_tensor_over_the_device_limit_is_refused_before_allocating(tmp_path, e
                                           r"at most .* MiB per buffer"):
         net.create_request({"x": (rows, 1024)})
     assert net.infer({"x": np.ones((2, 1024), np.float32)})["y"].shape == (2, 1024)
+
+
+# -- a model attribute the layer does not read ------------------------------------------------
+def test_a_misspelled_model_attribute_is_a_warning_naming_the_one_meant(tmp_path, capsys):
+    """The node says negative_slop=0.5; the descriptor reads negative_slope, which the node
+    does not give: the layer runs with the default, and the user hears why."""
+    node = helper.make_node("ReLU", ["x"], ["y"], domain="com.example", negative_slop=0.5)
+    graph = helper.make_graph(
+        [node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 3, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2, 3, 4])])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17),
+                                                       helper.make_opsetid("com.example", 1)]),
+              str(tmp_path / "typo.onnx"))
+    relu = Path(__file__).resolve().parents[2] / "examples" / "layers" / "relu" / "relu.xml"
+    assert main(["run", "-m", str(tmp_path / "typo.onnx"), "-c", str(relu), "-d", "CPU"]) == 0
+    err = capsys.readouterr().err
+    assert ("attribute 'negative_slop' is not read by layer 'ReLU'" in err
+            and "did you mean 'negative_slope'?" in err)
+
+
+def test_bind_refuses_a_parameter_no_define_reads(engine):
+    registry = _registry(engine, COPY_LAYER.format(src=0, dst=1), {"copy.cl": COPY_CL})
+    with pytest.raises(BindingError, match=r"does not use the parameter 'scale'"):
+        registry.bind("Copy", [TensorDesc((1, 2, 3, 4))], params={"scale": "2"})
+    with pytest.raises(BindingError, match=r"does not use the parameter 'scale'"):
+        registry.run_layer("Copy", [np.ones((1, 2, 3, 4), np.float32)], {"scale": "2"})
+
+
+def test_a_missing_config_is_a_project_error_and_an_os_error(engine):
+    from customlayers.errors import ConfigError, CustomLayersError
+    from customlayers.runtime.registry import Registry
+    with pytest.raises(CustomLayersError) as e:
+        Registry(engine).load("no/such/config.xml")
+    assert isinstance(e.value, ConfigError) and isinstance(e.value, OSError)
+    assert str(e.value) == "cannot read the config no/such/config.xml: No such file or directory"
