@@ -76,7 +76,8 @@ def parse_data_items(items) -> dict[str, str]:
     return result
 
 
-def check_output_shapes(spec, in_descs, data, out_shapes) -> None:
+def check_output_shapes(spec, in_descs, data, out_shapes,
+                        given_as: str = "--output-shape") -> None:
     """An --output-shape must agree with its output Tensor's `shape` formula, where there is
     one: the kernel is written for the formula's shape, and a smaller buffer would let it write
     past the end. The formula is evaluated as binding does (jit.bindings.kernel_tensors, which
@@ -95,10 +96,12 @@ def check_output_shapes(spec, in_descs, data, out_shapes) -> None:
         if binding is None or TensorDesc(given).dims == by_formula[port].dims:
             continue
         shown = "x".join(map(str, by_formula[port].shape))
-        raise UsageError(f"--output-shape {'x'.join(map(str, given))} for output {port} "
+        fix = f"; give {shown} or leave --output-shape out" if given_as == "--output-shape" \
+            else ""
+        raise UsageError(f"{given_as} {'x'.join(map(str, given))} for output {port} "
                          f"disagrees with the shape formula '{binding.shape}' of layer "
-                         f"'{spec.name}' ({binding.location}), which gives {shown} for these inputs; give "
-                         f"{shown} or leave --output-shape out")
+                         f"'{spec.name}' ({binding.location}), which gives {shown} for these "
+                         f"inputs{fix}")
 
 
 def run(args) -> int:
