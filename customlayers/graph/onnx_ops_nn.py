@@ -34,17 +34,19 @@ def _conv(r, node, name: str, attrs: dict) -> None:
     has_bias = len(node.input) > 2 and node.input[2]
     out = f"{node.output[0]}/conv" if has_bias else node.output[0]
     out_shape = [r.shape_of(node.output[0])] if has_bias else None
+    # the convolution takes the node's name (profiles and traces show it, and the bias Add is
+    # fused into it); the Add of the bias is "<name>/add_bias"
     if group == 1:
-        r.emit("Convolution", [x, w], [out], name if not has_bias else out, ir, shapes=out_shape)
+        r.emit("Convolution", [x, w], [out], name, ir, shapes=out_shape)
     else:
         grouped = [group, wshape[0] // group] + list(wshape[1:])
         wg = reshaped(r, w, grouped, f"{name}/grouped_weights")
-        r.emit("GroupConvolution", [x, wg], [out], name if not has_bias else out, ir,
-               shapes=out_shape)
+        r.emit("GroupConvolution", [x, wg], [out], name, ir, shapes=out_shape)
     if has_bias:
         rank = len(r.shape_of(out)) or k + 2
         bias = reshaped(r, node.input[2], [1, wshape[0]] + [1] * (rank - 2), f"{name}/bias")
-        r.emit("Add", [out, bias], [node.output[0]], name, {"auto_broadcast": "numpy"})
+        r.emit("Add", [out, bias], [node.output[0]], f"{name}/add_bias",
+               {"auto_broadcast": "numpy"})
 
 
 @translates("ConvTranspose")

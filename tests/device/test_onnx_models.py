@@ -301,3 +301,17 @@ def test_custom_output_shapes_are_known_when_the_model_is_read(tmp_path, engine,
     from customlayers.cli import main
     code = main(["run", "-m", str(model), "-c", str(LAYERS / "grn" / "grn.xml"), "-d", "CPU"])
     assert code == 0, capsys.readouterr().err
+
+
+def test_a_convolution_with_a_bias_is_named_after_its_node(tmp_path, engine):
+    """Profiles and traces name layers by the model's nodes: the Conv's bias Add (fused into
+    it) must not take the node's name from the convolution."""
+    w = numpy_helper.from_array(np.ones((4, 3, 3, 3), np.float32), "w")
+    b = numpy_helper.from_array(np.ones(4, np.float32), "b")
+    node = helper.make_node("Conv", ["x", "w", "b"], ["c"], name="myconv", pads=[1, 1, 1, 1])
+    model = _save(tmp_path / "m.onnx", [node], [_vi("x", [1, 3, 8, 8])], [_vi("c", [1, 4, 8, 8])],
+                  [w, b])
+    assert [s.name for s in _network(model, engine).plan.steps] == ["myconv"]
+    from customlayers.runtime.network import Network
+    unfused = Network(str(model), engine=engine, fuse=False)
+    assert [s.name for s in unfused.plan.steps] == ["myconv", "myconv/add_bias"]
