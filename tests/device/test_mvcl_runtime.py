@@ -169,7 +169,10 @@ def test_validate_compile_builds_every_mvcl_variant(capsys):
     configs = [str(p) for p in sorted(EXAMPLES.glob("*/*.xml"))]
     assert main(["validate", "--compile", *configs]) == 0
     out = capsys.readouterr().out
-    assert "CL116" not in out and out.strip().endswith("0 errors, 0 warnings")
+    # errors none; a compiler may warn on its first build of a kernel (NVIDIA's does, before
+    # its own cache has the program), which validate reports as CL082 warnings
+    assert "CL116" not in out and "error[" not in out
+    assert re.search(r"files?, \d+ layers?: 0 errors, \d+ warnings?$", out.strip()), out
     # a --param that selects one variant: the other two are not built, and say so
     assert main(["validate", "--compile", str(WHERE), "--param", "mode=relu"]) == 0
     out = capsys.readouterr().out
