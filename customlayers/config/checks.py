@@ -78,6 +78,29 @@ class ElementChecker:
     def info(self, loc: Location, code: str, message: str) -> None:
         self.diags.info(loc, code, message, self.layer)
 
+    # -- sources -------------------------------------------------------------------------
+    def _sources(self, kernel: Node | None) -> list[SourceFile] | None:
+        """Every Source read in document order; None when one could not be read."""
+        if kernel is None:
+            return None
+        files, failed = [], False
+        for src in kernel.find_all("Source"):
+            filename = src.attrs.get("filename")
+            if not filename or not filename.strip():
+                failed = True  # the schema reported it
+                continue
+            got = self._read(src, filename)
+            if got is None:
+                self.ok = False
+                failed = True
+            else:
+                files.append(got)
+        return None if failed else files
+
+    def _read(self, src: Node, filename: str) -> SourceFile | None:
+        """One Source's file (a dialect may read another file in its place)."""
+        return self.read_source(src, self.layer, self.diags)
+
 
 class LayerChecker(ElementChecker):
     """Checks one SimpleGPU <CustomLayer> and builds its LayerSpec."""
@@ -107,25 +130,6 @@ class LayerChecker(ElementChecker):
             defines=tuple(defines), tensors=tuple(tensors), data=tuple(data),
             compiler_options=options, work_sizes=work_sizes, location=node.location,
             config_path=self.config_path, compiler_options_location=options_at)
-
-    # -- sources -------------------------------------------------------------------------
-    def _sources(self, kernel: Node | None) -> list[SourceFile] | None:
-        """Every Source read in document order; None when one could not be read."""
-        if kernel is None:
-            return None
-        files, failed = [], False
-        for src in kernel.find_all("Source"):
-            filename = src.attrs.get("filename")
-            if not filename or not filename.strip():
-                failed = True  # the schema reported it
-                continue
-            got = self.read_source(src, self.layer, self.diags)
-            if got is None:
-                self.ok = False
-                failed = True
-            else:
-                files.append(got)
-        return None if failed else files
 
     def _check_entry(self, entry: str, sources: list[SourceFile], kernel: Node) -> None:
         found: list[str] = []

@@ -159,19 +159,8 @@ class MvclChecker(ElementChecker):
 
     # -- sources ---------------------------------------------------------------------------
     def _sources(self, kernel: Node) -> list[SourceFile] | None:
-        files, failed = [], False
-        for src in kernel.find_all("Source"):
-            filename = src.attrs.get("filename")
-            if not filename or not filename.strip():
-                failed = True  # the schema reported it
-                continue
-            got = self._read(src, filename)
-            if got is None:
-                self.ok = False
-                failed = True
-            else:
-                files.append(got)
-        return None if failed or not files else files
+        files = super()._sources(kernel)
+        return files or None               # an MVCL kernel without a source cannot be built
 
     def _read(self, src: Node, filename: str) -> SourceFile | None:
         if not filename.lower().endswith(".bin"):
