@@ -7,6 +7,8 @@ Convolution: conv_cpu_blocked.cl, a register-blocked micro-kernel (see the .cl f
 weights packed here, once, at compile time. It needs the weights as a constant and enough
 output channels per group to fill a float8 of channels; otherwise (depthwise, weights computed
 at run time) no candidate is returned and conv.py runs its direct kernel conv_cpu.cl.
+Depthwise convolution (one input channel per group) runs conv_cpu_depthwise.cl, which stages
+each work item's input rows in private memory, zero-padded, and sums float8 runs along a row.
 """
 from __future__ import annotations
 
@@ -87,6 +89,43 @@ def conv_candidates(g: Mapping[str, int], sizes: Mapping[str, int], weights: np.
             source=src, entry="conv_cpu_blocked", args=(args[0], packed) + tuple(args[2:]),
             global_size=(-(-p // tile.pt), g["G"] * ogb, g["NB"]), local_size=(1, 1, 1),
             label=label)))
+    return out
+
+
+# a work item's staged input rows stay within this many floats (32 KiB: an L1 data cache, and
+# far below the stack PoCL gives a work item)
+MAX_STAGED_FLOATS = 8192
+
+
+def depthwise_candidates(g: Mapping[str, int], sizes: Mapping[str, int], args: tuple,
+                         epilogue_src: str, device: DeviceTraits) -> list[list[KernelLaunch]]:
+    """conv_cpu_depthwise launches for a 2-D convolution of geometry `g` with one input channel
+    per group; [] where it does not apply. Rows per work item: enough items to give every
+    compute unit 8 (then 2), as few rows as that allows, all within MAX_STAGED_FLOATS."""
+    if g["CG"] != 1 or g["RANK"] == 3:
+        return []
+    runs = -(-g["OW"] // 8)
+    # a staged row: the last run's loads (16 floats at stride 2) past the last tap's offset
+    sw = runs * 8 * g["SX"] + (g["KW"] - 1) * g["DX"] + 1
+
+    def staged_rows(rb: int) -> int:
+        return (rb - 1) * g["SY"] + (g["KH"] - 1) * g["DY"] + 1
+
+    planes = g["NB"] * g["O"]
+    out, seen = [], set()
+    for target in (8, 2):
+        rb = max(1, min(g["OH"], planes * g["OH"] // (target * device.compute_units)))
+        while rb > 1 and staged_rows(rb) * sw > MAX_STAGED_FLOATS:
+            rb -= 1
+        if staged_rows(rb) * sw > MAX_STAGED_FLOATS or rb in seen:
+            continue
+        seen.add(rb)
+        src = defines(**sizes, RB=rb, SR=staged_rows(rb), SW=sw, VX=runs) + epilogue_src + \
+            cl_source("conv_cpu_depthwise.cl")
+        out.append([KernelLaunch(
+            source=src, entry="conv_cpu_depthwise", args=args,
+            global_size=(-(-g["OH"] // rb), planes), local_size=(1, 1),
+            label=f"conv2d_{g['KH']}x{g['KW']}_dw_rows{rb}")])
     return out
 
 

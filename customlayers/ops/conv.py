@@ -18,7 +18,7 @@ from typing import Sequence
 
 from ..jit.launch import DEFAULT_CONTEXT, Arg, KernelLaunch
 from ..jit.tensor import TensorDesc
-from ._cpu_kernels import conv_candidates
+from ._cpu_kernels import conv_candidates, depthwise_candidates
 from ._gemm import gemm_choice, gemm_launches, target_groups
 from ._variants import gemm_variants
 from ._nn import (AUTO_PADS, NamedOp, as_2d, as_3d, require_f32, spatial_rank,
@@ -27,16 +27,20 @@ from ._program import cl_source, defines
 from .base import Attr, register_op
 
 
+# below this many output channels per group, the direct kernel beats a mostly-empty GEMM tile
+DIRECT_MAX_OG = 4
+# a folded channel shuffle (runtime/shuffle_folding.py): its group, the input channel order
+INPUT_SHUFFLE = "customlayers.input_shuffle_group"
+
 _CONV_ATTRS = (
     Attr("strides", "ints", required=True),
     Attr("dilations", "ints", required=True),
     Attr("pads_begin", "ints", required=True),
     Attr("pads_end", "ints", required=True),
     Attr("auto_pad", "str", "explicit"),
+    Attr(INPUT_SHUFFLE, "int", 1),
 )
 
-# below this many output channels per group, the direct kernel beats a mostly-empty GEMM tile
-_DIRECT_MAX_OG = 4
 # work-group shapes the tuner tries for the direct kernel (besides the driver's choice)
 _DIRECT_GROUPS = ((16, 4), (32, 4), (8, 8), (64, 1))
 # output channels one work item of conv_cpu.cl accumulates in registers (measured on PoCL with
@@ -102,7 +106,7 @@ class _ConvBase(NamedOp):
         device = ctx.device
         if g["RANK"] == 3 or (device is not None and device.kind == "CPU"):
             return ()
-        if g["OG"] <= _DIRECT_MAX_OG:
+        if g["OG"] <= DIRECT_MAX_OG:
             return ("direct",) + tuple(f"direct_{x}x{y}" for x, y in _DIRECT_GROUPS)
         max_threads = device.max_work_group_size if device is not None else 256
         return gemm_variants(g["OG"], g["OH"] * g["OW"], g["CG"] * g["KH"] * g["KW"],
@@ -111,6 +115,13 @@ class _ConvBase(NamedOp):
     def launches(self, attrs, inputs, outputs, consts, ctx=DEFAULT_CONTEXT):
         g = self._geometry(attrs, inputs)
         sizes = {k: v for k, v in g.items() if k not in ("NB", "RANK", "OUT")}
+        shuffle = attrs[INPUT_SHUFFLE]
+        if shuffle > 1:       # only folded where each group reads one channel (direct kernels)
+            if g["CG"] != 1 or g["OG"] > DIRECT_MAX_OG or g["RANK"] != 2 or g["C"] % shuffle:
+                raise self.fail(attrs, f"a channel shuffle of group {shuffle} cannot be folded "
+                                       f"into this convolution")
+            sizes["IN_CHANNEL(c)"] = \
+                f"(((c) % {shuffle}) * {g['C'] // shuffle} + (c) / {shuffle})"
         shape = f"{g['KH']}x{g['KW']}" if g["RANK"] == 2 else f"{g['KW']}"
         epilogue = ctx.epilogue
         bias, relu, residual = (epilogue.bias, epilogue.relu, epilogue.residual) \
@@ -135,7 +146,8 @@ class _ConvBase(NamedOp):
                 label=f"conv3d_{g['KD']}x{g['KH']}x{g['KW']}_direct")]
         device = ctx.device
         if device is not None and device.kind == "CPU":
-            candidates = conv_candidates(g, sizes, consts.get(1), args, epilogue, device)
+            candidates = conv_candidates(g, sizes, consts.get(1), args, epilogue, device) or \
+                depthwise_candidates(g, sizes, args, epilogue, device)
             if candidates:
                 return candidates[0]
             ocb = min(_CPU_CHANNEL_BLOCK, g["OG"])

@@ -5,6 +5,9 @@
  * in registers. No __local memory and no barriers, which CPU devices emulate at a cost.
  * NDRange: (ceil(OW/8)*8, OH, NB * G * ceil(OG/OCB)). Needs the defines of conv_gemm.cl and OCB.
  */
+#ifndef IN_CHANNEL    /* a folded ShuffleChannels defines the plane read for channel c */
+#define IN_CHANNEL(c) (c)
+#endif
 #define OCBLOCKS ((OG + OCB - 1) / OCB)
 
 __kernel void conv_cpu(__global const float* restrict input,
@@ -15,7 +18,7 @@ __kernel void conv_cpu(__global const float* restrict input,
     const int ox = min(ox_raw, OW - 1);          /* tail items compute a copy, store nothing */
     const int ob = z % OCBLOCKS, g = z / OCBLOCKS % G, img = z / (OCBLOCKS * G);
     const int o0 = g * OG + ob * OCB;            /* first output channel of this item */
-    __global const float* in = input + (img * C + g * CG) * IH * IW;
+    __global const float* in = input + (img * C + IN_CHANNEL(g * CG)) * IH * IW;
     __global const float* w = weights + o0 * (CG * KH * KW);
     const int iy0 = oy * SY - PY, ix0 = ox * SX - PX;
     float acc[OCB];

@@ -3,6 +3,9 @@
  * the work is memory-bound anyway.
  * NDRange: (OW, OH, N * O). Needs the same defines as conv_gemm.cl.
  */
+#ifndef IN_CHANNEL    /* a folded ShuffleChannels defines the plane read for channel c */
+#define IN_CHANNEL(c) (c)
+#endif
 __kernel void conv_direct(__global const float* restrict input,
                           __global const float* restrict weights,
                           __global float* restrict output EPILOGUE_ARGS)
@@ -12,7 +15,7 @@ __kernel void conv_direct(__global const float* restrict input,
         return;
     const int img = z / O, o = z % O, g = o / OG;
     __global const float* w = weights + o * (CG * KH * KW);
-    __global const float* in = input + (img * C + g * CG) * IH * IW;
+    __global const float* in = input + (img * C + IN_CHANNEL(g * CG)) * IH * IW;
     const int iy0 = oy * SY - PY, ix0 = ox * SX - PX;
     float acc = 0.0f;
     for (int c = 0; c < CG; ++c) {

@@ -5,6 +5,28 @@
  * costs more than the window. Here the item is plain scalar code with no loop around it.
  * NDRange: (ceil(OH/RB), N * C * OD), local (1, 1). Needs pooling.cl's defines and RB.
  */
+/* Rows whose windows all lie inside the input also pool runs of 8 outputs as float8: the taps'
+ * loads of a run are contiguous (stride 2: the even lanes of 15 floats, never a float past the
+ * last tap), and each tap updates all 8 with the scalar code's own rule (max: the first tap,
+ * then a strictly greater one, so a NaN met first stays and a later NaN is skipped; avg: the
+ * sum in the same order), so every output equals the scalar path's bit for bit. 2-D windows
+ * without indices only (a MaxPool's unused index output is dropped before compiling).
+ */
+#if KD == 1 && ID == 1 && DX == 1 && (SX == 1 || SX == 2) && !WITH_INDICES
+#define VECTOR_RUNS 1
+/* the first and last output columns whose windows lie inside the row */
+#define OX_INSIDE_FIRST ((PX + SX - 1) / SX)
+#define OX_INSIDE_LAST ((IW - KW + PX) / SX)
+#if SX == 1
+#define LOAD_RUN(p) vload8(0, p)
+#else
+#define LOAD_RUN(p) __builtin_shufflevector(vload8(0, p), vload8(0, (p) + 7), \
+                                            0, 2, 4, 6, 9, 11, 13, 15)
+#endif
+#else
+#define VECTOR_RUNS 0
+#endif
+
 __kernel void pool_cpu(__global const float* restrict input, __global float* restrict output
 #if WITH_INDICES
                        , __global INDEX_T* restrict indices
@@ -25,7 +47,40 @@ __kernel void pool_cpu(__global const float* restrict input, __global float* res
     for (int oy = get_global_id(0) * RB; oy < y_end; ++oy) {
         const int iy0 = oy * SY - PY;
         __global float* out = output + (z * OH + oy) * OW;
+#if VECTOR_RUNS
+        const bool rows_inside = iy0 >= 0 && iy0 + (KH - 1) * DY < IH;
+#endif
         for (int ox = 0; ox < OW; ++ox) {
+#if VECTOR_RUNS
+            if (rows_inside && ox >= OX_INSIDE_FIRST && ox + 7 <= OX_INSIDE_LAST) {
+                __global const float* at = in + iy0 * IW + ox * SX - PX;
+#if POOL_MAX
+                float8 best = LOAD_RUN(at);
+#else
+                float8 best = (float8)0.0f + LOAD_RUN(at);
+#endif
+                #pragma unroll
+                for (int ky = 0; ky < KH; ++ky) {
+                    #pragma unroll
+                    for (int kx = 0; kx < KW; ++kx) {
+                        if (ky == 0 && kx == 0)
+                            continue;
+                        const float8 v = LOAD_RUN(at + ky * DY * IW + kx);
+#if POOL_MAX
+                        best = select(best, v, isgreater(v, best));
+#else
+                        best += v;
+#endif
+                    }
+                }
+#if !POOL_MAX
+                best = best / (float)(KH * KW);
+#endif
+                vstore8(best, 0, out + ox);
+                ox += 7;
+                continue;
+            }
+#endif
             const int ix0 = ox * SX - PX;
 #if POOL_MAX
             float best = -INFINITY;

@@ -32,7 +32,7 @@ def fold_into_convolutions(graph: Graph, is_builtin) -> tuple[Graph, list[str]]:
     for node in list(graph):
         if node.type != "Pad" or not is_builtin(node):
             continue
-        conv = _sole_consumer(graph, node, port=0)
+        conv = sole_consumer(graph, node, port=0)
         if conv is None or conv.type not in _CONVS or not is_builtin(conv) or \
                 graph.producer(conv.id, 0)[0] != node.id:
             continue
@@ -82,10 +82,10 @@ def fold_into_convolutions(graph: Graph, is_builtin) -> tuple[Graph, list[str]]:
         notes.append(f"folded the causal Slice '{node.name}' into the padding of '{conv.name}'")
     if not drop:
         return graph, []
-    return _rebuilt(graph, convs, drop, redirect), notes
+    return rebuilt_graph(graph, convs, drop, redirect), notes
 
 
-def _rebuilt(graph: Graph, changed: dict[str, Node], drop: set[str], redirect) -> Graph:
+def rebuilt_graph(graph: Graph, changed: dict[str, Node], drop: set[str], redirect) -> Graph:
     """A new graph: nodes in model order without `drop`, edges rewired by `redirect`, and the
     constants only dropped nodes read removed too."""
     used = {e.src for e in graph.edges if e.dst not in drop}
@@ -112,7 +112,7 @@ def _conv_before(graph: Graph, sl: Node, is_builtin):
     while True:
         src, port = graph.producer(node.id, data_port)
         prev = graph.nodes[src]
-        if port != 0 or _sole_consumer(graph, prev, port=0) is not node or not is_builtin(prev):
+        if port != 0 or sole_consumer(graph, prev, port=0) is not node or not is_builtin(prev):
             return None
         if prev.type in _CONVS:
             return prev, chain
@@ -131,16 +131,16 @@ def _conv_before(graph: Graph, sl: Node, is_builtin):
 
 def _length_free_const(graph: Graph, node: Node, port: int) -> bool:
     """Input `port` is a constant that is the same all along the last axis."""
-    value = _const(graph, node, port)
+    value = const_input(graph, node, port)
     return value is not None and (value.ndim < 1 or value.shape[-1] == 1)
 
 
-def _sole_consumer(graph: Graph, node: Node, port: int) -> Node | None:
+def sole_consumer(graph: Graph, node: Node, port: int) -> Node | None:
     users = graph.consumers(node.id, port)
     return graph.nodes[users[0][0]] if len(users) == 1 else None
 
 
-def _const(graph: Graph, node: Node, port: int):
+def const_input(graph: Graph, node: Node, port: int):
     if port >= len(node.inputs):
         return None
     src = graph.nodes[graph.producer(node.id, port)[0]]
@@ -155,11 +155,11 @@ def _spatial_pads(graph: Graph, pad: Node):
     """(begin, end) spatial pads of a zero constant Pad of axes 2.. only; else None."""
     if (pad.attrs.get("pad_mode") or "constant").lower() != "constant":
         return None
-    begin, end = _const(graph, pad, 1), _const(graph, pad, 2)
+    begin, end = const_input(graph, pad, 1), const_input(graph, pad, 2)
     if begin is None or end is None or begin.size != end.size or begin.size < 3:
         return None
     if len(pad.inputs) > 3:
-        value = _const(graph, pad, 3)
+        value = const_input(graph, pad, 3)
         if value is None or value.size != 1 or float(value.reshape(-1)[0]) != 0.0:
             return None
     begin, end = [int(v) for v in begin.reshape(-1)], [int(v) for v in end.reshape(-1)]
@@ -177,7 +177,7 @@ def _causal_cut(graph: Graph, sl: Node, conv: Node) -> int | None:
         return None
     if (conv.attrs.get("strides") or "1").replace(" ", "") != "1":
         return None
-    values = [_const(graph, sl, i) for i in range(1, 5)]
+    values = [const_input(graph, sl, i) for i in range(1, 5)]
     if any(v is None for v in values) or len(sl.inputs) != 5:
         return None
     start, stop, step, axes = (v.reshape(-1).astype(np.int64) for v in values)

@@ -189,3 +189,84 @@ def test_a_tcn_block_is_two_kernels(tmp_path, test_device):
     assert [s.type for s in net.plan.steps] == ["Convolution+bias+relu",
                                                 "Convolution+bias+relu+residual+relu"]
     np.testing.assert_allclose(net.infer({"x": x})["y"], want, rtol=1e-4, atol=1e-4)
+
+
+def _shuffle_then_depthwise(tmp_path, onnx_pattern: bool, extra_reader: bool = False):
+    """x -> 1x1 conv (16 channels) -> channel shuffle (group 4) -> depthwise 3x3 conv + bias:
+    ShuffleNet's unit. The shuffle is ShuffleChannels (IR) or Reshape/Transpose/Reshape
+    (ONNX). extra_reader: a second consumer reads the shuffled tensor too."""
+    ov = pytest.importorskip("openvino")
+    ops = pytest.importorskip("openvino.opset13")
+    rng = np.random.default_rng(21)
+    x = ops.parameter([1, 8, 9, 11], np.float32, name="x")
+    c = ops.convolution(x, ops.constant(rng.standard_normal((16, 8, 1, 1)).astype(np.float32)),
+                        [1, 1], [0, 0], [0, 0], [1, 1])
+    if onnx_pattern:
+        split = ops.reshape(c, ops.constant(np.array([1, 4, 4, 9, 11], np.int64)), False)
+        swapped = ops.transpose(split, ops.constant(np.array([0, 2, 1, 3, 4], np.int64)))
+        shuffled = ops.reshape(swapped, ops.constant(np.array([1, 16, 9, 11], np.int64)), False)
+    else:
+        shuffled = ops.shuffle_channels(c, 1, 4)
+    w = ops.constant(rng.standard_normal((16, 1, 1, 3, 3)).astype(np.float32))
+    dw = ops.group_convolution(shuffled, w, [2, 2], [1, 1], [1, 1], [1, 1])
+    y = ops.add(dw, ops.constant(rng.standard_normal((1, 16, 1, 1)).astype(np.float32)))
+    y.output(0).get_tensor().set_names({"y"})
+    outputs = [y]
+    if extra_reader:
+        z = ops.relu(shuffled)
+        z.output(0).get_tensor().set_names({"z"})
+        outputs.append(z)
+    name = f"shuffle{int(onnx_pattern)}{int(extra_reader)}"
+    return save_ov_model(ov.Model(outputs, [x], name), tmp_path / f"{name}.xml")
+
+
+@pytest.mark.parametrize("onnx_pattern", [False, True], ids=["ShuffleChannels", "reshapes"])
+def test_channel_shuffle_is_folded_into_the_depthwise_convolution(tmp_path, test_device,
+                                                                   onnx_pattern):
+    from customlayers.runtime.device import Engine
+    from customlayers.runtime.network import Network
+    model = _shuffle_then_depthwise(tmp_path, onnx_pattern)
+    x = np.random.default_rng(22).standard_normal((1, 8, 9, 11)).astype(np.float32)
+    want = ov_infer(model, {"x": x})["y"]
+    net = Network(model, engine=Engine(test_device))
+    assert [s.type for s in net.plan.steps] == ["Convolution", "GroupConvolution+bias"]
+    assert any(m.startswith("folded the channel shuffle") for m in net.messages)
+    np.testing.assert_allclose(net.infer({"x": x})["y"], want, rtol=1e-4, atol=1e-4)
+
+
+def test_channel_shuffle_read_twice_is_kept(tmp_path, test_device):
+    from customlayers.runtime.device import Engine
+    from customlayers.runtime.network import Network
+    model = _shuffle_then_depthwise(tmp_path, False, extra_reader=True)
+    x = np.random.default_rng(23).standard_normal((1, 8, 9, 11)).astype(np.float32)
+    want = ov_infer(model, {"x": x})
+    net = Network(model, engine=Engine(test_device))
+    assert "ShuffleChannels" in [s.type for s in net.plan.steps]
+    got = net.infer({"x": x})
+    for name in ("y", "z"):
+        np.testing.assert_allclose(got[name], want[name], rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("indices_read", [False, True])
+def test_unread_maxpool_indices_are_not_computed(tmp_path, test_device, indices_read):
+    ov = pytest.importorskip("openvino")
+    ops = pytest.importorskip("openvino.opset8")
+    from customlayers.runtime.device import Engine
+    from customlayers.runtime.network import Network
+    x = ops.parameter([1, 3, 20, 37], np.float32, name="x")
+    pool = ops.max_pool(x, [2, 2], [1, 1], [1, 1], [1, 1], [3, 3], "floor", "explicit", "i64")
+    pool.output(0).get_tensor().set_names({"y"})
+    outputs = [pool.output(0)]
+    if indices_read:
+        pool.output(1).get_tensor().set_names({"i"})
+        outputs.append(pool.output(1))
+    model = save_ov_model(ov.Model(outputs, [x], "pool"), tmp_path / f"p{int(indices_read)}.xml")
+    arr = np.random.default_rng(24).standard_normal((1, 3, 20, 37)).astype(np.float32)
+    want = ov_infer(model, {"x": arr})
+    net = Network(model, engine=Engine(test_device))
+    dropped = any("index output is read by no layer" in m for m in net.messages)
+    assert dropped != indices_read
+    got = net.infer({"x": arr})
+    np.testing.assert_array_equal(got["y"], want["y"])
+    if indices_read:
+        np.testing.assert_array_equal(got["i"], want["i"])

@@ -6,16 +6,17 @@ import pytest
 
 from customlayers.errors import BindingError
 from customlayers.jit.tensor import TensorDesc
+from customlayers.jit.launch import DEFAULT_CONTEXT, CompileContext, DeviceTraits, FusedEpilogue
 from customlayers.ops import get_op
 from launch_runner import run_launches
 
 
-def run_op(cl_env, raw, arrays):
+def run_op(cl_env, raw, arrays, ctx=DEFAULT_CONTEXT):
     op = get_op("MatMul")
     attrs = op.parse_attributes(raw, "mm")
     descs = [TensorDesc(a.shape) for a in arrays]
     out_descs = [TensorDesc(s, d) for s, d in op.infer_shapes(attrs, descs, {})]
-    launches = op.launches(attrs, descs, out_descs, {})
+    launches = op.launches(attrs, descs, out_descs, {}, ctx)
     return run_launches(cl_env, launches, arrays, descs, out_descs)[0], launches
 
 
@@ -51,6 +52,34 @@ def test_matmul_matches_numpy(cl_env, ashape, bshape, ta, tb):
     out, _ = run_op(cl_env, raw, [a, b])
     ref = reference(a, b, ta, tb)
     assert out.shape == ref.shape
+    np.testing.assert_allclose(out, ref, rtol=1e-4, atol=1e-4)
+
+
+GEMV_CASES = [      # (A, B, transpose_b, a fused bias + ReLU: the 2-D cases, whose channel
+    ((1, 300), (70, 300), True, False),       # is the output's last axis) fc layer: B [N][K],
+    ((1, 300), (70, 300), True, True),        # K % 8 == 4, N % 8 == 6
+    ((1, 544), (1000, 544), True, True),      # ShuffleNet's
+    ((1, 5), (3, 5), True, False),            # K and N below one float8
+    ((1, 37), (37, 130), False, False),       # B [K][N], a partial last run
+    ((1, 37), (37, 130), False, True),
+    ((2, 3, 1, 20), (20, 16), False, False),  # batched A, broadcast B, whole runs
+]
+
+
+@pytest.mark.parametrize("ashape,bshape,tb,bias", GEMV_CASES)
+def test_cpu_gemv_matches_numpy(cl_env, ashape, bshape, tb, bias):
+    """M == 1 on a CPU device runs matmul_gemv_cpu.cl (float8 per work item, no __local)."""
+    rng = np.random.default_rng(9)
+    arrays = [rng.standard_normal(ashape).astype(np.float32),
+              rng.standard_normal(bshape).astype(np.float32)]
+    ref = reference(arrays[0], arrays[1], False, tb)
+    if bias:
+        arrays.append(rng.standard_normal(ref.shape[-1]).astype(np.float32))
+        ref = np.maximum(ref + arrays[2], 0)
+    ctx = CompileContext(DeviceTraits("CPU", compute_units=2, max_work_group_size=4096),
+                         FusedEpilogue(bias=True, relu=True) if bias else None)
+    out, launches = run_op(cl_env, {"transpose_b": str(tb).lower()}, arrays, ctx)
+    assert [l.entry for l in launches] == ["matmul_gemv_cpu"]
     np.testing.assert_allclose(out, ref, rtol=1e-4, atol=1e-4)
 
 

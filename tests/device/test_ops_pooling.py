@@ -161,6 +161,45 @@ def test_matches_openvino_cpu(cl_env, ctx, kernel, strides, pb, pe, rounding, ex
     np.testing.assert_array_equal(out_idx, res[compiled.output(2)])
 
 
+WIDE_CASES = [
+    # kernel, strides, pads_begin, pads_end, input H x W: rows wide enough for pool_cpu.cl's
+    # float8 runs, with edge outputs on both sides (ShuffleNet's and ResNet's first MaxPool)
+    ((3, 3), (2, 2), (1, 1), (1, 1), (23, 45)),
+    ((3, 3), (1, 1), (1, 1), (1, 1), (13, 27)),
+    ((2, 2), (2, 2), (0, 0), (0, 0), (9, 34)),
+    ((3, 2), (1, 2), (0, 1), (2, 0), (11, 40)),
+]
+
+
+@pytest.mark.parametrize("kind", ["max", "avg"])
+@pytest.mark.parametrize("kernel,strides,pb,pe,hw", WIDE_CASES)
+def test_wide_rows(cl_env, ctx, kind, kernel, strides, pb, pe, hw):
+    """Every output of a row, float8 runs and scalar edges alike, equals the reference; a NaN
+    first in a window stays (MaxPool), one later is skipped, as in the scalar path."""
+    x = np.random.default_rng(15).standard_normal((2, 3) + hw).astype(np.float32)
+    x[0, 0, 4, :] = np.nan                    # a row of NaNs: first in some windows, later in some
+    out_hw = tuple((n + b + e - k) // s + 1 for n, b, e, k, s in zip(hw, pb, pe, kernel, strides))
+    op_type = "MaxPool" if kind == "max" else "AvgPool"
+    r = raw(kernel, strides, pb, pe, **({} if kind == "max" else {"exclude-pad": "true"}))
+    (out,) = run_op(cl_env, ctx, op_type, r, x)
+    want = np.empty((2, 3) + out_hw, np.float32)
+    for oy in range(out_hw[0]):
+        for ox in range(out_hw[1]):
+            ys = [y for y in range(oy * strides[0] - pb[0], oy * strides[0] - pb[0] + kernel[0])
+                  if 0 <= y < hw[0]]
+            xs = [v for v in range(ox * strides[1] - pb[1], ox * strides[1] - pb[1] + kernel[1])
+                  if 0 <= v < hw[1]]
+            win = x[:, :, ys][:, :, :, xs].reshape(2, 3, -1)
+            if kind == "avg":
+                want[:, :, oy, ox] = win.sum(-1) / win.shape[-1]
+                continue
+            best = win[:, :, 0].copy()        # the first, then strictly greater ones
+            for t in range(1, win.shape[-1]):
+                best = np.where(win[:, :, t] > best, win[:, :, t], best)
+            want[:, :, oy, ox] = best
+    np.testing.assert_allclose(out, want, rtol=1e-6, atol=1e-6, equal_nan=True)
+
+
 def test_errors_name_the_layer():
     op = get_op("MaxPool")
     with pytest.raises(BindingError, match="layer 'p' \\(MaxPool\\): attribute 'rounding_type'="
