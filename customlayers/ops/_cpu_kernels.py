@@ -48,12 +48,28 @@ def conv_blockings(og: int, device: DeviceTraits) -> list[ConvBlocking]:
     return tiles
 
 
+def blocking_name(tile: ConvBlocking) -> str:
+    """The variant name of a micro-tile, as the tuner lists and caches it: cpu16x6."""
+    return f"cpu{tile.ob}x{tile.pt}"
+
+
+def conv_cpu_variants(g: Mapping[str, int], weights_known: bool,
+                      device: DeviceTraits) -> tuple[str, ...]:
+    """The names of the CPU kernels' variants for a convolution of geometry `g`, the default
+    first: micro-tiles (conv_candidates) or, for depthwise layers, rows per work item
+    (depthwise_candidates); () where neither applies (conv.py runs conv_cpu.cl)."""
+    if weights_known and g["OG"] >= MIN_BLOCKED_OG:
+        return tuple(blocking_name(t) for t in conv_blockings(g["OG"], device))
+    return tuple(f"dw_rows{rb}" for rb in depthwise_rows(g, device))
+
+
 def conv_candidates(g: Mapping[str, int], sizes: Mapping[str, int], weights: np.ndarray | None,
-                    args: tuple, epilogue_src: str, device: DeviceTraits
-                    ) -> list[list[KernelLaunch]]:
+                    args: tuple, epilogue_src: str, device: DeviceTraits,
+                    only: str | None = None) -> list[list[KernelLaunch]]:
     """Launch lists computing a 1-D/2-D convolution of geometry `g` (conv.py's _geometry) with
     conv_cpu_blocked, one per micro-tile; [] where it does not apply. `args` are the layer's
-    (input, weights, output[, bias]); the packed weights replace input 1."""
+    (input, weights, output[, bias]); the packed weights replace input 1. `only`: just the
+    variant of that name (its weights are packed for it alone)."""
     ih, iw = g["IH"], g["IW"]
     ihp = max(ih + g["PY"], (g["OH"] - 1) * g["SY"] + (g["KH"] - 1) * g["DY"] + 1)
     iwp = max(iw + g["PX"], (g["OW"] - 1) * g["SX"] + (g["KW"] - 1) * g["DX"] + 1)
@@ -80,6 +96,8 @@ def conv_candidates(g: Mapping[str, int], sizes: Mapping[str, int], weights: np.
         return []
     out = []
     for tile in conv_blockings(g["OG"], device):
+        if only is not None and blocking_name(tile) != only:
+            continue
         ogb = -(-g["OG"] // tile.ob)
         src = defines(**common, PT=tile.pt, OB=tile.ob) + \
             epilogue_src + cl_source("conv_cpu_blocked.cl")
@@ -97,34 +115,49 @@ def conv_candidates(g: Mapping[str, int], sizes: Mapping[str, int], weights: np.
 MAX_STAGED_FLOATS = 8192
 
 
-def depthwise_candidates(g: Mapping[str, int], sizes: Mapping[str, int], args: tuple,
-                         epilogue_src: str, device: DeviceTraits) -> list[list[KernelLaunch]]:
-    """conv_cpu_depthwise launches for a 2-D convolution of geometry `g` with one input channel
-    per group; [] where it does not apply. Rows per work item: enough items to give every
-    compute unit 8 (then 2), as few rows as that allows, all within MAX_STAGED_FLOATS."""
-    if g["CG"] != 1 or g["RANK"] == 3:
-        return []
+def _depthwise_geometry(g: Mapping[str, int]):
+    """(runs of 8 per output row, staged row width, staged rows for rb output rows)."""
     runs = -(-g["OW"] // 8)
     # a staged row: the last run's loads (16 floats at stride 2) past the last tap's offset
     sw = runs * 8 * g["SX"] + (g["KW"] - 1) * g["DX"] + 1
+    return runs, sw, lambda rb: (rb - 1) * g["SY"] + (g["KH"] - 1) * g["DY"] + 1
 
-    def staged_rows(rb: int) -> int:
-        return (rb - 1) * g["SY"] + (g["KH"] - 1) * g["DY"] + 1
 
+def depthwise_rows(g: Mapping[str, int], device: DeviceTraits) -> list[int]:
+    """Output rows per work item of conv_cpu_depthwise, the default first: enough items to
+    give every compute unit 8 (then 2), as few rows as that allows, all within
+    MAX_STAGED_FLOATS; [] where the kernel does not apply (not one input channel per group,
+    3-D, or rows too wide to stage)."""
+    if g.get("CG") != 1 or g.get("RANK") == 3:
+        return []
+    _, sw, staged_rows = _depthwise_geometry(g)
     planes = g["NB"] * g["O"]
-    out, seen = [], set()
+    found: list[int] = []
     for target in (8, 2):
         rb = max(1, min(g["OH"], planes * g["OH"] // (target * device.compute_units)))
         while rb > 1 and staged_rows(rb) * sw > MAX_STAGED_FLOATS:
             rb -= 1
-        if staged_rows(rb) * sw > MAX_STAGED_FLOATS or rb in seen:
+        if staged_rows(rb) * sw <= MAX_STAGED_FLOATS and rb not in found:
+            found.append(rb)
+    return found
+
+
+def depthwise_candidates(g: Mapping[str, int], sizes: Mapping[str, int], args: tuple,
+                         epilogue_src: str, device: DeviceTraits,
+                         only: str | None = None) -> list[list[KernelLaunch]]:
+    """conv_cpu_depthwise launches for a 2-D convolution of geometry `g` with one input channel
+    per group, one per depthwise_rows choice (`only`: the variant of that name); [] where it
+    does not apply."""
+    runs, sw, staged_rows = _depthwise_geometry(g)
+    out = []
+    for rb in depthwise_rows(g, device):
+        if only is not None and f"dw_rows{rb}" != only:
             continue
-        seen.add(rb)
         src = defines(**sizes, RB=rb, SR=staged_rows(rb), SW=sw, VX=runs) + epilogue_src + \
             cl_source("conv_cpu_depthwise.cl")
         out.append([KernelLaunch(
             source=src, entry="conv_cpu_depthwise", args=args,
-            global_size=(-(-g["OH"] // rb), planes), local_size=(1, 1),
+            global_size=(-(-g["OH"] // rb), g["NB"] * g["O"]), local_size=(1, 1),
             label=f"conv2d_{g['KH']}x{g['KW']}_dw_rows{rb}")])
     return out
 
@@ -140,18 +173,30 @@ def pack_conv_weights(weights: np.ndarray, g: Mapping[str, int], ob: int) -> np.
     return np.ascontiguousarray(w.reshape(groups, ogb, ob, cg, kh, kw).transpose(0, 1, 4, 5, 3, 2))
 
 
-def pool_candidates(sizes: Mapping[str, int], planes: int, with_indices: bool,
-                    device: DeviceTraits) -> list[list[KernelLaunch]]:
-    """pool_cpu.cl launches for pooling of `planes` (N * C * OD) planes with pooling.cl's
-    defines `sizes` (with_indices: MaxPool's output 1 too, as every MaxPool-8 of an IR has).
-    Rows per work item: enough items for 8 per compute unit, each a whole row or more."""
-    args = (Arg.input(0), Arg.output(0)) + ((Arg.output(1),) if with_indices else ())
-    oh = sizes["OH"]
-    out = []
+def pool_rows(oh: int, planes: int, device: DeviceTraits) -> list[int]:
+    """Output rows per work item of pool_cpu, the default first: enough items for 8 (then 2)
+    per compute unit, each a whole row or more."""
+    found: list[int] = []
     for target in (8, 2):
         rows = max(1, min(oh, planes * oh // (target * device.compute_units)))
+        if rows not in found:
+            found.append(rows)
+    return found
+
+
+def pool_candidates(sizes: Mapping[str, int], planes: int, with_indices: bool,
+                    device: DeviceTraits, only: str | None = None) -> list[list[KernelLaunch]]:
+    """pool_cpu.cl launches for pooling of `planes` (N * C * OD) planes with pooling.cl's
+    defines `sizes` (with_indices: MaxPool's output 1 too, as every MaxPool-8 of an IR has).
+    One launch list per pool_rows choice (`only`: the variant named rows<N>)."""
+    args = (Arg.input(0), Arg.output(0)) + ((Arg.output(1),) if with_indices else ())
+    out = []
+    for rows in pool_rows(sizes["OH"], planes, device):
+        if only is not None and f"rows{rows}" != only:
+            continue
         src = defines(**sizes, RB=rows) + cl_source("pool_cpu.cl")
         out.append([KernelLaunch(source=src, entry="pool_cpu", args=args,
-                                 global_size=(-(-oh // rows), planes), local_size=(1, 1),
+                                 global_size=(-(-sizes["OH"] // rows), planes),
+                                 local_size=(1, 1),
                                  label=f"rows{rows}")])
     return out

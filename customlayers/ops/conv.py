@@ -18,7 +18,7 @@ from typing import Sequence
 
 from ..jit.launch import DEFAULT_CONTEXT, Arg, KernelLaunch
 from ..jit.tensor import TensorDesc
-from ._cpu_kernels import conv_candidates, depthwise_candidates
+from ._cpu_kernels import conv_candidates, conv_cpu_variants, depthwise_candidates
 from ._gemm import gemm_choice, gemm_launches, target_groups
 from ._variants import gemm_variants
 from ._nn import (AUTO_PADS, NamedOp, as_2d, as_3d, require_f32, spatial_rank,
@@ -101,11 +101,15 @@ class _ConvBase(NamedOp):
     def kernel_variants(self, attrs, inputs, outputs, consts, ctx=DEFAULT_CONTEXT):
         """Candidates for the tuner: GEMM tilings (1x1 windows read the input as a plain
         matrix in all of them), or, for few output channels per group (depthwise), the direct
-        kernel under a few work-group shapes. The CPU kernel and 3-D have one variant."""
+        kernel under a few work-group shapes. On a CPU device: the micro-tiles of the blocked
+        kernel, or the rows per work item of the depthwise one. 3-D has one variant."""
         g = self._geometry(attrs, inputs)
         device = ctx.device
-        if g["RANK"] == 3 or (device is not None and device.kind == "CPU"):
+        if g["RANK"] == 3:
             return ()
+        if device is not None and device.kind == "CPU":
+            names = conv_cpu_variants(g, consts.get(1) is not None, device)
+            return names if len(names) > 1 else ()
         if g["OG"] <= DIRECT_MAX_OG:
             return ("direct",) + tuple(f"direct_{x}x{y}" for x, y in _DIRECT_GROUPS)
         max_threads = device.max_work_group_size if device is not None else 256
@@ -146,8 +150,11 @@ class _ConvBase(NamedOp):
                 label=f"conv3d_{g['KD']}x{g['KH']}x{g['KW']}_direct")]
         device = ctx.device
         if device is not None and device.kind == "CPU":
-            candidates = conv_candidates(g, sizes, consts.get(1), args, epilogue, device) or \
-                depthwise_candidates(g, sizes, args, epilogue, device)
+            names = conv_cpu_variants(g, consts.get(1) is not None, device)
+            only = ctx.variant if ctx.variant in names else (names[0] if names else None)
+            candidates = conv_candidates(g, sizes, consts.get(1), args, epilogue, device,
+                                         only) or \
+                depthwise_candidates(g, sizes, args, epilogue, device, only)
             if candidates:
                 return candidates[0]
             ocb = min(_CPU_CHANNEL_BLOCK, g["OG"])

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ._cpu_kernels import pool_candidates
+from ._cpu_kernels import pool_candidates, pool_rows
 from .base import Attr, register_op
 from ._nn import (AUTO_PADS, ROUNDING_TYPES, NamedOp, as_3d, require_f32, spatial_rank,
                   window_geometry)
@@ -57,6 +57,15 @@ class _PoolBase(NamedOp):
     def _extra_defines(self, attrs, inputs, padded: bool) -> dict:
         raise NotImplementedError
 
+    def kernel_variants(self, attrs, inputs, outputs, consts, ctx=DEFAULT_CONTEXT):
+        """On a CPU device, pool_cpu.cl's rows per work item (pool_rows); elsewhere one."""
+        device = ctx.device
+        if device is None or device.kind != "CPU":
+            return ()
+        sizes, out, _ = self._geometry(attrs, inputs)
+        rows = pool_rows(sizes["OH"], out[0] * out[1] * sizes["OD"], device)
+        return tuple(f"rows{r}" for r in rows) if len(rows) > 1 else ()
+
     def launches(self, attrs, inputs, outputs, consts, ctx=DEFAULT_CONTEXT):
         sizes, out, padded = self._geometry(attrs, inputs)
         extra = self._extra_defines(attrs, inputs, padded)
@@ -68,7 +77,10 @@ class _PoolBase(NamedOp):
         device = ctx.device
         if device is not None and device.kind == "CPU":
             candidates = pool_candidates(dict(sizes, **extra), out[0] * out[1] * sizes["OD"],
-                                         bool(extra.get("WITH_INDICES")), device)
+                                         bool(extra.get("WITH_INDICES")), device, ctx.variant)
+            candidates = candidates or pool_candidates(
+                dict(sizes, **extra), out[0] * out[1] * sizes["OD"],
+                bool(extra.get("WITH_INDICES")), device)
             if candidates:
                 return [replace(launch, label=f"{kind}pool_{window}_cpu_{launch.label}")
                         for launch in candidates[0]]
