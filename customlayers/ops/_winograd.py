@@ -6,9 +6,11 @@ transform with the fused epilogue).
 It computes a 2x2 output block with 16 multiplies per channel pair where the implicit GEMM
 spends 36 (2.25x fewer), at the cost of two extra passes through memory (the transformed input
 V is 4x the input, the GEMM's output M 4x the output): a win where the layer is
-compute-bound (many channels), a loss where the channels are few. Rounding: the transforms add
-and subtract up to 9 terms, so results differ from the direct sum by a few fp32 ulps of the
-largest partial sums (see tests/device/test_winograd.py for the bound it meets).
+compute-bound (many channels), a loss where the channels are few. Rounding: the input and
+output transforms combine at most 4 terms per side, the weight transform's 0.5s are exact (and
+it runs in float64), and each GEMM element sums CG terms where the direct kernel chains CG * 9:
+the error measures at or below the direct kernel's (tests/device/test_conv_winograd.py states the
+bound it is held to).
 
 Variants: `winograd2x2` (the batched GEMM under the GEMM heuristic's tiling) and
 `winograd2x2_<gemm variant>` (under that tiling, ops/_variants.py's names).
@@ -36,6 +38,9 @@ PROMISING_CG = PROMISING_OG = 16
 # every scratch buffer stays under the smallest CL_DEVICE_MAX_MEM_ALLOC_SIZE that OpenCL allows
 # a GPU (128 MiB): past it, the network would refuse to compile a choice the tuner made
 MAX_SCRATCH_BYTES = 128 << 20
+# the batched GEMM's NDRange dimension 2 holds NB * G * 16 work-groups: CUDA-based drivers map
+# it to a grid's z extent, which stops at 65535
+MAX_GEMM_BATCH = 65535
 # the transforms' NDRange dimension 0 (tiles) is padded to a multiple of this
 TILE_MULTIPLE = 32
 # other GEMM tilings listed for `full` (the heuristic's next cheapest)
@@ -62,10 +67,12 @@ def _scratch_bytes(g: Mapping[str, int]) -> tuple[int, int]:
 
 def applies(g: Mapping[str, int], weights: np.ndarray | None) -> bool:
     """A 2-D 3x3 window, stride and dilation 1, weights known at compile time (the transform is
-    done on the host), and scratch buffers every GPU can allocate."""
+    done on the host), scratch buffers every GPU can allocate, and a GEMM batch every driver
+    launches."""
     return (weights is not None and g["RANK"] == 2 and g["KH"] == g["KW"] == 3
             and g["SY"] == g["SX"] == g["DY"] == g["DX"] == 1
-            and max(_scratch_bytes(g)) <= MAX_SCRATCH_BYTES)
+            and max(_scratch_bytes(g)) <= MAX_SCRATCH_BYTES
+            and _gemm_shape(g)[3] <= MAX_GEMM_BATCH)
 
 
 def with_winograd(gemm_names: tuple[str, ...], g: Mapping[str, int],

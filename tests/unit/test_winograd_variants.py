@@ -55,6 +55,7 @@ def test_winograd_comes_after_the_gemms_for_few_channels():
     dict(x_shape=(1, 16, 20), w_shape=(32, 16, 3), strides=(1,), dilations=(1,), pads=(1,)),
     dict(x_shape=(1, 16, 8, 8), w_shape=(16, 1, 1, 3, 3), op_type="GroupConvolution"),
     dict(x_shape=(1, 64, 1024, 1024), w_shape=(64, 64, 3, 3)),  # scratch past 128 MiB
+    dict(x_shape=(4096, 16, 2, 2)),                           # 65536 GEMMs in NDRange dim 2
 ])
 def test_winograd_is_not_listed_where_it_does_not_apply(case):
     args = dict(x_shape=(1, 16, 12, 12), w_shape=(32, 16, 3, 3))
