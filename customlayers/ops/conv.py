@@ -2,13 +2,15 @@
 
 Weights are input 1 (OIYX; GroupConvolution GOIYX), uploaded once by the executor like any Const.
 Bias is a separate Add in the IR. On a GPU the work runs as a tiled implicit GEMM (conv_gemm.cl
-over the shared gemm.cl, planned in _gemm.py), or as a direct kernel (conv_direct.cl) when each
-group has so few output channels that a GEMM tile would be mostly empty (depthwise). On a CPU
-device (CompileContext.device, from the network) it runs the register-blocked micro-kernel that
-_cpu_kernels.py selects (conv_cpu_blocked.cl, over weights packed at compile time), or where that
-does not apply (depthwise, weights not constant) conv_cpu.cl, a direct kernel shaped for CPU
-OpenCL compilers, which vectorize across work items and emulate barriers and __local memory at a
-cost. The window arithmetic it shares with pooling is in _nn.py.
+over the shared gemm.cl, planned in _gemm.py), as Winograd F(2x2, 3x3) for 3x3 stride-1 windows
+where the tuner finds it faster (conv_winograd.cl, planned in _winograd.py), or as a direct
+kernel (conv_direct.cl) when each group has so few output channels that a GEMM tile would be
+mostly empty (depthwise). On a CPU device (CompileContext.device, from the network) it
+runs the register-blocked micro-kernel that _cpu_kernels.py selects (conv_cpu_blocked.cl, over
+weights packed at compile time), or where that does not apply (depthwise, weights not
+constant) conv_cpu.cl, a direct kernel shaped for CPU OpenCL compilers, which vectorize across
+work items and emulate barriers and __local memory at a cost. The window arithmetic it shares
+with pooling is in _nn.py.
 3-D convolutions (NCDHW) run conv3d.cl, a separate direct kernel on every device, so the 1-D and
 2-D kernels and their sources stay as they are.
 """
@@ -21,6 +23,7 @@ from ..jit.tensor import TensorDesc
 from ._cpu_kernels import conv_candidates, conv_cpu_variants, depthwise_candidates
 from ._gemm import gemm_choice, gemm_launches, target_groups
 from ._variants import gemm_variants
+from ._winograd import applies as winograd_applies, is_winograd, winograd_launches, with_winograd
 from ._nn import (AUTO_PADS, NamedOp, as_2d, as_3d, require_f32, spatial_rank,
                   window_geometry)
 from ._program import cl_source, defines
@@ -100,9 +103,10 @@ class _ConvBase(NamedOp):
 
     def kernel_variants(self, attrs, inputs, outputs, consts, ctx=DEFAULT_CONTEXT):
         """Candidates for the tuner: GEMM tilings (1x1 windows read the input as a plain
-        matrix in all of them), or, for few output channels per group (depthwise), the direct
-        kernel under a few work-group shapes. On a CPU device: the micro-tiles of the blocked
-        kernel, or the rows per work item of the depthwise one. 3-D has one variant."""
+        matrix in all of them) and, for 3x3 stride-1 windows over constant weights, Winograd
+        F(2x2, 3x3) (_winograd.py); or, for few output channels per group (depthwise), the
+        direct kernel under a few work-group shapes. On a CPU device: the micro-tiles of the
+        blocked kernel, or the rows per work item of the depthwise one. 3-D has one variant."""
         g = self._geometry(attrs, inputs)
         device = ctx.device
         if g["RANK"] == 3:
@@ -113,8 +117,10 @@ class _ConvBase(NamedOp):
         if g["OG"] <= DIRECT_MAX_OG:
             return ("direct",) + tuple(f"direct_{x}x{y}" for x, y in _DIRECT_GROUPS)
         max_threads = device.max_work_group_size if device is not None else 256
-        return gemm_variants(g["OG"], g["OH"] * g["OW"], g["CG"] * g["KH"] * g["KW"],
-                             g["NB"] * g["G"], target_groups(device), max_threads) + ("direct",)
+        gemms = gemm_variants(g["OG"], g["OH"] * g["OW"], g["CG"] * g["KH"] * g["KW"],
+                              g["NB"] * g["G"], target_groups(device), max_threads)
+        return with_winograd(gemms, g, consts.get(1), target_groups(device), max_threads) + \
+            ("direct",)
 
     def launches(self, attrs, inputs, outputs, consts, ctx=DEFAULT_CONTEXT):
         g = self._geometry(attrs, inputs)
@@ -176,6 +182,12 @@ class _ConvBase(NamedOp):
                 source=defines(**sizes) + epilogue + cl_source("conv_direct.cl"),
                 entry="conv_direct", args=args, global_size=glob, local_size=local,
                 label=f"conv{g['RANK']}d_{shape}_{variant}")]
+        if is_winograd(variant):
+            if not winograd_applies(g, consts.get(1)):
+                raise self.fail(attrs, f"variant {variant} needs a 3x3, stride-1 window and "
+                                       f"constant weights")
+            return winograd_launches(g, sizes, consts.get(1), args, epilogue, variant,
+                                     target_groups(device), f"conv2d_{shape}")
         m, n, k = g["OG"], g["OH"] * g["OW"], g["CG"] * g["KH"] * g["KW"]
         one_by_one = int(g["KH"] == g["KW"] == g["SY"] == g["SX"] == 1 and g["PY"] == g["PX"] == 0)
         chosen = gemm_choice(variant, m, n, k, g["NB"] * g["G"], target_groups(device))

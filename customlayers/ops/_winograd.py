@@ -1,0 +1,135 @@
+"""Winograd F(2x2, 3x3) for 3x3, stride-1 convolutions on GPUs: when it applies, the variants
+the tuner may time, the weight transform (done here once, at compile time), and the three
+launches of conv_winograd.cl (input transform, a batched GEMM on the shared gemm.cl, output
+transform with the fused epilogue).
+
+It computes a 2x2 output block with 16 multiplies per channel pair where the implicit GEMM
+spends 36 (2.25x fewer), at the cost of two extra passes through memory (the transformed input
+V is 4x the input, the GEMM's output M 4x the output): a win where the layer is
+compute-bound (many channels), a loss where the channels are few. Rounding: the input and
+output transforms combine at most 4 terms per side, the weight transform's 0.5s are exact (and
+it runs in float64), and each GEMM element sums CG terms where the direct kernel chains CG * 9:
+the error measures at or below the direct kernel's (tests/device/test_conv_winograd.py states the
+bound it is held to).
+
+Variants: `winograd2x2` (the batched GEMM under the GEMM heuristic's tiling) and
+`winograd2x2_<gemm variant>` (under that tiling, ops/_variants.py's names).
+"""
+from __future__ import annotations
+
+from typing import Mapping
+
+import numpy as np
+
+from ..jit.launch import Arg, KernelLaunch
+from ._gemm import gemm_launches
+from ._program import cl_source, defines
+from ._variants import GemmVariant, gemm_variants
+
+PREFIX = "winograd2x2"
+# F(2x2, 3x3)'s weight transform G (4x3): U = G g G^T
+G_MATRIX = np.array([[1.0, 0.0, 0.0],
+                     [0.5, 0.5, 0.5],
+                     [0.5, -0.5, 0.5],
+                     [0.0, 0.0, 1.0]])
+# below these channels per group the GEMM is too thin for the saved multiplies to pay for the
+# two extra passes through memory: Winograd is still listed, but last (timed by `full` only)
+PROMISING_CG = PROMISING_OG = 16
+# every scratch buffer stays under the smallest CL_DEVICE_MAX_MEM_ALLOC_SIZE that OpenCL allows
+# a GPU (128 MiB): past it, the network would refuse to compile a choice the tuner made
+MAX_SCRATCH_BYTES = 128 << 20
+# the batched GEMM's NDRange dimension 2 holds NB * G * 16 work-groups: CUDA-based drivers map
+# it to a grid's z extent, which stops at 65535
+MAX_GEMM_BATCH = 65535
+# the transforms' NDRange dimension 0 (tiles) is padded to a multiple of this
+TILE_MULTIPLE = 32
+# other GEMM tilings listed for `full` (the heuristic's next cheapest)
+EXTRA_TILINGS = 2
+
+
+def tiles(g: Mapping[str, int]) -> tuple[int, int]:
+    """(TILES_Y, TILES_X): 2x2 output blocks per image, a partial one at each far edge."""
+    return -(-g["OH"] // 2), -(-g["OW"] // 2)
+
+
+def _gemm_shape(g: Mapping[str, int]) -> tuple[int, int, int, int]:
+    """(m, n, k, batch) of the batched GEMM: M[e] = U[e] (OG x CG) x V[e] (CG x T) for each
+    image, group and element e of the 4x4 tile."""
+    ty, tx = tiles(g)
+    return g["OG"], ty * tx, g["CG"], g["NB"] * g["G"] * 16
+
+
+def _scratch_bytes(g: Mapping[str, int]) -> tuple[int, int]:
+    """Bytes of V [NB*G][16][CG][T] and of M [NB*G][16][OG][T]."""
+    m, n, k, batch = _gemm_shape(g)
+    return batch * k * n * 4, batch * m * n * 4
+
+
+def applies(g: Mapping[str, int], weights: np.ndarray | None) -> bool:
+    """A 2-D 3x3 window, stride and dilation 1, weights known at compile time (the transform is
+    done on the host), scratch buffers every GPU can allocate, and a GEMM batch every driver
+    launches."""
+    return (weights is not None and g["RANK"] == 2 and g["KH"] == g["KW"] == 3
+            and g["SY"] == g["SX"] == g["DY"] == g["DX"] == 1
+            and max(_scratch_bytes(g)) <= MAX_SCRATCH_BYTES
+            and _gemm_shape(g)[3] <= MAX_GEMM_BATCH)
+
+
+def with_winograd(gemm_names: tuple[str, ...], g: Mapping[str, int],
+                  weights: np.ndarray | None, target: int,
+                  max_threads: int) -> tuple[str, ...]:
+    """The GEMM variants with Winograd's added where it applies. The heuristic's first choice
+    stays first; `winograd2x2` comes second for layers with many channels (so `--tuning fast`,
+    which times the first few, times it) and after the GEMMs otherwise; other tilings of its
+    GEMM come last (timed by `full`)."""
+    if not applies(g, weights):
+        return gemm_names
+    m, n, k, batch = _gemm_shape(g)
+    tilings = gemm_variants(m, n, k, batch, target, max_threads)[1:1 + EXTRA_TILINGS]
+    extra = tuple(f"{PREFIX}_{name}" for name in tilings)
+    if g["CG"] >= PROMISING_CG and g["OG"] >= PROMISING_OG:
+        return gemm_names[:1] + (PREFIX,) + gemm_names[1:] + extra
+    return gemm_names + (PREFIX,) + extra
+
+
+def is_winograd(variant: str | None) -> bool:
+    return variant is not None and (variant == PREFIX or variant.startswith(PREFIX + "_"))
+
+
+def transform_weights(weights: np.ndarray, g: Mapping[str, int]) -> np.ndarray:
+    """OIYX (or GOIYX) 3x3 weights -> U = G w G^T as [G][16][OG][CG] float32 (element e = 4i+j
+    of the 4x4 outermost per group, so one GEMM's A is one contiguous OG x CG matrix). Computed
+    in float64, rounded once."""
+    w = np.asarray(weights, np.float64).reshape(g["G"], g["OG"], g["CG"], 3, 3)
+    u = np.einsum("ik,gockl,jl->gijoc", G_MATRIX, w, G_MATRIX)
+    return np.ascontiguousarray(u.reshape(g["G"], 16, g["OG"], g["CG"]), np.float32)
+
+
+def winograd_launches(g: Mapping[str, int], sizes: Mapping[str, int], weights: np.ndarray,
+                      args: tuple, epilogue_src: str, variant: str, target: int,
+                      label: str) -> list[KernelLaunch]:
+    """The launches of variant `variant` for geometry `g` (conv.py's _geometry, with `sizes`
+    its defines and the FUSED_* flags). `args` are the layer's (input, weights, output[, bias]
+    [, residual]): the transformed weights replace input 1."""
+    m, n, k, batch = _gemm_shape(g)
+    ty, tx = tiles(g)
+    tiling = GemmVariant.parse(variant[len(PREFIX) + 1:]) if variant != PREFIX else None
+    if tiling is None:
+        tiling = GemmVariant.parse(gemm_variants(m, n, k, batch, target)[0])
+    v_bytes, m_bytes = _scratch_bytes(g)
+    # scratch 0 is the GEMM's split-K partial sums, when it splits
+    v, mt = Arg.scratch(1, v_bytes), Arg.scratch(2, m_bytes)
+    u = Arg.const(transform_weights(weights, g))
+    source = defines(**sizes, TILES_Y=ty, TILES_X=tx) + epilogue_src + cl_source("conv_winograd.cl")
+    gemm = gemm_launches(source, (v, u, mt), tiling, m, n, k, batch, f"{label}_{PREFIX}_gemm")
+    # the transforms are in the GEMM's program: one build per variant
+    program = gemm[0].source
+    planes = g["NB"] * g["G"]
+    # tiles rounded up to whole warps, so the driver's work-group is never an odd divisor of
+    # the tile count (the kernels guard the tail)
+    items = -(-n // TILE_MULTIPLE) * TILE_MULTIPLE
+    return ([KernelLaunch(source=program, entry="winograd_input", args=(args[0], v),
+                          global_size=(items, k, planes), label=f"{label}_{PREFIX}_input")]
+            + gemm +
+            [KernelLaunch(source=program, entry="winograd_output", args=(mt,) + tuple(args[2:]),
+                          global_size=(items, m, planes), label=f"{label}_{PREFIX}_output")])

@@ -1,0 +1,108 @@
+/* Winograd F(2x2, 3x3) convolution (Lavin & Gray, "Fast Algorithms for Convolutional Neural
+ * Networks"): each 2x2 block of outputs of a 3x3, stride-1 window is computed from a 4x4 tile of
+ * the input with 16 multiplies per (input, output) channel pair instead of 36.
+ *
+ *   Y = A^T [ (G g G^T) . (B^T d B) ] A      (. : element by element, over 4x4)
+ *
+ * The weight transform U = G g G^T is done once on the host (ops/_winograd.py) and arrives
+ * as u[G][16][OG][CG]. The rest is three kernels, one program:
+ *   winograd_input    d -> V = B^T d B for every tile and input channel:  v[NB*G][16][CG][T]
+ *   gemm_tiled        per (image, group, element e of the 4x4): M[e] = U[e] (OG x CG) x V[e]
+ *                     (CG x T), gemm.cl with the batch index = (image * G + group) * 16 + e
+ *   winograd_output   Y = A^T M A, the fused epilogue, and the NCHW store of up to 2x2 outputs
+ * T = TILES_Y * TILES_X tiles per image, tile (ty, tx) covering outputs 2ty..2ty+1, 2tx..2tx+1
+ * and reading inputs from (2ty - PY, 2tx - PX): a partial tile at the bottom/right edge reads
+ * zeros past the input and stores only the outputs that exist, so pads_end needs nothing.
+ *
+ * Needs: C IH IW O OH OW G CG OG PY PX TILES_Y TILES_X, conv_epilogue.cl before this file,
+ * and gemm.cl after it (with its tile defines before everything).
+ */
+#define TILES (TILES_Y * TILES_X)
+
+/* ---- the batched GEMM front end for gemm.cl ---- */
+#define M OG
+#define N TILES
+#define K CG
+#define A_K_FASTEST 1
+#define B_N_FASTEST 1
+#define GEMM_ARGS __global const float* restrict v, __global const float* restrict u, \
+                  __global float* restrict mt
+/* batch % (G * 16) = group * 16 + e: the same weights for every image */
+#define A_AT(batch, m, k) u[((batch) % (G * 16) * OG + (m)) * CG + (k)]
+#define B_AT(batch, k, n) v[((batch) * CG + (k)) * TILES + (n)]
+#define STORE(batch, m, n, val) mt[((batch) * OG + (m)) * TILES + (n)] = (val)
+
+/* V = B^T d B, B^T = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1].
+ * NDRange: (T, CG, NB * G). */
+__kernel void winograd_input(__global const float* restrict input, __global float* restrict v)
+{
+    const int t = get_global_id(0), c = get_global_id(1), bg = get_global_id(2);
+    if (t >= TILES)
+        return;
+    const int img = bg / G, g = bg % G;
+    const int iy0 = t / TILES_X * 2 - PY, ix0 = t % TILES_X * 2 - PX;
+    __global const float* in = input + (img * C + g * CG + c) * IH * IW;
+    float d[4][4];
+    #pragma unroll
+    for (int i = 0; i < 4; ++i) {
+        const int iy = iy0 + i;
+        #pragma unroll
+        for (int j = 0; j < 4; ++j) {
+            const int ix = ix0 + j;
+            /* one unsigned compare covers both "in the padding before" and "past the end" */
+            d[i][j] = ((uint)iy < (uint)IH && (uint)ix < (uint)IW) ? in[iy * IW + ix] : 0.0f;
+        }
+    }
+    float r[4][4];               /* B^T d: combine rows */
+    #pragma unroll
+    for (int j = 0; j < 4; ++j) {
+        r[0][j] = d[0][j] - d[2][j];
+        r[1][j] = d[1][j] + d[2][j];
+        r[2][j] = d[2][j] - d[1][j];
+        r[3][j] = d[1][j] - d[3][j];
+    }
+    __global float* out = v + (bg * 16 * CG + c) * TILES + t;
+    #pragma unroll
+    for (int i = 0; i < 4; ++i) {  /* (B^T d) B: combine columns; element e = 4i + j */
+        out[(4 * i + 0) * CG * TILES] = r[i][0] - r[i][2];
+        out[(4 * i + 1) * CG * TILES] = r[i][1] + r[i][2];
+        out[(4 * i + 2) * CG * TILES] = r[i][2] - r[i][1];
+        out[(4 * i + 3) * CG * TILES] = r[i][1] - r[i][3];
+    }
+}
+
+/* Y = A^T M A, A^T = [1 1 1 0; 0 1 -1 -1], then the epilogue.
+ * NDRange: (T, OG, NB * G). */
+__kernel void winograd_output(__global const float* restrict mt,
+                              __global float* restrict output EPILOGUE_ARGS)
+{
+    const int t = get_global_id(0), o = get_global_id(1), bg = get_global_id(2);
+    if (t >= TILES)
+        return;
+    const int img = bg / G, channel = bg % G * OG + o;
+    __global const float* in = mt + (bg * 16 * OG + o) * TILES + t;
+    float m[4][4];
+    #pragma unroll
+    for (int e = 0; e < 16; ++e)
+        m[e / 4][e % 4] = in[e * OG * TILES];
+    float r[2][4];               /* A^T M: combine rows */
+    #pragma unroll
+    for (int j = 0; j < 4; ++j) {
+        r[0][j] = m[0][j] + m[1][j] + m[2][j];
+        r[1][j] = m[1][j] - m[2][j] - m[3][j];
+    }
+    const int oy0 = t / TILES_X * 2, ox0 = t % TILES_X * 2;
+    #pragma unroll
+    for (int i = 0; i < 2; ++i) {  /* (A^T M) A: combine columns */
+        const int oy = oy0 + i;
+        const float y[2] = {r[i][0] + r[i][1] + r[i][2], r[i][1] - r[i][2] - r[i][3]};
+        #pragma unroll
+        for (int j = 0; j < 2; ++j) {
+            const int ox = ox0 + j;
+            if (oy < OH && ox < OW) {
+                const int at = ((img * O + channel) * OH + oy) * OW + ox;
+                output[at] = EPILOGUE(at, channel, y[j]);
+            }
+        }
+    }
+}

@@ -1,0 +1,111 @@
+"""Winograd F(2x2, 3x3) without a device (ops/_winograd.py): which layers list it and where in
+the tuner's candidates, and the host-side weight transform, checked by a numpy Winograd
+convolution against the direct sum."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from customlayers.jit.launch import CompileContext, DeviceTraits
+from customlayers.jit.tensor import TensorDesc
+from customlayers.ops import get_op
+from customlayers.ops._winograd import transform_weights
+
+GPU = CompileContext(DeviceTraits("GPU", compute_units=16, max_work_group_size=256))
+CPU = CompileContext(DeviceTraits("CPU", compute_units=2, max_work_group_size=4096))
+# F(2x2, 3x3)'s input and output transforms, written out here independently of the kernel
+B_T = np.array([[1, 0, -1, 0], [0, 1, 1, 0], [0, -1, 1, 0], [0, 1, 0, -1]], np.float64)
+A_T = np.array([[1, 1, 1, 0], [0, 1, -1, -1]], np.float64)
+
+
+def _variants(x_shape, w_shape, ctx=GPU, const=True, op_type="Convolution", strides=(1, 1),
+              dilations=(1, 1), pads=(1, 1)):
+    op = get_op(op_type)
+    j = lambda v: ",".join(map(str, v))  # noqa: E731
+    attrs = op.parse_attributes({"strides": j(strides), "dilations": j(dilations),
+                                 "pads_begin": j(pads), "pads_end": j(pads)}, "layer")
+    descs = [TensorDesc(x_shape), TensorDesc(w_shape)]
+    out = [TensorDesc(s) for s, _ in op.infer_shapes(attrs, descs, {})]
+    consts = {1: np.zeros(w_shape, np.float32)} if const else {}
+    return op.kernel_variants(attrs, descs, out, consts, ctx)
+
+
+def test_winograd_comes_second_for_a_wide_3x3_layer_and_the_heuristic_stays_first():
+    listed = _variants((1, 64, 28, 28), (64, 64, 3, 3))
+    without = _variants((1, 64, 28, 28), (64, 64, 3, 3), const=False)
+    assert listed[0] == without[0] and listed[0].startswith("gemm")
+    assert listed[1] == "winograd2x2"             # timed by --tuning fast (the first four)
+    assert [v for v in listed if not v.startswith("winograd")] == list(without)
+    tilings = [v for v in listed if v.startswith("winograd2x2_gemm")]
+    assert len(tilings) == 2 and listed[-1] == "direct"
+
+
+def test_winograd_comes_after_the_gemms_for_few_channels():
+    listed = _variants((1, 3, 32, 32), (16, 3, 3, 3))       # a first layer: K = 27
+    assert "winograd2x2" in listed and listed.index("winograd2x2") > 3
+    assert listed[-1] == "direct"
+
+
+@pytest.mark.parametrize("case", [
+    dict(const=False),                                        # weights computed at run time
+    dict(strides=(2, 2)),
+    dict(dilations=(2, 2), pads=(2, 2)),
+    dict(w_shape=(32, 16, 5, 5)),
+    dict(ctx=CPU),                                            # the CPU path has its own kernels
+    dict(x_shape=(1, 16, 20), w_shape=(32, 16, 3), strides=(1,), dilations=(1,), pads=(1,)),
+    dict(x_shape=(1, 16, 8, 8), w_shape=(16, 1, 1, 3, 3), op_type="GroupConvolution"),
+    dict(x_shape=(1, 64, 1024, 1024), w_shape=(64, 64, 3, 3)),  # scratch past 128 MiB
+    dict(x_shape=(4096, 16, 2, 2)),                           # 65536 GEMMs in NDRange dim 2
+])
+def test_winograd_is_not_listed_where_it_does_not_apply(case):
+    args = dict(x_shape=(1, 16, 12, 12), w_shape=(32, 16, 3, 3))
+    args.update(case)
+    assert not any(v.startswith("winograd") for v in _variants(**args))
+
+
+def test_grouped_convolution_lists_winograd():
+    assert "winograd2x2" in _variants((1, 32, 8, 8), (2, 16, 16, 3, 3),
+                                      op_type="GroupConvolution")
+
+
+def _winograd_numpy(x, u, pads):
+    """A whole F(2x2, 3x3) convolution in float64 from transformed weights u [1][16][O][C]."""
+    n, c, h, w = x.shape
+    o = u.shape[2]
+    oh, ow = h + pads[0] + pads[2] - 2, w + pads[1] + pads[3] - 2
+    th, tw = -(-oh // 2), -(-ow // 2)
+    # zero-pad so that every tile's 4x4 input (past the far edge too) exists
+    xp = np.zeros((n, c, 2 * th + 2, 2 * tw + 2))
+    rows, cols = min(h, 2 * th + 2 - pads[0]), min(w, 2 * tw + 2 - pads[1])
+    xp[:, :, pads[0]:pads[0] + rows, pads[1]:pads[1] + cols] = x[:, :, :rows, :cols]
+    u = u.reshape(4, 4, o, c).astype(np.float64)
+    y = np.zeros((n, o, 2 * th, 2 * tw))
+    for ty in range(th):
+        for tx in range(tw):
+            d = xp[:, :, 2 * ty:2 * ty + 4, 2 * tx:2 * tx + 4]
+            v = np.einsum("ik,nckl,jl->nijc", B_T, d, B_T)
+            m = np.einsum("ijoc,nijc->noij", u, v)
+            y[:, :, 2 * ty:2 * ty + 2, 2 * tx:2 * tx + 2] = np.einsum("pi,noij,qj->nopq",
+                                                                       A_T, m, A_T)
+    return y[:, :, :oh, :ow]
+
+
+def _direct(x, w, pads):
+    xp = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (pads[0], pads[2]), (pads[1], pads[3])))
+    oh, ow = xp.shape[2] - 2, xp.shape[3] - 2
+    return sum(np.einsum("nchw,oc->nohw", xp[:, :, ky:ky + oh, kx:kx + ow], w[:, :, ky, kx])
+               for ky in range(3) for kx in range(3))
+
+
+@pytest.mark.parametrize("x_shape,o,pads", [((2, 5, 7, 9), 6, (1, 1, 1, 1)),
+                                            ((1, 3, 6, 5), 4, (0, 0, 0, 0)),
+                                            ((1, 4, 8, 7), 3, (2, 0, 1, 2))])
+def test_weight_transform_gives_the_convolution(x_shape, o, pads):
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal(x_shape)
+    w = rng.standard_normal((o, x_shape[1], 3, 3)).astype(np.float32)
+    g = dict(G=1, OG=o, CG=x_shape[1])
+    u = transform_weights(w, g)
+    assert u.shape == (1, 16, o, x_shape[1]) and u.dtype == np.float32
+    np.testing.assert_allclose(_winograd_numpy(x, u, pads), _direct(x, w, pads),
+                               rtol=1e-5, atol=1e-5)
