@@ -229,11 +229,22 @@ def _macro(name: str, params: str, body: str | None) -> dict[str, str]:
     return {} if body is None else {f"{name}({params})": body}
 
 
+def items_per_work_item(ctx) -> int:
+    """Outputs per work item of the elementwise kernels (unary_map.cl, binary_map.cl) on the
+    device of CompileContext `ctx`: 16 on a CPU, where a loop of 16 is vectorized by LLVM
+    (a ReLU of 1x64x112x112 on PoCL: 0.67 ms with one output per item, 0.10 ms with 16, 0.09
+    with 32, 0.13 ms for a hand-written float8 kernel); 1 elsewhere."""
+    device = getattr(ctx, "device", None)
+    return 16 if device is not None and device.kind == "CPU" else 1
+
+
 def unary_map_launch(label: str, src: TensorDesc, dst: TensorDesc, *, src_index: str = "(i)",
                      fn: str | None = None, load: str | None = None, store: str | None = None,
-                     bounds: str | None = None, fill: str | None = None) -> KernelLaunch:
+                     bounds: str | None = None, fill: str | None = None,
+                     per_item: int = 1) -> KernelLaunch:
     """unary_map.cl: out[i] = store(fn(load(in[src_index(i)]))), with bodies given as C text
-    in the variables `i` (src_index, bounds), `v` (load, store) and `x` (fn)."""
+    in the variables `i` (src_index, bounds), `v` (load, store) and `x` (fn); `per_item`
+    outputs per work item (items_per_work_item)."""
     if "f64" in (src.dtype, dst.dtype):
         fn, load, store, fill = (in_double(t) for t in (fn, load, store, fill))
     values: dict[str, object] = {
@@ -246,18 +257,21 @@ def unary_map_launch(label: str, src: TensorDesc, dst: TensorDesc, *, src_index:
     if bounds is not None:
         values["IN_BOUNDS(i)"] = bounds
         values["FILL"] = fill if fill is not None else f"(({dst.cl_type})0)"
+    if per_item > 1:
+        values["PER_ITEM"] = f"{per_item}u"
     return KernelLaunch(source=program_text(label, values, "unary_map.cl"), entry="unary_map",
-                        args=(Arg.input(0), Arg.output(0)), global_size=global_1d(numel(dst.shape)),
-                        label=label)
+                        args=(Arg.input(0), Arg.output(0)),
+                        global_size=global_1d(-(-numel(dst.shape) // per_item)), label=label)
 
 
 def binary_map_launch(label: str, a: TensorDesc, b: TensorDesc, out: TensorDesc, op: str, *,
                       a_input: int = 0, b_input: int = 1,
                       a_view: LinearView | None = None, b_view: LinearView | None = None,
                       load_a: str | None = None, load_b: str | None = None,
-                      store: str | None = None) -> KernelLaunch:
+                      store: str | None = None, per_item: int = 1) -> KernelLaunch:
     """binary_map.cl: out[i] = store(op(load_a(a[..]), load_b(b[..]))) with numpy broadcasting
-    of both inputs to `out` (or the views given). `op` is C text in `a` and `b`."""
+    of both inputs to `out` (or the views given). `op` is C text in `a` and `b`; `per_item`
+    outputs per work item (items_per_work_item)."""
     if "f64" in (a.dtype, b.dtype, out.dtype):
         op, load_a, load_b, store = (in_double(t) for t in (op, load_a, load_b, store))
     shape = shape_of(out)
@@ -272,9 +286,11 @@ def binary_map_launch(label: str, a: TensorDesc, b: TensorDesc, out: TensorDesc,
     values.update(_macro("LOAD_A", "v", load_a))
     values.update(_macro("LOAD_B", "v", load_b))
     values.update(_macro("STORE", "v", store))
+    if per_item > 1:
+        values["PER_ITEM"] = f"{per_item}u"
     return KernelLaunch(source=program_text(label, values, "binary_map.cl"), entry="binary_map",
                         args=(Arg.input(a_input), Arg.input(b_input), Arg.output(0)),
-                        global_size=global_1d(numel(shape)), label=label)
+                        global_size=global_1d(-(-numel(shape) // per_item)), label=label)
 
 
 def float_compute(dtype: str) -> tuple[str | None, str | None]:

@@ -14,7 +14,8 @@ from typing import Any, Mapping, Sequence
 from ..errors import BindingError
 from ..jit.tensor import TensorDesc
 from ..jit.launch import DEFAULT_CONTEXT, KernelLaunch
-from ._program import (LinearView, binary_map_launch, c_float, float_compute, is_float,
+from ._program import (items_per_work_item, LinearView,
+                       binary_map_launch, c_float, float_compute, is_float,
                        shape_of, unary_map_launch)
 from .base import Attr, Op, register_op
 
@@ -43,7 +44,8 @@ class Activation(Op):
     def launches(self, attrs, inputs, outputs, consts, ctx=DEFAULT_CONTEXT) -> list[KernelLaunch]:
         load, store = float_compute(inputs[0].dtype)
         return [unary_map_launch(self.type.lower(), inputs[0], outputs[0],
-                                 fn=self.fn_text(attrs, inputs[0].dtype), load=load, store=store)]
+                                 fn=self.fn_text(attrs, inputs[0].dtype), load=load, store=store,
+                                 per_item=items_per_work_item(ctx))]
 
 
 def register_activation(type_name: str, float_fn: str,
@@ -148,7 +150,8 @@ class Swish(Activation):
         beta = LinearView((), (), 0).broadcast_to(shape_of(outputs[0]))
         return [binary_map_launch("swish", inputs[0], inputs[1], outputs[0],
                                   "a / (1.0f + exp(-b * a))", b_view=beta,
-                                  load_a=load, load_b=load, store=store)]
+                                  load_a=load, load_b=load, store=store,
+                                  per_item=items_per_work_item(ctx))]
 
 
 @register_op
@@ -180,4 +183,5 @@ class PRelu(Activation):
         view = self.slope_view(shape_of(inputs[0]), shape_of(inputs[1]))
         return [binary_map_launch("prelu", inputs[0], inputs[1], outputs[0],
                                   "a < 0 ? a * b : a", b_view=view,
-                                  load_a=load, load_b=load, store=store)]
+                                  load_a=load, load_b=load, store=store,
+                                  per_item=items_per_work_item(ctx))]

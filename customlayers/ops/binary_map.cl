@@ -8,6 +8,9 @@
 #ifndef LOAD_A
 #define LOAD_A(v) (v)
 #endif
+#ifndef PER_ITEM
+#define PER_ITEM 1
+#endif
 #ifndef LOAD_B
 #define LOAD_B(v) (v)
 #endif
@@ -21,12 +24,31 @@
     (T)((a) / (b) - ((((a) % (b)) != 0) && (((a) < 0) != ((b) < 0)))))
 #define TRUNC_DIV(T, a, b) ((b) == 0 ? (T)0 : (T)((a) / (b)))
 
-__kernel void binary_map(__global const A_TYPE* restrict a, __global const B_TYPE* restrict b,
-                         __global OUT_TYPE* restrict out)
+inline void binary_one(__global const A_TYPE* restrict a, __global const B_TYPE* restrict b,
+                       __global OUT_TYPE* restrict out, const uint i)
 {
-    const uint i = get_global_id(0);
-    if (i >= COUNT) return;
     const A_TYPE va = a[A_INDEX(i)];
     const B_TYPE vb = b[B_INDEX(i)];
     out[i] = STORE(OP(LOAD_A(va), LOAD_B(vb)));
+}
+
+// PER_ITEM consecutive outputs per work item: as unary_map.cl
+__kernel void binary_map(__global const A_TYPE* restrict a, __global const B_TYPE* restrict b,
+                         __global OUT_TYPE* restrict out)
+{
+#if PER_ITEM == 1
+    const uint i = get_global_id(0);
+    if (i < COUNT)
+        binary_one(a, b, out, i);
+#else
+    const uint first = get_global_id(0) * PER_ITEM;
+    if (first + PER_ITEM <= COUNT) {
+        #pragma unroll
+        for (uint k = 0; k < PER_ITEM; ++k)
+            binary_one(a, b, out, first + k);
+    } else {
+        for (uint i = first; i < COUNT; ++i)
+            binary_one(a, b, out, i);
+    }
+#endif
 }

@@ -12,7 +12,8 @@ from typing import Any, Mapping, Sequence
 from ..errors import BindingError
 from ..jit.tensor import TensorDesc
 from ..jit.launch import DEFAULT_CONTEXT, KernelLaunch
-from ._program import binary_map_launch, broadcast_shapes, float_compute, is_float, shape_of
+from ._program import (binary_map_launch, broadcast_shapes, float_compute, is_float,
+                       items_per_work_item, shape_of)
 from .base import Attr, Op, register_op
 
 BROADCAST_MODES = ("numpy", "none")
@@ -51,7 +52,7 @@ class BinaryEltwise(Op):
         load, store = float_compute(out.dtype)
         return [binary_map_launch(self.type.lower(), inputs[0], inputs[1], out,
                                   self.op_text(attrs, out.dtype), load_a=load, load_b=load,
-                                  store=store)]
+                                  store=store, per_item=items_per_work_item(ctx))]
 
 
 @register_op

@@ -13,15 +13,18 @@ import numpy as np
 from ..errors import BindingError, TensorError
 from ..jit.tensor import TensorDesc, normalize_dtype
 from ..jit.launch import Arg, DEFAULT_CONTEXT, KernelLaunch
-from ._program import (LinearView, apply_index, broadcast_shapes, c_float, coalesce,
+from ._program import (items_per_work_item, LinearView,
+                       apply_index, broadcast_shapes, c_float, coalesce,
                        float_compute, global_1d, index_expr, is_float, normalize_axis, numel, program_text, shape_of,
                        unary_map_launch, view_index_expr)
 from .base import Attr, Op, register_op
 from .views import const_values
 
 
-def _view_launch(label: str, src: TensorDesc, dst: TensorDesc, view: LinearView) -> KernelLaunch:
-    return unary_map_launch(label, src, dst, src_index=view_index_expr(view.shape, view))
+def _view_launch(label: str, src: TensorDesc, dst: TensorDesc, view: LinearView,
+                 per_item: int = 1) -> KernelLaunch:
+    return unary_map_launch(label, src, dst, src_index=view_index_expr(view.shape, view),
+    per_item=per_item)
 
 
 @register_op
@@ -54,7 +57,8 @@ class Convert(Op):
             fn = "(x != 0)"
         elif is_float(src.dtype) and not is_float(dst.dtype):
             store = f"convert_{dst.cl_type}_sat(v)"
-        return [unary_map_launch("convert", src, dst, fn=fn, load=load, store=store)]
+        return [unary_map_launch("convert", src, dst, fn=fn, load=load, store=store,
+        per_item=items_per_work_item(ctx))]
 
 
 @register_op
@@ -115,7 +119,8 @@ class Pad(Op):
             fill = self._fill_literal(inputs, consts, outputs[0])
         return [unary_map_launch(f"pad_{mode}", inputs[0], outputs[0],
                                  src_index="(" + " + ".join(terms or ["0"]) + ")",
-                                 bounds=" && ".join(bounds) if bounds else None, fill=fill)]
+                                 bounds=" && ".join(bounds) if bounds else None, fill=fill,
+                                 per_item=items_per_work_item(ctx))]
 
     @staticmethod
     def _fill_literal(inputs, consts, out: TensorDesc) -> str:
@@ -179,7 +184,8 @@ class ViewMapOp(Op):
 
     def launches(self, attrs, inputs, outputs, consts, ctx=DEFAULT_CONTEXT):
         view = self.view(attrs, shape_of(inputs[0]), consts)
-        return [_view_launch(self.type.lower(), inputs[0], outputs[0], view)]
+        return [_view_launch(self.type.lower(), inputs[0], outputs[0], view,
+        per_item=items_per_work_item(ctx))]
 
 
 @register_op
@@ -274,7 +280,8 @@ class Tile(Op):
         _, dims, strides = self._split(shape_of(inputs[0]), consts)
         dims, strides = coalesce(dims, strides)
         return [unary_map_launch("tile", inputs[0], outputs[0],
-                                 src_index=index_expr(dims, strides))]
+                                 src_index=index_expr(dims, strides),
+                                 per_item=items_per_work_item(ctx))]
 
 
 @register_op

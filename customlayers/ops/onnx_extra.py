@@ -12,7 +12,8 @@ import numpy as np
 
 from ..errors import BindingError
 from ..jit.launch import Arg, DEFAULT_CONTEXT, KernelLaunch
-from ._program import (c_float, float_compute, global_1d, numel, program_text, shape_of,
+from ._program import (items_per_work_item, c_float,
+                       float_compute, global_1d, numel, program_text, shape_of,
                        unary_map_launch)
 from .activation import Activation, register_activation
 from .base import Attr, Op, register_op
@@ -59,7 +60,7 @@ class _ParamActivation(Activation):
         self.fn_text(attrs, inputs[0].dtype)          # refuses integer tensors
         fn = self.float_fn.format(**self.values(consts))
         return [unary_map_launch(self.type.lower(), inputs[0], outputs[0], fn=fn, load=load,
-                                 store=store)]
+                                 store=store, per_item=items_per_work_item(ctx))]
 
 
 @register_op

@@ -43,6 +43,36 @@ void softmax(__global const float* restrict input, __global float* restrict outp
     for (int i = t; i < L; i += WG)
         out[i] = exp(in[i] - m) * inv;
 }
+#elif ROW_PER_ITEM
+/* CPU devices, INNER == 1: one work item per row, the max, the sum and the scaling as float8
+ * runs (a work-group tree of barriers is what a CPU OpenCL runtime emulates at the highest
+ * cost). NDRange: (OUTER), local (1). */
+__kernel void softmax(__global const float* restrict input, __global float* restrict output)
+{
+    const int row = get_global_id(0);
+    __global const float* in = input + row * L;
+    __global float* out = output + row * L;
+    float8 m8 = (float8)(-INFINITY);
+    int i = 0;
+    for (; i + 8 <= L; i += 8)
+        m8 = fmax(m8, vload8(0, in + i));
+    float4 m4 = fmax(m8.lo, m8.hi);
+    float m = fmax(fmax(m4.x, m4.y), fmax(m4.z, m4.w));
+    for (; i < L; ++i)
+        m = fmax(m, in[i]);
+    float8 s8 = (float8)0.0f;
+    for (i = 0; i + 8 <= L; i += 8)
+        s8 += exp(vload8(0, in + i) - m);
+    const float4 s4 = s8.lo + s8.hi;
+    float s = (s4.x + s4.y) + (s4.z + s4.w);
+    for (; i < L; ++i)
+        s += exp(in[i] - m);
+    const float inv = 1.0f / s;
+    for (i = 0; i + 8 <= L; i += 8)
+        vstore8(exp(vload8(0, in + i) - m) * inv, 0, out + i);
+    for (; i < L; ++i)
+        out[i] = exp(in[i] - m) * inv;
+}
 #else
 __kernel void softmax(__global const float* restrict input, __global float* restrict output)
 {

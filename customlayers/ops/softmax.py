@@ -37,10 +37,15 @@ class SoftMax(NamedOp):
 
     def launches(self, attrs, inputs, outputs, consts, ctx=DEFAULT_CONTEXT):
         outer, length, inner = self._view(attrs, inputs)
-        per_group = inner == 1 and length >= _WG
+        on_cpu = ctx.device is not None and ctx.device.kind == "CPU"
+        per_item = inner == 1 and on_cpu
+        per_group = inner == 1 and length >= _WG and not on_cpu
         src = defines(OUTER=outer, L=length, INNER=inner, ROW_PER_GROUP=int(per_group),
-                      WG=_WG) + cl_source("softmax.cl")
+                      ROW_PER_ITEM=int(per_item), WG=_WG) + cl_source("softmax.cl")
         args = (Arg.input(0), Arg.output(0))
+        if per_item:
+            return [KernelLaunch(source=src, entry="softmax", args=args, global_size=(outer,),
+                                 local_size=(1,), label=f"softmax_{length}_cpu")]
         if per_group:
             return [KernelLaunch(source=src, entry="softmax", args=args,
                                  global_size=(outer * _WG,), local_size=(_WG,),

@@ -11,16 +11,22 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
+from customlayers.jit.launch import DEFAULT_CONTEXT, CompileContext, DeviceTraits
 from customlayers.jit.tensor import TensorDesc
 from customlayers.ops import get_op
 from launch_runner import run_launches
 
 
+CPU_CONTEXT = CompileContext(DeviceTraits("CPU", compute_units=2, max_work_group_size=4096))
+
+
 def run_op(cl_env, op_type: str, inputs: Sequence[np.ndarray], attrs: Mapping[str, str] = None,
            const_inputs: Sequence[int] = (), layer: str = "test_layer",
-           unbuffered_consts: Mapping[int, np.ndarray] = None) -> list[np.ndarray]:
+           unbuffered_consts: Mapping[int, np.ndarray] = None,
+           ctx: CompileContext = DEFAULT_CONTEXT) -> list[np.ndarray]:
     """`unbuffered_consts`: constant inputs that are given to the op but have no buffer (an
-    empty array cannot be a tensor); they follow `inputs` in numbering."""
+    empty array cannot be a tensor); they follow `inputs` in numbering. `ctx`: the compile
+    context (CPU_CONTEXT: the kernels a CPU device gets)."""
     op = get_op(op_type)
     inputs = [np.asarray(a) for a in inputs]
     parsed = op.parse_attributes(dict(attrs or {}), layer)
@@ -32,7 +38,7 @@ def run_op(cl_env, op_type: str, inputs: Sequence[np.ndarray], attrs: Mapping[st
     if op.is_view:
         assert op.launches(parsed, in_descs, out_descs, consts) == []
         return [inputs[0].reshape(out_descs[0].shape)]
-    launches = op.launches(parsed, in_descs, out_descs, consts)
+    launches = op.launches(parsed, in_descs, out_descs, consts, ctx)
     return run_launches(cl_env, launches, inputs, in_descs, out_descs)
 
 

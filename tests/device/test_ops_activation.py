@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from customlayers.errors import BindingError
-from op_harness import run_op, run_openvino
+from customlayers.jit.launch import DEFAULT_CONTEXT
+from op_harness import CPU_CONTEXT, run_op, run_openvino
 
 RNG = np.random.default_rng(11)
 erf = np.vectorize(math.erf, otypes=[np.float64])
@@ -48,20 +49,23 @@ CASES = [
 @pytest.mark.parametrize("op_type,attrs,ref,domain", CASES,
                          ids=[f"{c[0]}{'-' + '-'.join(c[1].values()) if c[1] else ''}"
                               for c in CASES])
-def test_activation_matches_numpy(cl_env, op_type, attrs, ref, domain):
-    x = (RNG.standard_normal((2, 3, 5, 7)) * 3).astype(np.float32)  # 210: not a multiple of 64
+@pytest.mark.parametrize("ctx", [DEFAULT_CONTEXT, CPU_CONTEXT], ids=["any", "cpu"])
+def test_activation_matches_numpy(cl_env, op_type, attrs, ref, domain, ctx):
+    # 210 elements: not a multiple of 64, nor of the CPU kernels' 16 per work item
+    x = (RNG.standard_normal((2, 3, 5, 7)) * 3).astype(np.float32)
     if domain is not None:
         x = domain(x).astype(np.float32)
-    got = run_op(cl_env, op_type, [x], attrs)[0]
+    got = run_op(cl_env, op_type, [x], attrs, ctx=ctx)[0]
     want = ref(x.astype(np.float64))
     assert got.shape == x.shape and got.dtype == np.float32
     np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-6)
 
 
-@pytest.mark.parametrize("shape", [(7,), (3, 11), (1, 1, 1, 1)])
-def test_relu_any_rank(cl_env, shape):
+@pytest.mark.parametrize("ctx", [DEFAULT_CONTEXT, CPU_CONTEXT], ids=["any", "cpu"])
+@pytest.mark.parametrize("shape", [(7,), (3, 11), (1, 1, 1, 1), (2, 16), (3, 17)])
+def test_relu_any_rank(cl_env, shape, ctx):
     x = RNG.standard_normal(shape).astype(np.float32)
-    np.testing.assert_array_equal(run_op(cl_env, "ReLU", [x])[0], np.maximum(x, 0))
+    np.testing.assert_array_equal(run_op(cl_env, "ReLU", [x], ctx=ctx)[0], np.maximum(x, 0))
 
 
 def test_integer_activations(cl_env):

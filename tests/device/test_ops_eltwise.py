@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 from customlayers.errors import BindingError
-from op_harness import run_op, run_openvino
+from customlayers.jit.launch import DEFAULT_CONTEXT
+from op_harness import CPU_CONTEXT, run_op, run_openvino
 
 RNG = np.random.default_rng(7)
 
@@ -24,20 +25,22 @@ SHAPES = [
     ((4, 1, 9, 3), (9, 1)),
     ((13,), (2, 3, 13)),
     ((1, 1, 1, 1), (2, 1, 3, 1)),
+    ((1, 8, 13, 11), (1, 8, 1, 1)),     # CPU: runs of 16 across channel planes, a tail of 8
 ]
 
 
+@pytest.mark.parametrize("ctx", [DEFAULT_CONTEXT, CPU_CONTEXT], ids=["any", "cpu"])
 @pytest.mark.parametrize("op_type", sorted(FLOAT_REF))
 @pytest.mark.parametrize("shapes", SHAPES, ids=lambda s: f"{s[0]}-{s[1]}")
-def test_float_ops_broadcast_like_numpy(cl_env, op_type, shapes):
+def test_float_ops_broadcast_like_numpy(cl_env, op_type, shapes, ctx):
     a = RNG.standard_normal(shapes[0]).astype(np.float32)
     b = RNG.standard_normal(shapes[1]).astype(np.float32)
     if op_type == "Divide":
         b = np.where(np.abs(b) < 0.1, 0.5, b).astype(np.float32)
     if op_type == "Power":  # keep the base positive: the reference adds the same shift
-        got = run_op(cl_env, op_type, [np.abs(a) + 0.5, b])[0]
+        got = run_op(cl_env, op_type, [np.abs(a) + 0.5, b], ctx=ctx)[0]
     else:
-        got = run_op(cl_env, op_type, [a, b])[0]
+        got = run_op(cl_env, op_type, [a, b], ctx=ctx)[0]
     want = FLOAT_REF[op_type](a, b)
     assert got.shape == want.shape
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)

@@ -5,17 +5,27 @@ import numpy as np
 import pytest
 
 from customlayers.errors import BindingError
+from customlayers.jit.launch import DEFAULT_CONTEXT, CompileContext, DeviceTraits
 from customlayers.jit.tensor import TensorDesc
 from customlayers.ops import get_op
 from launch_runner import run_launches
 
 
-def run_softmax(cl_env, axis, x):
+CPU = CompileContext(DeviceTraits("CPU", compute_units=2, max_work_group_size=4096))
+
+
+@pytest.fixture(params=[DEFAULT_CONTEXT, CPU], ids=["any", "cpu"])
+def ctx(request):
+    """Every case runs the kernels for any device and, with a CPU DeviceTraits, the CPU's."""
+    return request.param
+
+
+def run_softmax(cl_env, axis, x, ctx=DEFAULT_CONTEXT):
     op = get_op("SoftMax")
     attrs = op.parse_attributes({"axis": str(axis)}, "prob")
     descs = [TensorDesc(x.shape)]
     out_descs = [TensorDesc(s, d) for s, d in op.infer_shapes(attrs, descs, {})]
-    launches = op.launches(attrs, descs, out_descs, {})
+    launches = op.launches(attrs, descs, out_descs, {}, ctx)
     return run_launches(cl_env, launches, [x], descs, out_descs)[0], launches
 
 
@@ -32,19 +42,22 @@ def softmax_ref(x, axis):
     ((2, 5, 3, 4), 0),
     ((7,), 0),
     ((4, 3, 2), 2),           # short rows: one work item per row
+    ((3, 1003), 1),           # CPU: float8 runs and a tail of 3
 ])
-def test_softmax_matches_reference(cl_env, shape, axis):
+def test_softmax_matches_reference(cl_env, ctx, shape, axis):
     x = (np.random.default_rng(17).standard_normal(shape) * 5).astype(np.float32)
-    out, _ = run_softmax(cl_env, axis, x)
+    out, launches = run_softmax(cl_env, axis, x, ctx)
+    if ctx is CPU and shape[axis] == shape[-1]:
+        assert launches[0].label.endswith("_cpu")
     np.testing.assert_allclose(out, softmax_ref(x, axis), rtol=1e-5, atol=1e-7)
 
 
-def test_large_logits_do_not_overflow(cl_env):
+def test_large_logits_do_not_overflow(cl_env, ctx):
     x = np.array([[1000.0, 999.0, -1000.0] * 30], np.float32)
-    out, launches = run_softmax(cl_env, 1, x)
+    out, launches = run_softmax(cl_env, 1, x, ctx)
     assert np.isfinite(out).all()
     np.testing.assert_allclose(out, softmax_ref(x, 1), rtol=1e-5, atol=1e-7)
-    assert launches[0].local_size == (64,)
+    assert launches[0].local_size == ((1,) if ctx is CPU else (64,))
 
 
 def test_matches_openvino_cpu(cl_env):
