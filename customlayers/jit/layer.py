@@ -164,6 +164,14 @@ class LayerImpl:
         """The stages that compute `outputs` (from `outputs()`) from the call's inputs."""
         raise NotImplementedError
 
+    def input_offsets(self, call: LayerCall, outputs: Sequence[TensorDesc]) -> list[int] | None:
+        """When output 0 is nothing but the inputs laid end to end in memory (each input one
+        contiguous range of it, bytes unchanged: a Concat whose axis has only dims of 1 before
+        it), the byte offset of each input in output 0; else None. The network compiler may
+        then have the inputs' producers write there and run none of this layer's kernels
+        (runtime/concat_in_place.py)."""
+        return None
+
     def variants(self, call: LayerCall, outputs: Sequence[TensorDesc]) -> tuple[str, ...]:
         """The kernel variants this call can run (every one computes the same result to fp32
         rounding), the heuristic's best first; `work` runs the one named by

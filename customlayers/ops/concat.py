@@ -41,6 +41,19 @@ class Concat(Op):
         out[axis] = total
         return [(tuple(out), inputs[0].dtype)]
 
+    def input_offsets(self, call, outputs):
+        """Each input is one contiguous range of the output when every dim before the axis is
+        1 (channels of a batch of one, or axis 0): then the inputs lie end to end, in order."""
+        out_shape = shape_of(outputs[0])
+        axis = normalize_axis(call.attrs["axis"], len(out_shape), "Concat")
+        if numel(out_shape[:axis]) != 1:
+            return None
+        offsets, offset = [], 0
+        for desc in call.inputs:
+            offsets.append(offset)
+            offset += desc.nbytes
+        return offsets
+
     def launches(self, attrs, inputs, outputs, consts, ctx=DEFAULT_CONTEXT) -> list[KernelLaunch]:
         out_shape = shape_of(outputs[0])
         axis = normalize_axis(attrs["axis"], len(out_shape), "Concat")

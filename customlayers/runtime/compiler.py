@@ -19,6 +19,7 @@ from ..graph.graph import Graph, Node
 from ..jit.launch import CompileContext, DeviceTraits
 from ..jit.layer import LayerCall, LayerImpl, LayerWork
 from ..jit.tensor import TensorDesc
+from .concat_in_place import ConcatCandidate, place_concat_inputs
 from .fusion import FusionPlan
 from .parallel_build import build_programs
 from .plan import CompiledPlan, Step, TensorKey
@@ -32,6 +33,9 @@ class PlanOptions:
     device_name: str
     fp64: bool                                  # the device computes in double
     custom_input_padding: tuple | None = None   # Network(pad_custom_inputs=...)
+    # bytes a sub-buffer's origin must be a multiple of (CL_DEVICE_MEM_BASE_ADDR_ALIGN / 8):
+    # Concats run in place where their slices start there (concat_in_place.py); 0: none does
+    concat_alignment: int = 0
     # chooses each layer's kernel variant by timing (tuning.py); None: the heuristics' picks
     tuner: object = field(default=None, compare=False)
 
@@ -48,6 +52,7 @@ def compile_plan(graph: Graph, order: Sequence[Node], impls: Mapping[str, LayerI
     notes: list[str] = []
     inputs: list[tuple[str, TensorKey]] = []
     outputs: list[tuple[str, TensorKey]] = []
+    concats: list[ConcatCandidate] = []       # layers whose output is their inputs end to end
 
     for node in order:
         try:
@@ -111,18 +116,27 @@ def compile_plan(graph: Graph, order: Sequence[Node], impls: Mapping[str, LayerI
                     call = replace(call, context=replace(call.context, variant=variant))
             work = impl.work(call, out_descs)
             notes += work.notes
-            steps.extend(_wire(node, work, in_keys, out_keys, descs, consts))
+            wired = _wire(node, work, in_keys, out_keys, descs, consts)
+            offsets = impl.input_offsets(call, out_descs)
+            if offsets is not None and len(wired) == 1:
+                concats.append(ConcatCandidate(len(steps), tuple(offsets)))
+            steps.extend(wired)
         except CustomLayersError as e:
             # say which layer, unless the error already does; its own fields stay as they are
             if e.context is None and f"'{node.name}'" not in str(e):
                 e.context = node.describe()
             raise
 
+    in_place = place_concat_inputs(steps, concats, descs, alias, consts,
+                                   [k for _, k in inputs], [k for _, k in outputs],
+                                   options.concat_alignment)
+    steps = in_place.steps
+    alias.update(in_place.alias)
     memory = _plan_memory(steps, descs, alias, consts, inputs, outputs)
     check_device_memory(engine.device, steps, descs, consts, inputs, memory)
     programs = _build(engine, steps)
     return CompiledPlan(steps, descs, consts, alias, inputs, outputs, memory, programs,
-                        notes=notes)
+                        notes=notes, offsets=in_place.offsets, in_place=in_place.decisions)
 
 
 def plan_prefix(plan: CompiledPlan, count: int,
@@ -133,7 +147,8 @@ def plan_prefix(plan: CompiledPlan, count: int,
     steps = plan.steps[:count]
     memory = _plan_memory(steps, plan.descs, plan.alias, plan.consts, plan.inputs, outputs)
     return CompiledPlan(steps, plan.descs, plan.consts, plan.alias, plan.inputs, outputs,
-                        memory, plan.programs[:count])
+                        memory, plan.programs[:count], offsets=plan.offsets,
+                        in_place=plan.in_place)
 
 
 def _input_names(graph: Graph, node: Node, i: int, key: TensorKey) -> frozenset[str]:
@@ -253,27 +268,35 @@ def _mib(nbytes: int) -> str:
 
 
 def _plan_memory(steps, descs, alias, consts, inputs, outputs) -> MemoryPlan:
+    """One life per buffer: a tensor written in place into a Concat's output (an alias) makes
+    that output live from the first such write."""
+    def root(k):
+        while k in alias:
+            k = alias[k]
+        return k
+
     first: dict = {}
     last: dict = {}
     end = len(steps)
     for i, s in enumerate(steps):
         for k in s.outputs:
-            first.setdefault(k, i)
-            last[k] = max(last.get(k, i), i)
+            r = root(k)
+            first.setdefault(r, i)
+            last[r] = max(last.get(r, i), i)
         for k in s.inputs:
-            r = k
-            while r in alias:
-                r = alias[r]
+            r = root(k)
             last[r] = max(last.get(r, i), i)
     for _, k in outputs:
-        r = k
-        while r in alias:
-            r = alias[r]
-        last[r] = end
+        last[root(k)] = end
     input_keys = {k for _, k in inputs}
     lives = [TensorLife(k, descs[k].nbytes, first[k], last[k]) for k in first
              if k not in consts and k not in input_keys]
-    return plan_memory(lives)
+    memory = plan_memory(lives)
+    # a step's output that is an alias was placed in a Concat's output (views write nothing)
+    in_place = {k for s in steps for k in s.outputs if k in alias}
+    memory.total_tensor_bytes += sum(descs[k].nbytes for k in in_place)
+    memory.in_place_tensors = len(in_place)
+    return memory
 
 
 def _build(eng, steps: list[Step]) -> list:

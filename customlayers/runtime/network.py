@@ -56,6 +56,8 @@ class Network:
     tuning: "off" (each layer's heuristic kernel), "fast" (the default: the few best
         candidates timed on the device while compiling) or "full" (every candidate); the
         choices are cached on disk per device (tuning.py).
+    concat_in_place: the layers before a Concat write into its output, and the Concat copies
+        nothing, where that is safe (concat_in_place.py); False: every Concat copies.
     """
 
     def __init__(self, graph, registry=None, engine=None, *,
@@ -63,7 +65,7 @@ class Network:
                  input_values: Mapping[str, np.ndarray] | None = None,
                  profiling: bool = False, pad_custom_inputs=None, messages=None,
                  fuse: bool = True, resolver: Resolver | None = None,
-                 tuning: str = DEFAULT_MODE):
+                 tuning: str = DEFAULT_MODE, concat_in_place: bool = True):
         if not isinstance(graph, Graph):
             graph = read_model(graph, custom_shapes=registry.output_shapes
                                if registry is not None else None)
@@ -95,7 +97,9 @@ class Network:
         device = engine.device
         self.tuner = Tuner(engine, check_mode(tuning))
         self._options = PlanOptions(device_traits(device), device.name.strip(),
-                                    has_fp64(device), pad_custom_inputs, tuner=self.tuner)
+                                    has_fp64(device), pad_custom_inputs, tuner=self.tuner,
+                                    concat_alignment=_sub_buffer_alignment(device)
+                                    if concat_in_place else 0)
         # graph input name -> the layer input that reads it as a constant (for messages)
         self.value_inputs: dict[str, str] = self._find_value_inputs()
         self._plans: dict[tuple, CompiledPlan] = {}
@@ -308,3 +312,8 @@ def _check_same_device(engine: Engine, registry) -> None:
                           f"(its own context); the network's engine on "
                           f"'{engine.device.name.strip()}': make the Registry with the "
                           f"network's engine (Registry(Engine.from_queue(queue)))")
+
+
+def _sub_buffer_alignment(device) -> int:
+    """Bytes a sub-buffer's origin must be a multiple of (the device says it in bits)."""
+    return max(int(device.mem_base_addr_align) // 8, 1)

@@ -3,6 +3,7 @@ executor runs it) and the plan a request runs (runtime/compiler.py makes it)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from ..jit.layer import Stage
 from .planner import MemoryPlan
@@ -20,7 +21,9 @@ class CompiledPlan:
     steps: list[Step]
     descs: dict                       # TensorKey -> TensorDesc
     consts: dict                      # TensorKey -> np.ndarray (uploaded once, shared)
-    alias: dict                       # view TensorKey -> the TensorKey whose buffer it shares
+    # view TensorKey -> the TensorKey whose buffer it shares (at byte offset `offsets[key]`,
+    # where it has one: the input of a Concat run in place, runtime/concat_in_place.py)
+    alias: dict
     inputs: list[tuple[str, TensorKey]]    # network input name -> tensor
     outputs: list[tuple[str, TensorKey]]   # network output name -> tensor
     memory: MemoryPlan
@@ -31,8 +34,28 @@ class CompiledPlan:
     # later ones
     constant_buffers: dict = field(default_factory=dict, repr=False)
     arg_buffers: dict = field(default_factory=dict, repr=False)
+    offsets: dict = field(default_factory=dict)   # aliased TensorKey -> byte offset (above)
+    # per Concat that could lie in place: None where it does, else why not (concat_in_place.py)
+    in_place: dict = field(default_factory=dict)
 
     def root(self, key):
         while key in self.alias:
             key = self.alias[key]
         return key
+
+    def slice_at(self, key) -> int | None:
+        """Where tensor `key` starts in its root's buffer when it is a slice of a Concat's
+        output written in place (its kernels are bound to a sub-buffer there, at 0 too: a
+        command may not use a buffer and its sub-buffer at once); None when it is the whole
+        buffer's tensor (the root itself, or a view of it)."""
+        offset, sliced = 0, False
+        while key in self.alias:
+            if key in self.offsets:
+                offset, sliced = offset + self.offsets[key], True
+            key = self.alias[key]
+        return offset if sliced else None
+
+    @cached_property
+    def sliced_roots(self) -> frozenset:
+        """The tensors whose buffers hold others at offsets: never bound to a user's buffer."""
+        return frozenset(self.root(k) for k in self.offsets)

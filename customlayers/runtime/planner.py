@@ -25,6 +25,9 @@ class MemoryPlan:
     slot_sizes: list[int] = field(default_factory=list)
     slot_of: dict = field(default_factory=dict)    # tensor key -> slot index
     total_tensor_bytes: int = 0                    # what one buffer per tensor would take
+    # tensors with no buffer of their own, written in place into a Concat's output (counted in
+    # total_tensor_bytes, whose buffers they would have had)
+    in_place_tensors: int = 0
 
     @property
     def planned_bytes(self) -> int:
@@ -33,9 +36,11 @@ class MemoryPlan:
     def summary(self) -> str:
         total, planned = self.total_tensor_bytes, self.planned_bytes
         ratio = planned / total if total else 1.0
+        in_place = (f" (and {self.in_place_tensors} more written in place into Concat outputs)"
+                    if self.in_place_tensors else "")
         return (f"planned device memory {_mib(planned)} for {len(self.slot_of)} intermediate "
-                f"tensors in {len(self.slot_sizes)} buffers, against {_mib(total)} for one buffer "
-                f"per tensor ({ratio:.0%})")
+                f"tensors{in_place} in {len(self.slot_sizes)} buffers, against {_mib(total)} for "
+                f"one buffer per tensor ({ratio:.0%})")
 
 
 def _mib(n: int) -> str:

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .concat_in_place import runs_in_place
+
 
 @dataclass
 class LayerTime:
@@ -15,16 +17,32 @@ class LayerTime:
 
 
 def collect(request) -> list[LayerTime]:
-    """Times of the request's last run, one row per layer, in execution order."""
-    rows: dict[str, LayerTime] = {}
+    """Times of the request's last run, one row per layer, in execution order. A Concat that
+    ran in place is a row too, with no launch and no time (concat_in_place.py): the layer is
+    still there, its work done by the layers before it."""
+    timed: dict[int, list] = {}
     for step, event in request.events:
-        ns = event.profile.end - event.profile.start
+        timed.setdefault(id(step), []).append(event)
+    rows: dict[str, LayerTime] = {}
+    for step in _steps(request):
+        events = timed.get(id(step))
+        if events is None and not runs_in_place(step):
+            continue
         row = rows.get(step.name)
         if row is None:
             row = rows[step.name] = LayerTime(step.name, step.type, step.impl, step.entry, 0, 0)
-        row.ns += ns
-        row.launches += 1
+        for event in events or ():
+            row.ns += event.profile.end - event.profile.start
+            row.launches += 1
     return list(rows.values())
+
+
+def _steps(request) -> list:
+    """The steps in execution order: the plan's (the events' own, where there is no plan)."""
+    plan = getattr(request, "plan", None)
+    if plan is not None:
+        return plan.steps
+    return list({id(step): step for step, _ in request.events}.values())
 
 
 def merge(runs: list[list[LayerTime]]) -> list[LayerTime]:

@@ -51,6 +51,8 @@ class InferRequest:
         # Buffers only a kernel refers to must stay referenced here: pyopencl's set_args does not
         # keep them alive, and a freed buffer is INVALID_MEM_OBJECT on NVIDIA (PoCL stays silent).
         self._scratch: list[cl.Buffer] = []
+        # slices of Concat outputs written in place: (root, offset, bytes) -> sub-buffer
+        self._slices: dict = {}
         self._bind_all()
         # Python layers: host steps between the kernels, run by a worker (host_step.py)
         self._host = HostSteps(eng.context) if any(s.host is not None for s in plan.steps) \
@@ -84,9 +86,25 @@ class InferRequest:
         except KeyError:
             raise ModelError(f"tensor {root} has no buffer (nothing computes it)") from None
 
+    def _own_buffer(self, key):
+        """The request's buffer of tensor `key`: its root's, or a sub-buffer of it where the
+        tensor is a slice of a Concat's output (the plan placed it at an aligned origin)."""
+        root = self.plan.root(key)
+        offset = self.plan.slice_at(key)
+        if offset is None:
+            return self._default_buffer(root)
+        nbytes = self.plan.descs[key].nbytes
+        sub = self._slices.get((root, offset, nbytes))
+        if sub is None:
+            sub = self._slices[(root, offset, nbytes)] = \
+                self._default_buffer(root).get_sub_region(offset, nbytes)
+        return sub
+
     def buffer(self, key):
         """The buffer tensor `key` lies in now (the user's, once set_tensor put it there)."""
         root = self.plan.root(key)
+        if self.plan.slice_at(key) is not None:   # never in the user's buffer
+            return self._own_buffer(key)
         bound = self._bound.get(root)
         return bound if bound is not None else self._default_buffer(root)
 
@@ -103,6 +121,11 @@ class InferRequest:
                         key = (step.inputs if a.kind == "input" else step.outputs)[a.index]
                         root = plan.root(key)
                         (reads if a.kind == "input" else writes).add(root)
+                        if plan.slice_at(key) is not None:
+                            # a slice of a Concat's output: its sub-buffer for good (the
+                            # compiler keeps such outputs out of the user's buffers: no rebind)
+                            args.append(self._own_buffer(key))
+                            continue
                         self._uses.setdefault(root, []).append((kernel, n))
                         args.append(self._default_buffer(root))
                     elif a.kind == "const":
@@ -239,7 +262,7 @@ class InferRequest:
     def _prepare(self, arrays: dict) -> Run:
         """This run's bindings and copies, every value checked; nothing enqueued."""
         return prepare_run(self.plan, self._inputs, self._user, arrays, self.context,
-                           self.engine.unified_memory, self._default_buffer)
+                           self.engine.unified_memory, self._own_buffer)
 
     def _rebind(self, binding: dict) -> None:
         """Point the kernels at this run's buffers where they differ from the last run's."""
@@ -315,8 +338,8 @@ class InferRequest:
         """The buffer tensor `key` lies in for this run (a user's tensor, an input used where
         it lies, else the request's own)."""
         root = self.plan.root(key)
-        bound = run.binding.get(root)
-        return bound if bound is not None else self._default_buffer(root)
+        bound = None if self.plan.slice_at(key) is not None else run.binding.get(root)
+        return bound if bound is not None else self._own_buffer(key)
 
     def _copy(self, q, c: Copy, wait_for):
         self.copies += 1

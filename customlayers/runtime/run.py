@@ -53,13 +53,13 @@ class Run:
 
 
 def prepare_run(plan, own_inputs: dict, user: dict, arrays: dict, context, unified: bool,
-                default_buffer) -> Run:
+                own_buffer) -> Run:
     """This run's bindings and copies, every value checked; nothing enqueued.
 
     own_inputs: input name -> (the request's buffer, TensorDesc); user: tensor name -> what
     set_tensor or host_tensor gave; arrays: this run's numpy inputs by name (they win);
-    unified: host memory is the device's (a CPU device); default_buffer(root): where a tensor
-    lies when the user gave no buffer for it."""
+    unified: host memory is the device's (a CPU device); own_buffer(key): where a tensor lies
+    when the user gave no buffer for it (a sub-buffer for a slice of a Concat's output)."""
     run = Run()
     for name, key in plan.inputs:
         buf, desc = own_inputs[name]
@@ -90,17 +90,17 @@ def prepare_run(plan, own_inputs: dict, user: dict, arrays: dict, context, unifi
                 host = np.ascontiguousarray(array, dtype=desc.np_dtype)
                 run.keep.append(host)           # alive until the copy is done
                 run.pre.append(Copy("upload", buf, host, frozenset(), written))
-    _prepare_outputs(plan, user, run, unified, default_buffer)
+    _prepare_outputs(plan, user, run, unified, own_buffer)
     return run
 
-def _prepare_outputs(plan, user: dict, run: Run, unified: bool, default_buffer) -> None:
+def _prepare_outputs(plan, user: dict, run: Run, unified: bool, own_buffer) -> None:
     placed = set()
     # first, the outputs that can lie in the user's memory: their producers write there
     for name, key in plan.outputs:
         value, root = user.get(name), plan.root(key)
         target = value.buffer if isinstance(value, DeviceTensor) else \
             value.buffer if isinstance(value, PinnedTensor) and unified else None
-        if target is not None and _placeable(plan, root, plan.descs[key], placed):
+        if target is not None and _placeable(plan, key, root, plan.descs[key], placed):
             run.binding[root] = target
             placed.add(root)
             placed.add(name)
@@ -111,9 +111,9 @@ def _prepare_outputs(plan, user: dict, run: Run, unified: bool, default_buffer) 
         if name in placed:
             continue
         value, root, desc = user.get(name), plan.root(key), plan.descs[key]
-        src = run.binding.get(root)
+        src = None if plan.slice_at(key) is not None else run.binding.get(root)
         if src is None:
-            src = default_buffer(root)
+            src = own_buffer(key)
         if isinstance(value, DeviceTensor):
             run.post.append(Copy("device", value.base, src, frozenset({root}),
                                   frozenset({("user", name)}), desc.nbytes, value.offset))
@@ -129,9 +129,12 @@ def _prepare_outputs(plan, user: dict, run: Run, unified: bool, default_buffer) 
     order = [name for name, _ in plan.outputs]
     run.host_outputs = {n: run.host_outputs[n] for n in order if n in run.host_outputs}
 
-def _placeable(plan, root, desc, placed) -> bool:
+def _placeable(plan, key, root, desc, placed) -> bool:
     """Whether the output's tensor can live in the user's buffer: a tensor the network
-    computes (not an input or a constant), dense as the output, not already placed."""
+    computes (not an input or a constant), dense as the output, not already placed, and
+    neither a Concat's output written in place nor a slice of one (kernels are bound to
+    sub-buffers of those for good)."""
     rdesc = plan.descs[root]
     return (root in plan.memory.slot_of and root not in placed and rdesc.is_plain and
-            rdesc.nbytes == desc.nbytes)
+            rdesc.nbytes == desc.nbytes and root not in plan.sliced_roots and
+            plan.slice_at(key) is None)
