@@ -5,6 +5,8 @@ CUSTOMLAYERS_CACHE_DIR   where compiled programs are cached (default: the user's
 CUSTOMLAYERS_NO_CACHE    "1" turns the disk cache off (the in-memory cache stays)
 CUSTOMLAYERS_VERBOSE     "1" reports each cache hit and miss and each build on stderr
 CUSTOMLAYERS_DEVICE      default device selector (CPU, GPU, or part of a device name)
+CUSTOMLAYERS_TUNING      default kernel selection by timing: off, fast (the default) or full;
+                         `--tuning` and Network(tuning=...) override it
 """
 from __future__ import annotations
 
@@ -34,3 +36,17 @@ def verbose() -> bool:
 
 def default_device() -> str | None:
     return os.environ.get("CUSTOMLAYERS_DEVICE") or None
+
+
+TUNING_MODES = ("off", "fast", "full")
+
+
+def tuning_mode() -> str | None:
+    """CUSTOMLAYERS_TUNING, or None where it is not set; ValueError naming the variable for a
+    value that is not a mode."""
+    value = os.environ.get("CUSTOMLAYERS_TUNING", "").strip().lower()
+    if not value:
+        return None
+    if value not in TUNING_MODES:
+        raise ValueError(f"CUSTOMLAYERS_TUNING='{value}' is not one of {', '.join(TUNING_MODES)}")
+    return value

@@ -14,6 +14,10 @@ sys.path.insert(0, str(ROOT / "tests"))
 # cache: one fresh cache directory per test session.
 for _name in ("CUSTOMLAYERS_NO_CACHE", "CUSTOMLAYERS_VERBOSE", "CUSTOMLAYERS_DEVICE"):
     os.environ.pop(_name, None)
+# Networks compile with the heuristic's kernels unless a test asks for tuning (tests of the
+# tuner pass tuning= themselves): every test network would otherwise time its layers'
+# candidates, and PoCL compiles each candidate at its first enqueue, 0.5-2 s apiece.
+os.environ["CUSTOMLAYERS_TUNING"] = "off"
 
 
 @pytest.fixture(scope="session", autouse=True)

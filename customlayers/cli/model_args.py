@@ -34,10 +34,11 @@ def add_model_options(p: argparse.ArgumentParser, command: str) -> None:
                    help="the batch: the first dimension of every input (as benchmark_app's -b)")
     p.add_argument("--seed", type=non_negative_int, default=0,
                    help="seed of the random inputs (0 or more)")
-    p.add_argument("--tuning", choices=("off", "fast", "full"), default="fast",
+    p.add_argument("--tuning", choices=("off", "fast", "full"), default=None,
                    help="kernel selection by timing while the model compiles: off (each "
                         "layer's heuristic kernel), fast (default: the few best candidates), "
-                        "full (every candidate); choices are cached per device")
+                        "full (every candidate); choices are cached per device "
+                        "(default: $CUSTOMLAYERS_TUNING, else fast)")
     add_build_options(p)
     add_refused_options(p, command)
 

@@ -17,7 +17,8 @@ from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 
-from ..errors import DeviceError, ModelError
+from .. import settings
+from ..errors import ConfigError, DeviceError, ModelError
 from ..graph.graph import Graph
 from ..graph.load import read_model
 from ..jit.tensor import TensorDesc
@@ -55,7 +56,8 @@ class Network:
         the built-ins.
     tuning: "off" (each layer's heuristic kernel), "fast" (the default: the few best
         candidates timed on the device while compiling) or "full" (every candidate); the
-        choices are cached on disk per device (tuning.py).
+        choices are cached on disk per device (tuning.py). None: CUSTOMLAYERS_TUNING, else
+        fast.
     concat_in_place: the layers before a Concat write into its output, and the Concat copies
         nothing, where that is safe (concat_in_place.py); False: every Concat copies.
     """
@@ -65,7 +67,7 @@ class Network:
                  input_values: Mapping[str, np.ndarray] | None = None,
                  profiling: bool = False, pad_custom_inputs=None, messages=None,
                  fuse: bool = True, resolver: Resolver | None = None,
-                 tuning: str = DEFAULT_MODE, concat_in_place: bool = True):
+                 tuning: str | None = None, concat_in_place: bool = True):
         if not isinstance(graph, Graph):
             graph = read_model(graph, custom_shapes=registry.output_shapes
                                if registry is not None else None)
@@ -95,7 +97,7 @@ class Network:
                                            lambda n: not self._runs_builtin(n)) \
             if fuse else FusionPlan()
         device = engine.device
-        self.tuner = Tuner(engine, check_mode(tuning))
+        self.tuner = Tuner(engine, _tuning_mode(tuning))
         self._options = PlanOptions(device_traits(device), device.name.strip(),
                                     has_fp64(device), pad_custom_inputs, tuner=self.tuner,
                                     concat_alignment=_sub_buffer_alignment(device)
@@ -299,6 +301,15 @@ class Network:
     def output_names(self) -> list[str]:
         return [n for n, _ in self.plan.outputs]
 
+
+
+def _tuning_mode(given: str | None) -> str:
+    """`given`, else the environment's default (settings.py), else fast."""
+    try:
+        return check_mode(given if given is not None else
+                          settings.tuning_mode() or DEFAULT_MODE)
+    except ValueError as e:
+        raise ConfigError(str(e)) from None
 
 
 def _check_same_device(engine: Engine, registry) -> None:

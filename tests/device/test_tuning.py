@@ -183,3 +183,22 @@ def test_custom_layer_with_an_open_local_size_gets_one_by_timing(tmp_path, test_
     assert step.launches[0].local_size == want_local
     a = np.random.default_rng(9).standard_normal((2, 8, 16, 32)).astype(np.float32)
     np.testing.assert_array_equal(net.infer({"x": a})["y"], np.maximum(a * 2, 0))
+
+
+def test_default_mode_comes_from_the_environment(monkeypatch, test_device, tmp_path):
+    """CUSTOMLAYERS_TUNING sets the default (the test session sets off); an explicit tuning=
+    wins; a value that is not a mode is a ConfigError naming the variable."""
+    from customlayers.errors import ConfigError
+    from customlayers.runtime.device import Engine
+    from customlayers.runtime.network import Network
+    from interop_graphs import chain
+    engine = Engine(test_device)
+    monkeypatch.setenv("CUSTOMLAYERS_TUNING", "full")
+    assert Network(chain(), None, engine).tuner.mode == "full"
+    assert Network(chain(), None, engine, tuning="off").tuner.mode == "off"
+    monkeypatch.delenv("CUSTOMLAYERS_TUNING")
+    assert Network(chain(), None, engine).tuner.mode == "fast"
+    monkeypatch.setenv("CUSTOMLAYERS_TUNING", "fastest")
+    with pytest.raises(ConfigError, match="CUSTOMLAYERS_TUNING='fastest' is not one of off, "
+                                          "fast, full"):
+        Network(chain(), None, engine)
