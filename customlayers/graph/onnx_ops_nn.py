@@ -229,6 +229,17 @@ def _instance_norm(r, node, name: str, attrs: dict) -> None:
 
 @translates("Softmax")
 def _softmax(r, node, name: str, attrs: dict) -> None:
+    _softmax_like(r, node, name, attrs, "SoftMax")
+
+
+@translates("LogSoftmax")
+def _log_softmax(r, node, name: str, attrs: dict) -> None:
+    """One LogSoftmax (x - max - log(sum(exp(x - max))): exact where log(softmax) would
+    underflow to -inf), not six elementwise and reduction layers."""
+    _softmax_like(r, node, name, attrs, "LogSoftmax")
+
+
+def _softmax_like(r, node, name: str, attrs: dict, op_type: str) -> None:
     shape = r.shape_of(node.input[0])
     rank = len(shape)
     opset = r.opset.get("ai.onnx", 13)
@@ -238,41 +249,16 @@ def _softmax(r, node, name: str, attrs: dict) -> None:
     elif axis < 0:
         r.refuse("a negative axis needs the input's rank, which shape inference did not give")
     if opset >= 13 or axis == rank - 1:
-        r.emit("SoftMax", [node.input[0]], [node.output[0]], name, {"axis": str(axis)})
+        r.emit(op_type, [node.input[0]], [node.output[0]], name, {"axis": str(axis)})
         return
-    # opset < 13: softmax over the input flattened to 2-D at `axis`, then the shape restored
+    # opset < 13: over the input flattened to 2-D at `axis`, then the shape restored
     if any(d is None for d in shape):
-        r.refuse(f"opset-{opset} Softmax flattens at axis {axis}; that needs a static input "
-                 f"shape, found {list(shape)}")
+        r.refuse(f"opset-{opset} {node.op_type} flattens at axis {axis}; that needs a static "
+                 f"input shape, found {list(shape)}")
     flat = [int(np.prod(shape[:axis], dtype=np.int64)), int(np.prod(shape[axis:], dtype=np.int64))]
     flat_in = reshaped(r, node.input[0], flat, f"{name}/flat")
-    r.emit("SoftMax", [flat_in], [f"{name}/flat_softmax"], f"{name}/flat_softmax",
+    r.emit(op_type, [flat_in], [f"{name}/flat_out"], f"{name}/flat_out",
            {"axis": "1"}, shapes=[tuple(flat)])
     shape_const = r.const(f"{name}/shape", np.array(shape, np.int64))
-    r.emit("Reshape", [f"{name}/flat_softmax", shape_const],
+    r.emit("Reshape", [f"{name}/flat_out", shape_const],
            [node.output[0]], name, {"special_zero": "false"})
-
-
-def _softmax_axes(r, node, attrs: dict) -> tuple[list[int], tuple]:
-    """Softmax-family axes: opset < 13 flattens to 2-D at `axis` (= all axes from it on)."""
-    shape = r.shape_of(node.input[0])
-    rank = rank_of(r, node.input[0], node.op_type)
-    opset = r.opset.get("ai.onnx", 13)
-    axis = axis_in(r, int(attrs.get("axis", 1 if opset < 13 else -1)), rank)
-    return (list(range(axis, rank)) if opset < 13 else [axis]), shape
-
-
-@translates("LogSoftmax")
-def _log_softmax(r, node, name: str, attrs: dict) -> None:
-    """x - max - log(sum(exp(x - max))): exact where log(softmax) would underflow to -inf."""
-    axes, shape = _softmax_axes(r, node, attrs)
-    ax = r.const(f"{name}/axes", np.array(axes, np.int64))
-    kept = keep_axes(shape, axes)
-    m = intermediate(r, "ReduceMax", [node.input[0], ax], f"{name}/max", kept,
-                     {"keep_dims": "true"})
-    d = intermediate(r, "Subtract", [node.input[0], m], f"{name}/shifted", shape,
-             {"auto_broadcast": "numpy"})
-    e = intermediate(r, "Exp", [d], f"{name}/exp", shape)
-    s = intermediate(r, "ReduceSum", [e, ax], f"{name}/sum", kept, {"keep_dims": "true"})
-    lg = intermediate(r, "Log", [s], f"{name}/log", kept)
-    r.emit("Subtract", [d, lg], [node.output[0]], name, {"auto_broadcast": "numpy"})

@@ -5,7 +5,14 @@
  * Otherwise one work item per (outer, inner) walks its row; neighbouring items take
  * neighbouring inner positions, so reads coalesce. NDRange: (OUTER * INNER).
  * Subtracting the row's max keeps exp() from overflowing.
+ * LOG_SOFTMAX 1 (LogSoftmax): each output is (x - max) - log(sum), exact where log(softmax)
+ * would underflow to -inf; OUTPUT(x, m, inv, logsum) writes either.
  */
+#if LOG_SOFTMAX
+#define OUTPUT(x, m, inv, logsum) (((x) - (m)) - (logsum))
+#else
+#define OUTPUT(x, m, inv, logsum) (exp((x) - (m)) * (inv))
+#endif
 #if ROW_PER_GROUP
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void softmax(__global const float* restrict input, __global float* restrict output)
@@ -39,9 +46,9 @@ void softmax(__global const float* restrict input, __global float* restrict outp
             scratch[t] += scratch[t + step];
         barrier(CLK_LOCAL_MEM_FENCE);
     }
-    const float inv = 1.0f / scratch[0];
+    const float inv = 1.0f / scratch[0], logsum = log(scratch[0]);
     for (int i = t; i < L; i += WG)
-        out[i] = exp(in[i] - m) * inv;
+        out[i] = OUTPUT(in[i], m, inv, logsum);
 }
 #elif ROW_PER_ITEM
 /* CPU devices, INNER == 1: one work item per row, the max, the sum and the scaling as float8
@@ -67,11 +74,11 @@ __kernel void softmax(__global const float* restrict input, __global float* rest
     float s = (s4.x + s4.y) + (s4.z + s4.w);
     for (; i < L; ++i)
         s += exp(in[i] - m);
-    const float inv = 1.0f / s;
+    const float inv = 1.0f / s, logsum = log(s);
     for (i = 0; i + 8 <= L; i += 8)
-        vstore8(exp(vload8(0, in + i) - m) * inv, 0, out + i);
+        vstore8(OUTPUT(vload8(0, in + i), m, inv, logsum), 0, out + i);
     for (; i < L; ++i)
-        out[i] = exp(in[i] - m) * inv;
+        out[i] = OUTPUT(in[i], m, inv, logsum);
 }
 #else
 __kernel void softmax(__global const float* restrict input, __global float* restrict output)
@@ -86,8 +93,8 @@ __kernel void softmax(__global const float* restrict input, __global float* rest
     float s = 0.0f;
     for (int i = 0; i < L; ++i)
         s += exp(input[base + i * INNER] - m);
-    const float inv = 1.0f / s;
+    const float inv = 1.0f / s, logsum = log(s);
     for (int i = 0; i < L; ++i)
-        output[base + i * INNER] = exp(input[base + i * INNER] - m) * inv;
+        output[base + i * INNER] = OUTPUT(input[base + i * INNER], m, inv, logsum);
 }
 #endif

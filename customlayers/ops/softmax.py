@@ -1,4 +1,5 @@
-"""SoftMax: opset1 (axis >= 0) and opset8 (negative axis counts from the end), one registration."""
+"""SoftMax: opset1 (axis >= 0) and opset8 (negative axis counts from the end), one registration;
+LogSoftmax (opset5) on the same kernels: one launch where ONNX's decomposition took six."""
 from __future__ import annotations
 
 from .base import Attr, register_op
@@ -14,6 +15,7 @@ class SoftMax(NamedOp):
     input_count = (1, 1)
     type = "SoftMax"
     attributes = (Attr("axis", "int", 1),)
+    log = False           # LogSoftmax: (x - max) - log(sum) instead of exp(x - max) / sum
 
     def _view(self, attrs, inputs):
         """[OUTER, L, INNER] around the axis."""
@@ -41,14 +43,21 @@ class SoftMax(NamedOp):
         per_item = inner == 1 and on_cpu
         per_group = inner == 1 and length >= _WG and not on_cpu
         src = defines(OUTER=outer, L=length, INNER=inner, ROW_PER_GROUP=int(per_group),
-                      ROW_PER_ITEM=int(per_item), WG=_WG) + cl_source("softmax.cl")
+                      ROW_PER_ITEM=int(per_item), WG=_WG, LOG_SOFTMAX=int(self.log)) + \
+            cl_source("softmax.cl")
         args = (Arg.input(0), Arg.output(0))
         if per_item:
             return [KernelLaunch(source=src, entry="softmax", args=args, global_size=(outer,),
-                                 local_size=(1,), label=f"softmax_{length}_cpu")]
+                                 local_size=(1,), label=f"{self.type.lower()}_{length}_cpu")]
         if per_group:
             return [KernelLaunch(source=src, entry="softmax", args=args,
                                  global_size=(outer * _WG,), local_size=(_WG,),
-                                 label=f"softmax_{length}_rows")]
+                                 label=f"{self.type.lower()}_{length}_rows")]
         return [KernelLaunch(source=src, entry="softmax", args=args,
-                             global_size=(outer * inner,), label=f"softmax_{length}")]
+                             global_size=(outer * inner,), label=f"{self.type.lower()}_{length}")]
+
+
+@register_op
+class LogSoftmax(SoftMax):
+    type = "LogSoftmax"
+    log = True

@@ -77,3 +77,50 @@ def test_axis_out_of_range_names_the_layer():
     with pytest.raises(BindingError, match="layer 'prob' \\(SoftMax\\): attribute 'axis'=3 is "
                                            "out of range for input 0 of shape \\[1, 10\\]"):
         op.infer_shapes(attrs, [TensorDesc((1, 10))], {})
+
+
+def log_softmax_ref(x, axis):
+    x = x.astype(np.float64)
+    m = x.max(axis=axis, keepdims=True)
+    return (x - m) - np.log(np.exp(x - m).sum(axis=axis, keepdims=True))
+
+
+@pytest.mark.parametrize("shape,axis", [((2, 1000), 1), ((3, 1003), -1), ((2, 5, 3, 4), 1),
+                                        ((1, 10), 1), ((4, 3, 2), 2)])
+def test_log_softmax_is_one_kernel(cl_env, ctx, shape, axis):
+    """LogSoftmax runs softmax.cl's kernels with LOG_SOFTMAX: one launch, exact where
+    log(softmax) underflows (logits 200 apart give -200, not -inf)."""
+    op = get_op("LogSoftmax")
+    x = (np.random.default_rng(18).standard_normal(shape) * 5).astype(np.float32)
+    x.reshape(-1)[0] = 150.0                   # a row whose smallest terms underflow exp()
+    attrs = op.parse_attributes({"axis": str(axis)}, "logprob")
+    descs = [TensorDesc(x.shape)]
+    out_descs = [TensorDesc(s, d) for s, d in op.infer_shapes(attrs, descs, {})]
+    launches = op.launches(attrs, descs, out_descs, {}, ctx)
+    assert len(launches) == 1 and launches[0].label.startswith("logsoftmax_")
+    out = run_launches(cl_env, launches, [x], descs, out_descs)[0]
+    assert np.isfinite(out).all()
+    np.testing.assert_allclose(out, log_softmax_ref(x, axis), rtol=1e-5, atol=2e-5)
+
+
+@pytest.mark.parametrize("opset,axis", [(13, 1), (11, 1), (11, 2)])
+def test_onnx_log_softmax_reads_as_one_layer(tmp_path, test_device, opset, axis):
+    """ONNX LogSoftmax becomes one LogSoftmax layer (opset 11 flattens at the axis: a Reshape
+    around it, which is a view)."""
+    pytest.importorskip("onnx")
+    import onnx
+    from onnx import TensorProto, helper
+    from customlayers.runtime.device import Engine
+    from customlayers.runtime.network import Network
+    graph = helper.make_graph(
+        [helper.make_node("LogSoftmax", ["x"], ["y"], axis=axis)], "ls",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 5])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3, 5])])
+    path = tmp_path / "ls.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)]), path)
+    x = (np.random.default_rng(19).standard_normal((2, 3, 5)) * 4).astype(np.float32)
+    net = Network(path, engine=Engine(test_device))
+    assert [s.type for s in net.plan.steps] == ["LogSoftmax"]
+    flat = x.reshape(2, -1) if opset < 13 and axis == 1 else x
+    want = log_softmax_ref(flat, -1 if flat is not x else axis).reshape(x.shape)
+    np.testing.assert_allclose(net.infer({"x": x})["y"], want, rtol=1e-5, atol=2e-5)
