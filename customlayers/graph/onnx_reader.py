@@ -28,6 +28,7 @@ from .guard import located
 from .onnx_checks import (check_attribute_types, check_model, check_node, enum_name,
                           tensor_array, value_shape)
 from .onnx_ops import TRANSLATIONS, float_text, ints_text, reshaped
+from .onnx_shapes import infer_shapes
 
 # ONNX TensorProto element type -> short dtype name (booleans live as u8, as in the IR reader)
 ELEM_TYPES = {1: "f32", 2: "u8", 3: "i8", 6: "i32", 7: "i64", 9: "u8", 10: "f16", 11: "f64"}
@@ -103,10 +104,10 @@ class _OnnxReader:
                             ("graph output", g.output)):
             for vi in infos:                      # what the model declares must be in bounds
                 value_shape(vi, f"{file}: {kind} '{vi.name}'")
-        try:
-            model = onnx.shape_inference.infer_shapes(model, data_prop=True)
-        except Exception:      # inference is a help, not a requirement (custom ops stop it)
-            pass
+        # the values of initializers from the model as read: inference gives their large ones
+        # back without data (onnx_shapes.py)
+        self.initializers = model.graph.initializer
+        model = infer_shapes(onnx, model)
         if custom_shapes is not None:
             model = propagate_custom_shapes(onnx, model, self.is_custom, _attr_text,
                                             custom_shapes)
@@ -127,7 +128,7 @@ class _OnnxReader:
         for node in g.node:
             for name in node.input:
                 self.uses[name] = self.uses.get(name, 0) + 1
-        for t in g.initializer:
+        for t in self.initializers:
             if t.name in self.consts:
                 raise ModelError(f"{self.file}: two initializers are named '{t.name}'")
             self.consts[t.name] = self.tensor(t, f"initializer '{t.name}'")
