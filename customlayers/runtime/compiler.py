@@ -169,13 +169,17 @@ def _fold_epilogue(node, ep, in_keys, in_descs, out_desc, consts, descs):
     channels = out_desc.shape[1]
     scale, bias = ep.scale_and_bias(channels)
     if ep.has_scale:
-        w = np.asarray(consts[in_keys[1]], np.float64)
+        w = np.asarray(consts[in_keys[1]])
         # output channel o is w's axis 0 (OIYX) or axes 0,1 together (GOIYX)
         lead = 2 if node.type == "GroupConvolution" else 1
-        folded = (w.reshape(w.shape[:lead] + (-1,)) *
-                  scale.reshape(w.shape[:lead] + (1,))).reshape(w.shape)
+        # multiplied in float64 and rounded once to float32, as numpy's casting loop does it
+        # chunk by chunk: no float64 copy of the whole weights (ResNet-50's are 100 MB)
+        folded = np.empty(w.shape, np.float32)
+        np.multiply(w.reshape(w.shape[:lead] + (-1,)), scale.reshape(w.shape[:lead] + (1,)),
+                    out=folded.reshape(w.shape[:lead] + (-1,)), dtype=np.float64,
+                    casting="same_kind")
         wkey = ("folded_weights", node.id)
-        consts[wkey] = folded.astype(np.float32)
+        consts[wkey] = folded
         descs[wkey] = in_descs[1]
         in_keys = [in_keys[0], wkey] + in_keys[2:]
     bkey = ("fused_bias", node.id)
