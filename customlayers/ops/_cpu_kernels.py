@@ -47,11 +47,12 @@ def conv_blockings(og: int, device: DeviceTraits) -> list[ConvBlocking]:
 
 
 def conv_candidates(g: Mapping[str, int], sizes: Mapping[str, int], weights: np.ndarray | None,
-                    args: tuple, epilogue_src: str, device: DeviceTraits
-                    ) -> list[list[KernelLaunch]]:
+                    args: tuple, epilogue_src: str, device: DeviceTraits,
+                    limit: int | None = None) -> list[list[KernelLaunch]]:
     """Launch lists computing a 1-D/2-D convolution of geometry `g` (conv.py's _geometry) with
-    conv_cpu_blocked, one per micro-tile; [] where it does not apply. `args` are the layer's
-    (input, weights, output[, bias]); the packed weights replace input 1."""
+    conv_cpu_blocked, one per micro-tile (the first `limit` of them); [] where it does not
+    apply. `args` are the layer's (input, weights, output[, bias]); the packed weights replace
+    input 1 (each candidate packs its own copy: a caller that runs the first asks for one)."""
     ih, iw = g["IH"], g["IW"]
     ihp = max(ih + g["PY"], (g["OH"] - 1) * g["SY"] + (g["KH"] - 1) * g["DY"] + 1)
     iwp = max(iw + g["PX"], (g["OW"] - 1) * g["SX"] + (g["KW"] - 1) * g["DX"] + 1)
@@ -77,7 +78,7 @@ def conv_candidates(g: Mapping[str, int], sizes: Mapping[str, int], weights: np.
         # launch dominate layers of 2 MFLOP)
         return []
     out = []
-    for tile in conv_blockings(g["OG"], device):
+    for tile in conv_blockings(g["OG"], device)[:limit]:
         ogb = -(-g["OG"] // tile.ob)
         src = defines(**common, PT=tile.pt, OB=tile.ob) + \
             epilogue_src + cl_source("conv_cpu_blocked.cl")

@@ -135,7 +135,8 @@ class _ConvBase(NamedOp):
                 label=f"conv3d_{g['KD']}x{g['KH']}x{g['KW']}_direct")]
         device = ctx.device
         if device is not None and device.kind == "CPU":
-            candidates = conv_candidates(g, sizes, consts.get(1), args, epilogue, device)
+            candidates = conv_candidates(g, sizes, consts.get(1), args, epilogue, device,
+                                         limit=1)
             if candidates:
                 return candidates[0]
             ocb = min(_CPU_CHANNEL_BLOCK, g["OG"])
