@@ -153,8 +153,10 @@ def check_node(onnx, node, version: int | None, where: str) -> None:
                          f"which the node does not give")
 
 
-def tensor_array(onnx, proto, where: str) -> np.ndarray:
-    """A TensorProto's value, after its dims, element type and data length are checked."""
+def tensor_array(onnx, proto, where: str, raw_data=None) -> np.ndarray:
+    """A TensorProto's value, after its dims, element type and data length are checked.
+    `raw_data` (bytes or a memoryview) stands for the proto's raw_data field where the reader
+    left it in the file's bytes (onnx_file.py)."""
     from onnx import numpy_helper
     dims = [int(d) for d in proto.dims]
     check_shape(dims, where, "dims")
@@ -169,7 +171,8 @@ def tensor_array(onnx, proto, where: str) -> np.ndarray:
     count = element_count(dims)
     field, itemsize = TENSOR_FIELDS[proto.data_type]
     # protobuf hands out a new copy of raw_data at each read: it is read once, here
-    raw = proto.raw_data if proto.HasField("raw_data") else None
+    raw = raw_data if raw_data is not None else \
+        proto.raw_data if proto.HasField("raw_data") else None
     if raw is not None:
         have, want, unit = len(raw), count * itemsize, "bytes of raw_data"
     else:
@@ -177,11 +180,13 @@ def tensor_array(onnx, proto, where: str) -> np.ndarray:
     if have != want:
         raise ModelError(f"{where}: holds {have} {unit}; dims {dims} of {kind} need {want}")
     with located(where):
-        if raw is not None and sys.byteorder == "little":
-            # what numpy_helper.to_array does with raw_data (little-endian, as ONNX stores it)
-            return np.frombuffer(raw, dtype=onnx.helper.tensor_dtype_to_np_dtype(
-                proto.data_type)).reshape(dims)
-        return numpy_helper.to_array(proto)
+        if raw is None:
+            return numpy_helper.to_array(proto)
+        # what numpy_helper.to_array does with raw_data (which ONNX stores little-endian)
+        value = np.frombuffer(raw, dtype=onnx.helper.tensor_dtype_to_np_dtype(proto.data_type))
+        if sys.byteorder == "big":
+            value = value.byteswap()
+        return value.reshape(dims)
 
 
 def value_shape(vi, where: str) -> tuple | None:
