@@ -27,8 +27,8 @@ class CompiledPlan:
     programs: list                    # per step, per launch: pyopencl.Program
     notes: list = field(default_factory=list)   # the layers' notes (LayerWork.notes)
     # device buffers of the constants (by TensorKey) and of Arg.const values (by the Arg's id,
-    # with the Arg kept alive beside its buffer): uploaded by the first request, shared by the
-    # later ones
+    # with the Arg kept alive beside its buffer): uploaded by the first request that reads them,
+    # shared by the later ones
     constant_buffers: dict = field(default_factory=dict, repr=False)
     arg_buffers: dict = field(default_factory=dict, repr=False)
 
