@@ -100,8 +100,8 @@ def estimated_cost(v: GemmVariant, m: int, n: int, k: int, batch: int, target: i
     return cost
 
 
-# a network asks again for every layer of a shape it repeats (ResNet-50's 53 convolutions have
-# 20 shapes), and the tuner and the layer both ask
+# the tuner asks for every layer, and a network repeats its shapes (ResNet-50's 53
+# convolutions have 20); with nothing chosen, the layer asks for the first too
 @lru_cache(maxsize=4096)
 def gemm_variants(m: int, n: int, k: int, batch: int, target: int,
                   max_threads: int = MAX_THREADS) -> tuple[str, ...]:
