@@ -6,7 +6,7 @@ load. Here the file is read once; the raw_data of the graph's large initializers
 copy of the message structure (a few hundred KB, what protobuf then parses), and each value is
 handed on as a read-only view of the file's bytes.
 
-The cut is made at the protobuf wire level, on the two fields it needs (ModelProto.graph = 7,
+The cut is made at the protobuf wire level, on the fields it needs (ModelProto.graph = 7,
 GraphProto.initializer = 5, TensorProto.raw_data = 9; data_location = 14 marks external data).
 Anything unusual (a graph given twice, a tensor with two raw_data, group fields, lengths past the
 end) is left to protobuf: the whole file is parsed as before.

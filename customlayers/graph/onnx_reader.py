@@ -27,8 +27,8 @@ from .custom_shapes import CustomShapes, propagate_custom_shapes
 from .guard import located
 from .onnx_checks import (check_attribute_types, check_model, check_node, enum_name,
                           tensor_array, value_shape)
-from .onnx_ops import TRANSLATIONS, float_text, ints_text, reshaped
 from .onnx_file import load_model_file
+from .onnx_ops import TRANSLATIONS, float_text, ints_text, reshaped
 from .onnx_shapes import infer_shapes
 
 # ONNX TensorProto element type -> short dtype name (booleans live as u8, as in the IR reader)
