@@ -9,6 +9,7 @@ program through the cache. It has no branch per kind of implementation.
 """
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field, replace
 from typing import Mapping, Sequence
 
@@ -41,6 +42,7 @@ def compile_plan(graph: Graph, order: Sequence[Node], impls: Mapping[str, LayerI
                  input_shapes: Mapping[str, tuple],
                  input_values: Mapping[str, np.ndarray]) -> CompiledPlan:
     """Compile the graph for concrete input shapes (and values of its value inputs)."""
+    started = time.perf_counter()
     descs: dict = {}
     consts: dict = {}
     alias: dict = {}
@@ -118,11 +120,15 @@ def compile_plan(graph: Graph, order: Sequence[Node], impls: Mapping[str, LayerI
                 e.context = node.describe()
             raise
 
+    laid_out = time.perf_counter()
     memory = _plan_memory(steps, descs, alias, consts, inputs, outputs)
     check_device_memory(engine.device, steps, descs, consts, inputs, memory)
+    planned = time.perf_counter()
     programs = _build(engine, steps)
+    seconds = {"layers": laid_out - started, "memory": planned - laid_out,
+               "programs": time.perf_counter() - planned}
     return CompiledPlan(steps, descs, consts, alias, inputs, outputs, memory, programs,
-                        notes=notes)
+                        notes=notes, seconds=seconds)
 
 
 def plan_prefix(plan: CompiledPlan, count: int,
