@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Callable, Mapping, Sequence
 
+from .onnx_shapes import infer_shapes
+
 # (op type, domain, attributes as text, input shapes) -> output shapes, or None when unknown
 CustomShapes = Callable[[str, str, Mapping[str, str], Sequence[tuple]], "list[tuple] | None"]
 
@@ -74,8 +76,8 @@ def propagate_custom_shapes(onnx, model, is_custom, attr_text, oracle: CustomSha
         kept = [vi for vi in g.value_info if vi.name not in names]
         del g.value_info[:]
         g.value_info.extend(kept + added)
-        try:
-            model = onnx.shape_inference.infer_shapes(model, data_prop=True)
-        except Exception:          # inference is a help: what it cannot do stays unknown
+        inferred = infer_shapes(onnx, model)
+        if inferred is model:      # inference is a help: what it cannot do stays unknown
             return model
+        model = inferred
     return model

@@ -4,7 +4,7 @@ The XML lists layers, each with numbered ports, and edges between (layer id, por
 ids are unique within a layer only and mix inputs and outputs, so they are mapped to the Graph's
 input-port and output-port indices (order among <input> ports, order among <output> ports).
 Attributes of <data> are kept as text: Define params must see them exactly as written (SPEC §3).
-Const layers are read from the .bin at (offset, size).
+Const layers are read-only views of the .bin at (offset, size), read once.
 
 Every problem raises ModelError naming the layer and, where it helps, the file:line of its element.
 The XML is parsed without entity expansion, DTD loading or network access; a DOCTYPE that declares
@@ -73,7 +73,8 @@ class _WeightFile:
     """The .bin contents and the checks on each Const's slice of it."""
 
     def __init__(self, data: bytes | None, name: str):
-        self.data = data
+        # immutable: the Consts are views of it (a caller's bytearray could change under them)
+        self.data = data if data is None or isinstance(data, bytes) else bytes(data)
         self.name = name
 
     def constant(self, where: str, shape: tuple[int, ...], np_dtype, offset: int,
@@ -89,7 +90,12 @@ class _WeightFile:
             raise ModelError(f"{where}: offset {offset} + size {size} = {offset + size} is past the "
                              f"end of {self.name} ({len(self.data)} bytes)")
         raw = np.frombuffer(self.data, dtype=np_dtype, count=count, offset=offset)
-        return raw.reshape(shape).copy()   # own, aligned, writable memory
+        # a read-only view of the .bin as read (copying every Const was a tenth of a warm load
+        # of ResNet-50); copied only where an offset leaves the elements unaligned
+        if not raw.flags.aligned:
+            raw = raw.copy()
+        raw.flags.writeable = False
+        return raw.reshape(shape)
 
 
 def parse_shape_text(text: str, allow_dynamic: bool) -> tuple | None:

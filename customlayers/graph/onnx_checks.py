@@ -10,6 +10,9 @@ a name with invalid UTF-8 to Python as bytes).
 """
 from __future__ import annotations
 
+import sys
+from functools import lru_cache
+
 import numpy as np
 
 from ..errors import ModelError
@@ -34,18 +37,33 @@ def enum_name(enum, value: int) -> str:
 
 def check_text(message, where: str) -> None:
     """Every string field of the message and its sub-messages holds valid UTF-8."""
-    for field, value in message.ListFields():
-        repeated = field.is_repeated if hasattr(field, "is_repeated") else field.label == 3
-        items = value if repeated else (value,)
+    for field, repeated in _text_and_message_fields(message.DESCRIPTOR):
+        if repeated:
+            items = getattr(message, field.name)
+        elif message.HasField(field.name):
+            items = (getattr(message, field.name),)
+        else:
+            continue
         if field.type == field.TYPE_STRING:
             for k, item in enumerate(items):
                 if isinstance(item, bytes):
                     at = f"{field.name}[{k}]" if repeated else field.name
                     raise ModelError(f"{where}: {at} {item[:60]!r} is not valid UTF-8 text")
-        elif field.type == field.TYPE_MESSAGE:
+        else:
             for k, item in enumerate(items):
                 check_text(item, _child(message, where, field.name, k if repeated else None,
                                         item))
+
+
+@lru_cache(maxsize=None)
+def _text_and_message_fields(descriptor) -> tuple:
+    """(field, repeated) for the string and message fields of a message type, by number (the
+    order ListFields gives). Only these are read: reading every field would copy each
+    tensor's raw_data, a model's weights, for nothing."""
+    fields = sorted((f for f in descriptor.fields
+                     if f.type in (f.TYPE_STRING, f.TYPE_MESSAGE)), key=lambda f: f.number)
+    return tuple((f, f.is_repeated if hasattr(f, "is_repeated") else f.label == 3)
+                 for f in fields)
 
 
 def _child(parent, where: str, field: str, index: int | None, item) -> str:
@@ -135,8 +153,10 @@ def check_node(onnx, node, version: int | None, where: str) -> None:
                          f"which the node does not give")
 
 
-def tensor_array(onnx, proto, where: str) -> np.ndarray:
-    """A TensorProto's value, after its dims, element type and data length are checked."""
+def tensor_array(onnx, proto, where: str, raw_data=None) -> np.ndarray:
+    """A TensorProto's value, after its dims, element type and data length are checked.
+    `raw_data` (bytes or a memoryview) stands for the proto's raw_data field where the reader
+    left it in the file's bytes (onnx_file.py)."""
     from onnx import numpy_helper
     dims = [int(d) for d in proto.dims]
     check_shape(dims, where, "dims")
@@ -150,14 +170,23 @@ def tensor_array(onnx, proto, where: str) -> np.ndarray:
         raise ModelError(f"{where}: its external data was not loaded")
     count = element_count(dims)
     field, itemsize = TENSOR_FIELDS[proto.data_type]
-    if proto.HasField("raw_data"):
-        have, want, unit = len(proto.raw_data), count * itemsize, "bytes of raw_data"
+    # protobuf hands out a new copy of raw_data at each read: it is read once, here
+    raw = raw_data if raw_data is not None else \
+        proto.raw_data if proto.HasField("raw_data") else None
+    if raw is not None:
+        have, want, unit = len(raw), count * itemsize, "bytes of raw_data"
     else:
         have, want, unit = len(getattr(proto, field)), count, f"values in {field}"
     if have != want:
         raise ModelError(f"{where}: holds {have} {unit}; dims {dims} of {kind} need {want}")
     with located(where):
-        return numpy_helper.to_array(proto)
+        if raw is None:
+            return numpy_helper.to_array(proto)
+        # what numpy_helper.to_array does with raw_data (which ONNX stores little-endian)
+        value = np.frombuffer(raw, dtype=onnx.helper.tensor_dtype_to_np_dtype(proto.data_type))
+        if sys.byteorder == "big":
+            value = value.byteswap()
+        return value.reshape(dims)
 
 
 def value_shape(vi, where: str) -> tuple | None:

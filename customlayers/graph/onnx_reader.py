@@ -27,7 +27,9 @@ from .custom_shapes import CustomShapes, propagate_custom_shapes
 from .guard import located
 from .onnx_checks import (check_attribute_types, check_model, check_node, enum_name,
                           tensor_array, value_shape)
+from .onnx_file import load_model_file
 from .onnx_ops import TRANSLATIONS, float_text, ints_text, reshaped
+from .onnx_shapes import infer_shapes
 
 # ONNX TensorProto element type -> short dtype name (booleans live as u8, as in the IR reader)
 ELEM_TYPES = {1: "f32", 2: "u8", 3: "i8", 6: "i32", 7: "i64", 9: "u8", 10: "f16", 11: "f64"}
@@ -50,7 +52,7 @@ def read_onnx(path, custom_shapes: CustomShapes | None = None) -> Graph:
     try:
         if path.stat().st_size == 0:          # protobuf reads 0 bytes as a valid empty model
             raise ModelError(f"{path}: empty file (0 bytes), not an ONNX model")
-        model = onnx.load(str(path), load_external_data=False)
+        model, raw_data = load_model_file(onnx, path)
     except ModelError:
         raise
     except FileNotFoundError as e:
@@ -62,7 +64,7 @@ def read_onnx(path, custom_shapes: CustomShapes | None = None) -> Graph:
     with located(str(path)):
         check_model(onnx, model, str(path))     # names are text before they become paths
         _load_external_data(onnx, model, path)
-        return _OnnxReader(model, str(path), custom_shapes).read()
+        return _OnnxReader(model, str(path), custom_shapes, raw_data).read()
 
 
 def _load_external_data(onnx, model, path: Path) -> None:
@@ -92,7 +94,8 @@ def _attr_text(value) -> str:
 
 
 class _OnnxReader:
-    def __init__(self, model, file: str, custom_shapes: CustomShapes | None = None):
+    def __init__(self, model, file: str, custom_shapes: CustomShapes | None = None,
+                 raw_data: dict | None = None):
         import onnx
         from onnx import numpy_helper
         self.onnx, self.numpy_helper = onnx, numpy_helper
@@ -103,10 +106,12 @@ class _OnnxReader:
                             ("graph output", g.output)):
             for vi in infos:                      # what the model declares must be in bounds
                 value_shape(vi, f"{file}: {kind} '{vi.name}'")
-        try:
-            model = onnx.shape_inference.infer_shapes(model, data_prop=True)
-        except Exception:      # inference is a help, not a requirement (custom ops stop it)
-            pass
+        # the values of initializers from the model as read: inference gives their large ones
+        # back without data (onnx_shapes.py)
+        self.initializers = model.graph.initializer
+        # initializer index -> its raw_data, left in the file's bytes (onnx_file.py)
+        self.raw_data = raw_data or {}
+        model = infer_shapes(onnx, model)
         if custom_shapes is not None:
             model = propagate_custom_shapes(onnx, model, self.is_custom, _attr_text,
                                             custom_shapes)
@@ -127,10 +132,11 @@ class _OnnxReader:
         for node in g.node:
             for name in node.input:
                 self.uses[name] = self.uses.get(name, 0) + 1
-        for t in g.initializer:
+        for index, t in enumerate(self.initializers):
             if t.name in self.consts:
                 raise ModelError(f"{self.file}: two initializers are named '{t.name}'")
-            self.consts[t.name] = self.tensor(t, f"initializer '{t.name}'")
+            self.consts[t.name] = self.tensor(t, f"initializer '{t.name}'",
+                                              self.raw_data.get(index))
         for vi in g.input:
             if vi.name not in self.consts:
                 shape, dtype = self.info[vi.name]
@@ -177,10 +183,11 @@ class _OnnxReader:
         raise ModelError(f"{self.file}: graph input '{vi.name}' has element type {kind}, which "
                          f"is not supported; supported: {SUPPORTED_TEXT}")
 
-    def tensor(self, proto, what: str) -> np.ndarray:
-        """A TensorProto's value, checked (onnx_checks.tensor_array); `what` names it."""
+    def tensor(self, proto, what: str, raw_data=None) -> np.ndarray:
+        """A TensorProto's value, checked (onnx_checks.tensor_array); `what` names it;
+        `raw_data` is its raw_data where the proto no longer holds it (onnx_file.py)."""
         where = what if what.startswith(self.file) else f"{self.file}: {what}"
-        value = tensor_array(self.onnx, proto, where)
+        value = tensor_array(self.onnx, proto, where, raw_data)
         return value.astype(NP_TYPES[ELEM_TYPES[proto.data_type]], copy=False)
 
     def ref(self, name: str) -> tuple[str, int]:

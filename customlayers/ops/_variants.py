@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 TK = 16
 _NAME = re.compile(r"gemm(\d+)x(\d+)_(\d+)x(\d+)_k(\d+)")
@@ -99,6 +100,9 @@ def estimated_cost(v: GemmVariant, m: int, n: int, k: int, batch: int, target: i
     return cost
 
 
+# the tuner asks for every layer, and a network repeats its shapes (ResNet-50's 53
+# convolutions have 20); with nothing chosen, the layer asks for the first too
+@lru_cache(maxsize=4096)
 def gemm_variants(m: int, n: int, k: int, batch: int, target: int,
                   max_threads: int = MAX_THREADS) -> tuple[str, ...]:
     """Every variant for this GEMM, the legacy choice first, then cheapest estimate first."""

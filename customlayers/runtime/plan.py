@@ -29,9 +29,13 @@ class CompiledPlan:
     memory: MemoryPlan
     programs: list                    # per step, per launch: pyopencl.Program
     notes: list = field(default_factory=list)   # the layers' notes (LayerWork.notes)
+    # where compiling it went, in seconds: "layers" (shapes, tuning choices, launches),
+    # "memory" (the memory plan and its checks), "programs" (built or read from the cache);
+    # bench/cold_start.py reports them
+    seconds: dict = field(default_factory=dict)
     # device buffers of the constants (by TensorKey) and of Arg.const values (by the Arg's id,
-    # with the Arg kept alive beside its buffer): uploaded by the first request, shared by the
-    # later ones
+    # with the Arg kept alive beside its buffer): uploaded by the first request that reads them,
+    # shared by the later ones
     constant_buffers: dict = field(default_factory=dict, repr=False)
     arg_buffers: dict = field(default_factory=dict, repr=False)
     offsets: dict = field(default_factory=dict)   # aliased TensorKey -> byte offset (above)

@@ -39,7 +39,6 @@ class InferRequest:
             raise DeviceError("profiling needs a queue made with PROFILING_ENABLE; the queue "
                               "given to Engine.from_queue has none")
         mf = cl.mem_flags
-        self._const_buffers = _shared_consts(eng.context, plan)
         self._slots = [cl.Buffer(eng.context, mf.READ_WRITE, size) for size in plan.memory.slot_sizes]
         self._inputs = {}
         for name, key in plan.inputs:
@@ -76,8 +75,8 @@ class InferRequest:
     # -- setup -----------------------------------------------------------------------------
     def _default_buffer(self, root):
         plan = self.plan
-        if root in self._const_buffers:
-            return self._const_buffers[root]
+        if root in plan.consts:
+            return _const_buffer(self.context, plan, root)
         for name, k in plan.inputs:
             if k == root:
                 return self._inputs[name][0]
@@ -428,25 +427,20 @@ class InferRequest:
         return self.wait()
 
 
-def _shared_consts(context, plan) -> dict:
-    """Constant buffers are uploaded once per plan and shared by all its requests."""
+def _const_buffer(context, plan, key) -> cl.Buffer:
+    """The buffer of constant `key`, uploaded by the first request that reads it and shared by
+    the plan's later requests. Only what a kernel, a host step or an output reads is uploaded: a
+    convolution on a CPU device reads its weights packed (an Arg.const), not as its input 1."""
     cache = plan.constant_buffers
-    if cache:
-        return cache
-    used = set()
-    for step in plan.steps:
-        for k in step.inputs:
-            used.add(plan.root(k))
-    mf = cl.mem_flags
-    for key in used:
-        if key in plan.consts:
-            # in the element type the plan gave the tensor (a Const's own, unless folded)
-            desc = plan.descs.get(key)
-            value = np.ascontiguousarray(plan.consts[key],
-                                         dtype=desc.np_dtype if desc is not None else None)
-            cache[key] = cl.Buffer(context, mf.READ_ONLY | mf.COPY_HOST_PTR,
-                                   hostbuf=value if value.nbytes else np.zeros(1, np.uint8))
-    return cache
+    buf = cache.get(key)
+    if buf is None:
+        # in the element type the plan gave the tensor (a Const's own, unless folded)
+        desc = plan.descs.get(key)
+        value = np.ascontiguousarray(plan.consts[key],
+                                     dtype=desc.np_dtype if desc is not None else None)
+        buf = cache[key] = cl.Buffer(context, cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR,
+                                     hostbuf=value if value.nbytes else np.zeros(1, np.uint8))
+    return buf
 
 
 def _const_arg(context, plan, arg) -> cl.Buffer:
