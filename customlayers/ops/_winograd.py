@@ -101,7 +101,11 @@ def transform_weights(weights: np.ndarray, g: Mapping[str, int]) -> np.ndarray:
     of the 4x4 outermost per group, so one GEMM's A is one contiguous OG x CG matrix). Computed
     in float64, rounded once."""
     w = np.asarray(weights, np.float64).reshape(g["G"], g["OG"], g["CG"], 3, 3)
-    u = np.einsum("ik,gockl,jl->gijoc", G_MATRIX, w, G_MATRIX)
+    # two tensordots (BLAS) rather than one three-operand einsum: the same sums, 2.3x faster
+    # (ResNet-50's 512x512 layer: 0.06 s, 0.14 s), and every load of a model does this again
+    wg = np.tensordot(w, G_MATRIX, axes=([4], [1]))             # [G][OG][CG][k][j]
+    u = np.tensordot(G_MATRIX, wg, axes=([1], [3]))             # [i][G][OG][CG][j]
+    u = u.transpose(1, 0, 4, 2, 3)                              # [G][i][j][OG][CG]
     return np.ascontiguousarray(u.reshape(g["G"], 16, g["OG"], g["CG"]), np.float32)
 
 
