@@ -52,7 +52,12 @@ class LRN(NamedOp):
         halves = {f"HALF{i}": (half if i in axes else 0) for i in range(4)}
         scale = attrs["alpha"] / float(attrs["size"]) ** len(axes)
         src = defines(D0=d[0], D1=d[1], D2=d[2], D3=d[3], **halves, BIAS=attrs["bias"],
-                      SCALE=scale, BETA=attrs["beta"]) + cl_source("norm.cl")
+                      SCALE=scale, BETA=attrs["beta"], BETA_3_4=int(attrs["beta"] == 0.75)) + \
+            cl_source("norm.cl")
+        label = f"lrn_{attrs['size']}_axes{''.join(map(str, axes))}"
+        if ctx.device is not None and ctx.device.kind == "CPU" and halves["HALF3"] == 0:
+            return [KernelLaunch(source=src, entry="lrn_cpu", args=(Arg.input(0), Arg.output(0)),
+                                 global_size=(d[2], d[0] * d[1]), local_size=(1, 1),
+                                 label=label + "_cpu")]
         return [KernelLaunch(source=src, entry="lrn", args=(Arg.input(0), Arg.output(0)),
-                             global_size=(d[3], d[2], d[0] * d[1]),
-                             label=f"lrn_{attrs['size']}_axes{''.join(map(str, axes))}")]
+                             global_size=(d[3], d[2], d[0] * d[1]), label=label)]

@@ -7,18 +7,28 @@ import numpy as np
 import pytest
 
 from customlayers.errors import BindingError
+from customlayers.jit.launch import DEFAULT_CONTEXT, CompileContext, DeviceTraits
 from customlayers.jit.tensor import TensorDesc
 from customlayers.ops import get_op
 from launch_runner import run_launches
 
 
-def run_lrn(cl_env, raw, x, axes):
+CPU = CompileContext(DeviceTraits("CPU", compute_units=2, max_work_group_size=4096))
+
+
+@pytest.fixture(params=[DEFAULT_CONTEXT, CPU], ids=["any", "cpu"])
+def ctx(request):
+    """Every case runs lrn and, with a CPU DeviceTraits, lrn_cpu where it applies."""
+    return request.param
+
+
+def run_lrn(cl_env, raw, x, axes, ctx=DEFAULT_CONTEXT):
     op = get_op("LRN")
     attrs = op.parse_attributes(raw, "norm1")
     consts = {1: np.array(axes, np.int64)}
     descs = [TensorDesc(x.shape), TensorDesc((len(axes),), "i64")]
     out_descs = [TensorDesc(s, d) for s, d in op.infer_shapes(attrs, descs, consts)]
-    launches = op.launches(attrs, descs, out_descs, consts)
+    launches = op.launches(attrs, descs, out_descs, consts, ctx)
     return run_launches(cl_env, launches, [x, consts[1]], descs, out_descs)[0]
 
 
@@ -45,18 +55,20 @@ def raw(alpha, beta, bias, size):
     ((1, 3, 6, 7), [2, 3], 3),       # spatial
     ((2, 5, 6), [-1], 3),            # rank 3, negative axis
     ((3, 8), [1], 5),                # rank 2
+    ((1, 6, 3, 21), [1], 5),         # CPU: rows of two float8 runs and a tail of 5
 ])
-def test_lrn_matches_reference(cl_env, shape, axes, size):
+@pytest.mark.parametrize("beta", [0.75, 0.6])   # 0.75: the CPU kernel's rsqrt form
+def test_lrn_matches_reference(cl_env, ctx, shape, axes, size, beta):
     x = np.random.default_rng(15).standard_normal(shape).astype(np.float32)
-    out = run_lrn(cl_env, raw(0.3, 0.75, 2.0, size), x, axes)
-    np.testing.assert_allclose(out, lrn_ref(x, axes, 0.3, 0.75, 2.0, size), rtol=1e-5,
+    out = run_lrn(cl_env, raw(0.3, beta, 2.0, size), x, axes, ctx)
+    np.testing.assert_allclose(out, lrn_ref(x, axes, 0.3, beta, 2.0, size), rtol=1e-5,
                                atol=1e-6)
 
 
-def test_alpha_keeps_full_precision(cl_env):
+def test_alpha_keeps_full_precision(cl_env, ctx):
     # the models write alpha="9.9999997473787516e-05"; rounding it to 6 decimals would be wrong
     x = np.full((1, 5, 1, 1), 30.0, np.float32)
-    out = run_lrn(cl_env, raw(9.9999997473787516e-05, 0.75, 1.0, 5), x, [1])
+    out = run_lrn(cl_env, raw(9.9999997473787516e-05, 0.75, 1.0, 5), x, [1], ctx)
     np.testing.assert_allclose(out, lrn_ref(x, [1], 9.9999997473787516e-05, 0.75, 1.0, 5),
                                rtol=1e-6)
 
