@@ -12,12 +12,9 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 # Tests run with none of the package's environment variables set, but never touch the user's
 # cache: one fresh cache directory per test session.
-for _name in ("CUSTOMLAYERS_NO_CACHE", "CUSTOMLAYERS_VERBOSE", "CUSTOMLAYERS_DEVICE"):
+for _name in ("CUSTOMLAYERS_NO_CACHE", "CUSTOMLAYERS_VERBOSE", "CUSTOMLAYERS_DEVICE",
+              "CUSTOMLAYERS_TUNING"):
     os.environ.pop(_name, None)
-# Networks compile with the heuristic's kernels unless a test asks for tuning (tests of the
-# tuner pass tuning= themselves): every test network would otherwise time its layers'
-# candidates, and PoCL compiles each candidate at its first enqueue, 0.5-2 s apiece.
-os.environ["CUSTOMLAYERS_TUNING"] = "off"
 
 
 @pytest.fixture(scope="session", autouse=True)

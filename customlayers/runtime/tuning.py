@@ -12,7 +12,7 @@ Nothing here knows a kind of layer or a kind of device: the same mechanism serve
 implementation that lists variants, on a GPU or a CPU.
 
 Modes: "off" (the heuristic's first variant, nothing timed), "fast" (the default: the first
-FAST_CANDIDATES), "full" (every variant).
+FAST_CANDIDATES; on a CPU device none, see FAST_CANDIDATES_CPU), "full" (every variant).
 """
 from __future__ import annotations
 
@@ -33,6 +33,10 @@ from .tuning_cache import TuningCache
 MODES = ("off", "fast", "full")
 DEFAULT_MODE = "fast"
 FAST_CANDIDATES = 4
+# on a CPU device `fast` times none: PoCL compiles each candidate at its first enqueue, 0.5-2 s
+# apiece (a TCN's 51 candidates took 105 s), more than the best candidate's gain (1-2x on some
+# layers) wins back in most runs; `full` times them, and its choices answer `fast` later
+FAST_CANDIDATES_CPU = 1
 # timed runs per candidate after one warm-up; a candidate slower than SLOW_NS runs once
 REPEATS = 3
 SLOW_NS = 20_000_000
@@ -79,7 +83,11 @@ class Tuner:
                 record.get("variant") in variants:
             self.stats.from_cache += 1
             return record["variant"]
-        candidates = variants if self.mode == "full" else variants[:FAST_CANDIDATES]
+        on_cpu = call.context.device is not None and call.context.device.kind == "CPU"
+        candidates = variants if self.mode == "full" else \
+            variants[:FAST_CANDIDATES_CPU if on_cpu else FAST_CANDIDATES]
+        if len(candidates) < 2:
+            return None
         started = time.perf_counter()
         works = {}
         for variant in candidates:

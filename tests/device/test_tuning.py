@@ -186,8 +186,8 @@ def test_custom_layer_with_an_open_local_size_gets_one_by_timing(tmp_path, test_
 
 
 def test_default_mode_comes_from_the_environment(monkeypatch, test_device, tmp_path):
-    """CUSTOMLAYERS_TUNING sets the default (the test session sets off); an explicit tuning=
-    wins; a value that is not a mode is a ConfigError naming the variable."""
+    """CUSTOMLAYERS_TUNING sets the default; an explicit tuning= wins; a value that is not a
+    mode is a ConfigError naming the variable."""
     from customlayers.errors import ConfigError
     from customlayers.runtime.device import Engine
     from customlayers.runtime.network import Network
@@ -202,3 +202,24 @@ def test_default_mode_comes_from_the_environment(monkeypatch, test_device, tmp_p
     with pytest.raises(ConfigError, match="CUSTOMLAYERS_TUNING='fastest' is not one of off, "
                                           "fast, full"):
         Network(chain(), None, engine)
+
+
+def test_fast_times_nothing_on_a_cpu_but_takes_what_full_chose(tmp_path, test_device,
+                                                                monkeypatch):
+    """On a CPU device `fast` takes the heuristic's kernel (each candidate is a PoCL compile at
+    its first enqueue); `full` times every candidate, and its choice answers `fast` later."""
+    from customlayers.jit.launch import DeviceTraits
+    from customlayers.runtime import network as network_module
+    from customlayers.runtime.cache import ProgramCache
+    from customlayers.runtime.device import Engine
+    from customlayers.runtime.network import Network
+    model = _matmul_model(tmp_path)
+    cpu = DeviceTraits("CPU", compute_units=2, max_work_group_size=4096)
+    monkeypatch.setattr(network_module, "device_traits", lambda device: cpu)
+
+    def load(mode):
+        return Network(model, engine=Engine(test_device, cache=ProgramCache(tmp_path / "cache")),
+                       tuning=mode)
+    assert not [m for m in load("fast").messages if m.startswith("tuning")]
+    assert [m for m in load("full").messages if m.startswith("tuning (full): 1 layer(s) timed")]
+    assert [m for m in load("fast").messages if "1 choice(s) from the cache" in m]
