@@ -119,5 +119,10 @@ class CompileContext:
     # tuner, runtime/tuning.py, chose it by timing); None: the implementation's heuristic pick
     variant: str | None = None
 
+    @property
+    def on_cpu(self) -> bool:
+        """The device is a CPU (PoCL and the like): the ops take their CPU-shaped kernels."""
+        return self.device is not None and self.device.kind == "CPU"
+
 
 DEFAULT_CONTEXT = CompileContext()

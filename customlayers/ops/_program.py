@@ -234,8 +234,7 @@ def items_per_work_item(ctx) -> int:
     device of CompileContext `ctx`: 16 on a CPU, where a loop of 16 is vectorized by LLVM
     (a ReLU of 1x64x112x112 on PoCL: 0.67 ms with one output per item, 0.10 ms with 16, 0.09
     with 32, 0.13 ms for a hand-written float8 kernel); 1 elsewhere."""
-    device = getattr(ctx, "device", None)
-    return 16 if device is not None and device.kind == "CPU" else 1
+    return 16 if ctx.on_cpu else 1
 
 
 def unary_map_launch(label: str, src: TensorDesc, dst: TensorDesc, *, src_index: str = "(i)",

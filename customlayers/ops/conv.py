@@ -111,7 +111,7 @@ class _ConvBase(NamedOp):
         device = ctx.device
         if g["RANK"] == 3:
             return ()
-        if device is not None and device.kind == "CPU":
+        if ctx.on_cpu:
             names = conv_cpu_variants(g, consts.get(1) is not None, device)
             return names if len(names) > 1 else ()
         if g["OG"] <= DIRECT_MAX_OG:
@@ -155,7 +155,7 @@ class _ConvBase(NamedOp):
                 global_size=(g["OW"], g["OH"], g["NB"] * g["O"] * g["OD"]),
                 label=f"conv3d_{g['KD']}x{g['KH']}x{g['KW']}_direct")]
         device = ctx.device
-        if device is not None and device.kind == "CPU":
+        if ctx.on_cpu:
             names = conv_cpu_variants(g, consts.get(1) is not None, device)
             only = ctx.variant if ctx.variant in names else (names[0] if names else None)
             candidates = conv_candidates(g, sizes, consts.get(1), args, epilogue, device,

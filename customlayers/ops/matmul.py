@@ -96,8 +96,7 @@ class MatMul(NamedOp):
                            **{"CHANNEL(batch, m, n)": axes[1] if len(axes) > 1 else "0"}) \
             + cl_source("conv_epilogue.cl")
         label = f"matmul_{m}x{sizes['K']}x{n}"
-        device = ctx.device
-        if m == 1 and device is not None and device.kind == "CPU":
+        if m == 1 and ctx.on_cpu:
             src = (defines(**sizes) + epilogue + cl_source("matmul.cl")
                    + cl_source("matmul_gemv_cpu.cl"))
             return [KernelLaunch(source=src, entry="matmul_gemv_cpu", args=args,

@@ -55,7 +55,7 @@ class LRN(NamedOp):
                       SCALE=scale, BETA=attrs["beta"], BETA_3_4=int(attrs["beta"] == 0.75)) + \
             cl_source("norm.cl")
         label = f"lrn_{attrs['size']}_axes{''.join(map(str, axes))}"
-        if ctx.device is not None and ctx.device.kind == "CPU" and halves["HALF3"] == 0:
+        if ctx.on_cpu and halves["HALF3"] == 0:
             return [KernelLaunch(source=src, entry="lrn_cpu", args=(Arg.input(0), Arg.output(0)),
                                  global_size=(d[2], d[0] * d[1]), local_size=(1, 1),
                                  label=label + "_cpu")]

@@ -59,11 +59,10 @@ class _PoolBase(NamedOp):
 
     def kernel_variants(self, attrs, inputs, outputs, consts, ctx=DEFAULT_CONTEXT):
         """On a CPU device, pool_cpu.cl's rows per work item (pool_rows); elsewhere one."""
-        device = ctx.device
-        if device is None or device.kind != "CPU":
+        if not ctx.on_cpu:
             return ()
         sizes, out, _ = self._geometry(attrs, inputs)
-        rows = pool_rows(sizes["OH"], out[0] * out[1] * sizes["OD"], device)
+        rows = pool_rows(sizes["OH"], out[0] * out[1] * sizes["OD"], ctx.device)
         return tuple(f"rows{r}" for r in rows) if len(rows) > 1 else ()
 
     def launches(self, attrs, inputs, outputs, consts, ctx=DEFAULT_CONTEXT):
@@ -74,16 +73,14 @@ class _PoolBase(NamedOp):
         src = defines(**sizes, **extra) + cl_source("pooling.cl")
         window = "x".join(str(sizes[k]) for k in ("KD", "KH", "KW") if k != "KD" or
                           len(out) == 5)
-        device = ctx.device
-        if device is not None and device.kind == "CPU":
-            candidates = pool_candidates(dict(sizes, **extra), out[0] * out[1] * sizes["OD"],
-                                         bool(extra.get("WITH_INDICES")), device, ctx.variant)
-            candidates = candidates or pool_candidates(
-                dict(sizes, **extra), out[0] * out[1] * sizes["OD"],
-                bool(extra.get("WITH_INDICES")), device)
-            if candidates:
-                return [replace(launch, label=f"{kind}pool_{window}_cpu_{launch.label}")
-                        for launch in candidates[0]]
+        if ctx.on_cpu:
+            planes = out[0] * out[1] * sizes["OD"]
+            names = [f"rows{r}" for r in pool_rows(sizes["OH"], planes, ctx.device)]
+            only = ctx.variant if ctx.variant in names else names[0]
+            (launches,) = pool_candidates(dict(sizes, **extra), planes,
+                                          bool(extra.get("WITH_INDICES")), ctx.device, only)
+            return [replace(launch, label=f"{kind}pool_{window}_cpu_{launch.label}")
+                    for launch in launches]
         return [KernelLaunch(source=src, entry="pool", args=tuple(args), global_size=(out[-1], sizes["OH"], out[0] * out[1] * sizes["OD"]),
                              label=f"{kind}pool_{window}")]
 

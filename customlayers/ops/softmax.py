@@ -39,9 +39,8 @@ class SoftMax(NamedOp):
 
     def launches(self, attrs, inputs, outputs, consts, ctx=DEFAULT_CONTEXT):
         outer, length, inner = self._view(attrs, inputs)
-        on_cpu = ctx.device is not None and ctx.device.kind == "CPU"
-        per_item = inner == 1 and on_cpu
-        per_group = inner == 1 and length >= _WG and not on_cpu
+        per_item = inner == 1 and ctx.on_cpu
+        per_group = inner == 1 and length >= _WG and not ctx.on_cpu
         src = defines(OUTER=outer, L=length, INNER=inner, ROW_PER_GROUP=int(per_group),
                       ROW_PER_ITEM=int(per_item), WG=_WG, LOG_SOFTMAX=int(self.log)) + \
             cl_source("softmax.cl")

@@ -83,9 +83,8 @@ class Tuner:
                 record.get("variant") in variants:
             self.stats.from_cache += 1
             return record["variant"]
-        on_cpu = call.context.device is not None and call.context.device.kind == "CPU"
         candidates = variants if self.mode == "full" else \
-            variants[:FAST_CANDIDATES_CPU if on_cpu else FAST_CANDIDATES]
+            variants[:FAST_CANDIDATES_CPU if call.context.on_cpu else FAST_CANDIDATES]
         if len(candidates) < 2:
             return None
         started = time.perf_counter()
