@@ -251,7 +251,7 @@ def check_config(item: ConfigInput):
         assert d.file == file, d
         assert d.line >= 1 and d.column >= 1, f"no place: {d.render()[:200]}"
         assert d.code in CODES and d.severity in ("error", "warning", "info"), d
-        assert len(d.message) < 2000, f"message of {len(d.message)} characters"
+        assert len(d.message) < 2000, f"message of {len(d.message)} characters: {d.render()[:300]}"
         assert "\n" not in d.render(), d.render()[:200]
     for spec in configs.layers.values():  # what a valid layer promises its users
         if spec.kind != "SimpleGPU":       # a mutated type="MVCL" (its own checks, elsewhere)

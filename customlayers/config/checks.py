@@ -16,7 +16,7 @@ from .define_values import check_define_value, shown, type_problem
 from .diagnostics import Diagnostics, Location
 from .formulas import check_work_size_limits, parse_formula_list
 from .limits import (MAX_ARG_INDEX, MAX_FORMULA_LENGTH, MAX_KERNEL_ARGS, MAX_PORT_INDEX,
-                     index_value)
+                     index_attr, index_value)
 from .messages import clipped, gap_ranges, listed, ranges, runs_text
 from .spec import (FORMATS, DataBinding, DefineSpec, LayerSpec, SourceFile, TensorBinding,
                    WorkSizesSpec)
@@ -24,17 +24,12 @@ from .xmlload import Node
 
 MAX_WORK_DIMS = 3
 MAX_TENSOR_RANK = 4   # custom layers see every tensor as B,F,Y,X
-_INDEX = re.compile(r"[0-9]+\Z")
 _DIM = re.compile(r"(output|input)(?:(?:,\s*|\s+)([0-9]+))?\Z")
 
 # reads one <Source> (node, layer name, where to report); None after reporting why it could not
 SourceReader = Callable[[Node, "str | None", Diagnostics], "SourceFile | None"]
 
 
-def _index(text: str | None) -> int | None:
-    """An index attribute's value (any number of digits, never int() of all of them); None when
-    it is not a non-negative integer (the schema reports that)."""
-    return index_value(text) if text is not None and _INDEX.match(text) else None
 
 
 def _first(node: Node | None, tag: str) -> Node | None:
@@ -250,7 +245,7 @@ class LayerChecker(ElementChecker):
         """An index attribute's value; None (after an error) when it is over `bound`, or when
         it is missing or malformed (the schema reported that)."""
         text = el.attrs.get(attr)
-        value = _index(text)
+        value = index_attr(text)
         if value is not None and value > bound:
             self.error(el.where(attr), "CL026",
                        f"{attr} {clipped(text)} is over the bound: at most {bound} (a kernel takes "

@@ -4,6 +4,8 @@ descriptor gives before it was checked here (`set(range(arg_index))` once grew t
 """
 from __future__ import annotations
 
+import re
+
 # Kernel arguments. Every argument a descriptor binds is a buffer (a pointer, 4 or 8 bytes), and
 # a device takes at most CL_DEVICE_MAX_PARAMETER_SIZE bytes of arguments: OpenCL's minimum is
 # 1024 (128 pointers); the largest real drivers report 4352 (NVIDIA: 544 pointers). 1024
@@ -32,3 +34,12 @@ def index_value(text: str) -> int:
     if len(digits) > MAX_INDEX_DIGITS:
         return 10 ** MAX_INDEX_DIGITS
     return int(digits or "0")
+
+
+_DIGITS = re.compile(r"[0-9]+\Z")
+
+
+def index_attr(text: str | None) -> int | None:
+    """An index attribute's value (any number of digits, never int() of all of them); None when
+    it is not a non-negative integer (the schema reports that)."""
+    return index_value(text) if text is not None and _DIGITS.match(text) else None

@@ -17,6 +17,8 @@ from ..errors import FormulaError
 from .checks import ElementChecker, kernel_names
 from .diagnostics import Diagnostics, Location
 from .formulas import parse_formula_list
+from .limits import index_attr
+from .messages import clipped
 from .kernel_signature import KernelParameter, find_kernel_parameters
 from .mvcl_spec import (DIM_SOURCE, MvclData, MvclLocalData, MvclParameter, MvclScalar,
                         MvclSpec, MvclTensor, MvclWorkSizes, WhereCondition, scalar_source_kind)
@@ -24,13 +26,10 @@ from .spec import SourceFile
 from .xmlload import Node
 
 MAX_WORK_DIMS = 3
-_INDEX = re.compile(r"[0-9]+\Z")
 _DIM = re.compile(r"(output|input)(?:(?:,\s*|\s+)([0-9]+))?\Z")
 BUFFER_KINDS = ("input_buffer", "output_buffer")
 
 
-def _index(text: str | None) -> int | None:
-    return int(text) if text is not None and _INDEX.match(text) else None
 
 
 def _first(node: Node | None, tag: str) -> Node | None:
@@ -85,7 +84,7 @@ class MvclChecker(ElementChecker):
     def _stages(self, kernels: list[Node], outer_params, outer_ws) -> list[int]:
         """The stage of each Kernel: Kernel@stage, else CustomLayer@stage, else 0."""
         node = self.node
-        layer_stage = _index(node.attrs.get("stage"))
+        layer_stage = index_attr(node.attrs.get("stage"))
         if len(kernels) > 1:
             for extra in (outer_params, outer_ws):
                 if extra is not None:
@@ -109,9 +108,9 @@ class MvclChecker(ElementChecker):
                 self.error(k.where("stage"), "CL107",
                            f"stage '{own}' on <Kernel> differs from stage "
                            f"'{node.attrs['stage']}' on its <CustomLayer>; give it once")
-            stage = _index(own) if own is not None else layer_stage
+            stage = index_attr(own) if own is not None else layer_stage
             stage = 0 if stage is None else stage
-            if own is not None and _index(own) is not None and stage in seen:
+            if own is not None and index_attr(own) is not None and stage in seen:
                 self.error(k.where("stage"), "CL107",
                            f"stage {stage} is given twice in this <CustomLayer>; first at line "
                            f"{seen[stage].location.line}")
@@ -135,7 +134,7 @@ class MvclChecker(ElementChecker):
         work_sizes = self._work_sizes(ws_node) if ws_node is not None else None
         if kparams is None or work_sizes is None or params_node is None or not self.ok:
             return None
-        shaves = _index(self.node.attrs.get("max-shaves"))
+        shaves = index_attr(self.node.attrs.get("max-shaves"))
         return MvclSpec(
             name=self.layer or "", where=where, stage=stage, entry=entry,
             sources=tuple(sources), parameters=tuple(p for p, _ in parsed),
@@ -224,7 +223,7 @@ class MvclChecker(ElementChecker):
 
     def _tensor(self, el: Node) -> MvclTensor | None:
         arg, kind = el.attrs.get("arg-name"), el.attrs.get("type")
-        port = _index(el.attrs.get("port-index"))
+        port = index_attr(el.attrs.get("port-index"))
         fmt = el.attrs.get("format", "BFYX").upper()
         if not arg or kind not in ("input", "output", "input_buffer", "output_buffer") \
                 or port is None:
@@ -241,7 +240,7 @@ class MvclChecker(ElementChecker):
         arg, dtype, source = (el.attrs.get(k) for k in ("arg-name", "type", "source"))
         if not arg or dtype not in ("int", "float") or source is None or not source.strip():
             return None
-        port = _index(el.attrs.get("port-index"))
+        port = index_attr(el.attrs.get("port-index"))
         source = source.strip()
         kind = scalar_source_kind(source)
         if kind is None:
@@ -287,14 +286,14 @@ class MvclChecker(ElementChecker):
             where = el.where("arg-name")
             if p.arg_name in seen:
                 self.error(where, "CL112",
-                           f"arg-name '{p.arg_name}' is bound twice: <{el.tag}> here and "
-                           f"<{seen[p.arg_name].tag}> at line {seen[p.arg_name].location.line}")
+                           f"arg-name '{clipped(p.arg_name)}' is bound twice: <{el.tag}> here "
+                           f"and <{seen[p.arg_name].tag}> at line {seen[p.arg_name].location.line}")
                 continue
             seen[p.arg_name] = el
             if p.arg_name not in by_name:
                 self.error(where, "CL111",
-                           f"arg-name '{p.arg_name}' is not a parameter of kernel '{entry}'; its "
-                           f"parameters are {listed}{_suggest(p.arg_name, names)}")
+                           f"arg-name '{clipped(p.arg_name)}' is not a parameter of kernel "
+                           f"'{entry}'; its parameters are {listed}{_suggest(p.arg_name, names)}")
                 continue
             self._check_fit(p, by_name[p.arg_name], el, entry)
         # a child that binds the name but was rejected has been reported already
@@ -327,8 +326,8 @@ class MvclChecker(ElementChecker):
             problem = f"a <{el.tag}> needs a __global pointer parameter, not a value"
         if problem:
             self.error(el.where("arg-name"), "CL113",
-                       f"arg-name '{p.arg_name}' binds '{k.declaration}' of kernel '{entry}': "
-                       f"{problem}")
+                       f"arg-name '{clipped(p.arg_name)}' binds '{k.declaration}' of kernel "
+                       f"'{entry}': {problem}")
 
     # -- formulas --------------------------------------------------------------------------
     def _formulas(self, el: Node, attr: str, text: str, max_entries: int) -> int | None:
@@ -341,12 +340,12 @@ class MvclChecker(ElementChecker):
             loc = el.where(attr)
             if attr in el.attr_locations and e.position is not None and "\n" not in text:
                 loc = Location(loc.file, loc.line, loc.column + len(attr) + 2 + e.position)
-            self.error(loc, "CL060", f"{attr} '{text}' does not parse: {e.message}")
+            self.error(loc, "CL060", f"{attr} '{clipped(text)}' does not parse: {e.message}")
             return None
         if count > max_entries:
             what = "one formula (a byte count)" if max_entries == 1 else f"at most {max_entries}"
             self.error(el.where(attr), "CL061" if attr != "size" else "CL060",
-                       f"{attr} '{text}' has {count} entries; expected {what}")
+                       f"{attr} '{clipped(text)}' has {count} entries; expected {what}")
             return None
         return count
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from .checks import SourceReader
 from .diagnostics import Diagnostics
+from .messages import gap_ranges, ranges
 from .mvcl_checks import MvclChecker
 from .mvcl_spec import (MvclLayer, MvclScalar, MvclSpec, MvclVariant, render_where,
                         scalar_dim_port, where_key)
@@ -160,13 +161,12 @@ class MvclFileCollector:
                              f"stage; expected at least one <Tensor type=\"output\">", name)
             ok = False
         for kind, bound in ports.items():
-            missing = sorted(set(range(max(bound, default=-1) + 1)) - bound)
-            if missing:
+            # gap_ranges, as the SimpleGPU checks: a port index may be huge (10**9)
+            if gap_ranges(bound, max(bound, default=-1)):
                 ok = False
                 self.diags.error(where, "CL115",
                                  f"{kind} ports of MVCL layer '{name}' must be 0..{max(bound)} "
-                                 f"without gaps; found {', '.join(map(str, sorted(bound)))}",
-                                 name)
+                                 f"without gaps; found {ranges(bound)}", name)
         for spec in stages:
             dims = [(spec.work_sizes.dim, spec.work_sizes.location, "WorkSizes dim")]
             for p in spec.parameters:
