@@ -117,8 +117,9 @@ class _ConvBase(NamedOp):
         if g["OG"] <= DIRECT_MAX_OG:
             return ("direct",) + tuple(f"direct_{x}x{y}" for x, y in _DIRECT_GROUPS)
         max_threads = device.max_work_group_size if device is not None else 256
-        gemms = gemm_variants(g["OG"], g["OH"] * g["OW"], g["CG"] * g["KH"] * g["KW"],
-                              g["NB"] * g["G"], target_groups(device), max_threads)
+        n, batch = _gemm_n_batch(g)
+        gemms = gemm_variants(g["OG"], n, g["CG"] * g["KH"] * g["KW"], batch,
+                              target_groups(device), max_threads)
         return with_winograd(gemms, g, consts.get(1), target_groups(device), max_threads) + \
             ("direct",)
 
@@ -188,12 +189,21 @@ class _ConvBase(NamedOp):
                                        f"constant weights")
             return winograd_launches(g, sizes, consts.get(1), args, epilogue, variant,
                                      target_groups(device), f"conv2d_{shape}")
-        m, n, k = g["OG"], g["OH"] * g["OW"], g["CG"] * g["KH"] * g["KW"]
+        m, k = g["OG"], g["CG"] * g["KH"] * g["KW"]
+        n, batch = _gemm_n_batch(g)
         one_by_one = int(g["KH"] == g["KW"] == g["SY"] == g["SX"] == 1 and g["PY"] == g["PX"] == 0)
-        chosen = gemm_choice(variant, m, n, k, g["NB"] * g["G"], target_groups(device))
-        return gemm_launches(defines(**sizes, CONV_1X1=one_by_one) + epilogue
+        chosen = gemm_choice(variant, m, n, k, batch, target_groups(device))
+        return gemm_launches(defines(**sizes, CONV_1X1=one_by_one, NB=g["NB"],
+                                     MERGED_IMAGES=int(g["NB"] > 1)) + epilogue
                              + cl_source("conv_gemm.cl"), args, chosen, m, n, k,
-                             g["NB"] * g["G"], f"conv{g['RANK']}d_{shape}_gemm")
+                             batch, f"conv{g['RANK']}d_{shape}_gemm")
+
+
+def _gemm_n_batch(g: dict) -> tuple[int, int]:
+    """(N, GEMMs) of the implicit GEMM: with several images, they lie side by side along N and
+    there is one GEMM per group (conv_gemm.cl's MERGED_IMAGES), so small planes fill whole
+    tiles; with one, one GEMM per group over its pixels."""
+    return g["NB"] * g["OH"] * g["OW"], g["G"]
 
 
 @register_op

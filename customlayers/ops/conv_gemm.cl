@@ -1,6 +1,8 @@
-/* Convolution as an implicit GEMM, one GEMM per (image, group) in the third NDRange dimension:
+/* Convolution as an implicit GEMM, one GEMM per group (MERGED_IMAGES: the images side by side
+ * along N) or per (image, group) in the third NDRange dimension:
  *   out[o][p] = sum_k weights[o][k] * patch[k][p]
- *   m = output channel within the group, n = output pixel oy*OW+ox, k = (c, ky, kx)
+ *   m = output channel within the group, n = output pixel oy*OW+ox (merged: of image
+ *   n / PLANE), k = (c, ky, kx)
  * The patch matrix is never stored: B_AT gathers it from the input (zero outside the image).
  * Needs: C IH IW (input), O OH OW (output), G CG OG (groups, channels per group), KH KW, SY SX,
  * DY DX (dilations), PY PX (pads_begin), and the tile geometry of gemm.cl.
@@ -8,7 +10,20 @@
  * stored: conv_epilogue.cl defines EPILOGUE_ARGS and EPILOGUE(channel, value).
  */
 #define M OG
-#define N (OH * OW)
+#define PLANE (OH * OW)
+#if MERGED_IMAGES
+/* the images side by side along N (one GEMM per group, N = NB * OH * OW): a layer with small
+   planes (7x7: 49 pixels) fills whole tiles instead of leaving a quarter of each one empty */
+#define N (NB * PLANE)
+#define IMG(batch, n) ((n) / PLANE)
+#define PIX(n) ((n) % PLANE)
+#define GRP(batch) (batch)
+#else
+#define N PLANE
+#define IMG(batch, n) ((batch) / G)
+#define PIX(n) (n)
+#define GRP(batch) ((batch) % G)
+#endif
 #define K (CG * KH * KW)
 #define A_K_FASTEST 1
 #define B_N_FASTEST 1
@@ -17,10 +32,10 @@
 
 inline float conv_patch(__global const float* restrict input, int batch, int k, int n)
 {
-    const int img = batch / G, g = batch % G;
+    const int img = IMG(batch, n), g = GRP(batch), p = PIX(n);
     const int c = k / (KH * KW), r = k % (KH * KW);
     const int ky = r / KW, kx = r % KW;
-    const int oy = n / OW, ox = n % OW;
+    const int oy = p / OW, ox = p % OW;
     const int iy = oy * SY - PY + ky * DY;
     const int ix = ox * SX - PX + kx * DX;
     /* one unsigned compare covers both "negative" and "past the end" */
@@ -29,14 +44,15 @@ inline float conv_patch(__global const float* restrict input, int batch, int k, 
     return input[((img * C + g * CG + c) * IH + iy) * IW + ix];
 }
 
-#define A_AT(batch, m, k) weights[((batch) % G * OG + (m)) * K + (k)]
+#define A_AT(batch, m, k) weights[(GRP(batch) * OG + (m)) * K + (k)]
 #if CONV_1X1
 /* a 1x1 window with stride 1 and no padding: the patch matrix is the input itself (a plain
    GEMM, no index arithmetic per element) */
-#define B_AT(batch, k, n) input[((batch) / G * C + (batch) % G * CG + (k)) * N + (n)]
+#define B_AT(batch, k, n) \
+    input[(IMG(batch, n) * C + GRP(batch) * CG + (k)) * PLANE + PIX(n)]
 #else
 #define B_AT(batch, k, n) conv_patch(input, (batch), (k), (n))
 #endif
-#define OUT_AT(batch, m, n) (((batch) / G * O + (batch) % G * OG + (m)) * N + (n))
+#define OUT_AT(batch, m, n) ((IMG(batch, n) * O + GRP(batch) * OG + (m)) * PLANE + PIX(n))
 #define STORE(batch, m, n, v) \
-    output[OUT_AT(batch, m, n)] = EPILOGUE(OUT_AT(batch, m, n), (batch) % G * OG + (m), (v))
+    output[OUT_AT(batch, m, n)] = EPILOGUE(OUT_AT(batch, m, n), GRP(batch) * OG + (m), (v))

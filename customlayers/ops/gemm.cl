@@ -3,10 +3,11 @@
  * out[batch][m][n] = sum_k A[batch][m][k] * B[batch][k][n]
  *
  * Each work-group computes a TM x TN tile of the output; each work item RM x RN outputs of it,
- * strided by the work-group's extent so that neighbouring work items touch neighbouring
- * addresses (coalesced stores, conflict-free __local reads). A and B pass through __local
- * memory TK columns at a time, so every global element is read once per tile, not once per
- * output.
+ * in fragments of 4 x 4 (or single values, for blocks not a multiple of 4) strided by the
+ * work-group's extent, so that neighbouring work items touch neighbouring addresses (coalesced
+ * stores, float4 __local reads without conflicts). A and B pass through __local memory TK
+ * columns at a time, so every global element is read once per tile, not once per output; the
+ * next TK columns are read into registers while this step's are multiplied.
  *
  * The including program defines, before this file:
  *   M N K                    GEMM sizes (static, so index arithmetic strength-reduces)
@@ -36,14 +37,49 @@
 #define LX (TN / RN)
 #define LY (TM / RM)
 #define NTHREADS (LX * LY)
+/* A work item's outputs come in fragments of FM rows by FN columns that lie side by side: four
+ * when its block is a multiple of four, so that it reads each k step's A and B values as float4
+ * from __local memory (one 128-bit read for four values: __local bandwidth, not the mads, bounds
+ * a GEMM whose work items read one float at a time), else one. Fragment i of rows starts at row
+ * (i * LY + ty) * FM of the tile: neighbouring work items hold neighbouring fragments, so a
+ * warp's stores and __local reads stay contiguous. */
+#define FM (RM % 4 == 0 ? 4 : 1)
+#define FN (RN % 4 == 0 ? 4 : 1)
+/* +4 floats per k row: the tile stores walk k fastest for some layouts, and a row stride of a
+   power of two would put all of a warp's stores in one bank; 4 keeps float4 reads aligned */
+#define A_ROW (TM + 4)
+#define B_ROW (TN + 4)
+/* global values each work item carries into __local memory per k step */
+#define A_LOADS ((TM * TK + NTHREADS - 1) / NTHREADS)
+#define B_LOADS ((TN * TK + NTHREADS - 1) / NTHREADS)
+
+/* Element e of the A (B) tile of the k step at k0: its __local offset and its global value (0
+ * outside the matrix or the K slice); walks the contiguous index fastest, so that consecutive
+ * work items read consecutive addresses. */
+#if A_K_FASTEST
+#define A_TILE_POS(e) ((e) % TK * A_ROW + (e) / TK)
+#define A_TILE_M(e) ((e) / TK)
+#define A_TILE_K(e) ((e) % TK)
+#else
+#define A_TILE_POS(e) ((e) / TM * A_ROW + (e) % TM)
+#define A_TILE_M(e) ((e) % TM)
+#define A_TILE_K(e) ((e) / TM)
+#endif
+#if B_N_FASTEST
+#define B_TILE_POS(e) ((e) / TN * B_ROW + (e) % TN)
+#define B_TILE_N(e) ((e) % TN)
+#define B_TILE_K(e) ((e) / TN)
+#else
+#define B_TILE_POS(e) ((e) % TK * B_ROW + (e) / TK)
+#define B_TILE_N(e) ((e) / TK)
+#define B_TILE_K(e) ((e) % TK)
+#endif
 
 __kernel __attribute__((reqd_work_group_size(LX, LY, 1)))
 void gemm_tiled(GEMM_KERNEL_ARGS)
 {
-    /* +1 column: the tile stores below walk k fastest for some layouts, and a stride of a
-       power of two would put every store of a warp in one local-memory bank */
-    __local float a_tile[TK][TM + 1];
-    __local float b_tile[TK][TN + 1];
+    __local float a_tile[TK * A_ROW] __attribute__((aligned(16)));
+    __local float b_tile[TK * B_ROW] __attribute__((aligned(16)));
 
     const int tx = get_local_id(0);
     const int ty = get_local_id(1);
@@ -67,36 +103,74 @@ void gemm_tiled(GEMM_KERNEL_ARGS)
             acc[i][j] = 0.0f;
     }
 
+    /* the next k step's values wait in registers while this one's are multiplied: their global
+       latency hides behind the mads (one __local buffer, two barriers per step) */
+    float a_next[A_LOADS], b_next[B_LOADS];
+    #pragma unroll
+    for (int l = 0; l < A_LOADS; ++l) {
+        const int e = tid + l * NTHREADS;
+        const int m = m0 + A_TILE_M(e), k = k_begin + A_TILE_K(e);
+        a_next[l] = (e < TM * TK && m < M && k < k_end) ? A_AT(batch, m, k) : 0.0f;
+    }
+    #pragma unroll
+    for (int l = 0; l < B_LOADS; ++l) {
+        const int e = tid + l * NTHREADS;
+        const int n = n0 + B_TILE_N(e), k = k_begin + B_TILE_K(e);
+        b_next[l] = (e < TN * TK && n < N && k < k_end) ? B_AT(batch, k, n) : 0.0f;
+    }
+
     for (int k0 = k_begin; k0 < k_end; k0 += TK) {
-        for (int e = tid; e < TM * TK; e += NTHREADS) {
-#if A_K_FASTEST
-            const int kk = e % TK, mm = e / TK;
-#else
-            const int mm = e % TM, kk = e / TM;
-#endif
-            const int m = m0 + mm, k = k0 + kk;
-            a_tile[kk][mm] = (m < M && k < k_end) ? A_AT(batch, m, k) : 0.0f;
+        #pragma unroll
+        for (int l = 0; l < A_LOADS; ++l) {
+            const int e = tid + l * NTHREADS;
+            if (e < TM * TK)
+                a_tile[A_TILE_POS(e)] = a_next[l];
         }
-        for (int e = tid; e < TN * TK; e += NTHREADS) {
-#if B_N_FASTEST
-            const int nn = e % TN, kk = e / TN;
-#else
-            const int kk = e % TK, nn = e / TK;
-#endif
-            const int n = n0 + nn, k = k0 + kk;
-            b_tile[kk][nn] = (n < N && k < k_end) ? B_AT(batch, k, n) : 0.0f;
+        #pragma unroll
+        for (int l = 0; l < B_LOADS; ++l) {
+            const int e = tid + l * NTHREADS;
+            if (e < TN * TK)
+                b_tile[B_TILE_POS(e)] = b_next[l];
         }
         barrier(CLK_LOCAL_MEM_FENCE);
+
+        const int k1 = k0 + TK;
+        if (k1 < k_end) {
+            #pragma unroll
+            for (int l = 0; l < A_LOADS; ++l) {
+                const int e = tid + l * NTHREADS;
+                const int m = m0 + A_TILE_M(e), k = k1 + A_TILE_K(e);
+                a_next[l] = (e < TM * TK && m < M && k < k_end) ? A_AT(batch, m, k) : 0.0f;
+            }
+            #pragma unroll
+            for (int l = 0; l < B_LOADS; ++l) {
+                const int e = tid + l * NTHREADS;
+                const int n = n0 + B_TILE_N(e), k = k1 + B_TILE_K(e);
+                b_next[l] = (e < TN * TK && n < N && k < k_end) ? B_AT(batch, k, n) : 0.0f;
+            }
+        }
 
         #pragma unroll
         for (int kk = 0; kk < TK; ++kk) {
             float a[RM], b[RN];
             #pragma unroll
-            for (int i = 0; i < RM; ++i)
-                a[i] = a_tile[kk][ty + i * LY];
+            for (int i = 0; i < RM / FM; ++i) {
+#if RM % 4 == 0
+                const float4 v = vload4(0, a_tile + kk * A_ROW + (i * LY + ty) * 4);
+                a[i * 4] = v.s0; a[i * 4 + 1] = v.s1; a[i * 4 + 2] = v.s2; a[i * 4 + 3] = v.s3;
+#else
+                a[i] = a_tile[kk * A_ROW + i * LY + ty];
+#endif
+            }
             #pragma unroll
-            for (int j = 0; j < RN; ++j)
-                b[j] = b_tile[kk][tx + j * LX];
+            for (int j = 0; j < RN / FN; ++j) {
+#if RN % 4 == 0
+                const float4 v = vload4(0, b_tile + kk * B_ROW + (j * LX + tx) * 4);
+                b[j * 4] = v.s0; b[j * 4 + 1] = v.s1; b[j * 4 + 2] = v.s2; b[j * 4 + 3] = v.s3;
+#else
+                b[j] = b_tile[kk * B_ROW + j * LX + tx];
+#endif
+            }
             #pragma unroll
             for (int i = 0; i < RM; ++i) {
                 #pragma unroll
@@ -109,10 +183,10 @@ void gemm_tiled(GEMM_KERNEL_ARGS)
 
     #pragma unroll
     for (int i = 0; i < RM; ++i) {
-        const int m = m0 + ty + i * LY;
+        const int m = m0 + (i / FM * LY + ty) * FM + i % FM;
         #pragma unroll
         for (int j = 0; j < RN; ++j) {
-            const int n = n0 + tx + j * LX;
+            const int n = n0 + (j / FN * LX + tx) * FN + j % FN;
             if (m < M && n < N) {
 #if KSPLIT > 1
                 partial[((get_global_id(2) / BATCHES * BATCHES + batch) * M + m) * N + n] = acc[i][j];

@@ -64,6 +64,34 @@ def test_every_convolution_variant_matches_numpy(cl_env, attrs, wshape, pad):
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4, err_msg=v)
 
 
+
+def test_grouped_gemm_with_images_side_by_side_matches_numpy(cl_env):
+    """Several images lie side by side along the GEMM's N (conv_gemm.cl's MERGED_IMAGES): a 5x3
+    plane is 15 pixels, so most tiles straddle two or three images, and each of the 2 groups
+    is its own GEMM. Every variant, with the residual epilogue, against numpy; an image or a
+    group read from the wrong place is off by the size of a whole output."""
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((3, 12, 5, 3)).astype(np.float32)
+    w = (rng.standard_normal((18, 6, 3, 3)) * 0.2).astype(np.float32)
+    bias = rng.standard_normal((1, 18, 1, 1)).astype(np.float32)
+    residual = rng.standard_normal((3, 18, 5, 3)).astype(np.float32)
+    conv = _conv_ref(x, w, pad=1) + bias
+    want = np.maximum(np.maximum(conv, 0) + residual, 0)
+    epilogue = FusedEpilogue(bias=True, relu=True, residual=True, pre_relu=True)
+    op = get_op("GroupConvolution")
+    parsed = op.parse_attributes(CONV, "layer")
+    w5 = w.reshape(2, 9, 6, 3, 3)
+    descs = [TensorDesc(a.shape) for a in (x, w5, bias, residual)]
+    out = [TensorDesc(residual.shape)]
+    listed = op.kernel_variants(parsed, descs, out, {}, CompileContext(GPU, epilogue=epilogue))
+    gemms = [v for v in listed if v.startswith("gemm")]
+    assert len(gemms) >= 4
+    for v in gemms:
+        launches = op.launches(parsed, descs, out, {},
+                               CompileContext(GPU, epilogue=epilogue, variant=v))
+        got = run_launches(cl_env, launches, [x, w5, bias, residual], descs, out)[0]
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4, err_msg=v)
+
 def test_depthwise_variants_match_numpy(cl_env):
     rng = np.random.default_rng(4)
     x = rng.standard_normal((1, 8, 13, 10)).astype(np.float32)
