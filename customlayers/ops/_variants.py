@@ -69,7 +69,7 @@ def auto_split(tm: int, tn: int, m: int, n: int, k: int, batch: int, target: int
 
 
 def _tiles(m: int, n: int, max_threads: int):
-    """Tiles of 32 to 128 (16 for a side of 16 or less), near-square blocks of 4 to 32 outputs
+    """Tiles of 32 to 128 (16 for a side of 16 or less), near-square blocks of 4 to 64 outputs
     per work item, 64 to max_threads work items: the shapes that do well on GPUs."""
     for tm in (16, 32, 64, 128):
         for tn in (16, 32, 64, 128):
@@ -78,7 +78,7 @@ def _tiles(m: int, n: int, max_threads: int):
                 continue                                 # mostly padding, or too thin
             for rm in (1, 2, 4, 8):
                 for rn in (1, 2, 4, 8):
-                    if rm > tm // 4 or rn > tn // 4 or not 4 <= rm * rn <= 32 or \
+                    if rm > tm // 4 or rn > tn // 4 or not 4 <= rm * rn <= 64 or \
                             max(rm, rn) > 2 * min(rm, rn):
                         continue
                     threads = (tm // rm) * (tn // rn)
@@ -86,12 +86,20 @@ def _tiles(m: int, n: int, max_threads: int):
                         yield tm, tn, rm, rn
 
 
+def _fragment(r: int) -> int:
+    """Values a work item reads from __local memory at once along a block of r (gemm.cl's FM,
+    FN)."""
+    return 4 if r % 4 == 0 else 1
+
+
 def estimated_cost(v: GemmVariant, m: int, n: int, k: int, batch: int, target: int) -> float:
     """A rough relative time: the padded multiply-adds, divided by what the tile shape earns
     (register reuse per __local read, global reuse per tile) and by how full the device is."""
     groups = -(-m // v.tm) * -(-n // v.tn) * batch
     padded = -(-m // v.tm) * v.tm * -(-n // v.tn) * v.tn * batch * max(k, 1)
-    per_item = v.rm * v.rn / (v.rm + v.rn)          # FMAs per __local value read
+    # FMAs per __local read instruction: gemm.cl reads a block that is a multiple of 4 as
+    # float4s, so 8x8 outputs cost 4 reads per k step where 2x4 cost 3
+    per_item = v.rm * v.rn / (v.rm // _fragment(v.rm) + v.rn // _fragment(v.rn))
     per_tile = v.tm * v.tn / (v.tm + v.tn)          # FMAs per global value read
     fill = min(1.0, groups * v.ksplit / max(target, 1))
     cost = padded / ((per_item / (per_item + 1)) * (per_tile / (per_tile + 8)) * fill)
