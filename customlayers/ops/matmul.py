@@ -15,13 +15,17 @@ from ._program import cl_source, defines
 from ..jit.launch import Arg, DEFAULT_CONTEXT, FusedEpilogue, KernelLaunch
 
 _GEMV_WG = 64  # work items per output row in the transposed-B matrix-vector kernel
+# a folded Gather (runtime/pick_folding.py): input 0 has one more trailing axis, and A is its
+# element PICK along it (-1: no fold, A is input 0 as it is)
+PICK = "customlayers.a_pick_last"
 
 
 @register_op
 class MatMul(NamedOp):
     input_count = (2, 2)
     type = "MatMul"
-    attributes = (Attr("transpose_a", "bool", False), Attr("transpose_b", "bool", False))
+    attributes = (Attr("transpose_a", "bool", False), Attr("transpose_b", "bool", False),
+                  Attr(PICK, "int", -1))
     # runtime/fusion.py may fold a following bias Add (along the output's axis 1: a Gemm's
     # bias), a residual Add and a ReLU into the store (ONNX Gemm + Relu: one kernel)
     accepts_epilogue = True
@@ -30,6 +34,12 @@ class MatMul(NamedOp):
         """The GEMM view: sizes, batch shape, per-input batch strides, output shape."""
         require_f32(self, attrs, inputs)
         a, b = tuple(inputs[0].shape), tuple(inputs[1].shape)
+        pick, step = attrs[PICK], 1
+        if pick >= 0:
+            if len(a) < 3 or attrs["transpose_a"] or not pick < a[-1]:
+                raise self.fail(attrs, f"element {pick} of the last axis of input 0 "
+                                       f"{list(a)} cannot be read as an untransposed A")
+            a, step = a[:-1], a[-1]
         if not a or not b:
             raise self.fail(attrs, f"inputs must have rank >= 1, found {list(a)} and {list(b)}")
         ta, tb = attrs["transpose_a"], attrs["transpose_b"]
@@ -60,7 +70,8 @@ class MatMul(NamedOp):
         a_bs = (ab[1] * m * k if ab[0] > 1 else 0, m * k if ab[1] > 1 else 0)
         b_bs = (bb[1] * k * n if bb[0] > 1 else 0, k * n if bb[1] > 1 else 0)
         return dict(M=m, N=n, K=k, TRANSPOSE_A=int(ta), TRANSPOSE_B=int(tb), OB1=ob[1],
-                    A_BS0=a_bs[0], A_BS1=a_bs[1], B_BS0=b_bs[0], B_BS1=b_bs[1]), \
+                    A_BS0=a_bs[0], A_BS1=a_bs[1], B_BS0=b_bs[0], B_BS1=b_bs[1],
+                    A_STEP=step, A_PICK=max(pick, 0)), \
             ob[0] * ob[1], out
 
     def infer_shapes(self, attrs, inputs, consts):
@@ -87,7 +98,8 @@ class MatMul(NamedOp):
         if ep.residual:
             args += (Arg.input(len(inputs) - 1),)
         # the epilogue's channel is the output's axis 1: which of the GEMM's indices that is
-        a_rank, b_rank = len(inputs[0].shape), len(inputs[1].shape)
+        a_rank = len(inputs[0].shape) - (attrs[PICK] >= 0)
+        b_rank = len(inputs[1].shape)
         axes = ["(batch) / OB1", "(batch) % OB1"][2 - (len(out) - (a_rank > 1) - (b_rank > 1)):] \
             + (["(m)"] if a_rank > 1 else []) + (["(n)"] if b_rank > 1 else [])
         epilogue = defines(FUSED_BIAS=int(ep.bias), FUSED_RELU=int(ep.relu),

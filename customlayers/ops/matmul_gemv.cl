@@ -10,14 +10,15 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void matmul_gemv(GEMM_ARGS)
 {
     const int batch = get_global_id(1);
-    __global const float* av = a + A_BASE(batch);   /* M == 1: A is one row whatever TRANSPOSE_A */
+    /* M == 1: A is one row whatever TRANSPOSE_A; its k-th value is av[k * A_STEP] */
+    __global const float* av = a + A_BASE(batch) * A_STEP + A_PICK;
     __global const float* bm = b + B_BASE(batch);
 #if TRANSPOSE_B
     __local float partial[WG];
     const int n = get_group_id(0), t = get_local_id(0);
     float acc = 0.0f;
     for (int k = t; k < K; k += WG)
-        acc = mad(av[k], bm[n * K + k], acc);
+        acc = mad(av[k * A_STEP], bm[n * K + k], acc);
     partial[t] = acc;
     barrier(CLK_LOCAL_MEM_FENCE);
     for (int step = WG / 2; step > 0; step >>= 1) {
@@ -33,7 +34,7 @@ void matmul_gemv(GEMM_ARGS)
         return;
     float acc = 0.0f;
     for (int k = 0; k < K; ++k)
-        acc = mad(av[k], bm[k * N + n], acc);
+        acc = mad(av[k * A_STEP], bm[k * N + n], acc);
     STORE(batch, 0, n, acc);
 #endif
 }

@@ -32,6 +32,7 @@ from .resolver import Resolver
 from .stream import run_stream
 from .tuning import DEFAULT_MODE, Tuner, TuningStats, check_mode
 from .shuffle_folding import fold_channel_shuffles
+from .pick_folding import fold_picks_into_matmuls
 from .unused_outputs import drop_unused_pool_indices
 from .window_folding import fold_into_convolutions
 
@@ -83,13 +84,15 @@ class Network:
         self._say = messages if messages is not None else (lambda m: None)
         self.resolver = resolver if resolver is not None else Resolver(registry, say=self._say)
         if fuse:      # zero Pads and causal Slices around convolutions become their padding,
-            # channel shuffles before depthwise convolutions the order they read channels in
+            # channel shuffles before depthwise convolutions the order they read channels in,
+            # a last-step Gather before a MatMul the element the MatMul reads
             def is_builtin(n):
                 return self.resolver.find(n) is self.resolver.builtins.get(n.type)
             self.graph, folds = fold_into_convolutions(graph, is_builtin)
             self.graph, shuffles = fold_channel_shuffles(self.graph, is_builtin)
             self.graph, unused = drop_unused_pool_indices(self.graph, is_builtin)
-            self.messages += folds + shuffles + unused
+            self.graph, picks = fold_picks_into_matmuls(self.graph, is_builtin)
+            self.messages += folds + shuffles + unused + picks
         self._order = self.graph.topological_order()
         self._impls, notes = self.resolver.resolve(self._order)
         self.messages += notes

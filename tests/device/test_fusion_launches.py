@@ -270,3 +270,58 @@ def test_unread_maxpool_indices_are_not_computed(tmp_path, test_device, indices_
     np.testing.assert_array_equal(got["y"], want["y"])
     if indices_read:
         np.testing.assert_array_equal(got["i"], want["i"])
+
+
+def _last_step_head(tmp_path, batch, index, extra_output=False, axis=2):
+    """x (batch, 25, 30) -> Gather(index, axis 2) -> Gemm(transB, bias) -> LogSoftmax: the head
+    of the TCN and of many sequence classifiers ("the last time step")."""
+    pytest.importorskip("onnx")
+    from onnx import TensorProto, helper, numpy_helper
+    rng = np.random.default_rng(16)
+    w = (rng.standard_normal((10, 25)) * 0.3).astype(np.float32)
+    b = rng.standard_normal((10,)).astype(np.float32)
+    shape = [batch, 25, 30] if axis == 2 else [batch, 30, 25]
+    picked = shape[:axis] + shape[axis + 1:]
+    outputs = [helper.make_tensor_value_info("y", TensorProto.FLOAT, [batch, 10])]
+    if extra_output:
+        outputs.append(helper.make_tensor_value_info("last", TensorProto.FLOAT, picked))
+    model = _onnx_model(tmp_path, [
+        helper.make_node("Gather", ["x", "i"], ["last"], axis=axis),
+        helper.make_node("Gemm", ["last", "w", "b"], ["fc"], transB=1),
+        helper.make_node("LogSoftmax", ["fc"], ["y"], axis=1)],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)], outputs,
+        [numpy_helper.from_array(w, "w"), numpy_helper.from_array(b, "b"),
+         numpy_helper.from_array(np.array(index, np.int64), "i")], f"head{batch}")
+    x = rng.standard_normal(shape).astype(np.float32)
+    fc = np.take(x, index, axis=axis).astype(np.float64) @ w.T + b
+    want = fc - fc.max(axis=1, keepdims=True)
+    want -= np.log(np.exp(want).sum(axis=1, keepdims=True))
+    return model, x, want
+
+
+@pytest.mark.parametrize("batch,index", [(1, -1), (3, 29), (4, 7)])
+def test_last_step_gather_is_read_by_the_matmul(tmp_path, test_device, batch, index):
+    """The Gather is no launch of its own: the MatMul reads element `index` of x's last axis
+    (batch 1: the matrix-vector kernel; more: the tiled GEMM)."""
+    from customlayers.runtime.device import Engine
+    from customlayers.runtime.network import Network
+    model, x, want = _last_step_head(tmp_path, batch, index)
+    net = Network(model, engine=Engine(test_device))
+    assert [s.type for s in net.plan.steps] == ["MatMul+bias", "LogSoftmax"]
+    assert any(m.startswith("folded Gather") for m in net.messages)
+    np.testing.assert_allclose(net.infer({"x": x})["y"], want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("extra_output,axis", [(True, 2), (False, 1)])
+def test_gather_read_elsewhere_or_of_another_axis_is_kept(tmp_path, test_device,
+                                                          extra_output, axis):
+    from customlayers.runtime.device import Engine
+    from customlayers.runtime.network import Network
+    model, x, want = _last_step_head(tmp_path, 2, 3, extra_output, axis)
+    net = Network(model, engine=Engine(test_device))
+    assert "Gather" in [s.type for s in net.plan.steps]
+    assert not any(m.startswith("folded Gather") for m in net.messages)
+    got = net.infer({"x": x})
+    np.testing.assert_allclose(got["y"], want, rtol=1e-5, atol=1e-5)
+    if extra_output:
+        np.testing.assert_array_equal(got["last"], np.take(x, 3, axis=axis))

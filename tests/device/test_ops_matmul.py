@@ -115,3 +115,24 @@ def test_errors_name_the_layer():
         op.infer_shapes(attrs, [TensorDesc((2, 3, 4)), TensorDesc((3, 5, 4))], {})
     with pytest.raises(BindingError, match="'transpose_a'='maybe' is not a valid bool"):
         op.parse_attributes({"transpose_a": "maybe"}, "fc1")
+
+
+@pytest.mark.parametrize("device", ["CPU", "GPU"])
+@pytest.mark.parametrize("ashape,bshape,tb", [
+    ((1, 21, 9), (21, 13), False),        # M == 1: matrix-vector, B [K][N]
+    ((1, 21, 9), (13, 21), True),         # M == 1, B [N][K] (K past one float8, a tail)
+    ((2, 5, 21, 9), (21, 13), False),     # batched A: the tiled GEMM
+    ((6, 21, 9), (13, 21), True),         # M == 6: the tiled GEMM
+])
+def test_a_picked_from_a_longer_last_axis(cl_env, device, ashape, bshape, tb):
+    """MatMul's PICK (a folded Gather, runtime/pick_folding.py): A is element 4 of input 0's
+    last axis, on each kernel (matrix-vector on a CPU and a GPU, and the tiled GEMM)."""
+    from customlayers.ops.matmul import PICK
+    rng = np.random.default_rng(11)
+    arrays = [rng.standard_normal(ashape).astype(np.float32),
+              rng.standard_normal(bshape).astype(np.float32)]
+    ref = reference(arrays[0][..., 4], arrays[1], False, tb)
+    ctx = CompileContext(DeviceTraits(device, compute_units=2, max_work_group_size=256))
+    out, launches = run_op(cl_env, {"transpose_b": str(tb).lower(), PICK: "4"}, arrays, ctx)
+    assert out.shape == ref.shape
+    np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-5)

@@ -1,0 +1,62 @@
+"""One launch fewer at the head of a sequence model: a Gather of one constant index along the
+last axis (the TCN's and many RNN classifiers' "last time step", x[:, :, -1]) whose only reader
+is a MatMul's A becomes part of that MatMul: the MatMul reads A from the Gather's input, one
+element of every run along its last axis (ops/matmul.py's PICK attribute, matmul.cl's A_STEP
+and A_PICK).
+
+Exact: the MatMul reads the very values the Gather would have copied, and sums them in the same
+order. Only built-ins are folded, and only a MatMul whose A is not transposed, so that the
+picked axis lies outside the (M, K) matrix it reads.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ..graph.graph import Graph
+from ..ops.matmul import PICK
+from .window_folding import const_input, rebuilt_graph, sole_consumer
+
+
+def fold_picks_into_matmuls(graph: Graph, is_builtin) -> tuple[Graph, list[str]]:
+    """(the rewritten graph, one note per fold); the graph itself when nothing folds."""
+    changed, drop, redirect, notes = {}, set(), {}, []
+    for node in list(graph):
+        if node.type != "Gather" or not is_builtin(node) or len(node.inputs) != 3:
+            continue
+        pick = _last_axis_pick(graph, node)
+        matmul = sole_consumer(graph, node, port=0)
+        if pick is None or matmul is None or matmul.type != "MatMul" or \
+                not is_builtin(matmul) or matmul.id in changed or \
+                graph.producer(matmul.id, 0) != (node.id, 0) or \
+                graph.producer(matmul.id, 1)[0] == node.id or \
+                str(matmul.attrs.get("transpose_a", "false")).lower() in ("true", "1"):
+            continue
+        inputs = list(matmul.inputs)
+        inputs[0] = node.inputs[0]
+        changed[matmul.id] = replace(matmul, inputs=inputs,
+                                     attrs=dict(matmul.attrs, **{PICK: str(pick)}))
+        drop.add(node.id)
+        redirect[(matmul.id, 0)] = graph.producer(node.id, 0)
+        notes.append(f"folded Gather '{node.name}' (element {pick} of the last axis) into the "
+                     f"reads of MatMul '{matmul.name}'")
+    if not drop:
+        return graph, []
+    return rebuilt_graph(graph, changed, drop, redirect), notes
+
+
+def _last_axis_pick(graph: Graph, gather) -> int | None:
+    """The index (0 <= i < length) when the Gather takes one constant scalar index along the last
+    axis of an input of rank 3 or more with a known shape; else None."""
+    shape = gather.inputs[0].shape
+    if gather.attrs.get("batch_dims", "0") not in ("0", 0) or not shape or len(shape) < 3 or \
+            any(d is None for d in shape):
+        return None
+    index, axis = const_input(graph, gather, 1), const_input(graph, gather, 2)
+    if index is None or axis is None or index.ndim != 0 or axis.size != 1 or \
+            index.dtype.kind not in "iu" or axis.dtype.kind not in "iu":
+        return None
+    length = shape[-1]
+    if int(axis.reshape(-1)[0]) not in (len(shape) - 1, -1) or \
+            not -length <= int(index) < length:
+        return None
+    return int(index) % length
