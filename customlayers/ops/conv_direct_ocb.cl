@@ -87,14 +87,14 @@ void conv_direct_ocb(__global const float* restrict input,
             }
         }
     }
+    /* a guard rather than a break: a loop with an exit is not unrolled, and acc[j] must
+       stay in registers */
     #pragma unroll
     for (int j = 0; j < OCB; ++j) {
         const int o = g * OG + o0 + j;
-        if (o0 + j >= OG)
-            break;
         #pragma unroll
         for (int p = 0; p < PXB; ++p) {
-            if (ox0 + p < OW) {
+            if (o0 + j < OG && ox0 + p < OW) {
                 const int at = ((img * O + o) * OH + oy) * OW + ox0 + p;
                 output[at] = EPILOGUE(at, o, acc[j][p]);
             }

@@ -170,6 +170,21 @@ def test_every_ocb_variant_applies_the_fused_epilogue(cl_env, epilogue):
     assert len(checked) == 4
 
 
+def test_a_grouped_epilogue_reads_each_channels_bias_and_residual(cl_env):
+    """Two groups of 9 channels in blocks of 12 and 8: the second group's bias and residual
+    are found past the first group's (a block indexing its group's channels from 0 would not
+    be)."""
+    rng = np.random.default_rng(32)
+    raw = _attrs(2, pb=(1, 1), pe=(1, 1))
+    x = rng.standard_normal((2, 12, 6, 7)).astype(np.float32)
+    w = rng.standard_normal((2, 9, 6, 3, 3)).astype(np.float32)
+    bias = rng.standard_normal(18).astype(np.float32)
+    residual = (rng.standard_normal((2, 18, 6, 7)) * _scale(x, w)).astype(np.float32)
+    epilogue = EPILOGUES[-1]
+    want = _reference(x, w, raw, epilogue, bias, residual)
+    _check_every_variant(cl_env, raw, [x, w, bias, residual], epilogue, want, "grouped")
+
+
 # -- where the variants are listed -------------------------------------------------------------
 TCN = _attrs(1, dilations=(8,), pb=(48,), pe=(0,))
 
