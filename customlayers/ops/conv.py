@@ -5,7 +5,12 @@ Bias is a separate Add in the IR. On a GPU the work runs as a tiled implicit GEM
 over the shared gemm.cl, planned in _gemm.py), as Winograd F(2x2, 3x3) for 3x3 stride-1 windows
 where the tuner finds it faster (conv_winograd.cl, planned in _winograd.py), or as a direct
 kernel (conv_direct.cl) when each group has so few output channels that a GEMM tile would be
-mostly empty (depthwise). On a CPU device (CompileContext.device, from the network) it
+mostly empty (depthwise). In between, with a few dozen output channels per group (a TCN's 25 ->
+25 channels, kernel 7), the GEMM pads M up to its tile, launches too few work-groups at batch 1
+and loops over a short K in barriered steps: there the tuner also times a direct kernel that
+keeps a block of output channels in registers (conv_direct_ocb.cl, variants `ocb{OCB}_px{PXB}`),
+where each input read feeds OCB channels and every work item reads the same weight from
+__local memory at once. On a CPU device (CompileContext.device, from the network) it
 runs the register-blocked micro-kernel that _cpu_kernels.py selects (conv_cpu_blocked.cl, over
 weights packed at compile time), or where that does not apply (depthwise, weights not
 constant) conv_cpu.cl, a direct kernel shaped for CPU OpenCL compilers, which vectorize across
@@ -16,6 +21,7 @@ with pooling is in _nn.py.
 """
 from __future__ import annotations
 
+import re
 from typing import Sequence
 
 from ..jit.launch import DEFAULT_CONTEXT, Arg, KernelLaunch
@@ -46,6 +52,21 @@ _CONV_ATTRS = (
 
 # work-group shapes the tuner tries for the direct kernel (besides the driver's choice)
 _DIRECT_GROUPS = ((16, 4), (32, 4), (8, 8), (64, 1))
+# conv_direct_ocb.cl's variants `ocb{OCB}_px{PXB}`: OCB output channels (a multiple of 4: the
+# weights are read as float4) at PXB consecutive pixels per work item
+_OCB_NAME = re.compile(r"ocb(\d+)_px(\d+)")
+# more accumulators than OCB * PXB = 64 would spill registers; past 32 channels per group a GEMM
+# tile is mostly full, and only the small block is listed (last: timed by `--tuning full`)
+_OCB_MAX, _OCB_SMALL = 32, 8
+# work items per group along x: two warps (NVIDIA) or one wavefront (AMD); fewer would copy the
+# block's weights into __local memory more often per output
+_OCB_GROUP_X = 64
+# the block's weights in __local memory: OpenCL's minimum CL_DEVICE_LOCAL_MEM_SIZE, so every
+# device that reports itself a GPU has this much
+_OCB_MAX_LOCAL_BYTES = 32 << 10
+# NDRange dimensions 1 and 2 run one work-group per index: CUDA-based drivers map them to a
+# grid's y and z extents, which stop at 65535
+_MAX_GRID_YZ = 65535
 # output channels one work item of conv_cpu.cl accumulates in registers (measured on PoCL with
 # AVX-512: 16 beat 8 and 4 on ResNet-like layers)
 _CPU_CHANNEL_BLOCK = 16
@@ -116,12 +137,22 @@ class _ConvBase(NamedOp):
             return names if len(names) > 1 else ()
         if g["OG"] <= DIRECT_MAX_OG:
             return ("direct",) + tuple(f"direct_{x}x{y}" for x, y in _DIRECT_GROUPS)
-        max_threads = device.max_work_group_size if device is not None else 256
+        max_threads = _max_threads(device)
         n, batch = _gemm_n_batch(g)
         gemms = gemm_variants(g["OG"], n, g["CG"] * g["KH"] * g["KW"], batch,
                               target_groups(device), max_threads)
-        return with_winograd(gemms, g, consts.get(1), target_groups(device), max_threads) + \
-            ("direct",)
+        listed = with_winograd(gemms, g, consts.get(1), target_groups(device), max_threads)
+        blocked = _ocb_variants(g, attrs, max_threads)
+        if g["OG"] > _OCB_MAX or not blocked:
+            return listed + blocked + ("direct",)
+        # Few channels: `--tuning fast` times two of the blocked kernels right after the GEMM
+        # heuristic's choice (which stays first, what `--tuning off` runs). The two ends of
+        # the space: the small block at one pixel (the most work items, the shortest chain of
+        # multiply-adds each: a small batch leaves most of a GPU idle, so the longest item
+        # sets the time), and the whole group's channels at the most pixels (each input and
+        # weight read feeds the most multiply-adds, and the fewest padded channels: what
+        # counts once a large batch fills the device).
+        return listed[:1] + blocked[:2] + listed[1:] + blocked[2:] + ("direct",)
 
     def launches(self, attrs, inputs, outputs, consts, ctx=DEFAULT_CONTEXT):
         g = self._geometry(attrs, inputs)
@@ -183,6 +214,19 @@ class _ConvBase(NamedOp):
                 source=defines(**sizes) + epilogue + cl_source("conv_direct.cl"),
                 entry="conv_direct", args=args, global_size=glob, local_size=local,
                 label=f"conv{g['RANK']}d_{shape}_{variant}")]
+        blocked = _OCB_NAME.fullmatch(variant)
+        if blocked:
+            if variant not in _ocb_variants(g, attrs, _max_threads(device)):
+                raise self.fail(attrs, f"variant {variant} does not apply to this convolution")
+            ocb, pxb = (int(v) for v in blocked.groups())
+            items_x = -(-g["OW"] // pxb)          # the kernel guards the last group's edge
+            return [KernelLaunch(
+                source=defines(**sizes, OCB=ocb, PXB=pxb, LX=_OCB_GROUP_X) + epilogue
+                + cl_source("conv_direct_ocb.cl"),
+                entry="conv_direct_ocb", args=args,
+                global_size=(-(-items_x // _OCB_GROUP_X) * _OCB_GROUP_X, g["OH"],
+                             g["NB"] * g["G"] * -(-g["OG"] // ocb)),
+                local_size=(_OCB_GROUP_X, 1, 1), label=f"conv{g['RANK']}d_{shape}_{variant}")]
         if is_winograd(variant):
             if not winograd_applies(g, consts.get(1)):
                 raise self.fail(attrs, f"variant {variant} needs a 3x3, stride-1 window and "
@@ -204,6 +248,32 @@ def _gemm_n_batch(g: dict) -> tuple[int, int]:
     there is one GEMM per group (conv_gemm.cl's MERGED_IMAGES), so small planes fill whole
     tiles; with one, one GEMM per group over its pixels."""
     return g["NB"] * g["OH"] * g["OW"], g["G"]
+
+
+def _max_threads(device) -> int:
+    return device.max_work_group_size if device is not None else 256
+
+
+def _ocb_variants(g: dict[str, int], attrs, max_threads: int) -> tuple[str, ...]:
+    """conv_direct_ocb.cl's variants for geometry `g` (1-D or 2-D, on a GPU): channel blocks of
+    the group's channels rounded up to a multiple of 4 (up to _OCB_MAX) and of _OCB_SMALL, each
+    at 1 and 2 pixels per work item. First the smallest block at one pixel, then the largest at
+    the most pixels (kernel_variants says why), then the rest, largest block first. None for a
+    folded channel shuffle (the kernel reads the channels in order), where the direct kernel is
+    listed instead (OG <= DIRECT_MAX_OG), or where a block's weights would not fit in __local
+    memory."""
+    whole = -(-g["OG"] // 4) * 4
+    if attrs[INPUT_SHUFFLE] > 1 or g["OG"] <= DIRECT_MAX_OG or max_threads < _OCB_GROUP_X:
+        return ()
+    window = g["CG"] * g["KH"] * g["KW"]
+    blocks = [b for b in {whole, _OCB_SMALL} if b <= min(whole, _OCB_MAX)
+              and window * b * 4 <= _OCB_MAX_LOCAL_BYTES
+              and max(g["NB"] * g["G"] * -(-g["OG"] // b), g["OH"]) <= _MAX_GRID_YZ]
+    pairs = [(ocb, pxb) for ocb in blocks for pxb in (1, 2) if pxb <= g["OW"]]
+    if not pairs:
+        return ()
+    ordered = dict.fromkeys([min(pairs), max(pairs)] + sorted(pairs, reverse=True))
+    return tuple(f"ocb{ocb}_px{pxb}" for ocb, pxb in ordered)
 
 
 @register_op
