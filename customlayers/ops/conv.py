@@ -145,14 +145,16 @@ class _ConvBase(NamedOp):
         blocked = _ocb_variants(g, attrs, max_threads)
         if g["OG"] > _OCB_MAX or not blocked:
             return listed + blocked + ("direct",)
-        # Few channels: `--tuning fast` times two of the blocked kernels right after the GEMM
-        # heuristic's choice (which stays first, what `--tuning off` runs). The two ends of
-        # the space: the small block at one pixel (the most work items, the shortest chain of
-        # multiply-adds each: a small batch leaves most of a GPU idle, so the longest item
-        # sets the time), and the whole group's channels at the most pixels (each input and
-        # weight read feeds the most multiply-adds, and the fewest padded channels: what
-        # counts once a large batch fills the device).
-        return listed[:1] + blocked[:2] + listed[1:] + blocked[2:] + ("direct",)
+        # Few channels: `--tuning fast` times the direct kernel and two of the blocked ones
+        # right after the GEMM heuristic's choice (which stays first, what `--tuning off`
+        # runs). On an H100, the TCN's 25-channel convolutions (bench/gpu_layers.py, tuning
+        # full): at batch 1, where most of the GPU is idle and the longest work item sets the
+        # time, one output per item (direct, 12.5 us) beat every blocked kernel (15-16 us);
+        # at batch 64 the small block at two pixels and the whole group at one (29-30 us)
+        # beat the rest (31-34 us) and the best GEMM (58 us).
+        # Winograd, where it applies, keeps its place second.
+        head = 2 if len(listed) > 1 and is_winograd(listed[1]) else 1
+        return listed[:head] + ("direct",) + blocked[:2] + listed[head:] + blocked[2:]
 
     def launches(self, attrs, inputs, outputs, consts, ctx=DEFAULT_CONTEXT):
         g = self._geometry(attrs, inputs)
@@ -257,8 +259,8 @@ def _max_threads(device) -> int:
 def _ocb_variants(g: dict[str, int], attrs, max_threads: int) -> tuple[str, ...]:
     """conv_direct_ocb.cl's variants for geometry `g` (1-D or 2-D, on a GPU): channel blocks of
     the group's channels rounded up to a multiple of 4 (up to _OCB_MAX) and of _OCB_SMALL, each
-    at 1 and 2 pixels per work item. First the smallest block at one pixel, then the largest at
-    the most pixels (kernel_variants says why), then the rest, largest block first. None for a
+    at 1 and 2 pixels per work item. First the smallest block at the most pixels, then the
+    largest at one (kernel_variants says why), then the rest, largest block first. None for a
     folded channel shuffle (the kernel reads the channels in order), where the direct kernel is
     listed instead (OG <= DIRECT_MAX_OG), or where a block's weights would not fit in __local
     memory."""
@@ -272,7 +274,9 @@ def _ocb_variants(g: dict[str, int], attrs, max_threads: int) -> tuple[str, ...]
     pairs = [(ocb, pxb) for ocb in blocks for pxb in (1, 2) if pxb <= g["OW"]]
     if not pairs:
         return ()
-    ordered = dict.fromkeys([min(pairs), max(pairs)] + sorted(pairs, reverse=True))
+    small, whole_block = min(p[0] for p in pairs), max(p[0] for p in pairs)
+    ordered = dict.fromkeys([(small, max(p[1] for p in pairs if p[0] == small)),
+                             (whole_block, 1)] + sorted(pairs, reverse=True))
     return tuple(f"ocb{ocb}_px{pxb}" for ocb, pxb in ordered)
 
 

@@ -18,6 +18,9 @@ __kernel void conv_direct(__global const float* restrict input,
     __global const float* in = input + (img * C + IN_CHANNEL(g * CG)) * IH * IW;
     const int iy0 = oy * SY - PY, ix0 = ox * SX - PX;
     float acc = 0.0f;
+    /* unrolled over channels too, so that the compiler can issue several channels' reads at
+       once: a small batch leaves a GPU idle, and each item's chain of reads is its time */
+    #pragma unroll 5
     for (int c = 0; c < CG; ++c) {
         #pragma unroll
         for (int ky = 0; ky < KH; ++ky) {

@@ -56,6 +56,9 @@ void conv_direct_ocb(__global const float* restrict input,
         for (int p = 0; p < PXB; ++p)
             acc[j][p] = 0.0f;
     }
+    /* unrolled over channels too: at batch 1 a work item's time is its chain of input reads,
+       and only an unrolled loop lets the compiler issue several channels' reads at once */
+    #pragma unroll 5
     for (int c = 0; c < CG; ++c) {
         #pragma unroll
         for (int ky = 0; ky < KH; ++ky) {

@@ -192,25 +192,25 @@ TCN = _attrs(1, dilations=(8,), pb=(48,), pe=(0,))
 @pytest.mark.parametrize("batch", [1, 64])
 def test_tcn_layer_lists_two_ocb_variants_where_fast_tuning_times_them(batch):
     """At most 32 channels per group: the GEMM heuristic's choice stays first (what tuning
-    `off` runs), then the small block at one pixel and the whole group at two (the first four
-    are what `fast` times), the other blocked variants after the GEMMs, direct last."""
+    `off` runs), then direct, the small block at two pixels and the whole group at one (the
+    first four are what `fast` times), the other blocked variants after the GEMMs."""
     listed = _listed((batch, 25, 784), (25, 25, 7), TCN)
     assert listed[0].startswith("gemm")
-    assert listed[1:3] == ("ocb8_px1", "ocb28_px2")
-    assert listed[3].startswith("gemm")
-    assert listed[-3:] == ("ocb28_px1", "ocb8_px2", "direct")
+    assert listed[1:4] == ("direct", "ocb8_px2", "ocb28_px1")
+    assert listed[4].startswith("gemm")
+    assert listed[-2:] == ("ocb28_px2", "ocb8_px1")
     assert sum(v.startswith("ocb") for v in listed) == 4
 
 
 def test_a_wide_3x3_layer_keeps_winograd_among_the_first_four():
     listed = _listed((1, 16, 12, 12), (16, 16, 3, 3), _attrs(2, pb=(1, 1), pe=(1, 1)))
-    assert listed[:4] == (listed[0], "ocb8_px1", "ocb16_px2", "winograd2x2")
-    assert listed[-3:] == ("ocb16_px1", "ocb8_px2", "direct")
+    assert listed[:5] == (listed[0], "winograd2x2", "direct", "ocb8_px2", "ocb16_px1")
+    assert listed[-2:] == ("ocb16_px2", "ocb8_px1")
 
 
 def test_few_channels_list_only_the_block_of_8():
     listed = _listed((1, 4, 30), (6, 4, 3), _attrs(1))
-    assert listed[1:3] == ("ocb8_px1", "ocb8_px2") and listed[-1] == "direct"
+    assert listed[1:4] == ("direct", "ocb8_px2", "ocb8_px1")
     assert sum(v.startswith("ocb") for v in listed) == 2
 
 
@@ -218,7 +218,7 @@ def test_more_than_32_channels_append_the_block_of_8_at_the_end():
     """A GEMM tile is mostly full: the blocked kernel is left to `--tuning full`."""
     listed = _listed((1, 64, 14, 14), (64, 64, 3, 3), _attrs(2, pb=(1, 1), pe=(1, 1)))
     assert not any(v.startswith("ocb") for v in listed[:-3])
-    assert listed[-3:] == ("ocb8_px1", "ocb8_px2", "direct")
+    assert listed[-3:] == ("ocb8_px2", "ocb8_px1", "direct")
 
 
 def test_one_output_pixel_wide_lists_no_pair_of_pixels():
@@ -229,7 +229,7 @@ def test_one_output_pixel_wide_lists_no_pair_of_pixels():
 def test_a_block_whose_weights_overflow_local_memory_is_left_out():
     # 64 * 3 * 3 weights per channel: 28 channels take 64.5 KiB, 8 take 18 KiB (limit 32 KiB)
     listed = _listed((1, 64, 10, 10), (28, 64, 3, 3), _attrs(2))
-    assert [v for v in listed if v.startswith("ocb")] == ["ocb8_px1", "ocb8_px2"]
+    assert [v for v in listed if v.startswith("ocb")] == ["ocb8_px2", "ocb8_px1"]
     assert not any(v.startswith("ocb") for v in _listed((1, 512, 6, 6), (16, 512, 3, 3),
                                                         _attrs(2)))
 
@@ -344,8 +344,8 @@ def test_network_runs_the_ocb_kernel_when_the_tuner_picks_it(tmp_path, test_devi
     records = list(json.loads(saved.read_text())["choices"].values())
     assert len(records) == 3                   # two 7-tap convolutions and the 1x1 downsample
     for record in records:
-        assert {"ocb8_px1", "ocb28_px2"} <= set(record["times_us"])
-        assert record["variant"] in ("ocb8_px1", "ocb28_px2")
+        assert {"direct", "ocb8_px2", "ocb28_px1"} <= set(record["times_us"])
+        assert record["variant"] in ("ocb8_px2", "ocb28_px1")
     steps = [s for s in net.plan.steps if s.type.startswith("Convolution")]
     assert sorted(s.type for s in steps) == ["Convolution+bias", "Convolution+bias+relu",
                                              "Convolution+bias+relu+residual+relu"]

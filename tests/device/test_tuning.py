@@ -58,7 +58,7 @@ def test_every_convolution_variant_matches_numpy(cl_env, attrs, wshape, pad):
     w = (rng.standard_normal(wshape) * 0.2).astype(np.float32)
     want = _conv_ref(x, w, pad=pad)
     _, variants = _run_variant(cl_env, "Convolution", attrs, [x, w], None)
-    assert len(variants) >= 8 and variants[-1] == "direct"
+    assert len(variants) >= 8 and "direct" in variants
     for v in variants:
         got, _ = _run_variant(cl_env, "Convolution", attrs, [x, w], v)
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4, err_msg=v)
