@@ -5,7 +5,9 @@ Bias is a separate Add in the IR. On a GPU the work runs as a tiled implicit GEM
 over the shared gemm.cl, planned in _gemm.py), as Winograd F(2x2, 3x3) for 3x3 stride-1 windows
 where the tuner finds it faster (conv_winograd.cl, planned in _winograd.py), or as a direct
 kernel (conv_direct.cl) when each group has so few output channels that a GEMM tile would be
-mostly empty (depthwise). In between, with a few dozen output channels per group (a TCN's 25 ->
+mostly empty (depthwise); for up to 32 channels per group the tuner also times direct kernels
+that block output channels in registers (conv_direct_ocb.cl) or, for layers too small to fill
+the device, split each output's channels among several work items (conv_direct_split.cl). In between, with a few dozen output channels per group (a TCN's 25 ->
 25 channels, kernel 7), the GEMM pads M up to its tile, launches too few work-groups at batch 1
 and loops over a short K in barriered steps: there the tuner also times a direct kernel that
 keeps a block of output channels in registers (conv_direct_ocb.cl, variants `ocb{OCB}_px{PXB}`),
@@ -67,6 +69,14 @@ _OCB_MAX_LOCAL_BYTES = 32 << 10
 # NDRange dimensions 1 and 2 run one work-group per index: CUDA-based drivers map them to a
 # grid's y and z extents, which stop at 65535
 _MAX_GRID_YZ = 65535
+# conv_direct_split.cl's variants `split{CS}`: each output's channels split among CS work items
+_SPLIT_NAME = re.compile(r"split(\d+)")
+_SPLITS = (4, 8)
+# work items per group along x (one warp): CS of them share an output
+_SPLIT_GROUP_X = 32
+# the split kernels are listed where one output per work item leaves the device this idle: fewer
+# outputs than work items per compute unit times target_groups (two groups per unit)
+_SPLIT_ITEMS_PER_GROUP = 256
 # output channels one work item of conv_cpu.cl accumulates in registers (measured on PoCL with
 # AVX-512: 16 beat 8 and 4 on ResNet-like layers)
 _CPU_CHANNEL_BLOCK = 16
@@ -125,7 +135,9 @@ class _ConvBase(NamedOp):
     def kernel_variants(self, attrs, inputs, outputs, consts, ctx=DEFAULT_CONTEXT):
         """Candidates for the tuner: GEMM tilings (1x1 windows read the input as a plain
         matrix in all of them) and, for 3x3 stride-1 windows over constant weights, Winograd
-        F(2x2, 3x3) (_winograd.py); or, for few output channels per group (depthwise), the
+        F(2x2, 3x3) (_winograd.py), the direct kernels (one output per work item; output
+        channels blocked in registers; an output's channels split among work items, for layers
+        that leave the device idle); or, for few output channels per group (depthwise), the
         direct kernel under a few work-group shapes. On a CPU device: the micro-tiles of the
         blocked kernel, or the rows per work item of the depthwise one. 3-D has one variant."""
         g = self._geometry(attrs, inputs)
@@ -143,18 +155,21 @@ class _ConvBase(NamedOp):
                               target_groups(device), max_threads)
         listed = with_winograd(gemms, g, consts.get(1), target_groups(device), max_threads)
         blocked = _ocb_variants(g, attrs, max_threads)
-        if g["OG"] > _OCB_MAX or not blocked:
-            return listed + blocked + ("direct",)
+        split = _split_variants(g, attrs, target_groups(device), max_threads)
+        if g["OG"] > _OCB_MAX or not (blocked or split):
+            return listed + blocked + split + ("direct",)
         # Few channels: `--tuning fast` times the direct kernel and two of the blocked ones
         # right after the GEMM heuristic's choice (which stays first, what `--tuning off`
         # runs). On an H100, the TCN's 25-channel convolutions (bench/gpu_layers.py, tuning
         # full): at batch 1, where most of the GPU is idle and the longest work item sets the
         # time, one output per item (direct, 12.5 us) beat every blocked kernel (15-16 us);
         # at batch 64 the small block at two pixels and the whole group at one (29-30 us)
-        # beat the rest (31-34 us) and the best GEMM (58 us).
+        # beat the rest (31-34 us) and the best GEMM (58 us). Where the outputs are too few to
+        # fill the device, the channel-split kernels take the blocked ones' places.
         # Winograd, where it applies, keeps its place second.
         head = 2 if len(listed) > 1 and is_winograd(listed[1]) else 1
-        return listed[:head] + ("direct",) + blocked[:2] + listed[head:] + blocked[2:]
+        first, rest = (split, blocked) if split else (blocked[:2], blocked[2:])
+        return listed[:head] + ("direct",) + first + listed[head:] + rest
 
     def launches(self, attrs, inputs, outputs, consts, ctx=DEFAULT_CONTEXT):
         g = self._geometry(attrs, inputs)
@@ -216,6 +231,19 @@ class _ConvBase(NamedOp):
                 source=defines(**sizes) + epilogue + cl_source("conv_direct.cl"),
                 entry="conv_direct", args=args, global_size=glob, local_size=local,
                 label=f"conv{g['RANK']}d_{shape}_{variant}")]
+        split = _SPLIT_NAME.fullmatch(variant)
+        if split:
+            if variant not in _split_variants(g, attrs, target_groups(device),
+                                              _max_threads(device)):
+                raise self.fail(attrs, f"variant {variant} does not apply to this convolution")
+            cs = int(split.group(1))
+            return [KernelLaunch(
+                source=defines(**sizes, CS=cs, LX=_SPLIT_GROUP_X) + epilogue
+                + cl_source("conv_direct_split.cl"),
+                entry="conv_direct_split", args=args,
+                global_size=(-(-g["OW"] // _SPLIT_GROUP_X) * _SPLIT_GROUP_X, g["OH"] * cs,
+                             g["NB"] * g["O"]),
+                local_size=(_SPLIT_GROUP_X, cs, 1), label=f"conv{g['RANK']}d_{shape}_{variant}")]
         blocked = _OCB_NAME.fullmatch(variant)
         if blocked:
             if variant not in _ocb_variants(g, attrs, _max_threads(device)):
@@ -254,6 +282,20 @@ def _gemm_n_batch(g: dict) -> tuple[int, int]:
 
 def _max_threads(device) -> int:
     return device.max_work_group_size if device is not None else 256
+
+
+def _split_variants(g: dict[str, int], attrs, target: int, max_threads: int) -> tuple[str, ...]:
+    """conv_direct_split.cl's variants for geometry `g` (1-D or 2-D, on a GPU): each output's
+    channels split among 4 or 8 work items, where one output per work item would leave most of
+    the device idle (fewer outputs than `target` work-groups of _SPLIT_ITEMS_PER_GROUP) and
+    each slice still gets two channels or more. None for a folded channel shuffle or where the
+    direct kernel is the whole list (OG <= DIRECT_MAX_OG)."""
+    outputs = g["NB"] * g["O"] * g["OH"] * g["OW"]
+    if attrs[INPUT_SHUFFLE] > 1 or g["OG"] <= DIRECT_MAX_OG or \
+            outputs >= target * _SPLIT_ITEMS_PER_GROUP or g["NB"] * g["O"] > _MAX_GRID_YZ:
+        return ()
+    return tuple(f"split{cs}" for cs in _SPLITS
+                 if g["CG"] >= 2 * cs and _SPLIT_GROUP_X * cs <= max_threads)
 
 
 def _ocb_variants(g: dict[str, int], attrs, max_threads: int) -> tuple[str, ...]:

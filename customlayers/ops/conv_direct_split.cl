@@ -1,0 +1,63 @@
+/* Direct convolution with each output's input channels split among CS work items, for layers
+ * too small to fill a GPU (a TCN at batch 1: 25 x 784 outputs, 175 terms each).
+ *
+ * There a kernel's time is the longest work item's chain of reads, not the device's
+ * throughput: conv_direct.cl reads 175 values one after another per output. Here CS work items
+ * of one work-group share an output, each summing every CS-th channel of the group (about
+ * CG / CS channels), and the first adds the CS partial sums in slice order through __local
+ * memory: CS times more work items, each CS times shorter.
+ *
+ * The sum order differs from conv_direct.cl's (CS partial chains, then their sum): the two
+ * agree to fp32 rounding, not bit for bit.
+ * NDRange: (OW rounded up to LX, OH * CS, N * O); local (LX, CS, 1). Needs the defines of
+ * conv_direct.cl, and CS, LX; the fused epilogue is conv_epilogue.cl's.
+ */
+#ifndef IN_CHANNEL
+#define IN_CHANNEL(c) (c)
+#endif
+__kernel __attribute__((reqd_work_group_size(LX, CS, 1)))
+void conv_direct_split(__global const float* restrict input,
+                       __global const float* restrict weights,
+                       __global float* restrict output EPILOGUE_ARGS)
+{
+    __local float partial[CS][LX];
+    const int ox = get_global_id(0), oy = get_global_id(1) / CS, z = get_global_id(2);
+    const int tx = get_local_id(0), slice = get_local_id(1);
+    const int img = z / O, o = z % O, g = o / OG;
+    float acc = 0.0f;
+    if (ox < OW) {          /* no early return: every work item reaches the barrier */
+        __global const float* w = weights + o * (CG * KH * KW);
+        __global const float* in = input + (img * C + IN_CHANNEL(g * CG)) * IH * IW;
+        const int iy0 = oy * SY - PY, ix0 = ox * SX - PX;
+        /* a constant trip count, so that the loop unrolls and the slice's reads issue at
+           once; the last round's channel may be past CG */
+        #pragma unroll
+        for (int round = 0; round < (CG + CS - 1) / CS; ++round) {
+            const int c = slice + round * CS;
+            if (c >= CG)
+                break;
+            #pragma unroll
+            for (int ky = 0; ky < KH; ++ky) {
+                const int iy = iy0 + ky * DY;
+                if ((uint)iy >= (uint)IH)
+                    continue;
+                #pragma unroll
+                for (int kx = 0; kx < KW; ++kx) {
+                    const int ix = ix0 + kx * DX;
+                    if ((uint)ix < (uint)IW)
+                        acc = mad(in[(c * IH + iy) * IW + ix], w[(c * KH + ky) * KW + kx], acc);
+                }
+            }
+        }
+    }
+    partial[slice][tx] = acc;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (slice == 0 && ox < OW) {
+        float sum = partial[0][tx];
+        #pragma unroll
+        for (int s = 1; s < CS; ++s)
+            sum += partial[s][tx];
+        const int at = (z * OH + oy) * OW + ox;
+        output[at] = EPILOGUE(at, o, sum);
+    }
+}
