@@ -5,14 +5,15 @@ Bias is a separate Add in the IR. On a GPU the work runs as a tiled implicit GEM
 over the shared gemm.cl, planned in _gemm.py), as Winograd F(2x2, 3x3) for 3x3 stride-1 windows
 where the tuner finds it faster (conv_winograd.cl, planned in _winograd.py), or as a direct
 kernel (conv_direct.cl) when each group has so few output channels that a GEMM tile would be
-mostly empty (depthwise); for up to 32 channels per group the tuner also times direct kernels
-that block output channels in registers (conv_direct_ocb.cl) or, for layers too small to fill
-the device, split each output's channels among several work items (conv_direct_split.cl). In between, with a few dozen output channels per group (a TCN's 25 ->
+mostly empty (depthwise). In between, with a few dozen output channels per group (a TCN's 25 ->
 25 channels, kernel 7), the GEMM pads M up to its tile, launches too few work-groups at batch 1
 and loops over a short K in barriered steps: there the tuner also times a direct kernel that
 keeps a block of output channels in registers (conv_direct_ocb.cl, variants `ocb{OCB}_px{PXB}`),
 where each input read feeds OCB channels and every work item reads the same weight from
-__local memory at once. On a CPU device (CompileContext.device, from the network) it
+__local memory at once; and, where the layer's outputs are too few to fill the device (that
+TCN at batch 1), one that splits each output's input channels among several work items
+(conv_direct_split.cl, variants `split{CS}`), so that no work item reads a long chain of
+inputs alone. On a CPU device (CompileContext.device, from the network) it
 runs the register-blocked micro-kernel that _cpu_kernels.py selects (conv_cpu_blocked.cl, over
 weights packed at compile time), or where that does not apply (depthwise, weights not
 constant) conv_cpu.cl, a direct kernel shaped for CPU OpenCL compilers, which vectorize across
