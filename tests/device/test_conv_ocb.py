@@ -312,8 +312,9 @@ def _tcn_model(path, batch, length, cin=3, channels=25, kernel=7, levels=(1, 4))
     graph = helper.make_graph(
         nodes, "tcn", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [batch, cin, length])],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [batch, channels, length])], init)
-    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]),
-              path / "tcn.onnx")
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8      # what every onnxruntime of opset 13 reads (a newer onnx writes 14)
+    onnx.save(model, path / "tcn.onnx")
     return path / "tcn.onnx"
 
 
