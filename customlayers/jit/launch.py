@@ -103,6 +103,9 @@ class FusedEpilogue:
     relu: bool = False
     residual: bool = False
     pre_relu: bool = False      # a ReLU after the bias and before the residual (the TCN's block)
+    # "softmax" or "logsoftmax": the SoftMax/LogSoftmax of the last axis that followed, applied
+    # to each row after everything else (only a layer that declares `accepts_row_softmax`)
+    row_softmax: str = ""
     label: str = ""          # what was fused, for profiles: "scale+bias+relu"
 
 

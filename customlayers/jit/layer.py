@@ -148,6 +148,10 @@ class LayerImpl:
     # True when a fused per-channel scale may be folded into input 1, the constant weights with
     # the output channel on axis 0 (OIYX; GOIYX: axes 0 and 1): the convolutions
     folds_scale: bool = False
+    # True when the layer can also finish each row of its output with a SoftMax or LogSoftmax
+    # of the last axis after the epilogue (FusedEpilogue.row_softmax): MatMul, a classifier's
+    # head
+    accepts_row_softmax: bool = False
     # (fewest, most) inputs the layer takes (most None: any number); None: not declared. The
     # compiler checks it before anything indexes the inputs.
     input_count: tuple[int, int | None] | None = None

@@ -3,7 +3,10 @@
 A fused epilogue (bias, residual, ReLU; conv_epilogue.cl) is applied where it stores.
 Runs on the tiled GEMM core (gemm.cl via matmul.cl), or, for a single row (M == 1: the fully
 connected layers of classification models), on a matrix-vector kernel that reads B once with
-all of the device's lanes (matmul_gemv.cl).
+all of the device's lanes (matmul_gemv.cl). A SoftMax or LogSoftmax of the last axis that
+followed (a classifier's head: runtime/fusion.py) runs in the same kernel, one work-group per
+row (matmul_softmax.cl). A folded last-step Gather (runtime/pick_folding.py) makes A one element
+of every run along input 0's last axis (PICK).
 """
 from __future__ import annotations
 
@@ -18,6 +21,11 @@ _GEMV_WG = 64  # work items per output row in the transposed-B matrix-vector ker
 # a folded Gather (runtime/pick_folding.py): input 0 has one more trailing axis, and A is its
 # element PICK along it (-1: no fold, A is input 0 as it is)
 PICK = "customlayers.a_pick_last"
+# a fused row SoftMax (matmul_softmax.cl) keeps the row in __local memory: 16 KiB at most
+ROW_SOFTMAX_MAX = 4096
+# work items per row of the fused SoftMax: a GPU shares each row among a group; a CPU device
+# runs each row in one work item (the work-group's tree of barriers is what it emulates worst)
+_SOFTMAX_WG_GPU, _SOFTMAX_WG_CPU = 64, 1
 
 
 @register_op
@@ -29,6 +37,8 @@ class MatMul(NamedOp):
     # runtime/fusion.py may fold a following bias Add (along the output's axis 1: a Gemm's
     # bias), a residual Add and a ReLU into the store (ONNX Gemm + Relu: one kernel)
     accepts_epilogue = True
+    # ... and a SoftMax/LogSoftmax of the last axis after it (Linear + bias + LogSoftmax)
+    accepts_row_softmax = True
 
     def _plan(self, attrs, inputs):
         """The GEMM view: sizes, batch shape, per-input batch strides, output shape."""
@@ -108,6 +118,16 @@ class MatMul(NamedOp):
                            **{"CHANNEL(batch, m, n)": axes[1] if len(axes) > 1 else "0"}) \
             + cl_source("conv_epilogue.cl")
         label = f"matmul_{m}x{sizes['K']}x{n}"
+        if ep.row_softmax:
+            if b_rank < 2 or len(out) < 2 or n > ROW_SOFTMAX_MAX:
+                raise self.fail(attrs, f"a {ep.row_softmax} of the last axis cannot be fused "
+                                       f"into an output of shape {list(out)}")
+            wg = _SOFTMAX_WG_CPU if ctx.on_cpu else _SOFTMAX_WG_GPU
+            src = (defines(**sizes, WG=wg, LOG_SOFTMAX=int(ep.row_softmax == "logsoftmax"))
+                   + epilogue + cl_source("matmul.cl") + cl_source("matmul_softmax.cl"))
+            return [KernelLaunch(source=src, entry="matmul_softmax", args=args,
+                                 global_size=(batches * m * wg,), local_size=(wg,),
+                                 label=f"{label}_{ep.row_softmax}")]
         if m == 1 and ctx.on_cpu:
             src = (defines(**sizes) + epilogue + cl_source("matmul.cl")
                    + cl_source("matmul_gemv_cpu.cl"))

@@ -19,10 +19,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..errors import CustomLayersError
 from ..graph.graph import Graph, Node
 from ..jit.launch import FusedEpilogue
 from ..jit.layer import LayerImpl
+from ..ops import get_op
 from ..ops.affine import ChannelAffine
+from ..ops.matmul import ROW_SOFTMAX_MAX
 
 _ELTWISE = {"Add": "add", "Multiply": "mul"}
 
@@ -36,6 +39,8 @@ class Epilogue:
     # id, port), computed before the layer runs
     residual: tuple[str, int] | None = None
     pre_relu: bool = False       # a ReLU between the per-channel steps and the residual Add
+    # "softmax" | "logsoftmax": the SoftMax/LogSoftmax of the last axis that ends the chain
+    row_softmax: str = ""
 
     @property
     def has_scale(self) -> bool:
@@ -45,14 +50,14 @@ class Epilogue:
     def label(self) -> str:
         parts = (["scale"] if self.has_scale else []) + (["bias"] if self.steps else []) + \
             (["relu"] if self.pre_relu else []) + (["residual"] if self.residual else []) + \
-            (["relu"] if self.relu else [])
+            (["relu"] if self.relu else []) + ([self.row_softmax] if self.row_softmax else [])
         return "+".join(parts)
 
     def fused(self) -> FusedEpilogue:
         """What the layer that absorbs the chain is told (its bias is folded to one input)."""
         return FusedEpilogue(bias=bool(self.steps), relu=self.relu,
                              residual=self.residual is not None, pre_relu=self.pre_relu,
-                             label=self.label)
+                             row_softmax=self.row_softmax, label=self.label)
 
     def scale_and_bias(self, channels: int) -> tuple[np.ndarray, np.ndarray]:
         """The chain as out = v * scale + bias per channel (float64 while folding)."""
@@ -115,11 +120,13 @@ def _per_channel_const(graph: Graph, node: Node, producer_id: str, channels: int
 
 
 def plan_fusions(graph: Graph, order: list[Node], fusable: set[str], is_custom,
-                 scale_folding: set[str] | None = None) -> dict[str, Epilogue]:
+                 scale_folding: set[str] | None = None,
+                 row_softmax: set[str] = frozenset()) -> dict[str, Epilogue]:
     """node id -> Epilogue for every built-in node of a type in `fusable` that can absorb the
     per-channel Multiply/Add layers, a residual Add and the ReLU after it. A Multiply is folded
     only for types in `scale_folding` whose weights (input 1) are a constant, since the scale is
-    folded into them (None: every type in `fusable`)."""
+    folded into them (None: every type in `fusable`). Types in `row_softmax` also take the
+    SoftMax or LogSoftmax of the last axis that ends the chain (a classifier's head)."""
     scale_folding = fusable if scale_folding is None else scale_folding
     plans: dict[str, Epilogue] = {}
     position = {n.id: i for i, n in enumerate(order)}
@@ -134,6 +141,12 @@ def plan_fusions(graph: Graph, order: list[Node], fusable: set[str], is_custom,
         ep = Epilogue()
         _extend_chain(graph, node, shape[1], ep, is_custom, allow_scale=weights_const,
                       residual_before=position[node.id], position=position)
+        if node.type in row_softmax:
+            last = graph.nodes[ep.absorbed[-1]] if ep.absorbed else node
+            kind = _last_axis_softmax(graph, last, is_custom)
+            if kind:
+                ep.row_softmax = kind
+                ep.absorbed.append(_sole_consumer(graph, last).id)
         if ep.absorbed:
             plans[node.id] = ep
     return plans
@@ -175,6 +188,26 @@ def _extend_chain(graph: Graph, last: Node, channels: int, ep: Epilogue, is_cust
     if nxt is not None and _is_plain_relu(nxt, is_custom):
         ep.relu = True
         ep.absorbed.append(nxt.id)
+
+
+def _last_axis_softmax(graph: Graph, last: Node, is_custom) -> str:
+    """"softmax" or "logsoftmax" when the sole consumer of `last` is a built-in SoftMax or
+    LogSoftmax of the last axis of an f32 tensor of rank 2 or more whose rows have at most
+    ROW_SOFTMAX_MAX values; else ""."""
+    nxt = _sole_consumer(graph, last)
+    if nxt is None or nxt.type not in ("SoftMax", "LogSoftmax") or is_custom(nxt):
+        return ""
+    shape = nxt.outputs[0].shape if nxt.outputs else None
+    if not shape or len(shape) < 2 or None in shape or shape[-1] > ROW_SOFTMAX_MAX or \
+            nxt.outputs[0].dtype not in (None, "f32"):
+        return ""
+    try:                                # the op's own reading of its axis (default, opset)
+        axis = get_op(nxt.type).parse_attributes(nxt.attrs, nxt.name)["axis"]
+    except CustomLayersError:
+        return ""                       # a bad attribute: the layer itself will say so
+    if axis not in (len(shape) - 1, -1):
+        return ""
+    return nxt.type.lower()
 
 
 def _is_plain_relu(node: Node, is_custom) -> bool:
@@ -258,7 +291,9 @@ def plan_network_fusion(graph: Graph, order: list[Node], impls: dict[str, LayerI
                if n.id in impls and impls[n.id].accepts_epilogue and not is_custom(n)}
     scale_folding = {impls[n.id].type for n in order
                      if n.id in impls and impls[n.id].folds_scale and not is_custom(n)}
-    epilogues = plan_fusions(graph, order, fusable, is_custom, scale_folding)
+    row_softmax = {impls[n.id].type for n in order
+                   if n.id in impls and impls[n.id].accepts_row_softmax and not is_custom(n)}
+    epilogues = plan_fusions(graph, order, fusable, is_custom, scale_folding, row_softmax)
     absorbed = {nid: owner for owner, ep in epilogues.items() for nid in ep.absorbed}
     chains = plan_affine_chains(graph, order, is_custom, set(absorbed))
     absorbed.update({nid: head for head, ch in chains.items() for nid in ch.epilogue.absorbed})

@@ -301,13 +301,14 @@ def _last_step_head(tmp_path, batch, index, extra_output=False, axis=2):
 
 @pytest.mark.parametrize("batch,index", [(1, -1), (3, 29), (4, 7)])
 def test_last_step_gather_is_read_by_the_matmul(tmp_path, test_device, batch, index):
-    """The Gather is no launch of its own: the MatMul reads element `index` of x's last axis
-    (batch 1: the matrix-vector kernel; more: the tiled GEMM)."""
+    """The Gather is no launch of its own: the MatMul reads element `index` of x's last axis;
+    and the LogSoftmax is applied to each row of the MatMul's output in the same kernel: the
+    whole head is one launch."""
     from customlayers.runtime.device import Engine
     from customlayers.runtime.network import Network
     model, x, want = _last_step_head(tmp_path, batch, index)
     net = Network(model, engine=Engine(test_device))
-    assert [s.type for s in net.plan.steps] == ["MatMul+bias", "LogSoftmax"]
+    assert [s.type for s in net.plan.steps] == ["MatMul+bias+logsoftmax"]
     assert any(m.startswith("folded Gather") for m in net.messages)
     np.testing.assert_allclose(net.infer({"x": x})["y"], want, rtol=1e-5, atol=1e-5)
 
@@ -319,9 +320,59 @@ def test_gather_read_elsewhere_or_of_another_axis_is_kept(tmp_path, test_device,
     from customlayers.runtime.network import Network
     model, x, want = _last_step_head(tmp_path, 2, 3, extra_output, axis)
     net = Network(model, engine=Engine(test_device))
-    assert "Gather" in [s.type for s in net.plan.steps]
+    assert [s.type for s in net.plan.steps] == ["Gather", "MatMul+bias+logsoftmax"]
     assert not any(m.startswith("folded Gather") for m in net.messages)
     got = net.infer({"x": x})
     np.testing.assert_allclose(got["y"], want, rtol=1e-5, atol=1e-5)
     if extra_output:
         np.testing.assert_array_equal(got["last"], np.take(x, 3, axis=axis))
+
+
+def _linear_then(tmp_path, kind, axis, relu=False, rows=(15,)):
+    """x rows x 300 -> MatMul (300 x 200, so a row spans several passes of a work-group) + bias
+    (+ ReLU) -> Softmax or LogSoftmax of `axis`."""
+    pytest.importorskip("onnx")
+    from onnx import TensorProto, helper, numpy_helper
+    rng = np.random.default_rng(17)
+    w = (rng.standard_normal((300, 200)) * 0.1).astype(np.float32)
+    b = rng.standard_normal((200,)).astype(np.float32)
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["mm"]),
+             helper.make_node("Add", ["mm", "b"], ["fc"])]
+    if relu:
+        nodes.append(helper.make_node("Relu", ["fc"], ["fr"]))
+    nodes.append(helper.make_node(kind, ["fr" if relu else "fc"], ["y"], axis=axis))
+    model = _onnx_model(tmp_path, nodes,
+                        [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(rows) + [300])],
+                        [helper.make_tensor_value_info("y", TensorProto.FLOAT, list(rows) + [200])],
+                        [numpy_helper.from_array(w, "w"), numpy_helper.from_array(b, "b")],
+                        f"{kind}{axis}")
+    x = rng.standard_normal(tuple(rows) + (300,)).astype(np.float32)
+    fc = x.astype(np.float64) @ w + b
+    fc = np.maximum(fc, 0) if relu else fc
+    shifted = fc - fc.max(axis=axis, keepdims=True)
+    logsum = np.log(np.exp(shifted).sum(axis=axis, keepdims=True))
+    want = shifted - logsum if kind == "LogSoftmax" else np.exp(shifted - logsum)
+    return model, x, want
+
+
+@pytest.mark.parametrize("kind,relu", [("LogSoftmax", False), ("Softmax", False),
+                                       ("Softmax", True)])
+def test_softmax_of_the_last_axis_runs_in_the_matmul(tmp_path, test_device, kind, relu):
+    """A classifier's head (Linear, bias, (ReLU,) Softmax or LogSoftmax) is one kernel, over a
+    batch of 15 rows of 200 classes, against float64 numpy."""
+    from customlayers.runtime.device import Engine
+    from customlayers.runtime.network import Network
+    model, x, want = _linear_then(tmp_path, kind, -1, relu)
+    net = Network(model, engine=Engine(test_device))
+    fused = "MatMul+bias" + ("+relu" if relu else "") + "+" + kind.lower()
+    assert [s.type for s in net.plan.steps] == [fused]
+    np.testing.assert_allclose(net.infer({"x": x})["y"], want, rtol=1e-5, atol=1e-6)
+
+
+def test_softmax_of_another_axis_stays_a_layer(tmp_path, test_device):
+    from customlayers.runtime.device import Engine
+    from customlayers.runtime.network import Network
+    model, x, want = _linear_then(tmp_path, "Softmax", 0)     # across the rows
+    net = Network(model, engine=Engine(test_device))
+    assert [s.type for s in net.plan.steps] == ["MatMul+bias", "SoftMax"]
+    np.testing.assert_allclose(net.infer({"x": x})["y"], want, rtol=1e-5, atol=1e-6)

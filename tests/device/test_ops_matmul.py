@@ -136,3 +136,26 @@ def test_a_picked_from_a_longer_last_axis(cl_env, device, ashape, bshape, tb):
     out, launches = run_op(cl_env, {"transpose_b": str(tb).lower(), PICK: "4"}, arrays, ctx)
     assert out.shape == ref.shape
     np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("device", ["CPU", "GPU"])
+@pytest.mark.parametrize("kind", ["softmax", "logsoftmax"])
+@pytest.mark.parametrize("ashape,bshape,tb", [((7, 40), (200, 40), True),    # rows of 200
+                                              ((1, 40), (40, 10), False)])   # the TCN's head
+def test_row_softmax_fused_into_the_matmul(cl_env, device, kind, ashape, bshape, tb):
+    """matmul_softmax.cl: MatMul + bias + ReLU, then each row's SoftMax or LogSoftmax of the last
+    axis, one work-group per row on a GPU (a row of 200 takes 4 passes of 64 items) and one work
+    item per row on a CPU, against float64 numpy."""
+    rng = np.random.default_rng(12)
+    a = rng.standard_normal(ashape).astype(np.float32)
+    b = (rng.standard_normal(bshape) * 0.3).astype(np.float32)
+    bias = rng.standard_normal(bshape[0] if tb else bshape[1]).astype(np.float32)
+    fc = np.maximum(reference(a, b, False, tb) + bias, 0)
+    shifted = fc - fc.max(axis=-1, keepdims=True)
+    logsum = np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
+    want = shifted - logsum if kind == "logsoftmax" else np.exp(shifted - logsum)
+    ctx = CompileContext(DeviceTraits(device, compute_units=2, max_work_group_size=256),
+                         FusedEpilogue(bias=True, relu=True, row_softmax=kind))
+    out, launches = run_op(cl_env, {"transpose_b": str(tb).lower()}, [a, b, bias], ctx)
+    assert [l.entry for l in launches] == ["matmul_softmax"]
+    np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-6)

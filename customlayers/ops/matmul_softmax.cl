@@ -1,0 +1,56 @@
+/* MatMul whose rows end in a SoftMax or LogSoftmax of the last axis (a classifier's head:
+ * Linear, bias, (Log)Softmax, one launch where there were two; runtime/fusion.py decides).
+ *
+ * One work-group of WG items per output row (batch, m): each item computes the row's outputs
+ * n = t, t + WG, ... (the K terms in order, then the epilogue: bias, ReLU, residual) into
+ * __local memory; then the row's max and sum are tree reductions in __local memory and the
+ * outputs are written, as softmax.cl's ROW_PER_GROUP does with the same steps.
+ * NDRange: (BATCHES * M * WG), local (WG). Needs matmul.cl's defines and macros (without
+ * gemm.cl), the epilogue's, WG (a power of two) and LOG_SOFTMAX.
+ */
+#if LOG_SOFTMAX
+#define ROW_OUTPUT(x, m, inv, logsum) (((x) - (m)) - (logsum))
+#else
+#define ROW_OUTPUT(x, m, inv, logsum) (exp((x) - (m)) * (inv))
+#endif
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void matmul_softmax(GEMM_ARGS)
+{
+    __local float row_values[N];
+    __local float scratch[WG];
+    const int t = get_local_id(0);
+    const int batch = get_group_id(0) / M, m = get_group_id(0) % M;
+
+    float mx = -INFINITY;
+    for (int n = t; n < N; n += WG) {
+        float acc = 0.0f;
+        for (int k = 0; k < K; ++k)
+            acc = mad(A_AT(batch, m, k), B_AT(batch, k, n), acc);
+        const float v = EPILOGUE(OUT_AT(batch, m, n), CHANNEL(batch, m, n), acc);
+        row_values[n] = v;
+        mx = fmax(mx, v);
+    }
+    scratch[t] = mx;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int step = WG / 2; step > 0; step >>= 1) {
+        if (t < step)
+            scratch[t] = fmax(scratch[t], scratch[t + step]);
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    mx = scratch[0];
+    barrier(CLK_LOCAL_MEM_FENCE);
+
+    float s = 0.0f;
+    for (int n = t; n < N; n += WG)
+        s += exp(row_values[n] - mx);
+    scratch[t] = s;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int step = WG / 2; step > 0; step >>= 1) {
+        if (t < step)
+            scratch[t] += scratch[t + step];
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    const float inv = 1.0f / scratch[0], logsum = log(scratch[0]);
+    for (int n = t; n < N; n += WG)
+        out[OUT_AT(batch, m, n)] = ROW_OUTPUT(row_values[n], mx, inv, logsum);
+}
