@@ -229,7 +229,8 @@ class _ConvBase(NamedOp):
                 local = (lx, ly, 1)
                 glob = (-(-glob[0] // lx) * lx, -(-glob[1] // ly) * ly, glob[2])
             return [KernelLaunch(
-                source=defines(**sizes) + epilogue + cl_source("conv_direct.cl"),
+                source=defines(**sizes) + epilogue + cl_source("conv_window.cl")
+                + cl_source("conv_direct.cl"),
                 entry="conv_direct", args=args, global_size=glob, local_size=local,
                 label=f"conv{g['RANK']}d_{shape}_{variant}")]
         split = _SPLIT_NAME.fullmatch(variant)
@@ -240,7 +241,7 @@ class _ConvBase(NamedOp):
             cs = int(split.group(1))
             return [KernelLaunch(
                 source=defines(**sizes, CS=cs, LX=_SPLIT_GROUP_X) + epilogue
-                + cl_source("conv_direct_split.cl"),
+                + cl_source("conv_window.cl") + cl_source("conv_direct_split.cl"),
                 entry="conv_direct_split", args=args,
                 global_size=(-(-g["OW"] // _SPLIT_GROUP_X) * _SPLIT_GROUP_X, g["OH"] * cs,
                              g["NB"] * g["O"]),

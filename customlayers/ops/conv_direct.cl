@@ -1,7 +1,7 @@
 /* Direct convolution: one work item per output element, the window read from global memory.
  * Used where the GEMM view is too thin to tile (depthwise: one output channel per group), where
  * the work is memory-bound anyway.
- * NDRange: (OW, OH, N * O). Needs the same defines as conv_gemm.cl.
+ * NDRange: (OW, OH, N * O). Needs the same defines as conv_gemm.cl, and conv_window.cl.
  */
 #ifndef IN_CHANNEL    /* a folded ShuffleChannels defines the plane read for channel c */
 #define IN_CHANNEL(c) (c)
@@ -21,20 +21,8 @@ __kernel void conv_direct(__global const float* restrict input,
     /* unrolled over channels too, so that the compiler can issue several channels' reads at
        once: a small batch leaves a GPU idle, and each item's chain of reads is its time */
     #pragma unroll 5
-    for (int c = 0; c < CG; ++c) {
-        #pragma unroll
-        for (int ky = 0; ky < KH; ++ky) {
-            const int iy = iy0 + ky * DY;
-            if ((uint)iy >= (uint)IH)
-                continue;
-            #pragma unroll
-            for (int kx = 0; kx < KW; ++kx) {
-                const int ix = ix0 + kx * DX;
-                if ((uint)ix < (uint)IW)
-                    acc = mad(in[(c * IH + iy) * IW + ix], w[(c * KH + ky) * KW + kx], acc);
-            }
-        }
-    }
+    for (int c = 0; c < CG; ++c)
+        acc = conv_window(in, w, c, iy0, ix0, acc);
     const int at = (z * OH + oy) * OW + ox;
     output[at] = EPILOGUE(at, o, acc);
 }

@@ -10,7 +10,7 @@
  * The sum order differs from conv_direct.cl's (CS partial chains, then their sum): the two
  * agree to fp32 rounding, not bit for bit.
  * NDRange: (OW rounded up to LX, OH * CS, N * O); local (LX, CS, 1). Needs the defines of
- * conv_direct.cl, and CS, LX; the fused epilogue is conv_epilogue.cl's.
+ * conv_direct.cl (conv_window.cl included), and CS, LX; the fused epilogue is conv_epilogue.cl's.
  */
 #ifndef IN_CHANNEL
 #define IN_CHANNEL(c) (c)
@@ -36,18 +36,7 @@ void conv_direct_split(__global const float* restrict input,
             const int c = slice + round * CS;
             if (c >= CG)
                 break;
-            #pragma unroll
-            for (int ky = 0; ky < KH; ++ky) {
-                const int iy = iy0 + ky * DY;
-                if ((uint)iy >= (uint)IH)
-                    continue;
-                #pragma unroll
-                for (int kx = 0; kx < KW; ++kx) {
-                    const int ix = ix0 + kx * DX;
-                    if ((uint)ix < (uint)IW)
-                        acc = mad(in[(c * IH + iy) * IW + ix], w[(c * KH + ky) * KW + kx], acc);
-                }
-            }
+            acc = conv_window(in, w, c, iy0, ix0, acc);
         }
     }
     partial[slice][tx] = acc;

@@ -75,6 +75,23 @@
 #define B_TILE_K(e) ((e) % TK)
 #endif
 
+/* This work item's share of the A and B tiles of the k step at k_from, into a_next and b_next
+   (registers); the kernel's own variables name the tile and the K slice. */
+#define LOAD_TILES(k_from) do { \
+    _Pragma("unroll") \
+    for (int l = 0; l < A_LOADS; ++l) { \
+        const int e = tid + l * NTHREADS; \
+        const int m = m0 + A_TILE_M(e), k = (k_from) + A_TILE_K(e); \
+        a_next[l] = (e < TM * TK && m < M && k < k_end) ? A_AT(batch, m, k) : 0.0f; \
+    } \
+    _Pragma("unroll") \
+    for (int l = 0; l < B_LOADS; ++l) { \
+        const int e = tid + l * NTHREADS; \
+        const int n = n0 + B_TILE_N(e), k = (k_from) + B_TILE_K(e); \
+        b_next[l] = (e < TN * TK && n < N && k < k_end) ? B_AT(batch, k, n) : 0.0f; \
+    } \
+} while (0)
+
 __kernel __attribute__((reqd_work_group_size(LX, LY, 1)))
 void gemm_tiled(GEMM_KERNEL_ARGS)
 {
@@ -106,18 +123,7 @@ void gemm_tiled(GEMM_KERNEL_ARGS)
     /* the next k step's values wait in registers while this one's are multiplied: their global
        latency hides behind the mads (one __local buffer, two barriers per step) */
     float a_next[A_LOADS], b_next[B_LOADS];
-    #pragma unroll
-    for (int l = 0; l < A_LOADS; ++l) {
-        const int e = tid + l * NTHREADS;
-        const int m = m0 + A_TILE_M(e), k = k_begin + A_TILE_K(e);
-        a_next[l] = (e < TM * TK && m < M && k < k_end) ? A_AT(batch, m, k) : 0.0f;
-    }
-    #pragma unroll
-    for (int l = 0; l < B_LOADS; ++l) {
-        const int e = tid + l * NTHREADS;
-        const int n = n0 + B_TILE_N(e), k = k_begin + B_TILE_K(e);
-        b_next[l] = (e < TN * TK && n < N && k < k_end) ? B_AT(batch, k, n) : 0.0f;
-    }
+    LOAD_TILES(k_begin);
 
     for (int k0 = k_begin; k0 < k_end; k0 += TK) {
         #pragma unroll
@@ -134,21 +140,8 @@ void gemm_tiled(GEMM_KERNEL_ARGS)
         }
         barrier(CLK_LOCAL_MEM_FENCE);
 
-        const int k1 = k0 + TK;
-        if (k1 < k_end) {
-            #pragma unroll
-            for (int l = 0; l < A_LOADS; ++l) {
-                const int e = tid + l * NTHREADS;
-                const int m = m0 + A_TILE_M(e), k = k1 + A_TILE_K(e);
-                a_next[l] = (e < TM * TK && m < M && k < k_end) ? A_AT(batch, m, k) : 0.0f;
-            }
-            #pragma unroll
-            for (int l = 0; l < B_LOADS; ++l) {
-                const int e = tid + l * NTHREADS;
-                const int n = n0 + B_TILE_N(e), k = k1 + B_TILE_K(e);
-                b_next[l] = (e < TN * TK && n < N && k < k_end) ? B_AT(batch, k, n) : 0.0f;
-            }
-        }
+        if (k0 + TK < k_end)
+            LOAD_TILES(k0 + TK);
 
         #pragma unroll
         for (int kk = 0; kk < TK; ++kk) {

@@ -124,7 +124,8 @@ class MatMul(NamedOp):
                                        f"into an output of shape {list(out)}")
             wg = _SOFTMAX_WG_CPU if ctx.on_cpu else _SOFTMAX_WG_GPU
             src = (defines(**sizes, WG=wg, LOG_SOFTMAX=int(ep.row_softmax == "logsoftmax"))
-                   + epilogue + cl_source("matmul.cl") + cl_source("matmul_softmax.cl"))
+                   + epilogue + cl_source("matmul.cl") + cl_source("group_reduce.cl")
+                   + cl_source("matmul_softmax.cl"))
             return [KernelLaunch(source=src, entry="matmul_softmax", args=args,
                                  global_size=(batches * m * wg,), local_size=(wg,),
                                  label=f"{label}_{ep.row_softmax}")]

@@ -3,10 +3,10 @@
  *
  * One work-group of WG items per output row (batch, m): each item computes the row's outputs
  * n = t, t + WG, ... (the K terms in order, then the epilogue: bias, ReLU, residual) into
- * __local memory; then the row's max and sum are tree reductions in __local memory and the
+ * __local memory; then the row's max and sum are group_reduce.cl's tree reductions and the
  * outputs are written, as softmax.cl's ROW_PER_GROUP does with the same steps.
  * NDRange: (BATCHES * M * WG), local (WG). Needs matmul.cl's defines and macros (without
- * gemm.cl), the epilogue's, WG (a power of two) and LOG_SOFTMAX.
+ * gemm.cl), the epilogue's, group_reduce.cl, WG (a power of two) and LOG_SOFTMAX.
  */
 #if LOG_SOFTMAX
 #define ROW_OUTPUT(x, m, inv, logsum) (((x) - (m)) - (logsum))
@@ -30,27 +30,13 @@ void matmul_softmax(GEMM_ARGS)
         row_values[n] = v;
         mx = fmax(mx, v);
     }
-    scratch[t] = mx;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (int step = WG / 2; step > 0; step >>= 1) {
-        if (t < step)
-            scratch[t] = fmax(scratch[t], scratch[t + step]);
-        barrier(CLK_LOCAL_MEM_FENCE);
-    }
-    mx = scratch[0];
-    barrier(CLK_LOCAL_MEM_FENCE);
+    mx = group_max(scratch, mx);
 
     float s = 0.0f;
     for (int n = t; n < N; n += WG)
         s += exp(row_values[n] - mx);
-    scratch[t] = s;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (int step = WG / 2; step > 0; step >>= 1) {
-        if (t < step)
-            scratch[t] += scratch[t + step];
-        barrier(CLK_LOCAL_MEM_FENCE);
-    }
-    const float inv = 1.0f / scratch[0], logsum = log(scratch[0]);
+    s = group_sum(scratch, s);
+    const float inv = 1.0f / s, logsum = log(s);
     for (int n = t; n < N; n += WG)
         out[OUT_AT(batch, m, n)] = ROW_OUTPUT(row_values[n], mx, inv, logsum);
 }

@@ -1,7 +1,8 @@
 /* SoftMax over one axis of a tensor viewed as [OUTER, L, INNER].
  *
  * ROW_PER_GROUP (INNER == 1: the classifier's [N, classes]): one work-group of WG items per row;
- * the max and the sum are tree reductions in __local memory. NDRange: (OUTER * WG).
+ * the max and the sum are tree reductions in __local memory (group_reduce.cl, included before
+ * this file). NDRange: (OUTER * WG).
  * Otherwise one work item per (outer, inner) walks its row; neighbouring items take
  * neighbouring inner positions, so reads coalesce. NDRange: (OUTER * INNER).
  * Subtracting the row's max keeps exp() from overflowing.
@@ -26,27 +27,13 @@ void softmax(__global const float* restrict input, __global float* restrict outp
     float m = -INFINITY;
     for (int i = t; i < L; i += WG)
         m = fmax(m, in[i]);
-    scratch[t] = m;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (int step = WG / 2; step > 0; step >>= 1) {
-        if (t < step)
-            scratch[t] = fmax(scratch[t], scratch[t + step]);
-        barrier(CLK_LOCAL_MEM_FENCE);
-    }
-    m = scratch[0];
-    barrier(CLK_LOCAL_MEM_FENCE);
+    m = group_max(scratch, m);
 
     float s = 0.0f;
     for (int i = t; i < L; i += WG)
         s += exp(in[i] - m);
-    scratch[t] = s;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (int step = WG / 2; step > 0; step >>= 1) {
-        if (t < step)
-            scratch[t] += scratch[t + step];
-        barrier(CLK_LOCAL_MEM_FENCE);
-    }
-    const float inv = 1.0f / scratch[0], logsum = log(scratch[0]);
+    s = group_sum(scratch, s);
+    const float inv = 1.0f / s, logsum = log(s);
     for (int i = t; i < L; i += WG)
         out[i] = OUTPUT(in[i], m, inv, logsum);
 }

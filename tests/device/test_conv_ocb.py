@@ -53,7 +53,7 @@ def _listed(xs, ws, raw, device=GPU):
                               CompileContext(device))
 
 
-def _run(cl_env, raw, arrays, variant, epilogue=None):
+def _run(cl_env, raw, arrays, variant, epilogue=None, device=GPU):
     """(output, launches) of the convolution under `variant`, weights constant."""
     x, w = arrays[:2]
     op = _op(w.shape, x.ndim - 2)
@@ -61,7 +61,7 @@ def _run(cl_env, raw, arrays, variant, epilogue=None):
     descs = [TensorDesc(a.shape) for a in arrays]
     out = [TensorDesc(s) for s, _ in op.infer_shapes(parsed, descs[:2], {})]
     launches = op.launches(parsed, descs, out, {1: w},
-                           CompileContext(GPU, epilogue=epilogue, variant=variant))
+                           CompileContext(device, epilogue=epilogue, variant=variant))
     return run_launches(cl_env, launches, arrays, descs, out)[0], launches
 
 

@@ -15,25 +15,16 @@ import numpy as np
 import pytest
 
 from customlayers.errors import BindingError
-from customlayers.jit.launch import CompileContext, DeviceTraits, FusedEpilogue
-from customlayers.jit.tensor import TensorDesc
-from launch_runner import run_launches
-from test_conv_ocb import CPU, MAX_ERROR, _attrs, _listed, _op, _reference, _scale
+from customlayers.jit.launch import DeviceTraits, FusedEpilogue
+from test_conv_ocb import CPU, MAX_ERROR, _attrs, _listed, _reference, _run as _run_on, _scale
 
 # an H100's compute units: the TCN's layer at batch 1 (19600 outputs) leaves it mostly idle
 H100 = DeviceTraits("GPU", compute_units=132, max_work_group_size=1024)
 
 
 def _run(cl_env, raw, arrays, variant, epilogue=None):
-    """(output, launches) of the convolution under `variant` on H100 traits."""
-    x, w = arrays[:2]
-    op = _op(w.shape, x.ndim - 2)
-    parsed = op.parse_attributes(raw, "layer")
-    descs = [TensorDesc(a.shape) for a in arrays]
-    out = [TensorDesc(s) for s, _ in op.infer_shapes(parsed, descs[:2], {})]
-    launches = op.launches(parsed, descs, out, {1: w},
-                           CompileContext(H100, epilogue=epilogue, variant=variant))
-    return run_launches(cl_env, launches, arrays, descs, out)[0], launches
+    return _run_on(cl_env, raw, arrays, variant, epilogue, device=H100)
+
 
 TCN_B1 = ((1, 25, 784), (25, 25, 7), _attrs(1, dilations=(8,), pb=(48,), pe=(0,)))
 CASES = [
