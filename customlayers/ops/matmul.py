@@ -23,6 +23,10 @@ _GEMV_WG = 64  # work items per output row in the transposed-B matrix-vector ker
 PICK = "customlayers.a_pick_last"
 # a fused row SoftMax (matmul_softmax.cl) keeps the row in __local memory: 16 KiB at most
 ROW_SOFTMAX_MAX = 4096
+# ... and computes a row with one work-group (a CPU: one work item): only for a small head (the
+# TCN's 25 x 10), where one launch fewer pays; a large one (VGG's 4096 x 1000) keeps the
+# matrix-vector kernel, which spreads a row over the whole device
+ROW_SOFTMAX_MAX_WEIGHTS = 1 << 16
 # work items per row of the fused SoftMax: a GPU shares each row among a group; a CPU device
 # runs each row in one work item (the work-group's tree of barriers is what it emulates worst)
 _SOFTMAX_WG_GPU, _SOFTMAX_WG_CPU = 64, 1

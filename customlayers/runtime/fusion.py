@@ -25,7 +25,7 @@ from ..jit.launch import FusedEpilogue
 from ..jit.layer import LayerImpl
 from ..ops import get_op
 from ..ops.affine import ChannelAffine
-from ..ops.matmul import ROW_SOFTMAX_MAX
+from ..ops.matmul import ROW_SOFTMAX_MAX, ROW_SOFTMAX_MAX_WEIGHTS
 
 _ELTWISE = {"Add": "add", "Multiply": "mul"}
 
@@ -141,7 +141,7 @@ def plan_fusions(graph: Graph, order: list[Node], fusable: set[str], is_custom,
         ep = Epilogue()
         _extend_chain(graph, node, shape[1], ep, is_custom, allow_scale=weights_const,
                       residual_before=position[node.id], position=position)
-        if node.type in row_softmax:
+        if node.type in row_softmax and _small_matrix(node):
             last = graph.nodes[ep.absorbed[-1]] if ep.absorbed else node
             kind = _last_axis_softmax(graph, last, is_custom)
             if kind:
@@ -188,6 +188,18 @@ def _extend_chain(graph: Graph, last: Node, channels: int, ep: Epilogue, is_cust
     if nxt is not None and _is_plain_relu(nxt, is_custom):
         ep.relu = True
         ep.absorbed.append(nxt.id)
+
+
+def _small_matrix(node: Node) -> bool:
+    """The layer's second input (a MatMul's B) has at most ROW_SOFTMAX_MAX_WEIGHTS values in its
+    last two axes: one work-group can compute a row of the output."""
+    shape = node.inputs[1].shape if len(node.inputs) > 1 else None
+    if not shape or None in shape:
+        return False
+    size = 1
+    for d in shape[-2:]:
+        size *= d
+    return size <= ROW_SOFTMAX_MAX_WEIGHTS
 
 
 def _last_axis_softmax(graph: Graph, last: Node, is_custom) -> str:

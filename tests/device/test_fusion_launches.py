@@ -328,14 +328,14 @@ def test_gather_read_elsewhere_or_of_another_axis_is_kept(tmp_path, test_device,
         np.testing.assert_array_equal(got["last"], np.take(x, 3, axis=axis))
 
 
-def _linear_then(tmp_path, kind, axis, relu=False, rows=(15,)):
-    """x rows x 300 -> MatMul (300 x 200, so a row spans several passes of a work-group) + bias
-    (+ ReLU) -> Softmax or LogSoftmax of `axis`."""
+def _linear_then(tmp_path, kind, axis, relu=False, rows=(15,), width=200):
+    """x rows x 300 -> MatMul (300 x width: 200 makes a row span several passes of a
+    work-group) + bias (+ ReLU) -> Softmax or LogSoftmax of `axis`."""
     pytest.importorskip("onnx")
     from onnx import TensorProto, helper, numpy_helper
     rng = np.random.default_rng(17)
-    w = (rng.standard_normal((300, 200)) * 0.1).astype(np.float32)
-    b = rng.standard_normal((200,)).astype(np.float32)
+    w = (rng.standard_normal((300, width)) * 0.1).astype(np.float32)
+    b = rng.standard_normal((width,)).astype(np.float32)
     nodes = [helper.make_node("MatMul", ["x", "w"], ["mm"]),
              helper.make_node("Add", ["mm", "b"], ["fc"])]
     if relu:
@@ -343,7 +343,8 @@ def _linear_then(tmp_path, kind, axis, relu=False, rows=(15,)):
     nodes.append(helper.make_node(kind, ["fr" if relu else "fc"], ["y"], axis=axis))
     model = _onnx_model(tmp_path, nodes,
                         [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(rows) + [300])],
-                        [helper.make_tensor_value_info("y", TensorProto.FLOAT, list(rows) + [200])],
+                        [helper.make_tensor_value_info("y", TensorProto.FLOAT,
+                                                       list(rows) + [width])],
                         [numpy_helper.from_array(w, "w"), numpy_helper.from_array(b, "b")],
                         f"{kind}{axis}")
     x = rng.standard_normal(tuple(rows) + (300,)).astype(np.float32)
@@ -373,6 +374,17 @@ def test_softmax_of_another_axis_stays_a_layer(tmp_path, test_device):
     from customlayers.runtime.device import Engine
     from customlayers.runtime.network import Network
     model, x, want = _linear_then(tmp_path, "Softmax", 0)     # across the rows
+    net = Network(model, engine=Engine(test_device))
+    assert [s.type for s in net.plan.steps] == ["MatMul+bias", "SoftMax"]
+    np.testing.assert_allclose(net.infer({"x": x})["y"], want, rtol=1e-5, atol=1e-6)
+
+
+def test_a_large_head_keeps_its_softmax_apart(tmp_path, test_device):
+    """300 x 300 weights (over ops/matmul.py's ROW_SOFTMAX_MAX_WEIGHTS): one work-group per row
+    would be slower than the matrix-vector kernel, so the SoftMax stays a layer."""
+    from customlayers.runtime.device import Engine
+    from customlayers.runtime.network import Network
+    model, x, want = _linear_then(tmp_path, "Softmax", -1, width=300)
     net = Network(model, engine=Engine(test_device))
     assert [s.type for s in net.plan.steps] == ["MatMul+bias", "SoftMax"]
     np.testing.assert_allclose(net.infer({"x": x})["y"], want, rtol=1e-5, atol=1e-6)
