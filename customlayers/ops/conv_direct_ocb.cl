@@ -11,7 +11,8 @@
  *
  * Each output sums its terms in conv_direct.cl's order (c, then ky, then kx, one fp32 chain):
  * the two kernels agree to rounding. A term outside the image adds 0 * w, which leaves the
- * chain as it is.
+ * chain as it is for finite weights (conv_direct.cl skips the tap: an inf or NaN weight at a
+ * padded tap gives NaN here and not there, and a sum of -0 may come out +0).
  * NDRange: (ceil(OW / PXB) rounded up to LX, OH, N * G * ceil(OG / OCB)); local (LX, 1, 1).
  * Needs the defines of conv_direct.cl, and OCB (a multiple of 4), PXB, LX. The fused epilogue
  * is conv_epilogue.cl's.

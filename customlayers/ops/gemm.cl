@@ -45,8 +45,9 @@
  * warp's stores and __local reads stay contiguous. */
 #define FM (RM % 4 == 0 ? 4 : 1)
 #define FN (RN % 4 == 0 ? 4 : 1)
-/* +4 floats per k row: the tile stores walk k fastest for some layouts, and a row stride of a
-   power of two would put all of a warp's stores in one bank; 4 keeps float4 reads aligned */
+/* +4 floats per k row: the tile stores walk k fastest for some layouts, where a row stride of a
+   power of two would put all of a warp's stores in one bank (+4 leaves at most 2 to a bank,
+   once per k step), and 4 keeps the float4 reads aligned */
 #define A_ROW (TM + 4)
 #define B_ROW (TN + 4)
 /* global values each work item carries into __local memory per k step */

@@ -19,7 +19,8 @@ from ..jit.launch import Arg, DEFAULT_CONTEXT, FusedEpilogue, KernelLaunch
 
 _GEMV_WG = 64  # work items per output row in the transposed-B matrix-vector kernel
 # a folded Gather (runtime/pick_folding.py): input 0 has one more trailing axis, and A is its
-# element PICK along it (-1: no fold, A is input 0 as it is)
+# element PICK along it, the Gather's index as written (negative: from the end, counted in the
+# length input 0 really has); "" (no fold): A is input 0 as it is
 PICK = "customlayers.a_pick_last"
 # a fused row SoftMax (matmul_softmax.cl) keeps the row in __local memory: 16 KiB at most
 ROW_SOFTMAX_MAX = 4096
@@ -27,6 +28,9 @@ ROW_SOFTMAX_MAX = 4096
 # TCN's 25 x 10), where one launch fewer pays; a large one (VGG's 4096 x 1000) keeps the
 # matrix-vector kernel, which spreads a row over the whole device
 ROW_SOFTMAX_MAX_WEIGHTS = 1 << 16
+# ... and with at most this many rows: a work-group per row re-reads B from global memory, where
+# the tiled GEMM shares it through __local memory (attention scores have thousands of rows)
+ROW_SOFTMAX_MAX_ROWS = 1024
 # work items per row of the fused SoftMax: a GPU shares each row among a group; a CPU device
 # runs each row in one work item (the work-group's tree of barriers is what it emulates worst)
 _SOFTMAX_WG_GPU, _SOFTMAX_WG_CPU = 64, 1
@@ -37,7 +41,7 @@ class MatMul(NamedOp):
     input_count = (2, 2)
     type = "MatMul"
     attributes = (Attr("transpose_a", "bool", False), Attr("transpose_b", "bool", False),
-                  Attr(PICK, "int", -1))
+                  Attr(PICK, "str", ""))
     # runtime/fusion.py may fold a following bias Add (along the output's axis 1: a Gemm's
     # bias), a residual Add and a ReLU into the store (ONNX Gemm + Relu: one kernel)
     accepts_epilogue = True
@@ -48,12 +52,16 @@ class MatMul(NamedOp):
         """The GEMM view: sizes, batch shape, per-input batch strides, output shape."""
         require_f32(self, attrs, inputs)
         a, b = tuple(inputs[0].shape), tuple(inputs[1].shape)
-        pick, step = attrs[PICK], 1
-        if pick >= 0:
-            if len(a) < 3 or attrs["transpose_a"] or not pick < a[-1]:
+        pick, step = 0, 1
+        if attrs[PICK] != "":
+            try:
+                pick = int(attrs[PICK])
+            except ValueError:
+                raise self.fail(attrs, f"{PICK}={attrs[PICK]!r} is not an index") from None
+            if len(a) < 3 or attrs["transpose_a"] or not -a[-1] <= pick < a[-1]:
                 raise self.fail(attrs, f"element {pick} of the last axis of input 0 "
                                        f"{list(a)} cannot be read as an untransposed A")
-            a, step = a[:-1], a[-1]
+            a, step, pick = a[:-1], a[-1], pick % a[-1]
         if not a or not b:
             raise self.fail(attrs, f"inputs must have rank >= 1, found {list(a)} and {list(b)}")
         ta, tb = attrs["transpose_a"], attrs["transpose_b"]
@@ -85,7 +93,7 @@ class MatMul(NamedOp):
         b_bs = (bb[1] * k * n if bb[0] > 1 else 0, k * n if bb[1] > 1 else 0)
         return dict(M=m, N=n, K=k, TRANSPOSE_A=int(ta), TRANSPOSE_B=int(tb), OB1=ob[1],
                     A_BS0=a_bs[0], A_BS1=a_bs[1], B_BS0=b_bs[0], B_BS1=b_bs[1],
-                    A_STEP=step, A_PICK=max(pick, 0)), \
+                    A_STEP=step, A_PICK=pick), \
             ob[0] * ob[1], out
 
     def infer_shapes(self, attrs, inputs, consts):
@@ -93,8 +101,8 @@ class MatMul(NamedOp):
 
     def kernel_variants(self, attrs, inputs, outputs, consts, ctx=DEFAULT_CONTEXT):
         sizes, batches, _ = self._plan(attrs, inputs)
-        if sizes["M"] == 1:
-            return ()                  # the matrix-vector kernel: one variant
+        if sizes["M"] == 1 or (ctx.epilogue is not None and ctx.epilogue.row_softmax):
+            return ()         # the matrix-vector kernel, or matmul_softmax.cl: one variant
         device = ctx.device
         return gemm_variants(sizes["M"], sizes["N"], sizes["K"], batches, target_groups(device),
                              device.max_work_group_size if device is not None else 256)
@@ -112,7 +120,7 @@ class MatMul(NamedOp):
         if ep.residual:
             args += (Arg.input(len(inputs) - 1),)
         # the epilogue's channel is the output's axis 1: which of the GEMM's indices that is
-        a_rank = len(inputs[0].shape) - (attrs[PICK] >= 0)
+        a_rank = len(inputs[0].shape) - (attrs[PICK] != "")
         b_rank = len(inputs[1].shape)
         axes = ["(batch) / OB1", "(batch) % OB1"][2 - (len(out) - (a_rank > 1) - (b_rank > 1)):] \
             + (["(m)"] if a_rank > 1 else []) + (["(n)"] if b_rank > 1 else [])

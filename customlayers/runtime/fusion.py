@@ -25,7 +25,7 @@ from ..jit.launch import FusedEpilogue
 from ..jit.layer import LayerImpl
 from ..ops import get_op
 from ..ops.affine import ChannelAffine
-from ..ops.matmul import ROW_SOFTMAX_MAX, ROW_SOFTMAX_MAX_WEIGHTS
+from ..ops.matmul import ROW_SOFTMAX_MAX, ROW_SOFTMAX_MAX_ROWS, ROW_SOFTMAX_MAX_WEIGHTS
 
 _ELTWISE = {"Add": "add", "Multiply": "mul"}
 
@@ -191,15 +191,15 @@ def _extend_chain(graph: Graph, last: Node, channels: int, ep: Epilogue, is_cust
 
 
 def _small_matrix(node: Node) -> bool:
-    """The layer's second input (a MatMul's B) has at most ROW_SOFTMAX_MAX_WEIGHTS values in its
-    last two axes: one work-group can compute a row of the output."""
-    shape = node.inputs[1].shape if len(node.inputs) > 1 else None
-    if not shape or None in shape:
+    """The layer's second input (a MatMul's B) is a matrix (a 1-D B makes M the output's last
+    axis) of at most ROW_SOFTMAX_MAX_WEIGHTS values in its last two axes, and the output has at
+    most ROW_SOFTMAX_MAX_ROWS rows: a work-group per row is the faster way to compute it."""
+    weights = node.inputs[1].shape if len(node.inputs) > 1 else None
+    out = node.outputs[0].shape if node.outputs else None
+    if not weights or len(weights) < 2 or None in weights or not out or None in out:
         return False
-    size = 1
-    for d in shape[-2:]:
-        size *= d
-    return size <= ROW_SOFTMAX_MAX_WEIGHTS
+    return int(np.prod(weights[-2:])) <= ROW_SOFTMAX_MAX_WEIGHTS and \
+        int(np.prod(out[:-1])) <= ROW_SOFTMAX_MAX_ROWS
 
 
 def _last_axis_softmax(graph: Graph, last: Node, is_custom) -> str:

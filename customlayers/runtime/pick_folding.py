@@ -12,7 +12,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from ..errors import CustomLayersError
 from ..graph.graph import Graph
+from ..ops import get_op
 from ..ops.matmul import PICK
 from .window_folding import const_input, rebuilt_graph, sole_consumer
 
@@ -28,8 +30,7 @@ def fold_picks_into_matmuls(graph: Graph, is_builtin) -> tuple[Graph, list[str]]
         if pick is None or matmul is None or matmul.type != "MatMul" or \
                 not is_builtin(matmul) or matmul.id in changed or \
                 graph.producer(matmul.id, 0) != (node.id, 0) or \
-                graph.producer(matmul.id, 1)[0] == node.id or \
-                str(matmul.attrs.get("transpose_a", "false")).lower() in ("true", "1"):
+                graph.producer(matmul.id, 1)[0] == node.id or _transposes_a(matmul):
             continue
         inputs = list(matmul.inputs)
         inputs[0] = node.inputs[0]
@@ -37,26 +38,35 @@ def fold_picks_into_matmuls(graph: Graph, is_builtin) -> tuple[Graph, list[str]]
                                      attrs=dict(matmul.attrs, **{PICK: str(pick)}))
         drop.add(node.id)
         redirect[(matmul.id, 0)] = graph.producer(node.id, 0)
-        notes.append(f"folded Gather '{node.name}' (element {pick} of the last axis) into the "
+        notes.append(f"folded Gather '{node.name}' (index {pick} of the last axis) into the "
                      f"reads of MatMul '{matmul.name}'")
     if not drop:
         return graph, []
     return rebuilt_graph(graph, changed, drop, redirect), notes
 
 
+def _transposes_a(matmul) -> bool:
+    """The MatMul's transpose_a as the op reads it (a bad value: not folded, the layer says)."""
+    try:
+        return get_op("MatMul").parse_attributes(matmul.attrs, matmul.name)["transpose_a"]
+    except CustomLayersError:
+        return True
+
+
 def _last_axis_pick(graph: Graph, gather) -> int | None:
-    """The index (0 <= i < length) when the Gather takes one constant scalar index along the last
-    axis of an input of rank 3 or more with a known shape; else None."""
+    """The index as written (-length <= i < length: negative counts from the end; MatMul
+    resolves it against the length the input really has) when the Gather takes one constant
+    scalar integer index along the last axis of an input of rank 3 or more; else None."""
     shape = gather.inputs[0].shape
     if gather.attrs.get("batch_dims", "0") not in ("0", 0) or not shape or len(shape) < 3 or \
             any(d is None for d in shape):
         return None
     index, axis = const_input(graph, gather, 1), const_input(graph, gather, 2)
     if index is None or axis is None or index.ndim != 0 or axis.size != 1 or \
-            index.dtype.kind not in "iu" or axis.dtype.kind not in "iu":
+            index.dtype.kind != "i" or axis.dtype.kind not in "iu":
         return None
     length = shape[-1]
     if int(axis.reshape(-1)[0]) not in (len(shape) - 1, -1) or \
             not -length <= int(index) < length:
         return None
-    return int(index) % length
+    return int(index)

@@ -185,8 +185,10 @@ def _causal_cut(graph: Graph, sl: Node, conv: Node) -> int | None:
         return None
     length = out[2]
     stop = int(stop[0])
-    kept = min(stop if stop >= 0 else length + stop, length)
-    cut = length - kept
+    if stop >= 0:        # counted from the start: the cut would depend on the length the model
+        return None      # declares, which Network(input_shapes=...) may change
+    kept = max(length + stop, 0)
+    cut = -stop
     pads_end = [int(v) for v in (conv.attrs.get("pads_end") or "0").split(",")]
     if not 0 < cut <= pads_end[-1] or kept < 1:
         return None

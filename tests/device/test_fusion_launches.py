@@ -388,3 +388,52 @@ def test_a_large_head_keeps_its_softmax_apart(tmp_path, test_device):
     net = Network(model, engine=Engine(test_device))
     assert [s.type for s in net.plan.steps] == ["MatMul+bias", "SoftMax"]
     np.testing.assert_allclose(net.infer({"x": x})["y"], want, rtol=1e-5, atol=1e-6)
+
+
+def test_a_folded_negative_index_counts_from_the_length_given_at_load(tmp_path, test_device):
+    """The model declares 30 steps; loaded for 40, index -1 is step 39, as the Gather itself
+    would read it (the fold keeps the index as written, not the declared 29)."""
+    from customlayers.runtime.device import Engine
+    from customlayers.runtime.network import Network
+    model, _, _ = _last_step_head(tmp_path, 2, -1)
+    rng = np.random.default_rng(18)
+    x = rng.standard_normal((2, 25, 40)).astype(np.float32)
+    net = Network(model, engine=Engine(test_device), input_shapes={"x": (2, 25, 40)})
+    plain = Network(model, engine=Engine(test_device), input_shapes={"x": (2, 25, 40)},
+                    fuse=False)
+    assert any(m.startswith("folded Gather") for m in net.messages)
+    np.testing.assert_allclose(net.infer({"x": x})["y"], plain.infer({"x": x})["y"],
+                               rtol=1e-5, atol=1e-6)
+
+
+def test_softmax_over_m_or_after_a_read_output_stays_a_layer(tmp_path, test_device):
+    """A 1-D B makes the output's last axis M (no row of N to reduce); a MatMul whose output
+    is also a network output must store it before any SoftMax."""
+    pytest.importorskip("onnx")
+    from onnx import TensorProto, helper, numpy_helper
+    from customlayers.runtime.device import Engine
+    from customlayers.runtime.network import Network
+    rng = np.random.default_rng(19)
+    w = rng.standard_normal((5,)).astype(np.float32)
+    w2 = rng.standard_normal((5, 7)).astype(np.float32)
+    f = lambda *s: helper.make_tensor_value_info(s[0], TensorProto.FLOAT, list(s[1:]))  # noqa
+    model = _onnx_model(tmp_path, [
+        helper.make_node("MatMul", ["x", "w"], ["mv"]),
+        helper.make_node("Softmax", ["mv"], ["y"], axis=-1),
+        helper.make_node("MatMul", ["x", "w2"], ["mm"]),
+        helper.make_node("Softmax", ["mm"], ["z"], axis=-1)],
+        [f("x", 2, 3, 5)], [f("y", 2, 3), f("z", 2, 3, 7), f("mm", 2, 3, 7)],
+        [numpy_helper.from_array(w, "w"), numpy_helper.from_array(w2, "w2")], "heads")
+    x = rng.standard_normal((2, 3, 5)).astype(np.float32)
+    net = Network(model, engine=Engine(test_device))
+    assert sorted(s.type for s in net.plan.steps) == ["MatMul", "MatMul", "SoftMax", "SoftMax"]
+    got = net.infer({"x": x})
+
+    def softmax(v):
+        e = np.exp(v - v.max(axis=-1, keepdims=True))
+        return e / e.sum(axis=-1, keepdims=True)
+    np.testing.assert_allclose(got["y"], softmax(x.astype(np.float64) @ w), rtol=1e-5,
+                               atol=1e-6)
+    np.testing.assert_allclose(got["mm"], x.astype(np.float64) @ w2, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(got["z"], softmax(x.astype(np.float64) @ w2), rtol=1e-5,
+                               atol=1e-6)
