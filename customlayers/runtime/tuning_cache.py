@@ -1,5 +1,6 @@
 """The tuner's choices on disk: one JSON file per device (platform, device, driver, our
-version), next to the program cache (`<cache dir>/tuning/<key>.json`), readable by hand:
+version and a digest of the built-in kernels' sources: a changed kernel is timed anew, where a
+choice timed on its old code could now be the slower one), next to the program cache (`<cache dir>/tuning/<key>.json`), readable by hand:
 
     {"format": 1, "device": {...identity...},
      "choices": {"Convolution:3f2a...": {"layer": "conv1", "variant": "gemm64x64_4x4_k1",
@@ -14,6 +15,8 @@ from __future__ import annotations
 import hashlib
 import json
 import warnings
+from functools import lru_cache
+from importlib import resources
 from pathlib import Path
 
 from .. import __version__
@@ -21,6 +24,17 @@ from ..files import atomic_writer
 from .cache import CacheWarning, device_identity
 
 FORMAT = 1
+
+
+@lru_cache(maxsize=1)
+def builtin_kernels_digest() -> str:
+    """A digest of every built-in kernel source (customlayers/ops/*.cl), by name and text."""
+    digest = hashlib.sha256()
+    sources = resources.files("customlayers.ops")
+    for entry in sorted((e for e in sources.iterdir() if e.name.endswith(".cl")),
+                        key=lambda e: e.name):
+        digest.update(entry.name.encode() + b"\0" + entry.read_bytes() + b"\0")
+    return digest.hexdigest()[:16]
 
 
 class TuningCache:
@@ -31,7 +45,8 @@ class TuningCache:
 
     @staticmethod
     def for_device(device, enabled: bool = True, directory: Path | None = None) -> "TuningCache":
-        identity = dict(device_identity(device), customlayers=__version__)
+        identity = dict(device_identity(device), customlayers=__version__,
+                        kernels=builtin_kernels_digest())
         if not enabled or directory is None:
             return TuningCache(None, identity)
         key = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:20]

@@ -251,3 +251,33 @@ def test_fast_times_nothing_on_a_cpu_but_takes_what_full_chose(tmp_path, test_de
     assert not [m for m in load("fast").messages if m.startswith("tuning")]
     assert [m for m in load("full").messages if m.startswith("tuning (full): 1 layer(s) timed")]
     assert [m for m in load("fast").messages if "1 choice(s) from the cache" in m]
+
+
+def test_a_changed_builtin_kernel_is_timed_anew(tmp_path, test_device, monkeypatch):
+    """The choices' file is keyed by a digest of customlayers/ops/*.cl too: after a built-in
+    kernel changes, a choice timed on its old code is not taken."""
+    import hashlib
+    from pathlib import Path
+    import customlayers.ops
+    from customlayers.runtime import tuning_cache
+    from customlayers.runtime.cache import ProgramCache
+    from customlayers.runtime.device import Engine
+    from customlayers.runtime.network import Network
+    digest = hashlib.sha256()
+    for path in sorted(Path(customlayers.ops.__file__).parent.glob("*.cl")):
+        digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    assert tuning_cache.builtin_kernels_digest() == digest.hexdigest()[:16]
+    model = _matmul_model(tmp_path)
+    cache = tmp_path / "cache"
+    Network(model, engine=Engine(test_device, cache=ProgramCache(cache)), tuning="full")
+    (saved,) = (cache / "tuning").glob("*.json")
+    assert json.loads(saved.read_text())["device"]["kernels"] == digest.hexdigest()[:16]
+
+    def timed_layers() -> str:
+        net = Network(model, engine=Engine(test_device, cache=ProgramCache(cache)), tuning="full")
+        (note,) = [m for m in net.messages if m.startswith("tuning (full)")]
+        return note.split(" layer(s) timed")[0].rsplit(" ", 1)[-1]
+    assert timed_layers() == "0"                  # the same kernels: the choice on disk
+    monkeypatch.setattr(tuning_cache, "builtin_kernels_digest", lambda: "another")
+    assert timed_layers() == "1"                  # changed kernels: timed anew, in a new file
+    assert len(list((cache / "tuning").glob("*.json"))) == 2
