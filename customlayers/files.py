@@ -51,3 +51,12 @@ def atomic_writer(target: Path, mode: int | None = None) -> Iterator[BinaryIO]:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def user_file_mode() -> int:
+    """The permission bits open() would give a new file: 0666 less the process umask (the
+    files a user asked for; mkstemp's 0600 suits only private caches). POSIX reads the umask
+    only by setting it, so it is set back at once (callers write from one thread)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return 0o666 & ~mask

@@ -12,7 +12,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from ..files import atomic_writer
+from ..files import atomic_writer, user_file_mode
 
 ARRAY_SUFFIXES = (".npy", ".npz")
 
@@ -58,16 +58,10 @@ def write_arrays_atomically(path: str, arrays: Mapping[str, np.ndarray]) -> None
         raise UsageError(f"-o {path}: {len(arrays)} arrays: a .npy holds one; name the file .npz")
     target.parent.mkdir(parents=True, exist_ok=True)
     # mkstemp creates 0600; the user expects what open() gives: 0666 less the umask
-    with atomic_writer(target, mode=0o666 & ~_umask()) as f:
+    with atomic_writer(target, mode=user_file_mode()) as f:
         if as_npy:
             np.save(f, next(iter(arrays.values())))
         else:
             np.savez(f, **arrays)
 
 
-def _umask() -> int:
-    """The process umask. POSIX can only read it by setting it, so set it back at once (the
-    CLI writes from one thread)."""
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask

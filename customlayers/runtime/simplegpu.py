@@ -155,6 +155,16 @@ class SimpleGpuLayer(LayerImpl):
         if bound_ports and max(bound_ports) >= len(ports):
             raise BindingError(f"the descriptor binds input port {max(bound_ports)}, but the "
                                f"layer has {len(ports)} input(s)")
+        extra = [i for i in ports[spec.num_input_ports:] if i in call.consts]
+        if extra:
+            raise BindingError(
+                f"{call.where}: the model gives this layer {len(ports)} inputs and layer type "
+                f"'{spec.name}' ({spec.location}) binds {spec.num_input_ports} input port(s); "
+                f"input(s) {', '.join(map(str, extra))} are constants. A built-in op that a "
+                f"custom layer overrides keeps OpenVINO's inputs, some of them attributes as "
+                f"constants (ONNX's HardSigmoid reads as x, alpha, beta): bind each in the "
+                f"descriptor, as a <Tensor arg-index=\"...\" type=\"input\" port-index=\"...\"/> "
+                f"or a <Data name=\"...\"/>")
         by_port = {t.port_index: t for t in spec.inputs}
         padding = call.context.custom_input_padding
         kernel_descs = []

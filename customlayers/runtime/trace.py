@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ..files import atomic_writer
+from ..files import atomic_writer, user_file_mode
 from .profile import LayerTime
 
 # a benchmark runs thousands of inferences: the trace keeps the first this many
@@ -80,5 +80,7 @@ def report(rows: list[LayerTime], runs: int, device_name: str) -> dict:
 
 
 def write_json(path, data) -> None:
-    with atomic_writer(Path(path)) as f:
+    """The trace or report the user asked for, whole or not at all, with the permissions
+    open() would give it (not mkstemp's 0600)."""
+    with atomic_writer(Path(path), mode=user_file_mode()) as f:
         f.write(json.dumps(data, indent=1).encode("utf-8"))

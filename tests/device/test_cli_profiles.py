@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 from pathlib import Path
 
 import pytest
@@ -50,6 +51,11 @@ def test_run_writes_a_chrome_trace_and_a_report(tmp_path, capsys):
     assert {e["name"] for e in spans} == names        # the model's own node names
     assert rows["total_us"] == pytest.approx(sum(r["time_us"] for r in rows["layers"]), rel=1e-3)
     assert not list(tmp_path.glob(".*.tmp"))          # written atomically, no leftovers
+    # the permissions open() gives (0666 less the umask), not the temporary file's 0600
+    mask = os.umask(0o022)
+    os.umask(mask)
+    for path in (trace, report):
+        assert stat.S_IMODE(path.stat().st_mode) == 0o666 & ~mask, path
 
 
 def test_benchmark_traces_every_run_of_every_request(tmp_path, capsys):

@@ -315,3 +315,25 @@ def test_a_convolution_with_a_bias_is_named_after_its_node(tmp_path, engine):
     from customlayers.runtime.network import Network
     unfused = Network(str(model), engine=engine, fuse=False)
     assert [s.name for s in unfused.plan.steps] == ["myconv", "myconv/add_bias"]
+
+
+def test_overriding_a_builtin_that_takes_attributes_as_inputs_says_so(tmp_path, engine):
+    """ONNX's HardSigmoid reads as OpenVINO's (x, alpha, beta): a descriptor that overrides it
+    with one input port is refused with the reason and what to bind, not a bare count."""
+    from customlayers.errors import BindingError
+    shutil.copy(LAYERS / "relu" / "relu.cl", tmp_path / "relu.cl")
+    text = (LAYERS / "relu" / "relu.xml").read_text().replace('name="ReLU"', 'name="HardSigmoid"')
+    (tmp_path / "hsig.xml").write_text(text)
+    graph = helper.make_graph(
+        [helper.make_node("HardSigmoid", ["x"], ["y"], alpha=0.3, beta=0.4)], "hs",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 4, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2, 4, 4])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    onnx.save(model, tmp_path / "hs.onnx")
+    with pytest.raises(BindingError) as err:
+        _network(tmp_path / "hs.onnx", engine, tmp_path / "hsig.xml")
+    msg = str(err.value)
+    assert "gives this layer 3 inputs" in msg and "binds 1 input port(s)" in msg
+    assert "input(s) 1, 2 are constants" in msg and "alpha, beta" in msg
+    assert "hsig.xml" in msg
