@@ -269,16 +269,14 @@ class _ConvBase(NamedOp):
         n, batch = _gemm_n_batch(g)
         one_by_one = int(g["KH"] == g["KW"] == g["SY"] == g["SX"] == 1 and g["PY"] == g["PX"] == 0)
         chosen = gemm_choice(variant, m, n, k, batch, target_groups(device))
-        return gemm_launches(defines(**sizes, CONV_1X1=one_by_one, NB=g["NB"],
-                                     MERGED_IMAGES=int(g["NB"] > 1)) + epilogue
+        return gemm_launches(defines(**sizes, CONV_1X1=one_by_one, NB=g["NB"]) + epilogue
                              + cl_source("conv_gemm.cl"), args, chosen, m, n, k,
                              batch, f"conv{g['RANK']}d_{shape}_gemm")
 
 
 def _gemm_n_batch(g: dict) -> tuple[int, int]:
-    """(N, GEMMs) of the implicit GEMM: with several images, they lie side by side along N and
-    there is one GEMM per group (conv_gemm.cl's MERGED_IMAGES), so small planes fill whole
-    tiles; with one, one GEMM per group over its pixels."""
+    """(N, GEMMs) of the implicit GEMM: the images lie side by side along N, one GEMM per group
+    (conv_gemm.cl), so that small planes fill whole tiles."""
     return g["NB"] * g["OH"] * g["OW"], g["G"]
 
 

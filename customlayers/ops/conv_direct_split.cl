@@ -12,9 +12,6 @@
  * NDRange: (OW rounded up to LX, OH * CS, N * O); local (LX, CS, 1). Needs the defines of
  * conv_direct.cl (conv_window.cl included), and CS, LX; the fused epilogue is conv_epilogue.cl's.
  */
-#ifndef IN_CHANNEL
-#define IN_CHANNEL(c) (c)
-#endif
 __kernel __attribute__((reqd_work_group_size(LX, CS, 1)))
 void conv_direct_split(__global const float* restrict input,
                        __global const float* restrict weights,
@@ -27,7 +24,7 @@ void conv_direct_split(__global const float* restrict input,
     float acc = 0.0f;
     if (ox < OW) {          /* no early return: every work item reaches the barrier */
         __global const float* w = weights + o * (CG * KH * KW);
-        __global const float* in = input + (img * C + IN_CHANNEL(g * CG)) * IH * IW;
+        __global const float* in = input + (img * C + g * CG) * IH * IW;
         const int iy0 = oy * SY - PY, ix0 = ox * SX - PX;
         /* a constant trip count, so that the loop unrolls and the slice's reads issue at
            once; the last round's channel may be past CG */

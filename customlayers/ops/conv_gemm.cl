@@ -1,28 +1,24 @@
-/* Convolution as an implicit GEMM, one GEMM per group (MERGED_IMAGES: the images side by side
- * along N) or per (image, group) in the third NDRange dimension:
+/* Convolution as an implicit GEMM, one GEMM per group in the third NDRange dimension, the NB
+ * images side by side along N:
  *   out[o][p] = sum_k weights[o][k] * patch[k][p]
- *   m = output channel within the group, n = output pixel oy*OW+ox (merged: of image
- *   n / PLANE), k = (c, ky, kx)
+ *   m = output channel within the group, n = pixel oy*OW+ox of image n / PLANE, k = (c, ky, kx)
  * The patch matrix is never stored: B_AT gathers it from the input (zero outside the image).
- * Needs: C IH IW (input), O OH OW (output), G CG OG (groups, channels per group), KH KW, SY SX,
+ * Needs: NB C IH IW (input), O OH OW (output), G CG OG (groups, channels per group), KH KW, SY SX,
  * DY DX (dilations), PY PX (pads_begin), and the tile geometry of gemm.cl.
  * A fused epilogue (runtime/fusion.py) adds a per-channel bias and/or a ReLU where the result is
  * stored: conv_epilogue.cl defines EPILOGUE_ARGS and EPILOGUE(channel, value).
  */
 #define M OG
 #define PLANE (OH * OW)
-#if MERGED_IMAGES
-/* the images side by side along N (one GEMM per group, N = NB * OH * OW): a layer with small
-   planes (7x7: 49 pixels) fills whole tiles instead of leaving a quarter of each one empty */
+/* the images side by side along N: a layer with small planes (7x7: 49 pixels) fills whole
+   tiles instead of leaving a quarter of each one empty; one image needs no division */
 #define N (NB * PLANE)
-#define IMG(batch, n) ((n) / PLANE)
+#if NB > 1
+#define IMG(n) ((n) / PLANE)
 #define PIX(n) ((n) % PLANE)
-#define GRP(batch) (batch)
 #else
-#define N PLANE
-#define IMG(batch, n) ((batch) / G)
+#define IMG(n) 0
 #define PIX(n) (n)
-#define GRP(batch) ((batch) % G)
 #endif
 #define K (CG * KH * KW)
 #define A_K_FASTEST 1
@@ -32,7 +28,7 @@
 
 inline float conv_patch(__global const float* restrict input, int batch, int k, int n)
 {
-    const int img = IMG(batch, n), g = GRP(batch), p = PIX(n);
+    const int img = IMG(n), g = batch, p = PIX(n);   /* a GEMM per group */
     const int c = k / (KH * KW), r = k % (KH * KW);
     const int ky = r / KW, kx = r % KW;
     const int oy = p / OW, ox = p % OW;
@@ -44,15 +40,15 @@ inline float conv_patch(__global const float* restrict input, int batch, int k, 
     return input[((img * C + g * CG + c) * IH + iy) * IW + ix];
 }
 
-#define A_AT(batch, m, k) weights[(GRP(batch) * OG + (m)) * K + (k)]
+#define A_AT(batch, m, k) weights[((batch) * OG + (m)) * K + (k)]
 #if CONV_1X1
 /* a 1x1 window with stride 1 and no padding: the patch matrix is the input itself (a plain
-   GEMM, no index arithmetic per element) */
+   GEMM: no window arithmetic per element, only the image's place) */
 #define B_AT(batch, k, n) \
-    input[(IMG(batch, n) * C + GRP(batch) * CG + (k)) * PLANE + PIX(n)]
+    input[(IMG(n) * C + (batch) * CG + (k)) * PLANE + PIX(n)]
 #else
 #define B_AT(batch, k, n) conv_patch(input, (batch), (k), (n))
 #endif
-#define OUT_AT(batch, m, n) ((IMG(batch, n) * O + GRP(batch) * OG + (m)) * PLANE + PIX(n))
+#define OUT_AT(batch, m, n) ((IMG(n) * O + (batch) * OG + (m)) * PLANE + PIX(n))
 #define STORE(batch, m, n, v) \
-    output[OUT_AT(batch, m, n)] = EPILOGUE(OUT_AT(batch, m, n), GRP(batch) * OG + (m), (v))
+    output[OUT_AT(batch, m, n)] = EPILOGUE(OUT_AT(batch, m, n), (batch) * OG + (m), (v))

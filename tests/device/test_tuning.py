@@ -66,7 +66,7 @@ def test_every_convolution_variant_matches_numpy(cl_env, attrs, wshape, pad):
 
 
 def test_grouped_gemm_with_images_side_by_side_matches_numpy(cl_env):
-    """Several images lie side by side along the GEMM's N (conv_gemm.cl's MERGED_IMAGES): a 5x3
+    """Several images lie side by side along the GEMM's N (conv_gemm.cl): a 5x3
     plane is 15 pixels, so most tiles straddle two or three images, and each of the 2 groups
     is its own GEMM. Every variant, with the residual epilogue, against numpy; an image or a
     group read from the wrong place is off by the size of a whole output."""
