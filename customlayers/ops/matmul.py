@@ -149,7 +149,7 @@ class MatMul(NamedOp):
                                  label=label + "_gemv_cpu")]
         if m == 1:
             src = (defines(**sizes, WG=_GEMV_WG) + epilogue + cl_source("matmul.cl")
-                   + cl_source("matmul_gemv.cl"))
+                   + cl_source("group_reduce.cl") + cl_source("matmul_gemv.cl"))
             width = n * _GEMV_WG if sizes["TRANSPOSE_B"] else -(-n // _GEMV_WG) * _GEMV_WG
             return [KernelLaunch(source=src, entry="matmul_gemv", args=args,
                                  global_size=(width, batches), local_size=(_GEMV_WG, 1),

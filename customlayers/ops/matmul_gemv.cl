@@ -1,8 +1,9 @@
 /* MatMul with a single row (M == 1, the fully connected layers of the models): a matrix-vector
- * product, bound by reading B once. Needs the defines of matmul.cl (without gemm.cl) and WG.
+ * product, bound by reading B once. Needs the defines of matmul.cl (without gemm.cl), WG and
+ * group_reduce.cl.
  *
  * TRANSPOSE_B (B is [N][K]): one work-group of WG items per output, each summing a strided
- * slice of the row (consecutive items read consecutive addresses), then a tree in __local.
+ * slice of the row (consecutive items read consecutive addresses), then group_sum's tree.
  * Otherwise (B is [K][N]): one work item per output walking down its column; neighbouring
  * items read neighbouring addresses. NDRange: (N * WG or N rounded up to WG, batches).
  */
@@ -19,15 +20,9 @@ void matmul_gemv(GEMM_ARGS)
     float acc = 0.0f;
     for (int k = t; k < K; k += WG)
         acc = mad(av[k * A_STEP], bm[n * K + k], acc);
-    partial[t] = acc;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (int step = WG / 2; step > 0; step >>= 1) {
-        if (t < step)
-            partial[t] += partial[t + step];
-        barrier(CLK_LOCAL_MEM_FENCE);
-    }
+    acc = group_sum(partial, acc);
     if (t == 0)
-        STORE(batch, 0, n, partial[0]);
+        STORE(batch, 0, n, acc);
 #else
     const int n = get_global_id(0);
     if (n >= N)

@@ -1,6 +1,7 @@
 """The tuner's choices on disk: one JSON file per device (platform, device, driver, our
 version and a digest of the built-in kernels' sources: a changed kernel is timed anew, where a
-choice timed on its old code could now be the slower one), next to the program cache (`<cache dir>/tuning/<key>.json`), readable by hand:
+choice timed on its old code could now be the slower one), next to the program cache
+(`<cache dir>/tuning/<key>.json`), readable by hand:
 
     {"format": 1, "device": {...identity...},
      "choices": {"Convolution:3f2a...": {"layer": "conv1", "variant": "gemm64x64_4x4_k1",
