@@ -21,6 +21,7 @@ import pyopencl as cl
 
 from ..jit.launch import KernelLaunch
 from ..jit.tensor import TensorDesc
+from .sub_buffers import SubBuffers
 
 GUARD_BYTE = 0xCB
 # a quiet NaN with a payload no arithmetic produces: an f32 element never written keeps it
@@ -48,6 +49,7 @@ class _Guarded:
     guard: int            # bytes before (and after) the tensor
     nbytes: int
     contents: np.ndarray  # the bytes the tensor started with
+    owner: SubBuffers     # releases `sub` before `parent` (runtime/sub_buffers.py)
 
 
 def guard_bytes(device) -> int:
@@ -71,8 +73,10 @@ def _allocate(context, queue, device, what: str, desc: TensorDesc,
     host[guard:guard + contents.nbytes] = contents.view(np.uint8).reshape(-1)
     parent = cl.Buffer(context, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR,
                        hostbuf=host)
-    sub = parent.get_sub_region(guard, nbytes)
-    return _Guarded(what, desc, parent, sub, guard, nbytes, host[guard:guard + nbytes].copy())
+    owner = SubBuffers()
+    sub = owner.cut(parent, guard, nbytes)
+    return _Guarded(what, desc, parent, sub, guard, nbytes, host[guard:guard + nbytes].copy(),
+                    owner)
 
 
 def run_guarded(engine, program: cl.Program, launch: KernelLaunch, layer: str,

@@ -21,6 +21,7 @@ from .events import await_dependencies, dependency_error, failed_dependency, sta
 from .host_memory import PinnedTensor, pinned_tensor
 from .ordering import command_dependencies, sinks
 from .run import Copy, Run, prepare_run
+from .sub_buffers import SubBuffers
 from .user_tensors import DeviceTensor, device_tensor, host_array, is_device_value
 from .host_step import HostStep, HostSteps
 
@@ -50,8 +51,8 @@ class InferRequest:
         # Buffers only a kernel refers to must stay referenced here: pyopencl's set_args does not
         # keep them alive, and a freed buffer is INVALID_MEM_OBJECT on NVIDIA (PoCL stays silent).
         self._scratch: list[cl.Buffer] = []
-        # slices of Concat outputs written in place: (root, offset, bytes) -> sub-buffer
-        self._slices: dict = {}
+        # slices of Concat outputs written in place, released before the slots they are cut from
+        self._slices = SubBuffers()
         self._bind_all()
         # Python layers: host steps between the kernels, run by a worker (host_step.py)
         self._host = HostSteps(eng.context) if any(s.host is not None for s in plan.steps) \
@@ -72,6 +73,14 @@ class InferRequest:
         self._run: Run | None = None
         self.events: list = []              # per launch, when profiling
         self.copies = 0                     # enqueue_copy calls made, over the request's life
+
+    def __del__(self):
+        # the sub-buffers first, while the context, the queue and the slots they are cut from
+        # still live: in a reference cycle (network <-> request) the garbage collector would
+        # drop those in any order, and NVIDIA's driver segfaults releasing a sub-buffer late
+        slices = self.__dict__.get("_slices")
+        if slices is not None:
+            slices.release()
 
     def _make_queue(self):
         props = cl.command_queue_properties.PROFILING_ENABLE if self.network.profiling else 0
@@ -98,11 +107,7 @@ class InferRequest:
         if offset is None:
             return self._default_buffer(root)
         nbytes = self.plan.descs[key].nbytes
-        sub = self._slices.get((root, offset, nbytes))
-        if sub is None:
-            sub = self._slices[(root, offset, nbytes)] = \
-                self._default_buffer(root).get_sub_region(offset, nbytes)
-        return sub
+        return self._slices.cut(self._default_buffer(root), offset, nbytes)
 
     def buffer(self, key):
         """The buffer tensor `key` lies in now (the user's, once set_tensor put it there)."""

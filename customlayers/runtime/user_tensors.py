@@ -16,6 +16,7 @@ import pyopencl.array as cla
 
 from ..errors import ModelError, TensorError
 from ..jit.tensor import TensorDesc
+from .sub_buffers import SubBuffers
 
 
 @dataclass
@@ -32,6 +33,7 @@ class DeviceTensor:
     offset: int
     nbytes: int
     keep: object = None        # the user's object, kept alive while the request holds it
+    owner: SubBuffers | None = None    # releases a sub-buffer `buffer` before `base`
 
     @property
     def bindable(self) -> bool:
@@ -110,8 +112,11 @@ def _from_array(name: str, role: str, arr: cla.Array, desc: TensorDesc,
     align = max(int(engine.device.mem_base_addr_align) // 8, 1)
     # a sub-buffer is the same memory; its origin must be aligned as the device requires.
     # Otherwise kernels cannot be bound to it: a device-side copy honours the offset instead.
-    sub = base.get_sub_region(offset, desc.nbytes) if offset % align == 0 else None
-    return DeviceTensor(name, sub, base, offset, desc.nbytes, keep=arr)
+    if offset % align:
+        return DeviceTensor(name, None, base, offset, desc.nbytes, keep=arr)
+    owner = SubBuffers()
+    return DeviceTensor(name, owner.cut(base, offset, desc.nbytes), base, offset, desc.nbytes,
+                        keep=arr, owner=owner)
 
 
 def _check_context(name: str, role: str, context, engine) -> None:
