@@ -74,19 +74,21 @@ def load_network(args, profiling: bool = False, resolver=None):
     from ..graph.load import read_model
     from ..runtime.device import Engine
     from ..runtime.network import Network
+    from ..runtime.resolver import Resolver
     # the layers, the model and the input files first: a malformed one is refused before
-    # OpenCL starts; the model reader asks the loaded layers for their output shapes
+    # OpenCL starts; the model reader asks the loaded layers for their output shapes, and the
+    # layers nothing implements are listed before any shape is found wrong
     registry = load_registry(args)
-    graph = read_model(args.model, custom_shapes=registry.output_shapes
-                       if registry is not None else None)
+    say = lambda m: print(m, file=sys.stderr)     # noqa: E731
+    resolver = resolver(registry, say) if resolver else Resolver(registry, say=say)
+    graph = read_model(args.model, custom_shapes=resolver)
+    resolver.check_implemented(graph.nodes.values())
     arrays, shapes = input_arrays_and_shapes(args, graph)
     engine = Engine(args.device, cache=build_cache(args))
     if registry is not None:
         registry.engine = engine
-    say = lambda m: print(m, file=sys.stderr)     # noqa: E731
     net = Network(graph, registry, engine, input_shapes=shapes or None, profiling=profiling,
-                  messages=say, resolver=resolver(registry, say) if resolver else None,
-                  tuning=args.tuning)
+                  messages=say, resolver=resolver, tuning=args.tuning)
     missing = [p for p in graph.parameters if p.name not in arrays]
     for k, p in enumerate(missing):
         arrays[p.name] = random_input(shapes[p.name], p.outputs[0].dtype, args.seed + k)
