@@ -24,9 +24,11 @@ def build_cache(args: argparse.Namespace):
     """The program cache the options ask for, for the command's Engine: --no-cache turns the
     disk off, -cdir/--cache-dir moves it, --verbose reports hits and misses; unset, the settings (environment) decide."""
     from ..runtime.cache import ProgramCache
-    return ProgramCache(directory=getattr(args, "cache_dir", None) or None,
-                        enabled=False if getattr(args, "no_cache", False) else None,
-                        verbose=True if getattr(args, "verbose", False) else None)
+    cache = ProgramCache(directory=getattr(args, "cache_dir", None) or None,
+                         enabled=False if getattr(args, "no_cache", False) else None,
+                         verbose=True if getattr(args, "verbose", False) else None)
+    cache.check_directory()     # before anything runs: an unwritable folder is one warning
+    return cache
 
 
 def parse_params(items) -> dict[str, str]:

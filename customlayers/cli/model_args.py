@@ -10,6 +10,7 @@ import numpy as np
 from . import UsageError
 from .benchmark_app_options import add_refused_options
 from .common import add_build_options, build_cache, non_negative_int, positive_int
+from .config_files import refuse_models_as_configs
 from .input_arrays import read_array
 from .input_shapes import (OPENVINOS, GivenShape, apply_batch, check_against_model,
                            declared_shape, parse_shapes)
@@ -55,6 +56,7 @@ def add_python_layers_option(p: argparse.ArgumentParser) -> None:
 def load_registry(args, engine=None):
     """The registry of the configs (-c) and Python layers (-l), or None when neither is given;
     load warnings go to stderr. Loading needs no device: `engine` may be set later."""
+    refuse_models_as_configs(args.config)
     if not args.config and not getattr(args, "layers", None):
         return None
     from ..runtime.registry import Registry
