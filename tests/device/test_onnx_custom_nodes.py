@@ -161,19 +161,22 @@ def test_a_python_layer_with_a_symbolic_batch(tmp_path, engine):
     np.testing.assert_allclose(net.infer({"x": x})["y"], expected, rtol=1e-5, atol=1e-6)
 
 
-def test_an_unknown_shape_names_the_custom_node_and_why(tmp_path, engine):
-    """ScaleShift given no constants cannot bind its Data blobs: the pooling after it says the
-    shape is unknown, from which node and why, not "found shape []"."""
+@pytest.mark.parametrize("op, attrs", [("GlobalAveragePool", {}), ("Flatten", {"axis": 2}),
+                                       ("Shape", {})])
+def test_an_unknown_shape_names_the_custom_node_and_why(tmp_path, engine, op, attrs):
+    """ScaleShift given no constants cannot bind its Data blobs: the op after it that needs its
+    shape says the shape is unknown, from which node and why, not "found shape []"."""
     model = _save(tmp_path / "m.onnx", [
         helper.make_node("ScaleShift", ["x"], ["s"], name="ss", domain=DOMAIN),
         helper.make_node("Relu", ["s"], ["r"], name="relu"),
-        helper.make_node("GlobalAveragePool", ["r"], ["y"], name="gap")], [1, 4, 3, 5])
+        helper.make_node(op, ["r"], ["y"], name="next", **attrs)], [1, 4, 3, 5])
     with pytest.raises(ModelError) as info:
         _infer(model, engine, SCALE_SHIFT)
     text = str(info.value)
-    assert "node 2 'gap' (GlobalAveragePool)" in text
-    assert "found an unknown shape" in text and "shape []" not in text
-    assert "custom node 'ss' (ScaleShift, domain com.example)" in text
+    assert f"node 2 'next' ({op})" in text
+    assert "found an unknown shape" in text and "[]" not in text and "none" not in text
+    assert "the shape of input 'r' is unknown: it comes from custom node 'ss' (ScaleShift, " \
+           "domain com.example)" in text
     assert "binds Data weights, biases" in text
 
 
