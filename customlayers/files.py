@@ -41,16 +41,27 @@ def atomic_writer(target: Path, mode: int | None = None) -> Iterator[BinaryIO]:
     0600 otherwise)."""
     target = Path(target)
     remove_stale_temporaries(target)
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    except OSError as e:
+        raise _naming(e, target) from e
     try:
         with os.fdopen(fd, "wb") as f:
             if mode is not None:
                 os.fchmod(f.fileno(), mode)
             yield f
         os.replace(tmp, target)
-    except BaseException:
+    except BaseException as e:
         Path(tmp).unlink(missing_ok=True)
+        if isinstance(e, OSError) and e.filename in (None, tmp):
+            raise _naming(e, target) from e
         raise
+
+
+def _naming(error: OSError, target: Path) -> OSError:
+    """The same error about the file the caller asked for: the temporary's name means nothing
+    to a user (`.t.json.srnm4mch.tmp: No such file or directory`)."""
+    return type(error)(error.errno, error.strerror, str(target))
 
 
 def user_file_mode() -> int:

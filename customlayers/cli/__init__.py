@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+import warnings
 
 from ..errors import ConfigFileError, CustomLayersError
 from .strict_parser import StrictParser
@@ -78,6 +79,25 @@ def main(argv: list[str] | None = None) -> int:
 def _main(argv: list[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    with warnings.catch_warnings():
+        if not args.traceback:
+            warnings.showwarning = _show_warning
+        return _run(args)
+
+
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """Our own warnings (an unwritable cache, ...) as one `warning:` line each, without the
+    Python source line that warnings prints by default; others as Python prints them."""
+    if category.__module__.split(".")[0] == __name__.split(".")[0]:
+        print(f"warning: {message}", file=file or sys.stderr)
+    else:
+        _PYTHON_SHOW_WARNING(message, category, filename, lineno, file, line)
+
+
+_PYTHON_SHOW_WARNING = warnings.showwarning
+
+
+def _run(args) -> int:
     try:
         return int(args._run(args) or 0)
     except UsageError as e:

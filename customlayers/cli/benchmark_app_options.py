@@ -103,19 +103,24 @@ def perf_counts_wanted(args) -> bool:
     if args.pcsort == "no_sort":
         raise UsageError("-pcsort no_sort: the per-layer table is always sorted by device time, "
                          "longest first (-pcsort sort); execution order is not available")
+    from .output import check_output_path
     wanted = bool(args.perf_counts or args.pcsort)
     for option, value in (("--trace", args.trace), ("--report", args.report)):
         if value and not wanted:
             raise UsageError(f"{option} {value}: the times come from profiling events; add -pc")
-        if value and not value.endswith(".json"):
-            raise UsageError(f"{option} {value}: expected a .json file name")
+        if value:      # before anything runs, as -o: a folder, a file above it, no permission
+            check_output_path(value, (".json",), option)
     return wanted
 
 
 def write_profiles(args, rows, runs: int, recorder, device_name: str) -> None:
     """--trace and --report, each written atomically; a line on stderr names each file."""
     import sys
+    from pathlib import Path
     from ..runtime import trace
+    for path in (args.trace, args.report):     # a missing folder is created, as for -o
+        if path:
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
     if args.trace:
         recorder.write(args.trace)
         print(f"trace of {recorder.runs} run(s) written to {args.trace}", file=sys.stderr)

@@ -135,6 +135,8 @@ def run(args) -> int:
     if not args.layers:
         raise UsageError("give the Python reference with -l reference.py")
     params = parse_params(args.param)
+    from .config_files import refuse_models_as_configs
+    refuse_models_as_configs(args.config)
     registry = Registry(Engine(args.device, cache=build_cache(args)))
     registry.load(*args.config, allow_external_sources=args.allow_external_sources)
     layer = the_only_layer(args.layer, registry.layer_types(),

@@ -24,9 +24,11 @@ def build_cache(args: argparse.Namespace):
     """The program cache the options ask for, for the command's Engine: --no-cache turns the
     disk off, -cdir/--cache-dir moves it, --verbose reports hits and misses; unset, the settings (environment) decide."""
     from ..runtime.cache import ProgramCache
-    return ProgramCache(directory=getattr(args, "cache_dir", None) or None,
-                        enabled=False if getattr(args, "no_cache", False) else None,
-                        verbose=True if getattr(args, "verbose", False) else None)
+    cache = ProgramCache(directory=getattr(args, "cache_dir", None) or None,
+                         enabled=False if getattr(args, "no_cache", False) else None,
+                         verbose=True if getattr(args, "verbose", False) else None)
+    cache.check_directory()     # before anything runs: an unwritable folder is one warning
+    return cache
 
 
 def parse_params(items) -> dict[str, str]:
@@ -91,11 +93,25 @@ def add_kernel_check_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--check-bounds", action="store_true",
                         help="run custom kernels with guard zones around every buffer and their "
                              "outputs pre-filled with NaN: report writes out of bounds (layer, "
-                             "tensor, offset) and output elements never written")
+                             "tensor, offset) and output elements never written (not reads "
+                             "out of bounds: --sanitize sees those)")
     parser.add_argument("--sanitize", action="store_true",
                         help="also run custom kernels on Oclgrind, a simulator that checks every "
                              "memory access, and report invalid accesses at your .cl lines "
                              "(installs Debian's oclgrind on first use)")
+
+
+# what guard zones cannot see, said wherever --check-bounds runs without --sanitize: a kernel
+# that reads past a short Data blob or input gives wrong numbers and no finding
+CHECK_BOUNDS_NOTE = ("note: --check-bounds does not see reads out of bounds (a kernel reading "
+                     "past a Data blob or an input that is too short gives wrong numbers and no "
+                     "finding); --sanitize (Oclgrind) checks every read and write")
+
+
+def check_bounds_note(args) -> None:
+    """Print CHECK_BOUNDS_NOTE on stderr when --check-bounds ran without --sanitize."""
+    if getattr(args, "check_bounds", False) and not getattr(args, "sanitize", False):
+        print(CHECK_BOUNDS_NOTE, file=sys.stderr)
 
 
 def report_kernel_problems(problems) -> int:

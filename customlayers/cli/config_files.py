@@ -7,7 +7,9 @@
   resolves to it, so that a commit that changes only a kernel re-checks the layers built from
   it (the pre-commit hook runs from the repository's root);
 - a model (an IR `.xml` whose root is `<net>`, `.onnx`, `.bin`): a usage error, since a model is
-  checked with its layers by `run`, not by `validate`.
+  checked with its layers by `run`, not by `validate`. The commands that take configs with -c
+  (run, benchmark, run-layer, check, jit, layers) refuse a model the same way
+  (`refuse_models_as_configs`).
 """
 from __future__ import annotations
 
@@ -49,6 +51,17 @@ def is_model(path: str) -> bool:
     except (etree.XMLSyntaxError, OSError):
         return False     # not well-formed (a config without a root is not, either): not an IR
     return False
+
+
+def refuse_models_as_configs(paths, option: str = "-c") -> None:
+    """A UsageError naming the first of `paths` that is a model, not a layer config (a user who
+    swapped -m and -c would otherwise read XML or UTF-8 errors about a protobuf file)."""
+    from . import UsageError
+    for path in paths:
+        if is_model(path):
+            raise UsageError(f"{option} {path}: this is a model, not a layer config; give a model "
+                             f"with -m and its layers' configs with -c (`customlayers run -m "
+                             f"{path} -c CONFIG`)")
 
 
 def is_config(path: Path) -> bool:

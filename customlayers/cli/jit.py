@@ -47,6 +47,8 @@ def _tensors(items, what):
 
 def run(args) -> int:
     from . import UsageError
+    from .config_files import refuse_models_as_configs
+    refuse_models_as_configs(args.config)
     configs = load_configs(args.config)
     for d in configs.diagnostics:
         print(d.render(), file=sys.stderr)

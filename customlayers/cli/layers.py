@@ -94,6 +94,8 @@ def describe_mvcl_layer(layer) -> list[str]:
 
 def run(args) -> int:
     from ..runtime.registry import Registry
+    from .config_files import refuse_models_as_configs
+    refuse_models_as_configs(args.config)
     registry = Registry()
     diags = registry.load(*args.config, allow_external_sources=args.allow_external_sources)
     for d in diags.sorted():

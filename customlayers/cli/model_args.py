@@ -10,6 +10,7 @@ import numpy as np
 from . import UsageError
 from .benchmark_app_options import add_refused_options
 from .common import add_build_options, build_cache, non_negative_int, positive_int
+from .config_files import refuse_models_as_configs
 from .input_arrays import read_array
 from .input_shapes import (OPENVINOS, GivenShape, apply_batch, check_against_model,
                            declared_shape, parse_shapes)
@@ -55,6 +56,7 @@ def add_python_layers_option(p: argparse.ArgumentParser) -> None:
 def load_registry(args, engine=None):
     """The registry of the configs (-c) and Python layers (-l), or None when neither is given;
     load warnings go to stderr. Loading needs no device: `engine` may be set later."""
+    refuse_models_as_configs(args.config)
     if not args.config and not getattr(args, "layers", None):
         return None
     from ..runtime.registry import Registry
@@ -74,19 +76,21 @@ def load_network(args, profiling: bool = False, resolver=None):
     from ..graph.load import read_model
     from ..runtime.device import Engine
     from ..runtime.network import Network
+    from ..runtime.resolver import Resolver
     # the layers, the model and the input files first: a malformed one is refused before
-    # OpenCL starts; the model reader asks the loaded layers for their output shapes
+    # OpenCL starts; the model reader asks the loaded layers for their output shapes, and the
+    # layers nothing implements are listed before any shape is found wrong
     registry = load_registry(args)
-    graph = read_model(args.model, custom_shapes=registry.output_shapes
-                       if registry is not None else None)
+    say = lambda m: print(m, file=sys.stderr)     # noqa: E731
+    resolver = resolver(registry, say) if resolver else Resolver(registry, say=say)
+    graph = read_model(args.model, custom_shapes=resolver)
+    resolver.check_implemented(graph.nodes.values())
     arrays, shapes = input_arrays_and_shapes(args, graph)
     engine = Engine(args.device, cache=build_cache(args))
     if registry is not None:
         registry.engine = engine
-    say = lambda m: print(m, file=sys.stderr)     # noqa: E731
     net = Network(graph, registry, engine, input_shapes=shapes or None, profiling=profiling,
-                  messages=say, resolver=resolver(registry, say) if resolver else None,
-                  tuning=args.tuning)
+                  messages=say, resolver=resolver, tuning=args.tuning)
     missing = [p for p in graph.parameters if p.name not in arrays]
     for k, p in enumerate(missing):
         arrays[p.name] = random_input(shapes[p.name], p.outputs[0].dtype, args.seed + k)

@@ -17,24 +17,26 @@ from ..files import atomic_writer, user_file_mode
 ARRAY_SUFFIXES = (".npy", ".npz")
 
 
-def check_output_path(path: str, suffixes: Sequence[str] = ARRAY_SUFFIXES) -> Path:
-    """The target of `-o path`, refused (UsageError) when it is a folder, has a suffix not in
-    `suffixes`, or lies under a file; missing folders are fine (they are created on writing)."""
+def check_output_path(path: str, suffixes: Sequence[str] = ARRAY_SUFFIXES,
+                      option: str = "-o") -> Path:
+    """The target of `option path` (-o, --trace, --report), refused (UsageError) when it is a
+    folder, has a suffix not in `suffixes`, or lies under a file; missing folders are fine
+    (they are created on writing)."""
     from . import UsageError
     target = Path(path)
     named = " or ".join(suffixes)
     if target.is_dir():
-        raise UsageError(f"-o {path}: is a folder; name a file in it ({named})")
+        raise UsageError(f"{option} {path}: is a folder; name a file in it ({named})")
     if target.suffix.lower() not in suffixes:
         hint = ".npy (one array) or .npz" if tuple(suffixes) == ARRAY_SUFFIXES else named
-        raise UsageError(f"-o {path}: name the file {hint}, found {target.name!r}")
+        raise UsageError(f"{option} {path}: name the file {hint}, found {target.name!r}")
     existing = target.parent
     while not existing.exists() and existing != existing.parent:
         existing = existing.parent
     if not existing.is_dir():
-        raise UsageError(f"-o {path}: {existing} is a file, not a folder")
+        raise UsageError(f"{option} {path}: {existing} is a file, not a folder")
     if not os.access(existing, os.W_OK | os.X_OK):
-        raise UsageError(f"-o {path}: no permission to write in {existing}")
+        raise UsageError(f"{option} {path}: no permission to write in {existing}")
     return target
 
 

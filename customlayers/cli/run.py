@@ -7,7 +7,8 @@ import sys
 import numpy as np
 
 from .benchmark_app_options import add_profile_options, perf_counts_wanted, write_profiles
-from .common import add_kernel_check_options, report_kernel_problems, warn_if_not_finite
+from .common import (add_kernel_check_options, check_bounds_note, report_kernel_problems,
+                     warn_if_not_finite)
 from .model_args import add_model_options, load_network
 from .output import check_array_count, check_output_path, write_arrays_atomically
 
@@ -47,6 +48,7 @@ def run(args) -> int:
         from ..runtime.network_checks import check_custom_layers
         problems = check_custom_layers(net, arrays, bounds=args.check_bounds,
                                        sanitize=args.sanitize)
+        check_bounds_note(args)
         if report_kernel_problems(problems):    # no output is written from such a model
             return 1
     req = net.infer_async(arrays)        # the plan for these shapes (and shape-input values)

@@ -18,8 +18,10 @@ import numpy as np
 
 from ..config.params import unused_params, unused_params_message
 from . import UsageError
-from .common import (add_build_options, add_kernel_check_options, build_cache, parse_params,
-                     report_kernel_problems, the_only_layer, warn_if_not_finite)
+from .common import (add_build_options, add_kernel_check_options, build_cache,
+                     check_bounds_note, parse_params, report_kernel_problems, the_only_layer,
+                     warn_if_not_finite)
+from .config_files import refuse_models_as_configs
 from .input_arrays import read_array
 from .output import check_array_count, check_output_path, write_arrays_atomically
 from .layers import add_config_options
@@ -112,7 +114,7 @@ def run(args) -> int:
     data_paths = parse_data_items(args.data)
     out_shapes = [parse_shape(s) for s in args.output_shape]
     check_output_path(args.output)
-
+    refuse_models_as_configs(args.config)
     if not args.config and not args.layers:
         raise UsageError("give the layer's config with -c (or its Python layer with -l)")
     registry = Registry(Engine(args.device, cache=build_cache(args)))
@@ -153,6 +155,7 @@ def run(args) -> int:
         return 1
     if args.check_bounds:
         outputs, problems = bound.check_bounds(*inputs, **data)
+        check_bounds_note(args)
         if report_kernel_problems(problems):   # nothing is written from such a run
             return 1
     if not args.check_bounds:

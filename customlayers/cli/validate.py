@@ -16,7 +16,8 @@ import numpy as np
 
 from ..config import ConfigSet, Diagnostic, load_configs
 from ..config.diagnostics import ERROR, WARNING, Location
-from .common import add_build_options, add_kernel_check_options, build_cache
+from .common import (add_build_options, add_kernel_check_options, build_cache,
+                     check_bounds_note)
 from .config_files import expand
 from .diagnostic_formats import FORMATS, render
 
@@ -123,7 +124,10 @@ def compile_diagnostics(registry, name: str, given: list, params: dict | None = 
         return error_diagnostics(e, spec.location, name)
     found = warning_diagnostics(bound.build_warnings, name)
     if check_bounds or sanitize:
-        found += kernel_check_diagnostics(bound, spec, check_bounds, sanitize)
+        try:       # a layer whose run fails is one more finding: the other files still report
+            found += kernel_check_diagnostics(bound, spec, check_bounds, sanitize)
+        except CustomLayersError as e:
+            found += error_diagnostics(e, spec.location, name)
     return found
 
 
@@ -205,6 +209,8 @@ def run(args) -> int:
     diags = unreadable + list(configs.diagnostics)
     if args.compile and configs.layers:
         diags += _compile_all(configs, args)
+        if args.check_bounds:
+            check_bounds_note(args)
     if args.strict:
         diags = [dataclasses.replace(d, severity=ERROR) if d.severity == WARNING else d
                  for d in diags]

@@ -115,8 +115,8 @@ def _avg_pool(r, node, name: str, attrs: dict) -> None:
 def _global_pool(r, node, name: str, attrs: dict) -> None:
     rank = len(r.shape_of(node.input[0]))
     if rank < 3:
-        r.refuse(f"the input needs a known rank of 3 or more, found shape "
-                 f"{list(r.shape_of(node.input[0]))}")
+        r.refuse(f"the input needs a known rank of 3 or more, found "
+                 f"{r.describe_shape(node.input[0])}")
     axes = r.const(f"{name}/axes", np.arange(2, rank, dtype=np.int64))
     ir_type = "ReduceMean" if node.op_type == "GlobalAveragePool" else "ReduceMax"
     r.emit(ir_type, [node.input[0], axes], [node.output[0]], name, {"keep_dims": "true"})

@@ -47,7 +47,8 @@ def _flatten(r, node, name: str, attrs: dict) -> None:
     elif axis == 1:
         target, special_zero = [0, -1], "true"  # keep dim 0 as it comes, fold the rest
     else:
-        r.refuse(f"Flatten at axis {axis} needs a static input shape, found {list(shape)}")
+        r.refuse(f"Flatten at axis {axis} needs a static input shape, found "
+                 f"{r.describe_shape(node.input[0])}")
     r.emit("Reshape", [node.input[0], r.const(f"{name}/shape", np.array(target, np.int64))],
            [node.output[0]], name, {"special_zero": special_zero})
 
@@ -248,7 +249,7 @@ def _shape(r, node, name: str, attrs: dict) -> None:
     shape = r.shape_of(node.input[0])
     if not shape or any(d is None for d in shape):
         r.refuse(f"Shape of '{node.input[0]}' is folded into a constant, which needs a static "
-                 f"shape; found {list(shape) if shape else 'none'}")
+                 f"shape; found {r.describe_shape(node.input[0])}")
     start, end = int(attrs.get("start", 0)), attrs.get("end")
     r.consts[node.output[0]] = np.array(shape[start:None if end is None else int(end)], np.int64)
 

@@ -23,7 +23,8 @@ import numpy as np
 
 from ..errors import ModelError
 from .graph import Graph, Node, Port
-from .custom_shapes import CustomShapes, propagate_custom_shapes
+from .custom_shapes import (CustomLayers, as_custom_layers, custom_nodes, node_name,
+                            propagate_custom_shapes)
 from .guard import located
 from .onnx_checks import (check_attribute_types, check_model, check_node, enum_name,
                           tensor_array, value_shape)
@@ -44,9 +45,11 @@ BINARY = {"Add": "Add", "Mul": "Multiply", "Sub": "Subtract", "Div": "Divide", "
           "Max": "Maximum", "Min": "Minimum", "Sum": "Add"}
 
 
-def read_onnx(path, custom_shapes: CustomShapes | None = None) -> Graph:
+def read_onnx(path, custom_shapes: CustomLayers | None = None) -> Graph:
     """Read an ONNX model; external data files are found relative to the model's folder.
-    `custom_shapes` answers the output shapes of custom nodes (custom_shapes.py)."""
+    `custom_shapes` (custom_shapes.py: the runtime's resolver, or a bare callable of static
+    shapes) says which custom nodes nothing implements, before anything else is refused, and
+    answers their output shapes."""
     import onnx
     path = Path(path)
     try:
@@ -94,7 +97,7 @@ def _attr_text(value) -> str:
 
 
 class _OnnxReader:
-    def __init__(self, model, file: str, custom_shapes: CustomShapes | None = None,
+    def __init__(self, model, file: str, custom_shapes: CustomLayers | None = None,
                  raw_data: dict | None = None):
         import onnx
         from onnx import numpy_helper
@@ -112,9 +115,16 @@ class _OnnxReader:
         # initializer index -> its raw_data, left in the file's bytes (onnx_file.py)
         self.raw_data = raw_data or {}
         model = infer_shapes(onnx, model)
-        if custom_shapes is not None:
-            model = propagate_custom_shapes(onnx, model, self.is_custom, _attr_text,
-                                            custom_shapes)
+        layers = as_custom_layers(custom_shapes)
+        # value name -> why the custom node producing it could not shape it
+        self.unknown_why: dict[str, str] = {}
+        if layers is not None:
+            nodes = custom_nodes(model, self.is_custom, _attr_text, onnx)
+            # what nothing implements comes first: a shape error after such a node says less
+            layers.check_implemented([n for _, _, n in nodes])
+            model, self.unknown_why = propagate_custom_shapes(onnx, model, nodes, layers,
+                                                              infer_shapes)
+        self.layers_asked = layers is not None
         self.model = model
         self.graph = Graph(model.graph.name or Path(file).stem)
         self.info: dict[str, tuple[tuple, str]] = {}     # value name -> (shape, dtype)
@@ -123,6 +133,9 @@ class _OnnxReader:
         self.alias: dict[str, str] = {}                  # Identity/Dropout outputs
         self.uses: dict[str, int] = {}
         self.where = ""
+        self.node_inputs: list[str] = []                 # the inputs of the node translated
+        # value of unknown shape -> the custom node it comes from, and why (for messages)
+        self.unknown_from: dict[str, str] = {}
 
     # -- graph building ---------------------------------------------------------------------
     def read(self) -> Graph:
@@ -147,12 +160,14 @@ class _OnnxReader:
                 self.emit("Parameter", [], [vi.name], vi.name,
                           attrs={"shape": text, "element_type": dtype})
         for index, node in enumerate(g.node):
-            name = node.name or (node.output[0] if node.output else "") or f"node{index}"
+            name = node_name(node, index)
             self.where = f"{self.file}: node {index} '{name}' ({node.op_type})"
+            self.node_inputs = [i for i in node.input if i]
             with located(self.where):
                 self.check_outputs_are_new(node)
                 self.translate(node, name, index)
         self.where = ""
+        self.node_inputs = []
         for vi in g.output:
             self.where = f"{self.file}: graph output '{vi.name}'"
             self.emit("Result", [vi.name], [], f"{vi.name}/sink")
@@ -217,6 +232,8 @@ class _OnnxReader:
         # A translation computes shapes from shape_of, which answers () for an unknown shape;
         # past an input of unknown shape such a result means nothing: leave it to the Network.
         blind = any(p.shape is None for p in node.inputs)
+        origin = next((self.unknown_from[self.alias.get(i, i)] for i in inputs
+                       if self.alias.get(i, i) in self.unknown_from), None)
         for k, out in enumerate(outputs):
             if shapes is not None:
                 shape = None if blind or shapes[k] is None else tuple(shapes[k])
@@ -226,6 +243,8 @@ class _OnnxReader:
                 dtype = node.inputs[0].dtype if node.inputs else "f32"
             node.outputs.append(Port(shape, dtype, (out,)))
             self.values[out] = (node.id, k)
+            if shape is None and origin is not None:     # unknown because of a custom node
+                self.unknown_from[out] = origin
         self.graph.add_node(node)
         for port, src in enumerate(sources):
             self.graph.connect(src[0], src[1], node.id, port)
@@ -258,7 +277,23 @@ class _OnnxReader:
         return source is not None and self.graph.nodes[source[0]].type == "Parameter"
 
     def refuse(self, why: str):
-        raise ModelError(f"{self.where}: {why}")
+        raise ModelError(f"{self.where}: {why}{self.unknown_note()}")
+
+    def unknown_note(self) -> str:
+        """Where the unknown shape of an input of the node being translated comes from: the
+        custom node that could not shape it, and why ('' when no input is such)."""
+        for name in self.node_inputs:
+            origin = self.unknown_from.get(self.alias.get(name, name))
+            if origin is not None and self.known_shape(name) is None:
+                return f"; the shape of input '{name}' is unknown: {origin}"
+        return ""
+
+    def describe_shape(self, name: str) -> str:
+        """'shape [1, ?, 4]', or 'an unknown shape' (never the () shape_of stands in with)."""
+        shape = self.known_shape(name)
+        if shape is None:
+            return "an unknown shape"
+        return f"shape [{', '.join('?' if d is None else str(d) for d in shape)}]"
 
     # -- translation ------------------------------------------------------------------------
     def is_custom(self, node) -> bool:
@@ -299,9 +334,17 @@ class _OnnxReader:
                 self.refuse(f"attribute '{key}' holds a graph or tensor, which a custom layer "
                             f"cannot take as text")
         version = f"{domain or 'ai.onnx'}:{self.opset.get(domain or 'ai.onnx', '')}"
-        self.emit(node.op_type, [i for i in node.input if i], list(node.output), name,
-                  attrs={k: _attr_text(v) for k, v in attrs.items()}, version=version,
-                  domain=domain)
+        emitted = self.emit(node.op_type, [i for i in node.input if i], list(node.output), name,
+                            attrs={k: _attr_text(v) for k, v in attrs.items()},
+                            version=version, domain=domain)
+        kind = f"{node.op_type}, domain {domain}" if domain else node.op_type
+        for out, port in zip(node.output, emitted.outputs):
+            if port.shape is None and out not in self.unknown_from:   # (else: an input's)
+                why = self.unknown_why.get(out) or (
+                    "no custom layers were asked (none loaded)" if not self.layers_asked
+                    else "its inputs' shapes are unknown")
+                self.unknown_from[out] = f"it comes from custom node '{name}' ({kind}), " \
+                                         f"whose output shape is unknown: {why}"
 
     def binary(self, node, name: str, attrs: dict, ir_type: str) -> None:
         inputs = list(node.input)

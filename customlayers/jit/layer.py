@@ -117,18 +117,35 @@ class LayerCall:
     declared: Sequence[tuple[tuple | None, str | None]] = ()
     context: CompileContext = DEFAULT_CONTEXT
 
-    def split_blobs(self, blob_names) -> tuple[list[int], dict[str, np.ndarray]]:
-        """(the input index of each real port, the constant blobs by name): an input is a blob
-        when it is constant and its producer or tensor goes by one of `blob_names` (SimpleGPU's
-        and MVCL's Data); the others are ports 0, 1, ... in order."""
-        wanted = set(blob_names)
-        ports: list[int] = []
+    def split_blobs(self, blob_names: Sequence[str], port_count: int | None = None
+                    ) -> tuple[list[int], dict[str, np.ndarray]]:
+        """(the input index of each real port, the constant blobs by name). A blob (SimpleGPU's
+        and MVCL's Data) binds to a constant input of the node
+          1. by name: its producer or tensor goes by the blob's name, as a whole or as its last
+             path part (`weights`, or `conv1/weights` for one node's own);
+          2. else by position, when `port_count` (the real inputs the layer binds) is given:
+             the constant inputs after the first `port_count` others take the blobs still
+             unbound, in the order of `blob_names`. ONNX initializer names are global, so two
+             nodes of one type can each have their own blobs only this way (or by path).
+        The other inputs are ports 0, 1, ... in order."""
+        order = list(dict.fromkeys(blob_names))
+        wanted = set(order)
+        rest: list[int] = []
         blobs: dict[str, np.ndarray] = {}
         for i in range(len(self.inputs)):
             names = self.input_names[i] if i < len(self.input_names) else frozenset()
-            match = wanted & names
+            match = sorted((wanted - set(blobs)) & names)
             if i in self.consts and match:
-                blobs[match.pop()] = self.consts[i]
+                blobs[match[0]] = self.consts[i]
+            else:
+                rest.append(i)
+        if port_count is None:
+            return rest, blobs
+        ports = rest[:port_count]
+        unbound = [n for n in order if n not in blobs]
+        for i in rest[port_count:]:
+            if i in self.consts and unbound:
+                blobs[unbound.pop(0)] = self.consts[i]
             else:
                 ports.append(i)
         return ports, blobs

@@ -11,6 +11,7 @@ python_layer.py  the Python layer adapter: a @cpu_layer class as a layer impleme
 python_loader.py @cpu_layer and loading the modules that use it (-l, Registry.load_python)
 reference_check.py  comparing outputs with a Python reference (check, run --check-with)
 resolver.py   what implements each node: loaded layers first, then built-ins
+layer_shapes.py  a loaded layer's output shapes for a model being read (constants, symbolic dims)
 fusion.py     epilogue fusion and channel-affine chains
 compiler.py   a graph compiled for concrete shapes: steps, memory plan, programs
 planner.py    memory planning by tensor lifetime

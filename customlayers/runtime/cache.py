@@ -7,13 +7,17 @@ key missed the .cl contents and served stale kernels; tinygrad's missed the driv
 On disk, one folder per key holds `program.bin`, `source.cl` and `meta.json` (inspectable by
 hand). Each file is written to a temporary name and moved into place with os.replace; meta.json
 goes last and records the binary's hash, so a half-written entry is never read. Any cache problem
-is a warning and a fresh build, never a crash that hides the real error.
+is a warning and a fresh build, never a crash that hides the real error. A folder that cannot be
+written (read-only, under a file, a full disk) is one warning, found by `check_directory` before
+anything is built or at the first write: the cache then only reads (a read-only cache that others
+filled still serves its entries).
 """
 from __future__ import annotations
 
 import hashlib
 import json
 import sys
+import tempfile
 import time
 import warnings
 from pathlib import Path
@@ -70,6 +74,7 @@ class ProgramCache:
         self.enabled = settings.cache_enabled() if enabled is None else enabled
         self.verbose = settings.verbose() if verbose is None else verbose
         self._memory: dict[tuple[int, str], tuple[cl.Program, str]] = {}
+        self.writable = True     # False once the folder is found unwritable (warned once)
         self.hits = 0
         self.disk_hits = 0
         self.misses = 0
@@ -107,7 +112,7 @@ class ProgramCache:
                                              save_dir=self.directory)
             self.misses += 1
             self._report("miss, built", label, key, start)
-            if self.enabled:
+            if self.enabled and self.writable:
                 self._store(device, key, program, source, options, label, warned)
         self._report_warnings(label, warned)
         self._memory[mem_key] = (program, warned)
@@ -162,8 +167,33 @@ class ProgramCache:
                     "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
                     **device_identity(device)}
             _write_atomic(folder / "meta.json", json.dumps(meta, indent=2).encode())
-        except (OSError, cl.Error) as e:
+        except OSError as e:
+            self._cannot_write(e.strerror or str(e))
+        except cl.Error as e:
             self._warn(f"could not write the program cache at {folder} ({e})")
+
+    def check_directory(self) -> bool:
+        """Whether the disk cache's folder can be written (made when missing, then probed with
+        a temporary file: permission bits say nothing for root or a read-only mount). When it
+        cannot, one CacheWarning naming it, and the cache only reads from then on."""
+        if not self.enabled or not self.writable:
+            return self.writable
+        folder = self.directory
+        try:
+            if folder.exists() and not folder.is_dir():
+                raise NotADirectoryError(20, "it is a file, not a folder", str(folder))
+            folder.mkdir(parents=True, exist_ok=True)
+            with tempfile.TemporaryFile(dir=folder):
+                pass
+        except OSError as e:
+            self._cannot_write(e.strerror or str(e))
+        return self.writable
+
+    def _cannot_write(self, why: str) -> None:
+        if self.writable:
+            self.writable = False
+            self._warn(f"the program cache folder {self.directory} cannot be written ({why}); "
+                       f"programs built in this process are not kept")
 
     # -- reporting ---------------------------------------------------------------------------
     def _warn(self, message: str) -> None:

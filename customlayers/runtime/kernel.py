@@ -13,7 +13,6 @@ Three ways to run one:
 """
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Mapping, Sequence
 
 import numpy as np
@@ -88,6 +87,11 @@ class BoundKernel:
     def launch(self) -> KernelLaunch:
         """The same work as a KernelLaunch: inputs are Arg.input(port), outputs
         Arg.output(port), Data blobs Arg.const(values)."""
+        return self._launch_with([self._data_value(k) for k in range(len(self.data_descs))])
+
+    def _launch_with(self, blobs: Sequence[np.ndarray]) -> KernelLaunch:
+        """launch(), with these flat Data blobs (in arg order) as its constant arguments: a
+        blob bound by its description only needs no value here."""
         args = []
         for kind, k in self.plan:
             if kind == INPUT:
@@ -95,7 +99,7 @@ class BoundKernel:
             elif kind == OUTPUT:
                 args.append(Arg.output(k))
             else:
-                args.append(Arg.const(self._data_value(k)))
+                args.append(Arg.const(blobs[k]))
         return KernelLaunch(source=self.source.text, entry=self.spec.entry, args=tuple(args),
                             global_size=self.global_size, local_size=self.local_size,
                             options=self.options, label=self.spec.name,
@@ -176,7 +180,7 @@ class BoundKernel:
     def check_bounds(self, *arrays: np.ndarray, **data: np.ndarray):
         """Run once like __call__, with guard zones around every buffer and outputs pre-filled
         with a NaN pattern (runtime/bounds.py): (the outputs as a list, the problems found)."""
-        launch = self._numpy_launch(self._call_blobs(arrays, data))
+        launch = self._launch_with(self._call_blobs(arrays, data))
         packed = [d.pack(a) for d, a in zip(self.inputs, arrays)]
         return run_guarded(self.engine, self.program, launch, self.spec.name, packed,
                            self.inputs, self.outputs)
@@ -184,16 +188,9 @@ class BoundKernel:
     def sanitize(self, *arrays: np.ndarray, **data: np.ndarray) -> list[SanitizeFinding]:
         """Run once like __call__ on Oclgrind (runtime/sanitize.py): every invalid memory
         access it finds, at the user's .cl lines ([] when none)."""
-        launch = self._numpy_launch(self._call_blobs(arrays, data))
+        launch = self._launch_with(self._call_blobs(arrays, data))
         packed = [d.pack(a) for d, a in zip(self.inputs, arrays)]
         return sanitize_launch(launch, self.spec.name, packed, [d.nbytes for d in self.outputs])
-
-    def _numpy_launch(self, blobs) -> KernelLaunch:
-        """launch(), with these Data blobs as its constant arguments."""
-        launch = self.launch()
-        consts = iter(blobs)
-        return replace(launch, args=tuple(Arg.const(next(consts)) if a.kind == "const" else a
-                                          for a in launch.args))
 
     def _call_blobs(self, arrays, data) -> list[np.ndarray]:
         """The flat Data blobs of a numpy call (given ones replace bound ones), after checking

@@ -46,9 +46,16 @@ def output_layouts(stages: Sequence[MvclSpec]) -> dict[int, str]:
     return {port: layout for port, (layout, _) in sorted(layouts.items())}
 
 
-def blob_names(stages: Sequence[MvclSpec]) -> set[str]:
-    """The constant blobs (<Data type="data" source=NAME>) the stages bind."""
-    return {p.blob for s in stages for p in s.parameters if isinstance(p, MvclData)}
+def blob_names(stages: Sequence[MvclSpec]) -> list[str]:
+    """The constant blobs (<Data type="data" source=NAME>) the stages bind, in the order they
+    first appear (the order in which blobs bound by position take the constant inputs)."""
+    return list(dict.fromkeys(p.blob for s in stages for p in s.parameters
+                              if isinstance(p, MvclData)))
+
+
+def input_port_count(stages: Sequence[MvclSpec]) -> int:
+    """The real inputs the stages bind: the highest input port + 1."""
+    return max((t.port_index for s in stages for t in s.tensors("input")), default=-1) + 1
 
 
 def dense(desc: TensorDesc, layout: str) -> TensorDesc:
@@ -126,20 +133,22 @@ class MvclLayerImpl(LayerImpl):
 
     # -- inputs ----------------------------------------------------------------------------
     def _ports(self, call: LayerCall, stages) -> tuple[list[int], dict[str, np.ndarray]]:
-        """(the call's input index of each real port, the constant blobs by name): an input is
-        a blob when it is constant and its producer or tensor goes by a blob's name (as
-        SimpleGPU's Data); the others are ports 0, 1, ... in order."""
+        """(the call's input index of each real port, the constant blobs by name): blobs bind
+        to constant inputs by name or by position, as SimpleGPU's Data (LayerCall.split_blobs);
+        the others are ports 0, 1, ... in order."""
         for i, d in enumerate(call.inputs):
             if d.dtype not in C_TYPES:
                 raise BindingError(f"{call.where}: input {i} is {d.dtype}; an MVCL kernel takes "
                                    f"{', '.join(C_TYPES)}")
         wanted = blob_names(stages)
-        ports, blobs = call.split_blobs(wanted)
-        missing = wanted - set(blobs)
+        count = input_port_count(stages)
+        ports, blobs = call.split_blobs(wanted, count)
+        missing = [n for n in wanted if n not in blobs]
         if missing:
             raise BindingError(f"{call.where}: MVCL layer '{self.layer.name}' binds Data "
-                               f"{', '.join(sorted(missing))}, but the layer has no constant "
-                               f"input of that name"
+                               f"{', '.join(missing)}, but the node has no constant input of "
+                               f"that name, nor one after its {count} real input(s) to take it "
+                               f"by position"
                                ).at(self.layer.location, PREPARE_CODE, self.layer.name)
         return ports, blobs
 

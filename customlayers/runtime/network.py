@@ -69,9 +69,12 @@ class Network:
                  profiling: bool = False, pad_custom_inputs=None, messages=None,
                  fuse: bool = True, resolver: Resolver | None = None,
                  tuning: str | None = None, concat_in_place: bool = True):
+        self._say = messages if messages is not None else (lambda m: None)
+        self.resolver = resolver if resolver is not None else Resolver(registry, say=self._say)
         if not isinstance(graph, Graph):
-            graph = read_model(graph, custom_shapes=registry.output_shapes
-                               if registry is not None else None)
+            # the resolver lists the custom nodes nothing implements before the reader refuses
+            # anything, and shapes the others' outputs (graph/custom_shapes.py)
+            graph = read_model(graph, custom_shapes=self.resolver)
         self.graph = graph
         self.registry = registry
         if engine is None:
@@ -81,8 +84,6 @@ class Network:
         self.profiling = profiling
         self.fuse = fuse                   # epilogue fusion (runtime/fusion.py)
         self.messages: list[str] = []      # informational messages (overrides, memory plan)
-        self._say = messages if messages is not None else (lambda m: None)
-        self.resolver = resolver if resolver is not None else Resolver(registry, say=self._say)
         if fuse:      # zero Pads and causal Slices around convolutions become their padding,
             # channel shuffles before depthwise convolutions the order they read channels in,
             # a last-step Gather before a MatMul the element the MatMul reads

@@ -31,12 +31,12 @@ from ..config.params import unused_params, unused_params_message
 from ..config.spec import LayerSpec
 from ..errors import BindingError, CustomLayersError, KernelBuildError, UnknownLayerError
 from ..jit.bindings import kernel_tensors
-from ..jit.layer import LayerCall
 from ..jit.program import generate_program
 from ..jit.tensor import TensorDesc
 from .build import options_rejected
 from .device import Engine
 from .kernel import BoundKernel, data_descs_and_values
+from .layer_shapes import layer_output_shapes
 from .limits import check_kernel_work_group, check_local_size
 from .mvcl import MvclLayerImpl
 from .one_layer import run_layer
@@ -200,21 +200,21 @@ class Registry:
         return adapter(spec, self)
 
     def output_shapes(self, layer_type: str, domain: str, attrs: Mapping[str, str],
-                      input_shapes: Sequence[tuple]) -> list[tuple] | None:
-        """The output shapes of a loaded layer for these input shapes, by its implementation's
-        own rules (SimpleGPU: the Tensor shape formula, else input 0's shape); None when the
-        type is not loaded or the shapes cannot be known without running (a model reader's
-        custom_shapes: graph/custom_shapes.py)."""
+                      input_shapes: Sequence[tuple], *, input_names: Sequence[str] = (),
+                      constant_inputs: Sequence[int] = (), output_count: int | None = None,
+                      where: str | None = None) -> list[tuple | None] | None:
+        """The output shapes of a loaded layer for inputs of these shapes, by its
+        implementation's own rules (SimpleGPU: the Tensor shape formula, else input 0's shape),
+        for a model reader (graph/custom_shapes.py): None when the type is not loaded; a
+        CustomLayersError saying why when its rules give none. Dims may be symbolic names or
+        None (a dynamic batch) and come back so where they pass through; `input_names` and
+        `constant_inputs` say which inputs are constants (the <Data> blobs bind to those);
+        layer_shapes.py says how."""
         if layer_type not in self:
             return None
-        try:
-            impl = self.implementation(layer_type)
-            call = LayerCall(name=layer_type, where=f"a {layer_type} node", type=layer_type,
-                             attrs=impl.parse_attributes(attrs, layer_type),
-                             inputs=[TensorDesc(shape) for shape in input_shapes], consts={})
-            return [tuple(d.shape) for d in impl.outputs(call)]
-        except (CustomLayersError, NotImplementedError):
-            return None
+        return layer_output_shapes(self.implementation(layer_type), layer_type, attrs,
+                                   input_shapes, input_names, constant_inputs, output_count,
+                                   where)
 
     def run_layer(self, layer_type: str, inputs: Sequence[np.ndarray],
                   params: Mapping[str, str] | None = None,

@@ -72,6 +72,25 @@ class Resolver:
             self._say(message)
         return found, messages
 
+    # -- what a model reader asks (graph/custom_shapes.py: CustomLayers) ----------------------
+    def check_implemented(self, nodes: Iterable) -> None:
+        """UnsupportedLayersError listing every node (anything with name, type and domain:
+        graph Nodes, or the custom nodes of a model being read) that nothing implements."""
+        missing = [n for n in nodes if n.type not in STRUCTURAL_TYPES and self.find(n) is None]
+        if missing:
+            raise self._unsupported(missing)
+
+    def output_shapes(self, node):
+        """The output shapes of a custom node of a model being read (CustomNode), by its loaded
+        layer's rules (Registry.output_shapes); None when no loaded layer implements it."""
+        if not self.is_loaded(node):
+            return None
+        return self.registry.output_shapes(
+            node.type, node.domain, node.attrs, [i.shape for i in node.inputs],
+            input_names=[i.name for i in node.inputs],
+            constant_inputs=[k for k, i in enumerate(node.inputs) if i.constant],
+            output_count=node.outputs, where=f"node '{node.name}' ({node.type})")
+
     def _unsupported(self, missing: list[Node]) -> UnsupportedLayersError:
         lines = [f"  {n.name} (type {n.type}{', domain ' + n.domain if n.domain else ''})"
                  for n in missing]

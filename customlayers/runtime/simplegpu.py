@@ -4,7 +4,7 @@
 Its work is three kinds of stage: reorders of its inputs into the formats (and padding) its
 Tensors ask for, the bound kernel (Registry.bind, the one layer-compile pipeline), and reorders
 of its outputs back to dense BFYX (what the rest of the graph reads). Real inputs bind by port;
-Data blobs by the names of the layer's constant inputs.
+Data blobs to the layer's constant inputs, by name or by position (LayerCall.split_blobs).
 """
 from __future__ import annotations
 
@@ -139,18 +139,20 @@ class SimpleGpuLayer(LayerImpl):
     def _kernel_inputs(self, call: LayerCall):
         """(the call's input index of each real port, the tensors the kernel receives for
         them, the Data blobs by name): real inputs by port, Data blobs from constant inputs
-        whose producer or tensor has the blob's name."""
+        by name or position (LayerCall.split_blobs)."""
         spec = self.spec
         for i, d in enumerate(call.inputs):
             if d.dtype not in CUSTOM_LAYER_DTYPES:   # the contract's <T>_TYPE list has no double
                 raise BindingError(f"{call.where}: input {i} is {d.dtype}; a custom layer "
                                    f"takes {', '.join(CUSTOM_LAYER_DTYPES)}")
-        data_names = {d.name for d in spec.data}
-        ports, data = call.split_blobs(data_names)
-        missing = data_names - set(data)
+        data_names = [d.name for d in spec.data_in_arg_order]
+        ports, data = call.split_blobs(data_names, spec.num_input_ports)
+        missing = [n for n in data_names if n not in data]
         if missing:
-            raise BindingError(f"the descriptor binds Data {', '.join(sorted(missing))}, but the "
-                               f"layer has no constant input of that name")
+            raise BindingError(f"{call.where}: layer type '{spec.name}' ({spec.location}) binds "
+                               f"Data {', '.join(missing)}, but the node has no constant input "
+                               f"of that name, nor one after its {spec.num_input_ports} real "
+                               f"input(s) to take it by position")
         bound_ports = {t.port_index for t in spec.inputs}
         if bound_ports and max(bound_ports) >= len(ports):
             raise BindingError(f"the descriptor binds input port {max(bound_ports)}, but the "

@@ -65,7 +65,8 @@ class Tuner:
         self.engine = engine
         self.mode = check_mode(mode)
         self.cache = cache if cache is not None else TuningCache.for_device(
-            engine.device, enabled=engine.cache.enabled, directory=engine.cache.directory)
+            engine.device, enabled=engine.cache.enabled, directory=engine.cache.directory,
+            writable=engine.cache.writable)
         self.stats = TuningStats()
         self._queue = None
 

@@ -43,15 +43,21 @@ class TuningCache:
         self.path = path                 # None: in memory only
         self.identity = identity
         self._choices: dict | None = None
+        self._write_failed = False       # warned once: later choices stay in memory
 
     @staticmethod
-    def for_device(device, enabled: bool = True, directory: Path | None = None) -> "TuningCache":
+    def for_device(device, enabled: bool = True, directory: Path | None = None,
+                   writable: bool = True) -> "TuningCache":
+        """`writable` False: the folder is known unwritable (the program cache warned once):
+        choices are read from it but kept in memory."""
         identity = dict(device_identity(device), customlayers=__version__,
                         kernels=builtin_kernels_digest())
         if not enabled or directory is None:
             return TuningCache(None, identity)
         key = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:20]
-        return TuningCache(Path(directory) / "tuning" / f"{key}.json", identity)
+        cache = TuningCache(Path(directory) / "tuning" / f"{key}.json", identity)
+        cache._write_failed = not writable
+        return cache
 
     def get(self, signature: str) -> dict | None:
         return self._loaded().get(signature)
@@ -59,7 +65,7 @@ class TuningCache:
     def put(self, signature: str, record: dict) -> None:
         choices = self._loaded()
         choices[signature] = record
-        if self.path is None:
+        if self.path is None or self._write_failed:
             return
         try:
             merged = dict(self._read())          # another process may have added some
@@ -71,8 +77,9 @@ class TuningCache:
             with atomic_writer(self.path) as f:
                 f.write(text.encode("utf-8"))
         except OSError as e:
-            warnings.warn(f"tuning cache {self.path}: cannot write ({e}); the choice holds for "
-                          f"this process only", CacheWarning, stacklevel=2)
+            self._write_failed = True
+            warnings.warn(f"tuning cache {self.path}: cannot write ({e.strerror or e}); choices "
+                          f"hold for this process only", CacheWarning, stacklevel=2)
 
     def _loaded(self) -> dict:
         if self._choices is None:

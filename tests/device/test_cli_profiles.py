@@ -70,7 +70,7 @@ def test_benchmark_traces_every_run_of_every_request(tmp_path, capsys):
 @pytest.mark.parametrize("argv, says", [
     (["run", "-m", DEMO, "--trace", "t.json"], "--trace t.json: the times come from profiling "
                                                "events; add -pc"),
-    (["run", "-m", DEMO, "-pc", "--report", "r.txt"], "--report r.txt: expected a .json file"),
+    (["run", "-m", DEMO, "-pc", "--report", "r.txt"], "--report r.txt: name the file .json"),
     (["run", "-m", DEMO, "--tuning", "max"], "argument --tuning: invalid choice: 'max'"),
 ])
 def test_profile_and_tuning_usage_errors(capsys, argv, says):

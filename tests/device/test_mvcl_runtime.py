@@ -116,8 +116,9 @@ def test_a_constant_blob_binds_by_name(registry):
     (got,) = registry.run_layer("ChannelScale", [x], {"plane": "20"}, {"weights": w},
                                 [x.shape])
     np.testing.assert_allclose(got, x * w.reshape(1, 3, 1, 1), rtol=1e-6)
-    with pytest.raises(BindingError, match="binds Data weights, but the layer has no constant "
-                                           "input of that name"):
+    with pytest.raises(BindingError, match="binds Data weights, but the node has no constant "
+                                           "input of that name, nor one after its 1 real "
+                                           "input"):
         registry.run_layer("ChannelScale", [x], {"plane": "20"}, {}, [x.shape])
 
 

@@ -1,0 +1,250 @@
+"""Issue 18, item 3: ONNX models with custom nodes where a new user would give up.
+
+- A custom node with <Data> blobs is shaped at import (its rules are asked with its constants),
+  and so is any custom node of a model whose batch is symbolic: the ops after it that need a
+  rank (GlobalAveragePool, Softmax(axis=-1), ReduceMean(axes=[-1])) read and run. A shape that
+  is truly unknown is said to be unknown, naming the custom node it comes from and why.
+- The layers of the model that nothing implements are listed before any shape error.
+- <Data> blobs bind to a node's own constant inputs by position or by a per-node name, so two
+  nodes of one type can each have their own blobs (ONNX initializer names are global).
+Every model runs on PoCL against numpy."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from customlayers.cli import main
+from customlayers.errors import ModelError, UnsupportedLayersError
+
+ROOT = Path(__file__).resolve().parents[2]
+LAYERS = ROOT / "examples" / "layers"
+SCALE_SHIFT = LAYERS / "scale_shift" / "scale_shift.xml"
+RELU = LAYERS / "relu" / "relu.xml"
+DOMAIN = "com.example"
+
+
+def _vi(name, shape):
+    return helper.make_tensor_value_info(name, TensorProto.FLOAT, shape)
+
+
+def _save(path: Path, nodes, x_shape, inits=()) -> Path:
+    graph = helper.make_graph(nodes, "g", [_vi("x", x_shape)], [_vi("y", None)], list(inits))
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13),
+                                                    helper.make_opsetid(DOMAIN, 1)])
+    model.ir_version = 8
+    onnx.save(model, str(path))
+    return path
+
+
+def _init(name, values):
+    return numpy_helper.from_array(np.asarray(values, np.float32), name)
+
+
+@pytest.fixture(scope="module")
+def engine(test_device):
+    from customlayers.runtime.device import Engine
+    return Engine(test_device)
+
+
+def _infer(model, engine, *configs, python=(), **kw):
+    from customlayers.runtime.network import Network
+    from customlayers.runtime.registry import Registry
+    registry = Registry(engine)
+    for config in configs:
+        registry.load(str(config))
+    for module in python:
+        registry.load_python(str(module))
+    net = Network(str(model), registry, engine, **kw)
+    return net
+
+
+def _relu(x):
+    return np.maximum(x, 0)
+
+
+# -- 3a: shapes at import ----------------------------------------------------------------------
+def test_a_node_with_data_blobs_is_shaped_for_the_node_after_it(tmp_path, engine):
+    w, b = np.arange(1, 5, dtype=np.float32), np.full(4, 0.5, np.float32)
+    model = _save(tmp_path / "m.onnx", [
+        helper.make_node("ScaleShift", ["x", "weights", "biases"], ["s"], name="ss",
+                         domain=DOMAIN),
+        helper.make_node("GlobalAveragePool", ["s"], ["y"], name="gap")],
+        [1, 4, 3, 5], [_init("weights", w), _init("biases", b)])
+    x = np.random.default_rng(0).standard_normal((1, 4, 3, 5)).astype(np.float32)
+    y = _infer(model, engine, SCALE_SHIFT).infer({"x": x})["y"]
+    expected = (x * w.reshape(1, 4, 1, 1) + b.reshape(1, 4, 1, 1)).mean(axis=(2, 3),
+                                                                        keepdims=True)
+    np.testing.assert_allclose(y, expected, rtol=1e-5, atol=1e-6)
+
+
+AFTER = {
+    "GlobalAveragePool": (lambda: helper.make_node("GlobalAveragePool", ["r"], ["y"], name="n"),
+                          lambda r: r.mean(axis=(2, 3), keepdims=True)),
+    "Softmax": (lambda: helper.make_node("Softmax", ["r"], ["y"], name="n", axis=-1),
+                lambda r: np.exp(r) / np.exp(r).sum(axis=-1, keepdims=True)),
+    "ReduceMean": (lambda: helper.make_node("ReduceMean", ["r"], ["y"], name="n", axes=[-1]),
+                   lambda r: r.mean(axis=-1, keepdims=True)),
+}
+
+
+@pytest.mark.parametrize("op", sorted(AFTER))
+def test_a_symbolic_batch_keeps_the_rank_after_a_custom_node(tmp_path, engine, op):
+    """Rule 3 (input 0's shape) gives [N, 4, 3, 5]: the op after the custom node has its rank."""
+    make, reference = AFTER[op]
+    model = _save(tmp_path / "m.onnx", [
+        helper.make_node("ReLU", ["x"], ["r"], name="relu", domain=DOMAIN), make()],
+        ["N", 4, 3, 5])
+    x = np.random.default_rng(1).standard_normal((2, 4, 3, 5)).astype(np.float32)
+    net = _infer(model, engine, RELU, input_shapes={"x": x.shape})
+    np.testing.assert_allclose(net.infer({"x": x})["y"], reference(_relu(x)), rtol=1e-5,
+                               atol=1e-6)
+
+
+def test_a_shape_formula_with_a_symbolic_batch(tmp_path, engine):
+    """ReorgYolo with `shape="B,F*4,Y/2,X/2"` after x of [N, 4, 6, 8]: [N, 16, 3, 4] at import,
+    and the pooling after it reads."""
+    import shutil
+    folder = tmp_path / "reorg"
+    folder.mkdir()
+    shutil.copy(LAYERS / "reorg" / "reorg.cl", folder / "reorg.cl")
+    text = (LAYERS / "reorg" / "reorg.xml").read_text().replace(
+        '<Tensor arg-index="1" type="output" port-index="0" format="ANY"/>',
+        '<Tensor arg-index="1" type="output" port-index="0" format="ANY" '
+        'shape="B,F*4,Y/2,X/2"/>')
+    (folder / "reorg.xml").write_text(text)
+    model = _save(tmp_path / "m.onnx", [
+        helper.make_node("ReorgYolo", ["x"], ["r"], name="reorg", domain=DOMAIN, stride=2),
+        helper.make_node("GlobalMaxPool", ["r"], ["y"], name="gmp")], ["N", 4, 6, 8])
+    from customlayers.graph.onnx_reader import read_onnx
+    from customlayers.runtime.registry import Registry
+    from customlayers.runtime.resolver import Resolver
+    registry = Registry(engine)
+    registry.load(str(folder / "reorg.xml"))
+    graph = read_onnx(model, Resolver(registry))
+    reorg = next(n for n in graph.nodes.values() if n.name == "reorg")
+    assert reorg.outputs[0].shape == (None, 16, 3, 4)
+    x = np.random.default_rng(2).standard_normal((3, 4, 6, 8)).astype(np.float32)
+    net = _infer(model, engine, folder / "reorg.xml", input_shapes={"x": x.shape})
+    y = net.infer({"x": x})["y"]
+    assert y.shape == (3, 16, 1, 1)
+    # reorg only moves elements: each image's maximum is among its channels' maxima
+    np.testing.assert_allclose(y.max(axis=1).reshape(-1), x.reshape(3, -1).max(axis=1))
+
+
+PYTHON_LAYER = '''import numpy as np
+from customlayers.api import cpu_layer
+
+
+@cpu_layer("Twice")
+class Twice:
+    def output_shapes(self, input_shapes, attrs):
+        b, c, h, w = input_shapes[0]
+        return [(b, 2 * c, h, w)]
+
+    def execute(self, inputs, outputs, attrs):
+        outputs[0][...] = np.concatenate([inputs[0], inputs[0]], axis=1)
+'''
+
+
+def test_a_python_layer_with_a_symbolic_batch(tmp_path, engine):
+    (tmp_path / "twice.py").write_text(PYTHON_LAYER)
+    model = _save(tmp_path / "m.onnx", [
+        helper.make_node("Twice", ["x"], ["t"], name="twice", domain=DOMAIN),
+        helper.make_node("GlobalAveragePool", ["t"], ["y"], name="gap")], ["N", 3, 2, 2])
+    x = np.random.default_rng(3).standard_normal((2, 3, 2, 2)).astype(np.float32)
+    net = _infer(model, engine, python=[tmp_path / "twice.py"], input_shapes={"x": x.shape})
+    expected = np.concatenate([x, x], axis=1).mean(axis=(2, 3), keepdims=True)
+    np.testing.assert_allclose(net.infer({"x": x})["y"], expected, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("op, attrs", [("GlobalAveragePool", {}), ("Flatten", {"axis": 2}),
+                                       ("Shape", {})])
+def test_an_unknown_shape_names_the_custom_node_and_why(tmp_path, engine, op, attrs):
+    """ScaleShift given no constants cannot bind its Data blobs: the op after it that needs its
+    shape says the shape is unknown, from which node and why, not "found shape []"."""
+    model = _save(tmp_path / "m.onnx", [
+        helper.make_node("ScaleShift", ["x"], ["s"], name="ss", domain=DOMAIN),
+        helper.make_node("Relu", ["s"], ["r"], name="relu"),
+        helper.make_node(op, ["r"], ["y"], name="next", **attrs)], [1, 4, 3, 5])
+    with pytest.raises(ModelError) as info:
+        _infer(model, engine, SCALE_SHIFT)
+    text = str(info.value)
+    assert f"node 2 'next' ({op})" in text
+    assert "found an unknown shape" in text and "[]" not in text and "none" not in text
+    assert "the shape of input 'r' is unknown: it comes from custom node 'ss' (ScaleShift, " \
+           "domain com.example)" in text
+    assert "binds Data weights, biases" in text
+
+
+# -- 3b: what nothing implements comes first ---------------------------------------------------
+def _blob_model(tmp_path) -> Path:
+    return _save(tmp_path / "m.onnx", [
+        helper.make_node("ScaleShift", ["x", "weights", "biases"], ["s"], name="ss",
+                         domain=DOMAIN),
+        helper.make_node("GlobalAveragePool", ["s"], ["y"], name="gap")],
+        [1, 4, 3, 5], [_init("weights", np.ones(4)), _init("biases", np.zeros(4))])
+
+
+@pytest.mark.parametrize("configs", [[RELU], []], ids=["wrong config", "no config"])
+def test_the_unimplemented_list_comes_before_a_shape_error(tmp_path, capsys, configs):
+    model = _blob_model(tmp_path)
+    argv = ["run", "-m", str(model), "-d", "CPU"]
+    for config in configs:
+        argv += ["-c", str(config)]
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert "1 layer(s) of the model have no implementation:\n  ss (type ScaleShift, domain " \
+           "com.example)" in err
+    assert "GlobalAveragePool" not in err
+
+
+def test_the_api_lists_it_too(tmp_path, engine):
+    from customlayers.runtime.network import Network
+    with pytest.raises(UnsupportedLayersError) as info:
+        Network(str(_blob_model(tmp_path)), None, engine)
+    assert info.value.layers == [("ss", "ScaleShift", DOMAIN)]
+
+
+# -- 3c: each node its own blobs ---------------------------------------------------------------
+@pytest.mark.parametrize("naming", ["position", "node path"])
+def test_two_nodes_of_one_type_each_with_their_own_blobs(tmp_path, engine, naming):
+    """ONNX initializer names are global: two ScaleShift nodes cannot both have a 'weights'.
+    Their blobs bind by position (any names, after the real input) or by a per-node name
+    ('ss1/weights')."""
+    rng = np.random.default_rng(4)
+    w1, b1, w2, b2 = (rng.standard_normal(4).astype(np.float32) for _ in range(4))
+    if naming == "position":
+        names = ["scale_a", "shift_a", "scale_b", "shift_b"]
+    else:
+        names = ["ss1/weights", "ss1/biases", "ss2/weights", "ss2/biases"]
+    # the second node's blobs are given in its path-named order reversed, to show names win
+    second = [names[2], names[3]] if naming == "position" else [names[3], names[2]]
+    model = _save(tmp_path / "m.onnx", [
+        helper.make_node("ScaleShift", ["x", names[0], names[1]], ["s"], name="ss1",
+                         domain=DOMAIN),
+        helper.make_node("ScaleShift", ["s"] + second, ["y"], name="ss2", domain=DOMAIN)],
+        [1, 4, 3, 5], [_init(n, v) for n, v in zip(names, (w1, b1, w2, b2))])
+    x = rng.standard_normal((1, 4, 3, 5)).astype(np.float32)
+    y = _infer(model, engine, SCALE_SHIFT).infer({"x": x})["y"]
+
+    def scale_shift(v, w, b):
+        return v * w.reshape(1, 4, 1, 1) + b.reshape(1, 4, 1, 1)
+    np.testing.assert_allclose(y, scale_shift(scale_shift(x, w1, b1), w2, b2), rtol=1e-5,
+                               atol=1e-6)
+
+
+def test_names_bind_first_then_position(tmp_path, engine):
+    """A node whose 'biases' is named and whose other constant is not: the named one binds by
+    name, the other takes the blob left (weights) by position."""
+    w, b = np.array([1, 2, 3, 4], np.float32), np.array([10, 20, 30, 40], np.float32)
+    model = _save(tmp_path / "m.onnx", [
+        helper.make_node("ScaleShift", ["x", "biases", "my_scale"], ["y"], name="ss",
+                         domain=DOMAIN)],
+        [1, 4, 1, 1], [_init("biases", b), _init("my_scale", w)])
+    x = np.ones((1, 4, 1, 1), np.float32)
+    y = _infer(model, engine, SCALE_SHIFT).infer({"x": x})["y"]
+    np.testing.assert_allclose(y.reshape(-1), w + b)
