@@ -211,6 +211,14 @@ class BoundKernel:
                 for k, (name, desc) in enumerate(zip(self.data_names, self.data_descs))]
 
 
+def kernel_buffers(inputs: Sequence[TensorDesc], outputs: Sequence[TensorDesc], data,
+                   data_descs: Sequence[TensorDesc]) -> list[tuple[int, str]]:
+    """(bytes, name) of every buffer a run of the kernel alone allocates (device_memory.py)."""
+    return ([(d.nbytes, f"input {i} ({d.describe()})") for i, d in enumerate(inputs)]
+            + [(d.nbytes, f"output {i} ({d.describe()})") for i, d in enumerate(outputs)]
+            + [(d.nbytes, f"Data '{b.name}'") for b, d in zip(data, data_descs)])
+
+
 def flat_blob(name: str, value, desc: TensorDesc, layer: str) -> np.ndarray:
     """A Data array as the flat buffer contents of `desc` (size checked, dtype converted)."""
     arr = np.asarray(value).reshape(-1)
