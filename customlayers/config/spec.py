@@ -17,8 +17,17 @@ FORMATS = ("BFYX", "BYXF", "YXFB", "FYXB", "ANY")
 class SourceFile:
     filename: str            # as written in Source@filename
     path: str | None         # resolved path on disk (None when loaded from a string mapping)
-    text: str                # the file's text
+    text: str                # the file's text (its #include directives expanded: includes.py)
     location: Location       # where the <Source> element is
+    # where each line of `text` came from, (file, line) or None for a line the include
+    # resolver wrote; None when the text is the file's own (line n is line n)
+    origins: tuple | None = None
+
+    def origin(self, line: int) -> tuple[str, int] | None:
+        """Line `line` (1-based) of `text` -> (file, line) in the user's files."""
+        if self.origins is None:
+            return (self.path or self.filename, line)
+        return self.origins[line - 1] if 1 <= line <= len(self.origins) else None
 
 
 @dataclass(frozen=True)
