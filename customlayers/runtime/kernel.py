@@ -24,7 +24,7 @@ from ..errors import BindingError
 from ..jit.bindings import data_blob
 from ..jit.tensor import TensorDesc
 from ..jit.launch import Arg, KernelLaunch
-from .bounds import run_guarded
+from .bounds_process import run_guarded_in_child
 from .sanitize import SanitizeFinding, sanitize_launch
 
 # argument plan entries: (kind, index) with kind "input" | "output" | "data"
@@ -175,11 +175,12 @@ class BoundKernel:
 
     def check_bounds(self, *arrays: np.ndarray, **data: np.ndarray):
         """Run once like __call__, with guard zones around every buffer and outputs pre-filled
-        with a NaN pattern (runtime/bounds.py): (the outputs as a list, the problems found)."""
+        with a NaN pattern (runtime/bounds.py), in a child process (bounds_process.py: a crash
+        is a problem found): (the outputs as a list, the problems found)."""
         launch = self._numpy_launch(self._call_blobs(arrays, data))
         packed = [d.pack(a) for d, a in zip(self.inputs, arrays)]
-        return run_guarded(self.engine, self.program, launch, self.spec.name, packed,
-                           self.inputs, self.outputs)
+        return run_guarded_in_child(self.engine, self.program, launch, self.spec.name, packed,
+                                    self.inputs, self.outputs)
 
     def sanitize(self, *arrays: np.ndarray, **data: np.ndarray) -> list[SanitizeFinding]:
         """Run once like __call__ on Oclgrind (runtime/sanitize.py): every invalid memory
