@@ -10,6 +10,11 @@ from dataclasses import dataclass
 SPACE = " \t\f\v"
 _DIRECTIVE = re.compile(r"[ \t\f\v]*(?:#|%:)[ \t\f\v]*([A-Za-z_][A-Za-z_0-9]*)(.*)", re.S)
 _NAME = re.compile(r"[A-Za-z_][A-Za-z_0-9]*")
+_SPECIAL = re.compile(r"/\*|//|[\"']")
+_BLANK = re.compile(r"[^\n]")
+# a literal ends at its closing quote or at a new line no backslash escapes
+_STRING = re.compile(r'"[^"\\\n]*(?:\\[\s\S][^"\\\n]*)*"?')
+_CHAR = re.compile(r"'[^'\\\n]*(?:\\[\s\S][^'\\\n]*)*'?")
 _IFNDEF = re.compile(r"(?:ifndef[ \t\f\v]+([A-Za-z_]\w*)|"
                      r"if[ \t\f\v]*![ \t\f\v]*defined[ \t\f\v]*\(?[ \t\f\v]*([A-Za-z_]\w*)"
                      r"[ \t\f\v]*\)?)[ \t\f\v]*$")
@@ -18,39 +23,39 @@ _IFNDEF = re.compile(r"(?:ifndef[ \t\f\v]+([A-Za-z_]\w*)|"
 def mask_comments(text: str) -> tuple[str, set[int]]:
     """`text` with every comment's characters replaced by spaces (new lines kept), string and
     character literals left as they are, so directives can be matched line by line; and the
-    0-based lines at whose end a /* comment is still open."""
+    0-based lines at whose end a /* comment is still open. Linear: it jumps from one comment or
+    quote to the next."""
     out: list[str] = []
     open_at: set[int] = set()
     i, n = 0, len(text)
+    line, counted = 0, 0             # the line of position `counted` (counted once: linear)
     while i < n:
-        c = text[i]
-        two = text[i:i + 2]
-        if two == "/*":
+        m = _SPECIAL.search(text, i)
+        if m is None:
+            out.append(text[i:])
+            break
+        out.append(text[i:m.start()])
+        i = m.start()
+        if m.group() == "/*":
             end = text.find("*/", i + 2)
             end = n if end < 0 else end + 2
             body = text[i:end]
-            line = text.count("\n", 0, i)
-            closed = body.endswith("*/") and len(body) >= 4
+            line += text.count("\n", counted, i)
+            counted = i
+            closed = end - i >= 4 and body.endswith("*/")
             for k in range(body.count("\n") + (0 if closed else 1)):
                 open_at.add(line + k)
-            out.append(re.sub(r"[^\n]", " ", body))
-            i = end
-        elif two == "//":
-            j = i
-            while j < n and not (text[j] == "\n" and not _continued(text, j)):
-                j += 1
-            out.append(re.sub(r"[^\n]", " ", text[i:j]))
-            i = j
-        elif c in "\"'":
-            j = i + 1
-            while j < n and text[j] != c and text[j] != "\n":
-                j += 2 if text[j] == "\\" and j + 1 < n and text[j + 1] != "\n" else 1
-            j = min(j + 1, n) if j < n and text[j] == c else j
-            out.append(text[i:j])
-            i = j
-        else:
-            out.append(c)
-            i += 1
+            out.append(_BLANK.sub(" ", body))
+        elif m.group() == "//":
+            end = text.find("\n", i)
+            while end >= 0 and _continued(text, end):     # a backslash continues the comment
+                end = text.find("\n", end + 1)
+            end = n if end < 0 else end
+            out.append(_BLANK.sub(" ", text[i:end]))
+        else:                                          # a string or character literal
+            end = (_STRING if m.group() == '"' else _CHAR).match(text, i).end()
+            out.append(text[i:end])
+        i = end
     return "".join(out), open_at
 
 

@@ -119,6 +119,21 @@ class LayerSpec:
         return len(self.tensors) + len(self.data)
 
     @property
+    def formula_params(self) -> tuple[str, ...]:
+        """The parameters its WorkSizes and shape formulas may name: each Define's `param`
+        (B, F, Y and X aside: those are the dims)."""
+        return formula_params(self.defines)
+
+    @property
     def options(self) -> str:
         """All CompilerOptions joined (OpenVINO reads only the first; we read all)."""
         return " ".join(o for o in self.compiler_options if o.strip())
+
+
+def formula_params(defines) -> tuple[str, ...]:
+    """The names of the Defines' params, in order, once each (B, F, Y, X aside)."""
+    names: list[str] = []
+    for d in defines:
+        if d.param and d.param not in names and d.param.upper() not in ("B", "F", "Y", "X"):
+            names.append(d.param)
+    return tuple(names)

@@ -248,7 +248,8 @@ class Registry:
                     spec.location, PREPARE_CODE, spec.name)
         try:
             data_descs, data_values = data_descs_and_values(spec, data)
-            all_inputs, kernel_outputs = kernel_tensors(spec, inputs, outputs, data_descs)
+            all_inputs, kernel_outputs = kernel_tensors(spec, inputs, outputs, data_descs,
+                                                        params)
             source = generate_program(spec, all_inputs, kernel_outputs,
                                       {k: str(v) for k, v in params.items()})
         except CustomLayersError as e:    # what the tensors and attributes cannot give

@@ -80,3 +80,39 @@ def test_the_check_still_reports_near_misses_and_returns_outputs(tmp_path, capsy
                  "1x16x1x1", "-o", str(out), "-d", TEST_DEVICE, "--check-bounds"])
     assert code == 0, capsys.readouterr().err
     assert np.load(out).shape == (1, 16, 1, 1)
+
+
+STRIDED = """<CustomLayer name="Reorg" type="SimpleGPU" version="1">
+  <Kernel entry="reorg_kernel">
+    <Source filename="reorg.cl"/>
+    <Define name="STRIDE" type="int" param="stride" default="2"/>
+  </Kernel>
+  <Buffers>
+    <Tensor arg-index="0" type="input" port-index="0" format="ANY"/>
+    <Tensor arg-index="1" type="output" port-index="0" format="ANY"
+            shape="B,F*stride*stride,Y/stride,X/stride"/>
+  </Buffers>
+  <WorkSizes dim="input,0" global="(X+7)/8*8,Y,B*F" local="8,1,1"/>
+</CustomLayer>
+"""
+
+
+def test_a_stride_the_descriptors_formulas_refuse_never_launches(tmp_path, capsys):
+    """The example's kernel with a descriptor whose output shape names the stride (SimpleGPU
+    formulas may name the layer's parameters): stride=-1 is refused before any launch, with
+    the layer, the formula and the values; no --check-bounds or --sanitize needed."""
+    (tmp_path / "reorg.xml").write_text(STRIDED)
+    (tmp_path / "reorg.cl").write_text(REORG.with_name("reorg.cl").read_text())
+    out = tmp_path / "y.npy"
+    args = ["run-layer", "-c", str(tmp_path / "reorg.xml"), "-i",
+            str(_input(tmp_path, (1, 4, 2, 2))), "-o", str(out), "-d", TEST_DEVICE]
+    assert main(args + ["--param", "stride=-1"]) == 1
+    err = capsys.readouterr().err
+    assert not out.exists() and "Traceback" not in err
+    assert ("layer type 'Reorg': output shape formula 'B,F*stride*stride,Y/stride,X/stride' "
+            "gives [1, 4, -2, -2] for input dims [1, 4, 2, 2], stride=-1") in err
+    assert main(args + ["--param", "stride=0"]) == 1
+    assert ("layer 'Reorg', attribute 'shape': division by zero with Y=2, stride=0 in "
+            "formula 'Y/stride'") in capsys.readouterr().err
+    assert main(args) == 0, capsys.readouterr().err        # the default stride, 2
+    assert np.load(out).shape == (1, 16, 1, 1)
