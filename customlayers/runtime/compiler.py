@@ -137,14 +137,15 @@ def compile_plan(graph: Graph, order: Sequence[Node], impls: Mapping[str, LayerI
     alias.update(in_place.alias)
     laid_out = time.perf_counter()
     memory = _plan_memory(steps, descs, alias, consts, inputs, outputs)
-    check_device_memory(engine.device, steps, descs, consts, alias, inputs, outputs, memory)
+    device_bytes = check_device_memory(engine.device, steps, descs, consts, alias, inputs,
+                                       outputs, memory)
     planned = time.perf_counter()
     programs = _build(engine, steps)
     seconds = {"layers": laid_out - started, "memory": planned - laid_out,
                "programs": time.perf_counter() - planned}
     return CompiledPlan(steps, descs, consts, alias, inputs, outputs, memory, programs,
                         notes=notes, offsets=in_place.offsets, in_place=in_place.decisions,
-                        seconds=seconds)
+                        seconds=seconds, device_bytes=device_bytes)
 
 
 def plan_prefix(plan: CompiledPlan, count: int,
@@ -154,9 +155,13 @@ def plan_prefix(plan: CompiledPlan, count: int,
     run observes what a later layer receives (network_checks.py)."""
     steps = plan.steps[:count]
     memory = _plan_memory(steps, plan.descs, plan.alias, plan.consts, plan.inputs, outputs)
+    _, own, shared = plan_buffers(steps, plan.descs, plan.consts, plan.alias, plan.inputs,
+                                  outputs, memory)
     return CompiledPlan(steps, plan.descs, plan.consts, plan.alias, plan.inputs, outputs,
                         memory, plan.programs[:count], offsets=plan.offsets,
-                        in_place=plan.in_place)
+                        in_place=plan.in_place,
+                        device_bytes=(memory.planned_bytes + sum(n for n, _ in own),
+                                      sum(n for n, _ in shared)))
 
 
 def _input_names(graph: Graph, node: Node, i: int, key: TensorKey) -> frozenset[str]:
@@ -244,12 +249,23 @@ def _check_fp64(options: PlanOptions, node: Node, descs: Sequence[TensorDesc]) -
 
 
 def check_device_memory(device, steps, descs, consts, alias, inputs, outputs,
-                        memory: MemoryPlan) -> None:
+                        memory: MemoryPlan) -> tuple[int, int]:
     """DeviceError naming the tensor when a buffer is over the device's largest allocation, or
     what a request allocates at once over its memory (device_memory.py): checked before
-    anything is allocated. A request holds the plan's slots and its inputs; the plan's first
-    request uploads the constants a kernel, a host step or an output reads (request.py), the
-    layers' constant arguments (packed weights, Data blobs) and the scratch buffers."""
+    anything is allocated. Returns (bytes each request allocates, bytes its plan's constants
+    take once), which requests then reserve (device_memory.reserve)."""
+    tensors, own, shared = plan_buffers(steps, descs, consts, alias, inputs, outputs, memory)
+    check_fits(device, tensors + own + shared, "the network, for these input shapes,",
+               total=memory.planned_bytes + sum(n for n, _ in own + shared))
+    return memory.planned_bytes + sum(n for n, _ in own), sum(n for n, _ in shared)
+
+
+def plan_buffers(steps, descs, consts, alias, inputs, outputs, memory: MemoryPlan
+                 ) -> tuple[list[Need], list[Need], list[Need]]:
+    """What a plan allocates, as (bytes, name): (its tensors in the memory plan's slots, what
+    else each request allocates: inputs and scratch buffers, what its first request uploads
+    for all: the constants a kernel, a host step or an output reads (request.py) and the
+    layers' constant arguments, packed weights and Data blobs)."""
     def root(k):
         while k in alias:
             k = alias[k]
@@ -262,9 +278,10 @@ def check_device_memory(device, steps, descs, consts, alias, inputs, outputs,
         what = (f"output {step.outputs.index(key)} of layer '{step.name}' ({step.type})"
                 if step is not None else f"tensor {key}")
         tensors.append((descs[key].nbytes, what))
-    others: list[Need] = [(descs[key].nbytes, f"input '{name}'") for name, key in inputs]
+    own: list[Need] = [(descs[key].nbytes, f"input '{name}'") for name, key in inputs]
+    shared: list[Need] = []
     read = {root(k) for _, k in outputs}
-    arguments: dict = {}                  # id -> Arg.const: uploaded once per plan
+    arguments: set = set()                # Arg.const ids: uploaded once per plan
     for s in steps:
         if s.host is not None:
             read.update(root(k) for k in s.inputs)
@@ -273,15 +290,14 @@ def check_device_memory(device, steps, descs, consts, alias, inputs, outputs,
                 if a.kind == "input":
                     read.add(root(s.inputs[a.index]))
                 elif a.kind == "scratch":
-                    others.append((a.nbytes, f"a scratch buffer of layer '{s.name}'"))
+                    own.append((a.nbytes, f"a scratch buffer of layer '{s.name}'"))
                 elif a.kind == "const" and id(a) not in arguments:
-                    arguments[id(a)] = a
-                    others.append((np.asarray(a.value).nbytes,
+                    arguments.add(id(a))
+                    shared.append((np.asarray(a.value).nbytes,
                                    f"a constant argument of layer '{s.name}'"))
-    others += [(np.asarray(v).nbytes, f"constant {key[0] if isinstance(key, tuple) else key}")
+    shared += [(np.asarray(v).nbytes, f"constant {key[0] if isinstance(key, tuple) else key}")
                for key, v in consts.items() if key in read]
-    check_fits(device, tensors + others, "the network, for these input shapes,",
-               total=memory.planned_bytes + sum(n for n, _ in others))
+    return tensors, own, shared
 
 
 def _plan_memory(steps, descs, alias, consts, inputs, outputs) -> MemoryPlan:

@@ -11,9 +11,18 @@ Two paths allocate: a network's request (its compiled plan: intermediate buffers
 constants, the layers' constant arguments and scratch buffers; compiler.py checks the plan) and
 a bound kernel run alone (its inputs, outputs and Data blobs; Registry.bind checks them, so
 run-layer, check and validate --check-bounds refuse before their first buffer).
+
+A plan that fits may still not fit several times: each request allocates its own buffers
+(benchmark -nireq, Network.stream, threads), and a network keeps a plan per input shape. So
+requests also `reserve` what they allocate in a ledger per device, held while the request (and,
+for the constants every request of a plan shares, the plan) lives: a request that would take
+the device's memory past its size is refused with what is held already.
 """
 from __future__ import annotations
 
+import gc
+import threading
+import weakref
 from typing import Sequence
 
 from ..errors import DeviceError
@@ -40,6 +49,60 @@ def check_fits(device, buffers: Sequence[Need], whole: str, *, total: int | None
         raise DeviceError(f"{whole} needs {mib(total)} of device memory at once, but device "
                           f"'{name}' has {mib(memory)} (the largest buffers: {listed}); "
                           f"{advice}")
+
+
+_held: dict[int, int] = {}          # device (its cl_device_id) -> bytes reserved, all owners
+_lock = threading.Lock()
+
+
+def held(device) -> int:
+    """Bytes reserved on `device` by the requests and plans alive in this process."""
+    with _lock:
+        return _held.get(device.int_ptr, 0)
+
+
+def reserve(device, nbytes: int, owner, what: str,
+            advice: str = "use fewer requests at once, or release networks and requests no "
+                          "longer used") -> None:
+    """Reserve `nbytes` of `device` for as long as `owner` lives; DeviceError with the figures
+    when they do not fit beside what is reserved already (objects only a reference cycle
+    keeps are collected first: they hold their buffers until then)."""
+    if nbytes <= 0:
+        return
+    memory, key = int(device.global_mem_size), device.int_ptr
+    for attempt in range(2):
+        with _lock:
+            taken = _held.get(key, 0)
+            if taken + nbytes <= memory:
+                _held[key] = taken + nbytes
+                weakref.finalize(owner, _release, key, nbytes)
+                return
+        if attempt == 0:
+            gc.collect()
+    raise DeviceError(f"{what} needs {mib(nbytes)} of device memory, but this process's other "
+                      f"requests and networks hold {mib(taken)} of the {mib(memory)} device "
+                      f"'{device.name.strip()}' has; {advice}")
+
+
+def reserve_for_request(device, plan, request) -> None:
+    """Reserve what a request of `plan` allocates (CompiledPlan.device_bytes): its own buffers
+    while it lives, and its plan's constants, once, while the plan lives."""
+    own, shared = plan.device_bytes
+    with _lock:
+        first, plan.constants_reserved = not plan.constants_reserved, True
+    if first:
+        try:
+            reserve(device, shared, plan, "the constants of the network's plan")
+        except DeviceError:
+            plan.constants_reserved = False
+            raise
+    reserve(device, own, request, "a request of the network (its buffers for these input "
+                                  "shapes)")
+
+
+def _release(key: int, nbytes: int) -> None:
+    with _lock:
+        _held[key] = max(_held.get(key, 0) - nbytes, 0)
 
 
 def mib(nbytes: int) -> str:

@@ -84,3 +84,34 @@ def test_a_model_over_the_device_memory_is_refused_with_the_figures(tmp_path, ca
     assert code == 1 and "Traceback" not in err
     assert (f"the network, for these input shapes, needs {(count + 1) * one * 4 / 2**20:.1f} "
             f"MiB of device memory at once, but device '{device.name.strip()}' has") in err
+
+
+def test_requests_that_fit_one_by_one_are_refused_together(tmp_path, device):
+    """Each request allocates the plan's buffers: three requests of a plan under half the
+    device's memory were allocated whatever their sum (benchmark -nireq, Network.stream). The
+    third is refused with what the others hold; releasing one lets the next one in."""
+    from customlayers.errors import DeviceError
+    from customlayers.runtime.device import Engine
+    from customlayers.runtime.device_memory import held
+    from customlayers.runtime.network import Network
+    engine = Engine(device)
+    free = int(device.global_mem_size) - held(device)
+    n = min(int(free * 0.45) // 8, int(device.max_mem_alloc_size) // 4)   # x and y: 8n bytes
+    graph = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["y"])], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, n])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, n])])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]),
+              str(tmp_path / "m.onnx"))
+    net = Network(tmp_path / "m.onnx", engine=engine, tuning="off")
+    first, second = net.create_request(), net.create_request()
+    with pytest.raises(DeviceError, match=r"a request of the network \(its buffers for these "
+                                          r"input shapes\) needs .* MiB of device memory, but "
+                                          r"this process's other requests and networks hold "
+                                          r".* MiB of the .* MiB device '.*' has; use fewer "
+                                          r"requests at once"):
+        net.create_request()
+    del first
+    third = net.create_request()           # the first one's share is free again
+    del second, third, net
+    assert held(device) <= int(device.global_mem_size) - free
