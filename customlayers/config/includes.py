@@ -83,7 +83,12 @@ class DiskIncludes(IncludeFiles):
         self.allow_external = allow_external
 
     def resolve(self, including: str, name: str) -> tuple[str, str]:
-        path = os.path.realpath(os.path.join(os.path.dirname(including), name))
+        if "\0" in name:
+            raise IncludeRefused("holds a NUL character; no file has such a name")
+        try:
+            path = os.path.realpath(os.path.join(os.path.dirname(including), name))
+        except (OSError, ValueError) as e:
+            raise IncludeRefused(f"cannot be resolved: {e}") from None
         if not self.allow_external and os.path.commonpath([path, self.base]) != self.base:
             raise IncludeRefused(f"resolves to {clipped(path, 300)}, outside the config's "
                                  f"directory {self.base}; refused (use --allow-external-sources,"
@@ -99,14 +104,26 @@ class DiskIncludes(IncludeFiles):
             fd = os.open(key, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
         except OSError as e:
             raise IncludeRefused(f"cannot be read: {e.strerror or e}") from None
-        with os.fdopen(fd, "rb") as f:
-            info = os.fstat(f.fileno())
+        try:
+            info = os.fstat(fd)
             if not stat.S_ISREG(info.st_mode):
                 raise IncludeRefused("is not a regular file")
             if info.st_size > MAX_FILE_BYTES:
                 raise IncludeRefused(f"is {info.st_size} bytes; an included file may hold at "
                                      f"most {MAX_FILE_BYTES}")
-            return decode(f.read(MAX_FILE_BYTES + 1))
+            data = os.read(fd, MAX_FILE_BYTES + 1)
+            while len(data) <= MAX_FILE_BYTES:       # os.read may return less than asked
+                more = os.read(fd, MAX_FILE_BYTES + 1 - len(data))
+                if not more:
+                    break
+                data += more
+        except OSError as e:
+            raise IncludeRefused(f"cannot be read: {e.strerror or e}") from None
+        finally:
+            os.close(fd)
+        if len(data) > MAX_FILE_BYTES:
+            raise IncludeRefused(f"grew past {MAX_FILE_BYTES} bytes while read")
+        return decode(data)
 
 
 class MappedIncludes(IncludeFiles):
@@ -243,7 +260,8 @@ class _State:
             if self.stopped:
                 return
         self._copy(physical, emitted, len(physical), display)
-        if at is not None and physical and physical[-1].rstrip("\r").endswith("\\"):
+        if (at is not None or guard is not None) and physical and \
+                physical[-1].rstrip("\r").endswith("\\"):
             self.generated("")        # a continuation must not swallow what follows
         if physical and len(physical) - 1 in scanned.open_at and at is not None:
             self.problem(display, len(physical), 1, INCLUDE_CODE,

@@ -179,3 +179,11 @@ def test_an_include_that_is_not_a_regular_file_is_refused(tmp_path):
     os.mkfifo(tmp_path / "pipe.h")       # a FIFO would block the read forever
     _, (error,) = _load(config)
     assert error.code == "CL043" and "is not a regular file" in error.message
+
+
+def test_fuzzed_names_are_diagnostics(tmp_path):
+    """A NUL, a very long name, a folder: each a located CL043, never an exception."""
+    for name in ("a\0b.h", "x" * 5000 + ".h", "."):
+        config = _config(tmp_path / str(len(name)), {"k.cl": f'#include "{name}"\n' + KERNEL})
+        _, (error,) = _load(config)
+        assert error.code == "CL043" and error.line == 1, error
