@@ -209,7 +209,8 @@ def run_case(registry, spec, ref, case: Case, inputs, data, params, attrs, rtol,
                             lower, upper) for j, e in enumerate(expected)]
     try:
         check_output_shapes(spec, [d.plain() for d in in_descs], data,
-                            [d.shape for d in out_descs], given_as="the reference's shape")
+                            [d.shape for d in out_descs], given_as="the reference's shape",
+                            params=params)
     except UsageError as e:     # the descriptor and the reference disagree: a mismatch
         raise BindingError(f"the reference's output shapes differ from the descriptor's: "
                            f"{e}") from None

@@ -70,8 +70,8 @@ def run(args) -> int:
                          f"{len(outputs)} --output given")
     # the tensors exactly as the runtime binds them (Data blobs 1-D, shape formulas, formats)
     n = spec.num_input_ports
-    inputs, outputs = kernel_tensors(spec, inputs[:n], outputs or None, inputs[n:])
     params = parse_params(args.param)
+    inputs, outputs = kernel_tensors(spec, inputs[:n], outputs or None, inputs[n:], params)
     unused = unused_params(spec, params)
     if unused:  # an ignored parameter would print the program of the default value
         raise UsageError(unused_params_message(spec, unused))

@@ -79,7 +79,7 @@ def parse_data_items(items) -> dict[str, str]:
 
 
 def check_output_shapes(spec, in_descs, data, out_shapes,
-                        given_as: str = "--output-shape") -> None:
+                        given_as: str = "--output-shape", params=None) -> None:
     """An --output-shape must agree with its output Tensor's `shape` formula, where there is
     one: the kernel is written for the formula's shape, and a smaller buffer would let it write
     past the end. The formula is evaluated as binding does (jit.bindings.kernel_tensors, which
@@ -91,7 +91,7 @@ def check_output_shapes(spec, in_descs, data, out_shapes,
     if not out_shapes or not formulas:
         return
     data_descs, _ = data_descs_and_values(spec, data)
-    _, by_formula = kernel_tensors(spec, in_descs, None, data_descs)
+    _, by_formula = kernel_tensors(spec, in_descs, None, data_descs, params)
     for port, given in enumerate(out_shapes):
         binding = formulas.get(port)
         # equal DIMS (trailing 1s aside) are the same tensor to the kernel
@@ -145,7 +145,7 @@ def run(args) -> int:
     inputs = [as_float32(read_array(p, f"input {i}")) for i, p in enumerate(args.input)]
     data = {name: as_float32(read_array(p, f"data '{name}'")) for name, p in data_paths.items()}
     in_descs = [TensorDesc(a.shape, a.dtype) for a in inputs]
-    check_output_shapes(spec, in_descs, data, out_shapes)
+    check_output_shapes(spec, in_descs, data, out_shapes, params=params)
     out_descs = [TensorDesc(s, in_descs[0].dtype) for s in out_shapes] or None
 
     bound = registry.bind(spec.name, in_descs, out_descs, params=params, data=data)

@@ -19,7 +19,7 @@ from .limits import (MAX_ARG_INDEX, MAX_FORMULA_LENGTH, MAX_KERNEL_ARGS, MAX_POR
                      index_attr, index_value)
 from .messages import clipped, gap_ranges, listed, ranges, runs_text
 from .spec import (FORMATS, DataBinding, DefineSpec, LayerSpec, SourceFile, TensorBinding,
-                   WorkSizesSpec)
+                   WorkSizesSpec, formula_params)
 from .xmlload import Node
 
 MAX_WORK_DIMS = 3
@@ -100,6 +100,8 @@ class ElementChecker:
 class LayerChecker(ElementChecker):
     """Checks one SimpleGPU <CustomLayer> and builds its LayerSpec."""
 
+    params: tuple[str, ...] = ()     # the parameters its formulas may name (LayerSpec's)
+
     # -- the whole layer -----------------------------------------------------------------
     def build(self) -> LayerSpec | None:
         """The LayerSpec, or None when this layer has an error (reported)."""
@@ -109,6 +111,7 @@ class LayerChecker(ElementChecker):
         entry = kernel.attrs.get("entry") if kernel else None
         sources = self._sources(kernel)
         defines = self._defines(kernel)
+        self.params = formula_params(defines)   # names the formulas may use besides B F Y X
         tensors, data = self._buffers(buffers)
         work_sizes = self._work_sizes(_first(node, "WorkSizes"), tensors, data)
         option_nodes = node.find_all("CompilerOptions")
@@ -292,7 +295,8 @@ class LayerChecker(ElementChecker):
                        f"formula list is at most {MAX_FORMULA_LENGTH}")
             return None
         try:
-            formulas = parse_formula_list(text, max_entries=None)
+            formulas = parse_formula_list(text, max_entries=None,
+                                          params=self.params)
             count = len(formulas)
         except FormulaError as e:
             loc = el.where(attr)

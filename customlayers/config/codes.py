@@ -42,7 +42,11 @@ CODES: dict[str, str] = {
     "CL040": "a Source file does not exist (or is not in the given sources)",
     "CL041": "a Source file cannot be read",
     "CL042": "a Source file lies outside the config's directory (see --allow-external-sources)",
+    "CL043": "an #include in a Source cannot be resolved (no such file, not readable, a cycle, "
+             "<...>, a name given by a macro)",
     "CL044": "the Kernel entry function is not defined in the sources",
+    "CL046": "an #include in a Source names a file outside the config's directory (see "
+             "--allow-external-sources)",
     # -- defines -----------------------------------------------------------------------------
     "CL050": "a Define value does not fit its type",
     "CL051": "a Define has no param, no default and no value in its name (defined empty)",

@@ -114,3 +114,23 @@ def as_c(value: str, type: str | None) -> str:
             items = [_BOOLEANS.get(i.strip().lower(), i) for i in items]
         return "(" + type + ") {" + ",".join(items) + "}"
     return _BOOLEANS.get(value.strip().lower(), value)
+
+
+def numeric_value(text: str) -> int | float | None:
+    """The number a scalar Define value denotes, for formulas that name its parameter (an int
+    literal in any C base, a float literal, true/false), or None when the text is no number."""
+    t = _BOOLEANS.get(text.strip().lower(), text.strip())
+    if _INT_LITERAL.match(t):
+        digits = t.rstrip("uUlL")
+        sign = -1 if digits.startswith("-") else 1
+        digits = digits.lstrip("+-")
+        if digits[:2].lower() == "0x":
+            return sign * int(digits[2:], 16)
+        return sign * int(digits, 8 if len(digits) > 1 and digits[0] == "0" else 10)
+    if _FLOAT_LITERAL.match(t):
+        body = t.rstrip("fFhH") if not t.lower().lstrip("+-").startswith("0x") else t
+        try:
+            return float.fromhex(body) if "x" in body.lower() else float(body)
+        except ValueError:
+            return None
+    return None

@@ -11,7 +11,10 @@ on integers: `/` truncates toward zero and `%` takes the sign of the dividend (P
 `%` round toward minus infinity instead). OpenVINO crashes on `X%0` and on trailing whitespace;
 here every problem is a `FormulaError` with the formula text and the column.
 
-The VPU dialect (SPEC section 6) also allows layer parameters by name (`extra_names=True`) and the
+A SimpleGPU layer's formulas may also name its parameters, the `param` of its Defines (our
+extension, `params=`): `global="X/stride,Y,B*F"` takes the layer's `stride` attribute (else the
+Define's default), so a stride that gives no positive work size is an error before any launch.
+The VPU dialect (SPEC section 6) allows layer parameters by name (`extra_names=True`) and the
 functions floor ceil round abs sqrt (`functions=True`); numbers with a fraction come with it, and
 an operation with a float operand is done in float, as C would promote it.
 
@@ -107,12 +110,14 @@ def _word_at(text: str, i: int, end: int) -> str:
 class _Parser:
     """Precedence climbing over one entry, emitting postfix code."""
 
-    def __init__(self, text: str, tokens: list[_Token], functions: bool, extra_names: bool):
+    def __init__(self, text: str, tokens: list[_Token], functions: bool, extra_names: bool,
+                 params: tuple[str, ...] = ()):
         self.text = text
         self.tokens = tokens
         self.i = 0
         self.functions = functions
         self.extra_names = extra_names
+        self.params = params            # the names a SimpleGPU layer's Defines take as params
         self.code: list[_Instr] = []
         self.names: list[str] = []
         self.depth = 0
@@ -183,9 +188,11 @@ class _Parser:
                 self.code.append(_Instr("call", tok.text.lower(), tok.pos))
                 return
             name = tok.text.upper() if tok.text.upper() in VARIABLES else tok.text
-            if name not in VARIABLES and not self.extra_names:
+            if name not in VARIABLES and not self.extra_names and name not in self.params:
+                also = (f", and the layer's parameters {', '.join(self.params)}"
+                        if self.params else "")
                 raise self.error(f"unknown token '{clipped(tok.text)}': the variables are B, F, "
-                                 f"Y, X (either case)", tok.pos)
+                                 f"Y, X (either case){also}", tok.pos)
             if name not in self.names:
                 self.names.append(name)
             self.code.append(_Instr("var", name, tok.pos))
@@ -359,9 +366,10 @@ class Formula:
         return self._check(ins, result, env)
 
 
-def _parse_span(text: str, start: int, end: int, functions: bool, extra_names: bool) -> Formula:
+def _parse_span(text: str, start: int, end: int, functions: bool, extra_names: bool,
+                params: tuple[str, ...] = ()) -> Formula:
     tokens = _tokenize(text, start, end, functions)
-    parser = _Parser(text, tokens, functions, extra_names)
+    parser = _Parser(text, tokens, functions, extra_names, params)
     parser.parse()
     segment = text[start:end]
     lead = start + len(segment) - len(segment.lstrip())
@@ -380,9 +388,11 @@ def parse_formula(text: str, *, functions: bool = False, extra_names: bool = Fal
 
 
 def parse_formula_list(text: str, *, max_entries: int | None = 3, functions: bool = False,
-                       extra_names: bool = False) -> tuple[Formula, ...]:
+                       extra_names: bool = False,
+                       params: tuple[str, ...] = ()) -> tuple[Formula, ...]:
     """'X, Y, B*F' -> three Formulas. Every entry must be non-empty; positions in errors are
-    columns of the whole text."""
+    columns of the whole text. `params`: names allowed besides B, F, Y, X (a SimpleGPU layer's
+    parameters); `extra_names`: any name (the VPU dialect)."""
     if not isinstance(text, str):
         raise FormulaError(f"a formula list must be text, found {type(text).__name__}", str(text))
     spans = []
@@ -400,7 +410,7 @@ def parse_formula_list(text: str, *, max_entries: int | None = 3, functions: boo
         if not text[a:b].strip():
             where = "the list is empty" if len(spans) == 1 else f"entry {n + 1} is empty"
             raise FormulaError(f"{where}: expected a formula", text, a)
-        formulas.append(_parse_span(text, a, b, functions, extra_names))
+        formulas.append(_parse_span(text, a, b, functions, extra_names, params))
     return tuple(formulas)
 
 

@@ -16,6 +16,7 @@ from typing import Iterable, Mapping
 from ..errors import ConfigFileError
 from .checks import LayerChecker
 from .diagnostics import Diagnostics, Location
+from .includes import DiskIncludes, MappedIncludes, with_includes
 from .messages import clipped, listed
 from .mvcl_layers import MvclFileCollector
 from .mvcl_spec import MvclLayer
@@ -74,7 +75,8 @@ class _FileSources:
         text = _source_text(data, filename, where, layer, diags)
         if text is None:
             return None
-        return SourceFile(filename, path, text, src.location)
+        return with_includes(SourceFile(filename, path, text, src.location), path,
+                             DiskIncludes(self.base, self.allow_external), layer, diags)
 
 
 class _MappedSources:
@@ -101,7 +103,8 @@ class _MappedSources:
             diags.error(where, "CL041", f"source '{clipped(filename)}' is given as "
                              f"{type(value).__name__}; expected text", layer)
             return None
-        return SourceFile(filename, None, value, src.location)
+        return with_includes(SourceFile(filename, None, value, src.location), key,
+                             MappedIncludes(self.sources), layer, diags)
 
 
 def _source_text(data: bytes, filename: str, where: Location, layer: str | None,

@@ -15,9 +15,9 @@ def source_display_name(source: SourceFile) -> str:
     return source.path or source.filename
 
 
-def line_directive(name: str) -> str:
+def line_directive(name: str, line: int = 1) -> str:
     escaped = name.replace("\\", "\\\\").replace('"', '\\"')
-    return f'#line 1 "{escaped}"'
+    return f'#line {line} "{escaped}"'
 
 
 def append_sources(lines: list[str], origins: list, sources: Iterable[SourceFile]) -> None:
@@ -34,4 +34,4 @@ def append_sources(lines: list[str], origins: list, sources: Iterable[SourceFile
             body.pop()
         for n, text in enumerate(body, start=1):
             lines.append(text)
-            origins.append((display, n))
+            origins.append(source.origin(n))   # an included file's line, where expanded

@@ -17,8 +17,17 @@ FORMATS = ("BFYX", "BYXF", "YXFB", "FYXB", "ANY")
 class SourceFile:
     filename: str            # as written in Source@filename
     path: str | None         # resolved path on disk (None when loaded from a string mapping)
-    text: str                # the file's text
+    text: str                # the file's text (its #include directives expanded: includes.py)
     location: Location       # where the <Source> element is
+    # where each line of `text` came from, (file, line) or None for a line the include
+    # resolver wrote; None when the text is the file's own (line n is line n)
+    origins: tuple | None = None
+
+    def origin(self, line: int) -> tuple[str, int] | None:
+        """Line `line` (1-based) of `text` -> (file, line) in the user's files."""
+        if self.origins is None:
+            return (self.path or self.filename, line)
+        return self.origins[line - 1] if 1 <= line <= len(self.origins) else None
 
 
 @dataclass(frozen=True)
@@ -110,6 +119,21 @@ class LayerSpec:
         return len(self.tensors) + len(self.data)
 
     @property
+    def formula_params(self) -> tuple[str, ...]:
+        """The parameters its WorkSizes and shape formulas may name: each Define's `param`
+        (B, F, Y and X aside: those are the dims)."""
+        return formula_params(self.defines)
+
+    @property
     def options(self) -> str:
         """All CompilerOptions joined (OpenVINO reads only the first; we read all)."""
         return " ".join(o for o in self.compiler_options if o.strip())
+
+
+def formula_params(defines) -> tuple[str, ...]:
+    """The names of the Defines' params, in order, once each (B, F, Y, X aside)."""
+    names: list[str] = []
+    for d in defines:
+        if d.param and d.param not in names and d.param.upper() not in ("B", "F", "Y", "X"):
+            names.append(d.param)
+    return tuple(names)

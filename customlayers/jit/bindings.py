@@ -17,25 +17,28 @@ TensorError (a shape formula that gives a non-positive dim).
 """
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Mapping, Sequence
 
 from ..config.formulas import parse_formula_list
 from ..config.spec import LayerSpec, TensorBinding
 from ..errors import BindingError, FormulaError, TensorError
 from .tensor import TensorDesc
+from .worksizes import param_values
 
 
 def kernel_tensors(spec: LayerSpec, inputs: Sequence[TensorDesc],
                    outputs: Sequence[TensorDesc] | None = None,
-                   data: Sequence[TensorDesc] = ()) -> tuple[list[TensorDesc], list[TensorDesc]]:
+                   data: Sequence[TensorDesc] = (), params: Mapping[str, str] | None = None
+                   ) -> tuple[list[TensorDesc], list[TensorDesc]]:
     """(INPUT0.. descs: the input ports then the Data blobs, OUTPUT0.. descs) of `spec`.
 
     `inputs`: one TensorDesc per input port, in port order. `outputs`: one per output port, or
     None for the defaults above. `data`: one TensorDesc per Data blob, in arg order (any shape:
-    only the element count and type matter)."""
+    only the element count and type matter). `params`: the layer's attributes, for shape
+    formulas that name them."""
     real = _bound_inputs(spec, inputs)
     blobs = _data_blobs(spec, data)
-    return real + blobs, _bound_outputs(spec, real, blobs, outputs)
+    return real + blobs, _bound_outputs(spec, real, blobs, outputs, params)
 
 
 def data_blob(desc: TensorDesc) -> TensorDesc:
@@ -79,7 +82,8 @@ def _data_blobs(spec: LayerSpec, data: Sequence[TensorDesc]) -> list[TensorDesc]
 
 
 def _bound_outputs(spec: LayerSpec, real: list[TensorDesc], blobs: list[TensorDesc],
-                   outputs: Sequence[TensorDesc] | None) -> list[TensorDesc]:
+                   outputs: Sequence[TensorDesc] | None,
+                   params: Mapping[str, str] | None) -> list[TensorDesc]:
     bindings = {t.port_index: t for t in spec.outputs}
     count = spec.num_output_ports
     if outputs is not None:
@@ -99,24 +103,28 @@ def _bound_outputs(spec: LayerSpec, real: list[TensorDesc], blobs: list[TensorDe
         fmt = binding.format if binding is not None and binding.format != "ANY" else first.format
         shape = first.shape
         if binding is not None and binding.shape:
-            shape = output_shape_from_formula(spec, binding.shape, real + blobs)
+            shape = output_shape_from_formula(spec, binding.shape, real + blobs, params)
         result.append(TensorDesc(shape, first.dtype, fmt))
     return result
 
 
-def output_shape_from_formula(spec: LayerSpec, text: str,
-                              inputs: Sequence[TensorDesc]) -> tuple[int, ...]:
-    """An output Tensor's shape formula list (e.g. "B,F*4,Y/2,X/2") over the `dim` input's
-    B,F,Y,X (input 0 when `dim` names the output)."""
+def output_shape_from_formula(spec: LayerSpec, text: str, inputs: Sequence[TensorDesc],
+                              params: Mapping[str, str] | None = None) -> tuple[int, ...]:
+    """An output Tensor's shape formula list (e.g. "B,F*4,Y/2,X/2", or "Y/stride" naming a
+    parameter) over the `dim` input's B,F,Y,X (input 0 when `dim` names the output)."""
     kind, index = spec.work_sizes.dim
     source = inputs[index] if kind == "input" and index < len(inputs) else inputs[0]
-    env = dict(zip("BFYX", source.dims))
+    values = param_values(spec, params)
+    env = {**values, **dict(zip("BFYX", source.dims))}
     try:
-        shape = tuple(f.evaluate(env) for f in parse_formula_list(text, max_entries=4))
+        formulas = parse_formula_list(text, max_entries=4, params=spec.formula_params)
+        shape = tuple(f.evaluate(env) for f in formulas)
     except FormulaError as e:
         e.layer, e.attribute = spec.name, "shape"
         raise
     if any(d <= 0 for d in shape):
+        named = sorted({n for f in formulas for n in f.variables if n in values})
+        with_params = "".join(f", {n}={values[n]}" for n in named)
         raise TensorError(f"layer type '{spec.name}': output shape formula '{text}' gives "
-                          f"{list(shape)} for input dims {list(source.dims)}")
+                          f"{list(shape)} for input dims {list(source.dims)}{with_params}")
     return shape

@@ -61,7 +61,7 @@ def generate_program(spec: LayerSpec, inputs: Sequence[TensorDesc],
                      params: Mapping[str, str] = {}) -> GeneratedProgram:
     """The program of `spec` for these tensors. `inputs` are all INPUTk tensors: the real inputs by
     port index, then the Data blobs (1-D) in arg order. Raises FormulaError or DefineError."""
-    global_size, local_size = compute_work_sizes(spec, inputs, outputs)
+    global_size, local_size = compute_work_sizes(spec, inputs, outputs, params)
     builtins = builtin_defines(inputs, outputs, global_size, local_size)
     users = user_defines(spec, params)
     comment = f"Custom layer {spec.name} ({spec.type}), entry {spec.entry}"

@@ -1,9 +1,12 @@
 """Work sizes of a custom layer (SPEC section 4): the WorkSizes formulas evaluated on the DIMS of
-the `dim` tensor, with errors that name the layer, the attribute and the formula."""
+the `dim` tensor (and the layer's parameters, where a formula names them), with errors that
+name the layer, the attribute, the formula and the values: a parameter that gives no positive
+work size (a negative stride) is refused before anything is built or launched."""
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Mapping, Sequence
 
+from ..config.define_values import numeric_value
 from ..config.spec import LayerSpec
 from ..errors import FormulaError
 from ..config.formulas import MAX_WORK_SIZE, Formula, evaluate_work_sizes, parse_formula_list
@@ -19,7 +22,8 @@ def parse_work_size(spec: LayerSpec, attribute: str) -> tuple[Formula, ...] | No
     if texts is None or (attribute == "local" and not any(t.strip() for t in texts)):
         return None
     try:
-        return parse_formula_list(",".join(texts), max_entries=MAX_ENTRIES)
+        return parse_formula_list(",".join(texts), max_entries=MAX_ENTRIES,
+                                  params=spec.formula_params)
     except FormulaError as e:
         e.layer, e.attribute = spec.name, attribute
         raise
@@ -37,11 +41,28 @@ def dim_tensor(spec: LayerSpec, inputs: Sequence[TensorDesc],
     return tensors[index]
 
 
+def param_values(spec: LayerSpec, params: Mapping[str, str] | None) -> dict[str, object]:
+    """The value of each parameter a formula may name (LayerSpec.formula_params): the layer's
+    attribute, else its Define's default, as a number; text that is none stays text, which a
+    formula naming it refuses ("'stride' is 'two', not a number"), and a parameter with neither
+    is left out ("'stride' has no value here")."""
+    values: dict[str, object] = {}
+    for d in spec.defines:
+        if d.param not in spec.formula_params or d.param in values:
+            continue
+        text = (params or {}).get(d.param, d.default)
+        if text is not None:
+            value = numeric_value(str(text))
+            values[d.param] = str(text) if value is None else value
+    return values
+
+
 def compute_work_sizes(spec: LayerSpec, inputs: Sequence[TensorDesc],
-                       outputs: Sequence[TensorDesc]
+                       outputs: Sequence[TensorDesc], params: Mapping[str, str] | None = None
                        ) -> tuple[tuple[int, ...], tuple[int, ...] | None]:
     """(global, local): local is None when the driver chooses. Default global: one dimension,
-    the element count of output 0."""
+    the element count of output 0. `params`: the layer's attributes, for formulas that name
+    them."""
     global_f = parse_work_size(spec, "global")
     local_f = parse_work_size(spec, "local")
     if local_f is not None and global_f is not None and len(local_f) != len(global_f):
@@ -64,7 +85,8 @@ def compute_work_sizes(spec: LayerSpec, inputs: Sequence[TensorDesc],
                                attribute="local")
     env = None
     if global_f is not None or local_f is not None:
-        env = dict(zip("BFYX", dim_tensor(spec, inputs, outputs).dims))
+        env = {**param_values(spec, params), **dict(zip("BFYX", dim_tensor(spec, inputs,
+                                                                           outputs).dims))}
     if global_f is not None:
         global_size = _evaluate(spec, "global", global_f, env)
     local_size = _evaluate(spec, "local", local_f, env) if local_f is not None else None

@@ -15,6 +15,8 @@ layer_shapes.py  a loaded layer's output shapes for a model being read (constant
 fusion.py     epilogue fusion and channel-affine chains
 compiler.py   a graph compiled for concrete shapes: steps, memory plan, programs
 planner.py    memory planning by tensor lifetime
+device_memory.py  what a run allocates, checked against the device before the first buffer;
+              the per-device ledger requests reserve in
 network.py    Network: resolution, plans, pooled requests
 request.py    InferRequest: buffers and enqueues of one inference; the user's tensors and events
 user_tensors.py  set_tensor's values (numpy, pyopencl Buffer, Array) checked against a tensor
@@ -24,4 +26,6 @@ events.py     waiting without hanging on a failed dependency
 stream.py     many inputs through nireq requests in flight, outputs in input order
 host_step.py  host steps of a request (Python layers): maps, a worker thread, user events
 profile.py    per-layer device times
+bounds_process.py, bounds_worker.py  --check-bounds (bounds.py) in a child process: a crash
+              is a problem of the layer
 """

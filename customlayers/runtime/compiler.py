@@ -15,12 +15,13 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from ..errors import BindingError, CustomLayersError, DeviceError, ModelError
+from ..errors import BindingError, CustomLayersError, ModelError
 from ..graph.graph import Graph, Node
 from ..jit.launch import CompileContext, DeviceTraits
 from ..jit.layer import LayerCall, LayerImpl, LayerWork
 from ..jit.tensor import TensorDesc
 from .concat_in_place import ConcatCandidate, place_concat_inputs
+from .device_memory import Need, check_fits
 from .fusion import FusionPlan
 from .parallel_build import build_programs
 from .plan import CompiledPlan, Step, TensorKey
@@ -136,14 +137,15 @@ def compile_plan(graph: Graph, order: Sequence[Node], impls: Mapping[str, LayerI
     alias.update(in_place.alias)
     laid_out = time.perf_counter()
     memory = _plan_memory(steps, descs, alias, consts, inputs, outputs)
-    check_device_memory(engine.device, steps, descs, consts, inputs, memory)
+    device_bytes = check_device_memory(engine.device, steps, descs, consts, alias, inputs,
+                                       outputs, memory)
     planned = time.perf_counter()
     programs = _build(engine, steps)
     seconds = {"layers": laid_out - started, "memory": planned - laid_out,
                "programs": time.perf_counter() - planned}
     return CompiledPlan(steps, descs, consts, alias, inputs, outputs, memory, programs,
                         notes=notes, offsets=in_place.offsets, in_place=in_place.decisions,
-                        seconds=seconds)
+                        seconds=seconds, device_bytes=device_bytes)
 
 
 def plan_prefix(plan: CompiledPlan, count: int,
@@ -153,9 +155,13 @@ def plan_prefix(plan: CompiledPlan, count: int,
     run observes what a later layer receives (network_checks.py)."""
     steps = plan.steps[:count]
     memory = _plan_memory(steps, plan.descs, plan.alias, plan.consts, plan.inputs, outputs)
+    _, own, shared = plan_buffers(steps, plan.descs, plan.consts, plan.alias, plan.inputs,
+                                  outputs, memory)
     return CompiledPlan(steps, plan.descs, plan.consts, plan.alias, plan.inputs, outputs,
                         memory, plan.programs[:count], offsets=plan.offsets,
-                        in_place=plan.in_place)
+                        in_place=plan.in_place,
+                        device_bytes=(memory.planned_bytes + sum(n for n, _ in own),
+                                      sum(n for n, _ in shared)))
 
 
 def _input_names(graph: Graph, node: Node, i: int, key: TensorKey) -> frozenset[str]:
@@ -242,40 +248,56 @@ def _check_fp64(options: PlanOptions, node: Node, descs: Sequence[TensorDesc]) -
                            f"to float32)")
 
 
-def check_device_memory(device, steps, descs, consts, inputs, memory: MemoryPlan) -> None:
+def check_device_memory(device, steps, descs, consts, alias, inputs, outputs,
+                        memory: MemoryPlan) -> tuple[int, int]:
     """DeviceError naming the tensor when a buffer is over the device's largest allocation, or
-    all of them over its memory: checked before anything is allocated (PoCL aborts the process
-    on an allocation it cannot make, NVIDIA answers with an error at the first launch)."""
-    limit, total_limit = int(device.max_mem_alloc_size), int(device.global_mem_size)
+    what a request allocates at once over its memory (device_memory.py): checked before
+    anything is allocated. Returns (bytes each request allocates, bytes its plan's constants
+    take once), which requests then reserve (device_memory.reserve)."""
+    tensors, own, shared = plan_buffers(steps, descs, consts, alias, inputs, outputs, memory)
+    check_fits(device, tensors + own + shared, "the network, for these input shapes,",
+               total=memory.planned_bytes + sum(n for n, _ in own + shared))
+    return memory.planned_bytes + sum(n for n, _ in own), sum(n for n, _ in shared)
+
+
+def plan_buffers(steps, descs, consts, alias, inputs, outputs, memory: MemoryPlan
+                 ) -> tuple[list[Need], list[Need], list[Need]]:
+    """What a plan allocates, as (bytes, name): (its tensors in the memory plan's slots, what
+    else each request allocates: inputs and scratch buffers, what its first request uploads
+    for all: the constants a kernel, a host step or an output reads (request.py) and the
+    layers' constant arguments, packed weights and Data blobs)."""
+    def root(k):
+        while k in alias:
+            k = alias[k]
+        return k
+
     producer = {k: s for s in steps for k in s.outputs}
-    buffers: list[tuple[int, str]] = []
-    for key, slot in memory.slot_of.items():
+    tensors: list[Need] = []
+    for key in memory.slot_of:
         step = producer.get(key)
         what = (f"output {step.outputs.index(key)} of layer '{step.name}' ({step.type})"
                 if step is not None else f"tensor {key}")
-        buffers.append((descs[key].nbytes, what))
-    buffers += [(descs[key].nbytes, f"input '{name}'") for name, key in inputs]
-    buffers += [(np.asarray(v).nbytes, f"constant {key[0] if isinstance(key, tuple) else key}")
-                for key, v in consts.items()]
+        tensors.append((descs[key].nbytes, what))
+    own: list[Need] = [(descs[key].nbytes, f"input '{name}'") for name, key in inputs]
+    shared: list[Need] = []
+    read = {root(k) for _, k in outputs}
+    arguments: set = set()                # Arg.const ids: uploaded once per plan
     for s in steps:
+        if s.host is not None:
+            read.update(root(k) for k in s.inputs)
         for launch in s.launches:
-            buffers += [(a.nbytes, f"a scratch buffer of layer '{s.name}'")
-                        for a in launch.args if a.kind == "scratch"]
-    name = device.name.strip()
-    for nbytes, what in buffers:
-        if nbytes > limit:
-            raise DeviceError(f"{what} needs {_mib(nbytes)} in one buffer, but device "
-                              f"'{name}' allocates at most {_mib(limit)} per buffer; give "
-                              f"smaller input shapes (or a batch of fewer items)")
-    total = memory.planned_bytes + sum(n for n, w in buffers if not w.startswith("output"))
-    if total > total_limit:
-        raise DeviceError(f"the network needs {_mib(total)} of device memory for these input "
-                          f"shapes, but device '{name}' has {_mib(total_limit)}; give smaller "
-                          f"input shapes (or a batch of fewer items)")
-
-
-def _mib(nbytes: int) -> str:
-    return f"{nbytes / 2 ** 20:.1f} MiB"
+            for a in launch.args:
+                if a.kind == "input":
+                    read.add(root(s.inputs[a.index]))
+                elif a.kind == "scratch":
+                    own.append((a.nbytes, f"a scratch buffer of layer '{s.name}'"))
+                elif a.kind == "const" and id(a) not in arguments:
+                    arguments.add(id(a))
+                    shared.append((np.asarray(a.value).nbytes,
+                                   f"a constant argument of layer '{s.name}'"))
+    shared += [(np.asarray(v).nbytes, f"constant {key[0] if isinstance(key, tuple) else key}")
+               for key, v in consts.items() if key in read]
+    return tensors, own, shared
 
 
 def _plan_memory(steps, descs, alias, consts, inputs, outputs) -> MemoryPlan:

@@ -23,7 +23,7 @@ from ..errors import BindingError
 from ..jit.bindings import data_blob
 from ..jit.tensor import TensorDesc
 from ..jit.launch import Arg, KernelLaunch
-from .bounds import run_guarded
+from .bounds_process import run_guarded_in_child
 from .sanitize import SanitizeFinding, sanitize_launch
 
 # argument plan entries: (kind, index) with kind "input" | "output" | "data"
@@ -179,11 +179,12 @@ class BoundKernel:
 
     def check_bounds(self, *arrays: np.ndarray, **data: np.ndarray):
         """Run once like __call__, with guard zones around every buffer and outputs pre-filled
-        with a NaN pattern (runtime/bounds.py): (the outputs as a list, the problems found)."""
+        with a NaN pattern (runtime/bounds.py), in a child process (bounds_process.py: a crash
+        is a problem found): (the outputs as a list, the problems found)."""
         launch = self._launch_with(self._call_blobs(arrays, data))
         packed = [d.pack(a) for d, a in zip(self.inputs, arrays)]
-        return run_guarded(self.engine, self.program, launch, self.spec.name, packed,
-                           self.inputs, self.outputs)
+        return run_guarded_in_child(self.engine, self.program, launch, self.spec.name, packed,
+                                    self.inputs, self.outputs)
 
     def sanitize(self, *arrays: np.ndarray, **data: np.ndarray) -> list[SanitizeFinding]:
         """Run once like __call__ on Oclgrind (runtime/sanitize.py): every invalid memory
@@ -206,6 +207,14 @@ class BoundKernel:
         return [flat_blob(name, data[name], desc, self.spec.name) if name in data
                 else self._data_value(k)
                 for k, (name, desc) in enumerate(zip(self.data_names, self.data_descs))]
+
+
+def kernel_buffers(inputs: Sequence[TensorDesc], outputs: Sequence[TensorDesc], data,
+                   data_descs: Sequence[TensorDesc]) -> list[tuple[int, str]]:
+    """(bytes, name) of every buffer a run of the kernel alone allocates (device_memory.py)."""
+    return ([(d.nbytes, f"input {i} ({d.describe()})") for i, d in enumerate(inputs)]
+            + [(d.nbytes, f"output {i} ({d.describe()})") for i, d in enumerate(outputs)]
+            + [(d.nbytes, f"Data '{b.name}'") for b, d in zip(data, data_descs)])
 
 
 def flat_blob(name: str, value, desc: TensorDesc, layer: str) -> np.ndarray:

@@ -75,7 +75,9 @@ def first_half_use(spec: MvclSpec) -> Location | None:
         for n, line in enumerate(clean_source(source.text).split("\n"), start=1):
             m = _HALF.search(line)
             if m:
-                return Location(source.path or source.filename, n, m.start() + 1)
+                origin = source.origin(n)     # an included file's line, where expanded
+                if origin is not None:
+                    return Location(origin[0], origin[1], m.start() + 1)
     return None
 
 

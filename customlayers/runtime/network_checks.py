@@ -2,7 +2,8 @@
 
 Each custom step is checked on the inputs it really receives in the model: the network runs up
 to that step (a prefix of its plan, whose outputs are the step's input tensors), then the
-step's kernels run alone with guard zones (bounds.py) and/or on Oclgrind (sanitize.py). Custom
+step's kernels run alone with guard zones (bounds.py, in a child process: bounds_process.py)
+and/or on Oclgrind (sanitize.py). Custom
 steps are checked in model order and the check stops at the first with problems, so a native run
 only ever includes custom kernels already found sound. Debugging mode: it waits on the host
 around every custom step.
@@ -13,7 +14,7 @@ from typing import Mapping
 
 import numpy as np
 
-from .bounds import run_guarded
+from .bounds_process import run_guarded_in_child
 from .compiler import plan_prefix
 from .request import InferRequest
 from .sanitize import sanitize_launch
@@ -44,8 +45,9 @@ def check_custom_layers(net, arrays: Mapping[str, np.ndarray], *, bounds: bool,
                 problems += sanitize_launch(launch, step.name, packed,
                                             [d.nbytes for d in step.output_descs])
             if bounds and not problems:
-                problems += run_guarded(net.engine, program, launch, step.name, packed,
-                                        step.input_descs, step.output_descs)[1]
+                problems += run_guarded_in_child(net.engine, program, launch, step.name,
+                                                 packed, step.input_descs,
+                                                 step.output_descs)[1]
         if problems:
             return problems
     return []

@@ -41,6 +41,10 @@ class CompiledPlan:
     offsets: dict = field(default_factory=dict)   # aliased TensorKey -> byte offset (above)
     # per Concat that could lie in place: None where it does, else why not (concat_in_place.py)
     in_place: dict = field(default_factory=dict)
+    # (bytes each request allocates: slots, inputs, scratch; bytes the constants take once, for
+    # all its requests): what requests reserve on the device (device_memory.reserve)
+    device_bytes: tuple[int, int] = (0, 0)
+    constants_reserved: bool = field(default=False, compare=False, repr=False)
 
     def root(self, key):
         while key in self.alias:

@@ -35,7 +35,8 @@ from ..jit.program import generate_program
 from ..jit.tensor import TensorDesc
 from .build import options_rejected
 from .device import Engine
-from .kernel import BoundKernel, data_descs_and_values
+from .device_memory import check_fits
+from .kernel import BoundKernel, data_descs_and_values, kernel_buffers
 from .layer_shapes import layer_output_shapes
 from .limits import check_kernel_work_group, check_local_size
 from .mvcl import MvclLayerImpl
@@ -247,12 +248,21 @@ class Registry:
                     spec.location, PREPARE_CODE, spec.name)
         try:
             data_descs, data_values = data_descs_and_values(spec, data)
-            all_inputs, kernel_outputs = kernel_tensors(spec, inputs, outputs, data_descs)
+            all_inputs, kernel_outputs = kernel_tensors(spec, inputs, outputs, data_descs,
+                                                        params)
             source = generate_program(spec, all_inputs, kernel_outputs,
                                       {k: str(v) for k, v in params.items()})
         except CustomLayersError as e:    # what the tensors and attributes cannot give
             raise e.at(spec.location, PREPARE_CODE, spec.name)
         engine = self.engine
+        try:   # a bound kernel run alone allocates these at once (device_memory.py)
+            check_fits(engine.device, kernel_buffers(all_inputs[:spec.num_input_ports],
+                                                     kernel_outputs, spec.data_in_arg_order,
+                                                     data_descs),
+                       f"layer '{spec.name}' (its inputs, outputs and Data)",
+                       advice="give smaller shapes")
+        except CustomLayersError as e:
+            raise e.at(spec.location, PREPARE_CODE, spec.name)
         check_local_size(spec, source.global_size, source.local_size, engine.device)
         check_half_support(spec, source.text, all_inputs + kernel_outputs, engine.device)
         options = kernel_build_options(source.options)

@@ -17,6 +17,7 @@ import numpy as np
 import pyopencl as cl
 
 from ..errors import DeviceError, ExecutionError, ModelError, TensorError
+from .device_memory import reserve_for_request
 from .events import await_dependencies, dependency_error, failed_dependency, status
 from .host_memory import PinnedTensor, pinned_tensor
 from .ordering import command_dependencies, sinks
@@ -39,6 +40,7 @@ class InferRequest:
                 cl.command_queue_properties.PROFILING_ENABLE:
             raise DeviceError("profiling needs a queue made with PROFILING_ENABLE; the queue "
                               "given to Engine.from_queue has none")
+        reserve_for_request(eng.device, plan, self)    # before any buffer (device_memory.py)
         mf = cl.mem_flags
         self._slots = [cl.Buffer(eng.context, mf.READ_WRITE, size) for size in plan.memory.slot_sizes]
         self._inputs = {}

@@ -188,7 +188,7 @@ def output_shape(call: LayerCall, spec: LayerSpec, binding, declared_shape,
     input 0."""
     declared = tuple(declared_shape) if declared_shape is not None else None
     if binding.shape:
-        computed = output_shape_from_formula(spec, binding.shape, input_descs)
+        computed = output_shape_from_formula(spec, binding.shape, input_descs, call.attrs)
         source = f"the descriptor's shape formula '{binding.shape}'"
     elif declared is not None and all(d is not None for d in declared):
         return declared

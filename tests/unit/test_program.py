@@ -95,7 +95,8 @@ def test_default_global_is_the_output_element_count():
     (("X", "Y"), ("1",), "layer 'Scale', attribute 'local': local has 1 entries but global has "
                          "2 in formula '1'"),
     (("X",), ("Q",), "layer 'Scale', attribute 'local': unknown token 'Q': the variables are "
-                     "B, F, Y, X (either case) in formula 'Q' at column 1"),
+                     "B, F, Y, X (either case), and the layer's parameters alpha in formula 'Q' "
+                     "at column 1"),
 ])
 def test_work_size_errors_name_layer_attribute_and_formula(global_, local, message):
     spec = layer()

@@ -1,0 +1,118 @@
+"""Issue 18, item 5: --check-bounds runs each kernel in a child process (bounds_process.py), so a
+kernel that crashes is an error naming its layer, not the end of the user's process (the
+ReorgYolo example with stride=-1 made `run-layer --check-bounds` itself segfault)."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from customlayers.cli import main
+
+TEST_DEVICE = os.environ.get("CUSTOMLAYERS_TEST_DEVICE", "CPU")   # as conftest.py reads it
+ROOT = Path(__file__).resolve().parents[2]
+REORG = ROOT / "examples" / "layers" / "reorg" / "reorg.xml"
+
+LAYER = """<CustomLayer name="Wild" type="SimpleGPU" version="1">
+  <Kernel entry="wild"><Source filename="wild.cl"/></Kernel>
+  <Buffers>
+    <Tensor arg-index="0" type="input" port-index="0"/>
+    <Tensor arg-index="1" type="output" port-index="0"/>
+  </Buffers>
+</CustomLayer>
+"""
+# a write through a pointer near address 0: no guard zone is there, the process faults
+WILD = """__kernel void wild(__global const float* src, __global float* dst)
+{
+    const size_t i = get_global_id(0);
+    ((__global float*)(dst - (size_t)dst / sizeof(float)))[i + 4] = src[i];
+}
+"""
+
+
+def _input(tmp_path: Path, shape=(1, 2, 3, 4)) -> Path:
+    path = tmp_path / "x.npy"
+    np.save(path, np.random.default_rng(0).standard_normal(shape).astype(np.float32))
+    return path
+
+
+def test_run_layer_check_bounds_reports_a_crashing_kernel(tmp_path, capsys):
+    """stride=-1 makes the example's kernel read far before its input: a SIGSEGV in
+    --check-bounds's own run, now a located error with exit 1 and nothing written."""
+    out = tmp_path / "y.npy"
+    code = main(["run-layer", "-c", str(REORG), "--layer", "ReorgYolo", "-i",
+                 str(_input(tmp_path)), "--param", "stride=-1", "-o", str(out), "-d",
+                 TEST_DEVICE, "--check-bounds"])
+    err = capsys.readouterr().err
+    assert code == 1 and not out.exists() and "Traceback" not in err
+    assert ("error: layer 'ReorgYolo': kernel 'reorg_kernel': crashed the process that ran it "
+            "(SIG") in err and "run with --sanitize to see the access" in err
+
+
+def test_run_check_bounds_names_the_models_layer_that_crashes(tmp_path, capsys):
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper
+    (tmp_path / "wild.cl").write_text(WILD)
+    (tmp_path / "wild.xml").write_text(LAYER)
+    graph = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["r"]),
+         helper.make_node("Wild", ["r"], ["y"], name="the_wild_one", domain="com.example")],
+        "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 3, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2, 3, 4])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17),
+                                                    helper.make_opsetid("com.example", 1)])
+    onnx.save(model, str(tmp_path / "m.onnx"))
+    out = tmp_path / "out.npz"
+    code = main(["run", "-m", str(tmp_path / "m.onnx"), "-c", str(tmp_path / "wild.xml"),
+                 "-d", TEST_DEVICE, "-o", str(out), "--check-bounds"])
+    err = capsys.readouterr().err
+    assert code == 1 and not out.exists() and "Traceback" not in err
+    assert "layer 'the_wild_one': kernel 'wild': crashed the process that ran it" in err
+
+
+def test_the_check_still_reports_near_misses_and_returns_outputs(tmp_path, capsys):
+    """What the child finds comes back as before: a sound run writes its output."""
+    out = tmp_path / "y.npy"
+    code = main(["run-layer", "-c", str(REORG), "--layer", "ReorgYolo", "-i",
+                 str(_input(tmp_path, (1, 4, 2, 2))), "--param", "stride=2", "--output-shape",
+                 "1x16x1x1", "-o", str(out), "-d", TEST_DEVICE, "--check-bounds"])
+    assert code == 0, capsys.readouterr().err
+    assert np.load(out).shape == (1, 16, 1, 1)
+
+
+STRIDED = """<CustomLayer name="Reorg" type="SimpleGPU" version="1">
+  <Kernel entry="reorg_kernel">
+    <Source filename="reorg.cl"/>
+    <Define name="STRIDE" type="int" param="stride" default="2"/>
+  </Kernel>
+  <Buffers>
+    <Tensor arg-index="0" type="input" port-index="0" format="ANY"/>
+    <Tensor arg-index="1" type="output" port-index="0" format="ANY"
+            shape="B,F*stride*stride,Y/stride,X/stride"/>
+  </Buffers>
+  <WorkSizes dim="input,0" global="(X+7)/8*8,Y,B*F" local="8,1,1"/>
+</CustomLayer>
+"""
+
+
+def test_a_stride_the_descriptors_formulas_refuse_never_launches(tmp_path, capsys):
+    """The example's kernel with a descriptor whose output shape names the stride (SimpleGPU
+    formulas may name the layer's parameters): stride=-1 is refused before any launch, with
+    the layer, the formula and the values; no --check-bounds or --sanitize needed."""
+    (tmp_path / "reorg.xml").write_text(STRIDED)
+    (tmp_path / "reorg.cl").write_text(REORG.with_name("reorg.cl").read_text())
+    out = tmp_path / "y.npy"
+    args = ["run-layer", "-c", str(tmp_path / "reorg.xml"), "-i",
+            str(_input(tmp_path, (1, 4, 2, 2))), "-o", str(out), "-d", TEST_DEVICE]
+    assert main(args + ["--param", "stride=-1"]) == 1
+    err = capsys.readouterr().err
+    assert not out.exists() and "Traceback" not in err
+    assert ("layer type 'Reorg': output shape formula 'B,F*stride*stride,Y/stride,X/stride' "
+            "gives [1, 4, -2, -2] for input dims [1, 4, 2, 2], stride=-1") in err
+    assert main(args + ["--param", "stride=0"]) == 1
+    assert ("layer 'Reorg', attribute 'shape': division by zero with Y=2, stride=0 in "
+            "formula 'Y/stride'") in capsys.readouterr().err
+    assert main(args) == 0, capsys.readouterr().err        # the default stride, 2
+    assert np.load(out).shape == (1, 16, 1, 1)
