@@ -194,7 +194,9 @@ def run(args) -> int:
     for note in targets.notes:
         print(f"note: {note}", file=sys.stderr)
     configs = ConfigSet()
-    unreadable: list[Diagnostic] = []
+    unreadable = [Diagnostic.at(Location(path, 0, 1), ERROR, "CL000",
+                                f"cannot read the source: {why}")
+                  for path, why in targets.unreadable]
     for path in targets.configs:
         try:
             load_configs([path], allow_external_sources=args.allow_external_sources,

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import ModelError
+from ..errors import ModelError, ModelFileError
 from .graph import Graph, Node, Port
 from .custom_shapes import CustomShapes, propagate_custom_shapes
 from .guard import located
@@ -56,9 +56,10 @@ def read_onnx(path, custom_shapes: CustomShapes | None = None) -> Graph:
     except ModelError:
         raise
     except FileNotFoundError as e:
-        raise ModelError(f"cannot read {e.filename or path}: no such file") from e
+        raise ModelFileError(f"cannot read {e.filename or path}: no such file",
+                             e.filename or path, e) from e
     except OSError as e:
-        raise ModelError(f"cannot read {path}: {e.strerror or e}") from e
+        raise ModelFileError(f"cannot read {path}: {e.strerror or e}", path, e) from e
     except Exception as e:                      # protobuf's DecodeError and friends
         raise ModelError(f"{path}: not an ONNX model ({type(e).__name__}: {e})") from e
     with located(str(path)):
@@ -73,8 +74,8 @@ def _load_external_data(onnx, model, path: Path) -> None:
     try:
         load_external_data_for_model(model, str(path.parent))
     except FileNotFoundError as e:
-        raise ModelError(f"cannot read {e.filename}: no such file (external data of {path}, "
-                         f"looked up next to the model)") from e
+        raise ModelFileError(f"cannot read {e.filename}: no such file (external data of "
+                             f"{path}, looked up next to the model)", e.filename, e) from e
     except Exception as e:                      # onnx's checks of location, offset, length
         raise ModelError(f"{path}: cannot load its external data ({type(e).__name__}: "
                          f"{e})") from e
