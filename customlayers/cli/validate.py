@@ -89,14 +89,20 @@ def _compile_all(configs: ConfigSet, args) -> list[Diagnostic]:
     from .mvcl_validate import mvcl_compile_diagnostics
     params = parse_params(args.param)
     registry = Registry(Engine(args.device, cache=build_cache(args)), configs)
+    # a definition that a later one of its name replaced (two files define one layer) is built
+    # too, in a registry of its own: its errors are the user's as much as the later one's
+    layers = [(registry, spec) for spec in configs.layers.values()] + [
+        (Registry(registry.engine, ConfigSet(layers={spec.name: spec})), spec)
+        for spec in configs.replaced]
     found: list[Diagnostic] = []
-    for name, spec in configs.layers.items():
+    for owner, spec in layers:
+        name = spec.name
         if spec.kind == "MVCL":
             # every <Where> variant, with attributes from --param and defaults (mvcl_validate)
             given = shapes.get(name) or [TensorDesc(DEFAULT_INPUT_SHAPE)]
-            found += mvcl_compile_diagnostics(registry, spec, given, params)
+            found += mvcl_compile_diagnostics(owner, spec, given, params)
             continue
-        found += compile_diagnostics(registry, name, shapes.get(name) or [], params,
+        found += compile_diagnostics(owner, name, shapes.get(name) or [], params,
                                      check_bounds=args.check_bounds, sanitize=args.sanitize)
     return found
 
@@ -205,7 +211,7 @@ def run(args) -> int:
             unreadable.append(Diagnostic.at(Location(path, 0, 1), ERROR, "CL000",
                                             f"cannot read the config: {e.strerror or e}"))
     diags = unreadable + list(configs.diagnostics)
-    if args.compile and configs.layers:
+    if args.compile and (configs.layers or configs.replaced):
         diags += _compile_all(configs, args)
     if args.strict:
         diags = [dataclasses.replace(d, severity=ERROR) if d.severity == WARNING else d
