@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from customlayers.cli import main as cli_main
-from customlayers.errors import InputFileError, ModelError, ModelFileError, PythonLayerError
+from customlayers.api import InputFileError, ModelError, PythonLayerError
+from customlayers.errors import ModelFileError
 
 ROOT = Path(__file__).resolve().parents[2]
 RELU = str(ROOT / "examples" / "layers" / "relu" / "relu.xml")
