@@ -1,13 +1,18 @@
-# The two commands of the README. Both install what is missing (PoCL, .venv, the package).
+# The two commands of the README. Both install what is missing (PoCL, .venv, the package);
+# `make demo` only what the demo uses, `make test` the test extra and oclgrind too (setup.sh).
 VENV ?= .venv
 PY := $(VENV)/bin/python
+export VENV
 
-.PHONY: setup test demo validate bench clean
+.PHONY: setup setup-test test demo validate bench clean
 
 setup:
 	@bash scripts/setup.sh
 
-test: setup
+setup-test:
+	@bash scripts/setup.sh test
+
+test: setup-test
 	$(PY) -m pytest -q tests
 
 demo: setup

@@ -20,8 +20,8 @@ from .config.diagnostics import Diagnostic, Diagnostics, Location
 from .config.loader import ConfigSet, load_config_string, load_configs
 from .config.spec import LayerSpec
 from .errors import (BindingError, ConfigError, CustomLayersError, DefineError, DeviceError,
-                     ExecutionError, FormulaError, KernelBuildError, ModelError, PythonLayerError,
-                     TensorError, UnknownLayerError)
+                     ExecutionError, FormulaError, InputFileError, KernelBuildError, ModelError,
+                     PythonLayerError, TensorError, UnknownLayerError)
 from .jit.layer import Attr
 from .jit.tensor import TensorDesc, parse_tensor_arg
 from .runtime.device import Engine, describe_device, list_devices, select_device
@@ -39,5 +39,5 @@ __all__ = [
     "LayerSpec", "Diagnostic", "Diagnostics", "Location", "KernelLaunch", "Arg",
     "CustomLayersError", "ConfigError", "FormulaError", "DefineError", "TensorError",
     "KernelBuildError", "BindingError", "UnknownLayerError", "DeviceError", "ModelError",
-    "ExecutionError", "PythonLayerError", "Attr", "cpu_layer",
+    "ExecutionError", "PythonLayerError", "InputFileError", "Attr", "cpu_layer",
 ]

@@ -6,6 +6,9 @@ formatted once, at the edge (the CLI), and never rebuilt from `str(e)`: chain wi
 """
 from __future__ import annotations
 
+import errno
+import os
+
 
 class CustomLayersError(Exception):
     """Base of every error this package raises on purpose.
@@ -63,13 +66,39 @@ class ConfigError(CustomLayersError, ValueError):
         return "\n".join(lines)
 
 
-class ConfigFileError(ConfigError, OSError):
-    """A config file cannot be read (missing, a folder, no permission). Also an OSError with
-    the errno and file name, so `except OSError` code keeps working; the CLI exits 2 on it."""
+class InputFileError(CustomLayersError, OSError):
+    """A file given as input (a model and its weights or external data, a config, a Python
+    layer file) is missing or cannot be read: not there, a folder, no permission. The CLI exits
+    2 on it, as on every input file it cannot read (.npy arrays, files named in arguments),
+    and 1 on a file it read whose content is wrong. Also an OSError with the errno and the file
+    name, so `except OSError` code keeps working. The subclasses below also derive from the
+    error of their kind (ModelError, PythonLayerError, ConfigError)."""
+
+    def __init__(self, message: str, path, error: OSError | None = None):
+        OSError.__init__(self, getattr(error, "errno", None) or errno.ENOENT,
+                         getattr(error, "strerror", None) or os.strerror(errno.ENOENT),
+                         str(path))
+        self.message = message
+
+    def __reduce__(self):
+        # pickled (a Ray actor's error, a worker process's) by its own arguments: OSError's
+        # would call __init__ with (errno, strerror, filename)
+        return (type(self), (self.message, self.filename, OSError(self.errno, self.strerror)),
+                self.__dict__)
+
+    def describe(self) -> str:
+        return self.message
+
+
+class ConfigFileError(ConfigError, InputFileError):
+    """A config file cannot be read (missing, a folder, no permission)."""
 
     def __init__(self, path: str, error: OSError):
         OSError.__init__(self, error.errno, error.strerror, path)
         self.diagnostics = []
+
+    def __reduce__(self):
+        return (type(self), (self.filename, OSError(self.errno, self.strerror)), self.__dict__)
 
     def describe(self) -> str:
         return f"cannot read the config {self.filename}: {self.strerror or 'unreadable'}"
@@ -160,6 +189,10 @@ class PythonLayerError(CustomLayersError, ValueError):
     class in it breaks the layer contract (no `execute`, a wrong `output_shapes` result)."""
 
 
+class PythonLayerFileError(PythonLayerError, InputFileError):
+    """A Python layer file is missing or is not a file."""
+
+
 class UnknownLayerError(CustomLayersError, KeyError):
     """No implementation is registered for a layer type."""
 
@@ -173,6 +206,10 @@ class DeviceError(CustomLayersError, RuntimeError):
 
 class ModelError(CustomLayersError, ValueError):
     """A model file (IR or ONNX) is malformed or uses something unsupported."""
+
+
+class ModelFileError(ModelError, InputFileError):
+    """A model file, its weights or its external data is missing or cannot be read."""
 
 
 class UnsupportedLayersError(ModelError):

@@ -1,10 +1,23 @@
 #!/usr/bin/env bash
 # One-command set-up, called by `make`: an OpenCL platform (Debian's PoCL when the machine has
-# none), a virtual environment, and this package with its test extra. Quick when run again.
+# none), a virtual environment, and this package. Quick when run again.
+#
+#   scripts/setup.sh        what the CLI and `make demo` use: the package and its dependencies
+#   scripts/setup.sh test   that, plus the `test` extra (pytest, OpenVINO, ONNX Runtime, Ray,
+#                           ...) and Debian's oclgrind (for --sanitize and its tests)
+#
+# A stamp per level in the venv says what is installed: `make test` upgrades a venv `make demo`
+# made, and `make demo` after `make test` installs nothing (the test extra holds the package).
+# A stamp older than pyproject.toml is stale (the dependencies may have changed).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV=${VENV:-.venv}
 PYTHON=${PYTHON:-python3}
+LEVEL=${1:-base}
+case "$LEVEL" in
+    base|test) ;;
+    *) echo "setup: unknown level '$LEVEL'; expected 'test' or nothing" >&2; exit 2 ;;
+esac
 
 have_opencl() {
     ls /etc/OpenCL/vendors/*.icd >/dev/null 2>&1
@@ -23,8 +36,10 @@ if ! have_opencl; then
     have_opencl || { echo "setup: PoCL installed but no OpenCL platform is registered" >&2; exit 1; }
 fi
 
-# Oclgrind (an OpenCL simulator) runs custom kernels for --sanitize; its tests need it too
-if [ ! -f /usr/lib/oclgrind/liboclgrind-rt-icd.so ] && command -v apt-get >/dev/null; then
+# Oclgrind (an OpenCL simulator) runs custom kernels for --sanitize, which its tests use; the
+# demo does not (--sanitize installs it on first use, too)
+if [ "$LEVEL" = test ] && [ ! -f /usr/lib/oclgrind/liboclgrind-rt-icd.so ] && \
+        command -v apt-get >/dev/null; then
     echo "setup: installing Debian's oclgrind (for --sanitize)"
     SUDO=""
     [ "$(id -u)" -ne 0 ] && SUDO="sudo"
@@ -33,19 +48,33 @@ if [ ! -f /usr/lib/oclgrind/liboclgrind-rt-icd.so ] && command -v apt-get >/dev/
     $SUDO apt-get install -y -qq oclgrind >/dev/null || echo "setup: oclgrind could not be installed; --sanitize will say so" >&2
 fi
 
-stamp="$VENV/.customlayers-installed"
+# installed and not older than pyproject.toml
+fresh() {
+    [ -f "$1" ] && ! [ pyproject.toml -nt "$1" ]
+}
+
+base_stamp="$VENV/.customlayers-installed"
+test_stamp="$VENV/.customlayers-installed-test"
+if [ "$LEVEL" = test ]; then
+    fresh "$test_stamp" && exit 0
+    target=".[test]" what="customlayers[test]"
+else
+    # the test level holds everything the base level installs
+    { fresh "$base_stamp" || fresh "$test_stamp"; } && exit 0
+    target="." what="customlayers"
+fi
 if [ ! -x "$VENV/bin/python" ]; then
     echo "setup: creating $VENV"
     "$PYTHON" -m venv "$VENV"
-    "$VENV/bin/python" -m pip install -q --upgrade pip
 fi
-if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
-    echo "setup: installing customlayers[test] into $VENV (log: $VENV/pip-install.log)"
-    # the build backend's notes are noise on success; on failure the log's end says why
-    if ! "$VENV/bin/python" -m pip install -e ".[test]" > "$VENV/pip-install.log" 2>&1; then
-        tail -n 30 "$VENV/pip-install.log" >&2
-        echo "setup: pip install failed; full log in $VENV/pip-install.log" >&2
-        exit 1
-    fi
-    touch "$stamp"
+echo "setup: installing $what into $VENV (log: $VENV/pip-install.log)"
+# the build backend's notes are noise on success; on failure the log's end says why
+if ! "$VENV/bin/python" -m pip install --disable-pip-version-check -e "$target" \
+        > "$VENV/pip-install.log" 2>&1; then
+    tail -n 30 "$VENV/pip-install.log" >&2
+    echo "setup: pip install failed; full log in $VENV/pip-install.log" >&2
+    exit 1
 fi
+touch "$base_stamp"
+[ "$LEVEL" = test ] && touch "$test_stamp"
+exit 0

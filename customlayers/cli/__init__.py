@@ -2,7 +2,8 @@
 functions: `add_parser(subparsers)` and `run(args) -> int` (the exit status).
 
 Errors are formatted here, once: a CustomLayersError becomes its message on stderr and exit 1;
-an unreadable file or bad arguments exit 2; an OpenCL error (pyopencl.Error) or running out of
+a missing or unreadable input file (InputFileError, OSError: a model, its weights, a config, a
+Python layer file, a .npy) or bad arguments exit 2; an OpenCL error (pyopencl.Error) or running out of
 memory exit 1 with a message; Ctrl-C, even while the commands are still being imported, exits
 130 with "interrupted". No traceback reaches the user unless --traceback is given, but one: an
 error raised in the user's own Python layer is followed by its traceback, their frames only
@@ -15,7 +16,7 @@ import importlib
 import sys
 import warnings
 
-from ..errors import ConfigFileError, CustomLayersError
+from ..errors import CustomLayersError, InputFileError
 from .strict_parser import StrictParser
 
 # subcommand name -> module (in this package) that implements it
@@ -103,7 +104,7 @@ def _run(args) -> int:
     except UsageError as e:
         print(f"customlayers {args.command}: error: {e}", file=sys.stderr)
         return 2
-    except ConfigFileError as e:         # an unreadable file, as every other one: exit 2
+    except InputFileError as e:          # a missing or unreadable input file: exit 2
         if args.traceback:
             raise
         print(f"error: {e}", file=sys.stderr)

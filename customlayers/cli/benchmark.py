@@ -11,8 +11,8 @@ import math
 import sys
 import time
 
-from .benchmark_app_options import (add_profile_options, perf_counts_wanted, str2bool,
-                                    write_profiles)
+from .benchmark_app_options import (add_profile_options, by_time, perf_counts_wanted,
+                                    str2bool, write_profiles)
 from .benchmark_stats import BenchmarkResult, Progress, summary_lines
 from .model_args import add_model_options, load_network
 
@@ -138,6 +138,6 @@ def run(args) -> int:
     if perf_counts and runs_pc:
         print()
         rows = profile.merge(runs_pc)
-        print(profile.format_table(rows, runs=len(runs_pc)))
+        print(profile.format_table(rows, runs=len(runs_pc), by_time=by_time(args)))
         write_profiles(args, rows, len(runs_pc), recorder, engine.device.name.strip())
     return 0

@@ -86,9 +86,9 @@ def add_profile_options(parser: argparse.ArgumentParser) -> None:
                         type=str2bool, metavar="true|false",
                         help="print per-layer device times (from OpenCL profiling events)")
     parser.add_argument("-pcsort", choices=PCSORT, default=None,
-                        help="print the per-layer times (as -pc), longest first: 'sort' and "
-                             "'simple_sort' (only layers that ran: all of ours do); 'no_sort' "
-                             "(execution order) is not available")
+                        help="print the per-layer times (as -pc): 'sort' and 'simple_sort' "
+                             "longest first (simple_sort: only layers that ran, and all of ours "
+                             "do), 'no_sort' in execution order")
     parser.add_argument("--trace", metavar="FILE.json", default=None,
                         help="with -pc: write a Chrome trace (Perfetto, chrome://tracing) of "
                              "every kernel on the device's timeline, named by the model's nodes")
@@ -97,12 +97,9 @@ def add_profile_options(parser: argparse.ArgumentParser) -> None:
 
 
 def perf_counts_wanted(args) -> bool:
-    """-pc, or -pcsort (which implies it, as in benchmark_app). -pcsort no_sort is refused:
-    the table is always sorted by device time. --trace and --report need -pc."""
+    """-pc, or -pcsort (which implies it, as in benchmark_app). --trace and --report need
+    -pc."""
     from . import UsageError
-    if args.pcsort == "no_sort":
-        raise UsageError("-pcsort no_sort: the per-layer table is always sorted by device time, "
-                         "longest first (-pcsort sort); execution order is not available")
     from .output import check_output_path
     wanted = bool(args.perf_counts or args.pcsort)
     for option, value in (("--trace", args.trace), ("--report", args.report)):
@@ -111,6 +108,11 @@ def perf_counts_wanted(args) -> bool:
         if value:      # before anything runs, as -o: a folder, a file above it, no permission
             check_output_path(value, (".json",), option)
     return wanted
+
+
+def by_time(args) -> bool:
+    """Whether the per-layer table is sorted by time (-pcsort no_sort: in execution order)."""
+    return args.pcsort != "no_sort"
 
 
 def write_profiles(args, rows, runs: int, recorder, device_name: str) -> None:

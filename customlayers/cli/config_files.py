@@ -30,6 +30,8 @@ CONFIG_MARK = b"<CustomLayer"
 class ConfigTargets:
     configs: list[str] = field(default_factory=list)   # in argument order, each once
     notes: list[str] = field(default_factory=list)     # for stderr: what an argument gave
+    # .cl arguments that cannot be read: (path, why), reported as CL000 (exit 2)
+    unreadable: list[tuple[str, str]] = field(default_factory=list)
 
     def add(self, path: str) -> None:
         if path not in self.configs:
@@ -118,11 +120,14 @@ def expand(arguments: list[str], search_root: str = ".") -> ConfigTargets:
             for path in found:
                 targets.add(path)
         elif arg.lower().endswith(".cl"):
+            if not os.path.isfile(arg):
+                targets.unreadable.append((arg, "No such file or directory"
+                                           if not os.path.exists(arg) else "not a file"))
             if configs_in_root is None:
                 configs_in_root = configs_under(search_root)
             wanted = os.path.realpath(arg)
             naming = [c for c in configs_in_root if wanted in sources_named(c)]
-            if not naming:
+            if not naming and os.path.isfile(arg):
                 targets.notes.append(f"{arg}: no config under {os.path.abspath(search_root)} "
                                      f"names this source; nothing to check for it")
             for path in naming:

@@ -33,15 +33,22 @@ def _json(diags: list[Diagnostic]) -> str:
     return json.dumps([d.to_json() for d in diags], indent=2)
 
 
-def _uri(file: str) -> str:
-    """A path relative to the current folder (the repository's root in CI), with forward
-    slashes, as code scanning matches it to the repository's files; else a file: URI."""
+def _relative(file: str) -> str | None:
+    """`file` relative to the current folder (the repository's root in CI) with forward
+    slashes, as GitHub and code scanning match paths to the repository's files; None when it
+    lies outside (or on another drive). Diagnostics name configs as given and .cl sources by
+    their absolute paths: both come out the same way."""
     path = Path(file).resolve()
     try:
         relative = Path(os.path.relpath(path, Path.cwd().resolve()))
     except ValueError:        # another drive (Windows): no relative path exists
-        return path.as_uri()
-    return path.as_uri() if relative.parts[:1] == ("..",) else relative.as_posix()
+        return None
+    return None if relative.parts[:1] == ("..",) else relative.as_posix()
+
+
+def _uri(file: str) -> str:
+    """The path relative to the current folder; else a file: URI."""
+    return _relative(file) or Path(file).resolve().as_uri()
 
 
 def _message(d: Diagnostic) -> str:
@@ -87,7 +94,7 @@ def _escape_property(text: str) -> str:
 def _github(diags: list[Diagnostic]) -> str:
     lines = []
     for d in diags:
-        props = [f"file={_escape_property(d.file)}"]
+        props = [f"file={_escape_property(_relative(d.file) or d.file)}"]
         if d.line >= 1:
             props += [f"line={d.line}", f"col={max(d.column, 1)}"]
         props.append(f"title={_escape_property(d.code)}")

@@ -6,7 +6,7 @@ import sys
 
 import numpy as np
 
-from .benchmark_app_options import add_profile_options, perf_counts_wanted, write_profiles
+from .benchmark_app_options import add_profile_options, by_time, perf_counts_wanted, write_profiles
 from .common import (add_kernel_check_options, check_bounds_note, report_kernel_problems,
                      warn_if_not_finite)
 from .model_args import add_model_options, load_network
@@ -63,7 +63,7 @@ def run(args) -> int:
         from ..runtime.trace import TraceRecorder
         rows = profile.collect(req)
         print()
-        print(profile.format_table(rows))
+        print(profile.format_table(rows, by_time=by_time(args)))
         recorder = TraceRecorder(engine.device.name.strip())
         recorder.add(req)
         write_profiles(args, rows, 1, recorder, engine.device.name.strip())

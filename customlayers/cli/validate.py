@@ -90,14 +90,20 @@ def _compile_all(configs: ConfigSet, args) -> list[Diagnostic]:
     from .mvcl_validate import mvcl_compile_diagnostics
     params = parse_params(args.param)
     registry = Registry(Engine(args.device, cache=build_cache(args)), configs)
+    # a definition that a later one of its name replaced (two files define one layer) is built
+    # too, in a registry of its own: its errors are the user's as much as the later one's
+    layers = [(registry, spec) for spec in configs.layers.values()] + [
+        (Registry(registry.engine, ConfigSet(layers={spec.name: spec})), spec)
+        for spec in configs.replaced]
     found: list[Diagnostic] = []
-    for name, spec in configs.layers.items():
+    for owner, spec in layers:
+        name = spec.name
         if spec.kind == "MVCL":
             # every <Where> variant, with attributes from --param and defaults (mvcl_validate)
             given = shapes.get(name) or [TensorDesc(DEFAULT_INPUT_SHAPE)]
-            found += mvcl_compile_diagnostics(registry, spec, given, params)
+            found += mvcl_compile_diagnostics(owner, spec, given, params)
             continue
-        found += compile_diagnostics(registry, name, shapes.get(name) or [], params,
+        found += compile_diagnostics(owner, name, shapes.get(name) or [], params,
                                      check_bounds=args.check_bounds, sanitize=args.sanitize)
     return found
 
@@ -198,7 +204,9 @@ def run(args) -> int:
     for note in targets.notes:
         print(f"note: {note}", file=sys.stderr)
     configs = ConfigSet()
-    unreadable: list[Diagnostic] = []
+    unreadable = [Diagnostic.at(Location(path, 0, 1), ERROR, "CL000",
+                                f"cannot read the source: {why}")
+                  for path, why in targets.unreadable]
     for path in targets.configs:
         try:
             load_configs([path], allow_external_sources=args.allow_external_sources,
@@ -207,7 +215,7 @@ def run(args) -> int:
             unreadable.append(Diagnostic.at(Location(path, 0, 1), ERROR, "CL000",
                                             f"cannot read the config: {e.strerror or e}"))
     diags = unreadable + list(configs.diagnostics)
-    if args.compile and configs.layers:
+    if args.compile and (configs.layers or configs.replaced):
         diags += _compile_all(configs, args)
         if args.check_bounds:
             check_bounds_note(args)

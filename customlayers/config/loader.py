@@ -35,6 +35,9 @@ class ConfigSet:
     files: list[str] = field(default_factory=list)
     # every <CustomLayer name=...> seen, valid or not, in load order: (name, where)
     definitions: list[tuple[str, Location]] = field(default_factory=list)
+    # valid layers that a later definition of their name replaced, in load order: `validate
+    # --compile` builds them too, as each file's layers are the user's to fix
+    replaced: list[LayerSpec | MvclLayer] = field(default_factory=list)
 
     def raise_if_errors(self, strict: bool = False) -> "ConfigSet":
         """ConfigError carrying every error (and warning, when strict); else self."""
@@ -156,6 +159,8 @@ def _add_layer(node: Node, has_error: bool, diags: Diagnostics, reader,
                           f"replaces the one at {earlier}", name)
             break
     into.definitions.append((name, node.location))
+    if name in into.layers:
+        into.replaced.append(into.layers[name])
     if spec is not None and not has_error:
         into.layers[name] = spec
     else:

@@ -68,7 +68,11 @@ class MvclFileCollector:
             later = [i for i, (n, _) in enumerate(self.into.definitions)
                      if n == name and i > group.definition_index]
             if later:
+                if layer is not None:
+                    self.into.replaced.append(layer)
                 continue  # a SimpleGPU definition after it in this file won
+            if name in self.into.layers:
+                self.into.replaced.append(self.into.layers[name])
             if layer is not None:
                 self.into.layers[name] = layer
             else:

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 from lxml import etree
 
-from ..errors import ModelError
+from ..errors import ModelError, ModelFileError
 from .graph import Graph, Node, Port
 from .guard import located
 from .limits import MAX_DIM, check_shape, element_count, parse_int
@@ -50,7 +50,8 @@ def read_ir(xml_path, bin_path=None) -> Graph:
     try:
         xml = xml_path.read_bytes()
     except OSError as e:
-        raise ModelError(f"cannot read the model file {xml_path}: {e.strerror}") from e
+        raise ModelFileError(f"cannot read the model file {xml_path}: {e.strerror}", xml_path,
+                             e) from e
     bin_path = Path(bin_path) if bin_path is not None else xml_path.with_suffix(".bin")
     weights: bytes | None
     try:
@@ -58,7 +59,8 @@ def read_ir(xml_path, bin_path=None) -> Graph:
     except FileNotFoundError:
         weights = None      # fine as long as no Const needs it; _WeightFile says so otherwise
     except OSError as e:
-        raise ModelError(f"cannot read the weights file {bin_path}: {e.strerror}") from e
+        raise ModelFileError(f"cannot read the weights file {bin_path}: {e.strerror}", bin_path,
+                             e) from e
     return _Reader(str(xml_path), _WeightFile(weights, str(bin_path))).read(xml)
 
 
@@ -80,7 +82,8 @@ class _WeightFile:
     def constant(self, where: str, shape: tuple[int, ...], np_dtype, offset: int,
                  size: int) -> np.ndarray:
         if self.data is None:
-            raise ModelError(f"{where}: needs the weights file {self.name}, which does not exist")
+            raise ModelFileError(f"{where}: needs the weights file {self.name}, which does not "
+                                 f"exist", self.name)
         itemsize = np.dtype(np_dtype).itemsize
         count = element_count(shape)           # Python ints: np.prod would wrap around
         if size != count * itemsize:

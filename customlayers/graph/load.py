@@ -1,9 +1,11 @@
 """read_model: one entry point for every model format, chosen by the file's extension."""
 from __future__ import annotations
 
+import errno
+import os
 from pathlib import Path
 
-from ..errors import ModelError
+from ..errors import ModelError, ModelFileError
 from .graph import Graph
 
 
@@ -13,7 +15,10 @@ def read_model(path, weights=None, custom_shapes=None) -> Graph:
     declares every port's shape itself)."""
     p = Path(path)
     if not p.exists():
-        raise ModelError(f"{p}: no such model file")
+        raise ModelFileError(f"{p}: no such model file", p)
+    if p.is_dir():
+        raise ModelFileError(f"{p}: a folder, not a model file", p,
+                             IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR)))
     suffix = p.suffix.lower()
     if suffix == ".xml":
         from .ir import read_ir

@@ -115,6 +115,14 @@ def check_attribute_types(onnx, node, where: str) -> None:
                              f"types (INT, FLOAT, STRING, INTS, ...)")
 
 
+def _optional(onnx, params, k: int) -> bool:
+    """Whether formal parameter k of a schema may be left out (an empty name in a node): an
+    LSTM or GRU without its output 0 is valid ONNX and reaches the translation, which names
+    the op when it has none."""
+    return k < len(params) and \
+        params[k].option == onnx.defs.OpSchema.FormalParameterOption.Optional
+
+
 def check_node(onnx, node, version: int | None, where: str) -> None:
     """A standard node against its op's schema: input and output counts, attribute names,
     types, required attributes."""
@@ -134,8 +142,9 @@ def check_node(onnx, node, version: int | None, where: str) -> None:
             wanted = str(low) if low == high else (f"{low} or more" if high >= 2**31 - 1
                                                    else f"{low} to {high}")
             raise ModelError(f"{where}: has {len(items)} {kind}(s); {label} takes {wanted}")
-    if node.output and not node.output[0]:
-        raise ModelError(f"{where}: output 0 has no name")
+    if node.output and not node.output[0] and not _optional(onnx, schema.outputs, 0):
+        raise ModelError(f"{where}: output 0 ({schema.outputs[0].name}) has no name; "
+                         f"{label} requires it")
     types = onnx.AttributeProto.AttributeType
     given = {a.name: a for a in node.attribute}
     for name, a in given.items():

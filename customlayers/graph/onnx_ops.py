@@ -70,7 +70,8 @@ def axis_in(r, axis: int, rank: int, what: str = "axis", end: bool = False) -> i
 
 
 def reshaped(r, value: str, shape: list[int], name: str) -> str:
-    """`value` viewed with `shape`: folded when constant, else a Reshape node."""
+    """`value` viewed with `shape` (one dim may be -1: what the others leave): folded when
+    constant, else a Reshape node."""
     folded = r.folded(value)
     if folded is not None:
         try:
@@ -78,8 +79,19 @@ def reshaped(r, value: str, shape: list[int], name: str) -> str:
         except ValueError:
             r.refuse(f"'{value}' of shape {list(folded.shape)} cannot be viewed as {shape}")
     r.emit("Reshape", [value, r.const(f"{name}/shape", np.array(shape, np.int64))], [name], name,
-           attrs={"special_zero": "false"}, shapes=[tuple(shape)])
+           attrs={"special_zero": "false"}, shapes=[_declared(r.known_shape(value), shape)])
     return name
+
+
+def _declared(given: tuple | None, shape: list[int]) -> tuple:
+    """The output shape a Reshape to `shape` declares: its -1 worked out from the input's
+    shape where that is known, else left unknown (None), never declared as -1."""
+    if -1 not in shape:
+        return tuple(shape)
+    rest = int(np.prod([d for d in shape if d != -1], dtype=np.int64))
+    if given is None or any(d is None for d in given) or rest == 0:
+        return tuple(None if d == -1 else d for d in shape)
+    return tuple(int(np.prod(given, dtype=np.int64)) // rest if d == -1 else d for d in shape)
 
 
 def optional_input(node, k: int) -> str | None:

@@ -90,8 +90,12 @@ def _pool_attrs(r, attrs: dict) -> dict[str, str]:
 
 @translates("MaxPool")
 def _max_pool(r, node, name: str, attrs: dict) -> None:
-    if len(node.output) > 1 and node.output[1] and r.uses.get(node.output[1]):
-        r.refuse("the Indices output of MaxPool is not supported")
+    """With its Indices output, a MaxPool-8 whose indices count from axis 0: ONNX's flat index
+    into the whole input, padding not counted (an unread one is dropped again before it runs:
+    runtime/unused_outputs.py)."""
+    indices = node.output[1] if len(node.output) > 1 and node.output[1] else None
+    if indices and int(attrs.get("storage_order", 0)) != 0:
+        r.refuse("the Indices output in column-major order (storage_order=1) is not supported")
     ir = _pool_attrs(r, attrs)
     dilations = list(attrs.get("dilations") or [])
     if dilations and len(dilations) != len(attrs["kernel_shape"]):
@@ -100,7 +104,12 @@ def _max_pool(r, node, name: str, attrs: dict) -> None:
     version = "opset1"
     if any(d != 1 for d in dilations):
         ir["dilations"], version = ints_text(dilations), "opset8"
-    r.emit("MaxPool", [node.input[0]], [node.output[0]], name, ir, version=version)
+    if indices:
+        ir.update(index_element_type="i64", axis="0")
+        version = "opset8"
+        r.info[indices] = (r.info.get(indices, (None, ""))[0], "i64")  # whatever inference says
+    r.emit("MaxPool", [node.input[0]], [node.output[0]] + ([indices] if indices else []), name,
+           ir, version=version)
 
 
 @translates("AveragePool")

@@ -21,13 +21,13 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import ModelError
+from ..errors import ModelError, ModelFileError
 from .graph import Graph, Node, Port
 from .custom_shapes import (CustomLayers, as_custom_layers, custom_nodes, node_name,
                             propagate_custom_shapes)
 from .guard import located
 from .onnx_checks import (check_attribute_types, check_model, check_node, enum_name,
-                          tensor_array, value_shape)
+                          schema_of, tensor_array, value_shape)
 from .onnx_file import load_model_file
 from .onnx_ops import TRANSLATIONS, float_text, ints_text, reshaped
 from .onnx_shapes import infer_shapes
@@ -59,9 +59,10 @@ def read_onnx(path, custom_shapes: CustomLayers | None = None) -> Graph:
     except ModelError:
         raise
     except FileNotFoundError as e:
-        raise ModelError(f"cannot read {e.filename or path}: no such file") from e
+        raise ModelFileError(f"cannot read {e.filename or path}: no such file",
+                             e.filename or path, e) from e
     except OSError as e:
-        raise ModelError(f"cannot read {path}: {e.strerror or e}") from e
+        raise ModelFileError(f"cannot read {path}: {e.strerror or e}", path, e) from e
     except Exception as e:                      # protobuf's DecodeError and friends
         raise ModelError(f"{path}: not an ONNX model ({type(e).__name__}: {e})") from e
     with located(str(path)):
@@ -76,8 +77,8 @@ def _load_external_data(onnx, model, path: Path) -> None:
     try:
         load_external_data_for_model(model, str(path.parent))
     except FileNotFoundError as e:
-        raise ModelError(f"cannot read {e.filename}: no such file (external data of {path}, "
-                         f"looked up next to the model)") from e
+        raise ModelFileError(f"cannot read {e.filename}: no such file (external data of "
+                             f"{path}, looked up next to the model)", e.filename, e) from e
     except Exception as e:                      # onnx's checks of location, offset, length
         raise ModelError(f"{path}: cannot load its external data ({type(e).__name__}: "
                          f"{e})") from e
@@ -131,6 +132,9 @@ class _OnnxReader:
         self.values: dict[str, tuple[str, int]] = {}     # value name -> (node id, output port)
         self.consts: dict[str, np.ndarray] = {}          # constant values, folded at will
         self.alias: dict[str, str] = {}                  # Identity/Dropout outputs
+        # outputs of a node that its translation does not compute (a Dropout's mask): value
+        # name -> which output of which node it is
+        self.dropped: dict[str, str] = {}
         self.uses: dict[str, int] = {}
         self.where = ""
         self.node_inputs: list[str] = []                 # the inputs of the node translated
@@ -166,6 +170,7 @@ class _OnnxReader:
             with located(self.where):
                 self.check_outputs_are_new(node)
                 self.translate(node, name, index)
+                self.note_dropped_outputs(node)
         self.where = ""
         self.node_inputs = []
         for vi in g.output:
@@ -192,6 +197,20 @@ class _OnnxReader:
                 self.refuse(f"output '{out}' is already produced by an earlier node, an "
                             f"initializer or a graph input")
 
+    def note_dropped_outputs(self, node) -> None:
+        """Remember the named outputs the translation left out (optional outputs that only
+        training or a variant we do not run computes), so that a node or a graph output reading
+        one is refused naming the op and the output, not as a value nobody produces."""
+        schema = schema_of(self.onnx, node.op_type, self.opset.get("ai.onnx")) \
+            if not self.is_custom(node) else None
+        for k, out in enumerate(node.output):
+            if out and out not in self.values and out not in self.alias and \
+                    out not in self.consts:
+                param = schema.outputs[min(k, len(schema.outputs) - 1)].name \
+                    if schema is not None and schema.outputs else ""
+                producer = self.where.split(": ", 1)[-1]         # node N 'name' (Op)
+                self.dropped[out] = f"output {k}{f' ({param})' if param else ''} of {producer}"
+
     def refuse_input(self, vi) -> None:
         elem = vi.type.tensor_type.elem_type
         kind = enum_name(self.onnx.TensorProto.DataType, elem) if elem else "none given"
@@ -209,6 +228,9 @@ class _OnnxReader:
         """The (node id, port) producing value `name`, making its Const node on first use."""
         name = self.alias.get(name, name)
         if name not in self.values:
+            if name in self.dropped:
+                raise ModelError(f"{self.where}: reads '{name}', {self.dropped[name]}, which "
+                                 f"is not supported (not computed here)")
             if name not in self.consts:
                 raise ModelError(f"{self.where}: input '{name}' is produced by no node, "
                                  f"initializer or graph input")

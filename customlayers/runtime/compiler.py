@@ -40,6 +40,7 @@ class PlanOptions:
     concat_alignment: int = 0
     # chooses each layer's kernel variant by timing (tuning.py); None: the heuristics' picks
     tuner: object = field(default=None, compare=False)
+    fp16: bool = True                           # the device computes in half (cl_khr_fp16)
 
 
 def compile_plan(graph: Graph, order: Sequence[Node], impls: Mapping[str, LayerImpl],
@@ -118,6 +119,7 @@ def compile_plan(graph: Graph, order: Sequence[Node], impls: Mapping[str, LayerI
                 if variant is not None:
                     call = replace(call, context=replace(call.context, variant=variant))
             work = impl.work(call, out_descs)
+            _check_fp16(options, node, in_descs + out_descs, work)
             notes += work.notes
             wired = _wire(node, work, in_keys, out_keys, descs, consts)
             offsets = impl.input_offsets(call, out_descs)
@@ -246,6 +248,27 @@ def _check_fp64(options: PlanOptions, node: Node, descs: Sequence[TensorDesc]) -
         raise BindingError(f"{node.describe()}: f64 (double) tensors need a device with "
                            f"cl_khr_fp64; {options.device_name} has none (convert the model "
                            f"to float32)")
+
+
+def _check_fp16(options: PlanOptions, node: Node, descs: Sequence[TensorDesc],
+                work: LayerWork) -> None:
+    """Kernels on half tensors need cl_khr_fp16 (without it half is a storage type only, and
+    the build fails in the compiler's words): say so before anything is built. A custom
+    layer's binding says it for its own kernel (registry.check_half_support); views and host
+    work have no kernel."""
+    if options.fp16:
+        return
+    kernels = [launch for stage in work.stages for launch in stage.launches]
+    uses = [d for d in descs if d.dtype == "f16"]
+    if kernels and (uses or any(_FP16_PRAGMA in k.source for k in kernels)):
+        what = "f16 (half) tensors" if uses else "its kernel computes in half, which"
+        raise DeviceError(f"{node.describe()}: {what} need the OpenCL extension cl_khr_fp16; "
+                          f"{options.device_name} does not have it (convert the model to "
+                          f"float32, or run it on a device with fp16)")
+
+
+# how a built-in op's program enables half arithmetic (ops/_program.py: program_text)
+_FP16_PRAGMA = "cl_khr_fp16 : enable"
 
 
 def check_device_memory(device, steps, descs, consts, alias, inputs, outputs,

@@ -25,7 +25,7 @@ from ..jit.tensor import TensorDesc
 from .compiler import PlanOptions, compile_plan
 from .device import Engine
 from .fusion import FusionPlan, plan_network_fusion
-from .limits import device_traits, has_fp64
+from .limits import device_traits, has_fp16, has_fp64
 from .plan import CompiledPlan
 from .request import InferRequest
 from .resolver import Resolver
@@ -104,6 +104,7 @@ class Network:
         self.tuner = Tuner(engine, _tuning_mode(tuning))
         self._options = PlanOptions(device_traits(device), device.name.strip(),
                                     has_fp64(device), pad_custom_inputs, tuner=self.tuner,
+                                    fp16=has_fp16(device),
                                     concat_alignment=_sub_buffer_alignment(device)
                                     if concat_in_place else 0)
         # graph input name -> the layer input that reads it as a constant (for messages)

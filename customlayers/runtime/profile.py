@@ -59,9 +59,12 @@ def merge(runs: list[list[LayerTime]]) -> list[LayerTime]:
     return list(total.values())
 
 
-def format_table(rows: list[LayerTime], runs: int = 1, limit: int | None = None) -> str:
-    """A table sorted by time: layer, type, implementation, entry, time per run, share."""
-    rows = sorted(rows, key=lambda r: -r.ns)
+def format_table(rows: list[LayerTime], runs: int = 1, limit: int | None = None,
+                 by_time: bool = True) -> str:
+    """A table: layer, type, implementation, entry, time per run, share; sorted by time,
+    longest first, or with `by_time=False` in the rows' order (collect's: execution order)."""
+    if by_time:
+        rows = sorted(rows, key=lambda r: -r.ns)
     total = sum(r.ns for r in rows) or 1
     shown = rows if limit is None else rows[:limit]
     w_name = max([len("layer")] + [len(r.name) for r in shown])

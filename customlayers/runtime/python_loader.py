@@ -28,7 +28,7 @@ import traceback
 from pathlib import Path
 from types import ModuleType
 
-from ..errors import PythonLayerError
+from ..errors import PythonLayerError, PythonLayerFileError
 from ..jit.layer import Attr
 from .python_layer import PythonLayerDef, user_error
 
@@ -81,7 +81,7 @@ def load_python_layers(source) -> list[PythonLayerDef]:
 
 def _import_file(path: Path) -> ModuleType:
     if not path.is_file():
-        raise PythonLayerError(f"{path}: no such Python layer file")
+        raise PythonLayerFileError(f"{path}: no such Python layer file", path)
     if path.suffix != ".py":
         raise PythonLayerError(f"{path}: a Python layer file is a .py module; found "
                                f"'{path.suffix or 'no suffix'}'")

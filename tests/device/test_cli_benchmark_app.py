@@ -115,8 +115,6 @@ def test_no_abbreviations(capsys):
     (["run", "-hint", "latency"], "-hint: `run` runs the model once"),
     (["run", "-layout", "[NCHW]"], "a CustomLayer <Tensor format=...>"),
     (["benchmark", "-api", "sync", "-nireq", "2"], "-api sync runs one request at a time"),
-    (["benchmark", "-pcsort", "no_sort"], "-pcsort no_sort: the per-layer table is always "
-                                          "sorted by device time"),
     (["benchmark", "-inference_only", "false"], "-inference_only false: inputs are always "
                                                 "filled once"),
 ])

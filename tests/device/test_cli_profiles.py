@@ -1,5 +1,5 @@
 """`-pc --trace FILE.json` (a Chrome trace) and `--report FILE.json` (the per-layer table) on
-run and benchmark, and `--tuning` through the CLI."""
+run and benchmark, `-pcsort`'s orders, and `--tuning` through the CLI."""
 from __future__ import annotations
 
 import json
@@ -80,3 +80,31 @@ def test_profile_and_tuning_usage_errors(capsys, argv, says):
         code = e.code
     assert code == 2
     assert says in capsys.readouterr().err
+
+
+def _table_rows(out: str) -> list[tuple[str, float]]:
+    """(layer, time in us) of each row of the -pc table in `out`."""
+    lines = out.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("layer ")) + 2
+    rows = []
+    for line in lines[start:]:
+        if line.startswith("total device time"):
+            return rows
+        parts = line.split()
+        rows.append((parts[0], float(parts[-2])))
+    raise AssertionError(f"no end of the table in:\n{out}")
+
+
+@pytest.mark.parametrize("command", [["run"], ["benchmark", "-niter", "2"]])
+def test_pcsort_no_sort_lists_the_layers_in_execution_order(tmp_path, capsys, command):
+    # was: listed in --help, then refused ("execution order is not available")
+    trace = tmp_path / "t.json"
+    assert main(command + ["-m", DEMO, "-pcsort", "no_sort", "--trace", str(trace)]) == 0
+    rows = _table_rows(capsys.readouterr().out)
+    spans = [e for e in json.loads(trace.read_text())["traceEvents"]
+             if e["ph"] == "X" and e["tid"] == 0]
+    executed = list(dict.fromkeys(e["name"] for e in sorted(spans, key=lambda e: e["ts"])))
+    assert [name for name, _ in rows] == executed
+    assert main(command + ["-m", DEMO, "-pcsort", "sort"]) == 0
+    times = [t for _, t in _table_rows(capsys.readouterr().out)]
+    assert times == sorted(times, reverse=True) and len(times) == len(rows)

@@ -198,7 +198,7 @@ def run_fails(argv, capsys, code=None) -> str:
 
 def test_missing_model_file(tmp_path, capsys):
     out = tmp_path / "out.npz"
-    err = run_fails(["run", "-m", str(tmp_path / "nope.xml"), "-o", str(out)], capsys, code=1)
+    err = run_fails(["run", "-m", str(tmp_path / "nope.xml"), "-o", str(out)], capsys, code=2)
     assert "nope.xml: no such model file" in err
     assert not out.exists()
 

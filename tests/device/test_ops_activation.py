@@ -39,6 +39,8 @@ CASES = [
     ("Gelu", {}, lambda x: 0.5 * x * (1 + erf(x / math.sqrt(2))), None),
     ("Gelu", {"approximation_mode": "tanh"}, gelu_tanh, None),
     ("Erf", {}, erf, None),
+    ("Sin", {}, np.sin, None),
+    ("Cos", {}, np.cos, None),
     ("Floor", {}, np.floor, None),
     ("Ceiling", {}, np.ceil, None),
     ("SoftPlus", {}, softplus, lambda x: x * 8),  # reaches past the threshold of 20

@@ -1,0 +1,188 @@
+"""ONNX models at the seams a new user hit, run on the test device against numpy or ONNX
+Runtime: half tensors on a device without cl_khr_fp16 (a clear error before any build),
+InstanceNormalization with scale and bias as graph inputs, MaxPool's Indices, outputs a
+translation does not compute (a Dropout's mask), an LSTM or GRU without its output 0, and Sin
+and Cos (translated, and now with a kernel)."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto as T, helper, numpy_helper
+
+from customlayers.cli import main as cli_main
+from customlayers.errors import DeviceError, ModelError
+from customlayers.graph.onnx_reader import BINARY, UNARY, read_onnx
+from customlayers.ops.base import OPS
+from customlayers.runtime.limits import has_fp16
+from customlayers.runtime.network import Network
+
+TEST_DEVICE = os.environ.get("CUSTOMLAYERS_TEST_DEVICE", "CPU")
+
+
+@pytest.fixture(scope="module")
+def engine(test_device):
+    from customlayers.runtime.device import Engine
+    return Engine(test_device)
+
+
+def _save(path: Path, nodes, inputs, outputs, inits=(), opset=17) -> Path:
+    graph = helper.make_graph(nodes, "g", inputs, outputs, list(inits))
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 8
+    onnx.save(model, str(path))
+    return path
+
+
+def _vi(name, shape, elem=T.FLOAT):
+    return helper.make_tensor_value_info(name, elem, shape)
+
+
+def _onnxruntime(path: Path, feed: dict) -> dict:
+    ort = pytest.importorskip("onnxruntime")
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    names = [o.name for o in session.get_outputs()]
+    return dict(zip(names, session.run(names, feed)))
+
+
+def _rng():
+    return np.random.default_rng(18)
+
+
+# -- half tensors --------------------------------------------------------------------------------
+def _half_relu(tmp_path: Path) -> Path:
+    return _save(tmp_path / "half.onnx", [helper.make_node("Relu", ["x"], ["y"], name="r")],
+                 [_vi("x", [2, 5], T.FLOAT16)], [_vi("y", [2, 5], T.FLOAT16)])
+
+
+def test_half_tensors_run_or_are_refused_naming_the_layer_and_the_extension(tmp_path, engine):
+    path = _half_relu(tmp_path)
+    x = _rng().standard_normal((2, 5)).astype(np.float16)
+    if has_fp16(engine.device):
+        got = Network(read_onnx(path), engine=engine).infer({"x": x})["y"]
+        np.testing.assert_array_equal(got, np.maximum(x, 0))
+        return
+    # was: KernelBuildError with the compiler's log of the generated program
+    with pytest.raises(DeviceError, match=r"layer 'r' .*f16 \(half\) tensors need the OpenCL "
+                                          r"extension cl_khr_fp16; .* does not have it"):
+        Network(read_onnx(path), engine=engine).infer({"x": x})
+
+
+def test_half_tensors_through_run_say_what_is_missing(tmp_path, engine, capsys):
+    if has_fp16(engine.device):
+        pytest.skip("the device has cl_khr_fp16")
+    assert cli_main(["run", "-d", TEST_DEVICE, "-m", str(_half_relu(tmp_path))]) == 1
+    err = capsys.readouterr().err
+    assert "cl_khr_fp16" in err and "layer 'r'" in err
+    assert "does not build" not in err and "generated source" not in err
+
+
+# -- InstanceNormalization ------------------------------------------------------------------------
+@pytest.mark.parametrize("channels", [3, "C"], ids=["static", "symbolic"])
+def test_instance_norm_with_scale_and_bias_as_graph_inputs(tmp_path, engine, channels):
+    # was: refused, its scale reshaped to a shape declared as [-1, 1, 1]
+    node = helper.make_node("InstanceNormalization", ["x", "s", "b"], ["y"], name="inorm",
+                            epsilon=1e-3)
+    path = _save(tmp_path / "inorm.onnx", [node],
+                 [_vi("x", [2, 3, 4, 5]), _vi("s", [channels]), _vi("b", [channels])],
+                 [_vi("y", [2, 3, 4, 5])])
+    rng = _rng()
+    feed = {"x": rng.standard_normal((2, 3, 4, 5)).astype(np.float32),
+            "s": rng.standard_normal(3).astype(np.float32),
+            "b": rng.standard_normal(3).astype(np.float32)}
+    got = Network(read_onnx(path), engine=engine).infer(feed)["y"]
+    np.testing.assert_allclose(got, _onnxruntime(path, feed)["y"], rtol=1e-4, atol=1e-5)
+
+
+# -- outputs the translation does or does not compute ---------------------------------------------
+@pytest.mark.parametrize("pads, strides", [([0, 0, 0, 0], [1, 1]), ([1, 1, 1, 1], [2, 2])])
+def test_maxpool_indices_as_a_graph_output_match_onnxruntime(tmp_path, engine, pads, strides):
+    # was: "graph output 'idx': input 'idx' is produced by no node"
+    node = helper.make_node("MaxPool", ["x"], ["y", "idx"], name="pool", kernel_shape=[3, 3],
+                            pads=pads, strides=strides)
+    path = _save(tmp_path / "pool.onnx", [node], [_vi("x", [2, 3, 7, 6])],
+                 [_vi("y", None), _vi("idx", None, T.INT64)])
+    x = _rng().standard_normal((2, 3, 7, 6)).astype(np.float32)
+    got = Network(read_onnx(path), engine=engine).infer({"x": x})
+    want = _onnxruntime(path, {"x": x})
+    np.testing.assert_array_equal(got["y"], want["y"])
+    assert got["idx"].dtype == np.int64
+    np.testing.assert_array_equal(got["idx"], want["idx"])
+
+
+def test_maxpool_indices_read_by_a_node(tmp_path, engine):
+    nodes = [helper.make_node("MaxPool", ["x"], ["y", "idx"], name="pool", kernel_shape=[2, 2],
+                              strides=[2, 2]),
+             helper.make_node("Cast", ["idx"], ["idx_f"], name="cast", to=T.FLOAT),
+             helper.make_node("Add", ["y", "idx_f"], ["z"], name="add")]
+    path = _save(tmp_path / "pool_read.onnx", nodes, [_vi("x", [1, 2, 4, 4])],
+                 [_vi("z", [1, 2, 2, 2])])
+    x = _rng().standard_normal((1, 2, 4, 4)).astype(np.float32)
+    got = Network(read_onnx(path), engine=engine).infer({"x": x})["z"]
+    np.testing.assert_array_equal(got, _onnxruntime(path, {"x": x})["z"])
+
+
+def test_maxpool_column_major_indices_are_refused(tmp_path):
+    node = helper.make_node("MaxPool", ["x"], ["y", "idx"], name="pool", kernel_shape=[2, 2],
+                            storage_order=1)
+    path = _save(tmp_path / "pool_cm.onnx", [node], [_vi("x", [1, 1, 4, 4])],
+                 [_vi("y", None), _vi("idx", None, T.INT64)])
+    with pytest.raises(ModelError, match=r"node 0 'pool' \(MaxPool\): the Indices output in "
+                                         r"column-major order \(storage_order=1\)"):
+        read_onnx(path)
+
+
+def test_an_output_no_translation_computes_is_refused_naming_the_op_and_output(tmp_path):
+    # was: "graph output 'mask': input 'mask' is produced by no node, initializer or graph input"
+    node = helper.make_node("Dropout", ["x"], ["y", "mask"], name="drop")
+    path = _save(tmp_path / "drop.onnx", [node], [_vi("x", [1, 4])],
+                 [_vi("y", [1, 4]), _vi("mask", [1, 4], T.BOOL)])
+    with pytest.raises(ModelError) as caught:
+        read_onnx(path)
+    assert str(caught.value) == (f"{path}: graph output 'mask': reads 'mask', output 1 (mask) "
+                                 f"of node 0 'drop' (Dropout), which is not supported (not "
+                                 f"computed here)")
+
+
+@pytest.mark.parametrize("op, gates", [("LSTM", 4), ("GRU", 3)])
+def test_a_recurrent_op_without_output_0_is_named_as_the_missing_op(tmp_path, op, gates):
+    # was: "output 0 has no name" (output 0 is optional for LSTM and GRU)
+    hidden, size = 3, 2
+    rng = _rng()
+    inits = [numpy_helper.from_array(rng.standard_normal((1, gates * hidden, size))
+                                     .astype(np.float32), "W"),
+             numpy_helper.from_array(rng.standard_normal((1, gates * hidden, hidden))
+                                     .astype(np.float32), "R")]
+    node = helper.make_node(op, ["x", "W", "R"], ["", "y_h"], name="rnn", hidden_size=hidden)
+    path = _save(tmp_path / "rnn.onnx", [node], [_vi("x", [5, 1, size])],
+                 [_vi("y_h", [1, 1, hidden])], inits)
+    with pytest.raises(ModelError, match=rf"node 0 'rnn' \({op}\): the ONNX op {op} has no "
+                                         rf"translation to IR ops here"):
+        read_onnx(path)
+
+
+def test_a_required_output_0_left_out_is_still_refused(tmp_path):
+    nodes = [helper.make_node("Relu", ["x"], [""], name="r"),
+             helper.make_node("Neg", ["x"], ["y"], name="n")]
+    path = _save(tmp_path / "relu.onnx", nodes, [_vi("x", [2])], [_vi("y", [2])])
+    with pytest.raises(ModelError, match=r"output 0 \(Y\) has no name; Relu-14 requires it"):
+        read_onnx(path)
+
+
+# -- Sin and Cos ----------------------------------------------------------------------------------
+def test_every_elementwise_op_the_onnx_reader_translates_has_a_kernel():
+    # was: Sin and Cos translated, then "no implementation" at run time
+    missing = sorted({t for t in list(UNARY.values()) + list(BINARY.values()) if t not in OPS})
+    assert missing == []
+
+
+@pytest.mark.parametrize("op, ref", [("Sin", np.sin), ("Cos", np.cos)])
+def test_sin_and_cos_match_numpy(tmp_path, engine, op, ref):
+    path = _save(tmp_path / f"{op}.onnx", [helper.make_node(op, ["x"], ["y"], name="f")],
+                 [_vi("x", [3, 70])], [_vi("y", [3, 70])])
+    x = (_rng().standard_normal((3, 70)) * 4).astype(np.float32)
+    got = Network(read_onnx(path), engine=engine).infer({"x": x})["y"]
+    np.testing.assert_allclose(got, ref(x.astype(np.float64)), rtol=2e-6, atol=2e-6)
