@@ -175,7 +175,10 @@ class _OnnxReader:
         self.node_inputs = []
         for vi in g.output:
             self.where = f"{self.file}: graph output '{vi.name}'"
-            self.emit("Result", [vi.name], [], f"{vi.name}/sink")
+            result = self.emit("Result", [vi.name], [], f"{vi.name}/sink")
+            # the output is returned under the graph's name for it, not its producer's (an
+            # Identity or Dropout makes it another name's value: runtime/compiler._output_name)
+            result.inputs[0].names = (vi.name,)
         return self.graph
 
     def value_info(self, vi) -> tuple[tuple | None, str]:

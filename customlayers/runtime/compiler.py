@@ -81,9 +81,8 @@ def compile_plan(graph: Graph, order: Sequence[Node], impls: Mapping[str, LayerI
             in_keys = [graph.producer(node.id, i) for i in range(len(node.inputs))]
             in_descs = [descs[k] for k in in_keys]
             if node.type == "Result":
-                src = in_keys[0]
-                names = graph.nodes[src[0]].outputs[src[1]].names
-                outputs.append((names[0] if names else node.name, src))
+                outputs.append((_output_name(graph, node, in_keys[0],
+                                             {n for n, _ in outputs}), in_keys[0]))
                 continue
             impl = fusion.replaced.get(node.id) or impls[node.id]
             _check_input_count(node, impl)
@@ -148,6 +147,22 @@ def compile_plan(graph: Graph, order: Sequence[Node], impls: Mapping[str, LayerI
     return CompiledPlan(steps, descs, consts, alias, inputs, outputs, memory, programs,
                         notes=notes, offsets=in_place.offsets, in_place=in_place.decisions,
                         seconds=seconds, device_bytes=device_bytes)
+
+
+def _output_name(graph: Graph, result: Node, src, taken: set) -> str:
+    """The name an output is returned under: the graph's own name for it (an ONNX graph output
+    names the Result's input port, also when an Identity or Dropout made it the value of
+    another name), else the tensor's first name (an IR producer's port names), else the Result
+    layer's name. Two Results of one tensor are two outputs: a name already taken gives way to
+    the Result layer's own name."""
+    own = result.inputs[0].names if result.inputs else ()
+    names = own or graph.nodes[src[0]].outputs[src[1]].names
+    name = names[0] if names else result.name
+    if name in taken:
+        name = result.name
+    if name in taken:
+        raise ModelError(f"{result.describe()}: two outputs of the model are named '{name}'")
+    return name
 
 
 def plan_prefix(plan: CompiledPlan, count: int,
