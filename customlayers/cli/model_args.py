@@ -143,8 +143,20 @@ def read_inputs(items, graph) -> dict[str, np.ndarray]:
         else:
             raise UsageError(f"-i {item}: '{name}' is not an input of the model; its inputs: "
                              f"{', '.join(names)}")
-        arrays[name] = read_array(path, f"input '{name}'")
+        arrays[name] = model_typed(read_array(path, f"input '{name}'"), path, name, graph)
     return arrays
+
+
+def model_typed(array: np.ndarray, path: str, name: str, graph) -> np.ndarray:
+    """The array in the element type the model declares for input `name` (the network would
+    convert it anyway; here the conversion is said, as run-layer says a layer's)."""
+    from ..jit.tensor import DTYPES
+    from .input_arrays import as_type
+    param = next(p for p in graph.parameters if p.name == name)
+    known = DTYPES.get(param.outputs[0].dtype)
+    if known is None:                     # undeclared: the network decides, as before
+        return array
+    return as_type(array, known[1], f"input '{name}' ({path})", "the model")
 
 
 def random_input(rng, shape, dtype: str) -> np.ndarray:
