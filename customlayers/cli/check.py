@@ -18,7 +18,7 @@ import numpy as np
 
 from . import UsageError
 from .common import add_build_options, build_cache, non_negative_int, parse_params
-from .input_arrays import read_array
+from .input_arrays import as_type, read_array
 from .layers import add_config_options
 from .model_args import add_python_layers_option
 from .random_inputs import generator, random_array
@@ -120,7 +120,8 @@ def data_blobs(spec, names: list[str], items, rng) -> dict[str, np.ndarray]:
     for name in names:
         value = given[name]
         if value.endswith(".npy"):
-            blobs[name] = read_array(value, f"data '{name}'").astype(np.float32)
+            blobs[name] = as_type(read_array(value, f"data '{name}'"), np.float32,
+                                  f"data '{name}' ({value})", "check")   # runs in float32
         else:
             blobs[name] = random_array(rng, parse_shape_set(value, 1)[0], np.float32)
     return blobs
