@@ -10,7 +10,9 @@ the layer decides:
   MVCL kernel and many SimpleGPU ones are) takes that type;
 - a generic one (INPUT0_TYPE: a macro the scanner cannot see through) takes a float array as it
   is (float32 or half, both types a float layer is written for) and runs anything else (integer,
-  bool) in float32, the type custom layers run in.
+  bool) in float32, the type custom layers run in;
+- one declared with a type no contract tensor has (uint, short ...) takes the array as it is
+  (KEEP): the binding then says what it accepts.
 """
 from __future__ import annotations
 
@@ -19,11 +21,13 @@ from typing import Mapping
 
 import numpy as np
 
-from ..config.kernel_signature import KernelParameter, find_kernel_parameters
+from ..config.kernel_signature import (FLOAT_TYPES, INTEGER_TYPES, KernelParameter,
+                                       find_kernel_parameters)
 from ..config.mvcl_spec import MvclData, MvclTensor
 from ..jit.tensor import DTYPES
 
 DEFAULT = np.dtype(np.float32)
+KEEP = "keep"                          # declared, in a type no contract tensor has
 # C element types -> numpy dtypes (bool: a kernel's bool* is not a buffer type; unsigned ones
 # have no tensor type of the contract and stay generic)
 _C_TYPES = {cl: npd for cl, npd in DTYPES.values()}
@@ -31,9 +35,9 @@ _VECTOR = re.compile(r"^([a-z]+?)(2|3|4|8|16)?$")
 
 
 def declared_types(spec, params: Mapping[str, str]
-                   ) -> tuple[dict[int, np.dtype], dict[str, np.dtype]]:
-    """({input port: dtype}, {Data blob name: dtype}) for the arguments whose kernel declares a
-    concrete element type; the others are left out (generic)."""
+                   ) -> tuple[dict[int, object], dict[str, object]]:
+    """({input port: dtype or KEEP}, {Data blob name: dtype or KEEP}) for the arguments whose
+    kernel declares a concrete element type; the others are left out (generic)."""
     inputs: dict[int, np.dtype] = {}
     data: dict[str, np.dtype] = {}
     if spec.kind == "MVCL":
@@ -61,16 +65,24 @@ def declared_types(spec, params: Mapping[str, str]
     return inputs, data
 
 
-def _element_type(k: KernelParameter | None) -> np.dtype | None:
+def _element_type(k: KernelParameter | None):
+    """The dtype `k` declares, KEEP for a C scalar type with no tensor type, None (generic) for
+    anything else (a macro, a struct)."""
     if k is None or not k.is_pointer:
         return None
     m = _VECTOR.match(k.base_type)
-    return _C_TYPES.get(m.group(1)) if m else None
+    if m is None:
+        return None
+    if m.group(1) in _C_TYPES:
+        return _C_TYPES[m.group(1)]
+    return KEEP if m.group(1) in INTEGER_TYPES | FLOAT_TYPES else None
 
 
-def type_to_take(declared: np.dtype | None, given: np.dtype) -> np.dtype:
+def type_to_take(declared, given: np.dtype) -> np.dtype:
     """The type an array of `given` type runs in, for an argument declared `declared` (None:
-    generic)."""
+    generic; KEEP: as given)."""
+    if declared is KEEP:
+        return given
     if declared is not None:
         return declared
     if given.kind == "f" and given.itemsize <= 4:
