@@ -18,9 +18,10 @@ import numpy as np
 
 from . import UsageError
 from .common import add_build_options, build_cache, non_negative_int, parse_params
-from .input_arrays import read_array
+from .input_arrays import as_type, read_array
 from .layers import add_config_options
 from .model_args import add_python_layers_option
+from .random_inputs import generator, random_array
 
 DEFAULT_SHAPES = ((1, 4, 6, 8), (2, 8, 4, 10), (1, 16, 2, 2))
 FORMATS = ("BFYX", "BYXF", "YXFB", "FYXB")
@@ -119,9 +120,10 @@ def data_blobs(spec, names: list[str], items, rng) -> dict[str, np.ndarray]:
     for name in names:
         value = given[name]
         if value.endswith(".npy"):
-            blobs[name] = read_array(value, f"data '{name}'").astype(np.float32)
+            blobs[name] = as_type(read_array(value, f"data '{name}'"), np.float32,
+                                  f"data '{name}' ({value})", "check")   # runs in float32
         else:
-            blobs[name] = rng.standard_normal(parse_shape_set(value, 1)[0]).astype(np.float32)
+            blobs[name] = random_array(rng, parse_shape_set(value, 1)[0], np.float32)
     return blobs
 
 
@@ -149,8 +151,7 @@ def run(args) -> int:
     ports = input_count(spec, params)
     shape_sets = [parse_shape_set(s, ports) for s in args.shape] or \
         [(s,) * ports for s in DEFAULT_SHAPES]
-    data = data_blobs(spec, data_names(spec, params), args.data,
-                      np.random.default_rng(args.seed))
+    data = data_blobs(spec, data_names(spec, params), args.data, generator(args.seed))
     attrs = {a.name: parse_attr(a, params.get(a.name), layer, layer) for a in ref.attributes}
 
     loc = spec.location
@@ -162,8 +163,8 @@ def run(args) -> int:
     cases = cases_for(spec, shape_sets) if spec.kind == "SimpleGPU" else \
         [Case(s, "BFYX", False) for s in shape_sets]    # a network hands MVCL kernels dense BFYX
     for k, case in enumerate(cases, 1):
-        inputs = [np.random.default_rng(args.seed + k).standard_normal(s).astype(np.float32)
-                  for s in case.shapes]
+        rng = generator(args.seed, k)   # one per case, each input drawn in turn: all differ
+        inputs = [random_array(rng, s, np.float32) for s in case.shapes]
         result, outputs, fmt = run_case(registry, spec, ref, case, inputs, data, params, attrs,
                                         args.rtol, args.atol)
         shapes = ",".join("x".join(map(str, s)) for s in case.shapes)

@@ -77,11 +77,12 @@ def find_examples(root: Path = EXAMPLES_DIR,
 
 
 def case_arrays(case: dict, seed: int = 0) -> tuple[list[np.ndarray], dict[str, np.ndarray]]:
-    """Random float32 inputs and Data blobs of a reference CASE (seeded: reproducible)."""
-    rng = np.random.default_rng(seed)
-    inputs = [rng.standard_normal(s).astype(np.float32) for s in case["inputs"]]
-    data = {k: rng.standard_normal(s).astype(np.float32)
-            for k, s in case.get("data", {}).items()}
+    """Random float32 inputs and Data blobs of a reference CASE (seeded: reproducible; one
+    generator draws each in turn, so no two share values)."""
+    from .random_inputs import generator, random_array
+    rng = generator(seed)
+    inputs = [random_array(rng, s, np.float32) for s in case["inputs"]]
+    data = {k: random_array(rng, s, np.float32) for k, s in case.get("data", {}).items()}
     return inputs, data
 
 

@@ -1,10 +1,12 @@
 """Reading the user's input arrays (.npy files): one reader for run, benchmark and run-layer, so
-every command refuses the same files with the same words, before anything runs."""
+every command refuses the same files with the same words, before anything runs; and one rule
+for an array whose element type is not the one the model or layer takes (as_type)."""
 from __future__ import annotations
 
 import math
 import os
 import pickle
+import sys
 import tokenize
 import zipfile
 
@@ -14,6 +16,9 @@ import numpy as np
 # void and datetime arrays would be cast (complex silently drops its imaginary part) or fail
 # deep in the runtime without naming the file.
 NUMBER_KINDS = "biuf"
+# conversions no one needs told of: numpy's default float (np.save of a float list) to the
+# float32 models and layers run in, as the help says; bool to the uint8 bools are held in
+QUIET = {(np.dtype(np.float64), np.dtype(np.float32)), (np.dtype(np.bool_), np.dtype(np.uint8))}
 
 
 def read_array(path: str, what: str) -> np.ndarray:
@@ -79,3 +84,17 @@ def check_npy_size(path: str, what: str) -> None:
             raise UsageError(f"{what} {path}: truncated .npy file: the header declares "
                              f"{dtype} {list(shape)} ({need} bytes of data), the file holds "
                              f"{have}")
+
+
+def as_type(array: np.ndarray, dtype, what: str, taker: str) -> np.ndarray:
+    """`array` in `dtype`, the type that `taker` ("the model", "layer 'Mish'") takes for it.
+    Another type is converted, as the network converts what it is given (numpy's unsafe cast:
+    fractions truncated toward zero, out-of-range integers wrapped), never run as it is: it
+    would compile a float layer for int. The conversion is said on stderr, naming `what` (the
+    input and its file) and both types, but for the QUIET ones."""
+    dtype = np.dtype(dtype)
+    if array.dtype == dtype:
+        return array
+    if (array.dtype, dtype) not in QUIET:
+        print(f"note: {what} is {array.dtype}; {taker} takes {dtype}: converted", file=sys.stderr)
+    return array.astype(dtype)

@@ -12,6 +12,7 @@ from .benchmark_app_options import add_refused_options
 from .common import add_build_options, build_cache, non_negative_int, positive_int
 from .config_files import refuse_models_as_configs
 from .input_arrays import read_array
+from .random_inputs import generator, random_array
 from .input_shapes import (OPENVINOS, GivenShape, apply_batch, check_against_model,
                            declared_shape, parse_shapes)
 
@@ -91,9 +92,10 @@ def load_network(args, profiling: bool = False, resolver=None):
         registry.engine = engine
     net = Network(graph, registry, engine, input_shapes=shapes or None, profiling=profiling,
                   messages=say, resolver=resolver, tuning=args.tuning)
-    missing = [p for p in graph.parameters if p.name not in arrays]
-    for k, p in enumerate(missing):
-        arrays[p.name] = random_input(shapes[p.name], p.outputs[0].dtype, args.seed + k)
+    rng = generator(args.seed)      # one for the run, each missing input drawn in turn
+    for p in graph.parameters:
+        if p.name not in arrays:
+            arrays[p.name] = random_input(rng, shapes[p.name], p.outputs[0].dtype)
     return engine, net, arrays
 
 
@@ -141,14 +143,23 @@ def read_inputs(items, graph) -> dict[str, np.ndarray]:
         else:
             raise UsageError(f"-i {item}: '{name}' is not an input of the model; its inputs: "
                              f"{', '.join(names)}")
-        arrays[name] = read_array(path, f"input '{name}'")
+        arrays[name] = model_typed(read_array(path, f"input '{name}'"), path, name, graph)
     return arrays
 
 
-def random_input(shape, dtype: str, seed: int) -> np.ndarray:
-    rng = np.random.default_rng(seed)
+def model_typed(array: np.ndarray, path: str, name: str, graph) -> np.ndarray:
+    """The array in the element type the model declares for input `name` (the network would
+    convert it anyway; here the conversion is said, as run-layer says a layer's)."""
     from ..jit.tensor import DTYPES
-    npd = DTYPES.get(dtype, ("float", np.dtype(np.float32)))[1]
-    if npd.kind == "f":
-        return rng.standard_normal(shape).astype(npd)
-    return rng.integers(0, 10, size=shape).astype(npd)
+    from .input_arrays import as_type
+    param = next(p for p in graph.parameters if p.name == name)
+    known = DTYPES.get(param.outputs[0].dtype)
+    if known is None:                     # undeclared: the network decides, as before
+        return array
+    return as_type(array, known[1], f"input '{name}' ({path})", "the model")
+
+
+def random_input(rng, shape, dtype: str) -> np.ndarray:
+    """The next random array of a model input of `dtype` (the IR/ONNX element type's name)."""
+    from ..jit.tensor import DTYPES
+    return random_array(rng, shape, DTYPES.get(dtype, ("float", np.dtype(np.float32)))[1])

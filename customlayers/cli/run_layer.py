@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import argparse
 
-import numpy as np
-
 from ..config.params import unused_params, unused_params_message
 from . import UsageError
 from .common import (add_build_options, add_kernel_check_options, build_cache,
@@ -37,7 +35,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--layer", default=None, metavar="NAME",
                    help="the layer type to run (optional when the configs define one layer)")
     p.add_argument("-i", "--input", action="append", required=True, metavar="FILE.npy",
-                   help="input port 0, 1, ... in order (float64 arrays are run as float32)")
+                   help="input port 0, 1, ... in order, each run in the type the layer takes "
+                        "(its kernel's declared type, else float: an integer or bool array is "
+                        "converted, with a note; float64 runs as float32)")
     p.add_argument("--data", action="append", default=[], metavar="NAME=FILE.npy",
                    help="a constant blob for the layer's <Data name=NAME>")
     p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
@@ -53,9 +53,28 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     return p
 
 
-def as_float32(arr: np.ndarray) -> np.ndarray:
-    """float64 runs as float32: custom layers take no double (most devices lack fp64)."""
-    return arr.astype(np.float32) if arr.dtype == np.float64 else arr
+def layer_arrays(layer: str, input_paths, data_paths, declared=({}, {})) -> tuple[list, dict]:
+    """The input arrays and Data blobs, each in the element type layer `layer` takes for it
+    (runtime/layer_input_types.py: `declared` by its kernel, {port: dtype} and {blob: dtype},
+    else float): the layer is never compiled for the type of a file (an int32 .npy made a float
+    layer integer). A conversion is said on stderr, as `run` says one for a model's input."""
+    from ..runtime.layer_input_types import type_to_take
+    from .input_arrays import as_type
+    ports, blobs = declared
+
+    def read(path, what, dtype):
+        array = read_array(path, what)
+        return as_type(array, type_to_take(dtype, array.dtype), f"{what} ({path})",
+                       f"layer '{layer}'")
+
+    inputs = [read(p, f"input {i}", ports.get(i)) for i, p in enumerate(input_paths)]
+    data = {name: read(p, f"data '{name}'", blobs.get(name)) for name, p in data_paths.items()}
+    return inputs, data
+
+
+def kernel_arrays(spec, params, input_paths, data_paths) -> tuple[list, dict]:
+    from ..runtime.layer_input_types import declared_types
+    return layer_arrays(spec.name, input_paths, data_paths, declared_types(spec, params))
 
 
 def parse_shape(text: str) -> tuple[int, ...]:
@@ -142,8 +161,7 @@ def run(args) -> int:
     if missing:
         raise UsageError(f"layer '{spec.name}' binds Data {', '.join(missing)}: give "
                          + " ".join(f"--data {n}=FILE.npy" for n in missing))
-    inputs = [as_float32(read_array(p, f"input {i}")) for i, p in enumerate(args.input)]
-    data = {name: as_float32(read_array(p, f"data '{name}'")) for name, p in data_paths.items()}
+    inputs, data = kernel_arrays(spec, params, args.input, data_paths)
     in_descs = [TensorDesc(a.shape, a.dtype) for a in inputs]
     check_output_shapes(spec, in_descs, data, out_shapes, params=params)
     out_descs = [TensorDesc(s, in_descs[0].dtype) for s in out_shapes] or None
@@ -184,8 +202,7 @@ def _run_alone(registry, spec, args, params, data_paths, out_shapes) -> int:
     if missing:
         raise UsageError(f"layer '{spec.name}' binds Data {', '.join(missing)}: give "
                          + " ".join(f"--data {n}=FILE.npy" for n in missing))
-    inputs = [as_float32(read_array(p, f"input {i}")) for i, p in enumerate(args.input)]
-    data = {name: as_float32(read_array(p, f"data '{name}'")) for name, p in data_paths.items()}
+    inputs, data = kernel_arrays(spec, params, args.input, data_paths)
     outputs = registry.run_layer(spec.name, inputs, params, data, out_shapes)
     write_arrays_atomically(args.output, {f"output{i}": a for i, a in enumerate(outputs)})
     shapes = ", ".join("x".join(map(str, a.shape)) for a in outputs)
@@ -200,8 +217,8 @@ def run_python_layer(args, defn, params, data_paths, out_shapes) -> int:
     if out_shapes:
         raise UsageError(f"--output-shape: the Python layer '{defn.type}' gives its output "
                          f"shapes itself (output_shapes)")
-    inputs = [as_float32(read_array(p, f"input {i}")) for i, p in enumerate(args.input)]
-    inputs += [as_float32(read_array(p, f"data '{n}'")) for n, p in data_paths.items()]
+    inputs, data = layer_arrays(defn.type, args.input, data_paths)
+    inputs += data.values()
     attrs = {a.name: parse_attr(a, params.get(a.name), defn.type, defn.type)
              for a in defn.attributes}
     outputs = run_reference(defn, inputs, attrs, f"layer type '{defn.type}'")

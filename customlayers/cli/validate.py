@@ -12,7 +12,6 @@ import argparse
 import dataclasses
 import sys
 
-import numpy as np
 
 from ..config import ConfigSet, Diagnostic, load_configs
 from ..config.diagnostics import ERROR, WARNING, Location
@@ -141,9 +140,11 @@ def kernel_check_diagnostics(bound, spec, check_bounds: bool, sanitize: bool) ->
     """Run the bound kernel once on seeded random inputs (and its Data blobs), on Oclgrind
     first (its findings at the user's .cl lines, CL087), then natively with guard zones
     (CL086, at the layer)."""
-    rng = np.random.default_rng(0)
-    inputs = [_random_array(rng, d) for d in bound.inputs]
-    data = {n: _random_array(rng, d) for n, d in zip(bound.data_names, bound.data_descs)}
+    from .random_inputs import generator, random_array
+    rng = generator(0)      # one for the launch, each input and blob drawn in turn
+    inputs = [random_array(rng, d.shape, d.np_dtype, high=8) for d in bound.inputs]
+    data = {n: random_array(rng, d.shape, d.np_dtype, high=8)
+            for n, d in zip(bound.data_names, bound.data_descs)}
     if sanitize:
         findings = bound.sanitize(*inputs, **data)
         if findings:
@@ -156,11 +157,6 @@ def kernel_check_diagnostics(bound, spec, check_bounds: bool, sanitize: bool) ->
                           f"{', '.join(d.describe() for d in bound.inputs)})", spec.name)
             for p in problems]
 
-
-def _random_array(rng, desc):
-    if desc.np_dtype.kind == "f":
-        return rng.standard_normal(desc.shape).astype(desc.np_dtype)
-    return rng.integers(0, 8, desc.shape).astype(desc.np_dtype)
 
 
 def _finding_diagnostic(finding, spec) -> Diagnostic:

@@ -293,13 +293,21 @@ class Network:
         """Run once and return {output name: array}. The host waits once, for the outputs."""
         return self.infer_async(inputs).wait()
 
-    def stream(self, inputs: Iterable, nireq: int = 4, *, pinned: bool = False):
+    def stream(self, inputs: Iterable, nireq: int = 4, *, pinned: bool = False,
+               reuse_outputs: bool = False):
         """Run every input of `inputs` (arrays in input order, or dicts by name) with up to
         `nireq` requests in flight, and yield each one's outputs ({name: array}) in input
         order: the next uploads overlap the current compute (runtime/stream.py). The stream
-        has requests of its own. pinned: inputs and outputs go through pinned host memory;
-        then each yielded output is valid until the next one is taken."""
-        for result in run_stream(self, inputs, nireq, pinned=pinned):
+        has requests of its own. Every yielded array is the caller's to keep:
+        `list(net.stream(xs))` holds every result.
+
+        pinned: inputs and outputs go through pinned host memory (each output is copied out
+        of it before it is yielded).
+        reuse_outputs: with pinned, skip that copy: each yielded output is then the request's
+        pinned memory, which a later step rewrites; it is valid only until the next one is
+        taken (read it at once, or copy what you keep)."""
+        for result in run_stream(self, inputs, nireq, pinned=pinned,
+                                 reuse_outputs=reuse_outputs):
             yield result.outputs
 
     @property

@@ -29,13 +29,18 @@ class StreamResult:
 
 
 def run_stream(network, inputs: Iterable, nireq: int = 4, *, pinned: bool = False,
-               requests=()) -> Iterator[StreamResult]:
+               reuse_outputs: bool = False, requests=()) -> Iterator[StreamResult]:
     """Run every input of `inputs` (arrays in input order, or dicts by name) with up to
     `nireq` requests in flight; yield a StreamResult per input, in input order.
 
+    The yielded arrays are the caller's: a later step never writes them.
     pinned: each input is copied into its request's pinned host tensor (host_tensor) and the
-    outputs are read back into pinned ones; the yielded arrays are then that memory, valid
-    until the next item is taken (copy one to keep it).
+    outputs are read back into pinned ones (on a CPU device the kernels write them there).
+    Those tensors are the request's and its next run rewrites them, so each output is copied
+    out of them before it is yielded, unless
+    reuse_outputs: the caller opts out of that copy: the yielded arrays are then the requests'
+    pinned memory, valid only until the next item is taken (for a caller that reads each
+    result at once and keeps none, such as a throughput measurement).
     requests: requests made beforehand (a benchmark makes them outside its measured time);
     more are made as the inputs' plans need them."""
     if not isinstance(nireq, int) or nireq < 1:
@@ -44,11 +49,12 @@ def run_stream(network, inputs: Iterable, nireq: int = 4, *, pinned: bool = Fals
     for request in requests:
         pools.setdefault(id(request.plan), []).append(request)
     in_flight: deque = deque()            # (index, request, start time), oldest first
+    keep = pinned and not reuse_outputs   # copy the outputs out of the request's host tensors
     try:
         for index, item in enumerate(inputs):
             arrays = network._named_inputs(item)
             if len(in_flight) == nireq:
-                yield _finish(in_flight.popleft())
+                yield _finish(in_flight.popleft(), keep)
             request = _idle_request(network, pools, arrays)
             started = time.perf_counter()
             if pinned:
@@ -57,7 +63,7 @@ def run_stream(network, inputs: Iterable, nireq: int = 4, *, pinned: bool = Fals
                 request.start(arrays)
             in_flight.append((index, request, started))
         while in_flight:
-            yield _finish(in_flight.popleft())
+            yield _finish(in_flight.popleft(), keep)
     finally:
         # the caller stopped early, or a run failed: let nothing run on into freed memory
         for _, request, _ in in_flight:
@@ -91,7 +97,10 @@ def _start_pinned(request, arrays: dict) -> None:
     request.start_async()
 
 
-def _finish(entry) -> StreamResult:
+def _finish(entry, keep: bool) -> StreamResult:
     index, request, started = entry
     outputs = request.wait()
-    return StreamResult(index, outputs, (time.perf_counter() - started) * 1e3, request)
+    latency_ms = (time.perf_counter() - started) * 1e3
+    if keep:         # the pinned arrays stay the request's; the caller gets its own
+        outputs = {name: array.copy() for name, array in outputs.items()}
+    return StreamResult(index, outputs, latency_ms, request)

@@ -195,3 +195,40 @@ def test_run_check_with_names_layers_without_a_reference(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "not checked: layers of type ReLU (no Python layer of that type)" in out
     assert "2 custom layer(s) checked" in out
+
+
+SWAPPED_SCALED_ADD = '''import numpy as np
+from customlayers.api import Attr, cpu_layer
+
+
+@cpu_layer("ScaledAdd")
+class ScaledAdd:
+    """The example's reference with its two inputs swapped: wrong unless a == b."""
+    attributes = (Attr("weights", "floats", default=(1.0, 1.0)),)
+
+    def output_shapes(self, input_shapes, attrs):
+        return [input_shapes[0]]
+
+    def execute(self, inputs, outputs, attrs):
+        wa, wb = (np.float32(w) for w in attrs["weights"])
+        np.copyto(outputs[0], inputs[1] * wa + inputs[0] * wb)
+'''
+
+
+@pytest.mark.parametrize("extra", [[], ["--shape", "1x3x4x5"], ["--seed", "7"]],
+                         ids=["default-shapes", "one-shape-for-both", "seed-7"])
+def test_check_gives_each_input_its_own_values(tmp_path, capsys, extra):
+    """Two inputs of the same shape get different random values (issue 18): a reference that
+    swaps them is a mismatch in every case, not 'every output matches'."""
+    ref = tmp_path / "swapped_reference.py"
+    ref.write_text(SWAPPED_SCALED_ADD)
+    scaled_add = LAYERS / "scaled_add"
+    args = ["check", "-c", str(scaled_add / "scaled_add.xml"), "-l", str(ref),
+            "--param", "weights=0.5,-2.0", *extra]
+    assert main(args) == 1
+    out = capsys.readouterr().out
+    found = rows(out)
+    assert found and all(r["result"] == "DIFFERS" for r in found), out
+    # still reproducible with the seed: the same errors again
+    assert main(args) == 1
+    assert rows(capsys.readouterr().out) == found

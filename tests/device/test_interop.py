@@ -372,6 +372,38 @@ def test_streamed_outputs_are_in_order_and_equal_to_one_by_one_inference(test_de
             np.testing.assert_array_equal(got[k], want[k])
 
 
+@pytest.mark.parametrize("pinned", [False, True])
+def test_every_streamed_output_stays_valid_when_the_caller_keeps_them_all(test_device, pinned):
+    """list(net.stream(...)): results handed to the caller are not overwritten by later steps
+    (issue 18: pinned streaming handed out the requests' host tensors, rewritten by the next
+    run on the same request)."""
+    net = Network(two_outputs(), None, Engine(test_device))
+    xs = [_x(60 + i) for i in range(9)]
+    one_by_one = [net.infer({"x": x}) for x in xs]
+    streamed = list(net.stream(xs, nireq=3, pinned=pinned))
+    assert len(streamed) == len(xs)
+    for got, want in zip(streamed, one_by_one):
+        assert list(got) == ["a", "b"]
+        for k in want:
+            np.testing.assert_array_equal(got[k], want[k])
+
+
+def test_pinned_streaming_reuses_its_host_tensors_only_when_asked(test_device):
+    """reuse_outputs=True: each request's pinned host tensors are handed out as they are (no
+    copy), so item i and item i + nireq share memory; each is valid until the next is taken."""
+    net = Network(two_outputs(), None, Engine(test_device))
+    xs = [_x(80 + i) for i in range(6)]
+    one_by_one = [net.infer({"x": x}) for x in xs]
+    kept = []
+    for i, outs in enumerate(net.stream(xs, nireq=2, pinned=True, reuse_outputs=True)):
+        for k in one_by_one[i]:
+            np.testing.assert_array_equal(outs[k], one_by_one[i][k])
+        kept.append(outs)
+    assert np.shares_memory(kept[0]["a"], kept[2]["a"])
+    copied = list(net.stream(xs, nireq=2, pinned=True))
+    assert not np.shares_memory(copied[0]["a"], copied[2]["a"])
+
+
 def test_a_stream_keeps_at_most_nireq_requests_in_flight(test_device):
     net = Network(chain(), None, Engine(test_device))
     seen = []
