@@ -6,6 +6,7 @@ import sys
 
 import numpy as np
 
+from ..terminal import one_line
 from .benchmark_app_options import add_profile_options, perf_counts_wanted, write_profiles
 from .common import add_kernel_check_options, report_kernel_problems, warn_if_not_finite
 from .model_args import add_model_options, load_network
@@ -85,11 +86,13 @@ def print_checks(report, paths) -> int:
     """One line per checked layer, in the order they ran, then the first that differs."""
     print()
     print(f"check with {', '.join(paths)} (rtol {report.rtol:g}, atol {report.atol:g}):")
-    width = max([len(c.name) for c in report.checks] + [5])
+    names = {id(c): (one_line(c.name), one_line(c.type)) for c in report.checks}
+    width = max([len(name) for name, _ in names.values()] + [5])
     for c in report.checks:
         r = c.result
+        name, layer_type = names[id(c)]
         status = "ok" if r.ok else f"DIFFERS{f' ({r.problem})' if r.problem else ''}"
-        print(f"  {c.name:<{width}}  {c.type:<16}  max abs {r.max_abs:.3e}  max rel "
+        print(f"  {name:<{width}}  {layer_type:<16}  max abs {r.max_abs:.3e}  max rel "
               f"{r.max_rel:.3e}  worst at {r.where():<20}  {status}")
     for layer_type in report.unchecked:
         print(f"  not checked: layers of type {layer_type} (no Python layer of that type)")
