@@ -17,7 +17,7 @@ from ..errors import FormulaError
 from .checks import ElementChecker, kernel_names
 from .diagnostics import Diagnostics, Location
 from .formulas import parse_formula_list
-from .limits import index_attr
+from .limits import MAX_PORT_INDEX, index_attr
 from .messages import clipped
 from .kernel_signature import KernelParameter, find_kernel_parameters
 from .mvcl_spec import (DIM_SOURCE, MvclData, MvclLocalData, MvclParameter, MvclScalar,
@@ -28,6 +28,7 @@ from .xmlload import Node
 MAX_WORK_DIMS = 3
 _DIM = re.compile(r"(output|input)(?:(?:,\s*|\s+)([0-9]+))?\Z")
 BUFFER_KINDS = ("input_buffer", "output_buffer")
+PARAMETER_TAGS = ("Tensor", "Scalar", "Data")     # the elements that bind a kernel parameter
 
 
 
@@ -221,9 +222,23 @@ class MvclChecker(ElementChecker):
                 result.append((p, el))
         return result
 
+    def _port_index(self, el: Node) -> int | None:
+        """port-index, bounded: a port (or a Scalar's element of a list attribute) sizes what
+        is built from it (`",".join(["1"] * (port + 1))` for --compile's default attributes
+        took 17 GB for port-index="1000000000"). None after an error when over the bound."""
+        text = el.attrs.get("port-index")
+        value = index_attr(text)
+        if value is not None and value > MAX_PORT_INDEX:
+            self.error(el.where("port-index"), "CL026",
+                       f"port-index {clipped(text)} is over the bound: at most {MAX_PORT_INDEX} "
+                       f"(each port is a kernel argument, and a kernel takes at most "
+                       f"{MAX_PORT_INDEX + 1} arguments on any OpenCL device)")
+            return None
+        return value
+
     def _tensor(self, el: Node) -> MvclTensor | None:
         arg, kind = el.attrs.get("arg-name"), el.attrs.get("type")
-        port = index_attr(el.attrs.get("port-index"))
+        port = self._port_index(el)
         fmt = el.attrs.get("format", "BFYX").upper()
         if not arg or kind not in ("input", "output", "input_buffer", "output_buffer") \
                 or port is None:
@@ -240,7 +255,9 @@ class MvclChecker(ElementChecker):
         arg, dtype, source = (el.attrs.get(k) for k in ("arg-name", "type", "source"))
         if not arg or dtype not in ("int", "float") or source is None or not source.strip():
             return None
-        port = index_attr(el.attrs.get("port-index"))
+        port = self._port_index(el)
+        if port is None and index_attr(el.attrs.get("port-index")) is not None:
+            return None                     # over the bound (reported)
         source = source.strip()
         kind = scalar_source_kind(source)
         if kind is None:
@@ -296,14 +313,25 @@ class MvclChecker(ElementChecker):
                            f"'{entry}'; its parameters are {listed}{_suggest(p.arg_name, names)}")
                 continue
             self._check_fit(p, by_name[p.arg_name], el, entry)
-        # a child that binds the name but was rejected has been reported already
-        written = {c.attrs.get("arg-name") for c in params_node.children}
+        # Every parameter is bound, or this kernel is an error: a spec is built only when each
+        # has its element (MvclSpec.arguments relies on it). A <Tensor>, <Scalar> or <Data>
+        # that names it but was rejected has had its own error (here or from the schema); any
+        # other element naming it (a misspelt <Scala1r>, only a warning by itself) binds
+        # nothing.
+        rejected = {c.attrs.get("arg-name") for c in params_node.children
+                    if c.tag in PARAMETER_TAGS}
         for k in kparams:
-            if k.name not in seen and k.name not in written:
-                self.error(params_node.location, "CL110",
-                           f"parameter {k.position} of kernel '{entry}' ('{k.declaration}') is "
-                           f"bound by nothing; expected a <Tensor>, <Scalar> or <Data> with "
-                           f"arg-name=\"{k.name}\"")
+            if k.name in seen or k.name in rejected:
+                continue
+            unknown = next((c for c in params_node.children if c.tag not in PARAMETER_TAGS
+                            and c.attrs.get("arg-name") == k.name), None)
+            hint = (f"; <{clipped(unknown.tag)}> at line {unknown.location.line} names it, but "
+                    f"only <Tensor>, <Scalar> and <Data> bind parameters"
+                    f"{_suggest(unknown.tag, PARAMETER_TAGS)}") if unknown is not None else ""
+            self.error(params_node.location, "CL110",
+                       f"parameter {k.position} of kernel '{entry}' ('{k.declaration}') is "
+                       f"bound by nothing; expected a <Tensor>, <Scalar> or <Data> with "
+                       f"arg-name=\"{k.name}\"{hint}")
 
     def _check_fit(self, p: MvclParameter, k: KernelParameter, el: Node, entry: str) -> None:
         """What we can know of the declaration without a compiler: pointer or not, address

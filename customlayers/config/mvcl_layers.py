@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from .checks import SourceReader
 from .diagnostics import Diagnostics
-from .messages import gap_ranges, ranges
+from .messages import gap_ranges, ranges, runs_text
 from .mvcl_checks import MvclChecker
 from .mvcl_spec import (MvclLayer, MvclScalar, MvclSpec, MvclVariant, render_where,
                         scalar_dim_port, where_key)
@@ -48,14 +48,12 @@ class MvclFileCollector:
             return
         group = self.groups.get(name)
         if group is None:
-            for earlier_name, earlier in self.into.definitions:
-                if earlier_name == name:
-                    self.diags.warning(node.location, "CL070",
-                                       f"layer '{name}' is defined again; this definition "
-                                       f"replaces the one at {earlier}", name)
-                    break
             group = _Group(name, node, len(self.into.definitions))
-            self.into.definitions.append((name, node.location))
+            earlier = self.into.define(name, node.location)
+            if earlier is not None:
+                self.diags.warning(node.location, "CL070",
+                                   f"layer '{name}' is defined again; this definition "
+                                   f"replaces the one at {earlier}", name)
             self.groups[name] = group
         if specs is None or has_error:
             group.broken = True
@@ -65,9 +63,7 @@ class MvclFileCollector:
     def finish(self) -> None:
         for name, group in self.groups.items():
             layer = None if group.broken else self._layer(group)
-            later = [i for i, (n, _) in enumerate(self.into.definitions)
-                     if n == name and i > group.definition_index]
-            if later:
+            if self.into.last_definition_index(name) != group.definition_index:
                 continue  # a SimpleGPU definition after it in this file won
             if layer is not None:
                 self.into.layers[name] = layer
@@ -118,14 +114,15 @@ class MvclFileCollector:
         if not ok:
             return None
         numbers = sorted(by_stage)
-        if numbers != list(range(len(numbers))):
-            missing = sorted(set(range(max(numbers) + 1)) - set(numbers))
+        # the gaps from the stages given, never from range(last stage): stage="10000000" built
+        # a set of ten million numbers and a message of 89 MB
+        missing = gap_ranges(numbers, numbers[-1])
+        if missing:
             last = by_stage[numbers[-1]]
             self.diags.error(last.kernel_location, "CL107",
                              f"stages of MVCL layer '{name}' ({render_where(last.where)}) must "
-                             f"be 0..{len(numbers) - 1} without gaps; found "
-                             f"{', '.join(map(str, numbers))} (missing "
-                             f"{', '.join(map(str, missing))})", name)
+                             f"be 0..{len(numbers) - 1} without gaps; found {ranges(numbers)} "
+                             f"(missing {runs_text(missing)})", name)
             return None
         return [by_stage[n] for n in numbers]
 

@@ -23,6 +23,7 @@ from .ordering import command_dependencies, sinks
 from .run import Copy, Run, prepare_run
 from .user_tensors import DeviceTensor, device_tensor, host_array, is_device_value
 from .host_step import HostStep, HostSteps
+from .kernel_release import next_serial, release_newest_first
 
 
 class InferRequest:
@@ -72,6 +73,18 @@ class InferRequest:
         self._run: Run | None = None
         self.events: list = []              # per launch, when profiling
         self.copies = 0                     # enqueue_copy calls made, over the request's life
+        self.serial = next_serial()         # creation order, for releasing newest first
+
+    def __del__(self):
+        self.release_kernels()
+
+    def release_kernels(self) -> None:
+        """Drop the request's kernels, the newest first (kernel_release.py); it runs no more."""
+        launches = getattr(self, "_launches", None)    # None: __init__ raised before it
+        if launches:
+            self._uses = {}                 # the other references to the kernels
+            self._launches = []
+            release_newest_first(launches)
 
     def _make_queue(self):
         props = cl.command_queue_properties.PROFILING_ENABLE if self.network.profiling else 0
