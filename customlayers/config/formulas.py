@@ -312,6 +312,15 @@ class Formula:
                                f"{', '.join(sorted(map(str, env))) or 'none'})", self.text, ins.pos)
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise FormulaError(f"'{name}' is {value!r}, not a number", self.text, ins.pos)
+        # a value from outside (an attribute: stride="1e999") is held to the bounds every
+        # intermediate value is: finite, within MAX_MAGNITUDE (math.fmod(inf, 2) raises
+        # ValueError, and a 5000-digit int makes each operation slow)
+        if isinstance(value, float) and not math.isfinite(value) or abs(value) > MAX_MAGNITUDE:
+            # an int's digits by its bits: str() refuses one of over 4300 digits
+            shown = value if isinstance(value, float) else \
+                f"about 10**{int(value.bit_length() * math.log10(2))}"
+            raise FormulaError(f"'{name}' is {shown}; a value in a formula is finite and at "
+                               f"most {MAX_MAGNITUDE} in magnitude", self.text, ins.pos)
         return value
 
     def _values(self, env) -> str:
@@ -343,7 +352,7 @@ class Formula:
                 result = _c_div(a, b)
             else:
                 result = _c_mod(a, b)
-        except OverflowError:
+        except (OverflowError, ValueError):     # math.fmod of an infinity, should one come
             raise FormulaError(f"the value overflows {self._values(env)}", self.text,
                                ins.pos) from None
         return self._check(ins, result, env)
