@@ -61,8 +61,8 @@ class MvclChecker(ElementChecker):
         shaves = node.attrs.get("max-shaves")
         if shaves is not None:
             self.info(node.where("max-shaves"), "CL100",
-                      f"max-shaves '{shaves}' is a VPU scheduling hint (SHAVE cores); accepted "
-                      f"and not used on OpenCL devices")
+                      f"max-shaves '{clipped(shaves)}' is a VPU scheduling hint (SHAVE cores); "
+                      f"accepted and not used on OpenCL devices")
         where = self._where(_first(node, "Where"))
         kernels = node.find_all("Kernel")
         outer_params, outer_ws = _first(node, "Parameters"), _first(node, "WorkSizes")
@@ -107,8 +107,8 @@ class MvclChecker(ElementChecker):
             elif own is not None and "stage" in node.attrs and len(kernels) == 1 \
                     and own != node.attrs["stage"]:
                 self.error(k.where("stage"), "CL107",
-                           f"stage '{own}' on <Kernel> differs from stage "
-                           f"'{node.attrs['stage']}' on its <CustomLayer>; give it once")
+                           f"stage '{clipped(own)}' on <Kernel> differs from stage "
+                           f"'{clipped(node.attrs['stage'])}' on its <CustomLayer>; give it once")
             stage = index_attr(own) if own is not None else layer_stage
             stage = 0 if stage is None else stage
             if own is not None and index_attr(own) is not None and stage in seen:
@@ -176,17 +176,17 @@ class MvclChecker(ElementChecker):
             missing = [d for d in scratch if d.code == "CL040"]
             if missing:
                 self.error(src.where("filename"), "CL102",
-                           f"source '{filename}' is an offline VPU binary, which OpenCL devices "
-                           f"cannot run, and its OpenCL C source '{cl_name}' is not next to it "
-                           f"({missing[0].message}); put the .cl it was compiled from there, or "
-                           f"name the .cl in Source")
+                           f"source '{clipped(filename)}' is an offline VPU binary, which OpenCL "
+                           f"devices cannot run, and its OpenCL C source '{clipped(cl_name)}' is "
+                           f"not next to it ({missing[0].message}); put the .cl it was compiled "
+                           f"from there, or name the .cl in Source")
             else:
                 self.ok = False
                 self.diags.extend(scratch)
             return None
         self.info(src.where("filename"), "CL101",
-                  f"source '{filename}' is an offline VPU binary; using '{cl_name}' next to it, "
-                  f"compiled for the device instead")
+                  f"source '{clipped(filename)}' is an offline VPU binary; using "
+                  f"'{clipped(cl_name)}' next to it, compiled for the device instead")
         return got
 
     def _kernel_parameters(self, entry: str, sources: list[SourceFile],
@@ -196,15 +196,15 @@ class MvclChecker(ElementChecker):
         if entry not in names:
             have = f"kernels found: {', '.join(names)}" if names else "no __kernel function found"
             self.error(kernel.where("entry"), "CL044",
-                       f"entry function '{entry}' is not defined as a __kernel in {files}; "
-                       f"{have}{_suggest(entry, names)}")
+                       f"entry function '{clipped(entry)}' is not defined as a __kernel in "
+                       f"{files}; {have}{_suggest(entry, names)}")
             return None
         found = find_kernel_parameters([s.text for s in sources], entry)
         if found is None:
             self.error(kernel.where("entry"), "CL109",
-                       f"the parameter list of kernel '{entry}' cannot be read from {files}; MVCL "
-                       f"binds arguments by name, so the kernel's head must be written out (not "
-                       f"made by a macro)")
+                       f"the parameter list of kernel '{clipped(entry)}' cannot be read from "
+                       f"{files}; MVCL binds arguments by name, so the kernel's head must be "
+                       f"written out (not made by a macro)")
         return found
 
     # -- parameters ------------------------------------------------------------------------
@@ -262,19 +262,21 @@ class MvclChecker(ElementChecker):
         kind = scalar_source_kind(source)
         if kind is None:
             self.error(el.where("source"), "CL105",
-                       f"Scalar '{arg}': source '{source}' is neither a dimension (I.B, I.F, I.Y, "
-                       f"I.X, O.B ... O.X, or I1.X for port 1), a number, nor an attribute name")
+                       f"Scalar '{clipped(arg)}': source '{clipped(source)}' is neither a "
+                       f"dimension (I.B, I.F, I.Y, I.X, O.B ... O.X, or I1.X for port 1), a "
+                       f"number, nor an attribute name")
             return None
         if kind == "literal" and dtype == "int" and not re.fullmatch(r"[+-]?[0-9]+", source):
             self.error(el.where("source"), "CL105",
-                       f"Scalar '{arg}' of type int: source '{source}' is not an integer")
+                       f"Scalar '{clipped(arg)}' of type int: source '{clipped(source)}' is not "
+                       f"an integer")
             return None
         if kind == "dim":
             m = DIM_SOURCE.match(source)
             if m.group(2) and port is not None and int(m.group(2)) != port:
                 self.error(el.where("port-index"), "CL105",
-                           f"Scalar '{arg}': source '{source}' names port {m.group(2)}, "
-                           f"port-index says {port}; give the port once")
+                           f"Scalar '{clipped(arg)}': source '{clipped(source)}' names port "
+                           f"{m.group(2)}, port-index says {port}; give the port once")
                 return None
         return MvclScalar(arg, dtype, source, port, el.location)
 
@@ -310,7 +312,8 @@ class MvclChecker(ElementChecker):
             if p.arg_name not in by_name:
                 self.error(where, "CL111",
                            f"arg-name '{clipped(p.arg_name)}' is not a parameter of kernel "
-                           f"'{entry}'; its parameters are {listed}{_suggest(p.arg_name, names)}")
+                           f"'{clipped(entry)}'; its parameters are "
+                           f"{listed}{_suggest(p.arg_name, names)}")
                 continue
             self._check_fit(p, by_name[p.arg_name], el, entry)
         # Every parameter is bound, or this kernel is an error: a spec is built only when each
@@ -329,9 +332,9 @@ class MvclChecker(ElementChecker):
                     f"only <Tensor>, <Scalar> and <Data> bind parameters"
                     f"{_suggest(unknown.tag, PARAMETER_TAGS)}") if unknown is not None else ""
             self.error(params_node.location, "CL110",
-                       f"parameter {k.position} of kernel '{entry}' ('{k.declaration}') is "
-                       f"bound by nothing; expected a <Tensor>, <Scalar> or <Data> with "
-                       f"arg-name=\"{k.name}\"{hint}")
+                       f"parameter {k.position} of kernel '{clipped(entry)}' "
+                       f"('{clipped(k.declaration)}') is bound by nothing; expected a <Tensor>, "
+                       f"<Scalar> or <Data> with arg-name=\"{k.name}\"{hint}")
 
     def _check_fit(self, p: MvclParameter, k: KernelParameter, el: Node, entry: str) -> None:
         """What we can know of the declaration without a compiler: pointer or not, address
@@ -354,8 +357,8 @@ class MvclChecker(ElementChecker):
             problem = f"a <{el.tag}> needs a __global pointer parameter, not a value"
         if problem:
             self.error(el.where("arg-name"), "CL113",
-                       f"arg-name '{clipped(p.arg_name)}' binds '{k.declaration}' of kernel "
-                       f"'{entry}': {problem}")
+                       f"arg-name '{clipped(p.arg_name)}' binds '{clipped(k.declaration)}' of "
+                       f"kernel '{clipped(entry)}': {problem}")
 
     # -- formulas --------------------------------------------------------------------------
     def _formulas(self, el: Node, attr: str, text: str, max_entries: int) -> int | None:
@@ -387,8 +390,9 @@ class MvclChecker(ElementChecker):
             l_count = self._formulas(ws, "local", l_text, MAX_WORK_DIMS)
         if g_count is not None and l_count is not None and g_count != l_count:
             self.error(ws.where("local"), "CL062",
-                       f"local '{l_text}' has {l_count} entr{'ies' if l_count != 1 else 'y'}, "
-                       f"global '{g_text}' has {g_count}; expected the same number")
+                       f"local '{clipped(l_text)}' has {l_count} "
+                       f"entr{'ies' if l_count != 1 else 'y'}, global '{clipped(g_text)}' has "
+                       f"{g_count}; expected the same number")
         dim_text = ws.attrs.get("dim")
         dim = parse_mvcl_dim(dim_text) if dim_text is not None else ("output", 0)
         if g_count is None or dim is None:

@@ -202,8 +202,10 @@ def _parse_number(text: str) -> int | float | None:
     if not NUMBER.match(text):
         return None
     text = text.rstrip("fF")
-    if re.fullmatch(r"[+-]?[0-9]+", text) and len(text.lstrip("+-").lstrip("0")) <= MAX_INT_DIGITS:
-        return int(text)
+    if re.fullmatch(r"[+-]?[0-9]+", text):
+        sign, digits = ("-" if text[0] == "-" else ""), text.lstrip("+-").lstrip("0") or "0"
+        if len(digits) <= MAX_INT_DIGITS:     # int() counts leading zeros against its limit
+            return int(sign + digits)
     return float(text)
 
 

@@ -241,3 +241,24 @@ def test_defining_a_layer_does_not_scan_every_earlier_definition():
     alone = min(seconds(0) for _ in range(2))
     after_many = seconds(300_000)
     assert after_many < 3 * alone + 0.5, f"{after_many:.2f} s, alone {alone:.2f} s"
+
+
+@pytest.mark.parametrize("old, new, code", [
+    ('entry="k"', 'entry="' + "9" * 5000 + '\n#error"', "CL044"),
+    ('global="X"', 'global="X" local="' + "0" * 5000 + '1,1"', "CL062"),
+    ('<Tensor arg-name="o" type="output" port-index="0"/>',
+     '<Tensor arg-name="o" type="output" port-index="0"/><Scalar arg-name="n" type="int" '
+     'source="2 * ' + "a" * 5000 + '&#10;"/>', "CL105"),
+    ('<Source filename="k.cl"/>', '<Source filename="' + "k" * 5000 + '.bin"/>', "CL102"),
+])
+def test_mvcl_messages_are_one_short_line(old, new, code):
+    """The MVCL checks put attribute values in their messages unclipped: a 5,000-character
+    entry made a 5,000-character diagnostic, and a newline in it split the line."""
+    text = MVCL_STAGES.format(stage="0").replace(old, new)
+    assert new in text
+    sources = {"k.cl": "__kernel void k(const __global float* a, __global float* o, int n) {}\n"}
+    configs = load_config_string(text, sources)
+    found = [d for d in configs.diagnostics if d.code == code]
+    assert found, [d.render()[:200] for d in configs.diagnostics]
+    for d in configs.diagnostics:
+        assert len(d.render()) < 600 and "\n" not in d.render(), d.render()[:300]
