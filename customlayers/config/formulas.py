@@ -231,6 +231,15 @@ def _c_mod(a, b):
     return math.fmod(a, b)
 
 
+def _number_text(value) -> str:
+    """A value for a message: an int past MAX_MAGNITUDE by its order of magnitude (str()
+    refuses an int of over 4,300 digits, and a message is one line)."""
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_MAGNITUDE:
+        sign = "-" if value < 0 else ""
+        return f"about {sign}10**{int(value.bit_length() * math.log10(2))}"
+    return str(value)
+
+
 def _round_half_away(v) -> float:
     """C's round(): halves away from zero. `floor(v + 0.5)` is wrong for the double just below
     0.5 (0.49999999999999994 + 0.5 rounds up to 1.0); the fraction of a double is exact."""
@@ -316,15 +325,13 @@ class Formula:
         # intermediate value is: finite, within MAX_MAGNITUDE (math.fmod(inf, 2) raises
         # ValueError, and a 5000-digit int makes each operation slow)
         if isinstance(value, float) and not math.isfinite(value) or abs(value) > MAX_MAGNITUDE:
-            # an int's digits by its bits: str() refuses one of over 4300 digits
-            shown = value if isinstance(value, float) else \
-                f"about 10**{int(value.bit_length() * math.log10(2))}"
-            raise FormulaError(f"'{name}' is {shown}; a value in a formula is finite and at "
-                               f"most {MAX_MAGNITUDE} in magnitude", self.text, ins.pos)
+            raise FormulaError(f"'{name}' is {_number_text(value)}; a value in a formula is "
+                               f"finite and at most {MAX_MAGNITUDE} in magnitude", self.text,
+                               ins.pos)
         return value
 
     def _values(self, env) -> str:
-        used = [f"{n}={env[n]}" for n in self.variables if n in env]
+        used = [f"{n}={_number_text(env[n])}" for n in self.variables if n in env]
         return f"with {', '.join(used)}" if used else "(no variables)"
 
     def _check(self, ins: _Instr, result, env):
