@@ -47,3 +47,17 @@ def test_jit_writes_the_program_as_is_to_a_pipe(tmp_path, capsys):
     assert main(["jit", "-c", str(tmp_path / "relu.xml"), "--input", "1x2x3x4"]) == 0
     out = capsys.readouterr().out
     assert "\r\n" in out and "// \x0c\n" in out
+
+
+def test_layers_lists_a_name_with_a_newline_on_one_line(tmp_path, capsys):
+    """`layers` printed a layer's name, entry and files as the config wrote them: a name with
+    `&#10;` in it split its line, a C1 control (CSI, the escape of 8-bit terminals) or a
+    right-to-left override reached the terminal."""
+    (tmp_path / "relu.cl").write_text((EXAMPLES / "relu" / "relu.cl").read_text())
+    text = (EXAMPLES / "relu" / "relu.xml").read_text()
+    (tmp_path / "relu.xml").write_text(text.replace('name="ReLU"',
+                                                    'name="Re&#10;LU&#x9b;2J&#x202e;"'))
+    assert main(["layers", "-c", str(tmp_path / "relu.xml")]) == 0
+    out, err = capsys.readouterr()
+    assert out.splitlines()[0].startswith("Re\\nLU\\x9b2J\\u202e  (")
+    assert not any(c in out + err for c in RAW)
