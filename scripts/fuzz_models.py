@@ -45,24 +45,27 @@ MEMORY_LIMIT = 4 * 2**30    # address space of a worker reading only: runaway al
 def make_case(kind: str, seed) -> dict[str, bytes]:
     """File name -> contents of one mutated model (or, kind "arity", of an arity probe)."""
     if kind == "arity":
-        op, _, count = str(seed).partition("/")
-        return {"model.xml": arity_ir(op, int(count)), "model.bin": b""}
+        op, count, rank = (str(seed).split("/") + ["4"])[:3]
+        return {"model.xml": arity_ir(op, int(count), int(rank)), "model.bin": b""}
     if kind == "ir":
         xml, weights = mm.mutated_ir(seed)
         return {"model.xml": xml, "model.bin": weights}
     return {"model.onnx": mm.mutated_onnx(seed)}
 
 
-def arity_ir(op_type: str, inputs: int) -> bytes:
-    """An IR whose one `op_type` layer has `inputs` inputs, all fed by one f32 [1,2,4,4]
-    Parameter, and one output of that shape: the IR reader accepts it (it knows no op's arity),
-    so it probes the compiler's checks of each built-in op's input count."""
-    dims = "<dim>1</dim><dim>2</dim><dim>4</dim><dim>4</dim>"
+def arity_ir(op_type: str, inputs: int, rank: int = 4) -> bytes:
+    """An IR whose one `op_type` layer has `inputs` inputs, all fed by one f32 Parameter of
+    `rank` dims ([1,2,4,4] at rank 4), and one output of that shape: the IR reader accepts it
+    (it knows no op's arity), so it probes the compiler's checks of each built-in op's input
+    count and rank (SpaceToDepth of rank 3 once unpacked four dims: ValueError)."""
+    shape = (1, 2, 4, 4, 3, 2)[:rank]
+    text = ",".join(map(str, shape))
+    dims = "".join(f"<dim>{d}</dim>" for d in shape)
     ports = "".join(f'<port id="{k}" precision="FP32">{dims}</port>' for k in range(inputs))
     edges = "".join(f'<edge from-layer="0" from-port="0" to-layer="1" to-port="{k}"/>'
                     for k in range(inputs))
     return (f'<net name="arity" version="11"><layers>'
-            f'<layer id="0" name="x" type="Parameter" version="opset1"><data shape="1,2,4,4" '
+            f'<layer id="0" name="x" type="Parameter" version="opset1"><data shape="{text}" '
             f'element_type="f32"/><output><port id="0" precision="FP32">{dims}</port></output>'
             f'</layer><layer id="1" name="probe" type="{op_type}" version="opset1">'
             + (f"<input>{ports}</input>" if inputs else "")
@@ -73,10 +76,11 @@ def arity_ir(op_type: str, inputs: int) -> bytes:
             f'</net>').encode()
 
 
-def arity_cases(max_inputs: int = 4):
-    """("arity", "Op/n") for every built-in op and input count 0..max_inputs."""
+def arity_cases(max_inputs: int = 4, ranks=(1, 3, 4, 5)):
+    """("arity", "Op/n/rank") for every built-in op, input count 0..max_inputs and rank."""
     from customlayers.ops import OPS
-    return [("arity", f"{op}/{n}") for op in sorted(OPS) for n in range(max_inputs + 1)]
+    return [("arity", f"{op}/{n}/{r}") for op in sorted(OPS) for n in range(max_inputs + 1)
+            for r in ranks]
 
 
 # -- worker ------------------------------------------------------------------------------------
@@ -331,8 +335,9 @@ def main(argv=None) -> int:
                    help="folder for the inputs of crashes, hangs and failures")
     p.add_argument("--replay", metavar="KIND:SEED", help="read one case here, with a traceback")
     p.add_argument("--arity", action="store_true",
-                   help="instead: compile every built-in op in an IR with 0 to 4 inputs, to list "
-                        "the input counts the compiler does not check (implies --compile)")
+                   help="instead: compile every built-in op in an IR with 0 to 4 inputs of rank "
+                        "1, 3, 4 or 5, to list the input counts and ranks the compiler does not "
+                        "check (implies --compile)")
     args = p.parse_args(argv)
     if args.replay:
         return replay(args.replay, args.compile)

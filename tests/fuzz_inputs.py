@@ -254,7 +254,10 @@ def check_config(item: ConfigInput):
         assert len(d.message) < 2000, f"message of {len(d.message)} characters: {d.render()[:300]}"
         assert "\n" not in d.render(), d.render()[:200]
     for spec in configs.layers.values():  # what a valid layer promises its users
-        if spec.kind != "SimpleGPU":       # a mutated type="MVCL" (its own checks, elsewhere)
+        if spec.kind == "MVCL":
+            check_mvcl_layer(spec)
+            continue
+        if spec.kind != "SimpleGPU":
             continue
         args = sorted([t.arg_index for t in spec.tensors] + [b.arg_index for b in spec.data])
         assert args == list(range(spec.num_args)), f"{spec.name}: arg-index {args}"
@@ -265,11 +268,33 @@ def check_config(item: ConfigInput):
     return configs
 
 
+def check_mvcl_layer(layer) -> None:
+    """A valid MVCL layer binds every kernel parameter of every stage, and generates each
+    variant's programs for a default shape (with the attributes `validate --compile` makes up)
+    or says why with a project error: what jit, run-layer and validate --compile do with it
+    (a <Scalar> misspelt <Scala1r> once left a parameter unbound: AttributeError there)."""
+    from customlayers.cli.mvcl_validate import input_ports, variant_attributes
+    from customlayers.config.mvcl_program import generate_mvcl_stages
+    from customlayers.errors import CustomLayersError
+    for variant in layer.variants:
+        for spec in variant.stages:
+            unbound = [k.declaration for k, p in spec.arguments if p is None]
+            assert not unbound, f"{layer.name} stage {spec.stage}: unbound {unbound}"
+        outputs = 1 + max((t.port_index for s in variant.stages for t in s.tensors("output")),
+                          default=0)
+        try:
+            generate_mvcl_stages(variant.stages, variant_attributes(variant, {}),
+                                 [(1, 3, 8, 8)] * input_ports(layer), [(1, 3, 8, 8)] * outputs)
+        except CustomLayersError:
+            pass
+
+
 # -- formulas ----------------------------------------------------------------------------------
 VARIABLES = ("B", "F", "Y", "X", "b", "f", "y", "x")
 NAMES = ("ratio", "stride", "k", "Kernel_3")
 FUNCTIONS = ("floor", "ceil", "round", "abs", "sqrt")
 MAX_MAGNITUDE = 2 ** 63
+OUT_OF_BOUNDS = (math.inf, -math.inf, math.nan, 1e300, 10 ** 30, -(10 ** 5000))
 
 
 @dataclass
@@ -372,7 +397,10 @@ def reference(tree: tuple, env: dict):
         return tree[1]
     if kind == "var":
         name = tree[1].upper() if tree[1].upper() in ("B", "F", "Y", "X") else tree[1]
-        return env[name]
+        value = env[name]
+        if isinstance(value, float) and not math.isfinite(value) or abs(value) > MAX_MAGNITUDE:
+            raise Refused("a value from outside the formula beyond the limits")
+        return value
     if kind == "neg":
         return -reference(tree[1], env)
     if kind in ("pos", "paren"):
@@ -429,8 +457,9 @@ def random_formula(rng) -> FormulaInput:
     tree = _tree(rng, rng.randint(0, 6), functions)
     text = _space(rng) + render(tree, rng) + _space(rng)
     env = {v: rng.choice((1, 2, 3, 7, 224, rng.randint(0, 10 ** 6))) for v in "BFYX"}
-    if functions:
-        env.update({n: rng.choice((0, 1, 0.5, 2.5, -3, 10 ** 6)) for n in NAMES})
+    if functions:   # attributes: now and then one beyond the limits (stride="1e999")
+        env.update({n: rng.choice((0, 1, 0.5, 2.5, -3, 10 ** 6)) if rng.random() < 0.97 else
+                    rng.choice(OUT_OF_BOUNDS) for n in NAMES})
     if rng.random() < 0.25:
         for _ in range(rng.randint(1, 3)):
             pos = rng.randint(0, len(text))

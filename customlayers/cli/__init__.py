@@ -17,6 +17,7 @@ import sys
 import warnings
 
 from ..errors import CustomLayersError, InputFileError
+from ..terminal import terminal_safe_output
 from .strict_parser import StrictParser
 
 # subcommand name -> module (in this package) that implements it
@@ -69,12 +70,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     # Ctrl-C at any moment, the first 0.3 s of imports (build_parser loads every command's
-    # module, and numpy with them) included, is a one-line message and exit 130
-    try:
-        return _main(argv)
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
+    # module, and numpy with them) included, is a one-line message and exit 130. Whatever is
+    # printed has its control characters escaped (terminal.py): names and paths are the user's
+    with terminal_safe_output():
+        try:
+            return _main(argv)
+        except KeyboardInterrupt:
+            print("interrupted", file=sys.stderr)
+            return 130
 
 
 def _main(argv: list[str] | None) -> int:

@@ -20,6 +20,8 @@ from pathlib import Path
 from lxml import etree
 
 from ..config import Diagnostics
+from ..config.limits import MAX_CONFIG_BYTES
+from ..files import open_user_file, read_user_file
 from ..config.xmlload import parse_document
 
 MODEL_SUFFIXES = (".onnx", ".bin")
@@ -44,12 +46,15 @@ def is_model(path: str) -> bool:
     p = Path(path)
     if p.suffix.lower() in MODEL_SUFFIXES:
         return True
-    if p.suffix.lower() != ".xml" or not p.is_file():
+    if p.suffix.lower() != ".xml":
         return False
     try:
-        for _, element in etree.iterparse(str(p), events=("start",), resolve_entities=False,
-                                          no_network=True, load_dtd=False):
-            return element.tag == "net"
+        # a file object, not the name: lxml takes a name as UTF-8, which a file name need not
+        # be; and only a regular file (a FIFO would block)
+        with open_user_file(p) as f:
+            for _, element in etree.iterparse(f, events=("start",), resolve_entities=False,
+                                              no_network=True, load_dtd=False):
+                return element.tag == "net"
     except (etree.XMLSyntaxError, OSError):
         return False     # not well-formed (a config without a root is not, either): not an IR
     return False
@@ -70,8 +75,8 @@ def is_config(path: Path) -> bool:
     """Whether an .xml file holds a <CustomLayer> element (a broken one counts: validate says
     what is wrong with it)."""
     try:
-        return CONFIG_MARK in path.read_bytes()
-    except OSError:
+        return CONFIG_MARK in read_user_file(path, MAX_CONFIG_BYTES)
+    except OSError:                 # a FIFO, a device, too large: not a config we read
         return False
 
 
@@ -89,7 +94,7 @@ def configs_under(folder: str) -> list[str]:
 def sources_named(config: str) -> set[str]:
     """The real paths of the Source files a config names (resolved against its folder)."""
     try:
-        data = Path(config).read_bytes()
+        data = read_user_file(config, MAX_CONFIG_BYTES)
     except OSError:
         return set()
     doc = parse_document(data, config, Diagnostics())

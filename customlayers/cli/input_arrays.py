@@ -12,6 +12,8 @@ import zipfile
 
 import numpy as np
 
+from ..files import open_user_file
+
 # dtype kinds a kernel can take: bool, signed and unsigned integers, floats. Complex, string,
 # void and datetime arrays would be cast (complex silently drops its imaginary part) or fail
 # deep in the runtime without naming the file.
@@ -28,62 +30,64 @@ def read_array(path: str, what: str) -> np.ndarray:
     included), a truncated or corrupt one, an .npz archive, an array of anything but real
     numbers. Missing or unreadable files raise OSError (exit 2)."""
     from . import UsageError
-    check_npy_size(path, what)
-    try:
-        arr = np.load(path, allow_pickle=False)
-    except ValueError as e:
-        # numpy's words: "Object arrays cannot be loaded ..." for a .npy of Python objects,
-        # "... pickled (object) data ..." for any file that is not .npy at all
-        if str(e).startswith("Object arrays"):
-            raise UsageError(f"{what} {path}: an array of Python objects (it needs pickle, which "
-                             f"is not loaded); save numbers") from None
-        raise UsageError(f"{what} {path}: not a .npy array file") from None
-    except (EOFError, pickle.UnpicklingError, zipfile.BadZipFile, SyntaxError) as e:
-        # EOFError: an empty file; BadZipFile: a broken .npz; SyntaxError: a corrupt header
-        raise UsageError(f"{what} {path}: not a readable .npy array file "
-                         f"({type(e).__name__}: {e})") from None
-    if isinstance(arr, np.lib.npyio.NpzFile):
-        arr.close()
-        raise UsageError(f"{what} {path}: an .npz archive; give one array as .npy")
-    if arr.dtype.kind not in NUMBER_KINDS:
-        raise UsageError(f"{what} {path}: a {arr.dtype} array; inputs must be real numbers "
-                         f"(float, int, uint or bool)")
+    with open_user_file(path) as f:         # a regular file: a FIFO would block np.load
+        check_npy_size(f, path, what)
+        f.seek(0)
+        try:
+            arr = np.load(f, allow_pickle=False)
+        except ValueError as e:
+            # numpy's words: "Object arrays cannot be loaded ..." for a .npy of Python objects,
+            # "... pickled (object) data ..." for any file that is not .npy at all
+            if str(e).startswith("Object arrays"):
+                raise UsageError(f"{what} {path}: an array of Python objects (it needs pickle, "
+                                 f"which is not loaded); save numbers") from None
+            raise UsageError(f"{what} {path}: not a .npy array file") from None
+        except (EOFError, pickle.UnpicklingError, zipfile.BadZipFile, SyntaxError) as e:
+            # EOFError: an empty file; BadZipFile: a broken .npz; SyntaxError: a corrupt header
+            raise UsageError(f"{what} {path}: not a readable .npy array file "
+                             f"({type(e).__name__}: {e})") from None
+        if isinstance(arr, np.lib.npyio.NpzFile):
+            arr.close()
+            raise UsageError(f"{what} {path}: an .npz archive; give one array as .npy")
+        if arr.dtype.kind not in NUMBER_KINDS:
+            raise UsageError(f"{what} {path}: a {arr.dtype} array; inputs must be real numbers "
+                             f"(float, int, uint or bool)")
     return arr
 
 
-def check_npy_size(path: str, what: str) -> None:
-    """A .npy file holds at least the bytes its header declares: a truncated file is refused
-    before numpy allocates the whole declared array (a header may declare terabytes)."""
+def check_npy_size(f, path: str, what: str) -> None:
+    """A .npy file (`f`, open at `path`) holds at least the bytes its header declares: a
+    truncated file is refused before numpy allocates the whole declared array (a header may
+    declare terabytes)."""
     from . import UsageError
-    with open(path, "rb") as f:
-        if os.fstat(f.fileno()).st_size == 0:
-            raise UsageError(f"{what} {path}: empty file (0 bytes), not a .npy array")
-        if f.read(6) != b"\x93NUMPY":
-            return                     # not .npy: np.load says what it is (.npz) or refuses it
-        f.seek(0)
-        try:
-            version = np.lib.format.read_magic(f)
-            if version == (1, 0):
-                shape, _, dtype = np.lib.format.read_array_header_1_0(f)
-            else:
-                shape, _, dtype = np.lib.format.read_array_header_2_0(f)
-        except EOFError as e:
-            raise UsageError(f"{what} {path}: a truncated .npy header ({e})") from None
-        except (ValueError, SyntaxError, TypeError, tokenize.TokenError, MemoryError,
-                RecursionError):
-            # numpy parses the header's Python literal: its words name AST nodes, not the file
-            raise UsageError(f"{what} {path}: a corrupt .npy header (not a dict of descr, "
-                             f"fortran_order and shape)") from None
-        if any(not isinstance(d, int) or d < 0 for d in shape):
-            raise UsageError(f"{what} {path}: a corrupt .npy header (shape {shape})")
-        if dtype.hasobject:
-            return                     # np.load refuses it with its own words
-        need = math.prod(shape) * dtype.itemsize
-        have = os.fstat(f.fileno()).st_size - f.tell()
-        if have < need:
-            raise UsageError(f"{what} {path}: truncated .npy file: the header declares "
-                             f"{dtype} {list(shape)} ({need} bytes of data), the file holds "
-                             f"{have}")
+    if os.fstat(f.fileno()).st_size == 0:
+        raise UsageError(f"{what} {path}: empty file (0 bytes), not a .npy array")
+    if f.read(6) != b"\x93NUMPY":
+        return                     # not .npy: np.load says what it is (.npz) or refuses it
+    f.seek(0)
+    try:
+        version = np.lib.format.read_magic(f)
+        if version == (1, 0):
+            shape, _, dtype = np.lib.format.read_array_header_1_0(f)
+        else:
+            shape, _, dtype = np.lib.format.read_array_header_2_0(f)
+    except EOFError as e:
+        raise UsageError(f"{what} {path}: a truncated .npy header ({e})") from None
+    except (ValueError, SyntaxError, TypeError, tokenize.TokenError, MemoryError,
+            RecursionError):
+        # numpy parses the header's Python literal: its words name AST nodes, not the file
+        raise UsageError(f"{what} {path}: a corrupt .npy header (not a dict of descr, "
+                         f"fortran_order and shape)") from None
+    if any(not isinstance(d, int) or d < 0 for d in shape):
+        raise UsageError(f"{what} {path}: a corrupt .npy header (shape {shape})")
+    if dtype.hasobject:
+        return                     # np.load refuses it with its own words
+    need = math.prod(shape) * dtype.itemsize
+    have = os.fstat(f.fileno()).st_size - f.tell()
+    if have < need:
+        raise UsageError(f"{what} {path}: truncated .npy file: the header declares "
+                         f"{dtype} {list(shape)} ({need} bytes of data), the file holds "
+                         f"{have}")
 
 
 def as_type(array: np.ndarray, dtype, what: str, taker: str) -> np.ndarray:

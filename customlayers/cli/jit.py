@@ -10,6 +10,7 @@ from ..errors import TensorError
 from ..jit.bindings import kernel_tensors
 from ..jit.program import generate_program
 from ..jit.tensor import parse_tensor_arg
+from ..terminal import for_contents
 from ..config.params import unused_params, unused_params_message
 from .common import parse_params, the_only_layer
 
@@ -76,8 +77,9 @@ def run(args) -> int:
     if unused:  # an ignored parameter would print the program of the default value
         raise UsageError(unused_params_message(spec, unused))
     program = generate_program(spec, inputs, outputs, params)
-    sys.stdout.write(program.text)
-    sys.stdout.flush()
+    out = for_contents(sys.stdout)          # compilable as is, unless shown on a terminal
+    out.write(program.text)
+    out.flush()
     local = ",".join(map(str, program.local_size)) if program.local_size else "(driver chooses)"
     print(f"// global work size: {','.join(map(str, program.global_size))}\n"
           f"// local work size: {local}\n"
@@ -96,8 +98,9 @@ def _run_mvcl(layer, inputs, outputs, params) -> int:
     shapes = (lambda descs: [TensorShape(d.dims, d.dtype) for d in descs])
     programs = generate_mvcl_stages(layer.select(params), params, shapes(inputs),
                                     shapes(outputs))
+    out = for_contents(sys.stdout)
     for program in programs:
-        sys.stdout.write(program.text)
+        out.write(program.text)
         local = ",".join(map(str, program.local_size)) if program.local_size else \
             "(driver chooses)"
         args = ", ".join(f"{a.arg_name}={a.value.item()}" if isinstance(a, ScalarArg)
@@ -105,5 +108,5 @@ def _run_mvcl(layer, inputs, outputs, params) -> int:
         print(f"// stage {program.stage}: global work size "
               f"{','.join(map(str, program.global_size))}, local work size {local}\n"
               f"// arguments: {args}", file=sys.stderr)
-    sys.stdout.flush()
+    out.flush()
     return 0

@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from ..config.spec import LayerSpec
+from ..terminal import one_line
 
 
 def add_config_options(parser: argparse.ArgumentParser, required: bool = True) -> None:
@@ -37,8 +38,7 @@ def describe_layer(spec: LayerSpec) -> list[str]:
                              + (f", shape {t.shape}" if t.shape else "") + ")")
     for k, d in enumerate(spec.data_in_arg_order):
         args[d.arg_index] = f"data '{d.name}' (INPUT{spec.num_input_ports + k}, 1-D)"
-    lines.append("  arguments   " + "\n              ".join(
-        f"{i}: {args[i]}" for i in sorted(args)))
+    lines += _column("  arguments   ", [f"{i}: {args[i]}" for i in sorted(args)])
     if spec.defines:
         defs = []
         for d in spec.defines:
@@ -50,7 +50,7 @@ def describe_layer(spec: LayerSpec) -> list[str]:
             if d.type:
                 text += f" [{d.type}]"
             defs.append(text)
-        lines.append("  defines     " + "\n              ".join(defs))
+        lines += _column("  defines     ", defs)
     if spec.options:
         lines.append(f"  options     {spec.options}")
     ws = spec.work_sizes
@@ -60,6 +60,11 @@ def describe_layer(spec: LayerSpec) -> list[str]:
     dim = ws.dim[0] if ws.dim[0] == "output" else f"input,{ws.dim[1]}"
     lines.append(f"  work sizes  global={glob}  local={local}  dim={dim}")
     return lines
+
+
+def _column(title: str, items: list[str]) -> list[str]:
+    """`items` one a line, the first after `title`, the others under it."""
+    return [(title if k == 0 else " " * len(title)) + item for k, item in enumerate(items)]
 
 
 def describe_mvcl_layer(layer) -> list[str]:
@@ -101,7 +106,8 @@ def run(args) -> int:
     for d in diags.sorted():
         print(d.render(), file=sys.stderr)
     types = registry.layer_types()
-    blocks = ["\n".join(describe_mvcl_layer(spec) if spec.kind == "MVCL" else
-                        describe_layer(spec)) for spec in map(registry.spec, types)]
+    # each line one line: names, formulas and file names are the configs' text (terminal.py)
+    blocks = ["\n".join(map(one_line, describe_mvcl_layer(spec) if spec.kind == "MVCL" else
+                                       describe_layer(spec))) for spec in map(registry.spec, types)]
     print("\n\n".join(blocks) if blocks else "no custom layers")
     return 0

@@ -6,6 +6,7 @@ import sys
 
 import numpy as np
 
+from ..terminal import one_line
 from .benchmark_app_options import add_profile_options, by_time, perf_counts_wanted, write_profiles
 from .common import (add_kernel_check_options, check_bounds_note, report_kernel_problems,
                      warn_if_not_finite)
@@ -87,11 +88,13 @@ def print_checks(report, paths) -> int:
     """One line per checked layer, in the order they ran, then the first that differs."""
     print()
     print(f"check with {', '.join(paths)} (rtol {report.rtol:g}, atol {report.atol:g}):")
-    width = max([len(c.name) for c in report.checks] + [5])
+    names = {id(c): (one_line(c.name), one_line(c.type)) for c in report.checks}
+    width = max([len(name) for name, _ in names.values()] + [5])
     for c in report.checks:
         r = c.result
+        name, layer_type = names[id(c)]
         status = "ok" if r.ok else f"DIFFERS{f' ({r.problem})' if r.problem else ''}"
-        print(f"  {c.name:<{width}}  {c.type:<16}  max abs {r.max_abs:.3e}  max rel "
+        print(f"  {name:<{width}}  {layer_type:<16}  max abs {r.max_abs:.3e}  max rel "
               f"{r.max_rel:.3e}  worst at {r.where():<20}  {status}")
     for layer_type in report.unchecked:
         print(f"  not checked: layers of type {layer_type} (no Python layer of that type)")
@@ -109,7 +112,7 @@ def print_checks(report, paths) -> int:
 
 def summarize(name: str, arr: np.ndarray) -> str:
     flat = arr.reshape(-1)
-    text = (f"{name}: shape {list(arr.shape)} {arr.dtype}  min {flat.min():.6g}  "
+    text = (f"{one_line(name)}: shape {list(arr.shape)} {arr.dtype}  min {flat.min():.6g}  "
             f"max {flat.max():.6g}  mean {flat.mean():.6g}")
     if arr.ndim == 2 and arr.shape[0] == 1 and arr.shape[1] > 1:
         top = np.argsort(-flat)[:5]

@@ -238,6 +238,15 @@ def _c_mod(a, b):
     return math.fmod(a, b)
 
 
+def _number_text(value) -> str:
+    """A value for a message: an int past MAX_MAGNITUDE by its order of magnitude (str()
+    refuses an int of over 4,300 digits, and a message is one line)."""
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_MAGNITUDE:
+        sign = "-" if value < 0 else ""
+        return f"about {sign}10**{int(value.bit_length() * math.log10(2))}"
+    return str(value)
+
+
 def _round_half_away(v) -> float:
     """C's round(): halves away from zero. `floor(v + 0.5)` is wrong for the double just below
     0.5 (0.49999999999999994 + 0.5 rounds up to 1.0); the fraction of a double is exact."""
@@ -319,10 +328,17 @@ class Formula:
                                f"{', '.join(sorted(map(str, env))) or 'none'})", self.text, ins.pos)
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise FormulaError(f"'{name}' is {value!r}, not a number", self.text, ins.pos)
+        # a value from outside (an attribute: stride="1e999") is held to the bounds every
+        # intermediate value is: finite, within MAX_MAGNITUDE (math.fmod(inf, 2) raises
+        # ValueError, and a 5000-digit int makes each operation slow)
+        if isinstance(value, float) and not math.isfinite(value) or abs(value) > MAX_MAGNITUDE:
+            raise FormulaError(f"'{name}' is {_number_text(value)}; a value in a formula is "
+                               f"finite and at most {MAX_MAGNITUDE} in magnitude", self.text,
+                               ins.pos)
         return value
 
     def _values(self, env) -> str:
-        used = [f"{n}={env[n]}" for n in self.variables if n in env]
+        used = [f"{n}={_number_text(env[n])}" for n in self.variables if n in env]
         return f"with {', '.join(used)}" if used else "(no variables)"
 
     def _check(self, ins: _Instr, result, env):
@@ -350,7 +366,7 @@ class Formula:
                 result = _c_div(a, b)
             else:
                 result = _c_mod(a, b)
-        except OverflowError:
+        except (OverflowError, ValueError):     # math.fmod of an infinity, should one come
             raise FormulaError(f"the value overflows {self._values(env)}", self.text,
                                ins.pos) from None
         return self._check(ins, result, env)

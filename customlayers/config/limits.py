@@ -25,6 +25,12 @@ MAX_FORMULA_LENGTH = 1_000
 # layer is about ten); checking costs about 0.25 ms per element, so 10,000 keeps a file under
 # about three seconds, whatever it holds.
 MAX_ELEMENTS = 10_000
+# Bytes of one config file: 10,000 elements of a real config are under 2 MiB; the rest is room
+# for comments. Checked before the file is read (a 200 MB file of empty elements once took 7 GB
+# of memory before the element count refused it).
+MAX_CONFIG_BYTES = 16 << 20
+# Bytes of one kernel source file: generated sources with tables in them reach a few MiB.
+MAX_SOURCE_BYTES = 64 << 20
 
 
 def index_value(text: str) -> int:

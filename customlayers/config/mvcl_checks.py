@@ -17,7 +17,7 @@ from ..errors import FormulaError
 from .checks import ElementChecker, kernel_names
 from .diagnostics import Diagnostics, Location
 from .formulas import parse_formula_list
-from .limits import index_attr
+from .limits import MAX_PORT_INDEX, index_attr
 from .messages import clipped
 from .kernel_signature import KernelParameter, find_kernel_parameters
 from .mvcl_spec import (DIM_SOURCE, MvclData, MvclLocalData, MvclParameter, MvclScalar,
@@ -28,6 +28,7 @@ from .xmlload import Node
 MAX_WORK_DIMS = 3
 _DIM = re.compile(r"(output|input)(?:(?:,\s*|\s+)([0-9]+))?\Z")
 BUFFER_KINDS = ("input_buffer", "output_buffer")
+PARAMETER_TAGS = ("Tensor", "Scalar", "Data")     # the elements that bind a kernel parameter
 
 
 
@@ -60,8 +61,8 @@ class MvclChecker(ElementChecker):
         shaves = node.attrs.get("max-shaves")
         if shaves is not None:
             self.info(node.where("max-shaves"), "CL100",
-                      f"max-shaves '{shaves}' is a VPU scheduling hint (SHAVE cores); accepted "
-                      f"and not used on OpenCL devices")
+                      f"max-shaves '{clipped(shaves)}' is a VPU scheduling hint (SHAVE cores); "
+                      f"accepted and not used on OpenCL devices")
         where = self._where(_first(node, "Where"))
         kernels = node.find_all("Kernel")
         outer_params, outer_ws = _first(node, "Parameters"), _first(node, "WorkSizes")
@@ -106,8 +107,8 @@ class MvclChecker(ElementChecker):
             elif own is not None and "stage" in node.attrs and len(kernels) == 1 \
                     and own != node.attrs["stage"]:
                 self.error(k.where("stage"), "CL107",
-                           f"stage '{own}' on <Kernel> differs from stage "
-                           f"'{node.attrs['stage']}' on its <CustomLayer>; give it once")
+                           f"stage '{clipped(own)}' on <Kernel> differs from stage "
+                           f"'{clipped(node.attrs['stage'])}' on its <CustomLayer>; give it once")
             stage = index_attr(own) if own is not None else layer_stage
             stage = 0 if stage is None else stage
             if own is not None and index_attr(own) is not None and stage in seen:
@@ -175,17 +176,17 @@ class MvclChecker(ElementChecker):
             missing = [d for d in scratch if d.code == "CL040"]
             if missing:
                 self.error(src.where("filename"), "CL102",
-                           f"source '{filename}' is an offline VPU binary, which OpenCL devices "
-                           f"cannot run, and its OpenCL C source '{cl_name}' is not next to it "
-                           f"({missing[0].message}); put the .cl it was compiled from there, or "
-                           f"name the .cl in Source")
+                           f"source '{clipped(filename)}' is an offline VPU binary, which OpenCL "
+                           f"devices cannot run, and its OpenCL C source '{clipped(cl_name)}' is "
+                           f"not next to it ({missing[0].message}); put the .cl it was compiled "
+                           f"from there, or name the .cl in Source")
             else:
                 self.ok = False
                 self.diags.extend(scratch)
             return None
         self.info(src.where("filename"), "CL101",
-                  f"source '{filename}' is an offline VPU binary; using '{cl_name}' next to it, "
-                  f"compiled for the device instead")
+                  f"source '{clipped(filename)}' is an offline VPU binary; using "
+                  f"'{clipped(cl_name)}' next to it, compiled for the device instead")
         return got
 
     def _kernel_parameters(self, entry: str, sources: list[SourceFile],
@@ -195,15 +196,15 @@ class MvclChecker(ElementChecker):
         if entry not in names:
             have = f"kernels found: {', '.join(names)}" if names else "no __kernel function found"
             self.error(kernel.where("entry"), "CL044",
-                       f"entry function '{entry}' is not defined as a __kernel in {files}; "
-                       f"{have}{_suggest(entry, names)}")
+                       f"entry function '{clipped(entry)}' is not defined as a __kernel in "
+                       f"{files}; {have}{_suggest(entry, names)}")
             return None
         found = find_kernel_parameters([s.text for s in sources], entry)
         if found is None:
             self.error(kernel.where("entry"), "CL109",
-                       f"the parameter list of kernel '{entry}' cannot be read from {files}; MVCL "
-                       f"binds arguments by name, so the kernel's head must be written out (not "
-                       f"made by a macro)")
+                       f"the parameter list of kernel '{clipped(entry)}' cannot be read from "
+                       f"{files}; MVCL binds arguments by name, so the kernel's head must be "
+                       f"written out (not made by a macro)")
         return found
 
     # -- parameters ------------------------------------------------------------------------
@@ -221,9 +222,23 @@ class MvclChecker(ElementChecker):
                 result.append((p, el))
         return result
 
+    def _port_index(self, el: Node) -> int | None:
+        """port-index, bounded: a port (or a Scalar's element of a list attribute) sizes what
+        is built from it (`",".join(["1"] * (port + 1))` for --compile's default attributes
+        took 17 GB for port-index="1000000000"). None after an error when over the bound."""
+        text = el.attrs.get("port-index")
+        value = index_attr(text)
+        if value is not None and value > MAX_PORT_INDEX:
+            self.error(el.where("port-index"), "CL026",
+                       f"port-index {clipped(text)} is over the bound: at most {MAX_PORT_INDEX} "
+                       f"(each port is a kernel argument, and a kernel takes at most "
+                       f"{MAX_PORT_INDEX + 1} arguments on any OpenCL device)")
+            return None
+        return value
+
     def _tensor(self, el: Node) -> MvclTensor | None:
         arg, kind = el.attrs.get("arg-name"), el.attrs.get("type")
-        port = index_attr(el.attrs.get("port-index"))
+        port = self._port_index(el)
         fmt = el.attrs.get("format", "BFYX").upper()
         if not arg or kind not in ("input", "output", "input_buffer", "output_buffer") \
                 or port is None:
@@ -240,24 +255,28 @@ class MvclChecker(ElementChecker):
         arg, dtype, source = (el.attrs.get(k) for k in ("arg-name", "type", "source"))
         if not arg or dtype not in ("int", "float") or source is None or not source.strip():
             return None
-        port = index_attr(el.attrs.get("port-index"))
+        port = self._port_index(el)
+        if port is None and index_attr(el.attrs.get("port-index")) is not None:
+            return None                     # over the bound (reported)
         source = source.strip()
         kind = scalar_source_kind(source)
         if kind is None:
             self.error(el.where("source"), "CL105",
-                       f"Scalar '{arg}': source '{source}' is neither a dimension (I.B, I.F, I.Y, "
-                       f"I.X, O.B ... O.X, or I1.X for port 1), a number, nor an attribute name")
+                       f"Scalar '{clipped(arg)}': source '{clipped(source)}' is neither a "
+                       f"dimension (I.B, I.F, I.Y, I.X, O.B ... O.X, or I1.X for port 1), a "
+                       f"number, nor an attribute name")
             return None
         if kind == "literal" and dtype == "int" and not re.fullmatch(r"[+-]?[0-9]+", source):
             self.error(el.where("source"), "CL105",
-                       f"Scalar '{arg}' of type int: source '{source}' is not an integer")
+                       f"Scalar '{clipped(arg)}' of type int: source '{clipped(source)}' is not "
+                       f"an integer")
             return None
         if kind == "dim":
             m = DIM_SOURCE.match(source)
             if m.group(2) and port is not None and int(m.group(2)) != port:
                 self.error(el.where("port-index"), "CL105",
-                           f"Scalar '{arg}': source '{source}' names port {m.group(2)}, "
-                           f"port-index says {port}; give the port once")
+                           f"Scalar '{clipped(arg)}': source '{clipped(source)}' names port "
+                           f"{m.group(2)}, port-index says {port}; give the port once")
                 return None
         return MvclScalar(arg, dtype, source, port, el.location)
 
@@ -293,17 +312,29 @@ class MvclChecker(ElementChecker):
             if p.arg_name not in by_name:
                 self.error(where, "CL111",
                            f"arg-name '{clipped(p.arg_name)}' is not a parameter of kernel "
-                           f"'{entry}'; its parameters are {listed}{_suggest(p.arg_name, names)}")
+                           f"'{clipped(entry)}'; its parameters are "
+                           f"{listed}{_suggest(p.arg_name, names)}")
                 continue
             self._check_fit(p, by_name[p.arg_name], el, entry)
-        # a child that binds the name but was rejected has been reported already
-        written = {c.attrs.get("arg-name") for c in params_node.children}
+        # Every parameter is bound, or this kernel is an error: a spec is built only when each
+        # has its element (MvclSpec.arguments relies on it). A <Tensor>, <Scalar> or <Data>
+        # that names it but was rejected has had its own error (here or from the schema); any
+        # other element naming it (a misspelt <Scala1r>, only a warning by itself) binds
+        # nothing.
+        rejected = {c.attrs.get("arg-name") for c in params_node.children
+                    if c.tag in PARAMETER_TAGS}
         for k in kparams:
-            if k.name not in seen and k.name not in written:
-                self.error(params_node.location, "CL110",
-                           f"parameter {k.position} of kernel '{entry}' ('{k.declaration}') is "
-                           f"bound by nothing; expected a <Tensor>, <Scalar> or <Data> with "
-                           f"arg-name=\"{k.name}\"")
+            if k.name in seen or k.name in rejected:
+                continue
+            unknown = next((c for c in params_node.children if c.tag not in PARAMETER_TAGS
+                            and c.attrs.get("arg-name") == k.name), None)
+            hint = (f"; <{clipped(unknown.tag)}> at line {unknown.location.line} names it, but "
+                    f"only <Tensor>, <Scalar> and <Data> bind parameters"
+                    f"{_suggest(unknown.tag, PARAMETER_TAGS)}") if unknown is not None else ""
+            self.error(params_node.location, "CL110",
+                       f"parameter {k.position} of kernel '{clipped(entry)}' "
+                       f"('{clipped(k.declaration)}') is bound by nothing; expected a <Tensor>, "
+                       f"<Scalar> or <Data> with arg-name=\"{k.name}\"{hint}")
 
     def _check_fit(self, p: MvclParameter, k: KernelParameter, el: Node, entry: str) -> None:
         """What we can know of the declaration without a compiler: pointer or not, address
@@ -326,8 +357,8 @@ class MvclChecker(ElementChecker):
             problem = f"a <{el.tag}> needs a __global pointer parameter, not a value"
         if problem:
             self.error(el.where("arg-name"), "CL113",
-                       f"arg-name '{clipped(p.arg_name)}' binds '{k.declaration}' of kernel "
-                       f"'{entry}': {problem}")
+                       f"arg-name '{clipped(p.arg_name)}' binds '{clipped(k.declaration)}' of "
+                       f"kernel '{clipped(entry)}': {problem}")
 
     # -- formulas --------------------------------------------------------------------------
     def _formulas(self, el: Node, attr: str, text: str, max_entries: int) -> int | None:
@@ -359,8 +390,9 @@ class MvclChecker(ElementChecker):
             l_count = self._formulas(ws, "local", l_text, MAX_WORK_DIMS)
         if g_count is not None and l_count is not None and g_count != l_count:
             self.error(ws.where("local"), "CL062",
-                       f"local '{l_text}' has {l_count} entr{'ies' if l_count != 1 else 'y'}, "
-                       f"global '{g_text}' has {g_count}; expected the same number")
+                       f"local '{clipped(l_text)}' has {l_count} "
+                       f"entr{'ies' if l_count != 1 else 'y'}, global '{clipped(g_text)}' has "
+                       f"{g_count}; expected the same number")
         dim_text = ws.attrs.get("dim")
         dim = parse_mvcl_dim(dim_text) if dim_text is not None else ("output", 0)
         if g_count is None or dim is None:

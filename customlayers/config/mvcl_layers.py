@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from .checks import SourceReader
 from .diagnostics import Diagnostics
-from .messages import gap_ranges, ranges
+from .messages import clipped, gap_ranges, ranges, runs_text
 from .mvcl_checks import MvclChecker
 from .mvcl_spec import (MvclLayer, MvclScalar, MvclSpec, MvclVariant, render_where,
                         scalar_dim_port, where_key)
@@ -48,14 +48,12 @@ class MvclFileCollector:
             return
         group = self.groups.get(name)
         if group is None:
-            for earlier_name, earlier in self.into.definitions:
-                if earlier_name == name:
-                    self.diags.warning(node.location, "CL070",
-                                       f"layer '{name}' is defined again; this definition "
-                                       f"replaces the one at {earlier}", name)
-                    break
             group = _Group(name, node, len(self.into.definitions))
-            self.into.definitions.append((name, node.location))
+            earlier = self.into.define(name, node.location)
+            if earlier is not None:
+                self.diags.warning(node.location, "CL070",
+                                   f"layer '{clipped(name)}' is defined again; this definition "
+                                   f"replaces the one at {earlier}", name)
             self.groups[name] = group
         if specs is None or has_error:
             group.broken = True
@@ -65,9 +63,7 @@ class MvclFileCollector:
     def finish(self) -> None:
         for name, group in self.groups.items():
             layer = None if group.broken else self._layer(group)
-            later = [i for i, (n, _) in enumerate(self.into.definitions)
-                     if n == name and i > group.definition_index]
-            if later:
+            if self.into.last_definition_index(name) != group.definition_index:
                 if layer is not None:
                     self.into.replaced.append(layer)
                 continue  # a SimpleGPU definition after it in this file won
@@ -110,26 +106,27 @@ class MvclFileCollector:
             if len(specs) == 2 and spec.stage == 0:
                 # two single-kernel definitions with one set of conditions: both would match
                 self.diags.error(spec.location, "CL108",
-                                 f"MVCL layer '{name}' is defined twice with "
+                                 f"MVCL layer '{clipped(name)}' is defined twice with "
                                  f"{render_where(spec.where)}; the first is at {first.location}; "
                                  f"both would match the same layers: give each definition its "
                                  f"own <Where> conditions (or stage numbers, for stages)", name)
             else:
                 self.diags.error(spec.kernel_location, "CL107",
-                                 f"stage {spec.stage} of MVCL layer '{name}' "
+                                 f"stage {spec.stage} of MVCL layer '{clipped(name)}' "
                                  f"({render_where(spec.where)}) is defined twice; the first is "
                                  f"at {first.kernel_location}", name)
         if not ok:
             return None
         numbers = sorted(by_stage)
-        if numbers != list(range(len(numbers))):
-            missing = sorted(set(range(max(numbers) + 1)) - set(numbers))
+        # the gaps from the stages given, never from range(last stage): stage="10000000" built
+        # a set of ten million numbers and a message of 89 MB
+        missing = gap_ranges(numbers, numbers[-1])
+        if missing:
             last = by_stage[numbers[-1]]
             self.diags.error(last.kernel_location, "CL107",
-                             f"stages of MVCL layer '{name}' ({render_where(last.where)}) must "
-                             f"be 0..{len(numbers) - 1} without gaps; found "
-                             f"{', '.join(map(str, numbers))} (missing "
-                             f"{', '.join(map(str, missing))})", name)
+                             f"stages of MVCL layer '{clipped(name)}' "
+                             f"({render_where(last.where)}) must be 0..{len(numbers) - 1} without "
+                             f"gaps; found {ranges(numbers)} (missing {runs_text(missing)})", name)
             return None
         return [by_stage[n] for n in numbers]
 
@@ -143,9 +140,10 @@ class MvclFileCollector:
                     ok = False
                     before = ", ".join(str(p) for p in sorted(written)) or "none"
                     self.diags.error(t.location, "CL114",
-                                     f"input_buffer '{t.arg_name}' (port-index {t.port_index}) "
-                                     f"of stage {spec.stage} is written by no output_buffer of "
-                                     f"an earlier stage (buffers written before it: {before})",
+                                     f"input_buffer '{clipped(t.arg_name)}' (port-index "
+                                     f"{t.port_index}) of stage {spec.stage} is written by no "
+                                     f"output_buffer of an earlier stage (buffers written before "
+                                     f"it: {before})",
                                      name)
             for t in spec.tensors("output_buffer"):
                 written.setdefault(t.port_index, spec)
@@ -161,21 +159,22 @@ class MvclFileCollector:
                 ports[kind] |= {t.port_index for t in spec.tensors(kind)}
         where = stages[-1].location
         if not ports["output"]:
-            self.diags.error(where, "CL032", f"MVCL layer '{name}' binds no output Tensor in any "
-                             f"stage; expected at least one <Tensor type=\"output\">", name)
+            self.diags.error(where, "CL032", f"MVCL layer '{clipped(name)}' binds no output "
+                             f"Tensor in any stage; expected at least one <Tensor "
+                             f"type=\"output\">", name)
             ok = False
         for kind, bound in ports.items():
             # gap_ranges, as the SimpleGPU checks: a port index may be huge (10**9)
             if gap_ranges(bound, max(bound, default=-1)):
                 ok = False
                 self.diags.error(where, "CL115",
-                                 f"{kind} ports of MVCL layer '{name}' must be 0..{max(bound)} "
-                                 f"without gaps; found {ranges(bound)}", name)
+                                 f"{kind} ports of MVCL layer '{clipped(name)}' must be "
+                                 f"0..{max(bound)} without gaps; found {ranges(bound)}", name)
         for spec in stages:
             dims = [(spec.work_sizes.dim, spec.work_sizes.location, "WorkSizes dim")]
             for p in spec.parameters:
                 if getattr(p, "dim", None) is not None:
-                    dims.append((p.dim, p.location, f"'{p.arg_name}' dim"))
+                    dims.append((p.dim, p.location, f"'{clipped(p.arg_name)}' dim"))
             for (kind, port), loc, what in dims:
                 if port not in ports[kind]:
                     ok = False
@@ -191,7 +190,7 @@ class MvclFileCollector:
                         ok = False
                         have = ", ".join(map(str, sorted(ports[kind]))) or "none"
                         self.diags.error(p.location, "CL115",
-                                         f"Scalar '{p.arg_name}': source '{p.source}' names "
-                                         f"{kind} {port}, but the layer's {kind} ports are "
-                                         f"{have}", name)
+                                         f"Scalar '{clipped(p.arg_name)}': source "
+                                         f"'{clipped(p.source)}' names {kind} {port}, but the "
+                                         f"layer's {kind} ports are {have}", name)
         return ok

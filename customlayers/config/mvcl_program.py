@@ -13,6 +13,7 @@ evaluated and where it is written.
 """
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from typing import Mapping, Sequence, Union
@@ -22,6 +23,7 @@ import numpy as np
 from ..errors import BindingError, FormulaError
 from .formulas import evaluate_work_sizes, parse_formula_list
 from .kernel_signature import KernelParameter, clean_source
+from .messages import clipped
 from .mvcl_spec import (DIM_LETTERS, FORMAT_UNIT_DIMS, NUMBER, MvclData, MvclLocalData,
                         MvclScalar, MvclSpec, MvclTensor, format_as_4d, scalar_dim_port)
 from .source_text import append_sources
@@ -30,6 +32,7 @@ from .source_text import append_sources
 C_TYPES = {"f32": "float", "f16": "half", "i8": "char", "u8": "uchar", "i32": "int",
            "i64": "long"}
 INT32_RANGE = (-2 ** 31, 2 ** 31 - 1)
+FLOAT32_MAX = float(np.finfo(np.float32).max)
 _HALF = re.compile(r"\bhalf[0-9]*\b")
 
 
@@ -189,12 +192,20 @@ def _shape(t) -> TensorShape:
     return TensorShape.of(t)
 
 
+# digits of an integer taken as an int; a longer one is read as a float (int() refuses over
+# 4300 digits, and no size or scalar needs more than 19): the bounds of the formulas and the
+# int32 check of Scalars then refuse it by its value
+MAX_INT_DIGITS = 19
+
+
 def _parse_number(text: str) -> int | float | None:
     if not NUMBER.match(text):
         return None
     text = text.rstrip("fF")
     if re.fullmatch(r"[+-]?[0-9]+", text):
-        return int(text)
+        sign, digits = ("-" if text[0] == "-" else ""), text.lstrip("+-").lstrip("0") or "0"
+        if len(digits) <= MAX_INT_DIGITS:     # int() counts leading zeros against its limit
+            return int(sign + digits)
     return float(text)
 
 
@@ -224,18 +235,22 @@ def _scalar_value(stage: _Stage, s: MvclScalar) -> np.int32 | np.float32:
             text = "1" if text.lower() == "true" else "0"
     number = _parse_number(text)
     if number is None:
-        raise BindingError(f"{where}: Scalar '{s.arg_name}' of type {s.type}: '{text}' (from "
-                           f"source '{s.source}') is not a number")
+        raise BindingError(f"{where}: Scalar '{s.arg_name}' of type {s.type}: '{clipped(text)}' "
+                           f"(from source '{s.source}') is not a number")
+    if isinstance(number, float) and not math.isfinite(number) or \
+            s.type == "float" and abs(number) > FLOAT32_MAX:
+        raise BindingError(f"{where}: Scalar '{s.arg_name}' of type {s.type}: '{clipped(text)}' "
+                           f"(from source '{s.source}') is not a finite {s.type}")
     if s.type == "float":
         return np.float32(number)
     if isinstance(number, float):
         if not number.is_integer():
-            raise BindingError(f"{where}: Scalar '{s.arg_name}' of type int: '{text}' (from "
-                               f"source '{s.source}') is not an integer")
+            raise BindingError(f"{where}: Scalar '{s.arg_name}' of type int: '{clipped(text)}' "
+                               f"(from source '{s.source}') is not an integer")
         number = int(number)
     if not INT32_RANGE[0] <= number <= INT32_RANGE[1]:
-        raise BindingError(f"{where}: Scalar '{s.arg_name}' of type int: {number} (from source "
-                           f"'{s.source}') does not fit a 32-bit int")
+        raise BindingError(f"{where}: Scalar '{s.arg_name}' of type int: {clipped(str(number))} "
+                           f"(from source '{s.source}') does not fit a 32-bit int")
     return np.int32(number)
 
 
@@ -261,6 +276,9 @@ def _bytes(stage: _Stage, p, what: str) -> int:
 
 
 def _arg(stage: _Stage, k: KernelParameter, p) -> MvclArg:
+    if p is None:        # the checks refuse such a spec; one built by hand may still have it
+        raise BindingError(f"{stage.where(stage.spec.kernel_location)}: kernel parameter "
+                           f"'{k.declaration}' is bound by no <Tensor>, <Scalar> or <Data>")
     if isinstance(p, MvclScalar):
         return ScalarArg(k.name, _scalar_value(stage, p))
     if isinstance(p, MvclLocalData):

@@ -15,6 +15,7 @@ from typing import Mapping, Union
 from ..errors import BindingError
 from .diagnostics import Location
 from .kernel_signature import KernelParameter
+from .messages import clipped
 from .spec import SourceFile
 
 # MVCL spells formats like SimpleGPU plus OpenVINO's VPU forms of lower rank. Those are the 4-D
@@ -153,7 +154,7 @@ class WhereCondition:
         return number == bound
 
     def render(self) -> str:
-        return f'{self.attr}="{self.value}"'
+        return f'{clipped(self.attr)}="{clipped(self.value)}"'
 
 
 def _number(text: str) -> float | None:
@@ -271,7 +272,7 @@ class MvclLayer:
 def _why_not(variant: MvclVariant, attrs: Mapping[str, str]) -> str:
     for c in variant.where:
         if c.attr not in attrs:
-            return f"the layer has no attribute '{c.attr}'"
+            return f"the layer has no attribute '{clipped(c.attr)}'"
         if not c.matches(attrs):
-            return f"{c.attr} is '{attrs[c.attr]}', not '{c.value}'"
+            return f"{clipped(c.attr)} is '{clipped(attrs[c.attr])}', not '{clipped(c.value)}'"
     return "matches"

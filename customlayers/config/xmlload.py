@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from lxml import etree
 
 from .diagnostics import Diagnostics, Location
-from .limits import MAX_ELEMENTS
+from .limits import MAX_CONFIG_BYTES, MAX_ELEMENTS
 
 LAYER_TAG = "CustomLayer"
 _ROOT = "customlayers-synthetic-root"
@@ -283,13 +283,39 @@ def _convert(el, locator: _Locator) -> Node:
     return node
 
 
+def _over_element_limit(text: str) -> bool:
+    """Whether `text` has more than MAX_ELEMENTS start tags, counted outside comments, CDATA
+    and PIs, and only up to the limit: checked before lxml builds the tree, which for 200 MB of
+    `<a/>` took 7 GB before the count of its elements could refuse it. (In well-formed XML a
+    '<' starts a tag everywhere else: attribute values cannot hold one.)"""
+    masked = _NOT_MARKUP.sub(" ", text) if "<!" in text or "<?" in text else text
+    count = 0
+    for _ in _START_TAG.finditer(masked):
+        count += 1
+        if count > MAX_ELEMENTS:
+            return True
+    return False
+
+
 def parse_document(data: bytes | str, file: str, diags: Diagnostics) -> Document | None:
     """Parse one config; None when it is not usable XML (the reason is in `diags`)."""
+    if len(data) > MAX_CONFIG_BYTES:
+        unit = "bytes" if isinstance(data, bytes) else "characters"
+        diags.error(Location(file, 1, 1), "CL006",
+                    f"the config is {len(data)} {unit} long; a config has at most "
+                    f"{MAX_CONFIG_BYTES} (real ones have a few kilobytes)")
+        return None
     text = decode(data, file, diags)
     if text is None:
         return None
     text = _prepare(text, file, diags)
     if text is None:
+        return None
+    too_many = (f"the file has more than {MAX_ELEMENTS} elements; a config has at most "
+                f"{MAX_ELEMENTS} (real ones have tens to hundreds, and checking costs time per "
+                f"element)")
+    if _over_element_limit(text):
+        diags.error(Location(file, 1, 1), "CL006", too_many)
         return None
     try:
         root = etree.fromstring(_OPEN + text + _CLOSE, _parser())
@@ -300,11 +326,8 @@ def parse_document(data: bytes | str, file: str, diags: Diagnostics) -> Document
         diags.error(Location(file, 1, 1), "CL001",
                     f"not well-formed XML: {' '.join(str(e).split())}")
         return None
-    count = sum(1 for _ in root.iter()) - 1  # C-speed; the synthetic root does not count
-    if count > MAX_ELEMENTS:
-        diags.error(Location(file, 1, 1), "CL006",
-                    f"the file has {count} elements; a config has at most {MAX_ELEMENTS} (real "
-                    f"ones have tens to hundreds, and checking costs time per element)")
+    if sum(1 for _ in root.iter()) - 1 > MAX_ELEMENTS:   # the synthetic root does not count
+        diags.error(Location(file, 1, 1), "CL006", too_many)
         return None
     locator = _Locator(text, file)
     top = [_convert(el, locator) for el in root if isinstance(el.tag, str)]

@@ -19,9 +19,10 @@ import numpy as np
 from lxml import etree
 
 from ..errors import ModelError, ModelFileError
+from ..files import read_user_file
 from .graph import Graph, Node, Port
 from .guard import located
-from .limits import MAX_DIM, check_shape, element_count, parse_int
+from .limits import MAX_DIM, MAX_MODEL_BYTES, check_shape, element_count, parse_int
 
 SUPPORTED_VERSIONS = ("10", "11")
 
@@ -48,14 +49,14 @@ def read_ir(xml_path, bin_path=None) -> Graph:
     """Read an IR model; `bin_path` defaults to the .xml's sibling with the suffix .bin."""
     xml_path = Path(xml_path)
     try:
-        xml = xml_path.read_bytes()
+        xml = read_user_file(xml_path, MAX_MODEL_BYTES)
     except OSError as e:
         raise ModelFileError(f"cannot read the model file {xml_path}: {e.strerror}", xml_path,
                              e) from e
     bin_path = Path(bin_path) if bin_path is not None else xml_path.with_suffix(".bin")
     weights: bytes | None
     try:
-        weights = bin_path.read_bytes()
+        weights = read_user_file(bin_path)
     except FileNotFoundError:
         weights = None      # fine as long as no Const needs it; _WeightFile says so otherwise
     except OSError as e:
@@ -241,6 +242,10 @@ class _Reader:
             # a Result ends the graph: with an output port it could feed other layers (a Result
             # in mid-graph), which no IR means
             self.check_ports(node, where, inputs=1, outputs=0)
+        elif not node.outputs:
+            # every other op makes something; the compiler and its passes read output 0
+            raise ModelError(f"{where}: has no output port; every layer but a Result has at "
+                             f"least one <port> in <output>")
         return node, ports
 
     @staticmethod

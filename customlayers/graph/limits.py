@@ -16,6 +16,10 @@ MAX_ELEMENTS = 2**40         # elements of any one declared tensor
 # Integer text longer than this is astronomic whatever it says; checked before int(), which
 # refuses over 4,300 digits with a ValueError (and is quadratic below that).
 MAX_INT_DIGITS = 20
+# Bytes of a model file read whole: protobuf cannot parse an ONNX message over 2 GiB (larger
+# models keep their weights in external data files), and an IR's XML, which holds no weights,
+# is far smaller. Weights (.bin, external data) are bounded by their own files' sizes.
+MAX_MODEL_BYTES = 2 << 30
 
 _INT_TEXT = re.compile(r"[+-]?[0-9]+")      # ASCII only: str.isdigit() accepts '²' and '٣'
 

@@ -15,6 +15,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..files import read_user_file
+from .limits import MAX_MODEL_BYTES
+
 # raw_data longer than this is cut out: more than 1024 elements of any type (8 bytes at most per
 # element), so shape inference still sees every value it may read (onnx_shapes.py)
 CUT_BYTES = 8 * 1024
@@ -32,7 +35,7 @@ def load_model_file(onnx, path: Path):
     """(model, raw): the ModelProto, with raw_data cut from the large initializers of its graph,
     and {initializer index: memoryview of that raw_data in the file's bytes}. Raises what
     onnx.load raises for a file that is not a model."""
-    data = Path(path).read_bytes()
+    data = read_user_file(path, MAX_MODEL_BYTES)
     try:
         skeleton, spans = _cut_raw_data(data)
         model = onnx.load_model_from_string(skeleton)

@@ -17,11 +17,13 @@ has, the descriptor's Tensor `shape` formula, or input 0 (runtime/network.py).
 """
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import numpy as np
 
 from ..errors import ModelError, ModelFileError
+from ..files import check_user_file
 from .graph import Graph, Node, Port
 from .custom_shapes import (CustomLayers, as_custom_layers, custom_nodes, node_name,
                             propagate_custom_shapes)
@@ -53,7 +55,8 @@ def read_onnx(path, custom_shapes: CustomLayers | None = None) -> Graph:
     import onnx
     path = Path(path)
     try:
-        if path.stat().st_size == 0:          # protobuf reads 0 bytes as a valid empty model
+        # protobuf reads 0 bytes as a valid empty model (a FIFO's size is 0 too: refused below)
+        if path.is_file() and path.stat().st_size == 0:
             raise ModelError(f"{path}: empty file (0 bytes), not an ONNX model")
         model, raw_data = load_model_file(onnx, path)
     except ModelError:
@@ -74,6 +77,7 @@ def read_onnx(path, custom_shapes: CustomLayers | None = None) -> Graph:
 def _load_external_data(onnx, model, path: Path) -> None:
     """The initializers kept in other files, looked up next to the model (as onnx.load does)."""
     from onnx.external_data_helper import load_external_data_for_model
+    _check_external_files(model, path)
     try:
         load_external_data_for_model(model, str(path.parent))
     except FileNotFoundError as e:
@@ -82,6 +86,24 @@ def _load_external_data(onnx, model, path: Path) -> None:
     except Exception as e:                      # onnx's checks of location, offset, length
         raise ModelError(f"{path}: cannot load its external data ({type(e).__name__}: "
                          f"{e})") from e
+
+
+def _check_external_files(model, path: Path) -> None:
+    """Each external data file a regular file (files.py): onnx would open a FIFO and wait for a
+    writer forever, and read a link to /dev/zero without end when no length is given."""
+    from onnx.external_data_helper import _get_all_tensors, uses_external_data
+    for tensor in _get_all_tensors(model):
+        if not uses_external_data(tensor):
+            continue
+        location = next((e.value for e in tensor.external_data if e.key == "location"), "")
+        target = path.parent / location
+        if not location or not os.path.lexists(target):
+            continue                             # onnx says what is missing
+        try:
+            check_user_file(target)
+        except OSError as e:
+            raise ModelError(f"cannot read {target}: {e.strerror} (external data of {path}, "
+                             f"initializer '{tensor.name}')") from e
 
 
 def _attr_text(value) -> str:

@@ -130,9 +130,10 @@ def broadcast_shapes(op_type: str, *shapes: Sequence[int]) -> tuple[int, ...]:
 
 
 def normalize_axis(axis: int, rank: int, op_type: str, what: str = "axis") -> int:
-    if not -rank <= axis < max(rank, 1):
+    if not -rank <= axis < rank:       # a rank-0 tensor has no axis to name
+        expected = f"expected {-rank}..{rank - 1}" if rank else "a scalar has no axes"
         raise BindingError(f"{op_type}: {what} {axis} is out of range for rank {rank} "
-                           f"(expected {-rank}..{rank - 1})")
+                           f"({expected})")
     return axis + rank if axis < 0 else axis
 
 

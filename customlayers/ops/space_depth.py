@@ -11,10 +11,18 @@ from ._program import items_per_work_item, LinearView, shape_of, unary_map_launc
 MODES = ("blocks_first", "depth_first")
 
 
+def _dims(op: str, inputs) -> tuple[int, int, int, int]:
+    """N, C, H, W of input 0, checked before they are unpacked (a rank-3 or rank-5 input was a
+    ValueError of the unpacking)."""
+    shape = shape_of(inputs[0])
+    if len(shape) != 4:
+        raise BindingError(f"{op}: only rank-4 (N,C,H,W) inputs are supported, found "
+                           f"{list(shape)}")
+    return shape
+
+
 def _check(op: str, attrs, shape) -> tuple[int, str]:
     s, mode = attrs["block_size"], attrs["mode"]
-    if len(shape) != 4:
-        raise BindingError(f"{op}: only rank-4 (N,C,H,W) inputs are supported, found {list(shape)}")
     if s < 1:
         raise BindingError(f"{op}: block_size must be at least 1, found {s}")
     if mode not in MODES:
@@ -29,14 +37,14 @@ class SpaceToDepth(Op):
     attributes = (Attr("block_size", "int", 1), Attr("mode", "str", "blocks_first"))
 
     def infer_shapes(self, attrs, inputs, consts):
-        n, c, h, w = shape_of(inputs[0])
+        n, c, h, w = _dims(self.type, inputs)
         s, _ = _check(self.type, attrs, (n, c, h, w))
         if h % s or w % s:
             raise BindingError(f"SpaceToDepth: H={h} and W={w} must be multiples of block_size={s}")
         return [((n, c * s * s, h // s, w // s), inputs[0].dtype)]
 
     def launches(self, attrs, inputs, outputs, consts, ctx=DEFAULT_CONTEXT) -> list[KernelLaunch]:
-        n, c, h, w = shape_of(inputs[0])
+        n, c, h, w = _dims(self.type, inputs)
         s, mode = _check(self.type, attrs, (n, c, h, w))
         six = LinearView.dense((n, c, h // s, s, w // s, s))
         order = (0, 3, 5, 1, 2, 4) if mode == "blocks_first" else (0, 1, 3, 5, 2, 4)
@@ -53,14 +61,14 @@ class DepthToSpace(Op):
     attributes = (Attr("block_size", "int", 1), Attr("mode", "str", "blocks_first"))
 
     def infer_shapes(self, attrs, inputs, consts):
-        n, c, h, w = shape_of(inputs[0])
+        n, c, h, w = _dims(self.type, inputs)
         s, _ = _check(self.type, attrs, (n, c, h, w))
         if c % (s * s):
             raise BindingError(f"DepthToSpace: C={c} must be a multiple of block_size²={s * s}")
         return [((n, c // (s * s), h * s, w * s), inputs[0].dtype)]
 
     def launches(self, attrs, inputs, outputs, consts, ctx=DEFAULT_CONTEXT) -> list[KernelLaunch]:
-        n, c, h, w = shape_of(inputs[0])
+        n, c, h, w = _dims(self.type, inputs)
         s, mode = _check(self.type, attrs, (n, c, h, w))
         c2 = c // (s * s)
         if mode == "blocks_first":      # input viewed as (n, s, s, c2, h, w)

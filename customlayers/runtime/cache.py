@@ -26,7 +26,7 @@ from typing import Sequence
 import pyopencl as cl
 
 from .. import __version__, settings
-from ..files import atomic_writer
+from ..files import MIB, atomic_writer, read_user_file
 from .build import compile_source, load_binary, program_binary
 
 FORMAT_VERSION = 2   # 2: meta.json records binary_size
@@ -128,10 +128,10 @@ class ProgramCache:
         try:
             if not meta_path.exists():
                 return None
-            meta = json.loads(meta_path.read_text())
+            meta = json.loads(read_user_file(meta_path, MIB))
             if not isinstance(meta, dict):
                 raise ValueError(f"meta.json holds {type(meta).__name__}, not an object")
-            binary = (folder / "program.bin").read_bytes()
+            binary = read_user_file(folder / "program.bin")
             # both the size and the hash, before the driver sees a byte: a driver may crash
             # the process (not fail) on a truncated binary, and a hash alone can be rewritten
             # along with the file

@@ -15,7 +15,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from ..errors import BindingError, CustomLayersError, ModelError
+from ..errors import BindingError, CustomLayersError, DeviceError, ModelError
 from ..graph.graph import Graph, Node
 from ..jit.launch import CompileContext, DeviceTraits
 from ..jit.layer import LayerCall, LayerImpl, LayerWork

@@ -26,6 +26,7 @@ from .compiler import PlanOptions, compile_plan
 from .device import Engine
 from .fusion import FusionPlan, plan_network_fusion
 from .limits import device_traits, has_fp16, has_fp64
+from .kernel_release import release_requests
 from .plan import CompiledPlan
 from .request import InferRequest
 from .resolver import Resolver
@@ -119,6 +120,11 @@ class Network:
             values = self._input_values(given_values, shapes)
             self._default_key = self._plan_key(shapes, values)
             self._plans[self._default_key] = self._compile(shapes, values)
+
+    def __del__(self):
+        # the pooled requests' kernels newest first, whatever order a collection takes
+        release_requests(r for pool in getattr(self, "_idle_requests", {}).values()
+                         for r in pool)
 
     def _compile(self, shapes, values) -> CompiledPlan:
         plan = compile_plan(self.graph, self._order, self._impls, self._fusion, self.engine,

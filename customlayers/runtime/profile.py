@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..terminal import one_line
 from .concat_in_place import runs_in_place
 
 
@@ -66,7 +67,9 @@ def format_table(rows: list[LayerTime], runs: int = 1, limit: int | None = None,
     if by_time:
         rows = sorted(rows, key=lambda r: -r.ns)
     total = sum(r.ns for r in rows) or 1
-    shown = rows if limit is None else rows[:limit]
+    # names, types and kernel names are the model's and the user's: one line each, escaped
+    shown = [LayerTime(one_line(r.name), one_line(r.type), r.impl, one_line(r.entry), r.ns,
+                       r.launches) for r in (rows if limit is None else rows[:limit])]
     w_name = max([len("layer")] + [len(r.name) for r in shown])
     w_name = min(w_name, 48)
     w_type = max([len("type")] + [len(r.type) for r in shown])

@@ -68,7 +68,9 @@ def output_descs(defn: PythonLayerDef, inputs: Sequence[TensorDesc], attrs: Mapp
     shapes_in = [tuple(d.shape) for d in inputs]
     try:
         shapes = defn.instance.output_shapes(shapes_in, dict(attrs))
-    except Exception as e:
+    except KeyboardInterrupt:
+        raise
+    except BaseException as e:      # the user's code may raise anything: SystemExit too
         raise user_error(PythonLayerError, f"{where}: {defn.method('output_shapes')} raised "
                                            f"{type(e).__name__}: {e}", e) from e
     shapes = _checked_shapes(defn, shapes, where)
@@ -98,7 +100,9 @@ def _output_types(defn: PythonLayerDef, inputs, attrs, count: int, where: str) -
     if callable(given):
         try:
             given = given([d.np_dtype for d in inputs], dict(attrs))
-        except Exception as e:
+        except KeyboardInterrupt:
+            raise
+        except BaseException as e:
             raise user_error(PythonLayerError, f"{where}: {defn.method('output_types')} raised "
                                                f"{type(e).__name__}: {e}", e) from e
     what = f"{where}: {defn.method('output_types')} gives {given!r}"
@@ -107,7 +111,9 @@ def _output_types(defn: PythonLayerDef, inputs, attrs, count: int, where: str) -
                                f"output (such as [np.float32])")
     try:
         return [normalize_dtype(t) for t in given]
-    except Exception as e:     # TensorError names the types we take
+    except KeyboardInterrupt:
+        raise
+    except BaseException as e:     # TensorError names the types we take; a user's type, its own
         raise PythonLayerError(f"{what}: {e}") from None
 
 
@@ -122,7 +128,9 @@ def run_python_layer(defn: PythonLayerDef, inputs: Sequence[np.ndarray],
     given = list(outputs)
     try:
         defn.instance.execute(list(inputs), given, dict(attrs))
-    except Exception as e:
+    except KeyboardInterrupt:
+        raise
+    except BaseException as e:      # the user's code may raise anything: SystemExit too
         raise user_error(ExecutionError, f"{where}: {defn.method('execute')} raised "
                                          f"{type(e).__name__}: {e}", e) from e
     for j, out in enumerate(outputs):

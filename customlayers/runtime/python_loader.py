@@ -21,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import inspect
+import os
 import re
 import sys
 import threading
@@ -28,7 +29,9 @@ import traceback
 from pathlib import Path
 from types import ModuleType
 
+from ..config.limits import MAX_SOURCE_BYTES
 from ..errors import PythonLayerError, PythonLayerFileError
+from ..files import check_user_file
 from ..jit.layer import Attr
 from .python_layer import PythonLayerDef, user_error
 
@@ -80,15 +83,21 @@ def load_python_layers(source) -> list[PythonLayerDef]:
 
 
 def _import_file(path: Path) -> ModuleType:
-    if not path.is_file():
+    if not path.exists():
         raise PythonLayerFileError(f"{path}: no such Python layer file", path)
     if path.suffix != ".py":
         raise PythonLayerError(f"{path}: a Python layer file is a .py module; found "
                                f"'{path.suffix or 'no suffix'}'")
+    try:                       # a regular file of sane size (import would block on a FIFO)
+        check_user_file(path, MAX_SOURCE_BYTES)
+    except OSError as e:
+        raise PythonLayerFileError(f"{path}: cannot read the Python layer file: "
+                                   f"{e.strerror}", path, e) from e
     real = path.resolve()
-    # a name of its own per file: two files called layers.py do not replace each other
+    # a name of its own per file: two files called layers.py do not replace each other (the
+    # path's bytes: a file name need not be UTF-8)
     name = "customlayers_user_{}_{}".format(re.sub(r"\W", "_", real.stem),
-                                            hashlib.sha1(str(real).encode()).hexdigest()[:10])
+                                            hashlib.sha1(os.fsencode(real)).hexdigest()[:10])
     spec = importlib.util.spec_from_file_location(name, real)
     module = importlib.util.module_from_spec(spec)
     with _LOCK:
@@ -96,7 +105,11 @@ def _import_file(path: Path) -> ModuleType:
         sys.modules[name] = module         # as import does (dataclasses, pickle look it up)
         try:
             spec.loader.exec_module(module)
-        except Exception as e:
+        except KeyboardInterrupt:
+            sys.modules.pop(name, None)
+            _DECLARED.pop(name, None)
+            raise
+        except BaseException as e:     # SystemExit, or the user's own BaseException subclass
             sys.modules.pop(name, None)
             _DECLARED.pop(name, None)
             line = _line_in(e, real)
@@ -141,7 +154,9 @@ def _definition(layer_type: str, cls: type, given: dict[str, str]) -> PythonLaye
                                    f"expected one of {', '.join(ATTR_KINDS)}")
     try:
         instance = cls()
-    except Exception as e:
+    except KeyboardInterrupt:
+        raise
+    except BaseException as e:
         raise user_error(PythonLayerError, f"{title}: creating an instance with {cls.__name__}() "
                                            f"raised {type(e).__name__}: {e}", e) from e
     for name, args in (("execute", 3), ("output_shapes", 2)):

@@ -25,6 +25,7 @@ from .run import Copy, Run, prepare_run
 from .sub_buffers import SubBuffers
 from .user_tensors import DeviceTensor, device_tensor, host_array, is_device_value
 from .host_step import HostStep, HostSteps
+from .kernel_release import next_serial, release_newest_first
 
 
 class InferRequest:
@@ -75,14 +76,25 @@ class InferRequest:
         self._run: Run | None = None
         self.events: list = []              # per launch, when profiling
         self.copies = 0                     # enqueue_copy calls made, over the request's life
+        self.serial = next_serial()         # creation order, for releasing newest first
+
+    def release_kernels(self) -> None:
+        """Drop the request's kernels, the newest first (kernel_release.py); it runs no more."""
+        launches = getattr(self, "_launches", None)    # None: __init__ raised before it
+        if launches:
+            self._uses = {}                 # the other references to the kernels
+            self._launches = []
+            release_newest_first(launches)
 
     def __del__(self):
         # the sub-buffers first, while the context, the queue and the slots they are cut from
         # still live: in a reference cycle (network <-> request) the garbage collector would
-        # drop those in any order, and NVIDIA's driver segfaults releasing a sub-buffer late
+        # drop those in any order, and NVIDIA's driver segfaults releasing a sub-buffer late;
+        # then the kernels, newest first (kernel_release.py)
         slices = self.__dict__.get("_slices")
         if slices is not None:
             slices.release()
+        self.release_kernels()
 
     def _make_queue(self):
         props = cl.command_queue_properties.PROFILING_ENABLE if self.network.profiling else 0

@@ -21,7 +21,7 @@ from importlib import resources
 from pathlib import Path
 
 from .. import __version__
-from ..files import atomic_writer
+from ..files import MIB, atomic_writer, read_user_file
 from .cache import CacheWarning, device_identity
 
 FORMAT = 1
@@ -90,7 +90,7 @@ class TuningCache:
         if self.path is None or not self.path.exists():
             return {}
         try:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
+            data = json.loads(read_user_file(self.path, 64 * MIB).decode("utf-8"))
             if data.get("format") != FORMAT or data.get("device") != self.identity:
                 return {}
             choices = data.get("choices")

@@ -108,3 +108,25 @@ def test_pcsort_no_sort_lists_the_layers_in_execution_order(tmp_path, capsys, co
     assert main(command + ["-m", DEMO, "-pcsort", "sort"]) == 0
     times = [t for _, t in _table_rows(capsys.readouterr().out)]
     assert times == sorted(times, reverse=True) and len(times) == len(rows)
+
+
+def test_names_with_control_characters_are_escaped_in_the_table(tmp_path, capsys):
+    """A node name with an escape sequence reached the terminal raw in the -pc table, and a
+    newline in one split its row in two."""
+    from onnx import TensorProto, helper, save
+    nodes = [helper.make_node("Relu", ["x"], ["t"], name="evil\x1b[2J\x1b]0;owned\x07name"),
+             helper.make_node("Sigmoid", ["t"], ["y"], name="two\nlines\r")]
+    graph = helper.make_graph(nodes, "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])])
+    model = tmp_path / "evil.onnx"
+    save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), model)
+    for command in (["run", "-m", str(model), "-pc"],
+                    ["benchmark", "-m", str(model), "-pc", "-niter", "2"]):
+        assert main(command) == 0
+        out, err = capsys.readouterr()
+        assert not any(c in out + err for c in "\x1b\x07\r"), repr(out + err)
+        rows = [line.split()[:2] for line in out.splitlines()
+                if line.startswith(("evil", "two"))]
+        assert sorted(rows) == [["evil\\x1b[2J\\x1b]0;owned\\x07name", "ReLU"],
+                                ["two\\nlines\\r", "Sigmoid"]]  # whatever order of time

@@ -59,3 +59,25 @@ def test_bad_block_size_is_named(cl_env):
     x = np.zeros((1, 3, 5, 5), np.float32)
     with pytest.raises(BindingError, match="multiples of block_size=2"):
         _run(cl_env, "SpaceToDepth", x, block_size=2, mode="blocks_first")
+
+
+@pytest.mark.parametrize("op_type", ["SpaceToDepth", "DepthToSpace"])
+@pytest.mark.parametrize("shape", [(1, 8, 4), (1, 8, 4, 4, 4)])
+def test_a_rank_other_than_4_is_refused_in_a_model(tmp_path, op_type, shape):
+    """A rank-3 or rank-5 input was a ValueError of unpacking four dims (IR and ONNX)."""
+    from onnx import TensorProto, helper, save
+    from customlayers.api import Network
+    from customlayers.errors import CustomLayersError
+    from model_files import write_ir
+    graph = helper.make_graph([helper.make_node(op_type, ["x"], ["y"], blocksize=2, name="s")],
+                              "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    onnx_path = tmp_path / "m.onnx"
+    save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), onnx_path)
+    ir_path = write_ir(tmp_path / "m.xml", op_type, [np.zeros(shape, np.float32)],
+                       [np.zeros(shape, np.float32)], {"block_size": 2, "mode": "blocks_first"})
+    for path in (onnx_path, ir_path):
+        with pytest.raises(CustomLayersError) as e:
+            Network(str(path))
+        assert f"{op_type}: only rank-4 (N,C,H,W) inputs are supported, found " \
+               f"{list(shape)}" in str(e.value)

@@ -350,3 +350,67 @@ def test_a_type_loaded_again_is_a_warning_and_the_later_wins(tmp_path, engine):
     x = rand(seed=7)
     a = np.maximum(x, 0)
     np.testing.assert_allclose(net.infer({"x": x})["y"], -(a / (2 + np.abs(a))), rtol=1e-6)
+
+
+# -- a user's code that raises what is not an Exception ----------------------------------------
+BASE_EXCEPTIONS = '''
+import sys
+from customlayers.api import cpu_layer
+
+class Abort(BaseException):
+    """The user's own, outside the Exception tree."""
+
+WHEN = "{when}"
+if WHEN == "import":
+    raise Abort("at import")
+if WHEN == "exit":
+    sys.exit(3)
+
+@cpu_layer("Softsign")
+class Softsign:
+    def __init__(self):
+        if WHEN == "init":
+            raise SystemExit("in __init__")
+    def output_shapes(self, input_shapes, attrs):
+        if WHEN == "shapes":
+            raise Abort("in output_shapes")
+        return [input_shapes[0]]
+    def execute(self, inputs, outputs, attrs):
+        raise Abort("in execute")
+'''
+
+
+@pytest.mark.parametrize("when, raised", [("import", "Abort: at import"),
+                                          ("exit", "SystemExit: 3"),
+                                          ("init", "SystemExit: in __init__")])
+def test_a_base_exception_while_loading_is_a_python_layer_error(tmp_path, capsys, when, raised):
+    """A BaseException subclass (or SystemExit) raised by the user's module escaped `except
+    Exception`: a traceback through ours, or the CLI exiting with the user's status."""
+    path = write(tmp_path, "layers.py", BASE_EXCEPTIONS.replace("{when}", when))
+    with pytest.raises(PythonLayerError) as info:
+        Registry().load_python(path)
+    assert raised in str(info.value) and info.value.user_code
+    model = chain_model(tmp_path / "m.onnx", "Softsign")
+    assert main(["run", "-m", str(model), "-l", str(path)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {path}:") and raised in err and "customlayers/" not in err
+
+
+def test_a_base_exception_in_output_shapes_and_execute_names_the_layer(tmp_path, engine,
+                                                                        capsys):
+    path = write(tmp_path, "layers.py", BASE_EXCEPTIONS.replace("{when}", "shapes"))
+    model = chain_model(tmp_path / "m.onnx", "Softsign")
+    registry = Registry(engine)
+    registry.load_python(path)
+    with pytest.raises(PythonLayerError) as info:
+        Network(model, registry, engine)
+    assert "Softsign.output_shapes" in str(info.value) and \
+        "raised Abort: in output_shapes" in str(info.value)
+    assert main(["run", "-m", str(model), "-l", str(path)]) == 1
+    assert "raised Abort: in output_shapes" in capsys.readouterr().err
+    path = write(tmp_path, "run.py", BASE_EXCEPTIONS.replace("{when}", "execute"))
+    registry = Registry(engine)
+    registry.load_python(path)
+    with pytest.raises(ExecutionError) as info:
+        Network(model, registry, engine).infer({"x": rand()})
+    assert "Softsign.execute" in str(info.value) and "raised Abort: in execute" in str(info.value)

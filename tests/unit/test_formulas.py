@@ -168,3 +168,20 @@ def test_work_sizes_beyond_what_drivers_take_are_refused(texts, message):
 def test_work_sizes_at_the_limits_are_accepted():
     assert evaluate_work_sizes(parse_formula_list("4294967295"), ENV) == (4294967295,)
     assert evaluate_work_sizes(parse_formula_list("1048576,1048576"), ENV) == (2**20, 2**20)
+
+
+@pytest.mark.parametrize("env, message", [
+    ({"X": float("inf"), "Y": 2}, "'X' is inf; a value in a formula is finite and at most "
+                                  "9223372036854775808 in magnitude"),
+    ({"X": float("nan"), "Y": 2}, "'X' is nan;"),
+    ({"X": 10 ** 30, "Y": 2}, "'X' is about 10**30;"),
+    ({"X": -(10 ** 5000), "Y": 2}, "'X' is about -10**5000;"),
+    ({"X": 7, "Y": 0, "B": 10 ** 5000}, "modulo by zero with X=7, Y=0, B=about 10**5000"),
+])
+def test_values_from_outside_are_held_to_the_bounds(env, message):
+    """An attribute of 1e999 reached math.fmod(inf, ...) (ValueError), and a message listing a
+    5,000-digit value met str()'s limit of 4,300 digits (ValueError)."""
+    from customlayers.config.formulas import parse_formula
+    with pytest.raises(FormulaError) as e:
+        parse_formula("X % Y + B").evaluate(env)
+    assert message in str(e.value)

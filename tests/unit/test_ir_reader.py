@@ -300,3 +300,19 @@ def test_demo_builtin_variant_computes_the_same_on_openvino():
             for name in ("demo_cnn.xml", "demo_cnn_builtin.xml")]
     np.testing.assert_allclose(outs[0], outs[1], rtol=1e-5, atol=1e-6)
     assert outs[0].max() < 0.9          # not saturated: a wrong layer changes the answer
+
+
+def test_a_layer_with_no_output_port():
+    """A Reshape whose <output> was dropped (its consumer fed from elsewhere) was read, and the
+    compiler's channel-shuffle pass met IndexError on its output 0: every layer but a Result
+    has an output port, or the model is refused where it says so."""
+    reshape = ('\t\t\t<output>\n\t\t\t\t<port id="2" precision="FP32" names="y">\n'
+               '\t\t\t\t\t<dim>1</dim><dim>48</dim>\n\t\t\t\t</port>\n\t\t\t</output>\n')
+    xml = broken(reshape, "")
+    xml = xml.replace('<edge from-layer="6" from-port="2" to-layer="7" to-port="0"/>',
+                      '<edge from-layer="4" from-port="1" to-layer="7" to-port="0"/>')
+    xml = xml.replace('<dim>1</dim><dim>48</dim>\n\t\t\t\t</port>\n\t\t\t</input>',
+                      '<dim>1</dim><dim>3</dim><dim>4</dim><dim>4</dim>\n\t\t\t\t</port>\n'
+                      '\t\t\t</input>')
+    expect_error(xml, f"m.xml:{layer_line(xml, 'flatten')}: layer 'flatten' (Reshape): has no "
+                      f"output port; every layer but a Result has at least one <port> in <output>")
