@@ -1,7 +1,7 @@
 """Fuzz campaign for the model readers: mutated IR and ONNX models, each read in a crash-isolating
 worker process.
 
-    python scripts/fuzz_models.py --count 10000 [--workers 2] [--seed S] [--compile]
+    python scripts/fuzz_models.py --count 10000 [--workers 2] [--seed S] [--compile | --infer]
                                   [--timeout 20] [--save DIR] [--kinds ir,onnx]
 
 Case k of a run is model kind ("ir" / "onnx") k % 2 with mutation seed S + k // 2, made by the
@@ -17,6 +17,8 @@ first inputs of every other failure. Counted apart:
   foresaw: a missing check), other exceptions (outside the project's types), crashes, hangs.
 With --compile, each model that reads OK is also compiled into a Network on the default OpenCL
 device (PoCL here); compiler exceptions outside CustomLayersError are counted as failures too.
+With --infer, each model that compiles also runs one inference on random inputs, whose outputs
+must come back in the shapes the plan gives them.
 Exit status 1 when any unchecked error, other exception, crash or hang was seen.
 """
 from __future__ import annotations
@@ -84,7 +86,30 @@ def arity_cases(max_inputs: int = 4, ranks=(1, 3, 4, 5)):
 
 
 # -- worker ------------------------------------------------------------------------------------
-def _worker(conn, compile_models: bool) -> None:
+INFER = 2                  # compile_models level: compile, then run one inference
+
+
+def _infer_once(net) -> None:
+    """One inference on inputs drawn for the plan's input shapes and types; the outputs must
+    come back as arrays of the shapes the plan gives them."""
+    import numpy as np
+    rng = np.random.default_rng(0)
+    plan = net.plan
+    feed = {}
+    for name, key in plan.inputs:
+        desc = plan.descs[key]
+        values = rng.standard_normal(desc.shape) * 2
+        feed[name] = (values if desc.np_dtype.kind == "f" else np.abs(values)).astype(
+            desc.np_dtype)
+    outputs = net.infer(feed)
+    for name, key in plan.outputs:
+        got = outputs[name]
+        if tuple(got.shape) != tuple(plan.descs[key].shape):
+            raise AssertionError(f"output '{name}' came back as {got.shape}, the plan says "
+                                 f"{plan.descs[key].shape}")
+
+
+def _worker(conn, compile_models: int) -> None:
     if not compile_models:        # OpenCL drivers reserve much address space: no limit then
         resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
     from customlayers.errors import CustomLayersError
@@ -121,6 +146,10 @@ def _worker(conn, compile_models: bool) -> None:
                     result["compiled"] = True
                 except ModelError:                       # open shapes: compiled per input
                     result["compiled"] = False
+                if result["compiled"] and compile_models == INFER:
+                    stage = "infer"
+                    _infer_once(net)
+                    result["inferred"] = True
         except CustomLayersError as e:
             status = "unchecked" if is_unchecked(e) else "project"
             cause = e.__cause__ if status == "unchecked" else None
@@ -134,7 +163,7 @@ def _worker(conn, compile_models: bool) -> None:
 
 
 class _Worker:
-    def __init__(self, compile_models: bool):
+    def __init__(self, compile_models: int):
         self.conn, child = mp.Pipe()
         self.proc = mp.Process(target=_worker, args=(child, compile_models), daemon=True)
         self.proc.start()
@@ -190,6 +219,7 @@ class Tally:
             if "compiled" in result:
                 self.counts["compiled" if result["compiled"] else "compile skipped (open "
                             "shapes)"] += 1
+            self.counts["inferred"] += bool(result.get("inferred"))
             return
         if status == "project":
             if result["stage"] == "read":
@@ -197,9 +227,10 @@ class Tally:
                 self.project[result["class"]] += 1
             else:
                 self.counts["read OK"] += 1
-                self.compile[result["class"]] += 1
+                stage = "" if result["stage"] == "compile" else f"({result['stage']}) "
+                self.compile[stage + result["class"]] += 1
             return
-        if result["stage"] == "compile":
+        if result["stage"] in ("compile", "infer"):
             self.counts["read OK"] += 1
         label = f"{status} ({result['stage']})" if status in ("unchecked", "other") else status
         self.counts[label] += 1
@@ -221,8 +252,10 @@ class Tally:
                          f"{c['compile skipped (open shapes)']}; compile refused with a project "
                          f"error: {sum(self.compile.values())}")
             lines += [f"    {name}: {n}" for name, n in self.compile.most_common()]
+        if c["inferred"]:
+            lines.append(f"compiled and ran one inference: {c['inferred']}")
         for label in ("unchecked (read)", "other (read)", "unchecked (compile)", "other (compile)",
-                      "crash", "hang"):
+                      "unchecked (infer)", "other (infer)", "crash", "hang"):
             lines.append(f"{label}: {c[label]}")
         for key, shown in self.samples.items():
             lines.append(f"\n== {key[0]} at {key[1]}: {key[2]} {key[3]!r}")
@@ -330,6 +363,8 @@ def main(argv=None) -> int:
                    help="seconds per model before it counts as a hang (default 20)")
     p.add_argument("--compile", action="store_true",
                    help="also compile each model that reads OK into a Network on PoCL")
+    p.add_argument("--infer", action="store_true",
+                   help="also run one inference of each model that compiles (implies --compile)")
     p.add_argument("--kinds", default="ir,onnx", help="model kinds, comma-separated")
     p.add_argument("--save", type=Path, default=Path("fuzz-findings"),
                    help="folder for the inputs of crashes, hangs and failures")
@@ -348,7 +383,8 @@ def main(argv=None) -> int:
     start = time.monotonic()
     cases = arity_cases() if args.arity else None
     tally = campaign(args.count, max(1, args.workers), args.seed, args.timeout,
-                     args.compile or args.arity, args.save, kinds, cases=cases)
+                     INFER if args.infer else bool(args.compile or args.arity), args.save,
+                     kinds, cases=cases)
     print(tally.report(time.monotonic() - start))
     return 1 if tally.failures else 0
 
