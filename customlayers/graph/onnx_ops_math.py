@@ -14,7 +14,11 @@ from .onnx_ops import TRANSLATIONS, axis_in, const_input, float_text, intermedia
 
 @translates("Clip")
 def _clip(r, node, name: str, attrs: dict) -> None:
-    lo, hi = attrs.get("min", -np.inf), attrs.get("max", np.inf)
+    """A missing bound is the element type's own lowest or highest value (as ONNX Runtime has
+    it: an infinity becomes the largest finite float), never a float constant cast into an
+    integer type; integer bounds are written exactly (an int64 past 2**53)."""
+    dtype = _dtype_of(r, node.input[0])
+    bounds = {"min": attrs.get("min"), "max": attrs.get("max")}   # before opset 11
     for k, slot in ((1, "min"), (2, "max")):   # opset 11+: bounds are inputs
         if len(node.input) > k and node.input[k]:
             value = r.folded(node.input[k])
@@ -22,10 +26,61 @@ def _clip(r, node, name: str, attrs: dict) -> None:
                 r.refuse(f"the '{slot}' input must be a constant")
             if value.size != 1:
                 r.refuse(f"the '{slot}' input must be a scalar, found shape {list(value.shape)}")
-            bound = float(value.reshape(-1)[0])
-            lo, hi = (bound, hi) if slot == "min" else (lo, bound)
-    r.emit("Clamp", [node.input[0]], [node.output[0]], name,
-           {"min": float_text(max(lo, -3.4e38)), "max": float_text(min(hi, 3.4e38))})
+            bounds[slot] = value.reshape(-1)[0].item()
+    text = {slot: _bound_text(v, dtype, slot) for slot, v in bounds.items()}
+    r.emit("Clamp", [node.input[0]], [node.output[0]], name, text)
+
+
+def _dtype_of(r, value: str) -> str:
+    """The element type of a value ('f32', 'i64', ...; '' when unknown)."""
+    folded = r.folded(value)
+    if folded is not None:
+        return {"f": "f32", "e": "f16", "d": "f64", "q": "i64", "l": "i64", "i": "i32",
+                "b": "i8", "B": "u8", "?": "u8"}.get(folded.dtype.char, "")
+    source = r.values.get(r.alias.get(value, value))
+    if source is not None:
+        return r.graph.nodes[source[0]].outputs[source[1]].dtype or ""
+    return r.info.get(r.alias.get(value, value), (None, ""))[1]
+
+
+_NP_TYPES = {"f32": np.float32, "f16": np.float16, "f64": np.float64, "i64": np.int64,
+             "i32": np.int32, "i8": np.int8, "u8": np.uint8}
+
+
+def _bound_text(value, dtype: str, slot: str) -> str:
+    """A Clip bound as Clamp's attribute text: exact for integers, every digit for floats; a
+    missing one the type's own limit (an infinity when the type is unknown: no clamp)."""
+    np_type = _NP_TYPES.get(dtype)
+    if value is None:
+        if np_type is None:
+            return "-inf" if slot == "min" else "inf"
+        info = np.iinfo(np_type) if dtype[0] in "iu" else np.finfo(np_type)
+        value = info.min if slot == "min" else info.max
+    if dtype[:1] in ("i", "u"):
+        return str(int(value))
+    return repr(float(value))
+
+
+@translates("Div")
+def _div(r, node, name: str, attrs: dict) -> None:
+    """ONNX's integer division truncates toward zero, as C does (-3 / 2 = -1); the IR's Divide
+    floors unless told python_division=false (OpenVINO's default)."""
+    a, b = node.input[0], node.input[1]
+    if attrs.get("broadcast"):                   # opset < 7
+        b = r.legacy_broadcast(a, b, attrs.get("axis"), name)
+    r.emit("Divide", [a, b], [node.output[0]], name,
+           {"auto_broadcast": "numpy", "python_division": "false"})
+
+
+@translates("Mod")
+def _mod(r, node, name: str, attrs: dict) -> None:
+    """fmod=0: the remainder takes the divisor's sign (Python's %, the IR's FloorMod); fmod=1:
+    the dividend's (C's fmod and %, the IR's Mod)."""
+    fmod = int(attrs.get("fmod", 0))
+    if fmod not in (0, 1):
+        r.refuse(f"attribute fmod={fmod} is not 0 or 1")
+    r.emit("Mod" if fmod else "FloorMod", [node.input[0], node.input[1]], [node.output[0]],
+           name, {"auto_broadcast": "numpy"})
 
 
 @translates("LeakyRelu")

@@ -76,16 +76,34 @@ def _conv_transpose(r, node, name: str, attrs: dict) -> None:
 
 
 def _pool_attrs(r, attrs: dict) -> dict[str, str]:
+    """The IR attributes of an ONNX MaxPool or AveragePool, dilations included (opset1 names
+    them for neither; MaxPool-8 and this project's AvgPool read them)."""
     kernel = list(attrs.get("kernel_shape") or [])
     if not kernel:
         r.refuse("kernel_shape is required")
     k = len(kernel)
     pads = spatial(r, attrs, "pads", 2 * k, 0)
-    return {"strides": ints_text(spatial(r, attrs, "strides", k, 1)),
-            "pads_begin": ints_text(pads[:k]), "pads_end": ints_text(pads[k:]),
-            "kernel": ints_text(kernel),
-            "rounding_type": "ceil" if attrs.get("ceil_mode", 0) else "floor",
-            "auto_pad": AUTO_PAD[text_attr(r, attrs, "auto_pad", "NOTSET", AUTO_PAD)]}
+    dilations = spatial(r, attrs, "dilations", k, 1)
+    auto_pad = AUTO_PAD[text_attr(r, attrs, "auto_pad", "NOTSET", AUTO_PAD)]
+    ceil = bool(attrs.get("ceil_mode", 0))
+    if auto_pad in ("same_upper", "same_lower") and any(d != 1 for d in dilations):
+        # ONNX's shape inference pads for the dilated window, ONNX Runtime for the undilated
+        # one: the two give different shapes and numbers
+        r.refuse(f"auto_pad={auto_pad.upper()} with dilations {dilations} is not supported "
+                 f"(ONNX's shape inference and ONNX Runtime pad it differently); give explicit "
+                 f"pads")
+    if auto_pad == "valid" and ceil:
+        auto_pad = "explicit"      # ONNX Runtime rounds VALID up too: no pads, ceil rounding
+    ir = {"strides": ints_text(spatial(r, attrs, "strides", k, 1)),
+          "pads_begin": ints_text(pads[:k]), "pads_end": ints_text(pads[k:]),
+          "kernel": ints_text(kernel),
+          # ONNX's ceil_mode drops a last window that would start in the end padding (as
+          # PyTorch does): the IR's ceil_torch; its "ceil" (OpenVINO opset1) keeps it
+          "rounding_type": "ceil_torch" if ceil else "floor",
+          "auto_pad": auto_pad}
+    if any(d != 1 for d in dilations):
+        ir["dilations"] = ints_text(dilations)
+    return ir
 
 
 @translates("MaxPool")
@@ -97,13 +115,7 @@ def _max_pool(r, node, name: str, attrs: dict) -> None:
     if indices and int(attrs.get("storage_order", 0)) != 0:
         r.refuse("the Indices output in column-major order (storage_order=1) is not supported")
     ir = _pool_attrs(r, attrs)
-    dilations = list(attrs.get("dilations") or [])
-    if dilations and len(dilations) != len(attrs["kernel_shape"]):
-        r.refuse(f"'dilations' has {len(dilations)} values; kernel_shape has "
-                 f"{len(attrs['kernel_shape'])}")
-    version = "opset1"
-    if any(d != 1 for d in dilations):
-        ir["dilations"], version = ints_text(dilations), "opset8"
+    version = "opset8" if "dilations" in ir else "opset1"
     if indices:
         ir.update(index_element_type="i64", axis="0")
         version = "opset8"

@@ -74,14 +74,39 @@ def _squeeze(r, node, name: str, attrs: dict) -> None:
     inputs = [i for i in node.input if i]
     if len(inputs) == 1 and "axes" in attrs:   # opset < 13: axes is an attribute
         inputs.append(r.const(f"{name}/axes", np.array(attrs["axes"], np.int64)))
+    if len(inputs) > 1 and r.folded(inputs[1]) is None and not r.is_graph_input(inputs[1]):
+        r.refuse(f"the axes (input 1, '{inputs[1]}') must be a constant or a graph input: the "
+                 f"network compiles them in, and these are computed at run time")
     r.emit(node.op_type, inputs, [node.output[0]], name)
 
 
 @translates("Dropout", "Identity")
 def _identity(r, node, name: str, attrs: dict) -> None:
+    if node.op_type == "Dropout":
+        _check_inference_dropout(r, node)
     if len(node.output) > 1 and node.output[1] and r.uses.get(node.output[1]):
         r.refuse("the mask output of Dropout is not supported (inference has no mask)")
     r.alias[node.output[0]] = r.alias.get(node.input[0], node.input[0])
+
+
+def _check_inference_dropout(r, node) -> None:
+    """A Dropout passes its input through only in inference: a training_mode input (opset 12+)
+    that is true, or not a constant, asks for the random mask of training, refused."""
+    mode = node.input[2] if len(node.input) > 2 and node.input[2] else None
+    if mode is None:
+        return
+    value = r.folded(mode)
+    if value is None:
+        r.refuse(f"training_mode (input 2, '{mode}') must be a constant false: Dropout runs "
+                 f"here as in inference (its input passed through), and this one is only known "
+                 f"at run time")
+    if value.size != 1:
+        r.refuse(f"training_mode (input 2, '{mode}') must be a scalar, found shape "
+                 f"{list(value.shape)}")
+    if bool(value.reshape(-1)[0]):
+        r.refuse(f"training_mode (input 2, '{mode}') is true: training-mode Dropout (a random "
+                 f"mask) is a training op, not supported; inference runs it with "
+                 f"training_mode false or absent")
 
 
 @translates("Constant")

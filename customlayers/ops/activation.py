@@ -9,6 +9,7 @@ and run on binary_map.cl instead.
 from __future__ import annotations
 
 import math
+import re
 from typing import Any, Mapping, Sequence
 
 from ..errors import BindingError
@@ -80,22 +81,54 @@ HSigmoid = register_activation("HSigmoid", "fmin(fmax(x + 3.0f, 0.0f), 6.0f) / 6
 
 @register_op
 class Clamp(Activation):
-    """Integer tensors clamp to ceil(min)..floor(max), as OpenVINO does."""
+    """min(max(x, min), max), NaN kept (as OpenVINO's and ONNX Runtime's std::min/max do).
+    Integer tensors clamp to ceil(min)..floor(max), as OpenVINO does, each bound first brought
+    into the element type's range: a bound beyond it (ONNX's missing bound, the float
+    +-3.4e38 of an IR) clamps nothing, where a C cast of it would wrap to any value. A bound
+    written as an integer is kept exact (int64 bounds past 2**53)."""
     type = "Clamp"
     attributes = (Attr("min", "float", required=True), Attr("max", "float", required=True))
 
     def parse_attributes(self, raw, layer):
         attrs = super().parse_attributes(raw, layer)
+        for key in ("min", "max"):
+            if math.isnan(attrs[key]):
+                raise BindingError(f"layer '{layer}' (Clamp): {key}={raw[key]} is not a number")
+            exact = _integer_text(raw[key])
+            if exact is not None:
+                attrs[key] = exact
         if attrs["min"] > attrs["max"]:
-            raise BindingError(f"layer '{layer}' (Clamp): min={attrs['min']} is above "
-                               f"max={attrs['max']}")
+            raise BindingError(f"layer '{layer}' (Clamp): min={float(attrs['min'])} is above "
+                               f"max={float(attrs['max'])}")
         return attrs
 
     def fn_text(self, attrs, dtype):
         lo, hi = attrs["min"], attrs["max"]
         if is_float(dtype):
-            return f"fmin(fmax(x, {c_float(lo)}), {c_float(hi)})"
-        return f"clamp(x, (OUT_TYPE){math.ceil(lo)}, (OUT_TYPE){math.floor(hi)})"
+            return f"(x < {c_float(lo)} ? {c_float(lo)} : (x > {c_float(hi)} ? {c_float(hi)} : x))"
+        low, high = _INT_RANGES[dtype]
+        lo_i = low if math.isinf(lo) else min(max(math.ceil(lo), low), high)
+        hi_i = high if math.isinf(hi) else min(max(math.floor(hi), low), high)
+        return f"min(max(x, {_c_int(lo_i, dtype)}), {_c_int(hi_i, dtype)})"
+
+
+# the range of each integer element type, for bounds cast into it
+_INT_RANGES = {"i8": (-2 ** 7, 2 ** 7 - 1), "u8": (0, 2 ** 8 - 1),
+               "i32": (-2 ** 31, 2 ** 31 - 1), "i64": (-2 ** 63, 2 ** 63 - 1)}
+
+
+def _integer_text(text: str | None) -> int | None:
+    """The exact integer an attribute's text writes ("-9223372036854775808"), else None."""
+    t = (text or "").strip()
+    return int(t) if re.fullmatch(r"[+-]?[0-9]+", t) else None
+
+
+def _c_int(value: int, dtype: str) -> str:
+    """An integer of `dtype`'s range as an OpenCL C constant of that type (the most negative
+    long has no literal: it is written as a difference)."""
+    if dtype == "i64" and value == -2 ** 63:
+        return "(OUT_TYPE)(-9223372036854775807L - 1)"
+    return f"(OUT_TYPE)({value}{'L' if dtype == 'i64' else ''})"
 
 
 @register_op

@@ -18,11 +18,36 @@
 #define STORE(v) ((OUT_TYPE)(v))
 #endif
 
-// Python (floor) division of integers, as OpenVINO's Divide with python_division=true.
-// Division by zero gives 0 instead of trapping the device.
-#define FLOOR_DIV(T, a, b) ((b) == 0 ? (T)0 : \
-    (T)((a) / (b) - ((((a) % (b)) != 0) && (((a) < 0) != ((b) < 0)))))
-#define TRUNC_DIV(T, a, b) ((b) == 0 ? (T)0 : (T)((a) / (b)))
+// Integer division and remainder. A zero divisor gives 0, and a divisor of -1 is a negation
+// (the remainder 0): the most negative value divided by -1 overflows, which traps x86 CPUs.
+// TRUNC_* round toward zero (C, ONNX), FLOOR_* toward minus infinity (Python, OpenVINO's
+// Divide with python_division=true and FloorMod: the remainder takes the divisor's sign).
+#define MINUS_ONE(T, b) ((T)-1 < (T)0 && (b) == (T)-1)
+#define TRUNC_DIV(T, a, b) ((b) == 0 ? (T)0 : MINUS_ONE(T, b) ? (T)(0 - (a)) : (T)((a) / (b)))
+#define TRUNC_MOD(T, a, b) ((b) == 0 || MINUS_ONE(T, b) ? (T)0 : (T)((a) % (b)))
+#define FLOOR_DIV(T, a, b) (TRUNC_DIV(T, a, b) - \
+    (T)(TRUNC_MOD(T, a, b) != 0 && (((a) < 0) != ((b) < 0))))
+#define FLOOR_MOD(T, a, b) (TRUNC_MOD(T, a, b) + \
+    (TRUNC_MOD(T, a, b) != 0 && ((TRUNC_MOD(T, a, b) < 0) != ((b) < 0)) ? (b) : (T)0))
+// the same remainder of floats: fmod's, moved to the divisor's sign
+#define FLOAT_FLOOR_MOD(a, b) (fmod(a, b) != 0 && ((fmod(a, b) < 0) != ((b) < 0)) \
+    ? fmod(a, b) + (b) : fmod(a, b))
+
+// An integer power, exact (ONNX Runtime's double pow is exact where the result fits; float's
+// pow is not past 2**24). Wraps as unsigned arithmetic does on overflow. A negative exponent
+// leaves the integer part of 1 / a**-b: 0, except for a base of 1 or -1.
+inline long int_pow(long a, long b)
+{
+    if (b < 0)
+        return a == 1 ? 1 : a == -1 ? ((b & 1) ? -1 : 1) : 0;
+    ulong result = 1, base = (ulong)a;
+    for (ulong e = (ulong)b; e != 0; e >>= 1) {
+        if (e & 1)
+            result *= base;
+        base *= base;
+    }
+    return (long)result;
+}
 
 inline void binary_one(__global const A_TYPE* restrict a, __global const B_TYPE* restrict b,
                        __global OUT_TYPE* restrict out, const uint i)

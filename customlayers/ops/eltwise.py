@@ -1,5 +1,5 @@
 """Binary elementwise arithmetic with numpy broadcasting: Add, Subtract, Multiply, Divide,
-Maximum, Minimum, Power, SquaredDifference (OpenVINO opset1 semantics).
+Maximum, Minimum, Power, SquaredDifference, Mod, FloorMod (OpenVINO opset1 semantics).
 
 All share binary_map.cl: one work-item per output element, each input read through an index
 map with the output's dims and the input's strides baked in (stride 0 on broadcast axes), so an
@@ -44,14 +44,16 @@ class BinaryEltwise(Op):
                                f"{list(a)} and {list(b)}")
         return [(broadcast_shapes(self.type, a, b), inputs[0].dtype)]
 
-    def op_text(self, attrs, dtype: str) -> str:
+    def op_text(self, attrs, dtype: str, b_dtype: str) -> str:
+        """The C expression for an output of `dtype` from a second input of `b_dtype`."""
         return self.float_op if is_float(dtype) else self.int_op
 
     def launches(self, attrs, inputs, outputs, consts, ctx=DEFAULT_CONTEXT) -> list[KernelLaunch]:
         out = outputs[0]
         load, store = float_compute(out.dtype)
         return [binary_map_launch(self.type.lower(), inputs[0], inputs[1], out,
-                                  self.op_text(attrs, out.dtype), load_a=load, load_b=load,
+                                  self.op_text(attrs, out.dtype, inputs[1].dtype),
+                                  load_a=load, load_b=load,
                                   store=store, per_item=items_per_work_item(ctx))]
 
 
@@ -75,13 +77,13 @@ class Multiply(BinaryEltwise):
 
 @register_op
 class Divide(BinaryEltwise):
-    """Integer division floors (python_division=true, the default) or truncates; a zero
-    divisor gives 0 rather than a device trap."""
+    """Integer division floors (python_division=true, the default) or truncates (ONNX's Div);
+    a zero divisor gives 0 rather than a device trap (binary_map.cl)."""
     type = "Divide"
     attributes = BinaryEltwise.attributes + (Attr("python_division", "bool", True),)
     float_op = "a / b"
 
-    def op_text(self, attrs, dtype):
+    def op_text(self, attrs, dtype, b_dtype):
         if is_float(dtype):
             return self.float_op
         kind = "FLOOR_DIV" if attrs.get("python_division", True) else "TRUNC_DIV"
@@ -102,10 +104,34 @@ class Minimum(BinaryEltwise):
 
 @register_op
 class Power(BinaryEltwise):
+    """An integer base with an integer exponent is raised exactly (int_pow in binary_map.cl);
+    with a float exponent, the float power truncated toward zero as ONNX Runtime's cast does,
+    except that a whole exponent still goes through int_pow (float's pow is not exact)."""
     type = "Power"
     float_op = "pow(a, b)"
-    # pow is accurate to a few ulp only: round so that 3**2 is 9, not 8.
-    int_op = "rint(pow((float)a, (float)b))"
+
+    def op_text(self, attrs, dtype, b_dtype):
+        if is_float(dtype):
+            return self.float_op
+        if not is_float(b_dtype):
+            return "int_pow(a, b)"
+        return ("(b == trunc(b) && fabs(b) < 0x1p62f ? int_pow(a, (long)b) : "
+                "(long)trunc(pow((float)a, (float)b)))")
+
+
+@register_op
+class Mod(BinaryEltwise):
+    """The remainder with the dividend's sign (C's % and fmod, ONNX's Mod with fmod=1); a zero
+    divisor gives 0 for integers."""
+    type = "Mod"
+    float_op, int_op = "fmod(a, b)", "TRUNC_MOD(OUT_TYPE, a, b)"
+
+
+@register_op
+class FloorMod(BinaryEltwise):
+    """The remainder with the divisor's sign (Python's %, ONNX's Mod with fmod=0)."""
+    type = "FloorMod"
+    float_op, int_op = "FLOAT_FLOOR_MOD(a, b)", "FLOOR_MOD(OUT_TYPE, a, b)"
 
 
 @register_op

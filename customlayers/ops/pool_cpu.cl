@@ -27,6 +27,16 @@
 #define VECTOR_RUNS 0
 #endif
 
+/* The taps of a window axis (k taps from i0, d apart) inside [lo, hi): what an AvgPool that
+ * counts padding divides by (hi is where pads_end ends, or past every window) */
+inline int taps_within(int i0, int k, int d, int lo, int hi)
+{
+    int n = 0;
+    for (int j = 0; j < k; ++j)
+        n += i0 + j * d >= lo && i0 + j * d < hi;
+    return n;
+}
+
 __kernel void pool_cpu(__global const float* restrict input, __global float* restrict output
 #if WITH_INDICES
                        , __global INDEX_T* restrict indices
@@ -124,7 +134,8 @@ __kernel void pool_cpu(__global const float* restrict input, __global float* res
                                                            : plane_base + (INDEX_T)best_at;
 #endif
 #else
-            const int divisor = COUNT_PAD ? KD * KH * KW : count;
+            const int divisor = COUNT_PAD ? taps_within(iz0, KD, DZ, -PZ, EZ) *
+                taps_within(iy0, KH, DY, -PY, EY) * taps_within(ix0, KW, DX, -PX, EX) : count;
             out[ox] = count ? sum / (float)divisor : 0.0f;
 #endif
         }

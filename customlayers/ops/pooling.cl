@@ -2,10 +2,21 @@
  * (each input element is read by at most (KH/SY)*(KW/SX) neighbours, which caches serve).
  * NDRange: (OW, OH, N * C * OD). Needs: ID IH IW OD OH OW KD KH KW SZ SY SX DZ DY DX PZ PY PX
  * (a 1-D or 2-D window has the leading ones at 1, pads at 0), POOL_MAX or POOL_AVG,
- * for AvgPool COUNT_PAD (divide by the whole window, padding included), for MaxPool with an
+ * for AvgPool COUNT_PAD (divide by the window's taps inside [-P, E): padding included, up to
+ * EZ EY EX, the end of pads_end or past every window), for MaxPool with an
  * index output WITH_INDICES, INDEX_T and AXIS_SPAN (indices are flat from the `axis` dim on).
  * A window with no input element in it (possible with rounding_type=ceil) gives 0.
  */
+/* The taps of a window axis (k taps from i0, d apart) inside [lo, hi): what an AvgPool that
+ * counts padding divides by (hi is where pads_end ends, or past every window) */
+inline int taps_within(int i0, int k, int d, int lo, int hi)
+{
+    int n = 0;
+    for (int j = 0; j < k; ++j)
+        n += i0 + j * d >= lo && i0 + j * d < hi;
+    return n;
+}
+
 __kernel void pool(__global const float* restrict input, __global float* restrict output
 #if WITH_INDICES
                    , __global INDEX_T* restrict indices
@@ -66,7 +77,8 @@ __kernel void pool(__global const float* restrict input, __global float* restric
                                   : (INDEX_T)(((long)plane * (ID * IH * IW) + best_at) % AXIS_SPAN);
 #endif
 #else
-    const int divisor = COUNT_PAD ? KD * KH * KW : count;
+    const int divisor = COUNT_PAD ? taps_within(iz0, KD, DZ, -PZ, EZ) *
+        taps_within(iy0, KH, DY, -PY, EY) * taps_within(ix0, KW, DX, -PX, EX) : count;
     output[out_at] = count ? sum / (float)divisor : 0.0f;
 #endif
 }

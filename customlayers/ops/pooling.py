@@ -1,10 +1,13 @@
-"""MaxPool (opset1 and opset8, one registration) and AvgPool (opset1), 1-D, 2-D and 3-D spatial.
+"""MaxPool (opset1 and opset8, one registration) and AvgPool (opset1, with dilations as ONNX's
+AveragePool-19 has them), 1-D, 2-D and 3-D spatial.
 
 MaxPool-8 (recognised by its index_element_type attribute) also produces output 1, the index
 of each maximum, flattened from dim `axis` on. AvgPool with exclude-pad="false" divides by the
-whole window, as OpenVINO's CPU plugin does (it also counts the cells that rounding_type=ceil
-adds past pads_end); with no explicit padding at all, it divides by the cells inside the input
-(the CPU plugin's behaviour too, checked in the tests).
+window's cells inside the padded input (ONNX Runtime and PyTorch: a ceil_torch window that runs
+past pads_end counts only up to it); with rounding_type=ceil, by the whole window, as OpenVINO's
+CPU plugin does (it also counts the cells that ceil adds past pads_end); with no explicit
+padding at all, it divides by the cells inside the input (the CPU plugin's behaviour too,
+checked in the tests).
 On a CPU device (CompileContext.device) the pooling runs pool_cpu.cl, chosen in _cpu_kernels.py.
 """
 from __future__ import annotations
@@ -19,6 +22,7 @@ from ._program import cl_source, defines
 from ..jit.launch import Arg, DEFAULT_CONTEXT, KernelLaunch
 
 _INDEX_TYPES = {"i32": "int", "i64": "long"}
+_NO_END = 1 << 30          # an end of the counted extent that no window reaches
 
 _POOL_ATTRS = (
     Attr("strides", "ints", required=True),
@@ -46,11 +50,16 @@ class _PoolBase(NamedOp):
         out, pb, pe = window_geometry(self, attrs, x[2:], attrs["kernel"], attrs["strides"],
                                       dilations, attrs["rounding_type"].lower())
         sizes = {}
+        # where an AvgPool that counts padding stops counting: the end of pads_end, or (ceil,
+        # OpenVINO's whole window) nowhere
+        whole = attrs["rounding_type"].lower() == "ceil"
+        ends = [_NO_END if whole else n + e for n, e in zip(x[2:], pe)]
         # 1-D and 2-D windows are 3-D ones with trivial leading axes (the compiler drops them)
         for names, values, fill in (("ID IH IW", x[2:], 1), ("OD OH OW", out, 1),
                                     ("KD KH KW", attrs["kernel"], 1),
                                     ("SZ SY SX", attrs["strides"], 1),
-                                    ("DZ DY DX", dilations, 1), ("PZ PY PX", pb, 0)):
+                                    ("DZ DY DX", dilations, 1), ("PZ PY PX", pb, 0),
+                                    ("EZ EY EX", ends, 1)):
             sizes.update(zip(names.split(), as_3d(values, fill)))
         return sizes, tuple(x[:2]) + tuple(out), any(pb) or any(pe)
 
@@ -131,7 +140,8 @@ class MaxPool(_PoolBase):
 class AvgPool(_PoolBase):
     type = "AvgPool"
     is_max = False
-    attributes = _POOL_ATTRS + (Attr("exclude-pad", "bool", required=True),)
+    attributes = _POOL_ATTRS + (Attr("exclude-pad", "bool", required=True),
+                                Attr("dilations", "ints", None))   # ONNX AveragePool-19
 
     def infer_shapes(self, attrs, inputs, consts):
         return [(self._geometry(attrs, inputs)[1], "f32")]

@@ -75,16 +75,27 @@ class Reshape(ViewOp):
 
 @register_op
 class Squeeze(ViewOp):
-    """opset1: removes the axes of input 1 (each must have size 1), or every size-1 axis."""
+    """opset1: removes the axes of input 1 (each must have size 1), or with no input 1 (or an
+    empty one, as ONNX Runtime has it) every size-1 axis. Input 1 is read at compile time: a
+    graph input there is a value input; one computed at run time is refused, never taken for
+    "no axes"."""
     input_count = (1, 2)
     type = "Squeeze"
+    const_inputs = (1,)
+
+    def infer_shapes(self, attrs, inputs: Sequence[TensorDesc], consts):
+        if len(inputs) > 1 and 1 not in consts:
+            raise BindingError("Squeeze: the axes (input 1) must be a constant or a graph input "
+                               "(compiled in by value); this one is computed at run time")
+        return super().infer_shapes(attrs, inputs, consts)
 
     def out_shape(self, attrs, shape, consts):
-        if 1 not in consts:
+        axes_in = const_values("Squeeze", consts, 1, "axes") if 1 in consts else []
+        if not axes_in:
             return tuple(d for d in shape if d != 1)
         rank = len(shape)
         axes = set()
-        for a in const_values("Squeeze", consts, 1, "axes"):
+        for a in axes_in:
             if not -rank <= a < rank:
                 raise BindingError(f"Squeeze: axis {a} is out of range for shape {list(shape)}")
             a = a + rank if a < 0 else a

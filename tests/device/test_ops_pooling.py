@@ -212,3 +212,36 @@ def test_errors_name_the_layer():
         op.infer_shapes(a, [TensorDesc((1, 2, 3, 3))], {})
     with pytest.raises(BindingError, match="expected rank 3 \\(N,C,W\\) or 4"):
         op.infer_shapes(a, [TensorDesc((4, 4))], {})
+
+
+@pytest.mark.parametrize("exclude", [True, False])
+@pytest.mark.parametrize("kernel,strides,dil,pb,pe,out_hw", [
+    # 8x9 input; ceil_torch drops a window that would start in pads_end (H of the 1st, both
+    # axes of the 4th), others run past pads_end (H of the 2nd)
+    ((2, 2), (2, 2), (1, 1), (0, 0), (1, 1), (4, 5)),
+    ((3, 3), (2, 2), (1, 1), (1, 1), (1, 1), (5, 5)),
+    ((3, 2), (2, 3), (2, 3), (2, 1), (2, 2), (5, 4)),
+    ((2, 2), (3, 3), (2, 1), (0, 0), (2, 2), (3, 3)),
+])
+def test_avgpool_ceil_torch_with_dilations_counts_padding_up_to_pads_end(
+        cl_env, ctx, exclude, kernel, strides, dil, pb, pe, out_hw):
+    """ONNX's AveragePool (ceil_mode, dilations): with padding counted, a window that runs past
+    pads_end divides by its taps inside the padded input only (as ONNX Runtime and PyTorch)."""
+    x = np.random.default_rng(16).standard_normal((1, 2, 8, 9)).astype(np.float32)
+    r = raw(kernel, strides, pb, pe, "ceil_torch", dilations=j(dil),
+            **{"exclude-pad": str(exclude).lower()})
+    (out,) = run_op(cl_env, ctx, "AvgPool", r, x)
+    want = np.zeros((1, 2) + out_hw)
+    size = x.shape[2:]
+    for oy in range(out_hw[0]):
+        for ox in range(out_hw[1]):
+            taps = [[o * s - b + k * d for k in range(kk)]
+                    for o, s, b, d, kk in zip((oy, ox), strides, pb, dil, kernel)]
+            inside = [[t for t in ts if 0 <= t < n] for ts, n in zip(taps, size)]
+            padded = [[t for t in ts if -b <= t < n + e] for ts, n, b, e in zip(taps, size, pb, pe)]
+            total = x[:, :, inside[0]][:, :, :, inside[1]].sum((-2, -1))
+            count = len(inside[0]) * len(inside[1]) if exclude else \
+                len(padded[0]) * len(padded[1])
+            want[:, :, oy, ox] = total / count
+    assert out.shape == want.shape
+    np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-6)
