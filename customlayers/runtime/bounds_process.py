@@ -79,6 +79,8 @@ def run_guarded_in_child(engine, program, launch: KernelLaunch, layer: str,
         result = pickle.loads(result_path.read_bytes())
     if "error" in result:
         raise ExecutionError(f"layer '{layer}': --check-bounds: {result['error']}")
+    if "fault" in result:
+        return [], [_far_access(layer, launch, f"failed on the device ({result['fault']})")]
     return result["outputs"], result["problems"]
 
 
@@ -87,10 +89,16 @@ def _crash(layer: str, launch: KernelLaunch, signum: int) -> BoundsProblem:
         name = signal.Signals(signum).name
     except ValueError:
         name = f"signal {signum}"
+    return _far_access(layer, launch, f"crashed the process that ran it ({name})")
+
+
+def _far_access(layer: str, launch: KernelLaunch, what: str) -> BoundsProblem:
+    """A kernel that crashed its process (a CPU device) or failed on the device (a GPU's
+    illegal address): an access far from its tensors, which the guard zones cannot show."""
     return BoundsProblem(layer, f"kernel '{launch.entry}'",
-                         f"crashed the process that ran it ({name}): it reads or writes far "
-                         f"outside its tensors, where the guard zones do not reach; run with "
-                         f"--sanitize to see the access and its line in your .cl")
+                         f"{what}: it reads or writes far outside its tensors, where the guard "
+                         f"zones do not reach; run with --sanitize to see the access and its "
+                         f"line in your .cl")
 
 
 def _child_env() -> dict:

@@ -1,7 +1,8 @@
 """The child process of --check-bounds (bounds_process.py): opens the parent's device, builds
 the launch's program through the program cache, runs it with guard zones (bounds.run_guarded)
 and writes the outputs and problems to the result file. A kernel that crashes kills only this
-process; the parent reports the signal."""
+process; the parent reports the signal. One that the device stops with an error (a GPU's
+illegal address) is reported as a fault."""
 from __future__ import annotations
 
 import pickle
@@ -28,14 +29,24 @@ def main(job_path: str, result_path: str) -> int:
         launch = job["launch"]
         program = engine.build(launch.source, launch.options, line_map=launch.line_map,
                                label=launch.label or job["layer"])
-        outputs, problems = run_guarded(engine, program, launch, job["layer"], job["inputs"],
-                                        job["input_descs"], job["output_descs"])
-        result = {"outputs": outputs, "problems": problems}
+        try:
+            outputs, problems = run_guarded(engine, program, launch, job["layer"],
+                                            job["inputs"], job["input_descs"],
+                                            job["output_descs"])
+            result = {"outputs": outputs, "problems": problems}
+        except cl.Error as e:
+            # built, then failed running: a GPU reports a wild access as an error of the
+            # launch or of the wait after it (NVIDIA: an illegal address), where a CPU faults
+            result = {"fault": _first_line(e)}
     except (cl.Error, CustomLayersError, RuntimeError) as e:
-        result = {"error": str(e).strip().splitlines()[0] if str(e).strip() else repr(e)}
+        result = {"error": _first_line(e)}
     with open(result_path, "wb") as f:
         pickle.dump(result, f)
     return 0
+
+
+def _first_line(e: Exception) -> str:
+    return str(e).strip().splitlines()[0] if str(e).strip() else repr(e)
 
 
 if __name__ == "__main__":

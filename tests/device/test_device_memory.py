@@ -26,10 +26,15 @@ def device(test_device):
     return test_device
 
 
+# elements of one dim at most (the readers refuse a dim over 2**31 - 1): a GPU's per-buffer
+# limit (20 GiB on an H100) is more f32 elements than that
+MAX_ONE = 2**30
+
+
 def _sizes(device) -> tuple[int, int]:
-    """(elements of one f32 tensor just under the per-buffer limit, how many of them are over
-    the device's global memory together)."""
-    one = int(device.max_mem_alloc_size) // 4 - 1024
+    """(elements of one f32 tensor just under the per-buffer limit and one dim, how many of
+    them are over the device's global memory together)."""
+    one = min(int(device.max_mem_alloc_size) // 4 - 1024, MAX_ONE)
     return one, int(device.global_mem_size) // (one * 4) + 1
 
 
@@ -97,10 +102,12 @@ def test_requests_that_fit_one_by_one_are_refused_together(tmp_path, device):
     engine = Engine(device)
     free = int(device.global_mem_size) - held(device)
     n = min(int(free * 0.45) // 8, int(device.max_mem_alloc_size) // 4)   # x and y: 8n bytes
+    rows = -(-n // MAX_ONE)                 # one dim under the readers' limit
+    shape = [rows, n // rows]
     graph = helper.make_graph(
         [helper.make_node("Relu", ["x"], ["y"])], "g",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, n])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, n])])
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, shape)])
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]),
               str(tmp_path / "m.onnx"))
     net = Network(tmp_path / "m.onnx", engine=engine, tuning="off")

@@ -142,7 +142,12 @@ def test_integer_division_and_remainder_match_onnxruntime(tmp_path, engine, dtyp
     node = helper.make_node(op, ["a", "b"], ["y"], **attrs)
     got, want = _both(engine, _model(tmp_path / "m.onnx", node, {"a": a, "b": b}),
                       {"a": a, "b": b})
-    np.testing.assert_array_equal(got, want)
+    if dtype == np.float32 and op == "Div":
+        # OpenCL's float division may be off by 2.5 ulp (NVIDIA's is, unless built with
+        # -cl-fp32-correctly-rounded-divide-sqrt); integers are exact everywhere
+        np.testing.assert_allclose(got, want, rtol=4e-7, atol=0)
+    else:
+        np.testing.assert_array_equal(got, want)
 
 
 @pytest.mark.parametrize("dtype", (np.int32, np.int64), ids=lambda t: t.__name__)
