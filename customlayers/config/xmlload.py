@@ -17,6 +17,7 @@ from lxml import etree
 
 from .diagnostics import Diagnostics, Location
 from .limits import MAX_CONFIG_BYTES, MAX_ELEMENTS
+from .messages import clipped
 
 LAYER_TAG = "CustomLayer"
 _ROOT = "customlayers-synthetic-root"
@@ -116,7 +117,8 @@ def decode(data: bytes | str, file: str, diags: Diagnostics) -> str | None:
         codecs.lookup(encoding)
     except LookupError:
         diags.error(Location(file, 1, 1), "CL003",
-                    f"the XML declaration names encoding '{encoding}', which Python does not know")
+                    f"the XML declaration names encoding '{clipped(encoding)}', which Python does "
+                    f"not know")
         return None
     try:
         text = data.decode(encoding)

@@ -282,3 +282,12 @@ def test_define_defaults_and_names_with_line_breaks_are_errors():
     assert first == ("Define 'A': default is refused: control character '\\n' at position 2 is "
                      "not allowed (a define is one line of program text)")
     assert second.startswith("Define name 'B\\rC' is refused: control character '\\r'")
+
+
+def test_an_unknown_xml_encoding_is_quoted_clipped(tmp_path):
+    """The config campaign's one finding: an encoding name of 5,000 characters made a 5,066-
+    character diagnostic; it is quoted as every other user text is, clipped."""
+    path = tmp_path / "long.xml"
+    path.write_bytes(b'<?xml version="1.0" encoding="' + b"0" * 5000 + b'"?>\n<CustomLayer/>')
+    [d] = [d for d in load_configs([path]).diagnostics if d.code == "CL003"]
+    assert len(d.message) < 300 and "(5000 characters)" in d.message
