@@ -49,7 +49,9 @@ class LRN(NamedOp):
         axes = self._axes(attrs, inputs, consts)
         d = inputs[0].dims
         half = (attrs["size"] - 1) // 2
-        halves = {f"HALF{i}": (half if i in axes else 0) for i in range(4)}
+        # a window wider than its axis covers the whole axis: the same sum with a half of at
+        # most dim - 1 (a size of 2**63 - 1 made the kernel's bounds a long it could not build)
+        halves = {f"HALF{i}": (min(half, d[i] - 1) if i in axes else 0) for i in range(4)}
         scale = attrs["alpha"] / float(attrs["size"]) ** len(axes)
         src = defines(D0=d[0], D1=d[1], D2=d[2], D3=d[3], **halves, BIAS=attrs["bias"],
                       SCALE=scale, BETA=attrs["beta"], BETA_3_4=int(attrs["beta"] == 0.75)) + \

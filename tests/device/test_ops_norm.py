@@ -73,6 +73,17 @@ def test_alpha_keeps_full_precision(cl_env, ctx):
                                rtol=1e-6)
 
 
+@pytest.mark.parametrize("size", [11, 2**63 - 1])
+def test_a_window_wider_than_its_axis_covers_the_axis(cl_env, ctx, size):
+    """The model campaign's one KernelBuildError in 10,000: a size of 2**63 - 1 made the
+    window's bounds longs the kernel could not build; the sum is that of the whole axis, and
+    alpha is still divided by the size given."""
+    x = np.random.default_rng(17).standard_normal((1, 4, 3, 5)).astype(np.float32)
+    out = run_lrn(cl_env, raw(0.3, 0.75, 2.0, size), x, [1], ctx)
+    np.testing.assert_allclose(out, lrn_ref(x, [1], 0.3, 0.75, 2.0, size), rtol=1e-5,
+                               atol=1e-6)
+
+
 @pytest.mark.parametrize("axes,size", [([1], 5), ([1], 4), ([2, 3], 3)])
 def test_matches_openvino_cpu(cl_env, axes, size):
     ov = pytest.importorskip("openvino")
