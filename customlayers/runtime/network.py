@@ -1,7 +1,7 @@
 """Network: a graph compiled once for one device, then run many times (clDNN's split).
 
 The network asks its resolver what implements every layer (resolver.py: loaded layers first,
-then built-ins), plans fusion once for the graph (fusion.py), finds the inputs compiled in by
+then built-ins), plans fusion once for the graph (passes/fusion.py), finds the inputs compiled in by
 value, and keeps one compiled plan per set of input shapes (compiler.py makes them: shapes,
 fusion, launches, memory, builds). Running is done by InferRequest (request.py), pooled here per
 plan.
@@ -24,7 +24,7 @@ from ..graph.load import read_model
 from ..jit.tensor import TensorDesc
 from .compiler import PlanOptions, compile_plan
 from .device import Engine
-from .fusion import FusionPlan, plan_network_fusion
+from ..passes.fusion import FusionPlan, plan_network_fusion
 from .limits import device_traits, has_fp16, has_fp64
 from .kernel_release import release_requests
 from .plan import CompiledPlan
@@ -32,10 +32,10 @@ from .request import InferRequest
 from .resolver import Resolver
 from .stream import run_stream
 from .tuning import DEFAULT_MODE, Tuner, TuningStats, check_mode
-from .shuffle_folding import fold_channel_shuffles
-from .pick_folding import fold_picks_into_matmuls
-from .unused_outputs import drop_unused_pool_indices
-from .window_folding import fold_into_convolutions
+from ..passes.shuffle_folding import fold_channel_shuffles
+from ..passes.pick_folding import fold_picks_into_matmuls
+from ..passes.unused_outputs import drop_unused_pool_indices
+from ..passes.window_folding import fold_into_convolutions
 
 # A graph input that a built-in op reads as a compile-time constant (a Reshape target, an
 # Expand shape, Tile repeats) is compiled in by value; more elements than this is not a shape.
@@ -83,7 +83,7 @@ class Network:
         _check_same_device(engine, registry)
         self.engine = engine
         self.profiling = profiling
-        self.fuse = fuse                   # epilogue fusion (runtime/fusion.py)
+        self.fuse = fuse                   # epilogue fusion (passes/fusion.py)
         self.messages: list[str] = []      # informational messages (overrides, memory plan)
         if fuse:      # zero Pads and causal Slices around convolutions become their padding,
             # channel shuffles before depthwise convolutions the order they read channels in,

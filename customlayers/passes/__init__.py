@@ -1,0 +1,1 @@
+"""passes: the graph rewrites and the fusion plan, pure Python (no device, no OpenCL)."""
