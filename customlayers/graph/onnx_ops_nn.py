@@ -110,7 +110,7 @@ def _pool_attrs(r, attrs: dict) -> dict[str, str]:
 def _max_pool(r, node, name: str, attrs: dict) -> None:
     """With its Indices output, a MaxPool-8 whose indices count from axis 0: ONNX's flat index
     into the whole input, padding not counted (an unread one is dropped again before it runs:
-    runtime/unused_outputs.py)."""
+    passes/unused_outputs.py)."""
     indices = node.output[1] if len(node.output) > 1 and node.output[1] else None
     if indices and int(attrs.get("storage_order", 0)) != 0:
         r.refuse("the Indices output in column-major order (storage_order=1) is not supported")

@@ -1,6 +1,6 @@
 """A per-channel affine map with an optional ReLU: out = max(x * scale[c] + bias[c], 0).
 
-Not an op of any model format: runtime/fusion.py makes it from a chain of per-channel constant
+Not an op of any model format: passes/fusion.py makes it from a chain of per-channel constant
 Multiply/Add layers (a BatchNormalization that follows a Concat, as in DenseNet) and the ReLU
 after them, so the chain runs as one pass over memory instead of one per layer.
 """
@@ -73,7 +73,7 @@ def channel_affine_launch(x: TensorDesc, relu: bool, per_item: int = 1) -> Kerne
 
 class ChannelAffine(LayerImpl):
     """The implementation the network compiler gives the head of a fused chain: input
-    `data_port` of the head is the tensor; `chain` (runtime/fusion.py's Epilogue) gives the
+    `data_port` of the head is the tensor; `chain` (passes/fusion.py's Epilogue) gives the
     per-channel scale and bias (`scale_and_bias(channels)`), `steps` and `relu`."""
     type = "ChannelAffine"
 

@@ -41,7 +41,7 @@ from .base import Attr, register_op
 
 # below this many output channels per group, the direct kernel beats a mostly-empty GEMM tile
 DIRECT_MAX_OG = 4
-# a folded channel shuffle (runtime/shuffle_folding.py): its group, the input channel order
+# a folded channel shuffle (passes/shuffle_folding.py): its group, the input channel order
 INPUT_SHUFFLE = "customlayers.input_shuffle_group"
 
 _CONV_ATTRS = (
@@ -87,7 +87,7 @@ class _ConvBase(NamedOp):
     input_count = (2, 2)
     attributes = _CONV_ATTRS
     grouped = False
-    # runtime/fusion.py may fold a following per-channel bias Add and ReLU into the store: the
+    # passes/fusion.py may fold a following per-channel bias Add and ReLU into the store: the
     # CompileContext's epilogue then says so (with a bias, it is input 2)
     accepts_epilogue = True
     folds_scale = True

@@ -7,7 +7,7 @@
  * conv_cpu.cl's one-pixel work items took PoCL 3-4 ns per output here: the
  * bounds checks in their window kept its work-group vectorizer from vectorizing them.
  * IN_CHANNEL(c) maps an input channel to the plane read; a ShuffleChannels folded into this
- * convolution (runtime/fusion.py) makes it the shuffle's channel permutation.
+ * convolution (passes/fusion.py) makes it the shuffle's channel permutation.
  * NDRange: (ceil(OH/RB), NB * O), local (1, 1): no work-item loop around the item.
  * Needs: C O OG IH IW OH OW KH KW SY SX DY DX PY PX, RB SR SW VX (runs of 8 per output row),
  * IN_CHANNEL(c), the epilogue.

@@ -6,7 +6,7 @@
  * FUSED_PRE_RELU  1: a ReLU between the bias and the residual Add (conv, ReLU, Add, ReLU)
  * FUSED_RELU      1: the ReLU that followed is applied last
  * EPILOGUE(index, channel, v): the value to store at output element `index` (dense BFYX) of
- * channel `channel`. (runtime/fusion.py decides; all 0 gives the plain convolution)
+ * channel `channel`. (passes/fusion.py decides; all 0 gives the plain convolution)
  */
 #if FUSED_BIAS
 #define BIAS_ARG , __global const float* restrict bias

@@ -5,7 +5,7 @@
  * The patch matrix is never stored: B_AT gathers it from the input (zero outside the image).
  * Needs: NB C IH IW (input), O OH OW (output), G CG OG (groups, channels per group), KH KW, SY SX,
  * DY DX (dilations), PY PX (pads_begin), and the tile geometry of gemm.cl.
- * A fused epilogue (runtime/fusion.py) adds a per-channel bias and/or a ReLU where the result is
+ * A fused epilogue (passes/fusion.py) adds a per-channel bias and/or a ReLU where the result is
  * stored: conv_epilogue.cl defines EPILOGUE_ARGS and EPILOGUE(channel, value).
  */
 #define M OG

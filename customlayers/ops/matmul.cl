@@ -11,7 +11,7 @@
 #define A_BASE(batch) ((batch) / OB1 * A_BS0 + (batch) % OB1 * A_BS1)
 #define B_BASE(batch) ((batch) / OB1 * B_BS0 + (batch) % OB1 * B_BS1)
 /* A_STEP A_PICK: A is element A_PICK of every run of A_STEP values (a folded Gather of the
-   last axis, runtime/pick_folding.py); 1 and 0 read A as it is */
+   last axis, passes/pick_folding.py); 1 and 0 read A as it is */
 #if TRANSPOSE_A
 #define A_AT(batch, m, k) a[(A_BASE(batch) + (k) * M + (m)) * A_STEP + A_PICK]
 #else

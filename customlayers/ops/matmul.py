@@ -4,8 +4,8 @@ A fused epilogue (bias, residual, ReLU; conv_epilogue.cl) is applied where it st
 Runs on the tiled GEMM core (gemm.cl via matmul.cl), or, for a single row (M == 1: the fully
 connected layers of classification models), on a matrix-vector kernel that reads B once with
 all of the device's lanes (matmul_gemv.cl). A SoftMax or LogSoftmax of the last axis that
-followed (a classifier's head: runtime/fusion.py) runs in the same kernel, one work-group per
-row (matmul_softmax.cl). A folded last-step Gather (runtime/pick_folding.py) makes A one element
+followed (a classifier's head: passes/fusion.py) runs in the same kernel, one work-group per
+row (matmul_softmax.cl). A folded last-step Gather (passes/pick_folding.py) makes A one element
 of every run along input 0's last axis (PICK).
 """
 from __future__ import annotations
@@ -18,7 +18,7 @@ from ._program import cl_source, defines
 from ..jit.launch import Arg, DEFAULT_CONTEXT, FusedEpilogue, KernelLaunch
 
 _GEMV_WG = 64  # work items per output row in the transposed-B matrix-vector kernel
-# a folded Gather (runtime/pick_folding.py): input 0 has one more trailing axis, and A is its
+# a folded Gather (passes/pick_folding.py): input 0 has one more trailing axis, and A is its
 # element PICK along it, the Gather's index as written (negative: from the end, counted in the
 # length input 0 really has); "" (no fold): A is input 0 as it is
 PICK = "customlayers.a_pick_last"
@@ -42,7 +42,7 @@ class MatMul(NamedOp):
     type = "MatMul"
     attributes = (Attr("transpose_a", "bool", False), Attr("transpose_b", "bool", False),
                   Attr(PICK, "str", ""))
-    # runtime/fusion.py may fold a following bias Add (along the output's axis 1: a Gemm's
+    # passes/fusion.py may fold a following bias Add (along the output's axis 1: a Gemm's
     # bias), a residual Add and a ReLU into the store (ONNX Gemm + Relu: one kernel)
     accepts_epilogue = True
     # ... and a SoftMax/LogSoftmax of the last axis after it (Linear + bias + LogSoftmax)

@@ -1,5 +1,5 @@
 /* MatMul whose rows end in a SoftMax or LogSoftmax of the last axis (a classifier's head:
- * Linear, bias, (Log)Softmax, one launch where there were two; runtime/fusion.py decides).
+ * Linear, bias, (Log)Softmax, one launch where there were two; passes/fusion.py decides).
  *
  * One work-group of WG items per output row (batch, m): each item computes the row's outputs
  * n = t, t + WG, ... (the K terms in order, then the epilogue: bias, ReLU, residual) into

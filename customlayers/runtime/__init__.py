@@ -13,7 +13,6 @@ reference_check.py  comparing outputs with a Python reference (check, run --chec
 resolver.py   what implements each node: loaded layers first, then built-ins
 layer_shapes.py  a loaded layer's output shapes for a model being read (constants, symbolic dims)
 layer_input_types.py  the element type each input of a layer takes when it runs alone
-fusion.py     epilogue fusion and channel-affine chains
 compiler.py   a graph compiled for concrete shapes: steps, memory plan, programs
 planner.py    memory planning by tensor lifetime
 device_memory.py  what a run allocates, checked against the device before the first buffer;

@@ -1,6 +1,6 @@
 """Compiling a network's graph for concrete input shapes (clDNN's "program" step).
 
-Every layer node has an implementation (resolver.py; fusion.py may replace a chain's head with a
+Every layer node has an implementation (resolver.py; passes/fusion.py may replace a chain's head with a
 ChannelAffine), and every implementation is asked the same two questions through the one layer
 interface (jit/layer.py): its output tensors, then its work as stages of KernelLaunch values.
 The compiler checks the answers against the model, folds fused epilogues, wires the stages'
@@ -22,7 +22,7 @@ from ..jit.layer import LayerCall, LayerImpl, LayerWork
 from ..jit.tensor import TensorDesc
 from .concat_in_place import ConcatCandidate, place_concat_inputs
 from .device_memory import Need, check_fits
-from .fusion import FusionPlan
+from ..passes.fusion import FusionPlan
 from .parallel_build import build_programs
 from .plan import CompiledPlan, Step, TensorKey
 from .planner import MemoryPlan, TensorLife, plan_memory

@@ -1,10 +1,10 @@
 """Network: a graph compiled once for one device, then run many times (clDNN's split).
 
-The network asks its resolver what implements every layer (resolver.py: loaded layers first,
-then built-ins), plans fusion once for the graph (fusion.py), finds the inputs compiled in by
-value, and keeps one compiled plan per set of input shapes (compiler.py makes them: shapes,
-fusion, launches, memory, builds). Running is done by InferRequest (request.py), pooled here per
-plan.
+The network rewrites its graph (passes/: PASSES), asks its resolver what implements every layer
+(resolver.py: loaded layers first, then built-ins), plans fusion once for the graph
+(passes/fusion.py), finds the inputs compiled in by value, and keeps one compiled plan per set
+of input shapes (compiler.py makes them: shapes, fusion, launches, memory, builds). Running is
+done by InferRequest (request.py), pooled here per plan.
 
 Thread safety: `infer` and `infer_async` may be called from several threads at once: picking an
 idle request and starting it is one step under the network's lock, so no two threads share a
@@ -22,9 +22,10 @@ from ..errors import ConfigError, DeviceError, ModelError
 from ..graph.graph import Graph
 from ..graph.load import read_model
 from ..jit.tensor import TensorDesc
+from ..passes import PASSES
+from ..passes.fusion import FusionPlan, plan_network_fusion
 from .compiler import PlanOptions, compile_plan
 from .device import Engine
-from .fusion import FusionPlan, plan_network_fusion
 from .limits import device_traits, has_fp16, has_fp64
 from .kernel_release import release_requests
 from .plan import CompiledPlan
@@ -32,10 +33,6 @@ from .request import InferRequest
 from .resolver import Resolver
 from .stream import run_stream
 from .tuning import DEFAULT_MODE, Tuner, TuningStats, check_mode
-from .shuffle_folding import fold_channel_shuffles
-from .pick_folding import fold_picks_into_matmuls
-from .unused_outputs import drop_unused_pool_indices
-from .window_folding import fold_into_convolutions
 
 # A graph input that a built-in op reads as a compile-time constant (a Reshape target, an
 # Expand shape, Tile repeats) is compiled in by value; more elements than this is not a shape.
@@ -83,18 +80,14 @@ class Network:
         _check_same_device(engine, registry)
         self.engine = engine
         self.profiling = profiling
-        self.fuse = fuse                   # epilogue fusion (runtime/fusion.py)
+        self.fuse = fuse                   # graph rewrites and epilogue fusion (passes/)
         self.messages: list[str] = []      # informational messages (overrides, memory plan)
-        if fuse:      # zero Pads and causal Slices around convolutions become their padding,
-            # channel shuffles before depthwise convolutions the order they read channels in,
-            # a last-step Gather before a MatMul the element the MatMul reads
+        if fuse:      # the graph rewrites (passes/__init__.py), in their order
             def is_builtin(n):
                 return self.resolver.find(n) is self.resolver.builtins.get(n.type)
-            self.graph, folds = fold_into_convolutions(graph, is_builtin)
-            self.graph, shuffles = fold_channel_shuffles(self.graph, is_builtin)
-            self.graph, unused = drop_unused_pool_indices(self.graph, is_builtin)
-            self.graph, picks = fold_picks_into_matmuls(self.graph, is_builtin)
-            self.messages += folds + shuffles + unused + picks
+            for rewrite in PASSES:
+                self.graph, notes = rewrite(self.graph, is_builtin)
+                self.messages += notes
         self._order = self.graph.topological_order()
         self._impls, notes = self.resolver.resolve(self._order)
         self.messages += notes

@@ -117,7 +117,7 @@ CASES = [
     # the TCN's layer, smaller: kernel 7, dilation 4, the ONNX export's pads on both sides;
     # OG = 25 is no multiple of 4, 8 or 28; OW = 150 spans 2-3 work-groups of 64, the last cut
     ("tcn", (2, 25, 150), (25, 25, 7), _attrs(1, dilations=(4,), pb=(24,), pe=(24,))),
-    # the same with the causal Slice folded (runtime/window_folding.py): pads_end shrinks by
+    # the same with the causal Slice folded (passes/window_folding.py): pads_end shrinks by
     # the cut, the output is the input's length
     ("tcn folded slice", (2, 25, 150), (25, 25, 7), _attrs(1, dilations=(4,), pb=(24,),
                                                           pe=(0,))),

@@ -125,7 +125,7 @@ def test_errors_name_the_layer():
     ((6, 21, 9), (13, 21), True),         # M == 6: the tiled GEMM
 ])
 def test_a_picked_from_a_longer_last_axis(cl_env, device, ashape, bshape, tb):
-    """MatMul's PICK (a folded Gather, runtime/pick_folding.py): A is element 4 of input 0's
+    """MatMul's PICK (a folded Gather, passes/pick_folding.py): A is element 4 of input 0's
     last axis, on each kernel (matrix-vector on a CPU and a GPU, and the tiled GEMM)."""
     from customlayers.ops.matmul import PICK
     rng = np.random.default_rng(11)

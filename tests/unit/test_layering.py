@@ -1,6 +1,7 @@
 """The floors of ARCHITECTURE.md hold: import-linter's contracts in pyproject.toml (layers
-cli, integrations > runtime > ops > jit > config, graph > errors, settings; no pyopencl under
-config, jit, graph or ops; Ray only in integrations) pass, and they do catch an upward import."""
+cli, integrations > runtime > passes > ops > jit > config, graph > errors, settings; no pyopencl
+under config, jit, graph, ops or passes; Ray only in integrations) pass, and they do catch an
+upward import."""
 from __future__ import annotations
 
 import shutil
@@ -39,6 +40,20 @@ def test_an_upward_import_breaks_a_contract(tmp_path):
     assert done.returncode != 0
     assert "1 kept, 2 broken" in done.stdout
     assert "customlayers.jit.tensor -> customlayers.runtime.build" in done.stdout
+
+
+def test_a_pass_that_imports_runtime_breaks_a_contract(tmp_path):
+    # the graph passes run without a device: one that reaches for runtime/ (and so pyopencl)
+    # breaks the floors and the OpenCL contract
+    shutil.copytree(ROOT / "customlayers", tmp_path / "customlayers",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    bad = tmp_path / "customlayers" / "passes" / "graph_edit.py"
+    bad.write_text(bad.read_text() + "\nfrom ..runtime import device  # noqa\n")
+    done = lint_imports(tmp_path)
+    assert done.returncode != 0
+    assert "1 kept, 2 broken" in done.stdout
+    assert "customlayers.passes.graph_edit -> customlayers.runtime.device" in done.stdout
 
 
 def test_ray_outside_integrations_breaks_a_contract(tmp_path):

@@ -16,7 +16,7 @@ from ..errors import CustomLayersError
 from ..graph.graph import Graph
 from ..ops import get_op
 from ..ops.matmul import PICK
-from .window_folding import const_input, rebuilt_graph, sole_consumer
+from .graph_edit import const_input, rebuilt_graph, sole_consumer
 
 
 def fold_picks_into_matmuls(graph: Graph, is_builtin) -> tuple[Graph, list[str]]:

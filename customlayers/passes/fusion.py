@@ -26,6 +26,7 @@ from ..jit.layer import LayerImpl
 from ..ops import get_op
 from ..ops.affine import ChannelAffine
 from ..ops.matmul import ROW_SOFTMAX_MAX, ROW_SOFTMAX_MAX_ROWS, ROW_SOFTMAX_MAX_WEIGHTS
+from .graph_edit import sole_layer_reading_only_output
 
 _ELTWISE = {"Add": "add", "Multiply": "mul"}
 
@@ -70,14 +71,6 @@ class Epilogue:
             else:
                 scale, bias = scale * value, bias * value
         return scale, bias
-
-
-def _sole_consumer(graph: Graph, node: Node) -> Node | None:
-    users = graph.consumers(node.id, 0)
-    if len(users) != 1 or len(node.outputs) != 1:
-        return None
-    consumer = graph.nodes[users[0][0]]
-    return None if consumer.type == "Result" else consumer
 
 
 # layers that only give a constant another shape (ONNX models unsqueeze BatchNorm parameters)
@@ -146,7 +139,7 @@ def plan_fusions(graph: Graph, order: list[Node], fusable: set[str], is_custom,
             kind = _last_axis_softmax(graph, last, is_custom)
             if kind:
                 ep.row_softmax = kind
-                ep.absorbed.append(_sole_consumer(graph, last).id)
+                ep.absorbed.append(sole_layer_reading_only_output(graph, last).id)
         if ep.absorbed:
             plans[node.id] = ep
     return plans
@@ -159,7 +152,7 @@ def _extend_chain(graph: Graph, last: Node, channels: int, ep: Epilogue, is_cust
     `residual_before`) a residual Add, then the ReLU that follow `last`, each the sole consumer
     of the one before. A residual Add's other input must be of the output's own shape and
     produced before order position `residual_before` (the layer reads it as it stores)."""
-    nxt = _sole_consumer(graph, last)
+    nxt = sole_layer_reading_only_output(graph, last)
     while nxt is not None and _is_eltwise(nxt, is_custom):
         kind = _ELTWISE[nxt.type]
         if kind == "mul" and not allow_scale:
@@ -170,9 +163,9 @@ def _extend_chain(graph: Graph, last: Node, channels: int, ep: Epilogue, is_cust
         ep.steps.append((kind, value))
         ep.absorbed.append(nxt.id)
         last = nxt
-        nxt = _sole_consumer(graph, last)
+        nxt = sole_layer_reading_only_output(graph, last)
     relu_first = nxt is not None and _is_plain_relu(nxt, is_custom)
-    add = _sole_consumer(graph, nxt) if relu_first else nxt
+    add = sole_layer_reading_only_output(graph, nxt) if relu_first else nxt
     if residual_before is not None and add is not None and add.type == "Add" and \
             _is_eltwise(add, is_custom) and len(add.inputs) == 2:
         other = _residual_input(graph, add, (nxt if relu_first else last).id, position,
@@ -184,7 +177,7 @@ def _extend_chain(graph: Graph, last: Node, channels: int, ep: Epilogue, is_cust
             ep.residual = other
             ep.absorbed.append(add.id)
             last = add
-            nxt = _sole_consumer(graph, last)
+            nxt = sole_layer_reading_only_output(graph, last)
     if nxt is not None and _is_plain_relu(nxt, is_custom):
         ep.relu = True
         ep.absorbed.append(nxt.id)
@@ -206,7 +199,7 @@ def _last_axis_softmax(graph: Graph, last: Node, is_custom) -> str:
     """"softmax" or "logsoftmax" when the sole consumer of `last` is a built-in SoftMax or
     LogSoftmax of the last axis of an f32 tensor of rank 2 or more whose rows have at most
     ROW_SOFTMAX_MAX values; else ""."""
-    nxt = _sole_consumer(graph, last)
+    nxt = sole_layer_reading_only_output(graph, last)
     if nxt is None or nxt.type not in ("SoftMax", "LogSoftmax") or is_custom(nxt):
         return ""
     shape = nxt.outputs[0].shape if nxt.outputs else None

@@ -19,9 +19,7 @@ import numpy as np
 
 from ..graph.graph import Graph, Node
 from ..ops.conv import DIRECT_MAX_OG, INPUT_SHUFFLE
-from .window_folding import rebuilt_graph, sole_consumer, const_input
-
-_CONVS = ("Convolution", "GroupConvolution")
+from .graph_edit import CONVOLUTIONS, const_input, rebuilt_graph, sole_consumer
 
 
 def fold_channel_shuffles(graph: Graph, is_builtin) -> tuple[Graph, list[str]]:
@@ -94,7 +92,7 @@ def _order(graph: Graph, transpose: Node) -> tuple[int, ...] | None:
 def _reads_channels_one_by_one(graph: Graph, conv: Node) -> bool:
     """A 2-D convolution with one input channel per group and few outputs per group, whose
     weights have a known shape."""
-    if conv.type not in _CONVS or len(conv.inputs) < 2:
+    if conv.type not in CONVOLUTIONS or len(conv.inputs) < 2:
         return False
     w = tuple(conv.inputs[1].shape or ())
     rank = 5 if conv.type == "GroupConvolution" else 4

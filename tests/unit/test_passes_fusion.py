@@ -2,7 +2,7 @@
 import numpy as np
 
 from customlayers.graph.graph import Graph, Node, Port
-from customlayers.runtime.fusion import plan_fusions
+from customlayers.passes.fusion import plan_fusions
 
 
 def _graph(bias_shape=(1, 8, 1, 1), extra_user=False, relu=True):
@@ -60,7 +60,7 @@ def test_custom_layers_are_not_fused():
 
 
 def test_scale_then_bias_collapse_per_channel():
-    from customlayers.runtime.fusion import Epilogue
+    from customlayers.passes.fusion import Epilogue
     ep = Epilogue(steps=[("add", np.array([1.0, 1.0])), ("mul", np.array([2.0, 3.0])),
                          ("add", np.array([0.5, -1.0]))])
     scale, bias = ep.scale_and_bias(2)
@@ -98,7 +98,7 @@ def _affine_graph(extra_user=False):
 
 
 def test_a_normalization_after_concat_becomes_one_affine_chain():
-    from customlayers.runtime.fusion import plan_affine_chains
+    from customlayers.passes.fusion import plan_affine_chains
     g = _affine_graph()
     chains = plan_affine_chains(g, g.topological_order(), lambda n: False, set())
     assert list(chains) == ["mul"]
@@ -107,7 +107,7 @@ def test_a_normalization_after_concat_becomes_one_affine_chain():
 
 
 def test_an_affine_chain_stops_where_a_value_has_another_user():
-    from customlayers.runtime.fusion import plan_affine_chains
+    from customlayers.passes.fusion import plan_affine_chains
     g = _affine_graph(extra_user=True)
     # mul's output is also a network output: mul stays alone; add + relu still fuse
     chains = plan_affine_chains(g, g.topological_order(), lambda n: False, set())

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..graph.graph import Graph
-from .window_folding import rebuilt_graph
+from .graph_edit import rebuilt_graph
 
 
 def drop_unused_pool_indices(graph: Graph, is_builtin) -> tuple[Graph, list[str]]:

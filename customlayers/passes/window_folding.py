@@ -18,8 +18,7 @@ from dataclasses import replace
 import numpy as np
 
 from ..graph.graph import Graph, Node
-
-_CONVS = ("Convolution", "GroupConvolution")
+from .graph_edit import CONVOLUTIONS, const_input, rebuilt_graph, sole_consumer
 
 
 def fold_into_convolutions(graph: Graph, is_builtin) -> tuple[Graph, list[str]]:
@@ -33,7 +32,7 @@ def fold_into_convolutions(graph: Graph, is_builtin) -> tuple[Graph, list[str]]:
         if node.type != "Pad" or not is_builtin(node):
             continue
         conv = sole_consumer(graph, node, port=0)
-        if conv is None or conv.type not in _CONVS or not is_builtin(conv) or \
+        if conv is None or conv.type not in CONVOLUTIONS or not is_builtin(conv) or \
                 graph.producer(conv.id, 0)[0] != node.id:
             continue
         pads = _spatial_pads(graph, node)
@@ -85,24 +84,6 @@ def fold_into_convolutions(graph: Graph, is_builtin) -> tuple[Graph, list[str]]:
     return rebuilt_graph(graph, convs, drop, redirect), notes
 
 
-def rebuilt_graph(graph: Graph, changed: dict[str, Node], drop: set[str], redirect) -> Graph:
-    """A new graph: nodes in model order without `drop`, edges rewired by `redirect`, and the
-    constants only dropped nodes read removed too."""
-    used = {e.src for e in graph.edges if e.dst not in drop}
-    dead_consts = {nid for nid, n in graph.nodes.items()
-                   if n.type == "Const" and nid not in used}
-    new = Graph(graph.name)
-    for nid, node in graph.nodes.items():
-        if nid not in drop and nid not in dead_consts:
-            new.add_node(changed.get(nid, node))
-    for e in graph.edges:
-        if e.dst in drop or e.dst in dead_consts:
-            continue
-        src = redirect.get((e.dst, e.dst_port), (e.src, e.src_port))
-        new.connect(src[0], src[1], e.dst, e.dst_port)
-    return new
-
-
 def _conv_before(graph: Graph, sl: Node, is_builtin):
     """(convolution, [(layer, data port)...]) when the Slice reads a convolution through only
     per-channel layers (a bias Add or Multiply of a constant, a ReLU), each the sole consumer of
@@ -114,7 +95,7 @@ def _conv_before(graph: Graph, sl: Node, is_builtin):
         prev = graph.nodes[src]
         if port != 0 or sole_consumer(graph, prev, port=0) is not node or not is_builtin(prev):
             return None
-        if prev.type in _CONVS:
+        if prev.type in CONVOLUTIONS:
             return prev, chain
         if prev.type == "ReLU":
             data_port = 0
@@ -133,18 +114,6 @@ def _length_free_const(graph: Graph, node: Node, port: int) -> bool:
     """Input `port` is a constant that is the same all along the last axis."""
     value = const_input(graph, node, port)
     return value is not None and (value.ndim < 1 or value.shape[-1] == 1)
-
-
-def sole_consumer(graph: Graph, node: Node, port: int) -> Node | None:
-    users = graph.consumers(node.id, port)
-    return graph.nodes[users[0][0]] if len(users) == 1 else None
-
-
-def const_input(graph: Graph, node: Node, port: int):
-    if port >= len(node.inputs):
-        return None
-    src = graph.nodes[graph.producer(node.id, port)[0]]
-    return np.asarray(src.value) if src.type == "Const" and src.value is not None else None
 
 
 def _auto_pad(node: Node) -> str:

@@ -1,0 +1,37 @@
+"""passes: the graph rewrites a Network makes before it compiles, and its fusion plan.
+
+The floor between runtime (above) and ops, jit, graph (below): pure Python over
+graph.graph.Graph, run and tested without a device. A module here may import graph/, jit/,
+ops/ (the facts a rewrite hands to a built-in op, such as conv.INPUT_SHUFFLE) and
+errors/settings; never runtime/ or pyopencl (import-linter contracts in pyproject.toml).
+
+graph_edit.py      what every pass reads and rebuilds a graph with (sole_consumer, const_input,
+                   rebuilt_graph)
+window_folding.py  zero Pads and causal Slices around convolutions become their padding
+shuffle_folding.py channel shuffles before depthwise convolutions become their channel order
+unused_outputs.py  MaxPool index outputs nobody reads are not computed
+pick_folding.py    a last-step Gather before a MatMul becomes the element the MatMul reads
+fusion.py          the fusion plan (epilogues, channel-affine chains), made after resolution
+                   from the layers' LayerImpl (not a rewrite: see Network)
+
+PASSES is the ordered list Network runs (when it fuses) before it resolves the layers. Every
+entry is a function (graph, is_builtin) -> (the rewritten graph, one note per change), with
+is_builtin(node) true when the node runs its type's built-in (only those are rewritten), and
+returns the graph itself with no notes when nothing changes. Adding a rewrite is one module
+here and one entry below.
+"""
+from __future__ import annotations
+
+from .pick_folding import fold_picks_into_matmuls
+from .shuffle_folding import fold_channel_shuffles
+from .unused_outputs import drop_unused_pool_indices
+from .window_folding import fold_into_convolutions
+
+# in this order: a Pad folded into a convolution first, then the shuffles (read by the
+# convolutions the first pass may have changed), then the pool indices, then the picks
+PASSES = (
+    fold_into_convolutions,
+    fold_channel_shuffles,
+    drop_unused_pool_indices,
+    fold_picks_into_matmuls,
+)
