@@ -55,8 +55,11 @@ def compile_plan(graph: Graph, order: Sequence[Node], impls: Mapping[str, LayerI
     steps: list[Step] = []
     notes: list[str] = []
     inputs: list[tuple[str, TensorKey]] = []
-    outputs: list[tuple[str, TensorKey]] = []
     concats: list[ConcatCandidate] = []       # layers whose output is their inputs end to end
+    # output name -> (its Result's place among the model's outputs, the tensor): the outputs
+    # come in the model's order, not the order the layers run in
+    results: dict[str, tuple[int, TensorKey]] = {}
+    result_rank = {n.id: i for i, n in enumerate(graph.results)}
 
     for node in order:
         try:
@@ -81,8 +84,9 @@ def compile_plan(graph: Graph, order: Sequence[Node], impls: Mapping[str, LayerI
             in_keys = [graph.producer(node.id, i) for i in range(len(node.inputs))]
             in_descs = [descs[k] for k in in_keys]
             if node.type == "Result":
-                outputs.append((_output_name(graph, node, in_keys[0],
-                                             {n for n, _ in outputs}), in_keys[0]))
+                name = _output_name(graph, node, in_keys[0], results)
+                if name is not None:
+                    results[name] = (result_rank[node.id], in_keys[0])
                 continue
             impl = fusion.replaced.get(node.id) or impls[node.id]
             _check_input_count(node, impl)
@@ -131,6 +135,8 @@ def compile_plan(graph: Graph, order: Sequence[Node], impls: Mapping[str, LayerI
                 e.context = node.describe()
             raise
 
+    outputs = [(name, key) for name, (_, key) in sorted(results.items(),
+                                                        key=lambda item: item[1][0])]
     in_place = place_concat_inputs(steps, concats, descs, alias, consts,
                                    [k for _, k in inputs], [k for _, k in outputs],
                                    options.concat_alignment)
@@ -149,15 +155,20 @@ def compile_plan(graph: Graph, order: Sequence[Node], impls: Mapping[str, LayerI
                         seconds=seconds, device_bytes=device_bytes)
 
 
-def _output_name(graph: Graph, result: Node, src, taken: set) -> str:
+def _output_name(graph: Graph, result: Node, src, taken: dict) -> str | None:
     """The name an output is returned under: the graph's own name for it (an ONNX graph output
     names the Result's input port, also when an Identity or Dropout made it the value of
     another name), else the tensor's first name (an IR producer's port names), else the Result
-    layer's name. Two Results of one tensor are two outputs: a name already taken gives way to
-    the Result layer's own name."""
+    layer's name. None for a graph output listed twice (ONNX allows it): it is returned once.
+    Two Results of one tensor under one tensor name (an IR) are two outputs: the second takes
+    the Result layer's own name. `taken`: name -> (rank, tensor) of the outputs so far."""
     own = result.inputs[0].names if result.inputs else ()
     names = own or graph.nodes[src[0]].outputs[src[1]].names
     name = names[0] if names else result.name
+    if name in taken and own:
+        if taken[name][1] == src:
+            return None
+        raise ModelError(f"{result.describe()}: two outputs of the model are named '{name}'")
     if name in taken:
         name = result.name
     if name in taken:

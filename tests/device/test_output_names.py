@@ -95,3 +95,26 @@ def test_device_output_buffers_by_the_graph_names(engine, tmp_path, cl_env):
         host = np.empty_like(x)
         cl.enqueue_copy(engine.queue, host, buf)
         np.testing.assert_array_equal(host, np.maximum(x, 0))
+
+
+def test_an_output_listed_twice_is_returned_once_under_its_name(engine, tmp_path):
+    """ONNX lets a graph list one output twice (ONNX Runtime returns it twice); a dict holds it
+    once, under its own name (it came back a second time as 'y/sink', a name not in the
+    model)."""
+    nodes = [helper.make_node("Relu", ["x"], ["y"]), helper.make_node("Sigmoid", ["x"], ["z"])]
+    path = _model(tmp_path, nodes, ["y", "z", "y"])
+    x = np.random.default_rng(8).standard_normal(SHAPE).astype(np.float32)
+    net = Network(path, None, engine, tuning="off")
+    got = net.infer({"x": x})
+    assert list(got) == net.output_names == ["y", "z"]
+    np.testing.assert_array_equal(got["y"], np.maximum(x, 0))
+
+
+def test_outputs_come_in_the_models_order(engine, tmp_path):
+    """The order of the graph's outputs, not the order the layers run in (an output that is
+    the input passed through came first)."""
+    nodes = [helper.make_node("Relu", ["x"], ["r"]), helper.make_node("Identity", ["r"], ["a"]),
+             helper.make_node("Sigmoid", ["r"], ["b"]), helper.make_node("Identity", ["x"], ["i"])]
+    ours, got, want = _both(engine, _model(tmp_path, nodes, ["b", "r", "i", "a"]))
+    _assert_same(ours, got, want)
+    assert list(got) == ["b", "r", "i", "a"]
