@@ -133,8 +133,8 @@ def data_sets(case: Case, model) -> list[tuple[dict, list[np.ndarray]]]:
 
 def unsupported_ops(model) -> list[str]:
     """Standard ONNX op types of the model the reader has no translation for (sorted)."""
-    from customlayers.graph import onnx_reader
-    known = set(onnx_reader.TRANSLATIONS) | set(onnx_reader.UNARY) | set(onnx_reader.BINARY)
+    from customlayers.graph.onnx.table import TRANSLATIONS
+    known = set(TRANSLATIONS)
     return sorted({n.op_type for n in model.graph.node
                    if n.domain in ("", "ai.onnx") and n.op_type not in known})
 
@@ -196,7 +196,7 @@ def compare(got: np.ndarray, want: np.ndarray, rtol: float, atol: float) -> str:
 def run_case(case: Case, engine=None) -> Outcome:
     """Classify one case: read, compile, run every data set, compare."""
     import onnx
-    from customlayers.graph.onnx_reader import read_onnx
+    from customlayers.graph.onnx.reader import read_onnx
     from customlayers.runtime.network import Network
 
     model = onnx.load(str(case.model))

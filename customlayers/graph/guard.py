@@ -1,7 +1,7 @@
 """The readers' last line of defence: a failure that no explicit check foresaw still becomes a
 located ModelError, never a traceback.
 
-Every defect the readers know of is checked before it can fail (limits.py, onnx_checks.py, the
+Every defect the readers know of is checked before it can fail (limits.py, onnx/checks.py, the
 checks in ir.py and the translations). What slips through a check that is missing is caught here,
 named by its place ("node 3 'conv' (Conv)"), and marked `unchecked = True`, so that the fuzz
 campaign (scripts/fuzz_models.py) and the property tests count it as a missing check to add,

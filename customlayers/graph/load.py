@@ -24,7 +24,7 @@ def read_model(path, weights=None, custom_shapes=None) -> Graph:
         from .ir import read_ir
         return read_ir(p, weights)
     if suffix == ".onnx":
-        from .onnx_reader import read_onnx
+        from .onnx.reader import read_onnx
         return read_onnx(p, custom_shapes)
     raise ModelError(f"{p}: unknown model format '{suffix}'; expected an OpenVINO IR .xml or an "
                      f".onnx file")

@@ -42,7 +42,7 @@ MAX_VALUE_INPUT_ELEMENTS = 64
 class Network:
     """A model compiled for a device. `infer` runs it; `create_request` gives parallel requests.
 
-    graph: a Graph (graph/ir.py, graph/onnx_reader.py) or a path to a model file.
+    graph: a Graph (graph/ir.py, graph/onnx/reader.py) or a path to a model file.
     registry: custom layers (runtime/registry.py); None = built-ins only.
     input_shapes: name -> shape for inputs whose size the model leaves open.
     input_values: name -> array for the value inputs (`value_inputs`: graph inputs a built-in

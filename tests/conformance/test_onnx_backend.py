@@ -122,7 +122,7 @@ def test_light_model_matches_expected_output(name, engine):
 def test_light_model_with_random_weights_matches_onnxruntime(name, engine):
     ort = pytest.importorskip("onnxruntime")
     import onnx
-    from customlayers.graph.onnx_reader import read_onnx
+    from customlayers.graph.onnx.reader import read_onnx
     from customlayers.runtime.network import Network
     path = light_onnx(name)
     model = onnx.load(str(path))
@@ -193,7 +193,7 @@ def test_small_op_matches_onnxruntime(op, attrs, n_in, engine, tmp_path):
     ort = pytest.importorskip("onnxruntime")
     import onnx
     from onnx import TensorProto, helper, numpy_helper
-    from customlayers.graph.onnx_reader import read_onnx
+    from customlayers.graph.onnx.reader import read_onnx
     from customlayers.runtime.network import Network
     rng = np.random.default_rng(3)
     x = rng.standard_normal((2, 3, 4, 5)).astype(np.float32) + 0.1

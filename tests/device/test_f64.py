@@ -13,7 +13,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from customlayers.errors import BindingError
-from customlayers.graph.onnx_reader import read_onnx
+from customlayers.graph.onnx.reader import read_onnx
 from customlayers.runtime import network as network_module
 from customlayers.runtime.network import Network
 

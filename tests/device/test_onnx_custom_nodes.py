@@ -119,7 +119,7 @@ def test_a_shape_formula_with_a_symbolic_batch(tmp_path, engine):
     model = _save(tmp_path / "m.onnx", [
         helper.make_node("ReorgYolo", ["x"], ["r"], name="reorg", domain=DOMAIN, stride=2),
         helper.make_node("GlobalMaxPool", ["r"], ["y"], name="gmp")], ["N", 4, 6, 8])
-    from customlayers.graph.onnx_reader import read_onnx
+    from customlayers.graph.onnx.reader import read_onnx
     from customlayers.runtime.registry import Registry
     from customlayers.runtime.resolver import Resolver
     registry = Registry(engine)

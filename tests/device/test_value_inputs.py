@@ -11,7 +11,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from customlayers.errors import ModelError
-from customlayers.graph.onnx_reader import read_onnx
+from customlayers.graph.onnx.reader import read_onnx
 from customlayers.runtime.network import Network
 
 

@@ -1,6 +1,7 @@
-"""Reading an .onnx file with its large initializers left in the file's bytes (onnx_file.py),
-and shape inference on a skeleton without their data (onnx_shapes.py): the same model, the same
-values and the same inferred shapes as protobuf's full parse and ONNX's full inference."""
+"""Reading an .onnx file with its large initializers left in the file's bytes
+(graph/onnx/file.py), and shape inference on a skeleton without their data
+(graph/onnx/shapes.py): the same model, the same values and the same inferred shapes as
+protobuf's full parse and ONNX's full inference."""
 from __future__ import annotations
 
 import numpy as np
@@ -8,11 +9,11 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from customlayers.graph import onnx_file
-from customlayers.graph.onnx_checks import tensor_array
-from customlayers.graph.onnx_file import CUT_BYTES, load_model_file
-from customlayers.graph.onnx_reader import read_onnx
-from customlayers.graph.onnx_shapes import MAX_VALUE_ELEMENTS, infer_shapes, skeleton
+from customlayers.graph.onnx import file as onnx_file
+from customlayers.graph.onnx.checks import tensor_array
+from customlayers.graph.onnx.file import CUT_BYTES, load_model_file
+from customlayers.graph.onnx.reader import read_onnx
+from customlayers.graph.onnx.shapes import MAX_VALUE_ELEMENTS, infer_shapes, skeleton
 
 
 def conv_model(weights: np.ndarray, extra_inits=(), nodes=()) -> onnx.ModelProto:

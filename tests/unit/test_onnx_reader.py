@@ -10,7 +10,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from customlayers.errors import ModelError
-from customlayers.graph.onnx_reader import read_onnx
+from customlayers.graph.onnx.reader import read_onnx
 
 
 def save(tmp_path, nodes, inputs, outputs, inits=(), opset=13, name="m.onnx", extra_opsets=()):

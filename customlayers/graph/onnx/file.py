@@ -15,11 +15,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..files import read_user_file
-from .limits import MAX_MODEL_BYTES
+from ...files import read_user_file
+from ..limits import MAX_MODEL_BYTES
 
 # raw_data longer than this is cut out: more than 1024 elements of any type (8 bytes at most per
-# element), so shape inference still sees every value it may read (onnx_shapes.py)
+# element), so shape inference still sees every value it may read (shapes.py)
 CUT_BYTES = 8 * 1024
 
 _GRAPH, _INITIALIZER, _RAW_DATA, _DATA_LOCATION = 7, 5, 9, 14

@@ -1,14 +1,15 @@
-"""The registry of ONNX -> IR op translations, and the helpers they share.
+"""What the ONNX -> IR op translations share: @translates, which registers them, and the
+helpers they read nodes and emit IR with.
 
 A translation is f(reader, node, name, attrs), registered for its ONNX op types with
 @translates; it reads the ONNX node (attrs decoded by onnx.helper) and emits IR nodes through
 reader.emit / reader.const, so the IR ops and attribute text the built-in ops read come out
 (ints "1, 1", floats as the shortest float32 text). The translations live by kind of op in
-onnx_ops_nn.py, onnx_ops_tensor.py and onnx_ops_math.py; importing this module registers them
-all (at its end).
+ops_nn.py, ops_tensor.py and ops_math.py, which import this module; it imports none of them.
+The table the reader asks is assembled in table.py, which imports them all.
 
 Before a translation runs, the reader has checked the node against ONNX's schema of its op for
-the model's opset (onnx_checks.check_node): the input and output counts, the attribute names and
+the model's opset (checks.check_node): the input and output counts, the attribute names and
 types, the required attributes. So a translation may index the inputs the schema requires and
 read the attributes it requires; optional inputs go through optional_input / const_input, and
 the values (an axis, a group, a perm, pads per axis, a constant's contents) are checked here with
@@ -18,7 +19,9 @@ from __future__ import annotations
 
 import numpy as np
 
-TRANSLATIONS: dict = {}     # ONNX op_type -> translation
+# ONNX op_type -> translation, filled by @translates as the op modules are imported; read it
+# through table.TRANSLATIONS, which is sure to have imported them all
+REGISTERED: dict = {}
 
 
 def ints_text(values) -> str:
@@ -31,9 +34,14 @@ def float_text(value) -> str:
 
 
 def translates(*op_types):
+    """Register the decorated translation for `op_types`. An op registered twice is a
+    programming error (two tables that drifted apart), refused when the module is imported."""
     def register(fn):
         for op in op_types:
-            TRANSLATIONS[op] = fn
+            if op in REGISTERED:
+                raise ValueError(f"ONNX op {op} has two translations: {REGISTERED[op].__name__} "
+                                 f"and {fn.__name__}")
+            REGISTERED[op] = fn
         return fn
     return register
 
@@ -129,6 +137,22 @@ def keep_axes(shape, axes) -> tuple | None:
     return tuple(1 if i in axes else d for i, d in enumerate(shape))
 
 
-# Importing the op modules is what fills TRANSLATIONS. They import the helpers above, so they
-# come last (one imported on its own first still works: it finds these names defined).
-from . import onnx_ops_math, onnx_ops_nn, onnx_ops_tensor  # noqa: E402,F401
+
+def legacy_broadcast(r, a: str, b: str, axis, name: str) -> str:
+    """Opset < 7 `broadcast=1`: B (of lower rank) lines up with A's axes from `axis`
+    (default: with A's last axes, which is numpy's rule). Numpy broadcasting aligns at the
+    end, so B is reshaped with trailing 1s."""
+    if axis is None:
+        return b
+    shape_a, shape_b = r.known_shape(a), r.known_shape(b)
+    if shape_a is None or shape_b is None or any(d is None for d in shape_b):
+        r.refuse(f"legacy broadcasting (broadcast=1 with axis, opset < 7) needs the ranks "
+                 f"of both inputs and B's shape; found {shape_a} and {shape_b}")
+    axis = int(axis) + len(shape_a) if int(axis) < 0 else int(axis)
+    if not 0 <= axis <= len(shape_a) - len(shape_b):
+        r.refuse(f"legacy broadcasting: B of shape {list(shape_b)} does not fit A of "
+                 f"shape {list(shape_a)} from axis {axis}")
+    target = tuple(shape_b) + (1,) * (len(shape_a) - axis - len(shape_b))
+    if target == tuple(shape_b):
+        return b
+    return reshaped(r, b, list(target), f"{name}/broadcast_b")

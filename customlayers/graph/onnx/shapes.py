@@ -160,7 +160,7 @@ def skeleton(onnx, model):
 
 def _is_large(tensor) -> bool:
     dims = tensor.dims
-    # a negative dim is the reader's to report (onnx_checks.tensor_array): kept as it is
+    # a negative dim is the reader's to report (checks.tensor_array): kept as it is
     return all(d >= 0 for d in dims) and math.prod(dims) > MAX_VALUE_ELEMENTS
 
 

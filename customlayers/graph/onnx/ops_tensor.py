@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .limits import MAX_DIM, element_count
-from .onnx_checks import enum_name
-from .onnx_ops import axis_in, const_input, optional_input, rank_of, text_attr, translates
+from ..limits import MAX_DIM, element_count
+from .checks import enum_name
+from .translate import axis_in, const_input, optional_input, rank_of, text_attr, translates
 
 # A constant the reader computes itself (ConstantOfShape) is held in memory while reading
 MAX_FOLDED_BYTES = 2**30

@@ -2,7 +2,7 @@
 
 The ONNX schema of each standard op, for the model's opset, says how many inputs and outputs a
 node may have and which attributes it takes, of which type, and which are required: every node
-of the standard domain is checked against it here, so that a translation (onnx_ops*.py) may
+of the standard domain is checked against it here, so that a translation (ops_*.py) may
 index the inputs the schema requires and read its required attributes without a KeyError.
 Tensors (initializers, Constant values) are checked against their dims before numpy sees them,
 declared shapes against the bounds of limits.py, and every name for valid UTF-8 (protobuf hands
@@ -15,9 +15,9 @@ from functools import lru_cache
 
 import numpy as np
 
-from ..errors import ModelError
-from .guard import located
-from .limits import check_shape, element_count
+from ...errors import ModelError
+from ..guard import located
+from ..limits import check_shape, element_count
 
 # ONNX TensorProto element types read here -> (the typed field holding the values when there is
 # no raw_data, bytes per element in raw_data)
@@ -165,7 +165,7 @@ def check_node(onnx, node, version: int | None, where: str) -> None:
 def tensor_array(onnx, proto, where: str, raw_data=None) -> np.ndarray:
     """A TensorProto's value, after its dims, element type and data length are checked.
     `raw_data` (bytes or a memoryview) stands for the proto's raw_data field where the reader
-    left it in the file's bytes (onnx_file.py)."""
+    left it in the file's bytes (file.py)."""
     from onnx import numpy_helper
     dims = [int(d) for d in proto.dims]
     check_shape(dims, where, "dims")

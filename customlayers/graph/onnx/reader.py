@@ -22,29 +22,24 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import ModelError, ModelFileError
-from ..files import check_user_file
-from .graph import Graph, Node, Port
-from .custom_shapes import (CustomLayers, as_custom_layers, custom_nodes, node_name,
+from ...errors import ModelError, ModelFileError
+from ...files import check_user_file
+from ..graph import Graph, Node, Port
+from ..custom_shapes import (CustomLayers, as_custom_layers, custom_nodes, node_name,
                             propagate_custom_shapes)
-from .guard import located
-from .onnx_checks import (check_attribute_types, check_model, check_node, enum_name,
-                          schema_of, tensor_array, value_shape)
-from .onnx_file import load_model_file
-from .onnx_ops import TRANSLATIONS, float_text, ints_text, reshaped
-from .onnx_shapes import infer_shapes
+from ..guard import located
+from .checks import (check_attribute_types, check_model, check_node, enum_name,
+                     schema_of, tensor_array, value_shape)
+from .file import load_model_file
+from .shapes import infer_shapes
+from .table import TRANSLATIONS, translated_ops
+from .translate import float_text, ints_text
 
 # ONNX TensorProto element type -> short dtype name (booleans live as u8, as in the IR reader)
 ELEM_TYPES = {1: "f32", 2: "u8", 3: "i8", 6: "i32", 7: "i64", 9: "u8", 10: "f16", 11: "f64"}
 NP_TYPES = {"f32": np.float32, "f16": np.float16, "i64": np.int64, "i32": np.int32,
             "i8": np.int8, "u8": np.uint8, "f64": np.float64}
 SUPPORTED_TEXT = "FLOAT, FLOAT16, DOUBLE, INT64, INT32, INT8, UINT8, BOOL"
-# ONNX ops whose IR counterpart has the same inputs and no attributes: just renamed
-UNARY = {"Relu": "ReLU", "Sigmoid": "Sigmoid", "Tanh": "Tanh", "Exp": "Exp", "Log": "Log",
-         "Sqrt": "Sqrt", "Abs": "Abs", "Floor": "Floor", "Ceil": "Ceiling", "Erf": "Erf",
-         "Neg": "Negative", "Sin": "Sin", "Cos": "Cos"}
-BINARY = {"Add": "Add", "Mul": "Multiply", "Sub": "Subtract", "Div": "Divide", "Pow": "Power",
-          "Max": "Maximum", "Min": "Minimum", "Sum": "Add"}
 
 
 def read_onnx(path, custom_shapes: CustomLayers | None = None) -> Graph:
@@ -133,9 +128,9 @@ class _OnnxReader:
             for vi in infos:                      # what the model declares must be in bounds
                 value_shape(vi, f"{file}: {kind} '{vi.name}'")
         # the values of initializers from the model as read: inference gives their large ones
-        # back without data (onnx_shapes.py)
+        # back without data (shapes.py)
         self.initializers = model.graph.initializer
-        # initializer index -> its raw_data, left in the file's bytes (onnx_file.py)
+        # initializer index -> its raw_data, left in the file's bytes (file.py)
         self.raw_data = raw_data or {}
         model = infer_shapes(onnx, model)
         layers = as_custom_layers(custom_shapes)
@@ -243,8 +238,8 @@ class _OnnxReader:
                          f"is not supported; supported: {SUPPORTED_TEXT}")
 
     def tensor(self, proto, what: str, raw_data=None) -> np.ndarray:
-        """A TensorProto's value, checked (onnx_checks.tensor_array); `what` names it;
-        `raw_data` is its raw_data where the proto no longer holds it (onnx_file.py)."""
+        """A TensorProto's value, checked (checks.tensor_array); `what` names it;
+        `raw_data` is its raw_data where the proto no longer holds it (file.py)."""
         where = what if what.startswith(self.file) else f"{self.file}: {what}"
         value = tensor_array(self.onnx, proto, where, raw_data)
         return value.astype(NP_TYPES[ELEM_TYPES[proto.data_type]], copy=False)
@@ -358,14 +353,8 @@ class _OnnxReader:
         handler = TRANSLATIONS.get(op)
         if handler is not None:
             return handler(self, node, name, attrs)
-        if op in UNARY:
-            self.emit(UNARY[op], [node.input[0]], [node.output[0]], name)
-            return None
-        if op in BINARY:
-            return self.binary(node, name, attrs, BINARY[op])
-        known = sorted(set(TRANSLATIONS) | set(UNARY) | set(BINARY))
         self.refuse(f"the ONNX op {op} has no translation to IR ops here; translated: "
-                    f"{', '.join(known)}")
+                    f"{', '.join(translated_ops())}")
 
     def custom(self, node, name: str, domain: str, attrs: dict) -> None:
         if node.op_type in STRUCTURAL:
@@ -392,50 +381,6 @@ class _OnnxReader:
                     else "its inputs' shapes are unknown")
                 self.unknown_from[out] = f"it comes from custom node '{name}' ({kind}), " \
                                          f"whose output shape is unknown: {why}"
-
-    def binary(self, node, name: str, attrs: dict, ir_type: str) -> None:
-        inputs = list(node.input)
-        if attrs.get("broadcast") and len(inputs) == 2:
-            inputs[1] = self.legacy_broadcast(inputs[0], inputs[1], attrs.get("axis"), name)
-        if len(inputs) == 1:
-            self.alias[node.output[0]] = inputs[0]
-            return
-        acc = inputs[0]
-        for k, other in enumerate(inputs[1:], 1):
-            out = node.output[0] if k == len(inputs) - 1 else f"{name}/{ir_type.lower()}{k}"
-            self.emit(ir_type, [acc, other], [out], name if out == node.output[0] else out,
-                      attrs={"auto_broadcast": "numpy"},
-                      shapes=None if out == node.output[0] else [_broadcast(
-                          self.known_shape(acc), self.known_shape(other))])
-            acc = out
-
-    def legacy_broadcast(self, a: str, b: str, axis, name: str) -> str:
-        """Opset < 7 `broadcast=1`: B (of lower rank) lines up with A's axes from `axis`
-        (default: with A's last axes, which is numpy's rule). Numpy broadcasting aligns at the
-        end, so B is reshaped with trailing 1s."""
-        if axis is None:
-            return b
-        shape_a, shape_b = self.known_shape(a), self.known_shape(b)
-        if shape_a is None or shape_b is None or any(d is None for d in shape_b):
-            self.refuse(f"legacy broadcasting (broadcast=1 with axis, opset < 7) needs the ranks "
-                        f"of both inputs and B's shape; found {shape_a} and {shape_b}")
-        axis = int(axis) + len(shape_a) if int(axis) < 0 else int(axis)
-        if not 0 <= axis <= len(shape_a) - len(shape_b):
-            self.refuse(f"legacy broadcasting: B of shape {list(shape_b)} does not fit A of "
-                        f"shape {list(shape_a)} from axis {axis}")
-        target = tuple(shape_b) + (1,) * (len(shape_a) - axis - len(shape_b))
-        if target == tuple(shape_b):
-            return b
-        return reshaped(self, b, list(target), f"{name}/broadcast_b")
-
-
-def _broadcast(a: tuple | None, b: tuple | None) -> tuple | None:
-    """numpy broadcasting of two shapes (None where a dim or the whole shape is unknown)."""
-    if a is None or b is None:
-        return None
-    rank = max(len(a), len(b))
-    a, b = (1,) * (rank - len(a)) + tuple(a), (1,) * (rank - len(b)) + tuple(b)
-    return tuple(y if x == 1 else x if y == 1 else (x if x == y else None) for x, y in zip(a, b))
 
 
 # IR types the Graph gives a meaning of its own (inputs, outputs, constants)

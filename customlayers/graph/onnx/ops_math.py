@@ -1,15 +1,22 @@
-"""ONNX -> IR translations of the elementwise maths: activations with parameters, renamed
-unary ops, Mean, and the Reduce* family (Mean/Sum/Max built in, the others composed from them
-and elementwise ops).
-
-Plain one-to-one renames without attributes (Relu, Add, ...) are tables in onnx_reader.py.
+"""ONNX -> IR translations of the elementwise maths: plain renames (Relu, Add, ...),
+activations with parameters, Mean, and the Reduce* family (Mean/Sum/Max built in, the others
+composed from them and elementwise ops).
 """
 from __future__ import annotations
 
 import numpy as np
 
-from .onnx_ops import TRANSLATIONS, axis_in, const_input, float_text, intermediate, keep_axes, \
-    optional_input, translates
+from .translate import axis_in, const_input, float_text, intermediate, keep_axes, \
+    legacy_broadcast, optional_input, translates
+
+# ONNX ops whose IR counterpart has the same inputs and no attributes: registered below as
+# renames (Div is not among them: its own translation below keeps C's integer division)
+UNARY = {"Relu": "ReLU", "Sigmoid": "Sigmoid", "Tanh": "Tanh", "Exp": "Exp", "Log": "Log",
+         "Sqrt": "Sqrt", "Abs": "Abs", "Floor": "Floor", "Ceil": "Ceiling", "Erf": "Erf",
+         "Neg": "Negative", "Sin": "Sin", "Cos": "Cos", "Softplus": "SoftPlus",
+         "Softsign": "SoftSign", "Sign": "Sign", "HardSwish": "HSwish", "Mish": "Mish"}
+BINARY = {"Add": "Add", "Mul": "Multiply", "Sub": "Subtract", "Pow": "Power",
+          "Max": "Maximum", "Min": "Minimum", "Sum": "Add"}
 
 
 @translates("Clip")
@@ -67,7 +74,7 @@ def _div(r, node, name: str, attrs: dict) -> None:
     floors unless told python_division=false (OpenVINO's default)."""
     a, b = node.input[0], node.input[1]
     if attrs.get("broadcast"):                   # opset < 7
-        b = r.legacy_broadcast(a, b, attrs.get("axis"), name)
+        b = legacy_broadcast(r, a, b, attrs.get("axis"), name)
     r.emit("Divide", [a, b], [node.output[0]], name,
            {"auto_broadcast": "numpy", "python_division": "false"})
 
@@ -98,12 +105,45 @@ def _elu(r, node, name: str, attrs: dict) -> None:
 def _renamed(ir_type: str):
     def translate(r, node, name: str, attrs: dict) -> None:
         r.emit(ir_type, [node.input[0]], [node.output[0]], name)
+    translate.__name__ = f"_renamed_{ir_type}"
     return translate
 
 
-for _onnx, _ir in (("Softplus", "SoftPlus"), ("Softsign", "SoftSign"), ("Sign", "Sign"),
-                   ("HardSwish", "HSwish"), ("Mish", "Mish")):
-    TRANSLATIONS[_onnx] = _renamed(_ir)
+def _binary(ir_type: str):
+    """Numpy-broadcasting elementwise op; variadic ones (Sum, Max, Min) as a chain of pairs,
+    one input as the input itself; opset < 7 `broadcast=1` lines B up first."""
+    def translate(r, node, name: str, attrs: dict) -> None:
+        inputs = list(node.input)
+        if attrs.get("broadcast") and len(inputs) == 2:
+            inputs[1] = legacy_broadcast(r, inputs[0], inputs[1], attrs.get("axis"), name)
+        if len(inputs) == 1:
+            r.alias[node.output[0]] = inputs[0]
+            return
+        acc = inputs[0]
+        for k, other in enumerate(inputs[1:], 1):
+            out = node.output[0] if k == len(inputs) - 1 else f"{name}/{ir_type.lower()}{k}"
+            r.emit(ir_type, [acc, other], [out], name if out == node.output[0] else out,
+                   attrs={"auto_broadcast": "numpy"},
+                   shapes=None if out == node.output[0] else [_broadcast(
+                       r.known_shape(acc), r.known_shape(other))])
+            acc = out
+    translate.__name__ = f"_binary_{ir_type}"
+    return translate
+
+
+def _broadcast(a: tuple | None, b: tuple | None) -> tuple | None:
+    """numpy broadcasting of two shapes (None where a dim or the whole shape is unknown)."""
+    if a is None or b is None:
+        return None
+    rank = max(len(a), len(b))
+    a, b = (1,) * (rank - len(a)) + tuple(a), (1,) * (rank - len(b)) + tuple(b)
+    return tuple(y if x == 1 else x if y == 1 else (x if x == y else None) for x, y in zip(a, b))
+
+
+for _onnx, _ir in UNARY.items():
+    translates(_onnx)(_renamed(_ir))
+for _onnx, _ir in BINARY.items():
+    translates(_onnx)(_binary(_ir))
 
 
 # -- activations with parameters -------------------------------------------------------------

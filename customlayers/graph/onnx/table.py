@@ -1,0 +1,18 @@
+"""The one table of ONNX -> IR translations that the reader asks: ONNX op_type -> translation.
+
+Importing the op modules is what registers their translations (@translates in translate.py);
+this is the one module that imports them all, so a table read from here is complete. Nothing
+in graph/onnx/ other than reader.py imports this module, and the op modules import only
+translate.py (and checks.py): no module imports one that imports it back.
+"""
+from __future__ import annotations
+
+from . import ops_math, ops_nn, ops_tensor  # noqa: F401  (importing them registers them)
+from .translate import REGISTERED
+
+TRANSLATIONS: dict = REGISTERED
+
+
+def translated_ops() -> list[str]:
+    """The ONNX op types with a translation, sorted (the reader's refusal lists them)."""
+    return sorted(TRANSLATIONS)
