@@ -150,16 +150,16 @@ def read_inputs(items, graph) -> dict[str, np.ndarray]:
 def model_typed(array: np.ndarray, path: str, name: str, graph) -> np.ndarray:
     """The array in the element type the model declares for input `name` (the network would
     convert it anyway; here the conversion is said, as run-layer says a layer's)."""
-    from ..jit.tensor import DTYPES
+    from ..dtypes import BY_NAME
     from .input_arrays import as_type
     param = next(p for p in graph.parameters if p.name == name)
-    known = DTYPES.get(param.outputs[0].dtype)
+    known = BY_NAME.get(param.outputs[0].dtype)
     if known is None:                     # undeclared: the network decides, as before
         return array
-    return as_type(array, known[1], f"input '{name}' ({path})", "the model")
+    return as_type(array, known.np_dtype, f"input '{name}' ({path})", "the model")
 
 
 def random_input(rng, shape, dtype: str) -> np.ndarray:
     """The next random array of a model input of `dtype` (the IR/ONNX element type's name)."""
-    from ..jit.tensor import DTYPES
-    return random_array(rng, shape, DTYPES.get(dtype, ("float", np.dtype(np.float32)))[1])
+    from ..dtypes import BY_NAME
+    return random_array(rng, shape, BY_NAME[dtype if dtype in BY_NAME else "f32"].np_dtype)

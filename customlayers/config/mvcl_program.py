@@ -20,6 +20,7 @@ from typing import Mapping, Sequence, Union
 
 import numpy as np
 
+from ..dtypes import CUSTOM_LAYER_DTYPES, cl_type_of, from_cl_type
 from ..errors import BindingError, FormulaError
 from .formulas import evaluate_work_sizes, parse_formula_list
 from .kernel_signature import KernelParameter, clean_source
@@ -28,9 +29,6 @@ from .mvcl_spec import (DIM_LETTERS, FORMAT_UNIT_DIMS, NUMBER, MvclData, MvclLoc
                         MvclScalar, MvclSpec, MvclTensor, format_as_4d, scalar_dim_port)
 from .source_text import append_sources
 
-# element types a tensor may have -> the OpenCL C type a kernel declares for it
-C_TYPES = {"f32": "float", "f16": "half", "i8": "char", "u8": "uchar", "i32": "int",
-           "i64": "long"}
 INT32_RANGE = (-2 ** 31, 2 ** 31 - 1)
 FLOAT32_MAX = float(np.finfo(np.float32).max)
 _HALF = re.compile(r"\bhalf[0-9]*\b")
@@ -39,7 +37,7 @@ _HALF = re.compile(r"\bhalf[0-9]*\b")
 @dataclass(frozen=True)
 class TensorShape:
     """A tensor as the generator needs it: its B,F,Y,X dims and element type (a short name of
-    C_TYPES). `of` pads a lower rank with 1 at the end, as the custom-layer contract does."""
+    dtypes.CUSTOM_LAYER_DTYPES). `of` pads a lower rank with 1 at the end, as the custom-layer contract does."""
     dims: tuple[int, int, int, int]
     dtype: str = "f32"
 
@@ -262,8 +260,10 @@ def _check_tensor(stage: _Stage, t: MvclTensor, k: KernelParameter, shape: Tenso
                                f"{t.format}, which needs {DIM_LETTERS[i]} = 1; its dims are "
                                f"B,F,Y,X = {','.join(map(str, shape.dims))}")
     declared = k.base_type
-    wanted = C_TYPES.get(shape.dtype)
-    if k.is_pointer and declared in C_TYPES.values() and wanted and declared != wanted:
+    # (the OpenCL C type a kernel declares for the tensor's element type)
+    wanted = cl_type_of(shape.dtype) if shape.dtype in CUSTOM_LAYER_DTYPES else None
+    if k.is_pointer and from_cl_type(declared) in CUSTOM_LAYER_DTYPES and wanted and \
+            declared != wanted:
         raise BindingError(f"{where}: kernel parameter '{k.declaration}' takes {declared}, but "
                            f"{t.kind} {t.port_index} is {shape.dtype} ({wanted}); give the layer "
                            f"{declared} tensors or write the kernel for {wanted}")
@@ -355,4 +355,4 @@ def buffer_sizes(programs: Sequence[MvclProgram]) -> dict[int, int]:
 
 __all__ = ["TensorShape", "InputTensorArg", "OutputTensorArg", "BufferArg", "BlobArg",
            "LocalMemoryArg", "ScalarArg", "MvclArg", "MvclProgram", "generate_mvcl_program",
-           "generate_mvcl_stages", "buffer_sizes", "assemble_sources", "C_TYPES"]
+           "generate_mvcl_stages", "buffer_sizes", "assemble_sources"]

@@ -20,7 +20,7 @@ Shape = tuple  # of int (a static dim) or None (unknown / symbolic)
 @dataclass
 class Port:
     shape: Shape                  # as declared in the model; None entries = unknown
-    dtype: str                    # short name, see jit/tensor.py DTYPES ("f32", "i64", ...)
+    dtype: str                    # short name, see dtypes.py ("f32", "i64", ...)
     names: tuple[str, ...] = ()   # tensor names (IR port names / ONNX value names)
 
 

@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 from lxml import etree
 
+from ..dtypes import IR_ELEMENT_TYPES, IR_PRECISIONS, numpy_of
 from ..errors import ModelError, ModelFileError
 from ..files import read_user_file
 from .graph import Graph, Node, Port
@@ -26,21 +27,10 @@ from .limits import MAX_DIM, MAX_MODEL_BYTES, check_shape, element_count, parse_
 
 SUPPORTED_VERSIONS = ("10", "11")
 
-# Port precision (IR spelling) -> short dtype name (jit/tensor.py DTYPES). Booleans live as u8.
-PRECISIONS = {
-    "FP32": "f32", "FP16": "f16", "I64": "i64", "I32": "i32", "I8": "i8", "U8": "u8",
-    "BOOL": "u8", "BOOLEAN": "u8",
-}
 # Precisions OpenVINO knows that the device side here cannot hold: named in a clear refusal.
 UNSUPPORTED_PRECISIONS = ("FP64", "BF16", "I16", "U16", "U32", "U64", "U1", "I4", "U4", "NF4",
                           "F8E4M3", "F8E5M2", "STRING")
 
-# Const/Parameter element_type -> (short dtype name, numpy dtype of the stored bytes)
-ELEMENT_TYPES = {
-    "f32": ("f32", np.float32), "f16": ("f16", np.float16), "i64": ("i64", np.int64),
-    "i32": ("i32", np.int32), "i8": ("i8", np.int8), "u8": ("u8", np.uint8),
-    "boolean": ("u8", np.uint8),
-}
 UNSUPPORTED_ELEMENT_TYPES = ("f64", "bf16", "i16", "u16", "u32", "u64", "u1", "i4", "u4", "nf4",
                              "f8e4m3", "f8e5m2", "string")
 
@@ -272,29 +262,29 @@ class _Reader:
         dtype = ""          # unknown: filled from the producer or the layer's other ports
         if precision is not None:
             key = precision.upper()
-            if key in PRECISIONS:
-                dtype = PRECISIONS[key]
+            if key in IR_PRECISIONS:
+                dtype = IR_PRECISIONS[key]
             elif key in UNSUPPORTED_PRECISIONS:
                 raise ModelError(f"{where}: precision {_clip(precision)} is not supported; "
-                                 f"supported: {', '.join(PRECISIONS)}")
+                                 f"supported: {', '.join(IR_PRECISIONS)}")
             else:
                 raise ModelError(f"{where}: unknown precision '{_clip(precision)}'; expected one "
-                                 f"of {', '.join(PRECISIONS)}")
+                                 f"of {', '.join(IR_PRECISIONS)}")
         names = tuple(n.strip() for n in port.get("names", "").split(",") if n.strip())
         return Port(shape=tuple(dims), dtype=dtype, names=names)
 
-    def element_type(self, node: Node, where: str) -> tuple[str, type]:
+    def element_type(self, node: Node, where: str) -> tuple[str, np.dtype]:
         et = node.attrs.get("element_type")
         if et is None:
             raise ModelError(f"{where}: <data> has no element_type")
         key = et.strip().lower()
-        if key in ELEMENT_TYPES:
-            return ELEMENT_TYPES[key]
+        if key in IR_ELEMENT_TYPES:
+            return IR_ELEMENT_TYPES[key], numpy_of(IR_ELEMENT_TYPES[key])
         if key in UNSUPPORTED_ELEMENT_TYPES:
             raise ModelError(f"{where}: element_type {_clip(et)} is not supported; supported: "
-                             f"{', '.join(ELEMENT_TYPES)}")
+                             f"{', '.join(IR_ELEMENT_TYPES)}")
         raise ModelError(f"{where}: unknown element_type '{_clip(et)}'; expected one of "
-                         f"{', '.join(ELEMENT_TYPES)}")
+                         f"{', '.join(IR_ELEMENT_TYPES)}")
 
     def read_const(self, node: Node, where: str) -> np.ndarray:
         dtype, np_dtype = self.element_type(node, where)

@@ -12,28 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .. import dtypes
 from ..errors import TensorError
-
-# short name -> (OpenCL C type, numpy dtype)
-DTYPES: dict[str, tuple[str, np.dtype]] = {
-    "f32": ("float", np.dtype(np.float32)),
-    "f16": ("half", np.dtype(np.float16)),
-    "i8": ("char", np.dtype(np.int8)),
-    "u8": ("uchar", np.dtype(np.uint8)),
-    "i32": ("int", np.dtype(np.int32)),
-    "i64": ("long", np.dtype(np.int64)),
-    # built-in ops only (ONNX DOUBLE models); needs cl_khr_fp64, which the Network checks
-    "f64": ("double", np.dtype(np.float64)),
-}
-# the element types the contract gives custom layers (SPEC section 3, <T>_TYPE)
-CUSTOM_LAYER_DTYPES = ("f32", "f16", "i8", "u8", "i32", "i64")
-DTYPE_ALIASES = {
-    "fp64": "f64", "float64": "f64", "double": "f64",
-    "fp32": "f32", "float32": "f32", "float": "f32",
-    "fp16": "f16", "float16": "f16", "half": "f16",
-    "int8": "i8", "char": "i8", "uint8": "u8", "uchar": "u8", "boolean": "u8", "bool": "u8",
-    "int32": "i32", "int": "i32", "int64": "i64", "long": "i64",
-}
 
 MAX_RANK = 8  # built-in ops see up to 8 dims; custom layers only the 4-D B,F,Y,X view
 
@@ -47,23 +27,12 @@ FORMAT_ORDER: dict[str, tuple[int, int, int, int]] = {
 
 
 def normalize_dtype(dtype) -> str:
-    """'f32', 'float32', np.float32 ... -> the short name; TensorError when unsupported."""
-    if isinstance(dtype, str):
-        key = dtype.strip().lower()
-        key = DTYPE_ALIASES.get(key, key)
-        if key in DTYPES:
-            return key
-    else:
-        try:
-            npd = np.dtype(dtype)
-        except TypeError:
-            npd = None
-        for short, (_, known) in DTYPES.items():
-            if npd == known:
-                return short
-        if npd == np.dtype(np.bool_):
-            return "u8"
-    raise TensorError(f"element type {dtype!r} is not one of {', '.join(DTYPES)}")
+    """'f32', 'float32', np.float32 ... -> the short name (dtypes.py); TensorError when
+    unsupported."""
+    name = dtypes.from_text(dtype) if isinstance(dtype, str) else dtypes.from_numpy(dtype)
+    if name is None:
+        raise TensorError(f"element type {dtype!r} is not one of {', '.join(dtypes.NAMES)}")
+    return name
 
 
 def normalize_format(fmt: str) -> str:
@@ -87,7 +56,7 @@ def _four(values, what: str) -> tuple[int, int, int, int]:
 @dataclass(frozen=True)
 class TensorDesc:
     shape: tuple[int, ...]                      # logical shape, rank 0..4
-    dtype: str = "f32"                          # key of DTYPES
+    dtype: str = "f32"                          # short name (dtypes.py)
     format: str = "BFYX"                        # key of FORMAT_ORDER
     lower_pad: tuple[int, int, int, int] = (0, 0, 0, 0)   # B,F,Y,X
     upper_pad: tuple[int, int, int, int] = (0, 0, 0, 0)
@@ -156,7 +125,7 @@ class TensorDesc:
 
     @property
     def itemsize(self) -> int:
-        return DTYPES[self.dtype][1].itemsize
+        return dtypes.itemsize_of(self.dtype)
 
     @property
     def nbytes(self) -> int:
@@ -164,11 +133,11 @@ class TensorDesc:
 
     @property
     def cl_type(self) -> str:
-        return DTYPES[self.dtype][0]
+        return dtypes.cl_type_of(self.dtype)
 
     @property
     def np_dtype(self) -> np.dtype:
-        return DTYPES[self.dtype][1]
+        return dtypes.numpy_of(self.dtype)
 
     @property
     def is_padded(self) -> bool:

@@ -79,10 +79,6 @@ def c_float(value: float) -> str:
     return f"({text}f)" if text.startswith("-") else f"{text}f"
 
 
-def is_float(dtype: str) -> bool:
-    return dtype in ("f32", "f16", "f64")
-
-
 # a float literal with the f suffix (1.0f, .5f, 3e-08f, 2.5E+3f) not inside a name
 _FLOAT_LITERAL = re.compile(r"(?<![\w.])((?:\d+\.\d*|\.\d+)(?:[eE][+-]?\d+)?|\d+[eE][+-]?\d+)[fF]\b")
 _FLOAT_CONSTANT = re.compile(r"\b(M_[A-Z0-9_]+?)_F\b")

@@ -12,11 +12,14 @@ import math
 import re
 from typing import Any, Mapping, Sequence
 
+import numpy as np
+
+from ..dtypes import is_float, numpy_of
 from ..errors import BindingError
 from ..jit.tensor import TensorDesc
 from ..jit.launch import DEFAULT_CONTEXT, KernelLaunch
 from ._program import (items_per_work_item, LinearView,
-                       binary_map_launch, c_float, float_compute, is_float,
+                       binary_map_launch, c_float, float_compute,
                        shape_of, unary_map_launch)
 from .base import Attr, Op, register_op
 
@@ -106,15 +109,11 @@ class Clamp(Activation):
         lo, hi = attrs["min"], attrs["max"]
         if is_float(dtype):
             return f"(x < {c_float(lo)} ? {c_float(lo)} : (x > {c_float(hi)} ? {c_float(hi)} : x))"
-        low, high = _INT_RANGES[dtype]
+        info = np.iinfo(numpy_of(dtype))     # the type's range, for bounds cast into it
+        low, high = int(info.min), int(info.max)
         lo_i = low if math.isinf(lo) else min(max(math.ceil(lo), low), high)
         hi_i = high if math.isinf(hi) else min(max(math.floor(hi), low), high)
         return f"min(max(x, {_c_int(lo_i, dtype)}), {_c_int(hi_i, dtype)})"
-
-
-# the range of each integer element type, for bounds cast into it
-_INT_RANGES = {"i8": (-2 ** 7, 2 ** 7 - 1), "u8": (0, 2 ** 8 - 1),
-               "i32": (-2 ** 31, 2 ** 31 - 1), "i64": (-2 ** 63, 2 ** 63 - 1)}
 
 
 def _integer_text(text: str | None) -> int | None:

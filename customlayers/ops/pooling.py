@@ -19,9 +19,10 @@ from .base import Attr, register_op
 from ._nn import (AUTO_PADS, ROUNDING_TYPES, NamedOp, as_3d, require_f32, spatial_rank,
                   window_geometry)
 from ._program import cl_source, defines
+from ..dtypes import cl_type_of
 from ..jit.launch import Arg, DEFAULT_CONTEXT, KernelLaunch
 
-_INDEX_TYPES = {"i32": "int", "i64": "long"}
+_INDEX_TYPES = ("i32", "i64")
 _NO_END = 1 << 30          # an end of the counted extent that no window reaches
 
 _POOL_ATTRS = (
@@ -132,7 +133,7 @@ class MaxPool(_PoolBase):
         t = attrs.get("index_element_type")
         if t is None:
             return dict(POOL_MAX=1, WITH_INDICES=0)
-        return dict(POOL_MAX=1, WITH_INDICES=1, INDEX_T=_INDEX_TYPES[t.lower()],
+        return dict(POOL_MAX=1, WITH_INDICES=1, INDEX_T=cl_type_of(t.lower()),
                     AXIS_SPAN=f"{self._axis_span(attrs, inputs[0].shape)}L")
 
 

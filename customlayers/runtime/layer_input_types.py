@@ -24,13 +24,10 @@ import numpy as np
 from ..config.kernel_signature import (FLOAT_TYPES, INTEGER_TYPES, KernelParameter,
                                        find_kernel_parameters)
 from ..config.mvcl_spec import MvclData, MvclTensor
-from ..jit.tensor import DTYPES
+from ..dtypes import from_cl_type, numpy_of
 
 DEFAULT = np.dtype(np.float32)
 KEEP = "keep"                          # declared, in a type no contract tensor has
-# C element types -> numpy dtypes (bool: a kernel's bool* is not a buffer type; unsigned ones
-# have no tensor type of the contract and stay generic)
-_C_TYPES = {cl: npd for cl, npd in DTYPES.values()}
 _VECTOR = re.compile(r"^([a-z]+?)(2|3|4|8|16)?$")
 
 
@@ -73,8 +70,11 @@ def _element_type(k: KernelParameter | None):
     m = _VECTOR.match(k.base_type)
     if m is None:
         return None
-    if m.group(1) in _C_TYPES:
-        return _C_TYPES[m.group(1)]
+    # (bool: a kernel's bool* is not a buffer type; unsigned ones have no tensor type of the
+    # contract: KEEP)
+    name = from_cl_type(m.group(1))
+    if name is not None:
+        return numpy_of(name)
     return KEEP if m.group(1) in INTEGER_TYPES | FLOAT_TYPES else None
 
 

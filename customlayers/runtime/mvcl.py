@@ -20,9 +20,10 @@ from typing import Sequence
 
 import numpy as np
 
-from ..config.mvcl_program import (C_TYPES, BlobArg, BufferArg, InputTensorArg,
+from ..config.mvcl_program import (BlobArg, BufferArg, InputTensorArg,
                                    LocalMemoryArg, OutputTensorArg, ScalarArg, buffer_sizes)
 from ..config.mvcl_spec import MvclData, MvclLayer, MvclSpec
+from ..dtypes import CUSTOM_LAYER_DTYPES
 from ..errors import BindingError, ModelError
 from ..jit.launch import Arg, KernelLaunch
 from ..jit.layer import LayerCall, LayerImpl, LayerWork, ParsedAttrs, Stage
@@ -137,9 +138,9 @@ class MvclLayerImpl(LayerImpl):
         to constant inputs by name or by position, as SimpleGPU's Data (LayerCall.split_blobs);
         the others are ports 0, 1, ... in order."""
         for i, d in enumerate(call.inputs):
-            if d.dtype not in C_TYPES:
+            if d.dtype not in CUSTOM_LAYER_DTYPES:
                 raise BindingError(f"{call.where}: input {i} is {d.dtype}; an MVCL kernel takes "
-                                   f"{', '.join(C_TYPES)}")
+                                   f"{', '.join(CUSTOM_LAYER_DTYPES)}")
         wanted = blob_names(stages)
         count = input_port_count(stages)
         ports, blobs = call.split_blobs(wanted, count)

@@ -17,10 +17,11 @@ import pyopencl as cl
 
 from ..config.params import unused_params
 from ..config.spec import LayerSpec
+from ..dtypes import CUSTOM_LAYER_DTYPES
 from ..errors import BindingError, ModelError
 from ..jit.bindings import in_format, output_shape_from_formula
 from ..jit.layer import LayerCall, LayerImpl, LayerWork, ParsedAttrs, Stage
-from ..jit.tensor import CUSTOM_LAYER_DTYPES, TensorDesc
+from ..jit.tensor import TensorDesc
 from ..ops.reorder import reorder_launch
 
 

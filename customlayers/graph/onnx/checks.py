@@ -15,15 +15,15 @@ from functools import lru_cache
 
 import numpy as np
 
+from ... import dtypes
 from ...errors import ModelError
 from ..guard import located
 from ..limits import check_shape, element_count
 
-# ONNX TensorProto element types read here -> (the typed field holding the values when there is
-# no raw_data, bytes per element in raw_data)
-TENSOR_FIELDS = {1: ("float_data", 4), 2: ("int32_data", 1), 3: ("int32_data", 1),
-                 6: ("int32_data", 4), 7: ("int64_data", 8), 9: ("int32_data", 1),
-                 10: ("int32_data", 2), 11: ("double_data", 8)}
+# ONNX TensorProto element types read here (dtypes.ONNX_TYPES) -> the typed field holding the
+# values when there is no raw_data (raw_data holds the type's itemsize bytes per element)
+TENSOR_FIELDS = {1: "float_data", 2: "int32_data", 3: "int32_data", 6: "int32_data",
+                 7: "int64_data", 9: "int32_data", 10: "int32_data", 11: "double_data"}
 MAX_OPSET = 1000      # ONNX is at 23; a larger version is a corrupt number, not a future opset
 
 
@@ -172,13 +172,14 @@ def tensor_array(onnx, proto, where: str, raw_data=None) -> np.ndarray:
     kind = enum_name(onnx.TensorProto.DataType, proto.data_type)
     if proto.data_type not in TENSOR_FIELDS:
         raise ModelError(f"{where} has element type {kind}, which is not supported; supported: "
-                         f"FLOAT, FLOAT16, DOUBLE, INT64, INT32, INT8, UINT8, BOOL")
+                         f"{dtypes.ONNX_SUPPORTED_TEXT}")
     if proto.HasField("segment"):
         raise ModelError(f"{where} is a segment of a tensor, which is not supported")
     if proto.data_location == onnx.TensorProto.EXTERNAL:
         raise ModelError(f"{where}: its external data was not loaded")
     count = element_count(dims)
-    field, itemsize = TENSOR_FIELDS[proto.data_type]
+    field = TENSOR_FIELDS[proto.data_type]
+    itemsize = dtypes.itemsize_of(dtypes.ONNX_TYPES[proto.data_type])
     # protobuf hands out a new copy of raw_data at each read: it is read once, here
     raw = raw_data if raw_data is not None else \
         proto.raw_data if proto.HasField("raw_data") else None

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ... import dtypes
 from .translate import axis_in, const_input, float_text, intermediate, keep_axes, \
     legacy_broadcast, optional_input, translates
 
@@ -42,22 +43,17 @@ def _dtype_of(r, value: str) -> str:
     """The element type of a value ('f32', 'i64', ...; '' when unknown)."""
     folded = r.folded(value)
     if folded is not None:
-        return {"f": "f32", "e": "f16", "d": "f64", "q": "i64", "l": "i64", "i": "i32",
-                "b": "i8", "B": "u8", "?": "u8"}.get(folded.dtype.char, "")
+        return dtypes.from_numpy(folded.dtype) or ""
     source = r.values.get(r.alias.get(value, value))
     if source is not None:
         return r.graph.nodes[source[0]].outputs[source[1]].dtype or ""
     return r.info.get(r.alias.get(value, value), (None, ""))[1]
 
 
-_NP_TYPES = {"f32": np.float32, "f16": np.float16, "f64": np.float64, "i64": np.int64,
-             "i32": np.int32, "i8": np.int8, "u8": np.uint8}
-
-
 def _bound_text(value, dtype: str, slot: str) -> str:
     """A Clip bound as Clamp's attribute text: exact for integers, every digit for floats; a
     missing one the type's own limit (an infinity when the type is unknown: no clamp)."""
-    np_type = _NP_TYPES.get(dtype)
+    np_type = dtypes.numpy_of(dtype) if dtype in dtypes.BY_NAME else None
     if value is None:
         if np_type is None:
             return "-inf" if slot == "min" else "inf"

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ... import dtypes
 from ..limits import MAX_DIM, element_count
 from .checks import enum_name
 from .translate import axis_in, const_input, optional_input, rank_of, text_attr, translates
@@ -282,18 +283,18 @@ def _shape(r, node, name: str, attrs: dict) -> None:
 @translates("Cast")
 def _cast(r, node, name: str, attrs: dict) -> None:
     to = int(attrs["to"])
-    targets = {1: ("f32", np.float32), 10: ("f16", np.float16), 7: ("i64", np.int64),
-               6: ("i32", np.int32), 3: ("i8", np.int8), 2: ("u8", np.uint8),
-               9: ("boolean", np.bool_), 11: ("f64", np.float64)}
-    if to not in targets:
+    if to not in dtypes.ONNX_TYPES:
         import onnx
         r.refuse(f"Cast to {enum_name(onnx.TensorProto.DataType, to)} is not supported; supported: "
-                 f"FLOAT, FLOAT16, DOUBLE, INT64, INT32, INT8, UINT8, BOOL")
-    ir_type, np_type = targets[to]
+                 f"{dtypes.ONNX_SUPPORTED_TEXT}")
+    # a cast to bool is a comparison with 0 (then held as u8), not a truncation to u8
+    boolean = to == dtypes.BOOL_ONNX
+    ir_type = dtypes.BOOL_IR_ELEMENT_TYPE if boolean else dtypes.ONNX_TYPES[to]
     folded = r.folded(node.input[0])
     if folded is not None:
-        r.consts[node.output[0]] = folded.astype(np_type).astype(
-            np.uint8 if np_type is np.bool_ else np_type)
+        held = dtypes.numpy_of(dtypes.ONNX_TYPES[to])
+        r.consts[node.output[0]] = folded.astype(
+            dtypes.BOOL_NP_DTYPE if boolean else held).astype(held)
         return
     r.emit("Convert", [node.input[0]], [node.output[0]], name, {"destination_type": ir_type})
 

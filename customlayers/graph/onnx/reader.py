@@ -22,6 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ...dtypes import ONNX_SUPPORTED_TEXT, ONNX_TYPES, from_numpy, numpy_of
 from ...errors import ModelError, ModelFileError
 from ...files import check_user_file
 from ..graph import Graph, Node, Port
@@ -35,11 +36,6 @@ from .shapes import infer_shapes
 from .table import TRANSLATIONS, translated_ops
 from .translate import float_text, ints_text
 
-# ONNX TensorProto element type -> short dtype name (booleans live as u8, as in the IR reader)
-ELEM_TYPES = {1: "f32", 2: "u8", 3: "i8", 6: "i32", 7: "i64", 9: "u8", 10: "f16", 11: "f64"}
-NP_TYPES = {"f32": np.float32, "f16": np.float16, "i64": np.int64, "i32": np.int32,
-            "i8": np.int8, "u8": np.uint8, "f64": np.float64}
-SUPPORTED_TEXT = "FLOAT, FLOAT16, DOUBLE, INT64, INT32, INT8, UINT8, BOOL"
 
 
 def read_onnx(path, custom_shapes: CustomLayers | None = None) -> Graph:
@@ -203,7 +199,7 @@ class _OnnxReader:
         declared shapes were checked before shape inference; one that inference derived out of
         bounds (a Split size of -1, a ConstantOfShape of 2**31) is left unknown, so that the
         translation of the node responsible says what is wrong with it."""
-        dtype = ELEM_TYPES.get(vi.type.tensor_type.elem_type, "")
+        dtype = ONNX_TYPES.get(vi.type.tensor_type.elem_type, "")
         try:
             return value_shape(vi, ""), dtype
         except ModelError:
@@ -235,14 +231,14 @@ class _OnnxReader:
         elem = vi.type.tensor_type.elem_type
         kind = enum_name(self.onnx.TensorProto.DataType, elem) if elem else "none given"
         raise ModelError(f"{self.file}: graph input '{vi.name}' has element type {kind}, which "
-                         f"is not supported; supported: {SUPPORTED_TEXT}")
+                         f"is not supported; supported: {ONNX_SUPPORTED_TEXT}")
 
     def tensor(self, proto, what: str, raw_data=None) -> np.ndarray:
         """A TensorProto's value, checked (checks.tensor_array); `what` names it;
         `raw_data` is its raw_data where the proto no longer holds it (file.py)."""
         where = what if what.startswith(self.file) else f"{self.file}: {what}"
         value = tensor_array(self.onnx, proto, where, raw_data)
-        return value.astype(NP_TYPES[ELEM_TYPES[proto.data_type]], copy=False)
+        return value.astype(numpy_of(ONNX_TYPES[proto.data_type]), copy=False)
 
     def ref(self, name: str) -> tuple[str, int]:
         """The (node id, port) producing value `name`, making its Const node on first use."""
@@ -255,7 +251,7 @@ class _OnnxReader:
                 raise ModelError(f"{self.where}: input '{name}' is produced by no node, "
                                  f"initializer or graph input")
             value = self.consts[name]
-            self.info[name] = (tuple(value.shape), ELEM_TYPES_BY_NP[value.dtype.type])
+            self.info[name] = (tuple(value.shape), from_numpy(value.dtype))
             self.emit("Const", [], [name], name, value=value, attrs={
                 "element_type": self.info[name][1], "shape": ints_text(value.shape)})
         return self.values[name]
@@ -385,6 +381,3 @@ class _OnnxReader:
 
 # IR types the Graph gives a meaning of its own (inputs, outputs, constants)
 STRUCTURAL = ("Parameter", "Result", "Const")
-
-ELEM_TYPES_BY_NP = {np.float32: "f32", np.float16: "f16", np.int64: "i64", np.int32: "i32",
-                    np.int8: "i8", np.uint8: "u8", np.bool_: "u8", np.float64: "f64"}

@@ -1,0 +1,60 @@
+"""The one dtype table (customlayers/dtypes.py): every record agrees with numpy, OpenCL C and
+ONNX, and every spelling of a type leads back to it."""
+import numpy as np
+import onnx
+import pytest
+
+from customlayers import dtypes
+from customlayers.errors import TensorError
+from customlayers.jit.tensor import TensorDesc, normalize_dtype
+
+# sizes of OpenCL C scalar types (OpenCL C spec 6.1.1: fixed, unlike C's)
+CL_SIZES = {"char": 1, "uchar": 1, "short": 2, "ushort": 2, "int": 4, "uint": 4, "long": 8,
+            "ulong": 8, "half": 2, "float": 4, "double": 8}
+
+
+@pytest.mark.parametrize("t", dtypes.TYPES, ids=lambda t: t.name)
+def test_record_is_consistent(t):
+    assert t.np_dtype.itemsize == t.itemsize == CL_SIZES[t.cl_type]
+    assert t.is_float == (t.np_dtype.kind == "f") == (t.cl_type in ("half", "float", "double"))
+    assert onnx.helper.tensor_dtype_to_np_dtype(t.onnx) == t.np_dtype
+    assert onnx.TensorProto.DataType.Name(t.onnx) == t.onnx_name
+    assert t.custom_layer == (t.name != "f64")
+
+
+@pytest.mark.parametrize("t", dtypes.TYPES, ids=lambda t: t.name)
+def test_every_spelling_round_trips(t):
+    for text in (t.name, t.name.upper(), t.cl_type, f" {t.np_dtype.name} ", *t.aliases):
+        assert dtypes.from_text(text) == t.name == normalize_dtype(text)
+    assert dtypes.from_numpy(t.np_dtype) == dtypes.from_numpy(t.np_dtype.type) == t.name
+    assert dtypes.from_cl_type(t.cl_type) == t.name
+    assert dtypes.ONNX_TYPES[t.onnx] == t.name
+    if t.ir_precision is not None:
+        assert dtypes.IR_PRECISIONS[t.ir_precision] == t.name
+        assert dtypes.IR_ELEMENT_TYPES[t.ir_element_type] == t.name
+    desc = TensorDesc((2, 3), t.name)
+    assert (desc.np_dtype, desc.cl_type, desc.itemsize) == (t.np_dtype, t.cl_type, t.itemsize)
+
+
+def test_booleans_are_held_as_u8():
+    assert dtypes.from_numpy(np.bool_) == dtypes.ONNX_TYPES[onnx.TensorProto.BOOL] == "u8"
+    assert dtypes.IR_PRECISIONS["BOOL"] == dtypes.IR_PRECISIONS["BOOLEAN"] == "u8"
+    assert dtypes.IR_ELEMENT_TYPES["boolean"] == "u8"
+    assert dtypes.from_text("bool") == dtypes.from_text("Boolean") == "u8"
+
+
+def test_other_types_are_none_of_ours():
+    assert dtypes.from_text("u16") is None and dtypes.from_numpy(np.uint16) is None
+    assert dtypes.from_numpy("not a type") is None and dtypes.from_cl_type("uint") is None
+    assert not dtypes.is_float("") and not dtypes.is_float("i64") and dtypes.is_float("f16")
+    with pytest.raises(TensorError, match="element type 'u16' is not one of f32, f16, i8, u8, "
+                                          "i32, i64, f64"):
+        normalize_dtype("u16")
+
+
+def test_lists_in_the_order_messages_name_them():
+    assert list(dtypes.IR_PRECISIONS) == ["FP32", "FP16", "I64", "I32", "I8", "U8", "BOOL",
+                                          "BOOLEAN"]
+    assert list(dtypes.IR_ELEMENT_TYPES) == ["f32", "f16", "i64", "i32", "i8", "u8", "boolean"]
+    assert dtypes.ONNX_SUPPORTED_TEXT == "FLOAT, FLOAT16, DOUBLE, INT64, INT32, INT8, UINT8, BOOL"
+    assert dtypes.CUSTOM_LAYER_DTYPES == ("f32", "f16", "i8", "u8", "i32", "i64")
