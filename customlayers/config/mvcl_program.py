@@ -36,8 +36,9 @@ _HALF = re.compile(r"\bhalf[0-9]*\b")
 
 @dataclass(frozen=True)
 class TensorShape:
-    """A tensor as the generator needs it: its B,F,Y,X dims and element type (a short name of
-    dtypes.CUSTOM_LAYER_DTYPES). `of` pads a lower rank with 1 at the end, as the custom-layer contract does."""
+    """A tensor as the generator needs it: its B,F,Y,X dims and element type (one of
+    dtypes.CUSTOM_LAYER_DTYPES). `of` pads a lower rank with 1 at the end, as the custom-layer
+    contract does."""
     dims: tuple[int, int, int, int]
     dtype: str = "f32"
 
