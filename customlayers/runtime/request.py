@@ -26,6 +26,7 @@ from .sub_buffers import SubBuffers
 from .user_tensors import DeviceTensor, device_tensor, host_array, is_device_value
 from .host_step import HostStep, HostSteps
 from .kernel_release import next_serial, release_newest_first
+from .launch_args import ArgumentSource, bind_args
 
 
 class InferRequest:
@@ -133,40 +134,12 @@ class InferRequest:
 
     def _bind_all(self) -> None:
         plan = self.plan
-        ctx = self.context
         for index, (step, programs) in enumerate(zip(plan.steps, plan.programs)):
             scratch: dict[int, cl.Buffer] = {}
             for launch, program in zip(step.launches, programs):
                 kernel = cl.Kernel(program, launch.entry)
-                args, reads, writes = [], set(), set()
-                for n, a in enumerate(launch.args):
-                    if a.kind in ("input", "output"):
-                        key = (step.inputs if a.kind == "input" else step.outputs)[a.index]
-                        root = plan.root(key)
-                        (reads if a.kind == "input" else writes).add(root)
-                        if plan.slice_at(key) is not None:
-                            # a slice of a Concat's output: its sub-buffer for good (the
-                            # compiler keeps such outputs out of the user's buffers: no rebind)
-                            args.append(self._own_buffer(key))
-                            continue
-                        self._uses.setdefault(root, []).append((kernel, n))
-                        args.append(self._default_buffer(root))
-                    elif a.kind == "const":
-                        args.append(_const_arg(self.context, plan, a))
-                    elif a.kind == "scratch":
-                        if a.index not in scratch:
-                            scratch[a.index] = cl.Buffer(ctx, cl.mem_flags.READ_WRITE,
-                                                         max(a.nbytes, 1))
-                            self._scratch.append(scratch[a.index])
-                        args.append(scratch[a.index])
-                        reads.add(("scratch", index, a.index))
-                        writes.add(("scratch", index, a.index))
-                    elif a.kind == "scalar":
-                        args.append(a.value)
-                    elif a.kind == "local":
-                        args.append(cl.LocalMemory(a.nbytes))
-                    else:
-                        raise ModelError(f"layer '{step.name}': unknown argument kind {a.kind!r}")
+                source = _RequestArgs(self, step, index, kernel, scratch)
+                args = bind_args(launch.args, source, step.name)
                 try:
                     kernel.set_args(*args)
                 except cl.Error as e:
@@ -174,7 +147,7 @@ class InferRequest:
                         f"layer '{step.name}' (type {step.type}, {step.impl}): cannot set the "
                         f"arguments of kernel '{launch.entry}': {e}") from e
                 self._launches.append((kernel, launch.global_size, launch.local_size, index))
-                self._access.append((frozenset(reads), frozenset(writes)))
+                self._access.append((frozenset(source.reads), frozenset(source.writes)))
             if step.host is not None:        # its buffers are looked up when it is enqueued
                 self._launches.append((HostStep(step), None, None, index))
                 self._access.append((frozenset(map(plan.root, step.inputs)),
@@ -481,3 +454,49 @@ def _const_arg(context, plan, arg) -> cl.Buffer:
                         hostbuf=value if value.nbytes else np.zeros(1, np.uint8))
         entry = plan.arg_buffers[id(arg)] = (buf, arg)
     return entry[0]
+
+
+class _RequestArgs(ArgumentSource):
+    """What a request binds one launch of `step` (the plan's step `index`) to: tensors to their
+    buffers (recorded in the request's `_uses`, so that set_tensor can rebind them to the user's),
+    constants to the plan's shared uploads, scratch to buffers private to the step's launch chain
+    (`scratch`: index -> buffer, shared by its launches). It records the roots the launch reads and writes."""
+
+    def __init__(self, request: InferRequest, step, index: int, kernel, scratch: dict):
+        self.request, self.step, self.index = request, step, index
+        self.kernel, self.buffers = kernel, scratch
+        self.reads: set = set()
+        self.writes: set = set()
+
+    def input(self, arg, position):
+        return self._tensor(self.step.inputs[arg.index], position, self.reads)
+
+    def output(self, arg, position):
+        return self._tensor(self.step.outputs[arg.index], position, self.writes)
+
+    def _tensor(self, key, position, access: set):
+        request = self.request
+        plan = request.plan
+        root = plan.root(key)
+        access.add(root)
+        if plan.slice_at(key) is not None:
+            # a slice of a Concat's output: its sub-buffer for good (the compiler keeps such
+            # outputs out of the user's buffers: no rebind)
+            return request._own_buffer(key)
+        request._uses.setdefault(root, []).append((self.kernel, position))
+        return request._default_buffer(root)
+
+    def const(self, arg, position):
+        return _const_arg(self.request.context, self.request.plan, arg)
+
+    def scratch(self, arg, position):
+        if arg.index not in self.buffers:
+            self.buffers[arg.index] = cl.Buffer(self.request.context, cl.mem_flags.READ_WRITE,
+                                                max(arg.nbytes, 1))
+            self.request._scratch.append(self.buffers[arg.index])
+        self.reads.add(("scratch", self.index, arg.index))
+        self.writes.add(("scratch", self.index, arg.index))
+        return self.buffers[arg.index]
+
+    def local(self, arg, position):
+        return cl.LocalMemory(arg.nbytes)
