@@ -21,6 +21,7 @@ import pyopencl as cl
 
 from ..jit.launch import KernelLaunch
 from ..jit.tensor import TensorDesc
+from .launch_args import ArgumentSource, bind_args
 from .sub_buffers import SubBuffers
 
 GUARD_BYTE = 0xCB
@@ -87,32 +88,9 @@ def run_guarded(engine, program: cl.Program, launch: KernelLaunch, layer: str,
     Arg.input tensors (desc.pack of the logical arrays). Returns the outputs' logical arrays and
     every problem found (empty when the kernel kept to its tensors)."""
     ctx, queue, device = engine.context, engine.queue, engine.device
-    guarded: list[_Guarded] = []
-    args = []
-    for arg in launch.args:
-        if arg.kind == "input":
-            g = _allocate(ctx, queue, device, f"input {arg.index}", input_descs[arg.index],
-                          np.ascontiguousarray(inputs[arg.index]))
-        elif arg.kind == "output":
-            desc = output_descs[arg.index]
-            g = _allocate(ctx, queue, device, f"output {arg.index}", desc,
-                          unwritten_pattern(desc))
-        elif arg.kind == "const":
-            value = np.ascontiguousarray(arg.value)
-            g = _allocate(ctx, queue, device, f"constant argument {len(args)}",
-                          TensorDesc((value.size,), value.dtype), value)
-        elif arg.kind == "scalar":
-            args.append(arg.value)
-            continue
-        elif arg.kind == "local":
-            args.append(cl.LocalMemory(arg.nbytes))
-            continue
-        else:                                   # scratch: guarded like an output
-            desc = TensorDesc((max(arg.nbytes, 1),), "u8")
-            g = _allocate(ctx, queue, device, f"scratch {arg.index}", desc,
-                          np.zeros(max(arg.nbytes, 1), np.uint8))
-        guarded.append(g)
-        args.append(g.sub)
+    source = _GuardedArgs(ctx, queue, device, inputs, input_descs, output_descs)
+    args = bind_args(launch.args, source, layer)
+    guarded = source.guarded
     kernel = cl.Kernel(program, launch.entry)
     kernel.set_args(*args)
     cl.enqueue_nd_range_kernel(queue, kernel, launch.global_size, launch.local_size)
@@ -137,6 +115,42 @@ def run_guarded(engine, program: cl.Program, launch: KernelLaunch, layer: str,
                                                           f"(first changed element at buffer "
                                                           f"offset {first})"))
     return [outputs[i] for i in sorted(outputs)], problems
+
+
+class _GuardedArgs(ArgumentSource):
+    """Binds every buffer of a launch to a guarded sub-buffer (`guarded`, in argument order):
+    inputs hold `inputs`' bytes, outputs the unwritten pattern, constants their values, scratch
+    zeros (guarded like an output)."""
+
+    def __init__(self, context, queue, device, inputs, input_descs, output_descs):
+        self.at = (context, queue, device)
+        self.inputs, self.input_descs, self.output_descs = inputs, input_descs, output_descs
+        self.guarded: list[_Guarded] = []
+
+    def _guard(self, what: str, desc: TensorDesc, contents: np.ndarray) -> cl.Buffer:
+        g = _allocate(*self.at, what, desc, contents)
+        self.guarded.append(g)
+        return g.sub
+
+    def input(self, arg, position):
+        return self._guard(f"input {arg.index}", self.input_descs[arg.index],
+                           np.ascontiguousarray(self.inputs[arg.index]))
+
+    def output(self, arg, position):
+        desc = self.output_descs[arg.index]
+        return self._guard(f"output {arg.index}", desc, unwritten_pattern(desc))
+
+    def const(self, arg, position):
+        value = np.ascontiguousarray(arg.value)
+        return self._guard(f"constant argument {position}", TensorDesc((value.size,), value.dtype),
+                           value)
+
+    def scratch(self, arg, position):
+        desc = TensorDesc((max(arg.nbytes, 1),), "u8")
+        return self._guard(f"scratch {arg.index}", desc, np.zeros(max(arg.nbytes, 1), np.uint8))
+
+    def local(self, arg, position):
+        return cl.LocalMemory(arg.nbytes)
 
 
 def _guard_problems(layer: str, g: _Guarded, host: np.ndarray) -> list[BoundsProblem]:

@@ -21,9 +21,10 @@ from ..jit.launch import CompileContext, DeviceTraits
 from ..jit.layer import LayerCall, LayerImpl, LayerWork
 from ..jit.tensor import TensorDesc
 from .concat_in_place import ConcatCandidate, place_concat_inputs
-from .device_memory import Need, check_fits
+from .device_memory import check_fits
 from ..passes.fusion import FusionPlan
 from .parallel_build import build_programs
+from .plan_buffers import plan_buffers
 from .plan import CompiledPlan, Step, TensorKey
 from .planner import MemoryPlan, TensorLife, plan_memory
 
@@ -307,46 +308,6 @@ def check_device_memory(device, steps, descs, consts, alias, inputs, outputs,
     check_fits(device, tensors + own + shared, "the network, for these input shapes,",
                total=memory.planned_bytes + sum(n for n, _ in own + shared))
     return memory.planned_bytes + sum(n for n, _ in own), sum(n for n, _ in shared)
-
-
-def plan_buffers(steps, descs, consts, alias, inputs, outputs, memory: MemoryPlan
-                 ) -> tuple[list[Need], list[Need], list[Need]]:
-    """What a plan allocates, as (bytes, name): (its tensors in the memory plan's slots, what
-    else each request allocates: inputs and scratch buffers, what its first request uploads
-    for all: the constants a kernel, a host step or an output reads (request.py) and the
-    layers' constant arguments, packed weights and Data blobs)."""
-    def root(k):
-        while k in alias:
-            k = alias[k]
-        return k
-
-    producer = {k: s for s in steps for k in s.outputs}
-    tensors: list[Need] = []
-    for key in memory.slot_of:
-        step = producer.get(key)
-        what = (f"output {step.outputs.index(key)} of layer '{step.name}' ({step.type})"
-                if step is not None else f"tensor {key}")
-        tensors.append((descs[key].nbytes, what))
-    own: list[Need] = [(descs[key].nbytes, f"input '{name}'") for name, key in inputs]
-    shared: list[Need] = []
-    read = {root(k) for _, k in outputs}
-    arguments: set = set()                # Arg.const ids: uploaded once per plan
-    for s in steps:
-        if s.host is not None:
-            read.update(root(k) for k in s.inputs)
-        for launch in s.launches:
-            for a in launch.args:
-                if a.kind == "input":
-                    read.add(root(s.inputs[a.index]))
-                elif a.kind == "scratch":
-                    own.append((a.nbytes, f"a scratch buffer of layer '{s.name}'"))
-                elif a.kind == "const" and id(a) not in arguments:
-                    arguments.add(id(a))
-                    shared.append((np.asarray(a.value).nbytes,
-                                   f"a constant argument of layer '{s.name}'"))
-    shared += [(np.asarray(v).nbytes, f"constant {key[0] if isinstance(key, tuple) else key}")
-               for key, v in consts.items() if key in read]
-    return tensors, own, shared
 
 
 def _plan_memory(steps, descs, alias, consts, inputs, outputs) -> MemoryPlan:

@@ -24,6 +24,7 @@ from ..jit.bindings import data_blob
 from ..jit.tensor import TensorDesc
 from ..jit.launch import Arg, KernelLaunch
 from .bounds_process import run_guarded_in_child
+from .launch_args import ArgumentSource, bind_args
 from .sanitize import SanitizeFinding, sanitize_launch
 
 # argument plan entries: (kind, index) with kind "input" | "output" | "data"
@@ -155,19 +156,17 @@ class BoundKernel:
     def __call__(self, *arrays: np.ndarray, **data: np.ndarray):
         """Run on numpy arrays (logical shapes); returns the output array, or a list of them
         when the layer has several outputs. Keyword arguments replace bound Data blobs."""
-        blobs = self._call_blobs(arrays, data)
+        launch = self._launch_with(self._call_blobs(arrays, data))
         ctx, queue = self.engine.context, self.engine.queue
         mf = cl.mem_flags
         in_bufs = [cl.Buffer(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=d.pack(a))
                    for d, a in zip(self.inputs, arrays)]
-        data_bufs = [cl.Buffer(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=flat)
-                     for flat in blobs]
         out_bufs = [cl.Buffer(ctx, mf.READ_WRITE, max(d.nbytes, 1)) for d in self.outputs]
         # a one-off launch through the same kernel object would disturb enqueue()'s record of
         # what is set; a fresh kernel keeps the two paths apart
         kernel = cl.Kernel(self.program, self.spec.entry)
-        buffers = (*in_bufs, *out_bufs, *data_bufs)
-        kernel.set_args(*(buffers[p] for p in self._positions))
+        source = _CallArgs(ctx, in_bufs, out_bufs)
+        kernel.set_args(*bind_args(launch.args, source, self.spec.name))
         event = cl.enqueue_nd_range_kernel(queue, kernel, self.global_size, self.local_size)
         results = []
         for desc, buf in zip(self.outputs, out_bufs):
@@ -207,6 +206,26 @@ class BoundKernel:
         return [flat_blob(name, data[name], desc, self.spec.name) if name in data
                 else self._data_value(k)
                 for k, (name, desc) in enumerate(zip(self.data_names, self.data_descs))]
+
+
+class _CallArgs(ArgumentSource):
+    """A numpy call's buffers: the uploaded inputs, the outputs, and an upload of each Data blob
+    (kept in `data` while the kernel runs: pyopencl's set_args does not keep them alive)."""
+
+    def __init__(self, context, inputs: Sequence[cl.Buffer], outputs: Sequence[cl.Buffer]):
+        self.context, self.inputs, self.outputs = context, inputs, outputs
+        self.data: list[cl.Buffer] = []
+
+    def input(self, arg, position):
+        return self.inputs[arg.index]
+
+    def output(self, arg, position):
+        return self.outputs[arg.index]
+
+    def const(self, arg, position):
+        self.data.append(cl.Buffer(self.context, cl.mem_flags.READ_ONLY |
+                                   cl.mem_flags.COPY_HOST_PTR, hostbuf=arg.value))
+        return self.data[-1]
 
 
 def kernel_buffers(inputs: Sequence[TensorDesc], outputs: Sequence[TensorDesc], data,

@@ -26,6 +26,8 @@ from .sub_buffers import SubBuffers
 from .user_tensors import DeviceTensor, device_tensor, host_array, is_device_value
 from .host_step import HostStep, HostSteps
 from .kernel_release import next_serial, release_newest_first
+from .launch_args import bind_args
+from .request_args import RequestArgs
 
 
 class InferRequest:
@@ -133,40 +135,12 @@ class InferRequest:
 
     def _bind_all(self) -> None:
         plan = self.plan
-        ctx = self.context
         for index, (step, programs) in enumerate(zip(plan.steps, plan.programs)):
             scratch: dict[int, cl.Buffer] = {}
             for launch, program in zip(step.launches, programs):
                 kernel = cl.Kernel(program, launch.entry)
-                args, reads, writes = [], set(), set()
-                for n, a in enumerate(launch.args):
-                    if a.kind in ("input", "output"):
-                        key = (step.inputs if a.kind == "input" else step.outputs)[a.index]
-                        root = plan.root(key)
-                        (reads if a.kind == "input" else writes).add(root)
-                        if plan.slice_at(key) is not None:
-                            # a slice of a Concat's output: its sub-buffer for good (the
-                            # compiler keeps such outputs out of the user's buffers: no rebind)
-                            args.append(self._own_buffer(key))
-                            continue
-                        self._uses.setdefault(root, []).append((kernel, n))
-                        args.append(self._default_buffer(root))
-                    elif a.kind == "const":
-                        args.append(_const_arg(self.context, plan, a))
-                    elif a.kind == "scratch":
-                        if a.index not in scratch:
-                            scratch[a.index] = cl.Buffer(ctx, cl.mem_flags.READ_WRITE,
-                                                         max(a.nbytes, 1))
-                            self._scratch.append(scratch[a.index])
-                        args.append(scratch[a.index])
-                        reads.add(("scratch", index, a.index))
-                        writes.add(("scratch", index, a.index))
-                    elif a.kind == "scalar":
-                        args.append(a.value)
-                    elif a.kind == "local":
-                        args.append(cl.LocalMemory(a.nbytes))
-                    else:
-                        raise ModelError(f"layer '{step.name}': unknown argument kind {a.kind!r}")
+                source = RequestArgs(self, step, index, kernel, scratch)
+                args = bind_args(launch.args, source, step.name)
                 try:
                     kernel.set_args(*args)
                 except cl.Error as e:
@@ -174,7 +148,7 @@ class InferRequest:
                         f"layer '{step.name}' (type {step.type}, {step.impl}): cannot set the "
                         f"arguments of kernel '{launch.entry}': {e}") from e
                 self._launches.append((kernel, launch.global_size, launch.local_size, index))
-                self._access.append((frozenset(reads), frozenset(writes)))
+                self._access.append((frozenset(source.reads), frozenset(source.writes)))
             if step.host is not None:        # its buffers are looked up when it is enqueued
                 self._launches.append((HostStep(step), None, None, index))
                 self._access.append((frozenset(map(plan.root, step.inputs)),
@@ -468,16 +442,3 @@ def _const_buffer(context, plan, key) -> cl.Buffer:
         buf = cache[key] = cl.Buffer(context, cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR,
                                      hostbuf=value if value.nbytes else np.zeros(1, np.uint8))
     return buf
-
-
-def _const_arg(context, plan, arg) -> cl.Buffer:
-    """The buffer of an Arg.const, uploaded once per plan and shared by its requests. Keyed
-    by the Arg's identity (its array is not hashable); the entry keeps the Arg alive, so the id
-    cannot be reused by another object."""
-    entry = plan.arg_buffers.get(id(arg))
-    if entry is None:
-        value = np.ascontiguousarray(arg.value)
-        buf = cl.Buffer(context, cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR,
-                        hostbuf=value if value.nbytes else np.zeros(1, np.uint8))
-        entry = plan.arg_buffers[id(arg)] = (buf, arg)
-    return entry[0]

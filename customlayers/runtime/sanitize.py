@@ -25,6 +25,7 @@ import numpy as np
 
 from ..errors import DeviceError
 from ..jit.launch import KernelLaunch
+from .launch_args import ArgumentSource, bind_args
 
 # Debian's package puts the ICD library here; OCLGRIND_ICD overrides it (see settings.py)
 ICD_LIBRARIES = ("/usr/lib/oclgrind/liboclgrind-rt-icd.so",
@@ -77,20 +78,7 @@ def sanitize_launch(launch: KernelLaunch, layer: str, inputs: Sequence[np.ndarra
     output buffers of these sizes; every invalid access it reports, mapped to the user's
     lines."""
     library = ensure_oclgrind()
-    args = []
-    for arg in launch.args:
-        if arg.kind == "input":
-            args.append(("buffer", np.ascontiguousarray(inputs[arg.index]).tobytes()))
-        elif arg.kind == "output":
-            args.append(("buffer", bytes(max(int(outputs_nbytes[arg.index]), 1))))
-        elif arg.kind == "const":
-            args.append(("buffer", np.ascontiguousarray(arg.value).tobytes()))
-        elif arg.kind == "scratch":
-            args.append(("buffer", bytes(max(arg.nbytes, 1))))
-        elif arg.kind == "local":
-            args.append(("local", arg.nbytes))
-        else:
-            args.append(("scalar", arg.value))
+    args = bind_args(launch.args, _OclgrindArgs(inputs, outputs_nbytes), layer)
     job = {"source": launch.source, "options": launch.options, "entry": launch.entry,
            "global": tuple(launch.global_size),
            "local": tuple(launch.local_size) if launch.local_size else None, "args": args}
@@ -117,6 +105,32 @@ def sanitize_launch(launch: KernelLaunch, layer: str, inputs: Sequence[np.ndarra
     elif result.get("error"):
         findings.append(SanitizeFinding(layer, f"Oclgrind: {result['error']}", ""))
     return findings
+
+
+class _OclgrindArgs(ArgumentSource):
+    """The arguments as the worker (sanitize_worker.py) takes them, picklable: ("buffer",
+    its initial bytes), ("local", bytes) or ("scalar", value)."""
+
+    def __init__(self, inputs: Sequence[np.ndarray], outputs_nbytes: Sequence[int]):
+        self.inputs, self.outputs_nbytes = inputs, outputs_nbytes
+
+    def input(self, arg, position):
+        return ("buffer", np.ascontiguousarray(self.inputs[arg.index]).tobytes())
+
+    def output(self, arg, position):
+        return ("buffer", bytes(max(int(self.outputs_nbytes[arg.index]), 1)))
+
+    def const(self, arg, position):
+        return ("buffer", np.ascontiguousarray(arg.value).tobytes())
+
+    def scratch(self, arg, position):
+        return ("buffer", bytes(max(arg.nbytes, 1)))
+
+    def scalar(self, arg, position):
+        return ("scalar", arg.value)
+
+    def local(self, arg, position):
+        return ("local", arg.nbytes)
 
 
 def _last_json(stdout: str) -> dict | None:

@@ -27,6 +27,7 @@ import pyopencl as cl
 from ..errors import KernelBuildError
 from ..jit.layer import LayerCall, LayerImpl, LayerWork
 from ..jit.tensor import TensorDesc
+from .launch_args import ArgumentSource, bind_args
 from .parallel_build import build_programs
 from .tuning_cache import TuningCache
 
@@ -195,27 +196,8 @@ class Tuner:
                                           launch.options, line_map=launch.line_map,
                                           label=launch.label or stage.name)
                 kernel = cl.Kernel(program, launch.entry)
-                args = []
-                for a in launch.args:
-                    if a.kind == "input":
-                        args.append(buffer_for(stage.inputs[a.index]))
-                    elif a.kind == "output":
-                        args.append(buffer_for(stage.outputs[a.index]))
-                    elif a.kind == "const":
-                        buf = cl.Buffer(eng.context,
-                                        cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR,
-                                        hostbuf=a.value if a.value.nbytes else np.zeros(1))
-                        keep.append(buf)
-                        args.append(buf)
-                    elif a.kind == "scratch":
-                        if a.index not in scratch:
-                            scratch[a.index] = cl.Buffer(eng.context, cl.mem_flags.READ_WRITE,
-                                                         max(a.nbytes, 1))
-                        args.append(scratch[a.index])
-                    elif a.kind == "scalar":
-                        args.append(a.value)
-                    else:
-                        args.append(cl.LocalMemory(a.nbytes))
+                args = bind_args(launch.args, _TimingArgs(eng.context, stage, buffer_for,
+                                                          scratch, keep), stage.name)
                 kernel.set_args(*args)
                 bound.append((kernel, launch.global_size, launch.local_size))
             keep += list(scratch.values())
@@ -240,3 +222,34 @@ def layer_signature(impl: LayerImpl, call: LayerCall, outputs: Sequence[TensorDe
 
 def _tensor_text(d: TensorDesc) -> str:
     return f"{d.dtype}{list(d.shape)}{d.format}{list(d.lower_pad)}{list(d.upper_pad)}"
+
+
+class _TimingArgs(ArgumentSource):
+    """What the tuner binds one launch of `stage` to: its tensors to the timing buffers of
+    `buffer_for` (shared by the stages), its constants to uploads of their own (kept in `keep`),
+    its scratch to buffers of the stage (`scratch`: index -> buffer, shared by its launches)."""
+
+    def __init__(self, context, stage, buffer_for, scratch: dict, keep: list):
+        self.context, self.stage, self.buffer_for = context, stage, buffer_for
+        self.buffers, self.keep = scratch, keep
+
+    def input(self, arg, position):
+        return self.buffer_for(self.stage.inputs[arg.index])
+
+    def output(self, arg, position):
+        return self.buffer_for(self.stage.outputs[arg.index])
+
+    def const(self, arg, position):
+        buf = cl.Buffer(self.context, cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR,
+                        hostbuf=arg.value if arg.value.nbytes else np.zeros(1))
+        self.keep.append(buf)
+        return buf
+
+    def scratch(self, arg, position):
+        if arg.index not in self.buffers:
+            self.buffers[arg.index] = cl.Buffer(self.context, cl.mem_flags.READ_WRITE,
+                                                max(arg.nbytes, 1))
+        return self.buffers[arg.index]
+
+    def local(self, arg, position):
+        return cl.LocalMemory(arg.nbytes)
