@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..config.dialects import dialect_of
 from . import UsageError
 from .common import add_build_options, build_cache, non_negative_int, parse_params
 from .input_arrays import as_type, read_array
@@ -86,11 +87,8 @@ def parse_shape_set(text: str, ports: int) -> tuple[tuple[int, ...], ...]:
 
 def input_count(spec, params) -> int:
     """The layer's real inputs (an MVCL layer's variant for these attributes decides)."""
-    if spec.kind != "MVCL":
-        return spec.num_input_ports
-    from ..runtime.mvcl_build import select_stages
-    ports = [t.port_index for s in select_stages(spec, params) for t in s.tensors("input")]
-    return max(ports, default=-1) + 1
+    from ..runtime.dialects import runtime_of
+    return runtime_of(spec).input_count(spec, params)
 
 
 def cases_for(spec, shape_sets) -> list[Case]:
@@ -160,7 +158,7 @@ def run(args) -> int:
     print(f"{'case':>4}  {'inputs':<22}  {'format':<8}  {'padded':<6}  {'max abs err':>11}  "
           f"{'max rel err':>11}  {'worst at':<20}  result")
     failed = []
-    cases = cases_for(spec, shape_sets) if spec.kind == "SimpleGPU" else \
+    cases = cases_for(spec, shape_sets) if dialect_of(spec).one_kernel else \
         [Case(s, "BFYX", False) for s in shape_sets]    # a network hands MVCL kernels dense BFYX
     for k, case in enumerate(cases, 1):
         rng = generator(args.seed, k)   # one per case, each input drawn in turn: all differ
@@ -189,7 +187,7 @@ def run_case(registry, spec, ref, case: Case, inputs, data, params, attrs, rtol,
     from ..jit.tensor import TensorDesc
     from ..runtime.reference_check import compare_all, run_reference
     from .run_layer import check_output_shapes
-    if spec.kind != "SimpleGPU":        # no one bound kernel: a one-layer network runs it
+    if not dialect_of(spec).one_kernel:     # no one bound kernel: a one-layer network runs it
         expected = run_reference(ref, [*inputs, *data.values()], attrs,
                                  f"layer type '{spec.name}'")
         got = registry.run_layer(spec.name, inputs, params, data, [e.shape for e in expected])

@@ -17,6 +17,7 @@ from types import ModuleType
 
 import numpy as np
 
+from ..config.dialects import DIALECTS
 from ..errors import CustomLayersError
 from .common import add_build_options, build_cache
 
@@ -35,7 +36,7 @@ DEMO_CONFIGS = ("relu", "grn", "reorg")
 # timed runs per example: a median needs no more, and a mistyped count should not run for hours
 MAX_RUNS = 10_000
 # The dialects the runtime runs (every one there is: runtime/simplegpu.py, runtime/mvcl.py).
-RUNNABLE_KINDS = ("SimpleGPU", "MVCL")
+RUNNABLE_KINDS = tuple(DIALECTS)
 
 
 @dataclass(frozen=True)
@@ -62,7 +63,8 @@ def load_example(folder: Path) -> Example:
 def _config_kind(config: Path) -> str:
     from ..config import load_configs
     kinds = {layer.kind for layer in load_configs([config]).layers.values()}
-    return "MVCL" if "MVCL" in kinds else "SimpleGPU"
+    # a config with a layer of no one kernel runs in a network (examples_table)
+    return min(kinds, key=lambda k: DIALECTS[k].one_kernel, default="SimpleGPU")
 
 
 def find_examples(root: Path = EXAMPLES_DIR,
@@ -158,7 +160,7 @@ def examples_table(engine, runs: int = 20, examples: list[Example] | None = None
         expected = ex.reference.reference(inputs, dict(case.get("params", {})), data)
         layer = layer_type_of(registry, ex)
         params = case.get("params", {})
-        if ex.kind == "MVCL":       # stages, no single bound kernel: a one-layer network
+        if not DIALECTS[ex.kind].one_kernel:    # stages, no one bound kernel: a network
             got, seconds, clock = time_in_network(registry, layer, inputs, data, expected,
                                                   params, runs)
             shapes = (f"{_shapes([TensorDesc(a.shape) for a in inputs])} -> "

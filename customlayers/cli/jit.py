@@ -13,6 +13,7 @@ from ..jit.tensor import parse_tensor_arg
 from ..terminal import for_contents
 from ..config.params import unused_params, unused_params_message
 from .common import parse_params, the_only_layer
+from .dialects import cli_of
 
 TENSOR_HELP = "SHAPE[:DTYPE][:FORMAT][:pad=LOWER/UPPER], e.g. 1x3x224x224:f32:bfyx:pad=0,0,1,1/0,0,1,1"
 
@@ -47,7 +48,6 @@ def _tensors(items, what):
 
 
 def run(args) -> int:
-    from . import UsageError
     from .config_files import refuse_models_as_configs
     refuse_models_as_configs(args.config)
     configs = load_configs(args.config)
@@ -58,8 +58,12 @@ def run(args) -> int:
     spec = configs.layers[name]
     inputs = _tensors(args.input, "input")
     outputs = _tensors(args.output, "output")
-    if spec.kind == "MVCL":
-        return _run_mvcl(spec, inputs, outputs, parse_params(args.param))
+    return cli_of(spec).print_program(spec, inputs, outputs, parse_params(args.param))
+
+
+def print_kernel_program(spec, inputs, outputs, params) -> int:
+    """A SimpleGPU layer: its program on stdout, its sizes and options on stderr."""
+    from . import UsageError
     expected = spec.num_input_ports + len(spec.data)
     if len(inputs) != expected:
         raise UsageError(f"layer '{spec.name}' takes {expected} input tensor"
@@ -71,7 +75,6 @@ def run(args) -> int:
                          f"{len(outputs)} --output given")
     # the tensors exactly as the runtime binds them (Data blobs 1-D, shape formulas, formats)
     n = spec.num_input_ports
-    params = parse_params(args.param)
     inputs, outputs = kernel_tensors(spec, inputs[:n], outputs or None, inputs[n:], params)
     unused = unused_params(spec, params)
     if unused:  # an ignored parameter would print the program of the default value
@@ -88,7 +91,7 @@ def run(args) -> int:
 
 
 
-def _run_mvcl(layer, inputs, outputs, params) -> int:
+def print_stage_programs(layer, inputs, outputs, params) -> int:
     """An MVCL layer: every stage's program on stdout, its sizes and arguments on stderr."""
     from . import UsageError
     from ..config.mvcl_program import ScalarArg, TensorShape, generate_mvcl_stages

@@ -100,6 +100,7 @@ def describe_mvcl_layer(layer) -> list[str]:
 def run(args) -> int:
     from ..runtime.registry import Registry
     from .config_files import refuse_models_as_configs
+    from .dialects import cli_of
     refuse_models_as_configs(args.config)
     registry = Registry()
     diags = registry.load(*args.config, allow_external_sources=args.allow_external_sources)
@@ -107,7 +108,7 @@ def run(args) -> int:
         print(d.render(), file=sys.stderr)
     types = registry.layer_types()
     # each line one line: names, formulas and file names are the configs' text (terminal.py)
-    blocks = ["\n".join(map(one_line, describe_mvcl_layer(spec) if spec.kind == "MVCL" else
-                                       describe_layer(spec))) for spec in map(registry.spec, types)]
+    blocks = ["\n".join(map(one_line, cli_of(spec).describe(spec)))
+              for spec in map(registry.spec, types)]
     print("\n\n".join(blocks) if blocks else "no custom layers")
     return 0

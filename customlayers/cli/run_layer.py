@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 
+from ..config.dialects import dialect_of
 from ..config.params import unused_params, unused_params_message
 from . import UsageError
 from .common import (add_build_options, add_kernel_check_options, build_cache,
@@ -148,7 +149,7 @@ def run(args) -> int:
     name = args.layer or the_only_layer(None, [n for n, _ in configs.definitions],
                                         configs.layers, ", ".join(args.config))
     spec = registry.spec(name)
-    if spec.kind == "MVCL":
+    if not dialect_of(spec).one_kernel:
         return _run_alone(registry, spec, args, params, data_paths, out_shapes)
     unused = unused_params(spec, params)
     if unused:  # an ignored parameter would run the layer with its default: a wrong number

@@ -75,7 +75,6 @@ def _compile_all(configs: ConfigSet, args) -> list[Diagnostic]:
     """Bind every valid layer through the one layer-compile pipeline (Registry.bind) on the
     device, as a run would; its errors become Diagnostics here, build errors at the user's .cl
     lines."""
-    from ..jit.tensor import TensorDesc
     from ..runtime.device import Engine
     from ..runtime.registry import Registry
     from . import UsageError
@@ -86,7 +85,7 @@ def _compile_all(configs: ConfigSet, args) -> list[Diagnostic]:
         raise UsageError(f"--shape names layer {', '.join(unknown)}, which is not a valid layer "
                          f"of these configs (valid: {known})")
     from .common import parse_params
-    from .mvcl_validate import mvcl_compile_diagnostics
+    from .dialects import cli_of
     params = parse_params(args.param)
     registry = Registry(Engine(args.device, cache=build_cache(args)), configs)
     # a definition that a later one of its name replaced (two files define one layer) is built
@@ -96,14 +95,8 @@ def _compile_all(configs: ConfigSet, args) -> list[Diagnostic]:
         for spec in configs.replaced]
     found: list[Diagnostic] = []
     for owner, spec in layers:
-        name = spec.name
-        if spec.kind == "MVCL":
-            # every <Where> variant, with attributes from --param and defaults (mvcl_validate)
-            given = shapes.get(name) or [TensorDesc(DEFAULT_INPUT_SHAPE)]
-            found += mvcl_compile_diagnostics(owner, spec, given, params)
-            continue
-        found += compile_diagnostics(owner, name, shapes.get(name) or [], params,
-                                     check_bounds=args.check_bounds, sanitize=args.sanitize)
+        found += cli_of(spec).compile_diagnostics(owner, spec, shapes.get(spec.name), params,
+                                                  args)
     return found
 
 

@@ -35,20 +35,32 @@ def declared_types(spec, params: Mapping[str, str]
                    ) -> tuple[dict[int, object], dict[str, object]]:
     """({input port: dtype or KEEP}, {Data blob name: dtype or KEEP}) for the arguments whose
     kernel declares a concrete element type; the others are left out (generic)."""
+    from .dialects import runtime_of
+    return runtime_of(spec).declared_types(spec, params)
+
+
+def stage_declared_types(spec, params: Mapping[str, str]
+                         ) -> tuple[dict[int, object], dict[str, object]]:
+    """declared_types of an MVCL layer: its stages' kernels for the variant of `params`."""
     inputs: dict[int, np.dtype] = {}
     data: dict[str, np.dtype] = {}
-    if spec.kind == "MVCL":
-        from .mvcl_build import select_stages
-        for stage in select_stages(spec, params):
-            for k, p in stage.arguments:
-                dtype = _element_type(k)
-                if dtype is None:
-                    continue
-                if isinstance(p, MvclTensor) and p.kind == "input":
-                    inputs.setdefault(p.port_index, dtype)
-                elif isinstance(p, MvclData):
-                    data.setdefault(p.blob, dtype)
-        return inputs, data
+    from .mvcl_build import select_stages
+    for stage in select_stages(spec, params):
+        for k, p in stage.arguments:
+            dtype = _element_type(k)
+            if dtype is None:
+                continue
+            if isinstance(p, MvclTensor) and p.kind == "input":
+                inputs.setdefault(p.port_index, dtype)
+            elif isinstance(p, MvclData):
+                data.setdefault(p.blob, dtype)
+    return inputs, data
+
+
+def kernel_declared_types(spec) -> tuple[dict[int, object], dict[str, object]]:
+    """declared_types of a SimpleGPU layer: its one kernel's parameters."""
+    inputs: dict[int, np.dtype] = {}
+    data: dict[str, np.dtype] = {}
     kernel = find_kernel_parameters([s.text for s in spec.sources], spec.entry) or ()
     by_position = {k.position: k for k in kernel}
     for t in spec.inputs:

@@ -13,12 +13,12 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from ..config.params import unused_params, unused_params_message
+from ..config.dialects import dialect_of
+from ..config.params import unused_params_message
 from ..errors import BindingError
 from ..graph.graph import Graph, Node, Port
 from ..jit.tensor import normalize_dtype
-from .mvcl import blob_names, output_layouts
-from .mvcl_build import select_stages
+from .dialects import runtime_of
 from .network import Network
 
 
@@ -30,16 +30,12 @@ def as_kernel_array(array) -> np.ndarray:
 
 def output_count(spec, params: Mapping[str, str]) -> int:
     """How many outputs the layer writes: an MVCL layer's variant for these attributes decides."""
-    if spec.kind == "MVCL":
-        return len(output_layouts(select_stages(spec, params)))
-    return spec.num_output_ports
+    return runtime_of(spec).output_count(spec, params)
 
 
 def data_names(spec, params: Mapping[str, str]) -> list[str]:
     """The names of the constant blobs the layer binds (for these attributes)."""
-    if spec.kind == "MVCL":
-        return sorted(blob_names(select_stages(spec, params)))
-    return [d.name for d in spec.data]
+    return runtime_of(spec).data_names(spec, params)
 
 
 def one_layer_graph(layer_type: str, inputs: Sequence[np.ndarray],
@@ -78,14 +74,13 @@ def run_layer(registry, layer_type: str, inputs: Sequence[np.ndarray],
     input 0's shape."""
     spec = registry.spec(layer_type)
     params = {k: str(v) for k, v in (params or {}).items()}
-    if spec.kind == "SimpleGPU":   # a parameter no Define reads would run the default
-        unused = unused_params(spec, params)
-        if unused:
-            raise BindingError(unused_params_message(spec, unused))
+    unused = runtime_of(spec).unused_params(spec, params)
+    if unused:                     # a parameter no Define reads would run the default
+        raise BindingError(unused_params_message(spec, unused))
     arrays = [as_kernel_array(a) for a in inputs]
     blobs = {k: as_kernel_array(v) for k, v in (data or {}).items()}
     count = output_count(spec, params)
-    if output_shapes is None and spec.kind == "MVCL":
+    if output_shapes is None and not dialect_of(spec).shape_formula:
         # alone, nothing declares the outputs, and input 0's shape would be a guess
         raise BindingError(f"layer '{layer_type}' ({spec.location}) is an MVCL layer, which has "
                            f"no shape formula: give the shape of each of its {count} output(s)")

@@ -39,14 +39,10 @@ from .device_memory import check_fits
 from .kernel import BoundKernel, data_descs_and_values, kernel_buffers
 from .layer_shapes import layer_output_shapes
 from .limits import check_kernel_work_group, check_local_size
-from .mvcl import MvclLayerImpl
+from .dialects import dialect_of, runtime_of
 from .one_layer import run_layer
 from .python_layer import PythonLayer, PythonLayerDef
 from .python_loader import load_python_layers
-from .simplegpu import SimpleGpuLayer
-
-# the adapter of each kind of loaded layer (jit.layer.LayerImpl over its descriptor)
-_ADAPTERS = {"SimpleGPU": SimpleGpuLayer, "MVCL": MvclLayerImpl}
 
 # the codes of validate --compile (config/codes.py) for what each step of bind finds
 PREPARE_CODE = "CL081"   # tensors, formulas, defines that do not work for these inputs
@@ -194,11 +190,11 @@ class Registry:
         if defn is not None:
             return PythonLayer(defn)
         spec = self.spec(layer_type)
-        adapter = _ADAPTERS.get(spec.kind)
-        if adapter is None:
+        dialect = runtime_of(spec)
+        if dialect is None:
             raise BindingError(f"layer type '{layer_type}' ({spec.location}) is an {spec.kind} "
                                f"layer, which this version cannot run yet")
-        return adapter(spec, self)
+        return dialect.adapter()(spec, self)
 
     def output_shapes(self, layer_type: str, domain: str, attrs: Mapping[str, str],
                       input_shapes: Sequence[tuple], *, input_names: Sequence[str] = (),
@@ -237,7 +233,7 @@ class Registry:
         every error carries the descriptor's place (`location`, `code`) for the CLI's
         diagnostics."""
         spec = self.spec(layer_type)
-        if spec.kind != "SimpleGPU":
+        if not dialect_of(spec).one_kernel:
             raise BindingError(f"layer type '{layer_type}' ({spec.location}) is an {spec.kind} "
                                f"layer: bind takes SimpleGPU layers (one kernel); run it alone "
                                f"with run_layer, or in a network")

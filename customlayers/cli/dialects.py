@@ -1,0 +1,49 @@
+"""What the CLI does differently per descriptor dialect (config/dialects.py is the table of
+dialects; runtime/dialects.py the runtime's side): how `layers` describes a layer, how `jit`
+prints its program(s), how `validate --compile` compiles it. One object per dialect, keyed by
+the dialect's name.
+
+The commands' modules are imported on use: they import this table.
+"""
+from __future__ import annotations
+
+
+class SimpleGpuCli:
+    def describe(self, spec) -> list[str]:
+        from .layers import describe_layer
+        return describe_layer(spec)
+
+    def print_program(self, spec, inputs, outputs, params) -> int:
+        from .jit import print_kernel_program
+        return print_kernel_program(spec, inputs, outputs, params)
+
+    def compile_diagnostics(self, registry, spec, given, params, args) -> list:
+        from .validate import compile_diagnostics
+        return compile_diagnostics(registry, spec.name, given or [], params,
+                                   check_bounds=args.check_bounds, sanitize=args.sanitize)
+
+
+class MvclCli:
+    def describe(self, spec) -> list[str]:
+        from .layers import describe_mvcl_layer
+        return describe_mvcl_layer(spec)
+
+    def print_program(self, spec, inputs, outputs, params) -> int:
+        from .jit import print_stage_programs
+        return print_stage_programs(spec, inputs, outputs, params)
+
+    def compile_diagnostics(self, registry, spec, given, params, args) -> list:
+        # every <Where> variant, with attributes from --param and defaults (mvcl_validate)
+        from ..jit.tensor import TensorDesc
+        from .mvcl_validate import mvcl_compile_diagnostics
+        from .validate import DEFAULT_INPUT_SHAPE
+        return mvcl_compile_diagnostics(registry, spec, given or [TensorDesc(DEFAULT_INPUT_SHAPE)],
+                                        params)
+
+
+CLI_DIALECTS: dict[str, object] = {"SimpleGPU": SimpleGpuCli(), "MVCL": MvclCli()}
+
+
+def cli_of(spec):
+    """The CLI side of a loaded layer's dialect."""
+    return CLI_DIALECTS[spec.kind]
