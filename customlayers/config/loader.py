@@ -16,6 +16,7 @@ from typing import Iterable, Mapping
 from ..errors import ConfigFileError
 from ..files import read_user_file
 from .checks import LayerChecker
+from .dialects import DIALECTS
 from .diagnostics import Diagnostics, Location
 from .includes import DiskIncludes, MappedIncludes, with_includes
 from .limits import MAX_CONFIG_BYTES, MAX_SOURCE_BYTES
@@ -169,7 +170,8 @@ def _load_one(data: bytes | str, file: str, reader, config_path: str | None,
         # file, registered at its end
         mvcl = MvclFileCollector(diags, reader, config_path, into)
         for i, node in enumerate(layer_nodes):
-            if node.attrs.get("type") == "MVCL":
+            dialect = DIALECTS.get(node.attrs.get("type"))
+            if dialect is not None and not dialect.one_kernel:
                 mvcl.add(node, i in bad)
             else:
                 _add_layer(node, i in bad, diags, reader, config_path, into)
