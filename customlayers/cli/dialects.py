@@ -13,9 +13,10 @@ class SimpleGpuCli:
         from .layers import describe_layer
         return describe_layer(spec)
 
-    def print_program(self, spec, inputs, outputs, params) -> int:
+    def print_program(self, spec, inputs, outputs, param_items) -> int:
+        """`jit`: --param items are parsed where the program needs them (after the counts)."""
         from .jit import print_kernel_program
-        return print_kernel_program(spec, inputs, outputs, params)
+        return print_kernel_program(spec, inputs, outputs, param_items)
 
     def compile_diagnostics(self, registry, spec, given, params, args) -> list:
         from .validate import compile_diagnostics
@@ -28,9 +29,9 @@ class MvclCli:
         from .layers import describe_mvcl_layer
         return describe_mvcl_layer(spec)
 
-    def print_program(self, spec, inputs, outputs, params) -> int:
+    def print_program(self, spec, inputs, outputs, param_items) -> int:
         from .jit import print_stage_programs
-        return print_stage_programs(spec, inputs, outputs, params)
+        return print_stage_programs(spec, inputs, outputs, param_items)
 
     def compile_diagnostics(self, registry, spec, given, params, args) -> list:
         # every <Where> variant, with attributes from --param and defaults (mvcl_validate)

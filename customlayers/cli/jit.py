@@ -58,10 +58,10 @@ def run(args) -> int:
     spec = configs.layers[name]
     inputs = _tensors(args.input, "input")
     outputs = _tensors(args.output, "output")
-    return cli_of(spec).print_program(spec, inputs, outputs, parse_params(args.param))
+    return cli_of(spec).print_program(spec, inputs, outputs, args.param)
 
 
-def print_kernel_program(spec, inputs, outputs, params) -> int:
+def print_kernel_program(spec, inputs, outputs, param_items) -> int:
     """A SimpleGPU layer: its program on stdout, its sizes and options on stderr."""
     from . import UsageError
     expected = spec.num_input_ports + len(spec.data)
@@ -75,6 +75,7 @@ def print_kernel_program(spec, inputs, outputs, params) -> int:
                          f"{len(outputs)} --output given")
     # the tensors exactly as the runtime binds them (Data blobs 1-D, shape formulas, formats)
     n = spec.num_input_ports
+    params = parse_params(param_items)
     inputs, outputs = kernel_tensors(spec, inputs[:n], outputs or None, inputs[n:], params)
     unused = unused_params(spec, params)
     if unused:  # an ignored parameter would print the program of the default value
@@ -91,10 +92,11 @@ def print_kernel_program(spec, inputs, outputs, params) -> int:
 
 
 
-def print_stage_programs(layer, inputs, outputs, params) -> int:
+def print_stage_programs(layer, inputs, outputs, param_items) -> int:
     """An MVCL layer: every stage's program on stdout, its sizes and arguments on stderr."""
     from . import UsageError
     from ..config.mvcl_program import ScalarArg, TensorShape, generate_mvcl_stages
+    params = parse_params(param_items)
     if not outputs:
         raise UsageError(f"layer '{layer.name}' is an MVCL layer, whose output shapes the config "
                          f"cannot say: give each with --output")
