@@ -31,10 +31,10 @@ from __future__ import annotations
 import hashlib
 import os
 import posixpath
-import stat
 from dataclasses import dataclass, field, replace
 from typing import Mapping
 
+from ..files import UserFileError, read_user_file
 from .diagnostics import Diagnostics, Location
 from .include_scan import Line, Scanned, SPACE, directive, quoted_name, scan
 from .messages import clipped
@@ -99,30 +99,12 @@ class DiskIncludes(IncludeFiles):
         return path, path
 
     def read(self, key: str) -> str:
-        try:
-            # O_NONBLOCK: a FIFO is refused below instead of blocking the open
-            fd = os.open(key, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        try:              # a regular file within the bound, read without blocking on a FIFO
+            data = read_user_file(key, MAX_FILE_BYTES)
+        except UserFileError as e:
+            raise IncludeRefused(f"is {e.strerror}") from None
         except OSError as e:
             raise IncludeRefused(f"cannot be read: {e.strerror or e}") from None
-        try:
-            info = os.fstat(fd)
-            if not stat.S_ISREG(info.st_mode):
-                raise IncludeRefused("is not a regular file")
-            if info.st_size > MAX_FILE_BYTES:
-                raise IncludeRefused(f"is {info.st_size} bytes; an included file may hold at "
-                                     f"most {MAX_FILE_BYTES}")
-            data = os.read(fd, MAX_FILE_BYTES + 1)
-            while len(data) <= MAX_FILE_BYTES:       # os.read may return less than asked
-                more = os.read(fd, MAX_FILE_BYTES + 1 - len(data))
-                if not more:
-                    break
-                data += more
-        except OSError as e:
-            raise IncludeRefused(f"cannot be read: {e.strerror or e}") from None
-        finally:
-            os.close(fd)
-        if len(data) > MAX_FILE_BYTES:
-            raise IncludeRefused(f"grew past {MAX_FILE_BYTES} bytes while read")
         return decode(data)
 
 
