@@ -25,7 +25,7 @@ from .device_memory import check_fits
 from ..passes.fusion import FusionPlan
 from .parallel_build import build_programs
 from .plan_buffers import plan_buffers
-from .plan import CompiledPlan, Step, TensorKey
+from .plan import CompiledPlan, Step, TensorKey, alias_root
 from .planner import MemoryPlan, TensorLife, plan_memory
 
 
@@ -313,10 +313,8 @@ def check_device_memory(device, steps, descs, consts, alias, inputs, outputs,
 def _plan_memory(steps, descs, alias, consts, inputs, outputs) -> MemoryPlan:
     """One life per buffer: a tensor written in place into a Concat's output (an alias) makes
     that output live from the first such write."""
-    def root(k):
-        while k in alias:
-            k = alias[k]
-        return k
+    def root(key):
+        return alias_root(alias, key)
 
     first: dict = {}
     last: dict = {}

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from .plan import Step
+from .plan import Step, alias_root
 
 # what a profile shows as the kernel of a layer that runs in place: it runs none
 IN_PLACE_ENTRY = "(in place)"
@@ -58,9 +58,7 @@ def place_concat_inputs(steps: list[Step], candidates: list[ConcatCandidate], de
     and the steps with those Concats' launches removed. `alias` (views and fused layers) is
     read, not changed; `alignment`: the bytes a sub-buffer's origin must be a multiple of."""
     def root(key):
-        while key in alias:
-            key = alias[key]
-        return key
+        return alias_root(alias, key)
 
     result = InPlaceConcats(list(steps))
     writers: dict = {}                 # root tensor -> the indices of the steps that write it

@@ -47,9 +47,7 @@ class CompiledPlan:
     constants_reserved: bool = field(default=False, compare=False, repr=False)
 
     def root(self, key):
-        while key in self.alias:
-            key = self.alias[key]
-        return key
+        return alias_root(self.alias, key)
 
     def slice_at(self, key) -> int | None:
         """Where tensor `key` starts in its root's buffer when it is a slice of a Concat's
@@ -67,3 +65,11 @@ class CompiledPlan:
     def sliced_roots(self) -> frozenset:
         """The tensors whose buffers hold others at offsets: never bound to a user's buffer."""
         return frozenset(self.root(k) for k in self.offsets)
+
+
+def alias_root(alias: dict, key):
+    """The tensor whose buffer `key` lies in: the end of its chain of aliases (views, fused
+    layers, Concat slices)."""
+    while key in alias:
+        key = alias[key]
+    return key

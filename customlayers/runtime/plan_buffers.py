@@ -8,6 +8,7 @@ import numpy as np
 
 from .device_memory import Need
 from .launch_args import ArgumentSource, bind_args
+from .plan import alias_root
 from .planner import MemoryPlan
 
 
@@ -17,10 +18,8 @@ def plan_buffers(steps, descs, consts, alias, inputs, outputs, memory: MemoryPla
     else each request allocates: inputs and scratch buffers, what its first request uploads
     for all: the constants a kernel, a host step or an output reads (request.py) and the
     layers' constant arguments, packed weights and Data blobs)."""
-    def root(k):
-        while k in alias:
-            k = alias[k]
-        return k
+    def root(key):
+        return alias_root(alias, key)
 
     producer = {k: s for s in steps for k in s.outputs}
     tensors: list[Need] = []
