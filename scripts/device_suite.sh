@@ -20,7 +20,9 @@ shift $((OPTIND - 1))
 if [ -x .venv/bin/python ]; then python=${PYTHON:-.venv/bin/python}; else python=${PYTHON:-python3}; fi
 files=("$@")
 [ ${#files[@]} -gt 0 ] || files=(tests/device/test_*.py)
-logs=$(mktemp -d)
+# DEVICE_SUITE_LOGS keeps the per-file logs where the caller can fetch them (the GPU machine's $OUT)
+logs=${DEVICE_SUITE_LOGS:-$(mktemp -d)}
+mkdir -p "$logs"
 failed=0
 echo "device suite on $device, ${#files[@]} files, logs in $logs"
 for f in "${files[@]}"; do
