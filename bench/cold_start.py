@@ -3,7 +3,7 @@ model as OpenVINO IR): the time from reading the model to a compiled plan and a 
 inference, each in a fresh process.
 
   cold   an empty program and tuning cache: every program is compiled (in parallel threads,
-         runtime/parallel_build.py) and the tuner times its candidates
+         runtime/device/parallel_build.py) and the tuner times its candidates
   warm   the same cache again: programs are read from disk, choices from tuning/*.json
 
 Cold is measured with --tuning off and with the default (fast); the driver's own cache is
@@ -65,8 +65,8 @@ def child(args) -> int:
     import numpy as np
     t0 = time.perf_counter()
     from customlayers.graph.load import read_model
-    from customlayers.runtime.device import Engine
-    from customlayers.runtime.network import Network
+    from customlayers.runtime.device.device import Engine
+    from customlayers.runtime.compile.network import Network
     engine = Engine(args.device)
     t1 = time.perf_counter()
     graph = read_model(args.model)

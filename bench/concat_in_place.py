@@ -20,8 +20,8 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
 from customlayers.runtime import profile  # noqa: E402
-from customlayers.runtime.device import Engine  # noqa: E402
-from customlayers.runtime.network import Network  # noqa: E402
+from customlayers.runtime.device.device import Engine  # noqa: E402
+from customlayers.runtime.compile.network import Network  # noqa: E402
 from models import light_ir  # noqa: E402  (tests/models.py)
 
 # bench/models.py's timing, under another name than tests/models.py

@@ -19,9 +19,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from customlayers.graph.graph import Graph, Node, Port  # noqa: E402
-from customlayers.runtime.device import Engine  # noqa: E402
-from customlayers.runtime.network import Network  # noqa: E402
-from customlayers.runtime.registry import Registry  # noqa: E402
+from customlayers.runtime.device.device import Engine  # noqa: E402
+from customlayers.runtime.compile.network import Network  # noqa: E402
+from customlayers.runtime.layers.registry import Registry  # noqa: E402
 
 
 def relu_chain(n: int, shape) -> Graph:

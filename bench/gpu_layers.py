@@ -29,7 +29,7 @@ from gpu_peers import (TCN_LENGTH, export, onnx_tcn, torch_or_reason,  # noqa: E
 
 def our_layers(engine, path: Path, x: np.ndarray, runs: int, tuning: str):
     """[(name, type, variant labels, median µs, input shapes, output shape)], in run order."""
-    from customlayers.runtime.network import Network
+    from customlayers.runtime.compile.network import Network
     net = Network(path, engine=engine, tuning=tuning, profiling=True)
     name = net.input_names[0]
     req = net.create_request()
@@ -95,7 +95,7 @@ def main() -> int:
     ap.add_argument("--top", type=int, default=30)
     ap.add_argument("--tuning", choices=("off", "fast", "full"), default="fast")
     args = ap.parse_args()
-    from customlayers.runtime.device import Engine
+    from customlayers.runtime.device.device import Engine
     engine = Engine(args.device)
     torch, why = torch_or_reason()
     with tempfile.TemporaryDirectory(prefix="gpu-layers-") as tmp:

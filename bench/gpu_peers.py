@@ -207,8 +207,8 @@ def ours(engine, path: Path, shapes: dict | None, x: np.ndarray, runs: int, tuni
     the request (set_tensor), as torch's are tensors on the GPU, so the time is the inference's
     alone, from the first enqueue to the last kernel's end."""
     import pyopencl as cl
-    from customlayers.runtime import profile
-    from customlayers.runtime.network import Network
+    from customlayers.runtime.observe import profile
+    from customlayers.runtime.compile.network import Network
     net = Network(path, engine=engine, input_shapes=shapes, tuning=tuning)
     name = net.input_names[0]
     req = net.create_request()
@@ -245,7 +245,7 @@ def relu_against_copy(engine, shape, runs: int) -> tuple[float, float]:
     """(ReLU example GB/s, float4 copy GB/s), read + write, best of `runs` profiled launches."""
     import pyopencl as cl
     from customlayers.jit.tensor import TensorDesc
-    from customlayers.runtime.registry import Registry
+    from customlayers.runtime.layers.registry import Registry
     reg = Registry(engine)
     reg.load(ROOT / "examples" / "layers" / "relu" / "relu.xml")
     bound = reg.bind("ReLU", [TensorDesc(shape)], params={"negative_slope": "0.1"})
@@ -281,7 +281,7 @@ def main() -> int:
                     help="small batches and a small ReLU tensor (a smoke test on a CPU device)")
     args = ap.parse_args()
     runs = args.runs or (3 if args.quick else 50)
-    from customlayers.runtime.device import Engine
+    from customlayers.runtime.device.device import Engine
     engine = Engine(args.device)
     torch, why = torch_or_reason()
     print(f"device: {engine.device.name.strip()} ({engine.device.platform.name.strip()}); "

@@ -25,10 +25,10 @@ import pyopencl as cl  # noqa: E402
 
 from customlayers.config import load_configs  # noqa: E402
 from customlayers.errors import CustomLayersError  # noqa: E402
-from customlayers.runtime.cache import ProgramCache  # noqa: E402
+from customlayers.runtime.device.cache import ProgramCache  # noqa: E402
 from customlayers.jit.program import generate_program  # noqa: E402
 from customlayers.jit.tensor import TensorDesc  # noqa: E402
-from customlayers.runtime.device import select_device  # noqa: E402
+from customlayers.runtime.device.device import select_device  # noqa: E402
 
 
 def timed(fn) -> float:

@@ -10,7 +10,7 @@ OpenCL ICD library that pyopencl loads, on the same kernel and queue.
 
 Then our executor itself: an InferRequest of a chain of --chain built-in ReLU layers (64
 elements), the time of start() (every launch enqueued, nothing waited for) per launch. What it
-does per launch (runtime/request.py): each kernel's arguments are set once, when the request is
+does per launch (runtime/execute/request.py): each kernel's arguments are set once, when the request is
 made (_bind_all: kernel.set_args); a run re-sets only those whose buffer changed since the last
 run (_rebind: kernel.set_arg); the launch loop calls cl.enqueue_nd_range_kernel(queue, kernel,
 global, local, wait_for=...) per launch.
@@ -37,8 +37,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from customlayers.graph.graph import Graph, Node, Port  # noqa: E402
-from customlayers.runtime.device import Engine  # noqa: E402
-from customlayers.runtime.network import Network  # noqa: E402
+from customlayers.runtime.device.device import Engine  # noqa: E402
+from customlayers.runtime.compile.network import Network  # noqa: E402
 
 ELEMENTS = 64
 ADD = """__kernel void add(__global const float *a, __global const float *b, __global float *c)
@@ -225,7 +225,7 @@ def main() -> int:
         start_us, total_us, launches = time_executor(engine, args.chain, args.rounds)
         print(f"  {'our executor (InferRequest)':<32} {start_us:>9.2f} {total_us:>12.2f} "
               f"{start_us / base:>17.2f}   ({launches} launches per start)")
-    print("our executor per launch (runtime/request.py): arguments set once per request "
+    print("our executor per launch (runtime/execute/request.py): arguments set once per request "
           "(_bind_all), re-set per run only where a buffer changed (_rebind), then "
           "cl.enqueue_nd_range_kernel(queue, kernel, global, local, wait_for=...): the second "
           "path, plus its loop's bookkeeping")

@@ -24,8 +24,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from customlayers.jit.tensor import TensorDesc  # noqa: E402
-from customlayers.runtime.device import Engine, select_device  # noqa: E402
-from customlayers.runtime.registry import Registry  # noqa: E402
+from customlayers.runtime.device.device import Engine, select_device  # noqa: E402
+from customlayers.runtime.layers.registry import Registry  # noqa: E402
 
 RELU_XML = ROOT / "examples" / "layers" / "relu" / "relu.xml"
 # (label, shape, launches per batch)

@@ -29,8 +29,8 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
 from customlayers.graph.load import read_model  # noqa: E402
-from customlayers.runtime.device import Engine  # noqa: E402
-from customlayers.runtime.network import Network  # noqa: E402
+from customlayers.runtime.device.device import Engine  # noqa: E402
+from customlayers.runtime.compile.network import Network  # noqa: E402
 
 
 def median_time(fn, runs: int, warmup: int = 2) -> float:

@@ -197,7 +197,7 @@ def run_case(case: Case, engine=None) -> Outcome:
     """Classify one case: read, compile, run every data set, compare."""
     import onnx
     from customlayers.graph.onnx.reader import read_onnx
-    from customlayers.runtime.network import Network
+    from customlayers.runtime.compile.network import Network
 
     model = onnx.load(str(case.model))
     missing = unsupported_ops(model)
@@ -270,7 +270,7 @@ def main(argv=None) -> int:
     parser.add_argument("--only", default="", help="run only cases whose name contains this")
     parser.add_argument("-v", "--verbose", action="store_true", help="list every case")
     args = parser.parse_args(argv)
-    from customlayers.runtime.device import Engine
+    from customlayers.runtime.device.device import Engine
     engine = Engine()
     results: dict[str, list] = {}
     for folder in args.folders.split(","):

@@ -69,7 +69,7 @@ def input_shape(model: Path, configs) -> tuple:
     """One row's shape: the model's input without its batch dimension (4 for an open one).
     Read without a device: the driver leaves the devices to the actors."""
     from customlayers.graph.load import read_model
-    from customlayers.runtime.registry import Registry
+    from customlayers.runtime.layers.registry import Registry
     registry = Registry()
     registry.load(*configs)
     (param,) = read_model(str(model), custom_shapes=registry.output_shapes).parameters
@@ -113,7 +113,7 @@ def steady_rate(t0: np.ndarray, t1: np.ndarray, pids: np.ndarray) -> float:
 
 def gpu_count() -> int:
     """OpenCL GPUs of this node (what Ray is told to hand out)."""
-    from customlayers.runtime.device import list_devices
+    from customlayers.runtime.device.device import list_devices
     import pyopencl as cl
     return sum(1 for d in list_devices() if d.type & cl.device_type.GPU)
 

@@ -10,7 +10,7 @@
     req.set_tensor("x", device_buffer)         # numpy, pyopencl.Buffer or pyopencl.array.Array
     done = req.start_async(wait_for=[event])   # a pyopencl.Event; the host does not wait
     for out in net.stream(frames, nireq=4): ...
-    @cpu_layer("Softsign")                     # a CPU layer in Python (runtime/python_loader.py)
+    @cpu_layer("Softsign")                     # a CPU layer in Python (runtime/layers/python_loader.py)
     class Softsign: ...
     registry.load_python("layers.py")
 """
@@ -24,13 +24,15 @@ from .errors import (BindingError, ConfigError, CustomLayersError, DefineError, 
                      PythonLayerError, TensorError, UnknownLayerError)
 from .jit.layer import Attr
 from .jit.tensor import TensorDesc, parse_tensor_arg
-from .runtime.device import Engine, describe_device, list_devices, select_device
-from .runtime.kernel import BoundKernel
-from .runtime.network import Network
-from .runtime.request import InferRequest
+from .runtime.device.device import Engine, describe_device, list_devices, select_device
+from .runtime.execute.kernel import BoundKernel
+from .runtime.compile.network import Network
+from .runtime.execute.request import InferRequest
 from .jit.launch import Arg, KernelLaunch
-from .runtime.python_loader import cpu_layer
-from .runtime.registry import Registry
+from .runtime.layers.python_loader import cpu_layer
+from .runtime.layers.registry import Registry
+from .runtime.checks.bounds_process import check_kernel_bounds
+from .runtime.checks.sanitize import sanitize_kernel
 
 __all__ = [
     "TensorDesc", "parse_tensor_arg", "Registry", "BoundKernel", "Engine", "Network",
@@ -40,4 +42,5 @@ __all__ = [
     "CustomLayersError", "ConfigError", "FormulaError", "DefineError", "TensorError",
     "KernelBuildError", "BindingError", "UnknownLayerError", "DeviceError", "ModelError",
     "ExecutionError", "PythonLayerError", "InputFileError", "Attr", "cpu_layer",
+    "check_kernel_bounds", "sanitize_kernel",
 ]

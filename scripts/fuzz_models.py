@@ -136,10 +136,10 @@ def _worker(conn, compile_models: int) -> None:
             if compile_models:
                 stage = "compile"
                 if engine is None:
-                    from customlayers.runtime.device import Engine
+                    from customlayers.runtime.device.device import Engine
                     engine = Engine()
                 from customlayers.errors import ModelError
-                from customlayers.runtime.network import Network
+                from customlayers.runtime.compile.network import Network
                 net = Network(graph, None, engine)       # compiles when the shapes are static
                 try:
                     net.plan
@@ -348,7 +348,7 @@ def replay(spec: str, compile_models: bool) -> int:
     graph = read_model(folder / main)
     print(f"read OK: {len(graph)} nodes")
     if compile_models:
-        from customlayers.runtime.network import Network
+        from customlayers.runtime.compile.network import Network
         Network(graph)
         print("compiled OK")
     return 0

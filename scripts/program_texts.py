@@ -40,7 +40,7 @@ def _launch_print(launch) -> str:
 def example_layers(engine) -> dict[str, str]:
     from customlayers.cli.demo import case_arrays, find_examples, layer_type_of
     from customlayers.jit.tensor import TensorDesc
-    from customlayers.runtime.registry import Registry
+    from customlayers.runtime.layers.registry import Registry
     examples = find_examples(kinds=("SimpleGPU",))    # bound kernels (MVCL runs in stages)
     reg = Registry(engine)
     reg.load(*(e.config for e in examples))
@@ -63,8 +63,8 @@ def example_layers(engine) -> dict[str, str]:
 
 
 def network_launches(label: str, model, engine, configs=()) -> dict[str, str]:
-    from customlayers.runtime.network import Network
-    from customlayers.runtime.registry import Registry
+    from customlayers.runtime.compile.network import Network
+    from customlayers.runtime.layers.registry import Registry
     registry = None
     if configs:
         registry = Registry(engine)
@@ -78,7 +78,7 @@ def network_launches(label: str, model, engine, configs=()) -> dict[str, str]:
 
 
 def collect() -> dict[str, str]:
-    from customlayers.runtime.device import Engine
+    from customlayers.runtime.device.device import Engine
     from models import light_ir, light_model_names, light_onnx
     engine = Engine()
     found = example_layers(engine)

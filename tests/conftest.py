@@ -31,7 +31,7 @@ TEST_DEVICE = os.environ.get("CUSTOMLAYERS_TEST_DEVICE", "CPU")
 
 @pytest.fixture(scope="session")
 def test_device():
-    from customlayers.runtime.device import select_device
+    from customlayers.runtime.device.device import select_device
     return select_device(TEST_DEVICE)
 
 

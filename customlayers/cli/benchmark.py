@@ -87,8 +87,8 @@ def _check(args) -> None:
 
 
 def run(args) -> int:
-    from ..runtime import profile
-    from ..runtime.stream import run_stream
+    from ..runtime.observe import profile
+    from ..runtime.execute.stream import run_stream
     _check(args)
     perf_counts = perf_counts_wanted(args)
     nireq = _requests_wanted(args)
@@ -108,7 +108,7 @@ def run(args) -> int:
     limit_iter = args.niter
     limit_time = args.time if args.time is not None else (None if args.niter else 10.0)
     progress = Progress(args.progress, limit_iter, limit_time)
-    from ..runtime.trace import TraceRecorder
+    from ..runtime.observe.trace import TraceRecorder
     recorder = TraceRecorder(engine.device.name.strip())
     t0 = time.perf_counter()
 

@@ -119,7 +119,7 @@ def write_profiles(args, rows, runs: int, recorder, device_name: str) -> None:
     """--trace and --report, each written atomically; a line on stderr names each file."""
     import sys
     from pathlib import Path
-    from ..runtime import trace
+    from ..runtime.observe import trace
     for path in (args.trace, args.report):     # a missing folder is created, as for -o
         if path:
             Path(path).parent.mkdir(parents=True, exist_ok=True)

@@ -54,7 +54,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 
 def add_tolerance_options(p: argparse.ArgumentParser, note: str = "") -> None:
-    from ..runtime.reference_check import DEFAULT_ATOL, DEFAULT_RTOL
+    from ..runtime.checks.reference_check import DEFAULT_ATOL, DEFAULT_RTOL
     p.add_argument("--rtol", type=float, default=DEFAULT_RTOL,
                    help=f"relative tolerance{note} (default {DEFAULT_RTOL}, for float32)")
     p.add_argument("--atol", type=float, default=DEFAULT_ATOL,
@@ -87,7 +87,7 @@ def parse_shape_set(text: str, ports: int) -> tuple[tuple[int, ...], ...]:
 
 def input_count(spec, params) -> int:
     """The layer's real inputs (an MVCL layer's variant for these attributes decides)."""
-    from ..runtime.dialects import runtime_of
+    from ..runtime.layers.dialects import runtime_of
     return runtime_of(spec).input_count(spec, params)
 
 
@@ -127,10 +127,10 @@ def data_blobs(spec, names: list[str], items, rng) -> dict[str, np.ndarray]:
 
 def run(args) -> int:
     from ..jit.layer import parse_attr
-    from ..runtime.device import Engine
-    from ..runtime.python_loader import load_python_layers
-    from ..runtime.one_layer import data_names
-    from ..runtime.registry import Registry
+    from ..runtime.device.device import Engine
+    from ..runtime.layers.python_loader import load_python_layers
+    from ..runtime.compile.one_layer import data_names
+    from ..runtime.layers.registry import Registry
     from .common import the_only_layer
     if not args.layers:
         raise UsageError("give the Python reference with -l reference.py")
@@ -185,7 +185,7 @@ def run_case(registry, spec, ref, case: Case, inputs, data, params, attrs, rtol,
     tensors in the case's format and padding, the reference on the dense arrays."""
     from ..errors import BindingError
     from ..jit.tensor import TensorDesc
-    from ..runtime.reference_check import compare_all, run_reference
+    from ..runtime.checks.reference_check import compare_all, run_reference
     from .run_layer import check_output_shapes
     if not dialect_of(spec).one_kernel:     # no one bound kernel: a one-layer network runs it
         expected = run_reference(ref, [*inputs, *data.values()], attrs,

@@ -23,7 +23,7 @@ def add_build_options(parser: argparse.ArgumentParser, device: bool = True) -> N
 def build_cache(args: argparse.Namespace):
     """The program cache the options ask for, for the command's Engine: --no-cache turns the
     disk off, -cdir/--cache-dir moves it, --verbose reports hits and misses; unset, the settings (environment) decide."""
-    from ..runtime.cache import ProgramCache
+    from ..runtime.device.cache import ProgramCache
     cache = ProgramCache(directory=getattr(args, "cache_dir", None) or None,
                          enabled=False if getattr(args, "no_cache", False) else None,
                          verbose=True if getattr(args, "verbose", False) else None)
@@ -89,7 +89,7 @@ KERNEL_BUG_HINT = ("if a custom kernel may read or write out of bounds, run agai
 
 def add_kernel_check_options(parser: argparse.ArgumentParser) -> None:
     """--check-bounds and --sanitize: the two ways to find a kernel that disagrees with its
-    tensors (runtime/bounds.py, runtime/sanitize.py)."""
+    tensors (runtime/checks/bounds.py, runtime/checks/sanitize.py)."""
     parser.add_argument("--check-bounds", action="store_true",
                         help="run custom kernels with guard zones around every buffer and their "
                              "outputs pre-filled with NaN: report writes out of bounds (layer, "

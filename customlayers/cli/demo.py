@@ -35,7 +35,7 @@ MODELS_DIR = EXAMPLES_DIR.parent / "models"
 DEMO_CONFIGS = ("relu", "grn", "reorg")
 # timed runs per example: a median needs no more, and a mistyped count should not run for hours
 MAX_RUNS = 10_000
-# The dialects the runtime runs (every one there is: runtime/simplegpu.py, runtime/mvcl.py).
+# The dialects the runtime runs (every one there is: runtime/layers/simplegpu.py, runtime/layers/mvcl.py).
 RUNNABLE_KINDS = tuple(DIALECTS)
 
 
@@ -130,9 +130,9 @@ def time_in_network(registry, layer: str, inputs, data, expected, params,
                     runs: int) -> tuple[list[np.ndarray], float, str]:
     """Run a layer alone in a one-layer network with profiling: (its outputs, the median device
     time per run over all its stages and reorders, "device")."""
-    from ..runtime import profile
-    from ..runtime.network import Network
-    from ..runtime.one_layer import one_layer_graph
+    from ..runtime.observe import profile
+    from ..runtime.compile.network import Network
+    from ..runtime.compile.one_layer import one_layer_graph
     graph = one_layer_graph(layer, inputs, data, [e.shape for e in expected], params)
     net = Network(graph, registry, registry.engine, profiling=True)
     request = net.create_request()
@@ -147,7 +147,7 @@ def time_in_network(registry, layer: str, inputs, data, expected, params,
 
 def examples_table(engine, runs: int = 20, examples: list[Example] | None = None) -> str:
     """Run every example's first CASE on `engine`; a text table, one line per example."""
-    from ..runtime.registry import Registry
+    from ..runtime.layers.registry import Registry
     from ..jit.tensor import TensorDesc
     examples = find_examples() if examples is None else examples
     registry = Registry(engine)
@@ -194,7 +194,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 
 def run(args) -> int:
-    from ..runtime.device import Engine, select_device
+    from ..runtime.device.device import Engine, select_device
     from . import UsageError
     if args.runs < 1:
         raise UsageError(f"--runs must be at least 1, found {args.runs}")
@@ -218,9 +218,9 @@ def run(args) -> int:
 def model_demo(engine, runs: int = 10) -> str:
     """Run examples/models/demo_cnn.xml with the example configs (custom ReLU, GRN, ReorgYolo)
     and demo_cnn_builtin.xml (the same weights, those layers in built-in ops) on `engine`."""
-    from ..runtime import profile
-    from ..runtime.network import Network
-    from ..runtime.registry import Registry
+    from ..runtime.observe import profile
+    from ..runtime.compile.network import Network
+    from ..runtime.layers.registry import Registry
     from .run import summarize
     registry = Registry(engine)
     registry.load(*(EXAMPLES_DIR / name / f"{name}.xml" for name in DEMO_CONFIGS))

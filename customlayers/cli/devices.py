@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from ..runtime.device import describe_device, device_index_names, list_devices, select_device
+from ..runtime.device.device import describe_device, device_index_names, list_devices, select_device
 
 COLUMNS = [("id (-d)", None), ("device", "name"), ("platform", "platform"), ("type", "type"),
            ("OpenCL", "opencl_version"), ("driver", "driver"), ("fp16", "fp16"),

@@ -1,5 +1,5 @@
 """What the CLI does differently per descriptor dialect (config/dialects.py is the table of
-dialects; runtime/dialects.py the runtime's side): how `layers` describes a layer, how `jit`
+dialects; runtime/layers/dialects.py the runtime's side): how `layers` describes a layer, how `jit`
 prints its program(s), how `validate --compile` compiles it. One object per dialect, keyed by
 the dialect's name.
 

@@ -98,7 +98,7 @@ def describe_mvcl_layer(layer) -> list[str]:
 
 
 def run(args) -> int:
-    from ..runtime.registry import Registry
+    from ..runtime.layers.registry import Registry
     from .config_files import refuse_models_as_configs
     from .dialects import cli_of
     refuse_models_as_configs(args.config)

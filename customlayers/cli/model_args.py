@@ -60,7 +60,7 @@ def load_registry(args, engine=None):
     refuse_models_as_configs(args.config)
     if not args.config and not getattr(args, "layers", None):
         return None
-    from ..runtime.registry import Registry
+    from ..runtime.layers.registry import Registry
     registry = Registry(engine)
     diags = registry.load(*args.config, allow_external_sources=args.allow_external_sources) \
         if args.config else []
@@ -75,9 +75,9 @@ def load_network(args, profiling: bool = False, resolver=None):
     """Engine, registry and compiled Network from the parsed options (`resolver`: a factory
     of the network's resolver from the registry, for run --check-with)."""
     from ..graph.load import read_model
-    from ..runtime.device import Engine
-    from ..runtime.network import Network
-    from ..runtime.resolver import Resolver
+    from ..runtime.device.device import Engine
+    from ..runtime.compile.network import Network
+    from ..runtime.compile.resolver import Resolver
     # the layers, the model and the input files first: a malformed one is refused before
     # OpenCL starts; the model reader asks the loaded layers for their output shapes, and the
     # layers nothing implements are listed before any shape is found wrong

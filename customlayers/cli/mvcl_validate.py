@@ -1,5 +1,5 @@
 """`validate --compile` for MVCL layers: every variant of the layer built on the device through
-the same pipeline a run takes (runtime/mvcl_build.py), for representative tensors, with its
+the same pipeline a run takes (runtime/layers/mvcl_build.py), for representative tensors, with its
 errors as Diagnostics (build errors at the user's .cl lines, like SimpleGPU layers).
 
 MVCL programs depend on the layer's attributes (a <Where> picks the variant; Scalars and
@@ -79,8 +79,8 @@ def mvcl_compile_diagnostics(registry, layer: MvclLayer, given: list,
                              params: Mapping[str, str]) -> list[Diagnostic]:
     """Build every variant of `layer` for the `given` input tensors (missing ones like the
     first; the caller gives at least one), outputs like input 0 in each Tensor's layout."""
-    from ..runtime.mvcl import dense, output_layouts
-    from ..runtime.mvcl_build import PREPARE_CODE, compile_mvcl
+    from ..runtime.layers.mvcl import dense, output_layouts
+    from ..runtime.layers.mvcl_build import PREPARE_CODE, compile_mvcl
     inputs = [given[p] if p < len(given) else given[0] for p in range(input_ports(layer))]
     found: list[Diagnostic] = []
     for variant in layer.variants:

@@ -33,7 +33,7 @@ def add_parser(sub):
 
 
 def run(args) -> int:
-    from ..runtime import profile
+    from ..runtime.observe import profile
     perf_counts = perf_counts_wanted(args)
     if args.output:
         check_output_path(args.output)
@@ -46,7 +46,7 @@ def run(args) -> int:
     print(f"device: {engine.device.name.strip()} ({engine.device.platform.name.strip()})",
           file=sys.stderr)
     if args.check_bounds or args.sanitize:
-        from ..runtime.network_checks import check_custom_layers
+        from ..runtime.checks.network_checks import check_custom_layers
         problems = check_custom_layers(net, arrays, bounds=args.check_bounds,
                                        sanitize=args.sanitize)
         check_bounds_note(args)
@@ -61,7 +61,7 @@ def run(args) -> int:
         write_arrays_atomically(args.output, outputs)
         print(f"outputs written to {args.output}", file=sys.stderr)
     if perf_counts:
-        from ..runtime.trace import TraceRecorder
+        from ..runtime.observe.trace import TraceRecorder
         rows = profile.collect(req)
         print()
         print(profile.format_table(rows, by_time=by_time(args)))
@@ -77,8 +77,8 @@ def reference_checks(args):
     """(the report, a resolver factory) for --check-with; (None, None) without it."""
     if not args.check_with:
         return None, None
-    from ..runtime.python_loader import load_python_layers
-    from ..runtime.reference_check import CheckingResolver, CheckReport
+    from ..runtime.layers.python_loader import load_python_layers
+    from ..runtime.checks.reference_check import CheckingResolver, CheckReport
     references = {d.type: d for path in args.check_with for d in load_python_layers(path)}
     report = CheckReport(rtol=args.rtol, atol=args.atol)
     return report, lambda registry, say: CheckingResolver(registry, references, report, say)

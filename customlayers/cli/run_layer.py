@@ -56,10 +56,10 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 def layer_arrays(layer: str, input_paths, data_paths, declared=({}, {})) -> tuple[list, dict]:
     """The input arrays and Data blobs, each in the element type layer `layer` takes for it
-    (runtime/layer_input_types.py: `declared` by its kernel, {port: dtype} and {blob: dtype},
+    (runtime/layers/layer_input_types.py: `declared` by its kernel, {port: dtype} and {blob: dtype},
     else float): the layer is never compiled for the type of a file (an int32 .npy made a float
     layer integer). A conversion is said on stderr, as `run` says one for a model's input."""
-    from ..runtime.layer_input_types import type_to_take
+    from ..runtime.layers.layer_input_types import type_to_take
     from .input_arrays import as_type
     ports, blobs = declared
 
@@ -74,7 +74,7 @@ def layer_arrays(layer: str, input_paths, data_paths, declared=({}, {})) -> tupl
 
 
 def kernel_arrays(spec, params, input_paths, data_paths) -> tuple[list, dict]:
-    from ..runtime.layer_input_types import declared_types
+    from ..runtime.layers.layer_input_types import declared_types
     return layer_arrays(spec.name, input_paths, data_paths, declared_types(spec, params))
 
 
@@ -106,7 +106,7 @@ def check_output_shapes(spec, in_descs, data, out_shapes,
     the registry calls), so the two cannot disagree."""
     from ..jit.bindings import kernel_tensors
     from ..jit.tensor import TensorDesc
-    from ..runtime.kernel import data_descs_and_values
+    from ..runtime.execute.kernel import data_descs_and_values
     formulas = {t.port_index: t for t in spec.outputs if t.shape}
     if not out_shapes or not formulas:
         return
@@ -128,8 +128,8 @@ def check_output_shapes(spec, in_descs, data, out_shapes,
 
 def run(args) -> int:
     from ..jit.tensor import TensorDesc
-    from ..runtime.device import Engine
-    from ..runtime.registry import Registry
+    from ..runtime.device.device import Engine
+    from ..runtime.layers.registry import Registry
     params = parse_params(args.param)
     data_paths = parse_data_items(args.data)
     out_shapes = [parse_shape(s) for s in args.output_shape]
@@ -168,12 +168,14 @@ def run(args) -> int:
     out_descs = [TensorDesc(s, in_descs[0].dtype) for s in out_shapes] or None
 
     bound = registry.bind(spec.name, in_descs, out_descs, params=params, data=data)
+    from ..runtime.checks.bounds_process import check_kernel_bounds
+    from ..runtime.checks.sanitize import sanitize_kernel
     # on Oclgrind first: a kernel whose accesses are invalid is reported there and never run
     # natively, where it could crash the process
-    if args.sanitize and report_kernel_problems(bound.sanitize(*inputs, **data)):
+    if args.sanitize and report_kernel_problems(sanitize_kernel(bound, *inputs, **data)):
         return 1
     if args.check_bounds:
-        outputs, problems = bound.check_bounds(*inputs, **data)
+        outputs, problems = check_kernel_bounds(bound, *inputs, **data)
         check_bounds_note(args)
         if report_kernel_problems(problems):   # nothing is written from such a run
             return 1
@@ -189,8 +191,8 @@ def run(args) -> int:
 
 def _run_alone(registry, spec, args, params, data_paths, out_shapes) -> int:
     """A layer without one bound kernel (MVCL: stages, Where variants) runs through a one-layer
-    network (runtime/one_layer.py), the path it takes in a model."""
-    from ..runtime.one_layer import data_names, output_count
+    network (runtime/compile/one_layer.py), the path it takes in a model."""
+    from ..runtime.compile.one_layer import data_names, output_count
     count = output_count(spec, params)
     if not out_shapes:
         raise UsageError(f"layer '{spec.name}' is an MVCL layer, which has no shape formula: "
@@ -214,7 +216,7 @@ def _run_alone(registry, spec, args, params, data_paths, out_shapes) -> int:
 def run_python_layer(args, defn, params, data_paths, out_shapes) -> int:
     """A Python layer on the host: the inputs, then the --data arrays in the order given."""
     from ..jit.layer import parse_attr
-    from ..runtime.reference_check import run_reference
+    from ..runtime.checks.reference_check import run_reference
     if out_shapes:
         raise UsageError(f"--output-shape: the Python layer '{defn.type}' gives its output "
                          f"shapes itself (output_shapes)")

@@ -75,8 +75,8 @@ def _compile_all(configs: ConfigSet, args) -> list[Diagnostic]:
     """Bind every valid layer through the one layer-compile pipeline (Registry.bind) on the
     device, as a run would; its errors become Diagnostics here, build errors at the user's .cl
     lines."""
-    from ..runtime.device import Engine
-    from ..runtime.registry import Registry
+    from ..runtime.device.device import Engine
+    from ..runtime.layers.registry import Registry
     from . import UsageError
     shapes = _parse_shapes(args.shape)
     unknown = sorted(set(shapes) - set(configs.layers))
@@ -107,7 +107,7 @@ def compile_diagnostics(registry, name: str, given: list, params: dict | None = 
     warnings of a program that builds (CL082). With `check_bounds`/`sanitize`, the bound kernel
     also runs once on seeded random inputs with guard zones (CL086) or on Oclgrind (CL087)."""
     from ..errors import CustomLayersError
-    from ..runtime.registry import PREPARE_CODE
+    from ..runtime.layers.registry import PREPARE_CODE
     from .build_diagnostics import error_diagnostics, warning_diagnostics
     spec = registry.spec(name)
     inputs, data = _compile_inputs(spec, given)
@@ -133,18 +133,20 @@ def kernel_check_diagnostics(bound, spec, check_bounds: bool, sanitize: bool) ->
     """Run the bound kernel once on seeded random inputs (and its Data blobs), on Oclgrind
     first (its findings at the user's .cl lines, CL087), then natively with guard zones
     (CL086, at the layer)."""
+    from ..runtime.checks.bounds_process import check_kernel_bounds
+    from ..runtime.checks.sanitize import sanitize_kernel
     from .random_inputs import generator, random_array
     rng = generator(0)      # one for the launch, each input and blob drawn in turn
     inputs = [random_array(rng, d.shape, d.np_dtype, high=8) for d in bound.inputs]
     data = {n: random_array(rng, d.shape, d.np_dtype, high=8)
             for n, d in zip(bound.data_names, bound.data_descs)}
     if sanitize:
-        findings = bound.sanitize(*inputs, **data)
+        findings = sanitize_kernel(bound, *inputs, **data)
         if findings:
             return [_finding_diagnostic(f, spec) for f in findings]
     if not check_bounds:
         return []
-    _, problems = bound.check_bounds(*inputs, **data)
+    _, problems = check_kernel_bounds(bound, *inputs, **data)
     return [Diagnostic.at(spec.location, ERROR, "CL086",
                           f"{p.tensor}: {p.message} (inputs "
                           f"{', '.join(d.describe() for d in bound.inputs)})", spec.name)

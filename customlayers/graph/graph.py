@@ -1,6 +1,6 @@
 """Graph: a model as read from a file (OpenVINO IR or ONNX), before it is compiled.
 
-Readers produce this; the network compiler (runtime/network.py) consumes it. Op types use
+Readers produce this; the network compiler (runtime/compile/network.py) consumes it. Op types use
 OpenVINO IR's spelling (Convolution, ReLU, SoftMax, ...) so that a CustomLayer named after an IR
 type overrides it. A node's attributes are kept as the text written in the model: they feed
 Define params, which must see the text exactly (SPEC §3).

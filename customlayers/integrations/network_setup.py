@@ -9,10 +9,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Sequence
 
-from ..runtime.cache import ProgramCache
-from ..runtime.device import Engine
-from ..runtime.network import Network
-from ..runtime.registry import Registry
+from ..runtime.device.cache import ProgramCache
+from ..runtime.device.device import Engine
+from ..runtime.compile.network import Network
+from ..runtime.layers.registry import Registry
 
 
 def _paths(value) -> list[str]:

@@ -23,7 +23,7 @@ from typing import MutableMapping
 import pyopencl as cl
 
 from ..errors import DeviceError
-from ..runtime.device import describe_device, list_devices, select_device
+from ..runtime.device.device import describe_device, list_devices, select_device
 
 POCL_THREADS = "POCL_MAX_PTHREAD_COUNT"
 

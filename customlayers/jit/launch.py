@@ -85,7 +85,7 @@ class HostWork:
 
 @dataclass(frozen=True)
 class DeviceTraits:
-    """What an implementation may know of the device when it chooses its kernels (runtime/limits.py
+    """What an implementation may know of the device when it chooses its kernels (runtime/device/limits.py
     reads them off the device). Launches stay plain data; only the choice depends on this."""
     kind: str = "GPU"                 # "GPU" | "CPU" | "ACCELERATOR"
     compute_units: int = 128
@@ -119,7 +119,7 @@ class CompileContext:
     # says kernels must work on padded views; Network(pad_custom_inputs=...) proves it)
     custom_input_padding: tuple | None = None
     # the kernel variant to run, one of the names LayerImpl.variants() gave for this call (the
-    # tuner, runtime/tuning.py, chose it by timing); None: the implementation's heuristic pick
+    # tuner, runtime/tuning/tuning.py, chose it by timing); None: the implementation's heuristic pick
     variant: str | None = None
 
     @property

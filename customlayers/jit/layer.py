@@ -1,5 +1,5 @@
 """The one interface of every layer implementation: built-in ops (ops/), SimpleGPU layers
-(runtime/simplegpu.py) and every later kind implement `LayerImpl`, and the network compiler
+(runtime/layers/simplegpu.py) and every later kind implement `LayerImpl`, and the network compiler
 treats them alike (the ONNX reference evaluator's OpRun and OpenVINO's op factories play the
 same part).
 
@@ -190,12 +190,12 @@ class LayerImpl:
         contiguous range of it, bytes unchanged: a Concat whose axis has only dims of 1 before
         it), the byte offset of each input in output 0; else None. The network compiler may
         then have the inputs' producers write there and run none of this layer's kernels
-        (runtime/concat_in_place.py)."""
+        (runtime/compile/concat_in_place.py)."""
         return None
 
     def variants(self, call: LayerCall, outputs: Sequence[TensorDesc]) -> tuple[str, ...]:
         """The kernel variants this call can run (every one computes the same result to fp32
         rounding), the heuristic's best first; `work` runs the one named by
         `call.context.variant` (None: the first). Fewer than two: nothing to choose, and the
-        tuner (runtime/tuning.py) times nothing."""
+        tuner (runtime/tuning/tuning.py) times nothing."""
         return ()

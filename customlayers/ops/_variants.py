@@ -1,6 +1,6 @@
 """The space of tiled-GEMM kernel variants (gemm.cl) and the heuristic that ranks it: pure
 description, no device. Convolution (implicit GEMM) and MatMul list these names from
-`LayerImpl.variants`; runtime/tuning.py times the first few on the device and hands the winner
+`LayerImpl.variants`; runtime/tuning/tuning.py times the first few on the device and hands the winner
 back through CompileContext.variant (OpenPPL's runtime algorithm selection: a solution space,
 an empirical formula that picks candidates, then JIT and timing).
 

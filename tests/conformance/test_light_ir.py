@@ -68,7 +68,7 @@ def _softmax_before(result):
 
 @pytest.fixture(scope="module")
 def engine(test_device):
-    from customlayers.runtime.device import Engine
+    from customlayers.runtime.device.device import Engine
     return Engine(test_device)
 
 
@@ -85,7 +85,7 @@ def test_all_light_models_are_listed():
 
 @pytest.mark.parametrize("name", _params())
 def test_light_model_matches_openvino_cpu(name, engine):
-    from customlayers.runtime.network import Network
+    from customlayers.runtime.compile.network import Network
     xml = with_logits(name)
     net = Network(xml, None, engine)
     shapes = {p.name: p.outputs[0].shape for p in net.graph.parameters}

@@ -95,7 +95,7 @@ PASSING_IDS = [f"{folder}/{name}" for folder, names in PASSING.items() for name 
 
 @pytest.fixture(scope="module")
 def engine(test_device):
-    from customlayers.runtime.device import Engine
+    from customlayers.runtime.device.device import Engine
     return Engine(test_device)
 
 
@@ -123,7 +123,7 @@ def test_light_model_with_random_weights_matches_onnxruntime(name, engine):
     ort = pytest.importorskip("onnxruntime")
     import onnx
     from customlayers.graph.onnx.reader import read_onnx
-    from customlayers.runtime.network import Network
+    from customlayers.runtime.compile.network import Network
     path = light_onnx(name)
     model = onnx.load(str(path))
     rng = np.random.default_rng(7)
@@ -194,7 +194,7 @@ def test_small_op_matches_onnxruntime(op, attrs, n_in, engine, tmp_path):
     import onnx
     from onnx import TensorProto, helper, numpy_helper
     from customlayers.graph.onnx.reader import read_onnx
-    from customlayers.runtime.network import Network
+    from customlayers.runtime.compile.network import Network
     rng = np.random.default_rng(3)
     x = rng.standard_normal((2, 3, 4, 5)).astype(np.float32) + 0.1
     inits, names = [], ["x"]

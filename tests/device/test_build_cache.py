@@ -11,10 +11,10 @@ import pytest
 from customlayers.config import load_config_string
 from customlayers.errors import KernelBuildError
 from customlayers.cli.validate import compile_diagnostics
-from customlayers.runtime.build import map_build_log
-from customlayers.runtime.device import Engine
-from customlayers.runtime.registry import Registry
-from customlayers.runtime.cache import CacheWarning, ProgramCache
+from customlayers.runtime.device.build import map_build_log
+from customlayers.runtime.device.device import Engine
+from customlayers.runtime.layers.registry import Registry
+from customlayers.runtime.device.cache import CacheWarning, ProgramCache
 from customlayers.jit.program import generate_program
 from customlayers.jit.tensor import TensorDesc
 

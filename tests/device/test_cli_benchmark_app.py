@@ -195,7 +195,7 @@ def test_bad_shapes_are_usage_errors(capsys, shape, says):
 
 # -- device index names ------------------------------------------------------------------------
 def test_device_index_names(capsys, test_device):
-    from customlayers.runtime.device import device_index_names, list_devices
+    from customlayers.runtime.device.device import device_index_names, list_devices
     devices = list_devices()
     names = device_index_names(devices)
     mine = names[devices.index(test_device)]

@@ -79,7 +79,7 @@ def test_a_malformed_model_is_not_a_file_error(tmp_path, capsys):
 
 def test_the_api_errors_keep_their_kinds_and_survive_pickling(tmp_path):
     from customlayers.api import Network
-    from customlayers.runtime.python_loader import load_python_layers
+    from customlayers.runtime.layers.python_loader import load_python_layers
     with pytest.raises(ModelError) as caught:
         Network(tmp_path / "model.onnx")
     assert isinstance(caught.value, (InputFileError, OSError, ModelFileError))

@@ -96,9 +96,9 @@ def test_the_api_warns_once_for_every_program(tmp_path, test_device):
     """Through the API, the folder is found unwritable at the first program's write: one
     CacheWarning, however many programs follow."""
     from customlayers.jit.tensor import TensorDesc
-    from customlayers.runtime.cache import CacheWarning, ProgramCache
-    from customlayers.runtime.device import Engine
-    from customlayers.runtime.registry import Registry
+    from customlayers.runtime.device.cache import CacheWarning, ProgramCache
+    from customlayers.runtime.device.device import Engine
+    from customlayers.runtime.layers.registry import Registry
     blocker = tmp_path / "file"
     blocker.write_text("")
     registry = Registry(Engine(test_device, cache=ProgramCache(directory=blocker / "cache")))

@@ -73,7 +73,7 @@ def test_npz_input_is_refused_by_run_as_by_run_layer(tmp_path, capsys):
 def test_opencl_error_is_a_message(tmp_path, capsys):
     # an output no OpenCL device allocates in one buffer (256 GiB; its pitches still fit an
     # int): clCreateBuffer failed (INVALID_BUFFER_SIZE on PoCL); since issue 18 the binding
-    # refuses it with the figures before any buffer (runtime/device_memory.py)
+    # refuses it with the figures before any buffer (runtime/device/device_memory.py)
     x = save(tmp_path / "x.npy", rand(1, 1, 2, 2))
     out = tmp_path / "o.npy"
     err = fails(["run-layer", "-c", RELU, "--layer", "ReLU", "-i", x,

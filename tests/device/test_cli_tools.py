@@ -87,8 +87,8 @@ UP_CL = """__kernel void up(__global const INPUT0_TYPE* in, __global const INPUT
 
 def test_jit_prints_the_program_the_runtime_runs(capsys, tmp_path, cl_env):
     from customlayers.jit.tensor import TensorDesc
-    from customlayers.runtime.device import Engine
-    from customlayers.runtime.registry import Registry
+    from customlayers.runtime.device.device import Engine
+    from customlayers.runtime.layers.registry import Registry
     (tmp_path / "up.xml").write_text(UP_XML)
     (tmp_path / "up.cl").write_text(UP_CL)
     rc = main(["jit", "-c", str(tmp_path / "up.xml"), "--layer", "Up",

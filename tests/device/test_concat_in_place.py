@@ -1,4 +1,4 @@
-"""Concat in place (runtime/concat_in_place.py): the layers before a Concat write into their
+"""Concat in place (runtime/compile/concat_in_place.py): the layers before a Concat write into their
 slices of its output and the Concat runs no kernel, with results equal to numpy and to the copy
 path bit for bit; and every case where that would not be safe still copies, with the reason.
 Graphs are built directly (interop_graphs.Builder: no OpenVINO needed)."""
@@ -10,12 +10,12 @@ import numpy as np
 import pyopencl as cl
 import pytest
 
-from customlayers.runtime import profile
-from customlayers.runtime.compiler import plan_prefix
-from customlayers.runtime.concat_in_place import IN_PLACE_ENTRY
-from customlayers.runtime.device import Engine
-from customlayers.runtime.network import Network
-from customlayers.runtime.request import InferRequest
+from customlayers.runtime.observe import profile
+from customlayers.runtime.compile.compiler import plan_prefix
+from customlayers.runtime.compile.concat_in_place import IN_PLACE_ENTRY
+from customlayers.runtime.device.device import Engine
+from customlayers.runtime.compile.network import Network
+from customlayers.runtime.execute.request import InferRequest
 from interop_graphs import Builder, relu_shift_ref
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "layers"
@@ -204,7 +204,7 @@ def test_nested_concats_all_lie_in_the_last_output(engine):
 def test_a_slice_read_by_a_python_and_a_custom_layer(tmp_path, engine):
     """Other readers of an input get its slice: a Python layer (the host maps a sub-buffer) and
     a custom kernel (bound to one), beside the Concat that holds it."""
-    from customlayers.runtime.registry import Registry
+    from customlayers.runtime.layers.registry import Registry
     b = Builder("readers")
     x = b.param("x", (1, 4, 16, 16))
     u = b.op("Add", [x, b.const(np.float32(0.5))], x[1])
@@ -348,7 +348,7 @@ def test_a_concat_that_is_a_network_output_copies(engine):
 
 @pytest.mark.parametrize("load", ["custom", "python"])
 def test_inputs_computed_by_custom_or_python_layers_are_copied(engine, load):
-    from customlayers.runtime.registry import Registry
+    from customlayers.runtime.layers.registry import Registry
     b = Builder(load)
     x = b.param("x", (1, 4, 16, 16))
     u = b.op("Add", [x, b.const(np.float32(0.5))], x[1])

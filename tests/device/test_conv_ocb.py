@@ -324,11 +324,11 @@ def test_network_runs_the_ocb_kernel_when_the_tuner_picks_it(tmp_path, test_devi
     convolution; made to prefer them, the network runs conv_direct_ocb.cl with the folded
     causal slices and the fused bias, ReLU, residual and ReLU, and matches onnxruntime."""
     ort = pytest.importorskip("onnxruntime")
-    from customlayers.runtime import network as network_module
-    from customlayers.runtime import tuning
-    from customlayers.runtime.cache import ProgramCache
-    from customlayers.runtime.device import Engine
-    from customlayers.runtime.network import Network
+    from customlayers.runtime.compile import network as network_module
+    from customlayers.runtime.tuning import tuning
+    from customlayers.runtime.device.cache import ProgramCache
+    from customlayers.runtime.device.device import Engine
+    from customlayers.runtime.compile.network import Network
     # one compute unit: the model's 3000 outputs per layer fill it, so the channel-split
     # kernels (for layers that leave a GPU idle) are not listed
     monkeypatch.setattr(network_module, "device_traits",

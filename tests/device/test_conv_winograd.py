@@ -170,11 +170,11 @@ def test_network_runs_winograd_when_the_tuner_picks_it(tmp_path, test_device, mo
     """The network on the test device as if it were a GPU (the CPU path lists no variants): the
     tuner (`fast`) times Winograd among the first candidates of both 3x3 layers; made to prefer
     it, the network runs it with the fused scale, bias, residual and ReLU."""
-    from customlayers.runtime import network as network_module
-    from customlayers.runtime import tuning
-    from customlayers.runtime.cache import ProgramCache
-    from customlayers.runtime.device import Engine
-    from customlayers.runtime.network import Network
+    from customlayers.runtime.compile import network as network_module
+    from customlayers.runtime.tuning import tuning
+    from customlayers.runtime.device.cache import ProgramCache
+    from customlayers.runtime.device.device import Engine
+    from customlayers.runtime.compile.network import Network
     monkeypatch.setattr(network_module, "device_traits", lambda device: GPU)
     timed = tuning.Tuner._time
 

@@ -96,9 +96,9 @@ def test_requests_that_fit_one_by_one_are_refused_together(tmp_path, device):
     device's memory were allocated whatever their sum (benchmark -nireq, Network.stream). The
     third is refused with what the others hold; releasing one lets the next one in."""
     from customlayers.errors import DeviceError
-    from customlayers.runtime.device import Engine
-    from customlayers.runtime.device_memory import held
-    from customlayers.runtime.network import Network
+    from customlayers.runtime.device.device import Engine
+    from customlayers.runtime.device.device_memory import held
+    from customlayers.runtime.compile.network import Network
     engine = Engine(device)
     free = int(device.global_mem_size) - held(device)
     n = min(int(free * 0.45) // 8, int(device.max_mem_alloc_size) // 4)   # x and y: 8n bytes

@@ -30,8 +30,8 @@ def _runs():
 
 @pytest.fixture(scope="module")
 def registry(cl_env):
-    from customlayers.runtime.device import Engine
-    from customlayers.runtime.registry import Registry
+    from customlayers.runtime.device.device import Engine
+    from customlayers.runtime.layers.registry import Registry
     reg = Registry(Engine(cl_env[2]))
     diags = reg.load(*(e.config for e in EXAMPLES))
     assert not diags.errors

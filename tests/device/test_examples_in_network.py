@@ -37,8 +37,8 @@ def one_layer_graph(layer_type: str, inputs, data: dict, outputs, params: dict) 
 
 @pytest.fixture(scope="module")
 def registry(test_device):
-    from customlayers.runtime.device import Engine
-    from customlayers.runtime.registry import Registry
+    from customlayers.runtime.device.device import Engine
+    from customlayers.runtime.layers.registry import Registry
     reg = Registry(Engine(test_device))
     reg.load(*(e.config for e in EXAMPLES))
     return reg
@@ -46,7 +46,7 @@ def registry(test_device):
 
 @pytest.mark.parametrize("example", EXAMPLES, ids=[e.name for e in EXAMPLES])
 def test_example_in_a_network_with_padded_inputs(registry, example):
-    from customlayers.runtime.network import Network
+    from customlayers.runtime.compile.network import Network
     layer = layer_type_of(registry, example)
     for case in example.reference.CASES:
         inputs, data = case_arrays(case, seed=3)
@@ -77,7 +77,7 @@ MVCL_EXAMPLES = [e for e in EXAMPLES if e.kind == "MVCL"]
 @pytest.mark.parametrize("kind", ["ir", "onnx"])
 @pytest.mark.parametrize("example", MVCL_EXAMPLES, ids=[e.name for e in MVCL_EXAMPLES])
 def test_mvcl_example_in_a_model_file(registry, example, kind, tmp_path):
-    from customlayers.runtime.network import Network
+    from customlayers.runtime.compile.network import Network
     layer = layer_type_of(registry, example)
     for n, case in enumerate(example.reference.CASES):
         inputs, data = case_arrays(case, seed=5)

@@ -14,8 +14,8 @@ from onnx import TensorProto, helper, numpy_helper
 
 from customlayers.errors import BindingError
 from customlayers.graph.onnx.reader import read_onnx
-from customlayers.runtime import network as network_module
-from customlayers.runtime.network import Network
+from customlayers.runtime.compile import network as network_module
+from customlayers.runtime.compile.network import Network
 
 ROOT = Path(__file__).resolve().parents[2]
 D = TensorProto.DOUBLE
@@ -23,7 +23,7 @@ D = TensorProto.DOUBLE
 
 @pytest.fixture(scope="module")
 def engine(test_device):
-    from customlayers.runtime.device import Engine
+    from customlayers.runtime.device.device import Engine
     return Engine(test_device)
 
 
@@ -124,7 +124,7 @@ def test_a_device_without_fp64_refuses_double_tensors(tmp_path, engine, monkeypa
 
 
 def test_a_custom_layer_is_not_given_doubles(tmp_path, engine):
-    from customlayers.runtime.registry import Registry
+    from customlayers.runtime.layers.registry import Registry
     path = _save(tmp_path / "relu.onnx", [helper.make_node("Relu", ["x"], ["y"])],
                  [_vi("x", [2])], [_vi("y", [2])])
     registry = Registry(engine)

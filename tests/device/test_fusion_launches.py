@@ -34,8 +34,8 @@ def _residual_block(path, shortcut_first: bool):
 
 @pytest.mark.parametrize("shortcut_first", [True, False])
 def test_residual_add_and_relu_run_in_the_convolution(tmp_path, test_device, shortcut_first):
-    from customlayers.runtime.device import Engine
-    from customlayers.runtime.network import Network
+    from customlayers.runtime.device.device import Engine
+    from customlayers.runtime.compile.network import Network
     model = _residual_block(tmp_path, shortcut_first)
     x = np.random.default_rng(12).standard_normal((2, 8, 10, 12)).astype(np.float32)
     want = ov_infer(model, {"x": x})["y"]
@@ -52,8 +52,8 @@ def test_residual_add_and_relu_run_in_the_convolution(tmp_path, test_device, sho
 def test_add_of_a_broadcast_tensor_is_not_a_residual(tmp_path, test_device):
     ov = pytest.importorskip("openvino")
     ops = pytest.importorskip("openvino.opset13")
-    from customlayers.runtime.device import Engine
-    from customlayers.runtime.network import Network
+    from customlayers.runtime.device.device import Engine
+    from customlayers.runtime.compile.network import Network
     rng = np.random.default_rng(13)
     x = ops.parameter([1, 4, 6, 6], np.float32, name="x")
     s = ops.parameter([1, 4, 1, 6], np.float32, name="s")
@@ -71,8 +71,8 @@ def test_add_of_a_broadcast_tensor_is_not_a_residual(tmp_path, test_device):
 def test_onnx_gemm_with_bias_and_relu_is_one_kernel(tmp_path, test_device):
     onnx = pytest.importorskip("onnx")
     from onnx import TensorProto, helper, numpy_helper
-    from customlayers.runtime.device import Engine
-    from customlayers.runtime.network import Network
+    from customlayers.runtime.device.device import Engine
+    from customlayers.runtime.compile.network import Network
     rng = np.random.default_rng(14)
     w = (rng.standard_normal((30, 64)) * 0.1).astype(np.float32)
     b = rng.standard_normal((30,)).astype(np.float32)
@@ -105,8 +105,8 @@ def test_causal_slice_after_a_conv1d_is_its_padding(tmp_path, test_device):
     by a Slice, then ReLU: one kernel."""
     pytest.importorskip("onnx")
     from onnx import TensorProto, helper, numpy_helper
-    from customlayers.runtime.device import Engine
-    from customlayers.runtime.network import Network
+    from customlayers.runtime.device.device import Engine
+    from customlayers.runtime.compile.network import Network
     rng = np.random.default_rng(15)
     k, d, c = 7, 4, 6
     p = (k - 1) * d
@@ -136,8 +136,8 @@ def test_causal_slice_after_a_conv1d_is_its_padding(tmp_path, test_device):
 def test_zero_pad_before_a_convolution_is_its_padding(tmp_path, test_device, pad_value):
     pytest.importorskip("onnx")
     from onnx import TensorProto, helper, numpy_helper
-    from customlayers.runtime.device import Engine
-    from customlayers.runtime.network import Network
+    from customlayers.runtime.device.device import Engine
+    from customlayers.runtime.compile.network import Network
     rng = np.random.default_rng(16)
     w = (rng.standard_normal((5, 4, 3, 3)) * 0.3).astype(np.float32)
     model = _onnx_model(tmp_path, [
@@ -161,8 +161,8 @@ def test_a_tcn_block_is_two_kernels(tmp_path, test_device):
     the second convolution applies bias, ReLU, residual and ReLU where it stores."""
     pytest.importorskip("onnx")
     from onnx import TensorProto, helper, numpy_helper
-    from customlayers.runtime.device import Engine
-    from customlayers.runtime.network import Network
+    from customlayers.runtime.device.device import Engine
+    from customlayers.runtime.compile.network import Network
     rng = np.random.default_rng(17)
     k, d, c, length = 7, 2, 5, 40
     p = (k - 1) * d
@@ -223,8 +223,8 @@ def _shuffle_then_depthwise(tmp_path, onnx_pattern: bool, extra_reader: bool = F
 @pytest.mark.parametrize("onnx_pattern", [False, True], ids=["ShuffleChannels", "reshapes"])
 def test_channel_shuffle_is_folded_into_the_depthwise_convolution(tmp_path, test_device,
                                                                    onnx_pattern):
-    from customlayers.runtime.device import Engine
-    from customlayers.runtime.network import Network
+    from customlayers.runtime.device.device import Engine
+    from customlayers.runtime.compile.network import Network
     model = _shuffle_then_depthwise(tmp_path, onnx_pattern)
     x = np.random.default_rng(22).standard_normal((1, 8, 9, 11)).astype(np.float32)
     want = ov_infer(model, {"x": x})["y"]
@@ -235,8 +235,8 @@ def test_channel_shuffle_is_folded_into_the_depthwise_convolution(tmp_path, test
 
 
 def test_channel_shuffle_read_twice_is_kept(tmp_path, test_device):
-    from customlayers.runtime.device import Engine
-    from customlayers.runtime.network import Network
+    from customlayers.runtime.device.device import Engine
+    from customlayers.runtime.compile.network import Network
     model = _shuffle_then_depthwise(tmp_path, False, extra_reader=True)
     x = np.random.default_rng(23).standard_normal((1, 8, 9, 11)).astype(np.float32)
     want = ov_infer(model, {"x": x})
@@ -251,8 +251,8 @@ def test_channel_shuffle_read_twice_is_kept(tmp_path, test_device):
 def test_unread_maxpool_indices_are_not_computed(tmp_path, test_device, indices_read):
     ov = pytest.importorskip("openvino")
     ops = pytest.importorskip("openvino.opset8")
-    from customlayers.runtime.device import Engine
-    from customlayers.runtime.network import Network
+    from customlayers.runtime.device.device import Engine
+    from customlayers.runtime.compile.network import Network
     x = ops.parameter([1, 3, 20, 37], np.float32, name="x")
     pool = ops.max_pool(x, [2, 2], [1, 1], [1, 1], [1, 1], [3, 3], "floor", "explicit", "i64")
     pool.output(0).get_tensor().set_names({"y"})
@@ -304,8 +304,8 @@ def test_last_step_gather_is_read_by_the_matmul(tmp_path, test_device, batch, in
     """The Gather is no launch of its own: the MatMul reads element `index` of x's last axis;
     and the LogSoftmax is applied to each row of the MatMul's output in the same kernel: the
     whole head is one launch."""
-    from customlayers.runtime.device import Engine
-    from customlayers.runtime.network import Network
+    from customlayers.runtime.device.device import Engine
+    from customlayers.runtime.compile.network import Network
     model, x, want = _last_step_head(tmp_path, batch, index)
     net = Network(model, engine=Engine(test_device))
     assert [s.type for s in net.plan.steps] == ["MatMul+bias+logsoftmax"]
@@ -316,8 +316,8 @@ def test_last_step_gather_is_read_by_the_matmul(tmp_path, test_device, batch, in
 @pytest.mark.parametrize("extra_output,axis", [(True, 2), (False, 1)])
 def test_gather_read_elsewhere_or_of_another_axis_is_kept(tmp_path, test_device,
                                                           extra_output, axis):
-    from customlayers.runtime.device import Engine
-    from customlayers.runtime.network import Network
+    from customlayers.runtime.device.device import Engine
+    from customlayers.runtime.compile.network import Network
     model, x, want = _last_step_head(tmp_path, 2, 3, extra_output, axis)
     net = Network(model, engine=Engine(test_device))
     assert [s.type for s in net.plan.steps] == ["Gather", "MatMul+bias+logsoftmax"]
@@ -361,8 +361,8 @@ def _linear_then(tmp_path, kind, axis, relu=False, rows=(15,), width=200):
 def test_softmax_of_the_last_axis_runs_in_the_matmul(tmp_path, test_device, kind, relu):
     """A classifier's head (Linear, bias, (ReLU,) Softmax or LogSoftmax) is one kernel, over a
     batch of 15 rows of 200 classes, against float64 numpy."""
-    from customlayers.runtime.device import Engine
-    from customlayers.runtime.network import Network
+    from customlayers.runtime.device.device import Engine
+    from customlayers.runtime.compile.network import Network
     model, x, want = _linear_then(tmp_path, kind, -1, relu)
     net = Network(model, engine=Engine(test_device))
     fused = "MatMul+bias" + ("+relu" if relu else "") + "+" + kind.lower()
@@ -371,8 +371,8 @@ def test_softmax_of_the_last_axis_runs_in_the_matmul(tmp_path, test_device, kind
 
 
 def test_softmax_of_another_axis_stays_a_layer(tmp_path, test_device):
-    from customlayers.runtime.device import Engine
-    from customlayers.runtime.network import Network
+    from customlayers.runtime.device.device import Engine
+    from customlayers.runtime.compile.network import Network
     model, x, want = _linear_then(tmp_path, "Softmax", 0)     # across the rows
     net = Network(model, engine=Engine(test_device))
     assert [s.type for s in net.plan.steps] == ["MatMul+bias", "SoftMax"]
@@ -382,8 +382,8 @@ def test_softmax_of_another_axis_stays_a_layer(tmp_path, test_device):
 def test_a_large_head_keeps_its_softmax_apart(tmp_path, test_device):
     """300 x 300 weights (over ops/matmul.py's ROW_SOFTMAX_MAX_WEIGHTS): one work-group per row
     would be slower than the matrix-vector kernel, so the SoftMax stays a layer."""
-    from customlayers.runtime.device import Engine
-    from customlayers.runtime.network import Network
+    from customlayers.runtime.device.device import Engine
+    from customlayers.runtime.compile.network import Network
     model, x, want = _linear_then(tmp_path, "Softmax", -1, width=300)
     net = Network(model, engine=Engine(test_device))
     assert [s.type for s in net.plan.steps] == ["MatMul+bias", "SoftMax"]
@@ -393,8 +393,8 @@ def test_a_large_head_keeps_its_softmax_apart(tmp_path, test_device):
 def test_a_folded_negative_index_counts_from_the_length_given_at_load(tmp_path, test_device):
     """The model declares 30 steps; loaded for 40, index -1 is step 39, as the Gather itself
     would read it (the fold keeps the index as written, not the declared 29)."""
-    from customlayers.runtime.device import Engine
-    from customlayers.runtime.network import Network
+    from customlayers.runtime.device.device import Engine
+    from customlayers.runtime.compile.network import Network
     model, _, _ = _last_step_head(tmp_path, 2, -1)
     rng = np.random.default_rng(18)
     x = rng.standard_normal((2, 25, 40)).astype(np.float32)
@@ -411,8 +411,8 @@ def test_softmax_over_m_or_after_a_read_output_stays_a_layer(tmp_path, test_devi
     is also a network output must store it before any SoftMax."""
     pytest.importorskip("onnx")
     from onnx import TensorProto, helper, numpy_helper
-    from customlayers.runtime.device import Engine
-    from customlayers.runtime.network import Network
+    from customlayers.runtime.device.device import Engine
+    from customlayers.runtime.compile.network import Network
     rng = np.random.default_rng(19)
     w = rng.standard_normal((5,)).astype(np.float32)
     w2 = rng.standard_normal((5, 7)).astype(np.float32)

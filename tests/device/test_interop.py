@@ -407,7 +407,7 @@ def test_pinned_streaming_reuses_its_host_tensors_only_when_asked(test_device):
 def test_a_stream_keeps_at_most_nireq_requests_in_flight(test_device):
     net = Network(chain(), None, Engine(test_device))
     seen = []
-    from customlayers.runtime.stream import run_stream
+    from customlayers.runtime.execute.stream import run_stream
     for r in run_stream(net, ({"x": _x(i)} for i in range(7)), nireq=2):
         seen.append((r.index, id(r.request)))
         assert r.latency_ms >= 0
@@ -477,7 +477,7 @@ def test_engines_on_the_users_objects_are_checked(user, test_device):
     with pytest.raises(DeviceError, match="device must be a pyopencl.Device of the context, "
                                           "not Context"):
         Engine.from_context(ctx, device=ctx)
-    from customlayers.runtime.device import list_devices
+    from customlayers.runtime.device.device import list_devices
     for other in [d for d in list_devices() if d != test_device][:1]:   # where there is one
         with pytest.raises(DeviceError, match="is not a device of the context; its devices:"):
             Engine.from_context(ctx, device=other)
@@ -522,7 +522,7 @@ def test_the_readme_pipeline_example_runs_and_agrees_with_the_host(test_device, 
 def test_benchmark_nireq_runs_on_the_stream(monkeypatch, capsys):
     """`benchmark -nireq N` and Network.stream share run_stream: N requests, in order."""
     from pathlib import Path
-    import customlayers.runtime.stream as stream
+    import customlayers.runtime.execute.stream as stream
     from customlayers.cli import main
     seen = []
     real = stream.run_stream

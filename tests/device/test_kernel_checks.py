@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from customlayers.cli import main
-from customlayers.runtime.sanitize import find_oclgrind
+from customlayers.runtime.checks.sanitize import find_oclgrind
 
 # make test's set-up installs Debian's oclgrind; a machine without it (the GPU machine, which
 # has no network) skips the --sanitize tests
@@ -144,14 +144,14 @@ def test_validate_compile_runs_both_checks(tmp_path, capsys):
 @pytest.mark.parametrize("fmt", ["BYXF", "YXFB"])
 def test_unwritten_elements_are_located_in_logical_coordinates(tmp_path, fmt):
     """The first never-written element is reported as B,F,Y,X whatever the memory format."""
-    from customlayers.api import Engine, Registry, TensorDesc
+    from customlayers.api import Engine, Registry, TensorDesc, check_kernel_bounds
     config = _layer(tmp_path, "if (i != 5) dst[i] = src[i];", fmt="ANY")  # as it comes
     registry = Registry(Engine("CPU"))
     registry.load(config)
     desc = TensorDesc((1, 2, 3, 4), "f32", fmt)
     bound = registry.bind("Shift", [desc], [desc])
     x = np.ones((1, 2, 3, 4), np.float32)
-    _, problems = bound.check_bounds(x)
+    _, problems = check_kernel_bounds(bound, x)
     (problem,) = problems
     # the logical element that lives at buffer element 5 in this format
     packed = desc.pack(np.arange(24, dtype=np.float32).reshape(1, 2, 3, 4)).reshape(-1)

@@ -1,5 +1,5 @@
-"""The runtime's MVCL adapter (runtime/mvcl.py, mvcl_build.py) and the one-layer path
-(runtime/one_layer.py): internal buffers planned like any tensor, stages profiled, constant
+"""The runtime's MVCL adapter (runtime/layers/mvcl.py, mvcl_build.py) and the one-layer path
+(runtime/compile/one_layer.py): internal buffers planned like any tensor, stages profiled, constant
 blobs bound by name, output shapes from the model, and every failure a located error (the
 layer, the place in the descriptor or the .cl, a stable code)."""
 from __future__ import annotations
@@ -73,8 +73,8 @@ ONE_KERNEL_XML = """\
 
 @pytest.fixture()
 def registry(test_device):
-    from customlayers.runtime.device import Engine
-    from customlayers.runtime.registry import Registry
+    from customlayers.runtime.device.device import Engine
+    from customlayers.runtime.layers.registry import Registry
     return Registry(Engine(test_device))
 
 
@@ -89,9 +89,9 @@ def _mvn(x, eps):
 
 
 def test_internal_buffers_are_planned_and_each_stage_is_profiled(registry):
-    from customlayers.runtime import profile
-    from customlayers.runtime.network import Network
-    from customlayers.runtime.one_layer import one_layer_graph
+    from customlayers.runtime.observe import profile
+    from customlayers.runtime.compile.network import Network
+    from customlayers.runtime.compile.one_layer import one_layer_graph
     registry.load(MVN)
     x = _x(2, 4, 3, 7)
     graph = one_layer_graph("MVN", [x], {}, [x.shape], {"normalize_variance": "1", "eps": "1e-9"})
@@ -123,8 +123,8 @@ def test_a_constant_blob_binds_by_name(registry):
 
 
 def test_the_declared_layout_is_reached_by_reorders(registry):
-    from customlayers.runtime.network import Network
-    from customlayers.runtime.one_layer import one_layer_graph
+    from customlayers.runtime.compile.network import Network
+    from customlayers.runtime.compile.one_layer import one_layer_graph
     registry.load(REORG)
     x = _x(1, 4, 6, 10)
     net = Network(one_layer_graph("ReorgYoloNHWC", [x], {}, [(1, 16, 3, 5)], {"stride": "2"}),
@@ -193,7 +193,7 @@ def test_no_matching_variant_in_a_network_is_a_located_error(registry):
 
 
 def test_an_output_shape_the_model_does_not_give_is_an_error(registry, tmp_path):
-    from customlayers.runtime.network import Network
+    from customlayers.runtime.compile.network import Network
     registry.load(REORG)
     x = _x(1, 4, 6, 10)
     # an IR with dynamic output dims: the known ones (F=16) do not fit input 0's shape
@@ -209,7 +209,7 @@ def test_an_output_shape_the_model_does_not_give_is_an_error(registry, tmp_path)
 
 
 def test_an_onnx_node_without_value_info_takes_input_0s_shape(registry, tmp_path):
-    from customlayers.runtime.network import Network
+    from customlayers.runtime.compile.network import Network
     registry.load(MVN)
     x = _x(1, 3, 4, 5)
     params = {"normalize_variance": "1", "eps": "0.001"}

@@ -45,12 +45,12 @@ def _relu_chain(path: Path, n: int = 4) -> Path:
 
 @pytest.fixture(scope="module")
 def engine(test_device):
-    from customlayers.runtime.device import Engine
+    from customlayers.runtime.device.device import Engine
     return Engine(test_device)
 
 
 def _registry(engine, *configs):
-    from customlayers.runtime.registry import Registry
+    from customlayers.runtime.layers.registry import Registry
     reg = Registry(engine)
     if configs:
         reg.load(*configs)
@@ -58,7 +58,7 @@ def _registry(engine, *configs):
 
 
 def test_tiny_cnn_matches_openvino(tmp_path, engine):
-    from customlayers.runtime.network import Network
+    from customlayers.runtime.compile.network import Network
     model = _tiny_cnn(tmp_path / "tiny.xml")
     x = np.random.default_rng(0).standard_normal((1, 3, 16, 16)).astype(np.float32)
     net = Network(model, None, engine)
@@ -71,7 +71,7 @@ def test_tiny_cnn_matches_openvino(tmp_path, engine):
 
 
 def test_custom_relu_overrides_builtin(tmp_path, engine):
-    from customlayers.runtime.network import Network
+    from customlayers.runtime.compile.network import Network
     model = _relu_chain(tmp_path / "chain.xml")
     x = np.random.default_rng(2).standard_normal((2, 5, 7, 9)).astype(np.float32)
     reg = _registry(engine, EXAMPLES / "relu" / "relu.xml")
@@ -85,7 +85,7 @@ def test_custom_relu_overrides_builtin(tmp_path, engine):
 
 @pytest.mark.parametrize("pad", [((0, 0, 1, 1), (0, 0, 1, 1)), ((1, 2, 0, 3), (0, 1, 2, 0))])
 def test_padded_inputs_to_custom_layers_give_the_same_result(tmp_path, engine, pad):
-    from customlayers.runtime.network import Network
+    from customlayers.runtime.compile.network import Network
     model = _relu_chain(tmp_path / "chain.xml", n=2)
     x = np.random.default_rng(3).standard_normal((2, 5, 7, 9)).astype(np.float32)
     reg = _registry(engine, EXAMPLES / "relu" / "relu.xml")
@@ -127,8 +127,8 @@ __kernel void relu_byxf(__global const INPUT0_TYPE* in, __global OUTPUT0_TYPE* o
 
 
 def test_format_request_inserts_reorders(tmp_path, engine):
-    from customlayers.runtime.network import Network
-    from customlayers.runtime.registry import Registry
+    from customlayers.runtime.compile.network import Network
+    from customlayers.runtime.layers.registry import Registry
     model = _relu_chain(tmp_path / "chain.xml", n=2)
     x = np.random.default_rng(4).standard_normal((2, 5, 7, 9)).astype(np.float32)
     reg = Registry(engine)
@@ -141,7 +141,7 @@ def test_format_request_inserts_reorders(tmp_path, engine):
 
 def test_one_host_wait_per_inference(tmp_path, engine, monkeypatch):
     """The executor enqueues every layer without waiting; the host waits once, for outputs."""
-    from customlayers.runtime.network import Network
+    from customlayers.runtime.compile.network import Network
     model = _tiny_cnn(tmp_path / "tiny.xml")
     net = Network(model, None, engine)
     x = np.zeros((1, 3, 16, 16), np.float32)
@@ -163,7 +163,7 @@ def test_one_host_wait_per_inference(tmp_path, engine, monkeypatch):
 
 
 def test_requests_in_flight_at_once(tmp_path, engine):
-    from customlayers.runtime.network import Network
+    from customlayers.runtime.compile.network import Network
     model = _tiny_cnn(tmp_path / "tiny.xml")
     net = Network(model, None, engine)
     rng = np.random.default_rng(5)
@@ -177,7 +177,7 @@ def test_requests_in_flight_at_once(tmp_path, engine):
 
 def test_unsupported_layers_are_listed_together(tmp_path, engine):
     from customlayers.graph.ir import read_ir
-    from customlayers.runtime.network import Network
+    from customlayers.runtime.compile.network import Network
     model = _relu_chain(tmp_path / "chain.xml", n=2)
     text = model.read_text().replace('type="ReLU"', 'type="MyReLU"')
     model.write_text(text)
@@ -189,8 +189,8 @@ def test_unsupported_layers_are_listed_together(tmp_path, engine):
 
 
 def test_profile_table(tmp_path, engine):
-    from customlayers.runtime import profile
-    from customlayers.runtime.network import Network
+    from customlayers.runtime.observe import profile
+    from customlayers.runtime.compile.network import Network
     model = _tiny_cnn(tmp_path / "tiny.xml")
     net = Network(model, None, engine, profiling=True)
     req = net.create_request()
@@ -205,7 +205,7 @@ def test_profile_table(tmp_path, engine):
 
 def test_bias_and_relu_fuse_into_the_convolution(tmp_path, engine):
     """Convolution -> Add(per-channel const) -> ReLU runs as one kernel, with the same result."""
-    from customlayers.runtime.network import Network
+    from customlayers.runtime.compile.network import Network
     model = _tiny_cnn(tmp_path / "tiny.xml")
     x = np.random.default_rng(6).standard_normal((1, 3, 16, 16)).astype(np.float32)
     fused, plain = Network(model, None, engine), Network(model, None, engine, fuse=False)
@@ -219,7 +219,7 @@ def test_bias_and_relu_fuse_into_the_convolution(tmp_path, engine):
 
 
 def test_custom_relu_is_never_fused(tmp_path, engine):
-    from customlayers.runtime.network import Network
+    from customlayers.runtime.compile.network import Network
     model = _tiny_cnn(tmp_path / "tiny.xml")
     reg = _registry(engine, EXAMPLES / "relu" / "relu.xml")
     net = Network(model, reg, engine)
@@ -233,7 +233,7 @@ def test_custom_relu_is_never_fused(tmp_path, engine):
 def test_normalization_chain_runs_as_one_affine_kernel(engine):
     """Concat -> Multiply -> Add -> ReLU (DenseNet's normalization): one kernel, same result."""
     from customlayers.graph.graph import Graph, Node, Port
-    from customlayers.runtime.network import Network
+    from customlayers.runtime.compile.network import Network
     rng = np.random.default_rng(8)
     scale = rng.uniform(0.5, 1.5, (1, 6, 1, 1)).astype(np.float32)
     bias = rng.standard_normal((1, 6, 1, 1)).astype(np.float32)
@@ -267,7 +267,7 @@ def test_normalization_chain_runs_as_one_affine_kernel(engine):
 
 
 def test_inputs_that_are_not_numbers_are_refused(tmp_path, engine):
-    from customlayers.runtime.network import Network
+    from customlayers.runtime.compile.network import Network
     net = Network(_relu_chain(tmp_path / "chain.xml", n=1), None, engine)
     with pytest.raises(ModelError, match="input 'x' holds complex64 values"):
         net.infer([np.zeros((2, 5, 7, 9), np.complex64)])

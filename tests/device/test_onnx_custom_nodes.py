@@ -46,13 +46,13 @@ def _init(name, values):
 
 @pytest.fixture(scope="module")
 def engine(test_device):
-    from customlayers.runtime.device import Engine
+    from customlayers.runtime.device.device import Engine
     return Engine(test_device)
 
 
 def _infer(model, engine, *configs, python=(), **kw):
-    from customlayers.runtime.network import Network
-    from customlayers.runtime.registry import Registry
+    from customlayers.runtime.compile.network import Network
+    from customlayers.runtime.layers.registry import Registry
     registry = Registry(engine)
     for config in configs:
         registry.load(str(config))
@@ -120,8 +120,8 @@ def test_a_shape_formula_with_a_symbolic_batch(tmp_path, engine):
         helper.make_node("ReorgYolo", ["x"], ["r"], name="reorg", domain=DOMAIN, stride=2),
         helper.make_node("GlobalMaxPool", ["r"], ["y"], name="gmp")], ["N", 4, 6, 8])
     from customlayers.graph.onnx.reader import read_onnx
-    from customlayers.runtime.registry import Registry
-    from customlayers.runtime.resolver import Resolver
+    from customlayers.runtime.layers.registry import Registry
+    from customlayers.runtime.compile.resolver import Resolver
     registry = Registry(engine)
     registry.load(str(folder / "reorg.xml"))
     graph = read_onnx(model, Resolver(registry))
@@ -203,7 +203,7 @@ def test_the_unimplemented_list_comes_before_a_shape_error(tmp_path, capsys, con
 
 
 def test_the_api_lists_it_too(tmp_path, engine):
-    from customlayers.runtime.network import Network
+    from customlayers.runtime.compile.network import Network
     with pytest.raises(UnsupportedLayersError) as info:
         Network(str(_blob_model(tmp_path)), None, engine)
     assert info.value.layers == [("ss", "ScaleShift", DOMAIN)]

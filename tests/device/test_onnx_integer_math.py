@@ -24,7 +24,7 @@ INTEGERS = (np.int8, np.uint8, np.int32, np.int64)
 
 @pytest.fixture(scope="module")
 def engine(test_device):
-    from customlayers.runtime.device import Engine
+    from customlayers.runtime.device.device import Engine
     return Engine(test_device)
 
 

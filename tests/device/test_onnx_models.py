@@ -75,13 +75,13 @@ def _conv3x3_pad1(x, w, b):
 
 @pytest.fixture(scope="module")
 def engine(test_device):
-    from customlayers.runtime.device import Engine
+    from customlayers.runtime.device.device import Engine
     return Engine(test_device)
 
 
 def _network(model, engine, *configs, **kw):
-    from customlayers.runtime.network import Network
-    from customlayers.runtime.registry import Registry
+    from customlayers.runtime.compile.network import Network
+    from customlayers.runtime.layers.registry import Registry
     reg = Registry(engine)
     reg.load(*configs)
     return Network(model, reg, engine, **kw)
@@ -312,7 +312,7 @@ def test_a_convolution_with_a_bias_is_named_after_its_node(tmp_path, engine):
     model = _save(tmp_path / "m.onnx", [node], [_vi("x", [1, 3, 8, 8])], [_vi("c", [1, 4, 8, 8])],
                   [w, b])
     assert [s.name for s in _network(model, engine).plan.steps] == ["myconv"]
-    from customlayers.runtime.network import Network
+    from customlayers.runtime.compile.network import Network
     unfused = Network(str(model), engine=engine, fuse=False)
     assert [s.name for s in unfused.plan.steps] == ["myconv", "myconv/add_bias"]
 

@@ -19,7 +19,7 @@ from customlayers.api import ModelError, Network  # noqa: E402
 
 @pytest.fixture(scope="module")
 def engine(test_device):
-    from customlayers.runtime.device import Engine
+    from customlayers.runtime.device.device import Engine
     return Engine(test_device)
 
 

@@ -18,15 +18,15 @@ from customlayers.errors import DeviceError, ModelError
 from customlayers.graph.onnx.ops_math import BINARY, UNARY
 from customlayers.graph.onnx.reader import read_onnx
 from customlayers.ops.base import OPS
-from customlayers.runtime.limits import has_fp16
-from customlayers.runtime.network import Network
+from customlayers.runtime.device.limits import has_fp16
+from customlayers.runtime.compile.network import Network
 
 TEST_DEVICE = os.environ.get("CUSTOMLAYERS_TEST_DEVICE", "CPU")
 
 
 @pytest.fixture(scope="module")
 def engine(test_device):
-    from customlayers.runtime.device import Engine
+    from customlayers.runtime.device.device import Engine
     return Engine(test_device)
 
 

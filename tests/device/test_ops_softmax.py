@@ -110,8 +110,8 @@ def test_onnx_log_softmax_reads_as_one_layer(tmp_path, test_device, opset, axis)
     pytest.importorskip("onnx")
     import onnx
     from onnx import TensorProto, helper
-    from customlayers.runtime.device import Engine
-    from customlayers.runtime.network import Network
+    from customlayers.runtime.device.device import Engine
+    from customlayers.runtime.compile.network import Network
     graph = helper.make_graph(
         [helper.make_node("LogSoftmax", ["x"], ["y"], axis=axis)], "ls",
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 5])],

@@ -16,7 +16,7 @@ from onnx import TensorProto, helper
 
 from customlayers.api import Engine, ExecutionError, PythonLayerError, Registry
 from customlayers.cli import main as cli_main
-from customlayers.runtime.network import Network
+from customlayers.runtime.compile.network import Network
 
 ROOT = Path(__file__).resolve().parents[2]
 RELU_REFERENCE = ROOT / "examples" / "layers" / "relu" / "relu_reference.py"

@@ -133,7 +133,7 @@ def test_ray_gpu_on_a_machine_without_one_is_a_clear_error():
 
 
 def _device_names():
-    from customlayers.runtime.device import device_index_names
+    from customlayers.runtime.device.device import device_index_names
     return device_index_names()
 
 

@@ -40,13 +40,13 @@ def copy_layer(name="Copy", in_fmt="ANY", out_fmt="ANY", work="global=\"X,Y,B*F\
 
 @pytest.fixture(scope="module")
 def engine(cl_env):
-    from customlayers.runtime.device import Engine
+    from customlayers.runtime.device.device import Engine
     return Engine(cl_env[2])
 
 
 @pytest.fixture
 def registry(engine):
-    from customlayers.runtime.registry import Registry
+    from customlayers.runtime.layers.registry import Registry
     return Registry(engine)
 
 
@@ -143,7 +143,7 @@ def test_local_size_over_the_device_limit(registry, engine):
 
 
 def test_local_size_not_dividing_global(registry, engine):
-    from customlayers.runtime.limits import supports_non_uniform_groups
+    from customlayers.runtime.device.limits import supports_non_uniform_groups
     if supports_non_uniform_groups(engine.device):
         pytest.skip("this device runs non-uniform work-groups")
     registry.load_string(copy_layer(work='global="X,Y,B*F" local="4,1,1"'), {"copy.cl": COPY_CL})
@@ -234,12 +234,12 @@ def test_public_api_exports():
     import customlayers.api as api
     for name in api.__all__:
         assert getattr(api, name) is not None, name
-    assert api.Registry is __import__("customlayers.runtime.registry",
+    assert api.Registry is __import__("customlayers.runtime.layers.registry",
                                       fromlist=["Registry"]).Registry
 
 
 def test_uniform_work_group_hint_uses_that_entrys_formula(registry, engine):
-    from customlayers.runtime.limits import supports_non_uniform_groups
+    from customlayers.runtime.device.limits import supports_non_uniform_groups
     if supports_non_uniform_groups(engine.device):
         pytest.skip("this device runs non-uniform work-groups")
     registry.load_string(copy_layer(work='global="X,Y,B*F" local="1,1,4"'), {"copy.cl": COPY_CL})

@@ -140,7 +140,7 @@ def test_run_layer_missing_data_is_a_usage_error(ex, tmp_path, capsys):
 
 def test_demo_table(cl_env):
     from customlayers.cli.demo import examples_table
-    from customlayers.runtime.device import Engine
+    from customlayers.runtime.device.device import Engine
     table = examples_table(Engine(cl_env[2]), runs=3)
     lines = table.splitlines()
     assert lines[0].split()[:4] == ["layer", "shapes", "device", "max"]

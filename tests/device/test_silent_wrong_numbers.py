@@ -35,12 +35,12 @@ COPY_CL = """__kernel void copy_kernel(const __global float* src, __global float
 
 @pytest.fixture(scope="module")
 def engine(test_device):
-    from customlayers.runtime.device import Engine
+    from customlayers.runtime.device.device import Engine
     return Engine(test_device)
 
 
 def _registry(engine, xml, sources):
-    from customlayers.runtime.registry import Registry
+    from customlayers.runtime.layers.registry import Registry
     registry = Registry(engine)
     registry.load_string(xml, sources, name="layer.xml")
     return registry
@@ -105,7 +105,7 @@ def _swish_model(path: Path) -> Path:
 
 
 def test_custom_domain_node_without_a_layer_is_unsupported(tmp_path, engine, capsys):
-    from customlayers.runtime.network import Network
+    from customlayers.runtime.compile.network import Network
     model = _swish_model(tmp_path / "swish.onnx")
     with pytest.raises(UnsupportedLayersError) as e:
         Network(model, engine=engine)
@@ -119,7 +119,7 @@ def test_custom_domain_node_without_a_layer_is_unsupported(tmp_path, engine, cap
 
 # -- several threads share one Network ------------------------------------------------------
 def test_infer_from_many_threads_returns_each_thread_its_own_result(engine, tmp_path):
-    from customlayers.runtime.network import Network
+    from customlayers.runtime.compile.network import Network
     node = helper.make_node("Relu", ["x"], ["y"])
     graph = helper.make_graph([node], "g",
                               [helper.make_tensor_value_info("x", TensorProto.FLOAT, [64])],
@@ -180,7 +180,7 @@ def test_a_layer_with_the_wrong_number_of_inputs_is_named(tmp_path, engine, caps
     """A ReLU given two inputs used to ignore the second; a MatMul given one raised
     IndexError. Every built-in declares how many inputs it takes."""
     from customlayers.errors import ModelError
-    from customlayers.runtime.network import Network
+    from customlayers.runtime.compile.network import Network
     model = tmp_path / "arity.xml"
     model.write_text(IR_TWO_INPUT_RELU)
     with pytest.raises(ModelError, match=r"layer 'relu' \(type ReLU\).*a ReLU layer takes 1 "
@@ -198,7 +198,7 @@ def test_a_tensor_over_the_device_limit_is_refused_before_allocating(tmp_path, e
     """Issue 8, classes 3 and 5: create_request raised pyopencl's LogicError (and PoCL can
     abort the process on an allocation it cannot make)."""
     from customlayers.errors import DeviceError
-    from customlayers.runtime.network import Network
+    from customlayers.runtime.compile.network import Network
     node = helper.make_node("Relu", ["x"], ["y"])
     graph = helper.make_graph(
         [node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 1024])],
@@ -241,7 +241,7 @@ def test_bind_refuses_a_parameter_no_define_reads(engine):
 
 def test_a_missing_config_is_a_project_error_and_an_os_error(engine):
     from customlayers.errors import ConfigError, CustomLayersError
-    from customlayers.runtime.registry import Registry
+    from customlayers.runtime.layers.registry import Registry
     with pytest.raises(CustomLayersError) as e:
         Registry(engine).load("no/such/config.xml")
     assert isinstance(e.value, ConfigError) and isinstance(e.value, OSError)

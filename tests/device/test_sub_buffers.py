@@ -1,5 +1,5 @@
 """Sub-buffers are released before their parents and their context, explicitly, never in the
-garbage collector's order (runtime/sub_buffers.py). NVIDIA's driver segfaulted releasing a
+garbage collector's order (runtime/device/sub_buffers.py). NVIDIA's driver segfaulted releasing a
 Concat slice's sub-buffer after the network's own context had gone (tests/device/
 test_concat_in_place.py on the H100); PoCL survives any order, so these tests watch the reference
 counts OpenCL keeps: a live sub-buffer holds one on its parent."""
@@ -10,9 +10,9 @@ import gc
 import numpy as np
 import pyopencl as cl
 
-from customlayers.runtime.device import Engine
-from customlayers.runtime.network import Network
-from customlayers.runtime.sub_buffers import SubBuffers
+from customlayers.runtime.device.device import Engine
+from customlayers.runtime.compile.network import Network
+from customlayers.runtime.device.sub_buffers import SubBuffers
 from interop_graphs import Builder, relu_shift_ref
 
 

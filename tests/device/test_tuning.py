@@ -1,4 +1,4 @@
-"""Kernel selection by timing (runtime/tuning.py): every variant computes what numpy computes,
+"""Kernel selection by timing (runtime/tuning/tuning.py): every variant computes what numpy computes,
 the tuner times candidates on the device and keeps its choice on disk, and a second load
 times nothing."""
 from __future__ import annotations
@@ -143,9 +143,9 @@ def _matmul_model(path, m=24, k=96, n=40):
 
 
 def test_tuner_times_once_then_reads_its_choice_from_disk(tmp_path, test_device):
-    from customlayers.runtime.cache import ProgramCache
-    from customlayers.runtime.device import Engine
-    from customlayers.runtime.network import Network
+    from customlayers.runtime.device.cache import ProgramCache
+    from customlayers.runtime.device.device import Engine
+    from customlayers.runtime.compile.network import Network
     model = _matmul_model(tmp_path)
     x = np.random.default_rng(8).standard_normal((24, 96)).astype(np.float32)
     engine = Engine(test_device, cache=ProgramCache(tmp_path / "cache"))
@@ -175,8 +175,8 @@ def test_tuner_times_once_then_reads_its_choice_from_disk(tmp_path, test_device)
 
 
 def test_tuning_off_times_nothing_and_unknown_mode_is_refused(tmp_path, test_device):
-    from customlayers.runtime.device import Engine
-    from customlayers.runtime.network import Network
+    from customlayers.runtime.device.device import Engine
+    from customlayers.runtime.compile.network import Network
     model = _matmul_model(tmp_path)
     net = Network(model, engine=Engine(test_device), tuning="off")
     assert not [m for m in net.messages if m.startswith("tuning")]
@@ -190,10 +190,10 @@ def test_custom_layer_with_an_open_local_size_gets_one_by_timing(tmp_path, test_
     that divide the global size; the result is the same whichever wins."""
     ov = pytest.importorskip("openvino")
     ops = pytest.importorskip("openvino.opset13")
-    from customlayers.runtime.cache import ProgramCache
-    from customlayers.runtime.device import Engine
-    from customlayers.runtime.network import Network
-    from customlayers.runtime.registry import Registry
+    from customlayers.runtime.device.cache import ProgramCache
+    from customlayers.runtime.device.device import Engine
+    from customlayers.runtime.compile.network import Network
+    from customlayers.runtime.layers.registry import Registry
     x = ops.parameter([2, 8, 16, 32], np.float32, name="x")
     y = ops.relu(ops.multiply(x, ops.constant(np.float32(2.0))))
     y.output(0).get_tensor().set_names({"y"})
@@ -217,8 +217,8 @@ def test_default_mode_comes_from_the_environment(monkeypatch, test_device, tmp_p
     """CUSTOMLAYERS_TUNING sets the default; an explicit tuning= wins; a value that is not a
     mode is a ConfigError naming the variable."""
     from customlayers.errors import ConfigError
-    from customlayers.runtime.device import Engine
-    from customlayers.runtime.network import Network
+    from customlayers.runtime.device.device import Engine
+    from customlayers.runtime.compile.network import Network
     from interop_graphs import chain
     engine = Engine(test_device)
     monkeypatch.setenv("CUSTOMLAYERS_TUNING", "full")
@@ -237,10 +237,10 @@ def test_fast_times_nothing_on_a_cpu_but_takes_what_full_chose(tmp_path, test_de
     """On a CPU device `fast` takes the heuristic's kernel (each candidate is a PoCL compile at
     its first enqueue); `full` times every candidate, and its choice answers `fast` later."""
     from customlayers.jit.launch import DeviceTraits
-    from customlayers.runtime import network as network_module
-    from customlayers.runtime.cache import ProgramCache
-    from customlayers.runtime.device import Engine
-    from customlayers.runtime.network import Network
+    from customlayers.runtime.compile import network as network_module
+    from customlayers.runtime.device.cache import ProgramCache
+    from customlayers.runtime.device.device import Engine
+    from customlayers.runtime.compile.network import Network
     model = _matmul_model(tmp_path)
     cpu = DeviceTraits("CPU", compute_units=2, max_work_group_size=4096)
     monkeypatch.setattr(network_module, "device_traits", lambda device: cpu)
@@ -259,10 +259,10 @@ def test_a_changed_builtin_kernel_is_timed_anew(tmp_path, test_device, monkeypat
     import hashlib
     from pathlib import Path
     import customlayers.ops
-    from customlayers.runtime import tuning_cache
-    from customlayers.runtime.cache import ProgramCache
-    from customlayers.runtime.device import Engine
-    from customlayers.runtime.network import Network
+    from customlayers.runtime.tuning import tuning_cache
+    from customlayers.runtime.device.cache import ProgramCache
+    from customlayers.runtime.device.device import Engine
+    from customlayers.runtime.compile.network import Network
     digest = hashlib.sha256()
     for path in sorted(Path(customlayers.ops.__file__).parent.glob("*.cl")):
         digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from customlayers.cli import main
-from customlayers.runtime.sanitize import find_oclgrind
+from customlayers.runtime.checks.sanitize import find_oclgrind
 
 ROOT = Path(__file__).resolve().parents[2]
 SCALE_SHIFT = ROOT / "examples" / "layers" / "scale_shift" / "scale_shift.xml"

@@ -12,12 +12,12 @@ from onnx import TensorProto, helper, numpy_helper
 
 from customlayers.errors import ModelError
 from customlayers.graph.onnx.reader import read_onnx
-from customlayers.runtime.network import Network
+from customlayers.runtime.compile.network import Network
 
 
 @pytest.fixture(scope="module")
 def engine(test_device):
-    from customlayers.runtime.device import Engine
+    from customlayers.runtime.device.device import Engine
     return Engine(test_device)
 
 

@@ -6,7 +6,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from customlayers.runtime import cache
+from customlayers.runtime.device import cache
 
 BASE = {"platform_name": "Portable Computing Language", "platform_version": "OpenCL 3.0 PoCL 3.1",
         "device_name": "cpu-x86", "device_version": "OpenCL 3.0 PoCL", "driver": "3.1"}

@@ -156,7 +156,7 @@ WORK_LAYER = LAYER.replace("</Buffers>\n", "</Buffers>\n  <WorkSizes {work}/>\n"
 
 
 def test_compile_checks_the_local_size_against_the_device(capsys, tmp_path, cl_env):
-    from customlayers.runtime.limits import supports_non_uniform_groups
+    from customlayers.runtime.device.limits import supports_non_uniform_groups
     device = cl_env[2]
     (tmp_path / "k.cl").write_text(KERNEL)
     too_many = device.max_work_group_size * 2

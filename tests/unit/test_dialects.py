@@ -9,7 +9,7 @@ import pytest
 import customlayers
 from customlayers.cli.dialects import CLI_DIALECTS, cli_of
 from customlayers.config.dialects import DIALECTS, Dialect, dialect_of
-from customlayers.runtime.dialects import RUNTIME_DIALECTS, runtime_of
+from customlayers.runtime.layers.dialects import RUNTIME_DIALECTS, runtime_of
 
 PACKAGE = Path(customlayers.__file__).parent
 TABLES = {PACKAGE / "config" / "dialects.py", PACKAGE / "runtime" / "dialects.py",

@@ -1,7 +1,8 @@
 """The floors of ARCHITECTURE.md hold: import-linter's contracts in pyproject.toml (layers
 cli, integrations > runtime > passes > ops > jit > config, graph > errors, settings; no pyopencl
 under config, jit, graph, ops or passes; Ray only in integrations) pass, and they do catch an
-upward import."""
+upward import; inside runtime, the rooms are one-way and only device/ and execute/ import
+pyopencl."""
 from __future__ import annotations
 
 import shutil
@@ -26,7 +27,7 @@ def lint_imports(cwd: Path) -> subprocess.CompletedProcess:
 def test_the_import_contracts_are_kept():
     done = lint_imports(ROOT)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "3 kept, 0 broken" in done.stdout
+    assert "5 kept, 0 broken" in done.stdout
 
 
 def test_an_upward_import_breaks_a_contract(tmp_path):
@@ -35,11 +36,11 @@ def test_an_upward_import_breaks_a_contract(tmp_path):
                     ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
     bad = tmp_path / "customlayers" / "jit" / "tensor.py"
-    bad.write_text(bad.read_text() + "\nfrom ..runtime import build  # noqa\n")
+    bad.write_text(bad.read_text() + "\nfrom ..runtime.device import build  # noqa\n")
     done = lint_imports(tmp_path)
     assert done.returncode != 0
-    assert "1 kept, 2 broken" in done.stdout
-    assert "customlayers.jit.tensor -> customlayers.runtime.build" in done.stdout
+    assert "3 kept, 2 broken" in done.stdout
+    assert "customlayers.jit.tensor -> customlayers.runtime.device.build" in done.stdout
 
 
 def test_a_pass_that_imports_runtime_breaks_a_contract(tmp_path):
@@ -49,11 +50,11 @@ def test_a_pass_that_imports_runtime_breaks_a_contract(tmp_path):
                     ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
     bad = tmp_path / "customlayers" / "passes" / "graph_edit.py"
-    bad.write_text(bad.read_text() + "\nfrom ..runtime import device  # noqa\n")
+    bad.write_text(bad.read_text() + "\nfrom ..runtime.device import device  # noqa\n")
     done = lint_imports(tmp_path)
     assert done.returncode != 0
-    assert "1 kept, 2 broken" in done.stdout
-    assert "customlayers.passes.graph_edit -> customlayers.runtime.device" in done.stdout
+    assert "3 kept, 2 broken" in done.stdout
+    assert "customlayers.passes.graph_edit -> customlayers.runtime.device.device" in done.stdout
 
 
 def test_ray_outside_integrations_breaks_a_contract(tmp_path):
@@ -61,9 +62,34 @@ def test_ray_outside_integrations_breaks_a_contract(tmp_path):
     shutil.copytree(ROOT / "customlayers", tmp_path / "customlayers",
                     ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
-    bad = tmp_path / "customlayers" / "runtime" / "network.py"
+    bad = tmp_path / "customlayers" / "runtime" / "compile" / "network.py"
     bad.write_text(bad.read_text() + "\nimport ray  # noqa\n")
     done = lint_imports(tmp_path)
     assert done.returncode != 0
-    assert "2 kept, 1 broken" in done.stdout
-    assert "customlayers.runtime.network -> ray" in done.stdout
+    assert "4 kept, 1 broken" in done.stdout
+    assert "customlayers.runtime.compile.network -> ray" in done.stdout
+
+
+def _copy_with(tmp_path: Path, module: str, line: str) -> subprocess.CompletedProcess:
+    shutil.copytree(ROOT / "customlayers", tmp_path / "customlayers",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    bad = tmp_path / "customlayers" / module
+    bad.write_text(bad.read_text() + f"\n{line}  # noqa\n")
+    return lint_imports(tmp_path)
+
+
+def test_a_room_that_imports_a_room_above_breaks_a_contract(tmp_path):
+    # execute/ runs what compile/ planned; a request that reached back up into the compiler
+    # would make the rooms a circle again
+    done = _copy_with(tmp_path, "runtime/execute/run.py", "from ..compile import planner")
+    assert done.returncode != 0
+    assert "4 kept, 1 broken" in done.stdout
+    assert "customlayers.runtime.execute.run -> customlayers.runtime.compile.planner" in done.stdout
+
+
+def test_pyopencl_outside_the_device_and_execute_rooms_breaks_a_contract(tmp_path):
+    done = _copy_with(tmp_path, "runtime/compile/plan.py", "import pyopencl")
+    assert done.returncode != 0
+    assert "4 kept, 1 broken" in done.stdout
+    assert "customlayers.runtime.compile.plan -> pyopencl" in done.stdout

@@ -1,5 +1,5 @@
 """Memory planning by lifetime: pure Python, no device."""
-from customlayers.runtime.planner import TensorLife, plan_memory
+from customlayers.runtime.compile.planner import TensorLife, plan_memory
 
 
 def test_disjoint_lifetimes_share_a_buffer():

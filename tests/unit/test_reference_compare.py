@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from customlayers.runtime.reference_check import compare, compare_all
+from customlayers.runtime.checks.reference_check import compare, compare_all
 
 
 def test_identical_outputs_have_no_worst_element():

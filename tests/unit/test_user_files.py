@@ -142,7 +142,7 @@ def test_a_fifo_as_input_array_is_refused(tmp_path):
 
 
 def test_a_fifo_as_python_layer_file_is_refused(tmp_path):
-    from customlayers.runtime.python_loader import load_python_layers
+    from customlayers.runtime.layers.python_loader import load_python_layers
     with fifo(tmp_path / "layers.py") as path, quick(), pytest.raises(PythonLayerError) as e:
         load_python_layers(path)
     assert str(e.value) == f"{path}: cannot read the Python layer file: not a regular file " \
@@ -202,7 +202,7 @@ def test_a_config_name_that_is_not_utf8(tmp_path, capsys):
 
 
 def test_a_python_layer_file_name_that_is_not_utf8(tmp_path):
-    from customlayers.runtime.python_loader import load_python_layers
+    from customlayers.runtime.layers.python_loader import load_python_layers
     path = Path(os.fsdecode(bytes(tmp_path) + b"/lay\xffers.py"))
     path.write_bytes((EXAMPLES / "relu" / "relu_reference.py").read_bytes())
     assert [d.type for d in load_python_layers(path)] == ["ReLU"]

@@ -13,7 +13,7 @@ Port shapes come from the model's value_info and ONNX shape inference. A dim wit
 where inference cannot see, unless the model's value_info says it) gets shape None, not (): ()
 is a real scalar, and the Network checks declared shapes that are fully static. It infers the
 rest per concrete input shape, and shapes a custom node's outputs from the value_info dims it
-has, the descriptor's Tensor `shape` formula, or input 0 (runtime/network.py).
+has, the descriptor's Tensor `shape` formula, or input 0 (runtime/compile/network.py).
 """
 from __future__ import annotations
 
@@ -309,7 +309,7 @@ class _OnnxReader:
 
     def is_graph_input(self, name: str) -> bool:
         """Whether the value is a graph input (a Parameter): the Network compiles a value that
-        an op needs as a constant in per value given (runtime/network.py, value inputs)."""
+        an op needs as a constant in per value given (runtime/compile/network.py, value inputs)."""
         name = self.alias.get(name, name)
         source = self.values.get(name)
         return source is not None and self.graph.nodes[source[0]].type == "Parameter"

@@ -1,0 +1,192 @@
+"""--check-bounds: run a custom layer's kernels with guard zones, to find where a kernel and the
+model disagree about shapes (a kernel that writes past its output or before it, or leaves part of
+it unwritten) before it becomes a garbage number or a crash.
+
+Every buffer a launch touches is a sub-buffer in the middle of a larger one: a guard zone before
+and after it is filled with a byte pattern, and an output's own bytes with a NaN pattern (an
+integer output with the same bytes). After the kernel, a changed guard byte is a write out of
+bounds (named with its offset in elements from the tensor's first element: negative before it,
+past the end after it), an input whose bytes changed was written by the kernel, and output
+elements that still hold the pattern were never written (counted, with the first B,F,Y,X index).
+Guard zones catch writes that land near the buffer: a wild write far away can still crash the
+process, which --sanitize (sanitize.py, on Oclgrind) reports instead.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Sequence
+
+import numpy as np
+import pyopencl as cl
+
+from ...jit.launch import KernelLaunch
+from ...jit.tensor import TensorDesc
+from ..execute.launch_args import ArgumentSource, bind_args
+from ..device.sub_buffers import SubBuffers
+
+GUARD_BYTE = 0xCB
+# a quiet NaN with a payload no arithmetic produces: an f32 element never written keeps it
+UNWRITTEN_F32 = np.uint32(0x7FC0DEAD)
+UNWRITTEN_BYTE = 0xDE
+MIN_GUARD_BYTES = 4096
+
+
+@dataclass(frozen=True)
+class BoundsProblem:
+    layer: str
+    tensor: str          # "output 0", "input 1", "Data 'weights'"
+    message: str
+
+    def __str__(self) -> str:
+        return f"layer '{self.layer}': {self.tensor}: {self.message}"
+
+
+@dataclass
+class _Guarded:
+    what: str
+    desc: TensorDesc
+    parent: cl.Buffer
+    sub: cl.Buffer
+    guard: int            # bytes before (and after) the tensor
+    nbytes: int
+    contents: np.ndarray  # the bytes the tensor started with
+    owner: SubBuffers     # releases `sub` before `parent` (runtime/device/sub_buffers.py)
+
+
+def guard_bytes(device) -> int:
+    """A guard zone big enough to catch near misses, on the device's sub-buffer alignment."""
+    align = max(int(device.mem_base_addr_align) // 8, 1)
+    return -(-MIN_GUARD_BYTES // align) * align
+
+
+def unwritten_pattern(desc: TensorDesc) -> np.ndarray:
+    """The bytes an output starts with: NaN-payload f32 elements, else UNWRITTEN_BYTE."""
+    if desc.np_dtype == np.float32:
+        return np.full(desc.buffer_count, UNWRITTEN_F32, np.uint32).view(np.uint8)
+    return np.full(max(desc.nbytes, 1), UNWRITTEN_BYTE, np.uint8)
+
+
+def _allocate(context, queue, device, what: str, desc: TensorDesc,
+              contents: np.ndarray) -> _Guarded:
+    guard = guard_bytes(device)
+    nbytes = max(int(contents.nbytes), 1)
+    host = np.full(guard + nbytes + guard, GUARD_BYTE, np.uint8)
+    host[guard:guard + contents.nbytes] = contents.view(np.uint8).reshape(-1)
+    parent = cl.Buffer(context, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR,
+                       hostbuf=host)
+    owner = SubBuffers()
+    sub = owner.cut(parent, guard, nbytes)
+    return _Guarded(what, desc, parent, sub, guard, nbytes, host[guard:guard + nbytes].copy(),
+                    owner)
+
+
+def run_guarded(engine, program: cl.Program, launch: KernelLaunch, layer: str,
+                inputs: Sequence[np.ndarray], input_descs: Sequence[TensorDesc],
+                output_descs: Sequence[TensorDesc]
+                ) -> tuple[list[np.ndarray], list[BoundsProblem]]:
+    """Run one launch with guarded buffers. `inputs` are the buffer contents of the launch's
+    Arg.input tensors (desc.pack of the logical arrays). Returns the outputs' logical arrays and
+    every problem found (empty when the kernel kept to its tensors)."""
+    ctx, queue, device = engine.context, engine.queue, engine.device
+    source = _GuardedArgs(ctx, queue, device, inputs, input_descs, output_descs)
+    args = bind_args(launch.args, source, layer)
+    guarded = source.guarded
+    kernel = cl.Kernel(program, launch.entry)
+    kernel.set_args(*args)
+    cl.enqueue_nd_range_kernel(queue, kernel, launch.global_size, launch.local_size)
+    after = []
+    for g in guarded:
+        host = np.empty(g.guard + g.nbytes + g.guard, np.uint8)
+        cl.enqueue_copy(queue, host, g.parent)
+        after.append(host)
+    queue.finish()
+    problems: list[BoundsProblem] = []
+    outputs: dict[int, np.ndarray] = {}
+    for g, host in zip(guarded, after):
+        problems += _guard_problems(layer, g, host)
+        body = host[g.guard:g.guard + g.nbytes]
+        if g.what.startswith("output"):
+            index = int(g.what.split()[1])
+            problems += _unwritten(layer, g, body)
+            outputs[index] = g.desc.unpack(body[:g.desc.nbytes].view(g.desc.np_dtype))
+        elif g.what.startswith("input") and not np.array_equal(body, g.contents):
+            first = int(np.flatnonzero(body != g.contents)[0]) // g.desc.np_dtype.itemsize
+            problems.append(BoundsProblem(layer, g.what, f"the kernel wrote into this input "
+                                                          f"(first changed element at buffer "
+                                                          f"offset {first})"))
+    return [outputs[i] for i in sorted(outputs)], problems
+
+
+class _GuardedArgs(ArgumentSource):
+    """Binds every buffer of a launch to a guarded sub-buffer (`guarded`, in argument order):
+    inputs hold `inputs`' bytes, outputs the unwritten pattern, constants their values, scratch
+    zeros (guarded like an output)."""
+
+    def __init__(self, context, queue, device, inputs, input_descs, output_descs):
+        self.at = (context, queue, device)
+        self.inputs, self.input_descs, self.output_descs = inputs, input_descs, output_descs
+        self.guarded: list[_Guarded] = []
+
+    def _guard(self, what: str, desc: TensorDesc, contents: np.ndarray) -> cl.Buffer:
+        g = _allocate(*self.at, what, desc, contents)
+        self.guarded.append(g)
+        return g.sub
+
+    def input(self, arg, position):
+        return self._guard(f"input {arg.index}", self.input_descs[arg.index],
+                           np.ascontiguousarray(self.inputs[arg.index]))
+
+    def output(self, arg, position):
+        desc = self.output_descs[arg.index]
+        return self._guard(f"output {arg.index}", desc, unwritten_pattern(desc))
+
+    def const(self, arg, position):
+        value = np.ascontiguousarray(arg.value)
+        return self._guard(f"constant argument {position}", TensorDesc((value.size,), value.dtype),
+                           value)
+
+    def scratch(self, arg, position):
+        desc = TensorDesc((max(arg.nbytes, 1),), "u8")
+        return self._guard(f"scratch {arg.index}", desc, np.zeros(max(arg.nbytes, 1), np.uint8))
+
+    def local(self, arg, position):
+        return cl.LocalMemory(arg.nbytes)
+
+
+def _guard_problems(layer: str, g: _Guarded, host: np.ndarray) -> list[BoundsProblem]:
+    itemsize = g.desc.np_dtype.itemsize
+    before = np.flatnonzero(host[:g.guard] != GUARD_BYTE)
+    after = np.flatnonzero(host[g.guard + g.nbytes:] != GUARD_BYTE)
+    found = []
+    if before.size:
+        offset = -((g.guard - int(before[0]) + itemsize - 1) // itemsize)
+        found.append(BoundsProblem(
+            layer, g.what, f"the kernel wrote before the buffer's first element: the first "
+                           f"byte changed is at element offset {offset} ({before.size} bytes "
+                           f"changed in the guard zone before it)"))
+    if after.size:
+        count = g.nbytes // itemsize
+        offset = count + int(after[0]) // itemsize
+        found.append(BoundsProblem(
+            layer, g.what, f"the kernel wrote past the end of the buffer ({count} elements, "
+                           f"{g.desc.describe()}): the first out-of-bounds write is at element "
+                           f"offset {offset} ({after.size} bytes changed in the guard zone "
+                           f"after it)"))
+    return found
+
+
+def _unwritten(layer: str, g: _Guarded, body: np.ndarray) -> list[BoundsProblem]:
+    desc = g.desc
+    item = desc.np_dtype.itemsize
+    pattern = unwritten_pattern(desc)[:desc.nbytes].reshape(-1, item)
+    same = np.all(body[:desc.nbytes].reshape(-1, item) == pattern, axis=1)
+    # element by element of the buffer, then through the layout (pitches count elements, so a
+    # u8 twin of the description maps the mask like the data)
+    never = replace(desc, dtype="u8").unpack(same.astype(np.uint8)).astype(bool)
+    count = int(never.sum())
+    if not count:
+        return []
+    first = np.unravel_index(int(np.flatnonzero(never.reshape(-1))[0]), never.shape)
+    bfyx = tuple(int(v) for v in first) + (0,) * (4 - len(first))
+    return [BoundsProblem(layer, g.what, f"{count} of {never.size} elements were never written; "
+                                         f"the first at B,F,Y,X = {','.join(map(str, bfyx))}")]

@@ -1,0 +1,119 @@
+"""--check-bounds in a child process: a kernel that crashes becomes an error naming its layer.
+
+Guard zones (bounds.py) catch writes that land near a buffer; a kernel whose indices go far
+astray (the ReorgYolo example with stride=-1) faults in the driver and takes the process with
+it, the user's included, before any report. So each guarded launch runs in a child process
+(bounds_worker.py), as --sanitize runs Oclgrind in one: the child opens the same device, builds
+the same program (a program-cache hit when the parent built it with the cache on), runs
+bounds.run_guarded and sends back the outputs and problems. A child killed by a signal, or past
+TIMEOUT_S, is a BoundsProblem of the layer's kernel; the parent is never touched.
+
+`run_guarded_in_child` takes run_guarded's arguments, so a caller switches by name only.
+"""
+from __future__ import annotations
+
+import os
+import pickle
+import signal
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+import pyopencl as cl
+
+from ...errors import DeviceError, ExecutionError
+from ...jit.launch import KernelLaunch
+from ...jit.tensor import TensorDesc
+from .bounds import BoundsProblem
+
+TIMEOUT_S = 600          # a kernel at the device's speed; past this it hangs
+
+
+def device_position(device) -> tuple[int, int]:
+    """(platform, device) indices of `device` in OpenCL's lists, which a child process sees
+    in the same order."""
+    for p, platform in enumerate(cl.get_platforms()):
+        try:
+            devices = platform.get_devices()
+        except cl.Error:
+            continue
+        for d, candidate in enumerate(devices):
+            if candidate == device:
+                return p, d
+    raise DeviceError(f"--check-bounds: device '{device.name.strip()}' is not among the "
+                      f"OpenCL devices a child process can open")
+
+
+def run_guarded_in_child(engine, program, launch: KernelLaunch, layer: str,
+                         inputs: Sequence[np.ndarray], input_descs: Sequence[TensorDesc],
+                         output_descs: Sequence[TensorDesc]
+                         ) -> tuple[list[np.ndarray], list[BoundsProblem]]:
+    """bounds.run_guarded, run in a child process (`program` is rebuilt there from the
+    launch's source and options)."""
+    del program       # a built program cannot cross processes; the child builds its own
+    job = {"device": device_position(engine.device), "device_name": engine.device.name,
+           "cache_dir": str(engine.cache.directory), "cache_enabled": engine.cache.enabled,
+           "launch": launch, "layer": layer, "inputs": [np.ascontiguousarray(a) for a in inputs],
+           "input_descs": list(input_descs), "output_descs": list(output_descs)}
+    with tempfile.TemporaryDirectory(prefix="customlayers-bounds-") as tmp:
+        job_path, result_path = Path(tmp) / "job.pickle", Path(tmp) / "result.pickle"
+        job_path.write_bytes(pickle.dumps(job))
+        try:
+            done = subprocess.run([sys.executable, "-m", "customlayers.runtime.checks.bounds_worker",
+                                   str(job_path), str(result_path)], capture_output=True,
+                                  text=True, timeout=TIMEOUT_S, env=_child_env())
+        except subprocess.TimeoutExpired:
+            return [], [BoundsProblem(layer, f"kernel '{launch.entry}'",
+                                      f"did not finish within {TIMEOUT_S} s under "
+                                      f"--check-bounds (a loop that never ends?)")]
+        if done.returncode < 0:
+            return [], [_crash(layer, launch, -done.returncode)]
+        if done.returncode != 0 or not result_path.exists():
+            tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
+            raise ExecutionError(f"layer '{layer}': the --check-bounds run failed (exit "
+                                 f"{done.returncode}): {tail}")
+        # written by our own child process, never by a user
+        result = pickle.loads(result_path.read_bytes())
+    if "error" in result:
+        raise ExecutionError(f"layer '{layer}': --check-bounds: {result['error']}")
+    if "fault" in result:
+        return [], [_far_access(layer, launch, f"failed on the device ({result['fault']})")]
+    return result["outputs"], result["problems"]
+
+
+def _crash(layer: str, launch: KernelLaunch, signum: int) -> BoundsProblem:
+    try:
+        name = signal.Signals(signum).name
+    except ValueError:
+        name = f"signal {signum}"
+    return _far_access(layer, launch, f"crashed the process that ran it ({name})")
+
+
+def _far_access(layer: str, launch: KernelLaunch, what: str) -> BoundsProblem:
+    """A kernel that crashed its process (a CPU device) or failed on the device (a GPU's
+    illegal address): an access far from its tensors, which the guard zones cannot show."""
+    return BoundsProblem(layer, f"kernel '{launch.entry}'",
+                         f"{what}: it reads or writes far outside its tensors, where the guard "
+                         f"zones do not reach; run with --sanitize to see the access and its "
+                         f"line in your .cl")
+
+
+def _child_env() -> dict:
+    """The parent's environment, with this package importable from where it was imported."""
+    env = dict(os.environ)
+    root = str(Path(__file__).resolve().parents[2])
+    env["PYTHONPATH"] = os.pathsep.join([root] + ([env["PYTHONPATH"]]
+                                                  if env.get("PYTHONPATH") else []))
+    return env
+
+
+def check_kernel_bounds(bound, *arrays: np.ndarray, **data: np.ndarray):
+    """A BoundKernel (execute/kernel.py) run once like its __call__, with guard zones around every
+    buffer and outputs pre-filled with a NaN pattern (bounds.py), in a child process (a crash is a
+    problem found): (the outputs as a list, the problems found)."""
+    launch, packed = bound.prepared_call(*arrays, **data)
+    return run_guarded_in_child(bound.engine, bound.program, launch, bound.spec.name, packed,
+                                bound.inputs, bound.outputs)

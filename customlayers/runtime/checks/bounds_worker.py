@@ -1,0 +1,53 @@
+"""The child process of --check-bounds (bounds_process.py): opens the parent's device, builds
+the launch's program through the program cache, runs it with guard zones (bounds.run_guarded)
+and writes the outputs and problems to the result file. A kernel that crashes kills only this
+process; the parent reports the signal. One that the device stops with an error (a GPU's
+illegal address) is reported as a fault."""
+from __future__ import annotations
+
+import pickle
+import sys
+
+
+def main(job_path: str, result_path: str) -> int:
+    import pyopencl as cl
+
+    from ...errors import CustomLayersError
+    from .bounds import run_guarded
+    from ..device.cache import ProgramCache
+    from ..device.device import Engine
+    with open(job_path, "rb") as f:
+        job = pickle.load(f)   # written by our own parent process, never by a user
+    try:
+        platform, index = job["device"]
+        device = cl.get_platforms()[platform].get_devices()[index]
+        if device.name != job["device_name"]:
+            raise RuntimeError(f"device {platform}.{index} is '{device.name.strip()}' here, "
+                               f"'{job['device_name'].strip()}' in the parent")
+        engine = Engine.from_context(cl.Context([device]), device, cache=ProgramCache(
+            job["cache_dir"], enabled=job["cache_enabled"]))
+        launch = job["launch"]
+        program = engine.build(launch.source, launch.options, line_map=launch.line_map,
+                               label=launch.label or job["layer"])
+        try:
+            outputs, problems = run_guarded(engine, program, launch, job["layer"],
+                                            job["inputs"], job["input_descs"],
+                                            job["output_descs"])
+            result = {"outputs": outputs, "problems": problems}
+        except cl.Error as e:
+            # built, then failed running: a GPU reports a wild access as an error of the
+            # launch or of the wait after it (NVIDIA: an illegal address), where a CPU faults
+            result = {"fault": _first_line(e)}
+    except (cl.Error, CustomLayersError, RuntimeError) as e:
+        result = {"error": _first_line(e)}
+    with open(result_path, "wb") as f:
+        pickle.dump(result, f)
+    return 0
+
+
+def _first_line(e: Exception) -> str:
+    return str(e).strip().splitlines()[0] if str(e).strip() else repr(e)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1], sys.argv[2]))

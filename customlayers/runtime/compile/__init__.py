@@ -1,0 +1,13 @@
+"""runtime/compile: a graph made a runnable network for one device (clDNN's "program" step).
+
+network.py        Network: passes, resolution, plans per input shape, pooled requests
+resolver.py       what implements each node: loaded layers first, then built-ins
+compiler.py       a graph compiled for concrete shapes: steps, memory plan, programs
+plan.py           what a compiled network is made of (steps, tensors, aliases)
+planner.py        memory planning by tensor lifetime
+plan_buffers.py   what a plan allocates, for the device-memory checks
+concat_in_place.py  Concat inputs written straight into their slices of its output
+one_layer.py      one loaded layer run alone, as a network of one node
+
+May import: runtime/layers, runtime/tuning, runtime/execute, runtime/device, the floors below.
+"""

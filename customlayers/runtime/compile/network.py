@@ -1,0 +1,353 @@
+"""Network: a graph compiled once for one device, then run many times (clDNN's split).
+
+The network rewrites its graph (passes/: PASSES), asks its resolver what implements every layer
+(resolver.py: loaded layers first, then built-ins), plans fusion once for the graph
+(passes/fusion.py), finds the inputs compiled in by value, and keeps one compiled plan per set
+of input shapes (compiler.py makes them: shapes, fusion, launches, memory, builds). Running is
+done by InferRequest (request.py), pooled here per plan.
+
+Thread safety: `infer` and `infer_async` may be called from several threads at once: picking an
+idle request and starting it is one step under the network's lock, so no two threads share a
+request. A request itself (create_request) belongs to one thread at a time.
+"""
+from __future__ import annotations
+
+import threading
+from typing import Iterable, Mapping, Sequence
+
+import numpy as np
+
+from ... import settings
+from ...errors import ConfigError, DeviceError, ModelError
+from ...graph.graph import Graph
+from ...graph.load import read_model
+from ...jit.tensor import TensorDesc
+from ...passes import PASSES
+from ...passes.fusion import FusionPlan, plan_network_fusion
+from .compiler import PlanOptions, compile_plan
+from ..device.device import Engine
+from ..device.limits import device_traits, has_fp16, has_fp64
+from ..device.kernel_release import release_requests
+from .plan import CompiledPlan
+from ..execute.request import InferRequest
+from .resolver import Resolver
+from ..execute.stream import run_stream
+from ..tuning.tuning import DEFAULT_MODE, Tuner, TuningStats, check_mode
+
+# A graph input that a built-in op reads as a compile-time constant (a Reshape target, an
+# Expand shape, Tile repeats) is compiled in by value; more elements than this is not a shape.
+MAX_VALUE_INPUT_ELEMENTS = 64
+
+
+class Network:
+    """A model compiled for a device. `infer` runs it; `create_request` gives parallel requests.
+
+    graph: a Graph (graph/ir.py, graph/onnx/reader.py) or a path to a model file.
+    registry: custom layers (runtime/layers/registry.py); None = built-ins only.
+    input_shapes: name -> shape for inputs whose size the model leaves open.
+    input_values: name -> array for the value inputs (`value_inputs`: graph inputs a built-in
+        op needs as a compile-time constant, such as a Reshape target fed by the caller);
+        without them the plans are compiled at the first infer, one per set of values.
+    pad_custom_inputs: (lower, upper) B,F,Y,X padding to hand every custom layer's inputs with
+        (the contract says kernels must work on padded views; this proves it and is how a
+        runtime would give a following convolution its halo).
+    resolver: what implements each node (resolver.py); default: the registry's layers, then
+        the built-ins.
+    tuning: "off" (each layer's heuristic kernel), "fast" (the default: the few best
+        candidates timed on the device while compiling) or "full" (every candidate); the
+        choices are cached on disk per device (tuning.py). None: CUSTOMLAYERS_TUNING, else
+        fast.
+    concat_in_place: the layers before a Concat write into its output, and the Concat copies
+        nothing, where that is safe (concat_in_place.py); False: every Concat copies.
+    """
+
+    def __init__(self, graph, registry=None, engine=None, *,
+                 input_shapes: Mapping[str, Sequence[int]] | None = None,
+                 input_values: Mapping[str, np.ndarray] | None = None,
+                 profiling: bool = False, pad_custom_inputs=None, messages=None,
+                 fuse: bool = True, resolver: Resolver | None = None,
+                 tuning: str | None = None, concat_in_place: bool = True):
+        self._say = messages if messages is not None else (lambda m: None)
+        self.resolver = resolver if resolver is not None else Resolver(registry, say=self._say)
+        if not isinstance(graph, Graph):
+            # the resolver lists the custom nodes nothing implements before the reader refuses
+            # anything, and shapes the others' outputs (graph/custom_shapes.py)
+            graph = read_model(graph, custom_shapes=self.resolver)
+        self.graph = graph
+        self.registry = registry
+        if engine is None:
+            engine = registry.engine if registry is not None else Engine()
+        _check_same_device(engine, registry)
+        self.engine = engine
+        self.profiling = profiling
+        self.fuse = fuse                   # graph rewrites and epilogue fusion (passes/)
+        self.messages: list[str] = []      # informational messages (overrides, memory plan)
+        if fuse:      # the graph rewrites (passes/__init__.py), in their order
+            def is_builtin(n):
+                return self.resolver.find(n) is self.resolver.builtins.get(n.type)
+            for rewrite in PASSES:
+                self.graph, notes = rewrite(self.graph, is_builtin)
+                self.messages += notes
+        self._order = self.graph.topological_order()
+        self._impls, notes = self.resolver.resolve(self._order)
+        self.messages += notes
+        self._fusion = plan_network_fusion(self.graph, self._order, self._impls,
+                                           lambda n: not self._runs_builtin(n)) \
+            if fuse else FusionPlan()
+        device = engine.device
+        self.tuner = Tuner(engine, _tuning_mode(tuning))
+        self._options = PlanOptions(device_traits(device), device.name.strip(),
+                                    has_fp64(device), pad_custom_inputs, tuner=self.tuner,
+                                    fp16=has_fp16(device),
+                                    concat_alignment=_sub_buffer_alignment(engine)
+                                    if concat_in_place else 0)
+        # graph input name -> the layer input that reads it as a constant (for messages)
+        self.value_inputs: dict[str, str] = self._find_value_inputs()
+        self._plans: dict[tuple, CompiledPlan] = {}
+        self._idle_requests: dict[tuple, list] = {}
+        self._lock = threading.Lock()      # picking and starting a request is one step
+        self._default_key = None
+        shapes = self._static_input_shapes(input_shapes or {})
+        given_values = input_values or {}
+        if shapes is not None and set(self.value_inputs) <= set(given_values):
+            values = self._input_values(given_values, shapes)
+            self._default_key = self._plan_key(shapes, values)
+            self._plans[self._default_key] = self._compile(shapes, values)
+
+    def __del__(self):
+        # the pooled requests' kernels newest first, whatever order a collection takes
+        release_requests(r for pool in getattr(self, "_idle_requests", {}).values()
+                         for r in pool)
+
+    def _compile(self, shapes, values) -> CompiledPlan:
+        plan = compile_plan(self.graph, self._order, self._impls, self._fusion, self.engine,
+                            self._options, shapes, values)
+        for note in plan.notes:                  # once per plan: a likely misspelled attribute
+            self.messages.append(note)
+            self._say(note)
+        self.messages.append(plan.memory.summary())
+        stats = self.tuner.stats
+        if stats.layers_timed or stats.from_cache:
+            self.messages.append(self.tuner.summary())
+            self._say(self.tuner.summary())
+            self.tuner.stats = TuningStats()      # one report per compiled plan
+        return plan
+
+    # -- resolution ------------------------------------------------------------------------
+    def _runs_builtin(self, node) -> bool:
+        """Whether the node runs its type's built-in (fusion folds only those)."""
+        impl = self._impls.get(node.id)
+        return impl is not None and impl is self.resolver.builtins.get(node.type)
+
+    def _find_value_inputs(self) -> dict[str, str]:
+        """Graph inputs that a layer reads as a compile-time constant (its implementation's
+        const_inputs), directly or through shape-only views: their values are part of a plan's
+        key."""
+        g = self.graph
+        impls = self._impls
+        found: dict[str, str] = {}
+        for node in self._order:
+            if node.id not in impls:
+                continue
+            for i in impls[node.id].const_inputs:
+                if i >= len(node.inputs):
+                    continue
+                src = g.nodes[g.producer(node.id, i)[0]]
+                while src.id in impls and impls[src.id].is_view and src.inputs:
+                    src = g.nodes[g.producer(src.id, 0)[0]]
+                if src.type == "Parameter":
+                    found.setdefault(src.name, f"input {i} of layer '{node.name}' ({node.type})")
+        return found
+
+    def _input_values(self, arrays: Mapping[str, np.ndarray],
+                      shapes: Mapping[str, tuple]) -> dict[str, np.ndarray]:
+        """The value inputs' arrays, in their declared element type, checked to be small."""
+        values = {}
+        for name, why in self.value_inputs.items():
+            if name not in arrays:
+                raise ModelError(f"input '{name}' is {why}, which is compiled in as a constant: "
+                                 f"give its value (infer with arrays, or input_values)")
+            value = np.asarray(arrays[name])
+            if value.size > MAX_VALUE_INPUT_ELEMENTS or value.dtype.kind not in "biuf":
+                raise ModelError(f"input '{name}' is {why}, which is compiled in as a constant: "
+                                 f"expected at most {MAX_VALUE_INPUT_ELEMENTS} numbers, found "
+                                 f"{value.size} of type {value.dtype}")
+            if name in shapes and tuple(value.shape) != tuple(shapes[name]):
+                raise ModelError(f"input '{name}' has shape {list(value.shape)}, but shape "
+                                 f"{list(shapes[name])} was given for it")
+            node = next(p for p in self.graph.parameters if p.name == name)
+            dtype = node.outputs[0].dtype if node.outputs and node.outputs[0].dtype else "i64"
+            values[name] = value.astype(TensorDesc((), dtype).np_dtype)
+        return values
+
+    # -- shapes ----------------------------------------------------------------------------
+    def _static_input_shapes(self, given: Mapping[str, Sequence[int]]):
+        shapes = {}
+        for p in self.graph.parameters:
+            if p.name in given:
+                shapes[p.name] = tuple(int(d) for d in given[p.name])
+            elif p.outputs and p.outputs[0].shape is not None and \
+                    all(d is not None for d in p.outputs[0].shape):
+                shapes[p.name] = tuple(p.outputs[0].shape)
+            else:
+                return None   # dynamic: compiled per shape at the first infer
+        unknown = set(given) - {p.name for p in self.graph.parameters}
+        if unknown:
+            raise ModelError(f"input(s) {', '.join(sorted(unknown))} are not inputs of the model; "
+                             f"its inputs: {', '.join(p.name for p in self.graph.parameters)}")
+        return shapes
+
+    @staticmethod
+    def _plan_key(shapes: Mapping[str, tuple], values: Mapping[str, np.ndarray]) -> tuple:
+        """Plans differ by input shapes and by the values of the value inputs."""
+        return (tuple(sorted((n, tuple(s)) for n, s in shapes.items())),
+                tuple(sorted((n, tuple(v.reshape(-1).tolist())) for n, v in values.items())))
+
+    @property
+    def input_names(self) -> list[str]:
+        return [p.name for p in self.graph.parameters]
+
+    def plan_for(self, shapes: Mapping[str, tuple],
+                 values: Mapping[str, np.ndarray] | None = None) -> CompiledPlan:
+        """The compiled plan for these concrete input shapes and values of the value inputs
+        (compiled on first use)."""
+        values = self._input_values(values or {}, shapes)
+        key = self._plan_key(shapes, values)
+        plan = self._plans.get(key)
+        if plan is None:
+            for p in self.graph.parameters:
+                declared = p.outputs[0].shape if p.outputs else ()
+                got = shapes.get(p.name)
+                if got is None:
+                    raise ModelError(f"no value given for input '{p.name}'")
+                if declared is None:       # an ONNX input of unknown rank takes any shape
+                    continue
+                if len(declared) != len(got) or any(d is not None and d != g
+                                                    for d, g in zip(declared, got)):
+                    raise ModelError(f"input '{p.name}' has shape {list(got)}; the model expects "
+                                     f"{['?' if d is None else d for d in declared]}")
+            plan = self._plans[key] = self._compile(dict(shapes), values)
+        return plan
+
+    @property
+    def plan(self) -> CompiledPlan:
+        if self._default_key is None:
+            if self.value_inputs and self._static_input_shapes({}) is not None:
+                raise ModelError(f"the model's input(s) {', '.join(self.value_inputs)} are "
+                                 f"compiled in by value: give input_values, or call infer with "
+                                 f"arrays (it compiles for their values)")
+            raise ModelError("the model has inputs of unknown size: give input_shapes, or call "
+                             "infer with arrays (it compiles for their shapes)")
+        return self._plans[self._default_key]
+
+    # -- running ---------------------------------------------------------------------------
+    def create_request(self, shapes: Mapping[str, tuple] | None = None,
+                       values: Mapping[str, np.ndarray] | None = None):
+        """A request for the default plan, or for these shapes (and values of the value
+        inputs). A request runs its plan's values: inputs of other values need another one."""
+        plan = self.plan if shapes is None else self.plan_for(shapes, values)
+        return InferRequest(self, plan)
+
+    def _request_for(self, arrays: Mapping[str, np.ndarray]):
+        shapes = {n: tuple(a.shape) for n, a in arrays.items()}
+        values = self._input_values(arrays, shapes)
+        key = self._plan_key(shapes, values)
+        pool = self._idle_requests.setdefault(key, [])
+        for req in pool:
+            if not req.busy:
+                return req
+        req = self.create_request(shapes, values)
+        pool.append(req)
+        return req
+
+    def _named_inputs(self, inputs) -> dict[str, np.ndarray]:
+        names = self.input_names
+        if isinstance(inputs, np.ndarray):
+            inputs = [inputs]
+        if isinstance(inputs, Mapping):
+            unknown = set(inputs) - set(names)
+            if unknown:
+                raise ModelError(f"input(s) {', '.join(sorted(unknown))} are not inputs of the "
+                                 f"model; its inputs: {', '.join(names)}")
+            missing = [n for n in names if n not in inputs]
+            if missing:
+                raise ModelError(f"no value given for input(s) {', '.join(missing)}")
+            return {n: np.asarray(inputs[n]) for n in names}
+        inputs = list(inputs)
+        if len(inputs) != len(names):
+            raise ModelError(f"the model has {len(names)} input(s) ({', '.join(names)}); "
+                             f"{len(inputs)} given")
+        return {n: np.asarray(a) for n, a in zip(names, inputs)}
+
+    def infer_async(self, inputs):
+        """Start one inference; returns the InferRequest (call .wait() for the outputs).
+        Thread-safe: the request is picked and started under the network's lock."""
+        arrays = self._named_inputs(inputs)
+        with self._lock:
+            req = self._request_for(arrays)
+            req.start(arrays)
+        return req
+
+    def infer(self, inputs) -> dict[str, np.ndarray]:
+        """Run once and return {output name: array}. The host waits once, for the outputs."""
+        return self.infer_async(inputs).wait()
+
+    def stream(self, inputs: Iterable, nireq: int = 4, *, pinned: bool = False,
+               reuse_outputs: bool = False):
+        """Run every input of `inputs` (arrays in input order, or dicts by name) with up to
+        `nireq` requests in flight, and yield each one's outputs ({name: array}) in input
+        order: the next uploads overlap the current compute (runtime/execute/stream.py). The stream
+        has requests of its own. Every yielded array is the caller's to keep:
+        `list(net.stream(xs))` holds every result.
+
+        pinned: inputs and outputs go through pinned host memory (each output is copied out
+        of it before it is yielded).
+        reuse_outputs: with pinned, skip that copy: each yielded output is then the request's
+        pinned memory, which a later step rewrites; it is valid only until the next one is
+        taken (read it at once, or copy what you keep)."""
+        for result in run_stream(self, inputs, nireq, pinned=pinned,
+                                 reuse_outputs=reuse_outputs):
+            yield result.outputs
+
+    @property
+    def output_names(self) -> list[str]:
+        return [n for n, _ in self.plan.outputs]
+
+
+
+def _tuning_mode(given: str | None) -> str:
+    """`given`, else the environment's default (settings.py), else fast."""
+    try:
+        return check_mode(given if given is not None else
+                          settings.tuning_mode() or DEFAULT_MODE)
+    except ValueError as e:
+        raise ConfigError(str(e)) from None
+
+
+def _check_same_device(engine: Engine, registry) -> None:
+    """Custom layers are bound (checked against device limits, built) on the registry's engine:
+    it must be the network's device and context, or the programs belong to another."""
+    other = registry.made_engine if registry is not None else None
+    if other is None or other is engine:
+        return
+    if other.device != engine.device or other.context != engine.context:
+        raise DeviceError(f"the registry's engine runs on '{other.device.name.strip()}' "
+                          f"(its own context); the network's engine on "
+                          f"'{engine.device.name.strip()}': make the Registry with the "
+                          f"network's engine (Registry(Engine.from_queue(queue)))")
+
+
+def _sub_buffer_alignment(engine: Engine) -> int:
+    """Bytes a Concat slice's origin is a multiple of, for its sub-buffer: what the device
+    asks for (it says it in bits), and a whole page on a device that is no CPU. NVIDIA asks for
+    512 bytes, but a network whose slices started between pages segfaulted in its driver when
+    their sub-buffers were released (tests/device/test_concat_in_place.py, the light models);
+    every slice placed at a page held."""
+    align = max(int(engine.device.mem_base_addr_align) // 8, 1)
+    if engine.unified_memory:               # a CPU device
+        return align
+    return max(align, GPU_SUB_BUFFER_ALIGN)
+
+
+# bytes: sub-buffers on a GPU start at a page (see _sub_buffer_alignment)
+GPU_SUB_BUFFER_ALIGN = 4096

@@ -1,0 +1,106 @@
+"""The resolver: what implements each node of a graph. One lookup for every kind of layer
+implementation (the ONNX reference evaluator's `_load_impl` and OpenVINO's ProgramBuilder work
+the same way): the registry's loaded layers first (custom layers, which override a built-in of
+the same type with an informational message), then the built-in ops.
+
+A node of a non-standard ONNX domain (`com.example::Swish`) binds to a loaded layer only: a
+built-in of the same name would run with the node's attributes ignored, a silently wrong number.
+"""
+from __future__ import annotations
+
+from typing import Callable, Iterable, Mapping
+
+from ...errors import UnsupportedLayersError
+from ...graph.graph import Node
+from ...jit.layer import LayerImpl
+from ...ops import OPS
+
+# graph nodes that are not layers: the compiler handles them itself
+STRUCTURAL_TYPES = ("Parameter", "Const", "Result")
+
+
+class Resolver:
+    """`registry`: the loaded layers (runtime/layers/registry.py; None = built-ins only). `say`
+    receives informational messages (the override notes)."""
+
+    def __init__(self, registry=None, builtins: Mapping[str, LayerImpl] = OPS,
+                 say: Callable[[str], None] | None = None):
+        self.registry = registry
+        self.builtins = builtins
+        self._say = say or (lambda message: None)
+        self._loaded: dict[str, LayerImpl] = {}
+
+    def is_loaded(self, node: Node) -> bool:
+        """Whether a loaded (user) layer implements the node."""
+        return self.registry is not None and node.type in self.registry
+
+    def find(self, node: Node) -> LayerImpl | None:
+        """The node's implementation, or None when nothing implements it."""
+        if self.is_loaded(node):
+            impl = self._loaded.get(node.type)
+            if impl is None:
+                impl = self._loaded[node.type] = self.registry.implementation(node.type)
+            return impl
+        if node.domain:           # a custom domain's node never runs a same-named built-in
+            return None
+        return self.builtins.get(node.type)
+
+    def resolve(self, nodes: Iterable[Node]) -> tuple[dict[str, LayerImpl], list[str]]:
+        """(node id -> implementation for every layer node, the informational messages).
+        UnsupportedLayersError lists every node that nothing implements, in one error."""
+        found: dict[str, LayerImpl] = {}
+        missing: list[Node] = []
+        overrides: dict[str, list[str]] = {}
+        for node in nodes:
+            if node.type in STRUCTURAL_TYPES:
+                continue
+            impl = self.find(node)
+            if impl is None:
+                missing.append(node)
+                continue
+            found[node.id] = impl
+            if self.is_loaded(node) and node.type in self.builtins and not node.domain:
+                overrides.setdefault(node.type, []).append(node.name)
+        if missing:
+            raise self._unsupported(missing)
+        messages = []
+        for layer_type, names in overrides.items():
+            loc = self.registry.location(layer_type)
+            message = (f"info: custom layer '{layer_type}' ({loc.file}:{loc.line}) overrides "
+                       f"the built-in {layer_type} for {len(names)} layer(s)")
+            messages.append(message)
+            self._say(message)
+        return found, messages
+
+    # -- what a model reader asks (graph/custom_shapes.py: CustomLayers) ----------------------
+    def check_implemented(self, nodes: Iterable) -> None:
+        """UnsupportedLayersError listing every node (anything with name, type and domain:
+        graph Nodes, or the custom nodes of a model being read) that nothing implements."""
+        missing = [n for n in nodes if n.type not in STRUCTURAL_TYPES and self.find(n) is None]
+        if missing:
+            raise self._unsupported(missing)
+
+    def output_shapes(self, node):
+        """The output shapes of a custom node of a model being read (CustomNode), by its loaded
+        layer's rules (Registry.output_shapes); None when no loaded layer implements it."""
+        if not self.is_loaded(node):
+            return None
+        return self.registry.output_shapes(
+            node.type, node.domain, node.attrs, [i.shape for i in node.inputs],
+            input_names=[i.name for i in node.inputs],
+            constant_inputs=[k for k, i in enumerate(node.inputs) if i.constant],
+            output_count=node.outputs, where=f"node '{node.name}' ({node.type})")
+
+    def _unsupported(self, missing: list[Node]) -> UnsupportedLayersError:
+        lines = [f"  {n.name} (type {n.type}{', domain ' + n.domain if n.domain else ''})"
+                 for n in missing]
+        known = ", ".join(sorted(self.builtins))
+        custom = ", ".join(self.registry.layer_types()) if self.registry is not None else "none"
+        hint = "write a CustomLayer for them and pass its config with -c"
+        if any(n.domain and n.type in self.builtins for n in missing):
+            hint += ("\n(a node of a custom domain runs only a loaded layer of its type, never "
+                     "the built-in of the same name, which would ignore its attributes)")
+        return UnsupportedLayersError(
+            f"{len(missing)} layer(s) of the model have no implementation:\n" + "\n".join(lines)
+            + f"\nbuilt-in types: {known}\ncustom layers loaded: {custom}\n" + hint,
+            [(n.name, n.type, n.domain) for n in missing])

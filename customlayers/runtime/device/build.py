@@ -1,0 +1,238 @@
+"""Building OpenCL programs, and build errors that point into the user's own files.
+
+The program text carries `#line 1 "<file>"` directives (program.py). PoCL honours them; NVIDIA's
+compiler accepts them but reports lines of the whole text as `<kernel>:LINE:COL` (checked on an
+H200, driver 580), so every log line whose file is not a user file is mapped back through the
+program's line map as well.
+
+Programs are built with the low-level `pyopencl._cl._Program`: pyopencl's `Program.build` adds
+its own include options and writes its own cache under the user's home, which the program cache
+(cache.py) replaces. The device owns its compiler: this module and the cache are runtime's, and
+the JIT (jit/) only writes program text.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import sys
+import tempfile
+import threading
+import warnings
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Sequence
+
+import pyopencl as cl
+
+from ... import settings
+from ...errors import KernelBuildError
+
+# -- building ----------------------------------------------------------------------------------
+
+
+def describe_build_device(device) -> str:
+    """'NAME (PLATFORM, driver DRIVER)' for messages."""
+    return f"{device.name.strip()} ({device.platform.name.strip()}, driver {device.driver_version})"
+
+
+def build_log(program, device) -> str:
+    try:
+        return program.get_build_info(device, cl.program_build_info.LOG) or ""
+    except cl.Error:
+        return ""
+
+
+def compile_source(context, device, source: str, options: str = "", *,
+                   line_map: Sequence = (), label: str = "",
+                   save_dir: Path | None = None) -> tuple[cl.Program, str]:
+    """Build `source` for `device`: (program, its compiler warnings mapped to the user's lines,
+    '' when none). KernelBuildError (log mapped the same way) when the compiler refuses it."""
+    raw = cl._cl._Program(context, source)
+    try:
+        with _without_compiler_chatter():
+            # the unwrapped build: pyopencl's wrapper warns "Non-empty compiler output
+            # encountered" with the log at the generated text's lines, and we report the log
+            # ourselves, mapped (compiler_warnings); a warnings filter around it would not hold
+            # for builds in several threads
+            raw._build(options=options.encode(), devices=[device])
+    except cl.Error as e:
+        raise build_error(source, options, device, build_log(raw, device) or str(e),
+                          line_map, label, save_dir) from e
+    return cl.Program(raw), compiler_warnings(build_log(raw, device), line_map)
+
+
+def load_binary(context, device, binary: bytes, options: str = "") -> cl.Program:
+    """A program from a binary this device produced earlier (raises cl.Error when unusable)."""
+    with _quiet_pyopencl():
+        return cl.Program(context, [device], [binary]).build(options)
+
+
+@contextmanager
+def _quiet_pyopencl():
+    """pyopencl's "Non-empty compiler output encountered" when loading a binary, whose log we
+    do not show."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", cl.CompilerWarning)
+        yield
+
+
+# what PoCL's clang prints on the process's own stderr during a build, beside the build log we
+# report ourselves (mapped to the user's lines)
+_CHATTER = re.compile(r"\d+ (?:warning|error)s? generated\.|\d+ warnings? and \d+ errors? "
+                      r"generated\.")
+
+
+class _HeldStderr:
+    """The process's stderr held back while any build runs (builds run in parallel threads:
+    parallel_build.py); when the last one ends, every line but the compiler's summaries is
+    written out. One holder for all threads, so no thread restores another's redirection."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.depth = 0
+        self.saved: int | None = None
+        self.held = None
+
+    def enter(self) -> None:
+        with self.lock:
+            self.depth += 1
+            if self.depth > 1:
+                return
+            try:
+                sys.stderr.flush()
+                self.saved = os.dup(2)
+            except (OSError, ValueError):      # no real stderr (embedded interpreters)
+                self.saved = None
+                return
+            self.held = tempfile.TemporaryFile()
+            os.dup2(self.held.fileno(), 2)
+
+    def leave(self) -> None:
+        with self.lock:
+            self.depth -= 1
+            if self.depth or self.saved is None:
+                return
+            os.dup2(self.saved, 2)
+            os.close(self.saved)
+            self.saved = None
+            self.held.seek(0)
+            text = self.held.read().decode("utf-8", "replace")
+            self.held.close()
+        kept = [line for line in text.splitlines()
+                if line.strip() and not _CHATTER.fullmatch(line.strip())]
+        if kept:
+            print("\n".join(kept), file=sys.stderr)
+
+
+_HELD_STDERR = _HeldStderr()
+
+
+@contextmanager
+def _without_compiler_chatter():
+    """PoCL's clang prints "N warnings generated." on the process's own stderr during a
+    build, beside the build log we report ourselves: hold it back."""
+    _HELD_STDERR.enter()
+    try:
+        yield
+    finally:
+        _HELD_STDERR.leave()
+
+
+def compiler_warnings(log: str, line_map: Sequence = ()) -> str:
+    """The warning lines of a successful build's log, mapped to the user's files and lines,
+    each once (PoCL logs some twice); '' when there are none."""
+    seen: list[str] = []
+    for line in map_build_log(log, line_map).splitlines():
+        if re.search(r"\bwarning:", line) and line not in seen:
+            seen.append(line)
+    return "\n".join(seen)
+
+
+def program_binary(program: cl.Program, device) -> bytes:
+    devices = program.get_info(cl.program_info.DEVICES)
+    binaries = program.get_info(cl.program_info.BINARIES)
+    for dev, binary in zip(devices, binaries):
+        if dev == device:
+            return bytes(binary)
+    return bytes(binaries[0])
+
+
+def kernel_arg_count(program: cl.Program, entry: str) -> int | None:
+    """Number of arguments of kernel `entry`, or None when the program has no such kernel."""
+    try:
+        return cl.Kernel(program, entry).num_args
+    except cl.Error:
+        return None
+
+
+# -- errors ------------------------------------------------------------------------------------
+
+def save_generated_source(source: str, directory: Path | None = None) -> str:
+    """Keep the generated text of a failed build where the user can open it: `failed/` in the
+    cache directory, else the temporary directory."""
+    name = hashlib.sha256(source.encode("utf-8", "surrogateescape")).hexdigest()[:16] + ".cl"
+    base = Path(directory) if directory is not None else settings.cache_dir()
+    for folder in (base / "failed", Path(tempfile.gettempdir()) / "customlayers"):
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            path = folder / name
+            path.write_bytes(source.encode("utf-8", "surrogateescape"))
+            return str(path)
+        except OSError:
+            continue
+    return "(could not be saved)"
+
+
+def _user_files(line_map: Sequence) -> list[str]:
+    names = {entry[0] for entry in line_map if entry}
+    return sorted(names, key=len, reverse=True)   # longest first: a path may contain another
+
+
+def _location_pattern(line_map: Sequence) -> re.Pattern:
+    known = "|".join(re.escape(n) for n in _user_files(line_map))
+    # NVIDIA names the text `<kernel>`; PoCL names a temporary file and may add
+    # `<Spelling=FILE:L:C>` after a location inside a macro expansion
+    other = r"<[^>\s]+>|[^\s:<>=]+"
+    file_part = f"{known}|{other}" if known else other
+    return re.compile(f"(?P<file>{file_part}):(?P<line>\\d+)(?::(?P<col>\\d+))?(?=[:\\s>])")
+
+
+def map_build_log(log: str, line_map: Sequence, generated_path: str | None = None) -> str:
+    """Rewrite `FILE:LINE:COL:` in a compiler log: user files stay; any other file is the
+    generated text, mapped back through `line_map` (to the saved generated file when the line
+    is one the JIT wrote)."""
+    users = set(_user_files(line_map))
+
+    def replace(m: re.Match) -> str:
+        file, line = m.group("file"), int(m.group("line"))
+        col = f":{m.group('col')}" if m.group("col") else ""
+        if file in users:
+            return m.group(0)
+        origin = line_map[line - 1] if 1 <= line <= len(line_map) else None
+        if origin:
+            return f"{origin[0]}:{origin[1]}{col}"
+        return f"{generated_path or file}:{line}{col}"
+
+    return _location_pattern(line_map).sub(replace, log)
+
+
+def build_error(source: str, options: str, device, log: str, line_map: Sequence = (),
+                label: str = "", save_dir: Path | None = None) -> KernelBuildError:
+    path = save_generated_source(source, save_dir)
+    what = f"layer '{label}': " if label else ""
+    return KernelBuildError(f"{what}the OpenCL program does not build",
+                            log=map_build_log(log, line_map, path), source_path=path,
+                            options=options, device=describe_build_device(device),
+                            layer=label or None)
+
+
+_OPTION_LOG = re.compile(r"invalid build option|unknown argument|unsupported option", re.I)
+
+
+def options_rejected(error: KernelBuildError) -> bool:
+    """Whether the build failed on its options rather than on the source: the driver said
+    CL_INVALID_BUILD_OPTIONS (the cause compile_source chains), or its log says so."""
+    cause = error.__cause__
+    code = getattr(cause, "code", None) if isinstance(cause, cl.Error) else None
+    return code == cl.status_code.INVALID_BUILD_OPTIONS or bool(_OPTION_LOG.search(error.log))

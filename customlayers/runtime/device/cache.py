@@ -1,0 +1,212 @@
+"""The program cache: compiled OpenCL programs kept in memory and on disk (SPEC section 5).
+
+The key hashes everything that changes the binary: a format version, the final source text, the
+build options, the platform, device and driver identity, and this package's version (OpenVINO's
+key missed the .cl contents and served stale kernels; tinygrad's missed the driver).
+
+On disk, one folder per key holds `program.bin`, `source.cl` and `meta.json` (inspectable by
+hand). Each file is written to a temporary name and moved into place with os.replace; meta.json
+goes last and records the binary's hash, so a half-written entry is never read. Any cache problem
+is a warning and a fresh build, never a crash that hides the real error. A folder that cannot be
+written (read-only, under a file, a full disk) is one warning, found by `check_directory` before
+anything is built or at the first write: the cache then only reads (a read-only cache that others
+filled still serves its entries).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+import tempfile
+import time
+import warnings
+from pathlib import Path
+from typing import Sequence
+
+import pyopencl as cl
+
+from ... import __version__, settings
+from ...files import MIB, atomic_writer, read_user_file
+from .build import compile_source, load_binary, program_binary
+
+FORMAT_VERSION = 2   # 2: meta.json records binary_size
+
+
+class CacheWarning(UserWarning):
+    """The on-disk program cache could not be read or written; the program was built anew."""
+
+
+def device_identity(device) -> dict[str, str]:
+    platform = device.platform
+    return {
+        "platform": platform.name.strip(),
+        "platform_version": platform.version.strip(),
+        "device": device.name.strip(),
+        "device_version": device.version.strip(),
+        "driver": device.driver_version.strip(),
+    }
+
+
+def cache_key(source: str, options: str, device) -> str:
+    """sha256 over the format version, source, options, device identity and our version."""
+    h = hashlib.sha256()
+    parts = [str(FORMAT_VERSION), source, options, *device_identity(device).values(), __version__]
+    for part in parts:
+        data = part.encode("utf-8", "surrogateescape")
+        h.update(len(data).to_bytes(8, "little"))   # length-prefixed: no two splits collide
+        h.update(data)
+    return h.hexdigest()
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    with atomic_writer(path) as f:
+        f.write(data)
+
+
+class ProgramCache:
+    """Builds programs through an in-memory and an on-disk cache.
+
+    `hits` counts memory hits, `disk_hits` disk hits, `misses` real compilations."""
+
+    def __init__(self, directory: Path | None = None, enabled: bool | None = None,
+                 verbose: bool | None = None):
+        self.directory = Path(directory) if directory is not None else settings.cache_dir()
+        self.enabled = settings.cache_enabled() if enabled is None else enabled
+        self.verbose = settings.verbose() if verbose is None else verbose
+        self._memory: dict[tuple[int, str], tuple[cl.Program, str]] = {}
+        self.writable = True     # False once the folder is found unwritable (warned once)
+        self.hits = 0
+        self.disk_hits = 0
+        self.misses = 0
+
+    def entry_dir(self, key: str) -> Path:
+        return self.directory / "programs" / key
+
+    def build(self, context, device, source: str, options: str = "", *,
+              line_map: Sequence = (), label: str = "") -> cl.Program:
+        """The built program for `source` on `device`: from memory, from disk, or compiled.
+        KernelBuildError when the compiler refuses the source."""
+        return self.build_with_warnings(context, device, source, options, line_map=line_map,
+                                        label=label)[0]
+
+    def build_with_warnings(self, context, device, source: str, options: str = "", *,
+                            line_map: Sequence = (), label: str = "") -> tuple[cl.Program, str]:
+        """`build`, and the compiler's warnings at the user's lines ('' when none). They are
+        kept with the entry, so a cache hit still has them; verbose prints them to stderr."""
+        key = cache_key(source, options, device)
+        mem_key = (context.int_ptr, key)
+        found = self._memory.get(mem_key)
+        if found is not None:
+            self.hits += 1
+            self._report("memory hit", label, key)
+            return found
+        start = time.perf_counter()
+        loaded = self._load(context, device, key, options) if self.enabled else None
+        if loaded is not None:
+            program, warned = loaded
+            self.disk_hits += 1
+            self._report("disk hit", label, key, start)
+        else:
+            program, warned = compile_source(context, device, source, options,
+                                             line_map=line_map, label=label,
+                                             save_dir=self.directory)
+            self.misses += 1
+            self._report("miss, built", label, key, start)
+            if self.enabled and self.writable:
+                self._store(device, key, program, source, options, label, warned)
+        self._report_warnings(label, warned)
+        self._memory[mem_key] = (program, warned)
+        return program, warned
+
+    def clear_memory(self) -> None:
+        self._memory.clear()
+
+    # -- disk --------------------------------------------------------------------------------
+    def _load(self, context, device, key: str, options: str) -> tuple[cl.Program, str] | None:
+        folder = self.entry_dir(key)
+        meta_path = folder / "meta.json"
+        try:
+            if not meta_path.exists():
+                return None
+            meta = json.loads(read_user_file(meta_path, MIB))
+            if not isinstance(meta, dict):
+                raise ValueError(f"meta.json holds {type(meta).__name__}, not an object")
+            binary = read_user_file(folder / "program.bin")
+            # both the size and the hash, before the driver sees a byte: a driver may crash
+            # the process (not fail) on a truncated binary, and a hash alone can be rewritten
+            # along with the file
+            if len(binary) != meta.get("binary_size") or not binary:
+                raise ValueError(f"program.bin has {len(binary)} bytes, meta.json says "
+                                 f"{meta.get('binary_size')}")
+            if hashlib.sha256(binary).hexdigest() != meta.get("binary_sha256"):
+                raise ValueError("program.bin does not match the hash in meta.json")
+            warned = meta.get("warnings", "")
+            if not isinstance(warned, str):
+                raise ValueError("meta.json's warnings are not text")
+            return load_binary(context, device, binary, options), warned
+        except Exception as e:  # noqa: BLE001 - any failure here means "build anew", never a crash
+            self._warn(f"cache entry {folder} is unusable ({type(e).__name__}: {e}); "
+                       f"building anew")
+            return None
+
+    def _store(self, device, key: str, program: cl.Program, source: str, options: str,
+               label: str, warned: str = "") -> None:
+        folder = self.entry_dir(key)
+        try:
+            binary = program_binary(program, device)
+            if not binary:
+                return      # some drivers give no binary: nothing to keep
+            folder.mkdir(parents=True, exist_ok=True)
+            _write_atomic(folder / "program.bin", binary)
+            _write_atomic(folder / "source.cl", source.encode("utf-8", "surrogateescape"))
+            meta = {"format_version": FORMAT_VERSION, "key": key, "label": label,
+                    "options": options, "customlayers_version": __version__,
+                    "binary_sha256": hashlib.sha256(binary).hexdigest(),
+                    "binary_size": len(binary),
+                    "warnings": warned,
+                    "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                    **device_identity(device)}
+            _write_atomic(folder / "meta.json", json.dumps(meta, indent=2).encode())
+        except OSError as e:
+            self._cannot_write(e.strerror or str(e))
+        except cl.Error as e:
+            self._warn(f"could not write the program cache at {folder} ({e})")
+
+    def check_directory(self) -> bool:
+        """Whether the disk cache's folder can be written (made when missing, then probed with
+        a temporary file: permission bits say nothing for root or a read-only mount). When it
+        cannot, one CacheWarning naming it, and the cache only reads from then on."""
+        if not self.enabled or not self.writable:
+            return self.writable
+        folder = self.directory
+        try:
+            if folder.exists() and not folder.is_dir():
+                raise NotADirectoryError(20, "it is a file, not a folder", str(folder))
+            folder.mkdir(parents=True, exist_ok=True)
+            with tempfile.TemporaryFile(dir=folder):
+                pass
+        except OSError as e:
+            self._cannot_write(e.strerror or str(e))
+        return self.writable
+
+    def _cannot_write(self, why: str) -> None:
+        if self.writable:
+            self.writable = False
+            self._warn(f"the program cache folder {self.directory} cannot be written ({why}); "
+                       f"programs built in this process are not kept")
+
+    # -- reporting ---------------------------------------------------------------------------
+    def _warn(self, message: str) -> None:
+        warnings.warn(message, CacheWarning, stacklevel=3)
+
+    def _report_warnings(self, label: str, warned: str) -> None:
+        if warned and self.verbose:
+            name = f" of layer '{label}'" if label else ""
+            print(f"customlayers: compiler warnings{name}:\n{warned}", file=sys.stderr)
+
+    def _report(self, what: str, label: str, key: str, start: float | None = None) -> None:
+        if not self.verbose:
+            return
+        took = f" in {(time.perf_counter() - start) * 1000:.1f} ms" if start is not None else ""
+        name = f" {label}" if label else ""
+        print(f"customlayers: program cache {what}{took}:{name} [{key[:12]}]", file=sys.stderr)

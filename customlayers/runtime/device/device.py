@@ -1,0 +1,212 @@
+"""OpenCL device selection and description, and the Engine: one device's context, queue and
+program cache."""
+from __future__ import annotations
+
+import re
+
+import pyopencl as cl
+
+from ... import settings
+from ...errors import DeviceError
+from .cache import ProgramCache
+
+
+def list_devices() -> list[cl.Device]:
+    """Every device of every platform (a platform that fails to list its devices is skipped)."""
+    try:
+        platforms = cl.get_platforms()
+    except cl.Error:
+        return []
+    devices: list[cl.Device] = []
+    for platform in platforms:
+        try:
+            devices += platform.get_devices()
+        except cl.Error:
+            continue
+    return devices
+
+
+def _type_name(dev) -> str:
+    kinds = [name for name, flag in (("GPU", cl.device_type.GPU), ("CPU", cl.device_type.CPU),
+                                     ("ACCELERATOR", cl.device_type.ACCELERATOR))
+             if dev.type & flag]
+    return "/".join(kinds) or "OTHER"
+
+
+def _rank(dev) -> tuple:
+    """Bigger is better: a GPU first, then the most compute units."""
+    return (bool(dev.type & cl.device_type.GPU), dev.max_compute_units)
+
+
+def _label(dev) -> str:
+    return f"'{dev.name.strip()}' ({_type_name(dev)}, {dev.platform.name.strip()})"
+
+
+# OpenVINO's device names: a type, then an index per type ("GPU.0", "GPU.1", "CPU.0")
+_INDEXED = re.compile(r"(GPU|CPU|ACCELERATOR|OTHER)\.(\d{1,6})", re.IGNORECASE)
+# OpenVINO's virtual devices spread one model over several; we run on one device
+_VIRTUAL_PREFIXES = ("MULTI:", "HETERO:", "BATCH:", "AUTO:")
+
+
+def _index_type(dev) -> str:
+    """The type a device is numbered under: its first of GPU, CPU, ACCELERATOR, else OTHER."""
+    return _type_name(dev).split("/")[0]
+
+
+def device_index_names(devices: list | None = None) -> list[str]:
+    """'GPU.0', 'GPU.1', 'CPU.0', ... for `devices` (default: every device), numbered per type
+    in the order OpenCL lists them, as OpenVINO names its devices."""
+    devices = list_devices() if devices is None else devices
+    seen: dict[str, int] = {}
+    names = []
+    for dev in devices:
+        kind = _index_type(dev)
+        names.append(f"{kind}.{seen.get(kind, 0)}")
+        seen[kind] = seen.get(kind, 0) + 1
+    return names
+
+
+def _listing(devices: list) -> str:
+    return "; ".join(f"{name} {_label(d)}"
+                     for name, d in zip(device_index_names(devices), devices))
+
+
+def select_device(selector: str | None = None) -> cl.Device:
+    """None (and no CUSTOMLAYERS_DEVICE), or "AUTO": the best device, a GPU if any (most compute
+    units), else a CPU. "CPU"/"GPU": the best of that type. "GPU.1": the second GPU, numbered per
+    type in the order OpenCL lists them (as OpenVINO numbers its devices). Anything else: the
+    first device whose device or platform name contains it (case-insensitive). DeviceError lists
+    the devices with their index names."""
+    devices = list_devices()
+    if not devices:
+        raise DeviceError("no OpenCL device found: install an OpenCL driver (PoCL runs on any "
+                          "CPU: apt-get install pocl-opencl-icd)")
+    if selector is None:
+        selector = settings.default_device()
+    if selector is None or not selector.strip() or selector.strip().upper() == "AUTO":
+        return max(devices, key=_rank)
+    wanted = selector.strip()
+    if wanted.upper().startswith(_VIRTUAL_PREFIXES):
+        raise DeviceError(f"device '{wanted}': a model runs on one OpenCL device here (no "
+                          f"MULTI, HETERO, BATCH or AUTO lists); name one, e.g. "
+                          f"{device_index_names(devices)[0]}; devices: {_listing(devices)}")
+    indexed = _INDEXED.fullmatch(wanted)
+    if indexed:
+        names = device_index_names(devices)
+        name = f"{indexed.group(1).upper()}.{int(indexed.group(2))}"
+        if name not in names:
+            raise DeviceError(f"no OpenCL device '{wanted}': the devices are {_listing(devices)}")
+        return devices[names.index(name)]
+    by_type = {"GPU": cl.device_type.GPU, "CPU": cl.device_type.CPU,
+               "ACCELERATOR": cl.device_type.ACCELERATOR}
+    if wanted.upper() in by_type:
+        matches = [d for d in devices if d.type & by_type[wanted.upper()]]
+    else:
+        low = wanted.lower()
+        # the platform's vendor and version too: PoCL calls its platform
+        # "Portable Computing Language" and says "PoCL" only there
+        matches = [d for d in devices
+                   if any(low in text.lower() for text in
+                          (d.name, d.platform.name, d.platform.vendor, d.platform.version))]
+    if not matches:
+        raise DeviceError(f"no OpenCL device matches '{wanted}' (CPU, GPU, GPU.0, or part of a "
+                          f"device or platform name); devices: {_listing(devices)}")
+    return max(matches, key=_rank)
+
+
+def describe_device(dev) -> dict:
+    """The facts a user needs to pick a device and read a benchmark."""
+    extensions = dev.extensions.split()
+    return {
+        "name": dev.name.strip(),
+        "platform": dev.platform.name.strip(),
+        "type": _type_name(dev),
+        "opencl_version": dev.version.strip(),
+        "driver": dev.driver_version.strip(),
+        "fp16": "cl_khr_fp16" in extensions,
+        "fp64": "cl_khr_fp64" in extensions,
+        "max_work_group_size": int(dev.max_work_group_size),
+        "compute_units": int(dev.max_compute_units),
+        "global_mem_mib": int(dev.global_mem_size) // (1024 * 1024),
+        "max_alloc_mib": int(dev.max_mem_alloc_size) // (1024 * 1024),
+    }
+
+
+class Engine:
+    """One device: a context, a queue and a program cache.
+
+    `Engine(device)` makes its own context; each request of a network then makes its own
+    in-order queue (several requests overlap on the device). `Engine.from_context` runs on the
+    user's context, `Engine.from_queue` also enqueues every kernel on the user's queue (in-order
+    or out-of-order: with an out-of-order queue, order comes from events). `shared_queue` is
+    that user's queue, or None."""
+
+    def __init__(self, device=None, cache=None):
+        if device is None or isinstance(device, str):
+            device = select_device(device)
+        self._setup(device, cl.Context([device]), None, cache)
+
+    def _setup(self, device, context, shared_queue, cache) -> None:
+        self.device = device
+        self.context = context
+        self.shared_queue = shared_queue
+        self.queue = shared_queue if shared_queue is not None else cl.CommandQueue(
+            context, device, properties=cl.command_queue_properties.PROFILING_ENABLE)
+        self.cache = cache if cache is not None else ProgramCache()
+
+    @classmethod
+    def from_context(cls, context, device=None, cache=None) -> "Engine":
+        """An engine on the user's pyopencl Context. device: one of the context's devices
+        (default: the best of them, a GPU first). DeviceError for a device outside it."""
+        if not isinstance(context, cl.Context):
+            raise DeviceError(f"Engine.from_context takes a pyopencl.Context, not "
+                              f"{type(context).__name__}")
+        devices = list(context.devices)
+        if device is None:
+            device = max(devices, key=_rank)
+        elif not isinstance(device, cl.Device):
+            raise DeviceError(f"Engine.from_context: device must be a pyopencl.Device of the "
+                              f"context, not {type(device).__name__}")
+        elif device not in devices:
+            raise DeviceError(f"Engine.from_context: device {_label(device)} is not a device "
+                              f"of the context; its devices: "
+                              f"{'; '.join(_label(d) for d in devices)}")
+        engine = cls.__new__(cls)
+        engine._setup(device, context, None, cache)
+        return engine
+
+    @classmethod
+    def from_queue(cls, queue, cache=None) -> "Engine":
+        """An engine that enqueues every kernel, copy and marker of its networks on the user's
+        pyopencl CommandQueue (its context and device). An out-of-order queue is ordered by
+        events."""
+        if not isinstance(queue, cl.CommandQueue):
+            raise DeviceError(f"Engine.from_queue takes a pyopencl.CommandQueue, not "
+                              f"{type(queue).__name__}")
+        engine = cls.__new__(cls)
+        engine._setup(queue.device, queue.context, queue, cache)
+        return engine
+
+    @property
+    def out_of_order(self) -> bool:
+        """Whether kernels go to an out-of-order queue (the user's), so events order them."""
+        return self.shared_queue is not None and bool(
+            self.shared_queue.properties &
+            cl.command_queue_properties.OUT_OF_ORDER_EXEC_MODE_ENABLE)
+
+    @property
+    def unified_memory(self) -> bool:
+        """Host and device memory are the same (a CPU device such as PoCL): a host array can be
+        a kernel's buffer where it lies, and a mapped buffer is the device's memory. Integrated
+        GPUs that share memory are not counted: using a buffer while it is mapped, or a host
+        pointer without their alignment, is not zero-copy (or not defined) there."""
+        return bool(self.device.type & cl.device_type.CPU)
+
+    def build(self, source: str, options: str = "", *, line_map=(), label: str = ""):
+        """Build `source` for this engine's device through its cache."""
+        return self.cache.build(self.context, self.device, source, options,
+                                line_map=line_map, label=label)
+
+    def __repr__(self) -> str:
+        shared = ", the user's queue" if self.shared_queue is not None else ""
+        return f"Engine({_label(self.device)}{shared})"

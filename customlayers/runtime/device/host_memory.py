@@ -1,0 +1,52 @@
+"""Host memory without extra copies: pinned, mapped buffers, and numpy arrays used where they lie.
+
+A PinnedTensor is a buffer allocated with ALLOC_HOST_PTR and mapped once, for the request's life:
+the numpy array the user fills (or reads) is the mapped memory. On a discrete GPU the driver
+transfers from (to) that page-locked memory by DMA, without the staging copy a pageable array
+costs; on a CPU device (PoCL) it is the device's memory itself, so kernels use it in place.
+
+On a CPU device a plain numpy input of the tensor's dtype, C-contiguous and aligned to its
+element size is wrapped in a USE_HOST_PTR buffer for one run: the kernels read it where it lies.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pyopencl as cl
+
+from ...jit.tensor import TensorDesc
+
+
+@dataclass
+class PinnedTensor:
+    buffer: cl.Buffer
+    array: np.ndarray          # the mapped memory, in the tensor's shape and dtype
+
+
+def pinned_tensor(context, queue, desc: TensorDesc, role: str) -> PinnedTensor:
+    """Allocate and map a pinned buffer for `desc` (a host wait for the map: setup, not a run)."""
+    mf = cl.mem_flags
+    # an output placed here may also be read by the layers after it: read-write
+    access = mf.READ_ONLY if role == "input" else mf.READ_WRITE
+    buf = cl.Buffer(context, access | mf.ALLOC_HOST_PTR, max(desc.nbytes, 1))
+    array, _ = cl.enqueue_map_buffer(queue, buf, cl.map_flags.READ | cl.map_flags.WRITE, 0,
+                                     desc.shape, desc.np_dtype, is_blocking=True)
+    return PinnedTensor(buf, array)
+
+
+def usable_in_place(array: np.ndarray, desc: TensorDesc) -> bool:
+    """Whether a numpy input can be a kernel's buffer where it lies (on a CPU device)."""
+    return (array.dtype == desc.np_dtype and array.flags.c_contiguous and
+            array.flags.aligned and array.nbytes == desc.nbytes and array.nbytes > 0 and
+            array.ctypes.data % array.dtype.itemsize == 0)
+
+
+def wrap_in_place(context, array: np.ndarray) -> cl.Buffer | None:
+    """A USE_HOST_PTR buffer over the array, or None when the driver refuses it (then the
+    caller copies, as for any other array)."""
+    try:
+        return cl.Buffer(context, cl.mem_flags.READ_ONLY | cl.mem_flags.USE_HOST_PTR,
+                         hostbuf=array)
+    except (cl.Error, TypeError, ValueError, BufferError):
+        return None

@@ -1,0 +1,122 @@
+"""What a device can run: work-group limits, uniform work-groups, fp64, and the traits an
+implementation may choose its kernels by (jit.launch.DeviceTraits). Checks raise BindingError
+located at the descriptor's <WorkSizes> (code CL083), so `validate --compile` reports them where
+the user fixes them."""
+from __future__ import annotations
+
+from typing import Sequence
+
+import pyopencl as cl
+
+from ...config.spec import LayerSpec
+from ...errors import BindingError
+from ...jit.launch import DeviceTraits
+
+LOCAL_SIZE_CODE = "CL083"
+
+
+def device_traits(device: cl.Device) -> DeviceTraits:
+    kind = "CPU" if device.type & cl.device_type.CPU else \
+        "GPU" if device.type & cl.device_type.GPU else "ACCELERATOR"
+    width = int(device.preferred_vector_width_float) or int(device.native_vector_width_float)
+    return DeviceTraits(kind, int(device.max_compute_units), int(device.max_work_group_size),
+                        max(width, 1))
+
+
+def has_fp64(device) -> bool:
+    """Whether the device computes in double (OpenCL 1.2+: a double_fp_config; the extension)."""
+    try:
+        if int(device.double_fp_config):
+            return True
+    except Exception:                      # noqa: BLE001 - drivers without the query
+        pass
+    return "cl_khr_fp64" in device.extensions.split()
+
+
+def has_fp16(device) -> bool:
+    """Whether kernels may compute in half (cl_khr_fp16; without it half is a storage type)."""
+    return "cl_khr_fp16" in device.extensions.split()
+
+
+def supports_non_uniform_groups(device: cl.Device) -> bool:
+    """OpenCL 2.x always allows a last, smaller work-group; 3.0 makes it optional and says so
+    in a device query; 1.x never allows it."""
+    try:
+        major = int(device.version.split()[1].split(".")[0])
+    except (IndexError, ValueError):
+        return False
+    if major < 2:
+        return False
+    try:
+        return bool(device.non_uniform_work_group_support)
+    except (AttributeError, cl.Error):
+        return major == 2
+
+
+def _local_size_error(spec: LayerSpec, message: str) -> BindingError:
+    return BindingError(message).at(spec.work_sizes.location, LOCAL_SIZE_CODE, spec.name)
+
+
+def check_local_size(spec: LayerSpec, global_size: Sequence[int],
+                     local_size: Sequence[int] | None, device: cl.Device) -> None:
+    """BindingError when the device cannot run this local size, naming layer, formula, values."""
+    if not local_size:
+        return
+    formula = ",".join(spec.work_sizes.local or ())
+    where = (f"layer type '{spec.name}' ({spec.work_sizes.location}): local=\"{formula}\" "
+             f"gives {list(local_size)} for global {list(global_size)}")
+    device_name = device.name.strip()
+    total = 1
+    for v in local_size:
+        total *= v
+    if total > device.max_work_group_size:
+        raise _local_size_error(spec, f"{where}: {total} work items per group, but device "
+                                      f"'{device_name}' allows at most "
+                                      f"{device.max_work_group_size}")
+    limits = device.max_work_item_sizes
+    for i, (v, lim) in enumerate(zip(local_size, limits)):
+        if v > lim:
+            raise _local_size_error(spec, f"{where}: local[{i}]={v} is over device "
+                                          f"'{device_name}''s limit {lim} for dimension {i}")
+    if not supports_non_uniform_groups(device):
+        for i, (g, v) in enumerate(zip(global_size, local_size)):
+            if g % v:
+                rounded = _rounded_up(_global_formula(spec, i, g), v)
+                raise _local_size_error(
+                    spec, f"{where}: local[{i}]={v} does not divide global[{i}]={g}, and device "
+                          f"'{device_name}' ({device.version.strip()}) needs uniform "
+                          f"work-groups; round the global size up (e.g. {rounded}) and guard "
+                          "the extra work items in the kernel")
+
+
+def _global_formula(spec: LayerSpec, i: int, value: int) -> str:
+    """The text of global entry i: as written, or what the default global stands for."""
+    written = spec.work_sizes.global_
+    if written is not None and i < len(written):
+        return written[i].strip()
+    if written is None and spec.work_sizes.dim == ("output", 0):
+        return "B*F*Y*X"      # the default: output 0's element count, and dim is output 0
+    return str(value)
+
+
+def _rounded_up(formula: str, v: int) -> str:
+    term = formula if formula.isalnum() else f"({formula})"
+    return f"({term}+{v - 1})/{v}*{v}"
+
+
+def check_kernel_work_group(spec: LayerSpec, local_size: Sequence[int] | None,
+                            kernel: cl.Kernel, device: cl.Device) -> None:
+    """The compiled kernel may allow fewer work items per group than the device (registers,
+    local memory): check that too once it is built."""
+    if not local_size:
+        return
+    limit = kernel.get_work_group_info(cl.kernel_work_group_info.WORK_GROUP_SIZE, device)
+    total = 1
+    for v in local_size:
+        total *= v
+    if total > limit:
+        formula = ",".join(spec.work_sizes.local or ())
+        raise _local_size_error(spec, f"layer type '{spec.name}' ({spec.work_sizes.location}): "
+                                      f"local=\"{formula}\" gives {total} work items per group, "
+                                      f"but kernel '{spec.entry}' allows at most {limit} on "
+                                      f"device '{device.name.strip()}'")

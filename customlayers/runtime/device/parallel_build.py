@@ -1,0 +1,40 @@
+"""Building a network's programs in parallel: pyopencl releases the GIL in clBuildProgram, and
+drivers compile independent programs on as many threads as they are given (a cold ResNet-50 is
+dozens of programs). Each distinct (source, options) is built once; a failed build comes back
+as its exception, so the caller raises the first in its own order (the layer a sequential
+build would have named)."""
+from __future__ import annotations
+
+import os
+from concurrent.futures import ThreadPoolExecutor
+from typing import Iterable
+
+from ...errors import CustomLayersError
+
+# more threads than this gain nothing on the drivers we know and multiply their memory use
+MAX_THREADS = 8
+
+
+def build_programs(engine, wanted: Iterable[tuple]) -> dict[tuple, object]:
+    """{(source, options): program, or the CustomLayersError its build raised} for `wanted`:
+    (source, options, line_map, label) tuples."""
+    unique: dict[tuple, tuple] = {}
+    for source, options, line_map, label in wanted:
+        unique.setdefault((source, options), (line_map, label))
+    if not unique:
+        return {}
+
+    def build(key):
+        line_map, label = unique[key]
+        try:
+            return engine.cache.build(engine.context, engine.device, key[0], key[1],
+                                      line_map=line_map, label=label)
+        except CustomLayersError as e:
+            return e
+
+    threads = min(MAX_THREADS, os.cpu_count() or 1, len(unique))
+    if threads <= 1:
+        return {key: build(key) for key in unique}
+    with ThreadPoolExecutor(threads, thread_name_prefix="cl-build") as pool:
+        futures = {key: pool.submit(build, key) for key in unique}
+        return {key: future.result() for key, future in futures.items()}

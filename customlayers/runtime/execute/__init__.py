@@ -1,0 +1,15 @@
+"""runtime/execute: running launches on a device, one inference at a time or streamed.
+
+kernel.py         BoundKernel: a compiled custom layer with its argument plan and work sizes
+launch_args.py    the one walk that binds a KernelLaunch's arguments (every caller uses it)
+request.py        InferRequest: buffers and enqueues of one inference
+request_args.py   what a request binds each argument to
+run.py            one run of a request, prepared before anything is enqueued
+user_tensors.py   set_tensor's values (numpy, pyopencl Buffer, Array) checked against a tensor
+ordering.py       which commands wait for which on an out-of-order queue
+events.py         waiting without hanging on a failed dependency
+host_step.py      host steps of a request (Python layers): maps, a worker thread, user events
+stream.py         many inputs through a few requests in flight, outputs in input order
+
+May import: runtime/device, the floors below runtime, and pyopencl.
+"""

@@ -1,0 +1,444 @@
+"""InferRequest: the buffers and bound kernels of one in-flight inference.
+
+Everything that can be decided before running is decided here, once: buffers are allocated
+from the memory plan, kernels get their arguments set, and the launch list becomes a flat list of
+(kernel, global, local). Running is then a loop of enqueues with no host wait between layers; the
+host waits once, for the outputs, or not at all when the caller chains the returned event.
+
+The user's tensors (set_tensor, host_tensor; runtime/execute/user_tensors.py, host_memory.py) change
+only which buffer a tensor lies in: a device input is read where it lies, a device output is
+written in place (its producer's kernels are bound to the user's buffer, so the memory plan puts
+it there). On an out-of-order queue each command waits on the events of the commands it depends
+on (runtime/execute/ordering.py); the first commands wait on the caller's `wait_for`.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pyopencl as cl
+
+from ...errors import DeviceError, ExecutionError, ModelError, TensorError
+from ..device.device_memory import reserve_for_request
+from .events import await_dependencies, dependency_error, failed_dependency, status
+from ..device.host_memory import PinnedTensor, pinned_tensor
+from .ordering import command_dependencies, sinks
+from .run import Copy, Run, prepare_run
+from ..device.sub_buffers import SubBuffers
+from .user_tensors import DeviceTensor, device_tensor, host_array, is_device_value
+from .host_step import HostStep, HostSteps
+from ..device.kernel_release import next_serial, release_newest_first
+from .launch_args import bind_args
+from .request_args import RequestArgs
+
+
+class InferRequest:
+    def __init__(self, network, plan):
+        self.network = network
+        self.plan = plan
+        eng = self.engine = network.engine
+        self.context = eng.context
+        self.device = eng.device
+        self._own_queue = eng.shared_queue is None
+        self.queue = self._make_queue() if self._own_queue else eng.shared_queue
+        if network.profiling and not self.queue.properties & \
+                cl.command_queue_properties.PROFILING_ENABLE:
+            raise DeviceError("profiling needs a queue made with PROFILING_ENABLE; the queue "
+                              "given to Engine.from_queue has none")
+        reserve_for_request(eng.device, plan, self)    # before any buffer (device_memory.py)
+        mf = cl.mem_flags
+        self._slots = [cl.Buffer(eng.context, mf.READ_WRITE, size) for size in plan.memory.slot_sizes]
+        self._inputs = {}
+        for name, key in plan.inputs:
+            desc = plan.descs[key]
+            self._inputs[name] = (cl.Buffer(eng.context, mf.READ_ONLY, max(desc.nbytes, 1)), desc)
+        self._launches: list[tuple] = []    # (kernel, global, local, step index)
+        self._access: list[tuple] = []      # per launch: (root keys read, root keys written)
+        self._uses: dict = {}               # root key -> [(kernel, argument index)]
+        # Buffers only a kernel refers to must stay referenced here: pyopencl's set_args does not
+        # keep them alive, and a freed buffer is INVALID_MEM_OBJECT on NVIDIA (PoCL stays silent).
+        self._scratch: list[cl.Buffer] = []
+        # slices of Concat outputs written in place, released before the slots they are cut from
+        self._slices = SubBuffers()
+        self._bind_all()
+        # Python layers: host steps between the kernels, run by a worker (host_step.py)
+        self._host = HostSteps(eng.context) if any(s.host is not None for s in plan.steps) \
+            else None
+        if self._host is not None and eng.out_of_order:
+            raise ExecutionError("a network with Python layers (host steps) runs on an in-order "
+                                 "queue; the queue given to Engine.from_queue is out-of-order")
+        self._defaults = {root: self._default_buffer(root) for root in self._uses}
+        self._bound = dict(self._defaults)
+        # roots the last run bound to a buffer other than their own (the user's): the next
+        # run puts back only these, and binds only what its binding names (a TCN's 36 tensors
+        # walked every run cost 15-30 us of a 200 us inference)
+        self._away: set = set()
+        self._user: dict = {}               # tensor name -> numpy | DeviceTensor | PinnedTensor
+        self._deps_cache: dict = {}
+        self._setup = None                  # a private queue for maps (never the user's)
+        self.busy = False
+        self._run: Run | None = None
+        self.events: list = []              # per launch, when profiling
+        self.copies = 0                     # enqueue_copy calls made, over the request's life
+        self.serial = next_serial()         # creation order, for releasing newest first
+
+    def release_kernels(self) -> None:
+        """Drop the request's kernels, the newest first (kernel_release.py); it runs no more."""
+        launches = getattr(self, "_launches", None)    # None: __init__ raised before it
+        if launches:
+            self._uses = {}                 # the other references to the kernels
+            self._launches = []
+            release_newest_first(launches)
+
+    def __del__(self):
+        # the sub-buffers first, while the context, the queue and the slots they are cut from
+        # still live: in a reference cycle (network <-> request) the garbage collector would
+        # drop those in any order, and NVIDIA's driver segfaults releasing a sub-buffer late;
+        # then the kernels, newest first (kernel_release.py)
+        slices = self.__dict__.get("_slices")
+        if slices is not None:
+            slices.release()
+        self.release_kernels()
+
+    def _make_queue(self):
+        props = cl.command_queue_properties.PROFILING_ENABLE if self.network.profiling else 0
+        return cl.CommandQueue(self.context, self.device, properties=props)
+
+    # -- setup -----------------------------------------------------------------------------
+    def _default_buffer(self, root):
+        plan = self.plan
+        if root in plan.consts:
+            return _const_buffer(self.context, plan, root)
+        for name, k in plan.inputs:
+            if k == root:
+                return self._inputs[name][0]
+        try:
+            return self._slots[plan.memory.slot_of[root]]
+        except KeyError:
+            raise ModelError(f"tensor {root} has no buffer (nothing computes it)") from None
+
+    def _own_buffer(self, key):
+        """The request's buffer of tensor `key`: its root's, or a sub-buffer of it where the
+        tensor is a slice of a Concat's output (the plan placed it at an aligned origin)."""
+        root = self.plan.root(key)
+        offset = self.plan.slice_at(key)
+        if offset is None:
+            return self._default_buffer(root)
+        nbytes = self.plan.descs[key].nbytes
+        return self._slices.cut(self._default_buffer(root), offset, nbytes)
+
+    def buffer(self, key):
+        """The buffer tensor `key` lies in now (the user's, once set_tensor put it there)."""
+        root = self.plan.root(key)
+        if self.plan.slice_at(key) is not None:   # never in the user's buffer
+            return self._own_buffer(key)
+        bound = self._bound.get(root)
+        return bound if bound is not None else self._default_buffer(root)
+
+    def _bind_all(self) -> None:
+        plan = self.plan
+        for index, (step, programs) in enumerate(zip(plan.steps, plan.programs)):
+            scratch: dict[int, cl.Buffer] = {}
+            for launch, program in zip(step.launches, programs):
+                kernel = cl.Kernel(program, launch.entry)
+                source = RequestArgs(self, step, index, kernel, scratch)
+                args = bind_args(launch.args, source, step.name)
+                try:
+                    kernel.set_args(*args)
+                except cl.Error as e:
+                    raise ExecutionError(
+                        f"layer '{step.name}' (type {step.type}, {step.impl}): cannot set the "
+                        f"arguments of kernel '{launch.entry}': {e}") from e
+                self._launches.append((kernel, launch.global_size, launch.local_size, index))
+                self._access.append((frozenset(source.reads), frozenset(source.writes)))
+            if step.host is not None:        # its buffers are looked up when it is enqueued
+                self._launches.append((HostStep(step), None, None, index))
+                self._access.append((frozenset(map(plan.root, step.inputs)),
+                                     frozenset(map(plan.root, step.outputs))))
+
+    # -- the user's tensors ----------------------------------------------------------------
+    def _tensor(self, name: str):
+        """('input' | 'output', its TensorDesc); TensorError for a name the network lacks."""
+        for role, pairs in (("input", self.plan.inputs), ("output", self.plan.outputs)):
+            for n, key in pairs:
+                if n == name:
+                    return role, self.plan.descs[key]
+        if name in self.network.value_inputs:
+            raise TensorError(f"input '{name}' is {self.network.value_inputs[name]}, compiled in "
+                              f"by value: it takes no tensor (create_request with its value)")
+        raise TensorError(f"no tensor '{name}' in the network; inputs: "
+                          f"{', '.join(n for n, _ in self.plan.inputs) or 'none'}; outputs: "
+                          f"{', '.join(n for n, _ in self.plan.outputs) or 'none'}")
+
+    def _refuse_while_running(self, what: str) -> None:
+        if self.busy:
+            raise ExecutionError(f"{what}: the request is still running (started, not yet "
+                                 f"waited for); call wait() first")
+
+    def set_tensor(self, name: str, value) -> None:
+        """Give input or output `name` a numpy array, a pyopencl.Buffer (dense, in the tensor's
+        dtype and shape) or a pyopencl.array.Array. It stays set for later runs. A device input
+        is read where it lies when the network runs; a device output is written in place."""
+        self._refuse_while_running(f"tensor '{name}'")
+        role, desc = self._tensor(name)
+        if is_device_value(value):
+            tensor = device_tensor(name, role, value, desc, self.engine)
+            self._check_overlap(role, tensor)
+        elif isinstance(value, np.ndarray):
+            tensor = host_array(name, role, value, desc)
+        else:
+            raise TensorError(f"{role} '{name}': expected a numpy array, a pyopencl.Buffer or "
+                              f"a pyopencl.array.Array, found {type(value).__name__}")
+        self._user[name] = tensor
+
+    def _check_overlap(self, role: str, tensor: DeviceTensor) -> None:
+        """A buffer the network writes may not be one it reads or writes for another tensor."""
+        for other, value in self._user.items():
+            if other == tensor.name or not isinstance(value, DeviceTensor):
+                continue
+            other_role = self._tensor(other)[0]
+            if "output" in (role, other_role) and tensor.overlaps(value):
+                raise TensorError(f"{role} '{tensor.name}': its buffer overlaps the one of "
+                                  f"{other_role} '{other}'; expected separate memory for a "
+                                  f"tensor the network writes")
+
+    def host_tensor(self, name: str) -> np.ndarray:
+        """A numpy array over pinned, mapped host memory for input or output `name`: fill it in
+        place (an input) or read it after wait() (an output); the request uploads from it or
+        reads back into it with no further copy (on a CPU device it is the device's memory)."""
+        self._refuse_while_running(f"host tensor '{name}'")
+        role, desc = self._tensor(name)
+        current = self._user.get(name)
+        if isinstance(current, PinnedTensor):
+            return current.array
+        if self._setup is None:
+            self._setup = cl.CommandQueue(self.context, self.device)
+        pinned = self._user[name] = pinned_tensor(self.context, self._setup, desc, role)
+        return pinned.array
+
+    # -- running ---------------------------------------------------------------------------
+    def start(self, arrays: dict) -> None:
+        """Enqueue the inference with these input arrays (by name; names that are not inputs
+        of this plan, such as value inputs, are ignored); return without waiting."""
+        self._start(arrays, None)
+
+    def start_async(self, wait_for=None):
+        """Enqueue the whole inference with the tensors set; return a pyopencl.Event that
+        completes when every output is written. The first commands wait on `wait_for` (the
+        user's events) on the device; the host never waits here."""
+        return self._start({}, wait_for)
+
+    def _start(self, arrays: dict, wait_for):
+        self._refuse_while_running("start")
+        wait_for = self._check_events(wait_for)
+        run = self._prepare(arrays)           # every check first: a refusal enqueues nothing
+        run.wait_for = wait_for
+        try:
+            self._rebind(run.binding)
+            run.done = self._enqueue(run)
+        except cl.Error as e:
+            raise ExecutionError(f"enqueue failed: {e}") from e
+        self._run = run
+        self.busy = True
+        return run.done
+
+    def _check_events(self, wait_for) -> list:
+        if wait_for is None:
+            return []
+        events = list(wait_for)
+        for i, e in enumerate(events):
+            if not isinstance(e, cl.Event):
+                raise TensorError(f"wait_for event {i}: expected a pyopencl.Event, found "
+                                  f"{type(e).__name__}")
+            if e.context != self.context:
+                raise TensorError(f"wait_for event {i} belongs to another OpenCL context; "
+                                  f"expected one of the network's")
+        failed = failed_dependency(events)
+        if failed is not None:
+            raise dependency_error(*failed)
+        return events
+
+    def _prepare(self, arrays: dict) -> Run:
+        """This run's bindings and copies, every value checked; nothing enqueued."""
+        return prepare_run(self.plan, self._inputs, self._user, arrays, self.context,
+                           self.engine.unified_memory, self._own_buffer)
+
+    def _rebind(self, binding: dict) -> None:
+        """Point the kernels at this run's buffers where they differ from the last run's."""
+        uses = self._uses
+        for root in self._away.union(r for r in binding if r in uses):
+            buf = binding.get(root)
+            if buf is None:
+                buf = self._defaults[root]
+            if self._bound[root] is buf:
+                continue
+            for kernel, n in uses[root]:
+                kernel.set_arg(n, buf)
+            self._bound[root] = buf
+        self._away = {root for root in self._away.union(binding)
+                      if root in uses and self._bound[root] is not self._defaults[root]}
+
+    def _enqueue(self, run: Run):
+        """Enqueue the run's copies and kernels; returns the event of its completion."""
+        q = self.queue
+        user = run.wait_for
+        by_events = self.engine.out_of_order
+        deps = self._dependencies(run) if by_events else None
+        events: list = run.events
+        user_waited = False                 # in-order: whether a command took `user` yet
+
+        def after(n: int, device_side: bool):
+            """The wait list of command n."""
+            nonlocal user_waited
+            if by_events:
+                mine = [events[d] for d in deps[n]]
+                return mine + user if not mine and device_side else mine or None
+            if device_side and not user_waited:
+                user_waited = True
+                return user or None         # the in-order queue orders everything after it
+            return None
+
+        for c in run.pre:
+            events.append(self._copy(q, c, after(len(events), c.kind != "upload")))
+        steps = self.plan.steps
+        launched = []
+        if self._host is not None:
+            self._host.begin()
+        for k, g, l, i in self._launches:    # the launch loop: no host wait between layers
+            if isinstance(k, HostStep):      # a Python layer: maps, a worker, a user event
+                wait = after(len(events), True)
+                if wait:
+                    cl.enqueue_barrier(q, wait_for=wait)
+                k.bind([self._run_buffer(run, key) for key in k.step.inputs],
+                       [self._run_buffer(run, key) for key in k.step.outputs])
+                timing = self._host.enqueue_step(q, k)
+                events.append(cl.enqueue_marker(q))
+                launched.append((steps[i], timing))
+                continue
+            event = cl.enqueue_nd_range_kernel(q, k, g, l, wait_for=after(len(events), True))
+            events.append(event)
+            launched.append((steps[i], event))
+        for c in run.post:
+            if self._host is not None and c.kind == "read":
+                # PoCL blocks in clEnqueueReadBuffer, holding the GIL, while a user event the
+                # queue waits for is pending: a run with host steps reads its outputs by maps
+                mapped, event = self._host.map_output(q, c.src, c.dst)
+                run.maps.append((mapped, c.dst))
+                events.append(event)
+                continue
+            events.append(self._copy(q, c, after(len(events), True)))
+        if self._host is not None:
+            q.flush()          # the worker waits for the maps: get them going now
+        self.events = launched if self.network.profiling else []
+        if by_events:
+            return cl.enqueue_marker(q, wait_for=[events[s] for s in sinks(deps)] or user or None)
+        if not events or (user and not user_waited):
+            return cl.enqueue_marker(q, wait_for=user or None)
+        return events[-1]
+
+    def _run_buffer(self, run: Run, key):
+        """The buffer tensor `key` lies in for this run (a user's tensor, an input used where
+        it lies, else the request's own)."""
+        root = self.plan.root(key)
+        bound = None if self.plan.slice_at(key) is not None else run.binding.get(root)
+        return bound if bound is not None else self._own_buffer(key)
+
+    def _copy(self, q, c: Copy, wait_for):
+        self.copies += 1
+        if c.kind == "device":
+            return cl.enqueue_copy(q, c.dst, c.src, byte_count=c.nbytes,
+                                   dst_offset=c.dst_offset, src_offset=c.src_offset,
+                                   wait_for=wait_for)
+        return cl.enqueue_copy(q, c.dst, c.src, is_blocking=False, wait_for=wait_for)
+
+    def _dependencies(self, run: Run) -> list:
+        """Per command of the run (pre copies, launches, post copies), the earlier ones it
+        waits for: by the memory each touches (a tensor in the user's buffer is memory of its
+        own; the others are their slot of the memory plan)."""
+        key = (tuple(sorted(map(repr, run.binding))),
+               tuple((c.kind, c.reads, c.writes) for c in run.pre + run.post))
+        deps = self._deps_cache.get(key)
+        if deps is None:
+            slot_of = self.plan.memory.slot_of
+
+            def memory(keys):
+                return frozenset(("user", k) if k in run.binding else
+                                 ("slot", slot_of[k]) if k in slot_of else k for k in keys)
+            accesses = [(memory(c.reads), memory(c.writes)) for c in run.pre]
+            accesses += [(memory(r), memory(w)) for r, w in self._access]
+            accesses += [(memory(c.reads), memory(c.writes)) for c in run.post]
+            deps = self._deps_cache[key] = command_dependencies(accesses)
+        return deps
+
+    def wait(self, timeout: float | None = None) -> dict[str, np.ndarray]:
+        """Wait for the inference (the one host wait) and return the outputs that are host
+        arrays (device outputs are already in place). A failed wait_for event is an
+        ExecutionError, not a hang; `timeout` bounds a wait on the user's events (the request
+        stays running after a timeout: wait again)."""
+        if not self.busy:
+            raise ExecutionError("this request was not started")
+        run = self._run
+        try:
+            ready = not run.wait_for or await_dependencies(run.wait_for, run.done, timeout)
+        except ExecutionError:              # a wait_for event failed: nothing of ours runs
+            self._abandon_queue()
+            self._finish()
+            raise
+        if not ready:                       # the run goes on; the request stays busy
+            raise ExecutionError(f"the network is still waiting for its wait_for events after "
+                                 f"{timeout:g} s; the request is still running (wait again)")
+        try:
+            if self._own_queue:
+                self.queue.finish()
+            else:
+                run.done.wait()
+            if status(run.done) < 0:
+                raise ExecutionError(f"the network did not complete (status "
+                                     f"{status(run.done)}): a command it waited for failed")
+        except (cl.Error, ExecutionError) as e:
+            self._abandon_queue()
+            self._finish()
+            if isinstance(e, ExecutionError):
+                raise
+            raise ExecutionError(f"the device failed while running the network: {e}") from e
+        if self._host is not None:
+            try:                            # the outputs out of their maps; a host step's error
+                self._host.finish(run.maps, self.queue)
+            finally:
+                self._finish()
+        self._finish()
+        # network outputs are dense (the compiler reorders custom layers' back): the array
+        # read back is the result itself, no second copy
+        return {name: (host.reshape(desc.shape) if desc.is_plain else desc.unpack(host))
+                if fresh else host
+                for name, (host, desc, fresh) in run.host_outputs.items()}
+
+    def _finish(self) -> None:
+        # last: once idle, another thread's infer may pick this request and start it
+        self._run = None
+        self.busy = False
+
+    def _abandon_queue(self) -> None:
+        """After a failed dependency some drivers leave the waiting commands queued forever:
+        a request with its own queue takes a fresh one, so its next run cannot wait behind
+        them."""
+        if self._own_queue:
+            self.queue = self._make_queue()
+
+    def infer(self, arrays: dict | None = None) -> dict[str, np.ndarray]:
+        self.start(arrays or {})
+        return self.wait()
+
+
+def _const_buffer(context, plan, key) -> cl.Buffer:
+    """The buffer of constant `key`, uploaded by the first request that reads it and shared by
+    the plan's later requests. Only what a kernel, a host step or an output reads is uploaded: a
+    convolution on a CPU device reads its weights packed (an Arg.const), not as its input 1."""
+    cache = plan.constant_buffers
+    buf = cache.get(key)
+    if buf is None:
+        # in the element type the plan gave the tensor (a Const's own, unless folded)
+        desc = plan.descs.get(key)
+        value = np.ascontiguousarray(plan.consts[key],
+                                     dtype=desc.np_dtype if desc is not None else None)
+        buf = cache[key] = cl.Buffer(context, cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR,
+                                     hostbuf=value if value.nbytes else np.zeros(1, np.uint8))
+    return buf

@@ -1,0 +1,207 @@
+"""The SimpleGPU adapter: a loaded descriptor (LayerSpec) as a layer implementation
+(jit.layer.LayerImpl), so the network compiler runs custom layers exactly like built-ins.
+
+Its work is three kinds of stage: reorders of its inputs into the formats (and padding) its
+Tensors ask for, the bound kernel (Registry.bind, the one layer-compile pipeline), and reorders
+of its outputs back to dense BFYX (what the rest of the graph reads). Real inputs bind by port;
+Data blobs to the layer's constant inputs, by name or by position (LayerCall.split_blobs).
+"""
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import replace
+from typing import Sequence
+
+import pyopencl as cl
+
+from ...config.params import unused_params
+from ...config.spec import LayerSpec
+from ...dtypes import CUSTOM_LAYER_DTYPES
+from ...errors import BindingError, ModelError
+from ...jit.bindings import in_format, output_shape_from_formula
+from ...jit.layer import LayerCall, LayerImpl, LayerWork, ParsedAttrs, Stage
+from ...jit.tensor import TensorDesc
+from ...ops.reorder import reorder_launch
+
+
+# work-group sizes (along dimension 0) the tuner tries for a layer that leaves local open
+LOCAL_SIZES = (64, 128, 256)
+_LOCAL_VARIANT = re.compile(r"local(\d+(?:x\d+)*)")
+
+
+class SimpleGpuLayer(LayerImpl):
+    impl = "custom"
+
+    def __init__(self, spec: LayerSpec, registry):
+        self.spec = spec
+        self.type = spec.name
+        self.registry = registry          # binds through Registry.bind
+
+    def parse_attributes(self, raw, layer) -> ParsedAttrs:
+        # the contract passes attribute text exactly as the model wrote it (SPEC section 3)
+        return ParsedAttrs(raw, layer)
+
+    # -- the layer interface ---------------------------------------------------------------
+    def outputs(self, call: LayerCall) -> list[TensorDesc]:
+        """Declared in the model, else the descriptor's shape formula, else input 0's shape;
+        in the Tensor's format (ANY: input 0's as the kernel receives it)."""
+        _, kernel_descs, _ = self._kernel_inputs(call)
+        out_descs = []
+        for binding in self.spec.outputs:
+            declared = call.declared[binding.port_index] \
+                if binding.port_index < len(call.declared) else (None, None)
+            shape = output_shape(call, self.spec, binding, declared[0], kernel_descs)
+            fmt = binding.format if binding.format != "ANY" else kernel_descs[0].format
+            dtype = declared[1] or kernel_descs[0].dtype
+            out_descs.append(TensorDesc(shape, dtype, fmt))
+        return out_descs
+
+    def work(self, call: LayerCall, outputs: Sequence[TensorDesc]) -> LayerWork:
+        ports, kernel_descs, data = self._kernel_inputs(call)
+        stages: list[Stage] = []
+        temps: dict = {}
+        kernel_refs = []
+        for port, i in enumerate(ports):
+            desc, want = call.inputs[i], kernel_descs[port]
+            if want != desc:
+                ref = ("temp", ("in", port))
+                temps[ref[1]] = want
+                stages.append(Stage(f"{call.name}/reorder_in{port}", "Reorder", "reorder",
+                                    "reorder", [reorder_launch(desc, want)], [("in", i)], [ref],
+                                    [desc], [want]))
+                kernel_refs.append(ref)
+            else:
+                kernel_refs.append(("in", i))
+        bound = self.registry.bind(self.spec.name, kernel_descs, outputs, params=call.attrs,
+                                   strict_params=False,
+                                   data=data)
+        launch = bound.launch()
+        group = _LOCAL_VARIANT.fullmatch(call.context.variant or "")
+        if group and bound.local_size is None:     # the tuner's choice for an open local size
+            local = tuple(int(v) for v in group.group(1).split("x"))
+            launch = replace(launch, local_size=local, label=f"{launch.label}_{group.group(0)}")
+        out_refs, after = [], []
+        for j, d in enumerate(outputs):
+            if d.is_plain:
+                out_refs.append(("out", j))
+                continue
+            ref = ("temp", ("out", j))
+            temps[ref[1]] = d
+            out_refs.append(ref)
+            after.append(Stage(f"{call.name}/reorder_out{j}", "Reorder", "reorder", "reorder",
+                               [reorder_launch(d, d.plain())], [ref], [("out", j)], [d],
+                               [d.plain()]))
+        stages.append(Stage(call.name, call.type, self.impl, self.spec.entry, [launch],
+                            kernel_refs, out_refs, kernel_descs, list(outputs)))
+        return LayerWork(stages + after, temps, notes=self._misspelled(call))
+
+    def _misspelled(self, call: LayerCall) -> list[str]:
+        """A model attribute the descriptor does not read, close to one it does read but that
+        the model does not give: most likely a typo, and the layer runs with the default."""
+        given = set(call.attrs)
+        notes = []
+        for name, near in unused_params(self.spec, call.attrs):
+            missing = [n for n in near if n not in given]
+            if missing:
+                notes.append(f"warning: {call.where}: attribute '{name}' is not read by layer "
+                             f"'{self.spec.name}' ({self.spec.location}), which reads "
+                             f"'{missing[0]}' (not given: its default is used); did you mean "
+                             f"'{missing[0]}'?")
+        return notes
+
+    def variants(self, call: LayerCall, outputs: Sequence[TensorDesc]) -> tuple[str, ...]:
+        """When the descriptor leaves the local size open: the driver's choice, then work-groups
+        of up to 64, 128 and 256 items that divide the global size (the kernel may not guard a
+        partial group), filled along dimension 0 first, that the compiled kernel allows. A
+        local size the descriptor gives is kept as written: no variants."""
+        ports, kernel_descs, data = self._kernel_inputs(call)
+        bound = self.registry.bind(self.spec.name, kernel_descs, outputs, params=call.attrs,
+                                   strict_params=False,
+                                   data=data)
+        if bound.local_size is not None:
+            return ()
+        limit = bound.kernel.get_work_group_info(cl.kernel_work_group_info.WORK_GROUP_SIZE,
+                                                 bound.engine.device)
+        shapes = []
+        for total in LOCAL_SIZES:
+            if total > limit:
+                continue
+            shape, left = [], total
+            for g in bound.global_size:
+                shape.append(math.gcd(g, left))
+                left //= shape[-1]
+            if math.prod(shape) >= 32 and shape not in shapes:
+                shapes.append(shape)
+        return ("driver",) + tuple("local" + "x".join(map(str, s)) for s in shapes) \
+            if shapes else ()
+
+    # -- binding ---------------------------------------------------------------------------
+    def _kernel_inputs(self, call: LayerCall):
+        """(the call's input index of each real port, the tensors the kernel receives for
+        them, the Data blobs by name): real inputs by port, Data blobs from constant inputs
+        by name or position (LayerCall.split_blobs)."""
+        spec = self.spec
+        for i, d in enumerate(call.inputs):
+            if d.dtype not in CUSTOM_LAYER_DTYPES:   # the contract's <T>_TYPE list has no double
+                raise BindingError(f"{call.where}: input {i} is {d.dtype}; a custom layer "
+                                   f"takes {', '.join(CUSTOM_LAYER_DTYPES)}")
+        data_names = [d.name for d in spec.data_in_arg_order]
+        ports, data = call.split_blobs(data_names, spec.num_input_ports)
+        missing = [n for n in data_names if n not in data]
+        if missing:
+            raise BindingError(f"{call.where}: layer type '{spec.name}' ({spec.location}) binds "
+                               f"Data {', '.join(missing)}, but the node has no constant input "
+                               f"of that name, nor one after its {spec.num_input_ports} real "
+                               f"input(s) to take it by position")
+        bound_ports = {t.port_index for t in spec.inputs}
+        if bound_ports and max(bound_ports) >= len(ports):
+            raise BindingError(f"the descriptor binds input port {max(bound_ports)}, but the "
+                               f"layer has {len(ports)} input(s)")
+        extra = [i for i in ports[spec.num_input_ports:] if i in call.consts]
+        if extra:
+            raise BindingError(
+                f"{call.where}: the model gives this layer {len(ports)} inputs and layer type "
+                f"'{spec.name}' ({spec.location}) binds {spec.num_input_ports} input port(s); "
+                f"input(s) {', '.join(map(str, extra))} are constants. A built-in op that a "
+                f"custom layer overrides keeps OpenVINO's inputs, some of them attributes as "
+                f"constants (ONNX's HardSigmoid reads as x, alpha, beta): bind each in the "
+                f"descriptor, as a <Tensor arg-index=\"...\" type=\"input\" port-index=\"...\"/> "
+                f"or a <Data name=\"...\"/>")
+        by_port = {t.port_index: t for t in spec.inputs}
+        padding = call.context.custom_input_padding
+        kernel_descs = []
+        for port, i in enumerate(ports):
+            want = in_format(call.inputs[i], by_port.get(port))
+            if padding is not None:
+                want = want.with_padding(*padding)
+            kernel_descs.append(want)
+        return ports, kernel_descs, data
+
+
+def output_shape(call: LayerCall, spec: LayerSpec, binding, declared_shape,
+                 input_descs) -> tuple[int, ...]:
+    """A custom layer's output shape (ONNX shape inference cannot know it), in this order:
+    the model's declared shape when fully known (IR port dims, ONNX value_info); else the
+    descriptor's `shape` formula over the dim tensor; else input 0's shape. The declared dims
+    that are known still count: a formula must agree with them, and without a formula a partly
+    declared shape (value_info ["N",16,3,4] with a dynamic batch) takes only its open dims from
+    input 0."""
+    declared = tuple(declared_shape) if declared_shape is not None else None
+    if binding.shape:
+        computed = output_shape_from_formula(spec, binding.shape, input_descs, call.attrs)
+        source = f"the descriptor's shape formula '{binding.shape}'"
+    elif declared is not None and all(d is not None for d in declared):
+        return declared
+    else:
+        computed, source = tuple(input_descs[0].shape), "input 0"
+        if declared is not None and len(declared) == len(computed):
+            computed = tuple(c if d is None else d for d, c in zip(declared, computed))
+    if declared is not None and (len(declared) != len(computed) or any(
+            d is not None and d != c for d, c in zip(declared, computed))):
+        # a wrong output shape is memory the kernel writes past: refuse the disagreement
+        shown = ["?" if d is None else d for d in declared]
+        raise ModelError(f"{call.where}: output port {binding.port_index} is declared as "
+                         f"{shown} in the model, but {source} gives {list(computed)}"
+                         f"{'' if binding.shape else '; give its output Tensor a shape formula'}")
+    return computed

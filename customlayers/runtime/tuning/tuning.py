@@ -1,0 +1,255 @@
+"""Kernel selection by timing (OpenPPL's runtime algorithm selection, TensorRT's tactics).
+
+A layer implementation lists the kernel variants it can run for a call (LayerImpl.variants,
+the heuristic's best first: for convolution and MatMul a space of GEMM tilings and split-K
+factors, ops/_variants.py; for a custom layer whose descriptor leaves the local size open, a
+few local sizes). While the network compiles, the Tuner times the first few of them (all of
+them with `full`) on the device, on scratch buffers, with profiling events, and hands the
+fastest back through CompileContext.variant. The choice is kept on disk per device, driver and
+layer signature (tuning_cache.py, next to the program cache), so a second load times nothing.
+
+Nothing here knows a kind of layer or a kind of device: the same mechanism serves every
+implementation that lists variants, on a GPU or a CPU.
+
+Modes: "off" (the heuristic's first variant, nothing timed), "fast" (the default: the first
+FAST_CANDIDATES; on a CPU device none, see FAST_CANDIDATES_CPU), "full" (every variant).
+"""
+from __future__ import annotations
+
+import hashlib
+import time
+from dataclasses import dataclass, replace
+from typing import Sequence
+
+import numpy as np
+import pyopencl as cl
+
+from ...errors import KernelBuildError
+from ...jit.layer import LayerCall, LayerImpl, LayerWork
+from ...jit.tensor import TensorDesc
+from ..execute.launch_args import ArgumentSource, bind_args
+from ..device.parallel_build import build_programs
+from .tuning_cache import TuningCache
+
+MODES = ("off", "fast", "full")
+DEFAULT_MODE = "fast"
+FAST_CANDIDATES = 4
+# on a CPU device `fast` times none: PoCL compiles each candidate at its first enqueue, 0.5-2 s
+# apiece (a TCN's 51 candidates took 105 s), more than the best candidate's gain (1-2x on some
+# layers) wins back in most runs; `full` times them, and its choices answer `fast` later
+FAST_CANDIDATES_CPU = 1
+# timed runs per candidate after one warm-up; a candidate slower than SLOW_NS runs once
+REPEATS = 3
+SLOW_NS = 20_000_000
+# a record tuned with one of these modes answers a request for the mode (full answers fast)
+_ANSWERS = {"fast": ("fast", "full"), "full": ("full",)}
+
+
+def check_mode(mode: str) -> str:
+    if mode not in MODES:
+        raise ValueError(f"tuning '{mode}' is not one of {', '.join(MODES)}")
+    return mode
+
+
+@dataclass
+class TuningStats:
+    layers_timed: int = 0
+    candidates_timed: int = 0
+    from_cache: int = 0
+    seconds: float = 0.0
+
+
+class Tuner:
+    """Chooses a variant per layer call by timing; see the module docstring."""
+
+    def __init__(self, engine, mode: str = DEFAULT_MODE, cache: TuningCache | None = None):
+        self.engine = engine
+        self.mode = check_mode(mode)
+        self.cache = cache if cache is not None else TuningCache.for_device(
+            engine.device, enabled=engine.cache.enabled, directory=engine.cache.directory,
+            writable=engine.cache.writable)
+        self.stats = TuningStats()
+        self._queue = None
+
+    def choose(self, impl: LayerImpl, call: LayerCall,
+               outputs: Sequence[TensorDesc]) -> str | None:
+        """The variant `impl` should run for `call` (None: its heuristic's, nothing to choose)."""
+        if self.mode == "off":
+            return None
+        variants = impl.variants(call, outputs)
+        if len(variants) < 2:
+            return None
+        signature = layer_signature(impl, call, outputs, variants)
+        record = self.cache.get(signature)
+        if record is not None and record.get("mode") in _ANSWERS[self.mode] and \
+                record.get("variant") in variants:
+            self.stats.from_cache += 1
+            return record["variant"]
+        candidates = variants if self.mode == "full" else \
+            variants[:FAST_CANDIDATES_CPU if call.context.on_cpu else FAST_CANDIDATES]
+        if len(candidates) < 2:
+            return None
+        started = time.perf_counter()
+        works = {}
+        for variant in candidates:
+            try:
+                works[variant] = impl.work(
+                    replace(call, context=replace(call.context, variant=variant)), outputs)
+            except KernelBuildError:          # a custom layer binds (builds) in work()
+                continue
+        # the candidates' programs built at once, on as many threads as the driver takes
+        build_programs(self.engine, ((launch.source, launch.options, launch.line_map,
+                                      launch.label or stage.name)
+                                     for work in works.values() for stage in work.stages
+                                     for launch in stage.launches))
+        times: dict[str, float] = {}
+        for variant, work in works.items():
+            ns = self._time(work, call, outputs)
+            if ns is not None:
+                times[variant] = ns
+        self.stats.seconds += time.perf_counter() - started
+        self.stats.layers_timed += 1
+        self.stats.candidates_timed += len(candidates)
+        if not times:
+            return None          # none ran: the heuristic's, whose build reports the error
+        best = min(times, key=times.get)
+        self.cache.put(signature, {
+            "layer": call.name, "type": call.type, "variant": best, "mode": self.mode,
+            "times_us": {v: round(t / 1e3, 3) for v, t in times.items()},
+            "shapes": [list(d.shape) for d in call.inputs]})
+        return best
+
+    def summary(self) -> str:
+        s = self.stats
+        where = f" ({self.cache.path})" if self.cache.path is not None else ""
+        return (f"tuning ({self.mode}): {s.layers_timed} layer(s) timed, {s.candidates_timed} "
+                f"candidate(s), in {s.seconds:.2f} s; {s.from_cache} choice(s) from the "
+                f"cache{where}")
+
+    # -- timing ----------------------------------------------------------------------------
+    def _time(self, work: LayerWork, call, outputs) -> float | None:
+        """Device time of one run of a variant's work (ns, best of REPEATS), or None when it
+        cannot build or launch on this device (a candidate the device refuses)."""
+        try:
+            launches = self._bind(work, call, outputs)
+        except (KernelBuildError, cl.Error):
+            return None
+        queue = self._profiling_queue()
+        try:
+            best = None
+            for rep in range(REPEATS + 1):
+                events = [cl.enqueue_nd_range_kernel(queue, k, g, loc)
+                          for k, g, loc in launches]
+                queue.finish()
+                ns = sum(e.profile.end - e.profile.start for e in events)
+                if rep > 0:
+                    best = ns if best is None else min(best, ns)
+                if ns > SLOW_NS and rep > 0:
+                    break
+            return best
+        except cl.Error:
+            return None
+
+    def _profiling_queue(self):
+        if self._queue is None:
+            self._queue = cl.CommandQueue(
+                self.engine.context, self.engine.device,
+                properties=cl.command_queue_properties.PROFILING_ENABLE)
+        return self._queue
+
+    def _bind(self, work: LayerWork, call: LayerCall, outputs) -> list[tuple]:
+        """Kernels with their arguments on scratch buffers: zeros for the inputs (the variants
+        compute the same thing, so the values do not matter; zeros keep index inputs in
+        bounds), the call's constants as they are."""
+        eng = self.engine
+        buffers: dict = {}
+        keep: list = []
+
+        def buffer_for(ref):
+            if ref in buffers:
+                return buffers[ref]
+            kind, which = ref
+            value = None
+            if kind == "in":
+                desc = call.inputs[which]
+                if which in call.consts:
+                    value = np.asarray(call.consts[which], desc.np_dtype)
+            elif kind == "out":
+                desc = outputs[which]
+            elif kind == "temp":
+                desc = work.temps[which]
+            else:
+                value = np.asarray(work.consts[which])
+                desc = TensorDesc(value.shape, value.dtype)
+            if value is None or value.nbytes != desc.nbytes:
+                value = np.zeros(max(desc.nbytes, 1), np.uint8)
+            buf = cl.Buffer(eng.context, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR,
+                            hostbuf=np.ascontiguousarray(value))
+            buffers[ref] = buf
+            return buf
+
+        bound = []
+        for stage in work.stages:
+            scratch: dict[int, cl.Buffer] = {}
+            for launch in stage.launches:
+                program = eng.cache.build(eng.context, eng.device, launch.source,
+                                          launch.options, line_map=launch.line_map,
+                                          label=launch.label or stage.name)
+                kernel = cl.Kernel(program, launch.entry)
+                args = bind_args(launch.args, _TimingArgs(eng.context, stage, buffer_for,
+                                                          scratch, keep), stage.name)
+                kernel.set_args(*args)
+                bound.append((kernel, launch.global_size, launch.local_size))
+            keep += list(scratch.values())
+        # the buffers live as long as the kernels that use them (pyopencl's set_args does not
+        # keep them alive)
+        self._keep = (buffers, keep)
+        return bound
+
+
+def layer_signature(impl: LayerImpl, call: LayerCall, outputs: Sequence[TensorDesc],
+                    variants: Sequence[str]) -> str:
+    """What the timing depends on: the implementation, its tensors and attributes, the fused
+    epilogue and the candidate list itself (a changed space is timed anew)."""
+    parts = [impl.impl, impl.type,
+             ";".join(_tensor_text(d) for d in call.inputs),
+             ";".join(_tensor_text(d) for d in outputs),
+             repr(sorted((k, repr(v)) for k, v in call.attrs.items())),
+             repr(call.context.epilogue), ",".join(variants)]
+    text = "|".join(parts)
+    return f"{impl.type}:{hashlib.sha256(text.encode()).hexdigest()[:24]}"
+
+
+def _tensor_text(d: TensorDesc) -> str:
+    return f"{d.dtype}{list(d.shape)}{d.format}{list(d.lower_pad)}{list(d.upper_pad)}"
+
+
+class _TimingArgs(ArgumentSource):
+    """What the tuner binds one launch of `stage` to: its tensors to the timing buffers of
+    `buffer_for` (shared by the stages), its constants to uploads of their own (kept in `keep`),
+    its scratch to buffers of the stage (`scratch`: index -> buffer, shared by its launches)."""
+
+    def __init__(self, context, stage, buffer_for, scratch: dict, keep: list):
+        self.context, self.stage, self.buffer_for = context, stage, buffer_for
+        self.buffers, self.keep = scratch, keep
+
+    def input(self, arg, position):
+        return self.buffer_for(self.stage.inputs[arg.index])
+
+    def output(self, arg, position):
+        return self.buffer_for(self.stage.outputs[arg.index])
+
+    def const(self, arg, position):
+        buf = cl.Buffer(self.context, cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR,
+                        hostbuf=arg.value if arg.value.nbytes else np.zeros(1))
+        self.keep.append(buf)
+        return buf
+
+    def scratch(self, arg, position):
+        if arg.index not in self.buffers:
+            self.buffers[arg.index] = cl.Buffer(self.context, cl.mem_flags.READ_WRITE,
+                                                max(arg.nbytes, 1))
+        return self.buffers[arg.index]
+
+    def local(self, arg, position):
+        return cl.LocalMemory(arg.nbytes)
