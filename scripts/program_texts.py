@@ -38,7 +38,7 @@ def _launch_print(launch) -> str:
 
 
 def example_layers(engine) -> dict[str, str]:
-    from customlayers.cli.demo import case_arrays, find_examples, layer_type_of
+    from customlayers.cli.model_commands.demo import case_arrays, find_examples, layer_type_of
     from customlayers.jit.tensor import TensorDesc
     from customlayers.runtime.layers.registry import Registry
     examples = find_examples(kinds=("SimpleGPU",))    # bound kernels (MVCL runs in stages)

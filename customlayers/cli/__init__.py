@@ -22,15 +22,15 @@ from .strict_parser import StrictParser
 
 # subcommand name -> module (in this package) that implements it
 COMMANDS = {
-    "validate": "validate",
-    "jit": "jit",
-    "layers": "layers",
-    "run-layer": "run_layer",
+    "validate": "layer_commands.validate",
+    "jit": "layer_commands.jit",
+    "layers": "layer_commands.layers",
+    "run-layer": "layer_commands.run_layer",
     "devices": "devices",
-    "run": "run",
-    "benchmark": "benchmark",
-    "check": "check",
-    "demo": "demo",
+    "run": "model_commands.run",
+    "benchmark": "model_commands.benchmark",
+    "check": "layer_commands.check",
+    "demo": "model_commands.demo",
 }
 
 

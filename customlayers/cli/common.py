@@ -130,3 +130,12 @@ def warn_if_not_finite(outputs, what: str) -> None:
             bad = int(np.count_nonzero(~np.isfinite(array)))
             print(f"warning: {what} output '{name}' has {bad} non-finite value(s); "
                   f"{KERNEL_BUG_HINT}", file=sys.stderr)
+
+
+def add_python_layers_option(p: argparse.ArgumentParser) -> None:
+    """-l: CPU layers in Python (the flag of OpenVINO's samples for CPU extensions)."""
+    p.add_argument("-l", "--layers", action="extend", nargs="+", default=[],
+                   metavar="LAYERS.py",
+                   help="Python module(s) of CPU layers (@cpu_layer classes): -l a.py b.py, or "
+                        "-l repeated. A type they define replaces a config's or a built-in of "
+                        "that type")

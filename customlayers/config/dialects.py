@@ -3,7 +3,7 @@ table that every place which treats dialects differently consults instead of tes
 `spec.kind` (the loader's specs carry the name: LayerSpec.kind, MvclLayer.kind).
 
 What a dialect needs from the floors above config (its runtime adapter, its CLI printing) is in
-their companion tables keyed by the same name: runtime/layers/dialects.py and cli/dialects.py. A new
+their companion tables keyed by the same name: runtime/layers/dialects.py and cli/layer_commands/dialects.py. A new
 dialect is one entry here and one in each of those.
 """
 from __future__ import annotations

@@ -10,7 +10,7 @@ import pytest
 
 from customlayers.config import load_config_string
 from customlayers.errors import KernelBuildError
-from customlayers.cli.validate import compile_diagnostics
+from customlayers.cli.layer_commands.validate import compile_diagnostics
 from customlayers.runtime.device.build import map_build_log
 from customlayers.runtime.device.device import Engine
 from customlayers.runtime.layers.registry import Registry

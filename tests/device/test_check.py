@@ -13,7 +13,7 @@ import pytest
 from onnx import TensorProto, helper
 
 from customlayers.cli import main as cli_main
-from customlayers.cli.demo import find_examples
+from customlayers.cli.model_commands.demo import find_examples
 
 ROOT = Path(__file__).resolve().parents[2]
 LAYERS = ROOT / "examples" / "layers"

@@ -164,7 +164,7 @@ def test_outputs_get_the_mode_a_plain_open_gives(tmp_path, capsys, umask_027):
 
 def test_write_arrays_atomically_npy_npz_and_failure(tmp_path):
     from customlayers.cli import UsageError
-    from customlayers.cli.output import write_arrays_atomically
+    from customlayers.cli.user_files.output import write_arrays_atomically
     a, b = rand(2, 3), rand(4, seed=1)
     write_arrays_atomically(str(tmp_path / "one.npy"), {"a": a})
     np.testing.assert_array_equal(np.load(tmp_path / "one.npy"), a)

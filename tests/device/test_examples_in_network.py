@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from customlayers.cli.demo import case_arrays, find_examples, layer_type_of
+from customlayers.cli.model_commands.demo import case_arrays, find_examples, layer_type_of
 from customlayers.graph.graph import Graph, Node, Port
 from model_files import write_ir, write_onnx
 

@@ -8,7 +8,7 @@ import numpy as np
 import pyopencl as cl
 import pytest
 
-from customlayers.cli.demo import case_arrays, find_examples
+from customlayers.cli.model_commands.demo import case_arrays, find_examples
 from customlayers.config import load_configs
 from customlayers.config.mvcl_program import (BlobArg, BufferArg, InputTensorArg,
                                               LocalMemoryArg, OutputTensorArg, ScalarArg,

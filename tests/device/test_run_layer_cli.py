@@ -62,7 +62,7 @@ def test_run_layer_relu_with_param(ex, tmp_path, capsys):
 
 
 def test_run_layer_output_shape_and_data(ex, examples_dir, tmp_path):
-    from customlayers.cli.demo import load_example
+    from customlayers.cli.model_commands.demo import load_example
     x = rand(1, 8, 4, 6)
     out = tmp_path / "reorg.npy"
     assert main(["run-layer", "-c", ex("reorg"), "--layer", "ReorgYolo",
@@ -139,7 +139,7 @@ def test_run_layer_missing_data_is_a_usage_error(ex, tmp_path, capsys):
 
 
 def test_demo_table(cl_env):
-    from customlayers.cli.demo import examples_table
+    from customlayers.cli.model_commands.demo import examples_table
     from customlayers.runtime.device.device import Engine
     table = examples_table(Engine(cl_env[2]), runs=3)
     lines = table.splitlines()

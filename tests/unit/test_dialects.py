@@ -7,7 +7,7 @@ from types import SimpleNamespace
 import pytest
 
 import customlayers
-from customlayers.cli.dialects import CLI_DIALECTS, cli_of
+from customlayers.cli.layer_commands.dialects import CLI_DIALECTS, cli_of
 from customlayers.config.dialects import DIALECTS, Dialect, dialect_of
 from customlayers.runtime.layers.dialects import RUNTIME_DIALECTS, runtime_of
 

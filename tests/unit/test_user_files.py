@@ -135,7 +135,7 @@ def test_fifo_external_data_is_a_model_error(tmp_path):
 
 
 def test_a_fifo_as_input_array_is_refused(tmp_path):
-    from customlayers.cli.input_arrays import read_array
+    from customlayers.cli.user_files.input_arrays import read_array
     with fifo(tmp_path / "in.npy") as path, quick(), pytest.raises(OSError) as e:
         read_array(str(path), "input 'x'")
     assert e.value.strerror == "not a regular file (a FIFO); only regular files are read"

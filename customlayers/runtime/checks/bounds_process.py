@@ -104,7 +104,8 @@ def _far_access(layer: str, launch: KernelLaunch, what: str) -> BoundsProblem:
 def _child_env() -> dict:
     """The parent's environment, with this package importable from where it was imported."""
     env = dict(os.environ)
-    root = str(Path(__file__).resolve().parents[2])
+    # the folder holding the customlayers package, however deep this module lies in it
+    root = str(Path(sys.modules["customlayers"].__file__).resolve().parents[1])
     env["PYTHONPATH"] = os.pathsep.join([root] + ([env["PYTHONPATH"]]
                                                   if env.get("PYTHONPATH") else []))
     return env

@@ -90,7 +90,8 @@ def sanitize_launch(launch: KernelLaunch, layer: str, inputs: Sequence[np.ndarra
         job_path.write_bytes(pickle.dumps(job))
         env = dict(os.environ, OCL_ICD_VENDORS=str(vendors), OPENCL_VENDOR_PATH=str(vendors))
         try:
-            done = subprocess.run([sys.executable, "-m", "customlayers.runtime.checks.sanitize_worker",
+            done = subprocess.run([sys.executable, "-m",
+                                   "customlayers.runtime.checks.sanitize_worker",
                                    str(job_path)], env=env, capture_output=True, text=True,
                                   timeout=TIMEOUT_S)
         except subprocess.TimeoutExpired:

@@ -6,12 +6,12 @@ import sys
 
 import numpy as np
 
-from ..terminal import one_line
+from ...terminal import one_line
 from .benchmark_app_options import add_profile_options, by_time, perf_counts_wanted, write_profiles
-from .common import (add_kernel_check_options, check_bounds_note, report_kernel_problems,
+from ..common import (add_kernel_check_options, check_bounds_note, report_kernel_problems,
                      warn_if_not_finite)
 from .model_args import add_model_options, load_network
-from .output import check_array_count, check_output_path, write_arrays_atomically
+from ..user_files.output import check_array_count, check_output_path, write_arrays_atomically
 
 
 def add_parser(sub):
@@ -27,13 +27,13 @@ def add_parser(sub):
                    help="run each custom layer's Python reference (@cpu_layer of its type) on "
                         "the inputs the kernel got, compare, and report the first layer whose "
                         "outputs differ (exit 1)")
-    from .check import add_tolerance_options
+    from ..layer_commands.check import add_tolerance_options
     add_tolerance_options(p, " of --check-with")
     return p
 
 
 def run(args) -> int:
-    from ..runtime.observe import profile
+    from ...runtime.observe import profile
     perf_counts = perf_counts_wanted(args)
     if args.output:
         check_output_path(args.output)
@@ -46,7 +46,7 @@ def run(args) -> int:
     print(f"device: {engine.device.name.strip()} ({engine.device.platform.name.strip()})",
           file=sys.stderr)
     if args.check_bounds or args.sanitize:
-        from ..runtime.checks.network_checks import check_custom_layers
+        from ...runtime.checks.network_checks import check_custom_layers
         problems = check_custom_layers(net, arrays, bounds=args.check_bounds,
                                        sanitize=args.sanitize)
         check_bounds_note(args)
@@ -61,7 +61,7 @@ def run(args) -> int:
         write_arrays_atomically(args.output, outputs)
         print(f"outputs written to {args.output}", file=sys.stderr)
     if perf_counts:
-        from ..runtime.observe.trace import TraceRecorder
+        from ...runtime.observe.trace import TraceRecorder
         rows = profile.collect(req)
         print()
         print(profile.format_table(rows, by_time=by_time(args)))
@@ -77,8 +77,8 @@ def reference_checks(args):
     """(the report, a resolver factory) for --check-with; (None, None) without it."""
     if not args.check_with:
         return None, None
-    from ..runtime.layers.python_loader import load_python_layers
-    from ..runtime.checks.reference_check import CheckingResolver, CheckReport
+    from ...runtime.layers.python_loader import load_python_layers
+    from ...runtime.checks.reference_check import CheckingResolver, CheckReport
     references = {d.type: d for path in args.check_with for d in load_python_layers(path)}
     report = CheckReport(rtol=args.rtol, atol=args.atol)
     return report, lambda registry, say: CheckingResolver(registry, references, report, say)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import statistics
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,15 +18,16 @@ from types import ModuleType
 
 import numpy as np
 
-from ..config.dialects import DIALECTS
-from ..errors import CustomLayersError
-from .common import add_build_options, build_cache
+from ...config.dialects import DIALECTS
+from ...errors import CustomLayersError
+from ..common import add_build_options, build_cache
 
 def _examples_root() -> Path:
     """examples/ of a source checkout, else the copy a wheel carries (setup.py puts it in the
     package)."""
-    checkout = Path(__file__).resolve().parents[2] / "examples"
-    packaged = Path(__file__).resolve().parents[1] / "examples"
+    package = Path(sys.modules["customlayers"].__file__).resolve().parent
+    checkout = package.parent / "examples"
+    packaged = package / "examples"
     return checkout if checkout.is_dir() or not packaged.is_dir() else packaged
 
 
@@ -61,7 +63,7 @@ def load_example(folder: Path) -> Example:
 
 
 def _config_kind(config: Path) -> str:
-    from ..config import load_configs
+    from ...config import load_configs
     kinds = {layer.kind for layer in load_configs([config]).layers.values()}
     # a config with a layer of no one kernel runs in a network (examples_table)
     return min(kinds, key=lambda k: DIALECTS[k].one_kernel, default="SimpleGPU")
@@ -81,7 +83,7 @@ def find_examples(root: Path = EXAMPLES_DIR,
 def case_arrays(case: dict, seed: int = 0) -> tuple[list[np.ndarray], dict[str, np.ndarray]]:
     """Random float32 inputs and Data blobs of a reference CASE (seeded: reproducible; one
     generator draws each in turn, so no two share values)."""
-    from .random_inputs import generator, random_array
+    from ..user_files.random_inputs import generator, random_array
     rng = generator(seed)
     inputs = [random_array(rng, s, np.float32) for s in case["inputs"]]
     data = {k: random_array(rng, s, np.float32) for k, s in case.get("data", {}).items()}
@@ -130,9 +132,9 @@ def time_in_network(registry, layer: str, inputs, data, expected, params,
                     runs: int) -> tuple[list[np.ndarray], float, str]:
     """Run a layer alone in a one-layer network with profiling: (its outputs, the median device
     time per run over all its stages and reorders, "device")."""
-    from ..runtime.observe import profile
-    from ..runtime.compile.network import Network
-    from ..runtime.compile.one_layer import one_layer_graph
+    from ...runtime.observe import profile
+    from ...runtime.compile.network import Network
+    from ...runtime.compile.one_layer import one_layer_graph
     graph = one_layer_graph(layer, inputs, data, [e.shape for e in expected], params)
     net = Network(graph, registry, registry.engine, profiling=True)
     request = net.create_request()
@@ -147,8 +149,8 @@ def time_in_network(registry, layer: str, inputs, data, expected, params,
 
 def examples_table(engine, runs: int = 20, examples: list[Example] | None = None) -> str:
     """Run every example's first CASE on `engine`; a text table, one line per example."""
-    from ..runtime.layers.registry import Registry
-    from ..jit.tensor import TensorDesc
+    from ...runtime.layers.registry import Registry
+    from ...jit.tensor import TensorDesc
     examples = find_examples() if examples is None else examples
     registry = Registry(engine)
     registry.load(*(e.config for e in examples))
@@ -194,15 +196,15 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 
 def run(args) -> int:
-    from ..runtime.device.device import Engine, select_device
-    from . import UsageError
+    from ...runtime.device.device import Engine, select_device
+    from .. import UsageError
     if args.runs < 1:
         raise UsageError(f"--runs must be at least 1, found {args.runs}")
     if args.runs > MAX_RUNS:
         raise UsageError(f"--runs must be at most {MAX_RUNS}, found {args.runs}")
     examples = find_examples()
     # validation first: a broken example is reported with file:line before anything runs
-    from ..config.loader import load_configs
+    from ...config.loader import load_configs
     configs = load_configs([e.config for e in examples])
     for diag in configs.diagnostics.sorted():
         print(diag.render())
@@ -218,9 +220,9 @@ def run(args) -> int:
 def model_demo(engine, runs: int = 10) -> str:
     """Run examples/models/demo_cnn.xml with the example configs (custom ReLU, GRN, ReorgYolo)
     and demo_cnn_builtin.xml (the same weights, those layers in built-in ops) on `engine`."""
-    from ..runtime.observe import profile
-    from ..runtime.compile.network import Network
-    from ..runtime.layers.registry import Registry
+    from ...runtime.observe import profile
+    from ...runtime.compile.network import Network
+    from ...runtime.layers.registry import Registry
     from .run import summarize
     registry = Registry(engine)
     registry.load(*(EXAMPLES_DIR / name / f"{name}.xml" for name in DEMO_CONFIGS))

@@ -99,8 +99,8 @@ def add_profile_options(parser: argparse.ArgumentParser) -> None:
 def perf_counts_wanted(args) -> bool:
     """-pc, or -pcsort (which implies it, as in benchmark_app). --trace and --report need
     -pc."""
-    from . import UsageError
-    from .output import check_output_path
+    from .. import UsageError
+    from ..user_files.output import check_output_path
     wanted = bool(args.perf_counts or args.pcsort)
     for option, value in (("--trace", args.trace), ("--report", args.report)):
         if value and not wanted:
@@ -119,7 +119,7 @@ def write_profiles(args, rows, runs: int, recorder, device_name: str) -> None:
     """--trace and --report, each written atomically; a line on stderr names each file."""
     import sys
     from pathlib import Path
-    from ..runtime.observe import trace
+    from ...runtime.observe import trace
     for path in (args.trace, args.report):     # a missing folder is created, as for -o
         if path:
             Path(path).parent.mkdir(parents=True, exist_ok=True)

@@ -12,7 +12,7 @@ import zipfile
 
 import numpy as np
 
-from ..files import open_user_file
+from ...files import open_user_file
 
 # dtype kinds a kernel can take: bool, signed and unsigned integers, floats. Complex, string,
 # void and datetime arrays would be cast (complex silently drops its imaginary part) or fail
@@ -29,7 +29,7 @@ def read_array(path: str, what: str) -> np.ndarray:
     Refused, as a UsageError naming `what` and `path`: a file that is not .npy (an empty one
     included), a truncated or corrupt one, an .npz archive, an array of anything but real
     numbers. Missing or unreadable files raise OSError (exit 2)."""
-    from . import UsageError
+    from .. import UsageError
     with open_user_file(path) as f:         # a regular file: a FIFO would block np.load
         check_npy_size(f, path, what)
         f.seek(0)
@@ -59,7 +59,7 @@ def check_npy_size(f, path: str, what: str) -> None:
     """A .npy file (`f`, open at `path`) holds at least the bytes its header declares: a
     truncated file is refused before numpy allocates the whole declared array (a header may
     declare terabytes)."""
-    from . import UsageError
+    from .. import UsageError
     if os.fstat(f.fileno()).st_size == 0:
         raise UsageError(f"{what} {path}: empty file (0 bytes), not a .npy array")
     if f.read(6) != b"\x93NUMPY":

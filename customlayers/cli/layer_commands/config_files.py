@@ -19,10 +19,10 @@ from pathlib import Path
 
 from lxml import etree
 
-from ..config import Diagnostics
-from ..config.limits import MAX_CONFIG_BYTES
-from ..files import open_user_file, read_user_file
-from ..config.xmlload import parse_document
+from ...config import Diagnostics
+from ...config.limits import MAX_CONFIG_BYTES
+from ...files import open_user_file, read_user_file
+from ...config.xmlload import parse_document
 
 MODEL_SUFFIXES = (".onnx", ".bin")
 CONFIG_MARK = b"<CustomLayer"
@@ -63,7 +63,7 @@ def is_model(path: str) -> bool:
 def refuse_models_as_configs(paths, option: str = "-c") -> None:
     """A UsageError naming the first of `paths` that is a model, not a layer config (a user who
     swapped -m and -c would otherwise read XML or UTF-8 errors about a protobuf file)."""
-    from . import UsageError
+    from .. import UsageError
     for path in paths:
         if is_model(path):
             raise UsageError(f"{option} {path}: this is a model, not a layer config; give a model "
@@ -113,7 +113,7 @@ def sources_named(config: str) -> set[str]:
 
 def expand(arguments: list[str], search_root: str = ".") -> ConfigTargets:
     """The config files `arguments` name (see the module's text); UsageError for a model."""
-    from . import UsageError
+    from .. import UsageError
     targets = ConfigTargets()
     configs_in_root: list[str] | None = None
     for arg in arguments:

@@ -35,7 +35,7 @@ class MvclCli:
 
     def compile_diagnostics(self, registry, spec, given, params, args) -> list:
         # every <Where> variant, with attributes from --param and defaults (mvcl_validate)
-        from ..jit.tensor import TensorDesc
+        from ...jit.tensor import TensorDesc
         from .mvcl_validate import mvcl_compile_diagnostics
         from .validate import DEFAULT_INPUT_SHAPE
         return mvcl_compile_diagnostics(registry, spec, given or [TensorDesc(DEFAULT_INPUT_SHAPE)],

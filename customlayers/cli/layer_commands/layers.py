@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..config.spec import LayerSpec
-from ..terminal import one_line
+from ...config.spec import LayerSpec
+from ...terminal import one_line
 
 
 def add_config_options(parser: argparse.ArgumentParser, required: bool = True) -> None:
@@ -69,7 +69,7 @@ def _column(title: str, items: list[str]) -> list[str]:
 
 def describe_mvcl_layer(layer) -> list[str]:
     """Text lines describing an MVCL layer: each variant (its Where), each stage's bindings."""
-    from ..config.mvcl_spec import (MvclData, MvclLocalData, MvclScalar, render_where)
+    from ...config.mvcl_spec import (MvclData, MvclLocalData, MvclScalar, render_where)
     loc = layer.location
     lines = [f"{layer.name}  ({loc.file}:{loc.line})  MVCL"]
     for variant in layer.variants:
@@ -98,7 +98,7 @@ def describe_mvcl_layer(layer) -> list[str]:
 
 
 def run(args) -> int:
-    from ..runtime.layers.registry import Registry
+    from ...runtime.layers.registry import Registry
     from .config_files import refuse_models_as_configs
     from .dialects import cli_of
     refuse_models_as_configs(args.config)

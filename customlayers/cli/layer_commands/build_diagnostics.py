@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import re
 
-from ..config.diagnostics import ERROR, WARNING, Diagnostic
-from ..errors import CustomLayersError, KernelBuildError
+from ...config.diagnostics import ERROR, WARNING, Diagnostic
+from ...errors import CustomLayersError, KernelBuildError
 
 _LOCATED = re.compile(r"(?P<file>.+?):(?P<line>\d+)(?::(?P<col>\d+))?(?:\s*<[^>]*>)?:\s*")
 

@@ -14,17 +14,17 @@ from __future__ import annotations
 
 import argparse
 
-from ..config.dialects import dialect_of
-from ..config.params import unused_params, unused_params_message
-from . import UsageError
-from .common import (add_build_options, add_kernel_check_options, build_cache,
+from ...config.dialects import dialect_of
+from ...config.params import unused_params, unused_params_message
+from .. import UsageError
+from ..common import (add_build_options, add_kernel_check_options, build_cache,
                      check_bounds_note, parse_params, report_kernel_problems, the_only_layer,
                      warn_if_not_finite)
 from .config_files import refuse_models_as_configs
-from .input_arrays import read_array
-from .output import check_array_count, check_output_path, write_arrays_atomically
+from ..user_files.input_arrays import read_array
+from ..user_files.output import check_array_count, check_output_path, write_arrays_atomically
 from .layers import add_config_options
-from .model_args import add_python_layers_option
+from ..common import add_python_layers_option
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -59,8 +59,8 @@ def layer_arrays(layer: str, input_paths, data_paths, declared=({}, {})) -> tupl
     (runtime/layers/layer_input_types.py: `declared` by its kernel, {port: dtype} and {blob: dtype},
     else float): the layer is never compiled for the type of a file (an int32 .npy made a float
     layer integer). A conversion is said on stderr, as `run` says one for a model's input."""
-    from ..runtime.layers.layer_input_types import type_to_take
-    from .input_arrays import as_type
+    from ...runtime.layers.layer_input_types import type_to_take
+    from ..user_files.input_arrays import as_type
     ports, blobs = declared
 
     def read(path, what, dtype):
@@ -74,7 +74,7 @@ def layer_arrays(layer: str, input_paths, data_paths, declared=({}, {})) -> tupl
 
 
 def kernel_arrays(spec, params, input_paths, data_paths) -> tuple[list, dict]:
-    from ..runtime.layers.layer_input_types import declared_types
+    from ...runtime.layers.layer_input_types import declared_types
     return layer_arrays(spec.name, input_paths, data_paths, declared_types(spec, params))
 
 
@@ -104,9 +104,9 @@ def check_output_shapes(spec, in_descs, data, out_shapes,
     one: the kernel is written for the formula's shape, and a smaller buffer would let it write
     past the end. The formula is evaluated as binding does (jit.bindings.kernel_tensors, which
     the registry calls), so the two cannot disagree."""
-    from ..jit.bindings import kernel_tensors
-    from ..jit.tensor import TensorDesc
-    from ..runtime.execute.kernel import data_descs_and_values
+    from ...jit.bindings import kernel_tensors
+    from ...jit.tensor import TensorDesc
+    from ...runtime.execute.kernel import data_descs_and_values
     formulas = {t.port_index: t for t in spec.outputs if t.shape}
     if not out_shapes or not formulas:
         return
@@ -127,9 +127,9 @@ def check_output_shapes(spec, in_descs, data, out_shapes,
 
 
 def run(args) -> int:
-    from ..jit.tensor import TensorDesc
-    from ..runtime.device.device import Engine
-    from ..runtime.layers.registry import Registry
+    from ...jit.tensor import TensorDesc
+    from ...runtime.device.device import Engine
+    from ...runtime.layers.registry import Registry
     params = parse_params(args.param)
     data_paths = parse_data_items(args.data)
     out_shapes = [parse_shape(s) for s in args.output_shape]
@@ -168,8 +168,8 @@ def run(args) -> int:
     out_descs = [TensorDesc(s, in_descs[0].dtype) for s in out_shapes] or None
 
     bound = registry.bind(spec.name, in_descs, out_descs, params=params, data=data)
-    from ..runtime.checks.bounds_process import check_kernel_bounds
-    from ..runtime.checks.sanitize import sanitize_kernel
+    from ...runtime.checks.bounds_process import check_kernel_bounds
+    from ...runtime.checks.sanitize import sanitize_kernel
     # on Oclgrind first: a kernel whose accesses are invalid is reported there and never run
     # natively, where it could crash the process
     if args.sanitize and report_kernel_problems(sanitize_kernel(bound, *inputs, **data)):
@@ -192,7 +192,7 @@ def run(args) -> int:
 def _run_alone(registry, spec, args, params, data_paths, out_shapes) -> int:
     """A layer without one bound kernel (MVCL: stages, Where variants) runs through a one-layer
     network (runtime/compile/one_layer.py), the path it takes in a model."""
-    from ..runtime.compile.one_layer import data_names, output_count
+    from ...runtime.compile.one_layer import data_names, output_count
     count = output_count(spec, params)
     if not out_shapes:
         raise UsageError(f"layer '{spec.name}' is an MVCL layer, which has no shape formula: "
@@ -215,8 +215,8 @@ def _run_alone(registry, spec, args, params, data_paths, out_shapes) -> int:
 
 def run_python_layer(args, defn, params, data_paths, out_shapes) -> int:
     """A Python layer on the host: the inputs, then the --data arrays in the order given."""
-    from ..jit.layer import parse_attr
-    from ..runtime.checks.reference_check import run_reference
+    from ...jit.layer import parse_attr
+    from ...runtime.checks.reference_check import run_reference
     if out_shapes:
         raise UsageError(f"--output-shape: the Python layer '{defn.type}' gives its output "
                          f"shapes itself (output_shapes)")

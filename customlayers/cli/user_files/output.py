@@ -12,7 +12,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from ..files import atomic_writer, user_file_mode
+from ...files import atomic_writer, user_file_mode
 
 ARRAY_SUFFIXES = (".npy", ".npz")
 
@@ -22,7 +22,7 @@ def check_output_path(path: str, suffixes: Sequence[str] = ARRAY_SUFFIXES,
     """The target of `option path` (-o, --trace, --report), refused (UsageError) when it is a
     folder, has a suffix not in `suffixes`, or lies under a file; missing folders are fine
     (they are created on writing)."""
-    from . import UsageError
+    from .. import UsageError
     target = Path(path)
     named = " or ".join(suffixes)
     if target.is_dir():
@@ -43,7 +43,7 @@ def check_output_path(path: str, suffixes: Sequence[str] = ARRAY_SUFFIXES,
 def check_array_count(path: str, count: int, owner: str) -> None:
     """A .npy holds one array: refuse `count` != 1 before running. `owner` is what makes the
     arrays ("the model", "layer 'SplitSign'")."""
-    from . import UsageError
+    from .. import UsageError
     if Path(path).suffix.lower() == ".npy" and count != 1:
         raise UsageError(f"-o {path}: {owner} has {count} outputs: a .npy holds one; "
                          f"name the file .npz")
@@ -53,7 +53,7 @@ def write_arrays_atomically(path: str, arrays: Mapping[str, np.ndarray]) -> None
     """One array to a .npy, else an .npz with the mapping's names. A temporary file in the
     target's own folder (so os.replace is a rename on one file system), then the rename: an
     error never leaves a half-written file or a stray temporary."""
-    from . import UsageError
+    from .. import UsageError
     target = Path(path)
     as_npy = target.suffix.lower() == ".npy"
     if as_npy and len(arrays) != 1:

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from ..config.diagnostics import ERROR, INFO, Diagnostic
-from ..config.formulas import parse_formula_list
-from ..config.mvcl_spec import (DIM_LETTERS, NUMBER, MvclLayer, MvclLocalData, MvclScalar,
+from ...config.diagnostics import ERROR, INFO, Diagnostic
+from ...config.formulas import parse_formula_list
+from ...config.mvcl_spec import (DIM_LETTERS, NUMBER, MvclLayer, MvclLocalData, MvclScalar,
                                 MvclTensor, MvclVariant, render_where)
-from ..errors import CustomLayersError, FormulaError
-from ..jit.tensor import TensorDesc
+from ...errors import CustomLayersError, FormulaError
+from ...jit.tensor import TensorDesc
 from .build_diagnostics import error_diagnostics, warning_diagnostics
 
 WHERE_CODE = "CL117"
@@ -79,8 +79,8 @@ def mvcl_compile_diagnostics(registry, layer: MvclLayer, given: list,
                              params: Mapping[str, str]) -> list[Diagnostic]:
     """Build every variant of `layer` for the `given` input tensors (missing ones like the
     first; the caller gives at least one), outputs like input 0 in each Tensor's layout."""
-    from ..runtime.layers.mvcl import dense, output_layouts
-    from ..runtime.layers.mvcl_build import PREPARE_CODE, compile_mvcl
+    from ...runtime.layers.mvcl import dense, output_layouts
+    from ...runtime.layers.mvcl_build import PREPARE_CODE, compile_mvcl
     inputs = [given[p] if p < len(given) else given[0] for p in range(input_ports(layer))]
     found: list[Diagnostic] = []
     for variant in layer.variants:

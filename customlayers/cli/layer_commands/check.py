@@ -16,13 +16,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..config.dialects import dialect_of
-from . import UsageError
-from .common import add_build_options, build_cache, non_negative_int, parse_params
-from .input_arrays import as_type, read_array
+from ...config.dialects import dialect_of
+from .. import UsageError
+from ..common import add_build_options, build_cache, non_negative_int, parse_params
+from ..user_files.input_arrays import as_type, read_array
 from .layers import add_config_options
-from .model_args import add_python_layers_option
-from .random_inputs import generator, random_array
+from ..common import add_python_layers_option
+from ..user_files.random_inputs import generator, random_array
 
 DEFAULT_SHAPES = ((1, 4, 6, 8), (2, 8, 4, 10), (1, 16, 2, 2))
 FORMATS = ("BFYX", "BYXF", "YXFB", "FYXB")
@@ -54,7 +54,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 
 def add_tolerance_options(p: argparse.ArgumentParser, note: str = "") -> None:
-    from ..runtime.checks.reference_check import DEFAULT_ATOL, DEFAULT_RTOL
+    from ...runtime.checks.reference_check import DEFAULT_ATOL, DEFAULT_RTOL
     p.add_argument("--rtol", type=float, default=DEFAULT_RTOL,
                    help=f"relative tolerance{note} (default {DEFAULT_RTOL}, for float32)")
     p.add_argument("--atol", type=float, default=DEFAULT_ATOL,
@@ -87,7 +87,7 @@ def parse_shape_set(text: str, ports: int) -> tuple[tuple[int, ...], ...]:
 
 def input_count(spec, params) -> int:
     """The layer's real inputs (an MVCL layer's variant for these attributes decides)."""
-    from ..runtime.layers.dialects import runtime_of
+    from ...runtime.layers.dialects import runtime_of
     return runtime_of(spec).input_count(spec, params)
 
 
@@ -126,12 +126,12 @@ def data_blobs(spec, names: list[str], items, rng) -> dict[str, np.ndarray]:
 
 
 def run(args) -> int:
-    from ..jit.layer import parse_attr
-    from ..runtime.device.device import Engine
-    from ..runtime.layers.python_loader import load_python_layers
-    from ..runtime.compile.one_layer import data_names
-    from ..runtime.layers.registry import Registry
-    from .common import the_only_layer
+    from ...jit.layer import parse_attr
+    from ...runtime.device.device import Engine
+    from ...runtime.layers.python_loader import load_python_layers
+    from ...runtime.compile.one_layer import data_names
+    from ...runtime.layers.registry import Registry
+    from ..common import the_only_layer
     if not args.layers:
         raise UsageError("give the Python reference with -l reference.py")
     params = parse_params(args.param)
@@ -183,9 +183,9 @@ def run(args) -> int:
 def run_case(registry, spec, ref, case: Case, inputs, data, params, attrs, rtol, atol):
     """(the comparison, the number of outputs, input 0's format) of one case: the kernel on
     tensors in the case's format and padding, the reference on the dense arrays."""
-    from ..errors import BindingError
-    from ..jit.tensor import TensorDesc
-    from ..runtime.checks.reference_check import compare_all, run_reference
+    from ...errors import BindingError
+    from ...jit.tensor import TensorDesc
+    from ...runtime.checks.reference_check import compare_all, run_reference
     from .run_layer import check_output_shapes
     if not dialect_of(spec).one_kernel:     # no one bound kernel: a one-layer network runs it
         expected = run_reference(ref, [*inputs, *data.values()], attrs,

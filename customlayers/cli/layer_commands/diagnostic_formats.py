@@ -16,9 +16,9 @@ import os
 from pathlib import Path
 from typing import Callable
 
-from ..config import Diagnostic
-from ..config.codes import CODES
-from ..config.diagnostics import ERROR, INFO, WARNING
+from ...config import Diagnostic
+from ...config.codes import CODES
+from ...config.diagnostics import ERROR, INFO, WARNING
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 SARIF_LEVEL = {ERROR: "error", WARNING: "warning", INFO: "note"}

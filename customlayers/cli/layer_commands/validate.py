@@ -13,9 +13,9 @@ import dataclasses
 import sys
 
 
-from ..config import ConfigSet, Diagnostic, load_configs
-from ..config.diagnostics import ERROR, WARNING, Location
-from .common import (add_build_options, add_kernel_check_options, build_cache,
+from ...config import ConfigSet, Diagnostic, load_configs
+from ...config.diagnostics import ERROR, WARNING, Location
+from ..common import (add_build_options, add_kernel_check_options, build_cache,
                      check_bounds_note)
 from .config_files import expand
 from .diagnostic_formats import FORMATS, render
@@ -56,9 +56,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 
 def _parse_shapes(items: list[str]) -> dict[str, list]:
-    from ..errors import TensorError
-    from ..jit.tensor import parse_tensor_arg
-    from . import UsageError
+    from ...errors import TensorError
+    from ...jit.tensor import parse_tensor_arg
+    from .. import UsageError
     shapes: dict[str, list] = {}
     for item in items:
         layer, sep, text = item.partition("=")
@@ -75,16 +75,16 @@ def _compile_all(configs: ConfigSet, args) -> list[Diagnostic]:
     """Bind every valid layer through the one layer-compile pipeline (Registry.bind) on the
     device, as a run would; its errors become Diagnostics here, build errors at the user's .cl
     lines."""
-    from ..runtime.device.device import Engine
-    from ..runtime.layers.registry import Registry
-    from . import UsageError
+    from ...runtime.device.device import Engine
+    from ...runtime.layers.registry import Registry
+    from .. import UsageError
     shapes = _parse_shapes(args.shape)
     unknown = sorted(set(shapes) - set(configs.layers))
     if unknown:
         known = ", ".join(sorted(configs.layers)) or "none"
         raise UsageError(f"--shape names layer {', '.join(unknown)}, which is not a valid layer "
                          f"of these configs (valid: {known})")
-    from .common import parse_params
+    from ..common import parse_params
     from .dialects import cli_of
     params = parse_params(args.param)
     registry = Registry(Engine(args.device, cache=build_cache(args)), configs)
@@ -106,8 +106,8 @@ def compile_diagnostics(registry, name: str, given: list, params: dict | None = 
     _compile_inputs where fewer are given): every error as Diagnostics, and the compiler's
     warnings of a program that builds (CL082). With `check_bounds`/`sanitize`, the bound kernel
     also runs once on seeded random inputs with guard zones (CL086) or on Oclgrind (CL087)."""
-    from ..errors import CustomLayersError
-    from ..runtime.layers.registry import PREPARE_CODE
+    from ...errors import CustomLayersError
+    from ...runtime.layers.registry import PREPARE_CODE
     from .build_diagnostics import error_diagnostics, warning_diagnostics
     spec = registry.spec(name)
     inputs, data = _compile_inputs(spec, given)
@@ -133,9 +133,9 @@ def kernel_check_diagnostics(bound, spec, check_bounds: bool, sanitize: bool) ->
     """Run the bound kernel once on seeded random inputs (and its Data blobs), on Oclgrind
     first (its findings at the user's .cl lines, CL087), then natively with guard zones
     (CL086, at the layer)."""
-    from ..runtime.checks.bounds_process import check_kernel_bounds
-    from ..runtime.checks.sanitize import sanitize_kernel
-    from .random_inputs import generator, random_array
+    from ...runtime.checks.bounds_process import check_kernel_bounds
+    from ...runtime.checks.sanitize import sanitize_kernel
+    from ..user_files.random_inputs import generator, random_array
     rng = generator(0)      # one for the launch, each input and blob drawn in turn
     inputs = [random_array(rng, d.shape, d.np_dtype, high=8) for d in bound.inputs]
     data = {n: random_array(rng, d.shape, d.np_dtype, high=8)
@@ -169,7 +169,7 @@ def _compile_inputs(spec, given: list) -> tuple[list, dict]:
     """The tensors to compile a layer for: the --shape tensors of its real inputs (missing
     ones like the first, else DEFAULT_INPUT_SHAPE f32), then its Data blobs' (missing ones
     16-element blobs), given as descriptions only (no values are needed to build)."""
-    from ..jit.tensor import TensorDesc
+    from ...jit.tensor import TensorDesc
     first = given[0] if given else TensorDesc(DEFAULT_INPUT_SHAPE)
     n = spec.num_input_ports
     inputs = [given[port] if port < len(given) else first for port in range(n)]
@@ -190,7 +190,7 @@ def _summary(files: int, configs: ConfigSet, diags: list[Diagnostic]) -> str:
 
 
 def run(args) -> int:
-    from . import package_version
+    from .. import package_version
     targets = expand(args.configs)
     for note in targets.notes:
         print(f"note: {note}", file=sys.stderr)

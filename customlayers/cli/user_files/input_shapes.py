@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from . import UsageError
+from .. import UsageError
 
 OURS = "NAME=1x3x224x224"
 OPENVINOS = "NAME[1,3,224,224],NAME2[1,4] or [1,3,224,224]"

@@ -7,13 +7,14 @@ from pathlib import Path
 
 import numpy as np
 
-from . import UsageError
+from .. import UsageError
 from .benchmark_app_options import add_refused_options
-from .common import add_build_options, build_cache, non_negative_int, positive_int
-from .config_files import refuse_models_as_configs
-from .input_arrays import read_array
-from .random_inputs import generator, random_array
-from .input_shapes import (OPENVINOS, GivenShape, apply_batch, check_against_model,
+from ..common import (add_build_options, add_python_layers_option, build_cache,
+                      non_negative_int, positive_int)
+from ..layer_commands.config_files import refuse_models_as_configs
+from ..user_files.input_arrays import read_array
+from ..user_files.random_inputs import generator, random_array
+from ..user_files.input_shapes import (OPENVINOS, GivenShape, apply_batch, check_against_model,
                            declared_shape, parse_shapes)
 
 
@@ -45,22 +46,13 @@ def add_model_options(p: argparse.ArgumentParser, command: str) -> None:
     add_refused_options(p, command)
 
 
-def add_python_layers_option(p: argparse.ArgumentParser) -> None:
-    """-l: CPU layers in Python (the flag of OpenVINO's samples for CPU extensions)."""
-    p.add_argument("-l", "--layers", action="extend", nargs="+", default=[],
-                   metavar="LAYERS.py",
-                   help="Python module(s) of CPU layers (@cpu_layer classes): -l a.py b.py, or "
-                        "-l repeated. A type they define replaces a config's or a built-in of "
-                        "that type")
-
-
 def load_registry(args, engine=None):
     """The registry of the configs (-c) and Python layers (-l), or None when neither is given;
     load warnings go to stderr. Loading needs no device: `engine` may be set later."""
     refuse_models_as_configs(args.config)
     if not args.config and not getattr(args, "layers", None):
         return None
-    from ..runtime.layers.registry import Registry
+    from ...runtime.layers.registry import Registry
     registry = Registry(engine)
     diags = registry.load(*args.config, allow_external_sources=args.allow_external_sources) \
         if args.config else []
@@ -74,10 +66,10 @@ def load_registry(args, engine=None):
 def load_network(args, profiling: bool = False, resolver=None):
     """Engine, registry and compiled Network from the parsed options (`resolver`: a factory
     of the network's resolver from the registry, for run --check-with)."""
-    from ..graph.load import read_model
-    from ..runtime.device.device import Engine
-    from ..runtime.compile.network import Network
-    from ..runtime.compile.resolver import Resolver
+    from ...graph.load import read_model
+    from ...runtime.device.device import Engine
+    from ...runtime.compile.network import Network
+    from ...runtime.compile.resolver import Resolver
     # the layers, the model and the input files first: a malformed one is refused before
     # OpenCL starts; the model reader asks the loaded layers for their output shapes, and the
     # layers nothing implements are listed before any shape is found wrong
@@ -150,8 +142,8 @@ def read_inputs(items, graph) -> dict[str, np.ndarray]:
 def model_typed(array: np.ndarray, path: str, name: str, graph) -> np.ndarray:
     """The array in the element type the model declares for input `name` (the network would
     convert it anyway; here the conversion is said, as run-layer says a layer's)."""
-    from ..dtypes import BY_NAME
-    from .input_arrays import as_type
+    from ...dtypes import BY_NAME
+    from ..user_files.input_arrays import as_type
     param = next(p for p in graph.parameters if p.name == name)
     known = BY_NAME.get(param.outputs[0].dtype)
     if known is None:                     # undeclared: the network decides, as before
@@ -161,5 +153,5 @@ def model_typed(array: np.ndarray, path: str, name: str, graph) -> np.ndarray:
 
 def random_input(rng, shape, dtype: str) -> np.ndarray:
     """The next random array of a model input of `dtype` (the IR/ONNX element type's name)."""
-    from ..dtypes import BY_NAME
+    from ...dtypes import BY_NAME
     return random_array(rng, shape, BY_NAME[dtype if dtype in BY_NAME else "f32"].np_dtype)

@@ -5,14 +5,14 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..config import load_configs
-from ..errors import TensorError
-from ..jit.bindings import kernel_tensors
-from ..jit.program import generate_program
-from ..jit.tensor import parse_tensor_arg
-from ..terminal import for_contents
-from ..config.params import unused_params, unused_params_message
-from .common import parse_params, the_only_layer
+from ...config import load_configs
+from ...errors import TensorError
+from ...jit.bindings import kernel_tensors
+from ...jit.program import generate_program
+from ...jit.tensor import parse_tensor_arg
+from ...terminal import for_contents
+from ...config.params import unused_params, unused_params_message
+from ..common import parse_params, the_only_layer
 from .dialects import cli_of
 
 TENSOR_HELP = "SHAPE[:DTYPE][:FORMAT][:pad=LOWER/UPPER], e.g. 1x3x224x224:f32:bfyx:pad=0,0,1,1/0,0,1,1"
@@ -40,7 +40,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 
 def _tensors(items, what):
-    from . import UsageError
+    from .. import UsageError
     try:
         return [parse_tensor_arg(t) for t in items]
     except TensorError as e:
@@ -63,7 +63,7 @@ def run(args) -> int:
 
 def print_kernel_program(spec, inputs, outputs, param_items) -> int:
     """A SimpleGPU layer: its program on stdout, its sizes and options on stderr."""
-    from . import UsageError
+    from .. import UsageError
     expected = spec.num_input_ports + len(spec.data)
     if len(inputs) != expected:
         raise UsageError(f"layer '{spec.name}' takes {expected} input tensor"
@@ -94,8 +94,8 @@ def print_kernel_program(spec, inputs, outputs, param_items) -> int:
 
 def print_stage_programs(layer, inputs, outputs, param_items) -> int:
     """An MVCL layer: every stage's program on stdout, its sizes and arguments on stderr."""
-    from . import UsageError
-    from ..config.mvcl_program import ScalarArg, TensorShape, generate_mvcl_stages
+    from .. import UsageError
+    from ...config.mvcl_program import ScalarArg, TensorShape, generate_mvcl_stages
     params = parse_params(param_items)
     if not outputs:
         raise UsageError(f"layer '{layer.name}' is an MVCL layer, whose output shapes the config "

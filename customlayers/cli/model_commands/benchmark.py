@@ -56,7 +56,7 @@ def add_parser(sub):
 
 
 def _requests_wanted(args) -> int:
-    from . import UsageError
+    from .. import UsageError
     if args.api == "sync":
         if args.nireq not in (None, 1):
             raise UsageError(f"-api sync runs one request at a time; -nireq {args.nireq} "
@@ -68,7 +68,7 @@ def _requests_wanted(args) -> int:
 
 
 def _check(args) -> None:
-    from . import UsageError
+    from .. import UsageError
     if args.nireq is not None and args.nireq < 1:
         raise UsageError("-nireq must be at least 1")
     if args.nireq is not None and args.nireq > MAX_REQUESTS:
@@ -87,8 +87,8 @@ def _check(args) -> None:
 
 
 def run(args) -> int:
-    from ..runtime.observe import profile
-    from ..runtime.execute.stream import run_stream
+    from ...runtime.observe import profile
+    from ...runtime.execute.stream import run_stream
     _check(args)
     perf_counts = perf_counts_wanted(args)
     nireq = _requests_wanted(args)
@@ -108,7 +108,7 @@ def run(args) -> int:
     limit_iter = args.niter
     limit_time = args.time if args.time is not None else (None if args.niter else 10.0)
     progress = Progress(args.progress, limit_iter, limit_time)
-    from ..runtime.observe.trace import TraceRecorder
+    from ...runtime.observe.trace import TraceRecorder
     recorder = TraceRecorder(engine.device.name.strip())
     t0 = time.perf_counter()
 
