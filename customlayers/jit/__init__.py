@@ -10,6 +10,7 @@ bindings.py  the tensors a custom layer's kernel receives (kernel_tensors)
 program.py   a custom layer's complete program text, with its line map
 launch.py    KernelLaunch/Arg: one kernel enqueue as data; CompileContext, DeviceTraits
 layer.py     LayerImpl: the one interface of built-in ops, SimpleGPU layers and later kinds
+variant.py   KernelVariant: one way an implementation can run a call (name, applies, launches)
 """
 from __future__ import annotations
 
