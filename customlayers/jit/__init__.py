@@ -19,11 +19,12 @@ from .launch import Arg, CompileContext, DeviceTraits, FusedEpilogue, KernelLaun
 from .layer import Attr, LayerCall, LayerImpl, LayerWork, Stage
 from .program import GeneratedProgram, generate_program
 from .tensor import TensorDesc, parse_tensor_arg
+from .variant import KernelVariant
 from .worksizes import compute_work_sizes
 
 __all__ = [
     "user_defines", "builtin_defines", "compute_work_sizes", "GeneratedProgram",
     "generate_program", "TensorDesc", "parse_tensor_arg", "KernelLaunch", "Arg",
     "CompileContext", "DeviceTraits", "FusedEpilogue", "Attr", "LayerCall", "LayerImpl",
-    "LayerWork", "Stage",
+    "LayerWork", "Stage", "KernelVariant",
 ]
