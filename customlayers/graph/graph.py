@@ -36,6 +36,10 @@ class Node:
     domain: str = ""              # ONNX domain ("" = standard); "" for IR
     value: np.ndarray | None = None   # Const nodes: the constant's value
     location: str = ""            # "model.xml:123" for messages
+    # typed facts graph passes (passes/) learned about the node for its implementation (frozen
+    # dataclasses the op defines, such as ops/conv.py's InputShuffle): never attribute text,
+    # which is the model's; the compiler hands them over in CompileContext.facts
+    facts: tuple = ()
 
     def describe(self) -> str:
         where = f" at {self.location}" if self.location else ""

@@ -10,6 +10,7 @@ bindings.py  the tensors a custom layer's kernel receives (kernel_tensors)
 program.py   a custom layer's complete program text, with its line map
 launch.py    KernelLaunch/Arg: one kernel enqueue as data; CompileContext, DeviceTraits
 layer.py     LayerImpl: the one interface of built-in ops, SimpleGPU layers and later kinds
+variant.py   KernelVariant: one way an implementation can run a call (name, applies, launches)
 """
 from __future__ import annotations
 
@@ -18,11 +19,12 @@ from .launch import Arg, CompileContext, DeviceTraits, FusedEpilogue, KernelLaun
 from .layer import Attr, LayerCall, LayerImpl, LayerWork, Stage
 from .program import GeneratedProgram, generate_program
 from .tensor import TensorDesc, parse_tensor_arg
+from .variant import KernelVariant
 from .worksizes import compute_work_sizes
 
 __all__ = [
     "user_defines", "builtin_defines", "compute_work_sizes", "GeneratedProgram",
     "generate_program", "TensorDesc", "parse_tensor_arg", "KernelLaunch", "Arg",
     "CompileContext", "DeviceTraits", "FusedEpilogue", "Attr", "LayerCall", "LayerImpl",
-    "LayerWork", "Stage",
+    "LayerWork", "Stage", "KernelVariant",
 ]

@@ -9,9 +9,14 @@ binds `args`, and enqueues `entry` over `global_size`/`local_size`.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence, TypeVar
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from .variant import KernelVariant
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -118,9 +123,18 @@ class CompileContext:
     # (lower, upper) B,F,Y,X padding the network hands custom layers' inputs with (the contract
     # says kernels must work on padded views; Network(pad_custom_inputs=...) proves it)
     custom_input_padding: tuple | None = None
-    # the kernel variant to run, one of the names LayerImpl.variants() gave for this call (the
-    # tuner, runtime/tuning/tuning.py, chose it by timing); None: the implementation's heuristic pick
-    variant: str | None = None
+    # the kernel variant to run, one of the objects LayerImpl.variants() gave for this call
+    # (jit/variant.py: the tuner, runtime/tuning/tuning.py, chose it by timing); None: the
+    # implementation's heuristic pick
+    variant: KernelVariant | None = None
+    # what graph rewrites (passes/) learned about the node and hand to its implementation, as
+    # typed values of the implementation's own classes (ops/conv.py's InputShuffle, ...), taken
+    # from the graph node's `facts`
+    facts: tuple = ()
+
+    def fact(self, kind: type[T]) -> T | None:
+        """The fact of class `kind`, else None."""
+        return next((f for f in self.facts if isinstance(f, kind)), None)
 
     @property
     def on_cpu(self) -> bool:

@@ -20,6 +20,7 @@ import numpy as np
 from ..errors import BindingError
 from .launch import DEFAULT_CONTEXT, CompileContext, HostWork, KernelLaunch
 from .tensor import TensorDesc
+from .variant import KernelVariant
 
 
 @dataclass(frozen=True)
@@ -193,9 +194,10 @@ class LayerImpl:
         (runtime/compile/concat_in_place.py)."""
         return None
 
-    def variants(self, call: LayerCall, outputs: Sequence[TensorDesc]) -> tuple[str, ...]:
-        """The kernel variants this call can run (every one computes the same result to fp32
-        rounding), the heuristic's best first; `work` runs the one named by
+    def variants(self, call: LayerCall,
+                 outputs: Sequence[TensorDesc]) -> tuple[KernelVariant, ...]:
+        """The kernel variants this call can run (jit/variant.py; every one computes the same
+        result to fp32 rounding), the heuristic's best first; `work` runs the one in
         `call.context.variant` (None: the first). Fewer than two: nothing to choose, and the
         tuner (runtime/tuning/tuning.py) times nothing."""
         return ()

@@ -1,7 +1,7 @@
 """The kernels built-in ops run on CPU devices (CompileContext.device.kind == "CPU"), chosen in
-one place: each function here answers the candidate launch lists for one layer signature and
-the device's traits, best guess first. The ops take the first; a selection by timing can try
-them all (every candidate computes the same result).
+one place: the variants (jit/variant.py) for one layer signature and the device's traits, best
+guess first, and the launches of each. The ops take the first; the tuner can time them all
+(every candidate computes the same result).
 
 Convolution: conv_cpu_blocked.cl, a register-blocked micro-kernel (see the .cl file) over
 weights packed here, once, at compile time. It needs the weights as a constant and enough
@@ -18,6 +18,7 @@ from typing import Mapping
 import numpy as np
 
 from ..jit.launch import Arg, DeviceTraits, KernelLaunch
+from ..jit.variant import KernelVariant
 from ._program import cl_source, defines, global_1d
 
 # fewer output channels per group than this leave most of a float8 of channels empty
@@ -48,28 +49,71 @@ def conv_blockings(og: int, device: DeviceTraits) -> list[ConvBlocking]:
     return tiles
 
 
-def blocking_name(tile: ConvBlocking) -> str:
-    """The variant name of a micro-tile, as the tuner lists and caches it: cpu16x6."""
-    return f"cpu{tile.ob}x{tile.pt}"
+@dataclass(frozen=True)
+class CpuBlockedVariant(KernelVariant):
+    """conv_cpu_blocked.cl under micro-tile `tile`. Its plan: conv.py's (ConvPlan)."""
+    tile: ConvBlocking
+
+    @property
+    def name(self) -> str:
+        return f"cpu{self.tile.ob}x{self.tile.pt}"
+
+    def applies(self, plan) -> bool:
+        return plan.on_cpu and self in conv_cpu_variants(plan.g, plan.weights is not None,
+                                                         plan.device)
+
+    def launches(self, plan) -> list[KernelLaunch]:
+        return blocked_launches(plan.g, plan.sizes, plan.weights, plan.args, plan.epilogue,
+                                self.tile)
+
+
+@dataclass(frozen=True)
+class DepthwiseRowsVariant(KernelVariant):
+    """conv_cpu_depthwise.cl at `rows` output rows per work item. Its plan: conv.py's."""
+    rows: int
+
+    @property
+    def name(self) -> str:
+        return f"dw_rows{self.rows}"
+
+    def applies(self, plan) -> bool:
+        return plan.on_cpu and self in conv_cpu_variants(plan.g, plan.weights is not None,
+                                                         plan.device)
+
+    def launches(self, plan) -> list[KernelLaunch]:
+        return depthwise_launches(plan.g, plan.sizes, plan.args, plan.epilogue, self.rows)
 
 
 def conv_cpu_variants(g: Mapping[str, int], weights_known: bool,
-                      device: DeviceTraits) -> tuple[str, ...]:
-    """The names of the CPU kernels' variants for a convolution of geometry `g`, the default
-    first: micro-tiles (conv_candidates) or, for depthwise layers, rows per work item
-    (depthwise_candidates); () where neither applies (conv.py runs conv_cpu.cl)."""
+                      device: DeviceTraits) -> tuple[KernelVariant, ...]:
+    """The CPU kernels' variants for a convolution of geometry `g`, the default first:
+    micro-tiles (conv_blockings) or, for depthwise layers, rows per work item
+    (depthwise_rows); () where neither applies (conv.py runs conv_cpu.cl)."""
     if weights_known and g["OG"] >= MIN_BLOCKED_OG:
-        return tuple(blocking_name(t) for t in conv_blockings(g["OG"], device))
-    return tuple(f"dw_rows{rb}" for rb in depthwise_rows(g, device))
+        return tuple(CpuBlockedVariant(t) for t in conv_blockings(g["OG"], device))
+    return tuple(DepthwiseRowsVariant(rb) for rb in depthwise_rows(g, device))
 
 
 def conv_candidates(g: Mapping[str, int], sizes: Mapping[str, int], weights: np.ndarray | None,
-                    args: tuple, epilogue_src: str, device: DeviceTraits,
-                    only: str | None = None) -> list[list[KernelLaunch]]:
+                    args: tuple, epilogue_src: str,
+                    device: DeviceTraits) -> list[list[KernelLaunch]]:
     """Launch lists computing a 1-D/2-D convolution of geometry `g` (conv.py's _geometry) with
-    conv_cpu_blocked, one per micro-tile; [] where it does not apply. `args` are the layer's
-    (input, weights, output[, bias]); the packed weights replace input 1. `only`: just the
-    variant of that name (its weights are packed for it alone)."""
+    conv_cpu_blocked, one per micro-tile; [] where it does not apply."""
+    if weights is None or g["OG"] < MIN_BLOCKED_OG:
+        # depthwise stays on conv_cpu.cl: a row-wise kernel over the padded copy, vectorized
+        # by LLVM along the row, measured 0.5-2x its time on ShuffleNet's layers (1.6x faster
+        # at 14x14, 2x slower at 56x56 stride 2: PoCL's cost per work-group and the extra pad
+        # launch dominate layers of 2 MFLOP)
+        return []
+    return [blocked_launches(g, sizes, weights, args, epilogue_src, tile)
+            for tile in conv_blockings(g["OG"], device)]
+
+
+def blocked_launches(g: Mapping[str, int], sizes: Mapping[str, int], weights: np.ndarray,
+                     args: tuple, epilogue_src: str, tile: ConvBlocking) -> list[KernelLaunch]:
+    """conv_cpu_blocked under micro-tile `tile` (and the zero-padded copy of the input it reads
+    where the window leaves the input). `args` are the layer's (input, weights, output[, bias]
+    [, residual]); the weights packed for the tile replace input 1."""
     ih, iw = g["IH"], g["IW"]
     ihp = max(ih + g["PY"], (g["OH"] - 1) * g["SY"] + (g["KH"] - 1) * g["DY"] + 1)
     iwp = max(iw + g["PX"], (g["OW"] - 1) * g["SX"] + (g["KW"] - 1) * g["DX"] + 1)
@@ -88,26 +132,15 @@ def conv_candidates(g: Mapping[str, int], sizes: Mapping[str, int], weights: np.
                            label=f"{label}_pad")
         return [pad, replace(launch, args=(x,) + launch.args[1:])]
 
-    if weights is None or g["OG"] < MIN_BLOCKED_OG:
-        # depthwise stays on conv_cpu.cl: a row-wise kernel over the padded copy, vectorized
-        # by LLVM along the row, measured 0.5-2x its time on ShuffleNet's layers (1.6x faster
-        # at 14x14, 2x slower at 56x56 stride 2: PoCL's cost per work-group and the extra pad
-        # launch dominate layers of 2 MFLOP)
-        return []
-    out = []
-    for tile in conv_blockings(g["OG"], device):
-        if only is not None and blocking_name(tile) != only:
-            continue
-        ogb = -(-g["OG"] // tile.ob)
-        src = defines(**common, PT=tile.pt, OB=tile.ob) + \
-            epilogue_src + cl_source("conv_cpu_blocked.cl")
-        packed = Arg.const(pack_conv_weights(weights, g, tile.ob))
-        label = f"conv2d_{shape}_cpu{tile.ob}x{tile.pt}"
-        out.append(with_pad(src, label, KernelLaunch(
-            source=src, entry="conv_cpu_blocked", args=(args[0], packed) + tuple(args[2:]),
-            global_size=(-(-p // tile.pt), g["G"] * ogb, g["NB"]), local_size=(1, 1, 1),
-            label=label)))
-    return out
+    ogb = -(-g["OG"] // tile.ob)
+    src = defines(**common, PT=tile.pt, OB=tile.ob) + \
+        epilogue_src + cl_source("conv_cpu_blocked.cl")
+    packed = Arg.const(pack_conv_weights(weights, g, tile.ob))
+    label = f"conv2d_{shape}_cpu{tile.ob}x{tile.pt}"
+    return with_pad(src, label, KernelLaunch(
+        source=src, entry="conv_cpu_blocked", args=(args[0], packed) + tuple(args[2:]),
+        global_size=(-(-p // tile.pt), g["G"] * ogb, g["NB"]), local_size=(1, 1, 1),
+        label=label))
 
 
 # a work item's staged input rows stay within this many floats (32 KiB: an L1 data cache, and
@@ -142,24 +175,17 @@ def depthwise_rows(g: Mapping[str, int], device: DeviceTraits) -> list[int]:
     return found
 
 
-def depthwise_candidates(g: Mapping[str, int], sizes: Mapping[str, int], args: tuple,
-                         epilogue_src: str, device: DeviceTraits,
-                         only: str | None = None) -> list[list[KernelLaunch]]:
-    """conv_cpu_depthwise launches for a 2-D convolution of geometry `g` with one input channel
-    per group, one per depthwise_rows choice (`only`: the variant of that name); [] where it
-    does not apply."""
+def depthwise_launches(g: Mapping[str, int], sizes: Mapping[str, int], args: tuple,
+                       epilogue_src: str, rb: int) -> list[KernelLaunch]:
+    """conv_cpu_depthwise for a 2-D convolution of geometry `g` with one input channel per
+    group, `rb` output rows per work item (a depthwise_rows choice)."""
     runs, sw, staged_rows = _depthwise_geometry(g)
-    out = []
-    for rb in depthwise_rows(g, device):
-        if only is not None and f"dw_rows{rb}" != only:
-            continue
-        src = defines(**sizes, RB=rb, SR=staged_rows(rb), SW=sw, VX=runs) + epilogue_src + \
-            cl_source("conv_cpu_depthwise.cl")
-        out.append([KernelLaunch(
-            source=src, entry="conv_cpu_depthwise", args=args,
-            global_size=(-(-g["OH"] // rb), g["NB"] * g["O"]), local_size=(1, 1),
-            label=f"conv2d_{g['KH']}x{g['KW']}_dw_rows{rb}")])
-    return out
+    src = defines(**sizes, RB=rb, SR=staged_rows(rb), SW=sw, VX=runs) + epilogue_src + \
+        cl_source("conv_cpu_depthwise.cl")
+    return [KernelLaunch(
+        source=src, entry="conv_cpu_depthwise", args=args,
+        global_size=(-(-g["OH"] // rb), g["NB"] * g["O"]), local_size=(1, 1),
+        label=f"conv2d_{g['KH']}x{g['KW']}_dw_rows{rb}")]
 
 
 def pack_conv_weights(weights: np.ndarray, g: Mapping[str, int], ob: int) -> np.ndarray:
@@ -184,19 +210,30 @@ def pool_rows(oh: int, planes: int, device: DeviceTraits) -> list[int]:
     return found
 
 
-def pool_candidates(sizes: Mapping[str, int], planes: int, with_indices: bool,
-                    device: DeviceTraits, only: str | None = None) -> list[list[KernelLaunch]]:
-    """pool_cpu.cl launches for pooling of `planes` (N * C * OD) planes with pooling.cl's
-    defines `sizes` (with_indices: MaxPool's output 1 too, as every MaxPool-8 of an IR has).
-    One launch list per pool_rows choice (`only`: the variant named rows<N>)."""
+@dataclass(frozen=True)
+class PoolRowsVariant(KernelVariant):
+    """pool_cpu.cl at `rows` output rows per work item. Its plan: pooling.py's (PoolPlan)."""
+    rows: int
+
+    @property
+    def name(self) -> str:
+        return f"rows{self.rows}"
+
+    def applies(self, plan) -> bool:
+        return plan.on_cpu and self.rows in pool_rows(plan.sizes["OH"], plan.planes,
+                                                      plan.device)
+
+    def launches(self, plan) -> list[KernelLaunch]:
+        return pool_launches(plan.sizes, plan.planes, plan.with_indices, self.rows)
+
+
+def pool_launches(sizes: Mapping[str, int], planes: int, with_indices: bool,
+                  rows: int) -> list[KernelLaunch]:
+    """pool_cpu.cl for pooling of `planes` (N * C * OD) planes with pooling.cl's defines
+    `sizes` (with_indices: MaxPool's output 1 too, as every MaxPool-8 of an IR has), `rows`
+    output rows per work item (a pool_rows choice)."""
     args = (Arg.input(0), Arg.output(0)) + ((Arg.output(1),) if with_indices else ())
-    out = []
-    for rows in pool_rows(sizes["OH"], planes, device):
-        if only is not None and f"rows{rows}" != only:
-            continue
-        src = defines(**sizes, RB=rows) + cl_source("pool_cpu.cl")
-        out.append([KernelLaunch(source=src, entry="pool_cpu", args=args,
-                                 global_size=(-(-sizes["OH"] // rows), planes),
-                                 local_size=(1, 1),
-                                 label=f"rows{rows}")])
-    return out
+    src = defines(**sizes, RB=rows) + cl_source("pool_cpu.cl")
+    return [KernelLaunch(source=src, entry="pool_cpu", args=args,
+                         global_size=(-(-sizes["OH"] // rows), planes), local_size=(1, 1),
+                         label=f"rows{rows}")]

@@ -4,11 +4,12 @@ macros (how to read A and B, how to store C); gemm.cl does the rest.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Mapping
 
 from ..jit.launch import Arg, KernelLaunch
 from ._program import cl_source, defines
-from ._variants import TK, GemmVariant, auto_split, gemm_variants, legacy_tile, split_plan
+from ._variants import TK, GemmVariant, auto_split, legacy_tile, split_plan
 
 
 def gemm_tiles(m: int, n: int) -> dict[str, int]:
@@ -45,13 +46,22 @@ def gemm_split(tiles: Mapping[str, int], m: int, n: int, k: int, batch: int,
                       batch)
 
 
-def gemm_choice(variant: str | None, m: int, n: int, k: int, batch: int,
-                target: int = TARGET_GROUPS) -> GemmVariant:
-    """The variant named by the tuner (CompileContext.variant), else the heuristic's first."""
-    chosen = GemmVariant.parse(variant)
-    if chosen is not None:
-        return chosen
-    return GemmVariant.parse(gemm_variants(m, n, k, batch, target)[0])
+@dataclass(frozen=True)
+class GemmProblem:
+    """One front end's GEMM (Convolution's implicit GEMM, MatMul): `source` holds its defines
+    and macros (how to read A and B, how to store C; no tile or split defines), `args` the
+    layer's kernel arguments. A GemmVariant runs it under its tiling."""
+    source: str
+    args: tuple
+    m: int
+    n: int
+    k: int
+    batch: int
+    label: str
+
+    def launches(self, variant: GemmVariant) -> list[KernelLaunch]:
+        return gemm_launches(self.source, self.args, variant, self.m, self.n, self.k,
+                             self.batch, self.label)
 
 
 def gemm_launches(source: str, args: tuple, variant: GemmVariant, m: int, n: int, k: int,

@@ -1,22 +1,24 @@
 """The space of tiled-GEMM kernel variants (gemm.cl) and the heuristic that ranks it: pure
-description, no device. Convolution (implicit GEMM) and MatMul list these names from
-`LayerImpl.variants`; runtime/tuning/tuning.py times the first few on the device and hands the winner
-back through CompileContext.variant (OpenPPL's runtime algorithm selection: a solution space,
-an empirical formula that picks candidates, then JIT and timing).
+description, no device. Convolution (implicit GEMM) and MatMul list these as GemmVariant
+objects (jit/variant.py) from `LayerImpl.variants`; runtime/tuning/tuning.py times the first few on
+the device and hands the winner back through CompileContext.variant (OpenPPL's runtime
+algorithm selection: a solution space, an empirical formula that picks candidates, then JIT
+and timing).
 
-A variant is named `gemm{TM}x{TN}_{RM}x{RN}_k{S}`: a TM x TN output tile per work-group, RM x RN
-outputs per work item, and the K loop cut into S slices (split-K; S = 1: none). Every variant
+A variant is named `gemm{TM}x{TN}_{RM}x{RN}_k{S}` (its fields written out, for the tuning
+cache): a TM x TN output tile per work-group, RM x RN outputs per work item, and the K loop cut
+into S slices (split-K; S = 1: none). Every variant
 sums each output's K terms in the same order except split-K, which adds S partial sums: results
 differ by fp32 rounding at most.
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from functools import lru_cache
 
+from ..jit.variant import KernelVariant
+
 TK = 16
-_NAME = re.compile(r"gemm(\d+)x(\d+)_(\d+)x(\d+)_k(\d+)")
 # work items per group: fewer leave a GPU's SIMD lanes idle, more than 256 are refused by many
 # drivers for a kernel with this much __local memory
 MIN_THREADS, MAX_THREADS = 64, 256
@@ -27,7 +29,9 @@ MIN_K_PER_SLICE = 128
 
 
 @dataclass(frozen=True)
-class GemmVariant:
+class GemmVariant(KernelVariant):
+    """A tiling of gemm.cl. Its launches are the front end's GEMM (`plan.gemm()`, a
+    _gemm.GemmProblem: Convolution's implicit GEMM, MatMul's) under this tiling."""
     tm: int
     tn: int
     rm: int
@@ -46,10 +50,8 @@ class GemmVariant:
     def threads(self) -> int:
         return (self.tm // self.rm) * (self.tn // self.rn)
 
-    @staticmethod
-    def parse(name: str | None) -> "GemmVariant | None":
-        found = _NAME.fullmatch(name or "")
-        return GemmVariant(*(int(g) for g in found.groups())) if found else None
+    def launches(self, plan) -> list:
+        return plan.gemm().launches(self)
 
 
 def legacy_tile(m: int, n: int) -> tuple[int, int, int, int]:
@@ -112,7 +114,7 @@ def estimated_cost(v: GemmVariant, m: int, n: int, k: int, batch: int, target: i
 # convolutions have 20); with nothing chosen, the layer asks for the first too
 @lru_cache(maxsize=4096)
 def gemm_variants(m: int, n: int, k: int, batch: int, target: int,
-                  max_threads: int = MAX_THREADS) -> tuple[str, ...]:
+                  max_threads: int = MAX_THREADS) -> tuple[GemmVariant, ...]:
     """Every variant for this GEMM, the legacy choice first, then cheapest estimate first."""
     max_threads = min(max_threads, MAX_THREADS)
     found: dict[str, GemmVariant] = {}
@@ -124,8 +126,8 @@ def gemm_variants(m: int, n: int, k: int, batch: int, target: int,
     ranked = sorted(found.values(), key=lambda v: estimated_cost(v, m, n, k, batch, target))
     tm, tn, rm, rn = legacy_tile(m, n)
     first = GemmVariant(tm, tn, rm, rn, auto_split(tm, tn, m, n, k, batch, target))
-    rest = tuple(v.name for v in ranked if v.name != first.name)
-    return (first.name,) + rest[:MAX_VARIANTS - 1]
+    rest = tuple(v for v in ranked if v != first)
+    return (first,) + rest[:MAX_VARIANTS - 1]
 
 
 def split_plan(v: GemmVariant, k: int, batch: int) -> dict[str, int]:

@@ -12,16 +12,18 @@ it runs in float64), and each GEMM element sums CG terms where the direct kernel
 the error measures at or below the direct kernel's (tests/device/test_conv_winograd.py states the
 bound it is held to).
 
-Variants: `winograd2x2` (the batched GEMM under the GEMM heuristic's tiling) and
-`winograd2x2_<gemm variant>` (under that tiling, ops/_variants.py's names).
+Variants (WinogradVariant): `winograd2x2` (the batched GEMM under the GEMM heuristic's tiling)
+and `winograd2x2_<gemm variant>` (under that tiling, ops/_variants.py's names).
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Mapping
 
 import numpy as np
 
 from ..jit.launch import Arg, KernelLaunch
+from ..jit.variant import KernelVariant
 from ._gemm import gemm_launches
 from ._program import cl_source, defines
 from ._variants import GemmVariant, gemm_variants
@@ -75,25 +77,40 @@ def applies(g: Mapping[str, int], weights: np.ndarray | None) -> bool:
             and _gemm_shape(g)[3] <= MAX_GEMM_BATCH)
 
 
-def with_winograd(gemm_names: tuple[str, ...], g: Mapping[str, int],
+@dataclass(frozen=True)
+class WinogradVariant(KernelVariant):
+    """Winograd F(2x2, 3x3) with its batched GEMM under `tiling` (None: the GEMM heuristic's
+    first). Its plan is conv.py's (_conv_variants.ConvPlan)."""
+    tiling: GemmVariant | None = None
+    needs = "a 3x3, stride-1 window and constant weights"
+
+    @property
+    def name(self) -> str:
+        return PREFIX if self.tiling is None else f"{PREFIX}_{self.tiling.name}"
+
+    def applies(self, plan) -> bool:
+        return not plan.on_cpu and applies(plan.g, plan.weights)
+
+    def launches(self, plan) -> list[KernelLaunch]:
+        return winograd_launches(plan.g, plan.sizes, plan.weights, plan.args, plan.epilogue,
+                                 self.tiling, plan.target, f"conv2d_{plan.shape}")
+
+
+def with_winograd(gemms: tuple[KernelVariant, ...], g: Mapping[str, int],
                   weights: np.ndarray | None, target: int,
-                  max_threads: int) -> tuple[str, ...]:
+                  max_threads: int) -> tuple[KernelVariant, ...]:
     """The GEMM variants with Winograd's added where it applies. The heuristic's first choice
     stays first; `winograd2x2` comes second for layers with many channels (so `--tuning fast`,
     which times the first few, times it) and after the GEMMs otherwise; other tilings of its
     GEMM come last (timed by `full`)."""
     if not applies(g, weights):
-        return gemm_names
+        return gemms
     m, n, k, batch = _gemm_shape(g)
     tilings = gemm_variants(m, n, k, batch, target, max_threads)[1:1 + EXTRA_TILINGS]
-    extra = tuple(f"{PREFIX}_{name}" for name in tilings)
+    extra = tuple(WinogradVariant(tiling) for tiling in tilings)
     if g["CG"] >= PROMISING_CG and g["OG"] >= PROMISING_OG:
-        return gemm_names[:1] + (PREFIX,) + gemm_names[1:] + extra
-    return gemm_names + (PREFIX,) + extra
-
-
-def is_winograd(variant: str | None) -> bool:
-    return variant is not None and (variant == PREFIX or variant.startswith(PREFIX + "_"))
+        return gemms[:1] + (WinogradVariant(),) + gemms[1:] + extra
+    return gemms + (WinogradVariant(),) + extra
 
 
 def transform_weights(weights: np.ndarray, g: Mapping[str, int]) -> np.ndarray:
@@ -110,16 +127,16 @@ def transform_weights(weights: np.ndarray, g: Mapping[str, int]) -> np.ndarray:
 
 
 def winograd_launches(g: Mapping[str, int], sizes: Mapping[str, int], weights: np.ndarray,
-                      args: tuple, epilogue_src: str, variant: str, target: int,
+                      args: tuple, epilogue_src: str, tiling: GemmVariant | None, target: int,
                       label: str) -> list[KernelLaunch]:
-    """The launches of variant `variant` for geometry `g` (conv.py's _geometry, with `sizes`
+    """The launches for geometry `g` with the batched GEMM under `tiling` (None: the
+    heuristic's first) (conv.py's _geometry, with `sizes`
     its defines and the FUSED_* flags). `args` are the layer's (input, weights, output[, bias]
     [, residual]): the transformed weights replace input 1."""
     m, n, k, batch = _gemm_shape(g)
     ty, tx = tiles(g)
-    tiling = GemmVariant.parse(variant[len(PREFIX) + 1:]) if variant != PREFIX else None
     if tiling is None:
-        tiling = GemmVariant.parse(gemm_variants(m, n, k, batch, target)[0])
+        tiling = gemm_variants(m, n, k, batch, target)[0]
     v_bytes, m_bytes = _scratch_bytes(g)
     # scratch 0 is the GEMM's split-K partial sums, when it splits
     v, mt = Arg.scratch(1, v_bytes), Arg.scratch(2, m_bytes)

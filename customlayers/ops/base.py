@@ -15,6 +15,7 @@ from ..errors import UnknownLayerError
 from ..jit.launch import DEFAULT_CONTEXT, CompileContext, KernelLaunch
 from ..jit.layer import Attr, LayerCall, LayerImpl, LayerWork, Stage, parse_attr  # noqa: F401
 from ..jit.tensor import TensorDesc
+from ..jit.variant import KernelVariant
 
 
 class Op(LayerImpl):
@@ -34,12 +35,14 @@ class Op(LayerImpl):
 
     def kernel_variants(self, attrs: dict[str, Any], inputs: Sequence[TensorDesc],
                         outputs: Sequence[TensorDesc], consts: Mapping[int, np.ndarray],
-                        ctx: CompileContext = DEFAULT_CONTEXT) -> tuple[str, ...]:
-        """The variants `launches` can run (LayerImpl.variants); ctx.variant names the one."""
+                        ctx: CompileContext = DEFAULT_CONTEXT) -> tuple[KernelVariant, ...]:
+        """The variants `launches` can run (LayerImpl.variants, jit/variant.py), when there are
+        two or more; ctx.variant is the one to run (None: the op's heuristic pick)."""
         return ()
 
     # -- the layer interface ---------------------------------------------------------------
-    def variants(self, call: LayerCall, outputs: Sequence[TensorDesc]) -> tuple[str, ...]:
+    def variants(self, call: LayerCall,
+                 outputs: Sequence[TensorDesc]) -> tuple[KernelVariant, ...]:
         return self.kernel_variants(call.attrs, call.inputs, outputs, call.consts, call.context)
 
     def outputs(self, call: LayerCall) -> list[TensorDesc]:

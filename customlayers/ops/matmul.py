@@ -6,22 +6,26 @@ connected layers of classification models), on a matrix-vector kernel that reads
 all of the device's lanes (matmul_gemv.cl). A SoftMax or LogSoftmax of the last axis that
 followed (a classifier's head: passes/fusion.py) runs in the same kernel, one work-group per
 row (matmul_softmax.cl). A folded last-step Gather (passes/pick_folding.py) makes A one element
-of every run along input 0's last axis (PICK).
+of every run along input 0's last axis (the PickLast fact).
+Each kernel is a variant object (jit/variant.py) over the call's MatMulPlan: the GEMM's tilings
+(_variants.GemmVariant, listed for the tuner), or the one kernel of a row SoftMax or of M == 1.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from .base import Attr, register_op
-from ._gemm import gemm_choice, gemm_launches, target_groups
+from ._epilogue import wire_epilogue
+from ._gemm import GemmProblem, target_groups
 from ._variants import gemm_variants
 from ._nn import NamedOp, require_f32
 from ._program import cl_source, defines
-from ..jit.launch import Arg, DEFAULT_CONTEXT, FusedEpilogue, KernelLaunch
+from ..jit.launch import DEFAULT_CONTEXT, FusedEpilogue, KernelLaunch
+from ..jit.layer import LayerCall
+from ..jit.tensor import TensorDesc
+from ..jit.variant import KernelVariant
 
 _GEMV_WG = 64  # work items per output row in the transposed-B matrix-vector kernel
-# a folded Gather (passes/pick_folding.py): input 0 has one more trailing axis, and A is its
-# element PICK along it, the Gather's index as written (negative: from the end, counted in the
-# length input 0 really has); "" (no fold): A is input 0 as it is
-PICK = "customlayers.a_pick_last"
 # a fused row SoftMax (matmul_softmax.cl) keeps the row in __local memory: 16 KiB at most
 ROW_SOFTMAX_MAX = 4096
 # ... and computes a row with one work-group (a CPU: one work item): only for a small head (the
@@ -36,28 +40,116 @@ ROW_SOFTMAX_MAX_ROWS = 1024
 _SOFTMAX_WG_GPU, _SOFTMAX_WG_CPU = 64, 1
 
 
+@dataclass(frozen=True)
+class PickLast:
+    """A fact passes/pick_folding.py hands a MatMul (CompileContext.facts): a Gather was folded
+    into its reads, so input 0 has one more trailing axis and A is its element `index` along
+    it, the Gather's index as written (negative: from the end, counted in the length input 0
+    really has). Without it, A is input 0 as it is."""
+    index: int
+
+
+@dataclass
+class MatMulPlan:
+    """One MatMul call as its variants read it."""
+    sizes: dict                 # matmul.cl's defines (M, N, K, transposes, batch strides, pick)
+    batches: int
+    out: tuple                  # the output's shape
+    args: tuple                 # A, B, output[, bias][, residual]
+    epilogue: str               # the FUSED_* flags, CHANNEL() and conv_epilogue.cl
+    row_softmax: str            # "softmax" | "logsoftmax" | "" (FusedEpilogue.row_softmax)
+    b_rank: int
+    device: object
+    on_cpu: bool
+
+    @property
+    def label(self) -> str:
+        return f"matmul_{self.sizes['M']}x{self.sizes['K']}x{self.sizes['N']}"
+
+    def gemm(self) -> GemmProblem:
+        """The tiled GEMM (gemm.cl via matmul.cl)."""
+        s = self.sizes
+        return GemmProblem(defines(**s) + self.epilogue + cl_source("matmul.cl"), self.args,
+                           s["M"], s["N"], s["K"], self.batches, self.label + "_gemm")
+
+
+@dataclass(frozen=True)
+class RowSoftmaxVariant(KernelVariant):
+    """matmul_softmax.cl: one work-group per row (a CPU: one work item) computes the row and
+    its SoftMax or LogSoftmax of the last axis."""
+
+    @property
+    def name(self) -> str:
+        return "row_softmax"
+
+    def launches(self, plan: MatMulPlan) -> list[KernelLaunch]:
+        wg = _SOFTMAX_WG_CPU if plan.on_cpu else _SOFTMAX_WG_GPU
+        src = (defines(**plan.sizes, WG=wg, LOG_SOFTMAX=int(plan.row_softmax == "logsoftmax"))
+               + plan.epilogue + cl_source("matmul.cl") + cl_source("group_reduce.cl")
+               + cl_source("matmul_softmax.cl"))
+        return [KernelLaunch(source=src, entry="matmul_softmax", args=plan.args,
+                             global_size=(plan.batches * plan.sizes["M"] * wg,),
+                             local_size=(wg,), label=f"{plan.label}_{plan.row_softmax}")]
+
+
+@dataclass(frozen=True)
+class GemvVariant(KernelVariant):
+    """A single row (M == 1): the matrix-vector kernel, which reads B once with all of the
+    device's lanes (matmul_gemv.cl), or on a CPU eight outputs per work item
+    (matmul_gemv_cpu.cl)."""
+    cpu: bool
+
+    @property
+    def name(self) -> str:
+        return "gemv_cpu" if self.cpu else "gemv"
+
+    def launches(self, plan: MatMulPlan) -> list[KernelLaunch]:
+        s, n = plan.sizes, plan.sizes["N"]
+        if self.cpu:
+            src = (defines(**s) + plan.epilogue + cl_source("matmul.cl")
+                   + cl_source("matmul_gemv_cpu.cl"))
+            return [KernelLaunch(source=src, entry="matmul_gemv_cpu", args=plan.args,
+                                 global_size=(-(-n // 8), plan.batches), local_size=(1, 1),
+                                 label=plan.label + "_gemv_cpu")]
+        src = (defines(**s, WG=_GEMV_WG) + plan.epilogue + cl_source("matmul.cl")
+               + cl_source("group_reduce.cl") + cl_source("matmul_gemv.cl"))
+        width = n * _GEMV_WG if s["TRANSPOSE_B"] else -(-n // _GEMV_WG) * _GEMV_WG
+        return [KernelLaunch(source=src, entry="matmul_gemv", args=plan.args,
+                             global_size=(width, plan.batches), local_size=(_GEMV_WG, 1),
+                             label=plan.label + "_gemv")]
+
+
+def matmul_variants(plan: MatMulPlan) -> tuple[KernelVariant, ...]:
+    """Every variant for the plan, the heuristic's first first; never empty."""
+    s = plan.sizes
+    if plan.row_softmax:
+        return (RowSoftmaxVariant(),)
+    if s["M"] == 1:
+        return (GemvVariant(cpu=plan.on_cpu),)
+    device = plan.device
+    return gemm_variants(s["M"], s["N"], s["K"], plan.batches, target_groups(device),
+                         device.max_work_group_size if device is not None else 256)
+
+
 @register_op
 class MatMul(NamedOp):
     input_count = (2, 2)
     type = "MatMul"
-    attributes = (Attr("transpose_a", "bool", False), Attr("transpose_b", "bool", False),
-                  Attr(PICK, "str", ""))
+    attributes = (Attr("transpose_a", "bool", False), Attr("transpose_b", "bool", False))
     # passes/fusion.py may fold a following bias Add (along the output's axis 1: a Gemm's
     # bias), a residual Add and a ReLU into the store (ONNX Gemm + Relu: one kernel)
     accepts_epilogue = True
     # ... and a SoftMax/LogSoftmax of the last axis after it (Linear + bias + LogSoftmax)
     accepts_row_softmax = True
 
-    def _plan(self, attrs, inputs):
+    def _plan(self, attrs, inputs, ctx=DEFAULT_CONTEXT):
         """The GEMM view: sizes, batch shape, per-input batch strides, output shape."""
         require_f32(self, attrs, inputs)
         a, b = tuple(inputs[0].shape), tuple(inputs[1].shape)
         pick, step = 0, 1
-        if attrs[PICK] != "":
-            try:
-                pick = int(attrs[PICK])
-            except ValueError:
-                raise self.fail(attrs, f"{PICK}={attrs[PICK]!r} is not an index") from None
+        fact = ctx.fact(PickLast)
+        if fact is not None:
+            pick = fact.index
             if len(a) < 3 or attrs["transpose_a"] or not -a[-1] <= pick < a[-1]:
                 raise self.fail(attrs, f"element {pick} of the last axis of input 0 "
                                        f"{list(a)} cannot be read as an untransposed A")
@@ -96,65 +188,41 @@ class MatMul(NamedOp):
                     A_STEP=step, A_PICK=pick), \
             ob[0] * ob[1], out
 
-    def infer_shapes(self, attrs, inputs, consts):
-        return [(self._plan(attrs, inputs)[2], "f32")]
+    def infer_shapes(self, attrs, inputs, consts, ctx=DEFAULT_CONTEXT):
+        return [(self._plan(attrs, inputs, ctx)[2], "f32")]
 
-    def kernel_variants(self, attrs, inputs, outputs, consts, ctx=DEFAULT_CONTEXT):
-        sizes, batches, _ = self._plan(attrs, inputs)
-        if sizes["M"] == 1 or (ctx.epilogue is not None and ctx.epilogue.row_softmax):
-            return ()         # the matrix-vector kernel, or matmul_softmax.cl: one variant
-        device = ctx.device
-        return gemm_variants(sizes["M"], sizes["N"], sizes["K"], batches, target_groups(device),
-                             device.max_work_group_size if device is not None else 256)
+    def outputs(self, call: LayerCall) -> list[TensorDesc]:
+        # the shape depends on a fact (PickLast), which the call's context holds
+        return [TensorDesc(shape, dtype) for shape, dtype in
+                self.infer_shapes(call.attrs, call.inputs, call.consts, call.context)]
 
-    def launches(self, attrs, inputs, outputs, consts, ctx=DEFAULT_CONTEXT):
-        sizes, batches, out = self._plan(attrs, inputs)
-        m, n = sizes["M"], sizes["N"]
-        args = (Arg.input(0), Arg.input(1), Arg.output(0))
+    def plan(self, attrs, inputs, outputs, ctx=DEFAULT_CONTEXT) -> MatMulPlan:
+        """What every variant of this call reads."""
+        sizes, batches, out = self._plan(attrs, inputs, ctx)
         ep = ctx.epilogue or FusedEpilogue()
-        if ep.bias:
-            if inputs[2].count != out[1]:
-                raise self.fail(attrs, f"the fused bias has {inputs[2].count} values for "
-                                       f"{out[1]} output channels")
-            args += (Arg.input(2),)
-        if ep.residual:
-            args += (Arg.input(len(inputs) - 1),)
+        channels = out[1] if len(out) > 1 else 1
+        wiring = wire_epilogue(self, attrs, ctx.epilogue, inputs, outputs[0], channels)
         # the epilogue's channel is the output's axis 1: which of the GEMM's indices that is
-        a_rank = len(inputs[0].shape) - (attrs[PICK] != "")
+        a_rank = len(inputs[0].shape) - (ctx.fact(PickLast) is not None)
         b_rank = len(inputs[1].shape)
         axes = ["(batch) / OB1", "(batch) % OB1"][2 - (len(out) - (a_rank > 1) - (b_rank > 1)):] \
             + (["(m)"] if a_rank > 1 else []) + (["(n)"] if b_rank > 1 else [])
-        epilogue = defines(FUSED_BIAS=int(ep.bias), FUSED_RELU=int(ep.relu),
-                           FUSED_RESIDUAL=int(ep.residual),
-                           FUSED_PRE_RELU=int(ep.residual and ep.pre_relu),
+        epilogue = defines(**wiring.flags,
                            **{"CHANNEL(batch, m, n)": axes[1] if len(axes) > 1 else "0"}) \
-            + cl_source("conv_epilogue.cl")
-        label = f"matmul_{m}x{sizes['K']}x{n}"
-        if ep.row_softmax:
-            if b_rank < 2 or len(out) < 2 or n > ROW_SOFTMAX_MAX:
-                raise self.fail(attrs, f"a {ep.row_softmax} of the last axis cannot be fused "
-                                       f"into an output of shape {list(out)}")
-            wg = _SOFTMAX_WG_CPU if ctx.on_cpu else _SOFTMAX_WG_GPU
-            src = (defines(**sizes, WG=wg, LOG_SOFTMAX=int(ep.row_softmax == "logsoftmax"))
-                   + epilogue + cl_source("matmul.cl") + cl_source("group_reduce.cl")
-                   + cl_source("matmul_softmax.cl"))
-            return [KernelLaunch(source=src, entry="matmul_softmax", args=args,
-                                 global_size=(batches * m * wg,), local_size=(wg,),
-                                 label=f"{label}_{ep.row_softmax}")]
-        if m == 1 and ctx.on_cpu:
-            src = (defines(**sizes) + epilogue + cl_source("matmul.cl")
-                   + cl_source("matmul_gemv_cpu.cl"))
-            return [KernelLaunch(source=src, entry="matmul_gemv_cpu", args=args,
-                                 global_size=(-(-n // 8), batches), local_size=(1, 1),
-                                 label=label + "_gemv_cpu")]
-        if m == 1:
-            src = (defines(**sizes, WG=_GEMV_WG) + epilogue + cl_source("matmul.cl")
-                   + cl_source("group_reduce.cl") + cl_source("matmul_gemv.cl"))
-            width = n * _GEMV_WG if sizes["TRANSPOSE_B"] else -(-n // _GEMV_WG) * _GEMV_WG
-            return [KernelLaunch(source=src, entry="matmul_gemv", args=args,
-                                 global_size=(width, batches), local_size=(_GEMV_WG, 1),
-                                 label=label + "_gemv")]
-        k = sizes["K"]
-        chosen = gemm_choice(ctx.variant, m, n, k, batches, target_groups(ctx.device))
-        return gemm_launches(defines(**sizes) + epilogue + cl_source("matmul.cl"), args, chosen,
-                             m, n, k, batches, label + "_gemm")
+            + wiring.source
+        if ep.row_softmax and (b_rank < 2 or len(out) < 2 or sizes["N"] > ROW_SOFTMAX_MAX):
+            raise self.fail(attrs, f"a {ep.row_softmax} of the last axis cannot be fused "
+                                   f"into an output of shape {list(out)}")
+        return MatMulPlan(sizes, batches, out, wiring.args, epilogue, ep.row_softmax, b_rank,
+                          ctx.device, ctx.on_cpu)
+
+    def kernel_variants(self, attrs, inputs, outputs, consts, ctx=DEFAULT_CONTEXT):
+        listed = matmul_variants(self.plan(attrs, inputs, outputs, ctx))
+        return listed if len(listed) > 1 else ()
+
+    def launches(self, attrs, inputs, outputs, consts, ctx=DEFAULT_CONTEXT):
+        plan = self.plan(attrs, inputs, outputs, ctx)
+        variant = ctx.variant if ctx.variant is not None else matmul_variants(plan)[0]
+        if not variant.applies(plan):
+            raise self.fail(attrs, f"variant {variant.name} does not apply to this MatMul")
+        return variant.launches(plan)

@@ -12,15 +12,16 @@ On a CPU device (CompileContext.device) the pooling runs pool_cpu.cl, chosen in 
 """
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
-from ._cpu_kernels import pool_candidates, pool_rows
+from ._cpu_kernels import PoolRowsVariant, pool_rows
 from .base import Attr, register_op
 from ._nn import (AUTO_PADS, ROUNDING_TYPES, NamedOp, as_3d, require_f32, spatial_rank,
                   window_geometry)
 from ._program import cl_source, defines
 from ..dtypes import cl_type_of
 from ..jit.launch import Arg, DEFAULT_CONTEXT, KernelLaunch
+from ..jit.variant import KernelVariant
 
 _INDEX_TYPES = ("i32", "i64")
 _NO_END = 1 << 30          # an end of the counted extent that no window reaches
@@ -33,6 +34,45 @@ _POOL_ATTRS = (
     Attr("rounding_type", "str", "floor"),
     Attr("auto_pad", "str", "explicit"),
 )
+
+
+@dataclass
+class PoolPlan:
+    """One pooling call as its variants read it."""
+    sizes: dict                 # pooling.cl's defines, with the op's own (POOL_MAX, ...)
+    out: tuple                  # the output's shape
+    planes: int                 # N * C * OD
+    with_indices: bool          # MaxPool-8's output 1 too
+    label: str                  # maxpool_3x3
+    device: object
+    on_cpu: bool
+
+
+@dataclass(frozen=True)
+class PoolVariant(KernelVariant):
+    """pooling.cl, one output per work item (a GPU)."""
+
+    @property
+    def name(self) -> str:
+        return "pool"
+
+    def applies(self, plan: PoolPlan) -> bool:
+        return not plan.on_cpu
+
+    def launches(self, plan: PoolPlan) -> list[KernelLaunch]:
+        args = (Arg.input(0), Arg.output(0)) + ((Arg.output(1),) if plan.with_indices else ())
+        return [KernelLaunch(source=defines(**plan.sizes) + cl_source("pooling.cl"),
+                             entry="pool", args=args,
+                             global_size=(plan.out[-1], plan.sizes["OH"], plan.planes),
+                             label=plan.label)]
+
+
+def pool_variants(plan: PoolPlan) -> tuple[KernelVariant, ...]:
+    """On a CPU device, pool_cpu.cl's rows per work item (pool_rows); elsewhere pooling.cl."""
+    if plan.on_cpu:
+        return tuple(PoolRowsVariant(r) for r in pool_rows(plan.sizes["OH"], plan.planes,
+                                                           plan.device))
+    return (PoolVariant(),)
 
 
 class _PoolBase(NamedOp):
@@ -67,32 +107,29 @@ class _PoolBase(NamedOp):
     def _extra_defines(self, attrs, inputs, padded: bool) -> dict:
         raise NotImplementedError
 
-    def kernel_variants(self, attrs, inputs, outputs, consts, ctx=DEFAULT_CONTEXT):
-        """On a CPU device, pool_cpu.cl's rows per work item (pool_rows); elsewhere one."""
-        if not ctx.on_cpu:
-            return ()
-        sizes, out, _ = self._geometry(attrs, inputs)
-        rows = pool_rows(sizes["OH"], out[0] * out[1] * sizes["OD"], ctx.device)
-        return tuple(f"rows{r}" for r in rows) if len(rows) > 1 else ()
-
-    def launches(self, attrs, inputs, outputs, consts, ctx=DEFAULT_CONTEXT):
+    def plan(self, attrs, inputs, ctx=DEFAULT_CONTEXT) -> PoolPlan:
         sizes, out, padded = self._geometry(attrs, inputs)
         extra = self._extra_defines(attrs, inputs, padded)
-        args = [Arg.input(0), Arg.output(0)] + ([Arg.output(1)] if extra.get("WITH_INDICES") else [])
         kind = "max" if self.is_max else "avg"
-        src = defines(**sizes, **extra) + cl_source("pooling.cl")
         window = "x".join(str(sizes[k]) for k in ("KD", "KH", "KW") if k != "KD" or
                           len(out) == 5)
-        if ctx.on_cpu:
-            planes = out[0] * out[1] * sizes["OD"]
-            names = [f"rows{r}" for r in pool_rows(sizes["OH"], planes, ctx.device)]
-            only = ctx.variant if ctx.variant in names else names[0]
-            (launches,) = pool_candidates(dict(sizes, **extra), planes,
-                                          bool(extra.get("WITH_INDICES")), ctx.device, only)
-            return [replace(launch, label=f"{kind}pool_{window}_cpu_{launch.label}")
+        return PoolPlan(dict(sizes, **extra), out, out[0] * out[1] * sizes["OD"],
+                        bool(extra.get("WITH_INDICES")), f"{kind}pool_{window}", ctx.device,
+                        ctx.on_cpu)
+
+    def kernel_variants(self, attrs, inputs, outputs, consts, ctx=DEFAULT_CONTEXT):
+        listed = pool_variants(self.plan(attrs, inputs, ctx))
+        return listed if len(listed) > 1 else ()
+
+    def launches(self, attrs, inputs, outputs, consts, ctx=DEFAULT_CONTEXT):
+        plan = self.plan(attrs, inputs, ctx)
+        listed = pool_variants(plan)
+        variant = ctx.variant if ctx.variant in listed else listed[0]
+        launches = variant.launches(plan)
+        if plan.on_cpu:
+            return [replace(launch, label=f"{plan.label}_cpu_{launch.label}")
                     for launch in launches]
-        return [KernelLaunch(source=src, entry="pool", args=tuple(args), global_size=(out[-1], sizes["OH"], out[0] * out[1] * sizes["OD"]),
-                             label=f"{kind}pool_{window}")]
+        return launches
 
 
 @register_op

@@ -2,8 +2,9 @@
 
 The floor between runtime (above) and ops, jit, graph (below): pure Python over
 graph.graph.Graph, run and tested without a device. A module here may import graph/, jit/,
-ops/ (the facts a rewrite hands to a built-in op, such as conv.INPUT_SHUFFLE) and
-errors/settings; never runtime/ or pyopencl (import-linter contracts in pyproject.toml).
+ops/ (the typed facts a rewrite hands to a built-in op in Node.facts, such as
+conv.InputShuffle, and the op's own rules for them) and errors/settings; never runtime/ or
+pyopencl (import-linter contracts in pyproject.toml).
 
 graph_edit.py      what every pass reads and rebuilds a graph with (sole_consumer, const_input,
                    rebuilt_graph)

@@ -1,9 +1,12 @@
 """What every graph pass reads and writes a Graph with: who reads a node's output, the value of
-a constant input, and a new graph from a few changed nodes, dropped nodes and rewired edges.
+a constant input, a node with a fact for its implementation, and a new graph from a few changed
+nodes, dropped nodes and rewired edges.
 
 A pass never edits the model's own Graph: it collects its changes and calls `rebuilt_graph`.
 """
 from __future__ import annotations
+
+from dataclasses import replace
 
 import numpy as np
 
@@ -27,6 +30,13 @@ def sole_layer_reading_only_output(graph: Graph, node: Node) -> Node | None:
         return None
     consumer = sole_consumer(graph, node, port=0)
     return None if consumer is None or consumer.type == "Result" else consumer
+
+
+def with_fact(node: Node, fact) -> Node:
+    """A copy of `node` that hands its implementation `fact` (Node.facts), in place of a fact of
+    the same class it had."""
+    kept = tuple(f for f in node.facts if type(f) is not type(fact))
+    return replace(node, facts=kept + (fact,))
 
 
 def const_input(graph: Graph, node: Node, port: int):

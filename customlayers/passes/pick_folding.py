@@ -1,8 +1,8 @@
 """One launch fewer at the head of a sequence model: a Gather of one constant index along the
 last axis (the TCN's and many RNN classifiers' "last time step", x[:, :, -1]) whose only reader
 is a MatMul's A becomes part of that MatMul: the MatMul reads A from the Gather's input, one
-element of every run along its last axis (ops/matmul.py's PICK attribute, matmul.cl's A_STEP
-and A_PICK).
+element of every run along its last axis (the fact ops/matmul.py's PickLast, matmul.cl's
+A_STEP and A_PICK).
 
 Exact: the MatMul reads the very values the Gather would have copied, and sums them in the same
 order. Only built-ins are folded, and only a MatMul whose A is not transposed, so that the
@@ -15,8 +15,8 @@ from dataclasses import replace
 from ..errors import CustomLayersError
 from ..graph.graph import Graph
 from ..ops import get_op
-from ..ops.matmul import PICK
-from .graph_edit import const_input, rebuilt_graph, sole_consumer
+from ..ops.matmul import PickLast
+from .graph_edit import const_input, rebuilt_graph, sole_consumer, with_fact
 
 
 def fold_picks_into_matmuls(graph: Graph, is_builtin) -> tuple[Graph, list[str]]:
@@ -34,8 +34,7 @@ def fold_picks_into_matmuls(graph: Graph, is_builtin) -> tuple[Graph, list[str]]
             continue
         inputs = list(matmul.inputs)
         inputs[0] = node.inputs[0]
-        changed[matmul.id] = replace(matmul, inputs=inputs,
-                                     attrs=dict(matmul.attrs, **{PICK: str(pick)}))
+        changed[matmul.id] = with_fact(replace(matmul, inputs=inputs), PickLast(pick))
         drop.add(node.id)
         redirect[(matmul.id, 0)] = graph.producer(node.id, 0)
         notes.append(f"folded Gather '{node.name}' (index {pick} of the last axis) into the "

@@ -5,21 +5,17 @@ ShuffleNet unit (on PoCL, 15 launches of about 0.1 ms each in ShuffleNet v1).
 A shuffle is either a ShuffleChannels of axis 1 (OpenVINO IR) or the pattern ONNX exporters
 write for it: Reshape [N, C, H, W] -> [N, g, C/g, H, W], Transpose (0, 2, 1, 3, 4), Reshape back
 to [N, C, H, W]. It folds when each of its nodes is a built-in and the sole consumer of the one
-before, and its last node's sole consumer is a built-in 2-D (Group)Convolution with one input
-channel per group and at most conv.DIRECT_MAX_OG outputs per group: the kernels that run such
-a layer on every device (conv_direct.cl, conv_cpu.cl, conv_cpu_depthwise.cl) read input
-channel c from plane IN_CHANNEL(c). The rewrite is exact: the same values reach the same
+before, and its last node's sole consumer is a built-in (Group)Convolution that says it takes
+a shuffled input (ops/conv.py's takes_shuffled_input: the kernels that run it read input
+channel c from plane IN_CHANNEL(c)); the convolution receives the fact conv.InputShuffle.
+The rewrite is exact: the same values reach the same
 multiply-adds; only where they are read from changes.
 """
 from __future__ import annotations
 
-from dataclasses import replace
-
-import numpy as np
-
 from ..graph.graph import Graph, Node
-from ..ops.conv import DIRECT_MAX_OG, INPUT_SHUFFLE
-from .graph_edit import CONVOLUTIONS, const_input, rebuilt_graph, sole_consumer
+from ..ops.conv import InputShuffle, takes_shuffled_input
+from .graph_edit import const_input, rebuilt_graph, sole_consumer, with_fact
 
 
 def fold_channel_shuffles(graph: Graph, is_builtin) -> tuple[Graph, list[str]]:
@@ -35,10 +31,12 @@ def fold_channel_shuffles(graph: Graph, is_builtin) -> tuple[Graph, list[str]]:
             continue
         chain, group = found
         conv = sole_consumer(graph, chain[-1], port=0)
-        if conv is None or conv.id in convs or not _reads_channels_one_by_one(graph, conv) or \
+        if conv is None or conv.id in convs or len(conv.inputs) < 2 or \
+                not takes_shuffled_input(conv.type, conv.inputs[0].shape, conv.inputs[1].shape,
+                                         group) or \
                 not is_builtin(conv) or graph.producer(conv.id, 0) != (chain[-1].id, 0):
             continue
-        convs[conv.id] = replace(conv, attrs=dict(conv.attrs, **{INPUT_SHUFFLE: str(group)}))
+        convs[conv.id] = with_fact(conv, InputShuffle(group))
         drop.update(n.id for n in chain)
         redirect[(conv.id, 0)] = graph.producer(chain[0].id, 0)
         names = "', '".join(n.name for n in chain)
@@ -87,17 +85,3 @@ def _order(graph: Graph, transpose: Node) -> tuple[int, ...] | None:
         return tuple(int(v) for v in value.reshape(-1))
     text = transpose.attrs.get("perm") or transpose.attrs.get("order")
     return tuple(int(v) for v in text.split(",")) if text else None
-
-
-def _reads_channels_one_by_one(graph: Graph, conv: Node) -> bool:
-    """A 2-D convolution with one input channel per group and few outputs per group, whose
-    weights have a known shape."""
-    if conv.type not in CONVOLUTIONS or len(conv.inputs) < 2:
-        return False
-    w = tuple(conv.inputs[1].shape or ())
-    rank = 5 if conv.type == "GroupConvolution" else 4
-    if len(w) != rank or not all(isinstance(d, int) for d in w):
-        return False
-    og, cg = (w[1], w[2]) if rank == 5 else (w[0], w[1])
-    return cg == 1 and og <= DIRECT_MAX_OG and len(conv.inputs[0].shape or ()) == 4 and \
-        np.prod(w) > 0

@@ -25,6 +25,8 @@ from customlayers.errors import BindingError
 from customlayers.jit.launch import CompileContext, DeviceTraits, FusedEpilogue
 from customlayers.jit.tensor import TensorDesc
 from customlayers.ops import get_op
+from customlayers.ops._conv_variants import DirectVariant, OcbVariant
+from customlayers.ops.conv import InputShuffle
 from launch_runner import run_launches
 from test_ops_conv import conv_ref
 
@@ -43,14 +45,20 @@ def _op(wshape, rank):
     return get_op("GroupConvolution" if len(wshape) == rank + 3 else "Convolution")
 
 
-def _listed(xs, ws, raw, device=GPU):
+def _variants(xs, ws, raw, device=GPU, facts=()):
+    """The variant objects the convolution lists, weights constant."""
     rank = len(xs) - 2
     op = _op(ws, rank)
     parsed = op.parse_attributes(raw, "layer")
     descs = [TensorDesc(xs), TensorDesc(ws)]
     out = [TensorDesc(s) for s, _ in op.infer_shapes(parsed, descs, {})]
     return op.kernel_variants(parsed, descs, out, {1: np.zeros(ws, np.float32)},
-                              CompileContext(device))
+                              CompileContext(device, facts=facts))
+
+
+def _listed(xs, ws, raw, device=GPU, facts=()):
+    """Their names, in order (what the tuning cache and the profiles show)."""
+    return tuple(v.name for v in _variants(xs, ws, raw, device, facts))
 
 
 def _run(cl_env, raw, arrays, variant, epilogue=None, device=GPU):
@@ -98,18 +106,18 @@ def _check_every_variant(cl_env, raw, arrays, epilogue, want, label):
     """Every listed ocb variant against `want` and, bit for bit, against the direct kernel;
     returns the variants checked."""
     x, w = arrays[:2]
-    variants = [v for v in _listed(x.shape, w.shape, raw) if v.startswith("ocb")]
+    variants = [v for v in _variants(x.shape, w.shape, raw) if isinstance(v, OcbVariant)]
     assert variants, f"{label}: no ocb variant listed"
-    direct, _ = _run(cl_env, raw, arrays, "direct", epilogue)
+    direct, _ = _run(cl_env, raw, arrays, DirectVariant(), epilogue)
     limit = MAX_ERROR * _scale(x, w)
     for v in variants:
         got, launches = _run(cl_env, raw, arrays, v, epilogue)
         assert [launch.entry for launch in launches] == ["conv_direct_ocb"]
-        assert launches[0].label.endswith(f"_{v}")
+        assert launches[0].label.endswith(f"_{v.name}")
         err = np.abs(got - want).max()
         assert err <= limit, f"{label} {v}: error {err:.3g} > {limit:.3g}"
         np.testing.assert_array_equal(got, direct, err_msg=f"{label} {v} vs direct")
-    return variants
+    return [v.name for v in variants]
 
 
 CASES = [
@@ -249,14 +257,16 @@ def test_ocb_is_not_listed_where_it_does_not_apply(xs, ws, raw, device):
 
 
 def test_a_folded_channel_shuffle_lists_no_ocb_and_refuses_one():
-    raw = _attrs(2, **{"customlayers.input_shuffle_group": "2"})
-    assert not any(v.startswith("ocb") for v in _listed((1, 8, 6, 6), (8, 8, 3, 3), raw))
+    raw, shuffled = _attrs(2), (InputShuffle(2),)
     op = get_op("Convolution")
     parsed = op.parse_attributes(raw, "layer")
     descs = [TensorDesc((1, 8, 6, 6)), TensorDesc((8, 8, 3, 3))]
     out = [TensorDesc(s) for s, _ in op.infer_shapes(parsed, descs, {})]
     with pytest.raises(BindingError, match="cannot be folded"):
-        op.launches(parsed, descs, out, {}, CompileContext(GPU, variant="ocb8_px1"))
+        _listed((1, 8, 6, 6), (8, 8, 3, 3), raw, facts=shuffled)
+    with pytest.raises(BindingError, match="cannot be folded"):
+        op.launches(parsed, descs, out, {}, CompileContext(GPU, variant=OcbVariant(8, 1),
+                                                           facts=shuffled))
 
 
 def test_a_variant_that_does_not_apply_is_refused():
@@ -265,7 +275,7 @@ def test_a_variant_that_does_not_apply_is_refused():
     descs = [TensorDesc((1, 25, 100)), TensorDesc((25, 25, 7))]
     out = [TensorDesc(s) for s, _ in op.infer_shapes(parsed, descs, {})]
     with pytest.raises(BindingError, match="variant ocb12_px1 does not apply"):
-        op.launches(parsed, descs, out, {}, CompileContext(GPU, variant="ocb12_px1"))
+        op.launches(parsed, descs, out, {}, CompileContext(GPU, variant=OcbVariant(12, 1)))
 
 
 # -- in a network --------------------------------------------------------------------------------

@@ -16,7 +16,9 @@ import pytest
 
 from customlayers.errors import BindingError
 from customlayers.jit.launch import DeviceTraits, FusedEpilogue
-from test_conv_ocb import CPU, MAX_ERROR, _attrs, _listed, _reference, _run as _run_on, _scale
+from customlayers.ops._conv_variants import SplitVariant
+from test_conv_ocb import (CPU, MAX_ERROR, _attrs, _listed, _reference, _run as _run_on,
+                           _scale, _variants)
 
 # an H100's compute units: the TCN's layer at batch 1 (19600 outputs) leaves it mostly idle
 H100 = DeviceTraits("GPU", compute_units=132, max_work_group_size=1024)
@@ -45,7 +47,7 @@ def test_every_split_variant_matches_the_reference(cl_env, label, xs, ws, raw):
     x = rng.standard_normal(xs).astype(np.float32)
     w = (rng.standard_normal(ws) * 0.3).astype(np.float32)
     want = _reference(x, w, raw)
-    variants = [v for v in _listed(xs, ws, raw, H100) if v.startswith("split")]
+    variants = [v for v in _variants(xs, ws, raw, H100) if isinstance(v, SplitVariant)]
     assert variants, f"{label}: no split variant listed"
     limit = MAX_ERROR * _scale(x, w)
     for v in variants:
@@ -72,7 +74,7 @@ def test_split_variants_apply_the_fused_epilogue(cl_env, epilogue):
     arrays = [x, w, bias] + ([residual] if epilogue.residual else [])
     want = _reference(x, w, raw, epilogue, bias, residual)
     limit = MAX_ERROR * _scale(x, w) + 1e-6 * np.abs(want).max()
-    for v in ("split4", "split8"):
+    for v in (SplitVariant(4), SplitVariant(8)):
         got, _ = _run(cl_env, raw, arrays, v, epilogue)
         assert np.abs(got - want).max() <= limit, v
 
@@ -108,4 +110,4 @@ def test_a_split_variant_that_does_not_apply_is_refused(cl_env):
     x = np.zeros((1, 6, 50), np.float32)
     w = np.zeros((25, 6, 7), np.float32)
     with pytest.raises(BindingError, match="split4 does not apply"):
-        _run(cl_env, _attrs(1), [x, w], "split4")
+        _run(cl_env, _attrs(1), [x, w], SplitVariant(4))

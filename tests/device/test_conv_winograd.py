@@ -24,6 +24,8 @@ import pytest
 from customlayers.jit.launch import CompileContext, DeviceTraits, FusedEpilogue
 from customlayers.jit.tensor import TensorDesc
 from customlayers.ops import get_op
+from customlayers.ops._conv_variants import DirectVariant
+from customlayers.ops._winograd import WinogradVariant
 from launch_runner import run_launches
 from oracle import ov_infer, save_ov_model
 from test_ops_conv import attrs, conv_ref
@@ -31,6 +33,7 @@ from test_ops_conv import attrs, conv_ref
 GPU = DeviceTraits("GPU", compute_units=16, max_work_group_size=256)
 MAX_ERROR = 2e-5          # times the output's RMS scale (see the module docstring)
 MAX_RATIO = 4.0           # times the direct kernel's error
+DIRECT, WINOGRAD = DirectVariant(), WinogradVariant()
 
 
 def _run(cl_env, op_type, raw, arrays, variant, epilogue=None):
@@ -102,9 +105,9 @@ def test_winograd_matches_numpy_and_the_direct_kernel(cl_env, xs, ws, pb, pe, ep
     if epilogue is not None and epilogue.residual:
         arrays.append(residual)
     want = _reference(x, w, pb, pe, epilogue, bias, residual)
-    direct, _, _ = _run(cl_env, op_type, raw, arrays, "direct", epilogue)
-    got, launches, listed = _run(cl_env, op_type, raw, arrays, "winograd2x2", epilogue)
-    assert "winograd2x2" in listed
+    direct, _, _ = _run(cl_env, op_type, raw, arrays, DIRECT, epilogue)
+    got, launches, listed = _run(cl_env, op_type, raw, arrays, WINOGRAD, epilogue)
+    assert "winograd2x2" in [v.name for v in listed]
     assert [l.entry for l in launches] == ["winograd_input", "gemm_tiled", "winograd_output"]
     assert len({l.source for l in launches}) == 1             # one program
     _check(got, direct, want, x, w, "winograd2x2")
@@ -115,15 +118,17 @@ def test_every_winograd_tiling_gives_the_same_result(cl_env):
     x = rng.standard_normal((2, 20, 11, 10)).astype(np.float32)
     w = rng.standard_normal((36, 20, 3, 3)).astype(np.float32)
     raw = attrs(pb=(1, 1), pe=(1, 1))
-    first, _, listed = _run(cl_env, "Convolution", raw, [x, w], "winograd2x2")
-    tilings = [v for v in listed if v.startswith("winograd2x2_")]
-    assert listed[1] == "winograd2x2" and len(tilings) == 2
+    first, _, listed = _run(cl_env, "Convolution", raw, [x, w], WINOGRAD)
+    tilings = [v for v in listed if isinstance(v, WinogradVariant) and v.tiling is not None]
+    assert listed[1].name == "winograd2x2" and len(tilings) == 2
+    assert [v.name for v in tilings] == [f"winograd2x2_{v.tiling.name}" for v in tilings]
     for v in tilings:
         got, launches, _ = _run(cl_env, "Convolution", raw, [x, w], v)
-        assert launches[1].label.endswith(v[len("winograd2x2_gemm"):].rsplit("_k", 1)[0])
+        t = v.tiling
+        assert launches[1].label.endswith(f"{t.tm}x{t.tn}_{t.rm}x{t.rn}")
         # the tilings sum each GEMM element's terms in one order: the same bits
         assert np.array_equal(got, first), v
-    direct, _, _ = _run(cl_env, "Convolution", raw, [x, w], "direct")
+    direct, _, _ = _run(cl_env, "Convolution", raw, [x, w], DIRECT)
     _check(first, direct, conv_ref(x, w, (1, 1), (1, 1), (1, 1), (1, 1)), x, w, "winograd2x2")
 
 
@@ -136,10 +141,10 @@ def test_winograd_with_split_k_gemm(cl_env):
     bias = rng.standard_normal(64).astype(np.float32)
     raw = attrs(pb=(1, 1), pe=(1, 1))
     ep = FusedEpilogue(bias=True)
-    got, launches, _ = _run(cl_env, "Convolution", raw, [x, w, bias], "winograd2x2", ep)
+    got, launches, _ = _run(cl_env, "Convolution", raw, [x, w, bias], WINOGRAD, ep)
     assert [l.entry for l in launches] == ["winograd_input", "gemm_tiled", "gemm_splitk_reduce",
                                            "winograd_output"]
-    direct, _, _ = _run(cl_env, "Convolution", raw, [x, w, bias], "direct", ep)
+    direct, _, _ = _run(cl_env, "Convolution", raw, [x, w, bias], DIRECT, ep)
     want = conv_ref(x, w, (1, 1), (1, 1), (1, 1), (1, 1)) + bias.reshape(1, -1, 1, 1)
     _check(got, direct, want, x, w, "winograd2x2 split-K")
 

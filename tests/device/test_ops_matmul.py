@@ -15,7 +15,7 @@ def run_op(cl_env, raw, arrays, ctx=DEFAULT_CONTEXT):
     op = get_op("MatMul")
     attrs = op.parse_attributes(raw, "mm")
     descs = [TensorDesc(a.shape) for a in arrays]
-    out_descs = [TensorDesc(s, d) for s, d in op.infer_shapes(attrs, descs, {})]
+    out_descs = [TensorDesc(s, d) for s, d in op.infer_shapes(attrs, descs, {}, ctx)]
     launches = op.launches(attrs, descs, out_descs, {}, ctx)
     return run_launches(cl_env, launches, arrays, descs, out_descs)[0], launches
 
@@ -125,15 +125,17 @@ def test_errors_name_the_layer():
     ((6, 21, 9), (13, 21), True),         # M == 6: the tiled GEMM
 ])
 def test_a_picked_from_a_longer_last_axis(cl_env, device, ashape, bshape, tb):
-    """MatMul's PICK (a folded Gather, passes/pick_folding.py): A is element 4 of input 0's
-    last axis, on each kernel (matrix-vector on a CPU and a GPU, and the tiled GEMM)."""
-    from customlayers.ops.matmul import PICK
+    """MatMul's PickLast fact (a folded Gather, passes/pick_folding.py): A is element 4 of
+    input 0's last axis, on each kernel (matrix-vector on a CPU and a GPU, and the tiled
+    GEMM)."""
+    from customlayers.ops.matmul import PickLast
     rng = np.random.default_rng(11)
     arrays = [rng.standard_normal(ashape).astype(np.float32),
               rng.standard_normal(bshape).astype(np.float32)]
     ref = reference(arrays[0][..., 4], arrays[1], False, tb)
-    ctx = CompileContext(DeviceTraits(device, compute_units=2, max_work_group_size=256))
-    out, launches = run_op(cl_env, {"transpose_b": str(tb).lower(), PICK: "4"}, arrays, ctx)
+    ctx = CompileContext(DeviceTraits(device, compute_units=2, max_work_group_size=256),
+                         facts=(PickLast(4),))
+    out, launches = run_op(cl_env, {"transpose_b": str(tb).lower()}, arrays, ctx)
     assert out.shape == ref.shape
     np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-5)
 

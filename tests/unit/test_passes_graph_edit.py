@@ -5,8 +5,10 @@ tensor)."""
 import numpy as np
 
 from customlayers.graph.graph import Node, Port
+from customlayers.ops.conv import InputShuffle
+from customlayers.ops.matmul import PickLast
 from customlayers.passes.graph_edit import (const_input, rebuilt_graph, sole_consumer,
-                                            sole_layer_reading_only_output)
+                                            sole_layer_reading_only_output, with_fact)
 from interop_graphs import Builder
 
 SHAPE = (1, 4, 5, 5)
@@ -70,3 +72,12 @@ def test_rebuilt_graph_drops_rewires_and_removes_dead_constants_leaving_the_mode
     assert new.producer(relu[0], 0) == ("x", 0)
     assert new.nodes[relu[0]].name == "renamed"
     assert len(g.nodes) == 5 and g.producer(relu[0], 0) == (add[0], 0)
+
+
+def test_with_fact_hands_a_typed_fact_on_a_copy_replacing_one_of_its_class():
+    node = Node("dw", "dw", "GroupConvolution", attrs={"strides": "1,1"})
+    first = with_fact(node, InputShuffle(2))
+    again = with_fact(with_fact(first, PickLast(1)), InputShuffle(3))
+    assert node.facts == () and first.facts == (InputShuffle(2),)
+    assert again.facts == (PickLast(1), InputShuffle(3))
+    assert again.attrs == {"strides": "1,1"}          # the model's attribute text is untouched

@@ -2,7 +2,7 @@
 whose only reader is a MatMul's A becomes the element the MatMul reads."""
 import numpy as np
 
-from customlayers.ops.matmul import PICK
+from customlayers.ops.matmul import PickLast
 from customlayers.passes.pick_folding import fold_picks_into_matmuls
 from interop_graphs import Builder
 
@@ -28,7 +28,7 @@ def test_a_last_step_gather_before_a_matmul_is_folded():
     assert notes == ["folded Gather 'last' (index -1 of the last axis) into the reads of "
                      "MatMul 'fc'"]
     fc = new.nodes["fc"]
-    assert "last" not in new.nodes and fc.attrs[PICK] == "-1"
+    assert "last" not in new.nodes and fc.facts == (PickLast(-1),)
     assert new.producer("fc", 0) == ("x", 0) and fc.inputs[0].shape == (1, 4, 5)
 
 

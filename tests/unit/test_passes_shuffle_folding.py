@@ -2,7 +2,7 @@
 reader is a depthwise convolution becomes the order in which it reads its channels."""
 import numpy as np
 
-from customlayers.ops.conv import INPUT_SHUFFLE
+from customlayers.ops.conv import InputShuffle
 from customlayers.passes.shuffle_folding import fold_channel_shuffles
 from interop_graphs import Builder
 
@@ -34,7 +34,7 @@ def test_shuffle_channels_before_a_depthwise_convolution_is_folded():
     new, notes = fold_channel_shuffles(_ir_shuffle(), builtin)
     assert notes == ["folded the channel shuffle 'shuffle' into the input of 'dw'"]
     assert "shuffle" not in new.nodes
-    assert new.nodes["dw"].attrs[INPUT_SHUFFLE] == "3"
+    assert new.nodes["dw"].facts == (InputShuffle(3),)
     assert new.producer("dw", 0) == ("x", 0)
 
 
@@ -49,7 +49,7 @@ def test_the_onnx_pattern_reshape_transpose_reshape_is_folded():
     new, notes = fold_channel_shuffles(b.g, builtin)
     assert notes == ["folded the channel shuffle 'split', 'transpose', 'merge' into the input "
                      "of 'dw'"]
-    assert new.nodes["dw"].attrs[INPUT_SHUFFLE] == "2"
+    assert new.nodes["dw"].facts == (InputShuffle(2),)
     assert [n.type for n in new] == ["Parameter", "Const", "GroupConvolution", "Result"]
 
 

@@ -27,7 +27,7 @@ def _variants(x_shape, w_shape, ctx=GPU, const=True, op_type="Convolution", stri
     descs = [TensorDesc(x_shape), TensorDesc(w_shape)]
     out = [TensorDesc(s) for s, _ in op.infer_shapes(attrs, descs, {})]
     consts = {1: np.zeros(w_shape, np.float32)} if const else {}
-    return op.kernel_variants(attrs, descs, out, consts, ctx)
+    return tuple(v.name for v in op.kernel_variants(attrs, descs, out, consts, ctx))
 
 
 def test_winograd_comes_second_for_a_wide_3x3_layer_and_the_heuristic_stays_first():

@@ -98,7 +98,8 @@ def compile_plan(graph: Graph, order: Sequence[Node], impls: Mapping[str, LayerI
                 input_names=[_input_names(graph, node, i, k) for i, k in enumerate(in_keys)],
                 declared=[(p.shape, p.dtype) for p in node.outputs],
                 context=CompileContext(options.device,
-                                       custom_input_padding=options.custom_input_padding))
+                                       custom_input_padding=options.custom_input_padding,
+                                       facts=node.facts))
             out_descs = impl.outputs(call)
             _check_declared_shapes(node, out_descs)
             _check_fp64(options, node, in_descs + out_descs)

@@ -9,8 +9,7 @@ Data blobs to the layer's constant inputs, by name or by position (LayerCall.spl
 from __future__ import annotations
 
 import math
-import re
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Sequence
 
 import pyopencl as cl
@@ -20,14 +19,34 @@ from ...config.spec import LayerSpec
 from ...dtypes import CUSTOM_LAYER_DTYPES
 from ...errors import BindingError, ModelError
 from ...jit.bindings import in_format, output_shape_from_formula
+from ...jit.launch import KernelLaunch
 from ...jit.layer import LayerCall, LayerImpl, LayerWork, ParsedAttrs, Stage
 from ...jit.tensor import TensorDesc
+from ...jit.variant import KernelVariant
 from ...ops.reorder import reorder_launch
 
 
 # work-group sizes (along dimension 0) the tuner tries for a layer that leaves local open
 LOCAL_SIZES = (64, 128, 256)
-_LOCAL_VARIANT = re.compile(r"local(\d+(?:x\d+)*)")
+
+
+@dataclass(frozen=True)
+class LocalSizeVariant(KernelVariant):
+    """The bound kernel (its plan: the KernelLaunch of a descriptor that leaves the local size
+    open) under work-group `local` (None: the driver's choice)."""
+    local: tuple[int, ...] | None = None
+
+    @property
+    def name(self) -> str:
+        return "driver" if self.local is None else "local" + "x".join(map(str, self.local))
+
+    def applies(self, plan: KernelLaunch) -> bool:
+        return plan.local_size is None
+
+    def launches(self, plan: KernelLaunch) -> list[KernelLaunch]:
+        if self.local is None:
+            return [plan]
+        return [replace(plan, local_size=self.local, label=f"{plan.label}_{self.name}")]
 
 
 class SimpleGpuLayer(LayerImpl):
@@ -77,10 +96,9 @@ class SimpleGpuLayer(LayerImpl):
                                    strict_params=False,
                                    data=data)
         launch = bound.launch()
-        group = _LOCAL_VARIANT.fullmatch(call.context.variant or "")
-        if group and bound.local_size is None:     # the tuner's choice for an open local size
-            local = tuple(int(v) for v in group.group(1).split("x"))
-            launch = replace(launch, local_size=local, label=f"{launch.label}_{group.group(0)}")
+        variant = call.context.variant      # the tuner's choice for an open local size
+        if variant is not None and bound.local_size is None and variant.applies(launch):
+            (launch,) = variant.launches(launch)
         out_refs, after = [], []
         for j, d in enumerate(outputs):
             if d.is_plain:
@@ -110,7 +128,8 @@ class SimpleGpuLayer(LayerImpl):
                              f"'{missing[0]}'?")
         return notes
 
-    def variants(self, call: LayerCall, outputs: Sequence[TensorDesc]) -> tuple[str, ...]:
+    def variants(self, call: LayerCall,
+                 outputs: Sequence[TensorDesc]) -> tuple[LocalSizeVariant, ...]:
         """When the descriptor leaves the local size open: the driver's choice, then work-groups
         of up to 64, 128 and 256 items that divide the global size (the kernel may not guard a
         partial group), filled along dimension 0 first, that the compiled kernel allows. A
@@ -133,7 +152,7 @@ class SimpleGpuLayer(LayerImpl):
                 left //= shape[-1]
             if math.prod(shape) >= 32 and shape not in shapes:
                 shapes.append(shape)
-        return ("driver",) + tuple("local" + "x".join(map(str, s)) for s in shapes) \
+        return (LocalSizeVariant(),) + tuple(LocalSizeVariant(tuple(s)) for s in shapes) \
             if shapes else ()
 
     # -- binding ---------------------------------------------------------------------------

@@ -1,12 +1,13 @@
 """Kernel selection by timing (OpenPPL's runtime algorithm selection, TensorRT's tactics).
 
-A layer implementation lists the kernel variants it can run for a call (LayerImpl.variants,
-the heuristic's best first: for convolution and MatMul a space of GEMM tilings and split-K
-factors, ops/_variants.py; for a custom layer whose descriptor leaves the local size open, a
-few local sizes). While the network compiles, the Tuner times the first few of them (all of
-them with `full`) on the device, on scratch buffers, with profiling events, and hands the
-fastest back through CompileContext.variant. The choice is kept on disk per device, driver and
-layer signature (tuning_cache.py, next to the program cache), so a second load times nothing.
+A layer implementation lists the kernel variants it can run for a call (LayerImpl.variants:
+objects with a stable name, jit/variant.py; the heuristic's best first: for convolution and
+MatMul a space of GEMM tilings and split-K factors, ops/_variants.py; for a custom layer whose
+descriptor leaves the local size open, a few local sizes). While the network compiles, the
+Tuner times the first few of them (all of them with `full`) on the device, on scratch buffers,
+with profiling events, and hands the fastest back through CompileContext.variant. The choice
+(the variant's name) is kept on disk per device, driver and layer signature (tuning_cache.py,
+next to the program cache), so a second load times nothing.
 
 Nothing here knows a kind of layer or a kind of device: the same mechanism serves every
 implementation that lists variants, on a GPU or a CPU.
@@ -27,6 +28,7 @@ import pyopencl as cl
 from ...errors import KernelBuildError
 from ...jit.layer import LayerCall, LayerImpl, LayerWork
 from ...jit.tensor import TensorDesc
+from ...jit.variant import KernelVariant, variant_named
 from ..execute.launch_args import ArgumentSource, bind_args
 from ..device.parallel_build import build_programs
 from .tuning_cache import TuningCache
@@ -72,7 +74,7 @@ class Tuner:
         self._queue = None
 
     def choose(self, impl: LayerImpl, call: LayerCall,
-               outputs: Sequence[TensorDesc]) -> str | None:
+               outputs: Sequence[TensorDesc]) -> KernelVariant | None:
         """The variant `impl` should run for `call` (None: its heuristic's, nothing to choose)."""
         if self.mode == "off":
             return None
@@ -81,10 +83,10 @@ class Tuner:
             return None
         signature = layer_signature(impl, call, outputs, variants)
         record = self.cache.get(signature)
-        if record is not None and record.get("mode") in _ANSWERS[self.mode] and \
-                record.get("variant") in variants:
+        cached = variant_named(variants, record.get("variant")) if record is not None else None
+        if cached is not None and record.get("mode") in _ANSWERS[self.mode]:
             self.stats.from_cache += 1
-            return record["variant"]
+            return cached
         candidates = variants if self.mode == "full" else \
             variants[:FAST_CANDIDATES_CPU if call.context.on_cpu else FAST_CANDIDATES]
         if len(candidates) < 2:
@@ -102,7 +104,7 @@ class Tuner:
                                       launch.label or stage.name)
                                      for work in works.values() for stage in work.stages
                                      for launch in stage.launches))
-        times: dict[str, float] = {}
+        times: dict[KernelVariant, float] = {}
         for variant, work in works.items():
             ns = self._time(work, call, outputs)
             if ns is not None:
@@ -114,8 +116,8 @@ class Tuner:
             return None          # none ran: the heuristic's, whose build reports the error
         best = min(times, key=times.get)
         self.cache.put(signature, {
-            "layer": call.name, "type": call.type, "variant": best, "mode": self.mode,
-            "times_us": {v: round(t / 1e3, 3) for v, t in times.items()},
+            "layer": call.name, "type": call.type, "variant": best.name, "mode": self.mode,
+            "times_us": {v.name: round(t / 1e3, 3) for v, t in times.items()},
             "shapes": [list(d.shape) for d in call.inputs]})
         return best
 
@@ -208,14 +210,17 @@ class Tuner:
 
 
 def layer_signature(impl: LayerImpl, call: LayerCall, outputs: Sequence[TensorDesc],
-                    variants: Sequence[str]) -> str:
+                    variants: Sequence[KernelVariant]) -> str:
     """What the timing depends on: the implementation, its tensors and attributes, the fused
-    epilogue and the candidate list itself (a changed space is timed anew)."""
+    epilogue, the facts passes handed it, and the candidate list itself (a changed space is
+    timed anew)."""
     parts = [impl.impl, impl.type,
              ";".join(_tensor_text(d) for d in call.inputs),
              ";".join(_tensor_text(d) for d in outputs),
              repr(sorted((k, repr(v)) for k, v in call.attrs.items())),
-             repr(call.context.epilogue), ",".join(variants)]
+             repr(call.context.epilogue), ",".join(v.name for v in variants)]
+    if call.context.facts:              # none: the signature of a layer as it always was
+        parts.append(repr(call.context.facts))
     text = "|".join(parts)
     return f"{impl.type}:{hashlib.sha256(text.encode()).hexdigest()[:24]}"
 

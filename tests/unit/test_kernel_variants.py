@@ -1,0 +1,226 @@
+"""Kernel variants as objects (jit/variant.py) without a device: what Convolution, MatMul,
+pooling and a custom layer list for a call, under the names the tuning cache keeps, whether each
+applies, that the op runs the object it is handed; the one epilogue wiring of conv and MatMul;
+and the typed facts graph passes hand to ops (conv.InputShuffle, matmul.PickLast)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from customlayers.errors import BindingError
+from customlayers.jit.launch import CompileContext, DeviceTraits, FusedEpilogue, KernelLaunch
+from customlayers.jit.layer import LayerCall
+from customlayers.jit.tensor import TensorDesc
+from customlayers.jit.variant import KernelVariant, variant_named
+from customlayers.ops import get_op
+from customlayers.ops._conv_variants import DirectVariant, OcbVariant, SplitVariant
+from customlayers.ops._cpu_kernels import CpuBlockedVariant, PoolRowsVariant
+from customlayers.ops._epilogue import wire_epilogue
+from customlayers.ops._variants import GemmVariant
+from customlayers.ops._winograd import WinogradVariant
+from customlayers.ops.conv import InputShuffle, takes_shuffled_input
+from customlayers.ops.matmul import GemvVariant, PickLast, RowSoftmaxVariant
+
+GPU = DeviceTraits("GPU", compute_units=16, max_work_group_size=256)
+H100 = DeviceTraits("GPU", compute_units=132, max_work_group_size=1024)
+CPU = DeviceTraits("CPU", compute_units=2, max_work_group_size=4096, float_vector_width=8)
+TCN = {"strides": "1", "dilations": "8", "pads_begin": "48", "pads_end": "0"}
+CONV_3X3 = {"strides": "1,1", "dilations": "1,1", "pads_begin": "1,1", "pads_end": "1,1"}
+
+
+def _conv(xs, ws, raw, device=GPU, const=True, facts=(), variant=None, epilogue=None):
+    """(op, parsed attrs, input descs, output descs, consts, context) of a convolution call."""
+    op = get_op("GroupConvolution" if len(ws) == len(xs) + 1 else "Convolution")
+    attrs = op.parse_attributes(raw, "conv")
+    descs = [TensorDesc(xs), TensorDesc(ws)]
+    out = [TensorDesc(s) for s, _ in op.infer_shapes(attrs, descs, {})]
+    consts = {1: np.zeros(ws, np.float32)} if const else {}
+    ctx = CompileContext(device, epilogue=epilogue, variant=variant, facts=facts)
+    return op, attrs, descs, out, consts, ctx
+
+
+def _listed(*args, **kwargs):
+    op, attrs, descs, out, consts, ctx = _conv(*args, **kwargs)
+    return op.kernel_variants(attrs, descs, out, consts, ctx)
+
+
+def test_a_convolution_lists_variant_objects_under_the_cached_names():
+    listed = _listed((1, 25, 784), (25, 25, 7), TCN)
+    assert all(isinstance(v, KernelVariant) for v in listed)
+    names = [v.name for v in listed]
+    assert len(set(names)) == len(names)                      # a name is one variant
+    assert isinstance(listed[0], GemmVariant) and names[0] == "gemm32x64_2x4_k1"
+    assert names[1:4] == ["direct", "ocb8_px2", "ocb28_px1"]
+    assert listed[1:4] == (DirectVariant(), OcbVariant(8, 2), OcbVariant(28, 1))
+    assert variant_named(listed, "ocb28_px1") == OcbVariant(28, 1)
+    assert variant_named(listed, "ocb12_px1") is None
+    # what the tuner times at batch 1 on a large GPU: the channel-split kernels
+    assert [v.name for v in _listed((1, 25, 784), (25, 25, 7), TCN, H100)][1:4] == \
+        ["direct", "split4", "split8"]
+
+
+def test_winograd_and_gemm_variants_are_named_from_their_fields():
+    listed = _listed((1, 64, 28, 28), (64, 64, 3, 3), CONV_3X3)
+    assert listed[1] == WinogradVariant() and listed[1].name == "winograd2x2"
+    tilings = [v for v in listed if isinstance(v, WinogradVariant) and v.tiling is not None]
+    assert [v.name for v in tilings] == [f"winograd2x2_{v.tiling.name}" for v in tilings]
+    assert GemmVariant(64, 32, 4, 2, 3).name == "gemm64x32_4x2_k3"
+
+
+def test_each_listed_variant_applies_and_the_op_runs_the_object_it_is_handed():
+    op, attrs, descs, out, consts, ctx = _conv((1, 25, 784), (25, 25, 7), TCN)
+    plan = op.plan(attrs, descs, out, consts, ctx)
+    for v in op.kernel_variants(attrs, descs, out, consts, ctx):
+        assert v.applies(plan), v.name
+        launches = op.launches(attrs, descs, out, consts, CompileContext(GPU, variant=v))
+        assert all(isinstance(launch, KernelLaunch) for launch in launches)
+        if not isinstance(v, GemmVariant):
+            assert launches[-1].label.endswith(v.name), v.name
+    assert not OcbVariant(12, 1).applies(plan) and not SplitVariant(4).applies(plan)
+    assert not WinogradVariant().applies(plan)                # a 1-D window of 7
+
+
+@pytest.mark.parametrize("variant,message", [
+    (OcbVariant(12, 1), "variant ocb12_px1 does not apply to this convolution"),
+    (WinogradVariant(), "variant winograd2x2 needs a 3x3, stride-1 window and constant weights"),
+])
+def test_a_variant_that_does_not_apply_is_refused_naming_the_layer(variant, message):
+    op, attrs, descs, out, consts, ctx = _conv((1, 25, 100), (25, 25, 7), TCN, variant=variant)
+    with pytest.raises(BindingError, match=f"layer 'conv' \\(Convolution\\): {message}"):
+        op.launches(attrs, descs, out, consts, ctx)
+
+
+def test_a_cpu_device_lists_its_own_variants_and_one_kernel_lists_none():
+    listed = _listed((1, 16, 14, 14), (32, 16, 3, 3), CONV_3X3, CPU)
+    assert all(isinstance(v, CpuBlockedVariant) for v in listed) and len(listed) > 1
+    assert [v.name for v in listed][0] == "cpu16x6"
+    assert _listed((1, 16, 14, 14), (32, 16, 3, 3), CONV_3X3, CPU, const=False) == ()
+    op, attrs, descs, out, consts, ctx = _conv((1, 16, 14, 14), (32, 16, 3, 3), CONV_3X3, CPU,
+                                               const=False)
+    (launch,) = op.launches(attrs, descs, out, consts, ctx)
+    assert launch.entry == "conv_cpu"
+
+
+def test_matmul_lists_gemm_tilings_and_one_kernel_for_a_row_or_a_softmax():
+    op = get_op("MatMul")
+    attrs = op.parse_attributes({}, "fc")
+
+    def listed(a, b, ctx=CompileContext(GPU)):
+        descs = [TensorDesc(a), TensorDesc(b)]
+        out = [TensorDesc(s) for s, _ in op.infer_shapes(attrs, descs, {})]
+        plan = op.plan(attrs, descs, out, ctx)
+        return op.kernel_variants(attrs, descs, out, {}, ctx), plan
+
+    gemms, plan = listed((70, 90), (90, 50))
+    assert len(gemms) == 16 and all(isinstance(v, GemmVariant) for v in gemms)
+    assert gemms[0].name == "gemm64x64_4x4_k1" and all(v.applies(plan) for v in gemms)
+    assert listed((1, 90), (90, 50))[0] == ()                 # M == 1: the matrix-vector kernel
+    from customlayers.ops.matmul import matmul_variants
+    assert matmul_variants(listed((1, 90), (90, 50))[1]) == (GemvVariant(cpu=False),)
+    ctx = CompileContext(GPU, epilogue=FusedEpilogue(row_softmax="softmax"))
+    assert matmul_variants(listed((7, 40), (40, 20), ctx)[1]) == (RowSoftmaxVariant(),)
+
+
+def test_pooling_on_a_cpu_lists_rows_per_work_item():
+    op = get_op("MaxPool")
+    attrs = op.parse_attributes({"strides": "2,2", "pads_begin": "0,0", "pads_end": "0,0",
+                                 "kernel": "3,3"}, "pool")
+    descs = [TensorDesc((1, 8, 56, 56))]
+    out = [TensorDesc(s, d) for s, d in op.infer_shapes(attrs, descs, {})]
+    listed = op.kernel_variants(attrs, descs, out, {}, CompileContext(CPU))
+    assert listed == (PoolRowsVariant(13), PoolRowsVariant(27))
+    assert [v.name for v in listed] == ["rows13", "rows27"]
+    assert op.kernel_variants(attrs, descs, out, {}, CompileContext(GPU)) == ()
+    (launch,) = op.launches(attrs, descs, out, {}, CompileContext(CPU, variant=listed[1]))
+    assert launch.label == "maxpool_3x3_cpu_rows27"
+
+
+def test_a_custom_layers_local_size_variants_keep_their_names():
+    pytest.importorskip("pyopencl")
+    from customlayers.runtime.layers.simplegpu import LocalSizeVariant
+    assert LocalSizeVariant().name == "driver"
+    assert LocalSizeVariant((8, 16, 1)).name == "local8x16x1"
+    launch = KernelLaunch(source="", entry="k", args=(), global_size=(64, 32, 1), label="relu")
+    (open_,) = LocalSizeVariant((8, 16, 1)).launches(launch)
+    assert open_.local_size == (8, 16, 1) and open_.label == "relu_local8x16x1"
+    assert LocalSizeVariant().launches(launch) == [launch]
+
+
+# -- the one epilogue wiring --------------------------------------------------------------------
+def test_conv_and_matmul_wire_a_fused_epilogue_alike():
+    ep = FusedEpilogue(bias=True, relu=True, residual=True, pre_relu=True)
+    conv = _conv((1, 8, 6, 6), (16, 8, 1, 1), CONV_3X3 | {"pads_begin": "0,0",
+                                                          "pads_end": "0,0"}, epilogue=ep)
+    op, attrs, descs, out, consts, ctx = conv
+    descs += [TensorDesc((16,)), TensorDesc(out[0].shape)]
+    wired = wire_epilogue(op, attrs, ep, descs, out[0], 16)
+    assert wired.flags == dict(FUSED_BIAS=1, FUSED_RELU=1, FUSED_RESIDUAL=1, FUSED_PRE_RELU=1)
+    assert [(a.kind, a.index) for a in wired.args] == [("input", 0), ("input", 1),
+                                                       ("output", 0), ("input", 2), ("input", 3)]
+    plan = op.plan(attrs, descs, out, consts, ctx)
+    assert plan.args == wired.args and plan.epilogue == wired.source
+    mm = get_op("MatMul")
+    mm_attrs = mm.parse_attributes({}, "fc")
+    mm_descs = [TensorDesc((4, 8)), TensorDesc((8, 16)), TensorDesc((16,)), TensorDesc((4, 16))]
+    mm_plan = mm.plan(mm_attrs, mm_descs, [TensorDesc((4, 16))], CompileContext(epilogue=ep))
+    assert mm_plan.args == wired.args and wired.source in mm_plan.epilogue
+
+
+@pytest.mark.parametrize("op_type", ["Convolution", "MatMul"])
+def test_a_fused_tensor_that_does_not_fit_is_refused_naming_the_layer(op_type):
+    op = get_op(op_type)
+    attrs = op.parse_attributes(CONV_3X3 if op_type == "Convolution" else {}, "layer")
+    descs = [TensorDesc((4, 8)), TensorDesc((8, 16)), TensorDesc((15,)), TensorDesc((4, 16))]
+    with pytest.raises(BindingError, match=f"layer 'layer' \\({op_type}\\): the fused bias has "
+                                           "15 values for 16 output channels"):
+        wire_epilogue(op, attrs, FusedEpilogue(bias=True), descs, TensorDesc((4, 16)), 16)
+    with pytest.raises(BindingError, match=r"the fused residual has shape \[4, 16\], the "
+                                           r"output \[5, 16\]"):
+        wire_epilogue(op, attrs, FusedEpilogue(residual=True), descs, TensorDesc((5, 16)), 16)
+
+
+# -- typed facts from passes ------------------------------------------------------------------
+def test_a_folded_shuffle_reaches_the_convolution_as_a_typed_fact():
+    op, attrs, descs, out, consts, ctx = _conv((1, 6, 9, 9), (6, 1, 1, 3, 3), CONV_3X3,
+                                               facts=(InputShuffle(3),))
+    assert "customlayers.input_shuffle_group" not in attrs    # not an attribute any more
+    plan = op.plan(attrs, descs, out, consts, ctx)
+    assert plan.shuffle == 3 and plan.sizes["IN_CHANNEL(c)"] == "(((c) % 3) * 2 + (c) / 3)"
+    unshuffled = op.plan(*_conv((1, 6, 9, 9), (6, 1, 1, 3, 3), CONV_3X3)[1:])
+    assert "IN_CHANNEL(c)" not in unshuffled.sizes
+
+
+def test_the_pass_and_the_op_share_one_rule_for_a_shuffled_input():
+    assert takes_shuffled_input("GroupConvolution", (1, 6, 9, 9), (6, 1, 1, 3, 3), 3)
+    assert takes_shuffled_input("Convolution", (1, 1, 9, 9), (4, 1, 3, 3), 1) is False
+    assert not takes_shuffled_input("GroupConvolution", (1, 6, 9, 9), (3, 2, 2, 3, 3), 3)
+    assert not takes_shuffled_input("GroupConvolution", (1, 6, 9, 9), (1, 6, 6, 3, 3), 2)
+    assert not takes_shuffled_input("GroupConvolution", (1, 6, 9), (6, 1, 1, 3), 3)   # 1-D
+    assert not takes_shuffled_input("GroupConvolution", (1, 6, 9, 9), (6, 1, 1, 3, 3), 4)
+    assert not takes_shuffled_input("MaxPool", (1, 6, 9, 9), (6, 1, 1, 3, 3), 3)
+    op, attrs, descs, out, consts, ctx = _conv((1, 8, 6, 6), (8, 8, 3, 3), CONV_3X3,
+                                               facts=(InputShuffle(2),))
+    with pytest.raises(BindingError, match="a channel shuffle of group 2 cannot be folded"):
+        op.launches(attrs, descs, out, consts, ctx)
+
+
+def test_a_picked_a_reaches_the_matmul_as_a_typed_fact():
+    op = get_op("MatMul")
+    attrs = op.parse_attributes({}, "fc")
+    assert "customlayers.a_pick_last" not in attrs
+    call = LayerCall(name="fc", where="fc", type="MatMul", attrs=attrs,
+                     inputs=[TensorDesc((1, 4, 5)), TensorDesc((4, 3))], consts={},
+                     context=CompileContext(facts=(PickLast(-1),)))
+    (out,) = op.outputs(call)
+    assert out.shape == (1, 3)
+    plan = op.plan(attrs, call.inputs, [out], call.context)
+    assert plan.sizes["A_STEP"] == 5 and plan.sizes["A_PICK"] == 4
+    with pytest.raises(BindingError):
+        op.outputs(LayerCall(name="fc", where="fc", type="MatMul", attrs=attrs,
+                             inputs=call.inputs, consts={}))     # [1, 4, 5] x [4, 3]
+
+
+def test_a_context_answers_a_fact_by_its_class():
+    ctx = CompileContext(facts=(InputShuffle(2), PickLast(3)))
+    assert ctx.fact(PickLast) == PickLast(3) and ctx.fact(InputShuffle).group == 2
+    assert CompileContext().fact(PickLast) is None
