@@ -108,3 +108,25 @@ def test_a_layer_command_that_imports_a_model_command_breaks_a_contract(tmp_path
     assert done.returncode != 0
     assert kept_broken(1) in done.stdout
     assert "customlayers.cli.layer_commands.jit -> customlayers.cli.model_commands.run" in done.stdout
+
+
+CHECKERS_AND_TUNER = ("runtime/checks/bounds.py", "runtime/checks/bounds_process.py",
+                      "runtime/checks/bounds_worker.py", "runtime/checks/sanitize_worker.py",
+                      "runtime/tuning/tuning.py")
+
+
+def test_the_checkers_and_the_tuner_reach_opencl_only_through_device_and_execute(tmp_path):
+    # their buffers, launches and device opening live in execute/ and device/ (one_launch.py,
+    # launch_timing.py, device.open_engine_at): none of them is an exception to the contract
+    shutil.copytree(ROOT / "customlayers", tmp_path / "customlayers",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    for module in CHECKERS_AND_TUNER:
+        bad = tmp_path / "customlayers" / module
+        bad.write_text(bad.read_text() + "\nimport pyopencl  # noqa\n")
+    done = lint_imports(tmp_path)
+    assert done.returncode != 0
+    assert kept_broken(1) in done.stdout
+    for module in CHECKERS_AND_TUNER:
+        name = "customlayers." + module[:-3].replace("/", ".")
+        assert f"{name} -> pyopencl" in done.stdout, name

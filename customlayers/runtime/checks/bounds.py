@@ -17,12 +17,11 @@ from dataclasses import dataclass, replace
 from typing import Sequence
 
 import numpy as np
-import pyopencl as cl
 
 from ...jit.launch import KernelLaunch
 from ...jit.tensor import TensorDesc
 from ..execute.launch_args import ArgumentSource, bind_args
-from ..device.sub_buffers import SubBuffers
+from ..execute.one_launch import HostBytes, LocalBytes, run_one_launch
 
 GUARD_BYTE = 0xCB
 # a quiet NaN with a payload no arithmetic produces: an f32 element never written keeps it
@@ -45,12 +44,10 @@ class BoundsProblem:
 class _Guarded:
     what: str
     desc: TensorDesc
-    parent: cl.Buffer
-    sub: cl.Buffer
+    position: int         # the launch's argument number
     guard: int            # bytes before (and after) the tensor
     nbytes: int
     contents: np.ndarray  # the bytes the tensor started with
-    owner: SubBuffers     # releases `sub` before `parent` (runtime/device/sub_buffers.py)
 
 
 def guard_bytes(device) -> int:
@@ -66,43 +63,22 @@ def unwritten_pattern(desc: TensorDesc) -> np.ndarray:
     return np.full(max(desc.nbytes, 1), UNWRITTEN_BYTE, np.uint8)
 
 
-def _allocate(context, queue, device, what: str, desc: TensorDesc,
-              contents: np.ndarray) -> _Guarded:
-    guard = guard_bytes(device)
-    nbytes = max(int(contents.nbytes), 1)
-    host = np.full(guard + nbytes + guard, GUARD_BYTE, np.uint8)
-    host[guard:guard + contents.nbytes] = contents.view(np.uint8).reshape(-1)
-    parent = cl.Buffer(context, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR,
-                       hostbuf=host)
-    owner = SubBuffers()
-    sub = owner.cut(parent, guard, nbytes)
-    return _Guarded(what, desc, parent, sub, guard, nbytes, host[guard:guard + nbytes].copy(),
-                    owner)
-
-
-def run_guarded(engine, program: cl.Program, launch: KernelLaunch, layer: str,
+def run_guarded(engine, program, launch: KernelLaunch, layer: str,
                 inputs: Sequence[np.ndarray], input_descs: Sequence[TensorDesc],
                 output_descs: Sequence[TensorDesc]
                 ) -> tuple[list[np.ndarray], list[BoundsProblem]]:
     """Run one launch with guarded buffers. `inputs` are the buffer contents of the launch's
     Arg.input tensors (desc.pack of the logical arrays). Returns the outputs' logical arrays and
-    every problem found (empty when the kernel kept to its tensors)."""
-    ctx, queue, device = engine.context, engine.queue, engine.device
-    source = _GuardedArgs(ctx, queue, device, inputs, input_descs, output_descs)
+    every problem found (empty when the kernel kept to its tensors). LaunchFailed
+    (execute/one_launch.py) when the device refuses or stops the launch."""
+    source = _GuardedArgs(guard_bytes(engine.device), inputs, input_descs, output_descs)
     args = bind_args(launch.args, source, layer)
-    guarded = source.guarded
-    kernel = cl.Kernel(program, launch.entry)
-    kernel.set_args(*args)
-    cl.enqueue_nd_range_kernel(queue, kernel, launch.global_size, launch.local_size)
-    after = []
-    for g in guarded:
-        host = np.empty(g.guard + g.nbytes + g.guard, np.uint8)
-        cl.enqueue_copy(queue, host, g.parent)
-        after.append(host)
-    queue.finish()
+    after = run_one_launch(engine, program, launch.entry, launch.global_size, launch.local_size,
+                           args)
     problems: list[BoundsProblem] = []
     outputs: dict[int, np.ndarray] = {}
-    for g, host in zip(guarded, after):
+    for g in source.guarded:
+        host = after[g.position]
         problems += _guard_problems(layer, g, host)
         body = host[g.guard:g.guard + g.nbytes]
         if g.what.startswith("output"):
@@ -118,39 +94,45 @@ def run_guarded(engine, program: cl.Program, launch: KernelLaunch, layer: str,
 
 
 class _GuardedArgs(ArgumentSource):
-    """Binds every buffer of a launch to a guarded sub-buffer (`guarded`, in argument order):
-    inputs hold `inputs`' bytes, outputs the unwritten pattern, constants their values, scratch
-    zeros (guarded like an output)."""
+    """Binds every buffer of a launch to the middle of a larger one, between guard zones of
+    `guard` bytes (`guarded`, in argument order): inputs hold `inputs`' bytes, outputs the
+    unwritten pattern, constants their values, scratch zeros (guarded like an output)."""
 
-    def __init__(self, context, queue, device, inputs, input_descs, output_descs):
-        self.at = (context, queue, device)
+    def __init__(self, guard: int, inputs, input_descs, output_descs):
+        self.guard = guard
         self.inputs, self.input_descs, self.output_descs = inputs, input_descs, output_descs
         self.guarded: list[_Guarded] = []
 
-    def _guard(self, what: str, desc: TensorDesc, contents: np.ndarray) -> cl.Buffer:
-        g = _allocate(*self.at, what, desc, contents)
-        self.guarded.append(g)
-        return g.sub
+    def _guarded(self, what: str, desc: TensorDesc, contents: np.ndarray,
+                 position: int) -> HostBytes:
+        guard = self.guard
+        nbytes = max(int(contents.nbytes), 1)
+        host = np.full(guard + nbytes + guard, GUARD_BYTE, np.uint8)
+        host[guard:guard + contents.nbytes] = contents.view(np.uint8).reshape(-1)
+        self.guarded.append(_Guarded(what, desc, position, guard, nbytes,
+                                     host[guard:guard + nbytes].copy()))
+        return HostBytes(host, offset=guard, size=nbytes)
 
     def input(self, arg, position):
-        return self._guard(f"input {arg.index}", self.input_descs[arg.index],
-                           np.ascontiguousarray(self.inputs[arg.index]))
+        return self._guarded(f"input {arg.index}", self.input_descs[arg.index],
+                             np.ascontiguousarray(self.inputs[arg.index]), position)
 
     def output(self, arg, position):
         desc = self.output_descs[arg.index]
-        return self._guard(f"output {arg.index}", desc, unwritten_pattern(desc))
+        return self._guarded(f"output {arg.index}", desc, unwritten_pattern(desc), position)
 
     def const(self, arg, position):
         value = np.ascontiguousarray(arg.value)
-        return self._guard(f"constant argument {position}", TensorDesc((value.size,), value.dtype),
-                           value)
+        return self._guarded(f"constant argument {position}",
+                             TensorDesc((value.size,), value.dtype), value, position)
 
     def scratch(self, arg, position):
         desc = TensorDesc((max(arg.nbytes, 1),), "u8")
-        return self._guard(f"scratch {arg.index}", desc, np.zeros(max(arg.nbytes, 1), np.uint8))
+        return self._guarded(f"scratch {arg.index}", desc, np.zeros(max(arg.nbytes, 1), np.uint8),
+                             position)
 
     def local(self, arg, position):
-        return cl.LocalMemory(arg.nbytes)
+        return LocalBytes(arg.nbytes)
 
 
 def _guard_problems(layer: str, g: _Guarded, host: np.ndarray) -> list[BoundsProblem]:

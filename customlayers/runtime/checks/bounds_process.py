@@ -22,29 +22,14 @@ from pathlib import Path
 from typing import Sequence
 
 import numpy as np
-import pyopencl as cl
 
 from ...errors import DeviceError, ExecutionError
 from ...jit.launch import KernelLaunch
 from ...jit.tensor import TensorDesc
+from ..device.device import device_position
 from .bounds import BoundsProblem
 
 TIMEOUT_S = 600          # a kernel at the device's speed; past this it hangs
-
-
-def device_position(device) -> tuple[int, int]:
-    """(platform, device) indices of `device` in OpenCL's lists, which a child process sees
-    in the same order."""
-    for p, platform in enumerate(cl.get_platforms()):
-        try:
-            devices = platform.get_devices()
-        except cl.Error:
-            continue
-        for d, candidate in enumerate(devices):
-            if candidate == device:
-                return p, d
-    raise DeviceError(f"--check-bounds: device '{device.name.strip()}' is not among the "
-                      f"OpenCL devices a child process can open")
 
 
 def run_guarded_in_child(engine, program, launch: KernelLaunch, layer: str,
@@ -54,7 +39,11 @@ def run_guarded_in_child(engine, program, launch: KernelLaunch, layer: str,
     """bounds.run_guarded, run in a child process (`program` is rebuilt there from the
     launch's source and options)."""
     del program       # a built program cannot cross processes; the child builds its own
-    job = {"device": device_position(engine.device), "device_name": engine.device.name,
+    try:
+        position = device_position(engine.device)   # the child opens the device by it
+    except DeviceError as e:
+        raise DeviceError(f"--check-bounds: {e}") from None
+    job = {"device": position, "device_name": engine.device.name,
            "cache_dir": str(engine.cache.directory), "cache_enabled": engine.cache.enabled,
            "launch": launch, "layer": layer, "inputs": [np.ascontiguousarray(a) for a in inputs],
            "input_descs": list(input_descs), "output_descs": list(output_descs)}

@@ -10,21 +10,15 @@ import sys
 
 
 def main(job_path: str, result_path: str) -> int:
-    import pyopencl as cl
-
     from ...errors import CustomLayersError
     from .bounds import run_guarded
     from ..device.cache import ProgramCache
-    from ..device.device import Engine
+    from ..device.device import open_engine_at
+    from ..execute.one_launch import LaunchFailed
     with open(job_path, "rb") as f:
         job = pickle.load(f)   # written by our own parent process, never by a user
     try:
-        platform, index = job["device"]
-        device = cl.get_platforms()[platform].get_devices()[index]
-        if device.name != job["device_name"]:
-            raise RuntimeError(f"device {platform}.{index} is '{device.name.strip()}' here, "
-                               f"'{job['device_name'].strip()}' in the parent")
-        engine = Engine.from_context(cl.Context([device]), device, cache=ProgramCache(
+        engine = open_engine_at(tuple(job["device"]), job["device_name"], cache=ProgramCache(
             job["cache_dir"], enabled=job["cache_enabled"]))
         launch = job["launch"]
         program = engine.build(launch.source, launch.options, line_map=launch.line_map,
@@ -34,11 +28,11 @@ def main(job_path: str, result_path: str) -> int:
                                             job["inputs"], job["input_descs"],
                                             job["output_descs"])
             result = {"outputs": outputs, "problems": problems}
-        except cl.Error as e:
+        except LaunchFailed as e:
             # built, then failed running: a GPU reports a wild access as an error of the
             # launch or of the wait after it (NVIDIA: an illegal address), where a CPU faults
             result = {"fault": _first_line(e)}
-    except (cl.Error, CustomLayersError, RuntimeError) as e:
+    except CustomLayersError as e:
         result = {"error": _first_line(e)}
     with open(result_path, "wb") as f:
         pickle.dump(result, f)

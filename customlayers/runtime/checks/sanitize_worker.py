@@ -1,6 +1,7 @@
 """The child process of --sanitize (sanitize.py): runs one kernel launch, described by a job file
-that the parent wrote, on the only OpenCL platform this process sees (Oclgrind). Oclgrind writes
-its reports to stderr; the last line of stdout is a JSON summary."""
+that the parent wrote, on the only OpenCL platform this process sees (Oclgrind): the device is
+opened by the device room, the launch run by the execute room (execute/one_launch.py). Oclgrind
+writes its reports to stderr; the last line of stdout is a JSON summary."""
 from __future__ import annotations
 
 import json
@@ -9,33 +10,32 @@ import sys
 
 
 def main(job_path: str) -> int:
+    import tempfile
+
     import numpy as np
-    import pyopencl as cl
+
+    from ...errors import CustomLayersError
+    from ..device.cache import ProgramCache
+    from ..device.device import open_engine_at
+    from ..execute.one_launch import HostBytes, LocalBytes, run_one_launch
     with open(job_path, "rb") as f:
         job = pickle.load(f)   # written by our own parent process, never by a user
     try:
-        device = cl.get_platforms()[0].get_devices()[0]
-        context = cl.Context([device])
-        queue = cl.CommandQueue(context)
-        program = cl.Program(context, job["source"]).build(job["options"])
-        kernel = cl.Kernel(program, job["entry"])
-        mf = cl.mem_flags
-        args = []
-        for kind, value in job["args"]:
-            if kind == "buffer":
-                host = np.frombuffer(value, np.uint8).copy()
-                args.append(cl.Buffer(context, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=host))
-            elif kind == "local":
-                args.append(cl.LocalMemory(value))
-            else:
-                args.append(value)
-        kernel.set_args(*args)
-        cl.enqueue_nd_range_kernel(queue, kernel, job["global"], job["local"])
-        queue.finish()
-    except cl.Error as e:
+        with tempfile.TemporaryDirectory(prefix="customlayers-oclgrind-") as tmp:
+            # nothing kept: a simulated program is built once, in this process
+            engine = open_engine_at((0, 0), cache=ProgramCache(tmp, enabled=False,
+                                                               verbose=False))
+            program = engine.build(job["source"], job["options"])
+            args = [HostBytes(np.frombuffer(value, np.uint8).copy()) if kind == "buffer" else
+                    LocalBytes(value) if kind == "local" else value
+                    for kind, value in job["args"]]
+            # Oclgrind reports what the kernel did while it ran: nothing to read back
+            run_one_launch(engine, program, job["entry"], job["global"], job["local"], args,
+                           read_back=False)
+    except CustomLayersError as e:
         print(json.dumps({"error": str(e).strip().splitlines()[0]}))
         return 0
-    print(json.dumps({"device": device.name.strip(), "ok": True}))
+    print(json.dumps({"device": engine.device.name.strip(), "ok": True}))
     return 0
 
 

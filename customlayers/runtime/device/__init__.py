@@ -1,6 +1,7 @@
 """runtime/device: one OpenCL device and what is built for it. The bottom room of runtime.
 
 device.py         device selection and the Engine (context, queue, program cache; the user's own)
+                  and a device's position, by which a checker's child process opens it
 limits.py         what a device can run (work-group limits, fp64) and its DeviceTraits
 build.py          building programs; build errors mapped to the user's files and lines
 parallel_build.py several programs built at once (drivers compile in parallel)

@@ -114,6 +114,54 @@ def select_device(selector: str | None = None) -> cl.Device:
     return max(matches, key=_rank)
 
 
+def device_position(device) -> tuple[int, int]:
+    """(platform, device) indices of `device` in OpenCL's lists, which another process on this
+    machine sees in the same order (a checker's child process opens the parent's device by
+    them). DeviceError when it is in none of them."""
+    try:
+        platforms = cl.get_platforms()
+    except cl.Error:
+        platforms = []
+    for p, platform in enumerate(platforms):
+        try:
+            devices = platform.get_devices()
+        except cl.Error:
+            continue
+        for d, candidate in enumerate(devices):
+            if candidate == device:
+                return p, d
+    raise DeviceError(f"device '{device.name.strip()}' is not among the OpenCL devices that "
+                      f"another process can open")
+
+
+def open_engine_at(position: tuple[int, int], name: str | None = None,
+                   cache: ProgramCache | None = None) -> "Engine":
+    """An Engine with a context of its own on the device at `position` (device_position's
+    indices; (0, 0) in a process that sees one platform, such as Oclgrind's). `name`: the
+    device's name where the indices were taken; a device of another name there means the lists
+    differ. DeviceError when there is no such device or it is not that one."""
+    platform, index = position
+    try:
+        device = cl.get_platforms()[platform].get_devices()[index]
+    except IndexError:
+        raise DeviceError(f"there is no OpenCL device {platform}.{index} (platform, device) "
+                          f"here") from None
+    except cl.Error as e:
+        raise DeviceError(f"OpenCL device {platform}.{index} cannot be opened: "
+                          f"{_first_line(e)}") from None
+    if name is not None and device.name != name:
+        raise DeviceError(f"device {platform}.{index} is '{device.name.strip()}' here, "
+                          f"'{name.strip()}' in the parent")
+    try:
+        return Engine.from_context(cl.Context([device]), device, cache=cache)
+    except cl.Error as e:
+        raise DeviceError(f"device {_label(device)}: no context: {_first_line(e)}") from None
+
+
+def _first_line(e: Exception) -> str:
+    return str(e).strip().splitlines()[0] if str(e).strip() else repr(e)
+
+
 def describe_device(dev) -> dict:
     """The facts a user needs to pick a device and read a benchmark."""
     extensions = dev.extensions.split()

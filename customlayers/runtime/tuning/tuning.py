@@ -22,14 +22,11 @@ import time
 from dataclasses import dataclass, replace
 from typing import Sequence
 
-import numpy as np
-import pyopencl as cl
-
 from ...errors import KernelBuildError
 from ...jit.layer import LayerCall, LayerImpl, LayerWork
 from ...jit.tensor import TensorDesc
 from ...jit.variant import KernelVariant, variant_named
-from ..execute.launch_args import ArgumentSource, bind_args
+from ..execute.launch_timing import LaunchTimer
 from ..device.parallel_build import build_programs
 from .tuning_cache import TuningCache
 
@@ -71,7 +68,7 @@ class Tuner:
             engine.device, enabled=engine.cache.enabled, directory=engine.cache.directory,
             writable=engine.cache.writable)
         self.stats = TuningStats()
-        self._queue = None
+        self._timer = LaunchTimer(engine)
 
     def choose(self, impl: LayerImpl, call: LayerCall,
                outputs: Sequence[TensorDesc]) -> KernelVariant | None:
@@ -131,82 +128,9 @@ class Tuner:
     # -- timing ----------------------------------------------------------------------------
     def _time(self, work: LayerWork, call, outputs) -> float | None:
         """Device time of one run of a variant's work (ns, best of REPEATS), or None when it
-        cannot build or launch on this device (a candidate the device refuses)."""
-        try:
-            launches = self._bind(work, call, outputs)
-        except (KernelBuildError, cl.Error):
-            return None
-        queue = self._profiling_queue()
-        try:
-            best = None
-            for rep in range(REPEATS + 1):
-                events = [cl.enqueue_nd_range_kernel(queue, k, g, loc)
-                          for k, g, loc in launches]
-                queue.finish()
-                ns = sum(e.profile.end - e.profile.start for e in events)
-                if rep > 0:
-                    best = ns if best is None else min(best, ns)
-                if ns > SLOW_NS and rep > 0:
-                    break
-            return best
-        except cl.Error:
-            return None
-
-    def _profiling_queue(self):
-        if self._queue is None:
-            self._queue = cl.CommandQueue(
-                self.engine.context, self.engine.device,
-                properties=cl.command_queue_properties.PROFILING_ENABLE)
-        return self._queue
-
-    def _bind(self, work: LayerWork, call: LayerCall, outputs) -> list[tuple]:
-        """Kernels with their arguments on scratch buffers: zeros for the inputs (the variants
-        compute the same thing, so the values do not matter; zeros keep index inputs in
-        bounds), the call's constants as they are."""
-        eng = self.engine
-        buffers: dict = {}
-        keep: list = []
-
-        def buffer_for(ref):
-            if ref in buffers:
-                return buffers[ref]
-            kind, which = ref
-            value = None
-            if kind == "in":
-                desc = call.inputs[which]
-                if which in call.consts:
-                    value = np.asarray(call.consts[which], desc.np_dtype)
-            elif kind == "out":
-                desc = outputs[which]
-            elif kind == "temp":
-                desc = work.temps[which]
-            else:
-                value = np.asarray(work.consts[which])
-                desc = TensorDesc(value.shape, value.dtype)
-            if value is None or value.nbytes != desc.nbytes:
-                value = np.zeros(max(desc.nbytes, 1), np.uint8)
-            buf = cl.Buffer(eng.context, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR,
-                            hostbuf=np.ascontiguousarray(value))
-            buffers[ref] = buf
-            return buf
-
-        bound = []
-        for stage in work.stages:
-            scratch: dict[int, cl.Buffer] = {}
-            for launch in stage.launches:
-                program = eng.cache.build(eng.context, eng.device, launch.source,
-                                          launch.options, line_map=launch.line_map,
-                                          label=launch.label or stage.name)
-                kernel = cl.Kernel(program, launch.entry)
-                args = bind_args(launch.args, _TimingArgs(eng.context, stage, buffer_for,
-                                                          scratch, keep), stage.name)
-                kernel.set_args(*args)
-                bound.append((kernel, launch.global_size, launch.local_size))
-            keep += list(scratch.values())
-        # the buffers live as long as the kernels that use them (pyopencl's set_args does not
-        # keep them alive)
-        self._keep = (buffers, keep)
-        return bound
+        cannot build or launch on this device (a candidate the device refuses). The buffers,
+        queue and events are execute/launch_timing.py's."""
+        return self._timer.time_launches(work, call, outputs, repeats=REPEATS, slow_ns=SLOW_NS)
 
 
 def layer_signature(impl: LayerImpl, call: LayerCall, outputs: Sequence[TensorDesc],
@@ -227,34 +151,3 @@ def layer_signature(impl: LayerImpl, call: LayerCall, outputs: Sequence[TensorDe
 
 def _tensor_text(d: TensorDesc) -> str:
     return f"{d.dtype}{list(d.shape)}{d.format}{list(d.lower_pad)}{list(d.upper_pad)}"
-
-
-class _TimingArgs(ArgumentSource):
-    """What the tuner binds one launch of `stage` to: its tensors to the timing buffers of
-    `buffer_for` (shared by the stages), its constants to uploads of their own (kept in `keep`),
-    its scratch to buffers of the stage (`scratch`: index -> buffer, shared by its launches)."""
-
-    def __init__(self, context, stage, buffer_for, scratch: dict, keep: list):
-        self.context, self.stage, self.buffer_for = context, stage, buffer_for
-        self.buffers, self.keep = scratch, keep
-
-    def input(self, arg, position):
-        return self.buffer_for(self.stage.inputs[arg.index])
-
-    def output(self, arg, position):
-        return self.buffer_for(self.stage.outputs[arg.index])
-
-    def const(self, arg, position):
-        buf = cl.Buffer(self.context, cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR,
-                        hostbuf=arg.value if arg.value.nbytes else np.zeros(1))
-        self.keep.append(buf)
-        return buf
-
-    def scratch(self, arg, position):
-        if arg.index not in self.buffers:
-            self.buffers[arg.index] = cl.Buffer(self.context, cl.mem_flags.READ_WRITE,
-                                                max(arg.nbytes, 1))
-        return self.buffers[arg.index]
-
-    def local(self, arg, position):
-        return cl.LocalMemory(arg.nbytes)
