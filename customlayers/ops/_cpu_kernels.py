@@ -18,7 +18,7 @@ from typing import Mapping
 import numpy as np
 
 from ..jit.launch import Arg, DeviceTraits, KernelLaunch
-from ._program import cl_source, defines, global_1d
+from ._program import defines, global_1d, kernel_source
 
 # fewer output channels per group than this leave most of a float8 of channels empty
 MIN_BLOCKED_OG = 5
@@ -64,7 +64,7 @@ def conv_cpu_variants(g: Mapping[str, int], weights_known: bool,
 
 
 def conv_candidates(g: Mapping[str, int], sizes: Mapping[str, int], weights: np.ndarray | None,
-                    args: tuple, epilogue_src: str, device: DeviceTraits,
+                    args: tuple, device: DeviceTraits,
                     only: str | None = None) -> list[list[KernelLaunch]]:
     """Launch lists computing a 1-D/2-D convolution of geometry `g` (conv.py's _geometry) with
     conv_cpu_blocked, one per micro-tile; [] where it does not apply. `args` are the layer's
@@ -99,8 +99,7 @@ def conv_candidates(g: Mapping[str, int], sizes: Mapping[str, int], weights: np.
         if only is not None and blocking_name(tile) != only:
             continue
         ogb = -(-g["OG"] // tile.ob)
-        src = defines(**common, PT=tile.pt, OB=tile.ob) + \
-            epilogue_src + cl_source("conv_cpu_blocked.cl")
+        src = defines(**common, PT=tile.pt, OB=tile.ob) + kernel_source("conv_cpu_blocked.cl")
         packed = Arg.const(pack_conv_weights(weights, g, tile.ob))
         label = f"conv2d_{shape}_cpu{tile.ob}x{tile.pt}"
         out.append(with_pad(src, label, KernelLaunch(
@@ -143,7 +142,7 @@ def depthwise_rows(g: Mapping[str, int], device: DeviceTraits) -> list[int]:
 
 
 def depthwise_candidates(g: Mapping[str, int], sizes: Mapping[str, int], args: tuple,
-                         epilogue_src: str, device: DeviceTraits,
+                         device: DeviceTraits,
                          only: str | None = None) -> list[list[KernelLaunch]]:
     """conv_cpu_depthwise launches for a 2-D convolution of geometry `g` with one input channel
     per group, one per depthwise_rows choice (`only`: the variant of that name); [] where it
@@ -153,8 +152,8 @@ def depthwise_candidates(g: Mapping[str, int], sizes: Mapping[str, int], args: t
     for rb in depthwise_rows(g, device):
         if only is not None and f"dw_rows{rb}" != only:
             continue
-        src = defines(**sizes, RB=rb, SR=staged_rows(rb), SW=sw, VX=runs) + epilogue_src + \
-            cl_source("conv_cpu_depthwise.cl")
+        src = defines(**sizes, RB=rb, SR=staged_rows(rb), SW=sw, VX=runs) + \
+            kernel_source("conv_cpu_depthwise.cl")
         out.append([KernelLaunch(
             source=src, entry="conv_cpu_depthwise", args=args,
             global_size=(-(-g["OH"] // rb), g["NB"] * g["O"]), local_size=(1, 1),
@@ -194,7 +193,7 @@ def pool_candidates(sizes: Mapping[str, int], planes: int, with_indices: bool,
     for rows in pool_rows(sizes["OH"], planes, device):
         if only is not None and f"rows{rows}" != only:
             continue
-        src = defines(**sizes, RB=rows) + cl_source("pool_cpu.cl")
+        src = defines(**sizes, RB=rows) + kernel_source("pool_cpu.cl")
         out.append([KernelLaunch(source=src, entry="pool_cpu", args=args,
                                  global_size=(-(-sizes["OH"] // rows), planes),
                                  local_size=(1, 1),

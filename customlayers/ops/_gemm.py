@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Mapping
 
 from ..jit.launch import Arg, KernelLaunch
-from ._program import cl_source, defines
+from ._program import defines
 from ._variants import TK, GemmVariant, auto_split, gemm_variants, legacy_tile, split_plan
 
 
@@ -57,17 +57,18 @@ def gemm_choice(variant: str | None, m: int, n: int, k: int, batch: int,
 def gemm_launches(source: str, args: tuple, variant: GemmVariant, m: int, n: int, k: int,
                   batch: int, label: str) -> list[KernelLaunch]:
     """gemm_tiled over (m, n, batch) with the variant's tiles, split along K when it says so.
-    `source` holds the front end's defines and macros (without the tile and split defines)."""
+    `source` is the program without the tile and split defines: the front end's defines and
+    its kernel file, which includes gemm.cl (conv_gemm.cl, matmul_gemm.cl, ...)."""
     tiles = variant.tiles
     split = split_plan(variant, k, batch)
     plan = dict(tiles, **split)
     global_size, local_size = gemm_sizes(plan, m, n, batch)
     label = f"{label}{variant.tm}x{variant.tn}_{variant.rm}x{variant.rn}"
     if split["KSPLIT"] == 1:
-        return [KernelLaunch(source=defines(**tiles) + source + cl_source("gemm.cl"),
+        return [KernelLaunch(source=defines(**tiles) + source,
                              entry="gemm_tiled", args=args, global_size=global_size,
                              local_size=local_size, label=label)]
-    src = defines(**plan) + source + cl_source("gemm.cl")
+    src = defines(**plan) + source
     partial = Arg.scratch(0, split["KSPLIT"] * batch * m * n * 4)
     total = batch * m * n
     return [KernelLaunch(source=src, entry="gemm_tiled", args=args + (partial,),

@@ -35,7 +35,7 @@ from ._variants import gemm_variants
 from ._winograd import applies as winograd_applies, is_winograd, winograd_launches, with_winograd
 from ._nn import (AUTO_PADS, NamedOp, as_2d, as_3d, require_f32, spatial_rank,
                   window_geometry)
-from ._program import cl_source, defines
+from ._program import defines, kernel_source
 from .base import Attr, register_op
 
 
@@ -197,10 +197,9 @@ class _ConvBase(NamedOp):
             args += (Arg.input(len(inputs) - 1),)
         sizes.update(FUSED_BIAS=int(bias), FUSED_RELU=int(relu), FUSED_RESIDUAL=int(residual),
                      FUSED_PRE_RELU=int(residual and epilogue is not None and epilogue.pre_relu))
-        epilogue = cl_source("conv_epilogue.cl")
         if g["RANK"] == 3:
             return [KernelLaunch(
-                source=defines(**sizes) + epilogue + cl_source("conv3d.cl"),
+                source=defines(**sizes) + kernel_source("conv3d.cl"),
                 entry="conv3d_direct", args=args,
                 global_size=(g["OW"], g["OH"], g["NB"] * g["O"] * g["OD"]),
                 label=f"conv3d_{g['KD']}x{g['KH']}x{g['KW']}_direct")]
@@ -208,14 +207,13 @@ class _ConvBase(NamedOp):
         if ctx.on_cpu:
             names = conv_cpu_variants(g, consts.get(1) is not None, device)
             only = ctx.variant if ctx.variant in names else (names[0] if names else None)
-            candidates = conv_candidates(g, sizes, consts.get(1), args, epilogue, device,
-                                         only) or \
-                depthwise_candidates(g, sizes, args, epilogue, device, only)
+            candidates = conv_candidates(g, sizes, consts.get(1), args, device, only) or \
+                depthwise_candidates(g, sizes, args, device, only)
             if candidates:
                 return candidates[0]
             ocb = min(_CPU_CHANNEL_BLOCK, g["OG"])
             return [KernelLaunch(
-                source=defines(**sizes, OCB=ocb) + epilogue + cl_source("conv_cpu.cl"),
+                source=defines(**sizes, OCB=ocb) + kernel_source("conv_cpu.cl"),
                 entry="conv_cpu", args=args,
                 global_size=(-(-g["OW"] // 8) * 8, g["OH"], g["NB"] * g["G"] * -(-g["OG"] // ocb)),
                 label=f"conv{g['RANK']}d_{shape}_cpu")]
@@ -229,8 +227,7 @@ class _ConvBase(NamedOp):
                 local = (lx, ly, 1)
                 glob = (-(-glob[0] // lx) * lx, -(-glob[1] // ly) * ly, glob[2])
             return [KernelLaunch(
-                source=defines(**sizes) + epilogue + cl_source("conv_window.cl")
-                + cl_source("conv_direct.cl"),
+                source=defines(**sizes) + kernel_source("conv_direct.cl"),
                 entry="conv_direct", args=args, global_size=glob, local_size=local,
                 label=f"conv{g['RANK']}d_{shape}_{variant}")]
         split = _SPLIT_NAME.fullmatch(variant)
@@ -240,8 +237,8 @@ class _ConvBase(NamedOp):
                 raise self.fail(attrs, f"variant {variant} does not apply to this convolution")
             cs = int(split.group(1))
             return [KernelLaunch(
-                source=defines(**sizes, CS=cs, LX=_SPLIT_GROUP_X) + epilogue
-                + cl_source("conv_window.cl") + cl_source("conv_direct_split.cl"),
+                source=defines(**sizes, CS=cs, LX=_SPLIT_GROUP_X)
+                + kernel_source("conv_direct_split.cl"),
                 entry="conv_direct_split", args=args,
                 global_size=(-(-g["OW"] // _SPLIT_GROUP_X) * _SPLIT_GROUP_X, g["OH"] * cs,
                              g["NB"] * g["O"]),
@@ -253,8 +250,8 @@ class _ConvBase(NamedOp):
             ocb, pxb = (int(v) for v in blocked.groups())
             items_x = -(-g["OW"] // pxb)          # the kernel guards the last group's edge
             return [KernelLaunch(
-                source=defines(**sizes, OCB=ocb, PXB=pxb, LX=_OCB_GROUP_X) + epilogue
-                + cl_source("conv_direct_ocb.cl"),
+                source=defines(**sizes, OCB=ocb, PXB=pxb, LX=_OCB_GROUP_X)
+                + kernel_source("conv_direct_ocb.cl"),
                 entry="conv_direct_ocb", args=args,
                 global_size=(-(-items_x // _OCB_GROUP_X) * _OCB_GROUP_X, g["OH"],
                              g["NB"] * g["G"] * -(-g["OG"] // ocb)),
@@ -263,14 +260,14 @@ class _ConvBase(NamedOp):
             if not winograd_applies(g, consts.get(1)):
                 raise self.fail(attrs, f"variant {variant} needs a 3x3, stride-1 window and "
                                        f"constant weights")
-            return winograd_launches(g, sizes, consts.get(1), args, epilogue, variant,
+            return winograd_launches(g, sizes, consts.get(1), args, variant,
                                      target_groups(device), f"conv2d_{shape}")
         m, k = g["OG"], g["CG"] * g["KH"] * g["KW"]
         n, batch = _gemm_n_batch(g)
         one_by_one = int(g["KH"] == g["KW"] == g["SY"] == g["SX"] == 1 and g["PY"] == g["PX"] == 0)
         chosen = gemm_choice(variant, m, n, k, batch, target_groups(device))
-        return gemm_launches(defines(**sizes, CONV_1X1=one_by_one, NB=g["NB"]) + epilogue
-                             + cl_source("conv_gemm.cl"), args, chosen, m, n, k,
+        return gemm_launches(defines(**sizes, CONV_1X1=one_by_one, NB=g["NB"])
+                             + kernel_source("conv_gemm.cl"), args, chosen, m, n, k,
                              batch, f"conv{g['RANK']}d_{shape}_gemm")
 
 

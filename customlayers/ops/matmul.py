@@ -14,7 +14,7 @@ from .base import Attr, register_op
 from ._gemm import gemm_choice, gemm_launches, target_groups
 from ._variants import gemm_variants
 from ._nn import NamedOp, require_f32
-from ._program import cl_source, defines
+from ._program import defines, kernel_source
 from ..jit.launch import Arg, DEFAULT_CONTEXT, FusedEpilogue, KernelLaunch
 
 _GEMV_WG = 64  # work items per output row in the transposed-B matrix-vector kernel
@@ -124,11 +124,11 @@ class MatMul(NamedOp):
         b_rank = len(inputs[1].shape)
         axes = ["(batch) / OB1", "(batch) % OB1"][2 - (len(out) - (a_rank > 1) - (b_rank > 1)):] \
             + (["(m)"] if a_rank > 1 else []) + (["(n)"] if b_rank > 1 else [])
-        epilogue = defines(FUSED_BIAS=int(ep.bias), FUSED_RELU=int(ep.relu),
-                           FUSED_RESIDUAL=int(ep.residual),
-                           FUSED_PRE_RELU=int(ep.residual and ep.pre_relu),
-                           **{"CHANNEL(batch, m, n)": axes[1] if len(axes) > 1 else "0"}) \
-            + cl_source("conv_epilogue.cl")
+        # the epilogue's switches; its macros come with the kernel file (conv_epilogue.cl)
+        epilogue_defines = defines(FUSED_BIAS=int(ep.bias), FUSED_RELU=int(ep.relu),
+                                   FUSED_RESIDUAL=int(ep.residual),
+                                   FUSED_PRE_RELU=int(ep.residual and ep.pre_relu),
+                                   **{"CHANNEL(batch, m, n)": axes[1] if len(axes) > 1 else "0"})
         label = f"matmul_{m}x{sizes['K']}x{n}"
         if ep.row_softmax:
             if b_rank < 2 or len(out) < 2 or n > ROW_SOFTMAX_MAX:
@@ -136,25 +136,24 @@ class MatMul(NamedOp):
                                        f"into an output of shape {list(out)}")
             wg = _SOFTMAX_WG_CPU if ctx.on_cpu else _SOFTMAX_WG_GPU
             src = (defines(**sizes, WG=wg, LOG_SOFTMAX=int(ep.row_softmax == "logsoftmax"))
-                   + epilogue + cl_source("matmul.cl") + cl_source("group_reduce.cl")
-                   + cl_source("matmul_softmax.cl"))
+                   + epilogue_defines + kernel_source("matmul_softmax.cl"))
             return [KernelLaunch(source=src, entry="matmul_softmax", args=args,
                                  global_size=(batches * m * wg,), local_size=(wg,),
                                  label=f"{label}_{ep.row_softmax}")]
         if m == 1 and ctx.on_cpu:
-            src = (defines(**sizes) + epilogue + cl_source("matmul.cl")
-                   + cl_source("matmul_gemv_cpu.cl"))
+            src = defines(**sizes) + epilogue_defines + kernel_source("matmul_gemv_cpu.cl")
             return [KernelLaunch(source=src, entry="matmul_gemv_cpu", args=args,
                                  global_size=(-(-n // 8), batches), local_size=(1, 1),
                                  label=label + "_gemv_cpu")]
         if m == 1:
-            src = (defines(**sizes, WG=_GEMV_WG) + epilogue + cl_source("matmul.cl")
-                   + cl_source("group_reduce.cl") + cl_source("matmul_gemv.cl"))
+            src = (defines(**sizes, WG=_GEMV_WG) + epilogue_defines
+                   + kernel_source("matmul_gemv.cl"))
             width = n * _GEMV_WG if sizes["TRANSPOSE_B"] else -(-n // _GEMV_WG) * _GEMV_WG
             return [KernelLaunch(source=src, entry="matmul_gemv", args=args,
                                  global_size=(width, batches), local_size=(_GEMV_WG, 1),
                                  label=label + "_gemv")]
         k = sizes["K"]
         chosen = gemm_choice(ctx.variant, m, n, k, batches, target_groups(ctx.device))
-        return gemm_launches(defines(**sizes) + epilogue + cl_source("matmul.cl"), args, chosen,
+        return gemm_launches(defines(**sizes) + epilogue_defines
+                             + kernel_source("matmul_gemm.cl"), args, chosen,
                              m, n, k, batches, label + "_gemm")

@@ -18,7 +18,7 @@ from ._cpu_kernels import pool_candidates, pool_rows
 from .base import Attr, register_op
 from ._nn import (AUTO_PADS, ROUNDING_TYPES, NamedOp, as_3d, require_f32, spatial_rank,
                   window_geometry)
-from ._program import cl_source, defines
+from ._program import defines, kernel_source
 from ..dtypes import cl_type_of
 from ..jit.launch import Arg, DEFAULT_CONTEXT, KernelLaunch
 
@@ -80,7 +80,7 @@ class _PoolBase(NamedOp):
         extra = self._extra_defines(attrs, inputs, padded)
         args = [Arg.input(0), Arg.output(0)] + ([Arg.output(1)] if extra.get("WITH_INDICES") else [])
         kind = "max" if self.is_max else "avg"
-        src = defines(**sizes, **extra) + cl_source("pooling.cl")
+        src = defines(**sizes, **extra) + kernel_source("pooling.cl")
         window = "x".join(str(sizes[k]) for k in ("KD", "KH", "KW") if k != "KD" or
                           len(out) == 5)
         if ctx.on_cpu:
