@@ -180,6 +180,12 @@ class KernelBuildError(CustomLayersError, RuntimeError):
         return "\n".join(parts)
 
 
+class KernelSourceError(CustomLayersError, RuntimeError):
+    """A built-in kernel file (customlayers/ops/*.cl) cannot be put together: an #include of it
+    names no kernel file or makes a cycle. A defect of the package, not of the user's input;
+    the message names the file, line and column."""
+
+
 class BindingError(CustomLayersError, ValueError):
     """Tensors, blobs or attributes given to a layer do not fit its descriptor or kernel."""
 

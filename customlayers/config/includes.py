@@ -170,9 +170,12 @@ def with_includes(source: SourceFile, key: str, files: IncludeFiles, layer: str 
     return replace(source, text=expanded.text, origins=expanded.origins)
 
 
-def expand_includes(text: str, key: str, display: str, files: IncludeFiles) -> Expanded:
-    """`text` (the Source `key`, named `display` in messages) with every #include expanded."""
-    state = _State(files)
+def expand_includes(text: str, key: str, display: str, files: IncludeFiles,
+                    once_each: bool = False) -> Expanded:
+    """`text` (the Source `key`, named `display` in messages) with every #include expanded.
+    `once_each`: every file is expanded once, as if each had an include guard (the built-in
+    kernels' helpers, jit/cl_includes.py); a cycle is still an error."""
+    state = _State(files, once_each)
     state.emit_file(text, key, display, [], None)
     return Expanded("\n".join(state.lines) + ("\n" if state.lines else ""),
                     tuple(state.origins), state.problems)
@@ -181,8 +184,9 @@ def expand_includes(text: str, key: str, display: str, files: IncludeFiles) -> E
 # -- expansion -------------------------------------------------------------------------------
 
 class _State:
-    def __init__(self, files: IncludeFiles):
+    def __init__(self, files: IncludeFiles, once_each: bool = False):
         self.files = files
+        self.once_each = once_each
         self.lines: list[str] = []
         self.origins: list = []
         self.problems: list[IncludeProblem] = []
@@ -250,6 +254,8 @@ class _State:
                          "the file ends inside a /* comment")
         if guard is not None:
             self.generated(f"#endif /* {guard} */")
+        if self.once_each:           # only once it is whole: an include from inside is a cycle
+            self.expanded.add(key)
 
     def _copy(self, physical: list[str], start: int, stop: int, display: str) -> None:
         for n in range(start, stop):
@@ -269,6 +275,7 @@ class _State:
         line = ln.first + 1
         column = len(ln.code) - len(ln.code.lstrip(SPACE)) + 1     # at the '#'
         shown = f"#{kind} {clipped(rest.strip(SPACE))}".rstrip()
+        comment = len(self.lines)
         self.lines.append(f"// {shown.replace(chr(13), '')}: expanded below by customlayers")
         self.origins.append((display, line))
         self._blank(ln.first + 1, ln.last, display)
@@ -303,6 +310,7 @@ class _State:
             self.problem(display, line, column, e.code, f'#{kind} "{clipped(name)}": {e}')
             return
         if target in self.expanded:          # a guard or #pragma once: already in
+            self.lines[comment] = f"// {shown.replace(chr(13), '')}: already expanded above"
             return
         keys = [k for k, _, _ in chain] + [key]
         if target in keys:

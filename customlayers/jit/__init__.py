@@ -8,6 +8,8 @@ defines.py   the built-in and user #defines of a custom layer's program (SPEC se
 worksizes.py the work sizes of a custom layer (SPEC section 4)
 bindings.py  the tensors a custom layer's kernel receives (kernel_tensors)
 program.py   a custom layer's complete program text, with its line map
+cl_includes.py  the built-in kernels' `#include "helper.cl"`, expanded by name with #line
+             directives; a program's line map read back from its #line directives
 launch.py    KernelLaunch/Arg: one kernel enqueue as data; CompileContext, DeviceTraits
 layer.py     LayerImpl: the one interface of built-in ops, SimpleGPU layers and later kinds
 variant.py   KernelVariant: one way an implementation can run a call (name, applies, launches)

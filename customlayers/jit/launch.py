@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Callable, Sequence, TypeVar
 
 import numpy as np
 
+from .cl_includes import directive_line_map
+
 if TYPE_CHECKING:
     from .variant import KernelVariant
 
@@ -72,6 +74,10 @@ class KernelLaunch:
     options: str = ""                    # build options
     label: str = ""                      # for messages and profiles, e.g. "conv2d_3x3"
     line_map: tuple = field(default=(), compare=False)  # generated line -> (file, line), for errors
+
+    def __post_init__(self):
+        if not self.line_map:        # a built-in op's program: its #line directives say it
+            object.__setattr__(self, "line_map", directive_line_map(self.source))
 
 
 @dataclass(frozen=True)

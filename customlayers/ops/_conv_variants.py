@@ -23,7 +23,7 @@ from ..jit.launch import DeviceTraits, KernelLaunch
 from ..jit.variant import KernelVariant
 from ._cpu_kernels import conv_cpu_variants
 from ._gemm import GemmProblem, target_groups
-from ._program import cl_source, defines
+from ._program import defines, kernel_source
 from ._variants import gemm_variants
 from ._winograd import WinogradVariant, with_winograd
 
@@ -61,7 +61,6 @@ class ConvPlan:
     g: dict                     # conv.py's _geometry
     sizes: dict                 # the kernels' #defines: sizes, IN_CHANNEL, FUSED_* flags
     args: tuple                 # input, weights, output[, bias][, residual]
-    epilogue: str               # conv_epilogue.cl
     weights: np.ndarray | None  # input 1 when it is a constant
     device: DeviceTraits | None
     on_cpu: bool
@@ -97,7 +96,7 @@ class ConvPlan:
                          g["PY"] == g["PX"] == 0)
         n, batch = gemm_n_batch(g)
         return GemmProblem(defines(**self.sizes, CONV_1X1=one_by_one, NB=g["NB"])
-                           + self.epilogue + cl_source("conv_gemm.cl"), self.args,
+                           + kernel_source("conv_gemm.cl"), self.args,
                            g["OG"], n, g["CG"] * g["KH"] * g["KW"], batch, f"{self.label}_gemm")
 
 
@@ -127,8 +126,7 @@ class DirectVariant(KernelVariant):
             local = (lx, ly, 1)
             glob = (-(-glob[0] // lx) * lx, -(-glob[1] // ly) * ly, glob[2])
         return [KernelLaunch(
-            source=defines(**plan.sizes) + plan.epilogue + cl_source("conv_window.cl")
-            + cl_source("conv_direct.cl"),
+            source=defines(**plan.sizes) + kernel_source("conv_direct.cl"),
             entry="conv_direct", args=plan.args, global_size=glob, local_size=local,
             label=f"{plan.label}_{self.name}")]
 
@@ -148,8 +146,8 @@ class SplitVariant(KernelVariant):
     def launches(self, plan: ConvPlan) -> list[KernelLaunch]:
         g, cs = plan.g, self.cs
         return [KernelLaunch(
-            source=defines(**plan.sizes, CS=cs, LX=_SPLIT_GROUP_X) + plan.epilogue
-            + cl_source("conv_window.cl") + cl_source("conv_direct_split.cl"),
+            source=defines(**plan.sizes, CS=cs, LX=_SPLIT_GROUP_X)
+            + kernel_source("conv_direct_split.cl"),
             entry="conv_direct_split", args=plan.args,
             global_size=(-(-g["OW"] // _SPLIT_GROUP_X) * _SPLIT_GROUP_X, g["OH"] * cs,
                          g["NB"] * g["O"]),
@@ -174,8 +172,8 @@ class OcbVariant(KernelVariant):
         g, ocb, pxb = plan.g, self.ocb, self.pxb
         items_x = -(-g["OW"] // pxb)          # the kernel guards the last group's edge
         return [KernelLaunch(
-            source=defines(**plan.sizes, OCB=ocb, PXB=pxb, LX=_OCB_GROUP_X) + plan.epilogue
-            + cl_source("conv_direct_ocb.cl"),
+            source=defines(**plan.sizes, OCB=ocb, PXB=pxb, LX=_OCB_GROUP_X)
+            + kernel_source("conv_direct_ocb.cl"),
             entry="conv_direct_ocb", args=plan.args,
             global_size=(-(-items_x // _OCB_GROUP_X) * _OCB_GROUP_X, g["OH"],
                          g["NB"] * g["G"] * -(-g["OG"] // ocb)),
@@ -198,7 +196,7 @@ class CpuDirectVariant(KernelVariant):
         g = plan.g
         ocb = min(_CPU_CHANNEL_BLOCK, g["OG"])
         return [KernelLaunch(
-            source=defines(**plan.sizes, OCB=ocb) + plan.epilogue + cl_source("conv_cpu.cl"),
+            source=defines(**plan.sizes, OCB=ocb) + kernel_source("conv_cpu.cl"),
             entry="conv_cpu", args=plan.args,
             global_size=(-(-g["OW"] // 8) * 8, g["OH"], g["NB"] * g["G"] * -(-g["OG"] // ocb)),
             label=f"{plan.label}_cpu")]
@@ -218,7 +216,7 @@ class Conv3dVariant(KernelVariant):
     def launches(self, plan: ConvPlan) -> list[KernelLaunch]:
         g = plan.g
         return [KernelLaunch(
-            source=defines(**plan.sizes) + plan.epilogue + cl_source("conv3d.cl"),
+            source=defines(**plan.sizes) + kernel_source("conv3d.cl"),
             entry="conv3d_direct", args=plan.args,
             global_size=(g["OW"], g["OH"], g["NB"] * g["O"] * g["OD"]),
             label=f"conv3d_{g['KD']}x{g['KH']}x{g['KW']}_direct")]

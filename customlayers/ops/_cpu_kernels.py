@@ -19,7 +19,7 @@ import numpy as np
 
 from ..jit.launch import Arg, DeviceTraits, KernelLaunch
 from ..jit.variant import KernelVariant
-from ._program import cl_source, defines, global_1d
+from ._program import defines, global_1d, kernel_source
 
 # fewer output channels per group than this leave most of a float8 of channels empty
 MIN_BLOCKED_OG = 5
@@ -63,7 +63,7 @@ class CpuBlockedVariant(KernelVariant):
                                                          plan.device)
 
     def launches(self, plan) -> list[KernelLaunch]:
-        return blocked_launches(plan.g, plan.sizes, plan.weights, plan.args, plan.epilogue,
+        return blocked_launches(plan.g, plan.sizes, plan.weights, plan.args,
                                 self.tile)
 
 
@@ -81,7 +81,7 @@ class DepthwiseRowsVariant(KernelVariant):
                                                          plan.device)
 
     def launches(self, plan) -> list[KernelLaunch]:
-        return depthwise_launches(plan.g, plan.sizes, plan.args, plan.epilogue, self.rows)
+        return depthwise_launches(plan.g, plan.sizes, plan.args, self.rows)
 
 
 def conv_cpu_variants(g: Mapping[str, int], weights_known: bool,
@@ -95,7 +95,7 @@ def conv_cpu_variants(g: Mapping[str, int], weights_known: bool,
 
 
 def conv_candidates(g: Mapping[str, int], sizes: Mapping[str, int], weights: np.ndarray | None,
-                    args: tuple, epilogue_src: str,
+                    args: tuple,
                     device: DeviceTraits) -> list[list[KernelLaunch]]:
     """Launch lists computing a 1-D/2-D convolution of geometry `g` (conv.py's _geometry) with
     conv_cpu_blocked, one per micro-tile; [] where it does not apply."""
@@ -105,12 +105,12 @@ def conv_candidates(g: Mapping[str, int], sizes: Mapping[str, int], weights: np.
         # at 14x14, 2x slower at 56x56 stride 2: PoCL's cost per work-group and the extra pad
         # launch dominate layers of 2 MFLOP)
         return []
-    return [blocked_launches(g, sizes, weights, args, epilogue_src, tile)
+    return [blocked_launches(g, sizes, weights, args, tile)
             for tile in conv_blockings(g["OG"], device)]
 
 
 def blocked_launches(g: Mapping[str, int], sizes: Mapping[str, int], weights: np.ndarray,
-                     args: tuple, epilogue_src: str, tile: ConvBlocking) -> list[KernelLaunch]:
+                     args: tuple, tile: ConvBlocking) -> list[KernelLaunch]:
     """conv_cpu_blocked under micro-tile `tile` (and the zero-padded copy of the input it reads
     where the window leaves the input). `args` are the layer's (input, weights, output[, bias]
     [, residual]); the weights packed for the tile replace input 1."""
@@ -134,7 +134,7 @@ def blocked_launches(g: Mapping[str, int], sizes: Mapping[str, int], weights: np
 
     ogb = -(-g["OG"] // tile.ob)
     src = defines(**common, PT=tile.pt, OB=tile.ob) + \
-        epilogue_src + cl_source("conv_cpu_blocked.cl")
+        kernel_source("conv_cpu_blocked.cl")
     packed = Arg.const(pack_conv_weights(weights, g, tile.ob))
     label = f"conv2d_{shape}_cpu{tile.ob}x{tile.pt}"
     return with_pad(src, label, KernelLaunch(
@@ -175,13 +175,12 @@ def depthwise_rows(g: Mapping[str, int], device: DeviceTraits) -> list[int]:
     return found
 
 
-def depthwise_launches(g: Mapping[str, int], sizes: Mapping[str, int], args: tuple,
-                       epilogue_src: str, rb: int) -> list[KernelLaunch]:
+def depthwise_launches(g: Mapping[str, int], sizes: Mapping[str, int], args: tuple, rb: int) -> list[KernelLaunch]:
     """conv_cpu_depthwise for a 2-D convolution of geometry `g` with one input channel per
     group, `rb` output rows per work item (a depthwise_rows choice)."""
     runs, sw, staged_rows = _depthwise_geometry(g)
-    src = defines(**sizes, RB=rb, SR=staged_rows(rb), SW=sw, VX=runs) + epilogue_src + \
-        cl_source("conv_cpu_depthwise.cl")
+    src = defines(**sizes, RB=rb, SR=staged_rows(rb), SW=sw, VX=runs) + \
+        kernel_source("conv_cpu_depthwise.cl")
     return [KernelLaunch(
         source=src, entry="conv_cpu_depthwise", args=args,
         global_size=(-(-g["OH"] // rb), g["NB"] * g["O"]), local_size=(1, 1),
@@ -233,7 +232,7 @@ def pool_launches(sizes: Mapping[str, int], planes: int, with_indices: bool,
     `sizes` (with_indices: MaxPool's output 1 too, as every MaxPool-8 of an IR has), `rows`
     output rows per work item (a pool_rows choice)."""
     args = (Arg.input(0), Arg.output(0)) + ((Arg.output(1),) if with_indices else ())
-    src = defines(**sizes, RB=rows) + cl_source("pool_cpu.cl")
+    src = defines(**sizes, RB=rows) + kernel_source("pool_cpu.cl")
     return [KernelLaunch(source=src, entry="pool_cpu", args=args,
                          global_size=(-(-sizes["OH"] // rows), planes), local_size=(1, 1),
                          label=f"rows{rows}")]

@@ -1,6 +1,6 @@
 """The one wiring of a fused epilogue (jit.launch.FusedEpilogue: bias, residual, ReLU, folded by
 passes/fusion.py) into a built-in op that declares `accepts_epilogue`: the extra kernel
-arguments, the FUSED_* flags that conv_epilogue.cl reads, and that file's text. Convolution
+arguments, and the FUSED_* flags that conv_epilogue.cl reads (the kernels #include it). Convolution
 (every kernel) and MatMul store through it, so both check and bind the fused tensors alike.
 """
 from __future__ import annotations
@@ -10,14 +10,12 @@ from typing import Sequence
 
 from ..jit.launch import Arg, FusedEpilogue
 from ..jit.tensor import TensorDesc
-from ._program import cl_source
 
 
 @dataclass(frozen=True)
 class EpilogueWiring:
     args: tuple                 # input 0, input 1, output 0, then the bias and the residual
     flags: dict                 # FUSED_BIAS, FUSED_RELU, FUSED_RESIDUAL, FUSED_PRE_RELU
-    source: str                 # conv_epilogue.cl: the STORE the kernels call
 
 
 def wire_epilogue(op, attrs, epilogue: FusedEpilogue | None, inputs: Sequence[TensorDesc],
@@ -41,4 +39,4 @@ def wire_epilogue(op, attrs, epilogue: FusedEpilogue | None, inputs: Sequence[Te
     flags = dict(FUSED_BIAS=int(ep.bias), FUSED_RELU=int(ep.relu),
                  FUSED_RESIDUAL=int(ep.residual),
                  FUSED_PRE_RELU=int(ep.residual and ep.pre_relu))
-    return EpilogueWiring(args, flags, cl_source("conv_epilogue.cl"))
+    return EpilogueWiring(args, flags)

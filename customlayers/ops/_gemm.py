@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Mapping
 
 from ..jit.launch import Arg, KernelLaunch
-from ._program import cl_source, defines
+from ._program import defines
 from ._variants import TK, GemmVariant, auto_split, legacy_tile, split_plan
 
 
@@ -74,10 +74,10 @@ def gemm_launches(source: str, args: tuple, variant: GemmVariant, m: int, n: int
     global_size, local_size = gemm_sizes(plan, m, n, batch)
     label = f"{label}{variant.tm}x{variant.tn}_{variant.rm}x{variant.rn}"
     if split["KSPLIT"] == 1:
-        return [KernelLaunch(source=defines(**tiles) + source + cl_source("gemm.cl"),
+        return [KernelLaunch(source=defines(**tiles) + source,
                              entry="gemm_tiled", args=args, global_size=global_size,
                              local_size=local_size, label=label)]
-    src = defines(**plan) + source + cl_source("gemm.cl")
+    src = defines(**plan) + source
     partial = Arg.scratch(0, split["KSPLIT"] * batch * m * n * 4)
     total = batch * m * n
     return [KernelLaunch(source=src, entry="gemm_tiled", args=args + (partial,),

@@ -18,6 +18,7 @@ from importlib import resources
 from typing import Mapping, Sequence
 
 from ..errors import BindingError
+from ..jit.cl_includes import expand_kernel_file
 from ..jit.defines import render_define
 from ..jit.tensor import TensorDesc
 from ..jit.launch import Arg, KernelLaunch
@@ -27,10 +28,17 @@ from ..jit.launch import Arg, KernelLaunch
 GROUP_MULTIPLE = 64
 
 
-@lru_cache(maxsize=None)
-def cl_source(name: str) -> str:
-    """The text of the kernel file customlayers/ops/<name>, e.g. "gemm.cl" (package data)."""
+def read_kernel_file(name: str) -> str:
+    """The text of the kernel file customlayers/ops/<name> as written (package data)."""
     return resources.files(__package__).joinpath(name).read_text(encoding="utf-8")
+
+
+@lru_cache(maxsize=None)
+def kernel_source(name: str) -> str:
+    """Kernel file customlayers/ops/<name>, e.g. "conv_direct.cl", with the helpers it
+    `#include`s pasted in by name, once each, between `#line` directives (jit/cl_includes.py):
+    a program is its #define block followed by this."""
+    return expand_kernel_file(name, read_kernel_file)
 
 
 def defines(**values: int | float | str) -> str:
@@ -50,8 +58,9 @@ def defines(**values: int | float | str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def program_text(label: str, values: Mapping[str, object], *cl_files: str) -> str:
-    """A labelled program: the baked constants as `#define` lines, then the kernel files."""
+def program_text(label: str, values: Mapping[str, object], cl_file: str) -> str:
+    """A labelled program: the baked constants as `#define` lines, then the kernel file (with
+    the helpers it includes)."""
     parts = [f"// customlayers built-in op: {label}\n"]
     if any("half" in str(v) for v in values.values()):
         parts.append("#pragma OPENCL EXTENSION cl_khr_fp16 : enable\n")
@@ -59,8 +68,7 @@ def program_text(label: str, values: Mapping[str, object], *cl_files: str) -> st
         parts.append("#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n")
     if values:
         parts.append(defines(**values))
-    for name in cl_files:
-        parts.append(f"// ---- {name}\n{cl_source(name)}\n")
+    parts.append(kernel_source(cl_file))
     return "".join(parts)
 
 

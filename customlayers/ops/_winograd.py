@@ -25,7 +25,7 @@ import numpy as np
 from ..jit.launch import Arg, KernelLaunch
 from ..jit.variant import KernelVariant
 from ._gemm import gemm_launches
-from ._program import cl_source, defines
+from ._program import defines, kernel_source
 from ._variants import GemmVariant, gemm_variants
 
 PREFIX = "winograd2x2"
@@ -92,7 +92,7 @@ class WinogradVariant(KernelVariant):
         return not plan.on_cpu and applies(plan.g, plan.weights)
 
     def launches(self, plan) -> list[KernelLaunch]:
-        return winograd_launches(plan.g, plan.sizes, plan.weights, plan.args, plan.epilogue,
+        return winograd_launches(plan.g, plan.sizes, plan.weights, plan.args,
                                  self.tiling, plan.target, f"conv2d_{plan.shape}")
 
 
@@ -127,7 +127,7 @@ def transform_weights(weights: np.ndarray, g: Mapping[str, int]) -> np.ndarray:
 
 
 def winograd_launches(g: Mapping[str, int], sizes: Mapping[str, int], weights: np.ndarray,
-                      args: tuple, epilogue_src: str, tiling: GemmVariant | None, target: int,
+                      args: tuple, tiling: GemmVariant | None, target: int,
                       label: str) -> list[KernelLaunch]:
     """The launches for geometry `g` with the batched GEMM under `tiling` (None: the
     heuristic's first) (conv.py's _geometry, with `sizes`
@@ -141,7 +141,7 @@ def winograd_launches(g: Mapping[str, int], sizes: Mapping[str, int], weights: n
     # scratch 0 is the GEMM's split-K partial sums, when it splits
     v, mt = Arg.scratch(1, v_bytes), Arg.scratch(2, m_bytes)
     u = Arg.const(transform_weights(weights, g))
-    source = defines(**sizes, TILES_Y=ty, TILES_X=tx) + epilogue_src + cl_source("conv_winograd.cl")
+    source = defines(**sizes, TILES_Y=ty, TILES_X=tx) + kernel_source("conv_winograd.cl")
     gemm = gemm_launches(source, (v, u, mt), tiling, m, n, k, batch, f"{label}_{PREFIX}_gemm")
     # the transforms are in the GEMM's program: one build per variant
     program = gemm[0].source

@@ -137,7 +137,7 @@ class _ConvBase(NamedOp):
                 f"(((c) % {shuffle}) * {g['C'] // shuffle} + (c) / {shuffle})"
         wiring = wire_epilogue(self, attrs, ctx.epilogue, inputs, outputs[0], g["O"])
         sizes.update(wiring.flags)
-        return ConvPlan(g, sizes, wiring.args, wiring.source, consts.get(1), ctx.device,
+        return ConvPlan(g, sizes, wiring.args, consts.get(1), ctx.device,
                         ctx.on_cpu, shuffle)
 
     def kernel_variants(self, attrs, inputs, outputs, consts, ctx=DEFAULT_CONTEXT):

@@ -5,6 +5,7 @@
  * SZ SY SX (strides), DZ DY DX (dilations), PZ PY PX (pads at the start of each axis), and the
  * FUSED_* defines of conv_epilogue.cl.
  */
+#include "conv_epilogue.cl"
 __kernel void conv3d_direct(__global const float* restrict input,
                             __global const float* restrict weights,
                             __global float* restrict output EPILOGUE_ARGS)

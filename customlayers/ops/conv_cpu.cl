@@ -5,6 +5,7 @@
  * in registers. No __local memory and no barriers, which CPU devices emulate at a cost.
  * NDRange: (ceil(OW/8)*8, OH, NB * G * ceil(OG/OCB)). Needs the defines of conv_gemm.cl and OCB.
  */
+#include "conv_epilogue.cl"
 #ifndef IN_CHANNEL    /* a folded ShuffleChannels defines the plane read for channel c */
 #define IN_CHANNEL(c) (c)
 #endif

@@ -13,6 +13,7 @@
  * slower here: its work-item loop kept the accumulators in memory).
  * Needs: NB C O G CG OG KH KW SY SX DY DX OH OW PY PX IH IW IHP IWP P PT OB, the epilogue.
  */
+#include "conv_epilogue.cl"
 #define OGB ((OG + OB - 1) / OB)
 #define KSTEPS (CG * KH * KW)
 

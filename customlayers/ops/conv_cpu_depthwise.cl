@@ -12,6 +12,7 @@
  * Needs: C O OG IH IW OH OW KH KW SY SX DY DX PY PX, RB SR SW VX (runs of 8 per output row),
  * IN_CHANNEL(c), the epilogue.
  */
+#include "conv_epilogue.cl"
 #ifndef IN_CHANNEL    /* a folded ShuffleChannels defines the plane read for channel c */
 #define IN_CHANNEL(c) (c)
 #endif

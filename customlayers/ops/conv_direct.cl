@@ -1,8 +1,10 @@
 /* Direct convolution: one work item per output element, the window read from global memory.
  * Used where the GEMM view is too thin to tile (depthwise: one output channel per group), where
  * the work is memory-bound anyway.
- * NDRange: (OW, OH, N * O). Needs the same defines as conv_gemm.cl, and conv_window.cl.
+ * NDRange: (OW, OH, N * O). Needs the same defines as conv_gemm.cl (conv_window.cl is included).
  */
+#include "conv_epilogue.cl"
+#include "conv_window.cl"
 #ifndef IN_CHANNEL    /* a folded ShuffleChannels defines the plane read for channel c */
 #define IN_CHANNEL(c) (c)
 #endif

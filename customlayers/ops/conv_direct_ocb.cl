@@ -17,6 +17,7 @@
  * Needs the defines of conv_direct.cl, and OCB (a multiple of 4), PXB, LX. The fused epilogue
  * is conv_epilogue.cl's.
  */
+#include "conv_epilogue.cl"
 #define WINDOW (CG * KH * KW)             /* weights per output channel */
 #define BLOCKS ((OG + OCB - 1) / OCB)     /* channel blocks per group */
 #if OCB % 4

@@ -12,6 +12,8 @@
  * NDRange: (OW rounded up to LX, OH * CS, N * O); local (LX, CS, 1). Needs the defines of
  * conv_direct.cl (conv_window.cl included), and CS, LX; the fused epilogue is conv_epilogue.cl's.
  */
+#include "conv_epilogue.cl"
+#include "conv_window.cl"
 __kernel __attribute__((reqd_work_group_size(LX, CS, 1)))
 void conv_direct_split(__global const float* restrict input,
                        __global const float* restrict weights,

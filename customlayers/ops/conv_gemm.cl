@@ -8,6 +8,7 @@
  * A fused epilogue (passes/fusion.py) adds a per-channel bias and/or a ReLU where the result is
  * stored: conv_epilogue.cl defines EPILOGUE_ARGS and EPILOGUE(channel, value).
  */
+#include "conv_epilogue.cl"
 #define M OG
 #define PLANE (OH * OW)
 /* the images side by side along N: a layer with small planes (7x7: 49 pixels) fills whole
@@ -52,3 +53,6 @@ inline float conv_patch(__global const float* restrict input, int batch, int k, 
 #define OUT_AT(batch, m, n) ((IMG(n) * O + (batch) * OG + (m)) * PLANE + PIX(n))
 #define STORE(batch, m, n, v) \
     output[OUT_AT(batch, m, n)] = EPILOGUE(OUT_AT(batch, m, n), (batch) * OG + (m), (v))
+
+/* the GEMM core, after the front end above defines what it needs */
+#include "gemm.cl"

@@ -14,9 +14,10 @@
  * and reading inputs from (2ty - PY, 2tx - PX): a partial tile at the bottom/right edge reads
  * zeros past the input and stores only the outputs that exist, so pads_end needs nothing.
  *
- * Needs: C IH IW O OH OW G CG OG PY PX TILES_Y TILES_X, conv_epilogue.cl before this file,
- * and gemm.cl after it (with its tile defines before everything).
+ * Needs: C IH IW O OH OW G CG OG PY PX TILES_Y TILES_X and gemm.cl's tile defines; it
+ * includes conv_epilogue.cl, and gemm.cl at its end.
  */
+#include "conv_epilogue.cl"
 #define TILES (TILES_Y * TILES_X)
 
 /* ---- the batched GEMM front end for gemm.cl ---- */
@@ -106,3 +107,6 @@ __kernel void winograd_output(__global const float* restrict mt,
         }
     }
 }
+
+/* the GEMM core, after the front end above defines what it needs */
+#include "gemm.cl"

@@ -1,8 +1,10 @@
 /* MatMul front end for gemm.cl: out[batch] = op(A[batch]) x op(B[batch]).
  * Batch dims are at most two (output [OB0, OB1, M, N]); a broadcast input has batch stride 0.
- * Needs: M N K, CHANNEL(batch, m, n), FUSED_* and conv_epilogue.cl, TRANSPOSE_A TRANSPOSE_B,
- * OB1, A_BS0 A_BS1 B_BS0 B_BS1 (batch strides, elements), A_STEP A_PICK.
+ * Needs: M N K, CHANNEL(batch, m, n), FUSED_* (conv_epilogue.cl is included), TRANSPOSE_A
+ * TRANSPOSE_B, OB1, A_BS0 A_BS1 B_BS0 B_BS1 (batch strides, elements), A_STEP A_PICK.
+ * matmul_gemm.cl puts it before gemm.cl; the M == 1 and row-softmax kernels include it alone.
  */
+#include "conv_epilogue.cl"
 #define A_K_FASTEST (!TRANSPOSE_A)
 #define B_N_FASTEST (!TRANSPOSE_B)
 #define GEMM_ARGS __global const float* restrict a, __global const float* restrict b, \

@@ -19,7 +19,7 @@ from ._epilogue import wire_epilogue
 from ._gemm import GemmProblem, target_groups
 from ._variants import gemm_variants
 from ._nn import NamedOp, require_f32
-from ._program import cl_source, defines
+from ._program import defines, kernel_source
 from ..jit.launch import DEFAULT_CONTEXT, FusedEpilogue, KernelLaunch
 from ..jit.layer import LayerCall
 from ..jit.tensor import TensorDesc
@@ -56,7 +56,7 @@ class MatMulPlan:
     batches: int
     out: tuple                  # the output's shape
     args: tuple                 # A, B, output[, bias][, residual]
-    epilogue: str               # the FUSED_* flags, CHANNEL() and conv_epilogue.cl
+    epilogue: str               # the FUSED_* flags and CHANNEL() (conv_epilogue.cl reads them)
     row_softmax: str            # "softmax" | "logsoftmax" | "" (FusedEpilogue.row_softmax)
     b_rank: int
     device: object
@@ -69,7 +69,7 @@ class MatMulPlan:
     def gemm(self) -> GemmProblem:
         """The tiled GEMM (gemm.cl via matmul.cl)."""
         s = self.sizes
-        return GemmProblem(defines(**s) + self.epilogue + cl_source("matmul.cl"), self.args,
+        return GemmProblem(defines(**s) + self.epilogue + kernel_source("matmul_gemm.cl"), self.args,
                            s["M"], s["N"], s["K"], self.batches, self.label + "_gemm")
 
 
@@ -85,8 +85,7 @@ class RowSoftmaxVariant(KernelVariant):
     def launches(self, plan: MatMulPlan) -> list[KernelLaunch]:
         wg = _SOFTMAX_WG_CPU if plan.on_cpu else _SOFTMAX_WG_GPU
         src = (defines(**plan.sizes, WG=wg, LOG_SOFTMAX=int(plan.row_softmax == "logsoftmax"))
-               + plan.epilogue + cl_source("matmul.cl") + cl_source("group_reduce.cl")
-               + cl_source("matmul_softmax.cl"))
+               + plan.epilogue + kernel_source("matmul_softmax.cl"))
         return [KernelLaunch(source=src, entry="matmul_softmax", args=plan.args,
                              global_size=(plan.batches * plan.sizes["M"] * wg,),
                              local_size=(wg,), label=f"{plan.label}_{plan.row_softmax}")]
@@ -106,13 +105,11 @@ class GemvVariant(KernelVariant):
     def launches(self, plan: MatMulPlan) -> list[KernelLaunch]:
         s, n = plan.sizes, plan.sizes["N"]
         if self.cpu:
-            src = (defines(**s) + plan.epilogue + cl_source("matmul.cl")
-                   + cl_source("matmul_gemv_cpu.cl"))
+            src = defines(**s) + plan.epilogue + kernel_source("matmul_gemv_cpu.cl")
             return [KernelLaunch(source=src, entry="matmul_gemv_cpu", args=plan.args,
                                  global_size=(-(-n // 8), plan.batches), local_size=(1, 1),
                                  label=plan.label + "_gemv_cpu")]
-        src = (defines(**s, WG=_GEMV_WG) + plan.epilogue + cl_source("matmul.cl")
-               + cl_source("group_reduce.cl") + cl_source("matmul_gemv.cl"))
+        src = defines(**s, WG=_GEMV_WG) + plan.epilogue + kernel_source("matmul_gemv.cl")
         width = n * _GEMV_WG if s["TRANSPOSE_B"] else -(-n // _GEMV_WG) * _GEMV_WG
         return [KernelLaunch(source=src, entry="matmul_gemv", args=plan.args,
                              global_size=(width, plan.batches), local_size=(_GEMV_WG, 1),
@@ -208,8 +205,7 @@ class MatMul(NamedOp):
         axes = ["(batch) / OB1", "(batch) % OB1"][2 - (len(out) - (a_rank > 1) - (b_rank > 1)):] \
             + (["(m)"] if a_rank > 1 else []) + (["(n)"] if b_rank > 1 else [])
         epilogue = defines(**wiring.flags,
-                           **{"CHANNEL(batch, m, n)": axes[1] if len(axes) > 1 else "0"}) \
-            + wiring.source
+                           **{"CHANNEL(batch, m, n)": axes[1] if len(axes) > 1 else "0"})
         if ep.row_softmax and (b_rank < 2 or len(out) < 2 or sizes["N"] > ROW_SOFTMAX_MAX):
             raise self.fail(attrs, f"a {ep.row_softmax} of the last axis cannot be fused "
                                    f"into an output of shape {list(out)}")

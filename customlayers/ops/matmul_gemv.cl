@@ -1,12 +1,14 @@
 /* MatMul with a single row (M == 1, the fully connected layers of the models): a matrix-vector
- * product, bound by reading B once. Needs the defines of matmul.cl (without gemm.cl), WG and
- * group_reduce.cl.
+ * product, bound by reading B once. Needs the defines of matmul.cl (without gemm.cl) and WG;
+ * matmul.cl and group_reduce.cl are included.
  *
  * TRANSPOSE_B (B is [N][K]): one work-group of WG items per output, each summing a strided
  * slice of the row (consecutive items read consecutive addresses), then group_sum's tree.
  * Otherwise (B is [K][N]): one work item per output walking down its column; neighbouring
  * items read neighbouring addresses. NDRange: (N * WG or N rounded up to WG, batches).
  */
+#include "matmul.cl"
+#include "group_reduce.cl"
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void matmul_gemv(GEMM_ARGS)
 {

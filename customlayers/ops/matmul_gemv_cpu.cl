@@ -8,6 +8,7 @@
  * Outputs past N repeat the last one and are not stored.
  * NDRange: (ceil(N/8), batches), local (1, 1). Needs the defines of matmul.cl.
  */
+#include "matmul.cl"
 __kernel void matmul_gemv_cpu(GEMM_ARGS)
 {
     const int batch = get_global_id(1);

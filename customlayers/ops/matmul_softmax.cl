@@ -6,8 +6,10 @@
  * __local memory; then the row's max and sum are group_reduce.cl's tree reductions and the
  * outputs are written, as softmax.cl's ROW_PER_GROUP does with the same steps.
  * NDRange: (BATCHES * M * WG), local (WG). Needs matmul.cl's defines and macros (without
- * gemm.cl), the epilogue's, group_reduce.cl, WG (a power of two) and LOG_SOFTMAX.
+ * gemm.cl), the epilogue's, WG (a power of two) and LOG_SOFTMAX.
  */
+#include "matmul.cl"
+#include "group_reduce.cl"
 #if LOG_SOFTMAX
 #define ROW_OUTPUT(x, m, inv, logsum) (((x) - (m)) - (logsum))
 #else

@@ -10,7 +10,7 @@ import numpy as np
 
 from .base import Attr, register_op
 from ._nn import NamedOp, require_f32
-from ._program import cl_source, defines
+from ._program import defines, kernel_source
 from ..jit.launch import Arg, DEFAULT_CONTEXT, KernelLaunch
 
 
@@ -55,7 +55,7 @@ class LRN(NamedOp):
         scale = attrs["alpha"] / float(attrs["size"]) ** len(axes)
         src = defines(D0=d[0], D1=d[1], D2=d[2], D3=d[3], **halves, BIAS=attrs["bias"],
                       SCALE=scale, BETA=attrs["beta"], BETA_3_4=int(attrs["beta"] == 0.75)) + \
-            cl_source("norm.cl")
+            kernel_source("norm.cl")
         label = f"lrn_{attrs['size']}_axes{''.join(map(str, axes))}"
         if ctx.on_cpu and halves["HALF3"] == 0:
             return [KernelLaunch(source=src, entry="lrn_cpu", args=(Arg.input(0), Arg.output(0)),

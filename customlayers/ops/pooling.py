@@ -18,7 +18,7 @@ from ._cpu_kernels import PoolRowsVariant, pool_rows
 from .base import Attr, register_op
 from ._nn import (AUTO_PADS, ROUNDING_TYPES, NamedOp, as_3d, require_f32, spatial_rank,
                   window_geometry)
-from ._program import cl_source, defines
+from ._program import defines, kernel_source
 from ..dtypes import cl_type_of
 from ..jit.launch import Arg, DEFAULT_CONTEXT, KernelLaunch
 from ..jit.variant import KernelVariant
@@ -61,7 +61,7 @@ class PoolVariant(KernelVariant):
 
     def launches(self, plan: PoolPlan) -> list[KernelLaunch]:
         args = (Arg.input(0), Arg.output(0)) + ((Arg.output(1),) if plan.with_indices else ())
-        return [KernelLaunch(source=defines(**plan.sizes) + cl_source("pooling.cl"),
+        return [KernelLaunch(source=defines(**plan.sizes) + kernel_source("pooling.cl"),
                              entry="pool", args=args,
                              global_size=(plan.out[-1], plan.sizes["OH"], plan.planes),
                              label=plan.label)]

@@ -5,7 +5,7 @@ import numpy as np
 
 from .base import Attr, register_op
 from ._nn import NamedOp, require_f32
-from ._program import cl_source, defines
+from ._program import defines, kernel_source
 from ..jit.launch import Arg, DEFAULT_CONTEXT, KernelLaunch
 
 
@@ -47,7 +47,7 @@ class _Reduce(NamedOp):
             count *= d[i] // r[i]
         src = defines(D0=d[0], D1=d[1], D2=d[2], D3=d[3], R0=r[0], R1=r[1], R2=r[2], R3=r[3],
                       COUNT=count, REDUCE_MAX=int(self.kind == "max"),
-                      REDUCE_MEAN=int(self.kind == "mean")) + cl_source("reduce.cl")
+                      REDUCE_MEAN=int(self.kind == "mean")) + kernel_source("reduce.cl")
         return [KernelLaunch(source=src, entry="reduce", args=(Arg.input(0), Arg.output(0)),
                              global_size=(count,),
                              label=f"reduce_{self.kind}_axes{''.join(map(str, axes))}")]

@@ -1,14 +1,15 @@
 /* SoftMax over one axis of a tensor viewed as [OUTER, L, INNER].
  *
  * ROW_PER_GROUP (INNER == 1: the classifier's [N, classes]): one work-group of WG items per row;
- * the max and the sum are tree reductions in __local memory (group_reduce.cl, included before
- * this file). NDRange: (OUTER * WG).
+ * the max and the sum are tree reductions in __local memory (group_reduce.cl, included
+ * below). NDRange: (OUTER * WG).
  * Otherwise one work item per (outer, inner) walks its row; neighbouring items take
  * neighbouring inner positions, so reads coalesce. NDRange: (OUTER * INNER).
  * Subtracting the row's max keeps exp() from overflowing.
  * LOG_SOFTMAX 1 (LogSoftmax): each output is (x - max) - log(sum), exact where log(softmax)
  * would underflow to -inf; OUTPUT(x, m, inv, logsum) writes either.
  */
+#include "group_reduce.cl"
 #if LOG_SOFTMAX
 #define OUTPUT(x, m, inv, logsum) (((x) - (m)) - (logsum))
 #else

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from .base import Attr, register_op
 from ._nn import NamedOp, require_f32
-from ._program import cl_source, defines
+from ._program import defines, kernel_source
 from ..jit.launch import Arg, DEFAULT_CONTEXT, KernelLaunch
 
 _WG = 64  # work items per row when a whole work-group shares one row
@@ -43,7 +43,7 @@ class SoftMax(NamedOp):
         per_group = inner == 1 and length >= _WG and not ctx.on_cpu
         src = defines(OUTER=outer, L=length, INNER=inner, ROW_PER_GROUP=int(per_group),
                       ROW_PER_ITEM=int(per_item), WG=_WG, LOG_SOFTMAX=int(self.log)) + \
-            cl_source("group_reduce.cl") + cl_source("softmax.cl")
+            kernel_source("softmax.cl")
         args = (Arg.input(0), Arg.output(0))
         if per_item:
             return [KernelLaunch(source=src, entry="softmax", args=args, global_size=(outer,),

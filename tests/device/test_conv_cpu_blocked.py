@@ -41,10 +41,9 @@ def _run(cl_env, op_type, x, w, strides, dilations, pb, pe, epilogue, device=CPU
         g = op._geometry(a, descs)
         sizes = {k: v for k, v in g.items() if k not in ("NB", "RANK", "OUT")}
         sizes.update(FUSED_BIAS=int(epilogue), FUSED_RELU=int(epilogue))
-        from customlayers.ops._program import cl_source
         from customlayers.jit.launch import Arg
         args = (Arg.input(0), Arg.input(1), Arg.output(0)) + ((Arg.input(2),) if epilogue else ())
-        launches = conv_candidates(g, sizes, w, args, cl_source("conv_epilogue.cl"), device)
+        launches = conv_candidates(g, sizes, w, args, device)
         assert pick < len(launches)
         launches = launches[pick]
     got = run_launches(cl_env, launches, arrays, descs, out)[0]
@@ -95,13 +94,13 @@ def test_grouped_blocked_kernel(cl_env):
 def test_depthwise_keeps_the_direct_kernel():
     g = dict(OG=1, IH=4, IW=4, PY=1, PX=1, OH=4, OW=4, SY=1, SX=1, KH=3, KW=3, DY=1, DX=1,
              NB=1)
-    assert conv_candidates(g, {}, np.zeros((4, 1, 1, 3, 3), np.float32), (), "", CPU) == []
+    assert conv_candidates(g, {}, np.zeros((4, 1, 1, 3, 3), np.float32), (), CPU) == []
 
 
 def test_runtime_weights_keep_the_direct_kernel():
     g = dict(OG=16, IH=4, IW=4, PY=0, PX=0, OH=4, OW=4, SY=1, SX=1, KH=1, KW=1, DY=1, DX=1,
              NB=1)
-    assert conv_candidates(g, {}, None, (), "", CPU) == []
+    assert conv_candidates(g, {}, None, (), CPU) == []
 
 
 def test_packed_layout():
