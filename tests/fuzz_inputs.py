@@ -274,7 +274,7 @@ def check_mvcl_layer(layer) -> None:
     or says why with a project error: what jit, run-layer and validate --compile do with it
     (a <Scalar> misspelt <Scala1r> once left a parameter unbound: AttributeError there)."""
     from customlayers.cli.mvcl_validate import input_ports, variant_attributes
-    from customlayers.config.mvcl_program import generate_mvcl_stages
+    from customlayers.jit.mvcl_program import generate_mvcl_stages
     from customlayers.errors import CustomLayersError
     for variant in layer.variants:
         for spec in variant.stages:

@@ -4,7 +4,7 @@ One `MvclSpec` is one kernel of one `<CustomLayer type="MVCL">` element: one sta
 variant. An `MvclLayer` groups every definition of one layer name in a file: its variants (told
 apart by their `<Where>` conditions), each with its stages in order. The runtime asks
 `layer.select(attrs)` for the stages that fit a node, then generates each stage's program with
-config/mvcl_program.py. Nothing here touches XML or OpenCL.
+jit/mvcl_program.py. Nothing here touches XML or OpenCL.
 """
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 name and a `#line 1 "<file>"` directive, so compilers report errors at the user's own file and
 line; and the line map that takes every generated line back to (file, line) for compilers (or
 log lines) that ignore the directive. Both dialects' programs (SimpleGPU in jit/program.py,
-MVCL in mvcl_program.py) are assembled with it."""
+MVCL in jit/mvcl_program.py) are assembled with it."""
 from __future__ import annotations
 
 from typing import Iterable
