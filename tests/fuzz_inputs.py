@@ -245,7 +245,7 @@ def check_config(item: ConfigInput):
     """Load the config; every diagnostic must be complete (file, line, column, known code) and
     render on one line; `raise_if_errors` raises ConfigError or nothing. Returns the ConfigSet."""
     from customlayers.config.codes import CODES
-    from customlayers.config.params import unused_params
+    from customlayers.config.simplegpu.params import unused_params
     configs, file = _load(item)
     for d in configs.diagnostics:
         assert d.file == file, d

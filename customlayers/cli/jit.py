@@ -11,7 +11,7 @@ from ..jit.bindings import kernel_tensors
 from ..jit.program import generate_program
 from ..jit.tensor import parse_tensor_arg
 from ..terminal import for_contents
-from ..config.params import unused_params, unused_params_message
+from ..config.simplegpu.params import unused_params, unused_params_message
 from .common import parse_params, the_only_layer
 from .dialects import cli_of
 

@@ -27,9 +27,9 @@ import numpy as np
 from ..config.formulas import evaluate_work_sizes, parse_formula_list
 from ..config.kernel_signature import KernelParameter, clean_source
 from ..config.messages import clipped
-from ..config.mvcl_spec import (DIM_LETTERS, FORMAT_UNIT_DIMS, NUMBER, MvclData, MvclLocalData,
+from ..config.mvcl.spec import (DIM_LETTERS, FORMAT_UNIT_DIMS, NUMBER, MvclData, MvclLocalData,
                                 MvclScalar, MvclSpec, MvclTensor, format_as_4d, scalar_dim_port)
-from ..config.source_text import append_sources
+from ..config.sources.source_text import append_sources
 from ..dtypes import CUSTOM_LAYER_DTYPES, cl_type_of, from_cl_type
 from ..errors import BindingError, FormulaError
 from .program import GeneratedProgram

@@ -1,10 +1,12 @@
 """runtime: the device layer, the only part of the package that touches OpenCL.
 
 device.py     device selection and the Engine (context, queue, program cache; the user's own)
-build.py      building programs; build errors mapped to the user's files and lines
+build.py      building programs; build errors mapped to the user's files and lines; the build
+              step of every custom layer's program (build_layer_kernel)
 cache.py      ProgramCache: compiled programs in memory and on disk
 limits.py     what a device can run (work-group limits, fp64) and its DeviceTraits
-registry.py   Registry: loaded layer types; bind() is the one layer-compile pipeline
+registry.py   Registry: loaded layer types; bind() is SimpleGPU's entry into the one
+              layer-compile pipeline (mvcl_build.py is MVCL's)
 kernel.py     BoundKernel: a compiled custom layer with its argument plan and work sizes
 simplegpu.py  the SimpleGPU adapter: a LayerSpec as a layer implementation (jit/layer.py)
 python_layer.py  the Python layer adapter: a @cpu_layer class as a layer implementation

@@ -20,7 +20,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ..config.mvcl_spec import MvclData, MvclLayer, MvclSpec
+from ..config.mvcl.spec import MvclData, MvclLayer, MvclSpec
 from ..dtypes import CUSTOM_LAYER_DTYPES
 from ..errors import BindingError, ModelError
 from ..jit.launch import Arg, KernelLaunch

@@ -24,7 +24,7 @@ import pyopencl as cl
 
 from ..config.diagnostics import Location
 from ..config.kernel_signature import clean_source
-from ..config.mvcl_spec import MvclLayer, MvclSpec
+from ..config.mvcl.spec import MvclLayer, MvclSpec
 from ..errors import BindingError, CustomLayersError
 from ..jit.mvcl_program import MvclProgram, generate_mvcl_stages
 from ..jit.tensor import TensorDesc

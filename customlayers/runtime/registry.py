@@ -11,9 +11,10 @@ BoundKernel, applying the binding rules of SPEC sections 2 and 5:
   * the compiled kernel's argument count must equal the bindings';
   * the local work size must be runnable on the device (limits.py).
 
-`bind` is the one layer-compile pipeline: the network binds custom layers through it (via the
-SimpleGPU adapter, simplegpu.py) and `validate --compile` calls it and turns its errors into
-diagnostics. `implementation` gives the network's resolver the adapter of a layer type: the
+`bind` is SimpleGPU's entry into the one layer-compile pipeline (its program from jit/program.py,
+built and checked by build.py's build_layer_kernel, as each MVCL stage is by mvcl_build.py): the
+network binds custom layers through it (via the SimpleGPU adapter, simplegpu.py) and `validate
+--compile` calls it and turns its errors into diagnostics. `implementation` gives the network's resolver the adapter of a layer type: the
 SimpleGPU adapter (simplegpu.py) for a descriptor, the Python layer adapter (python_layer.py) for
 a class loaded with `load_python` (python_loader.py), which replaces a descriptor of its type.
 """
@@ -27,8 +28,8 @@ import pyopencl as cl
 
 from ..config.diagnostics import Diagnostic, Diagnostics, Location, WARNING
 from ..config.loader import ConfigSet, load_config_string, load_configs
-from ..config.params import unused_params, unused_params_message
-from ..config.spec import LayerSpec
+from ..config.simplegpu.params import unused_params, unused_params_message
+from ..config.simplegpu.spec import LayerSpec
 from ..errors import BindingError, CustomLayersError, UnknownLayerError
 from ..jit.bindings import kernel_tensors
 from ..jit.program import generate_program

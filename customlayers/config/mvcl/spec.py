@@ -12,11 +12,11 @@ import re
 from dataclasses import dataclass, field
 from typing import Mapping, Union
 
-from ..errors import BindingError
-from .diagnostics import Location
-from .kernel_signature import KernelParameter
-from .messages import clipped
-from .spec import SourceFile
+from ...errors import BindingError
+from ..diagnostics import Location
+from ..kernel_signature import KernelParameter
+from ..messages import clipped
+from ..sources.source_text import SourceFile
 
 # MVCL spells formats like SimpleGPU plus OpenVINO's VPU forms of lower rank. Those are the 4-D
 # formats with the missing dims fixed at 1, so they need no layout of their own:
