@@ -1,4 +1,6 @@
-"""The parameter list of a __kernel function, read from OpenCL C text without a preprocessor.
+"""Kernel heads read from OpenCL C text without a preprocessor: the names of the __kernel
+functions a source defines (both dialects check that the entry is one: kernel_names), and the
+parameter list of one of them.
 
 MVCL binds kernel arguments by name, so the loader needs each entry's parameter names in order.
 This is a small C-declaration scanner, best effort by design: comments, preprocessor lines and
