@@ -11,6 +11,7 @@ from customlayers.config import load_config_string, load_configs
 from customlayers.jit.mvcl_program import (BufferArg, InputTensorArg, LocalMemoryArg,
                                            OutputTensorArg, ScalarArg, buffer_sizes,
                                            generate_mvcl_program, generate_mvcl_stages)
+from customlayers.jit.program import GeneratedProgram
 from customlayers.jit.tensor import TensorDesc
 from customlayers.errors import BindingError, FormulaError
 
@@ -50,6 +51,21 @@ def test_reorg_nhwc_program():
                                    ("ScalarArg", "c", 8), ("ScalarArg", "stride", 2)]
     assert all(type(a.value) is np.int32 for a in program.args[2:])
     assert program.uses_half is False
+
+
+def test_a_stage_program_is_a_generated_program_over_tensor_descs():
+    """One pipeline: MVCL's stages are GeneratedPrograms (what the runtime's build step takes,
+    as SimpleGPU's program is), generated from the same TensorDescs the network holds; only the
+    B,F,Y,X dims and element type count (the adapter hands the kernel dense tensors in its
+    declared layout), so a padded BYXF input gives the program of its plain twin."""
+    attrs = {"stride": "2"}
+    stages = layer("reorg_nhwc").select(attrs)
+    padded = TensorDesc((1, 8, 6, 10), "f32", "BYXF", (0, 0, 1, 1), (0, 0, 1, 1))
+    (program,) = generate_mvcl_stages(stages, attrs, [padded], [TensorDesc((1, 32, 3, 5))])
+    (plain,) = generate_mvcl_stages(stages, attrs, [TensorDesc((1, 8, 6, 10))],
+                                    [TensorDesc((1, 32, 3, 5))])
+    assert isinstance(program, GeneratedProgram) and program.layer == "ReorgYoloNHWC"
+    assert program == plain
 
 
 def test_grn_local_memory_and_float_scalar():
