@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from .config.diagnostics import Diagnostic, Diagnostics, Location
 from .config.loader import ConfigSet, load_config_string, load_configs
-from .config.spec import LayerSpec
+from .config.simplegpu.spec import LayerSpec
 from .errors import (BindingError, ConfigError, CustomLayersError, DefineError, DeviceError,
                      ExecutionError, FormulaError, InputFileError, KernelBuildError, ModelError,
                      PythonLayerError, TensorError, UnknownLayerError)

@@ -245,7 +245,7 @@ def check_config(item: ConfigInput):
     """Load the config; every diagnostic must be complete (file, line, column, known code) and
     render on one line; `raise_if_errors` raises ConfigError or nothing. Returns the ConfigSet."""
     from customlayers.config.codes import CODES
-    from customlayers.config.params import unused_params
+    from customlayers.config.simplegpu.params import unused_params
     configs, file = _load(item)
     for d in configs.diagnostics:
         assert d.file == file, d
@@ -274,7 +274,7 @@ def check_mvcl_layer(layer) -> None:
     or says why with a project error: what jit, run-layer and validate --compile do with it
     (a <Scalar> misspelt <Scala1r> once left a parameter unbound: AttributeError there)."""
     from customlayers.cli.layer_commands.mvcl_validate import input_ports, variant_attributes
-    from customlayers.config.mvcl_program import generate_mvcl_stages
+    from customlayers.jit.mvcl_program import generate_mvcl_stages
     from customlayers.errors import CustomLayersError
     for variant in layer.variants:
         for spec in variant.stages:

@@ -1,33 +1,36 @@
-"""The descriptor dialects: one `Dialect` record per `<CustomLayer type=...>` dialect, and the
-table that every place which treats dialects differently consults instead of testing
-`spec.kind` (the loader's specs carry the name: LayerSpec.kind, MvclLayer.kind).
+"""The table of descriptor dialects: one `Dialect` (dialect.py) per `<CustomLayer type=...>`
+dialect, each from its plugin folder (simplegpu/, mvcl/). Every place that treats dialects
+differently consults it instead of testing `spec.kind` (the loader's specs carry the name:
+LayerSpec.kind, MvclLayer.kind): the loader (which collector checks an element), the schema
+(which dialect schemas the document's refers to), the registry and the CLI.
 
 What a dialect needs from the floors above config (its runtime adapter, its CLI printing) is in
-their companion tables keyed by the same name: runtime/layers/dialects.py and cli/layer_commands/dialects.py. A new
-dialect is one entry here and one in each of those.
+their companion tables, keyed by what the Dialect names: runtime/layers/dialects.py and
+cli/layer_commands/dialects.py. A new dialect is a folder here, one entry below, and one in each
+of those.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-
-@dataclass(frozen=True)
-class Dialect:
-    name: str                  # the type="..." of its <CustomLayer> elements, spec.kind
-    # One kernel per layer, bound by Registry.bind, run and checked alone as a BoundKernel;
-    # False: stages (and variants), which run alone only through a one-layer network
-    one_kernel: bool
-    # Its outputs' shapes follow from the inputs (a Tensor shape formula, else input 0's);
-    # False: running it alone needs the output shapes given
-    shape_formula: bool
-
-
-SIMPLE_GPU = Dialect("SimpleGPU", one_kernel=True, shape_formula=True)
-MVCL = Dialect("MVCL", one_kernel=False, shape_formula=False)
+from .dialect import Dialect
+from .mvcl.dialect import MVCL
+from .simplegpu.dialect import SIMPLE_GPU
 
 DIALECTS: dict[str, Dialect] = {d.name: d for d in (SIMPLE_GPU, MVCL)}
+
+# an element whose type is missing or unknown is checked as SimpleGPU (the schema reports the
+# type; the checks still report what else is wrong with it)
+DEFAULT_DIALECT = SIMPLE_GPU
 
 
 def dialect_of(spec) -> Dialect:
     """The dialect of a loaded layer (a LayerSpec or an MvclLayer)."""
     return DIALECTS[spec.kind]
+
+
+def dialect_of_element(type_attribute: str | None) -> Dialect:
+    """The dialect that checks a <CustomLayer> element with this type="..." attribute."""
+    return DIALECTS.get(type_attribute or "", DEFAULT_DIALECT)
+
+
+__all__ = ["Dialect", "DIALECTS", "DEFAULT_DIALECT", "SIMPLE_GPU", "MVCL", "dialect_of",
+           "dialect_of_element"]

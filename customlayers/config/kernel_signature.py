@@ -1,4 +1,6 @@
-"""The parameter list of a __kernel function, read from OpenCL C text without a preprocessor.
+"""Kernel heads read from OpenCL C text without a preprocessor: the names of the __kernel
+functions a source defines (both dialects check that the entry is one: kernel_names), and the
+parameter list of one of them.
 
 MVCL binds kernel arguments by name, so the loader needs each entry's parameter names in order.
 This is a small C-declaration scanner, best effort by design: comments, preprocessor lines and
@@ -148,3 +150,64 @@ def find_kernel_parameters(sources, entry: str) -> tuple[KernelParameter, ...] |
         if found is not None:
             return found
     return None
+
+
+# -- kernel names (both dialects check that the entry is one) -----------------------------------
+_COMMENT_START = re.compile(r"//|/\*")
+_KERNEL_KEYWORD = re.compile(r"\b(?:__kernel|kernel)\b")
+# `__attribute__((...))` with one level of parentheses inside (`reqd_work_group_size(16,1,1)`);
+# no `.*?`, which would rescan to the end of the text from every unclosed attribute
+_ATTRIBUTE = re.compile(r"__attribute__\s*\(\((?:[^()]|\([^()]*\))*\)\)")
+_NAME_BEFORE_PAREN = re.compile(r"\b([A-Za-z_]\w*)\s*\(")
+_KERNEL_MACRO = re.compile(r"^[ \t]*#[ \t]*define[ \t]+(\w+)[^\n]*", re.M)
+# how far after `__kernel` the function's name is looked for: a real head (`__kernel
+# __attribute__((reqd_work_group_size(16, 1, 1))) void name(`) is far shorter
+_KERNEL_HEAD = 4096
+
+
+def without_comments(source: str) -> str:
+    """OpenCL C text with each comment replaced by a space, in one pass (a lazy regex for block
+    comments rescans to the end from every unclosed opener: quadratic on a file of them)."""
+    parts, pos = [], 0
+    while True:
+        m = _COMMENT_START.search(source, pos)
+        if m is None:
+            parts.append(source[pos:])
+            return "".join(parts)
+        parts.append(source[pos:m.start()])
+        parts.append(" ")
+        if m.group(0) == "//":
+            end = source.find("\n", m.end())
+        else:
+            end = source.find("*/", m.end())
+            end = -1 if end == -1 else end + 2
+        if end == -1:
+            return "".join(parts)
+        pos = end
+
+
+def kernel_macros(source: str) -> list[str]:
+    """Names of the macros whose definition mentions `kernel` (any case), comments ignored."""
+    text = without_comments(source)
+    return [m.group(1) for m in _KERNEL_MACRO.finditer(text) if "kernel" in m.group(0).lower()]
+
+
+def kernel_names(source: str) -> list[str]:
+    """Names of the __kernel functions defined in OpenCL C text (comments ignored). Each name is
+    looked for between its keyword and the next '{', ';' or keyword, within _KERNEL_HEAD
+    characters, so the scan stays linear whatever the text."""
+    text = without_comments(source)
+    keywords = list(_KERNEL_KEYWORD.finditer(text))
+    stops = [m.start() for m in re.finditer(r"[{;]", text)]
+    names, s = [], 0
+    for n, m in enumerate(keywords):
+        while s < len(stops) and stops[s] < m.end():
+            s += 1
+        end = min(stops[s] if s < len(stops) else len(text),
+                  keywords[n + 1].start() if n + 1 < len(keywords) else len(text),
+                  m.end() + _KERNEL_HEAD)
+        head = _ATTRIBUTE.sub(" ", text[m.end():end])
+        name = _NAME_BEFORE_PAREN.search(head)
+        if name:
+            names.append(name.group(1))
+    return names

@@ -1,7 +1,8 @@
 """Loading configs into a `ConfigSet`: files or strings, one or many, every problem collected.
 
-Per file: parse (xmlload) -> structure (schema) -> semantics and LayerSpec (checks), or for
-type="MVCL" MvclSpecs grouped into an MvclLayer (mvcl_checks, mvcl_layers). A content
+Per file: parse (xmlload) -> structure (schema) -> each element to its dialect's collector
+(dialects.py: SimpleGPU's checks build a LayerSpec, simplegpu/checks.py; MVCL's group the file's
+elements into MvclLayers, mvcl/checks.py and mvcl/layers.py), which registers it. A content
 problem never raises; it becomes a Diagnostic, and a layer with an error is left out of
 `.layers`. Only a config file that cannot be read at all raises (OSError), so the CLI can tell
 "bad file" (exit 2) from "bad content" (exit 1).
@@ -15,16 +16,15 @@ from typing import Iterable, Mapping
 
 from ..errors import ConfigFileError
 from ..files import read_user_file
-from .checks import LayerChecker
-from .dialects import DIALECTS
 from .diagnostics import Diagnostics, Location
-from .includes import DiskIncludes, MappedIncludes, with_includes
+from .dialects import DIALECTS, dialect_of_element
 from .limits import MAX_CONFIG_BYTES, MAX_SOURCE_BYTES
 from .messages import clipped, listed
-from .mvcl_layers import MvclFileCollector
-from .mvcl_spec import MvclLayer
+from .mvcl.spec import MvclLayer
 from .schema import check_structure
-from .spec import LayerSpec, SourceFile
+from .simplegpu.spec import LayerSpec
+from .sources.includes import DiskIncludes, MappedIncludes, with_includes
+from .sources.source_text import SourceFile
 from .xmlload import LAYER_TAG, Node, parse_document
 
 
@@ -166,37 +166,16 @@ def _load_one(data: bytes | str, file: str, reader, config_path: str | None,
                           "no <CustomLayer> element found; expected one or more, at the top "
                           "level or inside one container element")
         bad = check_structure(doc, diags)
-        # MVCL elements of one name are variants and stages of one layer: collected over the
-        # file, registered at its end
-        mvcl = MvclFileCollector(diags, reader, config_path, into)
+        # each dialect's collector checks its elements and registers their specs; one may wait
+        # for the file's end (MVCL elements of one name are variants and stages of one layer)
+        collectors = {name: d.collector(diags, reader, config_path, into)
+                      for name, d in DIALECTS.items()}
         for i, node in enumerate(layer_nodes):
-            dialect = DIALECTS.get(node.attrs.get("type"))
-            if dialect is not None and not dialect.one_kernel:
-                mvcl.add(node, i in bad)
-            else:
-                _add_layer(node, i in bad, diags, reader, config_path, into)
-        mvcl.finish()
+            collectors[dialect_of_element(node.attrs.get("type")).name].add(node, i in bad)
+        for collector in collectors.values():
+            collector.finish()
     # file order, then line and column; stable, so one place keeps its reporting order
     into.diagnostics.extend(sorted(diags, key=lambda d: (d.line, d.column)))
-
-
-def _add_layer(node: Node, has_error: bool, diags: Diagnostics, reader,
-               config_path: str | None, into: ConfigSet) -> None:
-    name = node.attrs.get("name")
-    spec = LayerChecker(node, diags, reader, config_path).build()
-    if not name:
-        return
-    earlier = into.define(name, node.location)
-    if earlier is not None:
-        diags.warning(node.location, "CL070",
-                      f"layer '{clipped(name)}' is defined again; this definition "
-                      f"replaces the one at {earlier}", name)
-    if name in into.layers:
-        into.replaced.append(into.layers[name])
-    if spec is not None and not has_error:
-        into.layers[name] = spec
-    else:
-        into.layers.pop(name, None)  # a broken redefinition must not leave the old one active
 
 
 def load_configs(paths: Iterable[str | os.PathLike] | str | os.PathLike, *,

@@ -19,6 +19,7 @@ from typing import Any
 import jsonschema
 
 from .diagnostics import Diagnostics, Location
+from .dialects import DIALECTS
 from .messages import clipped
 from .xmlload import LAYER_TAG, Document, Node
 
@@ -38,13 +39,16 @@ def load_schema(name: str = "customlayer.schema.json") -> dict:
 def _validator() -> jsonschema.protocols.Validator:
     from referencing import Registry, Resource
     schema = load_schema()
-    mvcl = load_schema("mvcl.schema.json")
-    # the descriptor's schema refers to "mvcl.schema.json" by its $id: served from the package,
-    # never fetched
-    registry = Registry().with_resource(mvcl["$id"], Resource.from_contents(mvcl))
     cls = jsonschema.validators.validator_for(schema)
     cls.check_schema(schema)
-    cls.check_schema(mvcl)
+    # the descriptor's schema refers to each dialect's own ("mvcl.schema.json") by its $id:
+    # served from the package, never fetched
+    registry = Registry()
+    for name in sorted({d.schema for d in DIALECTS.values()} - {"customlayer.schema.json"}):
+        dialect_schema = load_schema(name)
+        cls.check_schema(dialect_schema)
+        registry = registry.with_resource(dialect_schema["$id"],
+                                          Resource.from_contents(dialect_schema))
     return cls(schema, registry=registry)
 
 

@@ -7,7 +7,9 @@ tensor.py    TensorDesc: shape, element type, format, padding, pitches
 defines.py   the built-in and user #defines of a custom layer's program (SPEC section 3)
 worksizes.py the work sizes of a custom layer (SPEC section 4)
 bindings.py  the tensors a custom layer's kernel receives (kernel_tensors)
-program.py   a custom layer's complete program text, with its line map
+program.py   a custom layer's complete program text, with its line map (GeneratedProgram)
+mvcl_program.py  an MVCL layer's stage programs (MvclProgram, a GeneratedProgram) and the
+             arguments each kernel parameter binds, over the same TensorDescs
 cl_includes.py  the built-in kernels' `#include "helper.cl"`, expanded by name with #line
              directives; a program's line map read back from its #line directives
 launch.py    KernelLaunch/Arg: one kernel enqueue as data; CompileContext, DeviceTraits

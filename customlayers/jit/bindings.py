@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import Mapping, Sequence
 
 from ..config.formulas import parse_formula_list
-from ..config.spec import LayerSpec, TensorBinding
+from ..config.simplegpu.spec import LayerSpec, TensorBinding
 from ..errors import BindingError, FormulaError, TensorError
 from .tensor import TensorDesc
 from .worksizes import param_values

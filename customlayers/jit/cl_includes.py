@@ -3,7 +3,7 @@
 A built-in op's program is its #define block and one kernel file (customlayers/ops/<name>.cl);
 the helpers that file needs (conv_epilogue.cl, group_reduce.cl, gemm.cl, ...) are named in it
 with `#include "helper.cl"`, so no caller concatenates helpers in an order. The expansion is the
-one user sources get (config/includes.py: found outside comments, pasted between `#line`
+one user sources get (config/sources/includes.py: found outside comments, pasted between `#line`
 directives, a cycle or a missing file an error), with two differences: every file is expanded
 once per program (as if each had an include guard), and names are bare file names of the ops
 folder, read through a reader function (package data; a test passes its own).
@@ -18,8 +18,8 @@ from __future__ import annotations
 import re
 from typing import Callable
 
-from ..config.includes import IncludeFiles, IncludeRefused, expand_includes
-from ..config.source_text import line_directive
+from ..config.sources.includes import IncludeFiles, IncludeRefused, expand_includes
+from ..config.sources.source_text import line_directive
 from ..errors import KernelSourceError
 
 Reader = Callable[[str], str]     # a kernel file's name -> its text; FileNotFoundError if none

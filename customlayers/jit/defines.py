@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Mapping, Sequence
 
-from ..config.define_values import as_c, check_define_value, control_problem, shown
-from ..config.spec import DefineSpec, LayerSpec
+from ..config.simplegpu.define_values import as_c, check_define_value, control_problem, shown
+from ..config.simplegpu.spec import DefineSpec, LayerSpec
 from ..errors import DefineError, TensorError
 from .tensor import TensorDesc
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
-from ..config.source_text import append_sources
-from ..config.spec import LayerSpec, SourceFile
+from ..config.simplegpu.spec import LayerSpec
+from ..config.sources.source_text import SourceFile, append_sources
 from .defines import builtin_defines, render_define, user_defines
 from .tensor import TensorDesc
 from .worksizes import compute_work_sizes

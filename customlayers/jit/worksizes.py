@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Mapping, Sequence
 
-from ..config.define_values import numeric_value
-from ..config.spec import LayerSpec
+from ..config.simplegpu.define_values import numeric_value
+from ..config.simplegpu.spec import LayerSpec
 from ..errors import FormulaError
 from ..config.formulas import MAX_WORK_SIZE, Formula, evaluate_work_sizes, parse_formula_list
 from .tensor import TensorDesc

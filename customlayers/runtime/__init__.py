@@ -6,7 +6,8 @@ compile/  Network, resolver, compiler, memory plan, one layer run alone
 layers/   the Registry (catalog of loaded layer types), the SimpleGPU, MVCL and Python adapters
 tuning/   kernel selection by timing, and its cache
 execute/  BoundKernel, launch-argument binding, InferRequest, events, streaming
-device/   Engine, limits, building and the program cache, device and host memory
+device/   Engine, limits, building and the program cache (build.py's build_layer_kernel: the
+          build step of every custom layer's program, either dialect), device and host memory
 
 pyopencl is imported only in device/ and execute/; the other rooms reach the device through them.
 """

@@ -1,6 +1,6 @@
 """Issue 18, item 5: a layer whose .cl includes its helpers builds and runs from any current
 folder, the compiler never reads a file the config may not name, and a build error inside an
-included file is reported at that file's line (config/includes.py)."""
+included file is reported at that file's line (config/sources/includes.py)."""
 from __future__ import annotations
 
 import os

@@ -1,5 +1,5 @@
-"""The MVCL examples through the config side alone (the runtime's adapter runs them in
-test_examples*.py): config/ loads them, config/mvcl_program.py generates every stage, and this
+"""The MVCL examples through config/ and jit/ alone (the runtime's adapter runs them in
+test_examples*.py): config/ loads them, jit/mvcl_program.py generates every stage, and this
 test builds the programs on the test device and runs the stages by hand with pyopencl (layout
 conversion, internal buffers, local memory, scalars), against each example's numpy reference."""
 from __future__ import annotations
@@ -10,9 +10,9 @@ import pytest
 
 from customlayers.cli.model_commands.demo import case_arrays, find_examples
 from customlayers.config import load_configs
-from customlayers.config.mvcl_program import (BlobArg, BufferArg, InputTensorArg,
-                                              LocalMemoryArg, OutputTensorArg, ScalarArg,
-                                              TensorShape, generate_mvcl_stages)
+from customlayers.jit.mvcl_program import (BlobArg, BufferArg, InputTensorArg, LocalMemoryArg,
+                                           OutputTensorArg, ScalarArg, generate_mvcl_stages)
+from customlayers.jit.tensor import TensorDesc
 
 EXAMPLES = find_examples(kinds=("MVCL",))
 # memory order of each 4-D layout as axes of a B,F,Y,X array
@@ -114,8 +114,8 @@ def test_generated_stages_match_the_reference(cl_env, example, case_index):
     expected = example.reference.reference(inputs, params, data)
     layer = _layer(example)
     programs = generate_mvcl_stages(layer.select(params), params,
-                                    [TensorShape.of(a.shape) for a in inputs],
-                                    [TensorShape.of(e.shape) for e in expected])
+                                    [TensorDesc(a.shape) for a in inputs],
+                                    [TensorDesc(e.shape) for e in expected])
     got = run_stages(cl_env, programs, inputs, [e.shape for e in expected])
     assert len(got) == len(expected)
     for g, e in zip(got, expected):

@@ -7,7 +7,7 @@ import pytest
 from customlayers.cli import main
 from customlayers.config import load_config_string
 from customlayers.config.codes import CODES
-from customlayers.config.params import unused_params, unused_params_message
+from customlayers.config.simplegpu.params import unused_params, unused_params_message
 
 KERNEL = {"k.cl": "__kernel void k(const __global float* a, __global float* o) {}\n"}
 LAYER = """<CustomLayer name="Swish" type="SimpleGPU" version="1">

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from customlayers.config.diagnostics import Location
-from customlayers.config.spec import DefineSpec, LayerSpec, TensorBinding, WorkSizesSpec
+from customlayers.config.simplegpu.spec import DefineSpec, LayerSpec, TensorBinding, WorkSizesSpec
 from customlayers.errors import DefineError
 from customlayers.jit.defines import (builtin_defines, check_define_value, render_define,
                                       user_defines)

@@ -1,4 +1,4 @@
-"""Issue 18, item 5: `#include` in a user's .cl is resolved by the loader (config/includes.py),
+"""Issue 18, item 5: `#include` in a user's .cl is resolved by the loader (config/sources/includes.py),
 never by the OpenCL compiler: relative to the including file, refused outside the config's
 folder unless external sources are allowed, with #line directives that keep the user's files
 and lines; guards, #pragma once, cycles and missing files handled."""

@@ -45,7 +45,7 @@ def _misspelt_scalar(tmp_path: Path) -> Path:
 
 def test_a_misspelt_scalar_leaves_its_parameter_unbound_and_says_so(tmp_path, capsys):
     """validate said one warning and exit 0; then jit, run-layer and validate --compile died
-    with an AttributeError in mvcl_program.py."""
+    with an AttributeError in jit/mvcl_program.py."""
     path = _misspelt_scalar(tmp_path)
     assert main(["validate", str(path)]) == 1
     out = capsys.readouterr().out

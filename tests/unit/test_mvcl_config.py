@@ -9,7 +9,7 @@ import pytest
 
 from customlayers.config import LayerSpec, MvclLayer, load_config_string, load_configs
 from customlayers.config.kernel_signature import kernel_parameters
-from customlayers.config.mvcl_spec import MvclData, MvclLocalData, MvclScalar, MvclTensor
+from customlayers.config.mvcl.spec import MvclData, MvclLocalData, MvclScalar, MvclTensor
 from customlayers.errors import BindingError
 
 ROOT = Path(__file__).resolve().parent.parent.parent

@@ -1,4 +1,4 @@
-"""config/mvcl_program.py on the four MVCL examples: program text and line map, arguments in
+"""jit/mvcl_program.py on the four MVCL examples: program text and line map, arguments in
 the kernel's order, evaluated work sizes and byte sizes; and its errors, located and named."""
 from __future__ import annotations
 
@@ -8,10 +8,11 @@ import numpy as np
 import pytest
 
 from customlayers.config import load_config_string, load_configs
-from customlayers.config.mvcl_program import (BufferArg, InputTensorArg, LocalMemoryArg,
-                                              OutputTensorArg, ScalarArg, TensorShape,
-                                              buffer_sizes, generate_mvcl_program,
-                                              generate_mvcl_stages)
+from customlayers.jit.mvcl_program import (BufferArg, InputTensorArg, LocalMemoryArg,
+                                           OutputTensorArg, ScalarArg, buffer_sizes,
+                                           generate_mvcl_program, generate_mvcl_stages)
+from customlayers.jit.program import GeneratedProgram
+from customlayers.jit.tensor import TensorDesc
 from customlayers.errors import BindingError, FormulaError
 
 EXAMPLES = Path(__file__).resolve().parent.parent.parent / "examples" / "layers"
@@ -33,8 +34,8 @@ def values(program):
 def test_reorg_nhwc_program():
     attrs = {"stride": "2"}
     (program,) = generate_mvcl_stages(layer("reorg_nhwc").select(attrs), attrs,
-                                      [TensorShape.of((1, 8, 6, 10))],
-                                      [TensorShape.of((1, 32, 3, 5))])
+                                      [TensorDesc((1, 8, 6, 10))],
+                                      [TensorDesc((1, 32, 3, 5))])
     path = str(EXAMPLES / "reorg_nhwc" / "reorg.cl")
     lines = program.text.split("\n")
     assert lines[:3] == ["// Custom layer ReorgYoloNHWC (MVCL), stage 0, entry reorg_nhwc",
@@ -50,6 +51,21 @@ def test_reorg_nhwc_program():
                                    ("ScalarArg", "c", 8), ("ScalarArg", "stride", 2)]
     assert all(type(a.value) is np.int32 for a in program.args[2:])
     assert program.uses_half is False
+
+
+def test_a_stage_program_is_a_generated_program_over_tensor_descs():
+    """One pipeline: MVCL's stages are GeneratedPrograms (what the runtime's build step takes,
+    as SimpleGPU's program is), generated from the same TensorDescs the network holds; only the
+    B,F,Y,X dims and element type count (the adapter hands the kernel dense tensors in its
+    declared layout), so a padded BYXF input gives the program of its plain twin."""
+    attrs = {"stride": "2"}
+    stages = layer("reorg_nhwc").select(attrs)
+    padded = TensorDesc((1, 8, 6, 10), "f32", "BYXF", (0, 0, 1, 1), (0, 0, 1, 1))
+    (program,) = generate_mvcl_stages(stages, attrs, [padded], [TensorDesc((1, 32, 3, 5))])
+    (plain,) = generate_mvcl_stages(stages, attrs, [TensorDesc((1, 8, 6, 10))],
+                                    [TensorDesc((1, 32, 3, 5))])
+    assert isinstance(program, GeneratedProgram) and program.layer == "ReorgYoloNHWC"
+    assert program == plain
 
 
 def test_grn_local_memory_and_float_scalar():
@@ -127,7 +143,7 @@ SCALARS = ('<Scalar arg-name="n" type="int" port-index="1" source="kernel"/>\n'
 def test_attributes_and_functions_in_formulas_and_list_elements():
     spec = custom(SCALARS, work='global="ceil(X/8.0)*8,Y,group*2" local="8,1,1"',
                   size="X*group*2")
-    shape = TensorShape.of((1, 2, 3, 13), "f16")
+    shape = TensorDesc((1, 2, 3, 13), "f16")
     program = generate_mvcl_program(spec, {"kernel": "3,5", "group": "2"}, [shape], [shape])
     assert program.global_size == (16, 3, 4)
     assert values(program)[2:] == [("LocalMemoryArg", "tmp", 13 * 2 * 2),
@@ -149,7 +165,7 @@ def test_attributes_and_functions_in_formulas_and_list_elements():
 ])
 def test_scalar_errors_name_the_layer_the_argument_and_the_place(attrs, message):
     spec = custom(SCALARS)
-    shape = TensorShape.of((1, 2, 3, 13), "f16")
+    shape = TensorDesc((1, 2, 3, 13), "f16")
     with pytest.raises(BindingError) as e:
         generate_mvcl_program(spec, attrs, [shape], [shape])
     assert message in str(e.value)
@@ -157,7 +173,7 @@ def test_scalar_errors_name_the_layer_the_argument_and_the_place(attrs, message)
 
 def test_formula_errors_carry_layer_attribute_and_location():
     spec = custom(SCALARS, work='global="X/(F-2),Y,1"')
-    shape = TensorShape.of((1, 2, 3, 13), "f16")
+    shape = TensorDesc((1, 2, 3, 13), "f16")
     with pytest.raises(FormulaError) as e:
         generate_mvcl_program(spec, {"kernel": "1,1"}, [shape], [shape])
     assert (e.value.layer, e.value.attribute) == ("Half", "global of stage 0")
@@ -173,15 +189,15 @@ def test_formula_errors_carry_layer_attribute_and_location():
 
 def test_shapes_that_do_not_fit_the_kernel_or_the_format():
     spec = custom(SCALARS)
-    f32 = TensorShape.of((1, 2, 3, 13), "f32")
+    f32 = TensorDesc((1, 2, 3, 13), "f32")
     with pytest.raises(BindingError, match=r"'__global const half\* src' takes half, but input 0 "
                                            r"is f32 \(float\)"):
         generate_mvcl_program(spec, {"kernel": "1,1"}, [f32], [f32])
     spec = custom(SCALARS, fmt="FYX")
-    two = TensorShape.of((2, 2, 3, 13), "f16")
+    two = TensorDesc((2, 2, 3, 13), "f16")
     with pytest.raises(BindingError, match="has format FYX, which needs B = 1; its dims are "
                                            "B,F,Y,X = 2,2,3,13"):
         generate_mvcl_program(spec, {"kernel": "1,1"}, [two], [two])
     with pytest.raises(BindingError, match="needs output 0, but 0 outputs are given"):
-        generate_mvcl_program(spec, {"kernel": "1,1"}, [TensorShape.of((1, 2, 3, 13), "f16")],
+        generate_mvcl_program(spec, {"kernel": "1,1"}, [TensorDesc((1, 2, 3, 13), "f16")],
                               [])

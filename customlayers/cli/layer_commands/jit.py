@@ -11,7 +11,7 @@ from ...jit.bindings import kernel_tensors
 from ...jit.program import generate_program
 from ...jit.tensor import parse_tensor_arg
 from ...terminal import for_contents
-from ...config.params import unused_params, unused_params_message
+from ...config.simplegpu.params import unused_params, unused_params_message
 from ..common import parse_params, the_only_layer
 from .dialects import cli_of
 
@@ -95,14 +95,12 @@ def print_kernel_program(spec, inputs, outputs, param_items) -> int:
 def print_stage_programs(layer, inputs, outputs, param_items) -> int:
     """An MVCL layer: every stage's program on stdout, its sizes and arguments on stderr."""
     from .. import UsageError
-    from ...config.mvcl_program import ScalarArg, TensorShape, generate_mvcl_stages
+    from ...jit.mvcl_program import ScalarArg, generate_mvcl_stages
     params = parse_params(param_items)
     if not outputs:
         raise UsageError(f"layer '{layer.name}' is an MVCL layer, whose output shapes the config "
                          f"cannot say: give each with --output")
-    shapes = (lambda descs: [TensorShape(d.dims, d.dtype) for d in descs])
-    programs = generate_mvcl_stages(layer.select(params), params, shapes(inputs),
-                                    shapes(outputs))
+    programs = generate_mvcl_stages(layer.select(params), params, inputs, outputs)
     out = for_contents(sys.stdout)
     for program in programs:
         out.write(program.text)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ...config.spec import LayerSpec
+from ...config.simplegpu.spec import LayerSpec
 from ...terminal import one_line
 
 
@@ -69,7 +69,7 @@ def _column(title: str, items: list[str]) -> list[str]:
 
 def describe_mvcl_layer(layer) -> list[str]:
     """Text lines describing an MVCL layer: each variant (its Where), each stage's bindings."""
-    from ...config.mvcl_spec import (MvclData, MvclLocalData, MvclScalar, render_where)
+    from ...config.mvcl.spec import (MvclData, MvclLocalData, MvclScalar, render_where)
     loc = layer.location
     lines = [f"{layer.name}  ({loc.file}:{loc.line})  MVCL"]
     for variant in layer.variants:

@@ -15,7 +15,7 @@ from typing import Mapping
 
 from ...config.diagnostics import ERROR, INFO, Diagnostic
 from ...config.formulas import parse_formula_list
-from ...config.mvcl_spec import (DIM_LETTERS, NUMBER, MvclLayer, MvclLocalData, MvclScalar,
+from ...config.mvcl.spec import (DIM_LETTERS, NUMBER, MvclLayer, MvclLocalData, MvclScalar,
                                 MvclTensor, MvclVariant, render_where)
 from ...errors import CustomLayersError, FormulaError
 from ...jit.tensor import TensorDesc

@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 
 from ...config.dialects import dialect_of
-from ...config.params import unused_params, unused_params_message
+from ...config.simplegpu.params import unused_params, unused_params_message
 from .. import UsageError
 from ..common import (add_build_options, add_kernel_check_options, build_cache,
                      check_bounds_note, parse_params, report_kernel_problems, the_only_layer,

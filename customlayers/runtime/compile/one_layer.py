@@ -14,7 +14,7 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from ...config.dialects import dialect_of
-from ...config.params import unused_params_message
+from ...config.simplegpu.params import unused_params_message
 from ...errors import BindingError
 from ...graph.graph import Graph, Node, Port
 from ...jit.tensor import normalize_dtype

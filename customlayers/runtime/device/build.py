@@ -9,6 +9,11 @@ Programs are built with the low-level `pyopencl._cl._Program`: pyopencl's `Progr
 its own include options and writes its own cache under the user's home, which the program cache
 (cache.py) replaces. The device owns its compiler: this module and the cache are runtime's, and
 the JIT (jit/) only writes program text.
+
+`build_layer_kernel` is the build step of the one layer-compile pipeline: a custom layer's
+program (a jit GeneratedProgram, of either dialect: Registry.bind for SimpleGPU, mvcl_build.py
+for each MVCL stage) built through the program cache, its entry found and checked, every error
+located at the descriptor.
 """
 from __future__ import annotations
 
@@ -20,13 +25,21 @@ import tempfile
 import threading
 import warnings
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 import pyopencl as cl
 
 from ... import settings
-from ...errors import KernelBuildError
+from ...errors import BindingError, KernelBuildError
+from .limits import check_kernel_work_group
+
+# the codes of validate --compile (config/codes.py) for what each step of the layer-compile
+# pipeline finds, in either dialect
+PREPARE_CODE = "CL081"   # tensors, formulas, attributes that do not work for these inputs
+BUILD_CODE = "CL080"     # the compiler refuses the program, or the kernel's arguments differ
+ENTRY_CODE = "CL044"     # the entry is not a kernel of the program
 
 # -- building ----------------------------------------------------------------------------------
 
@@ -236,3 +249,49 @@ def options_rejected(error: KernelBuildError) -> bool:
     cause = error.__cause__
     code = getattr(cause, "code", None) if isinstance(cause, cl.Error) else None
     return code == cl.status_code.INVALID_BUILD_OPTIONS or bool(_OPTION_LOG.search(error.log))
+
+
+# -- the build step of a custom layer ----------------------------------------------------------
+@dataclass(frozen=True)
+class BuiltKernel:
+    program: cl.Program
+    kernel: cl.Kernel
+    warnings: str = ""       # the compiler's warnings, mapped to the user's lines ('' if none)
+
+
+def build_layer_kernel(engine, spec, program, options: str, *, who: str, location, label: str,
+                       options_location=None,
+                       check_kernel: Callable[[cl.Kernel], None] | None = None) -> BuiltKernel:
+    """Build a custom layer's `program` (jit GeneratedProgram: text, entry, line map, local
+    size) with `options` through the engine's program cache, find its entry, run the dialect's
+    checks of the compiled kernel (`check_kernel`: its argument count ...) and check the
+    kernel's own work-group limit. Errors are located at `location` and name the layer as `who`
+    says ("layer type 'X'", "MVCL layer 'X' stage 1"); a build that failed on the options is
+    located at `options_location` when one is given."""
+    layer = spec.name
+    try:
+        built, warnings = engine.cache.build_with_warnings(
+            engine.context, engine.device, program.text, options, line_map=program.line_map,
+            label=label)
+    except KernelBuildError as e:
+        if options_location is not None:
+            e.user_options = program.options
+            if options_rejected(e):
+                e.options_rejected = True
+                raise e.at(options_location, BUILD_CODE, layer)
+        raise e.at(location, BUILD_CODE, layer)
+    kernel = entry_kernel(built, program.entry, who=who, location=location, layer=layer)
+    if check_kernel is not None:
+        check_kernel(kernel)
+    check_kernel_work_group(spec, program.local_size, kernel, engine.device)
+    return BuiltKernel(built, kernel, warnings)
+
+
+def entry_kernel(program: cl.Program, entry: str, *, who: str, location, layer: str) -> cl.Kernel:
+    try:
+        return cl.Kernel(program, entry)
+    except cl.Error:
+        names = program.get_info(cl.program_info.KERNEL_NAMES) or ""
+        found = ", ".join(n for n in names.split(";") if n) or "none"
+        raise BindingError(f"{who}: entry '{entry}' ({location}) is not a kernel of its sources; "
+                           f"kernels found: {found}").at(location, ENTRY_CODE, layer) from None

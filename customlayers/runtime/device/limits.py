@@ -8,7 +8,7 @@ from typing import Sequence
 
 import pyopencl as cl
 
-from ...config.spec import LayerSpec
+from ...config.simplegpu.spec import LayerSpec
 from ...errors import BindingError
 from ...jit.launch import DeviceTraits
 

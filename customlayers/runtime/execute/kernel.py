@@ -18,7 +18,7 @@ from typing import Mapping, Sequence
 import numpy as np
 import pyopencl as cl
 
-from ...config.spec import LayerSpec
+from ...config.simplegpu.spec import LayerSpec
 from ...errors import BindingError
 from ...jit.bindings import data_blob
 from ...jit.tensor import TensorDesc

@@ -1,7 +1,14 @@
 """What the runtime does differently per descriptor dialect (config/dialects.py is the table of
 dialects): the adapter that runs a layer of it (jit.layer.LayerImpl over its descriptor), and
 the facts about one layer that depend on its attributes (an MVCL layer's <Where> variant
-decides its ports and blobs). One object per dialect, keyed by the dialect's name.
+decides its ports and blobs). One object per dialect, keyed by the adapter's name, which the
+dialect's Dialect gives (config/ is below runtime/: it names its adapter, this table resolves
+the name).
+
+Both adapters compile through the one layer-compile pipeline: the dialect's program from jit/
+(program.py, mvcl_program.py: GeneratedPrograms over TensorDescs), checked and built by
+build.py's build_layer_kernel; Registry.bind is SimpleGPU's entry into it, mvcl_build.py's
+compile_mvcl MVCL's (one program per stage).
 
 Imports of the dialect's own modules are made on use: those modules import this table's users.
 """
@@ -30,7 +37,7 @@ class SimpleGpuRuntime:
 
     def unused_params(self, spec, params: Mapping[str, str]):
         """The given parameters no Define reads (they would run the default)."""
-        from ...config.params import unused_params
+        from ...config.simplegpu.params import unused_params
         return unused_params(spec, params)
 
     def declared_types(self, spec, params: Mapping[str, str]):
@@ -68,12 +75,14 @@ class MvclRuntime:
         return stage_declared_types(spec, params)
 
 
-RUNTIME_DIALECTS: dict[str, object] = {"SimpleGPU": SimpleGpuRuntime(), "MVCL": MvclRuntime()}
+# by the adapter's name (Dialect.adapter)
+RUNTIME_DIALECTS: dict[str, object] = {"SimpleGpuLayer": SimpleGpuRuntime(),
+                                       "MvclLayerImpl": MvclRuntime()}
 
 
 def runtime_of(spec):
     """The runtime side of a loaded layer's dialect; None when this version cannot run it."""
-    return RUNTIME_DIALECTS.get(spec.kind)
+    return RUNTIME_DIALECTS.get(dialect_of(spec).adapter)
 
 
 __all__ = ["Dialect", "dialect_of", "runtime_of", "RUNTIME_DIALECTS"]

@@ -23,7 +23,7 @@ import numpy as np
 
 from ...config.kernel_signature import (FLOAT_TYPES, INTEGER_TYPES, KernelParameter,
                                        find_kernel_parameters)
-from ...config.mvcl_spec import MvclData, MvclTensor
+from ...config.mvcl.spec import MvclData, MvclTensor
 from ...dtypes import from_cl_type, numpy_of
 
 DEFAULT = np.dtype(np.float32)

@@ -20,9 +20,9 @@ from typing import Sequence
 
 import numpy as np
 
-from ...config.mvcl_program import (BlobArg, BufferArg, InputTensorArg,
+from ...jit.mvcl_program import (BlobArg, BufferArg, InputTensorArg,
                                    LocalMemoryArg, OutputTensorArg, ScalarArg, buffer_sizes)
-from ...config.mvcl_spec import MvclData, MvclLayer, MvclSpec
+from ...config.mvcl.spec import MvclData, MvclLayer, MvclSpec
 from ...dtypes import CUSTOM_LAYER_DTYPES
 from ...errors import BindingError, ModelError
 from ...jit.launch import Arg, KernelLaunch
@@ -240,7 +240,7 @@ class _Wiring:
                 args.append(Arg.local(a.nbytes))
             elif isinstance(a, ScalarArg):
                 args.append(Arg.scalar(a.value))
-            else:       # a new kind of argument in mvcl_program.py that this adapter lacks
+            else:       # a new kind of argument in jit/mvcl_program.py that this adapter lacks
                 raise BindingError(f"{self.call.where}: MVCL argument '{a.arg_name}' of kind "
                                    f"{type(a).__name__} is not handled by the runtime")
         launch = KernelLaunch(source=program.text, entry=program.entry, args=tuple(args),

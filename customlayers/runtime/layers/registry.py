@@ -11,9 +11,10 @@ BoundKernel, applying the binding rules of SPEC sections 2 and 5:
   * the compiled kernel's argument count must equal the bindings';
   * the local work size must be runnable on the device (limits.py).
 
-`bind` is the one layer-compile pipeline: the network binds custom layers through it (via the
-SimpleGPU adapter, simplegpu.py) and `validate --compile` calls it and turns its errors into
-diagnostics. `implementation` gives the network's resolver the adapter of a layer type: the
+`bind` is SimpleGPU's entry into the one layer-compile pipeline (its program from jit/program.py,
+built and checked by build.py's build_layer_kernel, as each MVCL stage is by mvcl_build.py): the
+network binds custom layers through it (via the SimpleGPU adapter, simplegpu.py) and `validate
+--compile` calls it and turns its errors into diagnostics. `implementation` gives the network's resolver the adapter of a layer type: the
 SimpleGPU adapter (simplegpu.py) for a descriptor, the Python layer adapter (python_layer.py) for
 a class loaded with `load_python` (python_loader.py), which replaces a descriptor of its type.
 """
@@ -27,27 +28,25 @@ import pyopencl as cl
 
 from ...config.diagnostics import Diagnostic, Diagnostics, Location, WARNING
 from ...config.loader import ConfigSet, load_config_string, load_configs
-from ...config.params import unused_params, unused_params_message
-from ...config.spec import LayerSpec
-from ...errors import BindingError, CustomLayersError, KernelBuildError, UnknownLayerError
+from ...config.simplegpu.params import unused_params, unused_params_message
+from ...config.simplegpu.spec import LayerSpec
+from ...errors import BindingError, CustomLayersError, UnknownLayerError
 from ...jit.bindings import kernel_tensors
 from ...jit.program import generate_program
 from ...jit.tensor import TensorDesc
-from ..device.build import options_rejected
+from ..device.build import BUILD_CODE, PREPARE_CODE, build_layer_kernel
 from ..device.device import Engine
 from ..device.device_memory import check_fits
 from ..execute.kernel import BoundKernel, data_descs_and_values, kernel_buffers
 from .layer_shapes import layer_output_shapes
-from ..device.limits import check_kernel_work_group, check_local_size
+from ..device.limits import check_local_size
 from .dialects import dialect_of, runtime_of
 from ..compile.one_layer import run_layer
 from .python_layer import PythonLayer, PythonLayerDef
 from .python_loader import load_python_layers
 
-# the codes of validate --compile (config/codes.py) for what each step of bind finds
-PREPARE_CODE = "CL081"   # tensors, formulas, defines that do not work for these inputs
-BUILD_CODE = "CL080"     # the compiler refuses the program, or the kernel's arguments differ
-ENTRY_CODE = "CL044"     # the entry is not a kernel of the program
+# the codes of validate --compile (config/codes.py) for what bind finds beside the steps every
+# dialect shares (build.py: PREPARE_CODE, BUILD_CODE, ENTRY_CODE)
 QUALIFIER_CODE = "CL084"  # a kernel parameter cannot take what is bound to it
 HALF_CODE = "CL085"      # the program computes in half on a device without cl_khr_fp16
 
@@ -262,36 +261,19 @@ class Registry:
         check_local_size(spec, source.global_size, source.local_size, engine.device)
         check_half_support(spec, source.text, all_inputs + kernel_outputs, engine.device)
         options = kernel_build_options(source.options)
-        try:
-            program, warnings = engine.cache.build_with_warnings(
-                engine.context, engine.device, source.text, options,
-                line_map=source.line_map, label=spec.name)
-        except KernelBuildError as e:
-            e.user_options = source.options
-            if options_rejected(e):
-                e.options_rejected = True
-                raise e.at(spec.compiler_options_location or spec.location, BUILD_CODE,
-                           spec.name)
-            raise e.at(spec.location, BUILD_CODE, spec.name)
-        kernel = entry_kernel(spec, program)
-        check_argument_count(spec, kernel)
-        check_argument_qualifiers(spec, kernel)
-        check_kernel_work_group(spec, source.local_size, kernel, engine.device)
+
+        def check_kernel(kernel: cl.Kernel) -> None:
+            check_argument_count(spec, kernel)
+            check_argument_qualifiers(spec, kernel)
+
+        built = build_layer_kernel(engine, spec, source, options, who=f"layer type '{spec.name}'",
+                                   location=spec.location, label=spec.name,
+                                   options_location=spec.compiler_options_location
+                                   or spec.location, check_kernel=check_kernel)
         bound = BoundKernel(spec, all_inputs[:spec.num_input_ports], kernel_outputs, data_descs,
-                            data_values, source, program, kernel, engine, options)
-        bound.build_warnings = warnings
+                            data_values, source, built.program, built.kernel, engine, options)
+        bound.build_warnings = built.warnings
         return bound
-
-
-def entry_kernel(spec: LayerSpec, program: cl.Program) -> cl.Kernel:
-    try:
-        return cl.Kernel(program, spec.entry)
-    except cl.Error:
-        names = program.get_info(cl.program_info.KERNEL_NAMES) or ""
-        found = ", ".join(n for n in names.split(";") if n) or "none"
-        raise BindingError(f"layer type '{spec.name}': entry '{spec.entry}' "
-                           f"({spec.location}) is not a kernel of its sources; kernels found: "
-                           f"{found}").at(spec.location, ENTRY_CODE, spec.name) from None
 
 
 def check_argument_count(spec: LayerSpec, kernel: cl.Kernel) -> None:

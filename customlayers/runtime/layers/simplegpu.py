@@ -14,8 +14,8 @@ from typing import Sequence
 
 import pyopencl as cl
 
-from ...config.params import unused_params
-from ...config.spec import LayerSpec
+from ...config.simplegpu.params import unused_params
+from ...config.simplegpu.spec import LayerSpec
 from ...dtypes import CUSTOM_LAYER_DTYPES
 from ...errors import BindingError, ModelError
 from ...jit.bindings import in_format, output_shape_from_formula

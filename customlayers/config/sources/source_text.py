@@ -2,12 +2,32 @@
 name and a `#line 1 "<file>"` directive, so compilers report errors at the user's own file and
 line; and the line map that takes every generated line back to (file, line) for compilers (or
 log lines) that ignore the directive. Both dialects' programs (SimpleGPU in jit/program.py,
-MVCL in mvcl_program.py) are assembled with it."""
+MVCL in jit/mvcl_program.py) are assembled with it. SourceFile, one <Source> as loaded, is
+here because both dialects' specs hold them."""
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Iterable
 
-from .spec import SourceFile
+from ..diagnostics import Location
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    filename: str            # as written in Source@filename
+    path: str | None         # resolved path on disk (None when loaded from a string mapping)
+    text: str                # the file's text (its #include directives expanded: includes.py)
+    location: Location       # where the <Source> element is
+    # where each line of `text` came from, (file, line) or None for a line the include
+    # resolver wrote; None when the text is the file's own (line n is line n)
+    origins: tuple | None = None
+
+    def origin(self, line: int) -> tuple[str, int] | None:
+        """Line `line` (1-based) of `text` -> (file, line) in the user's files."""
+        if self.origins is None:
+            return (self.path or self.filename, line)
+        return self.origins[line - 1] if 1 <= line <= len(self.origins) else None
+
 
 
 def source_display_name(source: SourceFile) -> str:

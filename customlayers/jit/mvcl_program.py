@@ -1,13 +1,17 @@
-"""The program of one MVCL stage for concrete shapes and attributes: pure Python, no OpenCL.
+"""The program of one MVCL stage for concrete tensors and attributes: pure Python, no OpenCL.
 
     programs = generate_mvcl_stages(layer.select(attrs), attrs, inputs, outputs)
 
-MVCL kernels get their sizes as Scalar arguments, not as defines, so the program text is the
-sources alone: a comment naming the layer and stage, then each source preceded by a comment with
-its file name and a `#line 1 "<file>"` directive (the convention of the SimpleGPU JIT, so build
-logs point at the user's files; `line_map` maps every generated line back too). The arguments
-come in the kernel's parameter order, each one of the `*Arg` types below; the runtime turns
-them into its own launch arguments. Errors are FormulaError (work sizes, buffer sizes) and
+The MVCL side of the JIT, beside program.py (SimpleGPU): tensors are TensorDescs, and each stage's
+program is a GeneratedProgram (MvclProgram adds the stage and its arguments), so the runtime
+builds and checks both dialects' programs by one path. MVCL kernels get their sizes as Scalar
+arguments, not as defines, so the program text is the sources alone: a comment naming the layer
+and stage, then each source preceded by a comment with its file name and a `#line 1 "<file>"`
+directive (the convention of the SimpleGPU JIT, so build logs point at the user's files;
+`line_map` maps every generated line back too). The arguments come in the kernel's parameter
+order, each one of the `*Arg` types below: MVCL binds by name, and an argument says which port
+or blob (in which layout) it takes; the runtime's adapter turns them into launch Args (launch.py)
+once it knows where each tensor lives. Errors are FormulaError (work sizes, buffer sizes) and
 BindingError (shapes, attributes, scalars), naming the layer, the stage, what was being
 evaluated and where it is written.
 """
@@ -20,38 +24,20 @@ from typing import Mapping, Sequence, Union
 
 import numpy as np
 
+from ..config.formulas import evaluate_work_sizes, parse_formula_list
+from ..config.kernel_signature import KernelParameter, clean_source
+from ..config.messages import clipped
+from ..config.mvcl.spec import (DIM_LETTERS, FORMAT_UNIT_DIMS, NUMBER, MvclData, MvclLocalData,
+                                MvclScalar, MvclSpec, MvclTensor, format_as_4d, scalar_dim_port)
+from ..config.sources.source_text import append_sources
 from ..dtypes import CUSTOM_LAYER_DTYPES, cl_type_of, from_cl_type
 from ..errors import BindingError, FormulaError
-from .formulas import evaluate_work_sizes, parse_formula_list
-from .kernel_signature import KernelParameter, clean_source
-from .messages import clipped
-from .mvcl_spec import (DIM_LETTERS, FORMAT_UNIT_DIMS, NUMBER, MvclData, MvclLocalData,
-                        MvclScalar, MvclSpec, MvclTensor, format_as_4d, scalar_dim_port)
-from .source_text import append_sources
+from .program import GeneratedProgram
+from .tensor import TensorDesc
 
 INT32_RANGE = (-2 ** 31, 2 ** 31 - 1)
 FLOAT32_MAX = float(np.finfo(np.float32).max)
 _HALF = re.compile(r"\bhalf[0-9]*\b")
-
-
-@dataclass(frozen=True)
-class TensorShape:
-    """A tensor as the generator needs it: its B,F,Y,X dims and element type (one of
-    dtypes.CUSTOM_LAYER_DTYPES). `of` pads a lower rank with 1 at the end, as the custom-layer
-    contract does."""
-    dims: tuple[int, int, int, int]
-    dtype: str = "f32"
-
-    @classmethod
-    def of(cls, shape: Sequence[int], dtype: str = "f32") -> "TensorShape":
-        dims = tuple(int(d) for d in shape)
-        if len(dims) > 4:
-            raise BindingError(f"shape {dims} has {len(dims)} dims; an MVCL tensor has at most 4 "
-                               f"(B,F,Y,X)")
-        return cls(dims + (1,) * (4 - len(dims)), dtype)
-
-    def env(self) -> dict[str, int]:
-        return dict(zip(DIM_LETTERS, self.dims))
 
 
 # -- the arguments, one type per kind ------------------------------------------------------
@@ -108,22 +94,12 @@ MvclArg = Union[InputTensorArg, OutputTensorArg, BufferArg, BlobArg, LocalMemory
 
 
 @dataclass(frozen=True)
-class MvclProgram:
-    layer: str
-    stage: int
-    text: str
-    entry: str
-    options: str
-    global_size: tuple[int, ...]
-    local_size: tuple[int, ...] | None
-    args: tuple[MvclArg, ...]              # in the kernel's parameter order
-    line_map: tuple = ()                   # generated line n -> (file, line) or None
+class MvclProgram(GeneratedProgram):
+    """One stage's program: text, entry, options, work sizes and line map as every custom
+    layer's (GeneratedProgram), and what only a stage has."""
+    stage: int = 0
+    args: tuple[MvclArg, ...] = ()         # in the kernel's parameter order
     uses_half: bool = False                # the sources use `half`: the device needs cl_khr_fp16
-
-    def origin(self, line: int) -> tuple[str, int] | None:
-        if 1 <= line <= len(self.line_map):
-            return self.line_map[line - 1]
-        return None
 
 
 # -- program text --------------------------------------------------------------------------
@@ -144,13 +120,13 @@ class _Stage:
     def __init__(self, spec: MvclSpec, attrs: Mapping[str, str], inputs, outputs):
         self.spec = spec
         self.attrs = {str(k): str(v) for k, v in attrs.items()}
-        self.inputs = [_shape(t) for t in inputs]
-        self.outputs = [_shape(t) for t in outputs]
+        self.inputs = [_desc(t) for t in inputs]
+        self.outputs = [_desc(t) for t in outputs]
 
     def where(self, loc) -> str:
         return f"{loc}: layer '{self.spec.name}' stage {self.spec.stage}"
 
-    def tensor(self, kind: str, port: int, loc, what: str) -> TensorShape:
+    def tensor(self, kind: str, port: int, loc, what: str) -> TensorDesc:
         given = self.inputs if kind == "input" else self.outputs
         if not 0 <= port < len(given):
             raise BindingError(f"{self.where(loc)}: {what} needs {kind} {port}, but "
@@ -168,7 +144,8 @@ class _Stage:
 
     def formula_env(self, dim: tuple[str, int], loc, what: str) -> dict[str, int | float]:
         env = self.numeric_attrs()
-        env.update(self.tensor(dim[0], dim[1], loc, f"{what} (dim={dim[0]},{dim[1]})").env())
+        dims = self.tensor(dim[0], dim[1], loc, f"{what} (dim={dim[0]},{dim[1]})").dims
+        env.update(zip(DIM_LETTERS, dims))
         return env
 
     def evaluate(self, texts: Sequence[str], env, attribute: str, loc) -> tuple[int, ...]:
@@ -183,12 +160,13 @@ class _Stage:
             raise
 
 
-def _shape(t) -> TensorShape:
-    if isinstance(t, TensorShape):
+def _desc(t) -> TensorDesc:
+    """A TensorDesc as given; a B,F,Y,X tuple or (shape, dtype) for one (tests, the fuzzer)."""
+    if isinstance(t, TensorDesc):
         return t
     if isinstance(t, tuple) and len(t) == 2 and isinstance(t[0], (tuple, list)):
-        return TensorShape.of(t[0], t[1])
-    return TensorShape.of(t)
+        return TensorDesc(tuple(t[0]), t[1])
+    return TensorDesc(tuple(t))
 
 
 # digits of an integer taken as an int; a longer one is read as a float (int() refuses over
@@ -253,7 +231,7 @@ def _scalar_value(stage: _Stage, s: MvclScalar) -> np.int32 | np.float32:
     return np.int32(number)
 
 
-def _check_tensor(stage: _Stage, t: MvclTensor, k: KernelParameter, shape: TensorShape) -> None:
+def _check_tensor(stage: _Stage, t: MvclTensor, k: KernelParameter, shape: TensorDesc) -> None:
     where = stage.where(t.location)
     for i in FORMAT_UNIT_DIMS.get(t.format, ()):
         if shape.dims[i] != 1:
@@ -298,7 +276,8 @@ def _arg(stage: _Stage, k: KernelParameter, p) -> MvclArg:
 def generate_mvcl_program(spec: MvclSpec, attrs: Mapping[str, str],
                           inputs: Sequence, outputs: Sequence) -> MvclProgram:
     """The program of one stage. `attrs`: the layer's attributes as text; `inputs`/`outputs`:
-    the layer's tensors by port, each a TensorShape (or a B,F,Y,X tuple, or (shape, dtype))."""
+    the layer's tensors by port, each a TensorDesc (only its B,F,Y,X dims and element type
+    count: the adapter hands the kernel dense tensors in the declared layouts)."""
     stage = _Stage(spec, attrs, inputs, outputs)
     ws = spec.work_sizes
     env = stage.formula_env(ws.dim, ws.location, "WorkSizes")
@@ -354,6 +333,6 @@ def buffer_sizes(programs: Sequence[MvclProgram]) -> dict[int, int]:
     return sizes
 
 
-__all__ = ["TensorShape", "InputTensorArg", "OutputTensorArg", "BufferArg", "BlobArg",
+__all__ = ["InputTensorArg", "OutputTensorArg", "BufferArg", "BlobArg",
            "LocalMemoryArg", "ScalarArg", "MvclArg", "MvclProgram", "generate_mvcl_program",
            "generate_mvcl_stages", "buffer_sizes", "assemble_sources"]

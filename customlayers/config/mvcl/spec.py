@@ -4,7 +4,7 @@ One `MvclSpec` is one kernel of one `<CustomLayer type="MVCL">` element: one sta
 variant. An `MvclLayer` groups every definition of one layer name in a file: its variants (told
 apart by their `<Where>` conditions), each with its stages in order. The runtime asks
 `layer.select(attrs)` for the stages that fit a node, then generates each stage's program with
-config/mvcl_program.py. Nothing here touches XML or OpenCL.
+jit/mvcl_program.py. Nothing here touches XML or OpenCL.
 """
 from __future__ import annotations
 
@@ -12,11 +12,11 @@ import re
 from dataclasses import dataclass, field
 from typing import Mapping, Union
 
-from ..errors import BindingError
-from .diagnostics import Location
-from .kernel_signature import KernelParameter
-from .messages import clipped
-from .spec import SourceFile
+from ...errors import BindingError
+from ..diagnostics import Location
+from ..kernel_signature import KernelParameter
+from ..messages import clipped
+from ..sources.source_text import SourceFile
 
 # MVCL spells formats like SimpleGPU plus OpenVINO's VPU forms of lower rank. Those are the 4-D
 # formats with the missing dims fixed at 1, so they need no layout of their own:

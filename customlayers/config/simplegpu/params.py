@@ -7,7 +7,7 @@ from __future__ import annotations
 import difflib
 from typing import Iterable, Mapping
 
-from .messages import clipped, listed
+from ..messages import clipped, listed
 from .spec import LayerSpec
 
 

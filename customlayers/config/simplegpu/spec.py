@@ -1,33 +1,17 @@
 """LayerSpec: a parsed, validated CustomLayer descriptor (SPEC section 2), as plain dataclasses.
 
-The loader (config/loader.py) builds these; jit/ and runtime/ read them. Nothing here touches
-XML or OpenCL. Every part keeps the `Location` it was written at, so later stages (JIT, build,
-binding) can still report file:line.
+The loader (config/loader.py, through checks.py) builds these; jit/ and runtime/ read them.
+Nothing here touches XML or OpenCL. Every part keeps the `Location` it was written at, so later
+stages (JIT, build, binding) can still report file:line.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .diagnostics import Location
+from ..diagnostics import Location
+from ..sources.source_text import SourceFile
 
 FORMATS = ("BFYX", "BYXF", "YXFB", "FYXB", "ANY")
-
-
-@dataclass(frozen=True)
-class SourceFile:
-    filename: str            # as written in Source@filename
-    path: str | None         # resolved path on disk (None when loaded from a string mapping)
-    text: str                # the file's text (its #include directives expanded: includes.py)
-    location: Location       # where the <Source> element is
-    # where each line of `text` came from, (file, line) or None for a line the include
-    # resolver wrote; None when the text is the file's own (line n is line n)
-    origins: tuple | None = None
-
-    def origin(self, line: int) -> tuple[str, int] | None:
-        """Line `line` (1-based) of `text` -> (file, line) in the user's files."""
-        if self.origins is None:
-            return (self.path or self.filename, line)
-        return self.origins[line - 1] if 1 <= line <= len(self.origins) else None
 
 
 @dataclass(frozen=True)

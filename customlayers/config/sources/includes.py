@@ -34,12 +34,11 @@ import posixpath
 from dataclasses import dataclass, field, replace
 from typing import Mapping
 
-from ..files import UserFileError, read_user_file
-from .diagnostics import Diagnostics, Location
+from ...files import UserFileError, read_user_file
+from ..diagnostics import Diagnostics, Location
+from ..messages import clipped
 from .include_scan import Line, Scanned, SPACE, directive, quoted_name, scan
-from .messages import clipped
-from .source_text import line_directive
-from .spec import SourceFile
+from .source_text import SourceFile, line_directive
 
 INCLUDE_CODE = "CL043"        # an #include cannot be resolved (missing, unreadable, a cycle...)
 OUTSIDE_CODE = "CL046"        # an #include names a file outside the config's directory

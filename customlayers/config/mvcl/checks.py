@@ -6,24 +6,24 @@ are converted leniently (what the schema rejected is skipped, never reported twi
 spans elements is checked: the binding of every kernel parameter by name against the parameter
 list read from the .cl text (config/kernel_signature.py), Scalar sources, formulas, stages within
 the element, and the .bin -> .cl substitution. Checks across elements (variants, stages, buffers
-between stages) are in config/mvcl_layers.py.
+between stages) are in mvcl/layers.py.
 """
 from __future__ import annotations
 
 import difflib
 import re
 
-from ..errors import FormulaError
-from .checks import ElementChecker, kernel_names
-from .diagnostics import Diagnostics, Location
-from .formulas import parse_formula_list
-from .limits import MAX_PORT_INDEX, index_attr
-from .messages import clipped
-from .kernel_signature import KernelParameter, find_kernel_parameters
-from .mvcl_spec import (DIM_SOURCE, MvclData, MvclLocalData, MvclParameter, MvclScalar,
+from ...errors import FormulaError
+from ..diagnostics import Diagnostics, Location
+from ..elements import ElementChecker
+from ..formulas import parse_formula_list
+from ..kernel_signature import KernelParameter, find_kernel_parameters, kernel_names
+from ..limits import MAX_PORT_INDEX, index_attr
+from ..messages import clipped
+from ..sources.source_text import SourceFile
+from ..xmlload import Node
+from .spec import (DIM_SOURCE, MvclData, MvclLocalData, MvclParameter, MvclScalar,
                         MvclSpec, MvclTensor, MvclWorkSizes, WhereCondition, scalar_source_kind)
-from .spec import SourceFile
-from .xmlload import Node
 
 MAX_WORK_DIMS = 3
 _DIM = re.compile(r"(output|input)(?:(?:,\s*|\s+)([0-9]+))?\Z")

@@ -8,7 +8,7 @@ from __future__ import annotations
 import difflib
 import re
 
-from .messages import clipped
+from ..messages import clipped
 
 # OpenCL C integer literal: decimal, octal or hex, optional sign and u/l suffixes.
 _INT_LITERAL = re.compile(

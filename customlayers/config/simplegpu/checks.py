@@ -5,38 +5,30 @@ The schema has already reported structure and value spelling; here we convert le
 the schema rejected is simply skipped, never reported twice) and check what spans several
 elements: arg-index numbering, ports, outputs, defines against their types, formulas, and the
 entry function in the sources. Sources are read by the caller (loader.py) and passed in.
+SimpleGpuFileCollector registers each checked layer in the ConfigSet being loaded (the loader
+asks a dialect for its collector: dialect.py).
 """
 from __future__ import annotations
 
 import re
-from typing import Callable
 
-from ..errors import FormulaError
+from ...errors import FormulaError
+from ..diagnostics import Diagnostics, Location
+from ..elements import ElementChecker, SourceReader, first_child
+from ..formulas import check_work_size_limits, parse_formula_list
+from ..kernel_signature import kernel_macros, kernel_names
+from ..limits import (MAX_ARG_INDEX, MAX_FORMULA_LENGTH, MAX_KERNEL_ARGS, MAX_PORT_INDEX,
+                      index_attr, index_value)
+from ..messages import clipped, gap_ranges, listed, ranges, runs_text
+from ..sources.source_text import SourceFile
+from ..xmlload import Node
 from .define_values import check_define_value, shown, type_problem
-from .diagnostics import Diagnostics, Location
-from .formulas import check_work_size_limits, parse_formula_list
-from .limits import (MAX_ARG_INDEX, MAX_FORMULA_LENGTH, MAX_KERNEL_ARGS, MAX_PORT_INDEX,
-                     index_attr, index_value)
-from .messages import clipped, gap_ranges, listed, ranges, runs_text
-from .spec import (FORMATS, DataBinding, DefineSpec, LayerSpec, SourceFile, TensorBinding,
-                   WorkSizesSpec, formula_params)
-from .xmlload import Node
+from .spec import (FORMATS, DataBinding, DefineSpec, LayerSpec, TensorBinding, WorkSizesSpec,
+                   formula_params)
 
 MAX_WORK_DIMS = 3
 MAX_TENSOR_RANK = 4   # custom layers see every tensor as B,F,Y,X
 _DIM = re.compile(r"(output|input)(?:(?:,\s*|\s+)([0-9]+))?\Z")
-
-# reads one <Source> (node, layer name, where to report); None after reporting why it could not
-SourceReader = Callable[[Node, "str | None", Diagnostics], "SourceFile | None"]
-
-
-
-
-def _first(node: Node | None, tag: str) -> Node | None:
-    if node is None:
-        return None
-    found = node.find_all(tag)
-    return found[0] if found else None
 
 
 def parse_dim(text: str | None) -> tuple[str, int] | None:
@@ -49,54 +41,6 @@ def parse_dim(text: str | None) -> tuple[str, int] | None:
     return (m.group(1), index_value(m.group(2) or "0"))
 
 
-class ElementChecker:
-    """What the checkers of both dialects share: the <CustomLayer> element, where its sources
-    are read from, and reporting at a place with the layer's name. `ok` stays True while no
-    error was reported here."""
-
-    def __init__(self, node: Node, diags: Diagnostics, read_source: SourceReader,
-                 config_path: str | None):
-        self.node = node
-        self.diags = diags
-        self.read_source = read_source
-        self.config_path = config_path
-        self.layer = node.attrs.get("name") or None
-        self.ok = True
-
-    def error(self, loc: Location, code: str, message: str) -> None:
-        self.ok = False
-        self.diags.error(loc, code, message, self.layer)
-
-    def warning(self, loc: Location, code: str, message: str) -> None:
-        self.diags.warning(loc, code, message, self.layer)
-
-    def info(self, loc: Location, code: str, message: str) -> None:
-        self.diags.info(loc, code, message, self.layer)
-
-    # -- sources -------------------------------------------------------------------------
-    def _sources(self, kernel: Node | None) -> list[SourceFile] | None:
-        """Every Source read in document order; None when one could not be read."""
-        if kernel is None:
-            return None
-        files, failed = [], False
-        for src in kernel.find_all("Source"):
-            filename = src.attrs.get("filename")
-            if not filename or not filename.strip():
-                failed = True  # the schema reported it
-                continue
-            got = self._read(src, filename)
-            if got is None:
-                self.ok = False
-                failed = True
-            else:
-                files.append(got)
-        return None if failed else files
-
-    def _read(self, src: Node, filename: str) -> SourceFile | None:
-        """One Source's file (a dialect may read another file in its place)."""
-        return self.read_source(src, self.layer, self.diags)
-
-
 class LayerChecker(ElementChecker):
     """Checks one SimpleGPU <CustomLayer> and builds its LayerSpec."""
 
@@ -106,14 +50,14 @@ class LayerChecker(ElementChecker):
     def build(self) -> LayerSpec | None:
         """The LayerSpec, or None when this layer has an error (reported)."""
         node = self.node
-        kernel = _first(node, "Kernel")
-        buffers = _first(node, "Buffers")
+        kernel = first_child(node, "Kernel")
+        buffers = first_child(node, "Buffers")
         entry = kernel.attrs.get("entry") if kernel else None
         sources = self._sources(kernel)
         defines = self._defines(kernel)
         self.params = formula_params(defines)   # names the formulas may use besides B F Y X
         tensors, data = self._buffers(buffers)
-        work_sizes = self._work_sizes(_first(node, "WorkSizes"), tensors, data)
+        work_sizes = self._work_sizes(first_child(node, "WorkSizes"), tensors, data)
         option_nodes = node.find_all("CompilerOptions")
         options = tuple(n.attrs.get("options", "") for n in option_nodes)
         given = [n for n in option_nodes if n.attrs.get("options", "").strip()]
@@ -379,61 +323,36 @@ class LayerChecker(ElementChecker):
                              dim, ws.location)
 
 
-_COMMENT_START = re.compile(r"//|/\*")
-_KERNEL_KEYWORD = re.compile(r"\b(?:__kernel|kernel)\b")
-# `__attribute__((...))` with one level of parentheses inside (`reqd_work_group_size(16,1,1)`);
-# no `.*?`, which would rescan to the end of the text from every unclosed attribute
-_ATTRIBUTE = re.compile(r"__attribute__\s*\(\((?:[^()]|\([^()]*\))*\)\)")
-_NAME_BEFORE_PAREN = re.compile(r"\b([A-Za-z_]\w*)\s*\(")
-_KERNEL_MACRO = re.compile(r"^[ \t]*#[ \t]*define[ \t]+(\w+)[^\n]*", re.M)
-# how far after `__kernel` the function's name is looked for: a real head (`__kernel
-# __attribute__((reqd_work_group_size(16, 1, 1))) void name(`) is far shorter
-_KERNEL_HEAD = 4096
+class SimpleGpuFileCollector:
+    """Registers each SimpleGPU element of one file as it comes (`add`): a name defined again
+    replaces the earlier definition, with a warning; a definition with an error leaves none
+    (a broken redefinition must not leave the old one active). `into` is the ConfigSet being
+    loaded; `finish` has nothing left to do (MVCL's collector groups elements until then)."""
 
+    def __init__(self, diags: Diagnostics, read_source: SourceReader, config_path: str | None,
+                 into):
+        self.diags = diags
+        self.read_source = read_source
+        self.config_path = config_path
+        self.into = into
 
-def without_comments(source: str) -> str:
-    """OpenCL C text with each comment replaced by a space, in one pass (a lazy regex for block
-    comments rescans to the end from every unclosed opener: quadratic on a file of them)."""
-    parts, pos = [], 0
-    while True:
-        m = _COMMENT_START.search(source, pos)
-        if m is None:
-            parts.append(source[pos:])
-            return "".join(parts)
-        parts.append(source[pos:m.start()])
-        parts.append(" ")
-        if m.group(0) == "//":
-            end = source.find("\n", m.end())
+    def add(self, node: Node, has_error: bool) -> None:
+        name = node.attrs.get("name")
+        spec = LayerChecker(node, self.diags, self.read_source, self.config_path).build()
+        if not name:
+            return
+        into = self.into
+        earlier = into.define(name, node.location)
+        if earlier is not None:
+            self.diags.warning(node.location, "CL070",
+                               f"layer '{clipped(name)}' is defined again; this definition "
+                               f"replaces the one at {earlier}", name)
+        if name in into.layers:
+            into.replaced.append(into.layers[name])
+        if spec is not None and not has_error:
+            into.layers[name] = spec
         else:
-            end = source.find("*/", m.end())
-            end = -1 if end == -1 else end + 2
-        if end == -1:
-            return "".join(parts)
-        pos = end
+            into.layers.pop(name, None)
 
-
-def kernel_macros(source: str) -> list[str]:
-    """Names of the macros whose definition mentions `kernel` (any case), comments ignored."""
-    text = without_comments(source)
-    return [m.group(1) for m in _KERNEL_MACRO.finditer(text) if "kernel" in m.group(0).lower()]
-
-
-def kernel_names(source: str) -> list[str]:
-    """Names of the __kernel functions defined in OpenCL C text (comments ignored). Each name is
-    looked for between its keyword and the next '{', ';' or keyword, within _KERNEL_HEAD
-    characters, so the scan stays linear whatever the text."""
-    text = without_comments(source)
-    keywords = list(_KERNEL_KEYWORD.finditer(text))
-    stops = [m.start() for m in re.finditer(r"[{;]", text)]
-    names, s = [], 0
-    for n, m in enumerate(keywords):
-        while s < len(stops) and stops[s] < m.end():
-            s += 1
-        end = min(stops[s] if s < len(stops) else len(text),
-                  keywords[n + 1].start() if n + 1 < len(keywords) else len(text),
-                  m.end() + _KERNEL_HEAD)
-        head = _ATTRIBUTE.sub(" ", text[m.end():end])
-        name = _NAME_BEFORE_PAREN.search(head)
-        if name:
-            names.append(name.group(1))
-    return names
+    def finish(self) -> None:
+        pass

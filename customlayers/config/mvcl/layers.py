@@ -11,13 +11,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .checks import SourceReader
-from .diagnostics import Diagnostics
-from .messages import clipped, gap_ranges, ranges, runs_text
-from .mvcl_checks import MvclChecker
-from .mvcl_spec import (MvclLayer, MvclScalar, MvclSpec, MvclVariant, render_where,
+from ..diagnostics import Diagnostics
+from ..elements import SourceReader
+from ..messages import clipped, gap_ranges, ranges, runs_text
+from ..xmlload import Node
+from .checks import MvclChecker
+from .spec import (MvclLayer, MvclScalar, MvclSpec, MvclVariant, render_where,
                         scalar_dim_port, where_key)
-from .xmlload import Node
 
 
 @dataclass
