@@ -54,9 +54,9 @@ def add_python_layers_option(p: argparse.ArgumentParser) -> None:
                         "that type")
 
 
-def load_registry(args, engine=None):
-    """The registry of the configs (-c) and Python layers (-l), or None when neither is given;
-    load warnings go to stderr. Loading needs no device: `engine` may be set later."""
+def load_registry(args, engine):
+    """The registry of the configs (-c) and Python layers (-l) on `engine`, or None when neither
+    is given; load warnings go to stderr."""
     refuse_models_as_configs(args.config)
     if not args.config and not getattr(args, "layers", None):
         return None
@@ -78,18 +78,18 @@ def load_network(args, profiling: bool = False, resolver=None):
     from ..runtime.device.device import Engine
     from ..runtime.compile.network import Network
     from ..runtime.compile.resolver import Resolver
-    # the layers, the model and the input files first: a malformed one is refused before
-    # OpenCL starts; the model reader asks the loaded layers for their output shapes, and the
-    # layers nothing implements are listed before any shape is found wrong
-    registry = load_registry(args)
+    # the engine first: the registry binds on it from when it is made. Then the layers, the
+    # model and the input files, all before anything is compiled; the model reader asks the
+    # loaded layers for their output shapes, and the layers nothing implements are listed
+    # before any shape is found wrong
+    refuse_models_as_configs(args.config)
+    engine = Engine(args.device, cache=build_cache(args))
+    registry = load_registry(args, engine)
     say = lambda m: print(m, file=sys.stderr)     # noqa: E731
     resolver = resolver(registry, say) if resolver else Resolver(registry, say=say)
     graph = read_model(args.model, custom_shapes=resolver)
     resolver.check_implemented(graph.nodes.values())
     arrays, shapes = input_arrays_and_shapes(args, graph)
-    engine = Engine(args.device, cache=build_cache(args))
-    if registry is not None:
-        registry.engine = engine
     net = Network(graph, registry, engine, input_shapes=shapes or None, profiling=profiling,
                   messages=say, resolver=resolver, tuning=args.tuning)
     rng = generator(args.seed)      # one for the run, each missing input drawn in turn

@@ -327,7 +327,7 @@ def _tuning_mode(given: str | None) -> str:
 def _check_same_device(engine: Engine, registry) -> None:
     """Custom layers are bound (checked against device limits, built) on the registry's engine:
     it must be the network's device and context, or the programs belong to another."""
-    other = registry.made_engine if registry is not None else None
+    other = registry.engine if registry is not None else None
     if other is None or other is engine:
         return
     if other.device != engine.device or other.context != engine.context:

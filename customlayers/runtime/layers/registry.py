@@ -23,7 +23,6 @@ import re
 from typing import Mapping, Sequence
 
 import numpy as np
-import pyopencl as cl
 
 from ...config.diagnostics import Diagnostic, Diagnostics, Location, WARNING
 from ...config.loader import ConfigSet, load_config_string, load_configs
@@ -36,11 +35,13 @@ from ...jit.tensor import TensorDesc
 from ..device.build import options_rejected
 from ..device.device import Engine
 from ..device.device_memory import check_fits
+from ..device.kernel_info import (CONSTANT, GLOBAL, kernel_by_name, kernel_names,
+                                  param_declaration)
 from ..execute.kernel import BoundKernel, data_descs_and_values, kernel_buffers
 from .layer_shapes import layer_output_shapes
 from ..device.limits import check_kernel_work_group, check_local_size
 from .dialects import dialect_of, runtime_of
-from ..compile.one_layer import run_layer
+from .prepared_kernel import PreparedKernel
 from .python_layer import PythonLayer, PythonLayerDef
 from .python_loader import load_python_layers
 
@@ -61,31 +62,25 @@ def kernel_build_options(user_options: str) -> str:
 
 
 class Registry:
-    """Custom layer types by name. The Engine (device, context, queue, program cache) is made
-    on first use when none is given. `configs`: start from layers already loaded (the valid
-    layers of a ConfigSet, as `validate` has them)."""
+    """Custom layer types by name, and the Engine (device, context, queue, program cache) they
+    are bound on, chosen when the registry is made: `engine`, else one on the default device
+    made now. It cannot be changed after (a network refuses a registry of another engine).
+    `configs`: start from layers already loaded (the valid layers of a ConfigSet, as `validate`
+    has them)."""
 
     def __init__(self, engine: Engine | None = None, configs: ConfigSet | None = None):
-        self._engine = engine
+        self._engine = engine if engine is not None else Engine()
         self._configs = configs if configs is not None else ConfigSet()
         self._python: dict[str, PythonLayerDef] = {}     # CPU layers in Python, by type
 
     @property
     def engine(self) -> Engine:
-        if self._engine is None:
-            self._engine = Engine()
         return self._engine
 
     @engine.setter
     def engine(self, engine: Engine) -> None:
-        """The device to bind on; configs can be loaded before it is chosen."""
-        self._engine = engine
-
-    @property
-    def made_engine(self) -> Engine | None:
-        """The engine, if one was given or made already (None: it would be made on first
-        use)."""
-        return self._engine
+        raise AttributeError("a Registry's engine is chosen when it is made: "
+                             "Registry(engine), not set after")
 
     # -- loading -----------------------------------------------------------------------------
     def load(self, *paths, allow_external_sources: bool = False) -> Diagnostics:
@@ -213,15 +208,6 @@ class Registry:
                                    input_shapes, input_names, constant_inputs, output_count,
                                    where)
 
-    def run_layer(self, layer_type: str, inputs: Sequence[np.ndarray],
-                  params: Mapping[str, str] | None = None,
-                  data: Mapping[str, np.ndarray] | None = None,
-                  output_shapes: Sequence[Sequence[int]] | None = None) -> list[np.ndarray]:
-        """Run a loaded layer of any kind alone on numpy arrays, through a one-layer network
-        (one_layer.py): the outputs as a list. `output_shapes` declares the outputs (required
-        for an MVCL layer, which has no shape formula)."""
-        return run_layer(self, layer_type, inputs, params, data, output_shapes)
-
     # -- binding: the one layer-compile pipeline -----------------------------------------------
     def bind(self, layer_type: str, inputs: Sequence[TensorDesc],
              outputs: Sequence[TensorDesc] | None = None, params: Mapping[str, str] = {},
@@ -231,7 +217,27 @@ class Registry:
         network passes a model's attributes, which may hold others, with False). Running a layer
         and `validate --compile` both come through here:
         every error carries the descriptor's place (`location`, `code`) for the CLI's
-        diagnostics."""
+        diagnostics. It is `prepare`, the build, and `finish`; a network builds between the two
+        halves, every program of the network in one batch."""
+        prepared = self.prepare(layer_type, inputs, outputs, params, data,
+                                strict_params=strict_params)
+        engine = self._engine
+        try:
+            program, warnings = engine.cache.build_with_warnings(
+                engine.context, engine.device, prepared.source.text, prepared.options,
+                line_map=prepared.source.line_map, label=prepared.spec.name)
+        except KernelBuildError as e:
+            raise located_build_error(prepared, e)
+        bound = self.finish(prepared, program)
+        bound.build_warnings = warnings
+        return bound
+
+    def prepare(self, layer_type: str, inputs: Sequence[TensorDesc],
+                outputs: Sequence[TensorDesc] | None = None, params: Mapping[str, str] = {},
+                data: Mapping[str, np.ndarray] = {}, *,
+                strict_params: bool = True) -> PreparedKernel:
+        """The first half of `bind`: the kernel's tensors, its program text and build options,
+        and the checks that need no compiled kernel (parameters, memory, local size, half)."""
         spec = self.spec(layer_type)
         if not dialect_of(spec).one_kernel:
             raise BindingError(f"layer type '{layer_type}' ({spec.location}) is an {spec.kind} "
@@ -250,51 +256,62 @@ class Registry:
                                       {k: str(v) for k, v in params.items()})
         except CustomLayersError as e:    # what the tensors and attributes cannot give
             raise e.at(spec.location, PREPARE_CODE, spec.name)
-        engine = self.engine
+        device = self._engine.device
         try:   # a bound kernel run alone allocates these at once (device_memory.py)
-            check_fits(engine.device, kernel_buffers(all_inputs[:spec.num_input_ports],
-                                                     kernel_outputs, spec.data_in_arg_order,
-                                                     data_descs),
+            check_fits(device, kernel_buffers(all_inputs[:spec.num_input_ports],
+                                              kernel_outputs, spec.data_in_arg_order,
+                                              data_descs),
                        f"layer '{spec.name}' (its inputs, outputs and Data)",
                        advice="give smaller shapes")
         except CustomLayersError as e:
             raise e.at(spec.location, PREPARE_CODE, spec.name)
-        check_local_size(spec, source.global_size, source.local_size, engine.device)
-        check_half_support(spec, source.text, all_inputs + kernel_outputs, engine.device)
-        options = kernel_build_options(source.options)
-        try:
-            program, warnings = engine.cache.build_with_warnings(
-                engine.context, engine.device, source.text, options,
-                line_map=source.line_map, label=spec.name)
-        except KernelBuildError as e:
-            e.user_options = source.options
-            if options_rejected(e):
-                e.options_rejected = True
-                raise e.at(spec.compiler_options_location or spec.location, BUILD_CODE,
-                           spec.name)
-            raise e.at(spec.location, BUILD_CODE, spec.name)
+        check_local_size(spec, source.global_size, source.local_size, device)
+        check_half_support(spec, source.text, all_inputs + kernel_outputs, device)
+        return PreparedKernel(spec, tuple(all_inputs[:spec.num_input_ports]),
+                              tuple(kernel_outputs), tuple(data_descs), tuple(data_values),
+                              source, kernel_build_options(source.options))
+
+    def finish(self, prepared: PreparedKernel, program) -> BoundKernel:
+        """The second half of `bind`: the checks of the built program's kernel (it is the
+        entry, takes the descriptor's arguments, declared as they are bound, and allows the
+        local size), and the BoundKernel. `program`: `prepared` built on this registry's
+        engine, or the KernelBuildError its build raised (raised here, at the descriptor)."""
+        if isinstance(program, KernelBuildError):
+            raise located_build_error(prepared, program)
+        if isinstance(program, BaseException):
+            raise program
+        spec = prepared.spec
         kernel = entry_kernel(spec, program)
         check_argument_count(spec, kernel)
         check_argument_qualifiers(spec, kernel)
-        check_kernel_work_group(spec, source.local_size, kernel, engine.device)
-        bound = BoundKernel(spec, all_inputs[:spec.num_input_ports], kernel_outputs, data_descs,
-                            data_values, source, program, kernel, engine, options)
-        bound.build_warnings = warnings
-        return bound
+        check_kernel_work_group(spec, prepared.local_size, kernel, self._engine.device)
+        return BoundKernel(spec, prepared.inputs, prepared.outputs, prepared.data_descs,
+                           prepared.data_values, prepared.source, program, kernel,
+                           self._engine, prepared.options)
 
 
-def entry_kernel(spec: LayerSpec, program: cl.Program) -> cl.Kernel:
-    try:
-        return cl.Kernel(program, spec.entry)
-    except cl.Error:
-        names = program.get_info(cl.program_info.KERNEL_NAMES) or ""
-        found = ", ".join(n for n in names.split(";") if n) or "none"
+def located_build_error(prepared: PreparedKernel, e: KernelBuildError) -> KernelBuildError:
+    """The compiler's refusal of a custom layer's program, placed at its descriptor (at its
+    CompilerOptions when the options are what it refused), with the user's own options."""
+    spec = prepared.spec
+    e.user_options = prepared.source.options
+    if options_rejected(e):
+        e.options_rejected = True
+        return e.at(spec.compiler_options_location or spec.location, BUILD_CODE, spec.name)
+    return e.at(spec.location, BUILD_CODE, spec.name)
+
+
+def entry_kernel(spec: LayerSpec, program):
+    kernel = kernel_by_name(program, spec.entry)
+    if kernel is None:
+        found = ", ".join(kernel_names(program)) or "none"
         raise BindingError(f"layer type '{spec.name}': entry '{spec.entry}' "
                            f"({spec.location}) is not a kernel of its sources; kernels found: "
-                           f"{found}").at(spec.location, ENTRY_CODE, spec.name) from None
+                           f"{found}").at(spec.location, ENTRY_CODE, spec.name)
+    return kernel
 
 
-def check_argument_count(spec: LayerSpec, kernel: cl.Kernel) -> None:
+def check_argument_count(spec: LayerSpec, kernel) -> None:
     have = kernel.num_args
     want = spec.num_args
     if have != want:
@@ -306,12 +323,7 @@ def check_argument_count(spec: LayerSpec, kernel: cl.Kernel) -> None:
                            ).at(spec.location, BUILD_CODE, spec.name)
 
 
-_GLOBAL = cl.kernel_arg_address_qualifier.GLOBAL
-_CONSTANT = cl.kernel_arg_address_qualifier.CONSTANT
-_CONST = cl.kernel_arg_type_qualifier.CONST
-
-
-def check_argument_qualifiers(spec: LayerSpec, kernel: cl.Kernel) -> None:
+def check_argument_qualifiers(spec: LayerSpec, kernel) -> None:
     """Every tensor and Data blob is bound to a pointer parameter of global (or, read-only,
     constant) memory, and an output never to a const one: with input and output arg-index
     swapped, the kernel would read the output and write nothing, and the layer would return
@@ -319,46 +331,34 @@ def check_argument_qualifiers(spec: LayerSpec, kernel: cl.Kernel) -> None:
     slots = [(t.arg_index, t.kind, f"{t.kind} port {t.port_index}", t.location)
              for t in spec.tensors]
     slots += [(d.arg_index, "input", f"Data '{d.name}'", d.location) for d in spec.data]
-    info = cl.kernel_arg_info
     for index, kind, what, location in sorted(slots, key=lambda s: s[0]):
-        try:
-            address = kernel.get_arg_info(index, info.ADDRESS_QUALIFIER)
-            qualifiers = kernel.get_arg_info(index, info.TYPE_QUALIFIER)
-            type_name = kernel.get_arg_info(index, info.TYPE_NAME).strip()
-            name = kernel.get_arg_info(index, info.NAME)
-        except cl.Error:
+        param = param_declaration(kernel, index)
+        if param is None:
             return
-        declared = (f"argument {index} '{name}' of kernel '{spec.entry}', which is declared "
-                    f"{_declaration(address, qualifiers, type_name)}")
+        declared = (f"argument {index} '{param.name}' of kernel '{spec.entry}', which is "
+                    f"declared {param.describe()}")
         problem = None
-        if not type_name.endswith("*"):
+        if not param.type_name.endswith("*"):
             problem = "it is not a pointer"
-        elif kind == "output" and address != _GLOBAL:
+        elif kind == "output" and param.address != GLOBAL:
             problem = "an output must be a __global pointer the kernel writes"
-        elif kind == "output" and qualifiers & _CONST:
+        elif kind == "output" and param.const:
             problem = "the kernel cannot write through a const pointer"
-        elif address not in (_GLOBAL, _CONSTANT):
+        elif param.address not in (GLOBAL, CONSTANT):
             problem = "a tensor is a __global (or __constant) pointer"
         if problem:
             hint = (" (are the arg-index of an input and an output swapped?)"
-                    if kind == "output" and qualifiers & _CONST else "")
+                    if kind == "output" and param.const else "")
             raise BindingError(f"layer type '{spec.name}' ({location}): the descriptor binds "
                                f"{what} to {declared}: {problem}{hint}"
                                ).at(location, QUALIFIER_CODE, spec.name)
-
-
-def _declaration(address: int, qualifiers: int, type_name: str) -> str:
-    space = {int(_GLOBAL): "__global", int(_CONSTANT): "__constant",
-             int(cl.kernel_arg_address_qualifier.LOCAL): "__local"}.get(int(address), "")
-    const = "const " if qualifiers & _CONST else ""
-    return f"'{' '.join(p for p in (space, const + type_name) if p)}'"
 
 
 _HALF_TOKEN = re.compile(r"\bhalf\d*\b")
 _COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
 
 
-def check_half_support(spec: LayerSpec, text: str, tensors, device: cl.Device) -> None:
+def check_half_support(spec: LayerSpec, text: str, tensors, device) -> None:
     """A program that computes in half (an f16 tensor, or `half` in its sources) needs
     cl_khr_fp16: say so before the compiler does, in its own words."""
     if "cl_khr_fp16" in device.extensions.split():
