@@ -1,4 +1,5 @@
-"""Registry: custom layer types (loaded from configs) -> bound, compiled kernels.
+"""Registry: the catalog of loaded layer types (descriptors from configs, Python layers) on the
+engine chosen when it is made, and the one layer-compile pipeline that binds them.
 
 `load`/`load_string` add layer descriptors; a load with any error changes nothing (it is staged
 and committed only when clean). `bind` turns a layer type plus concrete tensors into a
@@ -11,11 +12,16 @@ BoundKernel, applying the binding rules of SPEC sections 2 and 5:
   * the compiled kernel's argument count must equal the bindings';
   * the local work size must be runnable on the device (limits.py).
 
-`bind` is the one layer-compile pipeline: the network binds custom layers through it (via the
-SimpleGPU adapter, simplegpu.py) and `validate --compile` calls it and turns its errors into
-diagnostics. `implementation` gives the network's resolver the adapter of a layer type: the
-SimpleGPU adapter (simplegpu.py) for a descriptor, the Python layer adapter (python_layer.py) for
-a class loaded with `load_python` (python_loader.py), which replaces a descriptor of its type.
+`bind` is the one layer-compile pipeline, in two halves around the build: `prepare` (tensors,
+program text, options, the checks that need no compiled kernel) and `finish` (the checks of the
+built kernel, the BoundKernel). `validate --compile` and scripts call `bind`; a network calls the
+halves through the SimpleGPU adapter (simplegpu.py), so that its compiler builds the custom
+layers' programs in the same parallel batch as the built-ins'. `implementation` gives the
+network's resolver the adapter of a layer type: the SimpleGPU adapter (simplegpu.py) for a
+descriptor, the Python layer adapter (python_layer.py) for a class loaded with `load_python`
+(python_loader.py), which replaces a descriptor of its type. Running one layer alone is above the
+catalog: compile/one_layer.py `run_layer(registry, ...)`. OpenCL is read through device/ only
+(kernel_info.py: kernel names, parameter declarations).
 """
 from __future__ import annotations
 

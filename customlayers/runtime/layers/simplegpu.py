@@ -2,9 +2,11 @@
 (jit.layer.LayerImpl), so the network compiler runs custom layers exactly like built-ins.
 
 Its work is three kinds of stage: reorders of its inputs into the formats (and padding) its
-Tensors ask for, the bound kernel (Registry.bind, the one layer-compile pipeline), and reorders
-of its outputs back to dense BFYX (what the rest of the graph reads). Real inputs bind by port;
-Data blobs to the layer's constant inputs, by name or by position (LayerCall.split_blobs).
+Tensors ask for, the kernel (Registry.prepare, the first half of the one layer-compile pipeline;
+the compiler builds it with the network's other programs and the work's after_build runs
+Registry.finish on it), and reorders of its outputs back to dense BFYX (what the rest of the
+graph reads). Real inputs bind by port; Data blobs to the layer's constant inputs, by name or by
+position (LayerCall.split_blobs).
 """
 from __future__ import annotations
 
