@@ -54,20 +54,32 @@ def add_python_layers_option(p: argparse.ArgumentParser) -> None:
                         "that type")
 
 
-def load_registry(args, engine):
-    """The registry of the configs (-c) and Python layers (-l) on `engine`, or None when neither
-    is given; load warnings go to stderr."""
+def load_configs_of(args):
+    """The configs (-c) read and checked (ConfigError with every error), no device needed;
+    None when none is given. Their warnings go to stderr."""
+    from ..config.loader import load_configs
     refuse_models_as_configs(args.config)
-    if not args.config and not getattr(args, "layers", None):
+    if not args.config:
+        return None
+    configs = load_configs(args.config, allow_external_sources=args.allow_external_sources)
+    configs.raise_if_errors()
+    for d in configs.diagnostics:
+        print(d.render(), file=sys.stderr)
+    return configs
+
+
+def load_registry(args, engine, configs=None):
+    """The registry on `engine` of the configs (-c; `configs`: as load_configs_of read them)
+    and the Python layers (-l), or None when neither is given; load warnings go to stderr."""
+    if configs is None:
+        configs = load_configs_of(args)
+    if configs is None and not getattr(args, "layers", None):
         return None
     from ..runtime.layers.registry import Registry
-    registry = Registry(engine)
-    diags = registry.load(*args.config, allow_external_sources=args.allow_external_sources) \
-        if args.config else []
+    registry = Registry(engine, configs)
     for path in getattr(args, "layers", None) or ():
-        diags = list(diags) + list(registry.load_python(path))
-    for d in diags:
-        print(d.render(), file=sys.stderr)
+        for d in registry.load_python(path):
+            print(d.render(), file=sys.stderr)
     return registry
 
 
@@ -78,13 +90,14 @@ def load_network(args, profiling: bool = False, resolver=None):
     from ..runtime.device.device import Engine
     from ..runtime.compile.network import Network
     from ..runtime.compile.resolver import Resolver
-    # the engine first: the registry binds on it from when it is made. Then the layers, the
-    # model and the input files, all before anything is compiled; the model reader asks the
-    # loaded layers for their output shapes, and the layers nothing implements are listed
-    # before any shape is found wrong
-    refuse_models_as_configs(args.config)
+    # the configs first: a malformed one is refused before OpenCL starts. Then the engine (the
+    # registry binds on it from when it is made), the Python layers, the model and the input
+    # files, all before anything is compiled; the model reader asks the loaded layers for their
+    # output shapes, and the layers nothing implements are listed before any shape is found
+    # wrong
+    configs = load_configs_of(args)
     engine = Engine(args.device, cache=build_cache(args))
-    registry = load_registry(args, engine)
+    registry = load_registry(args, engine, configs)
     say = lambda m: print(m, file=sys.stderr)     # noqa: E731
     resolver = resolver(registry, say) if resolver else Resolver(registry, say=say)
     graph = read_model(args.model, custom_shapes=resolver)
