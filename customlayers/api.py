@@ -1,9 +1,10 @@
 """The public API in one import: `from customlayers.api import Registry, TensorDesc, ...`.
 
-    registry = Registry()                      # the best device, made on first bind
+    registry = Registry()                      # on the best device (Registry(engine): yours)
     registry.load("relu.xml")
     relu = registry.bind("ReLU", [TensorDesc((1, 3, 224, 224))], params={"negative_slope": "0.1"})
     y = relu(x)                                # numpy in, numpy out
+    (y,) = run_layer(registry, "ReLU", [x])   # any kind of layer alone, as a one-layer network
 
     net = Network("model.xml", registry)       # a whole model; Engine.from_queue(q) for yours
     req = net.create_request()
@@ -27,6 +28,7 @@ from .jit.tensor import TensorDesc, parse_tensor_arg
 from .runtime.device.device import Engine, describe_device, list_devices, select_device
 from .runtime.execute.kernel import BoundKernel
 from .runtime.compile.network import Network
+from .runtime.compile.one_layer import run_layer
 from .runtime.execute.request import InferRequest
 from .jit.launch import Arg, KernelLaunch
 from .runtime.layers.python_loader import cpu_layer
@@ -42,5 +44,5 @@ __all__ = [
     "CustomLayersError", "ConfigError", "FormulaError", "DefineError", "TensorError",
     "KernelBuildError", "BindingError", "UnknownLayerError", "DeviceError", "ModelError",
     "ExecutionError", "PythonLayerError", "InputFileError", "Attr", "cpu_layer",
-    "check_kernel_bounds", "sanitize_kernel",
+    "check_kernel_bounds", "sanitize_kernel", "run_layer",
 ]

@@ -13,7 +13,7 @@ fused epilogue).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Hashable, Mapping, Sequence
+from typing import Any, Callable, Hashable, Mapping, Sequence
 
 import numpy as np
 
@@ -101,6 +101,11 @@ class LayerWork:
     consts: dict[Hashable, np.ndarray] = field(default_factory=dict)
     # what the user should hear about, though nothing failed (a likely misspelled attribute)
     notes: list[str] = field(default_factory=list)
+    # the layer's checks of its built programs (a custom layer's kernel: its entry, arguments,
+    # work-group size), run once the compiler has built every program of the network in one
+    # batch: called with `program_of(launch)`, the built program of one of the work's launches
+    # or the CustomLayersError its build raised; raises what it finds, in the layer's words
+    after_build: Callable[[Callable[[KernelLaunch], Any]], None] | None = None
 
 
 @dataclass

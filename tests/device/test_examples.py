@@ -3,7 +3,7 @@ each CASE on plain tensors, and the first CASE padded in every format it support
 
 Per kind: a SimpleGPU layer is one bound kernel (Registry.bind), handed its tensors in each
 format, padded, which its kernel reads through pitches. An MVCL layer runs alone through a
-one-layer network (Registry.run_layer: its stages, reorders and buffers); its kernels get raw
+one-layer network (run_layer: its stages, reorders and buffers); its kernels get raw
 pointers, so for each format the check is that an input arriving in that format, padded, reaches
 every kernel dense in the layout its Tensor declares (a reorder first), never as it came."""
 from __future__ import annotations
@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from customlayers.cli.model_commands.demo import case_arrays, find_examples, layer_type_of
+from customlayers.api import run_layer
 from customlayers.jit.tensor import TensorDesc
 
 EXAMPLES = find_examples()
@@ -74,7 +75,7 @@ def test_example_matches_reference(registry, example, case_index, fmt, padded):
 
 def _mvcl_alone(registry, example, inputs, data, params, expected, fmt, padded):
     layer = layer_type_of(registry, example)
-    got = registry.run_layer(layer, inputs, params, data, [e.shape for e in expected])
+    got = run_layer(registry, layer, inputs, params, data, [e.shape for e in expected])
     assert len(got) == len(expected)
     for g, e in zip(got, expected):
         assert g.shape == e.shape

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from customlayers.cli import main
+from customlayers.api import run_layer
 from customlayers.errors import BindingError, ModelError
 from model_files import write_ir, write_onnx
 
@@ -113,13 +114,13 @@ def test_internal_buffers_are_planned_and_each_stage_is_profiled(registry):
 def test_a_constant_blob_binds_by_name(registry):
     registry.load_string(SCALE_XML, {"scale.cl": SCALE_CL})
     x, w = _x(2, 3, 4, 5), _x(3, seed=1)
-    (got,) = registry.run_layer("ChannelScale", [x], {"plane": "20"}, {"weights": w},
+    (got,) = run_layer(registry, "ChannelScale", [x], {"plane": "20"}, {"weights": w},
                                 [x.shape])
     np.testing.assert_allclose(got, x * w.reshape(1, 3, 1, 1), rtol=1e-6)
     with pytest.raises(BindingError, match="binds Data weights, but the node has no constant "
                                            "input of that name, nor one after its 1 real "
                                            "input"):
-        registry.run_layer("ChannelScale", [x], {"plane": "20"}, {}, [x.shape])
+        run_layer(registry, "ChannelScale", [x], {"plane": "20"}, {}, [x.shape])
 
 
 def test_the_declared_layout_is_reached_by_reorders(registry):
@@ -144,7 +145,7 @@ def test_half_arithmetic_without_cl_khr_fp16_is_refused_before_building(registry
     xml.write_text(ONE_KERNEL_XML.format(name="Twice", entry="twice", file="half.cl"))
     registry.load(xml)
     with pytest.raises(BindingError) as caught:
-        registry.run_layer("Twice", [_x(1, 2, 3, 4)], {}, {}, [(1, 2, 3, 4)])
+        run_layer(registry, "Twice", [_x(1, 2, 3, 4)], {}, {}, [(1, 2, 3, 4)])
     e = caught.value
     device = registry.engine.device.name.strip()
     assert e.code == "CL118" and e.layer == "Twice"
@@ -185,7 +186,7 @@ def test_validate_compile_builds_every_mvcl_variant(capsys):
 def test_no_matching_variant_in_a_network_is_a_located_error(registry):
     registry.load(WHERE)
     with pytest.raises(BindingError) as caught:
-        registry.run_layer("SelectActivation", [_x(1, 2, 3, 4)], {"mode": "gelu"}, {},
+        run_layer(registry, "SelectActivation", [_x(1, 2, 3, 4)], {"mode": "gelu"}, {},
                            [(1, 2, 3, 4)])
     e = caught.value
     assert e.code == "CL081" and e.location.file.endswith("activation_where.xml")
@@ -205,7 +206,7 @@ def test_an_output_shape_the_model_does_not_give_is_an_error(registry, tmp_path)
         Network(path, registry, registry.engine)
     with pytest.raises(BindingError, match="is an MVCL layer, which has no shape formula: give "
                                            "the shape of each of its 1 output"):
-        registry.run_layer("ReorgYoloNHWC", [x], {"stride": "2"})
+        run_layer(registry, "ReorgYoloNHWC", [x], {"stride": "2"})
 
 
 def test_an_onnx_node_without_value_info_takes_input_0s_shape(registry, tmp_path):
@@ -247,6 +248,6 @@ def test_run_layer_command_runs_an_mvcl_layer(tmp_path, capsys):
 def test_run_layer_runs_a_simplegpu_layer_with_data_blobs_too(registry):
     registry.load(EXAMPLES / "scale_shift" / "scale_shift.xml")
     x, w, b = _x(2, 5, 3, 3), _x(5, seed=1), _x(5, seed=2)
-    (got,) = registry.run_layer("ScaleShift", [x], {}, {"weights": w, "biases": b})
+    (got,) = run_layer(registry, "ScaleShift", [x], {}, {"weights": w, "biases": b})
     np.testing.assert_allclose(got, x * w.reshape(1, 5, 1, 1) + b.reshape(1, 5, 1, 1),
                                rtol=1e-6, atol=1e-6)

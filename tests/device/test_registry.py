@@ -66,6 +66,26 @@ def test_load_string_lookup_and_miss(registry):
     assert str(e.value) == "no custom layer of type 'Nope'; known: Copy"
 
 
+def test_the_engine_is_chosen_when_the_registry_is_made(engine, cl_env):
+    """The registry binds on the engine it was made with; setting another later is refused
+    (a network would otherwise get programs of another context), and a Network on another
+    engine refuses the registry."""
+    from customlayers.errors import DeviceError
+    from customlayers.runtime.compile.network import Network
+    from customlayers.runtime.compile.one_layer import one_layer_graph
+    from customlayers.runtime.device.device import Engine
+    from customlayers.runtime.layers.registry import Registry
+    registry = Registry(engine)
+    assert registry.engine is engine
+    with pytest.raises(AttributeError, match="chosen when it is made"):
+        registry.engine = Engine(cl_env[2])
+    assert registry.engine is engine
+    registry.load_string(copy_layer(), {"copy.cl": COPY_CL}, name="mem.xml")
+    with pytest.raises(DeviceError, match="make the Registry with the network's engine"):
+        Network(one_layer_graph("Copy", [rand(1, 2, 3, 4)], {}, [None], {}), registry,
+                Engine(cl_env[2]))
+
+
 def test_load_files_and_redefinition_warns(registry, examples_dir, tmp_path):
     registry.load(examples_dir / "relu" / "relu.xml")
     other = tmp_path / "relu2.xml"

@@ -13,6 +13,7 @@ from onnx import TensorProto, helper  # noqa: E402
 
 from customlayers.cli import main  # noqa: E402
 from customlayers.errors import BindingError, UnsupportedLayersError  # noqa: E402
+from customlayers.api import run_layer  # noqa: E402
 from customlayers.jit.tensor import TensorDesc  # noqa: E402
 
 COPY_LAYER = """<CustomLayer name="Copy" type="SimpleGPU" version="1">
@@ -236,7 +237,7 @@ def test_bind_refuses_a_parameter_no_define_reads(engine):
     with pytest.raises(BindingError, match=r"does not use the parameter 'scale'"):
         registry.bind("Copy", [TensorDesc((1, 2, 3, 4))], params={"scale": "2"})
     with pytest.raises(BindingError, match=r"does not use the parameter 'scale'"):
-        registry.run_layer("Copy", [np.ones((1, 2, 3, 4), np.float32)], {"scale": "2"})
+        run_layer(registry, "Copy", [np.ones((1, 2, 3, 4), np.float32)], {"scale": "2"})
 
 
 def test_a_missing_config_is_a_project_error_and_an_os_error(engine):

@@ -193,3 +193,17 @@ def test_compile_reports_rejected_options_at_the_compiler_options_element(capsys
 def test_summary_counts_every_file_argument(capsys, tmp_path):
     code, out, _ = run(capsys, GOOD, tmp_path / "absent.xml", tmp_path / "absent2.xml")
     assert code == 2 and out.splitlines()[-1] == "3 files, 2 layers: 2 errors, 0 warnings"
+
+
+@pytest.mark.parametrize("command", ["run", "benchmark"])
+def test_a_malformed_config_is_refused_before_a_device_is_chosen(tmp_path, capsys, command):
+    """run and benchmark read the configs before they open the device (the registry is made
+    on the engine afterwards): a device that does not exist is not what they report first."""
+    bad = tmp_path / "bad.xml"
+    bad.write_text('<CustomLayer name="X" type="SimpleGPU" version="1"><Kernel entry="k">'
+                   '</Kernel></CustomLayer>')
+    code = main([command, "-m", str(tmp_path / "model.onnx"), "-c", str(bad),
+                 "-d", "no-such-device"])
+    err = capsys.readouterr().err
+    assert code != 0
+    assert "has no <Buffers> element" in err and "no OpenCL device" not in err, err

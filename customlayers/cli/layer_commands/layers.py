@@ -98,17 +98,17 @@ def describe_mvcl_layer(layer) -> list[str]:
 
 
 def run(args) -> int:
-    from ...runtime.layers.registry import Registry
+    from ...config.loader import load_configs
     from .config_files import refuse_models_as_configs
     from .dialects import cli_of
     refuse_models_as_configs(args.config)
-    registry = Registry()
-    diags = registry.load(*args.config, allow_external_sources=args.allow_external_sources)
-    for d in diags.sorted():
+    # listing reads the configs only: no registry, no device
+    configs = load_configs(args.config, allow_external_sources=args.allow_external_sources)
+    configs.diagnostics.raise_if_errors()
+    for d in configs.diagnostics.sorted():
         print(d.render(), file=sys.stderr)
-    types = registry.layer_types()
     # each line one line: names, formulas and file names are the configs' text (terminal.py)
     blocks = ["\n".join(map(one_line, cli_of(spec).describe(spec)))
-              for spec in map(registry.spec, types)]
+              for spec in (configs.layers[t] for t in sorted(configs.layers))]
     print("\n\n".join(blocks) if blocks else "no custom layers")
     return 0

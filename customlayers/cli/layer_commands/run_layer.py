@@ -192,7 +192,7 @@ def run(args) -> int:
 def _run_alone(registry, spec, args, params, data_paths, out_shapes) -> int:
     """A layer without one bound kernel (MVCL: stages, Where variants) runs through a one-layer
     network (runtime/compile/one_layer.py), the path it takes in a model."""
-    from ...runtime.compile.one_layer import data_names, output_count
+    from ...runtime.compile.one_layer import data_names, output_count, run_layer
     count = output_count(spec, params)
     if not out_shapes:
         raise UsageError(f"layer '{spec.name}' is an MVCL layer, which has no shape formula: "
@@ -206,7 +206,7 @@ def _run_alone(registry, spec, args, params, data_paths, out_shapes) -> int:
         raise UsageError(f"layer '{spec.name}' binds Data {', '.join(missing)}: give "
                          + " ".join(f"--data {n}=FILE.npy" for n in missing))
     inputs, data = kernel_arrays(spec, params, args.input, data_paths)
-    outputs = registry.run_layer(spec.name, inputs, params, data, out_shapes)
+    outputs = run_layer(registry, spec.name, inputs, params, data, out_shapes)
     write_arrays_atomically(args.output, {f"output{i}": a for i, a in enumerate(outputs)})
     shapes = ", ".join("x".join(map(str, a.shape)) for a in outputs)
     print(f"{spec.name} on {registry.engine.device.name.strip()}: wrote {shapes} to "

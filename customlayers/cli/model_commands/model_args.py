@@ -46,20 +46,32 @@ def add_model_options(p: argparse.ArgumentParser, command: str) -> None:
     add_refused_options(p, command)
 
 
-def load_registry(args, engine=None):
-    """The registry of the configs (-c) and Python layers (-l), or None when neither is given;
-    load warnings go to stderr. Loading needs no device: `engine` may be set later."""
+def load_configs_of(args):
+    """The configs (-c) read and checked (ConfigError with every error), no device needed;
+    None when none is given. Their warnings go to stderr."""
+    from ...config.loader import load_configs
     refuse_models_as_configs(args.config)
-    if not args.config and not getattr(args, "layers", None):
+    if not args.config:
+        return None
+    configs = load_configs(args.config, allow_external_sources=args.allow_external_sources)
+    configs.raise_if_errors()
+    for d in configs.diagnostics:
+        print(d.render(), file=sys.stderr)
+    return configs
+
+
+def load_registry(args, engine, configs=None):
+    """The registry on `engine` of the configs (-c; `configs`: as load_configs_of read them)
+    and the Python layers (-l), or None when neither is given; load warnings go to stderr."""
+    if configs is None:
+        configs = load_configs_of(args)
+    if configs is None and not getattr(args, "layers", None):
         return None
     from ...runtime.layers.registry import Registry
-    registry = Registry(engine)
-    diags = registry.load(*args.config, allow_external_sources=args.allow_external_sources) \
-        if args.config else []
+    registry = Registry(engine, configs)
     for path in getattr(args, "layers", None) or ():
-        diags = list(diags) + list(registry.load_python(path))
-    for d in diags:
-        print(d.render(), file=sys.stderr)
+        for d in registry.load_python(path):
+            print(d.render(), file=sys.stderr)
     return registry
 
 
@@ -70,18 +82,19 @@ def load_network(args, profiling: bool = False, resolver=None):
     from ...runtime.device.device import Engine
     from ...runtime.compile.network import Network
     from ...runtime.compile.resolver import Resolver
-    # the layers, the model and the input files first: a malformed one is refused before
-    # OpenCL starts; the model reader asks the loaded layers for their output shapes, and the
-    # layers nothing implements are listed before any shape is found wrong
-    registry = load_registry(args)
+    # the configs first: a malformed one is refused before OpenCL starts. Then the engine (the
+    # registry binds on it from when it is made), the Python layers, the model and the input
+    # files, all before anything is compiled; the model reader asks the loaded layers for their
+    # output shapes, and the layers nothing implements are listed before any shape is found
+    # wrong
+    configs = load_configs_of(args)
+    engine = Engine(args.device, cache=build_cache(args))
+    registry = load_registry(args, engine, configs)
     say = lambda m: print(m, file=sys.stderr)     # noqa: E731
     resolver = resolver(registry, say) if resolver else Resolver(registry, say=say)
     graph = read_model(args.model, custom_shapes=resolver)
     resolver.check_implemented(graph.nodes.values())
     arrays, shapes = input_arrays_and_shapes(args, graph)
-    engine = Engine(args.device, cache=build_cache(args))
-    if registry is not None:
-        registry.engine = engine
     net = Network(graph, registry, engine, input_shapes=shapes or None, profiling=profiling,
                   messages=say, resolver=resolver, tuning=args.tuning)
     rng = generator(args.seed)      # one for the run, each missing input drawn in turn

@@ -55,6 +55,8 @@ def compile_plan(graph: Graph, order: Sequence[Node], impls: Mapping[str, LayerI
     alias: dict = {}
     steps: list[Step] = []
     notes: list[str] = []
+    # the layers' checks of their built programs (LayerWork.after_build), in node order
+    after_build: list[tuple[Node, object]] = []
     inputs: list[tuple[str, TensorKey]] = []
     concats: list[ConcatCandidate] = []       # layers whose output is their inputs end to end
     # output name -> (its Result's place among the model's outputs, the tensor): the outputs
@@ -126,15 +128,15 @@ def compile_plan(graph: Graph, order: Sequence[Node], impls: Mapping[str, LayerI
             work = impl.work(call, out_descs)
             _check_fp16(options, node, in_descs + out_descs, work)
             notes += work.notes
+            if work.after_build is not None:
+                after_build.append((node, work.after_build))
             wired = _wire(node, work, in_keys, out_keys, descs, consts)
             offsets = impl.input_offsets(call, out_descs)
             if offsets is not None and len(wired) == 1:
                 concats.append(ConcatCandidate(len(steps), tuple(offsets)))
             steps.extend(wired)
         except CustomLayersError as e:
-            # say which layer, unless the error already does; its own fields stay as they are
-            if e.context is None and f"'{node.name}'" not in str(e):
-                e.context = node.describe()
+            _name_the_layer(e, node)
             raise
 
     outputs = [(name, key) for name, (_, key) in sorted(results.items(),
@@ -149,7 +151,7 @@ def compile_plan(graph: Graph, order: Sequence[Node], impls: Mapping[str, LayerI
     device_bytes = check_device_memory(engine.device, steps, descs, consts, alias, inputs,
                                        outputs, memory)
     planned = time.perf_counter()
-    programs = _build(engine, steps)
+    programs = _build(engine, steps, after_build)
     seconds = {"layers": laid_out - started, "memory": planned - laid_out,
                "programs": time.perf_counter() - planned}
     return CompiledPlan(steps, descs, consts, alias, inputs, outputs, memory, programs,
@@ -341,12 +343,26 @@ def _plan_memory(steps, descs, alias, consts, inputs, outputs) -> MemoryPlan:
     return memory
 
 
-def _build(eng, steps: list[Step]) -> list:
-    """Every step's programs, built in parallel (parallel_build.py); a build error names the
-    first layer (in order) whose program fails."""
+def _name_the_layer(e: CustomLayersError, node: Node) -> None:
+    """Say which layer, unless the error already does; its own fields stay as they are."""
+    if e.context is None and f"'{node.name}'" not in str(e):
+        e.context = node.describe()
+
+
+def _build(eng, steps: list[Step], after_build: Sequence[tuple[Node, object]]) -> list:
+    """Every step's programs, the custom layers' with the built-ins', built in one parallel
+    batch (parallel_build.py); then each layer's checks of its built programs (a custom
+    layer's kernel, its build error at the user's file and line), in node order; then a
+    build error names the first layer (in order) whose program fails."""
     built = build_programs(eng, ((launch.source, launch.options, launch.line_map,
                                   launch.label or s.name)
                                  for s in steps for launch in s.launches))
+    for node, check in after_build:
+        try:
+            check(lambda launch: built[(launch.source, launch.options)])
+        except CustomLayersError as e:
+            _name_the_layer(e, node)
+            raise
     for s in steps:
         for launch in s.launches:
             e = built[(launch.source, launch.options)]

@@ -13,7 +13,7 @@ request. A request itself (create_request) belongs to one thread at a time.
 from __future__ import annotations
 
 import threading
-from typing import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -33,6 +33,9 @@ from ..execute.request import InferRequest
 from .resolver import Resolver
 from ..execute.stream import run_stream
 from ..tuning.tuning import DEFAULT_MODE, Tuner, TuningStats, check_mode
+
+if TYPE_CHECKING:
+    from ..layers.registry import Registry
 
 # A graph input that a built-in op reads as a compile-time constant (a Reshape target, an
 # Expand shape, Tile repeats) is compiled in by value; more elements than this is not a shape.
@@ -61,7 +64,7 @@ class Network:
         nothing, where that is safe (concat_in_place.py); False: every Concat copies.
     """
 
-    def __init__(self, graph, registry=None, engine=None, *,
+    def __init__(self, graph, registry: Registry | None = None, engine: Engine | None = None, *,
                  input_shapes: Mapping[str, Sequence[int]] | None = None,
                  input_values: Mapping[str, np.ndarray] | None = None,
                  profiling: bool = False, pad_custom_inputs=None, messages=None,
@@ -324,10 +327,10 @@ def _tuning_mode(given: str | None) -> str:
         raise ConfigError(str(e)) from None
 
 
-def _check_same_device(engine: Engine, registry) -> None:
+def _check_same_device(engine: Engine, registry: Registry | None) -> None:
     """Custom layers are bound (checked against device limits, built) on the registry's engine:
     it must be the network's device and context, or the programs belong to another."""
-    other = registry.made_engine if registry is not None else None
+    other = registry.engine if registry is not None else None
     if other is None or other is engine:
         return
     if other.device != engine.device or other.context != engine.context:

@@ -5,7 +5,8 @@ in a model (its adapter, reorders, internal buffers, memory plan, program cache)
     outputs = run_layer(registry, "MVN", [x], params={"eps": "1e-9"})
 
 Any kind of loaded layer runs this way; MVCL layers, which have no single bound kernel
-(Registry.bind), run alone only this way (`run-layer`, Registry.run_layer).
+(Registry.bind), run alone only this way (`run-layer`, `customlayers.api.run_layer`). It lives
+above the catalog (runtime/layers/registry.py): the registry loads and binds, this runs.
 """
 from __future__ import annotations
 

@@ -8,22 +8,26 @@ built-in of the same name would run with the node's attributes ignored, a silent
 """
 from __future__ import annotations
 
-from typing import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Callable, Iterable, Mapping
 
 from ...errors import UnsupportedLayersError
 from ...graph.graph import Node
 from ...jit.layer import LayerImpl
 from ...ops import OPS
 
+if TYPE_CHECKING:
+    from ..layers.registry import Registry
+
 # graph nodes that are not layers: the compiler handles them itself
 STRUCTURAL_TYPES = ("Parameter", "Const", "Result")
 
 
 class Resolver:
-    """`registry`: the loaded layers (runtime/layers/registry.py; None = built-ins only). `say`
+    """`registry`: the loaded layers (runtime/layers/registry.py; None = built-ins only), asked
+    only what it catalogs (membership, implementation, location, output shapes, types). `say`
     receives informational messages (the override notes)."""
 
-    def __init__(self, registry=None, builtins: Mapping[str, LayerImpl] = OPS,
+    def __init__(self, registry: Registry | None = None, builtins: Mapping[str, LayerImpl] = OPS,
                  say: Callable[[str], None] | None = None):
         self.registry = registry
         self.builtins = builtins

@@ -263,28 +263,47 @@ def build_layer_kernel(engine, spec, program, options: str, *, who: str, locatio
                        options_location=None,
                        check_kernel: Callable[[cl.Kernel], None] | None = None) -> BuiltKernel:
     """Build a custom layer's `program` (jit GeneratedProgram: text, entry, line map, local
-    size) with `options` through the engine's program cache, find its entry, run the dialect's
-    checks of the compiled kernel (`check_kernel`: its argument count ...) and check the
-    kernel's own work-group limit. Errors are located at `location` and name the layer as `who`
-    says ("layer type 'X'", "MVCL layer 'X' stage 1"); a build that failed on the options is
-    located at `options_location` when one is given."""
-    layer = spec.name
+    size) with `options` through the engine's program cache, then finish_layer_kernel. Errors
+    are located at `location` and name the layer as `who` says ("layer type 'X'", "MVCL layer
+    'X' stage 1"); a build that failed on the options is located at `options_location` when one
+    is given. A network builds its custom layers' programs in its parallel batch instead and
+    calls place_build_error and finish_layer_kernel itself (Registry.finish)."""
     try:
         built, warnings = engine.cache.build_with_warnings(
             engine.context, engine.device, program.text, options, line_map=program.line_map,
             label=label)
     except KernelBuildError as e:
-        if options_location is not None:
-            e.user_options = program.options
-            if options_rejected(e):
-                e.options_rejected = True
-                raise e.at(options_location, BUILD_CODE, layer)
-        raise e.at(location, BUILD_CODE, layer)
-    kernel = entry_kernel(built, program.entry, who=who, location=location, layer=layer)
+        raise place_build_error(e, location=location, layer=spec.name,
+                                user_options=program.options,
+                                options_location=options_location) from e.__cause__
+    kernel = finish_layer_kernel(engine, spec, program, built, who=who, location=location,
+                                 check_kernel=check_kernel)
+    return BuiltKernel(built, kernel, warnings)
+
+
+def place_build_error(e: KernelBuildError, *, location, layer: str, user_options: str = "",
+                      options_location=None) -> KernelBuildError:
+    """The compiler's refusal of a custom layer's program, placed at its descriptor (at
+    `options_location`, the descriptor's CompilerOptions, when the options are what it
+    refused), with the user's own options."""
+    if options_location is not None:
+        e.user_options = user_options
+        if options_rejected(e):
+            e.options_rejected = True
+            return e.at(options_location, BUILD_CODE, layer)
+    return e.at(location, BUILD_CODE, layer)
+
+
+def finish_layer_kernel(engine, spec, program, built: cl.Program, *, who: str, location,
+                        check_kernel: Callable[[cl.Kernel], None] | None = None) -> cl.Kernel:
+    """The checks of a built custom layer program, in either dialect: its entry is a kernel of
+    it, the dialect's checks of that kernel (`check_kernel`: its argument count ...), and the
+    kernel's own work-group limit against the program's local size."""
+    kernel = entry_kernel(built, program.entry, who=who, location=location, layer=spec.name)
     if check_kernel is not None:
         check_kernel(kernel)
     check_kernel_work_group(spec, program.local_size, kernel, engine.device)
-    return BuiltKernel(built, kernel, warnings)
+    return kernel
 
 
 def entry_kernel(program: cl.Program, entry: str, *, who: str, location, layer: str) -> cl.Kernel:

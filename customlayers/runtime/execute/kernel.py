@@ -91,25 +91,10 @@ class BoundKernel:
     def _launch_with(self, blobs: Sequence[np.ndarray]) -> KernelLaunch:
         """launch(), with these flat Data blobs (in arg order) as its constant arguments: a
         blob bound by its description only needs no value here."""
-        args = []
-        for kind, k in self.plan:
-            if kind == INPUT:
-                args.append(Arg.input(k))
-            elif kind == OUTPUT:
-                args.append(Arg.output(k))
-            else:
-                args.append(Arg.const(blobs[k]))
-        return KernelLaunch(source=self.source.text, entry=self.spec.entry, args=tuple(args),
-                            global_size=self.global_size, local_size=self.local_size,
-                            options=self.options, label=self.spec.name,
-                            line_map=self.source.line_map)
+        return kernel_launch(self.spec, self.source, self.options, blobs)
 
     def _data_value(self, k: int) -> np.ndarray:
-        value = self.data_values[k]
-        if value is None:
-            raise BindingError(f"layer type '{self.spec.name}': Data '{self.data_names[k]}' was "
-                               "bound by its description only; bind it with an array to run it")
-        return value
+        return data_value(self.spec, self.data_values, k)
 
     # -- the fast path ---------------------------------------------------------------------
     def enqueue(self, queue: cl.CommandQueue, inputs: Sequence[cl.Buffer],
@@ -265,3 +250,33 @@ def data_descs_and_values(spec: LayerSpec, data: Mapping[str, object]
         descs.append(desc)
         values.append(flat_blob(name, arr, desc, spec.name))
     return descs, values
+
+
+def kernel_launch(spec: LayerSpec, source, options: str,
+                  blobs: Sequence[np.ndarray]) -> KernelLaunch:
+    """A custom layer's kernel as a KernelLaunch: inputs are Arg.input(port), outputs
+    Arg.output(port), Data blobs Arg.const(values) (flat, in arg order); `source` its
+    GeneratedProgram, `options` the build options."""
+    args = []
+    for kind, k in argument_plan(spec):
+        if kind == INPUT:
+            args.append(Arg.input(k))
+        elif kind == OUTPUT:
+            args.append(Arg.output(k))
+        else:
+            args.append(Arg.const(blobs[k]))
+    return KernelLaunch(source=source.text, entry=spec.entry, args=tuple(args),
+                        global_size=tuple(source.global_size),
+                        local_size=tuple(source.local_size) if source.local_size else None,
+                        options=options, label=spec.name, line_map=source.line_map)
+
+
+def data_value(spec: LayerSpec, values: Sequence[np.ndarray | None], k: int) -> np.ndarray:
+    """Data blob k's flat value (in arg order); a blob bound by its description only has none
+    to run with."""
+    value = values[k]
+    if value is None:
+        raise BindingError(f"layer type '{spec.name}': Data "
+                           f"'{spec.data_in_arg_order[k].name}' was bound by its description "
+                           "only; bind it with an array to run it")
+    return value

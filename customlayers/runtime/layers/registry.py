@@ -1,4 +1,5 @@
-"""Registry: custom layer types (loaded from configs) -> bound, compiled kernels.
+"""Registry: the catalog of loaded layer types (descriptors from configs, Python layers) on the
+engine chosen when it is made, and the one layer-compile pipeline that binds them.
 
 `load`/`load_string` add layer descriptors; a load with any error changes nothing (it is staged
 and committed only when clean). `bind` turns a layer type plus concrete tensors into a
@@ -11,12 +12,18 @@ BoundKernel, applying the binding rules of SPEC sections 2 and 5:
   * the compiled kernel's argument count must equal the bindings';
   * the local work size must be runnable on the device (limits.py).
 
-`bind` is SimpleGPU's entry into the one layer-compile pipeline (its program from jit/program.py,
-built and checked by build.py's build_layer_kernel, as each MVCL stage is by mvcl_build.py): the
-network binds custom layers through it (via the SimpleGPU adapter, simplegpu.py) and `validate
---compile` calls it and turns its errors into diagnostics. `implementation` gives the network's resolver the adapter of a layer type: the
-SimpleGPU adapter (simplegpu.py) for a descriptor, the Python layer adapter (python_layer.py) for
-a class loaded with `load_python` (python_loader.py), which replaces a descriptor of its type.
+`bind` is SimpleGPU's entry into the one layer-compile pipeline (as mvcl_build.py is each MVCL
+stage's), in two halves around the build (device/build.py's build_layer_kernel, the build step
+of either dialect): `prepare` (tensors, program text, options, the checks that need no compiled
+kernel) and `finish` (device/build.py's finish_layer_kernel with SimpleGPU's checks of the
+kernel, then the BoundKernel). `validate --compile` and scripts call `bind`; a network calls the
+halves through the SimpleGPU adapter (simplegpu.py), so that its compiler builds the custom
+layers' programs in the same parallel batch as the built-ins'. `implementation` gives the
+network's resolver the adapter of a layer type: the SimpleGPU adapter (simplegpu.py) for a
+descriptor, the Python layer adapter (python_layer.py) for a class loaded with `load_python`
+(python_loader.py), which replaces a descriptor of its type. Running one layer alone is above the
+catalog: compile/one_layer.py `run_layer(registry, ...)`. OpenCL is read through device/ only
+(kernel_info.py: kernel names, parameter declarations).
 """
 from __future__ import annotations
 
@@ -24,29 +31,29 @@ import re
 from typing import Mapping, Sequence
 
 import numpy as np
-import pyopencl as cl
 
 from ...config.diagnostics import Diagnostic, Diagnostics, Location, WARNING
 from ...config.loader import ConfigSet, load_config_string, load_configs
 from ...config.simplegpu.params import unused_params, unused_params_message
 from ...config.simplegpu.spec import LayerSpec
-from ...errors import BindingError, CustomLayersError, UnknownLayerError
+from ...errors import BindingError, CustomLayersError, KernelBuildError, UnknownLayerError
 from ...jit.bindings import kernel_tensors
 from ...jit.program import generate_program
 from ...jit.tensor import TensorDesc
-from ..device.build import BUILD_CODE, PREPARE_CODE, build_layer_kernel
+from ..device.build import (BUILD_CODE, PREPARE_CODE, build_layer_kernel, finish_layer_kernel,
+                            place_build_error)
 from ..device.device import Engine
 from ..device.device_memory import check_fits
+from ..device.kernel_info import CONSTANT, GLOBAL, param_declaration
 from ..execute.kernel import BoundKernel, data_descs_and_values, kernel_buffers
 from .layer_shapes import layer_output_shapes
 from ..device.limits import check_local_size
 from .dialects import dialect_of, runtime_of
-from ..compile.one_layer import run_layer
+from .prepared_kernel import PreparedKernel
 from .python_layer import PythonLayer, PythonLayerDef
 from .python_loader import load_python_layers
 
-# the codes of validate --compile (config/codes.py) for what bind finds beside the steps every
-# dialect shares (build.py: PREPARE_CODE, BUILD_CODE, ENTRY_CODE)
+# the codes of validate --compile (config/codes.py) for what each step of bind finds
 QUALIFIER_CODE = "CL084"  # a kernel parameter cannot take what is bound to it
 HALF_CODE = "CL085"      # the program computes in half on a device without cl_khr_fp16
 
@@ -60,31 +67,25 @@ def kernel_build_options(user_options: str) -> str:
 
 
 class Registry:
-    """Custom layer types by name. The Engine (device, context, queue, program cache) is made
-    on first use when none is given. `configs`: start from layers already loaded (the valid
-    layers of a ConfigSet, as `validate` has them)."""
+    """Custom layer types by name, and the Engine (device, context, queue, program cache) they
+    are bound on, chosen when the registry is made: `engine`, else one on the default device
+    made now. It cannot be changed after (a network refuses a registry of another engine).
+    `configs`: start from layers already loaded (the valid layers of a ConfigSet, as `validate`
+    has them)."""
 
     def __init__(self, engine: Engine | None = None, configs: ConfigSet | None = None):
-        self._engine = engine
+        self._engine = engine if engine is not None else Engine()
         self._configs = configs if configs is not None else ConfigSet()
         self._python: dict[str, PythonLayerDef] = {}     # CPU layers in Python, by type
 
     @property
     def engine(self) -> Engine:
-        if self._engine is None:
-            self._engine = Engine()
         return self._engine
 
     @engine.setter
     def engine(self, engine: Engine) -> None:
-        """The device to bind on; configs can be loaded before it is chosen."""
-        self._engine = engine
-
-    @property
-    def made_engine(self) -> Engine | None:
-        """The engine, if one was given or made already (None: it would be made on first
-        use)."""
-        return self._engine
+        raise AttributeError("a Registry's engine is chosen when it is made: "
+                             "Registry(engine), not set after")
 
     # -- loading -----------------------------------------------------------------------------
     def load(self, *paths, allow_external_sources: bool = False) -> Diagnostics:
@@ -212,15 +213,6 @@ class Registry:
                                    input_shapes, input_names, constant_inputs, output_count,
                                    where)
 
-    def run_layer(self, layer_type: str, inputs: Sequence[np.ndarray],
-                  params: Mapping[str, str] | None = None,
-                  data: Mapping[str, np.ndarray] | None = None,
-                  output_shapes: Sequence[Sequence[int]] | None = None) -> list[np.ndarray]:
-        """Run a loaded layer of any kind alone on numpy arrays, through a one-layer network
-        (one_layer.py): the outputs as a list. `output_shapes` declares the outputs (required
-        for an MVCL layer, which has no shape formula)."""
-        return run_layer(self, layer_type, inputs, params, data, output_shapes)
-
     # -- binding: the one layer-compile pipeline -----------------------------------------------
     def bind(self, layer_type: str, inputs: Sequence[TensorDesc],
              outputs: Sequence[TensorDesc] | None = None, params: Mapping[str, str] = {},
@@ -230,7 +222,25 @@ class Registry:
         network passes a model's attributes, which may hold others, with False). Running a layer
         and `validate --compile` both come through here:
         every error carries the descriptor's place (`location`, `code`) for the CLI's
-        diagnostics."""
+        diagnostics. It is `prepare`, the build, and `finish`; a network builds between the two
+        halves, every program of the network in one batch."""
+        prepared = self.prepare(layer_type, inputs, outputs, params, data,
+                                strict_params=strict_params)
+        spec = prepared.spec
+        built = build_layer_kernel(self._engine, spec, prepared.source, prepared.options,
+                                   who=f"layer type '{spec.name}'", location=spec.location,
+                                   label=spec.name, options_location=_options_location(spec),
+                                   check_kernel=_kernel_checks(spec))
+        bound = self._bound(prepared, built.program, built.kernel)
+        bound.build_warnings = built.warnings
+        return bound
+
+    def prepare(self, layer_type: str, inputs: Sequence[TensorDesc],
+                outputs: Sequence[TensorDesc] | None = None, params: Mapping[str, str] = {},
+                data: Mapping[str, np.ndarray] = {}, *,
+                strict_params: bool = True) -> PreparedKernel:
+        """The first half of `bind`: the kernel's tensors, its program text and build options,
+        and the checks that need no compiled kernel (parameters, memory, local size, half)."""
         spec = self.spec(layer_type)
         if not dialect_of(spec).one_kernel:
             raise BindingError(f"layer type '{layer_type}' ({spec.location}) is an {spec.kind} "
@@ -249,34 +259,59 @@ class Registry:
                                       {k: str(v) for k, v in params.items()})
         except CustomLayersError as e:    # what the tensors and attributes cannot give
             raise e.at(spec.location, PREPARE_CODE, spec.name)
-        engine = self.engine
+        device = self._engine.device
         try:   # a bound kernel run alone allocates these at once (device_memory.py)
-            check_fits(engine.device, kernel_buffers(all_inputs[:spec.num_input_ports],
-                                                     kernel_outputs, spec.data_in_arg_order,
-                                                     data_descs),
+            check_fits(device, kernel_buffers(all_inputs[:spec.num_input_ports],
+                                              kernel_outputs, spec.data_in_arg_order,
+                                              data_descs),
                        f"layer '{spec.name}' (its inputs, outputs and Data)",
                        advice="give smaller shapes")
         except CustomLayersError as e:
             raise e.at(spec.location, PREPARE_CODE, spec.name)
-        check_local_size(spec, source.global_size, source.local_size, engine.device)
-        check_half_support(spec, source.text, all_inputs + kernel_outputs, engine.device)
-        options = kernel_build_options(source.options)
+        check_local_size(spec, source.global_size, source.local_size, device)
+        check_half_support(spec, source.text, all_inputs + kernel_outputs, device)
+        return PreparedKernel(spec, tuple(all_inputs[:spec.num_input_ports]),
+                              tuple(kernel_outputs), tuple(data_descs), tuple(data_values),
+                              source, kernel_build_options(source.options))
 
-        def check_kernel(kernel: cl.Kernel) -> None:
-            check_argument_count(spec, kernel)
-            check_argument_qualifiers(spec, kernel)
+    def finish(self, prepared: PreparedKernel, program) -> BoundKernel:
+        """The second half of `bind`: the checks of the built program's kernel (it is the
+        entry, takes the descriptor's arguments, declared as they are bound, and allows the
+        local size), and the BoundKernel. `program`: `prepared` built on this registry's
+        engine, or the KernelBuildError its build raised (raised here, at the descriptor)."""
+        spec = prepared.spec
+        if isinstance(program, KernelBuildError):
+            raise place_build_error(program, location=spec.location, layer=spec.name,
+                                    user_options=prepared.source.options,
+                                    options_location=_options_location(spec))
+        if isinstance(program, BaseException):
+            raise program
+        kernel = finish_layer_kernel(self._engine, spec, prepared.source, program,
+                                     who=f"layer type '{spec.name}'", location=spec.location,
+                                     check_kernel=_kernel_checks(spec))
+        return self._bound(prepared, program, kernel)
 
-        built = build_layer_kernel(engine, spec, source, options, who=f"layer type '{spec.name}'",
-                                   location=spec.location, label=spec.name,
-                                   options_location=spec.compiler_options_location
-                                   or spec.location, check_kernel=check_kernel)
-        bound = BoundKernel(spec, all_inputs[:spec.num_input_ports], kernel_outputs, data_descs,
-                            data_values, source, built.program, built.kernel, engine, options)
-        bound.build_warnings = built.warnings
-        return bound
+    def _bound(self, prepared: PreparedKernel, program, kernel) -> BoundKernel:
+        return BoundKernel(prepared.spec, prepared.inputs, prepared.outputs, prepared.data_descs,
+                           prepared.data_values, prepared.source, program, kernel,
+                           self._engine, prepared.options)
 
 
-def check_argument_count(spec: LayerSpec, kernel: cl.Kernel) -> None:
+def _options_location(spec: LayerSpec):
+    """Where a build refused for its options is reported: the descriptor's CompilerOptions."""
+    return spec.compiler_options_location or spec.location
+
+
+def _kernel_checks(spec: LayerSpec):
+    """SimpleGPU's checks of a compiled kernel (the build step runs them): the descriptor's
+    argument count and how each bound parameter is declared."""
+    def check(kernel) -> None:
+        check_argument_count(spec, kernel)
+        check_argument_qualifiers(spec, kernel)
+    return check
+
+
+def check_argument_count(spec: LayerSpec, kernel) -> None:
     have = kernel.num_args
     want = spec.num_args
     if have != want:
@@ -288,12 +323,7 @@ def check_argument_count(spec: LayerSpec, kernel: cl.Kernel) -> None:
                            ).at(spec.location, BUILD_CODE, spec.name)
 
 
-_GLOBAL = cl.kernel_arg_address_qualifier.GLOBAL
-_CONSTANT = cl.kernel_arg_address_qualifier.CONSTANT
-_CONST = cl.kernel_arg_type_qualifier.CONST
-
-
-def check_argument_qualifiers(spec: LayerSpec, kernel: cl.Kernel) -> None:
+def check_argument_qualifiers(spec: LayerSpec, kernel) -> None:
     """Every tensor and Data blob is bound to a pointer parameter of global (or, read-only,
     constant) memory, and an output never to a const one: with input and output arg-index
     swapped, the kernel would read the output and write nothing, and the layer would return
@@ -301,46 +331,34 @@ def check_argument_qualifiers(spec: LayerSpec, kernel: cl.Kernel) -> None:
     slots = [(t.arg_index, t.kind, f"{t.kind} port {t.port_index}", t.location)
              for t in spec.tensors]
     slots += [(d.arg_index, "input", f"Data '{d.name}'", d.location) for d in spec.data]
-    info = cl.kernel_arg_info
     for index, kind, what, location in sorted(slots, key=lambda s: s[0]):
-        try:
-            address = kernel.get_arg_info(index, info.ADDRESS_QUALIFIER)
-            qualifiers = kernel.get_arg_info(index, info.TYPE_QUALIFIER)
-            type_name = kernel.get_arg_info(index, info.TYPE_NAME).strip()
-            name = kernel.get_arg_info(index, info.NAME)
-        except cl.Error:
+        param = param_declaration(kernel, index)
+        if param is None:
             return
-        declared = (f"argument {index} '{name}' of kernel '{spec.entry}', which is declared "
-                    f"{_declaration(address, qualifiers, type_name)}")
+        declared = (f"argument {index} '{param.name}' of kernel '{spec.entry}', which is "
+                    f"declared {param.describe()}")
         problem = None
-        if not type_name.endswith("*"):
+        if not param.type_name.endswith("*"):
             problem = "it is not a pointer"
-        elif kind == "output" and address != _GLOBAL:
+        elif kind == "output" and param.address != GLOBAL:
             problem = "an output must be a __global pointer the kernel writes"
-        elif kind == "output" and qualifiers & _CONST:
+        elif kind == "output" and param.const:
             problem = "the kernel cannot write through a const pointer"
-        elif address not in (_GLOBAL, _CONSTANT):
+        elif param.address not in (GLOBAL, CONSTANT):
             problem = "a tensor is a __global (or __constant) pointer"
         if problem:
             hint = (" (are the arg-index of an input and an output swapped?)"
-                    if kind == "output" and qualifiers & _CONST else "")
+                    if kind == "output" and param.const else "")
             raise BindingError(f"layer type '{spec.name}' ({location}): the descriptor binds "
                                f"{what} to {declared}: {problem}{hint}"
                                ).at(location, QUALIFIER_CODE, spec.name)
-
-
-def _declaration(address: int, qualifiers: int, type_name: str) -> str:
-    space = {int(_GLOBAL): "__global", int(_CONSTANT): "__constant",
-             int(cl.kernel_arg_address_qualifier.LOCAL): "__local"}.get(int(address), "")
-    const = "const " if qualifiers & _CONST else ""
-    return f"'{' '.join(p for p in (space, const + type_name) if p)}'"
 
 
 _HALF_TOKEN = re.compile(r"\bhalf\d*\b")
 _COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
 
 
-def check_half_support(spec: LayerSpec, text: str, tensors, device: cl.Device) -> None:
+def check_half_support(spec: LayerSpec, text: str, tensors, device) -> None:
     """A program that computes in half (an f16 tensor, or `half` in its sources) needs
     cl_khr_fp16: say so before the compiler does, in its own words."""
     if "cl_khr_fp16" in device.extensions.split():

@@ -2,17 +2,17 @@
 (jit.layer.LayerImpl), so the network compiler runs custom layers exactly like built-ins.
 
 Its work is three kinds of stage: reorders of its inputs into the formats (and padding) its
-Tensors ask for, the bound kernel (Registry.bind, the one layer-compile pipeline), and reorders
-of its outputs back to dense BFYX (what the rest of the graph reads). Real inputs bind by port;
-Data blobs to the layer's constant inputs, by name or by position (LayerCall.split_blobs).
+Tensors ask for, the kernel (Registry.prepare, the first half of the one layer-compile pipeline;
+the compiler builds it with the network's other programs and the work's after_build runs
+Registry.finish on it), and reorders of its outputs back to dense BFYX (what the rest of the
+graph reads). Real inputs bind by port; Data blobs to the layer's constant inputs, by name or by
+position (LayerCall.split_blobs).
 """
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from typing import Sequence
-
-import pyopencl as cl
+from typing import TYPE_CHECKING, Sequence
 
 from ...config.simplegpu.params import unused_params
 from ...config.simplegpu.spec import LayerSpec
@@ -24,6 +24,9 @@ from ...jit.layer import LayerCall, LayerImpl, LayerWork, ParsedAttrs, Stage
 from ...jit.tensor import TensorDesc
 from ...jit.variant import KernelVariant
 from ...ops.reorder import reorder_launch
+
+if TYPE_CHECKING:
+    from .registry import Registry
 
 
 # work-group sizes (along dimension 0) the tuner tries for a layer that leaves local open
@@ -52,10 +55,11 @@ class LocalSizeVariant(KernelVariant):
 class SimpleGpuLayer(LayerImpl):
     impl = "custom"
 
-    def __init__(self, spec: LayerSpec, registry):
+    def __init__(self, spec: LayerSpec, registry: Registry):
         self.spec = spec
         self.type = spec.name
-        self.registry = registry          # binds through Registry.bind
+        # asked for two things only: prepare the kernel for a call, finish it once built
+        self.registry = registry
 
     def parse_attributes(self, raw, layer) -> ParsedAttrs:
         # the contract passes attribute text exactly as the model wrote it (SPEC section 3)
@@ -92,12 +96,13 @@ class SimpleGpuLayer(LayerImpl):
                 kernel_refs.append(ref)
             else:
                 kernel_refs.append(("in", i))
-        bound = self.registry.bind(self.spec.name, kernel_descs, outputs, params=call.attrs,
-                                   strict_params=False,
-                                   data=data)
-        launch = bound.launch()
+        # prepared only: the compiler builds the program with every other of the network, in
+        # one parallel batch, and then calls after_build (Registry.finish) with it
+        prepared = self.registry.prepare(self.spec.name, kernel_descs, outputs,
+                                         params=call.attrs, strict_params=False, data=data)
+        launch = built_launch = prepared.launch()
         variant = call.context.variant      # the tuner's choice for an open local size
-        if variant is not None and bound.local_size is None and variant.applies(launch):
+        if variant is not None and prepared.local_size is None and variant.applies(launch):
             (launch,) = variant.launches(launch)
         out_refs, after = [], []
         for j, d in enumerate(outputs):
@@ -112,7 +117,10 @@ class SimpleGpuLayer(LayerImpl):
                                [d.plain()]))
         stages.append(Stage(call.name, call.type, self.impl, self.spec.entry, [launch],
                             kernel_refs, out_refs, kernel_descs, list(outputs)))
-        return LayerWork(stages + after, temps, notes=self._misspelled(call))
+        registry = self.registry
+        return LayerWork(stages + after, temps, notes=self._misspelled(call),
+                         after_build=lambda program_of: registry.finish(
+                             prepared, program_of(built_launch)))
 
     def _misspelled(self, call: LayerCall) -> list[str]:
         """A model attribute the descriptor does not read, close to one it does read but that
@@ -132,22 +140,23 @@ class SimpleGpuLayer(LayerImpl):
                  outputs: Sequence[TensorDesc]) -> tuple[LocalSizeVariant, ...]:
         """When the descriptor leaves the local size open: the driver's choice, then work-groups
         of up to 64, 128 and 256 items that divide the global size (the kernel may not guard a
-        partial group), filled along dimension 0 first, that the compiled kernel allows. A
-        local size the descriptor gives is kept as written: no variants."""
+        partial group), filled along dimension 0 first, that the device allows. A local size
+        the descriptor gives is kept as written: no variants. Nothing is built here (the
+        network builds its programs in one batch); a compiled kernel that allows fewer items
+        than the device fails to launch when the tuner times it, which drops that variant."""
         ports, kernel_descs, data = self._kernel_inputs(call)
-        bound = self.registry.bind(self.spec.name, kernel_descs, outputs, params=call.attrs,
-                                   strict_params=False,
-                                   data=data)
-        if bound.local_size is not None:
+        prepared = self.registry.prepare(self.spec.name, kernel_descs, outputs,
+                                         params=call.attrs, strict_params=False, data=data)
+        if prepared.local_size is not None:
             return ()
-        limit = bound.kernel.get_work_group_info(cl.kernel_work_group_info.WORK_GROUP_SIZE,
-                                                 bound.engine.device)
+        device = call.context.device
+        limit = device.max_work_group_size if device is not None else max(LOCAL_SIZES)
         shapes = []
         for total in LOCAL_SIZES:
             if total > limit:
                 continue
             shape, left = [], total
-            for g in bound.global_size:
+            for g in prepared.global_size:
                 shape.append(math.gcd(g, left))
                 left //= shape[-1]
             if math.prod(shape) >= 32 and shape not in shapes:
