@@ -8,6 +8,12 @@ memory exit 1 with a message; Ctrl-C, even while the commands are still being im
 130 with "interrupted". No traceback reaches the user unless --traceback is given, but one: an
 error raised in the user's own Python layer is followed by its traceback, their frames only
 (user_traceback.py).
+
+Rooms: model_commands/ > layer_commands/ > user_files/, one-way; common.py, strict_parser.py,
+user_traceback.py and devices.py beside them.
+
+May import: every floor below (runtime, integrations excepted), lazily where a command
+needs it, so that `--help` starts without OpenCL.
 """
 from __future__ import annotations
 

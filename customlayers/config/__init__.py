@@ -11,6 +11,8 @@ formulas, limits, messages, elements: the checkers' base, kernel_signature: kern
 from the .cl text, sources/: SourceFile and #include), each dialect a plugin folder
 (simplegpu/, mvcl/: spec, checks, Dialect), and dialects.py, the table of them. Pure Python: it
 imports only errors, files and dtypes (never jit/, runtime/ or pyopencl; import-linter checks).
+
+May import: errors, settings, files, terminal, dtypes. Not jit/, graph/, runtime/ or pyopencl.
 """
 from .diagnostics import Diagnostic, Diagnostics, Location
 from .loader import ConfigSet, load_config_string, load_configs

@@ -37,7 +37,7 @@ class Node:
     value: np.ndarray | None = None   # Const nodes: the constant's value
     location: str = ""            # "model.xml:123" for messages
     # typed facts graph passes (passes/) learned about the node for its implementation (frozen
-    # dataclasses the op defines, such as ops/conv.py's InputShuffle): never attribute text,
+    # dataclasses the op defines, such as ops/nn/conv.py's InputShuffle): never attribute text,
     # which is the model's; the compiler hands them over in CompileContext.facts
     facts: tuple = ()
 

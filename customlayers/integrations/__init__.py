@@ -4,4 +4,6 @@
                  and the Ray Serve example; `pip install customlayers[ray]`
 
 The floors below (runtime, graph) never import this package; it uses their public API only.
+
+May import: the public API (customlayers.api) and the floors below; Ray only here.
 """

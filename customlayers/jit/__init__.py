@@ -15,6 +15,8 @@ cl_includes.py  the built-in kernels' `#include "helper.cl"`, expanded by name w
 launch.py    KernelLaunch/Arg: one kernel enqueue as data; CompileContext, DeviceTraits
 layer.py     LayerImpl: the one interface of built-in ops, SimpleGPU layers and later kinds
 variant.py   KernelVariant: one way an implementation can run a call (name, applies, launches)
+
+May import: config, errors, settings, files, dtypes. Not ops/, runtime/ or pyopencl.
 """
 from __future__ import annotations
 

@@ -134,7 +134,7 @@ class CompileContext:
     # implementation's heuristic pick
     variant: KernelVariant | None = None
     # what graph rewrites (passes/) learned about the node and hand to its implementation, as
-    # typed values of the implementation's own classes (ops/conv.py's InputShuffle, ...), taken
+    # typed values of the implementation's own classes (ops/nn/conv.py's InputShuffle, ...), taken
     # from the graph node's `facts`
     facts: tuple = ()
 

@@ -1,7 +1,7 @@
 """passes: the graph rewrites a Network makes before it compiles, and its fusion plan.
 
 The floor between runtime (above) and ops, jit, graph (below): pure Python over
-graph.graph.Graph, run and tested without a device. A module here may import graph/, jit/,
+graph.graph.Graph, run and tested without a device. May import: graph/, jit/,
 ops/ (the typed facts a rewrite hands to a built-in op in Node.facts, such as
 conv.InputShuffle, and the op's own rules for them) and errors/settings; never runtime/ or
 pyopencl (import-linter contracts in pyproject.toml).

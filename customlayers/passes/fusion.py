@@ -11,7 +11,7 @@ result. A layer overridden by a custom layer is never fused: the user's kernel r
 
 Where no such layer precedes the chain (DenseNet normalizes after each Concat), the chain of
 two or more of them (Multiply, Add, ReLU) still runs as one per-channel affine kernel
-(ops/affine.py): `plan_affine_chains`.
+(ops/tensor/affine.py): `plan_affine_chains`.
 """
 from __future__ import annotations
 
@@ -24,8 +24,8 @@ from ..graph.graph import Graph, Node
 from ..jit.launch import FusedEpilogue
 from ..jit.layer import LayerImpl
 from ..ops import get_op
-from ..ops.affine import ChannelAffine
-from ..ops.matmul import ROW_SOFTMAX_MAX, ROW_SOFTMAX_MAX_ROWS, ROW_SOFTMAX_MAX_WEIGHTS
+from ..ops.tensor.affine import ChannelAffine
+from ..ops.nn.matmul import ROW_SOFTMAX_MAX, ROW_SOFTMAX_MAX_ROWS, ROW_SOFTMAX_MAX_WEIGHTS
 from .graph_edit import sole_layer_reading_only_output
 
 _ELTWISE = {"Add": "add", "Multiply": "mul"}

@@ -1,7 +1,7 @@
 """One launch fewer at the head of a sequence model: a Gather of one constant index along the
 last axis (the TCN's and many RNN classifiers' "last time step", x[:, :, -1]) whose only reader
 is a MatMul's A becomes part of that MatMul: the MatMul reads A from the Gather's input, one
-element of every run along its last axis (the fact ops/matmul.py's PickLast, matmul.cl's
+element of every run along its last axis (the fact ops/nn/matmul.py's PickLast, matmul.cl's
 A_STEP and A_PICK).
 
 Exact: the MatMul reads the very values the Gather would have copied, and sums them in the same
@@ -15,7 +15,7 @@ from dataclasses import replace
 from ..errors import CustomLayersError
 from ..graph.graph import Graph
 from ..ops import get_op
-from ..ops.matmul import PickLast
+from ..ops.nn.matmul import PickLast
 from .graph_edit import const_input, rebuilt_graph, sole_consumer, with_fact
 
 

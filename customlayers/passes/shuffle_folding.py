@@ -6,7 +6,7 @@ A shuffle is either a ShuffleChannels of axis 1 (OpenVINO IR) or the pattern ONN
 write for it: Reshape [N, C, H, W] -> [N, g, C/g, H, W], Transpose (0, 2, 1, 3, 4), Reshape back
 to [N, C, H, W]. It folds when each of its nodes is a built-in and the sole consumer of the one
 before, and its last node's sole consumer is a built-in (Group)Convolution that says it takes
-a shuffled input (ops/conv.py's takes_shuffled_input: the kernels that run it read input
+a shuffled input (ops/nn/conv.py's takes_shuffled_input: the kernels that run it read input
 channel c from plane IN_CHANNEL(c)); the convolution receives the fact conv.InputShuffle.
 The rewrite is exact: the same values reach the same
 multiply-adds; only where they are read from changes.
@@ -14,7 +14,7 @@ multiply-adds; only where they are read from changes.
 from __future__ import annotations
 
 from ..graph.graph import Graph, Node
-from ..ops.conv import InputShuffle, takes_shuffled_input
+from ..ops.nn.conv import InputShuffle, takes_shuffled_input
 from .graph_edit import const_input, rebuilt_graph, sole_consumer, with_fact
 
 

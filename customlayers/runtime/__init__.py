@@ -10,4 +10,6 @@ device/   Engine, limits, building and the program cache (build.py's build_layer
           build step of every custom layer's program, either dialect), device and host memory
 
 pyopencl is imported only in device/ and execute/; the other rooms reach the device through them.
+
+May import: every floor below it. Rooms import only rooms below them (contracts).
 """

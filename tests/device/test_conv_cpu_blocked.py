@@ -1,4 +1,4 @@
-"""The register-blocked CPU convolution (ops/_cpu_kernels.py, conv_cpu_blocked.cl): every
+"""The register-blocked CPU convolution (ops/nn/_cpu_kernels.py, conv_cpu_blocked.cl): every
 candidate micro-tile, on every case of the GEMM kernel's tests and ResNet-like shapes, with and
 without the fused epilogue, against the numpy reference. A CPU DeviceTraits selects the path on
 any device."""
@@ -10,7 +10,7 @@ import pytest
 from customlayers.jit.launch import CompileContext, DeviceTraits, FusedEpilogue
 from customlayers.jit.tensor import TensorDesc
 from customlayers.ops import get_op
-from customlayers.ops._cpu_kernels import MIN_BLOCKED_OG, conv_blockings, conv_candidates, pack_conv_weights
+from customlayers.ops.nn._cpu_kernels import MIN_BLOCKED_OG, conv_blockings, conv_candidates, pack_conv_weights
 from launch_runner import run_launches
 from test_ops_conv import CASES, attrs, conv_ref
 

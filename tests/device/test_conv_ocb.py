@@ -1,5 +1,5 @@
 """The channel-blocked direct convolution (conv_direct_ocb.cl, variants `ocb{OCB}_px{PXB}` of
-ops/conv.py) on the test device: forced through CompileContext.variant with a GPU's traits (the
+ops/nn/conv.py) on the test device: forced through CompileContext.variant with a GPU's traits (the
 CPU path never lists it), every listed variant against a float64 numpy reference and against
 the direct kernel, with every fused epilogue; where the variants are listed; and a TCN-like ONNX
 model whose tuner picks them, against onnxruntime.
@@ -25,8 +25,8 @@ from customlayers.errors import BindingError
 from customlayers.jit.launch import CompileContext, DeviceTraits, FusedEpilogue
 from customlayers.jit.tensor import TensorDesc
 from customlayers.ops import get_op
-from customlayers.ops._conv_variants import DirectVariant, OcbVariant
-from customlayers.ops.conv import InputShuffle
+from customlayers.ops.nn._conv_variants import DirectVariant, OcbVariant
+from customlayers.ops.nn.conv import InputShuffle
 from launch_runner import run_launches
 from test_ops_conv import conv_ref
 

@@ -1,5 +1,5 @@
 """The channel-split direct convolution (conv_direct_split.cl, variants `split{CS}` of
-ops/conv.py), for layers too small to fill a GPU: forced through CompileContext.variant with a
+ops/nn/conv.py), for layers too small to fill a GPU: forced through CompileContext.variant with a
 GPU's traits on the test device, against a float64 numpy reference with every fused epilogue,
 and where the variants are listed.
 
@@ -16,7 +16,7 @@ import pytest
 
 from customlayers.errors import BindingError
 from customlayers.jit.launch import DeviceTraits, FusedEpilogue
-from customlayers.ops._conv_variants import SplitVariant
+from customlayers.ops.nn._conv_variants import SplitVariant
 from test_conv_ocb import (CPU, MAX_ERROR, _attrs, _listed, _reference, _run as _run_on,
                            _scale, _variants)
 

@@ -1,4 +1,4 @@
-"""Winograd F(2x2, 3x3) convolution (ops/_winograd.py, conv_winograd.cl) on the test device:
+"""Winograd F(2x2, 3x3) convolution (ops/nn/_winograd.py, conv_winograd.cl) on the test device:
 forced through CompileContext.variant with a GPU's traits (the CPU path never lists it), against
 a float64 numpy reference and against the direct kernel, with every fused epilogue; and in a
 network whose tuner chooses it.
@@ -24,8 +24,8 @@ import pytest
 from customlayers.jit.launch import CompileContext, DeviceTraits, FusedEpilogue
 from customlayers.jit.tensor import TensorDesc
 from customlayers.ops import get_op
-from customlayers.ops._conv_variants import DirectVariant
-from customlayers.ops._winograd import WinogradVariant
+from customlayers.ops.nn._conv_variants import DirectVariant
+from customlayers.ops.nn._winograd import WinogradVariant
 from launch_runner import run_launches
 from oracle import ov_infer, save_ov_model
 from test_ops_conv import attrs, conv_ref

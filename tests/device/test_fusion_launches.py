@@ -380,7 +380,7 @@ def test_softmax_of_another_axis_stays_a_layer(tmp_path, test_device):
 
 
 def test_a_large_head_keeps_its_softmax_apart(tmp_path, test_device):
-    """300 x 300 weights (over ops/matmul.py's ROW_SOFTMAX_MAX_WEIGHTS): one work-group per row
+    """300 x 300 weights (over ops/nn/matmul.py's ROW_SOFTMAX_MAX_WEIGHTS): one work-group per row
     would be slower than the matrix-vector kernel, so the SoftMax stays a layer."""
     from customlayers.runtime.device.device import Engine
     from customlayers.runtime.compile.network import Network

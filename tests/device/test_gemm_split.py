@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from customlayers.ops._gemm import gemm_split, gemm_tiles
+from customlayers.ops.nn._gemm import gemm_split, gemm_tiles
 from test_ops_conv import attrs, conv_ref, run_op
 
 

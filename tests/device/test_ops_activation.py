@@ -1,4 +1,4 @@
-"""Activations (ops/activation.py) on the device against numpy references, a few against
+"""Activations (ops/tensor/activation.py) on the device against numpy references, a few against
 OpenVINO's CPU plugin."""
 import math
 

@@ -1,4 +1,4 @@
-"""Concat (ops/concat.py) on the device against numpy.concatenate, and OpenVINO's CPU."""
+"""Concat (ops/tensor/concat.py) on the device against numpy.concatenate, and OpenVINO's CPU."""
 import numpy as np
 import pytest
 

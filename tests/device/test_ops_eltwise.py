@@ -1,4 +1,4 @@
-"""Binary elementwise ops (ops/eltwise.py) on the device against numpy, and a few against
+"""Binary elementwise ops (ops/tensor/eltwise.py) on the device against numpy, and a few against
 OpenVINO's CPU plugin."""
 import numpy as np
 import pytest

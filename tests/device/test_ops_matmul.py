@@ -128,7 +128,7 @@ def test_a_picked_from_a_longer_last_axis(cl_env, device, ashape, bshape, tb):
     """MatMul's PickLast fact (a folded Gather, passes/pick_folding.py): A is element 4 of
     input 0's last axis, on each kernel (matrix-vector on a CPU and a GPU, and the tiled
     GEMM)."""
-    from customlayers.ops.matmul import PickLast
+    from customlayers.ops.nn.matmul import PickLast
     rng = np.random.default_rng(11)
     arrays = [rng.standard_normal(ashape).astype(np.float32),
               rng.standard_normal(bshape).astype(np.float32)]

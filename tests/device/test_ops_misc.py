@@ -1,4 +1,4 @@
-"""Convert, Pad, Gather, Slice, StridedSlice, Tile, Broadcast (ops/misc.py) on the device
+"""Convert, Pad, Gather, Slice, StridedSlice, Tile, Broadcast (ops/tensor/misc.py) on the device
 against numpy, a few against OpenVINO's CPU plugin."""
 import numpy as np
 import pytest

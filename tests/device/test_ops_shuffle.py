@@ -1,4 +1,4 @@
-"""ShuffleChannels (ops/shuffle.py) against the reshape-transpose-reshape definition."""
+"""ShuffleChannels (ops/tensor/shuffle.py) against the reshape-transpose-reshape definition."""
 import numpy as np
 import pytest
 

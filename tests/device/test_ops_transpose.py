@@ -1,4 +1,4 @@
-"""Transpose (ops/transpose.py) on the device against numpy.transpose, and OpenVINO's CPU."""
+"""Transpose (ops/tensor/transpose.py) on the device against numpy.transpose, and OpenVINO's CPU."""
 import itertools
 
 import numpy as np

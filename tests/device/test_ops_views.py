@@ -1,4 +1,4 @@
-"""Reshape, Squeeze, Unsqueeze, Flatten (ops/views.py): shapes only, no kernel."""
+"""Reshape, Squeeze, Unsqueeze, Flatten (ops/tensor/views.py): shapes only, no kernel."""
 import numpy as np
 import pytest
 

@@ -11,7 +11,7 @@ import pytest
 from customlayers.jit.launch import CompileContext, DeviceTraits, FusedEpilogue
 from customlayers.jit.tensor import TensorDesc
 from customlayers.ops import get_op
-from customlayers.ops._variants import GemmVariant
+from customlayers.ops.nn._variants import GemmVariant
 from launch_runner import run_launches
 from oracle import ov_infer, save_ov_model
 

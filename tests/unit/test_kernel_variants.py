@@ -13,13 +13,13 @@ from customlayers.jit.layer import LayerCall
 from customlayers.jit.tensor import TensorDesc
 from customlayers.jit.variant import KernelVariant, variant_named
 from customlayers.ops import get_op
-from customlayers.ops._conv_variants import DirectVariant, OcbVariant, SplitVariant
-from customlayers.ops._cpu_kernels import CpuBlockedVariant, PoolRowsVariant
-from customlayers.ops._epilogue import wire_epilogue
-from customlayers.ops._variants import GemmVariant
-from customlayers.ops._winograd import WinogradVariant
-from customlayers.ops.conv import InputShuffle, takes_shuffled_input
-from customlayers.ops.matmul import GemvVariant, PickLast, RowSoftmaxVariant
+from customlayers.ops.nn._conv_variants import DirectVariant, OcbVariant, SplitVariant
+from customlayers.ops.nn._cpu_kernels import CpuBlockedVariant, PoolRowsVariant
+from customlayers.ops.nn._epilogue import wire_epilogue
+from customlayers.ops.nn._variants import GemmVariant
+from customlayers.ops.nn._winograd import WinogradVariant
+from customlayers.ops.nn.conv import InputShuffle, takes_shuffled_input
+from customlayers.ops.nn.matmul import GemvVariant, PickLast, RowSoftmaxVariant
 
 GPU = DeviceTraits("GPU", compute_units=16, max_work_group_size=256)
 H100 = DeviceTraits("GPU", compute_units=132, max_work_group_size=1024)
@@ -115,7 +115,7 @@ def test_matmul_lists_gemm_tilings_and_one_kernel_for_a_row_or_a_softmax():
     assert len(gemms) == 16 and all(isinstance(v, GemmVariant) for v in gemms)
     assert gemms[0].name == "gemm64x64_4x4_k1" and all(v.applies(plan) for v in gemms)
     assert listed((1, 90), (90, 50))[0] == ()                 # M == 1: the matrix-vector kernel
-    from customlayers.ops.matmul import matmul_variants
+    from customlayers.ops.nn.matmul import matmul_variants
     assert matmul_variants(listed((1, 90), (90, 50))[1]) == (GemvVariant(cpu=False),)
     ctx = CompileContext(GPU, epilogue=FusedEpilogue(row_softmax="softmax"))
     assert matmul_variants(listed((7, 40), (40, 20), ctx)[1]) == (RowSoftmaxVariant(),)

@@ -130,3 +130,20 @@ def test_the_checkers_and_the_tuner_reach_opencl_only_through_device_and_execute
     for module in CHECKERS_AND_TUNER:
         name = "customlayers." + module[:-3].replace("/", ".")
         assert f"{name} -> pyopencl" in done.stdout, name
+
+
+PACKAGE = ROOT / "customlayers"
+
+
+def test_no_folder_holds_more_than_about_twelve_modules():
+    # a room is read at a glance: past a dozen modules a folder holds several concerns
+    for init in PACKAGE.rglob("__init__.py"):
+        modules = [p.name for p in init.parent.glob("*.py") if p.name != "__init__.py"]
+        assert len(modules) <= 12, (str(init.parent.relative_to(ROOT)), sorted(modules))
+
+
+def test_every_folder_says_what_it_is_for_and_what_it_may_import():
+    import ast
+    for init in PACKAGE.rglob("__init__.py"):
+        doc = ast.get_docstring(ast.parse(init.read_text())) or ""
+        assert "May import:" in doc, str(init.relative_to(ROOT))

@@ -5,8 +5,8 @@ tensor)."""
 import numpy as np
 
 from customlayers.graph.graph import Node, Port
-from customlayers.ops.conv import InputShuffle
-from customlayers.ops.matmul import PickLast
+from customlayers.ops.nn.conv import InputShuffle
+from customlayers.ops.nn.matmul import PickLast
 from customlayers.passes.graph_edit import (const_input, rebuilt_graph, sole_consumer,
                                             sole_layer_reading_only_output, with_fact)
 from interop_graphs import Builder

@@ -2,7 +2,7 @@
 whose only reader is a MatMul's A becomes the element the MatMul reads."""
 import numpy as np
 
-from customlayers.ops.matmul import PickLast
+from customlayers.ops.nn.matmul import PickLast
 from customlayers.passes.pick_folding import fold_picks_into_matmuls
 from interop_graphs import Builder
 

@@ -2,7 +2,7 @@
 reader is a depthwise convolution becomes the order in which it reads its channels."""
 import numpy as np
 
-from customlayers.ops.conv import InputShuffle
+from customlayers.ops.nn.conv import InputShuffle
 from customlayers.passes.shuffle_folding import fold_channel_shuffles
 from interop_graphs import Builder
 

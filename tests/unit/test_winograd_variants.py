@@ -1,4 +1,4 @@
-"""Winograd F(2x2, 3x3) without a device (ops/_winograd.py): which layers list it and where in
+"""Winograd F(2x2, 3x3) without a device (ops/nn/_winograd.py): which layers list it and where in
 the tuner's candidates, and the host-side weight transform, checked by a numpy Winograd
 convolution against the direct sum."""
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pytest
 from customlayers.jit.launch import CompileContext, DeviceTraits
 from customlayers.jit.tensor import TensorDesc
 from customlayers.ops import get_op
-from customlayers.ops._winograd import transform_weights
+from customlayers.ops.nn._winograd import transform_weights
 
 GPU = CompileContext(DeviceTraits("GPU", compute_units=16, max_work_group_size=256))
 CPU = CompileContext(DeviceTraits("CPU", compute_units=2, max_work_group_size=4096))

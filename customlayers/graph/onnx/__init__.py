@@ -6,7 +6,7 @@ and the translations of standard ONNX ops into IR ops: the helpers they share an
 @translates registration (translate.py), the translations by kind of op (ops_nn.py,
 ops_tensor.py, ops_math.py), and the one table of them the reader asks (table.py).
 
-What it may import: the rest of graph/ (graph.py, guard.py, limits.py, custom_shapes.py),
+May import: the rest of graph/ (graph.py, guard.py, limits.py, custom_shapes.py),
 errors and files, numpy and onnx; nothing above the graph floor (pyproject.toml's floors).
 Inside, imports go one way: reader -> table -> ops_* -> translate, checks (no module imports
 one that imports it back; tests/unit/test_onnx_layout.py). This file imports nothing, so that

@@ -2,7 +2,7 @@
 
 A layer implementation lists the kernel variants it can run for a call (LayerImpl.variants:
 objects with a stable name, jit/variant.py; the heuristic's best first: for convolution and
-MatMul a space of GEMM tilings and split-K factors, ops/_variants.py; for a custom layer whose
+MatMul a space of GEMM tilings and split-K factors, ops/nn/_variants.py; for a custom layer whose
 descriptor leaves the local size open, a few local sizes). While the network compiles, the
 Tuner times the first few of them (all of them with `full`) on the device, on scratch buffers,
 with profiling events, and hands the fastest back through CompileContext.variant. The choice

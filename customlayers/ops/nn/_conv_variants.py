@@ -1,4 +1,4 @@
-"""The kernel variants of Convolution and GroupConvolution (ops/conv.py) as objects
+"""The kernel variants of Convolution and GroupConvolution (ops/nn/conv.py) as objects
 (jit/variant.py), and the plan of one call they run from.
 
 `ConvPlan` is what conv.py prepares once per call: the geometry, the kernels' #defines (with the
@@ -19,11 +19,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..jit.launch import DeviceTraits, KernelLaunch
-from ..jit.variant import KernelVariant
+from ...jit.launch import DeviceTraits, KernelLaunch
+from ...jit.variant import KernelVariant
 from ._cpu_kernels import conv_cpu_variants
 from ._gemm import GemmProblem, target_groups
-from ._program import defines, kernel_source
+from .._program import defines, kernel_source
 from ._variants import gemm_variants
 from ._winograd import WinogradVariant, with_winograd
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
-from ..jit.launch import Arg, FusedEpilogue
-from ..jit.tensor import TensorDesc
+from ...jit.launch import Arg, FusedEpilogue
+from ...jit.tensor import TensorDesc
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
-from ..jit.variant import KernelVariant
+from ...jit.variant import KernelVariant
 
 TK = 16
 # work items per group: fewer leave a GPU's SIMD lanes idle, more than 256 are refused by many

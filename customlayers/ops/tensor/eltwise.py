@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
-from ..dtypes import is_float
-from ..errors import BindingError
-from ..jit.tensor import TensorDesc
-from ..jit.launch import DEFAULT_CONTEXT, KernelLaunch
-from ._program import (binary_map_launch, broadcast_shapes, float_compute,
+from ...dtypes import is_float
+from ...errors import BindingError
+from ...jit.tensor import TensorDesc
+from ...jit.launch import DEFAULT_CONTEXT, KernelLaunch
+from .._program import (binary_map_launch, broadcast_shapes, float_compute,
                        items_per_work_item, shape_of)
-from .base import Attr, Op, register_op
+from ..base import Attr, Op, register_op
 
 BROADCAST_MODES = ("numpy", "none")
 

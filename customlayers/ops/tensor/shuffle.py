@@ -5,11 +5,11 @@ As a view: input reshaped to [outer, group, C/group, inner], transposed to
 """
 from __future__ import annotations
 
-from ..errors import BindingError
-from ..jit.launch import DEFAULT_CONTEXT, KernelLaunch
-from ._program import (items_per_work_item, LinearView, normalize_axis, numel,
+from ...errors import BindingError
+from ...jit.launch import DEFAULT_CONTEXT, KernelLaunch
+from .._program import (items_per_work_item, LinearView, normalize_axis, numel,
                        shape_of, unary_map_launch, view_index_expr)
-from .base import Attr, Op, register_op
+from ..base import Attr, Op, register_op
 
 
 @register_op

@@ -3,10 +3,10 @@ the channels. Each is a reshape to 6-D, a transpose and a reshape back, so it is
 of the input on the shared unary_map kernel (no intermediate tensor)."""
 from __future__ import annotations
 
-from ..errors import BindingError
-from ..jit.launch import DEFAULT_CONTEXT, KernelLaunch
-from .base import Attr, Op, register_op
-from ._program import items_per_work_item, LinearView, shape_of, unary_map_launch, view_index_expr
+from ...errors import BindingError
+from ...jit.launch import DEFAULT_CONTEXT, KernelLaunch
+from ..base import Attr, Op, register_op
+from .._program import items_per_work_item, LinearView, shape_of, unary_map_launch, view_index_expr
 
 MODES = ("blocks_first", "depth_first")
 

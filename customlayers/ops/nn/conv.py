@@ -30,13 +30,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
-from ..jit.launch import DEFAULT_CONTEXT
-from ..jit.tensor import TensorDesc
+from ...jit.launch import DEFAULT_CONTEXT
+from ...jit.tensor import TensorDesc
 from ._conv_variants import DIRECT_MAX_OG, ConvPlan, conv_variants
 from ._epilogue import wire_epilogue
-from ._nn import (AUTO_PADS, NamedOp, as_2d, as_3d, require_f32, spatial_rank,
+from .._nn import (AUTO_PADS, NamedOp, as_2d, as_3d, require_f32, spatial_rank,
                   window_geometry)
-from .base import OPS, Attr, register_op
+from ..base import OPS, Attr, register_op
 
 _CONV_ATTRS = (
     Attr("strides", "ints", required=True),

@@ -14,14 +14,14 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from ..dtypes import is_float, numpy_of
-from ..errors import BindingError
-from ..jit.tensor import TensorDesc
-from ..jit.launch import DEFAULT_CONTEXT, KernelLaunch
-from ._program import (items_per_work_item, LinearView,
+from ...dtypes import is_float, numpy_of
+from ...errors import BindingError
+from ...jit.tensor import TensorDesc
+from ...jit.launch import DEFAULT_CONTEXT, KernelLaunch
+from .._program import (items_per_work_item, LinearView,
                        binary_map_launch, c_float, float_compute,
                        shape_of, unary_map_launch)
-from .base import Attr, Op, register_op
+from ..base import Attr, Op, register_op
 
 SOFTPLUS = "(x > 20.0f ? x : log1p(exp(x)))"  # above 20, log(1 + e^x) == x in float
 

@@ -10,15 +10,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..dtypes import is_float
-from ..errors import BindingError, TensorError
-from ..jit.tensor import TensorDesc, normalize_dtype
-from ..jit.launch import Arg, DEFAULT_CONTEXT, KernelLaunch
-from ._program import (items_per_work_item, LinearView,
+from ...dtypes import is_float
+from ...errors import BindingError, TensorError
+from ...jit.tensor import TensorDesc, normalize_dtype
+from ...jit.launch import Arg, DEFAULT_CONTEXT, KernelLaunch
+from .._program import (items_per_work_item, LinearView,
                        apply_index, broadcast_shapes, c_float, coalesce,
                        float_compute, global_1d, index_expr, normalize_axis, numel, program_text,
                        shape_of, unary_map_launch, view_index_expr)
-from .base import Attr, Op, register_op
+from ..base import Attr, Op, register_op
 from .views import const_values
 
 

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..jit.launch import Arg, KernelLaunch
-from ..jit.layer import LayerCall, LayerImpl, LayerWork, Stage
-from ..jit.tensor import TensorDesc
-from ._program import defines, global_1d, items_per_work_item, numel
+from ...jit.launch import Arg, KernelLaunch
+from ...jit.layer import LayerCall, LayerImpl, LayerWork, Stage
+from ...jit.tensor import TensorDesc
+from .._program import defines, global_1d, items_per_work_item, numel
 
 _SOURCE = """
 __kernel void channel_affine(__global const float* restrict in, __global float* restrict out,

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import BindingError
-from ..jit.launch import DEFAULT_CONTEXT, KernelLaunch
-from ._program import items_per_work_item, LinearView, shape_of, unary_map_launch, view_index_expr
-from .base import Op, register_op
+from ...errors import BindingError
+from ...jit.launch import DEFAULT_CONTEXT, KernelLaunch
+from .._program import items_per_work_item, LinearView, shape_of, unary_map_launch, view_index_expr
+from ..base import Op, register_op
 
 
 def transpose_order(consts, rank: int) -> tuple[int, ...]:

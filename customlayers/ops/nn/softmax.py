@@ -2,10 +2,10 @@
 LogSoftmax (opset5) on the same kernels: one launch where ONNX's decomposition took six."""
 from __future__ import annotations
 
-from .base import Attr, register_op
-from ._nn import NamedOp, require_f32
-from ._program import defines, kernel_source
-from ..jit.launch import Arg, DEFAULT_CONTEXT, KernelLaunch
+from ..base import Attr, register_op
+from .._nn import NamedOp, require_f32
+from .._program import defines, kernel_source
+from ...jit.launch import Arg, DEFAULT_CONTEXT, KernelLaunch
 
 _WG = 64  # work items per row when a whole work-group shares one row
 

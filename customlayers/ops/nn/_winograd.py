@@ -13,7 +13,7 @@ the error measures at or below the direct kernel's (tests/device/test_conv_winog
 bound it is held to).
 
 Variants (WinogradVariant): `winograd2x2` (the batched GEMM under the GEMM heuristic's tiling)
-and `winograd2x2_<gemm variant>` (under that tiling, ops/_variants.py's names).
+and `winograd2x2_<gemm variant>` (under that tiling, ops/nn/_variants.py's names).
 """
 from __future__ import annotations
 
@@ -22,10 +22,10 @@ from typing import Mapping
 
 import numpy as np
 
-from ..jit.launch import Arg, KernelLaunch
-from ..jit.variant import KernelVariant
+from ...jit.launch import Arg, KernelLaunch
+from ...jit.variant import KernelVariant
 from ._gemm import gemm_launches
-from ._program import defines, kernel_source
+from .._program import defines, kernel_source
 from ._variants import GemmVariant, gemm_variants
 
 PREFIX = "winograd2x2"

@@ -14,16 +14,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .base import Attr, register_op
+from ..base import Attr, register_op
 from ._epilogue import wire_epilogue
 from ._gemm import GemmProblem, target_groups
 from ._variants import gemm_variants
-from ._nn import NamedOp, require_f32
-from ._program import defines, kernel_source
-from ..jit.launch import DEFAULT_CONTEXT, FusedEpilogue, KernelLaunch
-from ..jit.layer import LayerCall
-from ..jit.tensor import TensorDesc
-from ..jit.variant import KernelVariant
+from .._nn import NamedOp, require_f32
+from .._program import defines, kernel_source
+from ...jit.launch import DEFAULT_CONTEXT, FusedEpilogue, KernelLaunch
+from ...jit.layer import LayerCall
+from ...jit.tensor import TensorDesc
+from ...jit.variant import KernelVariant
 
 _GEMV_WG = 64  # work items per output row in the transposed-B matrix-vector kernel
 # a fused row SoftMax (matmul_softmax.cl) keeps the row in __local memory: 16 KiB at most

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import BindingError
-from ..jit.launch import Arg, DEFAULT_CONTEXT, KernelLaunch
-from ._program import (items_per_work_item, c_float,
+from ...errors import BindingError
+from ...jit.launch import Arg, DEFAULT_CONTEXT, KernelLaunch
+from .._program import (items_per_work_item, c_float,
                        float_compute, global_1d, numel, program_text, shape_of,
                        unary_map_launch)
 from .activation import Activation, register_activation
-from .base import Attr, Op, register_op
+from ..base import Attr, Op, register_op
 
 Sign = register_activation("Sign", "sign(x)",
                            "(x > 0 ? (OUT_TYPE)1 : x < 0 ? (OUT_TYPE)-1 : (OUT_TYPE)0)")

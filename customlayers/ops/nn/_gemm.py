@@ -7,8 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping
 
-from ..jit.launch import Arg, KernelLaunch
-from ._program import defines
+from ...jit.launch import Arg, KernelLaunch
+from .._program import defines
 from ._variants import TK, GemmVariant, auto_split, legacy_tile, split_plan
 
 

@@ -9,11 +9,11 @@ from typing import Sequence
 
 import numpy as np
 
-from ..errors import BindingError
-from ..jit.launch import DEFAULT_CONTEXT
-from ..jit.tensor import TensorDesc
-from ._program import numel, shape_of
-from .base import Attr, Op, register_op
+from ...errors import BindingError
+from ...jit.launch import DEFAULT_CONTEXT
+from ...jit.tensor import TensorDesc
+from .._program import numel, shape_of
+from ..base import Attr, Op, register_op
 
 
 def const_values(op_type: str, consts, index: int, what: str) -> list[int]:

@@ -17,9 +17,9 @@ from typing import Mapping
 
 import numpy as np
 
-from ..jit.launch import Arg, DeviceTraits, KernelLaunch
-from ..jit.variant import KernelVariant
-from ._program import defines, global_1d, kernel_source
+from ...jit.launch import Arg, DeviceTraits, KernelLaunch
+from ...jit.variant import KernelVariant
+from .._program import defines, global_1d, kernel_source
 
 # fewer output channels per group than this leave most of a float8 of channels empty
 MIN_BLOCKED_OG = 5

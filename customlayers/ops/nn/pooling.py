@@ -15,13 +15,13 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from ._cpu_kernels import PoolRowsVariant, pool_rows
-from .base import Attr, register_op
-from ._nn import (AUTO_PADS, ROUNDING_TYPES, NamedOp, as_3d, require_f32, spatial_rank,
+from ..base import Attr, register_op
+from .._nn import (AUTO_PADS, ROUNDING_TYPES, NamedOp, as_3d, require_f32, spatial_rank,
                   window_geometry)
-from ._program import defines, kernel_source
-from ..dtypes import cl_type_of
-from ..jit.launch import Arg, DEFAULT_CONTEXT, KernelLaunch
-from ..jit.variant import KernelVariant
+from .._program import defines, kernel_source
+from ...dtypes import cl_type_of
+from ...jit.launch import Arg, DEFAULT_CONTEXT, KernelLaunch
+from ...jit.variant import KernelVariant
 
 _INDEX_TYPES = ("i32", "i64")
 _NO_END = 1 << 30          # an end of the counted extent that no window reaches

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from ..errors import BindingError
-from ..jit.tensor import TensorDesc
-from ..jit.launch import Arg, DEFAULT_CONTEXT, KernelLaunch
-from ._program import global_1d, normalize_axis, numel, program_text, shape_of
-from .base import Attr, Op, register_op
+from ...errors import BindingError
+from ...jit.tensor import TensorDesc
+from ...jit.launch import Arg, DEFAULT_CONTEXT, KernelLaunch
+from .._program import global_1d, normalize_axis, numel, program_text, shape_of
+from ..base import Attr, Op, register_op
 
 
 @register_op

@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import Attr, register_op
-from ._nn import NamedOp, require_f32
-from ._program import defines, kernel_source
-from ..jit.launch import Arg, DEFAULT_CONTEXT, KernelLaunch
+from ..base import Attr, register_op
+from .._nn import NamedOp, require_f32
+from .._program import defines, kernel_source
+from ...jit.launch import Arg, DEFAULT_CONTEXT, KernelLaunch
 
 
 class _Reduce(NamedOp):
