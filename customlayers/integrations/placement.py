@@ -20,10 +20,9 @@ import os
 from dataclasses import dataclass, field
 from typing import MutableMapping
 
-import pyopencl as cl
-
 from ..errors import DeviceError
-from ..runtime.device.device import describe_device, list_devices, select_device
+from ..runtime.device.device import (describe_device, is_gpu, list_devices, nvidia_pci_bus_id,
+                                     select_device)
 
 POCL_THREADS = "POCL_MAX_PTHREAD_COUNT"
 
@@ -73,12 +72,12 @@ def limit_pocl_threads(threads: int, environ: MutableMapping[str, str] | None = 
 def _gpus() -> list:
     """The GPUs Ray's ids refer to: NVIDIA's when there are any (Ray counts CUDA devices),
     else every GPU."""
-    gpus = [d for d in list_devices() if d.type & cl.device_type.GPU]
+    gpus = [d for d in list_devices() if is_gpu(d)]
     nvidia = [d for d in gpus if "nvidia" in d.platform.name.lower()]
     return nvidia or gpus
 
 
-def choose_device(selector: str | None, gpu_ids=()) -> cl.Device:
+def choose_device(selector: str | None, gpu_ids=()):
     """The device for a worker: with GPUs assigned by Ray and a selector that leaves the
     choice open (None, "GPU", "AUTO"), the assigned GPU; otherwise select_device(selector)."""
     free = selector is None or selector.strip().upper() in _FREE_CHOICE
@@ -109,8 +108,7 @@ def device_report(device) -> dict:
     """describe_device plus the PCI bus of an NVIDIA GPU: tells apart two alike GPUs, so a
     run on two can show that its two actors did not share one."""
     report = describe_device(device)
-    try:
-        report["pci_bus_id"] = int(device.get_info(cl.device_info.PCI_BUS_ID_NV))
-    except (cl.Error, AttributeError, ValueError):
-        pass        # not an NVIDIA device (the query is their extension)
+    bus = nvidia_pci_bus_id(device)
+    if bus is not None:     # an NVIDIA device (the query is their extension)
+        report["pci_bus_id"] = bus
     return report

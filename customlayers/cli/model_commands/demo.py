@@ -11,7 +11,6 @@ import argparse
 import importlib.util
 import statistics
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -101,33 +100,6 @@ def _shapes(descs) -> str:
     return ",".join("x".join(map(str, d.shape)) for d in descs)
 
 
-def time_per_run(bound, engine, runs: int) -> tuple[float, str]:
-    """Median seconds per run over `runs` runs: device time from profiling events when a
-    profiling queue can be made, else host time around each finished run."""
-    import pyopencl as cl
-    mf = cl.mem_flags
-    ctx = engine.context
-    ins = [cl.Buffer(ctx, mf.READ_WRITE, max(d.nbytes, 1)) for d in bound.inputs]
-    outs = [cl.Buffer(ctx, mf.READ_WRITE, max(d.nbytes, 1)) for d in bound.outputs]
-    try:
-        queue = cl.CommandQueue(ctx, engine.device,
-                                properties=cl.command_queue_properties.PROFILING_ENABLE)
-        profiled = True
-    except cl.Error:
-        queue, profiled = engine.queue, False
-    bound.enqueue(queue, ins, outs).wait()          # warm-up (first-run costs)
-    times = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        event = bound.enqueue(queue, ins, outs)
-        event.wait()
-        if profiled:
-            times.append((event.profile.end - event.profile.start) * 1e-9)
-        else:
-            times.append(time.perf_counter() - start)
-    return statistics.median(times), "device" if profiled else "host"
-
-
 def time_in_network(registry, layer: str, inputs, data, expected, params,
                     runs: int) -> tuple[list[np.ndarray], float, str]:
     """Run a layer alone in a one-layer network with profiling: (its outputs, the median device
@@ -173,7 +145,8 @@ def examples_table(engine, runs: int = 20, examples: list[Example] | None = None
                                   data=data)
             got = bound(*inputs)
             got = got if isinstance(got, list) else [got]
-            seconds, clock = time_per_run(bound, engine, runs)
+            from ...runtime.execute.launch_timing import time_bound_kernel
+            seconds, clock = time_bound_kernel(bound, engine, runs)
             shapes = f"{_shapes(bound.inputs)} -> {_shapes(bound.outputs)}"
         error = max(float(np.max(np.abs(g - e))) for g, e in zip(got, expected))
         rows.append((layer, shapes, device, f"{error:.2e}", f"{seconds * 1e6:.1f} us ({clock})"))

@@ -28,6 +28,7 @@ from .compiler import PlanOptions, compile_plan
 from ..device.device import Engine
 from ..device.limits import device_traits, has_fp16, has_fp64
 from ..device.kernel_release import release_requests
+from ..device.sub_buffers import sub_buffer_alignment
 from .plan import CompiledPlan
 from ..execute.request import InferRequest
 from .resolver import Resolver
@@ -102,7 +103,7 @@ class Network:
         self._options = PlanOptions(device_traits(device), device.name.strip(),
                                     has_fp64(device), pad_custom_inputs, tuner=self.tuner,
                                     fp16=has_fp16(device),
-                                    concat_alignment=_sub_buffer_alignment(engine)
+                                    concat_alignment=sub_buffer_alignment(engine)
                                     if concat_in_place else 0)
         # graph input name -> the layer input that reads it as a constant (for messages)
         self.value_inputs: dict[str, str] = self._find_value_inputs()
@@ -338,19 +339,3 @@ def _check_same_device(engine: Engine, registry: Registry | None) -> None:
                           f"(its own context); the network's engine on "
                           f"'{engine.device.name.strip()}': make the Registry with the "
                           f"network's engine (Registry(Engine.from_queue(queue)))")
-
-
-def _sub_buffer_alignment(engine: Engine) -> int:
-    """Bytes a Concat slice's origin is a multiple of, for its sub-buffer: what the device
-    asks for (it says it in bits), and a whole page on a device that is no CPU. NVIDIA asks for
-    512 bytes, but a network whose slices started between pages segfaulted in its driver when
-    their sub-buffers were released (tests/device/test_concat_in_place.py, the light models);
-    every slice placed at a page held."""
-    align = max(int(engine.device.mem_base_addr_align) // 8, 1)
-    if engine.unified_memory:               # a CPU device
-        return align
-    return max(align, GPU_SUB_BUFFER_ALIGN)
-
-
-# bytes: sub-buffers on a GPU start at a page (see _sub_buffer_alignment)
-GPU_SUB_BUFFER_ALIGN = 4096

@@ -258,3 +258,16 @@ class Engine:
     def __repr__(self) -> str:
         shared = ", the user's queue" if self.shared_queue is not None else ""
         return f"Engine({_label(self.device)}{shared})"
+
+
+def is_gpu(dev) -> bool:
+    return bool(dev.type & cl.device_type.GPU)
+
+
+def nvidia_pci_bus_id(dev) -> int | None:
+    """The PCI bus of an NVIDIA GPU (their extension's query), None on any other device: it
+    tells two alike GPUs apart."""
+    try:
+        return int(dev.get_info(cl.device_info.PCI_BUS_ID_NV))
+    except (cl.Error, AttributeError, ValueError):
+        return None

@@ -4,6 +4,8 @@ measures it with profiling events.
 """
 from __future__ import annotations
 
+import statistics
+import time
 from typing import Sequence
 
 import numpy as np
@@ -133,3 +135,29 @@ class _TimingArgs(ArgumentSource):
 
     def local(self, arg, position):
         return cl.LocalMemory(arg.nbytes)
+
+
+def time_bound_kernel(bound, engine, runs: int) -> tuple[float, str]:
+    """Median seconds per run over `runs` runs: device time from profiling events when a
+    profiling queue can be made, else host time around each finished run."""
+    mf = cl.mem_flags
+    ctx = engine.context
+    ins = [cl.Buffer(ctx, mf.READ_WRITE, max(d.nbytes, 1)) for d in bound.inputs]
+    outs = [cl.Buffer(ctx, mf.READ_WRITE, max(d.nbytes, 1)) for d in bound.outputs]
+    try:
+        queue = cl.CommandQueue(ctx, engine.device,
+                                properties=cl.command_queue_properties.PROFILING_ENABLE)
+        profiled = True
+    except cl.Error:
+        queue, profiled = engine.queue, False
+    bound.enqueue(queue, ins, outs).wait()          # warm-up (first-run costs)
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        event = bound.enqueue(queue, ins, outs)
+        event.wait()
+        if profiled:
+            times.append((event.profile.end - event.profile.start) * 1e-9)
+        else:
+            times.append(time.perf_counter() - start)
+    return statistics.median(times), "device" if profiled else "host"

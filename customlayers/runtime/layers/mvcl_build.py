@@ -15,12 +15,9 @@ limit), with MVCL's own check of the argument count. Every error carries the des
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Mapping, Sequence
-
-import re
-
-import pyopencl as cl
 
 from ...config.diagnostics import Location
 from ...config.kernel_signature import clean_source
@@ -106,7 +103,7 @@ def build_stage(engine, layer: MvclLayer, spec: MvclSpec, program: MvclProgram,
     # has the same fields as a LayerSpec there
     check_local_size(spec, program.global_size, program.local_size, device)
 
-    def check_argument_count(kernel: cl.Kernel) -> None:
+    def check_argument_count(kernel) -> None:
         if kernel.num_args != len(program.args):
             # the loader read the parameter list from the text; macros can make the
             # compiler's differ
