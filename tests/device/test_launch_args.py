@@ -1,4 +1,4 @@
-"""One walk binds a launch's arguments for every caller (runtime/execute/launch_args.py): each kind of
+"""One walk binds a launch's arguments for every caller (runtime/device/launch_args.py): each kind of
 jit/launch.py Arg reaches the kernel as the caller's source gives it, and a kind the launch
 language does not define is refused with the layer named, by every caller alike."""
 from __future__ import annotations
@@ -12,7 +12,7 @@ from customlayers.jit.launch import Arg, KernelLaunch
 from customlayers.jit.tensor import TensorDesc
 from customlayers.runtime.checks.bounds import run_guarded
 from customlayers.runtime.device.device import Engine
-from customlayers.runtime.execute.launch_args import ArgumentSource, bind_args
+from customlayers.runtime.device.launch_args import ArgumentSource, bind_args
 
 # every kind at once: y = (x * c staged through __local) + n, via a scratch buffer
 SOURCE = """

@@ -121,7 +121,7 @@ def test_a_shape_formula_with_a_symbolic_batch(tmp_path, engine):
         helper.make_node("GlobalMaxPool", ["r"], ["y"], name="gmp")], ["N", 4, 6, 8])
     from customlayers.graph.onnx.reader import read_onnx
     from customlayers.runtime.layers.registry import Registry
-    from customlayers.runtime.compile.resolver import Resolver
+    from customlayers.runtime.layers.resolver import Resolver
     registry = Registry(engine)
     registry.load(str(folder / "reorg.xml"))
     graph = read_onnx(model, Resolver(registry))

@@ -81,7 +81,7 @@ def load_network(args, profiling: bool = False, resolver=None):
     from ...graph.load import read_model
     from ...runtime.device.device import Engine
     from ...runtime.compile.network import Network
-    from ...runtime.compile.resolver import Resolver
+    from ...runtime.layers.resolver import Resolver
     # the configs first: a malformed one is refused before OpenCL starts. Then the engine (the
     # registry binds on it from when it is made), the Python layers, the model and the input
     # files, all before anything is compiled; the model reader asks the loaded layers for their

@@ -20,7 +20,7 @@ import numpy as np
 
 from ...jit.launch import KernelLaunch
 from ...jit.tensor import TensorDesc
-from ..execute.launch_args import ArgumentSource, bind_args
+from ..device.launch_args import ArgumentSource, bind_args
 from ..execute.one_launch import HostBytes, LocalBytes, run_one_launch
 
 GUARD_BYTE = 0xCB

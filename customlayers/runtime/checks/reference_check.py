@@ -18,7 +18,7 @@ import numpy as np
 from ...jit.launch import HostWork
 from ...jit.layer import LayerCall, LayerImpl, LayerWork, Stage, parse_attr
 from ..layers.python_layer import PythonLayerDef, output_descs, run_python_layer
-from ..compile.resolver import Resolver
+from ..layers.resolver import Resolver
 
 DEFAULT_RTOL = 1e-5
 DEFAULT_ATOL = 1e-5

@@ -25,7 +25,7 @@ import numpy as np
 
 from ...errors import DeviceError
 from ...jit.launch import KernelLaunch
-from ..execute.launch_args import ArgumentSource, bind_args
+from ..device.launch_args import ArgumentSource, bind_args
 
 # Debian's package puts the ICD library here; OCLGRIND_ICD overrides it (see settings.py)
 ICD_LIBRARIES = ("/usr/lib/oclgrind/liboclgrind-rt-icd.so",

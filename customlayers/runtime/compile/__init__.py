@@ -1,7 +1,7 @@
 """runtime/compile: a graph made a runnable network for one device (clDNN's "program" step).
 
-network.py        Network: passes, resolution, plans per input shape, pooled requests
-resolver.py       what implements each node: loaded layers first, then built-ins
+network.py        Network: passes, resolution (layers/resolver.py), plans per input shape,
+                  pooled requests
 compiler.py       a graph compiled for concrete shapes: steps, memory plan, programs
 plan.py           what a compiled network is made of (steps, tensors, aliases)
 planner.py        memory planning by tensor lifetime

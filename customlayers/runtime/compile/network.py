@@ -31,7 +31,7 @@ from ..device.kernel_release import release_requests
 from ..device.sub_buffers import sub_buffer_alignment
 from .plan import CompiledPlan
 from ..execute.request import InferRequest
-from .resolver import Resolver
+from ..layers.resolver import Resolver
 from ..execute.stream import run_stream
 from ..tuning.tuning import DEFAULT_MODE, Tuner, TuningStats, check_mode
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..device.device_memory import Need
-from ..execute.launch_args import ArgumentSource, bind_args
+from ..device.launch_args import ArgumentSource, bind_args
 from .plan import alias_root
 from .planner import MemoryPlan
 

@@ -1,7 +1,6 @@
 """runtime/execute: running launches on a device, one inference at a time or streamed.
 
 kernel.py         BoundKernel: a compiled custom layer with its argument plan and work sizes
-launch_args.py    the one walk that binds a KernelLaunch's arguments (every caller uses it)
 launch_timing.py  a layer's launches timed on scratch buffers, for the tuner
 one_launch.py     one launch alone on buffers given as host bytes, read back (the checkers)
 request.py        InferRequest: buffers and enqueues of one inference

@@ -14,7 +14,7 @@ import pyopencl as cl
 from ...errors import KernelBuildError
 from ...jit.layer import LayerCall, LayerWork
 from ...jit.tensor import TensorDesc
-from .launch_args import ArgumentSource, bind_args
+from ..device.launch_args import ArgumentSource, bind_args
 
 
 class LaunchTimer:

@@ -26,7 +26,7 @@ from ..device.sub_buffers import SubBuffers
 from .user_tensors import DeviceTensor, device_tensor, host_array, is_device_value
 from .host_step import HostStep, HostSteps
 from ..device.kernel_release import next_serial, release_newest_first
-from .launch_args import bind_args
+from ..device.launch_args import bind_args
 from .request_args import RequestArgs
 
 

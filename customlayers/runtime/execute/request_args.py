@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pyopencl as cl
 
-from .launch_args import ArgumentSource
+from ..device.launch_args import ArgumentSource
 
 
 class RequestArgs(ArgumentSource):

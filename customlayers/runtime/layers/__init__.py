@@ -1,6 +1,8 @@
 """runtime/layers: the kinds of layer implementation and the catalog of loaded layer types.
 
-registry.py       Registry: loaded layer types; bind() is the one layer-compile pipeline
+registry.py       Registry: the catalog of loaded layer types; bind() = prepare + build + finish
+resolver.py       what implements each node: loaded layers first, then built-ins
+prepared_kernel.py  a custom layer's kernel prepared for the build (its first half)
 dialects.py       per descriptor dialect: its adapter and ports (config/dialects.py is the table)
 simplegpu.py      the SimpleGPU adapter: a LayerSpec as a layer implementation (jit/layer.py)
 mvcl.py, mvcl_build.py  the MVCL adapter and the build of its stages

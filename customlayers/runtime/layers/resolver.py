@@ -16,7 +16,7 @@ from ...jit.layer import LayerImpl
 from ...ops import OPS
 
 if TYPE_CHECKING:
-    from ..layers.registry import Registry
+    from .registry import Registry
 
 # graph nodes that are not layers: the compiler handles them itself
 STRUCTURAL_TYPES = ("Parameter", "Const", "Result")
