@@ -100,8 +100,9 @@ def _size(attrs, inputs, shape):
 
 def _constant_of_shape(attrs, inputs, shape):
     dims = _ints(inputs[0], "shape")
-    if any(not 0 <= d <= MAX_DIM for d in dims) or element_count(dims) > MAX_FOLDED_ELEMENTS:
+    if any(not 0 <= d <= MAX_DIM for d in dims):
         raise ValueError(f"shape {dims} is negative or too large to fold")
+    _check_size(dims)
     fill = np.asarray(inputs[1]) if len(inputs) > 1 and inputs[1] is not None \
         else np.zeros((1,), np.float32)
     if fill.size != 1:
@@ -231,11 +232,23 @@ def _reshape(attrs, inputs, shape):
 def _expand(attrs, inputs, shape):
     data = np.asarray(inputs[0])
     out = np.broadcast_shapes(data.shape, tuple(_ints(inputs[1], "shape")))
+    _check_size(out)
     return np.broadcast_to(data, out).copy()
 
 
 def _tile(attrs, inputs, shape):
-    return np.tile(np.asarray(inputs[0]), _ints(inputs[1], "repeats"))
+    data, repeats = np.asarray(inputs[0]), _ints(inputs[1], "repeats")
+    if len(repeats) != data.ndim or any(r < 0 for r in repeats):
+        raise ValueError(f"repeats {repeats} do not fit a tensor of rank {data.ndim}")
+    _check_size([d * r for d, r in zip(data.shape, repeats)])
+    return np.tile(data, repeats)
+
+
+def _check_size(dims) -> None:
+    """Before a result is made: one too large to fold is refused, never allocated."""
+    if element_count(dims) > MAX_FOLDED_ELEMENTS:
+        raise ValueError(f"the result of shape {list(dims)} holds at most "
+                         f"{MAX_FOLDED_ELEMENTS} elements when folded")
 
 
 def _cast(attrs, inputs, shape):

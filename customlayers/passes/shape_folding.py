@@ -150,8 +150,8 @@ def _with_constants(graph: Graph, folded: set[str], values) -> Graph:
             new.add_node(node)
             continue
         for port, out in enumerate(node.outputs):
-            if not graph.consumers(nid, port):
-                continue
+            if all(dst in folded for dst, _ in graph.consumers(nid, port)):
+                continue                          # read by folded nodes only (or none)
             value = values[(nid, port)]
             dtype = from_numpy(value.dtype) or "i64"
             const = Node(id=f"{nid}/folded{port}", name=out.names[0] if out.names else
@@ -178,11 +178,12 @@ def _unfolded(graph: Graph, node: Node, bound: dict[str, int]) -> str:
         if src.type == FOLD_TYPE:
             return _unfolded(graph, src, bound)
     if op in SHAPE_READERS:
-        dims = parse_dims(node.attrs.get("dims", ""))
-        unknown = [("?" if d is None else d) for d in dims
-                   if not isinstance(d, int) and (d is None or d not in bound)]
-        what = node.inputs[0].names[0] if node.inputs and node.inputs[0].names else "input 0"
-        return (f"{_describe(node)}: the shape of '{what}' ({', '.join(map(str, dims))}) is not "
-                f"known for the inputs' shapes: no graph input's dims decide "
+        dims = ["?" if d is None else d for d in parse_dims(node.attrs.get("dims", ""))]
+        unknown = [d for d in dims if not isinstance(d, int) and (d == "?" or d not in bound)]
+        src, port = graph.producer(node.id, 0)
+        names = graph.nodes[src].outputs[port].names
+        what = names[0] if names else graph.nodes[src].name
+        return (f"{_describe(node)}: the shape of '{what}' ({', '.join(map(str, dims))}) is "
+                f"not known for the inputs' shapes: no graph input's dims decide "
                 f"{', '.join(map(str, unknown))}")
     return f"{_describe(node)}: its inputs are not known before the network runs"
