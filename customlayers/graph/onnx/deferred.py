@@ -50,13 +50,16 @@ def fold_or_defer(r, op: str, inputs: list, outputs: list, name: str,
     reads_shape = op in SHAPE_READERS
     for k, value in enumerate(inputs):
         if value and not (reads_shape and k == 0) and not is_known(r, value):
-            r.refuse(f"{op} runs here only as shape arithmetic, folded before the network "
-                     f"runs, and its input {k} ('{value}') is computed at run time by a layer")
+            # worded as the refusal of an op without a translation: on data, it has none
+            r.refuse(f"the ONNX op {op} has no translation to IR ops for values computed at "
+                     f"run time: it runs here only as shape arithmetic, folded before the "
+                     f"network runs, and its input {k} ('{value}') is computed at run time "
+                     f"by a layer")
     values = [None if not v else r.folded(v) for v in inputs]
     if not reads_shape and all(v is not None for v, n in zip(values, inputs) if n):
         try:
             results = evaluate(op, attrs, values)
-        except ValueError as e:
+        except (ValueError, TypeError, IndexError) as e:     # what the values do not fit
             r.refuse(str(e))
         for out, value in zip(outputs, results):
             if out:
