@@ -18,7 +18,7 @@ fusion.py          the fusion plan (epilogues, channel-affine chains), made afte
                    from the layers' LayerImpl (not a rewrite: see Network)
 
 PASSES is the ordered list Network runs (when it fuses) before it resolves the layers;
-FOLDING, its head, runs also when it does not (the layers cannot run unfolded shape arithmetic). Every
+FOLDING, its head, runs also when it does not (no layer runs unfolded shape arithmetic). Every
 entry is a function (graph, is_builtin) -> (the rewritten graph, one note per change), with
 is_builtin(node) true when the node runs its type's built-in (only those are rewritten), and
 returns the graph itself with no notes when nothing changes. Adding a rewrite is one module

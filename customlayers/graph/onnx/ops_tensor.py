@@ -2,7 +2,9 @@
 constants and casts.
 
 Where every input is a constant (shape arithmetic), the result is folded into a constant
-instead of emitting a node: the network is compiled for static shapes.
+instead of emitting a node: the network is compiled for static shapes. Where an input is
+known only per request's shapes (a Shape of a tensor with a symbolic batch), the op is kept
+for the shape-folding pass (deferred.py).
 """
 from __future__ import annotations
 
