@@ -81,24 +81,48 @@ def _fold(graph: Graph, input_shapes) -> tuple[Graph, list[str]]:
     if not has_fold_nodes(graph):
         return graph, []
     bound = _bindings(graph, input_shapes)
-    values: dict[tuple[str, int], np.ndarray] = {}
+    order = graph.topological_order()
+    values: dict[tuple[str, int], np.ndarray] = {
+        (n.id, 0): np.asarray(n.value) for n in order if n.type == "Const" and n.value is not None}
     folded: set[str] = set()
-    for node in graph.topological_order():
-        if node.type == "Const" and node.value is not None:
-            values[(node.id, 0)] = np.asarray(node.value)
-        elif node.type == FOLD_TYPE:
-            results = _evaluate(graph, node, values, bound)
-            if results is not None:
-                for port, value in enumerate(results):
-                    values[(node.id, port)] = value
-                folded.add(node.id)
+    inferred: dict = {}          # value name -> dims, from the model's inference run again
+    asked: set[str] | None = None
+    while True:
+        for node in order:
+            if node.type == FOLD_TYPE and node.id not in folded:
+                results = _evaluate(graph, node, values, bound, inferred)
+                if results is not None:
+                    for port, value in enumerate(results):
+                        values[(node.id, port)] = value
+                    folded.add(node.id)
+        # a Shape waiting for dims inference left unnamed: inference again, with the values
+        # folded so far (each round, the Slices and Reshapes they decide get their dims)
+        if input_shapes is None or graph.value_shapes is None or \
+                len(folded) == sum(n.type == FOLD_TYPE for n in order):
+            break
+        known = _known_values(graph, folded, values)
+        if asked is not None and set(known) == asked:
+            break
+        asked = set(known)
+        inferred = graph.value_shapes(input_shapes, known)
     if not folded:
         return graph, []
     return _with_constants(graph, folded, values), \
         [f"info: {len(folded)} shape-arithmetic node(s) folded into constants"]
 
 
-def _evaluate(graph: Graph, node: Node, values, bound) -> list[np.ndarray] | None:
+def _known_values(graph: Graph, folded: set[str], values) -> dict[str, np.ndarray]:
+    """The folded values by their names in the model."""
+    known = {}
+    for nid in folded:
+        for port, out in enumerate(graph.nodes[nid].outputs):
+            if out.names:
+                known[out.names[0]] = values[(nid, port)]
+    return known
+
+
+def _evaluate(graph: Graph, node: Node, values, bound,
+              inferred: dict) -> list[np.ndarray] | None:
     """The node's outputs, or None while an input is not known yet (a symbol not bound)."""
     op = node.attrs.get("op", "")
     present = [int(k) for k in node.attrs.get("present", "").split(",") if k]
@@ -122,7 +146,8 @@ def _evaluate(graph: Graph, node: Node, values, bound) -> list[np.ndarray] | Non
         if src in values:
             shape = values[src].shape
         else:
-            shape = _concrete(parse_dims(node.attrs.get("dims", "")), bound)
+            shape = _concrete(parse_dims(node.attrs.get("dims", "")), bound) or \
+                _inferred(graph, src, inferred)
             if shape is None:
                 return None
     attrs = {k: v for k, v in node.attrs.items() if k not in ("op", "present", "dims")}
@@ -136,12 +161,22 @@ def _evaluate(graph: Graph, node: Node, values, bound) -> list[np.ndarray] | Non
     return results
 
 
+def _inferred(graph: Graph, src: tuple[str, int], inferred: dict) -> tuple | None:
+    """A value's dims from the model's inference run again for the input shapes (where the
+    reader's gave a dim no name: past a Reshape to a computed shape, a Slice to a computed
+    end); None when it does not know them either."""
+    names = graph.nodes[src[0]].outputs[src[1]].names
+    dims = inferred.get(names[0]) if names else None
+    return tuple(dims) if dims is not None and all(isinstance(d, int) for d in dims) else None
+
+
 def _with_constants(graph: Graph, folded: set[str], values) -> Graph:
     """The graph with each folded node's read outputs as Const nodes in its place, and the
     constants only folded nodes read dropped."""
     readers = {e.src for e in graph.edges if e.dst not in folded}
     dead = {nid for nid, n in graph.nodes.items() if n.type == "Const" and nid not in readers}
     new = Graph(graph.name)
+    new.value_shapes = graph.value_shapes
     made: dict[tuple[str, int], str] = {}
     for nid, node in graph.nodes.items():
         if nid in dead:

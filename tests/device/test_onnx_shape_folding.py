@@ -129,6 +129,19 @@ def test_positions_from_range_over_a_symbolic_length_run(tmp_path, engine):
            [(1, 5, 3), (1, 2, 3)])
 
 
+def test_a_reshape_from_the_shape_of_a_slice_to_a_computed_end_runs(tmp_path, engine):
+    """Shape inference names no dim past a Slice to a computed end (ShuffleNetV2 as torch
+    exports it): the pass runs inference again per input shape, with the end it folded."""
+    nodes = [helper.make_node("Shape", ["x"], ["s"], start=1, end=2),
+             helper.make_node("Div", ["s", "two"], ["half"]),
+             helper.make_node("Slice", ["x", "zero1", "half", "one1"], ["a"]),
+             helper.make_node("Shape", ["a"], ["sa"]),
+             helper.make_node("Gather", ["sa", "perm"], ["target"], axis=0),
+             helper.make_node("Reshape", ["a", "target"], ["y"])]
+    inits = [_ints("two", [2]), _ints("zero1", [0]), _ints("one1", [1]), _ints("perm", [1, 0])]
+    _check(engine, _save(tmp_path / "sliced.onnx", nodes, ["N", 8], inits), [(3, 8), (5, 8)])
+
+
 def test_a_static_model_folds_at_load(tmp_path, engine):
     """With static shapes nothing waits for a request: the chain folds before the layers."""
     nodes = [*_batch_of("x", "n"),

@@ -103,3 +103,26 @@ def test_an_evaluation_error_at_load_names_the_node(tmp_path):
              helper.make_node("Reshape", ["x", "bad"], ["y"])]
     with pytest.raises(ModelError, match=r"'the_div' \(Div\): integer division by zero"):
         _read(tmp_path, nodes, [2, 3], [_ints("one", [1]), _ints("zero", [0])])
+
+
+def test_dims_inference_left_unnamed_come_from_inference_again_per_input_shape(tmp_path):
+    """x[:, :C // 2] then a reshape from its Shape: the reader's inference cannot name the
+    sliced dim (a Slice to a computed end), so the pass runs inference again for the concrete
+    input shape, with the Slice's end it folded (InferredShapes)."""
+    nodes = [helper.make_node("Shape", ["x"], ["s"], start=1, end=2),
+             helper.make_node("Div", ["s", "two"], ["half"]),
+             helper.make_node("Slice", ["x", "zero1", "half", "one1"], ["a"]),
+             helper.make_node("Shape", ["a"], ["sa"], name="shape_of_a"),
+             helper.make_node("Gather", ["sa", "perm"], ["target"], axis=0),
+             helper.make_node("Reshape", ["a", "target"], ["y"])]
+    inits = [_ints("two", [2]), _ints("zero1", [0]), _ints("one1", [1]), _ints("perm", [1, 0])]
+    g = _read(tmp_path, nodes, ["N", 8], inits)
+    shape_of_a = next(n for n in g if n.name == "shape_of_a")
+    assert shape_of_a.attrs["dims"].split(",")[1].startswith("unk")   # no name to bind
+    for batch in (3, 5):
+        assert _reshape_target(fold_for_shapes(g, {"x": (batch, 8)})).value.tolist() == \
+            [4, batch]
+    g.value_shapes = None                   # without it, the refusal names the Shape node
+    with pytest.raises(ModelError, match=r"'shape_of_a' \(Shape, shape arithmetic\).*is not "
+                                         r"known"):
+        fold_for_shapes(g, {"x": (3, 8)})

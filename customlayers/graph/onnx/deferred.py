@@ -16,6 +16,7 @@ import numpy as np
 
 from ... import dtypes
 from ..fold_eval import FOLD_TYPE, SHAPE_READERS, evaluate, shape_text
+from .shapes import infer_shapes, skeleton
 
 
 def is_pending(r, name: str | None) -> bool:
@@ -170,3 +171,55 @@ def deferred_split(r, node, name: str, attrs: dict) -> bool:
             r.emit("Slice", [x, bounds[2 * k], bounds[2 * k + 1], step, axes], [out],
                    name if k == 0 else f"{name}/{k}", version="opset8")
     return True
+
+
+# -- dims shape inference leaves without a name ----------------------------------------------
+class InferredShapes:
+    """{value name: dims} of the model for concrete input shapes and the values folded so far:
+    ONNX shape inference (shapes.py) run again on the model with its inputs' dims set and the
+    nodes that computed the folded values replaced by those values (a Slice end, a Reshape
+    target: inference does not compute every one). The shape-folding pass asks it where the
+    reader's inference gave a dim no name (unk__N) that the input shapes decide."""
+
+    MAX_KEPT = 16          # sets of input shapes remembered (a plan is compiled per set)
+
+    def __init__(self, onnx, model):
+        self.onnx = onnx
+        self.model = skeleton(onnx, model)      # no weights held: their dims only
+        del self.model.graph.value_info[:]      # the symbolic dims of the reader's inference
+        self.kept: dict[tuple, dict] = {}
+
+    def __call__(self, input_shapes, known: dict | None = None) -> dict[str, tuple]:
+        """`known`: value name -> its folded value (numpy), for these input shapes."""
+        known = known or {}
+        key = (tuple(sorted((n, tuple(s)) for n, s in input_shapes.items())),
+               frozenset(known))
+        if key not in self.kept:
+            if len(self.kept) >= self.MAX_KEPT:
+                self.kept.pop(next(iter(self.kept)))
+            self.kept[key] = self._infer(dict(key[0]), known)
+        return self.kept[key]
+
+    def _infer(self, input_shapes, known: dict) -> dict[str, tuple]:
+        from onnx import numpy_helper
+        model = self.onnx.ModelProto()
+        model.CopyFrom(self.model)
+        g = model.graph
+        computed = [n for n in g.node if n.output and all(o in known for o in n.output if o)
+                    and any(n.output)]
+        for node in computed:                   # its outputs become initializers
+            g.node.remove(node)
+            for out in node.output:
+                if out:
+                    g.initializer.append(numpy_helper.from_array(
+                        np.ascontiguousarray(known[out]), out))
+        for vi in model.graph.input:
+            if vi.name in input_shapes and vi.type.HasField("tensor_type"):
+                shape = vi.type.tensor_type.shape
+                del shape.dim[:]
+                for size in input_shapes[vi.name]:
+                    shape.dim.add().dim_value = int(size)
+        inferred = infer_shapes(self.onnx, model)
+        g = inferred.graph
+        return {vi.name: dims for vi in list(g.value_info) + list(g.output)
+                if (dims := value_symbols(vi)) is not None}

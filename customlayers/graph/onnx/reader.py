@@ -30,7 +30,7 @@ from ..custom_shapes import (CustomLayers, as_custom_layers, custom_nodes, node_
                             propagate_custom_shapes)
 from ..fold_eval import shape_text
 from ..guard import located
-from .deferred import value_symbols
+from .deferred import InferredShapes, value_symbols
 from .checks import (check_attribute_types, check_model, check_node, enum_name,
                      schema_of, tensor_array, value_shape)
 from .file import load_model_file
@@ -130,6 +130,7 @@ class _OnnxReader:
         self.initializers = model.graph.initializer
         # initializer index -> its raw_data, left in the file's bytes (file.py)
         self.raw_data = raw_data or {}
+        self.source = model                   # as read: before inference, for InferredShapes
         model = infer_shapes(onnx, model)
         layers = as_custom_layers(custom_shapes)
         # value name -> why the custom node producing it could not shape it
@@ -196,6 +197,8 @@ class _OnnxReader:
                 self.note_dropped_outputs(node)
         self.where = ""
         self.node_inputs = []
+        if self.pending:        # shape arithmetic left for the pass: the dims it may ask for
+            self.graph.value_shapes = InferredShapes(self.onnx, self.source)
         for vi in g.output:
             self.where = f"{self.file}: graph output '{vi.name}'"
             result = self.emit("Result", [vi.name], [], f"{vi.name}/sink")
