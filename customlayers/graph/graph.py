@@ -66,6 +66,10 @@ class Graph:
         # (node id, output port) -> its consumers in edge order: the rewrites before compiling
         # ask for every node's consumers (a scan of the edges each took 40 ms of ResNet-50's load)
         self._consumers: dict[tuple[str, int], list[tuple[str, int]]] = {}
+        # input shapes -> {value name: its dims} for the values of the model the graph was read
+        # from (graph/onnx/deferred.py: ONNX shape inference again), or None: what the
+        # shape-folding pass asks where a symbolic dim of the model has no name
+        self.value_shapes = None
 
     # -- building --------------------------------------------------------------------------
     def add_node(self, node: Node) -> Node:

@@ -6,6 +6,9 @@ ops/ (the typed facts a rewrite hands to a built-in op in Node.facts, such as
 conv.InputShuffle, and the op's own rules for them) and errors/settings; never runtime/ or
 pyopencl (import-linter contracts in pyproject.toml).
 
+shape_folding.py   shape arithmetic (Shape, Gather, Concat, Range, Where, ...) folded into
+                   constants: at load what the declared shapes decide, the rest per set of
+                   input shapes when a plan is compiled (fold_for_shapes)
 graph_edit.py      what every pass reads and rebuilds a graph with (sole_consumer, const_input,
                    rebuilt_graph)
 window_folding.py  zero Pads and causal Slices around convolutions become their padding
@@ -15,7 +18,8 @@ pick_folding.py    a last-step Gather before a MatMul becomes the element the Ma
 fusion.py          the fusion plan (epilogues, channel-affine chains), made after resolution
                    from the layers' LayerImpl (not a rewrite: see Network)
 
-PASSES is the ordered list Network runs (when it fuses) before it resolves the layers. Every
+PASSES is the ordered list Network runs (when it fuses) before it resolves the layers;
+FOLDING, its head, runs also when it does not (no layer runs unfolded shape arithmetic). Every
 entry is a function (graph, is_builtin) -> (the rewritten graph, one note per change), with
 is_builtin(node) true when the node runs its type's built-in (only those are rewritten), and
 returns the graph itself with no notes when nothing changes. Adding a rewrite is one module
@@ -24,13 +28,18 @@ here and one entry below.
 from __future__ import annotations
 
 from .pick_folding import fold_picks_into_matmuls
+from .shape_folding import fold_shape_arithmetic
 from .shuffle_folding import fold_channel_shuffles
 from .unused_outputs import drop_unused_pool_indices
 from .window_folding import fold_into_convolutions
 
-# in this order: a Pad folded into a convolution first, then the shuffles (read by the
-# convolutions the first pass may have changed), then the pool indices, then the picks
-PASSES = (
+# required: the shapes the other passes and the layers read are constants after it
+FOLDING = (fold_shape_arithmetic,)
+
+# in this order: the shape arithmetic, then a Pad folded into a convolution, then the
+# shuffles (read by the convolutions the Pad pass may have changed), then the pool indices,
+# then the picks
+PASSES = FOLDING + (
     fold_into_convolutions,
     fold_channel_shuffles,
     drop_unused_pool_indices,

@@ -55,6 +55,7 @@ def rebuilt_graph(graph: Graph, changed: dict[str, Node], drop: set[str], redire
     dead_consts = {nid for nid, n in graph.nodes.items()
                    if n.type == "Const" and nid not in used}
     new = Graph(graph.name)
+    new.value_shapes = graph.value_shapes
     for nid, node in graph.nodes.items():
         if nid not in drop and nid not in dead_consts:
             new.add_node(changed.get(nid, node))

@@ -8,6 +8,7 @@ import numpy as np
 
 from customlayers.passes import PASSES
 from customlayers.passes.pick_folding import fold_picks_into_matmuls
+from customlayers.passes.shape_folding import fold_shape_arithmetic
 from customlayers.passes.shuffle_folding import fold_channel_shuffles
 from customlayers.passes.unused_outputs import drop_unused_pool_indices
 from customlayers.passes.window_folding import fold_into_convolutions
@@ -17,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_the_passes_run_in_the_order_network_always_ran_them():
-    assert list(PASSES) == [fold_into_convolutions, fold_channel_shuffles,
+    assert list(PASSES) == [fold_shape_arithmetic, fold_into_convolutions, fold_channel_shuffles,
                             drop_unused_pool_indices, fold_picks_into_matmuls]
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from ... import dtypes
+from .deferred import try_shape_arithmetic
 from .translate import axis_in, const_input, float_text, intermediate, keep_axes, \
     legacy_broadcast, optional_input, translates
 
@@ -69,6 +70,8 @@ def _div(r, node, name: str, attrs: dict) -> None:
     """ONNX's integer division truncates toward zero, as C does (-3 / 2 = -1); the IR's Divide
     floors unless told python_division=false (OpenVINO's default)."""
     a, b = node.input[0], node.input[1]
+    if not attrs.get("broadcast") and try_shape_arithmetic(r, node, name):
+        return
     if attrs.get("broadcast"):                   # opset < 7
         b = legacy_broadcast(r, a, b, attrs.get("axis"), name)
     r.emit("Divide", [a, b], [node.output[0]], name,
@@ -82,6 +85,8 @@ def _mod(r, node, name: str, attrs: dict) -> None:
     fmod = int(attrs.get("fmod", 0))
     if fmod not in (0, 1):
         r.refuse(f"attribute fmod={fmod} is not 0 or 1")
+    if try_shape_arithmetic(r, node, name, {"fmod": fmod}):
+        return
     r.emit("Mod" if fmod else "FloorMod", [node.input[0], node.input[1]], [node.output[0]],
            name, {"auto_broadcast": "numpy"})
 
@@ -100,6 +105,8 @@ def _elu(r, node, name: str, attrs: dict) -> None:
 
 def _renamed(ir_type: str):
     def translate(r, node, name: str, attrs: dict) -> None:
+        if node.op_type in ("Neg", "Abs") and try_shape_arithmetic(r, node, name):
+            return
         r.emit(ir_type, [node.input[0]], [node.output[0]], name)
     translate.__name__ = f"_renamed_{ir_type}"
     return translate
@@ -110,6 +117,9 @@ def _binary(ir_type: str):
     one input as the input itself; opset < 7 `broadcast=1` lines B up first."""
     def translate(r, node, name: str, attrs: dict) -> None:
         inputs = list(node.input)
+        if not attrs.get("broadcast") and node.op_type != "Pow" and \
+                try_shape_arithmetic(r, node, name):
+            return
         if attrs.get("broadcast") and len(inputs) == 2:
             inputs[1] = legacy_broadcast(r, inputs[0], inputs[1], attrs.get("axis"), name)
         if len(inputs) == 1:

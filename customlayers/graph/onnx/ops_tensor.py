@@ -2,7 +2,9 @@
 constants and casts.
 
 Where every input is a constant (shape arithmetic), the result is folded into a constant
-instead of emitting a node: the network is compiled for static shapes.
+instead of emitting a node: the network is compiled for static shapes. Where an input is
+known only per request's shapes (a Shape of a tensor with a symbolic batch), the op is kept
+for the shape-folding pass (deferred.py).
 """
 from __future__ import annotations
 
@@ -11,6 +13,8 @@ import numpy as np
 from ... import dtypes
 from ..limits import MAX_DIM, element_count
 from .checks import enum_name
+from .deferred import (cast_attrs, deferred_slice, deferred_split, fold_or_defer, is_known,
+                       is_pending, try_shape_arithmetic)
 from .translate import axis_in, const_input, optional_input, rank_of, text_attr, translates
 
 # A constant the reader computes itself (ConstantOfShape) is held in memory while reading
@@ -20,6 +24,8 @@ MAX_FOLDED_BYTES = 2**30
 @translates("Concat")
 def _concat(r, node, name: str, attrs: dict) -> None:
     axis = int(attrs.get("axis", 1))
+    if try_shape_arithmetic(r, node, name, {"axis": axis}):
+        return
     rank = len(r.shape_of(node.input[0]))
     if rank:
         axis = axis_in(r, axis, rank)
@@ -31,6 +37,9 @@ def _reshape(r, node, name: str, attrs: dict) -> None:
     inputs = list(node.input)
     if len(inputs) == 1:                       # opset < 5: the shape is an attribute
         inputs.append(r.const(f"{name}/shape", np.array(attrs.get("shape", []), np.int64)))
+    if try_shape_arithmetic(r, node, name, {"allowzero": int(attrs.get("allowzero", 0))},
+                            inputs[:2]):
+        return
     special_zero = "false" if attrs.get("allowzero", 0) else "true"
     r.emit("Reshape", inputs[:2], [node.output[0]], name, {"special_zero": special_zero})
 
@@ -75,7 +84,9 @@ def _squeeze(r, node, name: str, attrs: dict) -> None:
     inputs = [i for i in node.input if i]
     if len(inputs) == 1 and "axes" in attrs:   # opset < 13: axes is an attribute
         inputs.append(r.const(f"{name}/axes", np.array(attrs["axes"], np.int64)))
-    if len(inputs) > 1 and r.folded(inputs[1]) is None and not r.is_graph_input(inputs[1]):
+    if try_shape_arithmetic(r, node, name, inputs=inputs):
+        return
+    if len(inputs) > 1 and not is_known(r, inputs[1]) and not r.is_graph_input(inputs[1]):
         r.refuse(f"the axes (input 1, '{inputs[1]}') must be a constant or a graph input: the "
                  f"network compiles them in, and these are computed at run time")
     r.emit(node.op_type, inputs, [node.output[0]], name)
@@ -127,6 +138,12 @@ def _constant(r, node, name: str, attrs: dict) -> None:
 @translates("ConstantOfShape")
 def _constant_of_shape(r, node, name: str, attrs: dict) -> None:
     shape = r.folded(node.input[0])
+    if is_pending(r, node.input[0]):              # computed from shapes: folded by the pass
+        fill = r.tensor(attrs["value"], f"{r.where}: attribute 'value'") \
+            if "value" in attrs else np.zeros((1,), np.float32)
+        fold_or_defer(r, "ConstantOfShape", [node.input[0], r.const(f"{name}/value", fill)],
+                      [node.output[0]], name)
+        return
     if shape is None:
         r.refuse("only a constant shape is supported (the result is folded into a Const)")
     fill = np.asarray(r.tensor(attrs["value"], f"{r.where}: attribute 'value'")
@@ -179,6 +196,8 @@ def _pad(r, node, name: str, attrs: dict) -> None:
 
 @translates("Gather")
 def _gather(r, node, name: str, attrs: dict) -> None:
+    if try_shape_arithmetic(r, node, name, {"axis": int(attrs.get("axis", 0))}):
+        return
     axis = r.const(f"{name}/axis", np.array(int(attrs.get("axis", 0)), np.int64))
     data, idx = r.folded(node.input[0]), r.folded(node.input[1])
     if data is not None and idx is not None:      # shape arithmetic: fold
@@ -195,6 +214,8 @@ def _gather(r, node, name: str, attrs: dict) -> None:
 
 @translates("Slice")
 def _slice(r, node, name: str, attrs: dict) -> None:
+    if deferred_slice(r, node, name, attrs):      # computed from shapes: see deferred.py
+        return
     if "starts" in attrs:                         # opset < 10
         starts, ends = list(attrs["starts"]), list(attrs["ends"])
         axes = list(attrs.get("axes", range(len(starts))))
@@ -227,6 +248,8 @@ def _slice(r, node, name: str, attrs: dict) -> None:
 @translates("Split")
 def _split(r, node, name: str, attrs: dict) -> None:
     """Split into Slice nodes, one per output."""
+    if deferred_split(r, node, name, attrs):      # computed from shapes: see deferred.py
+        return
     x = node.input[0]
     shape = r.shape_of(x)
     rank = rank_of(r, x, "Split")
@@ -257,12 +280,16 @@ def _split(r, node, name: str, attrs: dict) -> None:
 
 @translates("Tile")
 def _tile(r, node, name: str, attrs: dict) -> None:
+    if try_shape_arithmetic(r, node, name):
+        return
     r.emit("Tile", [node.input[0], node.input[1]], [node.output[0]], name)
 
 
 @translates("Expand")
 def _expand(r, node, name: str, attrs: dict) -> None:
-    if r.folded(node.input[1]) is None and not r.is_graph_input(node.input[1]):
+    if try_shape_arithmetic(r, node, name):
+        return
+    if not is_known(r, node.input[1]) and not r.is_graph_input(node.input[1]):
         r.refuse(f"the shape (input 1, '{node.input[1]}') must be a constant or a graph input: "
                  f"the network compiles it in, and this one is computed at run time")
     r.emit("Broadcast", [node.input[0], node.input[1]], [node.output[0]], name,
@@ -273,6 +300,11 @@ def _expand(r, node, name: str, attrs: dict) -> None:
 def _shape(r, node, name: str, attrs: dict) -> None:
     """Folded: the executor compiles for static shapes, so a known shape is a constant."""
     shape = r.shape_of(node.input[0])
+    if r.known_shape(node.input[0]) is not None and None in shape or \
+            is_pending(r, node.input[0]):        # known per request's shapes: the pass folds
+        fold_or_defer(r, "Shape", [node.input[0]], [node.output[0]], name,
+                      {k: attrs[k] for k in ("start", "end") if k in attrs})
+        return
     if not shape or any(d is None for d in shape):
         r.refuse(f"Shape of '{node.input[0]}' is folded into a constant, which needs a static "
                  f"shape; found {r.describe_shape(node.input[0])}")
@@ -290,6 +322,9 @@ def _cast(r, node, name: str, attrs: dict) -> None:
     # a cast to bool is a comparison with 0 (then held as u8), not a truncation to u8
     boolean = to == dtypes.BOOL_ONNX
     ir_type = dtypes.BOOL_IR_ELEMENT_TYPE if boolean else dtypes.ONNX_TYPES[to]
+    if is_pending(r, node.input[0]):
+        fold_or_defer(r, "Cast", [node.input[0]], [node.output[0]], name, cast_attrs(to))
+        return
     folded = r.folded(node.input[0])
     if folded is not None:
         held = dtypes.numpy_of(dtypes.ONNX_TYPES[to])

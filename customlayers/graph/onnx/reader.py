@@ -28,7 +28,9 @@ from ...files import check_user_file
 from ..graph import Graph, Node, Port
 from ..custom_shapes import (CustomLayers, as_custom_layers, custom_nodes, node_name,
                             propagate_custom_shapes)
+from ..fold_eval import shape_text
 from ..guard import located
+from .deferred import InferredShapes, value_symbols
 from .checks import (check_attribute_types, check_model, check_node, enum_name,
                      schema_of, tensor_array, value_shape)
 from .file import load_model_file
@@ -128,6 +130,7 @@ class _OnnxReader:
         self.initializers = model.graph.initializer
         # initializer index -> its raw_data, left in the file's bytes (file.py)
         self.raw_data = raw_data or {}
+        self.source = model                   # as read: before inference, for InferredShapes
         model = infer_shapes(onnx, model)
         layers = as_custom_layers(custom_shapes)
         # value name -> why the custom node producing it could not shape it
@@ -153,12 +156,17 @@ class _OnnxReader:
         self.node_inputs: list[str] = []                 # the inputs of the node translated
         # value of unknown shape -> the custom node it comes from, and why (for messages)
         self.unknown_from: dict[str, str] = {}
+        # values computed by fold-only nodes (deferred.py); value name -> its dims with the
+        # model's symbol names where inference gave one (the pass binds them per request)
+        self.pending: set[str] = set()
+        self.symbols: dict[str, tuple] = {}
 
     # -- graph building ---------------------------------------------------------------------
     def read(self) -> Graph:
         g = self.model.graph
         for vi in list(g.input) + list(g.value_info) + list(g.output):
             self.info[vi.name] = self.value_info(vi)
+            self.symbols[vi.name] = value_symbols(vi)
         for node in g.node:
             for name in node.input:
                 self.uses[name] = self.uses.get(name, 0) + 1
@@ -174,8 +182,11 @@ class _OnnxReader:
                     self.refuse_input(vi)
                 text = "?" if shape is None else ",".join("?" if d is None else str(d)
                                                           for d in shape)
-                self.emit("Parameter", [], [vi.name], vi.name,
-                          attrs={"shape": text, "element_type": dtype})
+                attrs = {"shape": text, "element_type": dtype}
+                names = self.symbols.get(vi.name)
+                if names and any(isinstance(d, str) for d in names):
+                    attrs["dim_names"] = shape_text(names)    # bound per request's shapes
+                self.emit("Parameter", [], [vi.name], vi.name, attrs=attrs)
         for index, node in enumerate(g.node):
             name = node_name(node, index)
             self.where = f"{self.file}: node {index} '{name}' ({node.op_type})"
@@ -186,6 +197,8 @@ class _OnnxReader:
                 self.note_dropped_outputs(node)
         self.where = ""
         self.node_inputs = []
+        if self.pending:        # shape arithmetic left for the pass: the dims it may ask for
+            self.graph.value_shapes = InferredShapes(self.onnx, self.source)
         for vi in g.output:
             self.where = f"{self.file}: graph output '{vi.name}'"
             result = self.emit("Result", [vi.name], [], f"{vi.name}/sink")
@@ -303,6 +316,16 @@ class _OnnxReader:
         if name in self.consts:
             return tuple(self.consts[name].shape)
         return self.info.get(name, (None, ""))[0]
+
+    def symbolic_dims(self, name: str) -> tuple | None:
+        """The value's dims: ints, the model's symbol names, None where neither is known;
+        None when its rank is unknown."""
+        name = self.alias.get(name, name)
+        shape = self.known_shape(name)
+        names = self.symbols.get(name)
+        if shape is None or names is None or len(names) != len(shape):
+            return shape
+        return tuple(d if d is not None else n for d, n in zip(shape, names))
 
     def folded(self, name: str) -> np.ndarray | None:
         return self.consts.get(self.alias.get(name, name))

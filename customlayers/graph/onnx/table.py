@@ -3,11 +3,11 @@
 Importing the op modules is what registers their translations (@translates in translate.py);
 this is the one module that imports them all, so a table read from here is complete. Nothing
 in graph/onnx/ other than reader.py imports this module, and of this room the op modules import
-only translate.py and checks.py: no module imports one that imports it back.
+only translate.py, deferred.py and checks.py: no module imports one that imports it back.
 """
 from __future__ import annotations
 
-from . import ops_math, ops_nn, ops_tensor  # noqa: F401  (importing them registers them)
+from . import ops_fold, ops_math, ops_nn, ops_tensor  # noqa: F401  (importing them registers them)
 from .translate import REGISTERED
 
 TRANSLATIONS: dict = REGISTERED

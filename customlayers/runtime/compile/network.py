@@ -19,11 +19,13 @@ import numpy as np
 
 from ... import settings
 from ...errors import ConfigError, DeviceError, ModelError
+from ...graph.fold_eval import FOLD_TYPE
 from ...graph.graph import Graph
 from ...graph.load import read_model
 from ...jit.tensor import TensorDesc
-from ...passes import PASSES
+from ...passes import FOLDING, PASSES
 from ...passes.fusion import FusionPlan, plan_network_fusion
+from ...passes.shape_folding import fold_for_shapes, has_fold_nodes
 from .compiler import PlanOptions, compile_plan
 from ..device.device import Engine
 from ..device.limits import device_traits, has_fp16, has_fp64
@@ -86,18 +88,17 @@ class Network:
         self.profiling = profiling
         self.fuse = fuse                   # graph rewrites and epilogue fusion (passes/)
         self.messages: list[str] = []      # informational messages (overrides, memory plan)
-        if fuse:      # the graph rewrites (passes/__init__.py), in their order
-            def is_builtin(n):
-                return self.resolver.find(n) is self.resolver.builtins.get(n.type)
-            for rewrite in PASSES:
-                self.graph, notes = rewrite(self.graph, is_builtin)
-                self.messages += notes
-        self._order = self.graph.topological_order()
-        self._impls, notes = self.resolver.resolve(self._order)
+        # the graph rewrites (passes/__init__.py), in their order; the shape arithmetic always
+        self.graph, notes = self._rewritten(self.graph, PASSES if fuse else FOLDING)
         self.messages += notes
-        self._fusion = plan_network_fusion(self.graph, self._order, self._impls,
-                                           lambda n: not self._runs_builtin(n)) \
-            if fuse else FusionPlan()
+        # shape arithmetic that depends on the request's shapes: folded per plan (_compile)
+        self._per_shape = has_fold_nodes(self.graph)
+        self._order = self.graph.topological_order()
+        self._impls, notes = self.resolver.resolve(
+            [n for n in self._order if n.type != FOLD_TYPE])
+        self.messages += notes
+        self._fusion = self._fusion_plan(self.graph, self._order, self._impls) \
+            if not self._per_shape else FusionPlan()
         device = engine.device
         self.tuner = Tuner(engine, _tuning_mode(tuning))
         self._options = PlanOptions(device_traits(device), device.name.strip(),
@@ -123,9 +124,38 @@ class Network:
         release_requests(r for pool in getattr(self, "_idle_requests", {}).values()
                          for r in pool)
 
+    def _rewritten(self, graph, passes) -> tuple[Graph, list[str]]:
+        def is_builtin(n):
+            return self.resolver.find(n) is self.resolver.builtins.get(n.type)
+        messages = []
+        for rewrite in passes:
+            graph, notes = rewrite(graph, is_builtin)
+            messages += notes
+        return graph, messages
+
+    def _fusion_plan(self, graph, order, impls) -> FusionPlan:
+        if not self.fuse:
+            return FusionPlan()
+        builtins = self.resolver.builtins
+        return plan_network_fusion(graph, order, impls, lambda n: not (
+            n.id in impls and impls[n.id] is builtins.get(n.type)))
+
+    def _graph_for(self, shapes):
+        """(graph, order, impls, fusion) a plan for these input shapes compiles: the network's
+        own, or with its shape arithmetic folded for them and the other passes run again."""
+        if not self._per_shape:
+            return self.graph, self._order, self._impls, self._fusion
+        graph = fold_for_shapes(self.graph, shapes)
+        if self.fuse:
+            graph, _ = self._rewritten(graph, PASSES[len(FOLDING):])
+        order = graph.topological_order()
+        impls, _ = self.resolver.resolve(order)
+        return graph, order, impls, self._fusion_plan(graph, order, impls)
+
     def _compile(self, shapes, values) -> CompiledPlan:
-        plan = compile_plan(self.graph, self._order, self._impls, self._fusion, self.engine,
-                            self._options, shapes, values)
+        graph, order, impls, fusion = self._graph_for(shapes)
+        plan = compile_plan(graph, order, impls, fusion, self.engine, self._options, shapes,
+                            values)
         for note in plan.notes:                  # once per plan: a likely misspelled attribute
             self.messages.append(note)
             self._say(note)
@@ -138,11 +168,6 @@ class Network:
         return plan
 
     # -- resolution ------------------------------------------------------------------------
-    def _runs_builtin(self, node) -> bool:
-        """Whether the node runs its type's built-in (fusion folds only those)."""
-        impl = self._impls.get(node.id)
-        return impl is not None and impl is self.resolver.builtins.get(node.type)
-
     def _find_value_inputs(self) -> dict[str, str]:
         """Graph inputs that a layer reads as a compile-time constant (its implementation's
         const_inputs), directly or through shape-only views: their values are part of a plan's
