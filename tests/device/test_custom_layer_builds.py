@@ -121,3 +121,65 @@ def test_a_custom_kernel_is_checked_once_built_in_the_batch(make_network):
     with pytest.raises(BindingError, match="cannot write through a const pointer") as info:
         make_network(second_kernel=const_output)
     assert info.value.code == "CL084" and info.value.layer == "PlusOne"
+
+
+MVN = __import__("pathlib").Path(__file__).resolve().parents[2] / "examples" / "layers" / \
+    "mvn_two_stage" / "mvn_two_stage.xml"
+BROKEN_MVCL = """<CustomLayer name="Broken" type="MVCL" version="1">
+    <Kernel entry="broken"><Source filename="broken.cl"/></Kernel>
+    <Parameters>
+        <Tensor arg-name="src" type="input" port-index="0" format="BFYX"/>
+        <Tensor arg-name="dst" type="output" port-index="0" format="BFYX"/>
+    </Parameters>
+    <WorkSizes dim="input,0" global="B*F*Y*X,1,1"/>
+</CustomLayer>
+"""
+BROKEN_MVCL_CL = """__kernel void broken(__global const float* src, __global float* dst)
+{
+    const int i = get_global_id(0);
+    dst[i] = src[i] * not_declared;
+}
+"""
+
+
+def _mvcl_network(test_device, load, layer_type, x, attrs):
+    from customlayers.runtime.compile.network import Network
+    from customlayers.runtime.compile.one_layer import one_layer_graph
+    from customlayers.runtime.device.device import Engine
+    from customlayers.runtime.layers.registry import Registry
+    cache = RecordingCache()
+    registry = Registry(Engine(test_device, cache=cache))
+    load(registry)
+    graph = one_layer_graph(layer_type, [x], {}, [x.shape], attrs)
+    return Network(graph, registry, registry.engine, tuning="off"), cache
+
+
+def test_an_mvcl_layers_stages_build_in_the_networks_parallel_batch(test_device):
+    import os
+    from customlayers.runtime.device.parallel_build import MAX_THREADS
+    x = np.random.default_rng(1).standard_normal((2, 4, 3, 7)).astype(np.float32)
+    network, cache = _mvcl_network(test_device, lambda r: r.load(MVN), "MVN", x,
+                                   {"normalize_variance": "1", "eps": "1e-9"})
+    got = network.infer({"input0": x})["output0"]
+    x64 = x.astype(np.float64)
+    want = (x64 - x64.mean(axis=(2, 3), keepdims=True)) / np.sqrt(
+        x64.var(axis=(2, 3), keepdims=True) + 1e-9)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    stages = [r for r in cache.requests if r[0].startswith("MVN/stage")]
+    # each stage's program asked for once, by the batch (compiled one by one while the layer
+    # was laid out, each would be asked for twice)
+    assert sorted(label for label, _ in stages) == ["MVN/stage0", "MVN/stage1"]
+    if min(MAX_THREADS, os.cpu_count() or 1) > 1:
+        assert all(thread.startswith("cl-build") for _, thread in stages), stages
+
+
+def test_an_mvcl_build_error_in_a_network_names_the_users_file_and_line(test_device):
+    x = np.ones((1, 2, 3, 4), np.float32)
+    with pytest.raises(KernelBuildError) as info:
+        _mvcl_network(test_device, lambda r: r.load_string(BROKEN_MVCL,
+                                                           {"broken.cl": BROKEN_MVCL_CL},
+                                                           name="broken.xml"),
+                      "Broken", x, {})
+    e = info.value
+    assert e.code == "CL080" and e.layer == "Broken"
+    assert "broken.cl:4" in str(e), str(e)

@@ -8,7 +8,10 @@ the name).
 Both adapters compile through the one layer-compile pipeline: the dialect's program from jit/
 (program.py, mvcl_program.py: GeneratedPrograms over TensorDescs), checked and built by
 build.py's build_layer_kernel; Registry.bind is SimpleGPU's entry into it, mvcl_build.py's
-compile_mvcl MVCL's (one program per stage).
+compile_mvcl MVCL's (one program per stage). In a network both only prepare (Registry.prepare,
+mvcl_build.prepare_mvcl): the compiler builds their programs with the built-ins' in one parallel
+batch, then their LayerWork.after_build checks the built kernels (Registry.finish,
+mvcl_build.finish_stage).
 
 Imports of the dialect's own modules are made on use: those modules import this table's users.
 """

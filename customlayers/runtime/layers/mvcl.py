@@ -29,7 +29,8 @@ from ...jit.launch import Arg, KernelLaunch
 from ...jit.layer import LayerCall, LayerImpl, LayerWork, ParsedAttrs, Stage
 from ...jit.tensor import TensorDesc
 from ...ops.reorder import reorder_launch
-from .mvcl_build import PREPARE_CODE, compile_mvcl, select_stages, stage_label
+from .mvcl_build import (PREPARE_CODE, finish_stage, prepare_mvcl, select_stages,
+                         stage_label)
 
 
 def output_layouts(stages: Sequence[MvclSpec]) -> dict[int, str]:
@@ -122,15 +123,25 @@ class MvclLayerImpl(LayerImpl):
         stages = select_stages(self.layer, call.attrs)
         ports, blobs = self._ports(call, stages)
         real = [call.inputs[i] for i in ports]
-        built = compile_mvcl(self.registry.engine, self.layer, stages, call.attrs, real, outputs)
+        # prepared only: the compiler builds the stages' programs with every other of the
+        # network in one parallel batch, then after_build checks each built kernel
+        engine = self.registry.engine
+        prepared = prepare_mvcl(engine, self.layer, stages, call.attrs, real, outputs)
         wiring = _Wiring(call, ports, blobs, outputs)
-        for port, nbytes in buffer_sizes([s.program for s in built]).items():
+        for port, nbytes in buffer_sizes([s.program for s in prepared]).items():
             wiring.add_buffer(port, nbytes)
         several = len(stages) > 1           # profiles name each stage of a multi-stage layer
         kernels = [wiring.stage(s.program, stage_label(self.layer, s.spec, len(stages)),
                                 f"{call.name}/stage{s.spec.stage}" if several else call.name)
-                   for s in built]
-        return LayerWork(wiring.before + kernels + wiring.after(), wiring.temps)
+                   for s in prepared]
+        layer = self.layer
+
+        def after_build(program_of) -> None:
+            for s, kernel in zip(prepared, kernels):
+                finish_stage(engine, layer, s.spec, s.program, program_of(kernel.launches[0]))
+
+        return LayerWork(wiring.before + kernels + wiring.after(), wiring.temps,
+                         after_build=after_build)
 
     # -- inputs ----------------------------------------------------------------------------
     def _ports(self, call: LayerCall, stages) -> tuple[list[int], dict[str, np.ndarray]]:

@@ -22,10 +22,11 @@ from typing import Mapping, Sequence
 from ...config.diagnostics import Location
 from ...config.kernel_signature import clean_source
 from ...config.mvcl.spec import MvclLayer, MvclSpec
-from ...errors import BindingError, CustomLayersError
+from ...errors import BindingError, CustomLayersError, KernelBuildError
 from ...jit.mvcl_program import MvclProgram, generate_mvcl_stages
 from ...jit.tensor import TensorDesc
-from ..device.build import BUILD_CODE, PREPARE_CODE, build_layer_kernel
+from ..device.build import (BUILD_CODE, PREPARE_CODE, build_layer_kernel, finish_layer_kernel,
+                            place_build_error)
 from ..device.limits import check_local_size, has_fp16
 
 # the code of validate --compile (config/codes.py) MVCL adds to the pipeline's (build.py)
@@ -94,15 +95,17 @@ def stage_label(layer: MvclLayer, spec: MvclSpec, stage_count: int) -> str:
     return f"{layer.name}/stage{spec.stage}" if stage_count > 1 else layer.name
 
 
-def build_stage(engine, layer: MvclLayer, spec: MvclSpec, program: MvclProgram,
-                label: str) -> BuiltStage:
-    """Build one stage's program through the cache and check its kernel against the device."""
+def prepare_stage(engine, layer: MvclLayer, spec: MvclSpec, program: MvclProgram) -> None:
+    """The checks of one stage's program that need no build: half precision on this device,
+    and its local size against the device's limits."""
     device = engine.device
     check_fp16(layer, spec, program, device)
     # limits.py reads name, entry and work_sizes (global_, local, dim, location): an MvclSpec
     # has the same fields as a LayerSpec there
     check_local_size(spec, program.global_size, program.local_size, device)
 
+
+def _argument_count_check(layer: MvclLayer, spec: MvclSpec, program: MvclProgram):
     def check_argument_count(kernel) -> None:
         if kernel.num_args != len(program.args):
             # the loader read the parameter list from the text; macros can make the
@@ -113,12 +116,46 @@ def build_stage(engine, layer: MvclLayer, spec: MvclSpec, program: MvclProgram,
                                f"{kernel.num_args} argument(s) once compiled, but the "
                                f"descriptor binds {len(program.args)} ({bound})"
                                ).at(spec.kernel_location, BUILD_CODE, layer.name)
+    return check_argument_count
 
-    built = build_layer_kernel(engine, spec, program, program.options,
-                               who=f"MVCL layer '{layer.name}' stage {spec.stage}",
+
+def _who(layer: MvclLayer, spec: MvclSpec) -> str:
+    return f"MVCL layer '{layer.name}' stage {spec.stage}"
+
+
+def build_stage(engine, layer: MvclLayer, spec: MvclSpec, program: MvclProgram,
+                label: str) -> BuiltStage:
+    """Build one stage's program through the cache and check its kernel against the device."""
+    prepare_stage(engine, layer, spec, program)
+    built = build_layer_kernel(engine, spec, program, program.options, who=_who(layer, spec),
                                location=spec.kernel_location, label=label,
-                               check_kernel=check_argument_count)
+                               check_kernel=_argument_count_check(layer, spec, program))
     return BuiltStage(spec, program, built.warnings)
+
+
+def finish_stage(engine, layer: MvclLayer, spec: MvclSpec, program: MvclProgram,
+                 built) -> None:
+    """The second half of build_stage, for a stage built in a network's parallel batch:
+    `built` is its program, or the KernelBuildError its build raised (placed at the stage's
+    kernel here); then the checks of the built kernel."""
+    if isinstance(built, KernelBuildError):
+        raise place_build_error(built, location=spec.kernel_location, layer=layer.name)
+    if isinstance(built, BaseException):
+        raise built
+    finish_layer_kernel(engine, spec, program, built, who=_who(layer, spec),
+                        location=spec.kernel_location,
+                        check_kernel=_argument_count_check(layer, spec, program))
+
+
+def prepare_mvcl(engine, layer: MvclLayer, stages: Sequence[MvclSpec],
+                 attrs: Mapping[str, str], inputs: Sequence[TensorDesc],
+                 outputs: Sequence[TensorDesc]) -> list[BuiltStage]:
+    """Generate and check every stage, unbuilt: a network builds the programs with all of its
+    others in one parallel batch, then calls finish_stage on each."""
+    programs = generate_programs(layer, stages, attrs, inputs, outputs)
+    for spec, program in zip(stages, programs):
+        prepare_stage(engine, layer, spec, program)
+    return [BuiltStage(spec, program) for spec, program in zip(stages, programs)]
 
 
 def compile_mvcl(engine, layer: MvclLayer, stages: Sequence[MvclSpec], attrs: Mapping[str, str],
