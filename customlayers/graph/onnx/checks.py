@@ -208,3 +208,23 @@ def value_shape(vi, where: str) -> tuple | None:
     shape = tuple(d.dim_value if d.HasField("dim_value") else None for d in t.shape.dim)
     check_shape(shape, where)
     return shape
+
+
+def refuse_untranslated(named_nodes, is_custom, translated, file: str, known: list[str]) -> None:
+    """Every standard op of the model with no translation, with its nodes, in one refusal
+    (a model that needs several is told all it needs at once, not one op per attempt). One node
+    alone is left to the translation loop, which refuses it at the node with its own place."""
+    missing: dict[str, list[str]] = {}
+    for index, name, node in named_nodes:       # (index, the reader's name for it, node)
+        if not is_custom(node) and node.op_type not in translated:
+            missing.setdefault(node.op_type, []).append(f"{index} '{name}'")
+    if sum(len(v) for v in missing.values()) < 2:
+        return
+    parts = []
+    for op, where in sorted(missing.items()):
+        shown = ", ".join(where[:5]) + (f" and {len(where) - 5} more" if len(where) > 5 else "")
+        parts.append(f"the ONNX op {op} has no translation "
+                     f"(node{'s' if len(where) > 1 else ''} {shown})")
+    raise ModelError(f"{file}: {len(missing)} ONNX op type(s) of the model have no "
+                     f"translation to IR ops here: {'; '.join(parts)}; translated: "
+                     f"{', '.join(known)}")

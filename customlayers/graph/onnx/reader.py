@@ -32,7 +32,7 @@ from ..fold_eval import shape_text
 from ..guard import located
 from .deferred import InferredShapes, value_symbols
 from .checks import (check_attribute_types, check_model, check_node, enum_name,
-                     schema_of, tensor_array, value_shape)
+                     refuse_untranslated, schema_of, tensor_array, value_shape)
 from .file import load_model_file
 from .shapes import infer_shapes
 from .table import TRANSLATIONS, translated_ops
@@ -187,6 +187,8 @@ class _OnnxReader:
                 if names and any(isinstance(d, str) for d in names):
                     attrs["dim_names"] = shape_text(names)    # bound per request's shapes
                 self.emit("Parameter", [], [vi.name], vi.name, attrs=attrs)
+        refuse_untranslated([(i, node_name(n, i), n) for i, n in enumerate(g.node)],
+                            self.is_custom, TRANSLATIONS, self.file, translated_ops())
         for index, node in enumerate(g.node):
             name = node_name(node, index)
             self.where = f"{self.file}: node {index} '{name}' ({node.op_type})"
