@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Callable
 
 from .diagnostics import Diagnostics, Location
+from .messages import clipped
 from .sources.source_text import SourceFile
 from .xmlload import Node
 
@@ -45,6 +46,15 @@ class ElementChecker:
         self.diags.info(loc, code, message, self.layer)
 
     # -- sources -------------------------------------------------------------------------
+    def formula_error(self, el, attr: str, text: str, e) -> None:
+        """CL060 for a formula attribute that does not parse (a FormulaError `e`), pointing at
+        the character where it stops when the value is one line of the attribute."""
+        loc = el.where(attr)
+        if attr in el.attr_locations and e.position is not None and "\n" not in text:
+            # the value starts after `attr="`; point at the character
+            loc = Location(loc.file, loc.line, loc.column + len(attr) + 2 + e.position)
+        self.error(loc, "CL060", f"{attr} '{clipped(text)}' does not parse: {e.message}")
+
     def _sources(self, kernel: Node | None) -> list[SourceFile] | None:
         """Every Source read in document order; None when one could not be read."""
         if kernel is None:

@@ -14,7 +14,7 @@ import difflib
 import re
 
 from ...errors import FormulaError
-from ..diagnostics import Diagnostics, Location
+from ..diagnostics import Diagnostics
 from ..elements import ElementChecker
 from ..formulas import parse_formula_list
 from ..kernel_signature import KernelParameter, find_kernel_parameters, kernel_names
@@ -368,10 +368,7 @@ class MvclChecker(ElementChecker):
             count = len(parse_formula_list(text, max_entries=None, functions=True,
                                            extra_names=True))
         except FormulaError as e:
-            loc = el.where(attr)
-            if attr in el.attr_locations and e.position is not None and "\n" not in text:
-                loc = Location(loc.file, loc.line, loc.column + len(attr) + 2 + e.position)
-            self.error(loc, "CL060", f"{attr} '{clipped(text)}' does not parse: {e.message}")
+            self.formula_error(el, attr, text, e)
             return None
         if count > max_entries:
             what = "one formula (a byte count)" if max_entries == 1 else f"at most {max_entries}"

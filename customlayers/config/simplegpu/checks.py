@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 
 from ...errors import FormulaError
-from ..diagnostics import Diagnostics, Location
+from ..diagnostics import Diagnostics
 from ..elements import ElementChecker, SourceReader, first_child
 from ..formulas import check_work_size_limits, parse_formula_list
 from ..kernel_signature import kernel_macros, kernel_names
@@ -243,11 +243,7 @@ class LayerChecker(ElementChecker):
                                           params=self.params)
             count = len(formulas)
         except FormulaError as e:
-            loc = el.where(attr)
-            if attr in el.attr_locations and e.position is not None and "\n" not in text:
-                # the value starts after `attr="`; point at the character
-                loc = Location(loc.file, loc.line, loc.column + len(attr) + 2 + e.position)
-            self.error(loc, "CL060", f"{attr} '{clipped(text)}' does not parse: {e.message}")
+            self.formula_error(el, attr, text, e)
             return None
         if max_entries is not None and count > max_entries:
             self.error(el.where(attr), "CL061", f"{attr} '{clipped(text)}' has {count} entries; "
