@@ -7,7 +7,7 @@ only translate.py, deferred.py and checks.py: no module imports one that imports
 """
 from __future__ import annotations
 
-from . import ops_fold, ops_math, ops_nn, ops_tensor  # noqa: F401  (importing them registers them)
+from . import ops_fold, ops_math, ops_nn, ops_norm, ops_tensor  # noqa: F401  (importing them registers them)
 from .translate import REGISTERED
 
 TRANSLATIONS: dict = REGISTERED
