@@ -53,6 +53,10 @@ class CustomLayers(Protocol):
         no loaded layer implements its type; a CustomLayersError saying why when the layer's
         rules give no shape for these inputs."""
 
+    def implements(self, op_type: str) -> bool:
+        """Whether a loaded layer has this type (a standard op the reader has no translation
+        for is then the user's layer)."""
+
 
 class _ShapesOnly:
     """A bare callable `(op_type, domain, attrs, input_shapes)` (the registry's output_shapes)
@@ -63,6 +67,9 @@ class _ShapesOnly:
 
     def check_implemented(self, nodes) -> None:
         return None
+
+    def implements(self, op_type: str) -> bool:
+        return False            # a bare shapes callable says nothing of what is loaded
 
     def output_shapes(self, node: CustomNode):
         shapes = [i.shape for i in node.inputs]

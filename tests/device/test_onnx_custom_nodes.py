@@ -248,3 +248,38 @@ def test_names_bind_first_then_position(tmp_path, engine):
     x = np.ones((1, 4, 1, 1), np.float32)
     y = _infer(model, engine, SCALE_SHIFT).infer({"x": x})["y"]
     np.testing.assert_allclose(y.reshape(-1), w + b)
+
+
+HARDMAX_PY = '''
+import numpy as np
+from customlayers.api import cpu_layer
+
+
+@cpu_layer("Hardmax")
+class Hardmax:
+    """ONNX Hardmax (opset 13): 1 at the first maximum of the last axis, 0 elsewhere."""
+
+    def output_shapes(self, input_shapes, attrs):
+        return [input_shapes[0]]
+
+    def execute(self, inputs, outputs, attrs):
+        outputs[0][...] = 0
+        np.put_along_axis(outputs[0], inputs[0].argmax(axis=-1)[..., None], 1.0, axis=-1)
+'''
+
+
+def test_a_standard_op_we_lack_runs_as_the_users_layer(tmp_path, engine):
+    """A model using a standard ONNX op with no translation here (Hardmax) runs when a loaded
+    layer of that type is given; without one the refusal says how to give it."""
+    nodes = [helper.make_node("Relu", ["x"], ["r"]),
+             helper.make_node("Hardmax", ["r"], ["y"], name="hmax")]
+    path = _save(tmp_path / "hardmax.onnx", nodes, [2, 3, 5])
+    x = np.random.default_rng(3).standard_normal((2, 3, 5)).astype(np.float32)
+    (tmp_path / "layers.py").write_text(HARDMAX_PY)
+    got = _infer(path, engine, python=[tmp_path / "layers.py"]).infer({"x": x})["y"]
+    want = np.zeros_like(x)
+    np.put_along_axis(want, np.maximum(x, 0).argmax(axis=-1)[..., None], 1.0, axis=-1)
+    np.testing.assert_array_equal(got, want)
+    with pytest.raises(ModelError, match=r"Hardmax has no translation.*a CustomLayer of type "
+                                         r"Hardmax \(-c config.xml\) or a Python layer"):
+        _infer(path, engine)

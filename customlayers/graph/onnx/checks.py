@@ -226,5 +226,6 @@ def refuse_untranslated(named_nodes, is_custom, translated, file: str, known: li
         parts.append(f"the ONNX op {op} has no translation "
                      f"(node{'s' if len(where) > 1 else ''} {shown})")
     raise ModelError(f"{file}: {len(missing)} ONNX op type(s) of the model have no "
-                     f"translation to IR ops here: {'; '.join(parts)}; translated: "
-                     f"{', '.join(known)}")
+                     f"translation to IR ops here: {'; '.join(parts)}. Run them as your own "
+                     f"layers: a CustomLayer of that type (-c config.xml) or a Python layer "
+                     f"(@cpu_layer, -l layers.py); translated: {', '.join(known)}")

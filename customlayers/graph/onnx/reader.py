@@ -132,7 +132,7 @@ class _OnnxReader:
         self.raw_data = raw_data or {}
         self.source = model                   # as read: before inference, for InferredShapes
         model = infer_shapes(onnx, model)
-        layers = as_custom_layers(custom_shapes)
+        layers = self.layers = as_custom_layers(custom_shapes)
         # value name -> why the custom node producing it could not shape it
         self.unknown_why: dict[str, str] = {}
         if layers is not None:
@@ -360,8 +360,12 @@ class _OnnxReader:
 
     # -- translation ------------------------------------------------------------------------
     def is_custom(self, node) -> bool:
-        """A node of another domain, or whose op_type ONNX does not define."""
-        return node.domain not in ("", "ai.onnx") or not self.onnx.defs.has(node.op_type)
+        """A node of another domain, or whose op_type ONNX does not define, or a standard op we
+        have no translation for that a loaded layer implements (the user wrote the op we lack)."""
+        if node.domain not in ("", "ai.onnx") or not self.onnx.defs.has(node.op_type):
+            return True
+        return node.op_type not in TRANSLATIONS and getattr(self, "layers", None) is not None \
+            and self.layers.implements(node.op_type)
 
     def translate(self, node, name: str, index: int) -> None:
         domain = node.domain if node.domain not in ("", "ai.onnx") else ""
@@ -374,8 +378,9 @@ class _OnnxReader:
         handler = TRANSLATIONS.get(op)
         if handler is not None:
             return handler(self, node, name, attrs)
-        self.refuse(f"the ONNX op {op} has no translation to IR ops here; translated: "
-                    f"{', '.join(translated_ops())}")
+        self.refuse(f"the ONNX op {op} has no translation to IR ops here; run it as your own "
+                    f"layer: a CustomLayer of type {op} (-c config.xml) or a Python layer "
+                    f"(@cpu_layer, -l layers.py); translated: {', '.join(translated_ops())}")
 
     def custom(self, node, name: str, domain: str, attrs: dict) -> None:
         if node.op_type in STRUCTURAL:

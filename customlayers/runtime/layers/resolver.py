@@ -84,6 +84,10 @@ class Resolver:
         if missing:
             raise self._unsupported(missing)
 
+    def implements(self, op_type: str) -> bool:
+        """Whether a loaded layer has this type (custom_shapes.CustomLayers)."""
+        return self.registry is not None and op_type in self.registry
+
     def output_shapes(self, node):
         """The output shapes of a custom node of a model being read (CustomNode), by its loaded
         layer's rules (Registry.output_shapes); None when no loaded layer implements it."""
@@ -100,7 +104,8 @@ class Resolver:
                  for n in missing]
         known = ", ".join(sorted(self.builtins))
         custom = ", ".join(self.registry.layer_types()) if self.registry is not None else "none"
-        hint = "write a CustomLayer for them and pass its config with -c"
+        hint = ("write a CustomLayer for them and pass its config with -c, or a Python layer "
+                "(@cpu_layer) and pass its module with -l")
         if any(n.domain and n.type in self.builtins for n in missing):
             hint += ("\n(a node of a custom domain runs only a loaded layer of its type, never "
                      "the built-in of the same name, which would ignore its attributes)")
