@@ -93,6 +93,8 @@ CODES: dict[str, str] = {
     "CL117": "validate --compile cannot choose a Where variant of an MVCL layer without "
              "attributes: give them with --param (info)",
     "CL118": "a kernel computes in half, and the device has no cl_khr_fp16",
+    "CL119": "--check-bounds and --sanitize do not check MVCL layers yet: their kernels ran "
+             "unchecked (a warning)",
 }
 
 

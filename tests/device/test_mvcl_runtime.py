@@ -251,3 +251,21 @@ def test_run_layer_runs_a_simplegpu_layer_with_data_blobs_too(registry):
     (got,) = run_layer(registry, "ScaleShift", [x], {}, {"weights": w, "biases": b})
     np.testing.assert_allclose(got, x * w.reshape(1, 5, 1, 1) + b.reshape(1, 5, 1, 1),
                                rtol=1e-6, atol=1e-6)
+
+
+def test_check_bounds_and_sanitize_are_never_a_silent_pass_on_an_mvcl_layer(tmp_path, capsys):
+    """They check one SimpleGPU kernel bound alone; an MVCL layer's stages are not checked yet:
+    run-layer refuses the flags (exit 2), validate --compile warns (CL119), neither says
+    nothing."""
+    x = tmp_path / "x.npy"
+    np.save(x, _x(1, 4, 6, 6))
+    for flag in ("--check-bounds", "--sanitize"):
+        code = main(["run-layer", "-c", str(REORG), "--layer", "ReorgYoloNHWC", "-i", str(x),
+                     "--param", "stride=2", "--output-shape", "1x16x3x3",
+                     "-o", str(tmp_path / "y.npy"), flag])
+        err = capsys.readouterr().err
+        assert code == 2 and f"{flag} check one SimpleGPU kernel" in err, err
+        assert not (tmp_path / "y.npy").exists()
+    code = main(["validate", "--compile", "--check-bounds", str(REORG), "--param", "stride=2"])
+    out = capsys.readouterr().out
+    assert "warning[CL119]" in out and "ReorgYoloNHWC" in out, out

@@ -38,8 +38,17 @@ class MvclCli:
         from ...jit.tensor import TensorDesc
         from .mvcl_validate import mvcl_compile_diagnostics
         from .validate import DEFAULT_INPUT_SHAPE
-        return mvcl_compile_diagnostics(registry, spec, given or [TensorDesc(DEFAULT_INPUT_SHAPE)],
-                                        params)
+        found = mvcl_compile_diagnostics(registry, spec, given or [TensorDesc(DEFAULT_INPUT_SHAPE)],
+                                         params)
+        asked = [flag for flag, on in (("--check-bounds", args.check_bounds),
+                                       ("--sanitize", args.sanitize)) if on]
+        if asked:       # said, never a silent pass: the stages are built, not checked
+            from ...config.diagnostics import WARNING, Diagnostic
+            found.append(Diagnostic.at(spec.location, WARNING, "CL119",
+                                       f"{' and '.join(asked)} do not check MVCL layers yet: "
+                                       f"layer '{spec.name}' was built, its kernels not "
+                                       f"checked", spec.name))
+        return found
 
 
 CLI_DIALECTS: dict[str, object] = {"SimpleGPU": SimpleGpuCli(), "MVCL": MvclCli()}

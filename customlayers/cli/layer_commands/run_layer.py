@@ -193,6 +193,12 @@ def _run_alone(registry, spec, args, params, data_paths, out_shapes) -> int:
     """A layer without one bound kernel (MVCL: stages, Where variants) runs through a one-layer
     network (runtime/compile/one_layer.py), the path it takes in a model."""
     from ...runtime.compile.one_layer import data_names, output_count, run_layer
+    asked = [flag for flag, on in (("--check-bounds", args.check_bounds),
+                                   ("--sanitize", args.sanitize)) if on]
+    if asked:       # refused, never a run that looks checked and was not
+        raise UsageError(f"{' and '.join(asked)} check one SimpleGPU kernel bound alone; "
+                         f"layer '{spec.name}' is an MVCL layer ({spec.location}), whose "
+                         f"stages they do not check yet: run it without them")
     count = output_count(spec, params)
     if not out_shapes:
         raise UsageError(f"layer '{spec.name}' is an MVCL layer, which has no shape formula: "
