@@ -269,3 +269,23 @@ def test_check_bounds_and_sanitize_are_never_a_silent_pass_on_an_mvcl_layer(tmp_
     code = main(["validate", "--compile", "--check-bounds", str(REORG), "--param", "stride=2"])
     out = capsys.readouterr().out
     assert "warning[CL119]" in out and "ReorgYoloNHWC" in out, out
+
+
+def test_a_parameter_no_mvcl_variant_reads_is_refused_with_a_suggestion(tmp_path, capsys,
+                                                                        registry):
+    """`--param strdie=2` for `stride` would run the default: refused, naming what it uses."""
+    x = tmp_path / "x.npy"
+    np.save(x, _x(1, 4, 6, 6))
+    code = main(["run-layer", "-c", str(REORG), "--layer", "ReorgYoloNHWC", "-i", str(x),
+                 "--param", "stride=2", "--param", "strdie=3", "--output-shape", "1x16x3x3",
+                 "-o", str(tmp_path / "y.npy")])
+    err = capsys.readouterr().err
+    assert code == 2 and "'strdie' (did you mean 'stride'?)" in err, err
+    registry.load(REORG)
+    with pytest.raises(BindingError, match="does not use the parameter 'strdie'"):
+        run_layer(registry, "ReorgYoloNHWC", [_x(1, 4, 6, 6)], {"stride": "2", "strdie": "3"},
+                  {}, [(1, 16, 3, 3)])
+    # the attributes the layer does read all pass
+    (got,) = run_layer(registry, "ReorgYoloNHWC", [_x(1, 4, 6, 6)], {"stride": "2"}, {},
+                       [(1, 16, 3, 3)])
+    assert got.shape == (1, 16, 3, 3)

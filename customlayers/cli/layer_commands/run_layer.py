@@ -199,6 +199,10 @@ def _run_alone(registry, spec, args, params, data_paths, out_shapes) -> int:
         raise UsageError(f"{' and '.join(asked)} check one SimpleGPU kernel bound alone; "
                          f"layer '{spec.name}' is an MVCL layer ({spec.location}), whose "
                          f"stages they do not check yet: run it without them")
+    from ...runtime.layers.dialects import runtime_of
+    unused = runtime_of(spec).unused_params(spec, params)
+    if unused:  # an ignored parameter would run the layer with its default: a wrong number
+        raise UsageError(runtime_of(spec).unused_params_message(spec, unused))
     count = output_count(spec, params)
     if not out_shapes:
         raise UsageError(f"layer '{spec.name}' is an MVCL layer, which has no shape formula: "

@@ -30,9 +30,11 @@ def unused_params(spec: LayerSpec, params: Mapping[str, str] | Iterable[str]
             for name in params if name not in used]
 
 
-def unused_params_message(spec: LayerSpec, unused: list[tuple[str, list[str]]]) -> str:
-    """One message for all of them: each name with its suggestions, then what the layer uses."""
-    used = used_attributes(spec)
+def unused_params_message(spec, unused: list[tuple[str, list[str]]],
+                          used: list[str] | None = None) -> str:
+    """One message for all of them: each name with its suggestions, then what the layer uses
+    (`used`: the names it reads, by default a SimpleGPU layer's Define params)."""
+    used = used_attributes(spec) if used is None else used
     parts = []
     for name, near in unused:
         hint = f" (did you mean {' or '.join(repr(n) for n in near)}?)" if near else ""

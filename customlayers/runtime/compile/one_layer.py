@@ -15,7 +15,6 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from ...config.dialects import dialect_of
-from ...config.simplegpu.params import unused_params_message
 from ...errors import BindingError
 from ...graph.graph import Graph, Node, Port
 from ...jit.tensor import normalize_dtype
@@ -77,7 +76,7 @@ def run_layer(registry, layer_type: str, inputs: Sequence[np.ndarray],
     params = {k: str(v) for k, v in (params or {}).items()}
     unused = runtime_of(spec).unused_params(spec, params)
     if unused:                     # a parameter no Define reads would run the default
-        raise BindingError(unused_params_message(spec, unused))
+        raise BindingError(runtime_of(spec).unused_params_message(spec, unused))
     arrays = [as_kernel_array(a) for a in inputs]
     blobs = {k: as_kernel_array(v) for k, v in (data or {}).items()}
     count = output_count(spec, params)

@@ -43,6 +43,10 @@ class SimpleGpuRuntime:
         from ...config.simplegpu.params import unused_params
         return unused_params(spec, params)
 
+    def unused_params_message(self, spec, unused) -> str:
+        from ...config.simplegpu.params import unused_params_message
+        return unused_params_message(spec, unused)
+
     def declared_types(self, spec, params: Mapping[str, str]):
         from .layer_input_types import kernel_declared_types
         return kernel_declared_types(spec)
@@ -71,7 +75,17 @@ class MvclRuntime:
         return sorted(blob_names(select_stages(spec, params)))
 
     def unused_params(self, spec, params: Mapping[str, str]):
-        return []        # its attributes select variants and feed formulas: none is checked
+        """The given parameters that no <Where>, Scalar or formula of any variant reads."""
+        import difflib
+        from ...config.mvcl.params import used_attributes
+        used = used_attributes(spec)
+        return [(name, difflib.get_close_matches(name, used, n=3, cutoff=0.5))
+                for name in params if name not in used]
+
+    def unused_params_message(self, spec, unused) -> str:
+        from ...config.mvcl.params import used_attributes
+        from ...config.simplegpu.params import unused_params_message
+        return unused_params_message(spec, unused, used_attributes(spec))
 
     def declared_types(self, spec, params: Mapping[str, str]):
         from .layer_input_types import stage_declared_types
