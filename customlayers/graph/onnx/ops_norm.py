@@ -29,12 +29,26 @@ def _scale_and_bias(r, node, name: str, normalized: str, shape, out: str) -> Non
         r.emit("Add", [scaled, bias], [out], name, _NUMPY)
 
 
+def _divided_by_root_mean(r, name: str, numerator: str, square: str, axes: str, kept, shape,
+                          epsilon: float) -> tuple[str, str]:
+    """numerator / sqrt(mean(square over axes) + epsilon): (the quotient, the root)."""
+    eps = r.const(f"{name}/eps", np.float32(epsilon))
+    mean = f"{name}/mean_square"
+    r.emit("ReduceMean", [square, axes], [mean], mean, {"keep_dims": "true"}, shapes=[kept])
+    mean_eps = f"{name}/mean_eps"
+    r.emit("Add", [mean, eps], [mean_eps], mean_eps, _NUMPY, shapes=[kept])
+    root = f"{name}/root"
+    r.emit("Sqrt", [mean_eps], [root], root, shapes=[kept])
+    quotient = f"{name}/normalized"
+    r.emit("Divide", [numerator, root], [quotient], quotient, _NUMPY, shapes=[shape])
+    return quotient, root
+
+
 @translates("LayerNormalization")
 def _layer_norm(r, node, name: str, attrs: dict) -> None:
     """(x - mean) / sqrt(var + epsilon) * Scale + B over the axes from `axis` on."""
     x, shape, axes, kept = _trailing_axes(r, node, name, attrs, "LayerNormalization")
     outputs = list(node.output) + ["", ""]
-    eps = r.const(f"{name}/eps", np.float32(attrs.get("epsilon", 1e-5)))
     mean = outputs[1] or f"{name}/mean"
     r.emit("ReduceMean", [x, axes], [mean], f"{name}/mean", {"keep_dims": "true"},
            shapes=[kept])
@@ -42,14 +56,8 @@ def _layer_norm(r, node, name: str, attrs: dict) -> None:
     r.emit("Subtract", [x, mean], [centered], centered, _NUMPY, shapes=[shape])
     square = f"{name}/square"
     r.emit("Multiply", [centered, centered], [square], square, _NUMPY, shapes=[shape])
-    var = f"{name}/var"
-    r.emit("ReduceMean", [square, axes], [var], var, {"keep_dims": "true"}, shapes=[kept])
-    var_eps = f"{name}/var_eps"
-    r.emit("Add", [var, eps], [var_eps], var_eps, _NUMPY, shapes=[kept])
-    std = f"{name}/std"
-    r.emit("Sqrt", [var_eps], [std], std, shapes=[kept])
-    normalized = f"{name}/normalized"
-    r.emit("Divide", [centered, std], [normalized], normalized, _NUMPY, shapes=[shape])
+    normalized, std = _divided_by_root_mean(r, name, centered, square, axes, kept, shape,
+                                            attrs.get("epsilon", 1e-5))
     _scale_and_bias(r, node, name, normalized, shape, outputs[0])
     if outputs[2]:
         one = r.const(f"{name}/one", np.float32(1.0))
@@ -60,15 +68,8 @@ def _layer_norm(r, node, name: str, attrs: dict) -> None:
 def _rms_norm(r, node, name: str, attrs: dict) -> None:
     """x / sqrt(mean(x * x) + epsilon) * scale over the axes from `axis` on."""
     x, shape, axes, kept = _trailing_axes(r, node, name, attrs, "RMSNormalization")
-    eps = r.const(f"{name}/eps", np.float32(attrs.get("epsilon", 1e-5)))
     square = f"{name}/square"
     r.emit("Multiply", [x, x], [square], square, _NUMPY, shapes=[shape])
-    mean = f"{name}/mean_square"
-    r.emit("ReduceMean", [square, axes], [mean], mean, {"keep_dims": "true"}, shapes=[kept])
-    mean_eps = f"{name}/mean_eps"
-    r.emit("Add", [mean, eps], [mean_eps], mean_eps, _NUMPY, shapes=[kept])
-    rms = f"{name}/rms"
-    r.emit("Sqrt", [mean_eps], [rms], rms, shapes=[kept])
-    normalized = f"{name}/normalized"
-    r.emit("Divide", [x, rms], [normalized], normalized, _NUMPY, shapes=[shape])
+    normalized, _ = _divided_by_root_mean(r, name, x, square, axes, kept, shape,
+                                          attrs.get("epsilon", 1e-5))
     _scale_and_bias(r, node, name, normalized, shape, node.output[0])
