@@ -97,6 +97,18 @@ def _leaky_relu(r, node, name: str, attrs: dict) -> None:
     r.emit("PRelu", [node.input[0], slope], [node.output[0]], name)
 
 
+@translates("Gelu")
+def _gelu(r, node, name: str, attrs: dict) -> None:
+    """opset 20: approximate 'none' (the erf form) or 'tanh'."""
+    approximate = attrs.get("approximate", b"none")
+    approximate = approximate.decode() if isinstance(approximate, bytes) else str(approximate)
+    modes = {"none": "erf", "tanh": "tanh"}
+    if approximate not in modes:
+        r.refuse(f"approximate='{approximate}' is not one of none, tanh")
+    r.emit("Gelu", [node.input[0]], [node.output[0]], name,
+           {"approximation_mode": modes[approximate]})
+
+
 @translates("Elu")
 def _elu(r, node, name: str, attrs: dict) -> None:
     r.emit("Elu", [node.input[0]], [node.output[0]], name,
