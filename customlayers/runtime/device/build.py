@@ -33,6 +33,7 @@ import pyopencl as cl
 
 from ... import settings
 from ...errors import BindingError, KernelBuildError
+from .kernel_info import kernel_by_name, kernel_names
 from .limits import check_kernel_work_group
 
 # the codes of validate --compile (config/codes.py) for what each step of the layer-compile
@@ -307,10 +308,9 @@ def finish_layer_kernel(engine, spec, program, built: cl.Program, *, who: str, l
 
 
 def entry_kernel(program: cl.Program, entry: str, *, who: str, location, layer: str) -> cl.Kernel:
-    try:
-        return cl.Kernel(program, entry)
-    except cl.Error:
-        names = program.get_info(cl.program_info.KERNEL_NAMES) or ""
-        found = ", ".join(n for n in names.split(";") if n) or "none"
+    kernel = kernel_by_name(program, entry)
+    if kernel is None:
+        found = ", ".join(kernel_names(program)) or "none"
         raise BindingError(f"{who}: entry '{entry}' ({location}) is not a kernel of its sources; "
-                           f"kernels found: {found}").at(location, ENTRY_CODE, layer) from None
+                           f"kernels found: {found}").at(location, ENTRY_CODE, layer)
+    return kernel
