@@ -8,8 +8,8 @@ shape-folding pass (deferred.py), the translations by kind of op (ops_nn.py, ops
 ops_math.py, ops_fold.py), and the one table of them the reader asks (table.py).
 
 May import: the rest of graph/ (graph.py, guard.py, limits.py, custom_shapes.py),
-errors and files, numpy and onnx; nothing above the graph floor (pyproject.toml's floors).
-Inside, imports go one way: reader -> table -> ops_* -> translate, deferred, checks (no module
-imports one that imports it back; tests/unit/test_onnx_layout.py). This file imports nothing, so that
-importing one module of the room does not import the others.
+errors, files and dtypes, numpy and onnx; nothing above the graph floor (pyproject.toml's
+floors). Inside, imports go one way: reader -> table -> ops_* -> translate, deferred, checks (no
+module imports one that imports it back; tests/unit/test_onnx_layout.py). This file imports
+nothing, so that importing one module of the room does not import the others.
 """

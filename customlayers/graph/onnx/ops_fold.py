@@ -9,7 +9,7 @@ import numpy as np
 
 from ... import dtypes
 from .deferred import fold_or_defer, is_pending
-from .translate import translates
+from .translate import dtype_of, translates
 
 # ONNX ops translated here, evaluated by graph/fold_eval.py
 SHAPE_ONLY = ("Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "Not", "And", "Or",
@@ -33,19 +33,8 @@ def _size(r, node, name: str, attrs: dict) -> None:
 @translates("CastLike")
 def _cast_like(r, node, name: str, attrs: dict) -> None:
     """Input 1 gives only its element type, known at load whatever computes it."""
-    target = _dtype_of(r, node.input[1])
-    if target is None:
+    target = dtype_of(r, node.input[1])
+    if not target:
         r.refuse(f"the element type of '{node.input[1]}' (input 1) is unknown")
     fold_or_defer(r, "CastLike", [node.input[0]], [node.output[0]], name,
                   {"to": dtypes.numpy_of(target).name, "boolean": 0})
-
-
-def _dtype_of(r, value: str) -> str | None:
-    folded = r.folded(value)
-    if folded is not None:
-        return dtypes.from_numpy(folded.dtype)
-    name = r.alias.get(value, value)
-    source = r.values.get(name)
-    if source is not None:
-        return r.graph.nodes[source[0]].outputs[source[1]].dtype or None
-    return r.info.get(name, (None, ""))[1] or None

@@ -8,7 +8,7 @@ import numpy as np
 
 from ... import dtypes
 from .deferred import try_shape_arithmetic
-from .translate import axis_in, const_input, float_text, intermediate, keep_axes, \
+from .translate import axis_in, const_input, dtype_of, float_text, intermediate, keep_axes, \
     legacy_broadcast, optional_input, translates
 
 # ONNX ops whose IR counterpart has the same inputs and no attributes: registered below as
@@ -26,7 +26,7 @@ def _clip(r, node, name: str, attrs: dict) -> None:
     """A missing bound is the element type's own lowest or highest value (as ONNX Runtime has
     it: an infinity becomes the largest finite float), never a float constant cast into an
     integer type; integer bounds are written exactly (an int64 past 2**53)."""
-    dtype = _dtype_of(r, node.input[0])
+    dtype = dtype_of(r, node.input[0])
     bounds = {"min": attrs.get("min"), "max": attrs.get("max")}   # before opset 11
     for k, slot in ((1, "min"), (2, "max")):   # opset 11+: bounds are inputs
         if len(node.input) > k and node.input[k]:
@@ -38,17 +38,6 @@ def _clip(r, node, name: str, attrs: dict) -> None:
             bounds[slot] = value.reshape(-1)[0].item()
     text = {slot: _bound_text(v, dtype, slot) for slot, v in bounds.items()}
     r.emit("Clamp", [node.input[0]], [node.output[0]], name, text)
-
-
-def _dtype_of(r, value: str) -> str:
-    """The element type of a value ('f32', 'i64', ...; '' when unknown)."""
-    folded = r.folded(value)
-    if folded is not None:
-        return dtypes.from_numpy(folded.dtype) or ""
-    source = r.values.get(r.alias.get(value, value))
-    if source is not None:
-        return r.graph.nodes[source[0]].outputs[source[1]].dtype or ""
-    return r.info.get(r.alias.get(value, value), (None, ""))[1]
 
 
 def _bound_text(value, dtype: str, slot: str) -> str:

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .translate import axis_in, keep_axes, rank_of, translates
+from ... import dtypes
+from .translate import axis_in, dtype_of, keep_axes, rank_of, translates
 
 _NUMPY = {"auto_broadcast": "numpy"}
 
@@ -92,16 +93,6 @@ def _trilu(r, node, name: str, attrs: dict) -> None:
         k = int(np.asarray(value).reshape(-1)[0])
     ones = np.ones(shape[-2:], np.int64)
     mask = np.triu(ones, k) if int(attrs.get("upper", 1)) else np.tril(ones, k)
-    dtype = _element_dtype(r, x)
-    mask = r.const(f"{name}/mask", mask.astype(dtype))
+    dtype = dtype_of(r, x)
+    mask = r.const(f"{name}/mask", mask.astype(dtypes.numpy_of(dtype) if dtype else np.float32))
     r.emit("Multiply", [x, mask], [node.output[0]], name, _NUMPY)
-
-
-def _element_dtype(r, value: str):
-    """The numpy dtype of a value's elements (float32 when the model does not say)."""
-    from ... import dtypes
-    dtype = r.info.get(r.alias.get(value, value), (None, ""))[1]
-    source = r.values.get(r.alias.get(value, value))
-    if source is not None:
-        dtype = r.graph.nodes[source[0]].outputs[source[1]].dtype or dtype
-    return dtypes.numpy_of(dtype) if dtype else np.float32

@@ -7,7 +7,8 @@ only translate.py, deferred.py and checks.py: no module imports one that imports
 """
 from __future__ import annotations
 
-from . import ops_fold, ops_math, ops_nn, ops_norm, ops_tensor  # noqa: F401  (importing them registers them)
+# importing the op modules registers their translations
+from . import ops_fold, ops_math, ops_nn, ops_norm, ops_tensor  # noqa: F401
 from .translate import REGISTERED
 
 TRANSLATIONS: dict = REGISTERED

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ... import dtypes
+
 # ONNX op_type -> translation, filled by @translates as the op modules are imported; read it
 # through table.TRANSLATIONS, which is sure to have imported them all
 REGISTERED: dict = {}
@@ -115,6 +117,19 @@ def const_input(r, node, k: int, what: str) -> np.ndarray:
         r.refuse(f"the {what} (input {k}) must be a constant (an initializer or folded "
                  f"Constant), as the built-in op bakes it into its program")
     return value
+
+
+def dtype_of(r, value: str) -> str:
+    """The element type of a value ('f32', 'i64', ...; '' when unknown): a folded constant's,
+    the producing IR node's output, else what the model declares."""
+    folded = r.folded(value)
+    if folded is not None:
+        return dtypes.from_numpy(folded.dtype) or ""
+    name = r.alias.get(value, value)
+    source = r.values.get(name)
+    if source is not None:
+        return r.graph.nodes[source[0]].outputs[source[1]].dtype or ""
+    return r.info.get(name, (None, ""))[1]
 
 
 def rank_of(r, value: str, why: str) -> int:
