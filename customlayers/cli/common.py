@@ -101,6 +101,12 @@ def add_kernel_check_options(parser: argparse.ArgumentParser) -> None:
                              "(installs Debian's oclgrind on first use)")
 
 
+def kernel_checks_asked(args) -> list[str]:
+    """The kernel-check flags given (add_kernel_check_options), as spelled on the command line."""
+    return [flag for flag, on in (("--check-bounds", getattr(args, "check_bounds", False)),
+                                  ("--sanitize", getattr(args, "sanitize", False))) if on]
+
+
 # what guard zones cannot see, said wherever --check-bounds runs without --sanitize: a kernel
 # that reads past a short Data blob or input gives wrong numbers and no finding
 CHECK_BOUNDS_NOTE = ("note: --check-bounds does not see reads out of bounds (a kernel reading "

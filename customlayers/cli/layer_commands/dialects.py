@@ -40,8 +40,8 @@ class MvclCli:
         from .validate import DEFAULT_INPUT_SHAPE
         found = mvcl_compile_diagnostics(registry, spec, given or [TensorDesc(DEFAULT_INPUT_SHAPE)],
                                          params)
-        asked = [flag for flag, on in (("--check-bounds", args.check_bounds),
-                                       ("--sanitize", args.sanitize)) if on]
+        from ..common import kernel_checks_asked
+        asked = kernel_checks_asked(args)
         if asked:       # said, never a silent pass: the stages are built, not checked
             from ...config.diagnostics import WARNING, Diagnostic
             found.append(Diagnostic.at(spec.location, WARNING, "CL119",

@@ -18,8 +18,8 @@ from ...config.dialects import dialect_of
 from ...config.simplegpu.params import unused_params, unused_params_message
 from .. import UsageError
 from ..common import (add_build_options, add_kernel_check_options, build_cache,
-                     check_bounds_note, parse_params, report_kernel_problems, the_only_layer,
-                     warn_if_not_finite)
+                     check_bounds_note, kernel_checks_asked, parse_params,
+                     report_kernel_problems, the_only_layer, warn_if_not_finite)
 from .config_files import refuse_models_as_configs
 from ..user_files.input_arrays import read_array
 from ..user_files.output import check_array_count, check_output_path, write_arrays_atomically
@@ -193,8 +193,7 @@ def _run_alone(registry, spec, args, params, data_paths, out_shapes) -> int:
     """A layer without one bound kernel (MVCL: stages, Where variants) runs through a one-layer
     network (runtime/compile/one_layer.py), the path it takes in a model."""
     from ...runtime.compile.one_layer import data_names, output_count, run_layer
-    asked = [flag for flag, on in (("--check-bounds", args.check_bounds),
-                                   ("--sanitize", args.sanitize)) if on]
+    asked = kernel_checks_asked(args)
     if asked:       # refused, never a run that looks checked and was not
         raise UsageError(f"{' and '.join(asked)} check one SimpleGPU kernel bound alone; "
                          f"layer '{spec.name}' is an MVCL layer ({spec.location}), whose "

@@ -25,7 +25,12 @@ def unused_params(spec: LayerSpec, params: Mapping[str, str] | Iterable[str]
                   ) -> list[tuple[str, list[str]]]:
     """(name, the used names it could have meant, nearest first) for every given parameter the
     layer does not use, in the order given."""
-    used = used_attributes(spec)
+    return unused_of(used_attributes(spec), params)
+
+
+def unused_of(used: list[str], params: Mapping[str, str] | Iterable[str]
+              ) -> list[tuple[str, list[str]]]:
+    """unused_params for a layer that reads the names `used` (any dialect)."""
     return [(name, difflib.get_close_matches(name, used, n=3, cutoff=0.5))
             for name in params if name not in used]
 

@@ -76,11 +76,9 @@ class MvclRuntime:
 
     def unused_params(self, spec, params: Mapping[str, str]):
         """The given parameters that no <Where>, Scalar or formula of any variant reads."""
-        import difflib
         from ...config.mvcl.params import used_attributes
-        used = used_attributes(spec)
-        return [(name, difflib.get_close_matches(name, used, n=3, cutoff=0.5))
-                for name in params if name not in used]
+        from ...config.simplegpu.params import unused_of
+        return unused_of(used_attributes(spec), params)
 
     def unused_params_message(self, spec, unused) -> str:
         from ...config.mvcl.params import used_attributes
