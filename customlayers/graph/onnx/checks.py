@@ -210,6 +210,13 @@ def value_shape(vi, where: str) -> tuple | None:
     return shape
 
 
+def own_layer_hint(of_type: str) -> str:
+    """How a user runs an op we have no translation for (the reader binds it to their loaded
+    layer of that type); `of_type`: "type Trilu", "its type"."""
+    return (f"run it as your own layer: a CustomLayer of {of_type} (-c config.xml) or a Python "
+            f"layer (@cpu_layer, -l layers.py)")
+
+
 def refuse_untranslated(named_nodes, is_custom, translated, file: str, known: list[str]) -> None:
     """Every standard op of the model with no translation, with its nodes, in one refusal
     (a model that needs several is told all it needs at once, not one op per attempt). One node
@@ -226,6 +233,5 @@ def refuse_untranslated(named_nodes, is_custom, translated, file: str, known: li
         parts.append(f"the ONNX op {op} has no translation "
                      f"(node{'s' if len(where) > 1 else ''} {shown})")
     raise ModelError(f"{file}: {len(missing)} ONNX op type(s) of the model have no "
-                     f"translation to IR ops here: {'; '.join(parts)}. Run them as your own "
-                     f"layers: a CustomLayer of that type (-c config.xml) or a Python layer "
-                     f"(@cpu_layer, -l layers.py); translated: {', '.join(known)}")
+                     f"translation to IR ops here: {'; '.join(parts)}. For each, "
+                     f"{own_layer_hint('its type')}; translated: {', '.join(known)}")

@@ -32,7 +32,7 @@ from ..fold_eval import shape_text
 from ..guard import located
 from .deferred import InferredShapes, value_symbols
 from .checks import (check_attribute_types, check_model, check_node, enum_name,
-                     refuse_untranslated, schema_of, tensor_array, value_shape)
+                     own_layer_hint, refuse_untranslated, schema_of, tensor_array, value_shape)
 from .file import load_model_file
 from .shapes import infer_shapes
 from .table import TRANSLATIONS, translated_ops
@@ -364,7 +364,7 @@ class _OnnxReader:
         have no translation for that a loaded layer implements (the user wrote the op we lack)."""
         if node.domain not in ("", "ai.onnx") or not self.onnx.defs.has(node.op_type):
             return True
-        return node.op_type not in TRANSLATIONS and getattr(self, "layers", None) is not None \
+        return node.op_type not in TRANSLATIONS and self.layers is not None \
             and self.layers.implements(node.op_type)
 
     def translate(self, node, name: str, index: int) -> None:
@@ -378,9 +378,8 @@ class _OnnxReader:
         handler = TRANSLATIONS.get(op)
         if handler is not None:
             return handler(self, node, name, attrs)
-        self.refuse(f"the ONNX op {op} has no translation to IR ops here; run it as your own "
-                    f"layer: a CustomLayer of type {op} (-c config.xml) or a Python layer "
-                    f"(@cpu_layer, -l layers.py); translated: {', '.join(translated_ops())}")
+        self.refuse(f"the ONNX op {op} has no translation to IR ops here; {own_layer_hint('type ' + op)}; "
+                    f"translated: {', '.join(translated_ops())}")
 
     def custom(self, node, name: str, domain: str, attrs: dict) -> None:
         if node.op_type in STRUCTURAL:
