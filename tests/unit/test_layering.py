@@ -38,14 +38,21 @@ def test_the_import_contracts_are_kept():
     assert kept_broken(0) in done.stdout
 
 
-def test_an_upward_import_breaks_a_contract(tmp_path):
-    # a copy of the package whose jit/ imports runtime/ (and so pyopencl): both contracts fail
+def _copy_with(tmp_path: Path, line: str, *modules: str) -> subprocess.CompletedProcess:
+    """import-linter on a copy of the package where each of `modules` ends with the import
+    `line`."""
     shutil.copytree(ROOT / "customlayers", tmp_path / "customlayers",
                     ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
-    bad = tmp_path / "customlayers" / "jit" / "tensor.py"
-    bad.write_text(bad.read_text() + "\nfrom ..runtime.device import build  # noqa\n")
-    done = lint_imports(tmp_path)
+    for module in modules:
+        bad = tmp_path / "customlayers" / module
+        bad.write_text(bad.read_text() + f"\n{line}  # noqa\n")
+    return lint_imports(tmp_path)
+
+
+def test_an_upward_import_breaks_a_contract(tmp_path):
+    # a copy of the package whose jit/ imports runtime/ (and so pyopencl): both contracts fail
+    done = _copy_with(tmp_path, "from ..runtime.device import build", "jit/tensor.py")
     assert done.returncode != 0
     assert kept_broken(2) in done.stdout
     assert "customlayers.jit.tensor -> customlayers.runtime.device.build" in done.stdout
@@ -54,12 +61,7 @@ def test_an_upward_import_breaks_a_contract(tmp_path):
 def test_a_pass_that_imports_runtime_breaks_a_contract(tmp_path):
     # the graph passes run without a device: one that reaches for runtime/ (and so pyopencl)
     # breaks the floors and the OpenCL contract
-    shutil.copytree(ROOT / "customlayers", tmp_path / "customlayers",
-                    ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
-    bad = tmp_path / "customlayers" / "passes" / "graph_edit.py"
-    bad.write_text(bad.read_text() + "\nfrom ..runtime.device import device  # noqa\n")
-    done = lint_imports(tmp_path)
+    done = _copy_with(tmp_path, "from ..runtime.device import device", "passes/graph_edit.py")
     assert done.returncode != 0
     assert kept_broken(2) in done.stdout
     assert "customlayers.passes.graph_edit -> customlayers.runtime.device.device" in done.stdout
@@ -67,44 +69,30 @@ def test_a_pass_that_imports_runtime_breaks_a_contract(tmp_path):
 
 def test_ray_outside_integrations_breaks_a_contract(tmp_path):
     # Ray is an optional extra: a runtime module that imports it would break a plain install
-    shutil.copytree(ROOT / "customlayers", tmp_path / "customlayers",
-                    ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
-    bad = tmp_path / "customlayers" / "runtime" / "compile" / "network.py"
-    bad.write_text(bad.read_text() + "\nimport ray  # noqa\n")
-    done = lint_imports(tmp_path)
+    done = _copy_with(tmp_path, "import ray", "runtime/compile/network.py")
     assert done.returncode != 0
     assert kept_broken(1) in done.stdout
     assert "customlayers.runtime.compile.network -> ray" in done.stdout
 
 
-def _copy_with(tmp_path: Path, module: str, line: str) -> subprocess.CompletedProcess:
-    shutil.copytree(ROOT / "customlayers", tmp_path / "customlayers",
-                    ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
-    bad = tmp_path / "customlayers" / module
-    bad.write_text(bad.read_text() + f"\n{line}  # noqa\n")
-    return lint_imports(tmp_path)
-
-
 def test_a_room_that_imports_a_room_above_breaks_a_contract(tmp_path):
     # execute/ runs what compile/ planned; a request that reached back up into the compiler
     # would make the rooms a circle again
-    done = _copy_with(tmp_path, "runtime/execute/run.py", "from ..compile import planner")
+    done = _copy_with(tmp_path, "from ..compile import planner", "runtime/execute/run.py")
     assert done.returncode != 0
     assert kept_broken(1) in done.stdout
     assert "customlayers.runtime.execute.run -> customlayers.runtime.compile.planner" in done.stdout
 
 
 def test_pyopencl_outside_the_device_and_execute_rooms_breaks_a_contract(tmp_path):
-    done = _copy_with(tmp_path, "runtime/compile/plan.py", "import pyopencl")
+    done = _copy_with(tmp_path, "import pyopencl", "runtime/compile/plan.py")
     assert done.returncode != 0
     assert kept_broken(1) in done.stdout
     assert "customlayers.runtime.compile.plan -> pyopencl" in done.stdout
 
 
 def test_a_layer_command_that_imports_a_model_command_breaks_a_contract(tmp_path):
-    done = _copy_with(tmp_path, "cli/layer_commands/jit.py", "from ..model_commands import run")
+    done = _copy_with(tmp_path, "from ..model_commands import run", "cli/layer_commands/jit.py")
     assert done.returncode != 0
     assert kept_broken(1) in done.stdout
     assert "customlayers.cli.layer_commands.jit -> customlayers.cli.model_commands.run" in done.stdout
@@ -118,13 +106,7 @@ CHECKERS_AND_TUNER = ("runtime/checks/bounds.py", "runtime/checks/bounds_process
 def test_the_checkers_and_the_tuner_reach_opencl_only_through_device_and_execute(tmp_path):
     # their buffers, launches and device opening live in execute/ and device/ (one_launch.py,
     # launch_timing.py, device.open_engine_at): none of them is an exception to the contract
-    shutil.copytree(ROOT / "customlayers", tmp_path / "customlayers",
-                    ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
-    for module in CHECKERS_AND_TUNER:
-        bad = tmp_path / "customlayers" / module
-        bad.write_text(bad.read_text() + "\nimport pyopencl  # noqa\n")
-    done = lint_imports(tmp_path)
+    done = _copy_with(tmp_path, "import pyopencl", *CHECKERS_AND_TUNER)
     assert done.returncode != 0
     assert kept_broken(1) in done.stdout
     for module in CHECKERS_AND_TUNER:
