@@ -153,14 +153,9 @@ def run_case(case: NodeCase, engine, workdir: Path) -> Outcome:
             return Outcome("skip", f"refused at run: {type(e).__name__}: {e}")
         except CustomLayersError as e:
             return Outcome("fail", f"data set {k}: {type(e).__name__}: {e}")
-        for name, want in zip(out_names, expected):
-            if want is None:
-                continue
-            if name not in got:
-                return Outcome("fail", f"data set {k}: no output '{name}' (got {sorted(got)})")
-            diff = conf.compare(got[name], want, case.rtol, case.atol)
-            if diff:
-                return Outcome("fail", f"data set {k}, output '{name}': {diff}")
+        problem = conf.output_problem(got, out_names, expected, k, case.rtol, case.atol)
+        if problem:
+            return Outcome("fail", problem)
     return Outcome("pass")
 
 
