@@ -268,17 +268,16 @@ def build_layer_kernel(engine, spec, program, options: str, *, who: str, locatio
     are located at `location` and name the layer as `who` says ("layer type 'X'", "MVCL layer
     'X' stage 1"); a build that failed on the options is located at `options_location` when one
     is given. A network builds its custom layers' programs in its parallel batch instead and
-    calls place_build_error and finish_layer_kernel itself (Registry.finish)."""
+    hands each result to finish_layer_kernel itself (Registry.finish, mvcl_build.finish_stage)."""
+    warnings = ""
     try:
         built, warnings = engine.cache.build_with_warnings(
             engine.context, engine.device, program.text, options, line_map=program.line_map,
             label=label)
     except KernelBuildError as e:
-        raise place_build_error(e, location=location, layer=spec.name,
-                                user_options=program.options,
-                                options_location=options_location) from e.__cause__
+        built = e
     kernel = finish_layer_kernel(engine, spec, program, built, who=who, location=location,
-                                 check_kernel=check_kernel)
+                                 options_location=options_location, check_kernel=check_kernel)
     return BuiltKernel(built, kernel, warnings)
 
 
@@ -295,11 +294,19 @@ def place_build_error(e: KernelBuildError, *, location, layer: str, user_options
     return e.at(location, BUILD_CODE, layer)
 
 
-def finish_layer_kernel(engine, spec, program, built: cl.Program, *, who: str, location,
+def finish_layer_kernel(engine, spec, program, built, *, who: str, location,
+                        options_location=None,
                         check_kernel: Callable[[cl.Kernel], None] | None = None) -> cl.Kernel:
     """The checks of a built custom layer program, in either dialect: its entry is a kernel of
     it, the dialect's checks of that kernel (`check_kernel`: its argument count ...), and the
-    kernel's own work-group limit against the program's local size."""
+    kernel's own work-group limit against the program's local size. `built`: the cl.Program, or
+    the error its build raised (a KernelBuildError is raised here, placed at the descriptor by
+    place_build_error)."""
+    if isinstance(built, KernelBuildError):
+        raise place_build_error(built, location=location, layer=spec.name,
+                                user_options=program.options, options_location=options_location)
+    if isinstance(built, BaseException):
+        raise built
     kernel = entry_kernel(built, program.entry, who=who, location=location, layer=spec.name)
     if check_kernel is not None:
         check_kernel(kernel)

@@ -36,12 +36,11 @@ from ...config.diagnostics import Diagnostic, Diagnostics, Location, WARNING
 from ...config.loader import ConfigSet, load_config_string, load_configs
 from ...config.simplegpu.params import unused_params, unused_params_message
 from ...config.simplegpu.spec import LayerSpec
-from ...errors import BindingError, CustomLayersError, KernelBuildError, UnknownLayerError
+from ...errors import BindingError, CustomLayersError, UnknownLayerError
 from ...jit.bindings import kernel_tensors
 from ...jit.program import generate_program
 from ...jit.tensor import TensorDesc
-from ..device.build import (BUILD_CODE, PREPARE_CODE, build_layer_kernel, finish_layer_kernel,
-                            place_build_error)
+from ..device.build import BUILD_CODE, PREPARE_CODE, build_layer_kernel, finish_layer_kernel
 from ..device.device import Engine
 from ..device.device_memory import check_fits
 from ..device.kernel_info import CONSTANT, GLOBAL, param_declaration
@@ -280,14 +279,9 @@ class Registry:
         local size), and the BoundKernel. `program`: `prepared` built on this registry's
         engine, or the KernelBuildError its build raised (raised here, at the descriptor)."""
         spec = prepared.spec
-        if isinstance(program, KernelBuildError):
-            raise place_build_error(program, location=spec.location, layer=spec.name,
-                                    user_options=prepared.source.options,
-                                    options_location=_options_location(spec))
-        if isinstance(program, BaseException):
-            raise program
         kernel = finish_layer_kernel(self._engine, spec, prepared.source, program,
                                      who=f"layer type '{spec.name}'", location=spec.location,
+                                     options_location=_options_location(spec),
                                      check_kernel=_kernel_checks(spec))
         return self._bound(prepared, program, kernel)
 
