@@ -1,9 +1,15 @@
 """Built-in layers. Importing this package registers every op (see base.register_op).
 
-Rooms: nn/ (Convolution, MatMul, GEMM, pooling, normalization, softmax, reduce) and tensor/
-(elementwise, activations, views, concat, transpose ...), independent of each other, over the
-shared base.py (Op, register_op), _nn.py, _program.py (kernel files, #define blocks) and
-reorder.py. A new op is a module in one room, a line in _modules.py and its .cl file.
+Rooms, over the shared base.py (Op, register_op), _nn.py, _program.py (kernel files, #define
+blocks) and reorder.py:
+- the base rooms, independent of each other: nn/ (Convolution, MatMul, GEMM, pooling), reduce/
+  (reductions, normalizations, softmax, losses) and tensor/ (elementwise, activations, views,
+  concat, transpose ...);
+- the upper rooms, which may use the base rooms and not each other: logic/ (comparisons, logic,
+  bitwise, Where, math functions), index/ (gather/scatter, arg-reductions, TopK, cumulative
+  sums), image/ (Resize, GridSample, RoiAlign, NonMaxSuppression), recurrent/ (LSTM, GRU, RNN)
+  and attention/.
+A new op is a module in one room, a line in _modules.py and its .cl file.
 
 May import: jit, config, graph types, errors, settings, dtypes. Not passes/, runtime/ or
 pyopencl.

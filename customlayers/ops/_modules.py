@@ -3,10 +3,19 @@ import importlib
 
 for _name in (
     # neural-network ops (convolution, matmul, pooling, normalization, softmax, reduce)
-    "nn.conv", "nn.matmul", "nn.pooling", "nn.norm", "nn.softmax", "nn.reduce",
+    "nn.conv", "nn.matmul", "nn.pooling",
+    # reductions, normalizations and softmax
+    "reduce.norm", "reduce.softmax", "reduce.reduce",
     # tensor ops (elementwise, activations, concat, views, transpose, shuffle, convert, ...)
     "tensor.eltwise", "tensor.activation", "tensor.concat", "tensor.views", "tensor.transpose",
     "tensor.shuffle", "tensor.misc", "tensor.space_depth",
     "tensor.onnx_extra",   # Sign, SoftSign, Selu, HardSigmoid, Shrink (for ONNX models)
+    # the upper rooms: ops on data that ONNX models use, over the base rooms above
+    "logic.compare",       # comparisons, logic, bitwise, Where, IsNaN/IsInf, math functions
+    "index.gather",        # GatherElements/ND, Scatter*, ArgMax/Min, TopK, CumSum, OneHot ...
+    "image.resize",        # Resize, Upsample, GridSample, RoiAlign, NonMaxSuppression
+    "recurrent.rnn",       # LSTM, GRU, RNN
+    "attention.attention", # Attention, RotaryEmbedding
+    "reduce.loss",         # NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss
 ):
     importlib.import_module(f"{__package__}.{_name}")

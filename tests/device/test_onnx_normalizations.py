@@ -1,5 +1,5 @@
 """Issue 20 item 2, the transformers' normalizations: ONNX LayerNormalization (opset 17) and
-RMSNormalization (opset 23), decomposed at load (graph/onnx/ops_norm.py), on the shapes a
+RMSNormalization (opset 23), decomposed at load (graph/onnx/ops/norm.py), on the shapes a
 ViT/BERT block gives them, against ONNX Runtime (LayerNormalization, with its Mean and
 InvStdDev outputs) and numpy (RMSNormalization, newer than this ONNX Runtime's opsets)."""
 from __future__ import annotations

@@ -15,7 +15,7 @@ from onnx import TensorProto as T, helper, numpy_helper
 
 from customlayers.cli import main as cli_main
 from customlayers.errors import DeviceError, ModelError
-from customlayers.graph.onnx.ops_math import BINARY, UNARY
+from customlayers.graph.onnx.ops.arith import BINARY, UNARY
 from customlayers.graph.onnx.reader import read_onnx
 from customlayers.ops.base import OPS
 from customlayers.runtime.device.limits import has_fp16

@@ -17,7 +17,7 @@ from customlayers.errors import ModelError
 from customlayers.graph.guard import is_unchecked
 from customlayers.graph.load import read_model
 from customlayers.graph.onnx.table import TRANSLATIONS
-from customlayers.graph.onnx.ops_math import BINARY, UNARY
+from customlayers.graph.onnx.ops.arith import BINARY, UNARY
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "models"
 TINY_XML = (DATA / "tiny.xml").read_text()

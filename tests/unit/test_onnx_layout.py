@@ -14,8 +14,8 @@ from customlayers.graph.onnx.table import TRANSLATIONS, translated_ops
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = "customlayers.graph.onnx"
-MODULES = sorted(p.stem for p in (ROOT / "customlayers/graph/onnx").glob("*.py")
-                 if p.stem != "__init__")
+MODULES = sorted(".".join(p.relative_to(ROOT / "customlayers/graph/onnx").with_suffix("").parts)
+                 for p in (ROOT / "customlayers/graph/onnx").rglob("*.py") if p.stem != "__init__")
 
 
 def test_no_module_imports_one_that_imports_it_back():

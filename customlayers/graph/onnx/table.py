@@ -2,13 +2,14 @@
 
 Importing the op modules is what registers their translations (@translates in translate.py);
 this is the one module that imports them all, so a table read from here is complete. Nothing
-in graph/onnx/ other than reader.py imports this module, and of this room the op modules import
+in graph/onnx/ other than reader.py imports this module, and of this room the op modules (ops/) import
 only translate.py, deferred.py and checks.py: no module imports one that imports it back.
 """
 from __future__ import annotations
 
 # importing the op modules registers their translations
-from . import ops_fold, ops_math, ops_nn, ops_norm, ops_tensor  # noqa: F401
+from .ops import (arith, attention, fold, image, index, logic, loss, nn, norm,  # noqa: F401
+                  recurrent, tensor)  # noqa: F401
 from .translate import REGISTERED
 
 TRANSLATIONS: dict = REGISTERED

@@ -5,7 +5,7 @@ A translation is f(reader, node, name, attrs), registered for its ONNX op types 
 @translates; it reads the ONNX node (attrs decoded by onnx.helper) and emits IR nodes through
 reader.emit / reader.const, so the IR ops and attribute text the built-in ops read come out
 (ints "1, 1", floats as the shortest float32 text). The translations live by kind of op in
-ops_nn.py, ops_tensor.py and ops_math.py, which import this module; it imports none of them.
+the modules of ops/ (nn.py, tensor.py, arith.py, ...), which import this module; it imports none of them.
 The table the reader asks is assembled in table.py, which imports them all.
 
 Before a translation runs, the reader has checked the node against ONNX's schema of its op for

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .translate import (axis_in, float_text, intermediate, ints_text, keep_axes, optional_input,
+from ..translate import (axis_in, float_text, intermediate, ints_text, keep_axes, optional_input,
                        rank_of, reshaped, spatial, text_attr, translates)
 
 AUTO_PAD = {"NOTSET": "explicit", "": "explicit", "SAME_UPPER": "same_upper",

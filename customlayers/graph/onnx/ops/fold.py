@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ... import dtypes
-from .deferred import fold_or_defer, is_pending
-from .translate import dtype_of, translates
+from .... import dtypes
+from ..deferred import fold_or_defer, is_pending
+from ..translate import dtype_of, translates
 
 # ONNX ops translated here, evaluated by graph/fold_eval.py
 SHAPE_ONLY = ("Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "Not", "And", "Or",

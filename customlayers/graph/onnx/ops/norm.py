@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ... import dtypes
-from .translate import axis_in, dtype_of, keep_axes, rank_of, translates
+from .... import dtypes
+from ..translate import axis_in, dtype_of, keep_axes, rank_of, translates
 
 _NUMPY = {"auto_broadcast": "numpy"}
 

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ... import dtypes
-from ..limits import MAX_DIM, element_count
-from .checks import enum_name
-from .deferred import (cast_attrs, deferred_slice, deferred_split, fold_or_defer, is_known,
+from .... import dtypes
+from ...limits import MAX_DIM, element_count
+from ..checks import enum_name
+from ..deferred import (cast_attrs, deferred_slice, deferred_split, fold_or_defer, is_known,
                        is_pending, try_shape_arithmetic)
-from .translate import axis_in, const_input, optional_input, rank_of, text_attr, translates
+from ..translate import axis_in, const_input, optional_input, rank_of, text_attr, translates
 
 # A constant the reader computes itself (ConstantOfShape) is held in memory while reading
 MAX_FOLDED_BYTES = 2**30

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ... import dtypes
-from .deferred import try_shape_arithmetic
-from .translate import axis_in, const_input, dtype_of, float_text, intermediate, keep_axes, \
+from .... import dtypes
+from ..deferred import try_shape_arithmetic
+from ..translate import axis_in, const_input, dtype_of, float_text, intermediate, keep_axes, \
     legacy_broadcast, optional_input, translates
 
 # ONNX ops whose IR counterpart has the same inputs and no attributes: registered below as
