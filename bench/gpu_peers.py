@@ -6,6 +6,8 @@
   torch.onnx.export, our outputs checked against torch's, then timed: ours (host arrays in and
   out: the upload and download are inside our time), torch eager and torch with a CUDA graph
   (fp32: TF32 off; cudnn.benchmark on), with the input already on the device;
+  ViT-B/16 (torchvision) and a BERT-base-shaped encoder (sequence 128, padding mask) b1 and
+  b32, exported at opset 17 (torch only);
   the ReLU example layer on 1x64x1024x1024 against a float4 copy kernel (bandwidth).
 
 Ratios come from this one run. Without torch (or CUDA) the torch columns say why they are
@@ -106,36 +108,59 @@ def torch_tcn(torch):
     return model
 
 
-def export(torch, model, shape, path: Path) -> Path:
-    x = torch.randn(*shape)
-    kwargs = dict(input_names=["x"], output_names=["y"], opset_version=13)
+def export(torch, model, xs: list, names: list, path: Path, opset: int = 13) -> Path:
+    args = tuple(torch.from_numpy(x) for x in xs)
+    kwargs = dict(input_names=names, output_names=["y"], opset_version=opset)
     try:
-        torch.onnx.export(model, (x,), str(path), dynamo=False, **kwargs)
+        torch.onnx.export(model, args, str(path), dynamo=False, **kwargs)
     except TypeError:                     # an older torch without the dynamo switch
-        torch.onnx.export(model, (x,), str(path), **kwargs)
+        torch.onnx.export(model, args, str(path), **kwargs)
     return path
 
 
-def torch_runners(torch, model, x: np.ndarray):
+def torch_bert(torch):
+    """A BERT-base-shaped encoder: embeddings, 12 post-norm layers 768 wide, 12 heads, GELU,
+    the padding mask from the attention mask (bench/architectures.py's, shared)."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("architectures", ROOT / "bench" /
+                                                  "architectures.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.torch_models(torch)["bert_base_128"][0]
+
+
+def case_inputs(model_name: str, batch: int) -> tuple[list, list]:
+    """(arrays, names) of one case's inputs."""
+    rng = np.random.default_rng(batch)
+    if model_name == "BERT-base":
+        ids = rng.integers(1, 30522, (batch, 128)).astype(np.int64)
+        mask = np.ones((batch, 128), np.int64)
+        mask[batch // 2:, 100:] = 0
+        return [ids, mask], ["ids", "mask"]
+    shape = {"TCN": (batch, 1, TCN_LENGTH)}.get(model_name, (batch, 3, 224, 224))
+    return [rng.standard_normal(shape).astype(np.float32)], ["x"]
+
+
+def torch_runners(torch, model, xs: list):
     """(eager, cuda_graph, output): callables that run once and synchronize."""
     model = model.cuda().eval()
-    xd = torch.from_numpy(x).cuda()
+    xd = [torch.from_numpy(x).cuda() for x in xs]
 
     def eager():
         with torch.no_grad():
-            model(xd)
+            model(*xd)
         torch.cuda.synchronize()
     with torch.no_grad():
-        out = model(xd).cpu().numpy()
+        out = model(*xd).cpu().numpy()
         stream = torch.cuda.Stream()
         stream.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(stream):
             for _ in range(3):
-                model(xd)
+                model(*xd)
         torch.cuda.current_stream().wait_stream(stream)
         graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(graph):
-            model(xd)
+            model(*xd)
 
     def replay():
         graph.replay()
@@ -201,7 +226,7 @@ def light_resnet50(workdir: Path, batch: int) -> tuple[Path, dict]:
 
 
 # -- ours ----------------------------------------------------------------------------------
-def ours(engine, path: Path, shapes: dict | None, x: np.ndarray, runs: int, tuning: str):
+def ours(engine, path: Path, shapes: dict | None, xs: list, runs: int, tuning: str):
     """(host ms, device-tensor ms, device ms of the kernels, launches, output, tuning note).
     host: numpy in and out; device-tensor: the input and the output are device buffers set on
     the request (set_tensor), as torch's are tensors on the GPU, so the time is the inference's
@@ -210,15 +235,16 @@ def ours(engine, path: Path, shapes: dict | None, x: np.ndarray, runs: int, tuni
     from customlayers.runtime.observe import profile
     from customlayers.runtime.compile.network import Network
     net = Network(path, engine=engine, input_shapes=shapes, tuning=tuning)
-    name = net.input_names[0]
+    feeds = dict(zip(net.input_names, xs))
     req = net.create_request()
-    outputs = req.infer({name: x})
+    outputs = req.infer(feeds)
     out = list(outputs.values())[0]
-    host = median_ms(lambda: req.infer({name: x}), runs)
+    host = median_ms(lambda: req.infer(feeds), runs)
     mf = cl.mem_flags
     on_device = net.create_request()
-    on_device.set_tensor(name, cl.Buffer(engine.context, mf.READ_WRITE | mf.COPY_HOST_PTR,
-                                         hostbuf=np.ascontiguousarray(x)))
+    for name, x in feeds.items():
+        on_device.set_tensor(name, cl.Buffer(engine.context, mf.READ_WRITE | mf.COPY_HOST_PTR,
+                                             hostbuf=np.ascontiguousarray(x)))
     for out_name, value in outputs.items():
         on_device.set_tensor(out_name, cl.Buffer(engine.context, mf.READ_WRITE, value.nbytes))
 
@@ -230,7 +256,7 @@ def ours(engine, path: Path, shapes: dict | None, x: np.ndarray, runs: int, tuni
     treq = timed.create_request()
     kernel_runs = []
     for _ in range(max(3, runs // 5)):
-        treq.infer({name: x})
+        treq.infer(feeds)
         kernel_runs.append(sum(r.ns for r in profile.collect(treq)) / 1e6)
     note = next((m for m in net.messages if m.startswith("tuning")), "")
     return host, device, statistics.median(kernel_runs), len(treq.events), out, note
@@ -277,6 +303,7 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=None, help="timed runs each (default 50, "
                                                            "--quick 3)")
     ap.add_argument("--tuning", choices=("off", "fast", "full"), default="fast")
+    ap.add_argument("--only", default="", help="run only the models whose name holds this")
     ap.add_argument("--quick", action="store_true",
                     help="small batches and a small ReLU tensor (a smoke test on a CPU device)")
     args = ap.parse_args()
@@ -291,6 +318,9 @@ def main() -> int:
     # quick: ResNet-50 b1 only (the light model without torch declares batch 1)
     cases = [("ResNet-50", b) for b in ((1,) if args.quick else (1, 32))] + \
             [("TCN", b) for b in ((1, 4) if args.quick else (1, 64))]
+    if torch is not None and not args.quick:     # the transformers come from torch only
+        cases += [(m, b) for m in ("ViT-B/16", "BERT-base") for b in (1, 32)]
+    cases = [c for c in cases if args.only in c[0]]
     head = (f"{'model':<16} {'ours ms':>8} {'dev-t ms':>8} {'kernels':>8} {'launches':>8} "
             f"{'eager ms':>9} {'graph ms':>9} {'ours/best':>9} {'dev/best':>9} {'max err':>9}")
     print(head)
@@ -300,26 +330,26 @@ def main() -> int:
         tmp = Path(tmp)
         for model_name, batch in cases:
             t0 = time.perf_counter()
-            rng = np.random.default_rng(batch)
-            shape = (batch, 3, 224, 224) if model_name == "ResNet-50" else (batch, 1, TCN_LENGTH)
-            x = rng.standard_normal(shape).astype(np.float32)
+            xs, names = case_inputs(model_name, batch)
             eager = graph = want = None
             if torch is not None:
                 torch.manual_seed(0)
-                if model_name == "ResNet-50":
-                    import torchvision
-                    model = torchvision.models.resnet50(weights=None).eval()
-                else:
-                    model = torch_tcn(torch)
-                path = export(torch, model, shape, tmp / f"{model_name}{batch}.onnx")
+                import torchvision
+                model = {"ResNet-50": lambda: torchvision.models.resnet50(weights=None),
+                         "ViT-B/16": lambda: torchvision.models.vit_b_16(weights=None),
+                         "BERT-base": lambda: torch_bert(torch),
+                         "TCN": lambda: torch_tcn(torch)}[model_name]().eval()
+                opset = 17 if model_name in ("ViT-B/16", "BERT-base") else 13
+                path = export(torch, model, xs, names,
+                              tmp / f"{model_name.replace('/', '')}{batch}.onnx", opset)
                 shapes = None
-                run_eager, run_graph, want = torch_runners(torch, model, x)
+                run_eager, run_graph, want = torch_runners(torch, model, xs)
                 eager, graph = median_ms(run_eager, runs), median_ms(run_graph, runs)
             elif model_name == "ResNet-50":
                 path, shapes = light_resnet50(tmp, batch)
             else:
                 path, shapes = onnx_tcn(tmp / f"tcn{batch}.onnx", batch), None
-            host, device, kernels, launches, out, note = ours(engine, path, shapes, x, runs,
+            host, device, kernels, launches, out, note = ours(engine, path, shapes, xs, runs,
                                                               args.tuning)
             best = min(t for t in (eager, graph) if t is not None) if torch is not None else None
             err = float(np.max(np.abs(out - want)) / max(np.max(np.abs(want)), 1e-30)) \
