@@ -99,6 +99,7 @@ def in_double(text: str | None) -> str | None:
     writes the full repr of a Python float)."""
     if text is None:
         return None
+    text = text.replace("erf_rational(", "erf(")        # a float-only helper (unary_map.cl)
     return _FLOAT_CONSTANT.sub(r"\1", _FLOAT_LITERAL.sub(r"\1", text))
 
 

@@ -83,6 +83,58 @@ def test_cpu_gemv_matches_numpy(cl_env, ashape, bshape, tb, bias):
     np.testing.assert_allclose(out, ref, rtol=1e-4, atol=1e-4)
 
 
+CPU_GEMM_CASES = [     # (A, B, transpose_a, transpose_b): M > 1, every edge of the tiles
+    ((5, 7), (7, 3), False, False),             # one partial tile each way
+    ((33, 65), (65, 17), False, False),
+    ((70, 40), (70, 90), True, False),          # A stored [K][M]
+    ((70, 40), (90, 70), True, True),
+    ((9, 16), (11, 16), False, True),           # B [N][K], K a whole float8 run
+    ((13, 21), (30, 21), False, True),          # ... and K % 8 == 5
+    ((3, 18, 19), (3, 19, 40), False, False),   # batched, N a whole 32-column run + 8
+    ((2, 1, 9, 10), (1, 4, 33, 10), False, True),   # broadcast both ways
+    ((2, 4, 17, 6), (6, 20), False, False),     # broadcast B to 2 batch dims
+]
+
+
+@pytest.mark.parametrize("variant", ["cpu_gemm6x4", "cpu_gemm6x2", "cpu_gemm3x4",
+                                     "cpu_gemm2x4"])
+@pytest.mark.parametrize("ashape,bshape,ta,tb", CPU_GEMM_CASES)
+def test_cpu_gemm_matches_numpy(cl_env, ashape, bshape, ta, tb, variant):
+    """M > 1 on a CPU device runs matmul_cpu.cl under each register blocking (a fused bias and
+    ReLU on the 2-D cases, whose channel is the output's last axis)."""
+    from customlayers.ops.nn.matmul import CpuGemmVariant
+    rng = np.random.default_rng(3)
+    arrays = [rng.standard_normal(ashape).astype(np.float32),
+              rng.standard_normal(bshape).astype(np.float32)]
+    ref = reference(arrays[0], arrays[1], ta, tb)
+    fused = len(ashape) == 2
+    if fused:
+        arrays.append(rng.standard_normal(ref.shape[-1]).astype(np.float32))
+        ref = np.maximum(ref + arrays[2], 0)
+    mr, nb = map(int, variant[len("cpu_gemm"):].split("x"))
+    ctx = CompileContext(DeviceTraits("CPU", compute_units=2, max_work_group_size=4096),
+                         FusedEpilogue(bias=True, relu=True) if fused else None,
+                         variant=CpuGemmVariant(mr, nb))
+    out, launches = run_op(cl_env, {"transpose_a": str(ta).lower(),
+                                    "transpose_b": str(tb).lower()}, arrays, ctx)
+    assert [l.entry for l in launches] == ["matmul_cpu"]
+    np.testing.assert_allclose(out, ref, rtol=1e-4, atol=1e-4)
+
+
+def test_a_cpu_device_runs_the_register_blocked_gemm_first(cl_env):
+    from customlayers.ops.nn.matmul import CpuGemmVariant
+    for width, tb, first in ((8, False, (6, 2)), (16, False, (6, 4)), (8, True, (3, 4)),
+                             (16, True, (6, 4))):
+        ctx = CompileContext(DeviceTraits("CPU", compute_units=2, float_vector_width=width))
+        op = get_op("MatMul")
+        attrs = op.parse_attributes({"transpose_b": str(tb).lower()}, "mm")
+        descs = [TensorDesc((40, 30)), TensorDesc((20, 30) if tb else (30, 20))]
+        outs = [TensorDesc(s, d) for s, d in op.infer_shapes(attrs, descs, {}, ctx)]
+        listed = op.kernel_variants(attrs, descs, outs, {}, ctx)
+        assert listed[0] == CpuGemmVariant(*first)
+        assert any(v.name.startswith("gemm") for v in listed)    # the tuner may still pick
+
+
 def test_wide_matmul_is_tiled(cl_env):
     a = np.ones((64, 20), np.float32)
     b = np.ones((20, 100), np.float32)

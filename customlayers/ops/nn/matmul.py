@@ -1,7 +1,8 @@
 """MatMul (opset1): transpose_a, transpose_b, numpy broadcasting of batch dims, 1-D operands.
 
 A fused epilogue (bias, residual, ReLU; conv_epilogue.cl) is applied where it stores.
-Runs on the tiled GEMM core (gemm.cl via matmul.cl), or, for a single row (M == 1: the fully
+Runs on the tiled GEMM core (gemm.cl via matmul.cl); on a CPU device on a register-blocked
+kernel without __local memory (matmul_cpu.cl); or, for a single row (M == 1: the fully
 connected layers of classification models), on a matrix-vector kernel that reads B once with
 all of the device's lanes (matmul_gemv.cl). A SoftMax or LogSoftmax of the last axis that
 followed (a classifier's head: passes/fusion.py) runs in the same kernel, one work-group per
@@ -116,16 +117,55 @@ class GemvVariant(KernelVariant):
                              label=plan.label + "_gemv")]
 
 
+@dataclass(frozen=True)
+class CpuGemmVariant(KernelVariant):
+    """M > 1 on a CPU device: matmul_cpu.cl, each work item `mr` rows by `nb` float8 runs of
+    columns (B [K][N]) or `nb` columns (TRANSPOSE_B), in registers, without __local memory."""
+    mr: int
+    nb: int
+
+    @property
+    def name(self) -> str:
+        return f"cpu_gemm{self.mr}x{self.nb}"
+
+    def launches(self, plan: MatMulPlan) -> list[KernelLaunch]:
+        s = plan.sizes
+        cols = self.nb if s["TRANSPOSE_B"] else 8 * self.nb
+        src = defines(**s, MR=self.mr, NB=self.nb) + plan.epilogue + \
+            kernel_source("matmul_cpu.cl")
+        rows, columns = -(-s["M"] // self.mr), -(-s["N"] // cols)
+        grid = (columns, rows) if s["TRANSPOSE_B"] else (rows, columns)
+        return [KernelLaunch(source=src, entry="matmul_cpu", args=plan.args,
+                             global_size=grid + (plan.batches,),
+                             local_size=(1, 1, 1), label=f"{plan.label}_{self.name}")]
+
+
+def cpu_gemm_variants(transpose_b: bool, vector_width: int) -> tuple[CpuGemmVariant, ...]:
+    """Register blockings for the float8 accumulators: 12 of AVX2's 16 vector registers, 24 of
+    AVX-512's 32 (the rest hold the B vectors and the broadcast A); the first is the default."""
+    wide = vector_width >= 16
+    if transpose_b:                 # each accumulator is one output's partial dot product
+        return (CpuGemmVariant(6, 4), CpuGemmVariant(3, 4)) if wide else \
+            (CpuGemmVariant(3, 4), CpuGemmVariant(2, 4))
+    return (CpuGemmVariant(6, 4), CpuGemmVariant(6, 2)) if wide else \
+        (CpuGemmVariant(6, 2), CpuGemmVariant(4, 2))
+
+
 def matmul_variants(plan: MatMulPlan) -> tuple[KernelVariant, ...]:
-    """Every variant for the plan, the heuristic's first first; never empty."""
+    """Every variant for the plan, the heuristic's first first; never empty. On a CPU the
+    register-blocked kernels come first and the GPU tilings stay for the tuner."""
     s = plan.sizes
     if plan.row_softmax:
         return (RowSoftmaxVariant(),)
     if s["M"] == 1:
         return (GemvVariant(cpu=plan.on_cpu),)
     device = plan.device
-    return gemm_variants(s["M"], s["N"], s["K"], plan.batches, target_groups(device),
-                         device.max_work_group_size if device is not None else 256)
+    tiled = gemm_variants(s["M"], s["N"], s["K"], plan.batches, target_groups(device),
+                          device.max_work_group_size if device is not None else 256)
+    if plan.on_cpu:
+        width = device.float_vector_width if device is not None else 8
+        return cpu_gemm_variants(bool(s["TRANSPOSE_B"]), width) + tiled[:2]
+    return tiled
 
 
 @register_op

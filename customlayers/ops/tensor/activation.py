@@ -71,7 +71,8 @@ Log = register_activation("Log", "log(x)")
 Sqrt = register_activation("Sqrt", "sqrt(x)")
 Abs = register_activation("Abs", "fabs(x)", "abs(x)")
 Negative = register_activation("Negative", "-x", "-x")
-Erf = register_activation("Erf", "erf(x)")
+# erf_rational: float erf in unary_map.cl (in double: erf)
+Erf = register_activation("Erf", "erf_rational(x)")
 Sin = register_activation("Sin", "sin(x)")
 Cos = register_activation("Cos", "cos(x)")
 Floor = register_activation("Floor", "floor(x)", "x")
@@ -145,7 +146,7 @@ class Gelu(Activation):
     type = "Gelu"
     attributes = (Attr("approximation_mode", "str", "erf"),)
     MODES = {
-        "erf": "0.5f * x * (1.0f + erf(x * M_SQRT1_2_F))",
+        "erf": "0.5f * x * (1.0f + erf_rational(x * M_SQRT1_2_F))",
         "tanh": "0.5f * x * (1.0f + tanh(0.7978845608028654f * (x + 0.044715f * x * x * x)))",
     }
 

@@ -1,0 +1,178 @@
+/* MatMul with M > 1 on CPU devices: a register-blocked micro-kernel with float8 arithmetic, no
+ * __local memory and no barriers (gemm.cl's GPU tiles cost PoCL most of a transformer's time:
+ * each work-group's barriers are emulated, and its small per-item tiles do not fill a vector).
+ * A work item computes MR rows of one batch's output:
+ * - B is [K][N] (rows contiguous along N): NB float8 runs of columns (8 * NB columns); per k
+ *   one broadcast A value per row times NB B vectors: MR * NB float8 accumulators, which the
+ *   host picks to fit the vector registers (12 of AVX2's 16, 24 of AVX-512's 32).
+ * - TRANSPOSE_B (B is [N][K], rows contiguous along K): NB columns, each a float8 of partial dot
+ *   products along K per row, summed across lanes at the end; the K % 8 tail is scalar.
+ * Rows past M and columns past N compute a clamped copy and store nothing.
+ * NDRange: B [K][N]: (ceil(M / MR), ceil(N / (8 NB)), batches); TRANSPOSE_B:
+ * (ceil(N / NB), ceil(M / MR), batches); local (1, 1, 1).
+ * Needs the defines of matmul.cl, MR and NB.
+ */
+#include "matmul.cl"
+
+#if TRANSPOSE_A || A_STEP != 1
+#define A_ROW_CONTIGUOUS 0
+#else
+#define A_ROW_CONTIGUOUS 1
+#endif
+
+#if !TRANSPOSE_B
+#define COLS (8 * NB)
+/* dimension 0 walks the row blocks: neighbouring work items read the same panel of B, which
+   then stays in the core's cache (A is the smaller operand in a transformer's layers) */
+/* one float8 run of columns: MR accumulators, one B vector per k (the conv_cpu_blocked shape:
+   1-D accumulator arrays, which PoCL keeps in registers where a 2-D array went to memory) */
+__kernel void matmul_cpu(GEMM_ARGS)
+{
+    const int m0 = get_global_id(0) * MR, n0 = get_global_id(1) * COLS;
+    const int batch = get_global_id(2);
+    __global const float* bm = b + B_BASE(batch);
+    int arow[MR];                   /* A element (row i, k) is a[arow[i] + k * ASTEP_K] */
+    #pragma unroll
+    for (int i = 0; i < MR; ++i) {
+        const int m = min(m0 + i, M - 1);
+#if TRANSPOSE_A
+        arow[i] = (A_BASE(batch) + m) * A_STEP + A_PICK;
+#else
+        arow[i] = (A_BASE(batch) + m * K) * A_STEP + A_PICK;
+#endif
+    }
+#if TRANSPOSE_A
+#define ASTEP_K (M * A_STEP)
+#else
+#define ASTEP_K A_STEP
+#endif
+    float8 acc0[MR];
+#if NB > 1
+    float8 acc1[MR];
+#endif
+#if NB > 2
+    float8 acc2[MR], acc3[MR];
+#endif
+    #pragma unroll
+    for (int i = 0; i < MR; ++i) {
+        acc0[i] = (float8)0.0f;
+#if NB > 1
+        acc1[i] = (float8)0.0f;
+#endif
+#if NB > 2
+        acc2[i] = (float8)0.0f;
+        acc3[i] = (float8)0.0f;
+#endif
+    }
+    const int full = n0 + COLS <= N;
+    __global const float* bk = bm + n0;
+    for (int k = 0; k < K; ++k, bk += N) {
+        float8 b0, b1, b2, b3;
+        if (full) {
+            b0 = vload8(0, bk);
+#if NB > 1
+            b1 = vload8(1, bk);
+#endif
+#if NB > 2
+            b2 = vload8(2, bk);
+            b3 = vload8(3, bk);
+#endif
+        } else {                  /* the last, partial run of columns: clamped gathers */
+            float t[COLS];
+            for (int l = 0; l < COLS; ++l)
+                t[l] = bm[k * N + min(n0 + l, N - 1)];
+            b0 = vload8(0, t);
+#if NB > 1
+            b1 = vload8(1, t);
+#endif
+#if NB > 2
+            b2 = vload8(2, t);
+            b3 = vload8(3, t);
+#endif
+        }
+        #pragma unroll
+        for (int i = 0; i < MR; ++i) {
+            const float8 av = (float8)a[arow[i] + k * ASTEP_K];
+            acc0[i] = fma(av, b0, acc0[i]);
+#if NB > 1
+            acc1[i] = fma(av, b1, acc1[i]);
+#endif
+#if NB > 2
+            acc2[i] = fma(av, b2, acc2[i]);
+            acc3[i] = fma(av, b3, acc3[i]);
+#endif
+        }
+    }
+    #pragma unroll
+    for (int i = 0; i < MR; ++i) {
+        float r[COLS];
+        vstore8(acc0[i], 0, r);
+#if NB > 1
+        vstore8(acc1[i], 1, r);
+#endif
+#if NB > 2
+        vstore8(acc2[i], 2, r);
+        vstore8(acc3[i], 3, r);
+#endif
+        if (m0 + i < M)
+            for (int l = 0; l < COLS && n0 + l < N; ++l)
+                STORE(batch, m0 + i, n0 + l, r[l]);
+    }
+}
+#else
+__kernel void matmul_cpu(GEMM_ARGS)
+{
+    const int n0 = get_global_id(0) * NB, m0 = get_global_id(1) * MR;
+    const int batch = get_global_id(2);
+    __global const float* bm = b + B_BASE(batch);
+    int rows[MR], cols[NB];
+    #pragma unroll
+    for (int i = 0; i < MR; ++i)
+        rows[i] = min(m0 + i, M - 1);
+    #pragma unroll
+    for (int j = 0; j < NB; ++j)
+        cols[j] = min(n0 + j, N - 1);
+    float8 acc[MR][NB];
+    #pragma unroll
+    for (int i = 0; i < MR; ++i)
+        #pragma unroll
+        for (int j = 0; j < NB; ++j)
+            acc[i][j] = (float8)0.0f;
+    int k = 0;
+    for (; k + 8 <= K; k += 8) {
+        float8 bv[NB];
+        #pragma unroll
+        for (int j = 0; j < NB; ++j)
+            bv[j] = vload8(0, bm + cols[j] * K + k);
+        #pragma unroll
+        for (int i = 0; i < MR; ++i) {
+#if A_ROW_CONTIGUOUS
+            const float8 av = vload8(0, a + A_BASE(batch) + rows[i] * K + k);
+#else
+            const float8 av = (float8)(A_AT(batch, rows[i], k), A_AT(batch, rows[i], k + 1),
+                                       A_AT(batch, rows[i], k + 2), A_AT(batch, rows[i], k + 3),
+                                       A_AT(batch, rows[i], k + 4), A_AT(batch, rows[i], k + 5),
+                                       A_AT(batch, rows[i], k + 6), A_AT(batch, rows[i], k + 7));
+#endif
+            #pragma unroll
+            for (int j = 0; j < NB; ++j)
+                acc[i][j] = mad(av, bv[j], acc[i][j]);
+        }
+    }
+    #pragma unroll
+    for (int i = 0; i < MR; ++i) {
+        if (m0 + i >= M)
+            break;
+        #pragma unroll
+        for (int j = 0; j < NB; ++j) {
+            const float4 h4 = acc[i][j].lo + acc[i][j].hi;
+            const float2 h2 = h4.lo + h4.hi;
+            float s = h2.x + h2.y;
+            for (int t = k; t < K; ++t)
+                s = mad(A_AT(batch, rows[i], t), bm[cols[j] * K + t], s);
+            if (n0 + j < N)
+                STORE(batch, m0 + i, n0 + j, s);
+        }
+    }
+}
+#endif
