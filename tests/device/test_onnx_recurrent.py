@@ -290,3 +290,34 @@ def test_hidden_size_that_does_not_match_the_weights_is_refused(tmp_path):
     with pytest.raises(ModelError, match=r"'gru_node' \(GRU\).*W's dim 1 is 18; 3 gates of "
                                          r"hidden_size 7 make 21"):
         read_onnx(path)
+
+
+@pytest.mark.parametrize("op,hidden,extra", [
+    ("LSTM", 24, {"direction": "bidirectional"}),       # three full runs of 8 units
+    ("LSTM", 20, {"direction": "reverse"}),             # two runs and a tail of 4
+    ("GRU", 16, {"direction": "bidirectional"}),
+    ("RNN", 40, {}),
+])
+def test_hidden_sizes_of_full_vector_runs(tmp_path, engine, op, hidden, extra):
+    """Hidden sizes where the kernels' 8-unit runs are full (and one with a tail)."""
+    d = 2 if extra.get("direction") == "bidirectional" else 1
+    g = GATES[op]
+    inits = {"W": (RNG.standard_normal((d, g * hidden, I)) * 0.3).astype(np.float32),
+             "R": (RNG.standard_normal((d, g * hidden, hidden)) * 0.3).astype(np.float32),
+             "B": RNG.standard_normal((d, 2 * g * hidden)).astype(np.float32)}
+    feeds = {"x": RNG.standard_normal((S, B, I)).astype(np.float32),
+             "lens": np.array([5, 1, 3], np.int32)}
+    node = helper.make_node(op, ["x", "W", "R", "B", "lens"], OUTPUTS[op], hidden_size=hidden,
+                            **extra)
+    path = _save(tmp_path / "m.onnx", [node], feeds, inits, OUTPUTS[op])
+    _compare(path, engine, feeds, OUTPUTS[op])
+
+
+@pytest.mark.parametrize("op", ["LSTM", "GRU"])
+def test_weights_given_at_run_time(tmp_path, engine, op):
+    """W, R and B as graph inputs, not initializers: transposed on the device per run."""
+    feeds = {"x": RNG.standard_normal((S, B, I)).astype(np.float32), **_weights(op, 2)}
+    node = _node(op, {"X": "x", "W": "W", "R": "R", "B": "B"}, OUTPUTS[op],
+                 direction="bidirectional")
+    path = _save(tmp_path / "m.onnx", [node], feeds, {}, OUTPUTS[op])
+    _compare(path, engine, feeds, OUTPUTS[op])

@@ -23,8 +23,11 @@ from . import activations
 
 OPTIONAL_INPUTS = ("B", "sequence_lens", "initial_h", "initial_c", "P")
 DIRECTIONS = ("forward", "reverse", "bidirectional")
-# work-items per work-group of the recurrence (capped by the device's limit and by H)
+# work-items per work-group of the recurrence, each 8 hidden units (capped by the device's
+# limit and by H)
 GROUP_CAP = 256
+# rows of X per work-item of the projection (each one REAL8 accumulator)
+ROWS_PER_ITEM = 4
 INT_MAX = 2 ** 31 - 1
 
 
@@ -148,25 +151,40 @@ class _Recurrent(Op):
         def arg_out(name):
             return Arg.output(outs.index(name)) if name in outs else dummy
 
-        # the projection: xw[d][t][b][n]
-        count = D * S * NB * G * H
-        xw = Arg.scratch(0, count * size)
-        x_t, x_b = (I, S * I) if layout else (NB * I, I)
-        project = program_text(f"{self.type.lower()}_project", {
-            "REAL": real, "HAS_B": int("B" in at), "RB_FOLDED(n)": self._rb_folded(attrs)},
-            "rnn_project.cl")
+        real8 = "double8" if f64 else "float8"
         i32 = np.int32
+        M = S * NB
+        project = program_text(f"{self.type.lower()}_project", {
+            "REAL": real, "REAL8": real8, "MB": ROWS_PER_ITEM, "HAS_B": int("B" in at),
+            "RB_FOLDED(n)": self._rb_folded(attrs)}, "rnn_project.cl")
+        label = self.type.lower()
+
+        def transposed(k: int, n: int, depth: int, scratch: int):
+            """Input k ([D][n][depth]) transposed: a constant made here when the input is one
+            (no launch), else a launch into scratch `scratch`. (The launch or None, the arg.)"""
+            count = D * n * depth
+            if k in consts:
+                value = np.asarray(consts[k], np.float64 if f64 else np.float32)
+                return None, Arg.const(value.reshape(D, n, depth).transpose(0, 2, 1))
+            dst = Arg.scratch(scratch, count * size)
+            return KernelLaunch(project, "rnn_transpose", (
+                Arg.input(k), dst, *(Arg.scalar(i32(v)) for v in (count, n, depth))),
+                global_1d(count), label=f"{label}_transpose"), dst
+
+        transpose_w, wt = transposed(1, G * H, I, 4)
+        transpose_r, rt = transposed(2, G * H, H, 5)
+        # the projection: xw[d][m][n], m a row of X in memory
+        xw = Arg.scratch(0, D * M * G * H * size)
         first = KernelLaunch(project, "rnn_project", (
-            Arg.input(0), Arg.input(1), arg_in("B"), xw,
-            *(Arg.scalar(i32(v)) for v in (count, S, NB, I, G * H, x_t, x_b))),
-            global_1d(count), label=f"{self.type.lower()}_project")
+            Arg.input(0), wt, arg_in("B"), xw, *(Arg.scalar(i32(v)) for v in (M, I, G * H))),
+            (-(-G * H // 8), -(-M // ROWS_PER_ITEM), D), label=f"{label}_project")
 
         # the recurrence: one work-group per (direction, batch row)
         limit = ctx.device.max_work_group_size if ctx.device is not None else GROUP_CAP
-        group = max(1, min(H, GROUP_CAP, limit))
+        group = max(1, min(-(-H // 8), GROUP_CAP, limit))
         fns = self._activations(attrs, D)
         per = len(self.default_activations)
-        values = {"REAL": real, "CELL": self.cell, "G": G,
+        values = {"REAL": real, "REAL8": real8, "CELL": self.cell, "G": G,
                   "REVERSE(d)": {"forward": "0", "reverse": "1",
                                  "bidirectional": "((d) == 1)"}[attrs["direction"]],
                   "CLIP(v)": f"fmin(fmax((v), -{c_float(attrs['clip'])}), "
@@ -183,6 +201,7 @@ class _Recurrent(Op):
             values[f"{macro}(d, x)"] = in_double(body) if f64 else body
         if f64:
             values["CLIP(v)"] = in_double(values["CLIP(v)"])
+        rows = (1, S) if layout else (NB, 1)      # xw's row of (t, b): t * rows[0] + b * rows[1]
         if layout:
             y_t, y_d, y_b, s_d, s_b = D * H, H, S * D * H, H, D * H
         else:
@@ -190,12 +209,12 @@ class _Recurrent(Op):
         state = D * NB * H * size
         recur = program_text(f"{self.type.lower()}_recur", values, "rnn_recur.cl")
         second = KernelLaunch(recur, "rnn_recur", (
-            xw, Arg.input(2), arg_in("B"), arg_in("sequence_lens"), arg_in("initial_h"),
+            xw, rt, arg_in("B"), arg_in("sequence_lens"), arg_in("initial_h"),
             arg_in("initial_c"), arg_in("P"), arg_out("Y"), arg_out("Y_h"), arg_out("Y_c"),
             Arg.scratch(1, 2 * state), Arg.scratch(2, state), Arg.scratch(3, 2 * state),
-            *(Arg.scalar(i32(v)) for v in (S, NB, H, y_t, y_d, y_b, s_d, s_b))),
+            *(Arg.scalar(i32(v)) for v in (S, NB, H, *rows, y_t, y_d, y_b, s_d, s_b))),
             (D * NB * group,), (group,), label=f"{self.type.lower()}_recur")
-        return [first, second]
+        return [launch for launch in (transpose_w, transpose_r, first, second) if launch]
 
 
 @register_op
