@@ -321,3 +321,19 @@ def test_weights_given_at_run_time(tmp_path, engine, op):
                  direction="bidirectional")
     path = _save(tmp_path / "m.onnx", [node], feeds, {}, OUTPUTS[op])
     _compare(path, engine, feeds, OUTPUTS[op])
+
+
+def test_float16_is_refused_at_load_naming_the_node(tmp_path):
+    feeds = {"x": RNG.standard_normal((S, B, I)).astype(np.float16)}
+    weights = {k: v.astype(np.float16) for k, v in _weights("RNN", 1).items() if k != "B"}
+    node = _node("RNN", {"X": "x", "W": "W", "R": "R"}, ["y"])
+    graph = helper.make_graph(
+        [node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT16, (S, B, I))],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT16, None)],
+        [numpy_helper.from_array(v, k) for k, v in weights.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)])
+    model.ir_version = 8
+    onnx.save(model, str(tmp_path / "f16.onnx"))
+    with pytest.raises(ModelError, match=r"'rnn_node' \(RNN\): X is f16; float32 and float64 "
+                                         r"are supported"):
+        read_onnx(tmp_path / "f16.onnx")

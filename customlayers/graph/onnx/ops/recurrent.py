@@ -8,7 +8,7 @@ the functions that take an alpha (a beta) take the next value of activation_alph
 """
 from __future__ import annotations
 
-from ..translate import float_text, optional_input, text_attr, translates
+from ..translate import dtype_of, float_text, optional_input, text_attr, translates
 
 # name -> (default alpha, default beta), None where the function takes none (ONNX Runtime's
 # defaults: the spec gives none)
@@ -97,6 +97,13 @@ def _recurrent(r, node, name: str, attrs: dict) -> None:
     if flag_value not in (0, 1):
         r.refuse(f"{flag}={flag_value} is not 0 or 1")
     keys, alphas, betas = _activations(r, attrs, per, directions)
+    for k, what in enumerate(("X", "W", "R")):
+        dtype = dtype_of(r, node.input[k])
+        if dtype not in ("f32", "f64", ""):
+            r.refuse(f"{what} is {dtype}; float32 and float64 are supported")
+    lens = optional_input(node, 4)
+    if lens is not None and dtype_of(r, lens) not in ("i32", ""):
+        r.refuse(f"sequence_lens is {dtype_of(r, lens)}; ONNX gives it as int32")
     _check_shapes(r, node, op, directions, layout, hidden)
     present = [n for k, n in enumerate(optional, 3) if optional_input(node, k)]
     inputs = list(node.input[:3]) + [node.input[3 + optional.index(n)] for n in present]
