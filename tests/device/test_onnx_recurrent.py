@@ -337,3 +337,34 @@ def test_float16_is_refused_at_load_naming_the_node(tmp_path):
     with pytest.raises(ModelError, match=r"'rnn_node' \(RNN\): X is f16; float32 and float64 "
                                          r"are supported"):
         read_onnx(tmp_path / "f16.onnx")
+
+
+def test_zero_initial_states_from_the_input_shape_as_torch_exports_them(tmp_path, engine):
+    """torch.onnx.export of nn.LSTM called without (h0, c0): the zero states are an Expand of
+    a shape computed from X's (Shape, Gather, Concat), sequence length and batch symbolic; one
+    Network runs two shapes."""
+    nodes = [_const("one", np.array([1], np.int64)), _const("hid", np.array([H], np.int64)),
+             _const("batch_axis", np.array(1, np.int64)), _const("axes", np.array([0], np.int64)),
+             _const("zero", np.array([0.0], np.float32)),
+             helper.make_node("Shape", ["x"], ["x_shape"]),
+             helper.make_node("Gather", ["x_shape", "batch_axis"], ["batch"], axis=0),
+             helper.make_node("Unsqueeze", ["batch", "axes"], ["batch1"]),
+             helper.make_node("Concat", ["one", "batch1", "hid"], ["state_shape"], axis=0),
+             helper.make_node("Expand", ["zero", "state_shape"], ["zeros"]),
+             helper.make_node("LSTM", ["x", "W", "R", "B", "", "zeros", "zeros"],
+                              ["y", "y_h", "y_c"], name="lstm", hidden_size=H),
+             helper.make_node("Squeeze", ["y", "one"], ["out"])]
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ("S", "N", I))],
+        [helper.make_tensor_value_info("out", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(v, k) for k, v in _weights("LSTM", 1).items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    path = tmp_path / "lstm_zeros.onnx"
+    onnx.save(model, str(path))
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    net = Network(read_onnx(path), engine=engine)
+    for shape in ((S, B, I), (S + 2, B + 1, I)):
+        x = RNG.standard_normal(shape).astype(np.float32)
+        np.testing.assert_allclose(net.infer({"x": x})["out"], session.run(None, {"x": x})[0],
+                                   rtol=1e-4, atol=1e-5)
