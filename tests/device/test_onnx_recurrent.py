@@ -324,7 +324,6 @@ def test_weights_given_at_run_time(tmp_path, engine, op):
 
 
 def test_float16_is_refused_at_load_naming_the_node(tmp_path):
-    feeds = {"x": RNG.standard_normal((S, B, I)).astype(np.float16)}
     weights = {k: v.astype(np.float16) for k, v in _weights("RNN", 1).items() if k != "B"}
     node = _node("RNN", {"X": "x", "W": "W", "R": "R"}, ["y"])
     graph = helper.make_graph(

@@ -5,8 +5,9 @@ peepholes, clip, the activations with their alpha/beta, input_forget and linear_
 Two launches, whatever the sequence length: rnn_project.cl computes X . W^T + biases for every
 step at once (the bulk of the arithmetic, in parallel over steps), then rnn_recur.cl runs the
 recurrence in one launch, a work-group per (direction, batch row) looping over the steps with a
-barrier between them. Dimensions are kernel arguments: one program per op and variant
-(dtype, flags, activations), not per shape.
+barrier between them. Both read W and R transposed, made at compile time when they are
+constants (the usual case), else by a transpose launch each before them. Dimensions are
+kernel arguments: one program per op and variant (dtype, flags, activations), not per shape.
 
 The IR node reads X, W, R and then the optional inputs its `inputs` attribute names, in ONNX's
 order; it produces the outputs its `outputs` attribute names (Y, Y_h, Y_c), in that order.
