@@ -102,6 +102,16 @@ def test_losses_match_onnx_runtime(tmp_path, engine, op, shape, reduction, weigh
     np.testing.assert_allclose(got, want[0], rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("op", ["NegativeLogLikelihoodLoss", "SoftmaxCrossEntropyLoss"])
+def test_losses_at_opset_12(tmp_path, engine, op):
+    feeds = _feeds((4, 3, 2), weight=True, ignore=1)
+    path = _model(tmp_path / "loss.onnx", op, feeds, ["loss"], opset=12, reduction="mean",
+                  ignore_index=1)
+    want = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(None, feeds)
+    got = Network(read_onnx(path), engine=engine).infer(feeds)["loss"]
+    np.testing.assert_allclose(got, want[0], rtol=1e-5, atol=1e-6)
+
+
 @pytest.mark.parametrize("reduction", ["none", "sum", "mean"])
 def test_softmax_cross_entropy_log_prob_output_and_f64(tmp_path, engine, reduction):
     feeds = _feeds((3, 6, 4), np.float64, weight=True, ignore=2, target_dtype=np.int32)
