@@ -148,7 +148,7 @@ def ops_of_error(error: Exception) -> list[str]:
 
 
 # the most spatial axes each built-in convolution/pooling takes
-SPATIAL_OPS = {"Conv": 3, "ConvTranspose": 2, "MaxPool": 3, "AveragePool": 3, "LpPool": 2}
+SPATIAL_OPS = {"Conv": 3, "ConvTranspose": 2, "MaxPool": 3, "AveragePool": 3, "LpPool": 3}
 
 
 def input_problem(model) -> str:

@@ -17,5 +17,6 @@ for _name in (
     "recurrent.rnn",       # LSTM, GRU, RNN
     "attention.attention", # Attention, RotaryEmbedding
     "reduce.loss",         # NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss
+    "reduce.lp_pool",      # LpPool
 ):
     importlib.import_module(f"{__package__}.{_name}")

@@ -1,7 +1,8 @@
-/* ReduceMean / ReduceSum / ReduceMax over any set of axes of a 4-D (B,F,Y,X) view.
+/* ReduceMean / ReduceSum / ReduceMax / ReduceProd over any set of axes of a 4-D (B,F,Y,X) view.
  * One work item per output element; it walks the reduced sub-box, whose extent is Rn along
  * dim n (the input's size for a reduced dim, 1 otherwise). NDRange: (number of outputs).
- * Needs: D0..D3 (input), R0..R3, COUNT (outputs), REDUCE_MAX or REDUCE_MEAN (else sum).
+ * Needs: D0..D3 (input), R0..R3, COUNT (outputs), REDUCE_MAX, REDUCE_MEAN or REDUCE_PROD
+ * (else sum).
  */
 #define O0 (D0 / R0)
 #define O1 (D1 / R1)
@@ -17,6 +18,8 @@ __kernel void reduce(__global const float* restrict input, __global float* restr
     const int o3 = id % O3, o2 = id / O3 % O2, o1 = id / (O3 * O2) % O1, o0 = id / (O3 * O2 * O1);
 #if REDUCE_MAX
     float acc = -INFINITY;
+#elif REDUCE_PROD
+    float acc = 1.0f;
 #else
     float acc = 0.0f;
 #endif
@@ -28,6 +31,8 @@ __kernel void reduce(__global const float* restrict input, __global float* restr
                                           + (o3 + d)];
 #if REDUCE_MAX
                     acc = fmax(acc, v);
+#elif REDUCE_PROD
+                    acc *= v;
 #else
                     acc += v;
 #endif

@@ -250,36 +250,33 @@ def test_names_bind_first_then_position(tmp_path, engine):
     np.testing.assert_allclose(y.reshape(-1), w + b)
 
 
-HARDMAX_PY = '''
+DET_PY = '''
 import numpy as np
 from customlayers.api import cpu_layer
 
 
-@cpu_layer("Hardmax")
-class Hardmax:
-    """ONNX Hardmax (opset 13): 1 at the first maximum of the last axis, 0 elsewhere."""
+@cpu_layer("Det")
+class Det:
+    """ONNX Det: the determinant of each square matrix of the last two axes."""
 
     def output_shapes(self, input_shapes, attrs):
-        return [input_shapes[0]]
+        return [input_shapes[0][:-2]]
 
     def execute(self, inputs, outputs, attrs):
-        outputs[0][...] = 0
-        np.put_along_axis(outputs[0], inputs[0].argmax(axis=-1)[..., None], 1.0, axis=-1)
+        outputs[0][...] = np.linalg.det(inputs[0])
 '''
 
 
 def test_a_standard_op_we_lack_runs_as_the_users_layer(tmp_path, engine):
-    """A model using a standard ONNX op with no translation here (Hardmax) runs when a loaded
+    """A model using a standard ONNX op with no translation here (Det) runs when a loaded
     layer of that type is given; without one the refusal says how to give it."""
     nodes = [helper.make_node("Relu", ["x"], ["r"]),
-             helper.make_node("Hardmax", ["r"], ["y"], name="hmax")]
-    path = _save(tmp_path / "hardmax.onnx", nodes, [2, 3, 5])
-    x = np.random.default_rng(3).standard_normal((2, 3, 5)).astype(np.float32)
-    (tmp_path / "layers.py").write_text(HARDMAX_PY)
+             helper.make_node("Det", ["r"], ["y"], name="det")]
+    path = _save(tmp_path / "det.onnx", nodes, [2, 3, 3])
+    x = np.random.default_rng(3).standard_normal((2, 3, 3)).astype(np.float32)
+    (tmp_path / "layers.py").write_text(DET_PY)
     got = _infer(path, engine, python=[tmp_path / "layers.py"]).infer({"x": x})["y"]
-    want = np.zeros_like(x)
-    np.put_along_axis(want, np.maximum(x, 0).argmax(axis=-1)[..., None], 1.0, axis=-1)
-    np.testing.assert_array_equal(got, want)
-    with pytest.raises(ModelError, match=r"Hardmax has no translation.*a CustomLayer of type "
-                                         r"Hardmax \(-c config.xml\) or a Python layer"):
+    np.testing.assert_allclose(got, np.linalg.det(np.maximum(x, 0)), rtol=1e-5, atol=1e-6)
+    with pytest.raises(ModelError, match=r"Det has no translation.*a CustomLayer of type "
+                                         r"Det \(-c config.xml\) or a Python layer"):
         _infer(path, engine)

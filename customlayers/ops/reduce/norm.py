@@ -1,4 +1,5 @@
-"""LRN (opset1): local response normalisation over the axes given by constant input 1.
+"""LRN (opset1): local response normalisation over the axes given by constant input 1; and
+ONNX's LpNormalization.
 
 Following OpenVINO (checked against its CPU plugin in the tests): alpha is divided by
 size ** len(axes), and the window along each axis is [i - (size-1)//2, i + (size-1)//2], so an
@@ -10,7 +11,7 @@ import numpy as np
 
 from ..base import Attr, register_op
 from .._nn import NamedOp, require_f32
-from .._program import defines, kernel_source
+from .._program import defines, global_1d, kernel_source, numel, program_text
 from ...jit.launch import Arg, DEFAULT_CONTEXT, KernelLaunch
 
 
@@ -63,3 +64,41 @@ class LRN(NamedOp):
                                  label=label + "_cpu")]
         return [KernelLaunch(source=src, entry="lrn", args=(Arg.input(0), Arg.output(0)),
                              global_size=(d[3], d[2], d[0] * d[1]), label=label)]
+
+
+@register_op
+class LpNormalization(NamedOp):
+    """ONNX LpNormalization (opset 1/22): x divided by its L1 (p=1) or L2 (p=2) norm along
+    `axis`, f32 or f64, any rank, on lp_normalize.cl (dims as kernel arguments)."""
+    input_count = (1, 1)
+    type = "LpNormalization"
+    attributes = (Attr("axis", "int", -1), Attr("p", "int", 2))
+
+    def check(self, attrs):
+        if attrs["p"] not in (1, 2):
+            raise self.fail(attrs, f"attribute 'p'={attrs['p']} is not 1 or 2")
+
+    def _view(self, attrs, inputs) -> tuple[int, int, int]:
+        if inputs[0].dtype not in ("f32", "f64"):
+            raise self.fail(attrs, f"input 0 is {inputs[0].dtype}; expected f32 or f64")
+        shape = tuple(inputs[0].shape)
+        axis = attrs["axis"]
+        if not -len(shape) <= axis < len(shape):
+            raise self.fail(attrs, f"attribute 'axis'={axis} is out of range for input 0 of "
+                                   f"shape {list(shape)}")
+        axis %= len(shape)
+        return numel(shape[:axis]), shape[axis], numel(shape[axis + 1:])
+
+    def infer_shapes(self, attrs, inputs, consts):
+        self._view(attrs, inputs)
+        return [(inputs[0].shape, inputs[0].dtype)]
+
+    def launches(self, attrs, inputs, outputs, consts, ctx=DEFAULT_CONTEXT):
+        outer, length, inner = self._view(attrs, inputs)
+        label = f"lp_normalize_p{attrs['p']}"
+        src = program_text(label, {"T": inputs[0].cl_type, "P": attrs["p"]}, "lp_normalize.cl")
+        return [KernelLaunch(src, "lp_normalize", (Arg.input(0), Arg.output(0),
+                                                   Arg.scalar(np.int32(length)),
+                                                   Arg.scalar(np.int32(inner)),
+                                                   Arg.scalar(np.int32(outer * inner))),
+                             global_1d(outer * inner), label=label)]

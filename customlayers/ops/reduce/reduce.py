@@ -1,4 +1,4 @@
-"""ReduceMean, ReduceSum, ReduceMax (opset1): axes from constant input 1, keep_dims."""
+"""ReduceMean, ReduceSum, ReduceMax (opset1), ReduceProd (opset1): axes from constant input 1, keep_dims."""
 from __future__ import annotations
 
 import numpy as np
@@ -47,7 +47,8 @@ class _Reduce(NamedOp):
             count *= d[i] // r[i]
         src = defines(D0=d[0], D1=d[1], D2=d[2], D3=d[3], R0=r[0], R1=r[1], R2=r[2], R3=r[3],
                       COUNT=count, REDUCE_MAX=int(self.kind == "max"),
-                      REDUCE_MEAN=int(self.kind == "mean")) + kernel_source("reduce.cl")
+                      REDUCE_MEAN=int(self.kind == "mean"),
+                      REDUCE_PROD=int(self.kind == "prod")) + kernel_source("reduce.cl")
         return [KernelLaunch(source=src, entry="reduce", args=(Arg.input(0), Arg.output(0)),
                              global_size=(count,),
                              label=f"reduce_{self.kind}_axes{''.join(map(str, axes))}")]
@@ -69,3 +70,9 @@ class ReduceSum(_Reduce):
 class ReduceMax(_Reduce):
     type = "ReduceMax"
     kind = "max"
+
+
+@register_op
+class ReduceProd(_Reduce):
+    type = "ReduceProd"
+    kind = "prod"

@@ -1,10 +1,13 @@
 """SoftMax: opset1 (axis >= 0) and opset8 (negative axis counts from the end), one registration;
-LogSoftmax (opset5) on the same kernels: one launch where ONNX's decomposition took six."""
+LogSoftmax (opset5) on the same kernels: one launch where ONNX's decomposition took six;
+Hardmax (ONNX) on its own kernel."""
 from __future__ import annotations
+
+import numpy as np
 
 from ..base import Attr, register_op
 from .._nn import NamedOp, require_f32
-from .._program import defines, kernel_source
+from .._program import defines, global_1d, kernel_source, numel, program_text
 from ...jit.launch import Arg, DEFAULT_CONTEXT, KernelLaunch
 
 _WG = 64  # work items per row when a whole work-group shares one row
@@ -60,3 +63,36 @@ class SoftMax(NamedOp):
 class LogSoftmax(SoftMax):
     type = "LogSoftmax"
     log = True
+
+
+@register_op
+class Hardmax(NamedOp):
+    """ONNX Hardmax (opset 13): the one-hot of the first largest value along `axis`, f32 or
+    f64, on hardmax.cl (dims as kernel arguments: one program per element type)."""
+    input_count = (1, 1)
+    type = "Hardmax"
+    attributes = (Attr("axis", "int", -1),)
+
+    def _view(self, attrs, inputs) -> tuple[int, int, int]:
+        if inputs[0].dtype not in ("f32", "f64"):
+            raise self.fail(attrs, f"input 0 is {inputs[0].dtype}; expected f32 or f64")
+        shape = tuple(inputs[0].shape)
+        axis = attrs["axis"]
+        if not -len(shape) <= axis < len(shape):
+            raise self.fail(attrs, f"attribute 'axis'={axis} is out of range for input 0 of "
+                                   f"shape {list(shape)}")
+        axis %= len(shape)
+        return numel(shape[:axis]), shape[axis], numel(shape[axis + 1:])
+
+    def infer_shapes(self, attrs, inputs, consts):
+        self._view(attrs, inputs)
+        return [(inputs[0].shape, inputs[0].dtype)]
+
+    def launches(self, attrs, inputs, outputs, consts, ctx=DEFAULT_CONTEXT):
+        outer, length, inner = self._view(attrs, inputs)
+        src = program_text("hardmax", {"T": inputs[0].cl_type}, "hardmax.cl")
+        return [KernelLaunch(src, "hardmax", (Arg.input(0), Arg.output(0),
+                                              Arg.scalar(np.int32(length)),
+                                              Arg.scalar(np.int32(inner)),
+                                              Arg.scalar(np.int32(outer * inner))),
+                             global_1d(outer * inner), label="hardmax")]

@@ -132,6 +132,15 @@ def _avg_pool(r, node, name: str, attrs: dict) -> None:
     r.emit("AvgPool", [node.input[0]], [node.output[0]], name, ir)
 
 
+@translates("LpPool")
+def _lp_pool(r, node, name: str, attrs: dict) -> None:
+    """The p-norm of each window (p an int, default 2), on the pooling attributes."""
+    p = int(attrs.get("p", 2))
+    if p < 1:
+        r.refuse(f"attribute p={p} must be 1 or more")
+    r.emit("LpPool", [node.input[0]], [node.output[0]], name, dict(_pool_attrs(r, attrs), p=str(p)))
+
+
 @translates("GlobalAveragePool", "GlobalMaxPool")
 def _global_pool(r, node, name: str, attrs: dict) -> None:
     rank = len(r.shape_of(node.input[0]))
@@ -258,6 +267,13 @@ def _log_softmax(r, node, name: str, attrs: dict) -> None:
     """One LogSoftmax (x - max - log(sum(exp(x - max))): exact where log(softmax) would
     underflow to -inf), not six elementwise and reduction layers."""
     _softmax_like(r, node, name, attrs, "LogSoftmax")
+
+
+@translates("Hardmax")
+def _hardmax(r, node, name: str, attrs: dict) -> None:
+    """The one-hot of the first largest value (opset 13); before, of the input flattened to
+    2-D at `axis`, as Softmax was."""
+    _softmax_like(r, node, name, attrs, "Hardmax")
 
 
 def _softmax_like(r, node, name: str, attrs: dict, op_type: str) -> None:

@@ -1,13 +1,15 @@
-"""ONNX's normalizations over trailing axes (the transformers' LayerNormalization, opset 17, and
-RMSNormalization, opset 23), decomposed into IR reductions and elementwise layers: the same
-arithmetic as ONNX's own function bodies, in float32, with the optional Mean and InvStdDev
-outputs of LayerNormalization produced where the model asks for them."""
+"""ONNX's normalizations: over trailing axes (the transformers' LayerNormalization, opset 17, and
+RMSNormalization, opset 23), over groups of channels (GroupNormalization, opset 18 and 21) and
+over given axes (MeanVarianceNormalization), decomposed into IR reductions and elementwise
+layers: the same arithmetic as ONNX's own function bodies, in float32, with the optional Mean
+and InvStdDev outputs of LayerNormalization produced where the model asks for them; and
+LpNormalization, one built-in op (ops/reduce/norm.py)."""
 from __future__ import annotations
 
 import numpy as np
 
 from .... import dtypes
-from ..translate import axis_in, dtype_of, keep_axes, rank_of, translates
+from ..translate import axis_in, dtype_of, keep_axes, rank_of, reshaped, translates
 
 _NUMPY = {"auto_broadcast": "numpy"}
 
@@ -96,3 +98,91 @@ def _trilu(r, node, name: str, attrs: dict) -> None:
     dtype = dtype_of(r, x)
     mask = r.const(f"{name}/mask", mask.astype(dtypes.numpy_of(dtype) if dtype else np.float32))
     r.emit("Multiply", [x, mask], [node.output[0]], name, _NUMPY)
+
+
+@translates("LpNormalization")
+def _lp_normalization(r, node, name: str, attrs: dict) -> None:
+    """x / its L1 or L2 norm along `axis` (default -1): one built-in op."""
+    p = int(attrs.get("p", 2))
+    if p not in (1, 2):
+        r.refuse(f"attribute p={p} is not 1 or 2 (the norms ONNX defines here)")
+    r.emit("LpNormalization", [node.input[0]], [node.output[0]], name,
+           {"axis": str(int(attrs.get("axis", -1))), "p": str(p)})
+
+
+@translates("MeanVarianceNormalization")
+def _mvn(r, node, name: str, attrs: dict) -> None:
+    """(x - mean) / (sqrt(variance) + 1e-9) over `axes` (default 0, 2, 3), ONNX's function
+    body with the variance taken as the mean square of the centered values (the same value,
+    without the cancellation of E[x^2] - E[x]^2)."""
+    x = node.input[0]
+    shape = r.shape_of(x)
+    rank = rank_of(r, x, "MeanVarianceNormalization")
+    axes = sorted({axis_in(r, int(a), rank, "axes entry") for a in attrs.get("axes", [0, 2, 3])})
+    kept = keep_axes(shape, axes)
+    axes_const = r.const(f"{name}/axes", np.array(axes, np.int64))
+    mean = f"{name}/mean"
+    r.emit("ReduceMean", [x, axes_const], [mean], mean, {"keep_dims": "true"}, shapes=[kept])
+    centered = f"{name}/centered"
+    r.emit("Subtract", [x, mean], [centered], centered, _NUMPY, shapes=[shape])
+    square = f"{name}/square"
+    r.emit("Multiply", [centered, centered], [square], square, _NUMPY, shapes=[shape])
+    var = f"{name}/variance"
+    r.emit("ReduceMean", [square, axes_const], [var], var, {"keep_dims": "true"}, shapes=[kept])
+    std = f"{name}/std"
+    r.emit("Sqrt", [var], [std], std, shapes=[kept])
+    std_eps = f"{name}/std_eps"
+    r.emit("Add", [std, r.const(f"{name}/eps", np.float32(1e-9))], [std_eps], std_eps, _NUMPY,
+           shapes=[kept])
+    r.emit("Divide", [centered, std_eps], [node.output[0]], name, _NUMPY)
+
+
+@translates("GroupNormalization")
+def _group_norm(r, node, name: str, attrs: dict) -> None:
+    """x (N, C, ...) viewed as (N, G, C/G * ...), normalized per group as LayerNormalization
+    is, then scaled and shifted: per group before opset 21 (scale and bias of G values), per
+    channel from opset 21 (C values). Needs the input's shape known at load."""
+    x = node.input[0]
+    shape = r.shape_of(x)
+    if len(shape) < 3 or any(not isinstance(d, int) for d in shape):
+        r.refuse(f"GroupNormalization needs an input (N, C, d1, ...) of known shape, found "
+                 f"{r.describe_shape(x)}")
+    groups = int(attrs["num_groups"])
+    n, c = shape[0], shape[1]
+    if groups < 1 or c % groups:
+        r.refuse(f"num_groups={groups} does not divide the {c} channels")
+    per_channel = r.opset.get("ai.onnx", 21) >= 21
+    want = c if per_channel else groups
+    for k, what in ((1, "scale"), (2, "bias")):
+        given = r.known_shape(node.input[k])
+        if given is not None and tuple(given) != (want,):
+            r.refuse(f"input {k} ({what}) has shape {list(given)}; expected [{want}] (one per "
+                     f"{'channel' if per_channel else 'group'} at this opset)")
+    grouped_shape = (n, groups, int(np.prod(shape[1:], dtype=np.int64)) // groups)
+    grouped = reshaped(r, x, list(grouped_shape), f"{name}/grouped")
+    axes = r.const(f"{name}/axes", np.array([2], np.int64))
+    kept = grouped_shape[:2] + (1,)
+    mean = f"{name}/mean"
+    r.emit("ReduceMean", [grouped, axes], [mean], mean, {"keep_dims": "true"}, shapes=[kept])
+    centered = f"{name}/centered"
+    r.emit("Subtract", [grouped, mean], [centered], centered, _NUMPY, shapes=[grouped_shape])
+    square = f"{name}/square"
+    r.emit("Multiply", [centered, centered], [square], square, _NUMPY, shapes=[grouped_shape])
+    normalized, _ = _divided_by_root_mean(r, name, centered, square, axes, kept, grouped_shape,
+                                          attrs.get("epsilon", 1e-5))
+    # scale and bias broadcast against the grouped view (per group) or the input (per channel)
+    view = [c] + [1] * (len(shape) - 2) if per_channel else [groups, 1]
+    if per_channel:
+        normalized = reshaped(r, normalized, list(shape), f"{name}/ungrouped")
+    scale = reshaped(r, node.input[1], view, f"{name}/scale")
+    bias = reshaped(r, node.input[2], view, f"{name}/bias")
+    affine_shape = tuple(shape) if per_channel else grouped_shape
+    scaled = f"{name}/scaled"
+    r.emit("Multiply", [normalized, scale], [scaled], scaled, _NUMPY, shapes=[affine_shape])
+    if per_channel:
+        r.emit("Add", [scaled, bias], [node.output[0]], name, _NUMPY)
+        return
+    shifted = f"{name}/shifted"
+    r.emit("Add", [scaled, bias], [shifted], shifted, _NUMPY, shapes=[grouped_shape])
+    r.emit("Reshape", [shifted, r.const(f"{name}/shape", np.array(shape, np.int64))],
+           [node.output[0]], name, {"special_zero": "false"})
