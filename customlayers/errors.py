@@ -210,6 +210,11 @@ class DeviceError(CustomLayersError, RuntimeError):
     """No OpenCL device matches, or the device cannot do what is asked."""
 
 
+class NoSuchDeviceError(DeviceError):
+    """The device asked for (-d GPU, a name) is not on this machine: a wrong argument, which
+    the command line answers with exit status 2, as it does a missing input file."""
+
+
 class ModelError(CustomLayersError, ValueError):
     """A model file (IR or ONNX) is malformed or uses something unsupported."""
 

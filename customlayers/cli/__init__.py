@@ -22,7 +22,7 @@ import importlib
 import sys
 import warnings
 
-from ..errors import CustomLayersError, InputFileError
+from ..errors import CustomLayersError, InputFileError, NoSuchDeviceError
 from ..terminal import terminal_safe_output
 from .strict_parser import StrictParser
 
@@ -113,7 +113,7 @@ def _run(args) -> int:
     except UsageError as e:
         print(f"customlayers {args.command}: error: {e}", file=sys.stderr)
         return 2
-    except InputFileError as e:          # a missing or unreadable input file: exit 2
+    except (InputFileError, NoSuchDeviceError) as e:   # a missing input file or device: exit 2
         if args.traceback:
             raise
         print(f"error: {e}", file=sys.stderr)

@@ -203,6 +203,13 @@ def test_missing_model_file(tmp_path, capsys):
     assert not out.exists()
 
 
+def test_a_device_that_is_not_there_is_a_usage_error(capsys):
+    # like a missing file: the argument names what this machine lacks (exit 2, not 1)
+    err = run_fails(["run", "-m", str(DEMO_BUILTIN), "-d", "NoSuchAccelerator"], capsys, code=2)
+    assert "no OpenCL device matches 'NoSuchAccelerator'" in err
+    assert "devices:" in err
+
+
 def test_bad_input_name(tmp_path, capsys):
     np.save(tmp_path / "x.npy", rand((1, 3, 32, 32)))
     err = run_fails(["run", "-m", str(DEMO_BUILTIN), "-i", f"nosuch={tmp_path / 'x.npy'}"],

@@ -7,7 +7,7 @@ import re
 import pyopencl as cl
 
 from ... import settings
-from ...errors import DeviceError
+from ...errors import DeviceError, NoSuchDeviceError
 from .cache import ProgramCache
 
 
@@ -109,7 +109,7 @@ def select_device(selector: str | None = None) -> cl.Device:
                    if any(low in text.lower() for text in
                           (d.name, d.platform.name, d.platform.vendor, d.platform.version))]
     if not matches:
-        raise DeviceError(f"no OpenCL device matches '{wanted}' (CPU, GPU, GPU.0, or part of a "
+        raise NoSuchDeviceError(f"no OpenCL device matches '{wanted}' (CPU, GPU, GPU.0, or part of a "
                           f"device or platform name); devices: {_listing(devices)}")
     return max(matches, key=_rank)
 
