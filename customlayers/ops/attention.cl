@@ -18,7 +18,9 @@
  *
  * Defines: T (element type), ACC (the softmax's type), WG, HAS_PAST, MASK_KIND (0 none,
  * 1 bool as uchar, 2 T), HAS_NONPAD, NONPAD_OFFSET, CAUSAL, WINDOW, SOFTCAP, QK_MODE (-1: no
- * qk_matmul_output; 0/1 the scaled (softcapped) scores; 2 with the bias; 3 the probabilities).
+ * qk_matmul_output; as the schema and ONNX Runtime say: 0 the scaled scores, 1 after the
+ * softcap, 2 with the bias too, 3 the probabilities. The reference also softcaps mode 0's,
+ * against its schema; no node-suite case has mode 0 with a softcap).
  */
 #define NEG_INF (-INFINITY)
 #if HAS_PAST
@@ -128,10 +130,13 @@ void attention(__global const T* restrict q, __global const T* restrict k,
         for (int d = 0; d < D; ++d)
             dot += q_row[d] * (ACC)kp[d];
         ACC s = dot * (ACC)scale;
+#if QK_MODE == 0
+        qk_row[j] = (T)s;
+#endif
 #if SOFTCAP
         s = (ACC)softcap * tanh(s / (ACC)softcap);
 #endif
-#if QK_MODE == 0 || QK_MODE == 1
+#if QK_MODE == 1
         qk_row[j] = (T)s;
 #endif
         ACC bias = 0;

@@ -35,6 +35,27 @@ def _present(r, node, name: str, k: int, past: str | None, rank: int, heads: int
         r.alias[out] = r.alias.get(new, new)
 
 
+def _check_heads(r, node, rank: int, q_heads: int, kv_heads: int) -> None:
+    """Refuse at load what the shapes known here already rule out: Q, K, V of other ranks,
+    hidden sizes that do not split into the heads, query heads that are not a multiple of the
+    key/value heads (GQA). The op checks the rest (and these, for dims known only later)."""
+    shapes = [r.known_shape(v) for v in node.input[:3]]
+    if any(s is not None and len(s) != rank for s in shapes) or rank not in (3, 4):
+        r.refuse(f"Q, K and V must all be 3-D or all 4-D; found "
+                 f"{', '.join(r.describe_shape(x) for x in node.input[:3])}")
+    q, k, v = ((s[1] if rank == 4 else s[2]) if s is not None else None for s in shapes)
+    if rank == 3:
+        for what, dim, heads in (("Q", q, q_heads), ("K", k, kv_heads), ("V", v, kv_heads)):
+            if isinstance(dim, int) and dim % heads:
+                r.refuse(f"{what}'s hidden size {dim} does not split into {heads} heads")
+        q, k = q_heads, kv_heads
+    v_differs = rank == 4 and isinstance(v, int) and v != k
+    if isinstance(q, int) and isinstance(k, int) and (q % k or v_differs):
+        r.refuse(f"{q} query heads need a whole number of groups of the {k} key/value heads "
+                 f"(GQA), and K and V the same heads; found "
+                 f"{', '.join(r.describe_shape(x) for x in node.input[:3])}")
+
+
 @translates("Attention")
 def _attention(r, node, name: str, attrs: dict) -> None:
     mask, past_key, past_value, nonpad = (optional_input(node, k) for k in (3, 4, 5, 6))
@@ -48,6 +69,7 @@ def _attention(r, node, name: str, attrs: dict) -> None:
     q_heads, kv_heads = int(attrs.get("q_num_heads", 0)), int(attrs.get("kv_num_heads", 0))
     if rank == 3 and (q_heads <= 0 or kv_heads <= 0):
         r.refuse("3-D Q, K, V need the q_num_heads and kv_num_heads attributes")
+    _check_heads(r, node, rank, q_heads, kv_heads)
     ir = {"q_num_heads": str(q_heads), "kv_num_heads": str(kv_heads),
           "is_causal": _FLAG[bool(attrs.get("is_causal", 0))],
           "softcap": float_text(attrs.get("softcap", 0.0)),
