@@ -23,6 +23,11 @@
  * against its schema; no node-suite case has mode 0 with a softcap).
  */
 #define NEG_INF (-INFINITY)
+#define ACC4 CAT(ACC, 4)
+#define TO_ACC4(x) CAT(convert_, ACC4)(x)
+#define STORE4(x, p) vstore4(CAT(convert_, CAT(T, 4))(x), 0, p)
+#define CAT(a, b) CAT_(a, b)
+#define CAT_(a, b) a##b
 #if HAS_PAST
 #define KEY_ROW(j) ((j) < P ? past_k + ((long)(b * KVH + kvh) * P + (j)) * D \
                             : k + b * KB + kvh * KHS + ((j) - P) * KS)
@@ -92,7 +97,7 @@ void attention(__global const T* restrict q, __global const T* restrict k,
                const int KS, const int VB, const int VHS, const int VS, const int YB,
                const int YHS, const int YS, const int MB, const int MHS, const int MS,
                const int MASK_LEN,
-               const float scale, const float softcap, const int left, const int right)
+               const ACC scale, const ACC softcap, const int left, const int right)
 {
     const int t = get_local_id(0);
     const int row = get_group_id(0);          /* ((b * QH) + h) * S + i */
@@ -126,8 +131,12 @@ void attention(__global const T* restrict q, __global const T* restrict k,
     int open = 0;                             /* some key's bias is not -inf */
     for (int j = t; j < T_LEN; j += WG) {
         __global const T* kp = KEY_ROW(j);
-        ACC dot = 0;
-        for (int d = 0; d < D; ++d)
+        ACC4 dot4 = 0;                       /* 4 features at a time, then the tail */
+        int d = 0;
+        for (; d + 4 <= D; d += 4)
+            dot4 += vload4(0, q_row + d) * TO_ACC4(vload4(0, kp + d));
+        ACC dot = (dot4.x + dot4.y) + (dot4.z + dot4.w);
+        for (; d < D; ++d)
             dot += q_row[d] * (ACC)kp[d];
         ACC s = dot * (ACC)scale;
 #if QK_MODE == 0
@@ -185,7 +194,14 @@ void attention(__global const T* restrict q, __global const T* restrict k,
         qk_row[j] = (T)(scores[j] * inv);
 #endif
     __global T* yp = y + b * YB + h * YHS + i * YS;
-    for (int d = t; d < DV; d += WG) {
+    const int DV4 = DV & ~3;                  /* features taken 4 at a time, then the tail */
+    for (int d = 4 * t; d < DV4; d += 4 * WG) {
+        ACC4 acc = 0;
+        for (int j = 0; j < T_LEN; ++j)
+            acc += scores[j] * TO_ACC4(vload4(0, VALUE_ROW(j) + d));
+        STORE4(acc * inv, yp + d);
+    }
+    for (int d = DV4 + t; d < DV; d += WG) {
         ACC acc = 0;
         for (int j = 0; j < T_LEN; ++j) {
             __global const T* vp = VALUE_ROW(j);

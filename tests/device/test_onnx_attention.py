@@ -18,6 +18,8 @@ from onnx import TensorProto, helper  # noqa: E402
 from customlayers.api import Network  # noqa: E402
 from customlayers.errors import BindingError, ModelError  # noqa: E402
 from customlayers.graph.onnx.reader import read_onnx  # noqa: E402
+from customlayers.jit.launch import CompileContext, DeviceTraits  # noqa: E402
+from op_harness import CPU_CONTEXT, run_op  # noqa: E402
 
 RNG = np.random.default_rng(20)
 ONNX_TYPE = {np.float32: TensorProto.FLOAT, np.float64: TensorProto.DOUBLE,
@@ -56,7 +58,7 @@ def _heads(x, heads):
 
 def reference(q, k, v, mask=None, past_key=None, past_value=None, nonpad=None, *,
               is_causal=0, scale=None, softcap=0.0, q_num_heads=0, kv_num_heads=0,
-              qk_matmul_output_mode=0):
+              qk_matmul_output_mode=0, left_window_size=-1, right_window_size=-1):
     """(Y, present_key, present_value, qk_matmul_output) in float64, as the ONNX spec says."""
     q, k, v = (np.asarray(t, np.float64) for t in (q, k, v))
     three_d = q.ndim == 3
@@ -77,10 +79,14 @@ def reference(q, k, v, mask=None, past_key=None, past_value=None, nonpad=None, *
         bias = bias + np.pad(m, pad, constant_values=-np.inf)
     i = np.arange(s)[:, None]
     j = np.arange(total)[None, :]
+    offset = (nonpad - s).reshape(b, 1, 1, 1) if nonpad is not None and past_key is None \
+        else past
     if is_causal:
-        offset = (nonpad - s).reshape(b, 1, 1, 1) if nonpad is not None and past_key is None \
-            else past
         bias = np.where(j > i + offset, -np.inf, bias)
+    if left_window_size >= 0:         # opset 25's sliding window
+        bias = np.where(i + offset - j > left_window_size, -np.inf, bias)
+    if right_window_size >= 0:
+        bias = np.where(j - i - offset > right_window_size, -np.inf, bias)
     if nonpad is not None:
         bias = np.where(j >= nonpad.reshape(b, 1, 1, 1), -np.inf, bias)
     group = qh // k.shape[1]
@@ -263,6 +269,42 @@ def test_a_mask_longer_than_the_keys_is_refused_naming_the_node(tmp_path, engine
     with pytest.raises(BindingError) as info:
         _run(path, feeds, engine)
     assert "'attn'" in str(info.value) and "attn_mask" in str(info.value)
+
+
+GPU_SHAPED = CompileContext(DeviceTraits("GPU", compute_units=16, max_work_group_size=256))
+
+
+@pytest.mark.parametrize("ctx", [GPU_SHAPED, CPU_CONTEXT], ids=["64_items_a_row", "one_a_row"])
+@pytest.mark.parametrize("dtype,extra,attrs", [
+    # a past, a bool mask shorter than the 100 keys, causal, softcap, qk with the bias
+    (np.float32, "past_mask", {"is_causal": 1, "softcap": 1.0, "qk_matmul_output_mode": 2}),
+    # double, nonpad_kv_seqlen, a float mask, opset 25's window, the probabilities
+    (np.float64, "nonpad_mask", {"is_causal": 1, "left_window_size": 20,
+                                 "qk_matmul_output_mode": 3}),
+])
+def test_the_op_on_both_kernel_shapes(cl_env, ctx, dtype, extra, attrs):
+    """The built-in op alone, as a GPU runs it (a work-group of 64 per query row, reductions in
+    __local memory) and as a CPU does (one item per row), on rows of more keys than items and
+    head sizes that are not multiples of 4 (the float4 loops' tails)."""
+    q, k, v = _rand(2, 4, 5, 6, dtype=dtype), _rand(2, 2, 70, 6, dtype=dtype), \
+        _rand(2, 2, 70, 7, dtype=dtype)
+    ir = {"qk_output": "true", **{key: str(val) for key, val in attrs.items()}}
+    if extra == "past_mask":
+        pk, pv = _rand(2, 2, 30, 6, dtype=dtype), _rand(2, 2, 30, 7, dtype=dtype)
+        mask = RNG.random((2, 1, 5, 90)) > 0.2
+        inputs = [q, k, v, pk, pv, mask.astype(np.uint8)]
+        ir.update(has_past="true", has_mask="true")
+        want = reference(q, k, v, mask, pk, pv, **attrs)
+    else:
+        mask = _rand(4, 1, 70, dtype=dtype)
+        nonpad = np.array([40, 70], np.int64)
+        inputs = [q, k, v, mask, nonpad]
+        ir.update(has_mask="true", has_nonpad="true")
+        want = reference(q, k, v, mask, nonpad=nonpad, **attrs)
+    y, qk = run_op(cl_env, "Attention", inputs, ir, ctx=ctx)
+    tol = 1e-5 if dtype == np.float32 else 1e-12
+    np.testing.assert_allclose(y, want[0], rtol=tol, atol=tol)
+    np.testing.assert_allclose(qk, want[3], rtol=tol, atol=tol)
 
 
 # -- RotaryEmbedding ---------------------------------------------------------------------------
