@@ -227,14 +227,15 @@ def test_fully_masked_rows_are_zero_in_double(tmp_path, engine):
 def test_present_outputs_without_past_and_y_alone_with_past(tmp_path, engine):
     """Each optional output stands alone: present_key/value of 3-D K/V without a past are K
     and V as (batch, heads, seq, size); with a past, Y alone (no present) is still right."""
-    feeds = _feeds((1, 4, 2 * 4), (1, 4, 2 * 4), (1, 4, 2 * 4), None, 0)
-    attrs = {"q_num_heads": 2, "kv_num_heads": 2}
-    path = _model(tmp_path / "present.onnx", "Attention", feeds, ["q", "k", "v"],
-                  ["y", "pk_out", "pv_out"], 23, **attrs)
-    got = _run(path, feeds, engine)
-    ref = reference(feeds["q"], feeds["k"], feeds["v"], **attrs)
-    for out, r in zip(("y", "pk_out", "pv_out"), ref):
-        np.testing.assert_allclose(got[out], r, rtol=1e-5, atol=1e-6, err_msg=out)
+    for q, attrs in (((1, 4, 2 * 4), {"q_num_heads": 2, "kv_num_heads": 2}),
+                     ((1, 2, 4, 4), {})):
+        feeds = _feeds(q, q, q, None, 0)
+        path = _model(tmp_path / "present.onnx", "Attention", feeds, ["q", "k", "v"],
+                      ["y", "pk_out", "pv_out"], 23, **attrs)
+        got = _run(path, feeds, engine)
+        ref = reference(feeds["q"], feeds["k"], feeds["v"], **attrs)
+        for out, r in zip(("y", "pk_out", "pv_out"), ref):
+            np.testing.assert_allclose(got[out], r, rtol=1e-5, atol=1e-6, err_msg=out)
 
     feeds = _feeds((1, 2, 3, 4), (1, 2, 3, 4), (1, 2, 3, 4), None, 2)
     path = _model(tmp_path / "y_only.onnx", "Attention", feeds,

@@ -92,6 +92,8 @@ class Attention(Op):
                                f"4-D (batch, heads, seq, head size); found {list(q)}, "
                                f"{list(k)}, {list(v)}")
         dtype = inputs[0].dtype
+        if dtype == "f16":
+            raise BindingError(f"{op}: float16 Q, K, V are not supported yet (float or double)")
         if dtype not in _FLOATS or any(t.dtype != dtype for t in inputs[:3]):
             raise BindingError(f"{op}: Q, K and V must share one of the element types "
                                f"{', '.join(_FLOATS)}; found "
