@@ -15,7 +15,8 @@ for _name in (
     "index.gather",        # GatherElements/ND, Scatter*, ArgMax/Min, TopK, CumSum, OneHot ...
     "image.resize",        # Resize, Upsample, GridSample, RoiAlign, NonMaxSuppression
     "recurrent.rnn",       # LSTM, GRU, RNN
-    "attention.attention", # Attention, RotaryEmbedding
+    "attention.attention", # ONNX Attention (opset 23-25)
+    "attention.rotary",    # RotaryEmbedding
     "reduce.loss",         # NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss
     "reduce.lp_pool",      # LpPool
 ):
