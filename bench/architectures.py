@@ -111,12 +111,15 @@ def torch_models(torch):
             wh = (d[..., 2:4] * 2) ** 2 * 8.0
             return torch.cat((xy, wh, d[..., 4:]), -1).view(b, -1, self.outputs)
 
+    vit = torchvision.models.vit_b_16(weights=None)
+    # torchvision starts the classifier at zero (every output 0 would match anything)
+    nn.init.normal_(vit.heads.head.weight, std=0.02)
     ids = rng.integers(1, 30522, (2, 128)).astype(np.int64)
     mask = np.ones((2, 128), np.int64)
     mask[1, 100:] = 0
     seq = rng.standard_normal((2, 50, 64)).astype(np.float32)
     return {
-        "vit_b_16": (torchvision.models.vit_b_16(weights=None), [image], None, ["x"]),
+        "vit_b_16": (vit, [image], None, ["x"]),
         "swin_t": (torchvision.models.swin_t(weights=None), [image], None, ["x"]),
         "convnext_tiny": (torchvision.models.convnext_tiny(weights=None), [image], None, ["x"]),
         "shufflenet_v2": (torchvision.models.shufflenet_v2_x1_0(weights=None), [image], None,
@@ -137,6 +140,9 @@ def torch_models(torch):
 def export(torch, module, inputs, names, dynamic, opset: int, path: Path) -> str:
     """'' when exported, else why not."""
     args = tuple(torch.from_numpy(a) for a in inputs)
+    # eval-mode attention takes torch's fused fast path, which the TorchScript exporter cannot
+    # export (aten::_native_multi_head_attention): the plain ops are what deployments export
+    torch.backends.mha.set_fastpath_enabled(False)
     kwargs = dict(input_names=names, output_names=["y"], opset_version=opset)
     try:
         if opset >= 18:                      # the dynamo exporter (needs onnxscript)
