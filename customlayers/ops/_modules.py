@@ -19,5 +19,6 @@ for _name in (
     "attention.rotary",    # RotaryEmbedding
     "reduce.loss",         # NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss
     "reduce.lp_pool",      # LpPool
+    "reduce.layer_norm",   # LayerNorm (ONNX LayerNormalization as one kernel)
 ):
     importlib.import_module(f"{__package__}.{_name}")

@@ -207,6 +207,16 @@ class MatMul(NamedOp):
         rank = max(len(a2), len(b2))
         abatch = (1,) * (rank - len(a2)) + a2[:-2]
         bbatch = (1,) * (rank - len(b2)) + b2[:-2]
+        if abatch and all(d == 1 for d in bbatch) and not ta and len(a) > 1:
+            # one B for every batch of A, whose rows lie one after another: the batches are
+            # more rows of one GEMM (a transformer's [B, S, K] x [K, N]: M = B*S, tiles that
+            # fit and no batch of M == 1 running a matrix-vector kernel per row)
+            rows = m
+            for d in abatch:
+                rows *= d
+            out = abatch + (m,) + ((n,) if len(b) > 1 else ())
+            return dict(M=rows, N=n, K=k, TRANSPOSE_A=0, TRANSPOSE_B=int(tb), OB1=1,
+                        A_BS0=0, A_BS1=0, B_BS0=0, B_BS1=0, A_STEP=step, A_PICK=pick), 1, out
         batch = []
         for da, db in zip(abatch, bbatch):
             if da != db and 1 not in (da, db):
@@ -242,10 +252,18 @@ class MatMul(NamedOp):
         # the epilogue's channel is the output's axis 1: which of the GEMM's indices that is
         a_rank = len(inputs[0].shape) - (ctx.fact(PickLast) is not None)
         b_rank = len(inputs[1].shape)
-        axes = ["(batch) / OB1", "(batch) % OB1"][2 - (len(out) - (a_rank > 1) - (b_rank > 1)):] \
-            + (["(m)"] if a_rank > 1 else []) + (["(n)"] if b_rank > 1 else [])
-        epilogue = defines(**wiring.flags,
-                           **{"CHANNEL(batch, m, n)": axes[1] if len(axes) > 1 else "0"})
+        if batches == 1 and a_rank > 2 and sizes["M"] != out[-2 if b_rank > 1 else -1]:
+            # A's batches folded into M: axis 1 is a digit of the row index
+            inner = 1
+            for d in out[2:len(out) - (b_rank > 1)]:
+                inner *= d
+            channel = f"((m) / {inner} % {out[1]})"
+        else:
+            axes = ["(batch) / OB1", "(batch) % OB1"][
+                2 - (len(out) - (a_rank > 1) - (b_rank > 1)):] \
+                + (["(m)"] if a_rank > 1 else []) + (["(n)"] if b_rank > 1 else [])
+            channel = axes[1] if len(axes) > 1 else "0"
+        epilogue = defines(**wiring.flags, **{"CHANNEL(batch, m, n)": channel})
         if ep.row_softmax and (b_rank < 2 or len(out) < 2 or sizes["N"] > ROW_SOFTMAX_MAX):
             raise self.fail(attrs, f"a {ep.row_softmax} of the last axis cannot be fused "
                                    f"into an output of shape {list(out)}")

@@ -9,7 +9,8 @@ from __future__ import annotations
 import numpy as np
 
 from .... import dtypes
-from ..translate import axis_in, dtype_of, keep_axes, rank_of, reshaped, translates
+from ..translate import (axis_in, dtype_of, float_text, keep_axes, rank_of, reshaped,
+                         translates)
 
 _NUMPY = {"auto_broadcast": "numpy"}
 
@@ -47,9 +48,45 @@ def _divided_by_root_mean(r, name: str, numerator: str, square: str, axes: str, 
     return quotient, root
 
 
+def _one_op_takes(r, node, attrs: dict) -> bool:
+    """Whether the built-in LayerNorm (one kernel) computes this node: float32 input, scale
+    and bias that hold exactly the normalized axes' values (ONNX also lets them broadcast:
+    those keep the decomposition)."""
+    x = node.input[0]
+    shape = r.shape_of(x)
+    if not shape or dtype_of(r, x) != "f32" or any(d is None for d in shape):
+        return False
+    axis = int(attrs.get("axis", -1)) % len(shape)
+    size = int(np.prod(shape[axis:], dtype=np.int64))
+    for k in (1, 2):
+        if len(node.input) > k and node.input[k]:
+            s = r.shape_of(node.input[k])
+            if s is None or dtype_of(r, node.input[k]) != "f32" or \
+                    int(np.prod(s, dtype=np.int64)) != size or \
+                    tuple(d for d in s if d != 1) != tuple(d for d in shape[axis:] if d != 1):
+                return False
+    return True
+
+
 @translates("LayerNormalization")
 def _layer_norm(r, node, name: str, attrs: dict) -> None:
-    """(x - mean) / sqrt(var + epsilon) * Scale + B over the axes from `axis` on."""
+    """(x - mean) / sqrt(var + epsilon) * Scale + B over the axes from `axis` on: the one
+    LayerNorm op where it takes the node (ops/reduce/layer_norm.py), else decomposed."""
+    if _one_op_takes(r, node, attrs):
+        x, shape = node.input[0], r.shape_of(node.input[0])
+        axis = int(attrs.get("axis", -1)) % len(shape)
+        stats = len(node.output) > 1 and any(node.output[1:])
+        kept = tuple(shape[:axis]) + (1,) * (len(shape) - axis)
+        outputs = [node.output[0]]
+        if stats:
+            outputs += [o or f"{name}/unused{k}" for k, o in
+                        enumerate((list(node.output[1:]) + [""])[:2], 1)]
+        inputs = [i for i in node.input[:3] if i]
+        r.emit("LayerNorm", inputs, outputs, name,
+               {"axis": str(axis), "epsilon": float_text(attrs.get("epsilon", 1e-5)),
+                "stats": "true" if stats else "false"},
+               shapes=[tuple(shape)] + [kept] * (len(outputs) - 1))
+        return
     x, shape, axes, kept = _trailing_axes(r, node, name, attrs, "LayerNormalization")
     outputs = list(node.output) + ["", ""]
     mean = outputs[1] or f"{name}/mean"
