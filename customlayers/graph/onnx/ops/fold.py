@@ -1,7 +1,8 @@
-"""ONNX -> IR translations of the ops that run here only as shape arithmetic: comparisons,
-logic, Where, Range, Size, CastLike. Each is folded at load when its inputs are constants, else
-kept as a fold-only node for the shape-folding pass (deferred.py); one reading a value computed
-at run time by a layer (a mask, indices from data) is refused, naming the node and the input.
+"""ONNX -> IR translations of the ops that run here only as shape arithmetic: Range, Size,
+CastLike. Each is folded at load when its inputs are constants, else kept as a fold-only node for
+the shape-folding pass (deferred.py); one reading a value computed at run time by a layer is
+refused, naming the node and the input. (Comparisons, logic and Where are shape arithmetic too,
+and ops on data otherwise: logic.py.)
 """
 from __future__ import annotations
 
@@ -12,8 +13,7 @@ from ..deferred import fold_or_defer, is_pending
 from ..translate import dtype_of, translates
 
 # ONNX ops translated here, evaluated by graph/fold_eval.py
-SHAPE_ONLY = ("Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "Not", "And", "Or",
-              "Xor", "Where", "Range")
+SHAPE_ONLY = ("Range",)
 
 
 @translates(*SHAPE_ONLY)
