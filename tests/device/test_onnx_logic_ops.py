@@ -344,3 +344,18 @@ def test_an_ir_of_less_and_select_runs(tmp_path, engine):
     a, b = rng.standard_normal(s).astype(np.float32), rng.standard_normal(s).astype(np.float32)
     got = Network(path, engine=engine).infer({"a": a, "b": b})["y"]
     np.testing.assert_array_equal(got, np.minimum(a, b))
+
+
+# -- CastLike on data -----------------------------------------------------------------------------
+@pytest.mark.parametrize("like_type", [np.float64, np.int32, np.uint8, np.bool_],
+                         ids=lambda t: t.__name__)
+def test_cast_like_of_a_value_computed_at_run_time(tmp_path, engine, like_type):
+    """A Convert to the like's type; to bool a comparison with 0 (not a truncation to u8)."""
+    x = np.array([[0.0, 0.25, -1.5, 2.75], [3.0, -0.0, 200.5, 7.0]], np.float32)
+    like = np.zeros((1,), like_type)
+    nodes = [helper.make_node("Abs", ["x"], ["a"]),
+             helper.make_node("CastLike", ["a", "like"], ["y"])]
+    feeds = {"x": x, "like": like}
+    got, want = _both(engine, _model(tmp_path / "m.onnx", nodes, feeds, opset=19), feeds)
+    assert got.dtype == want.dtype == like_type
+    np.testing.assert_array_equal(got, want)
