@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 from lxml import etree
 
-from ..dtypes import IR_ELEMENT_TYPES, IR_PRECISIONS, numpy_of
+from ..dtypes import BOOL_IR_PRECISIONS, IR_ELEMENT_TYPES, IR_PRECISIONS, numpy_of
 from ..errors import ModelError, ModelFileError
 from ..files import read_user_file
 from .graph import Graph, Node, Port
@@ -232,6 +232,9 @@ class _Reader:
             # a Result ends the graph: with an output port it could feed other layers (a Result
             # in mid-graph), which no IR means
             self.check_ports(node, where, inputs=1, outputs=0)
+            port = elem.find("input/port")         # a boolean (held as u8) is returned as bool
+            if (port.get("precision") or "").upper() in BOOL_IR_PRECISIONS:
+                node.attrs["boolean"] = "true"
         elif not node.outputs:
             # every other op makes something; the compiler and its passes read output 0
             raise ModelError(f"{where}: has no output port; every layer but a Result has at "

@@ -313,37 +313,62 @@ def _ir_dims(shape) -> str:
     return "".join(f"<dim>{d}</dim>" for d in shape)
 
 
+def _ir(path: Path, middle: list[str], edges, shape=(2, 3)) -> Path:
+    """An IR (v11) of f32 Parameters a (id 0) and b (id 1), the `middle` layers, and the
+    `edges` (from-layer, from-port, to-layer, to-port) between them."""
+    params = [f'<layer id="{i}" name="{n}" type="Parameter" version="opset1"><data '
+              f'shape="{",".join(map(str, shape))}" element_type="f32"/><output>'
+              f'{_port(0, "FP32", shape, n)}</output></layer>' for i, n in enumerate("ab")]
+    path.write_text(f'<?xml version="1.0"?>\n<net name="logic" version="11"><layers>'
+                    f'{"".join(params + middle)}</layers><edges>' + "".join(
+                        f'<edge from-layer="{a}" from-port="{p}" to-layer="{b}" to-port="{q}"/>'
+                        for a, p, b, q in edges) + '</edges></net>\n')
+    path.with_suffix(".bin").write_bytes(b"")
+    return path
+
+
+def _port(pid: int, precision: str, shape, names: str = "") -> str:
+    named = f' names="{names}"' if names else ""
+    return f'<port id="{pid}" precision="{precision}"{named}>{_ir_dims(shape)}</port>'
+
+
+def _ab(shape=(2, 3)) -> dict:
+    rng = np.random.default_rng(19)
+    return {n: rng.standard_normal(shape).astype(np.float32) for n in "ab"}
+
+
 def test_an_ir_of_less_and_select_runs(tmp_path, engine):
     """The IR reader passes the op types through: Less (a BOOL port) and Select."""
     s = (2, 3)
-    port = lambda pid, prec, names="": (f'<port id="{pid}" precision="{prec}"'  # noqa: E731
-                                        f'{f" names={chr(34)}{names}{chr(34)}" if names else ""}>'
-                                        f'{_ir_dims(s)}</port>')
-    layers = [
-        f'<layer id="0" name="a" type="Parameter" version="opset1"><data shape="2,3" '
-        f'element_type="f32"/><output>{port(0, "FP32", "a")}</output></layer>',
-        f'<layer id="1" name="b" type="Parameter" version="opset1"><data shape="2,3" '
-        f'element_type="f32"/><output>{port(0, "FP32", "b")}</output></layer>',
+    middle = [
         f'<layer id="2" name="less" type="Less" version="opset1"><data auto_broadcast="numpy"/>'
-        f'<input>{port(0, "FP32")}{port(1, "FP32")}</input>'
-        f'<output>{port(2, "BOOL", "m")}</output></layer>',
+        f'<input>{_port(0, "FP32", s)}{_port(1, "FP32", s)}</input>'
+        f'<output>{_port(2, "BOOL", s, "m")}</output></layer>',
         f'<layer id="3" name="select" type="Select" version="opset1">'
-        f'<data auto_broadcast="numpy"/><input>{port(0, "BOOL")}{port(1, "FP32")}'
-        f'{port(2, "FP32")}</input><output>{port(3, "FP32", "y")}</output></layer>',
+        f'<data auto_broadcast="numpy"/><input>{_port(0, "BOOL", s)}{_port(1, "FP32", s)}'
+        f'{_port(2, "FP32", s)}</input><output>{_port(3, "FP32", s, "y")}</output></layer>',
         f'<layer id="4" name="y/sink" type="Result" version="opset1"><input>'
-        f'{port(0, "FP32")}</input></layer>']
+        f'{_port(0, "FP32", s)}</input></layer>']
     edges = [(0, 0, 2, 0), (1, 0, 2, 1), (2, 2, 3, 0), (0, 0, 3, 1), (1, 0, 3, 2), (3, 3, 4, 0)]
-    xml = (f'<?xml version="1.0"?>\n<net name="logic" version="11"><layers>{"".join(layers)}'
-           f'</layers><edges>' + "".join(
-               f'<edge from-layer="{a}" from-port="{p}" to-layer="{b}" to-port="{q}"/>'
-               for a, p, b, q in edges) + '</edges></net>\n')
-    path = tmp_path / "logic.xml"
-    path.write_text(xml)
-    (tmp_path / "logic.bin").write_bytes(b"")
-    rng = np.random.default_rng(19)
-    a, b = rng.standard_normal(s).astype(np.float32), rng.standard_normal(s).astype(np.float32)
-    got = Network(path, engine=engine).infer({"a": a, "b": b})["y"]
-    np.testing.assert_array_equal(got, np.minimum(a, b))
+    feeds = _ab(s)
+    got = Network(_ir(tmp_path / "logic.xml", middle, edges), engine=engine).infer(feeds)["y"]
+    np.testing.assert_array_equal(got, np.minimum(feeds["a"], feeds["b"]))
+
+
+def test_an_ir_boolean_output_comes_back_as_bool(tmp_path, engine):
+    s = (2, 3)
+    middle = [
+        f'<layer id="2" name="ne" type="NotEqual" version="opset1"><data auto_broadcast="numpy"/>'
+        f'<input>{_port(0, "FP32", s)}{_port(1, "FP32", s)}</input>'
+        f'<output>{_port(2, "BOOL", s, "m")}</output></layer>',
+        f'<layer id="3" name="m/sink" type="Result" version="opset1"><input>'
+        f'{_port(0, "BOOL", s)}</input></layer>']
+    feeds = _ab(s)
+    feeds["b"][0] = feeds["a"][0]
+    path = _ir(tmp_path / "ne.xml", middle, [(0, 0, 2, 0), (1, 0, 2, 1), (2, 2, 3, 0)])
+    got = Network(path, engine=engine).infer(feeds)["m"]
+    assert got.dtype == np.bool_
+    np.testing.assert_array_equal(got, feeds["a"] != feeds["b"])
 
 
 # -- CastLike on data -----------------------------------------------------------------------------
@@ -359,3 +384,35 @@ def test_cast_like_of_a_value_computed_at_run_time(tmp_path, engine, like_type):
     got, want = _both(engine, _model(tmp_path / "m.onnx", nodes, feeds, opset=19), feeds)
     assert got.dtype == want.dtype == like_type
     np.testing.assert_array_equal(got, want)
+
+
+def test_a_padding_mask_from_a_symbolic_length_and_data_runs(tmp_path, engine):
+    """Less(Range(0, T), lengths): the positions are shape arithmetic (folded per input shape),
+    the lengths are data; the comparison reads both, at every sequence length."""
+    one = helper.make_tensor("one", TensorProto.INT64, [], [1])
+    zero = helper.make_tensor("zero", TensorProto.INT64, [], [0])
+    fill = helper.make_tensor("fill", TensorProto.FLOAT, [], [0.0])
+    nodes = [helper.make_node("Constant", [], ["c1"], value=one),
+             helper.make_node("Constant", [], ["c0"], value=zero),
+             helper.make_node("Constant", [], ["f"], value=fill),
+             helper.make_node("Shape", ["x"], ["s"]),
+             helper.make_node("Gather", ["s", "c1"], ["t"], axis=0),
+             helper.make_node("Range", ["c0", "t", "c1"], ["pos"]),
+             helper.make_node("Less", ["pos", "lengths"], ["m"]),
+             helper.make_node("Where", ["m", "x", "f"], ["y"])]
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", "T"])
+    lengths = helper.make_tensor_value_info("lengths", TensorProto.INT64, ["N", 1])
+    out = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    model = helper.make_model(helper.make_graph(nodes, "g", [x, lengths], [out]),
+                              opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    path = tmp_path / "mask.onnx"
+    onnx.save(model, str(path))
+    net = Network(path, engine=engine)
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    rng = np.random.default_rng(20)
+    for n, t in ((2, 5), (3, 7)):
+        feeds = {"x": rng.standard_normal((n, t)).astype(np.float32),
+                 "lengths": rng.integers(0, t + 1, (n, 1)).astype(np.int64)}
+        got = net.infer(feeds)["y"]
+        np.testing.assert_array_equal(got, session.run(["y"], feeds)[0])
