@@ -371,6 +371,25 @@ def test_an_ir_boolean_output_comes_back_as_bool(tmp_path, engine):
     np.testing.assert_array_equal(got, feeds["a"] != feeds["b"])
 
 
+def test_an_ir_bitwise_not_of_booleans_is_their_negation(tmp_path, engine):
+    """OpenVINO's BitwiseNot of booleans is a logical not; held as u8, ~1 would be 254."""
+    s = (2, 3)
+    middle = [
+        f'<layer id="2" name="lt" type="Less" version="opset1"><data auto_broadcast="numpy"/>'
+        f'<input>{_port(0, "FP32", s)}{_port(1, "FP32", s)}</input>'
+        f'<output>{_port(2, "BOOL", s, "m")}</output></layer>',
+        f'<layer id="3" name="not" type="BitwiseNot" version="opset13">'
+        f'<input>{_port(0, "BOOL", s)}</input><output>{_port(1, "BOOL", s, "n")}</output>'
+        f'</layer>',
+        f'<layer id="4" name="n/sink" type="Result" version="opset1"><input>'
+        f'{_port(0, "BOOL", s)}</input></layer>']
+    feeds = _ab(s)
+    path = _ir(tmp_path / "not.xml", middle,
+               [(0, 0, 2, 0), (1, 0, 2, 1), (2, 2, 3, 0), (3, 1, 4, 0)])
+    got = Network(path, engine=engine).infer(feeds)["n"]
+    np.testing.assert_array_equal(got, ~(feeds["a"] < feeds["b"]))
+
+
 # -- CastLike on data -----------------------------------------------------------------------------
 @pytest.mark.parametrize("like_type", [np.float64, np.int32, np.uint8, np.bool_],
                          ids=lambda t: t.__name__)
