@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 from lxml import etree
 
-from ..dtypes import IR_ELEMENT_TYPES, IR_PRECISIONS, numpy_of
+from ..dtypes import BOOL_IR_PRECISIONS, IR_ELEMENT_TYPES, IR_PRECISIONS, numpy_of
 from ..errors import ModelError, ModelFileError
 from ..files import read_user_file
 from .graph import Graph, Node, Port
@@ -232,6 +232,12 @@ class _Reader:
             # a Result ends the graph: with an output port it could feed other layers (a Result
             # in mid-graph), which no IR means
             self.check_ports(node, where, inputs=1, outputs=0)
+            if _bool_port(elem.find("input/port")):   # held as u8, returned as numpy bool
+                node.attrs["boolean"] = "true"
+        elif ltype == "BitwiseNot" and _bool_port(elem.find("input/port")):
+            # booleans are held as u8, whose bitwise complement is not their negation: a
+            # BitwiseNot of booleans is OpenVINO's logical not
+            node.type = "LogicalNot"
         elif not node.outputs:
             # every other op makes something; the compiler and its passes read output 0
             raise ModelError(f"{where}: has no output port; every layer but a Result has at "
@@ -393,6 +399,11 @@ def _compatible(a: tuple, b: tuple) -> bool:
 
 def _fmt(shape: tuple) -> str:
     return "[" + ",".join("?" if d is None else str(d) for d in shape) + "]"
+
+
+def _bool_port(port) -> bool:
+    """Whether a <port> element says its tensor is boolean (its precision)."""
+    return port is not None and (port.get("precision") or "").upper() in BOOL_IR_PRECISIONS
 
 
 __all__ = ["read_ir", "read_ir_string", "parse_shape_text"]

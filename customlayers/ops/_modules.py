@@ -11,7 +11,9 @@ for _name in (
     "tensor.shuffle", "tensor.misc", "tensor.space_depth",
     "tensor.onnx_extra",   # Sign, SoftSign, Selu, HardSigmoid, Shrink (for ONNX models)
     # the upper rooms: ops on data that ONNX models use, over the base rooms above
-    "logic.compare",       # comparisons, logic, bitwise, Where, IsNaN/IsInf, math functions
+    "logic.compare",       # comparisons, logic (And/Or/Xor), bitwise ops and shifts
+    "logic.unary",         # IsNaN, IsInf, LogicalNot, BitwiseNot, Acos..Tan, Round, Celu ...
+    "logic.select",        # Select (ONNX Where)
     "index.gather",        # GatherElements/ND, Scatter*, ArgMax/Min, TopK, CumSum, OneHot ...
     "image.resize",        # Resize, Upsample, GridSample, RoiAlign, NonMaxSuppression
     "recurrent.rnn",       # LSTM, GRU, RNN

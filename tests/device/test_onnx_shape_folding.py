@@ -3,7 +3,7 @@ with onnx.helper, in the patterns exporters emit (a ViT-style reshape from Shape
 ShuffleNet-style chunk, an Expand of a class token from ConstantOfShape/Equal/Where, positions
 from Range), with a symbolic batch: each runs at two batch sizes (a new shape re-plans) and
 matches ONNX Runtime. Shape arithmetic on a value computed at run time is refused at load,
-naming the node and its op."""
+naming the node and its op, except comparisons, logic and Where, which then run on the data."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -153,13 +153,24 @@ def test_a_static_model_folds_at_load(tmp_path, engine):
     assert all(n.type != "FoldOnly" for n in net.graph)
 
 
-def test_shape_arithmetic_on_a_value_computed_at_run_time_is_refused(tmp_path, engine):
+def test_a_mask_computed_at_run_time_runs_as_ops_on_data(tmp_path, engine):
+    """Equal and Where on a layer's output are not shape arithmetic: they run as the IR's
+    Equal and Select on tensors, at every batch size."""
     nodes = [helper.make_node("Relu", ["x"], ["r"]),
              helper.make_node("Equal", ["r", "x"], ["mask"], name="the_mask"),
              helper.make_node("Where", ["mask", "x", "r"], ["y"])]
-    path = _save(tmp_path / "mask.onnx", nodes, [2, 3], [])
-    with pytest.raises(ModelError, match=r"the_mask' \(Equal\).*input 0 \('r'\) is computed "
-                                         r"at run time"):
+    net = _check(engine, _save(tmp_path / "mask.onnx", nodes, ["N", 3], []), [(2, 3), (5, 3)])
+    assert {"Equal", "Select"} <= {n.type for n in net.graph}
+
+
+def test_range_on_a_value_computed_at_run_time_is_refused(tmp_path, engine):
+    nodes = [helper.make_node("ReduceMax", ["x"], ["top"], keepdims=0),
+             helper.make_node("Range", ["zero", "top", "one"], ["y"], name="the_range")]
+    inits = [numpy_helper.from_array(np.float32(0), "zero"),
+             numpy_helper.from_array(np.float32(1), "one")]
+    path = _save(tmp_path / "range.onnx", nodes, [2, 3], inits)
+    with pytest.raises(ModelError, match=r"the_range' \(Range\).*input 1 \('top'\) is "
+                                         r"computed at run time"):
         Network(path, engine=engine)
 
 

@@ -269,14 +269,14 @@ def test_graph_input_of_an_unsupported_type_is_named(tmp_path):
 
 def test_every_untranslated_op_is_named_with_its_nodes_in_one_refusal(tmp_path):
     # a model that needs several ops we lack is told all of them at once, not one per attempt
-    nodes = [helper.make_node("Celu", ["x"], ["a"], name="celu1"),
+    nodes = [helper.make_node("Det", ["x"], ["a"], name="det1"),
              helper.make_node("Relu", ["a"], ["b"]),
-             helper.make_node("Celu", ["b"], ["c"], name="celu2"),
-             helper.make_node("Det", ["c"], ["y"], name="det")]
-    path = save(tmp_path, nodes, [vi("x", [1, 4, 4])], [vi("y", [1])])
+             helper.make_node("Det", ["b"], ["c"], name="det2"),
+             helper.make_node("Bernoulli", ["c"], ["y"], name="hm")]
+    path = save(tmp_path, nodes, [vi("x", [1, 4, 4])], [vi("y", [1, 4, 4])])
     with pytest.raises(ModelError) as info:
         read_onnx(path)
     text = str(info.value)
     assert "2 ONNX op type(s) of the model have no translation" in text
-    assert "the ONNX op Det has no translation (node 3 'det')" in text
-    assert "the ONNX op Celu has no translation (nodes 0 'celu1', 2 'celu2')" in text
+    assert "the ONNX op Bernoulli has no translation (node 3 'hm')" in text
+    assert "the ONNX op Det has no translation (nodes 0 'det1', 2 'det2')" in text

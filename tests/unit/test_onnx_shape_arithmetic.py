@@ -1,7 +1,7 @@
 """The ONNX reader and shape arithmetic (issue 20 item 1), without a device: folded at load
 where the inputs are constants, kept as fold-only nodes where a symbolic dim decides it (the
 Parameter and the Shape carry the symbol names the pass binds), refused where a layer computes
-an input at run time."""
+an input at run time (comparisons, logic and Where then become the IR ops on data)."""
 from __future__ import annotations
 
 import numpy as np
@@ -87,15 +87,29 @@ def test_slice_ends_from_a_symbolic_shape_make_bounds_for_an_ir_slice(tmp_path):
     assert bounds == [[0], [4], [1], [1]]
 
 
-@pytest.mark.parametrize("op", ["Equal", "Less", "Greater", "And"])
-def test_shape_only_ops_on_a_value_a_layer_computes_are_refused(tmp_path, op):
+@pytest.mark.parametrize("op, ir_op", [("Equal", "Equal"), ("Less", "Less"),
+                                        ("Greater", "Greater"), ("And", "LogicalAnd")])
+def test_shape_arithmetic_ops_on_a_value_a_layer_computes_become_ops_on_data(tmp_path, op,
+                                                                              ir_op):
+    """A comparison or logic op reading a layer's output is the IR op on tensors (a mask),
+    its result held as u8; not a fold-only node."""
     nodes = [helper.make_node("Relu", ["x"], ["r"]),
              helper.make_node(op, ["r", "x"], ["m"], name="the_op"),
              helper.make_node("Cast", ["m"], ["y"], to=TensorProto.FLOAT)]
-    with pytest.raises(ModelError, match=rf"node 1 'the_op' \({op}\): the ONNX op {op} has no "
-                                         r"translation .*runs here only as shape arithmetic"
-                                         r".*input 0 \('r'\) is computed at run time"):
-        _read(tmp_path, nodes, [2, 3])
+    g = _read(tmp_path, nodes, [2, 3])
+    assert not [n for n in g if n.type == FOLD_TYPE]
+    node = next(n for n in g if n.name == "the_op")
+    assert node.type == ir_op and node.outputs[0].dtype == "u8"
+
+
+def test_range_on_a_value_a_layer_computes_is_refused(tmp_path):
+    nodes = [helper.make_node("ReduceMax", ["x"], ["top"], keepdims=0, name="the_max"),
+             helper.make_node("Range", ["zero", "top", "one"], ["y"], name="the_range")]
+    with pytest.raises(ModelError, match=r"node 1 'the_range' \(Range\): the ONNX op Range has "
+                                         r"no translation .*runs here only as shape arithmetic"
+                                         r".*input 1 \('top'\) is computed at run time"):
+        _read(tmp_path, nodes, [2, 3], [numpy_helper.from_array(np.float32(0), "zero"),
+                                        numpy_helper.from_array(np.float32(1), "one")])
 
 
 def test_an_evaluation_error_at_load_names_the_node(tmp_path):

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ...dtypes import ONNX_SUPPORTED_TEXT, ONNX_TYPES, from_numpy, numpy_of
+from ...dtypes import BOOL_ONNX, ONNX_SUPPORTED_TEXT, ONNX_TYPES, from_numpy, numpy_of
 from ...errors import ModelError, ModelFileError
 from ...files import check_user_file
 from ..graph import Graph, Node, Port
@@ -204,6 +204,8 @@ class _OnnxReader:
         for vi in g.output:
             self.where = f"{self.file}: graph output '{vi.name}'"
             result = self.emit("Result", [vi.name], [], f"{vi.name}/sink")
+            if vi.type.tensor_type.elem_type == BOOL_ONNX:   # held as u8, returned as bool
+                result.attrs["boolean"] = "true"
             # the output is returned under the graph's name for it, not its producer's (an
             # Identity or Dropout makes it another name's value: runtime/compiler._output_name)
             result.inputs[0].names = (vi.name,)

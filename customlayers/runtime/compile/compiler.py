@@ -62,6 +62,7 @@ def compile_plan(graph: Graph, order: Sequence[Node], impls: Mapping[str, LayerI
     # output name -> (its Result's place among the model's outputs, the tensor): the outputs
     # come in the model's order, not the order the layers run in
     results: dict[str, tuple[int, TensorKey]] = {}
+    booleans: set[str] = set()      # outputs the model declares boolean (Result: boolean=true)
     result_rank = {n.id: i for i, n in enumerate(graph.results)}
 
     for node in order:
@@ -90,6 +91,8 @@ def compile_plan(graph: Graph, order: Sequence[Node], impls: Mapping[str, LayerI
                 name = _output_name(graph, node, in_keys[0], results)
                 if name is not None:
                     results[name] = (result_rank[node.id], in_keys[0])
+                    if node.attrs.get("boolean") == "true":
+                        booleans.add(name)
                 continue
             impl = fusion.replaced.get(node.id) or impls[node.id]
             _check_input_count(node, impl)
@@ -155,6 +158,7 @@ def compile_plan(graph: Graph, order: Sequence[Node], impls: Mapping[str, LayerI
     seconds = {"layers": laid_out - started, "memory": planned - laid_out,
                "programs": time.perf_counter() - planned}
     return CompiledPlan(steps, descs, consts, alias, inputs, outputs, memory, programs,
+                        boolean_outputs=frozenset(booleans),
                         notes=notes, offsets=in_place.offsets, in_place=in_place.decisions,
                         seconds=seconds, device_bytes=device_bytes)
 

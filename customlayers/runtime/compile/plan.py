@@ -45,6 +45,8 @@ class CompiledPlan:
     # all its requests): what requests reserve on the device (device_memory.reserve)
     device_bytes: tuple[int, int] = (0, 0)
     constants_reserved: bool = field(default=False, compare=False, repr=False)
+    # the outputs the model declares boolean (held as u8): returned as numpy bool arrays
+    boolean_outputs: frozenset = frozenset()
 
     def root(self, key):
         return alias_root(self.alias, key)

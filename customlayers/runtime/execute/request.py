@@ -407,9 +407,13 @@ class InferRequest:
         self._finish()
         # network outputs are dense (the compiler reorders custom layers' back): the array
         # read back is the result itself, no second copy
-        return {name: (host.reshape(desc.shape) if desc.is_plain else desc.unpack(host))
-                if fresh else host
-                for name, (host, desc, fresh) in run.host_outputs.items()}
+        outputs = {name: (host.reshape(desc.shape) if desc.is_plain else desc.unpack(host))
+                   if fresh else host
+                   for name, (host, desc, fresh) in run.host_outputs.items()}
+        for name in self.plan.boolean_outputs & outputs.keys():   # held as u8 0/1: a view
+            if outputs[name].dtype == np.uint8:
+                outputs[name] = outputs[name].view(np.bool_)
+        return outputs
 
     def _finish(self) -> None:
         # last: once idle, another thread's infer may pick this request and start it
