@@ -19,7 +19,8 @@ def test_record_is_consistent(t):
     assert t.is_float == (t.np_dtype.kind == "f") == (t.cl_type in ("half", "float", "double"))
     assert onnx.helper.tensor_dtype_to_np_dtype(t.onnx) == t.np_dtype
     assert onnx.TensorProto.DataType.Name(t.onnx) == t.onnx_name
-    assert t.custom_layer == (t.name != "f64")
+    # the contract's <T>_TYPE list (SPEC section 3): float|half|char|uchar|int|long
+    assert t.custom_layer == (t.cl_type in ("float", "half", "char", "uchar", "int", "long"))
 
 
 @pytest.mark.parametrize("t", dtypes.TYPES, ids=lambda t: t.name)
@@ -44,17 +45,30 @@ def test_booleans_are_held_as_u8():
 
 
 def test_other_types_are_none_of_ours():
-    assert dtypes.from_text("u16") is None and dtypes.from_numpy(np.uint16) is None
-    assert dtypes.from_numpy("not a type") is None and dtypes.from_cl_type("uint") is None
+    assert dtypes.from_text("bf16") is None and dtypes.from_numpy(np.complex64) is None
+    assert dtypes.from_numpy("not a type") is None and dtypes.from_cl_type("uint4") is None
     assert not dtypes.is_float("") and not dtypes.is_float("i64") and dtypes.is_float("f16")
-    with pytest.raises(TensorError, match="element type 'u16' is not one of f32, f16, i8, u8, "
-                                          "i32, i64, f64"):
-        normalize_dtype("u16")
+    assert not dtypes.is_float("u64") and not dtypes.is_float("i16")
+    with pytest.raises(TensorError, match="element type 'bf16' is not one of f32, f16, i8, u8, "
+                                          "i16, u16, i32, u32, i64, u64, f64"):
+        normalize_dtype("bf16")
+
+
+@pytest.mark.parametrize("name,cl,ir,onnx_code", [("i16", "short", "I16", 5),
+                                                  ("u16", "ushort", "U16", 4),
+                                                  ("u32", "uint", "U32", 12),
+                                                  ("u64", "ulong", "U64", 13)])
+def test_the_wider_integers(name, cl, ir, onnx_code):
+    assert dtypes.cl_type_of(name) == cl and dtypes.IR_PRECISIONS[ir] == name
+    assert dtypes.ONNX_TYPES[onnx_code] == name and dtypes.IR_ELEMENT_TYPES[name] == name
+    assert name not in dtypes.CUSTOM_LAYER_DTYPES      # not a <T>_TYPE of SPEC section 3
 
 
 def test_lists_in_the_order_messages_name_them():
-    assert list(dtypes.IR_PRECISIONS) == ["FP32", "FP16", "I64", "I32", "I8", "U8", "BOOL",
-                                          "BOOLEAN"]
-    assert list(dtypes.IR_ELEMENT_TYPES) == ["f32", "f16", "i64", "i32", "i8", "u8", "boolean"]
-    assert dtypes.ONNX_SUPPORTED_TEXT == "FLOAT, FLOAT16, DOUBLE, INT64, INT32, INT8, UINT8, BOOL"
+    assert list(dtypes.IR_PRECISIONS) == ["FP32", "FP16", "I64", "I32", "I16", "I8", "U64",
+                                          "U32", "U16", "U8", "BOOL", "BOOLEAN"]
+    assert list(dtypes.IR_ELEMENT_TYPES) == ["f32", "f16", "i64", "i32", "i16", "i8", "u64",
+                                             "u32", "u16", "u8", "boolean"]
+    assert dtypes.ONNX_SUPPORTED_TEXT == ("FLOAT, FLOAT16, DOUBLE, INT64, INT32, INT16, INT8, "
+                                          "UINT64, UINT32, UINT16, UINT8, BOOL")
     assert dtypes.CUSTOM_LAYER_DTYPES == ("f32", "f16", "i8", "u8", "i32", "i64")
