@@ -274,3 +274,42 @@ def test_a_custom_layer_on_half_tensors_is_refused_naming_the_node(tmp_path, eng
     with pytest.raises(CustomLayersError, match=r"(?s)hc.*tensor type f16, which needs half "
                                                 r"precision \(cl_khr_fp16\)"):
         Network(str(tmp_path / "m.onnx"), registry, engine).infer({"x": x})
+
+
+@pytest.mark.parametrize("dtype", WIDE, ids=lambda t: np.dtype(t).name)
+def test_initializers_of_the_wide_types_as_raw_data_and_typed_fields(tmp_path, engine, dtype):
+    from onnx import numpy_helper
+    info = np.iinfo(dtype)
+    c = np.array([info.min, info.max, 5], dtype)
+    raw = numpy_helper.from_array(c, "c_raw")
+    typed = helper.make_tensor("c_typed", _code(dtype), [3], c.tolist())   # int32/uint64_data
+    assert not typed.HasField("raw_data")
+    x = np.array([1, 2, 3], dtype)
+    nodes = [helper.make_node("Add", ["x", "c_raw"], ["y_raw"]),
+             helper.make_node("Sub", ["x", "c_typed"], ["y_typed"])]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", _code(dtype), [3])],
+                              [helper.make_tensor_value_info(n, _code(dtype), [3])
+                               for n in ("y_raw", "y_typed")], [raw, typed])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(model, str(tmp_path / "c.onnx"))
+    got = _run(engine, tmp_path / "c.onnx", {"x": x})
+    with np.errstate(over="ignore"):
+        _same(got["y_raw"], x + c)
+        _same(got["y_typed"], x - c)
+
+
+def test_a_custom_layer_on_a_wide_integer_is_refused_with_the_contracts_types(tmp_path, engine):
+    from customlayers.runtime.layers.registry import Registry
+    registry = Registry(engine)
+    registry.load_string(LAYER_XML, {"copy.cl": COPY_CL}, name="layer.xml")
+    x = np.ones((1, 2, 3, 4), np.uint16)
+    node = helper.make_node("HalfCopy", ["x"], ["y"], name="wc", domain="com.example")
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", T.UINT16, x.shape)],
+                              [helper.make_tensor_value_info("y", T.UINT16, x.shape)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17),
+                                                    helper.make_opsetid("com.example", 1)])
+    onnx.save(model, str(tmp_path / "m.onnx"))
+    with pytest.raises(CustomLayersError, match=r"(?s)wc.*input 0 is u16; a custom layer takes "
+                                                r"f32, f16, i8, u8, i32, i64"):
+        Network(str(tmp_path / "m.onnx"), registry, engine).infer({"x": x})
