@@ -182,6 +182,9 @@ class LayerImpl:
     # copies of its half tensors (ops/half_storage.py): the built-in ops. A custom layer's
     # kernel is given half as the contract says, and needs the extension
     half_as_float: bool = False
+    # True when the layer's kernels read and write half tensors themselves, as float through
+    # vload_half/vstore_half on any device (the map kernels, ops/_program.py): no float copies
+    reads_half: bool = False
 
     def parse_attributes(self, raw: Mapping[str, str], layer: str) -> ParsedAttrs:
         return ParsedAttrs({a.name: parse_attr(a, raw.get(a.name), self.type, layer)

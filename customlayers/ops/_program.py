@@ -58,11 +58,16 @@ def defines(**values: int | float | str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def program_text(label: str, values: Mapping[str, object], cl_file: str) -> str:
+def program_text(label: str, values: Mapping[str, object], cl_file: str, *,
+                 half_arithmetic: bool | None = None) -> str:
     """A labelled program: the baked constants as `#define` lines, then the kernel file (with
-    the helpers it includes)."""
+    the helpers it includes). `half_arithmetic`: whether the program computes in half and so
+    enables cl_khr_fp16; None: where a value names half (False for a program that holds half
+    only behind pointers, read and written with vload_half/vstore_half)."""
     parts = [f"// customlayers built-in op: {label}\n"]
-    if any("half" in str(v) for v in values.values()):
+    if half_arithmetic is None:
+        half_arithmetic = any("half" in str(v) for v in values.values())
+    if half_arithmetic:
         parts.append("#pragma OPENCL EXTENSION cl_khr_fp16 : enable\n")
     if any("double" in str(v) for v in values.values()):
         parts.append("#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n")
@@ -242,28 +247,54 @@ def items_per_work_item(ctx) -> int:
     return 16 if ctx.on_cpu else 1
 
 
+# float_compute's conversions of a half value, which the map kernels make themselves
+_HALF_LOAD, _HALF_STORE = "convert_float(v)", "convert_half(v)"
+
+
+def _half_read(name: str, value: str, desc: TensorDesc) -> dict[str, str]:
+    """A map kernel's macros that read a half tensor as float (vload_half; none for others)."""
+    if desc.dtype != "f16":
+        return {}
+    return {f"{name}(p, k)": "vload_half(k, p)", value: "float"}
+
+
+def _half_write(dst: TensorDesc, store: str | None) -> tuple[dict[str, str], str | None]:
+    """(macros, store) of a map kernel writing `dst`: a half tensor takes float values through
+    vstore_half_rte (round to nearest even, as a conversion to half does)."""
+    if dst.dtype != "f16":
+        return {}, store
+    return {"WRITE_OUT(p, k, v)": "vstore_half_rte(v, k, p)"}, \
+        "((float)(v))" if store in (None, _HALF_STORE) else store
+
+
 def unary_map_launch(label: str, src: TensorDesc, dst: TensorDesc, *, src_index: str = "(i)",
                      fn: str | None = None, load: str | None = None, store: str | None = None,
                      bounds: str | None = None, fill: str | None = None,
                      per_item: int = 1) -> KernelLaunch:
     """unary_map.cl: out[i] = store(fn(load(in[src_index(i)]))), with bodies given as C text
     in the variables `i` (src_index, bounds), `v` (load, store) and `x` (fn); `per_item`
-    outputs per work item (items_per_work_item)."""
+    outputs per work item (items_per_work_item). A half tensor is read and written as float
+    (vload_half, vstore_half_rte) on any device: `load` and `store` see float."""
     if "f64" in (src.dtype, dst.dtype):
         fn, load, store, fill = (in_double(t) for t in (fn, load, store, fill))
+    if src.dtype == "f16" and load == _HALF_LOAD:
+        load = None
+    write, store = _half_write(dst, store)
     values: dict[str, object] = {
         "COUNT": f"{numel(dst.shape)}u", "IN_TYPE": src.cl_type, "OUT_TYPE": dst.cl_type,
-        "SRC_INDEX(i)": src_index,
+        "SRC_INDEX(i)": src_index, **_half_read("READ_IN", "IN_VALUE", src), **write,
     }
     values.update(_macro("LOAD", "v", load))
     values.update(_macro("FN", "x", fn))
     values.update(_macro("STORE", "v", store))
     if bounds is not None:
         values["IN_BOUNDS(i)"] = bounds
-        values["FILL"] = fill if fill is not None else f"(({dst.cl_type})0)"
+        values["FILL"] = fill if fill is not None else \
+            "0.0f" if dst.dtype == "f16" else f"(({dst.cl_type})0)"
     if per_item > 1:
         values["PER_ITEM"] = f"{per_item}u"
-    return KernelLaunch(source=program_text(label, values, "unary_map.cl"), entry="unary_map",
+    return KernelLaunch(source=program_text(label, values, "unary_map.cl",
+                                            half_arithmetic=False), entry="unary_map",
                         args=(Arg.input(0), Arg.output(0)),
                         global_size=global_1d(-(-numel(dst.shape) // per_item)), label=label)
 
@@ -275,9 +306,13 @@ def binary_map_launch(label: str, a: TensorDesc, b: TensorDesc, out: TensorDesc,
                       store: str | None = None, per_item: int = 1) -> KernelLaunch:
     """binary_map.cl: out[i] = store(op(load_a(a[..]), load_b(b[..]))) with numpy broadcasting
     of both inputs to `out` (or the views given). `op` is C text in `a` and `b`; `per_item`
-    outputs per work item (items_per_work_item)."""
+    outputs per work item (items_per_work_item). A half tensor is read and written as float
+    (vload_half, vstore_half_rte) on any device: `op` sees float."""
     if "f64" in (a.dtype, b.dtype, out.dtype):
         op, load_a, load_b, store = (in_double(t) for t in (op, load_a, load_b, store))
+    load_a = None if a.dtype == "f16" and load_a == _HALF_LOAD else load_a
+    load_b = None if b.dtype == "f16" and load_b == _HALF_LOAD else load_b
+    write, store = _half_write(out, store)
     shape = shape_of(out)
     a_view = a_view or LinearView.dense(shape_of(a)).broadcast_to(shape)
     b_view = b_view or LinearView.dense(shape_of(b)).broadcast_to(shape)
@@ -285,20 +320,24 @@ def binary_map_launch(label: str, a: TensorDesc, b: TensorDesc, out: TensorDesc,
         "COUNT": f"{numel(shape)}u", "A_TYPE": a.cl_type, "B_TYPE": b.cl_type,
         "OUT_TYPE": out.cl_type,
         "A_INDEX(i)": view_index_expr(shape, a_view), "B_INDEX(i)": view_index_expr(shape, b_view),
-        "OP(a, b)": f"({op})",
+        "OP(a, b)": f"({op})", **_half_read("READ_A", "A_VALUE", a),
+        **_half_read("READ_B", "B_VALUE", b), **write,
     }
     values.update(_macro("LOAD_A", "v", load_a))
     values.update(_macro("LOAD_B", "v", load_b))
     values.update(_macro("STORE", "v", store))
     if per_item > 1:
         values["PER_ITEM"] = f"{per_item}u"
-    return KernelLaunch(source=program_text(label, values, "binary_map.cl"), entry="binary_map",
+    return KernelLaunch(source=program_text(label, values, "binary_map.cl",
+                                            half_arithmetic=False), entry="binary_map",
                         args=(Arg.input(a_input), Arg.input(b_input), Arg.output(0)),
                         global_size=global_1d(-(-numel(shape) // per_item)), label=label)
 
 
 def float_compute(dtype: str) -> tuple[str | None, str | None]:
-    """(load, store) macro bodies that compute a half tensor in float; none for the others."""
+    """(load, store) macro bodies that compute a half tensor in float; none for the others.
+    The map kernels (unary_map_launch, binary_map_launch) read half as float themselves and
+    drop these; a kernel of its own that reads half values needs them (and cl_khr_fp16)."""
     if dtype == "f16":
         return "convert_float(v)", "convert_half(v)"
     return None, None

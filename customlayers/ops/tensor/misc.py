@@ -34,6 +34,7 @@ class Convert(Op):
     gives 0), integer to narrower integer wraps; destination 'boolean' gives x != 0 as u8."""
     input_count = (1, 1)
     type = "Convert"
+    reads_half = True        # map kernels: half read and written as float (_program.py)
     attributes = (Attr("destination_type", "str", required=True),)
 
     def parse_attributes(self, raw, layer):
@@ -68,6 +69,7 @@ class Pad(Op):
     constant mode only, default 0), pad_mode constant | edge | reflect | symmetric."""
     input_count = (3, 4)
     type = "Pad"
+    reads_half = True        # map kernels: half read and written as float (_program.py)
     attributes = (Attr("pad_mode", "str", "constant"),)
     const_inputs = (1, 2, 3)
     MODES = ("constant", "edge", "reflect", "symmetric")
@@ -129,7 +131,8 @@ class Pad(Op):
             raise BindingError("Pad: pad_value (input 3) must be a constant")
         value = np.asarray(consts[3]).reshape(-1)[0] if 3 in consts else 0
         text = c_float(float(value)) if is_float(out.dtype) else str(int(value))
-        return f"(({out.cl_type}){text})"
+        # a half output is written from float (vstore_half): no half value in the kernel
+        return f"((float){text})" if out.dtype == "f16" else f"(({out.cl_type}){text})"
 
 
 @register_op
@@ -176,6 +179,7 @@ class Gather(Op):
 
 class ViewMapOp(Op):
     """An op whose output is a linear view of input 0, described by `view`."""
+    reads_half = True        # map kernels: half read and written as float (_program.py)
 
     def view(self, attrs, shape: tuple[int, ...], consts) -> LinearView:
         raise NotImplementedError
@@ -256,6 +260,8 @@ class Tile(Op):
     """Tile-1: repeats (input 1); shapes of different rank align at the end. Each output axis
     is walked as (repeat, dim) with the repeat at stride 0: still a linear map, on twice the
     axes."""
+    reads_half = True        # map kernels: half read and written as float (_program.py)
+
     input_count = (2, 2)
     type = "Tile"
     const_inputs = (1,)

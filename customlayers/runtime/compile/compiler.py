@@ -104,7 +104,7 @@ def compile_plan(graph: Graph, order: Sequence[Node], impls: Mapping[str, LayerI
                                        custom_input_padding=options.custom_input_padding,
                                        facts=node.facts))
             # half tensors on a device without cl_khr_fp16: the op runs on float copies
-            as_float = not options.fp16 and impl.half_as_float and \
+            as_float = not options.fp16 and impl.half_as_float and not impl.reads_half and \
                 half_storage.touches_half(call)
             out_descs = half_storage.half_outputs(impl, call) if as_float else \
                 impl.outputs(call)
@@ -134,7 +134,7 @@ def compile_plan(graph: Graph, order: Sequence[Node], impls: Mapping[str, LayerI
                     call = replace(call, context=replace(call.context, variant=variant))
             work = half_storage.half_work(impl, call, out_descs) if as_float else \
                 impl.work(call, out_descs)
-            _check_fp16(options, node, work)
+            _check_fp16(options, node, impl, work)
             notes += work.notes
             if work.after_build is not None:
                 after_build.append((node, work.after_build))
@@ -288,18 +288,20 @@ def _check_fp64(options: PlanOptions, node: Node, descs: Sequence[TensorDesc]) -
                            f"to float32)")
 
 
-def _check_fp16(options: PlanOptions, node: Node, work: LayerWork) -> None:
+def _check_fp16(options: PlanOptions, node: Node, impl: LayerImpl, work: LayerWork) -> None:
     """Kernels on half tensors need cl_khr_fp16 (without it half is a storage type only, and
     the build fails in the compiler's words): say so before anything is built. Built-in ops
-    run on float copies of half tensors (ops/half_storage.py), whose widening and narrowing
-    kernels alone touch half; a custom layer's binding says it for its own kernel
-    (registry.check_half_support); views and host work have no kernel."""
+    read half through vload_half themselves (impl.reads_half) or run on float copies of half
+    tensors (ops/half_storage.py), whose widening and narrowing kernels alone touch half; a
+    custom layer's binding says it for its own kernel (registry.check_half_support); views
+    and host work have no kernel."""
     if options.fp16:
         return
     stages = [s for s in work.stages
               if s.launches and s.entry not in half_storage.CONVERSION_ENTRIES]
     kernels = [launch for stage in stages for launch in stage.launches]
-    uses = [d for s in stages for d in (*s.input_descs, *s.output_descs) if d.dtype == "f16"]
+    uses = [] if impl.reads_half else \
+        [d for s in stages for d in (*s.input_descs, *s.output_descs) if d.dtype == "f16"]
     if kernels and (uses or any(_FP16_PRAGMA in k.source for k in kernels)):
         what = "f16 (half) tensors" if uses else "its kernel computes in half, which"
         raise DeviceError(f"{node.describe()}: {what} need the OpenCL extension cl_khr_fp16; "
