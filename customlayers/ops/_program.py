@@ -247,6 +247,12 @@ def items_per_work_item(ctx) -> int:
     return 16 if ctx.on_cpu else 1
 
 
+def moved_type(desc: TensorDesc) -> str:
+    """The OpenCL C type a kernel that only moves elements (Concat, Gather) declares: a half
+    tensor's bits as ushort, which needs no cl_khr_fp16 (a half value does)."""
+    return "ushort" if desc.dtype == "f16" else desc.cl_type
+
+
 # float_compute's conversions of a half value, which the map kernels make themselves
 _HALF_LOAD, _HALF_STORE = "convert_float(v)", "convert_half(v)"
 

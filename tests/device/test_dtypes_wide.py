@@ -198,13 +198,16 @@ def test_float16_through_elementwise_views_and_reductions(tmp_path, engine):
               helper.make_node("Pow", ["abs_a", "b"], ["pow"])]
     nodes += [helper.make_node(op, ["a"], [f"u{k}"], **attrs)
               for k, (op, attrs, _) in enumerate(F16_UNARY)]
-    nodes += [helper.make_node("Concat", ["a", "b"], ["cat"], axis=0),
+    nodes += [helper.make_node("Constant", [], ["idx"], value=helper.make_tensor(
+                  "idx", T.INT64, [3], [3, 0, 3])),
+              helper.make_node("Gather", ["b", "idx"], ["gat"], axis=0),
+              helper.make_node("Concat", ["a", "b"], ["cat"], axis=0),
               helper.make_node("Transpose", ["b"], ["bt"], perm=[1, 0]),
               helper.make_node("MatMul", ["a", "bt"], ["mm"])]
     outs = {**{f"y{k}": np.float16 for k in range(len(F16_BINARY))},
             **{f"u{k}": np.float32 if op == "Cast" else np.float16
                for k, (op, _, _) in enumerate(F16_UNARY)},
-            "cat": np.float16, "mm": np.float16, "pow": np.float16}
+            "cat": np.float16, "gat": np.float16, "mm": np.float16, "pow": np.float16}
     path = _save(tmp_path / "half.onnx", nodes, {"a": a, "b": b}, outs)
     got = _run(engine, path, {"a": a, "b": b})
     for k, (op, _, fn) in enumerate(F16_BINARY):
@@ -221,6 +224,7 @@ def test_float16_through_elementwise_views_and_reductions(tmp_path, engine):
     np.testing.assert_allclose(got["pow"].astype(np.float32),
                                _f16_ref(np.power, np.abs(a), b).astype(np.float32), rtol=2e-3)
     _same(got["cat"], np.concatenate([a, b]))
+    _same(got["gat"], b[[3, 0, 3]])
     np.testing.assert_allclose(got["mm"].astype(np.float32),
                                _f16_ref(np.matmul, a, b.T).astype(np.float32), rtol=2e-3,
                                atol=2e-3)

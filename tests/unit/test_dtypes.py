@@ -72,3 +72,51 @@ def test_lists_in_the_order_messages_name_them():
     assert dtypes.ONNX_SUPPORTED_TEXT == ("FLOAT, FLOAT16, DOUBLE, INT64, INT32, INT16, INT8, "
                                           "UINT64, UINT32, UINT16, UINT8, BOOL")
     assert dtypes.CUSTOM_LAYER_DTYPES == ("f32", "f16", "i8", "u8", "i32", "i64")
+
+
+# -- float16 as storage: the float copies a built-in op runs on (ops/half_storage.py) ----------
+def _call(inputs, declared, op_type="Add", **raw):
+    from customlayers.jit.layer import LayerCall
+    from customlayers.ops import _modules  # noqa: F401 - registers the built-ins
+    from customlayers.ops.base import get_op
+    op = get_op(op_type)
+    return op, LayerCall(name="n", where="node 0 'n'", type=op_type,
+                         attrs=op.parse_attributes(raw, "n"), inputs=inputs, consts={},
+                         declared=declared)
+
+
+def test_half_work_widens_inputs_and_narrows_outputs_around_the_op():
+    from customlayers.ops import half_storage
+    half = TensorDesc((2, 3), "f16")
+    op, call = _call([half, TensorDesc((3,), "f16")], [((2, 3), "f16")])
+    assert half_storage.touches_half(call)
+    outs = half_storage.half_outputs(op, call)
+    assert [o.dtype for o in outs] == ["f16"]
+    work = half_storage.half_work(op, call, outs)
+    entries = [s.entry for s in work.stages]
+    assert entries == ["half_to_float", "half_to_float", "binary_map", "float_to_half"]
+    widen_a, widen_b, add, narrow = work.stages
+    assert widen_a.inputs == [("in", 0)] and narrow.outputs == [("out", 0)]
+    # the op reads and writes only float temporaries
+    assert add.inputs == [widen_a.outputs[0], widen_b.outputs[0]]
+    assert add.outputs == narrow.inputs
+    assert {d.dtype for d in (*add.input_descs, *add.output_descs)} == {"f32"}
+    assert work.temps[add.outputs[0][1]] == TensorDesc((2, 3), "f32")
+    # half only behind pointers: the programs do not enable cl_khr_fp16
+    assert all("cl_khr_fp16" not in launch.source for s in work.stages for launch in s.launches)
+
+
+@pytest.mark.parametrize("declared,want", [("f16", "f16"), ("", "f16"), ("f32", "f32")])
+def test_a_float_output_of_half_inputs_is_held_in_half(declared, want):
+    # MaxPool answers f32 for float input; the model holds its output in half
+    from customlayers.ops import half_storage
+    op, call = _call([TensorDesc((1, 1, 4, 4), "f16")], [((1, 1, 2, 2), declared)], "MaxPool",
+                     strides="2,2", pads_begin="0,0", pads_end="0,0", kernel="2,2")
+    assert [o.dtype for o in half_storage.half_outputs(op, call)] == [want]
+
+
+def test_integers_and_floats_untouched_by_half_storage():
+    from customlayers.ops import half_storage
+    _, call = _call([TensorDesc((2,), "u16"), TensorDesc((2,), "u16")], [((2,), "u16")])
+    assert not half_storage.touches_half(call)
+    assert half_storage.float_call(call).inputs == call.inputs

@@ -16,8 +16,8 @@ from ...jit.tensor import TensorDesc, normalize_dtype
 from ...jit.launch import Arg, DEFAULT_CONTEXT, KernelLaunch
 from .._program import (items_per_work_item, LinearView,
                        apply_index, broadcast_shapes, c_float, coalesce,
-                       float_compute, global_1d, index_expr, normalize_axis, numel, program_text,
-                       shape_of, unary_map_launch, view_index_expr)
+                       float_compute, global_1d, index_expr, moved_type, normalize_axis, numel,
+                       program_text, shape_of, unary_map_launch, view_index_expr)
 from ..base import Attr, Op, register_op
 from .views import const_values
 
@@ -141,6 +141,7 @@ class Gather(Op):
     be computed at run time, negative ones count from the end."""
     input_count = (3, 3)
     type = "Gather"
+    reads_half = True        # copies half as its bits (moved_type)
     attributes = (Attr("batch_dims", "int", 0),)
     const_inputs = (2,)
 
@@ -170,8 +171,8 @@ class Gather(Op):
         count = numel(outputs[0].shape)
         defines = {"COUNT": f"{count}u", "INNER": f"{numel(data[axis + 1:])}u",
                    "NIDX": f"{numel(inputs[1].shape)}u", "AXIS_DIM": f"{data[axis]}",
-                   "IN_TYPE": inputs[0].cl_type, "IDX_TYPE": inputs[1].cl_type,
-                   "OUT_TYPE": outputs[0].cl_type}
+                   "IN_TYPE": moved_type(inputs[0]), "IDX_TYPE": inputs[1].cl_type,
+                   "OUT_TYPE": moved_type(outputs[0])}
         return [KernelLaunch(program_text("gather", defines, "gather.cl"), "gather",
                              (Arg.input(0), Arg.input(1), Arg.output(0)), global_1d(count),
                              label="gather")]
