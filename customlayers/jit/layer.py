@@ -183,7 +183,7 @@ class LayerImpl:
     # kernel is given half as the contract says, and needs the extension
     half_as_float: bool = False
     # True when the layer's kernels read and write half tensors themselves, as float through
-    # vload_half/vstore_half on any device (the map kernels, ops/_program.py): no float copies
+    # vload_half/vstore_half on any device (ops/_half_io.py): no float copies
     reads_half: bool = False
 
     def parse_attributes(self, raw: Mapping[str, str], layer: str) -> ParsedAttrs:

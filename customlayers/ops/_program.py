@@ -22,6 +22,7 @@ from ..jit.cl_includes import expand_kernel_file
 from ..jit.defines import render_define
 from ..jit.tensor import TensorDesc
 from ..jit.launch import Arg, KernelLaunch
+from ._half_io import HALF_LOAD, HALF_STORE, half_load, half_read, half_write
 
 # Work-items per group the global size is padded to; kernels guard `i < COUNT`. 64 divides
 # every work-group limit a real device has, so the driver may choose any divisor of it.
@@ -247,32 +248,6 @@ def items_per_work_item(ctx) -> int:
     return 16 if ctx.on_cpu else 1
 
 
-def moved_type(desc: TensorDesc) -> str:
-    """The OpenCL C type a kernel that only moves elements (Concat, Gather) declares: a half
-    tensor's bits as ushort, which needs no cl_khr_fp16 (a half value does)."""
-    return "ushort" if desc.dtype == "f16" else desc.cl_type
-
-
-# float_compute's conversions of a half value, which the map kernels make themselves
-_HALF_LOAD, _HALF_STORE = "convert_float(v)", "convert_half(v)"
-
-
-def _half_read(name: str, value: str, desc: TensorDesc) -> dict[str, str]:
-    """A map kernel's macros that read a half tensor as float (vload_half; none for others)."""
-    if desc.dtype != "f16":
-        return {}
-    return {f"{name}(p, k)": "vload_half(k, p)", value: "float"}
-
-
-def _half_write(dst: TensorDesc, store: str | None) -> tuple[dict[str, str], str | None]:
-    """(macros, store) of a map kernel writing `dst`: a half tensor takes float values through
-    vstore_half_rte (round to nearest even, as a conversion to half does)."""
-    if dst.dtype != "f16":
-        return {}, store
-    return {"WRITE_OUT(p, k, v)": "vstore_half_rte(v, k, p)"}, \
-        "((float)(v))" if store in (None, _HALF_STORE) else store
-
-
 def unary_map_launch(label: str, src: TensorDesc, dst: TensorDesc, *, src_index: str = "(i)",
                      fn: str | None = None, load: str | None = None, store: str | None = None,
                      bounds: str | None = None, fill: str | None = None,
@@ -283,12 +258,11 @@ def unary_map_launch(label: str, src: TensorDesc, dst: TensorDesc, *, src_index:
     (vload_half, vstore_half_rte) on any device: `load` and `store` see float."""
     if "f64" in (src.dtype, dst.dtype):
         fn, load, store, fill = (in_double(t) for t in (fn, load, store, fill))
-    if src.dtype == "f16" and load == _HALF_LOAD:
-        load = None
-    write, store = _half_write(dst, store)
+    load = half_load(src, load)
+    write, store = half_write(dst, store)
     values: dict[str, object] = {
         "COUNT": f"{numel(dst.shape)}u", "IN_TYPE": src.cl_type, "OUT_TYPE": dst.cl_type,
-        "SRC_INDEX(i)": src_index, **_half_read("READ_IN", "IN_VALUE", src), **write,
+        "SRC_INDEX(i)": src_index, **half_read("READ_IN", "IN_VALUE", src), **write,
     }
     values.update(_macro("LOAD", "v", load))
     values.update(_macro("FN", "x", fn))
@@ -316,9 +290,8 @@ def binary_map_launch(label: str, a: TensorDesc, b: TensorDesc, out: TensorDesc,
     (vload_half, vstore_half_rte) on any device: `op` sees float."""
     if "f64" in (a.dtype, b.dtype, out.dtype):
         op, load_a, load_b, store = (in_double(t) for t in (op, load_a, load_b, store))
-    load_a = None if a.dtype == "f16" and load_a == _HALF_LOAD else load_a
-    load_b = None if b.dtype == "f16" and load_b == _HALF_LOAD else load_b
-    write, store = _half_write(out, store)
+    load_a, load_b = half_load(a, load_a), half_load(b, load_b)
+    write, store = half_write(out, store)
     shape = shape_of(out)
     a_view = a_view or LinearView.dense(shape_of(a)).broadcast_to(shape)
     b_view = b_view or LinearView.dense(shape_of(b)).broadcast_to(shape)
@@ -326,8 +299,8 @@ def binary_map_launch(label: str, a: TensorDesc, b: TensorDesc, out: TensorDesc,
         "COUNT": f"{numel(shape)}u", "A_TYPE": a.cl_type, "B_TYPE": b.cl_type,
         "OUT_TYPE": out.cl_type,
         "A_INDEX(i)": view_index_expr(shape, a_view), "B_INDEX(i)": view_index_expr(shape, b_view),
-        "OP(a, b)": f"({op})", **_half_read("READ_A", "A_VALUE", a),
-        **_half_read("READ_B", "B_VALUE", b), **write,
+        "OP(a, b)": f"({op})", **half_read("READ_A", "A_VALUE", a),
+        **half_read("READ_B", "B_VALUE", b), **write,
     }
     values.update(_macro("LOAD_A", "v", load_a))
     values.update(_macro("LOAD_B", "v", load_b))
@@ -345,7 +318,7 @@ def float_compute(dtype: str) -> tuple[str | None, str | None]:
     The map kernels (unary_map_launch, binary_map_launch) read half as float themselves and
     drop these; a kernel of its own that reads half values needs them (and cl_khr_fp16)."""
     if dtype == "f16":
-        return "convert_float(v)", "convert_half(v)"
+        return HALF_LOAD, HALF_STORE
     return None, None
 
 

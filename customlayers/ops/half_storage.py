@@ -11,7 +11,7 @@ same bits.
 
 Built-in ops take this path (LayerImpl.half_as_float) unless their kernels read half themselves
 (LayerImpl.reads_half: the map kernels, through vload_half/vstore_half; Concat and Gather, which
-move its bits as ushort: ops/_program.py); a custom layer's kernel is given the
+move its bits as ushort: ops/_half_io.py); a custom layer's kernel is given the
 types the contract names (SPEC section 3: half stays half), and its binding refuses a device
 without the extension in its own words (runtime/layers/registry.check_half_support).
 """

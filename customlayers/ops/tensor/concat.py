@@ -11,7 +11,8 @@ from typing import Sequence
 from ...errors import BindingError
 from ...jit.tensor import TensorDesc
 from ...jit.launch import Arg, DEFAULT_CONTEXT, KernelLaunch
-from .._program import global_1d, moved_type, normalize_axis, numel, program_text, shape_of
+from .._half_io import moved_type
+from .._program import global_1d, normalize_axis, numel, program_text, shape_of
 from ..base import Attr, Op, register_op
 
 

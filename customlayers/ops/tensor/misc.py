@@ -16,8 +16,9 @@ from ...jit.tensor import TensorDesc, normalize_dtype
 from ...jit.launch import Arg, DEFAULT_CONTEXT, KernelLaunch
 from .._program import (items_per_work_item, LinearView,
                        apply_index, broadcast_shapes, c_float, coalesce,
-                       float_compute, global_1d, index_expr, moved_type, normalize_axis, numel,
+                       float_compute, global_1d, index_expr, normalize_axis, numel,
                        program_text, shape_of, unary_map_launch, view_index_expr)
+from .._half_io import moved_type
 from ..base import Attr, Op, register_op
 from .views import const_values
 
@@ -34,7 +35,7 @@ class Convert(Op):
     gives 0), integer to narrower integer wraps; destination 'boolean' gives x != 0 as u8."""
     input_count = (1, 1)
     type = "Convert"
-    reads_half = True        # map kernels: half read and written as float (_program.py)
+    reads_half = True        # map kernels: half read and written as float (_half_io.py)
     attributes = (Attr("destination_type", "str", required=True),)
 
     def parse_attributes(self, raw, layer):
@@ -69,7 +70,7 @@ class Pad(Op):
     constant mode only, default 0), pad_mode constant | edge | reflect | symmetric."""
     input_count = (3, 4)
     type = "Pad"
-    reads_half = True        # map kernels: half read and written as float (_program.py)
+    reads_half = True        # map kernels: half read and written as float (_half_io.py)
     attributes = (Attr("pad_mode", "str", "constant"),)
     const_inputs = (1, 2, 3)
     MODES = ("constant", "edge", "reflect", "symmetric")
@@ -180,7 +181,7 @@ class Gather(Op):
 
 class ViewMapOp(Op):
     """An op whose output is a linear view of input 0, described by `view`."""
-    reads_half = True        # map kernels: half read and written as float (_program.py)
+    reads_half = True        # map kernels: half read and written as float (_half_io.py)
 
     def view(self, attrs, shape: tuple[int, ...], consts) -> LinearView:
         raise NotImplementedError
@@ -261,7 +262,7 @@ class Tile(Op):
     """Tile-1: repeats (input 1); shapes of different rank align at the end. Each output axis
     is walked as (repeat, dim) with the repeat at stride 0: still a linear map, on twice the
     axes."""
-    reads_half = True        # map kernels: half read and written as float (_program.py)
+    reads_half = True        # map kernels: half read and written as float (_half_io.py)
 
     input_count = (2, 2)
     type = "Tile"
