@@ -27,7 +27,10 @@ class ElementType:
     onnx_name: str                 # its name there
     ir_precision: str | None       # IR port precision; None: the IR reader refuses the type
     ir_element_type: str | None    # IR Const/Parameter element_type (Convert's destination_type)
-    custom_layer: bool             # a <T>_TYPE of the custom-layer contract (SPEC section 3)
+    # a <T>_TYPE of the custom-layer contract (SPEC section 3: float|half|char|uchar|int|long);
+    # the wider integers are built-in ops' only, so that a layer's kernel never meets a type the
+    # contract does not name (the layer is refused with the list instead)
+    custom_layer: bool
     aliases: tuple[str, ...]       # other names of it (lower case) that a user may write
 
 
@@ -40,10 +43,18 @@ TYPES: tuple[ElementType, ...] = (
                 ("int8", "char")),
     ElementType("u8", np.dtype(np.uint8), "uchar", 1, False, 2, "UINT8", "U8", "u8", True,
                 ("uint8", "uchar")),
+    ElementType("i16", np.dtype(np.int16), "short", 2, False, 5, "INT16", "I16", "i16", False,
+                ("int16", "short")),
+    ElementType("u16", np.dtype(np.uint16), "ushort", 2, False, 4, "UINT16", "U16", "u16", False,
+                ("uint16", "ushort")),
     ElementType("i32", np.dtype(np.int32), "int", 4, False, 6, "INT32", "I32", "i32", True,
                 ("int32", "int")),
+    ElementType("u32", np.dtype(np.uint32), "uint", 4, False, 12, "UINT32", "U32", "u32", False,
+                ("uint32", "uint")),
     ElementType("i64", np.dtype(np.int64), "long", 8, False, 7, "INT64", "I64", "i64", True,
                 ("int64", "long")),
+    ElementType("u64", np.dtype(np.uint64), "ulong", 8, False, 13, "UINT64", "U64", "u64", False,
+                ("uint64", "ulong")),
     # built-in ops only (ONNX DOUBLE models); needs cl_khr_fp64, which the Network checks
     ElementType("f64", np.dtype(np.float64), "double", 8, True, 11, "DOUBLE", None, None, False,
                 ("fp64", "float64", "double")),
@@ -62,8 +73,8 @@ BOOL_IR_ELEMENT_TYPE = "boolean"
 BOOL_ALIASES = ("boolean", "bool")
 
 # the order in which refusals list the types a format may name (users and tests read them so)
-_IR_ORDER = ("f32", "f16", "i64", "i32", "i8", "u8")
-_ONNX_ORDER = ("f32", "f16", "f64", "i64", "i32", "i8", "u8")
+_IR_ORDER = ("f32", "f16", "i64", "i32", "i16", "i8", "u64", "u32", "u16", "u8")
+_ONNX_ORDER = ("f32", "f16", "f64", "i64", "i32", "i16", "i8", "u64", "u32", "u16", "u8")
 
 # IR port precision (upper case) -> short name
 IR_PRECISIONS: dict[str, str] = {

@@ -178,6 +178,13 @@ class LayerImpl:
     # (fewest, most) inputs the layer takes (most None: any number); None: not declared. The
     # compiler checks it before anything indexes the inputs.
     input_count: tuple[int, int | None] | None = None
+    # True when, on a device without cl_khr_fp16, the compiler may run the layer on float32
+    # copies of its half tensors (ops/half_storage.py): the built-in ops. A custom layer's
+    # kernel is given half as the contract says, and needs the extension
+    half_as_float: bool = False
+    # True when the layer's kernels read and write half tensors themselves, as float through
+    # vload_half/vstore_half on any device (ops/_half_io.py): no float copies
+    reads_half: bool = False
 
     def parse_attributes(self, raw: Mapping[str, str], layer: str) -> ParsedAttrs:
         return ParsedAttrs({a.name: parse_attr(a, raw.get(a.name), self.type, layer)

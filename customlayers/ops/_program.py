@@ -22,6 +22,7 @@ from ..jit.cl_includes import expand_kernel_file
 from ..jit.defines import render_define
 from ..jit.tensor import TensorDesc
 from ..jit.launch import Arg, KernelLaunch
+from ._half_io import HALF_LOAD, HALF_STORE, half_load, half_read, half_write
 
 # Work-items per group the global size is padded to; kernels guard `i < COUNT`. 64 divides
 # every work-group limit a real device has, so the driver may choose any divisor of it.
@@ -58,11 +59,16 @@ def defines(**values: int | float | str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def program_text(label: str, values: Mapping[str, object], cl_file: str) -> str:
+def program_text(label: str, values: Mapping[str, object], cl_file: str, *,
+                 half_arithmetic: bool | None = None) -> str:
     """A labelled program: the baked constants as `#define` lines, then the kernel file (with
-    the helpers it includes)."""
+    the helpers it includes). `half_arithmetic`: whether the program computes in half and so
+    enables cl_khr_fp16; None: where a value names half (False for a program that holds half
+    only behind pointers, read and written with vload_half/vstore_half)."""
     parts = [f"// customlayers built-in op: {label}\n"]
-    if any("half" in str(v) for v in values.values()):
+    if half_arithmetic is None:
+        half_arithmetic = any("half" in str(v) for v in values.values())
+    if half_arithmetic:
         parts.append("#pragma OPENCL EXTENSION cl_khr_fp16 : enable\n")
     if any("double" in str(v) for v in values.values()):
         parts.append("#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n")
@@ -249,22 +255,27 @@ def unary_map_launch(label: str, src: TensorDesc, dst: TensorDesc, *, src_index:
                      per_item: int = 1) -> KernelLaunch:
     """unary_map.cl: out[i] = store(fn(load(in[src_index(i)]))), with bodies given as C text
     in the variables `i` (src_index, bounds), `v` (load, store) and `x` (fn); `per_item`
-    outputs per work item (items_per_work_item)."""
+    outputs per work item (items_per_work_item). A half tensor is read and written as float
+    (vload_half, vstore_half_rte) on any device: `load` and `store` see float."""
     if "f64" in (src.dtype, dst.dtype):
         fn, load, store, fill = (in_double(t) for t in (fn, load, store, fill))
+    load = half_load(src, load)
+    write, store = half_write(dst, store)
     values: dict[str, object] = {
         "COUNT": f"{numel(dst.shape)}u", "IN_TYPE": src.cl_type, "OUT_TYPE": dst.cl_type,
-        "SRC_INDEX(i)": src_index,
+        "SRC_INDEX(i)": src_index, **half_read("READ_IN", "IN_VALUE", src), **write,
     }
     values.update(_macro("LOAD", "v", load))
     values.update(_macro("FN", "x", fn))
     values.update(_macro("STORE", "v", store))
     if bounds is not None:
         values["IN_BOUNDS(i)"] = bounds
-        values["FILL"] = fill if fill is not None else f"(({dst.cl_type})0)"
+        values["FILL"] = fill if fill is not None else \
+            "0.0f" if dst.dtype == "f16" else f"(({dst.cl_type})0)"
     if per_item > 1:
         values["PER_ITEM"] = f"{per_item}u"
-    return KernelLaunch(source=program_text(label, values, "unary_map.cl"), entry="unary_map",
+    return KernelLaunch(source=program_text(label, values, "unary_map.cl",
+                                            half_arithmetic=False), entry="unary_map",
                         args=(Arg.input(0), Arg.output(0)),
                         global_size=global_1d(-(-numel(dst.shape) // per_item)), label=label)
 
@@ -276,9 +287,12 @@ def binary_map_launch(label: str, a: TensorDesc, b: TensorDesc, out: TensorDesc,
                       store: str | None = None, per_item: int = 1) -> KernelLaunch:
     """binary_map.cl: out[i] = store(op(load_a(a[..]), load_b(b[..]))) with numpy broadcasting
     of both inputs to `out` (or the views given). `op` is C text in `a` and `b`; `per_item`
-    outputs per work item (items_per_work_item)."""
+    outputs per work item (items_per_work_item). A half tensor is read and written as float
+    (vload_half, vstore_half_rte) on any device: `op` sees float."""
     if "f64" in (a.dtype, b.dtype, out.dtype):
         op, load_a, load_b, store = (in_double(t) for t in (op, load_a, load_b, store))
+    load_a, load_b = half_load(a, load_a), half_load(b, load_b)
+    write, store = half_write(out, store)
     shape = shape_of(out)
     a_view = a_view or LinearView.dense(shape_of(a)).broadcast_to(shape)
     b_view = b_view or LinearView.dense(shape_of(b)).broadcast_to(shape)
@@ -286,22 +300,26 @@ def binary_map_launch(label: str, a: TensorDesc, b: TensorDesc, out: TensorDesc,
         "COUNT": f"{numel(shape)}u", "A_TYPE": a.cl_type, "B_TYPE": b.cl_type,
         "OUT_TYPE": out.cl_type,
         "A_INDEX(i)": view_index_expr(shape, a_view), "B_INDEX(i)": view_index_expr(shape, b_view),
-        "OP(a, b)": f"({op})",
+        "OP(a, b)": f"({op})", **half_read("READ_A", "A_VALUE", a),
+        **half_read("READ_B", "B_VALUE", b), **write,
     }
     values.update(_macro("LOAD_A", "v", load_a))
     values.update(_macro("LOAD_B", "v", load_b))
     values.update(_macro("STORE", "v", store))
     if per_item > 1:
         values["PER_ITEM"] = f"{per_item}u"
-    return KernelLaunch(source=program_text(label, values, "binary_map.cl"), entry="binary_map",
+    return KernelLaunch(source=program_text(label, values, "binary_map.cl",
+                                            half_arithmetic=False), entry="binary_map",
                         args=(Arg.input(a_input), Arg.input(b_input), Arg.output(0)),
                         global_size=global_1d(-(-numel(shape) // per_item)), label=label)
 
 
 def float_compute(dtype: str) -> tuple[str | None, str | None]:
-    """(load, store) macro bodies that compute a half tensor in float; none for the others."""
+    """(load, store) macro bodies that compute a half tensor in float; none for the others.
+    The map kernels (unary_map_launch, binary_map_launch) read half as float themselves and
+    drop these; a kernel of its own that reads half values needs them (and cl_khr_fp16)."""
     if dtype == "f16":
-        return "convert_float(v)", "convert_half(v)"
+        return HALF_LOAD, HALF_STORE
     return None, None
 
 

@@ -20,6 +20,7 @@ from ..jit.variant import KernelVariant
 
 class Op(LayerImpl):
     """Base of built-in ops. Subclasses set `type` and `attributes` and implement the rest."""
+    half_as_float = True     # half tensors without cl_khr_fp16: float copies (half_storage.py)
 
     def infer_shapes(self, attrs: dict[str, Any], inputs: Sequence[TensorDesc],
                      consts: Mapping[int, np.ndarray]) -> list[tuple[tuple[int, ...], str]]:

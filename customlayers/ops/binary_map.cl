@@ -4,7 +4,20 @@
 // with the output's dims and the input's strides (0 on broadcast axes) baked in.
 //
 // Baked by ops/eltwise.py: COUNT, A_TYPE, B_TYPE, OUT_TYPE, A_INDEX(i), B_INDEX(i), OP(a, b),
-// and optionally LOAD_A, LOAD_B, STORE (type conversions; default: none / a C cast).
+// and optionally LOAD_A, LOAD_B, STORE (type conversions; default: none / a C cast), and
+// READ_A/A_VALUE, READ_B/B_VALUE, WRITE_OUT: a half tensor read and written through
+// vload_half/vstore_half_rte as float (as unary_map.cl).
+#ifndef READ_A
+#define READ_A(p, k) ((p)[k])
+#define A_VALUE A_TYPE
+#endif
+#ifndef READ_B
+#define READ_B(p, k) ((p)[k])
+#define B_VALUE B_TYPE
+#endif
+#ifndef WRITE_OUT
+#define WRITE_OUT(p, k, v) ((p)[k] = (v))
+#endif
 #ifndef LOAD_A
 #define LOAD_A(v) (v)
 #endif
@@ -52,9 +65,9 @@ inline long int_pow(long a, long b)
 inline void binary_one(__global const A_TYPE* restrict a, __global const B_TYPE* restrict b,
                        __global OUT_TYPE* restrict out, const uint i)
 {
-    const A_TYPE va = a[A_INDEX(i)];
-    const B_TYPE vb = b[B_INDEX(i)];
-    out[i] = STORE(OP(LOAD_A(va), LOAD_B(vb)));
+    const A_VALUE va = READ_A(a, A_INDEX(i));
+    const B_VALUE vb = READ_B(b, B_INDEX(i));
+    WRITE_OUT(out, i, STORE(OP(LOAD_A(va), LOAD_B(vb))));
 }
 
 // PER_ITEM consecutive outputs per work item: as unary_map.cl

@@ -6,7 +6,12 @@
  * EZ EY EX, the end of pads_end or past every window), for MaxPool with an
  * index output WITH_INDICES, INDEX_T and AXIS_SPAN (indices are flat from the `axis` dim on).
  * A window with no input element in it (possible with rounding_type=ceil) gives 0.
+ * DATA_T: the element type of a MaxPool's input and output (ONNX's int8 and uint8 too; an
+ * AvgPool is float).
  */
+#ifndef DATA_T
+#define DATA_T float
+#endif
 /* The taps of a window axis (k taps from i0, d apart) inside [lo, hi): what an AvgPool that
  * counts padding divides by (hi is where pads_end ends, or past every window) */
 inline int taps_within(int i0, int k, int d, int lo, int hi)
@@ -17,7 +22,7 @@ inline int taps_within(int i0, int k, int d, int lo, int hi)
     return n;
 }
 
-__kernel void pool(__global const float* restrict input, __global float* restrict output
+__kernel void pool(__global const DATA_T* restrict input, __global DATA_T* restrict output
 #if WITH_INDICES
                    , __global INDEX_T* restrict indices
 #endif
@@ -27,11 +32,11 @@ __kernel void pool(__global const float* restrict input, __global float* restric
     if (ox >= OW || oy >= OH)
         return;
     const int plane = z / OD, oz = z % OD;       /* z = (n * C + c) * OD + oz */
-    __global const float* in = input + plane * (ID * IH * IW);
+    __global const DATA_T* in = input + plane * (ID * IH * IW);
     const int iz0 = oz * SZ - PZ, iy0 = oy * SY - PY, ix0 = ox * SX - PX;
     const int out_at = (z * OH + oy) * OW + ox;
 #if POOL_MAX
-    float best = -INFINITY;
+    DATA_T best = (DATA_T)0;      /* the first tap inside the input replaces it */
     int best_at = -1;
 #else
     float sum = 0.0f;
@@ -57,7 +62,7 @@ __kernel void pool(__global const float* restrict input, __global float* restric
             if ((uint)ix >= (uint)IW)
                 continue;
             const int at = (iz * IH + iy) * IW + ix;
-            const float v = in[at];
+            const DATA_T v = in[at];
 #if POOL_MAX
             if (best_at < 0 || v > best) {
                 best = v;
@@ -71,7 +76,7 @@ __kernel void pool(__global const float* restrict input, __global float* restric
     }
     }
 #if POOL_MAX
-    output[out_at] = best_at < 0 ? 0.0f : best;
+    output[out_at] = best_at < 0 ? (DATA_T)0 : best;
 #if WITH_INDICES
     indices[out_at] = best_at < 0 ? (INDEX_T)0
                                   : (INDEX_T)(((long)plane * (ID * IH * IW) + best_at) % AXIS_SPAN);

@@ -9,6 +9,16 @@
 //   FN(x)         the elementwise function (default: identity)
 //   STORE(v)      compute type -> OUT_TYPE (default: a C cast)
 //   IN_BOUNDS(i)  0 where output element i lies outside the input (Pad), which then gets FILL
+//   READ_IN(p, k), IN_VALUE, WRITE_OUT(p, k, v)  how an element is read (as an IN_VALUE) and
+//                 written: a half tensor through vload_half/vstore_half_rte as float, which
+//                 every device has (half values and arithmetic need cl_khr_fp16)
+#ifndef READ_IN
+#define READ_IN(p, k) ((p)[k])
+#define IN_VALUE IN_TYPE
+#endif
+#ifndef WRITE_OUT
+#define WRITE_OUT(p, k, v) ((p)[k] = (v))
+#endif
 #ifndef LOAD
 #define LOAD(v) (v)
 #endif
@@ -65,10 +75,10 @@ inline void unary_one(__global const IN_TYPE* restrict in, __global OUT_TYPE* re
                       const uint i)
 {
 #ifdef IN_BOUNDS
-    if (!(IN_BOUNDS(i))) { out[i] = FILL; return; }
+    if (!(IN_BOUNDS(i))) { WRITE_OUT(out, i, FILL); return; }
 #endif
-    const IN_TYPE v = in[SRC_INDEX(i)];
-    out[i] = STORE(FN(LOAD(v)));
+    const IN_VALUE v = READ_IN(in, SRC_INDEX(i));
+    WRITE_OUT(out, i, STORE(FN(LOAD(v))));
 }
 
 // PER_ITEM consecutive outputs per work item (CPU devices, ops/_program.py: items_per_work_item):

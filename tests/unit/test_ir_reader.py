@@ -207,7 +207,7 @@ def test_cycle():
 def test_unknown_precision():
     xml = broken('<port id="1" precision="FP32">', '<port id="1" precision="FP33">')
     expect_error(xml, "layer 'add' (Add) port 1", "unknown precision 'FP33'",
-                 "FP32, FP16, I64, I32, I8, U8, BOOL")
+                 "FP32, FP16, I64, I32, I16, I8, U64, U32, U16, U8, BOOL")
 
 
 def test_unsupported_precision():

@@ -48,7 +48,8 @@ def test_low_rank_is_padded_with_ones_at_the_end():
     (dict(shape=(1,) * 9), "rank 9 is over 8"),
     (dict(shape=(1, 2, 3, 4, 5), format="byxf"), "a tensor of rank 5 can only be dense BFYX"),
     (dict(shape=(1, 0)), "every dim must be positive"),
-    (dict(shape=(1,), dtype="u16"), "element type 'u16' is not one of f32, f16, i8, u8, i32, i64"),
+    (dict(shape=(1,), dtype="bf16"),
+     "element type 'bf16' is not one of f32, f16, i8, u8, i16, u16, i32, u32, i64, u64"),
     (dict(shape=(1,), format="Bfyx"), "format 'Bfyx' is not one of BFYX, BYXF, YXFB, FYXB"),
     (dict(shape=(1,), lower_pad=(0, 0, -1, 0)), "lower padding must not be negative"),
 ])

@@ -22,8 +22,9 @@ from ..limits import check_shape, element_count
 
 # ONNX TensorProto element types read here (dtypes.ONNX_TYPES) -> the typed field holding the
 # values when there is no raw_data (raw_data holds the type's itemsize bytes per element)
-TENSOR_FIELDS = {1: "float_data", 2: "int32_data", 3: "int32_data", 6: "int32_data",
-                 7: "int64_data", 9: "int32_data", 10: "int32_data", 11: "double_data"}
+TENSOR_FIELDS = {1: "float_data", 2: "int32_data", 3: "int32_data", 4: "int32_data",
+                 5: "int32_data", 6: "int32_data", 7: "int64_data", 9: "int32_data",
+                 10: "int32_data", 11: "double_data", 12: "uint64_data", 13: "uint64_data"}
 MAX_OPSET = 1000      # ONNX is at 23; a larger version is a corrupt number, not a future opset
 
 

@@ -24,6 +24,9 @@ from ...jit.launch import Arg, DEFAULT_CONTEXT, KernelLaunch
 from ...jit.variant import KernelVariant
 
 _INDEX_TYPES = ("i32", "i64")
+# what a MaxPool's input may hold besides f32 (ONNX MaxPool-12: int8, uint8; max only compares,
+# so pooling.cl runs in the type itself); an AvgPool is f32 only
+_MAX_DATA_TYPES = ("f32", "i8", "u8")
 _NO_END = 1 << 30          # an end of the counted extent that no window reaches
 
 _POOL_ATTRS = (
@@ -69,7 +72,7 @@ class PoolVariant(KernelVariant):
 
 def pool_variants(plan: PoolPlan) -> tuple[KernelVariant, ...]:
     """On a CPU device, pool_cpu.cl's rows per work item (pool_rows); elsewhere pooling.cl."""
-    if plan.on_cpu:
+    if plan.on_cpu and "DATA_T" not in plan.sizes:   # pool_cpu.cl is float8 runs
         return tuple(PoolRowsVariant(r) for r in pool_rows(plan.sizes["OH"], plan.planes,
                                                            plan.device))
     return (PoolVariant(),)
@@ -84,7 +87,8 @@ class _PoolBase(NamedOp):
         self.check_choice(attrs, "rounding_type", ROUNDING_TYPES)
 
     def _geometry(self, attrs, inputs):
-        require_f32(self, attrs, inputs[:1])
+        if not self.is_max or inputs[0].dtype not in _MAX_DATA_TYPES:
+            require_f32(self, attrs, inputs[:1])
         x = inputs[0].shape
         rank = spatial_rank(self, attrs, inputs[0], max_spatial=3)
         dilations = attrs.get("dilations") or (1,) * rank
@@ -110,6 +114,8 @@ class _PoolBase(NamedOp):
     def plan(self, attrs, inputs, ctx=DEFAULT_CONTEXT) -> PoolPlan:
         sizes, out, padded = self._geometry(attrs, inputs)
         extra = self._extra_defines(attrs, inputs, padded)
+        if inputs[0].dtype != "f32":
+            extra["DATA_T"] = inputs[0].cl_type
         kind = "max" if self.is_max else "avg"
         window = "x".join(str(sizes[k]) for k in ("KD", "KH", "KW") if k != "KD" or
                           len(out) == 5)
@@ -162,9 +168,9 @@ class MaxPool(_PoolBase):
         _, out, _ = self._geometry(attrs, inputs)
         t = attrs.get("index_element_type")
         if t is None:
-            return [(out, "f32")]
+            return [(out, inputs[0].dtype)]
         self._axis_span(attrs, inputs[0].shape)
-        return [(out, "f32"), (out, t.lower())]
+        return [(out, inputs[0].dtype), (out, t.lower())]
 
     def _extra_defines(self, attrs, inputs, padded):
         t = attrs.get("index_element_type")

@@ -1,4 +1,6 @@
-"""ReduceMean, ReduceSum, ReduceMax (opset1), ReduceProd (opset1): axes from constant input 1, keep_dims."""
+"""ReduceMean, ReduceSum, ReduceMax, ReduceMin, ReduceProd (opset1): axes from constant input
+1, keep_dims. Sum, Max and Min also take the integer types (ONNX's int32, int64, uint32, uint64
+and the narrower ones ONNX Runtime has no kernel for), computed in the type itself: a sum wraps."""
 from __future__ import annotations
 
 import numpy as np
@@ -6,6 +8,7 @@ import numpy as np
 from ..base import Attr, register_op
 from .._nn import NamedOp, require_f32
 from .._program import defines, kernel_source
+from ...dtypes import is_float
 from ...jit.launch import Arg, DEFAULT_CONTEXT, KernelLaunch
 
 
@@ -14,9 +17,11 @@ class _Reduce(NamedOp):
     attributes = (Attr("keep_dims", "bool", False),)
     const_inputs = (1,)
     kind = ""
+    takes_integers = True            # all but ReduceMean, which divides
 
     def _axes(self, attrs, inputs, consts) -> list[int]:
-        require_f32(self, attrs, inputs[:1])
+        if not self.takes_integers or is_float(inputs[0].dtype):
+            require_f32(self, attrs, inputs[:1])
         rank = len(inputs[0].shape)
         if 1 not in consts:
             raise self.fail(attrs, "input 1 (axes) must be a constant")
@@ -36,7 +41,7 @@ class _Reduce(NamedOp):
             out = tuple(1 if i in axes else d for i, d in enumerate(shape))
         else:
             out = tuple(d for i, d in enumerate(shape) if i not in axes)
-        return [(out, "f32")]
+        return [(out, inputs[0].dtype)]
 
     def launches(self, attrs, inputs, outputs, consts, ctx=DEFAULT_CONTEXT):
         axes = self._axes(attrs, inputs, consts)
@@ -47,8 +52,10 @@ class _Reduce(NamedOp):
             count *= d[i] // r[i]
         src = defines(D0=d[0], D1=d[1], D2=d[2], D3=d[3], R0=r[0], R1=r[1], R2=r[2], R3=r[3],
                       COUNT=count, REDUCE_MAX=int(self.kind == "max"),
-                      REDUCE_MEAN=int(self.kind == "mean"),
-                      REDUCE_PROD=int(self.kind == "prod")) + kernel_source("reduce.cl")
+                      REDUCE_MIN=int(self.kind == "min"), REDUCE_MEAN=int(self.kind == "mean"),
+                      REDUCE_PROD=int(self.kind == "prod"),
+                      **({} if inputs[0].dtype == "f32" else {"DATA_T": inputs[0].cl_type})
+                      ) + kernel_source("reduce.cl")
         return [KernelLaunch(source=src, entry="reduce", args=(Arg.input(0), Arg.output(0)),
                              global_size=(count,),
                              label=f"reduce_{self.kind}_axes{''.join(map(str, axes))}")]
@@ -58,6 +65,7 @@ class _Reduce(NamedOp):
 class ReduceMean(_Reduce):
     type = "ReduceMean"
     kind = "mean"
+    takes_integers = False
 
 
 @register_op
@@ -70,6 +78,12 @@ class ReduceSum(_Reduce):
 class ReduceMax(_Reduce):
     type = "ReduceMax"
     kind = "max"
+
+
+@register_op
+class ReduceMin(_Reduce):
+    type = "ReduceMin"
+    kind = "min"
 
 
 @register_op

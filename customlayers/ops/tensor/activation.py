@@ -30,6 +30,7 @@ class Activation(Op):
     """`float_fn` (C text in float `x`; may use {attr} fields); `int_fn` for integer tensors,
     None when the function is defined for floating point only."""
     input_count = (1, 1)
+    reads_half = True        # map kernels: half read and written as float (_half_io.py)
     float_fn = ""
     int_fn: str | None = None
 

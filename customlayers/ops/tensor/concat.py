@@ -11,6 +11,7 @@ from typing import Sequence
 from ...errors import BindingError
 from ...jit.tensor import TensorDesc
 from ...jit.launch import Arg, DEFAULT_CONTEXT, KernelLaunch
+from .._half_io import moved_type
 from .._program import global_1d, normalize_axis, numel, program_text, shape_of
 from ..base import Attr, Op, register_op
 
@@ -19,6 +20,7 @@ from ..base import Attr, Op, register_op
 class Concat(Op):
     input_count = (1, None)
     type = "Concat"
+    reads_half = True        # copies half as its bits (moved_type)
     attributes = (Attr("axis", "int", required=True),)
 
     def infer_shapes(self, attrs, inputs: Sequence[TensorDesc], consts):
@@ -64,7 +66,7 @@ class Concat(Op):
             defines = {
                 "COUNT": f"{numel(desc.shape)}u", "CHUNK": f"{size * inner}u",
                 "OUT_CHUNK": f"{out_shape[axis] * inner}u", "OFFSET": f"{offset * inner}u",
-                "IN_TYPE": desc.cl_type, "OUT_TYPE": outputs[0].cl_type,
+                "IN_TYPE": moved_type(desc), "OUT_TYPE": moved_type(outputs[0]),
             }
             label = f"concat_input{k}"
             launches.append(KernelLaunch(program_text(label, defines, "concat.cl"), "concat_copy",

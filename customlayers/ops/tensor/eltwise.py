@@ -23,6 +23,7 @@ BROADCAST_MODES = ("numpy", "none")
 class BinaryEltwise(Op):
     """Base of the binary ops. `float_op`/`int_op` are C expressions in `a` and `b`."""
     input_count = (2, 2)
+    reads_half = True        # map kernels: half read and written as float (_half_io.py)
     attributes = (Attr("auto_broadcast", "str", "numpy"),)
     float_op = ""
     int_op = ""

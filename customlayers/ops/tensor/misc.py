@@ -16,8 +16,9 @@ from ...jit.tensor import TensorDesc, normalize_dtype
 from ...jit.launch import Arg, DEFAULT_CONTEXT, KernelLaunch
 from .._program import (items_per_work_item, LinearView,
                        apply_index, broadcast_shapes, c_float, coalesce,
-                       float_compute, global_1d, index_expr, normalize_axis, numel, program_text,
-                       shape_of, unary_map_launch, view_index_expr)
+                       float_compute, global_1d, index_expr, normalize_axis, numel,
+                       program_text, shape_of, unary_map_launch, view_index_expr)
+from .._half_io import moved_type
 from ..base import Attr, Op, register_op
 from .views import const_values
 
@@ -34,6 +35,7 @@ class Convert(Op):
     gives 0), integer to narrower integer wraps; destination 'boolean' gives x != 0 as u8."""
     input_count = (1, 1)
     type = "Convert"
+    reads_half = True        # map kernels: half read and written as float (_half_io.py)
     attributes = (Attr("destination_type", "str", required=True),)
 
     def parse_attributes(self, raw, layer):
@@ -68,6 +70,7 @@ class Pad(Op):
     constant mode only, default 0), pad_mode constant | edge | reflect | symmetric."""
     input_count = (3, 4)
     type = "Pad"
+    reads_half = True        # map kernels: half read and written as float (_half_io.py)
     attributes = (Attr("pad_mode", "str", "constant"),)
     const_inputs = (1, 2, 3)
     MODES = ("constant", "edge", "reflect", "symmetric")
@@ -129,7 +132,8 @@ class Pad(Op):
             raise BindingError("Pad: pad_value (input 3) must be a constant")
         value = np.asarray(consts[3]).reshape(-1)[0] if 3 in consts else 0
         text = c_float(float(value)) if is_float(out.dtype) else str(int(value))
-        return f"(({out.cl_type}){text})"
+        # a half output is written from float (vstore_half): no half value in the kernel
+        return f"((float){text})" if out.dtype == "f16" else f"(({out.cl_type}){text})"
 
 
 @register_op
@@ -138,6 +142,7 @@ class Gather(Op):
     be computed at run time, negative ones count from the end."""
     input_count = (3, 3)
     type = "Gather"
+    reads_half = True        # copies half as its bits (moved_type)
     attributes = (Attr("batch_dims", "int", 0),)
     const_inputs = (2,)
 
@@ -167,8 +172,8 @@ class Gather(Op):
         count = numel(outputs[0].shape)
         defines = {"COUNT": f"{count}u", "INNER": f"{numel(data[axis + 1:])}u",
                    "NIDX": f"{numel(inputs[1].shape)}u", "AXIS_DIM": f"{data[axis]}",
-                   "IN_TYPE": inputs[0].cl_type, "IDX_TYPE": inputs[1].cl_type,
-                   "OUT_TYPE": outputs[0].cl_type}
+                   "IN_TYPE": moved_type(inputs[0]), "IDX_TYPE": inputs[1].cl_type,
+                   "OUT_TYPE": moved_type(outputs[0])}
         return [KernelLaunch(program_text("gather", defines, "gather.cl"), "gather",
                              (Arg.input(0), Arg.input(1), Arg.output(0)), global_1d(count),
                              label="gather")]
@@ -176,6 +181,7 @@ class Gather(Op):
 
 class ViewMapOp(Op):
     """An op whose output is a linear view of input 0, described by `view`."""
+    reads_half = True        # map kernels: half read and written as float (_half_io.py)
 
     def view(self, attrs, shape: tuple[int, ...], consts) -> LinearView:
         raise NotImplementedError
@@ -256,6 +262,8 @@ class Tile(Op):
     """Tile-1: repeats (input 1); shapes of different rank align at the end. Each output axis
     is walked as (repeat, dim) with the repeat at stride 0: still a linear map, on twice the
     axes."""
+    reads_half = True        # map kernels: half read and written as float (_half_io.py)
+
     input_count = (2, 2)
     type = "Tile"
     const_inputs = (1,)

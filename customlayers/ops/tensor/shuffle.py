@@ -16,6 +16,7 @@ from ..base import Attr, Op, register_op
 class ShuffleChannels(Op):
     input_count = (1, 1)
     type = "ShuffleChannels"
+    reads_half = True        # map kernels: half read and written as float (_half_io.py)
     attributes = (Attr("axis", "int", 1), Attr("group", "int", 1))
 
     def parse_attributes(self, raw, layer):

@@ -34,6 +34,7 @@ def _check(op: str, attrs, shape) -> tuple[int, str]:
 class SpaceToDepth(Op):
     input_count = (1, 1)
     type = "SpaceToDepth"
+    reads_half = True        # map kernels: half read and written as float (_half_io.py)
     attributes = (Attr("block_size", "int", 1), Attr("mode", "str", "blocks_first"))
 
     def infer_shapes(self, attrs, inputs, consts):
@@ -58,6 +59,7 @@ class SpaceToDepth(Op):
 class DepthToSpace(Op):
     input_count = (1, 1)
     type = "DepthToSpace"
+    reads_half = True        # map kernels: half read and written as float (_half_io.py)
     attributes = (Attr("block_size", "int", 1), Attr("mode", "str", "blocks_first"))
 
     def infer_shapes(self, attrs, inputs, consts):

@@ -26,6 +26,7 @@ def transpose_order(consts, rank: int) -> tuple[int, ...]:
 class Transpose(Op):
     input_count = (2, 2)
     type = "Transpose"
+    reads_half = True        # map kernels: half read and written as float (_half_io.py)
     const_inputs = (1,)
 
     def infer_shapes(self, attrs, inputs, consts):

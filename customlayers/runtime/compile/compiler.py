@@ -23,6 +23,7 @@ from ...jit.tensor import TensorDesc
 from .concat_in_place import ConcatCandidate, place_concat_inputs
 from ..device.device_memory import check_fits
 from ...passes.fusion import FusionPlan
+from ...ops import half_storage
 from ..device.parallel_build import build_programs
 from .plan_buffers import plan_buffers
 from .plan import CompiledPlan, Step, TensorKey, alias_root
@@ -105,7 +106,11 @@ def compile_plan(graph: Graph, order: Sequence[Node], impls: Mapping[str, LayerI
                 context=CompileContext(options.device,
                                        custom_input_padding=options.custom_input_padding,
                                        facts=node.facts))
-            out_descs = impl.outputs(call)
+            # half tensors on a device without cl_khr_fp16: the op runs on float copies
+            as_float = not options.fp16 and impl.half_as_float and not impl.reads_half and \
+                half_storage.touches_half(call)
+            out_descs = half_storage.half_outputs(impl, call) if as_float else \
+                impl.outputs(call)
             _check_declared_shapes(node, out_descs)
             _check_fp64(options, node, in_descs + out_descs)
             out_keys = [(node.id, j) for j in range(len(out_descs))]
@@ -125,11 +130,14 @@ def compile_plan(graph: Graph, order: Sequence[Node], impls: Mapping[str, LayerI
                                        if k in consts},
                                context=replace(call.context, epilogue=ep.fused()))
             if options.tuner is not None:
-                variant = options.tuner.choose(impl, call, out_descs)
+                variant = options.tuner.choose(impl, half_storage.float_call(call),
+                                               half_storage.float_descs(out_descs)) \
+                    if as_float else options.tuner.choose(impl, call, out_descs)
                 if variant is not None:
                     call = replace(call, context=replace(call.context, variant=variant))
-            work = impl.work(call, out_descs)
-            _check_fp16(options, node, in_descs + out_descs, work)
+            work = half_storage.half_work(impl, call, out_descs) if as_float else \
+                impl.work(call, out_descs)
+            _check_fp16(options, node, impl, work)
             notes += work.notes
             if work.after_build is not None:
                 after_build.append((node, work.after_build))
@@ -284,16 +292,20 @@ def _check_fp64(options: PlanOptions, node: Node, descs: Sequence[TensorDesc]) -
                            f"to float32)")
 
 
-def _check_fp16(options: PlanOptions, node: Node, descs: Sequence[TensorDesc],
-                work: LayerWork) -> None:
+def _check_fp16(options: PlanOptions, node: Node, impl: LayerImpl, work: LayerWork) -> None:
     """Kernels on half tensors need cl_khr_fp16 (without it half is a storage type only, and
-    the build fails in the compiler's words): say so before anything is built. A custom
-    layer's binding says it for its own kernel (registry.check_half_support); views and host
-    work have no kernel."""
+    the build fails in the compiler's words): say so before anything is built. Built-in ops
+    read half through vload_half themselves (impl.reads_half) or run on float copies of half
+    tensors (ops/half_storage.py), whose widening and narrowing kernels alone touch half; a
+    custom layer's binding says it for its own kernel (registry.check_half_support); views
+    and host work have no kernel."""
     if options.fp16:
         return
-    kernels = [launch for stage in work.stages for launch in stage.launches]
-    uses = [d for d in descs if d.dtype == "f16"]
+    stages = [s for s in work.stages
+              if s.launches and s.entry not in half_storage.CONVERSION_ENTRIES]
+    kernels = [launch for stage in stages for launch in stage.launches]
+    uses = [] if impl.reads_half else \
+        [d for s in stages for d in (*s.input_descs, *s.output_descs) if d.dtype == "f16"]
     if kernels and (uses or any(_FP16_PRAGMA in k.source for k in kernels)):
         what = "f16 (half) tensors" if uses else "its kernel computes in half, which"
         raise DeviceError(f"{node.describe()}: {what} need the OpenCL extension cl_khr_fp16; "

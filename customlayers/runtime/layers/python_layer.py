@@ -29,8 +29,12 @@ SENTINELS = {
     np.dtype(np.float32): (np.uint32, 0x7FE5A5A5),
     np.dtype(np.float16): (np.uint16, 0x7E5A),
     np.dtype(np.float64): (np.uint64, 0x7FFCA5A5A5A5A5A5),
+    np.dtype(np.int16): (np.uint16, 0xA5A5),
+    np.dtype(np.uint16): (np.uint16, 0xA5A5),
     np.dtype(np.int32): (np.uint32, 0xA5A5A5A5),
+    np.dtype(np.uint32): (np.uint32, 0xA5A5A5A5),
     np.dtype(np.int64): (np.uint64, 0xA5A5A5A5A5A5A5A5),
+    np.dtype(np.uint64): (np.uint64, 0xA5A5A5A5A5A5A5A5),
 }
 
 

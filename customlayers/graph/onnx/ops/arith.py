@@ -1,5 +1,6 @@
 """ONNX -> IR translations of the elementwise maths: plain renames (Relu, Add, ...),
-activations with parameters, Mean, and the Reduce* family (Mean/Sum/Max/Prod built in, the others
+activations with parameters, Mean, and the Reduce* family (Mean/Sum/Max/Min/Prod built in, the
+others
 composed from them and elementwise ops).
 """
 from __future__ import annotations
@@ -228,7 +229,8 @@ def _reduce_shape(shape, axes, keep: bool):
 @translates("ReduceMean", "ReduceSum", "ReduceMax", "ReduceProd", "ReduceMin", "ReduceL1",
              "ReduceL2", "ReduceSumSquare", "ReduceLogSum", "ReduceLogSumExp")
 def _reduce(r, node, name: str, attrs: dict) -> None:
-    """Mean/Sum/Max/Prod are built-ins; the others are built from them and elementwise ops."""
+    """Mean/Sum/Max/Min/Prod are built-ins; the others are built from them and elementwise
+    ops."""
     x, out, op = node.input[0], node.output[0], node.op_type
     shape = r.shape_of(x)
     axes = _reduce_axes(r, node, attrs, len(shape) if shape else None)
@@ -251,11 +253,8 @@ def _reduce(r, node, name: str, attrs: dict) -> None:
             return out
         return intermediate(r, kind, [src], dst, shp)
 
-    if op in ("ReduceMean", "ReduceSum", "ReduceMax", "ReduceProd"):
+    if op in ("ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd"):
         reduce(op, x, out)
-    elif op == "ReduceMin":                      # min(x) = -max(-x)
-        neg = unary("Negative", x, f"{name}/neg", shape)
-        unary("Negative", reduce("ReduceMax", neg, f"{name}/max"), out, None)
     elif op == "ReduceL1":
         reduce("ReduceSum", unary("Abs", x, f"{name}/abs", shape), out)
     elif op in ("ReduceL2", "ReduceSumSquare"):
