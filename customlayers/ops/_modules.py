@@ -12,7 +12,8 @@ for _name in (
     "tensor.onnx_extra",   # Sign, SoftSign, Selu, HardSigmoid, Shrink (for ONNX models)
     # the upper rooms: ops on data that ONNX models use, over the base rooms above
     "logic.compare",       # comparisons, logic, bitwise, Where, IsNaN/IsInf, math functions
-    "index.gather",        # GatherElements/ND, Scatter*, ArgMax/Min, TopK, CumSum, OneHot ...
+    "index.gather",        # GatherElements, GatherND
+    "index.scatter",       # ScatterElementsUpdate, ScatterNDUpdate (with reductions)
     "image.resize",        # Resize, Upsample, GridSample, RoiAlign, NonMaxSuppression
     "recurrent.rnn",       # LSTM, GRU, RNN
     "attention.attention", # Attention, RotaryEmbedding
