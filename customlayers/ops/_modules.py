@@ -14,6 +14,7 @@ for _name in (
     "logic.compare",       # comparisons, logic, bitwise, Where, IsNaN/IsInf, math functions
     "index.gather",        # GatherElements, GatherND
     "index.scatter",       # ScatterElementsUpdate, ScatterNDUpdate (with reductions)
+    "index.select",        # ArgMax, ArgMin, TopK
     "image.resize",        # Resize, Upsample, GridSample, RoiAlign, NonMaxSuppression
     "recurrent.rnn",       # LSTM, GRU, RNN
     "attention.attention", # Attention, RotaryEmbedding
