@@ -15,6 +15,7 @@ for _name in (
     "index.gather",        # GatherElements, GatherND
     "index.scatter",       # ScatterElementsUpdate, ScatterNDUpdate (with reductions)
     "index.select",        # ArgMax, ArgMin, TopK
+    "index.scan",          # CumSum, CumProd
     "image.resize",        # Resize, Upsample, GridSample, RoiAlign, NonMaxSuppression
     "recurrent.rnn",       # LSTM, GRU, RNN
     "attention.attention", # Attention, RotaryEmbedding

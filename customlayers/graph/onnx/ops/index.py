@@ -71,3 +71,12 @@ def _top_k(r, node, name: str, attrs: dict) -> None:
     r.emit("TopK", [node.input[0], k], outputs, name,
            {"axis": str(axis), "mode": "max" if int(attrs.get("largest", 1)) else "min",
             "sort": "value", "index_element_type": "i64", "stable": "true"}, version="opset11")
+
+
+@translates("CumSum", "CumProd")
+def _cumulate(r, node, name: str, attrs: dict) -> None:
+    """The axis (input 1) a constant or a graph input (compiled in per value)."""
+    axis = _known_or_input(r, node, 1, "axis")
+    r.emit(node.op_type, [node.input[0], axis], [node.output[0]], name,
+           {"exclusive": str(int(attrs.get("exclusive", 0))),
+            "reverse": str(int(attrs.get("reverse", 0)))}, version="opset3")
