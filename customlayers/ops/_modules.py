@@ -16,6 +16,7 @@ for _name in (
     "index.scatter",       # ScatterElementsUpdate, ScatterNDUpdate (with reductions)
     "index.select",        # ArgMax, ArgMin, TopK
     "index.scan",          # CumSum, CumProd
+    "index.make",          # OneHot, Range, Eye, Trilu, ReverseSequence
     "image.resize",        # Resize, Upsample, GridSample, RoiAlign, NonMaxSuppression
     "recurrent.rnn",       # LSTM, GRU, RNN
     "attention.attention", # Attention, RotaryEmbedding

@@ -12,8 +12,9 @@ from ..deferred import fold_or_defer, is_pending
 from ..translate import dtype_of, translates
 
 # ONNX ops translated here, evaluated by graph/fold_eval.py
+# (Range: index.py, which runs it on data when its operands are graph inputs)
 SHAPE_ONLY = ("Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "Not", "And", "Or",
-              "Xor", "Where", "Range")
+              "Xor", "Where")
 
 
 @translates(*SHAPE_ONLY)

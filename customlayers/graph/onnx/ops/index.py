@@ -1,11 +1,13 @@
 """ONNX -> IR translations of the index ops on data: GatherElements, GatherND, ScatterElements,
-Scatter, ScatterND, ArgMax/ArgMin, TopK, CumSum/CumProd, OneHot, EyeLike, ReverseSequence
-(the built-ins of ops/index/). Attributes are checked here and named in the refusal."""
+Scatter, ScatterND, ArgMax/ArgMin, TopK, CumSum/CumProd, OneHot, EyeLike, Trilu,
+ReverseSequence and Range on data (the built-ins of ops/index/). Attributes are checked here and named in the refusal."""
 from __future__ import annotations
 
 import numpy as np
 
-from ..translate import axis_in, const_input, optional_input, rank_of, text_attr, translates
+from .... import dtypes
+from ..deferred import fold_or_defer, is_known
+from ..translate import axis_in, dtype_of, optional_input, rank_of, text_attr, translates
 
 # ONNX reduction -> the IR's (OpenVINO ScatterElementsUpdate-12 / ScatterNDUpdate-15 spelling)
 _REDUCTIONS = {"none": "none", "add": "sum", "mul": "prod", "max": "max", "min": "min"}
@@ -80,3 +82,86 @@ def _cumulate(r, node, name: str, attrs: dict) -> None:
     r.emit(node.op_type, [node.input[0], axis], [node.output[0]], name,
            {"exclusive": str(int(attrs.get("exclusive", 0))),
             "reverse": str(int(attrs.get("reverse", 0)))}, version="opset3")
+
+
+@translates("OneHot")
+def _one_hot(r, node, name: str, attrs: dict) -> None:
+    """values = [off_value, on_value]: split into the IR's two inputs (constants when given as
+    one, else two Gathers of it); negative indices wrap, as ONNX says."""
+    depth = _known_or_input(r, node, 1, "depth")
+    rank = rank_of(r, node.input[0], "OneHot")
+    axis = axis_in(r, int(attrs.get("axis", -1)), rank + 1)
+    values = node.input[2]
+    folded = r.folded(values)
+    if folded is not None:
+        if folded.size != 2:
+            r.refuse(f"values (input 2) must hold two elements [off, on], found "
+                     f"{folded.size}")
+        off, on = (r.const(f"{name}/{what}", folded.reshape(-1)[k])
+                   for k, what in enumerate(("off_value", "on_value")))
+    else:
+        zero_axis = r.const(f"{name}/values_axis", np.array(0, np.int64))
+        off, on = (f"{name}/{what}" for what in ("off_value", "on_value"))
+        for k, out in enumerate((off, on)):
+            r.emit("Gather", [values, r.const(f"{out}/index", np.array(k, np.int64)),
+                              zero_axis], [out], out, {"batch_dims": "0"}, version="opset8",
+                   shapes=[()])
+    r.emit("OneHot", [node.input[0], depth, on, off], [node.output[0]], name,
+           {"axis": str(axis), "negative_indices": "wrap"})
+
+
+@translates("EyeLike")
+def _eye_like(r, node, name: str, attrs: dict) -> None:
+    shape = r.known_shape(node.input[0])
+    if shape is None or len(shape) != 2 or None in shape:
+        r.refuse(f"EyeLike needs a 2-D input of static shape, found "
+                 f"{r.describe_shape(node.input[0])}")
+    if "dtype" in attrs:
+        if int(attrs["dtype"]) not in dtypes.ONNX_TYPES:
+            r.refuse(f"dtype {attrs['dtype']} is not supported; supported: "
+                     f"{dtypes.ONNX_SUPPORTED_TEXT}")
+        dtype = dtypes.ONNX_TYPES[int(attrs["dtype"])]
+    else:
+        dtype = dtype_of(r, node.input[0]) or "f32"
+    ints = [r.const(f"{name}/{what}", np.array(v, np.int64)) for what, v in
+            (("rows", shape[0]), ("columns", shape[1]), ("k", int(attrs.get("k", 0))))]
+    r.emit("Eye", ints, [node.output[0]], name, {"output_type": dtype}, version="opset9")
+
+
+@translates("Trilu")
+def _trilu(r, node, name: str, attrs: dict) -> None:
+    """k (input 1, default 0) is data: a constant, a graph input or computed."""
+    k = optional_input(node, 1) or r.const(f"{name}/k", np.array(0, np.int64))
+    if dtype_of(r, k) not in ("i64", ""):
+        r.refuse(f"k (input 1) must be int64, found {dtype_of(r, k)}")
+    if rank_of(r, node.input[0], "Trilu") < 2:
+        r.refuse("Trilu needs an input of rank 2 or more")
+    r.emit("Trilu", [node.input[0], k], [node.output[0]], name,
+           {"upper": str(int(attrs.get("upper", 1)))})
+
+
+@translates("ReverseSequence")
+def _reverse_sequence(r, node, name: str, attrs: dict) -> None:
+    rank = rank_of(r, node.input[0], "ReverseSequence")
+    batch = axis_in(r, int(attrs.get("batch_axis", 1)), rank, "batch_axis")
+    time = axis_in(r, int(attrs.get("time_axis", 0)), rank, "time_axis")
+    r.emit("ReverseSequence", [node.input[0], node.input[1]], [node.output[0]], name,
+           {"batch_axis": str(batch), "seq_axis": str(time)})
+
+
+@translates("Range")
+def _range(r, node, name: str, attrs: dict) -> None:
+    """Shape arithmetic when start, limit and delta are known at load or per input shapes;
+    on data when they are graph inputs, whose values decide the output's size (the network
+    compiles a plan per value given); refused when a layer computes one at run time."""
+    inputs = list(node.input[:3])
+    if all(is_known(r, v) for v in inputs):
+        fold_or_defer(r, "Range", inputs, [node.output[0]], name)
+        return
+    for k, value in enumerate(inputs):
+        if not is_known(r, value) and not r.is_graph_input(value):
+            r.refuse(f"input {k} ('{value}') is computed at run time by a layer, and Range's "
+                     f"output size depends on its value: only constants, shape arithmetic and "
+                     f"graph inputs (compiled in per value) are supported")
+    r.emit("Range", inputs, [node.output[0]], name,
+           {"output_type": dtype_of(r, inputs[0])}, version="opset4")
