@@ -1,5 +1,5 @@
 """ONNX -> IR translations of the ops that run here only as shape arithmetic: comparisons,
-logic, Where, Range, Size, CastLike. Each is folded at load when its inputs are constants, else
+logic, Where, Size, CastLike (which also runs on data, as a Convert). Each is folded at load when its inputs are constants, else
 kept as a fold-only node for the shape-folding pass (deferred.py); one reading a value computed
 at run time by a layer (a mask, indices from data) is refused, naming the node and the input.
 """
@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from .... import dtypes
-from ..deferred import fold_or_defer, is_pending
+from ..deferred import fold_or_defer, is_known, is_pending
 from ..translate import dtype_of, translates
 
 # ONNX ops translated here, evaluated by graph/fold_eval.py
@@ -37,5 +37,11 @@ def _cast_like(r, node, name: str, attrs: dict) -> None:
     target = dtype_of(r, node.input[1])
     if not target:
         r.refuse(f"the element type of '{node.input[1]}' (input 1) is unknown")
-    fold_or_defer(r, "CastLike", [node.input[0]], [node.output[0]], name,
-                  {"to": dtypes.numpy_of(target).name, "boolean": 0})
+    if is_known(r, node.input[0]):
+        fold_or_defer(r, "CastLike", [node.input[0]], [node.output[0]], name,
+                      {"to": dtypes.numpy_of(target).name, "boolean": 0})
+        return
+    # on data: a Convert to the target's type (bool is held as u8, and a u8 target converts
+    # as u8: CastLike to a bool tensor of values other than 0/1 is ONNX's own corner)
+    r.emit("Convert", [node.input[0]], [node.output[0]], name,
+           {"destination_type": dtypes.BY_NAME[target].ir_element_type or target})
