@@ -17,6 +17,7 @@ for _name in (
     "index.select",        # ArgMax, ArgMin, TopK
     "index.scan",          # CumSum, CumProd
     "index.make",          # OneHot, Range, Eye, Trilu, ReverseSequence
+    "index.einsum",        # Einsum of one or two operands
     "image.resize",        # Resize, Upsample, GridSample, RoiAlign, NonMaxSuppression
     "recurrent.rnn",       # LSTM, GRU, RNN
     "attention.attention", # Attention, RotaryEmbedding
