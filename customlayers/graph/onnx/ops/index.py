@@ -7,7 +7,8 @@ import numpy as np
 
 from .... import dtypes
 from ..deferred import fold_or_defer, is_known
-from ..translate import axis_in, dtype_of, optional_input, rank_of, text_attr, translates
+from ..translate import (axis_in, dtype_of, optional_input, rank_of, reshaped, text_attr,
+                         translates)
 
 # ONNX reduction -> the IR's (OpenVINO ScatterElementsUpdate-12 / ScatterNDUpdate-15 spelling)
 _REDUCTIONS = {"none": "none", "add": "sum", "mul": "prod", "max": "max", "min": "min"}
@@ -176,3 +177,68 @@ def _einsum(r, node, name: str, attrs: dict) -> None:
                  f"two are)")
     r.emit("Einsum", list(node.input), [node.output[0]], name, {"equation": equation},
            version="opset7")
+
+
+# -- ops whose output size is the data's: folded at load when their inputs are constants ----
+def _data_sized(r, node, what: str) -> None:
+    r.refuse(f"{node.op_type}'s output size depends on the values of {what}, computed at run "
+             f"time here; it runs only when they are constants (folded at load)")
+
+
+@translates("NonZero")
+def _non_zero(r, node, name: str, attrs: dict) -> None:
+    x = r.folded(node.input[0])
+    if x is None:
+        _data_sized(r, node, f"input 0 ('{node.input[0]}')")
+    r.consts[node.output[0]] = np.array(np.nonzero(x), np.int64).reshape(x.ndim, -1)
+
+
+@translates("Unique")
+def _unique(r, node, name: str, attrs: dict) -> None:
+    """ONNX's four outputs, as its reference computes them (numpy's unique, then the first
+    occurrences reordered when sorted=0)."""
+    x = r.folded(node.input[0])
+    if x is None:
+        _data_sized(r, node, f"input 0 ('{node.input[0]}')")
+    axis = attrs.get("axis")
+    if axis is not None:
+        axis = axis_in(r, int(axis), x.ndim)
+    values, first, inverse, counts = np.unique(x, return_index=True, return_inverse=True,
+                                               return_counts=True, axis=axis)
+    if not int(attrs.get("sorted", 1)):
+        order = np.argsort(first, kind="stable")
+        rank = np.empty_like(order)
+        rank[order] = np.arange(order.size)
+        values = np.take(values, order, axis=0 if axis is None else axis)
+        first, counts, inverse = first[order], counts[order], rank[inverse.reshape(-1)]
+    results = (values, first, inverse.reshape(-1), counts)
+    for out, value in zip(node.output, results):
+        if out:
+            r.consts[out] = np.asarray(value, x.dtype if value is values else np.int64)
+
+
+@translates("Compress")
+def _compress(r, node, name: str, attrs: dict) -> None:
+    """A constant condition is a Gather of the indices it selects (along `axis`, or of the
+    flattened input); a computed one is refused (the output size would be data's)."""
+    condition = r.folded(node.input[1])
+    if condition is None:
+        _data_sized(r, node, f"the condition (input 1, '{node.input[1]}')")
+    x = node.input[0]
+    data = r.folded(x)
+    axis = attrs.get("axis")
+    if data is not None:
+        r.consts[node.output[0]] = np.compress(condition.reshape(-1).astype(bool), data,
+                                               axis=None if axis is None else int(axis))
+        return
+    picked = np.nonzero(condition.reshape(-1))[0].astype(np.int64)
+    if picked.size == 0:
+        r.refuse("the condition selects nothing; empty tensors are not supported")
+    if axis is None:
+        x = reshaped(r, x, [-1], f"{name}/flat")
+        axis = 0
+    else:
+        axis = axis_in(r, int(axis), rank_of(r, x, "Compress"))
+    r.emit("Gather", [x, r.const(f"{name}/indices", picked),
+                      r.const(f"{name}/axis", np.array(axis, np.int64))], [node.output[0]],
+           name, {"batch_dims": "0"}, version="opset8")
