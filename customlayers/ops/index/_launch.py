@@ -27,13 +27,24 @@ def refuse(op_type: str, attrs, why: str) -> BindingError:
     return BindingError(f"layer '{layer_of(attrs)}' ({op_type}): {why}")
 
 
+# the kernels index with int: a size, stride or count past it is refused, not wrapped
+INT_MAX = 2**31 - 1
+
+
+def _int32(value: int) -> int:
+    if not -INT_MAX <= int(value) <= INT_MAX:
+        raise BindingError(f"a size, stride or index of {int(value)} is past what the index "
+                           f"kernels address (int32: at most {INT_MAX})")
+    return int(value)
+
+
 def ints(values: Sequence[int]) -> Arg:
     """A small constant buffer of ints (dims, strides): the kernel's `meta`."""
-    return Arg.const(np.array(list(values) or [0], np.int32))
+    return Arg.const(np.array([_int32(v) for v in values] or [0], np.int32))
 
 
 def scalar(value: int) -> Arg:
-    return Arg.scalar(np.int32(value))
+    return Arg.scalar(np.int32(_int32(value)))
 
 
 def program(label: str, cl_file: str, **types: str) -> str:

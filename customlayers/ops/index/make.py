@@ -12,7 +12,7 @@ from ...jit.launch import Arg, DEFAULT_CONTEXT
 from ...jit.tensor import TensorError, normalize_dtype
 from .._program import numel, shape_of
 from ..base import Attr, Op, register_op
-from ._launch import (axis_of, check_index_type, const_scalar, launch, program, refuse,
+from ._launch import (INT_MAX, axis_of, check_index_type, const_scalar, launch, program, refuse,
                       scalar)
 
 
@@ -32,8 +32,9 @@ class OneHot(Op):
         shape = shape_of(inputs[0])
         axis = axis_of(self.type, attrs, attrs["axis"], len(shape) + 1)
         depth = int(const_scalar(self.type, attrs, consts, 1, "depth"))
-        if depth < 1:
-            raise refuse(self.type, attrs, f"depth {depth} is not positive")
+        if not 1 <= depth * numel(shape) <= INT_MAX:
+            raise refuse(self.type, attrs, f"depth {depth} is not positive, or makes an output "
+                                           f"of more than {INT_MAX} elements")
         if any(numel(t.shape) != 1 for t in inputs[2:]) or inputs[2].dtype != inputs[3].dtype:
             raise refuse(self.type, attrs, "on_value and off_value must be one element each, "
                                            "of one type")

@@ -18,6 +18,8 @@ class _Cumulate(Op):
 
     def _axis(self, attrs, inputs, consts) -> int:
         rank = len(shape_of(inputs[0]))
+        if rank == 0:
+            raise refuse(self.type, attrs, "the input is a scalar; it needs an axis")
         if len(inputs) < 2:
             return 0
         if inputs[1].dtype not in ("i32", "i64"):
