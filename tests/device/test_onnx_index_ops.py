@@ -217,11 +217,26 @@ def test_reverse_sequence(tmp_path, engine):
     ("bij,bjk->bik", [(2, 3, 4), (2, 4, 5)]), ("...ii->...i", [(3, 4, 4)]),
     ("ij->ji", [(3, 4)]), ("ij->", [(3, 4)]), ("i,j->ij", [(3,), (4,)]),
     ("bhqd,bhkd->bhqk", [(1, 2, 3, 4), (1, 2, 5, 4)]), ("ii", [(4, 4)]),
+    ("bqhd,bkhd->bhqk", [(2, 3, 2, 4), (2, 5, 2, 4)]), ("ij,jk->ki", [(3, 4), (4, 2)]),
+    ("ij,j->i", [(3, 4), (4,)]), ("bij,bjk->bk", [(2, 3, 4), (2, 4, 5)]),
 ])
 def test_einsum_patterns(tmp_path, engine, equation, shapes):
     feeds = {f"x{k}": _data(s, np.float32) for k, s in enumerate(shapes)}
     node = helper.make_node("Einsum", list(feeds), ["y"], equation=equation)
     _check(tmp_path, engine, [node], feeds, ["y"])
+
+
+@pytest.mark.parametrize("equation,shapes", [
+    ("bhqd,bhkd->bhqk", [(1, 2, 3, 4), (1, 2, 5, 4)]), ("bqhd,bkhd->bhqk", [(2, 3, 2, 4),
+                                                                          (2, 5, 2, 4)]),
+    ("ij,jk->ik", [(3, 4), (4, 2)]), ("i,j->ij", [(3,), (4,)]),
+])
+def test_einsum_products_of_f32_run_on_matmul(tmp_path, equation, shapes):
+    feeds = {f"x{k}": _data(s, np.float32) for k, s in enumerate(shapes)}
+    node = helper.make_node("Einsum", list(feeds), ["y"], equation=equation)
+    graph = read_onnx(_model(tmp_path / "e.onnx", [node], feeds, ["y"]))
+    types = [n.type for n in graph.nodes.values()]
+    assert "MatMul" in types and "Einsum" not in types, types
 
 
 # -- data-sized outputs: folded when constant ------------------------------------------------

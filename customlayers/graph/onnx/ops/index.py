@@ -1,6 +1,6 @@
 """ONNX -> IR translations of the index ops on data: GatherElements, GatherND, ScatterElements,
 Scatter, ScatterND, ArgMax/ArgMin, TopK, CumSum/CumProd, OneHot, EyeLike, Trilu,
-ReverseSequence and Range on data (the built-ins of ops/index/). Attributes are checked here and named in the refusal."""
+ReverseSequence and Range on data (the built-ins of ops/index/); Einsum is einsum.py. Attributes are checked here and named in the refusal."""
 from __future__ import annotations
 
 import numpy as np
@@ -166,17 +166,6 @@ def _range(r, node, name: str, attrs: dict) -> None:
                      f"graph inputs (compiled in per value) are supported")
     r.emit("Range", inputs, [node.output[0]], name,
            {"output_type": dtype_of(r, inputs[0])}, version="opset4")
-
-
-@translates("Einsum")
-def _einsum(r, node, name: str, attrs: dict) -> None:
-    """One or two operands on the Einsum built-in (ops/index/einsum.py); more are refused."""
-    equation = text_attr(r, attrs, "equation", "")
-    if len(node.input) > 2:
-        r.refuse(f"Einsum '{equation}' of {len(node.input)} operands is not supported (one or "
-                 f"two are)")
-    r.emit("Einsum", list(node.input), [node.output[0]], name, {"equation": equation},
-           version="opset7")
 
 
 # -- ops whose output size is the data's: folded at load when their inputs are constants ----
