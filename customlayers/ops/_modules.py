@@ -12,7 +12,7 @@ for _name in (
     "tensor.onnx_extra",   # Sign, SoftSign, Selu, HardSigmoid, Shrink (for ONNX models)
     # the upper rooms: ops on data that ONNX models use, over the base rooms above
     "logic.compare",       # comparisons, logic, bitwise, Where, IsNaN/IsInf, math functions
-    "index.gather",        # GatherElements, GatherND
+    "index.gather",        # GatherElements, GatherND, Compress
     "index.scatter",       # ScatterElementsUpdate, ScatterNDUpdate (with reductions)
     "index.select",        # ArgMax, ArgMin, TopK
     "index.scan",          # CumSum, CumProd

@@ -7,6 +7,9 @@
 // gather.py).
 //
 // Baked: DATA_TYPE, IDX_TYPE (the element types).
+#ifndef IDX_TYPE
+#define IDX_TYPE long
+#endif
 
 // GatherElements: out has the shape of the indices; out[c] = data[c with c[axis] = idx[c]].
 // meta: [rank out dims][rank data strides]; axis_dim: data's size on the axis.
@@ -56,4 +59,18 @@ __kernel void gather_nd(__global const DATA_TYPE* restrict data,
         offset += k * meta[m + t];
     }
     out[i] = data[offset];
+}
+
+// Compress with a condition known when the plan is compiled: the positions it picks along
+// the axis (`picked`, ascending) gathered; the input seen as [outer, axis_dim, inner].
+__kernel void gather_picked(__global const DATA_TYPE* restrict data,
+                            __global DATA_TYPE* restrict out,
+                            __global const int* restrict picked,
+                            const int count, const int inner, const int n_picked,
+                            const int axis_dim)
+{
+    const int i = get_global_id(0);
+    if (i >= count) return;
+    const int r = i % inner, p = (i / inner) % n_picked, o = i / inner / n_picked;
+    out[i] = data[((long)o * axis_dim + picked[p]) * inner + r];
 }

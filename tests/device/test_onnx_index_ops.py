@@ -252,6 +252,15 @@ def test_non_zero_unique_and_compress_fold_when_constant(tmp_path, engine):
            {"c": c, "cond": np.array([True, False, True])})
 
 
+@pytest.mark.parametrize("axis", [None, 1, -3])
+def test_compress_with_the_condition_a_graph_input(tmp_path, engine, axis):
+    x = _data((3, 4, 2), np.float32)
+    cond = np.array([True, False, True, True][:4 if axis == 1 else 3])
+    kwargs = {} if axis is None else {"axis": axis}
+    node = helper.make_node("Compress", ["x", "c"], ["y"], **kwargs)
+    _check(tmp_path, engine, [node], {"x": x, "c": cond}, ["y"])
+
+
 # -- refusals --------------------------------------------------------------------------------
 @pytest.mark.parametrize("nodes,feeds,inits,words", [
     ([helper.make_node("NonZero", ["x"], ["y"])], {"x": np.ones((2, 2), np.float32)}, {},
@@ -268,6 +277,12 @@ def test_non_zero_unique_and_compress_fold_when_constant(tmp_path, engine):
       helper.make_node("Range", ["z", "m", "d"], ["y"])],
      {"x": np.ones(3, np.float32)}, {"z": np.float32(0), "d": np.float32(1)},
      "(Range): input 1 ('m') is computed at run time by a layer"),
+    ([helper.make_node("Relu", ["x"], ["r"]),
+      helper.make_node("Cast", ["r"], ["c"], to=onnx.TensorProto.BOOL),
+      helper.make_node("Compress", ["x", "c"], ["y"])],
+     {"x": np.ones(3, np.float32)}, {},
+     "(Compress): Compress's output size depends on the values of the condition (input 1, "
+     "'c')"),
 ])
 def test_what_we_cannot_run_is_refused_naming_the_node(tmp_path, nodes, feeds, inits, words):
     path = _model(tmp_path / "bad.onnx", nodes, feeds, [nodes[-1].output[-1]], inits)

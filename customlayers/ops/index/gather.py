@@ -1,7 +1,11 @@
 """GatherElements and GatherND (OpenVINO GatherElements-6 and GatherND-8, which are ONNX's):
 indices computed at run time, negative ones counted from the end, an index still out of range
-read as 0 (_launch.py). Kernels: index_gather.cl."""
+read as 0 (_launch.py); and Compress (ONNX) with its condition known when the plan is compiled
+(a constant or a value input: the output's size is the condition's). Kernels:
+index_gather.cl."""
 from __future__ import annotations
+
+import numpy as np
 
 from ...jit.launch import Arg, DEFAULT_CONTEXT
 from .._program import numel, shape_of
@@ -84,3 +88,49 @@ class GatherND(Op):
                         ints(list(data[b:b + m]) + strides[b:b + m]), scalar(count),
                         scalar(numel(data[b + m:])), scalar(m), scalar(numel(idx[b:-1])),
                         scalar(numel(data[b:]))), count, "gather_nd")]
+
+
+@register_op
+class Compress(Op):
+    """The slices along `axis` (absent: the elements of the flattened input) where the
+    condition, the constant input 1 of at most the axis' length, is true."""
+    input_count = (2, 2)
+    type = "Compress"
+    const_inputs = (1,)
+    attributes = (Attr("axis", "int", None),)
+
+    def _geometry(self, attrs, inputs, consts):
+        shape = shape_of(inputs[0])
+        if 1 not in consts:
+            raise refuse(self.type, attrs, "the condition (input 1) must be known when the "
+                                           "network is compiled (a constant or a graph input)")
+        if attrs["axis"] is None:
+            outer, length, inner = 1, numel(shape), 1
+        else:
+            axis = axis_of(self.type, attrs, attrs["axis"], len(shape))
+            outer, length, inner = numel(shape[:axis]), shape[axis], numel(shape[axis + 1:])
+        condition = np.asarray(consts[1]).reshape(-1).astype(bool)
+        if condition.size > length:
+            raise refuse(self.type, attrs, f"the condition has {condition.size} values, more "
+                                           f"than the {length} it selects from")
+        picked = np.nonzero(condition)[0]
+        if picked.size == 0:
+            raise refuse(self.type, attrs, "the condition selects nothing; empty tensors are "
+                                           "not supported")
+        return shape, (outer, length, inner), picked
+
+    def infer_shapes(self, attrs, inputs, consts):
+        shape, _, picked = self._geometry(attrs, inputs, consts)
+        if attrs["axis"] is None:
+            return [((picked.size,), inputs[0].dtype)]
+        axis = axis_of(self.type, attrs, attrs["axis"], len(shape))
+        return [(shape[:axis] + (picked.size,) + shape[axis + 1:], inputs[0].dtype)]
+
+    def launches(self, attrs, inputs, outputs, consts, ctx=DEFAULT_CONTEXT):
+        _, (outer, length, inner), picked = self._geometry(attrs, inputs, consts)
+        count = outer * picked.size * inner
+        src = program("compress", "index_gather.cl", data=inputs[0].cl_type)
+        return [launch(src, "gather_picked",
+                       (Arg.input(0), Arg.output(0), ints(picked.tolist()), scalar(count),
+                        scalar(inner), scalar(picked.size), scalar(length)), count,
+                       "compress")]

@@ -171,7 +171,8 @@ def _range(r, node, name: str, attrs: dict) -> None:
 # -- ops whose output size is the data's: folded at load when their inputs are constants ----
 def _data_sized(r, node, what: str) -> None:
     r.refuse(f"{node.op_type}'s output size depends on the values of {what}, computed at run "
-             f"time here; it runs only when they are constants (folded at load)")
+             f"time here; it runs only when they are constants (folded at load)"
+             f"{' or a graph input' if node.op_type == 'Compress' else ''}")
 
 
 @translates("NonZero")
@@ -209,8 +210,16 @@ def _unique(r, node, name: str, attrs: dict) -> None:
 @translates("Compress")
 def _compress(r, node, name: str, attrs: dict) -> None:
     """A constant condition is a Gather of the indices it selects (along `axis`, or of the
-    flattened input); a computed one is refused (the output size would be data's)."""
+    flattened input); one that is a graph input runs on the Compress built-in, compiled per
+    value given; a computed one is refused (the output size would be data's)."""
     condition = r.folded(node.input[1])
+    if condition is None and r.is_graph_input(node.input[1]):
+        axis = attrs.get("axis")
+        if axis is not None:
+            axis = axis_in(r, int(axis), rank_of(r, node.input[0], "Compress"))
+        r.emit("Compress", [node.input[0], node.input[1]], [node.output[0]], name,
+               {} if axis is None else {"axis": str(axis)})
+        return
     if condition is None:
         _data_sized(r, node, f"the condition (input 1, '{node.input[1]}')")
     x = node.input[0]
