@@ -49,3 +49,39 @@ __kernel void top_k(__global const DATA_TYPE* restrict data,
     values[at] = x;
     indices[at] = (INDEX_TYPE)j;
 }
+
+// TopK for a small k: one work-item per line (outer x inner) picks the k elements in k passes,
+// each the first in ONNX's order among those after the one picked before: O(k n) per line
+// where top_k ranks every element against its whole line, O(n n).
+__kernel void top_k_lines(__global const DATA_TYPE* restrict data,
+                          __global DATA_TYPE* restrict values,
+                          __global INDEX_TYPE* restrict indices,
+                          const int lines, const int n, const int inner, const int k,
+                          const int largest)
+{
+    const int line = get_global_id(0);
+    if (line >= lines) return;
+    const int o = line / inner, r = line % inner;
+    const long base = (long)o * n * inner + r;
+    DATA_TYPE last = (DATA_TYPE)0;
+    int last_at = -1;
+    for (int rank = 0; rank < k; ++rank) {
+        int at = -1;
+        DATA_TYPE best = (DATA_TYPE)0;
+        for (int m = 0; m < n; ++m) {
+            const DATA_TYPE y = data[base + (long)m * inner];
+            // after the last pick: worse than it, or equal and of a higher index
+            const int after = last_at < 0 || (largest ? y < last : y > last) ||
+                              (y == last && m > last_at);
+            if (after && (at < 0 || (largest ? y > best : y < best))) {
+                best = y;
+                at = m;
+            }
+        }
+        const long out = ((long)o * k + rank) * inner + r;
+        values[out] = best;
+        indices[out] = (INDEX_TYPE)at;
+        last = best;
+        last_at = at;
+    }
+}

@@ -138,11 +138,12 @@ def test_arg_max_min_with_ties(tmp_path, engine, op, last, keepdims, dtype):
 
 
 @pytest.mark.parametrize("largest", [1, 0])
-def test_top_k_with_k_a_graph_input_and_ties(tmp_path, engine, largest):
-    x = RNG.integers(0, 5, (3, 8)).astype(np.float32)             # ties: lower index first
-    k = np.array([3], np.int64)
+@pytest.mark.parametrize("k,dtype", [(3, np.float32), (20, np.float32), (4, np.int8),
+                                     (24, np.int64)])   # both kernels: k <= 16 and above
+def test_top_k_with_k_a_graph_input_and_ties(tmp_path, engine, largest, k, dtype):
+    x = RNG.integers(0, 5, (3, 30, 2)).astype(dtype)              # ties: lower index first
     node = helper.make_node("TopK", ["x", "k"], ["v", "i"], axis=1, largest=largest)
-    _check(tmp_path, engine, [node], {"x": x, "k": k}, ["v", "i"])
+    _check(tmp_path, engine, [node], {"x": x, "k": np.array([k], np.int64)}, ["v", "i"])
 
 
 # -- scans, one-hot, ranges, triangles -------------------------------------------------------
