@@ -262,6 +262,30 @@ def test_compress_with_the_condition_a_graph_input(tmp_path, engine, axis):
     _check(tmp_path, engine, [node], {"x": x, "c": cond}, ["y"])
 
 
+# -- index ops as shape arithmetic ----------------------------------------------------------
+@pytest.mark.parametrize("batch", [2, 4])
+def test_scatter_nd_of_a_shape_folds_for_a_symbolic_batch(tmp_path, engine, batch):
+    """A BERT-like export: the target of a Reshape is a ScatterND of Shape(x): folded per input
+    shape by the shape-folding pass, not run as a layer whose result Reshape could not take."""
+    nodes = [helper.make_node("Shape", ["x"], ["s"]),
+             helper.make_node("ScatterND", ["s", "where", "dims"], ["t"]),
+             helper.make_node("GatherElements", ["t", "pick"], ["t2"]),
+             helper.make_node("Reshape", ["x", "t2"], ["y"])]
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, ["N", 2, 3])],
+        [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(np.array([[1], [-1]], np.int64), "where"),
+         numpy_helper.from_array(np.array([3, 2], np.int64), "dims"),
+         numpy_helper.from_array(np.array([0, 2, 1], np.int64), "pick")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    model.ir_version = 9
+    path = tmp_path / "shape.onnx"
+    onnx.save(model, str(path))
+    x = _data((batch, 2, 3), np.float32)
+    got = Network(read_onnx(path), engine=engine).infer({"x": x})["y"]
+    np.testing.assert_array_equal(got, x.reshape(batch, 2, 3))
+
+
 # -- refusals --------------------------------------------------------------------------------
 @pytest.mark.parametrize("nodes,feeds,inits,words", [
     ([helper.make_node("NonZero", ["x"], ["y"])], {"x": np.ones((2, 2), np.float32)}, {},

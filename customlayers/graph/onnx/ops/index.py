@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from .... import dtypes
-from ..deferred import fold_or_defer, is_known
+from ..deferred import fold_or_defer, is_known, try_shape_arithmetic
 from ..translate import (axis_in, dtype_of, optional_input, rank_of, reshaped, text_attr,
                          translates)
 
@@ -16,6 +16,8 @@ _REDUCTIONS = {"none": "none", "add": "sum", "mul": "prod", "max": "max", "min":
 
 @translates("GatherElements")
 def _gather_elements(r, node, name: str, attrs: dict) -> None:
+    if try_shape_arithmetic(r, node, name, {"axis": int(attrs.get("axis", 0))}):
+        return
     axis = axis_in(r, int(attrs.get("axis", 0)), rank_of(r, node.input[0], "GatherElements"))
     r.emit("GatherElements", [node.input[0], node.input[1]], [node.output[0]], name,
            {"axis": str(axis)}, version="opset6")
@@ -23,6 +25,8 @@ def _gather_elements(r, node, name: str, attrs: dict) -> None:
 
 @translates("GatherND")
 def _gather_nd(r, node, name: str, attrs: dict) -> None:
+    if try_shape_arithmetic(r, node, name, {"batch_dims": int(attrs.get("batch_dims", 0))}):
+        return
     r.emit("GatherND", [node.input[0], node.input[1]], [node.output[0]], name,
            {"batch_dims": str(int(attrs.get("batch_dims", 0)))}, version="opset8")
 
@@ -30,6 +34,9 @@ def _gather_nd(r, node, name: str, attrs: dict) -> None:
 @translates("ScatterElements", "Scatter")
 def _scatter_elements(r, node, name: str, attrs: dict) -> None:
     reduction = text_attr(r, attrs, "reduction", "none", tuple(_REDUCTIONS))
+    if try_shape_arithmetic(r, node, name, {"axis": int(attrs.get("axis", 0)),
+                                            "reduction": reduction}):
+        return
     axis = axis_in(r, int(attrs.get("axis", 0)), rank_of(r, node.input[0], node.op_type))
     r.emit("ScatterElementsUpdate",
            [node.input[0], node.input[1], node.input[2],
@@ -40,6 +47,8 @@ def _scatter_elements(r, node, name: str, attrs: dict) -> None:
 @translates("ScatterND")
 def _scatter_nd(r, node, name: str, attrs: dict) -> None:
     reduction = text_attr(r, attrs, "reduction", "none", tuple(_REDUCTIONS))
+    if try_shape_arithmetic(r, node, name, {"reduction": reduction}):
+        return
     r.emit("ScatterNDUpdate", [node.input[0], node.input[1], node.input[2]], [node.output[0]],
            name, {"reduction": _REDUCTIONS[reduction]}, version="opset15")
 
