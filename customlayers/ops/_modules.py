@@ -13,7 +13,7 @@ for _name in (
     # the upper rooms: ops on data that ONNX models use, over the base rooms above
     "logic.compare",       # comparisons, logic, bitwise, Where, IsNaN/IsInf, math functions
     "index.gather",        # GatherElements, GatherND, Compress
-    "index.scatter",       # ScatterElementsUpdate, ScatterNDUpdate (with reductions)
+    "index.scatter",       # ScatterElementsUpdate, ScatterNDUpdate (reductions), TensorScatter
     "index.select",        # ArgMax, ArgMin, TopK
     "index.scan",          # CumSum, CumProd
     "index.make",          # OneHot, Range, Eye, Trilu, ReverseSequence

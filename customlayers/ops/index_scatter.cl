@@ -73,3 +73,23 @@ __kernel void scatter_nd(__global const IDX_TYPE* restrict indices,
         if (inside) out[at] = REDUCE(out[at], updates[(long)p * slice + j]);
     }
 }
+
+// TensorScatter (a KV cache's update): one work-item per update element [outer, seq, inner],
+// written at position write_indices[batch] + t of the cache's axis (of `max_len`), modulo
+// max_len when `circular`; a position past the axis (linear mode) is skipped. seq <= max_len,
+// so no two updates of one batch meet.
+__kernel void tensor_scatter(__global const DATA_TYPE* restrict updates,
+                             __global const IDX_TYPE* restrict write_indices,
+                             __global DATA_TYPE* restrict out,
+                             const int count, const int seq, const int inner,
+                             const int max_len, const int per_batch, const int circular,
+                             const int has_indices)
+{
+    const int i = get_global_id(0);
+    if (i >= count) return;
+    const int r = i % inner, t = (i / inner) % seq, o = i / inner / seq;
+    long at = (has_indices ? (long)write_indices[o / per_batch] : 0) + t;
+    if (circular) at = ((at % max_len) + max_len) % max_len;
+    if (at < 0 || at >= max_len) return;
+    out[((long)o * max_len + at) * inner + r] = updates[i];
+}

@@ -113,6 +113,23 @@ def test_scatter_nd_every_reduction(tmp_path, engine, reduction):
     _check(tmp_path, engine, [node], {"x": x, "i": idx, "u": upd}, ["y"])
 
 
+@pytest.mark.parametrize("mode,axis", [("linear", -2), ("circular", 2), ("circular", 1)])
+def test_tensor_scatter_of_a_kv_cache(tmp_path, engine, mode, axis):
+    """Against ONNX's reference evaluator (opset 24; ONNX Runtime may not have the op)."""
+    from onnx.reference import ReferenceEvaluator
+    cache = _data((2, 3, 6, 4), np.float32)
+    shape = list(cache.shape)
+    shape[axis] = 3
+    update = _data(shape, np.float32)
+    where = np.array([1, 4] if mode == "circular" else [0, 3], np.int64)
+    node = helper.make_node("TensorScatter", ["c", "u", "w"], ["y"], mode=mode, axis=axis)
+    feeds = {"c": cache, "u": update, "w": where}
+    path = _model(tmp_path / "ts.onnx", [node], feeds, ["y"], opset=24)
+    want = ReferenceEvaluator(str(path)).run(None, feeds)[0]
+    got = Network(read_onnx(path), engine=engine).infer(feeds)["y"]
+    np.testing.assert_array_equal(got, want)
+
+
 def test_out_of_range_indices_read_zero_and_skip_their_update(tmp_path, engine):
     """Documented choice (ops/index/_launch.py): never an access outside a buffer."""
     x = np.arange(6, dtype=np.float32).reshape(2, 3)

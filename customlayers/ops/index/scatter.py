@@ -1,5 +1,6 @@
 """ScatterElementsUpdate (OpenVINO opset 12: ONNX ScatterElements and Scatter) and ScatterNDUpdate
-(opset 15: ONNX ScatterND), with the reductions none, sum, prod, min, max. The updates are
+(opset 15: ONNX ScatterND), with the reductions none, sum, prod, min, max; and ONNX
+TensorScatter (a KV cache's update). The updates are
 applied in the order ONNX lists them (index_scatter.cl), so duplicate indices give what ONNX
 Runtime gives; negative indices count from the end; an update whose index is out of range is
 skipped (_launch.py)."""
@@ -108,3 +109,52 @@ class ScatterNDUpdate(_Scatter):
                        (Arg.input(1), Arg.input(2), Arg.output(0),
                         ints(list(data[:m]) + dense_strides(data)[:m]), scalar(slice_),
                         scalar(numel(idx[:-1])), scalar(m)), slice_, "scatter_nd")]
+
+
+@register_op
+class TensorScatter(Op):
+    """ONNX TensorScatter (opset 24, a KV cache's update): past_cache with update written
+    along `axis` from write_indices[batch] (input 2, default 0) on; mode linear (a position past
+    the axis is skipped) or circular (modulo the axis)."""
+    input_count = (2, 3)
+    type = "TensorScatter"
+    attributes = (Attr("axis", "int", -2), Attr("mode", "str", "linear"))
+
+    def _geometry(self, attrs, inputs):
+        if attrs["mode"] not in ("linear", "circular"):
+            raise refuse(self.type, attrs, f"mode='{attrs['mode']}' is not one of linear, "
+                                           f"circular")
+        cache, upd = shape_of(inputs[0]), shape_of(inputs[1])
+        axis = axis_of(self.type, attrs, attrs["axis"], len(cache))
+        if axis == 0 or len(upd) != len(cache) or inputs[1].dtype != inputs[0].dtype or any(
+                u != c for k, (u, c) in enumerate(zip(upd, cache)) if k != axis) or \
+                upd[axis] > cache[axis]:
+            raise refuse(self.type, attrs, f"the update {list(upd)} ({inputs[1].dtype}) does "
+                                           f"not fit the cache {list(cache)} "
+                                           f"({inputs[0].dtype}) along axis {axis} (not the "
+                                           f"batch axis 0)")
+        if len(inputs) > 2:
+            check_index_type(self.type, attrs, inputs[2], "write_indices")
+            if shape_of(inputs[2]) != (cache[0],):
+                raise refuse(self.type, attrs, f"write_indices must have shape [{cache[0]}], "
+                                               f"found {list(shape_of(inputs[2]))}")
+        return cache, upd, axis
+
+    def infer_shapes(self, attrs, inputs, consts):
+        self._geometry(attrs, inputs)
+        return [(shape_of(inputs[0]), inputs[0].dtype)]
+
+    def launches(self, attrs, inputs, outputs, consts, ctx=DEFAULT_CONTEXT):
+        cache, upd, axis = self._geometry(attrs, inputs)
+        has_indices = len(inputs) > 2
+        src = program_text("tensor_scatter", {
+            "DATA_TYPE": inputs[0].cl_type, "REDUCE(a, b)": REDUCTIONS["none"],
+            "IDX_TYPE": inputs[2].cl_type if has_indices else "long"}, "index_scatter.cl")
+        count = numel(upd)
+        return [_copy(src, numel(cache)),
+                launch(src, "tensor_scatter",
+                       (Arg.input(1), Arg.input(2) if has_indices else Arg.input(1),
+                        Arg.output(0), scalar(count), scalar(upd[axis]),
+                        scalar(numel(upd[axis + 1:])), scalar(cache[axis]),
+                        scalar(numel(cache[1:axis])), scalar(attrs["mode"] == "circular"),
+                        scalar(has_indices)), count, "tensor_scatter")]

@@ -249,3 +249,12 @@ def _compress(r, node, name: str, attrs: dict) -> None:
     r.emit("Gather", [x, r.const(f"{name}/indices", picked),
                       r.const(f"{name}/axis", np.array(axis, np.int64))], [node.output[0]],
            name, {"batch_dims": "0"}, version="opset8")
+
+
+@translates("TensorScatter")
+def _tensor_scatter(r, node, name: str, attrs: dict) -> None:
+    mode = text_attr(r, attrs, "mode", "linear", ("linear", "circular"))
+    axis = axis_in(r, int(attrs.get("axis", -2)), rank_of(r, node.input[0], "TensorScatter"))
+    inputs = [node.input[0], node.input[1]] + ([node.input[2]] if optional_input(node, 2)
+                                               else [])
+    r.emit("TensorScatter", inputs, [node.output[0]], name, {"axis": str(axis), "mode": mode})
