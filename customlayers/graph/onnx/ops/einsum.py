@@ -43,9 +43,10 @@ def _as_matmul(r, node, name: str, terms, out: str) -> bool:
             any(dtype_of(r, v) != "f32" for v in node.input[:2]) or \
             not out or set(out) - set(a) - set(b) or (set(a) ^ set(b)) - set(out):
         return False
-    size = {c: d for t, s in zip(terms, shapes) for c, d in zip(t, s)}
-    if any(size[c] != shapes[1][b.index(c)] for c in a if c in b):
+    size_a, size_b = dict(zip(a, shapes[0])), dict(zip(b, shapes[1]))
+    if any(size_a[c] != size_b[c] for c in a if c in b):
         return False                            # broadcasting: the built-in's business
+    size = {**size_b, **size_a}
     batch = [c for c in out if c in a and c in b]
     free_a = [c for c in out if c in a and c not in b]
     free_b = [c for c in out if c in b and c not in a]
