@@ -237,7 +237,7 @@ def test_reverse_sequence(tmp_path, engine):
     ("bhqd,bhkd->bhqk", [(1, 2, 3, 4), (1, 2, 5, 4)]), ("ii", [(4, 4)]),
     ("bqhd,bkhd->bhqk", [(2, 3, 2, 4), (2, 5, 2, 4)]), ("ij,jk->ki", [(3, 4), (4, 2)]),
     ("ij,j->i", [(3, 4), (4,)]), ("bij,bjk->bk", [(2, 3, 4), (2, 4, 5)]),
-    ("bij,bjk->bik", [(1, 3, 4), (2, 4, 5)]),      # b broadcasts: not a MatMul of equal batches
+    ("...ij,...jk->...ik", [(1, 3, 4), (2, 4, 5)]),    # the batch broadcasts
 ])
 def test_einsum_patterns(tmp_path, engine, equation, shapes):
     feeds = {f"x{k}": _data(s, np.float32) for k, s in enumerate(shapes)}
