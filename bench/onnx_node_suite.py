@@ -28,12 +28,14 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from customlayers.errors import (BindingError, CustomLayersError, ModelError,  # noqa: E402
-                                 TensorError)
+from customlayers.errors import (BindingError, CustomLayersError, DeviceError,  # noqa: E402
+                                 ModelError, TensorError)
 
 # errors at inference that refuse an input's form (a zero-size tensor, ...) with a clear message:
-# a refusal, not a wrong result
-_REFUSALS_AT_RUN = (ModelError, TensorError, BindingError)
+# a refusal, not a wrong result. DeviceError: what the device cannot do (half tensors without
+# cl_khr_fp16), said when a plan is compiled at the first infer (a model with value inputs) as
+# it is at load for the others
+_REFUSALS_AT_RUN = (ModelError, TensorError, BindingError, DeviceError)
 
 
 def _conformance():

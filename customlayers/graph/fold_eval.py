@@ -18,6 +18,7 @@ import math
 
 import numpy as np
 
+from .fold_index import INDEX_OPS
 from .limits import MAX_DIM, element_count
 
 # the IR type of a node kept for the shape-folding pass; attrs["op"] is its ONNX op
@@ -324,5 +325,6 @@ _OPS = {
     "LessOrEqual": _compare(np.less_equal), "GreaterOrEqual": _compare(np.greater_equal),
     "Not": _logical(np.logical_not), "And": _logical(np.logical_and),
     "Or": _logical(np.logical_or), "Xor": _logical(np.logical_xor), "Where": _where,
+    **INDEX_OPS,            # GatherElements/ND, ScatterElements/ND on shapes (fold_index.py)
 }
 EVALUATED_OPS = frozenset(_OPS)

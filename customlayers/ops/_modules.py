@@ -14,7 +14,12 @@ for _name in (
     "logic.compare",       # comparisons, logic (And/Or/Xor), bitwise ops and shifts
     "logic.unary",         # IsNaN, IsInf, LogicalNot, BitwiseNot, Acos..Tan, Round, Celu ...
     "logic.select",        # Select (ONNX Where)
-    "index.gather",        # GatherElements/ND, Scatter*, ArgMax/Min, TopK, CumSum, OneHot ...
+    "index.gather",        # GatherElements, GatherND, Compress
+    "index.scatter",       # ScatterElementsUpdate, ScatterNDUpdate (reductions), TensorScatter
+    "index.select",        # ArgMax, ArgMin, TopK
+    "index.scan",          # CumSum, CumProd
+    "index.make",          # OneHot, Range, Eye, Trilu, ReverseSequence
+    "index.einsum",        # Einsum of one or two operands
     "image.resize",        # Resize, Upsample, GridSample, RoiAlign, NonMaxSuppression
     "recurrent.rnn",       # LSTM, GRU, RNN
     "attention.attention", # ONNX Attention (opset 23-25)

@@ -1,8 +1,7 @@
-"""ONNX -> IR translations of the ops that run here only as shape arithmetic: Range and Size;
-and CastLike, shape arithmetic or a Convert. Each is folded at load when its inputs are
-constants, else kept as a fold-only node for the shape-folding pass (deferred.py); a Range
-reading a value computed at run time by a layer is refused, naming the node and the input.
-(Comparisons, logic and Where are shape arithmetic too, and ops on data otherwise: logic.py.)
+"""ONNX -> IR translations of Size (shape arithmetic only) and CastLike (shape arithmetic or a
+Convert). Each is folded at load when its inputs are constants, else kept as a fold-only node
+for the shape-folding pass (deferred.py). (Comparisons, logic and Where are shape arithmetic
+too, and ops on data otherwise: logic.py; Range likewise: index.py.)
 """
 from __future__ import annotations
 
@@ -11,15 +10,6 @@ import numpy as np
 from .... import dtypes
 from ..deferred import fold_or_defer, is_known, is_pending
 from ..translate import dtype_of, translates
-
-# ONNX ops translated here, evaluated by graph/fold_eval.py
-SHAPE_ONLY = ("Range",)
-
-
-@translates(*SHAPE_ONLY)
-def _shape_only(r, node, name: str, attrs: dict) -> None:
-    fold_or_defer(r, node.op_type, list(node.input), list(node.output), name)
-
 
 @translates("Size")
 def _size(r, node, name: str, attrs: dict) -> None:

@@ -115,28 +115,6 @@ def _rms_norm(r, node, name: str, attrs: dict) -> None:
     _scale_and_bias(r, node, name, normalized, shape, node.output[0])
 
 
-@translates("Trilu")
-def _trilu(r, node, name: str, attrs: dict) -> None:
-    """The upper (upper=1, default) or lower triangle of the last two axes, from diagonal k
-    (input 1, a constant; default 0): the input times a constant 0/1 mask of those two axes,
-    made at load (causal attention masks are this op)."""
-    x = node.input[0]
-    shape = r.shape_of(x)
-    if not shape or len(shape) < 2 or any(not isinstance(d, int) for d in shape[-2:]):
-        r.refuse("Trilu needs the last two dimensions of its input known at load")
-    k = 0
-    if len(node.input) > 1 and node.input[1]:
-        value = r.folded(node.input[1])
-        if value is None:
-            r.refuse("input 1 (k) must be a constant")
-        k = int(np.asarray(value).reshape(-1)[0])
-    ones = np.ones(shape[-2:], np.int64)
-    mask = np.triu(ones, k) if int(attrs.get("upper", 1)) else np.tril(ones, k)
-    dtype = dtype_of(r, x)
-    mask = r.const(f"{name}/mask", mask.astype(dtypes.numpy_of(dtype) if dtype else np.float32))
-    r.emit("Multiply", [x, mask], [node.output[0]], name, _NUMPY)
-
-
 @translates("LpNormalization")
 def _lp_normalization(r, node, name: str, attrs: dict) -> None:
     """x / its L1 or L2 norm along `axis` (default -1): one built-in op."""
