@@ -15,6 +15,7 @@ window_folding.py  zero Pads and causal Slices around convolutions become their 
 shuffle_folding.py channel shuffles before depthwise convolutions become their channel order
 unused_outputs.py  MaxPool index outputs nobody reads are not computed
 pick_folding.py    a last-step Gather before a MatMul becomes the element the MatMul reads
+gelu_folding.py    the five layers of an exported erf GELU become one Gelu layer
 fusion.py          the fusion plan (epilogues, channel-affine chains), made after resolution
                    from the layers' LayerImpl (not a rewrite: see Network)
 
@@ -27,6 +28,7 @@ here and one entry below.
 """
 from __future__ import annotations
 
+from .gelu_folding import fold_gelu_chains
 from .pick_folding import fold_picks_into_matmuls
 from .shape_folding import fold_shape_arithmetic
 from .shuffle_folding import fold_channel_shuffles
@@ -38,10 +40,11 @@ FOLDING = (fold_shape_arithmetic,)
 
 # in this order: the shape arithmetic, then a Pad folded into a convolution, then the
 # shuffles (read by the convolutions the Pad pass may have changed), then the pool indices,
-# then the picks
+# then the picks, then the GELU chains
 PASSES = FOLDING + (
     fold_into_convolutions,
     fold_channel_shuffles,
     drop_unused_pool_indices,
     fold_picks_into_matmuls,
+    fold_gelu_chains,
 )
