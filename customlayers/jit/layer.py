@@ -175,6 +175,9 @@ class LayerImpl:
     # of the last axis after the epilogue (FusedEpilogue.row_softmax): MatMul, a classifier's
     # head
     accepts_row_softmax: bool = False
+    # True when the epilogue's channels are the output's last axis once the output has rank 3
+    # or more (a Linear layer's bias: MatMul), not axis 1 (a convolution's channels)
+    epilogue_channels_last: bool = False
     # (fewest, most) inputs the layer takes (most None: any number); None: not declared. The
     # compiler checks it before anything indexes the inputs.
     input_count: tuple[int, int | None] | None = None

@@ -91,9 +91,10 @@ def _constant_value(graph: Graph, node_id: str, port: int):
     return None
 
 
-def _per_channel_const(graph: Graph, node: Node, producer_id: str, channels: int):
+def _per_channel_const(graph: Graph, node: Node, producer_id: str, channels: int,
+                       axis: int = 1):
     """The values of the other input of `node`, if it is a constant of `channels` values
-    along axis 1."""
+    along `axis` (1, or -1: the last)."""
     for port in range(2):
         src, src_port = graph.producer(node.id, port)
         if src == producer_id:
@@ -105,8 +106,9 @@ def _per_channel_const(graph: Graph, node: Node, producer_id: str, channels: int
         out_rank = len(node.outputs[0].shape or ())
         # broadcast to (N, C, ...) with C == channels and every other axis 1
         padded = (1,) * (out_rank - len(shape)) + shape
-        if out_rank >= 2 and len(padded) == out_rank and padded[1] == channels and \
-                all(d == 1 for i, d in enumerate(padded) if i != 1):
+        at = axis % out_rank if out_rank else 0
+        if out_rank >= 2 and len(padded) == out_rank and padded[at] == channels and \
+                all(d == 1 for i, d in enumerate(padded) if i != at):
             return value
         return None
     return None
@@ -114,12 +116,15 @@ def _per_channel_const(graph: Graph, node: Node, producer_id: str, channels: int
 
 def plan_fusions(graph: Graph, order: list[Node], fusable: set[str], is_custom,
                  scale_folding: set[str] | None = None,
-                 row_softmax: set[str] = frozenset()) -> dict[str, Epilogue]:
+                 row_softmax: set[str] = frozenset(),
+                 channels_last: set[str] = frozenset()) -> dict[str, Epilogue]:
     """node id -> Epilogue for every built-in node of a type in `fusable` that can absorb the
     per-channel Multiply/Add layers, a residual Add and the ReLU after it. A Multiply is folded
     only for types in `scale_folding` whose weights (input 1) are a constant, since the scale is
     folded into them (None: every type in `fusable`). Types in `row_softmax` also take the
-    SoftMax or LogSoftmax of the last axis that ends the chain (a classifier's head)."""
+    SoftMax or LogSoftmax of the last axis that ends the chain (a classifier's head). Types in
+    `channels_last` take their per-channel constants along the last axis of an output of rank 3
+    or more (a transformer's Linear layers), the others along axis 1."""
     scale_folding = fusable if scale_folding is None else scale_folding
     plans: dict[str, Epilogue] = {}
     position = {n.id: i for i, n in enumerate(order)}
@@ -127,13 +132,14 @@ def plan_fusions(graph: Graph, order: list[Node], fusable: set[str], is_custom,
         if node.type not in fusable or is_custom(node) or not node.outputs:
             continue
         shape = node.outputs[0].shape
-        if not shape or len(shape) < 2 or shape[1] is None:
+        axis = -1 if node.type in channels_last and shape and len(shape) >= 3 else 1
+        if not shape or len(shape) < 2 or shape[axis] is None:
             continue
         weights_const = node.type in scale_folding and len(node.inputs) > 1 and \
             graph.nodes[graph.producer(node.id, 1)[0]].type == "Const"
         ep = Epilogue()
-        _extend_chain(graph, node, shape[1], ep, is_custom, allow_scale=weights_const,
-                      residual_before=position[node.id], position=position)
+        _extend_chain(graph, node, shape[axis], ep, is_custom, allow_scale=weights_const,
+                      residual_before=position[node.id], position=position, axis=axis)
         if node.type in row_softmax and _small_matrix(node):
             last = graph.nodes[ep.absorbed[-1]] if ep.absorbed else node
             kind = _last_axis_softmax(graph, last, is_custom)
@@ -147,7 +153,7 @@ def plan_fusions(graph: Graph, order: list[Node], fusable: set[str], is_custom,
 
 def _extend_chain(graph: Graph, last: Node, channels: int, ep: Epilogue, is_custom,
                   allow_scale: bool = True, residual_before: int | None = None,
-                  position: dict | None = None) -> None:
+                  position: dict | None = None, axis: int = 1) -> None:
     """Append to `ep` the per-channel constant Multiply/Add layers, then (with
     `residual_before`) a residual Add, then the ReLU that follow `last`, each the sole consumer
     of the one before. A residual Add's other input must be of the output's own shape and
@@ -157,7 +163,7 @@ def _extend_chain(graph: Graph, last: Node, channels: int, ep: Epilogue, is_cust
         kind = _ELTWISE[nxt.type]
         if kind == "mul" and not allow_scale:
             break
-        value = _per_channel_const(graph, nxt, last.id, channels)
+        value = _per_channel_const(graph, nxt, last.id, channels, axis)
         if value is None:
             break
         ep.steps.append((kind, value))
@@ -298,7 +304,10 @@ def plan_network_fusion(graph: Graph, order: list[Node], impls: dict[str, LayerI
                      if n.id in impls and impls[n.id].folds_scale and not is_custom(n)}
     row_softmax = {impls[n.id].type for n in order
                    if n.id in impls and impls[n.id].accepts_row_softmax and not is_custom(n)}
-    epilogues = plan_fusions(graph, order, fusable, is_custom, scale_folding, row_softmax)
+    channels_last = {impls[n.id].type for n in order
+                     if n.id in impls and impls[n.id].epilogue_channels_last and not is_custom(n)}
+    epilogues = plan_fusions(graph, order, fusable, is_custom, scale_folding, row_softmax,
+                             channels_last)
     absorbed = {nid: owner for owner, ep in epilogues.items() for nid in ep.absorbed}
     chains = plan_affine_chains(graph, order, is_custom, set(absorbed))
     absorbed.update({nid: head for head, ch in chains.items() for nid in ch.epilogue.absorbed})

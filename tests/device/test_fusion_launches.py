@@ -91,6 +91,59 @@ def test_onnx_gemm_with_bias_and_relu_is_one_kernel(tmp_path, test_device):
                                rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("bias_shape", [(24,), (1, 1, 24)])
+def test_a_transformer_linear_with_bias_and_residual_is_one_kernel(tmp_path, test_device,
+                                                                   bias_shape):
+    # MatMul [B, S, K] x [K, N], the bias along the last axis, the residual Add: one launch
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper, numpy_helper
+    from customlayers.runtime.device.device import Engine
+    from customlayers.runtime.compile.network import Network
+    rng = np.random.default_rng(15)
+    w = (rng.standard_normal((16, 24)) * 0.2).astype(np.float32)
+    b = rng.standard_normal(bias_shape).astype(np.float32)
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "w"], ["m"]),
+         helper.make_node("Add", ["m", "b"], ["a"]),
+         helper.make_node("Add", ["a", "r"], ["y"])], "linear",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 7, 16]),
+         helper.make_tensor_value_info("r", TensorProto.FLOAT, [2, 7, 24])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 7, 24])],
+        [numpy_helper.from_array(w, "w"), numpy_helper.from_array(b, "b")])
+    path = tmp_path / "linear.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), path)
+    x = rng.standard_normal((2, 7, 16)).astype(np.float32)
+    r = rng.standard_normal((2, 7, 24)).astype(np.float32)
+    net = Network(path, engine=Engine(test_device))
+    assert [s.type for s in net.plan.steps] == ["MatMul+bias+residual"]
+    np.testing.assert_allclose(net.infer({"x": x, "r": r})["y"], x @ w + b.reshape(-1) + r,
+                               rtol=1e-4, atol=1e-4)
+
+
+def test_a_bias_along_axis_1_of_a_3d_matmul_stays_a_layer(tmp_path, test_device):
+    # the channels of a MatMul's [B, S, N] output are its last axis: a (1, S, 1) Add is not
+    # its bias, and stays a layer of its own
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper, numpy_helper
+    from customlayers.runtime.device.device import Engine
+    from customlayers.runtime.compile.network import Network
+    rng = np.random.default_rng(16)
+    w = rng.standard_normal((16, 24)).astype(np.float32)
+    b = rng.standard_normal((1, 7, 1)).astype(np.float32)
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "w"], ["m"]),
+         helper.make_node("Add", ["m", "b"], ["y"])], "linear",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 7, 16])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 7, 24])],
+        [numpy_helper.from_array(w, "w"), numpy_helper.from_array(b, "b")])
+    path = tmp_path / "rows.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), path)
+    x = rng.standard_normal((2, 7, 16)).astype(np.float32)
+    net = Network(path, engine=Engine(test_device))
+    assert [s.type for s in net.plan.steps] == ["MatMul", "Add"]
+    np.testing.assert_allclose(net.infer({"x": x})["y"], x @ w + b, rtol=1e-4, atol=1e-4)
+
+
 def _onnx_model(tmp_path, nodes, inputs, outputs, inits, name):
     onnx = pytest.importorskip("onnx")
     from onnx import helper

@@ -125,14 +125,14 @@ def test_cpu_gemm_matches_numpy(cl_env, ashape, bshape, ta, tb, variant):
                                            ((3, 4, 6, 10), (10, 13))])
 @pytest.mark.parametrize("device", ["CPU", "GPU"])
 def test_batches_of_a_under_one_b_are_rows_of_one_gemm(cl_env, ashape, bshape, device):
-    """[B.., M, K] x [K, N]: the batches are rows of one GEMM (M = B * M), one launch; a bias
-    fused along the output's axis 1 (a batch axis here) still lands on its channel."""
+    """[B.., M, K] x [K, N]: the batches are rows of one GEMM (M = B * M), one launch; a fused
+    bias lies along the output's last axis (a transformer's Linear)."""
     rng = np.random.default_rng(5)
     arrays = [rng.standard_normal(ashape).astype(np.float32),
               rng.standard_normal(bshape).astype(np.float32)]
     ref = reference(arrays[0], arrays[1], False, False)
-    arrays.append(rng.standard_normal(ref.shape[1]).astype(np.float32))
-    ref = np.maximum(ref + arrays[2].reshape((-1,) + (1,) * (ref.ndim - 2)), 0)
+    arrays.append(rng.standard_normal(ref.shape[-1]).astype(np.float32))
+    ref = np.maximum(ref + arrays[2], 0)
     ctx = CompileContext(DeviceTraits(device, compute_units=2, max_work_group_size=256),
                          FusedEpilogue(bias=True, relu=True))
     out, launches = run_op(cl_env, {}, arrays, ctx)

@@ -178,6 +178,8 @@ class MatMul(NamedOp):
     accepts_epilogue = True
     # ... and a SoftMax/LogSoftmax of the last axis after it (Linear + bias + LogSoftmax)
     accepts_row_softmax = True
+    # a bias along the last axis of a [B, S, N] output (a transformer's Linear) is fused too
+    epilogue_channels_last = True
 
     def _plan(self, attrs, inputs, ctx=DEFAULT_CONTEXT):
         """The GEMM view: sizes, batch shape, per-input batch strides, output shape."""
@@ -247,12 +249,16 @@ class MatMul(NamedOp):
         """What every variant of this call reads."""
         sizes, batches, out = self._plan(attrs, inputs, ctx)
         ep = ctx.epilogue or FusedEpilogue()
-        channels = out[1] if len(out) > 1 else 1
+        # the epilogue's channels: the output's axis 1 (rank 2: a Gemm's), its last axis from
+        # rank 3 on (a transformer's Linear: epilogue_channels_last)
+        channels = out[-1] if len(out) >= 3 else out[1] if len(out) > 1 else 1
         wiring = wire_epilogue(self, attrs, ctx.epilogue, inputs, outputs[0], channels)
-        # the epilogue's channel is the output's axis 1: which of the GEMM's indices that is
+        # ... as one of the GEMM's indices
         a_rank = len(inputs[0].shape) - (ctx.fact(PickLast) is not None)
         b_rank = len(inputs[1].shape)
-        if batches == 1 and a_rank > 2 and sizes["M"] != out[-2 if b_rank > 1 else -1]:
+        if len(out) >= 3:
+            channel = "(n)" if b_rank > 1 else "(m)"
+        elif batches == 1 and a_rank > 2 and sizes["M"] != out[-2 if b_rank > 1 else -1]:
             # A's batches folded into M: axis 1 is a digit of the row index
             inner = 1
             for d in out[2:len(out) - (b_rank > 1)]:

@@ -123,7 +123,7 @@ def compile_plan(graph: Graph, order: Sequence[Node], impls: Mapping[str, LayerI
             ep = fusion.epilogues.get(node.id)
             if ep is not None:                 # bias and ReLU computed where it stores
                 in_keys, in_descs = _fold_epilogue(node, ep, in_keys, in_descs, out_descs[0],
-                                                   consts, descs)
+                                                   consts, descs, impl.epilogue_channels_last)
                 # the layer sees the folded weights (scaled per channel) and the bias as consts
                 call = replace(call, inputs=in_descs,
                                consts={i: consts[k] for i, k in enumerate(in_keys)
@@ -236,9 +236,12 @@ def _wire(node: Node, work: LayerWork, in_keys, out_keys, descs, consts) -> list
     return steps
 
 
-def _fold_epilogue(node, ep, in_keys, in_descs, out_desc, consts, descs):
-    """Collapse the fused chain into one bias input (and weights scaled per channel)."""
-    channels = out_desc.shape[1]
+def _fold_epilogue(node, ep, in_keys, in_descs, out_desc, consts, descs,
+                   channels_last: bool = False):
+    """Collapse the fused chain into one bias input (and weights scaled per channel). The
+    channels are the output's axis 1, or with `channels_last` its last axis from rank 3 on."""
+    shape = out_desc.shape
+    channels = shape[-1] if channels_last and len(shape) >= 3 else shape[1]
     scale, bias = ep.scale_and_bias(channels)
     if ep.has_scale:
         w = np.asarray(consts[in_keys[1]])
