@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 
 from customlayers.passes import PASSES
+from customlayers.passes.gelu_folding import fold_gelu_chains
 from customlayers.passes.pick_folding import fold_picks_into_matmuls
 from customlayers.passes.shape_folding import fold_shape_arithmetic
 from customlayers.passes.shuffle_folding import fold_channel_shuffles
@@ -19,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_the_passes_run_in_the_order_network_always_ran_them():
     assert list(PASSES) == [fold_shape_arithmetic, fold_into_convolutions, fold_channel_shuffles,
-                            drop_unused_pool_indices, fold_picks_into_matmuls]
+                            drop_unused_pool_indices, fold_picks_into_matmuls, fold_gelu_chains]
 
 
 def test_every_pass_returns_the_graph_itself_when_nothing_changes():
