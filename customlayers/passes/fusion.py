@@ -135,6 +135,10 @@ def plan_fusions(graph: Graph, order: list[Node], fusable: set[str], is_custom,
         axis = -1 if node.type in channels_last and shape and len(shape) >= 3 else 1
         if not shape or len(shape) < 2 or shape[axis] is None:
             continue
+        if node.outputs[0].dtype not in ("f32", "", None):
+            # a half (or double) model rounds each layer's output to its type: a fused chain
+            # would add the bias before rounding, another result than the model's own
+            continue
         weights_const = node.type in scale_folding and len(node.inputs) > 1 and \
             graph.nodes[graph.producer(node.id, 1)[0]].type == "Const"
         ep = Epilogue()

@@ -7,7 +7,7 @@ Matched: Divide by sqrt(2) (or Multiply by 1/sqrt(2)) -> Erf -> Add 1 -> Multipl
 Multiply by 0.5, or x * 0.5 first and then the product with (1 + erf). Each link must be the
 only reader of the one before (else its value is needed elsewhere), the constants must be those
 values to float precision, every layer a built-in, and the chain's end read by layers only (a
-graph output keeps its own name and layers). Within float rounding of the five layers: Gelu
+graph output keeps its own name and layers), on float32 tensors. Within float rounding of the five layers: Gelu
 evaluates the same expression in float.
 """
 from __future__ import annotations
@@ -75,6 +75,8 @@ def _chain(graph: Graph, erf: Node, is_builtin):
         return None
     x_src = graph.producer(scale.id, x_port)
     x = (x_src[0], x_src[1], scale.inputs[x_port])
+    if x[2].dtype != "f32":           # a half chain rounds after each layer: not one Gelu
+        return None
     add = sole_layer_reading_only_output(graph, erf)
     if add is None or add.type != "Add" or not is_builtin(add):
         return None
