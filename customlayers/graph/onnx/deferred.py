@@ -3,6 +3,9 @@ kept as a fold-only node (graph/fold_eval.py: FOLD_TYPE) for the shape-folding p
 evaluates it once the request's input shapes are known (passes/shape_folding.py).
 
 A value is *pending* when a fold-only node computes it: known at compile time, not at load.
+A graph input that a translation needs as a constant (Reduce axes, Slice starts, Pad pads the
+caller feeds) is known at compile time too: a fold-only node may read it by value, and the
+Network compiles it in per value given (a value input: runtime/compile/network.py).
 Shape arithmetic reads constants and pending values only; an input computed at run time by a
 layer (a truly dynamic value) is refused here, naming the node, the op and the input. The ops
 whose data is a tensor and whose shape-like operand is computed (Reshape, Expand, Tile, Slice,
@@ -28,6 +31,27 @@ def is_known(r, name: str | None) -> bool:
     return not name or r.folded(name) is not None or is_pending(r, name)
 
 
+def is_late(r, name: str | None) -> bool:
+    """Known at compile time, not at load: pending, or a graph input read by value."""
+    return bool(name) and (is_pending(r, name) or r.is_graph_input(name))
+
+
+def is_compile_time(r, name: str | None) -> bool:
+    """A constant, pending, or a graph input: a value a plan can be compiled for."""
+    return is_known(r, name) or r.is_graph_input(name)
+
+
+def need_compile_time(r, node, k: int, what: str) -> str:
+    """Input k of the node, which the op needs before the network runs: refused when a layer
+    computes it at run time."""
+    value = node.input[k]
+    if not is_compile_time(r, value):
+        r.refuse(f"the {what} (input {k}, '{value}') must be a constant, shape arithmetic or a "
+                 f"graph input (compiled in per value given); this one is computed at run "
+                 f"time by a layer")
+    return value
+
+
 def _integer(r, name: str) -> bool:
     value = r.folded(name)
     return value is not None and value.dtype.kind in "iub"
@@ -50,7 +74,7 @@ def fold_or_defer(r, op: str, inputs: list, outputs: list, name: str,
     attrs = {k: str(v) for k, v in (attrs or {}).items()}
     reads_shape = op in SHAPE_READERS
     for k, value in enumerate(inputs):
-        if value and not (reads_shape and k == 0) and not is_known(r, value):
+        if value and not (reads_shape and k == 0) and not is_compile_time(r, value):
             # worded as the refusal of an op without a translation: on data, it has none
             r.refuse(f"the ONNX op {op} has no translation to IR ops for values computed at "
                      f"run time: it runs here only as shape arithmetic, folded before the "
@@ -128,8 +152,11 @@ def deferred_slice(r, node, name: str, attrs: dict) -> bool:
                                      ("axes", range(len(starts))))] + [None]
     else:
         args = [_input(node, k) for k in range(1, 5)]
-    if not any(is_pending(r, v) for v in [x] + args) or not all(is_known(r, v) for v in args):
+    if not (is_pending(r, x) or any(is_late(r, v) for v in args)):
         return False
+    for k, v in enumerate(args):
+        if v and not is_compile_time(r, v):
+            need_compile_time(r, node, k + 1, ("starts", "ends", "axes", "steps")[k])
     if is_known(r, x):
         fold_or_defer(r, "Slice", [x] + args, [node.output[0]], name)
         return True
@@ -149,8 +176,10 @@ def deferred_split(r, node, name: str, attrs: dict) -> bool:
     x, count = node.input[0], len(node.output)
     sizes = r.const(f"{name}/split", np.array(attrs["split"], np.int64)) \
         if "split" in attrs else _input(node, 1)
-    if not (is_pending(r, x) or is_pending(r, sizes)) or not is_known(r, sizes):
+    if not (is_pending(r, x) or is_late(r, sizes)):
         return False
+    if not is_compile_time(r, sizes):
+        need_compile_time(r, node, 1, "split")
     axis = int(attrs.get("axis", 0))
     if is_known(r, x):
         fold_or_defer(r, "Split", [x, sizes], list(node.output), name,

@@ -65,12 +65,13 @@ class Convert(Op):
 @register_op
 class Pad(Op):
     """Pad-1/12: pads_begin/pads_end (inputs 1, 2; negative values crop), pad_value (input 3,
-    constant mode only, default 0), pad_mode constant | edge | reflect | symmetric."""
+    constant mode only, default 0), pad_mode constant | edge | reflect | symmetric | wrap
+    (ONNX's Pad-19: periodic)."""
     input_count = (3, 4)
     type = "Pad"
     attributes = (Attr("pad_mode", "str", "constant"),)
     const_inputs = (1, 2, 3)
-    MODES = ("constant", "edge", "reflect", "symmetric")
+    MODES = ("constant", "edge", "reflect", "symmetric", "wrap")
 
     def parse_attributes(self, raw, layer):
         attrs = super().parse_attributes(raw, layer)
