@@ -57,13 +57,31 @@ def _integer(r, name: str) -> bool:
     return value is not None and value.dtype.kind in "iub"
 
 
+# the most elements a fed integer vector has to be taken for shape arithmetic (a shape, pads)
+SHAPE_VECTOR_ELEMENTS = 64
+
+
+def _fed_shape_vector(r, name: str) -> bool:
+    """An integer graph input of rank 0 or 1 and a static size of a few elements (a target
+    shape, pads the caller feeds)."""
+    if not r.is_graph_input(name):
+        return False
+    shape, dtype = r.info.get(r.alias.get(name, name), (None, ""))
+    return dtype[:1] in ("i", "u") and shape is not None and len(shape) <= 1 and \
+        all(d is not None and d <= SHAPE_VECTOR_ELEMENTS for d in shape)
+
+
 def is_shape_arithmetic(r, inputs: list) -> bool:
     """Whether an op with these inputs is shape arithmetic: every input known, and one pending
-    or every constant an integer (float constants keep today's layers)."""
+    or every constant an integer (float constants keep today's layers). A small integer vector
+    the caller feeds counts as known beside a pending value or an integer constant
+    (Max(Shape(x), target) in CenterCropPad): it is compiled in per value given (a value
+    input)."""
     names = [i for i in inputs if i]
-    if not names or not all(is_known(r, i) for i in names):
+    known = [i for i in names if is_known(r, i)]
+    if not known or not all(i in known or _fed_shape_vector(r, i) for i in names):
         return False
-    return any(is_pending(r, i) for i in names) or all(_integer(r, i) for i in names)
+    return any(is_pending(r, i) for i in names) or all(_integer(r, i) for i in known)
 
 
 def fold_or_defer(r, op: str, inputs: list, outputs: list, name: str,

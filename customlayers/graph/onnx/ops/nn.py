@@ -84,14 +84,13 @@ def _conv_transpose(r, node, name: str, attrs: dict) -> None:
 
 def _deconv_pads(r, node, attrs, k, wshape, strides, dilations, out_pad):
     """(pads_begin, pads_end): pads_end None where the explicit pads and output_padding say
-    the output size; else the end padding that gives the output_shape (or auto_pad's input
-    size times the stride), which needs the input's spatial dims."""
+    the output size. With output_shape (the pads are then ignored) or auto_pad SAME_*, the
+    padding that gives the output_shape (default: the input size times the stride), split as
+    ONNX's spec and ONNX Runtime do: SAME_UPPER puts the odd one at the end, else at the
+    start. That needs the input's spatial dims."""
     auto_pad = text_attr(r, attrs, "auto_pad", "NOTSET", AUTO_PAD)
-    same = auto_pad in ("SAME_UPPER", "SAME_LOWER")
-    given = "pads" in attrs and not same
-    pads = spatial(r, attrs, "pads", 2 * k, 0) if given else [0] * (2 * k)
-    if "output_shape" not in attrs and not same:
-        return pads[:k], None
+    if "output_shape" not in attrs and auto_pad not in ("SAME_UPPER", "SAME_LOWER"):
+        return spatial(r, attrs, "pads", 2 * k, 0)[:k], None
     dims = r.known_shape(node.input[0])
     if dims is None or len(dims) != k + 2 or any(d is None for d in dims[2:]):
         r.refuse(f"output_shape or auto_pad={auto_pad} needs the input's spatial dims, found "
@@ -104,11 +103,8 @@ def _deconv_pads(r, node, attrs, k, wshape, strides, dilations, out_pad):
     if len(target) != k:
         r.refuse(f"output_shape {list(attrs['output_shape'])} has {len(target)} values; "
                  f"{k} are needed")
-    if same:
-        total = [f - t for f, t in zip(full, target)]
-        begin = [t // 2 if auto_pad == "SAME_UPPER" else t - t // 2 for t in total]
-    else:
-        begin = pads[:k]
+    total = [f - t for f, t in zip(full, target)]
+    begin = [t // 2 if auto_pad == "SAME_UPPER" else t - t // 2 for t in total]
     # the IR op then runs without output_padding: the end padding alone sizes the output
     return begin, [f - op - t - b for f, op, t, b in zip(full, out_pad, target, begin)]
 

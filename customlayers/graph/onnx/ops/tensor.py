@@ -141,9 +141,10 @@ def _check_dropout_values(r, mode_value, ratio_value, mode: str, ratio) -> None:
     if mode_value.size != 1:
         r.refuse(f"training_mode (input 2, '{mode}') must be a scalar, found shape "
                  f"{list(mode_value.shape)}")
-    if bool(mode_value.reshape(-1)[0]) and float(np.asarray(ratio_value).reshape(-1)[0]) != 0:
-        r.refuse(f"training_mode (input 2, '{mode}') is true with ratio "
-                 f"{'0.5 (the default)' if ratio is None else repr(ratio)} not 0: "
+    rate = float(np.asarray(ratio_value).reshape(-1)[0])
+    if bool(mode_value.reshape(-1)[0]) and rate != 0:
+        given = "the default" if ratio is None else f"input 1, '{ratio}'"
+        r.refuse(f"training_mode (input 2, '{mode}') is true with ratio {rate:g} ({given}): "
                  f"training-mode Dropout (a random mask) is a training op, not supported; "
                  f"inference runs it with training_mode false or absent, or ratio 0")
 
