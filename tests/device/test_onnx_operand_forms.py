@@ -197,3 +197,13 @@ def test_an_operand_computed_by_a_layer_is_refused_naming_the_node(tmp_path):
                                          r"'starts'\) must be a constant, shape arithmetic or a "
                                          r"graph input"):
         read_onnx(path)
+
+
+def test_a_zero_size_input_is_refused_naming_it(tmp_path, engine):
+    model, path = _model(tmp_path, [helper.make_node("ReduceSum", ["x", "axes"], ["y"])],
+                         [("x", T.FLOAT, [2, None, 4]), ("axes", T.INT64, [1])],
+                         [("y", T.FLOAT)])
+    net = Network(read_onnx(path), engine=engine)
+    with pytest.raises(Exception, match=r"input 'x' is given with shape \[2, 0, 4\]: a "
+                                        r"zero-size tensor"):
+        net.infer({"x": np.zeros((2, 0, 4), np.float32), "axes": _ints(1)})

@@ -15,12 +15,13 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from ...errors import BindingError, CustomLayersError, DeviceError, ModelError, TensorError
+from ...errors import BindingError, CustomLayersError, DeviceError, ModelError
 from ...graph.graph import Graph, Node
 from ...jit.launch import CompileContext, DeviceTraits
 from ...jit.layer import LayerCall, LayerImpl, LayerWork
 from ...jit.tensor import TensorDesc
 from .concat_in_place import ConcatCandidate, place_concat_inputs
+from .compiled_values import check_empty_reads, check_not_empty, compiled_in
 from ..device.device_memory import check_fits
 from ...passes.fusion import FusionPlan
 from ..device.parallel_build import build_programs
@@ -70,15 +71,16 @@ def compile_plan(graph: Graph, order: Sequence[Node], impls: Mapping[str, LayerI
             if node.type == "Parameter":
                 dtype = node.outputs[0].dtype if node.outputs else "f32"
                 if node.name in input_values:   # compiled in: no input buffer
-                    _compiled_in((node.id, 0), np.asarray(input_values[node.name]), dtype,
+                    compiled_in((node.id, 0), np.asarray(input_values[node.name]), dtype,
                                  consts, descs, empty)
                 else:
+                    check_not_empty(node.name, input_shapes[node.name])
                     descs[(node.id, 0)] = TensorDesc(input_shapes[node.name], dtype)
                     inputs.append((node.name, (node.id, 0)))
                 continue
             if node.type == "Const":
                 value = np.asarray(node.value)
-                _compiled_in((node.id, 0), value, value.dtype, consts, descs, empty)
+                compiled_in((node.id, 0), value, value.dtype, consts, descs, empty)
                 continue
             if node.id in fusion.absorbed:     # computed by the kernel it was fused into
                 owner = (fusion.absorbed[node.id], 0)
@@ -87,7 +89,7 @@ def compile_plan(graph: Graph, order: Sequence[Node], impls: Mapping[str, LayerI
                 continue
             in_keys = [graph.producer(node.id, i) for i in range(len(node.inputs))]
             in_descs = [descs[k] for k in in_keys]
-            _check_empty_reads(node, in_keys, empty, None if node.type == "Result"
+            check_empty_reads(node, in_keys, empty, None if node.type == "Result"
                                else (fusion.replaced.get(node.id) or impls[node.id]))
             if node.type == "Result":
                 name = _output_name(graph, node, in_keys[0], results)
@@ -374,25 +376,3 @@ def _build(eng, steps: list[Step], after_build: Sequence[tuple[Node, object]]) -
                     e.layer = s.name
                 raise e
     return [[built[(launch.source, launch.options)] for launch in s.launches] for s in steps]
-
-
-def _compiled_in(key, value: np.ndarray, dtype, consts, descs, empty) -> None:
-    """A value known when compiling (a Const, a value input). One with no element (empty Reduce
-    axes, a Slice that keeps nothing of a constant) is held as a value only: layers read it as
-    a constant input, and a tensor of it, which no buffer can hold, is never made."""
-    consts[key] = value
-    if value.size == 0:
-        empty[key] = tuple(value.shape)
-        descs[key] = TensorDesc((1,), dtype)        # a stand-in, never read
-    else:
-        descs[key] = TensorDesc(value.shape, dtype)
-
-
-def _check_empty_reads(node, in_keys, empty, impl) -> None:
-    """A zero-size value read as data (not as an op's constant input), or a graph output of one,
-    is refused naming the layer: the stand-in desc would give a wrong shape."""
-    for i, key in enumerate(in_keys):
-        if key in empty and (impl is None or i not in impl.const_inputs):
-            what = "graph output" if impl is None else f"input {i}"
-            raise TensorError(f"{what} is a zero-size tensor (shape {list(empty[key])}), which "
-                              f"is not supported here as data")
