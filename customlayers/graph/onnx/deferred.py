@@ -31,24 +31,41 @@ def is_known(r, name: str | None) -> bool:
     return not name or r.folded(name) is not None or is_pending(r, name)
 
 
+# the most elements an operand fed as a graph input may have to be compiled in by value (a
+# shape, axes, pads; the Network's MAX_VALUE_INPUT_ELEMENTS checks the value given)
+SHAPE_VECTOR_ELEMENTS = 64
+
+
+def is_fed_operand(r, name: str | None) -> bool:
+    """A graph input that can be compiled in by value: a scalar or a vector of a few elements
+    (axes, pads, a ratio). A larger one, or one of higher rank, is data: never folded."""
+    if not name or not r.is_graph_input(name):
+        return False
+    shape = r.info.get(r.alias.get(name, name), (None, ""))[0]
+    return shape is not None and len(shape) <= 1 and \
+        all(d is None or d <= SHAPE_VECTOR_ELEMENTS for d in shape)
+
+
 def is_late(r, name: str | None) -> bool:
     """Known at compile time, not at load: pending, or a graph input read by value."""
-    return bool(name) and (is_pending(r, name) or r.is_graph_input(name))
+    return bool(name) and (is_pending(r, name) or is_fed_operand(r, name))
 
 
 def is_compile_time(r, name: str | None) -> bool:
-    """A constant, pending, or a graph input: a value a plan can be compiled for."""
-    return is_known(r, name) or r.is_graph_input(name)
+    """A constant, pending, or a graph input read by value: a plan can be compiled for it."""
+    return is_known(r, name) or is_fed_operand(r, name)
 
 
 def need_compile_time(r, node, k: int, what: str) -> str:
     """Input k of the node, which the op needs before the network runs: refused when a layer
-    computes it at run time."""
+    computes it at run time (or it is a graph input too large to be compiled in)."""
     value = node.input[k]
     if not is_compile_time(r, value):
+        why = (f"a graph input of {r.describe_shape(value)}, too large to be compiled in"
+               if r.is_graph_input(value) else "computed at run time by a layer")
         r.refuse(f"the {what} (input {k}, '{value}') must be a constant, shape arithmetic or a "
-                 f"graph input (compiled in per value given); this one is computed at run "
-                 f"time by a layer")
+                 f"graph input of at most {SHAPE_VECTOR_ELEMENTS} elements (compiled in per "
+                 f"value given); this one is {why}")
     return value
 
 
@@ -57,18 +74,10 @@ def _integer(r, name: str) -> bool:
     return value is not None and value.dtype.kind in "iub"
 
 
-# the most elements a fed integer vector has to be taken for shape arithmetic (a shape, pads)
-SHAPE_VECTOR_ELEMENTS = 64
-
-
 def _fed_shape_vector(r, name: str) -> bool:
-    """An integer graph input of rank 0 or 1 and a static size of a few elements (a target
-    shape, pads the caller feeds)."""
-    if not r.is_graph_input(name):
-        return False
-    shape, dtype = r.info.get(r.alias.get(name, name), (None, ""))
-    return dtype[:1] in ("i", "u") and shape is not None and len(shape) <= 1 and \
-        all(d is not None and d <= SHAPE_VECTOR_ELEMENTS for d in shape)
+    """An integer graph input read by value (a target shape, pads the caller feeds)."""
+    return is_fed_operand(r, name) and \
+        r.info.get(r.alias.get(name, name), (None, ""))[1][:1] in ("i", "u")
 
 
 def is_shape_arithmetic(r, inputs: list) -> bool:
