@@ -94,14 +94,17 @@ def is_shape_arithmetic(r, inputs: list) -> bool:
 
 
 def fold_or_defer(r, op: str, inputs: list, outputs: list, name: str,
-                  attrs: dict | None = None) -> None:
+                  attrs: dict | None = None, fed: bool = False) -> None:
     """Evaluate ONNX op `op` now when every input is a constant, else emit a fold-only node
     whose outputs are pending. `inputs` may hold None (an absent optional input); for the
-    SHAPE_READERS input 0 is read for its shape only."""
+    SHAPE_READERS input 0 is read for its shape only. `fed`: an input may be a graph input
+    read by value (is_fed_operand), where the caller knows it is an operand (axes, pads), not
+    data."""
     attrs = {k: str(v) for k, v in (attrs or {}).items()}
     reads_shape = op in SHAPE_READERS
     for k, value in enumerate(inputs):
-        if value and not (reads_shape and k == 0) and not is_compile_time(r, value):
+        if value and not (reads_shape and k == 0) and not (
+                is_known(r, value) or fed and is_fed_operand(r, value)):
             # worded as the refusal of an op without a translation: on data, it has none
             r.refuse(f"the ONNX op {op} has no translation to IR ops for values computed at "
                      f"run time: it runs here only as shape arithmetic, folded before the "
@@ -137,7 +140,7 @@ def try_shape_arithmetic(r, node, name: str, attrs: dict | None = None,
     inputs = list(node.input) if inputs is None else inputs
     if not is_shape_arithmetic(r, inputs):
         return False
-    fold_or_defer(r, node.op_type, inputs, list(node.output), name, attrs)
+    fold_or_defer(r, node.op_type, inputs, list(node.output), name, attrs, fed=True)
     return True
 
 
@@ -185,14 +188,15 @@ def deferred_slice(r, node, name: str, attrs: dict) -> bool:
         if v and not is_compile_time(r, v):
             need_compile_time(r, node, k + 1, ("starts", "ends", "axes", "steps")[k])
     if is_known(r, x):
-        fold_or_defer(r, "Slice", [x] + args, [node.output[0]], name)
+        fold_or_defer(r, "Slice", [x] + args, [node.output[0]], name, fed=True)
         return True
     shape = r.known_shape(x)
     if shape is None:
         r.refuse(f"a Slice with computed starts or ends needs the rank of '{x}', which shape "
                  f"inference did not give{r.unknown_note()}")
     bounds = [f"{name}/{what}" for what in ("start", "stop", "step", "axes")]
-    fold_or_defer(r, "SliceBounds", args, bounds, f"{name}/bounds", {"rank": len(shape)})
+    fold_or_defer(r, "SliceBounds", args, bounds, f"{name}/bounds", {"rank": len(shape)},
+                  fed=True)
     r.emit("Slice", [x] + bounds, [node.output[0]], name, version="opset8")
     return True
 
@@ -210,7 +214,7 @@ def deferred_split(r, node, name: str, attrs: dict) -> bool:
     axis = int(attrs.get("axis", 0))
     if is_known(r, x):
         fold_or_defer(r, "Split", [x, sizes], list(node.output), name,
-                      {"axis": axis, "outputs": count})
+                      {"axis": axis, "outputs": count}, fed=True)
         return True
     shape = r.known_shape(x)
     if shape is None or not -len(shape) <= axis < len(shape) or shape[axis] is None:
@@ -219,7 +223,7 @@ def deferred_split(r, node, name: str, attrs: dict) -> bool:
     axis %= len(shape)
     bounds = [f"{name}/{what}{k}" for k in range(count) for what in ("start", "stop")]
     fold_or_defer(r, "SplitBounds", [sizes], bounds, f"{name}/bounds",
-                  {"outputs": count, "length": shape[axis]})
+                  {"outputs": count, "length": shape[axis]}, fed=True)
     axes = r.const(f"{name}/axes", np.array([axis], np.int64))
     step = r.const(f"{name}/step", np.array([1], np.int64))
     for k, out in enumerate(node.output):

@@ -254,7 +254,7 @@ def _late_axes(r, node, attrs: dict, rank: int | None, name: str) -> str:
                  f"shape inference did not give")
     out = f"{name}/axes"
     fold_or_defer(r, "ReduceAxes", [axes], [out], f"{name}/axes_of",
-                  {"rank": rank, "noop": int(attrs.get("noop_with_empty_axes", 0))})
+                  {"rank": rank, "noop": int(attrs.get("noop_with_empty_axes", 0))}, fed=True)
     return out
 
 

@@ -134,7 +134,7 @@ def _check_inference_dropout(r, node, name: str) -> None:
         if value:
             need_compile_time(r, node, k, ("ratio", "training_mode")[k - 1])
     fold_or_defer(r, "DropoutCheck", [ratio or r.const(f"{name}/ratio", np.float32(0.5)), mode],
-                  [f"{name}/checked"], f"{name}/check")
+                  [f"{name}/checked"], f"{name}/check", fed=True)
 
 
 def _check_dropout_values(r, mode_value, ratio_value, mode: str, ratio) -> None:
@@ -170,7 +170,7 @@ def _constant_of_shape(r, node, name: str, attrs: dict) -> None:
         fill = r.tensor(attrs["value"], f"{r.where}: attribute 'value'") \
             if "value" in attrs else np.zeros((1,), np.float32)
         fold_or_defer(r, "ConstantOfShape", [node.input[0], r.const(f"{name}/value", fill)],
-                      [node.output[0]], name)
+                      [node.output[0]], name, fed=True)
         return
     if shape is None:
         r.refuse(f"the shape (input 0, '{node.input[0]}') must be a constant, shape arithmetic "
@@ -245,7 +245,8 @@ def _late_pad(r, node, name: str, mode: str, rank: int) -> None:
     if axes:
         need_compile_time(r, node, 3, "axes")
     begin, end = f"{name}/pads_begin", f"{name}/pads_end"
-    fold_or_defer(r, "PadBounds", [pads, axes], [begin, end], f"{name}/pads", {"rank": rank})
+    fold_or_defer(r, "PadBounds", [pads, axes], [begin, end], f"{name}/pads", {"rank": rank},
+                  fed=True)
     inputs = [node.input[0], begin, end]
     value = _pad_value(r, node)
     if mode == "constant" and value is not None:
