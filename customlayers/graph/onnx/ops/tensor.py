@@ -109,9 +109,8 @@ def _dropout_mask(r, x: str, out: str, name: str) -> None:
     if shape is not None and all(d is not None for d in shape):
         r.consts[out] = np.ones(shape, np.uint8)
         return
-    dims = f"{name}/mask_shape"
-    fold_or_defer(r, "Shape", [x], [dims], f"{name}/mask_shape")
-    fold_or_defer(r, "ConstantOfShape", [dims, r.const(f"{name}/true", np.ones(1, np.uint8))],
+    fold_or_defer(r, "Shape", [x], [f"{name}/mask_shape"], f"{name}/mask_shape")
+    fold_or_defer(r, "ConstantOfShape", [f"{name}/mask_shape", r.const(f"{name}/true", np.ones(1, np.uint8))],
                   [out], f"{name}/mask")
 
 
@@ -130,9 +129,9 @@ def _check_inference_dropout(r, node, name: str) -> None:
     if mode_value is not None and ratio_value is not None:
         _check_dropout_values(r, mode_value, ratio_value, mode, ratio)
         return
-    for k, value in ((1, ratio), (2, mode)):
-        if value:
-            need_compile_time(r, node, k, ("ratio", "training_mode")[k - 1])
+    if ratio:
+        need_compile_time(r, node, 1, "ratio")
+    need_compile_time(r, node, 2, "training_mode")
     fold_or_defer(r, "DropoutCheck", [ratio or r.const(f"{name}/ratio", np.float32(0.5)), mode],
                   [f"{name}/checked"], f"{name}/check", fed=True)
 
@@ -196,15 +195,15 @@ def _pad(r, node, name: str, attrs: dict) -> None:
     mode = text_attr(r, attrs, "mode", "constant", ("constant", "reflect", "edge", "wrap"))
     x = node.input[0]
     rank = rank_of(r, x, "Pad")
-    value = None
     if "pads" in attrs:                           # opset < 11
         pads, value = list(attrs["pads"]), np.float32(attrs.get("value", 0.0))
-    elif any(is_late(r, optional_input(node, k)) for k in (1, 3)):
-        return _late_pad(r, node, name, mode, rank)
     else:
-        pads = [int(p) for p in const_input(r, node, 1, "pads").reshape(-1)]
         value = _pad_value(r, node)
-    if optional_input(node, 3):                           # opset 18: pads only for some axes
+        if any(is_late(r, optional_input(node, k)) for k in (1, 3)):
+            pads = _late_pads(r, node, name, rank)     # known per plan
+        else:
+            pads = [int(p) for p in const_input(r, node, 1, "pads").reshape(-1)]
+    if optional_input(node, 3) and not isinstance(pads, tuple):   # opset 18: some axes
         axes = [axis_in(r, int(a), rank, "axes entry")
                 for a in const_input(r, node, 3, "axes").reshape(-1)]
         if len(pads) != 2 * len(axes):
@@ -213,10 +212,12 @@ def _pad(r, node, name: str, attrs: dict) -> None:
         for k, a in enumerate(axes):
             full[a], full[rank + a] = pads[k], pads[len(axes) + k]
         pads = full
-    if len(pads) != 2 * rank:
-        r.refuse(f"pads has {len(pads)} values; the input of rank {rank} needs {2 * rank}")
-    inputs = [x, r.const(f"{name}/pads_begin", np.array(pads[:rank], np.int64)),
-              r.const(f"{name}/pads_end", np.array(pads[rank:], np.int64))]
+    if isinstance(pads, list):
+        if len(pads) != 2 * rank:
+            r.refuse(f"pads has {len(pads)} values; the input of rank {rank} needs {2 * rank}")
+        pads = (r.const(f"{name}/pads_begin", np.array(pads[:rank], np.int64)),
+                r.const(f"{name}/pads_end", np.array(pads[rank:], np.int64)))
+    inputs = [x, *pads]
     if mode == "constant" and value is not None:
         inputs.append(value if isinstance(value, str) else
                       r.const(f"{name}/pad_value", np.asarray(value)))
@@ -237,22 +238,15 @@ def _pad_value(r, node):
     return value[0]
 
 
-def _late_pad(r, node, name: str, mode: str, rank: int) -> None:
-    """Pads (or axes) fed as a graph input or computed from shapes: a fold-only node turns
-    them into the IR Pad's pads_begin and pads_end once the plan's values are known."""
+def _late_pads(r, node, name: str, rank: int) -> tuple[str, str]:
+    """Pads (or axes) fed or computed from shapes: the names of the IR Pad's pads_begin and
+    pads_end, made by a fold-only node once the plan's values are known."""
     pads = need_compile_time(r, node, 1, "pads")
-    axes = optional_input(node, 3)
-    if axes:
-        need_compile_time(r, node, 3, "axes")
+    axes = optional_input(node, 3) and need_compile_time(r, node, 3, "axes")
     begin, end = f"{name}/pads_begin", f"{name}/pads_end"
     fold_or_defer(r, "PadBounds", [pads, axes], [begin, end], f"{name}/pads", {"rank": rank},
                   fed=True)
-    inputs = [node.input[0], begin, end]
-    value = _pad_value(r, node)
-    if mode == "constant" and value is not None:
-        inputs.append(value if isinstance(value, str) else
-                      r.const(f"{name}/pad_value", np.asarray(value)))
-    r.emit("Pad", inputs, [node.output[0]], name, {"pad_mode": mode}, version="opset12")
+    return begin, end
 
 
 @translates("Gather")
