@@ -193,6 +193,44 @@ def _split_bounds(attrs, inputs, shape):
             for k in range(len(sizes)) for j in (0, 1)]
 
 
+def _reduce_axes(attrs, inputs, shape):
+    """A Reduce*'s axes input as the IR reductions take them: normalized and sorted; empty
+    means every axis, or none with noop_with_empty_axes."""
+    rank = _int(attrs, "rank")
+    axes = sorted({_axis(a, rank) for a in _ints(inputs[0], "axes")})
+    if not axes and not _int(attrs, "noop", 0):
+        axes = list(range(rank))
+    return np.array(axes, np.int64)
+
+
+def _pad_bounds(attrs, inputs, shape):
+    """A Pad's pads (and axes, opset 18) as the IR Pad takes them: pads_begin and pads_end,
+    one per axis of the input."""
+    rank = _int(attrs, "rank")
+    pads = _ints(inputs[0], "pads")
+    axes = [_axis(a, rank) for a in _ints(inputs[1], "axes")] \
+        if len(inputs) > 1 and inputs[1] is not None else list(range(rank))
+    if len(pads) != 2 * len(axes):
+        raise ValueError(f"pads has {len(pads)} values; {len(axes)} axes need {2 * len(axes)}")
+    begin, end = [0] * rank, [0] * rank
+    for k, a in enumerate(axes):
+        begin[a], end[a] = pads[k], pads[len(axes) + k]
+    return [np.array(begin, np.int64), np.array(end, np.int64)]
+
+
+def _dropout_check(attrs, inputs, shape):
+    """A Dropout's fed ratio and training_mode: it runs as the identity unless training with a
+    ratio that drops something, a random mask refused here."""
+    ratio, mode = (np.asarray(v).reshape(-1) for v in inputs[:2])
+    if mode.size != 1 or ratio.size != 1:
+        raise ValueError("ratio and training_mode must be scalars")
+    if bool(mode[0]) and float(ratio[0]) != 0:
+        raise ValueError(f"training_mode is true with ratio {float(ratio[0])}: training-mode "
+                         f"Dropout (a random mask) is a training op, not supported; give "
+                         f"training_mode false, or ratio 0")
+    return np.zeros((), np.uint8)
+
+
 def _concat(attrs, inputs, shape):
     parts = [np.asarray(v) for v in inputs]
     axis = _axis(_int(attrs, "axis", 0), parts[0].ndim)
@@ -315,7 +353,8 @@ def _where(attrs, inputs, shape):
 _OPS = {
     "Shape": _shape, "Size": _size, "ConstantOfShape": _constant_of_shape, "Range": _range,
     "Gather": _gather, "Slice": _slice, "SliceBounds": _slice_bounds, "Split": _split,
-    "SplitBounds": _split_bounds, "Concat": _concat, "Unsqueeze": _unsqueeze,
+    "SplitBounds": _split_bounds, "ReduceAxes": _reduce_axes,
+    "DropoutCheck": _dropout_check, "PadBounds": _pad_bounds, "Concat": _concat, "Unsqueeze": _unsqueeze,
     "Squeeze": _squeeze, "Reshape": _reshape, "Expand": _expand, "Tile": _tile,
     "Cast": _cast, "CastLike": _cast, "Identity": lambda a, i, s: np.asarray(i[0]),
     "Add": _variadic(np.add), "Sub": _elementwise(np.subtract), "Mul": _variadic(np.multiply),

@@ -1,8 +1,10 @@
 /* ConvolutionBackpropData (transposed convolution), one work-item per output element.
- * Output (n, oc, oy, ox) gathers every input (ic, iy, ix) and tap (ky, kx) with
- * oy = iy * SY - PY + ky * DY (same for x): for each tap, iy is solved for and skipped unless
- * it is a whole, in-range index. No atomics, no scatter; dense NCHW f32.
- * Needs: COUNT N IC OC IH IW OH OW KH KW SY SX DY DX PY PX. Weights: IC x OC x KH x KW.
+ * Output (n, oc, oz, oy, ox) gathers every input (ic, iz, iy, ix) of its group and tap
+ * (kz, ky, kx) with oy = iy * SY - PY + ky * DY (same for z and x): for each tap, iy is solved
+ * for and skipped unless it is a whole, in-range index. No atomics, no scatter; dense f32.
+ * 1-D and 2-D run with depth (and height) 1.
+ * Needs: COUNT N IC OC ID IH IW OD OH OW KD KH KW SZ SY SX DZ DY DX PZ PY PX ICG OCG
+ * (ICG, OCG: input and output channels per group). Weights: IC x OCG x KD x KH x KW.
  */
 __kernel void deconv(__global const float* restrict input, __global const float* restrict weights,
                      __global float* restrict output)
@@ -10,26 +12,38 @@ __kernel void deconv(__global const float* restrict input, __global const float*
     const uint i = get_global_id(0);
     if (i >= COUNT)
         return;
-    const int ox = i % OW, oy = (i / OW) % OH, oc = (i / (OW * OH)) % OC, n = i / (OW * OH * OC);
+    const int ox = i % OW, oy = (i / OW) % OH, oz = (i / (OW * OH)) % OD;
+    const int oc = (i / (OW * OH * OD)) % OC, n = i / (OW * OH * OD * OC);
+    const int g = oc / OCG, ocg = oc % OCG;
     float sum = 0.0f;
-    for (int ky = 0; ky < KH; ++ky) {
-        const int ty = oy + PY - ky * DY;
-        if (ty < 0 || ty % SY)
+    for (int kz = 0; kz < KD; ++kz) {
+        const int tz = oz + PZ - kz * DZ;
+        if (tz < 0 || tz % SZ)
             continue;
-        const int iy = ty / SY;
-        if (iy >= IH)
+        const int iz = tz / SZ;
+        if (iz >= ID)
             continue;
-        for (int kx = 0; kx < KW; ++kx) {
-            const int tx = ox + PX - kx * DX;
-            if (tx < 0 || tx % SX)
+        for (int ky = 0; ky < KH; ++ky) {
+            const int ty = oy + PY - ky * DY;
+            if (ty < 0 || ty % SY)
                 continue;
-            const int ix = tx / SX;
-            if (ix >= IW)
+            const int iy = ty / SY;
+            if (iy >= IH)
                 continue;
-            __global const float* in = input + ((n * IC) * IH + iy) * IW + ix;
-            __global const float* w = weights + (oc * KH + ky) * KW + kx;
-            for (int ic = 0; ic < IC; ++ic)
-                sum += in[ic * IH * IW] * w[ic * OC * KH * KW];
+            for (int kx = 0; kx < KW; ++kx) {
+                const int tx = ox + PX - kx * DX;
+                if (tx < 0 || tx % SX)
+                    continue;
+                const int ix = tx / SX;
+                if (ix >= IW)
+                    continue;
+                __global const float* in =
+                    input + (((n * IC + g * ICG) * ID + iz) * IH + iy) * IW + ix;
+                __global const float* w =
+                    weights + (((g * ICG * OCG + ocg) * KD + kz) * KH + ky) * KW + kx;
+                for (int ic = 0; ic < ICG; ++ic)
+                    sum += in[ic * ID * IH * IW] * w[ic * OCG * KD * KH * KW];
+            }
         }
     }
     output[i] = sum;

@@ -71,6 +71,12 @@ inline int symmetric_index(int j, int n)    // mirror between elements: 1 0 | 0 
     return j < n ? j : period - 1 - j;
 }
 
+inline int wrap_index(int j, int n)         // periodic: 1 2 | 0 1 2 | 0 1
+{
+    j %= n;
+    return j < 0 ? j + n : j;
+}
+
 inline void unary_one(__global const IN_TYPE* restrict in, __global OUT_TYPE* restrict out,
                       const uint i)
 {

@@ -10,6 +10,10 @@ once, at load; what depends on a symbolic dim stays, and `fold_for_shapes` folds
 one request's concrete input shapes, when the Network compiles a plan for them (a new shape
 re-plans, as a dynamic batch does). What still cannot be folded then is refused, naming the
 node, its op and why.
+
+A fold-only node may read a graph input by value (a Slice's starts, a Pad's pads, Reduce axes the
+caller feeds): the Network compiles such an input in per value given (a value input), and
+`fold_for_shapes` takes those values with the shapes.
 """
 from __future__ import annotations
 
@@ -32,10 +36,12 @@ def fold_shape_arithmetic(graph: Graph, is_builtin=None) -> tuple[Graph, list[st
     return _fold(graph, None)
 
 
-def fold_for_shapes(graph: Graph, input_shapes: Mapping[str, tuple]) -> Graph:
-    """Every fold-only node folded for these concrete input shapes; ModelError naming the first
-    node that cannot be."""
-    folded, _ = _fold(graph, dict(input_shapes))
+def fold_for_shapes(graph: Graph, input_shapes: Mapping[str, tuple],
+                    input_values: Mapping[str, np.ndarray] | None = None) -> Graph:
+    """Every fold-only node folded for these concrete input shapes (and values of the graph
+    inputs fold-only nodes read: value_inputs); ModelError naming the first node that cannot
+    be."""
+    folded, _ = _fold(graph, dict(input_shapes), dict(input_values or {}))
     left = [n for n in folded if n.type == FOLD_TYPE]
     if left:
         raise ModelError(_unfolded(folded, left[0], _bindings(folded, input_shapes)))
@@ -77,13 +83,31 @@ def _concrete(dims: list, bound: dict[str, int]) -> tuple | None:
     return tuple(out)
 
 
-def _fold(graph: Graph, input_shapes) -> tuple[Graph, list[str]]:
+def value_inputs_read(graph: Graph) -> dict[str, str]:
+    """Graph inputs a fold-only node reads by value (not a Shape's input, read for its shape):
+    input name -> which node reads it (for messages)."""
+    found: dict[str, str] = {}
+    for node in graph:
+        if node.type != FOLD_TYPE:
+            continue
+        shape_only = node.attrs.get("op") in SHAPE_READERS
+        for port in range(len(node.inputs)):
+            src = graph.nodes[graph.producer(node.id, port)[0]]
+            if src.type == "Parameter" and not (shape_only and port == 0):
+                found.setdefault(src.name, f"read by {_describe(node)}")
+    return found
+
+
+def _fold(graph: Graph, input_shapes, input_values=None) -> tuple[Graph, list[str]]:
     if not has_fold_nodes(graph):
         return graph, []
     bound = _bindings(graph, input_shapes)
     order = graph.topological_order()
     values: dict[tuple[str, int], np.ndarray] = {
         (n.id, 0): np.asarray(n.value) for n in order if n.type == "Const" and n.value is not None}
+    for n in order:                        # graph inputs given by value (value inputs)
+        if n.type == "Parameter" and input_values and n.name in input_values:
+            values[(n.id, 0)] = np.asarray(input_values[n.name])
     folded: set[str] = set()
     inferred: dict = {}          # value name -> dims, from the model's inference run again
     asked: set[str] | None = None
@@ -134,8 +158,8 @@ def _evaluate(graph: Graph, node: Node, values, bound,
             inputs[k] = values[src]
         elif op in SHAPE_READERS and k == 0:
             pass                                  # read for its shape only
-        elif graph.nodes[src[0]].type == FOLD_TYPE:
-            return None                           # waits for its producer
+        elif graph.nodes[src[0]].type in (FOLD_TYPE, "Parameter"):
+            return None                           # waits for its producer, or the value
         else:
             producer = graph.nodes[src[0]]
             raise ModelError(f"{_describe(node)}: input {k} is computed at run time by "

@@ -122,3 +122,33 @@ def test_requests_that_fit_one_by_one_are_refused_together(tmp_path, device):
     third = net.create_request()           # the first one's share is free again
     del second, third, net
     assert held(device) <= int(device.global_mem_size) - free
+
+
+def test_no_collection_runs_while_reserve_holds_its_lock(device):
+    # the finalizer of a reservation was registered under the accounting lock: a collection
+    # that this registration started could run an older reservation's release, which takes the
+    # same lock, and the process waited on itself for ever (seen once in the node suite).
+    # Whether garbage is there at that moment is chance; a collection under the lock is not.
+    import gc
+    from customlayers.runtime.device import device_memory
+
+    class Owner:
+        pass
+
+    under_lock = []
+
+    def watch(phase, info):
+        if phase == "start":
+            under_lock.append(device_memory._lock.locked())
+
+    owners = [Owner() for _ in range(50)]
+    thresholds = gc.get_threshold()
+    gc.callbacks.append(watch)
+    gc.set_threshold(1, 1, 1)                   # a collection at almost every allocation
+    try:
+        for owner in owners:
+            device_memory.reserve(device, 4096, owner, "test")
+    finally:
+        gc.set_threshold(*thresholds)
+        gc.callbacks.remove(watch)
+    assert under_lock and not any(under_lock)

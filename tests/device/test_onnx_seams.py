@@ -131,14 +131,18 @@ def test_maxpool_column_major_indices_are_refused(tmp_path):
 
 def test_an_output_no_translation_computes_is_refused_naming_the_op_and_output(tmp_path):
     # was: "graph output 'mask': input 'mask' is produced by no node, initializer or graph input"
-    node = helper.make_node("Dropout", ["x"], ["y", "mask"], name="drop")
-    path = _save(tmp_path / "drop.onnx", [node], [_vi("x", [1, 4])],
-                 [_vi("y", [1, 4]), _vi("mask", [1, 4], T.BOOL)])
+    # (Dropout's mask, the first example, is computed now: all true)
+    inits = [numpy_helper.from_array(np.full(2, v, np.float32), n)
+             for n, v in (("s", 1.0), ("b", 0.0), ("m", 0.0), ("v", 1.0))]
+    node = helper.make_node("BatchNormalization", ["x", "s", "b", "m", "v"], ["y", "mean"],
+                            name="bn")
+    path = _save(tmp_path / "bn.onnx", [node], [_vi("x", [1, 2])],
+                 [_vi("y", [1, 2]), _vi("mean", [2])], inits, opset=9)
     with pytest.raises(ModelError) as caught:
         read_onnx(path)
-    assert str(caught.value) == (f"{path}: graph output 'mask': reads 'mask', output 1 (mask) "
-                                 f"of node 0 'drop' (Dropout), which is not supported (not "
-                                 f"computed here)")
+    assert str(caught.value) == (f"{path}: graph output 'mean': reads 'mean', output 1 (mean) "
+                                 f"of node 0 'bn' (BatchNormalization), which is not supported "
+                                 f"(not computed here)")
 
 
 @pytest.mark.parametrize("op, gates", [("LSTM", 4), ("GRU", 3)])

@@ -70,12 +70,13 @@ def test_squeeze_of_a_size_above_one_through_a_graph_input_is_refused(tmp_path, 
 
 
 def test_squeeze_axes_computed_at_run_time_are_refused(tmp_path, engine):
-    one = numpy_helper.from_array(np.array([1], np.int64), "one")
+    # a Convert layer computes the axes (shape arithmetic on a fed integer vector would not:
+    # it is folded per value)
     path = _save(tmp_path / "computed.onnx",
-                 [helper.make_node("Add", ["a", "one"], ["axes"]),
+                 [helper.make_node("Cast", ["a"], ["axes"], to=TensorProto.INT64),
                   helper.make_node("Squeeze", ["x", "axes"], ["y"])],
                  [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 1, 1, 4]),
-                  helper.make_tensor_value_info("a", TensorProto.INT64, [1])], [one])
+                  helper.make_tensor_value_info("a", TensorProto.FLOAT, [1])], [])
     with pytest.raises(ModelError, match=r"node 1 'y' \(Squeeze\): the axes \(input 1, 'axes'\) "
                                          r"must be a constant or a graph input"):
         Network(path, engine=engine)
@@ -110,13 +111,19 @@ def test_inference_dropout_passes_its_input_through(tmp_path, engine, mode_value
 def test_training_mode_dropout_is_refused_as_a_training_op(tmp_path, engine):
     path = _dropout_model(tmp_path, False, True)
     with pytest.raises(ModelError, match=r"node 0 'd' \(Dropout\): training_mode \(input 2, "
-                                         r"'mode'\) is true: training-mode Dropout .* is a "
-                                         r"training op"):
+                                         r"'mode'\) is true with ratio 0.5 \(input 1, "
+                                         r"'ratio'\): training-mode Dropout .* is a training op"):
         Network(path, engine=engine)
 
 
-def test_training_mode_given_at_run_time_is_refused(tmp_path, engine):
+def test_training_mode_given_at_run_time_is_compiled_in_per_value(tmp_path, engine):
+    # a fed training_mode is a value input: false runs as inference; true with ratio 0.5
+    # would draw a random mask, refused naming the node when the plan is compiled
     path = _dropout_model(tmp_path, True)
-    with pytest.raises(ModelError, match=r"node 0 'd' \(Dropout\): training_mode \(input 2, "
-                                         r"'mode'\) must be a constant false"):
-        Network(path, engine=engine)
+    net = Network(path, engine=engine)
+    x = np.random.default_rng(2).standard_normal((2, 8)).astype(np.float32)
+    np.testing.assert_array_equal(net.infer({"x": x, "mode": np.array(False)})["y"],
+                                  np.maximum(x, 0))
+    with pytest.raises(ModelError, match=r"node 0 'd' \(Dropout\): training_mode is true with "
+                                         r"ratio 0.5: training-mode Dropout .* is a training op"):
+        net.infer({"x": x, "mode": np.array(True)})

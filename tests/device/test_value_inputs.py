@@ -98,7 +98,8 @@ def test_a_large_value_input_is_refused(tmp_path, engine):
         net.infer({"x": np.zeros((2, 3, 4), np.float32), "shape": np.ones(100, np.int64)})
 
 
-def test_expand_of_a_computed_shape_is_refused_by_the_reader(tmp_path):
+def test_expand_of_shape_arithmetic_on_a_graph_input_compiles_per_value(tmp_path, engine):
+    # Add(shape, 1) on a small integer graph input is shape arithmetic, folded per value
     one = numpy_helper.from_array(np.array([1], np.int64), "one")
     path = _save(tmp_path / "computed.onnx",
                  [helper.make_node("Add", ["shape", "one"], ["s"]),
@@ -106,7 +107,22 @@ def test_expand_of_a_computed_shape_is_refused_by_the_reader(tmp_path):
                  [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 1]),
                   helper.make_tensor_value_info("shape", TensorProto.INT64, [2])],
                  [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], [one])
-    with pytest.raises(ModelError, match=r"computed.onnx: node 1 .*the shape \(input 1, 's'\) "
+    net = Network(read_onnx(path), engine=engine)
+    x = np.array([[1.0], [2.0], [3.0]], np.float32)
+    for target in ([2, 3], [0, 4]):
+        got = net.infer({"x": x, "shape": np.array(target, np.int64)})["y"]
+        np.testing.assert_array_equal(got, x * np.ones(np.array(target) + 1, np.float32))
+
+
+def test_expand_of_a_shape_computed_by_a_layer_is_refused_by_the_reader(tmp_path):
+    path = _save(tmp_path / "computed.onnx",
+                 [helper.make_node("Relu", ["f"], ["r"]),
+                  helper.make_node("Cast", ["r"], ["s"], to=TensorProto.INT64),
+                  helper.make_node("Expand", ["x", "s"], ["y"])],
+                 [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 1]),
+                  helper.make_tensor_value_info("f", TensorProto.FLOAT, [2])],
+                 [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    with pytest.raises(ModelError, match=r"computed.onnx: node 2 .*the shape \(input 1, 's'\) "
                                          r"must be a constant or a graph input"):
         read_onnx(path)
 

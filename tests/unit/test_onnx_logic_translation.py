@@ -86,7 +86,9 @@ def test_the_same_ops_on_constants_fold_at_load(tmp_path):
              helper.make_node("Add", ["x", "w"], ["y"])]
     inits = [numpy_helper.from_array(np.array([1, 5], np.int64), "a"),
              numpy_helper.from_array(np.array([3, 2], np.int64), "b")]
-    g = _read(tmp_path, nodes, [("x", I64, [2])], [("y", I64, [2])], inits)
+    # (x is data: a [3, 2] tensor; a small 1-D integer input beside constants would be read
+    # by value, compiled in per value given, as a fed shape vector is)
+    g = _read(tmp_path, nodes, [("x", I64, [3, 2])], [("y", I64, [3, 2])], inits)
     assert {n.type for n in g} == {"Parameter", "Const", "Add", "Result"}
     assert not [n for n in g if n.type == FOLD_TYPE]
     const = next(n for n in g if n.type == "Const")

@@ -280,3 +280,39 @@ def test_every_untranslated_op_is_named_with_its_nodes_in_one_refusal(tmp_path):
     assert "2 ONNX op type(s) of the model have no translation" in text
     assert "the ONNX op Bernoulli has no translation (node 3 'hm')" in text
     assert "the ONNX op Det has no translation (nodes 0 'det1', 2 'det2')" in text
+
+def test_every_refused_node_is_named_in_one_refusal(tmp_path):
+    # an op we lack, a Dropout in training with a ratio, Reduce axes computed by a layer: all
+    # three in one message, and the nodes after a refused one are not told as refused too
+    true = numpy_helper.from_array(np.array(True), "train")
+    nodes = [helper.make_node("Det", ["x"], ["d"], name="det"),
+             helper.make_node("Relu", ["d"], ["d2"], name="after_det"),
+             helper.make_node("Dropout", ["x", "", "train"], ["dr"], name="drop"),
+             helper.make_node("Relu", ["dr"], ["dr2"], name="after_drop"),
+             helper.make_node("Relu", ["k"], ["kr"], name="relu_k"),
+             helper.make_node("Cast", ["kr"], ["axes"], name="cast", to=TensorProto.INT64),
+             helper.make_node("ReduceSum", ["x", "axes"], ["s"], name="reduce")]
+    path = save(tmp_path, nodes, [vi("x", [3, 3]), vi("k", [1])],
+                [vi("d2", []), vi("dr2", [3, 3]), vi("s", None)], [true])
+    with pytest.raises(ModelError) as info:
+        read_onnx(path)
+    text = str(info.value)
+    assert "3 node(s) of the model cannot be run here" in text
+    assert "node 2 'drop' (Dropout): training_mode (input 2, 'train') is true" in text
+    assert "node 6 'reduce' (ReduceSum): the axes (input 1, 'axes') must be a constant" in text
+    assert "Ops with no translation to IR ops here: Det (nodes 0 'det' (Det))" not in text
+    assert "node 0 'det' (Det): the ONNX op Det has no translation" in text
+    assert "after_det" not in text and "after_drop" not in text
+
+
+def test_several_untranslated_ops_and_a_form_are_told_together(tmp_path):
+    nodes = [helper.make_node("Det", ["x"], ["d"], name="det1"),
+             helper.make_node("Det", ["x"], ["e"], name="det2"),
+             helper.make_node("Transpose", ["x"], ["t"], name="tr", perm=[0, 0])]
+    path = save(tmp_path, nodes, [vi("x", [3, 3])], [vi("d", []), vi("e", []), vi("t", None)])
+    with pytest.raises(ModelError) as info:
+        read_onnx(path)
+    text = str(info.value)
+    assert "3 node(s) of the model cannot be run here: node 2 'tr' (Transpose): perm" in text
+    assert "Ops with no translation to IR ops here: Det (nodes 0 'det1' (Det), 1 'det2' (Det))" \
+        in text

@@ -3,6 +3,9 @@ kept as a fold-only node (graph/fold_eval.py: FOLD_TYPE) for the shape-folding p
 evaluates it once the request's input shapes are known (passes/shape_folding.py).
 
 A value is *pending* when a fold-only node computes it: known at compile time, not at load.
+A graph input that a translation needs as a constant (Reduce axes, Slice starts, Pad pads the
+caller feeds) is known at compile time too: a fold-only node may read it by value, and the
+Network compiles it in per value given (a value input: runtime/compile/network.py).
 Shape arithmetic reads constants and pending values only; an input computed at run time by a
 layer (a truly dynamic value) is refused here, naming the node, the op and the input. The ops
 whose data is a tensor and whose shape-like operand is computed (Reshape, Expand, Tile, Slice,
@@ -28,29 +31,80 @@ def is_known(r, name: str | None) -> bool:
     return not name or r.folded(name) is not None or is_pending(r, name)
 
 
+# the most elements an operand fed as a graph input may have to be compiled in by value (a
+# shape, axes, pads; the Network's MAX_VALUE_INPUT_ELEMENTS checks the value given)
+SHAPE_VECTOR_ELEMENTS = 64
+
+
+def is_fed_operand(r, name: str | None) -> bool:
+    """A graph input that can be compiled in by value: a scalar or a vector of a few elements
+    (axes, pads, a ratio). A larger one, or one of higher rank, is data: never folded."""
+    if not name or not r.is_graph_input(name):
+        return False
+    shape = r.info.get(r.alias.get(name, name), (None, ""))[0]
+    return shape is not None and len(shape) <= 1 and \
+        all(d is None or d <= SHAPE_VECTOR_ELEMENTS for d in shape)
+
+
+def is_late(r, name: str | None) -> bool:
+    """Known at compile time, not at load: pending, or a graph input read by value."""
+    return bool(name) and (is_pending(r, name) or is_fed_operand(r, name))
+
+
+def is_compile_time(r, name: str | None) -> bool:
+    """A constant, pending, or a graph input read by value: a plan can be compiled for it."""
+    return is_known(r, name) or is_fed_operand(r, name)
+
+
+def need_compile_time(r, node, k: int, what: str) -> str:
+    """Input k of the node, which the op needs before the network runs: refused when a layer
+    computes it at run time (or it is a graph input too large to be compiled in)."""
+    value = node.input[k]
+    if not is_compile_time(r, value):
+        why = (f"a graph input of {r.describe_shape(value)}, too large to be compiled in"
+               if r.is_graph_input(value) else "computed at run time by a layer")
+        r.refuse(f"the {what} (input {k}, '{value}') must be a constant, shape arithmetic or a "
+                 f"graph input of at most {SHAPE_VECTOR_ELEMENTS} elements (compiled in per "
+                 f"value given); this one is {why}")
+    return value
+
+
 def _integer(r, name: str) -> bool:
     value = r.folded(name)
     return value is not None and value.dtype.kind in "iub"
 
 
+def _fed_shape_vector(r, name: str) -> bool:
+    """An integer graph input read by value (a target shape, pads the caller feeds)."""
+    return is_fed_operand(r, name) and \
+        r.info.get(r.alias.get(name, name), (None, ""))[1][:1] in ("i", "u")
+
+
 def is_shape_arithmetic(r, inputs: list) -> bool:
     """Whether an op with these inputs is shape arithmetic: every input known, and one pending
-    or every constant an integer (float constants keep today's layers)."""
+    or every constant an integer (float constants keep today's layers). A small integer vector
+    the caller feeds counts as known beside a pending value or an integer constant
+    (Max(Shape(x), target) in CenterCropPad): it is compiled in per value given (a value
+    input)."""
     names = [i for i in inputs if i]
-    if not names or not all(is_known(r, i) for i in names):
+    known = [i for i in names if is_known(r, i)]
+    if not known or not all(i in known or _fed_shape_vector(r, i) for i in names):
         return False
-    return any(is_pending(r, i) for i in names) or all(_integer(r, i) for i in names)
+    return any(is_pending(r, i) for i in names) or all(_integer(r, i) for i in known)
 
 
 def fold_or_defer(r, op: str, inputs: list, outputs: list, name: str,
-                  attrs: dict | None = None) -> None:
+                  attrs: dict | None = None, fed: bool = False) -> None:
     """Evaluate ONNX op `op` now when every input is a constant, else emit a fold-only node
     whose outputs are pending. `inputs` may hold None (an absent optional input); for the
-    SHAPE_READERS input 0 is read for its shape only."""
+    SHAPE_READERS input 0 is read for its shape only. `fed`: an input may be a graph input
+    read by value (is_fed_operand), where the caller knows it is an operand (axes, pads), not
+    data."""
     attrs = {k: str(v) for k, v in (attrs or {}).items()}
     reads_shape = op in SHAPE_READERS
     for k, value in enumerate(inputs):
-        if value and not (reads_shape and k == 0) and not is_known(r, value):
+        if value and not (reads_shape and k == 0) and not (
+                is_known(r, value) or fed and is_fed_operand(r, value)):
             # worded as the refusal of an op without a translation: on data, it has none
             r.refuse(f"the ONNX op {op} has no translation to IR ops for values computed at "
                      f"run time: it runs here only as shape arithmetic, folded before the "
@@ -86,7 +140,7 @@ def try_shape_arithmetic(r, node, name: str, attrs: dict | None = None,
     inputs = list(node.input) if inputs is None else inputs
     if not is_shape_arithmetic(r, inputs):
         return False
-    fold_or_defer(r, node.op_type, inputs, list(node.output), name, attrs)
+    fold_or_defer(r, node.op_type, inputs, list(node.output), name, attrs, fed=True)
     return True
 
 
@@ -128,17 +182,21 @@ def deferred_slice(r, node, name: str, attrs: dict) -> bool:
                                      ("axes", range(len(starts))))] + [None]
     else:
         args = [_input(node, k) for k in range(1, 5)]
-    if not any(is_pending(r, v) for v in [x] + args) or not all(is_known(r, v) for v in args):
+    if not (is_pending(r, x) or any(is_late(r, v) for v in args)):
         return False
+    for k, v in enumerate(args):
+        if v and not is_compile_time(r, v):
+            need_compile_time(r, node, k + 1, ("starts", "ends", "axes", "steps")[k])
     if is_known(r, x):
-        fold_or_defer(r, "Slice", [x] + args, [node.output[0]], name)
+        fold_or_defer(r, "Slice", [x] + args, [node.output[0]], name, fed=True)
         return True
     shape = r.known_shape(x)
     if shape is None:
         r.refuse(f"a Slice with computed starts or ends needs the rank of '{x}', which shape "
                  f"inference did not give{r.unknown_note()}")
     bounds = [f"{name}/{what}" for what in ("start", "stop", "step", "axes")]
-    fold_or_defer(r, "SliceBounds", args, bounds, f"{name}/bounds", {"rank": len(shape)})
+    fold_or_defer(r, "SliceBounds", args, bounds, f"{name}/bounds", {"rank": len(shape)},
+                  fed=True)
     r.emit("Slice", [x] + bounds, [node.output[0]], name, version="opset8")
     return True
 
@@ -149,12 +207,14 @@ def deferred_split(r, node, name: str, attrs: dict) -> bool:
     x, count = node.input[0], len(node.output)
     sizes = r.const(f"{name}/split", np.array(attrs["split"], np.int64)) \
         if "split" in attrs else _input(node, 1)
-    if not (is_pending(r, x) or is_pending(r, sizes)) or not is_known(r, sizes):
+    if not (is_pending(r, x) or is_late(r, sizes)):
         return False
+    if not is_compile_time(r, sizes):
+        need_compile_time(r, node, 1, "split")
     axis = int(attrs.get("axis", 0))
     if is_known(r, x):
         fold_or_defer(r, "Split", [x, sizes], list(node.output), name,
-                      {"axis": axis, "outputs": count})
+                      {"axis": axis, "outputs": count}, fed=True)
         return True
     shape = r.known_shape(x)
     if shape is None or not -len(shape) <= axis < len(shape) or shape[axis] is None:
@@ -163,7 +223,7 @@ def deferred_split(r, node, name: str, attrs: dict) -> bool:
     axis %= len(shape)
     bounds = [f"{name}/{what}{k}" for k in range(count) for what in ("start", "stop")]
     fold_or_defer(r, "SplitBounds", [sizes], bounds, f"{name}/bounds",
-                  {"outputs": count, "length": shape[axis]})
+                  {"outputs": count, "length": shape[axis]}, fed=True)
     axes = r.const(f"{name}/axes", np.array([axis], np.int64))
     step = r.const(f"{name}/step", np.array([1], np.int64))
     for k, out in enumerate(node.output):

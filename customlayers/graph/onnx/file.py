@@ -13,9 +13,11 @@ end) is left to protobuf: the whole file is parsed as before.
 """
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
-from ...files import read_user_file
+from ...errors import ModelError, ModelFileError
+from ...files import check_user_file, read_user_file
 from ..limits import MAX_MODEL_BYTES
 
 # raw_data longer than this is cut out: more than 1024 elements of any type (8 bytes at most per
@@ -134,3 +136,35 @@ def _varint(value: int) -> bytes:
 
 def _key(number: int) -> bytes:
     return _varint(number << 3 | _LENGTH_DELIMITED)
+
+
+def load_external_data(onnx, model, path: Path) -> None:
+    """The initializers kept in other files, looked up next to the model (as onnx.load does)."""
+    from onnx.external_data_helper import load_external_data_for_model
+    _check_external_files(model, path)
+    try:
+        load_external_data_for_model(model, str(path.parent))
+    except FileNotFoundError as e:
+        raise ModelFileError(f"cannot read {e.filename}: no such file (external data of "
+                             f"{path}, looked up next to the model)", e.filename, e) from e
+    except Exception as e:                      # onnx's checks of location, offset, length
+        raise ModelError(f"{path}: cannot load its external data ({type(e).__name__}: "
+                         f"{e})") from e
+
+
+def _check_external_files(model, path: Path) -> None:
+    """Each external data file a regular file (files.py): onnx would open a FIFO and wait for a
+    writer forever, and read a link to /dev/zero without end when no length is given."""
+    from onnx.external_data_helper import _get_all_tensors, uses_external_data
+    for tensor in _get_all_tensors(model):
+        if not uses_external_data(tensor):
+            continue
+        location = next((e.value for e in tensor.external_data if e.key == "location"), "")
+        target = path.parent / location
+        if not location or not os.path.lexists(target):
+            continue                             # onnx says what is missing
+        try:
+            check_user_file(target)
+        except OSError as e:
+            raise ModelError(f"cannot read {target}: {e.strerror} (external data of {path}, "
+                             f"initializer '{tensor.name}')") from e

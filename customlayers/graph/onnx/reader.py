@@ -17,14 +17,12 @@ has, the descriptor's Tensor `shape` formula, or input 0 (runtime/compile/networ
 """
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import numpy as np
 
 from ...dtypes import BOOL_ONNX, ONNX_SUPPORTED_TEXT, ONNX_TYPES, from_numpy, numpy_of
 from ...errors import ModelError, ModelFileError
-from ...files import check_user_file
 from ..graph import Graph, Node, Port
 from ..custom_shapes import (CustomLayers, as_custom_layers, custom_nodes, node_name,
                             propagate_custom_shapes)
@@ -32,8 +30,9 @@ from ..fold_eval import shape_text
 from ..guard import located
 from .deferred import InferredShapes, value_symbols
 from .checks import (check_attribute_types, check_model, check_node, enum_name,
-                     own_layer_hint, refuse_untranslated, schema_of, tensor_array, value_shape)
-from .file import load_model_file
+                     own_layer_hint, schema_of, tensor_array, value_shape)
+from .refusals import Refusals
+from .file import load_external_data, load_model_file
 from .shapes import infer_shapes
 from .table import TRANSLATIONS, translated_ops
 from .translate import float_text, ints_text
@@ -63,40 +62,8 @@ def read_onnx(path, custom_shapes: CustomLayers | None = None) -> Graph:
         raise ModelError(f"{path}: not an ONNX model ({type(e).__name__}: {e})") from e
     with located(str(path)):
         check_model(onnx, model, str(path))     # names are text before they become paths
-        _load_external_data(onnx, model, path)
+        load_external_data(onnx, model, path)
         return _OnnxReader(model, str(path), custom_shapes, raw_data).read()
-
-
-def _load_external_data(onnx, model, path: Path) -> None:
-    """The initializers kept in other files, looked up next to the model (as onnx.load does)."""
-    from onnx.external_data_helper import load_external_data_for_model
-    _check_external_files(model, path)
-    try:
-        load_external_data_for_model(model, str(path.parent))
-    except FileNotFoundError as e:
-        raise ModelFileError(f"cannot read {e.filename}: no such file (external data of "
-                             f"{path}, looked up next to the model)", e.filename, e) from e
-    except Exception as e:                      # onnx's checks of location, offset, length
-        raise ModelError(f"{path}: cannot load its external data ({type(e).__name__}: "
-                         f"{e})") from e
-
-
-def _check_external_files(model, path: Path) -> None:
-    """Each external data file a regular file (files.py): onnx would open a FIFO and wait for a
-    writer forever, and read a link to /dev/zero without end when no length is given."""
-    from onnx.external_data_helper import _get_all_tensors, uses_external_data
-    for tensor in _get_all_tensors(model):
-        if not uses_external_data(tensor):
-            continue
-        location = next((e.value for e in tensor.external_data if e.key == "location"), "")
-        target = path.parent / location
-        if not location or not os.path.lexists(target):
-            continue                             # onnx says what is missing
-        try:
-            check_user_file(target)
-        except OSError as e:
-            raise ModelError(f"cannot read {target}: {e.strerror} (external data of {path}, "
-                             f"initializer '{tensor.name}')") from e
 
 
 def _attr_text(value) -> str:
@@ -187,28 +154,45 @@ class _OnnxReader:
                 if names and any(isinstance(d, str) for d in names):
                     attrs["dim_names"] = shape_text(names)    # bound per request's shapes
                 self.emit("Parameter", [], [vi.name], vi.name, attrs=attrs)
-        refuse_untranslated([(i, node_name(n, i), n) for i, n in enumerate(g.node)],
-                            self.is_custom, TRANSLATIONS, self.file, translated_ops())
+        refusals = Refusals(self.file)
+        missing = [(i, node_name(n, i), n) for i, n in enumerate(g.node)
+                   if not self.is_custom(n) and n.op_type not in TRANSLATIONS]
+        if len(missing) > 1:     # told grouped by op (one alone: refused at its node below)
+            refusals.missing = missing
+        skipped = {i for i, _, _ in refusals.missing}
         for index, node in enumerate(g.node):
+            if index in skipped or refusals.reads_refused(node):
+                refusals.skip(node)              # its cause is told once, where it is
+                continue
             name = node_name(node, index)
             self.where = f"{self.file}: node {index} '{name}' ({node.op_type})"
             self.node_inputs = [i for i in node.input if i]
-            with located(self.where):
-                self.check_outputs_are_new(node)
-                self.translate(node, name, index)
-                self.note_dropped_outputs(node)
+            try:
+                with located(self.where):
+                    self.check_outputs_are_new(node)
+                    self.translate(node, name, index)
+                    self.note_dropped_outputs(node)
+            except ModelError as e:              # told with every other refusal at the end
+                refusals.add(node, e)
         self.where = ""
         self.node_inputs = []
         if self.pending:        # shape arithmetic left for the pass: the dims it may ask for
             self.graph.value_shapes = InferredShapes(self.onnx, self.source)
         for vi in g.output:
+            if vi.name in refusals.refused_values:
+                continue
             self.where = f"{self.file}: graph output '{vi.name}'"
-            result = self.emit("Result", [vi.name], [], f"{vi.name}/sink")
+            try:
+                result = self.emit("Result", [vi.name], [], f"{vi.name}/sink")
+            except ModelError as e:
+                refusals.errors.append(e)
+                continue
             if vi.type.tensor_type.elem_type == BOOL_ONNX:   # held as u8, returned as bool
                 result.attrs["boolean"] = "true"
             # the output is returned under the graph's name for it, not its producer's (an
             # Identity or Dropout makes it another name's value: runtime/compiler._output_name)
             result.inputs[0].names = (vi.name,)
+        refusals.raise_if_any(self.is_custom, TRANSLATIONS, translated_ops())
         return self.graph
 
     def value_info(self, vi) -> tuple[tuple | None, str]:

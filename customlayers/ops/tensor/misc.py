@@ -67,13 +67,14 @@ class Convert(Op):
 @register_op
 class Pad(Op):
     """Pad-1/12: pads_begin/pads_end (inputs 1, 2; negative values crop), pad_value (input 3,
-    constant mode only, default 0), pad_mode constant | edge | reflect | symmetric."""
+    constant mode only, default 0), pad_mode constant | edge | reflect | symmetric | wrap
+    (ONNX's Pad-19: periodic)."""
     input_count = (3, 4)
     type = "Pad"
     reads_half = True        # map kernels: half read and written as float (_half_io.py)
     attributes = (Attr("pad_mode", "str", "constant"),)
     const_inputs = (1, 2, 3)
-    MODES = ("constant", "edge", "reflect", "symmetric")
+    MODES = ("constant", "edge", "reflect", "symmetric", "wrap")
 
     def parse_attributes(self, raw, layer):
         attrs = super().parse_attributes(raw, layer)

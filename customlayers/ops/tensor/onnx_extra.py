@@ -92,42 +92,49 @@ class Shrink(Activation):
 
 @register_op
 class ConvolutionBackpropData(Op):
-    """ConvolutionBackpropData-1 without the output_shape input: data N,C,[H,]W, weights
-    C_in,C_out,[KH,]KW (constant or not), explicit pads, output_padding; one group."""
+    """ConvolutionBackpropData-1 without the output_shape input: data N,C,[[D,]H,]W, weights
+    C_in,C_out/group,[[KD,]KH,]KW (constant or not), explicit pads (a negative pads_end
+    widens the output: ONNX's output_shape), output_padding, and this project's `group`
+    (ONNX's grouped ConvTranspose; OpenVINO names that one GroupConvolutionBackpropData)."""
     input_count = (2, 2)
     type = "ConvolutionBackpropData"
     attributes = (Attr("strides", "ints", required=True), Attr("dilations", "ints", required=True),
                   Attr("pads_begin", "ints", required=True), Attr("pads_end", "ints", required=True),
-                  Attr("output_padding", "ints", ()), Attr("auto_pad", "str", "explicit"))
+                  Attr("output_padding", "ints", ()), Attr("auto_pad", "str", "explicit"),
+                  Attr("group", "int", 1))
+    _NAMES = ("strides", "dilations", "pads_begin", "pads_end", "output_padding")
 
     def _geometry(self, attrs, inputs) -> dict[str, int]:
         x, w = shape_of(inputs[0]), shape_of(inputs[1])
-        if len(inputs) != 2 or len(x) not in (3, 4) or len(w) != len(x) or w[0] != x[1]:
-            raise BindingError(f"{self.type}: expected data N,C,[H,]W and weights C,C_out,[KH,]KW "
-                               f"with the same C; found {[list(shape_of(t)) for t in inputs]}")
+        group = attrs["group"]
+        if len(inputs) != 2 or len(x) not in (3, 4, 5) or len(w) != len(x) or w[0] != x[1] \
+                or group < 1 or x[1] % group:
+            raise BindingError(f"{self.type}: expected data N,C,[[D,]H,]W and weights "
+                               f"C,C_out/group,[[KD,]KH,]KW with the same C, divided by group "
+                               f"{group}; found {[list(shape_of(t)) for t in inputs]}")
         if attrs["auto_pad"] != "explicit" or any(t.dtype != "f32" for t in inputs):
             raise BindingError(f"{self.type}: only explicit padding on f32 tensors is supported")
         k = len(x) - 2
-        lift = (lambda v, fill: [fill] * (2 - k) + list(v))   # 1-D: an H of 1 in front
-        x4, w4 = [x[0], x[1]] + lift(x[2:], 1), [w[0], w[1]] + lift(w[2:], 1)
+        lift = (lambda v, fill: [fill] * (3 - k) + list(v))   # 1-D, 2-D: depth 1 in front
+        x5, w5 = lift(x[2:], 1), lift(w[2:], 1)
         vals = {a: lift(attrs[a] or [0] * k, 1 if a in ("strides", "dilations") else 0)
-                for a in ("strides", "dilations", "pads_begin", "pads_end", "output_padding")}
-        if any(len(v) != 2 for v in vals.values()):
+                for a in self._NAMES}
+        if any(len(v) != 3 for v in vals.values()):
             raise BindingError(f"{self.type}: strides, dilations, pads and output_padding need "
                                f"{k} values each")
         out = [s * (i - 1) + op + (kk - 1) * d + 1 - pb - pe for i, kk, s, d, pb, pe, op in zip(
-            x4[2:], w4[2:], *(vals[a] for a in ("strides", "dilations", "pads_begin", "pads_end",
-                                                 "output_padding")))]
+            x5, w5, *(vals[a] for a in self._NAMES))]
         if any(o <= 0 for o in out):
-            raise BindingError(f"{self.type}: the output would be {out} (empty)")
-        return dict(N=x4[0], IC=x4[1], OC=w4[1], IH=x4[2], IW=x4[3], OH=out[0], OW=out[1],
-                    KH=w4[2], KW=w4[3], SY=vals["strides"][0], SX=vals["strides"][1],
-                    DY=vals["dilations"][0], DX=vals["dilations"][1],
-                    PY=vals["pads_begin"][0], PX=vals["pads_begin"][1], RANK=len(x))
+            raise BindingError(f"{self.type}: the output would be {out[3 - k:]} (empty)")
+        s, d, p = vals["strides"], vals["dilations"], vals["pads_begin"]
+        return dict(N=x[0], IC=x[1], OC=w[1] * group, ID=x5[0], IH=x5[1], IW=x5[2],
+                    OD=out[0], OH=out[1], OW=out[2], KD=w5[0], KH=w5[1], KW=w5[2],
+                    SZ=s[0], SY=s[1], SX=s[2], DZ=d[0], DY=d[1], DX=d[2],
+                    PZ=p[0], PY=p[1], PX=p[2], ICG=x[1] // group, OCG=w[1], RANK=len(x))
 
     def infer_shapes(self, attrs, inputs, consts):
         g = self._geometry(attrs, inputs)
-        spatial = [g["OH"], g["OW"]] if g["RANK"] == 4 else [g["OW"]]
+        spatial = [g["OD"], g["OH"], g["OW"]][5 - g["RANK"]:]
         return [((g["N"], g["OC"], *spatial), "f32")]
 
     def launches(self, attrs, inputs, outputs, consts, ctx=DEFAULT_CONTEXT):
@@ -136,4 +143,4 @@ class ConvolutionBackpropData(Op):
         count = numel(outputs[0].shape)
         src = program_text("deconv", {"COUNT": f"{count}u", **g}, "onnx_extra_deconv.cl")
         return [KernelLaunch(src, "deconv", (Arg.input(0), Arg.input(1), Arg.output(0)),
-                             global_1d(count), label=f"deconv_{g['KH']}x{g['KW']}")]
+                             global_1d(count), label=f"deconv_{g['KD']}x{g['KH']}x{g['KW']}")]

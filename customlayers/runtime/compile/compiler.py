@@ -21,6 +21,7 @@ from ...jit.launch import CompileContext, DeviceTraits
 from ...jit.layer import LayerCall, LayerImpl, LayerWork
 from ...jit.tensor import TensorDesc
 from .concat_in_place import ConcatCandidate, place_concat_inputs
+from .compiled_values import check_empty_reads, check_not_empty, compiled_in
 from ..device.device_memory import check_fits
 from ...passes.fusion import FusionPlan
 from ...ops import half_storage
@@ -65,21 +66,23 @@ def compile_plan(graph: Graph, order: Sequence[Node], impls: Mapping[str, LayerI
     results: dict[str, tuple[int, TensorKey]] = {}
     booleans: set[str] = set()      # outputs the model declares boolean (Result: boolean=true)
     result_rank = {n.id: i for i, n in enumerate(graph.results)}
+    empty: dict[TensorKey, tuple] = {}        # compiled-in values with no element: their shape
 
     for node in order:
         try:
             if node.type == "Parameter":
                 dtype = node.outputs[0].dtype if node.outputs else "f32"
-                descs[(node.id, 0)] = TensorDesc(input_shapes[node.name], dtype)
                 if node.name in input_values:   # compiled in: no input buffer
-                    consts[(node.id, 0)] = input_values[node.name]
+                    compiled_in((node.id, 0), np.asarray(input_values[node.name]), dtype,
+                                 consts, descs, empty)
                 else:
+                    check_not_empty(node.name, input_shapes[node.name])
+                    descs[(node.id, 0)] = TensorDesc(input_shapes[node.name], dtype)
                     inputs.append((node.name, (node.id, 0)))
                 continue
             if node.type == "Const":
                 value = np.asarray(node.value)
-                consts[(node.id, 0)] = value
-                descs[(node.id, 0)] = TensorDesc(value.shape, value.dtype)
+                compiled_in((node.id, 0), value, value.dtype, consts, descs, empty)
                 continue
             if node.id in fusion.absorbed:     # computed by the kernel it was fused into
                 owner = (fusion.absorbed[node.id], 0)
@@ -88,6 +91,8 @@ def compile_plan(graph: Graph, order: Sequence[Node], impls: Mapping[str, LayerI
                 continue
             in_keys = [graph.producer(node.id, i) for i in range(len(node.inputs))]
             in_descs = [descs[k] for k in in_keys]
+            check_empty_reads(node, in_keys, empty, None if node.type == "Result"
+                               else (fusion.replaced.get(node.id) or impls[node.id]))
             if node.type == "Result":
                 name = _output_name(graph, node, in_keys[0], results)
                 if name is not None:

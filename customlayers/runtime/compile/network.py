@@ -25,7 +25,7 @@ from ...graph.load import read_model
 from ...jit.tensor import TensorDesc
 from ...passes import FOLDING, PASSES
 from ...passes.fusion import FusionPlan, plan_network_fusion
-from ...passes.shape_folding import fold_for_shapes, has_fold_nodes
+from ...passes.shape_folding import fold_for_shapes, has_fold_nodes, value_inputs_read
 from .compiler import PlanOptions, compile_plan
 from ..device.device import Engine
 from ..device.limits import device_traits, has_fp16, has_fp64
@@ -140,12 +140,13 @@ class Network:
         return plan_network_fusion(graph, order, impls, lambda n: not (
             n.id in impls and impls[n.id] is builtins.get(n.type)))
 
-    def _graph_for(self, shapes):
-        """(graph, order, impls, fusion) a plan for these input shapes compiles: the network's
-        own, or with its shape arithmetic folded for them and the other passes run again."""
+    def _graph_for(self, shapes, values):
+        """(graph, order, impls, fusion) a plan for these input shapes (and values of the value
+        inputs) compiles: the network's own, or with its shape arithmetic folded for them and
+        the other passes run again."""
         if not self._per_shape:
             return self.graph, self._order, self._impls, self._fusion
-        graph = fold_for_shapes(self.graph, shapes)
+        graph = fold_for_shapes(self.graph, shapes, values)
         if self.fuse:
             graph, _ = self._rewritten(graph, PASSES[len(FOLDING):])
         order = graph.topological_order()
@@ -153,7 +154,7 @@ class Network:
         return graph, order, impls, self._fusion_plan(graph, order, impls)
 
     def _compile(self, shapes, values) -> CompiledPlan:
-        graph, order, impls, fusion = self._graph_for(shapes)
+        graph, order, impls, fusion = self._graph_for(shapes, values)
         plan = compile_plan(graph, order, impls, fusion, self.engine, self._options, shapes,
                             values)
         for note in plan.notes:                  # once per plan: a likely misspelled attribute
@@ -170,11 +171,11 @@ class Network:
     # -- resolution ------------------------------------------------------------------------
     def _find_value_inputs(self) -> dict[str, str]:
         """Graph inputs that a layer reads as a compile-time constant (its implementation's
-        const_inputs), directly or through shape-only views: their values are part of a plan's
-        key."""
+        const_inputs), directly or through shape-only views, or that shape arithmetic left for
+        the plans reads (passes/shape_folding.py): their values are part of a plan's key."""
         g = self.graph
         impls = self._impls
-        found: dict[str, str] = {}
+        found: dict[str, str] = dict(value_inputs_read(g))
         for node in self._order:
             if node.id not in impls:
                 continue

@@ -73,10 +73,14 @@ def reserve(device, nbytes: int, owner, what: str,
     for attempt in range(2):
         with _lock:
             taken = _held.get(key, 0)
-            if taken + nbytes <= memory:
+            fits = taken + nbytes <= memory
+            if fits:
                 _held[key] = taken + nbytes
-                weakref.finalize(owner, _release, key, nbytes)
-                return
+        if fits:
+            # registered outside the lock: making the finalizer may run a collection, whose
+            # finalizers (_release) take the lock; under it, that waited on itself for ever
+            weakref.finalize(owner, _release, key, nbytes)
+            return
         if attempt == 0:
             gc.collect()
     raise DeviceError(f"{what} needs {mib(nbytes)} of device memory, but this process's other "

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from .... import dtypes
-from ..deferred import try_shape_arithmetic
+from ..deferred import fold_or_defer, need_compile_time, try_shape_arithmetic
 from ..translate import axis_in, const_input, dtype_of, float_text, intermediate, keep_axes, \
     legacy_broadcast, optional_input, translates
 
@@ -26,19 +26,38 @@ BINARY = {"Add": "Add", "Mul": "Multiply", "Sub": "Subtract", "Pow": "Power",
 def _clip(r, node, name: str, attrs: dict) -> None:
     """A missing bound is the element type's own lowest or highest value (as ONNX Runtime has
     it: an infinity becomes the largest finite float), never a float constant cast into an
-    integer type; integer bounds are written exactly (an int64 past 2**53)."""
+    integer type; integer bounds are written exactly (an int64 past 2**53). Bounds that are
+    not constants (graph inputs, computed tensors) clip on data: Minimum(Maximum(x, min), max)."""
     dtype = dtype_of(r, node.input[0])
     bounds = {"min": attrs.get("min"), "max": attrs.get("max")}   # before opset 11
+    tensors = {}                                # slot -> a bound that is not a constant
     for k, slot in ((1, "min"), (2, "max")):   # opset 11+: bounds are inputs
         if len(node.input) > k and node.input[k]:
             value = r.folded(node.input[k])
             if value is None:
-                r.refuse(f"the '{slot}' input must be a constant")
+                tensors[slot] = node.input[k]
+                continue
             if value.size != 1:
                 r.refuse(f"the '{slot}' input must be a scalar, found shape {list(value.shape)}")
             bounds[slot] = value.reshape(-1)[0].item()
-    text = {slot: _bound_text(v, dtype, slot) for slot, v in bounds.items()}
-    r.emit("Clamp", [node.input[0]], [node.output[0]], name, text)
+    if not tensors:
+        text = {slot: _bound_text(v, dtype, slot) for slot, v in bounds.items()}
+        r.emit("Clamp", [node.input[0]], [node.output[0]], name, text)
+        return
+    x = node.input[0]
+    for slot, ir_type in (("min", "Maximum"), ("max", "Minimum")):
+        bound = tensors.get(slot)
+        if bound is None and bounds[slot] is not None:
+            bound = r.const(f"{name}/{slot}", np.asarray(bounds[slot]).astype(
+                dtypes.numpy_of(dtype) if dtype in dtypes.BY_NAME else np.float32))
+        if bound is None:
+            continue
+        last = slot == "max" or "max" not in tensors and bounds["max"] is None
+        if last:
+            r.emit(ir_type, [x, bound], [node.output[0]], name, {"auto_broadcast": "numpy"})
+            return
+        x = intermediate(r, ir_type, [x, bound], f"{name}/{slot}", None,
+                         {"auto_broadcast": "numpy"})
 
 
 def _bound_text(value, dtype: str, slot: str) -> str:
@@ -200,7 +219,10 @@ def _reciprocal(r, node, name: str, attrs: dict) -> None:
 # -- reductions and means -------------------------------------------------------------------
 def _reduce_axes(r, node, attrs: dict, rank: int | None) -> list[int] | None:
     """The axes of an ONNX Reduce* (attribute before opset 13/18, input 1 after), normalized;
-    None = no reduction (noop_with_empty_axes)."""
+    None = no reduction at all (noop_with_empty_axes with ReduceSum/Mean/Max/Min: the input
+    itself); [] = over no axis, which still applies a ReduceL1's abs or a ReduceLogSum's log,
+    as ONNX's reference does."""
+    noop = bool(attrs.get("noop_with_empty_axes", 0))
     if "axes" in attrs:
         axes = list(attrs["axes"])
     elif optional_input(node, 1):
@@ -208,8 +230,8 @@ def _reduce_axes(r, node, attrs: dict, rank: int | None) -> list[int] | None:
     else:
         axes = []
     if not axes:
-        if attrs.get("noop_with_empty_axes", 0):
-            return None
+        if noop:
+            return None if node.op_type in _PLAIN_REDUCE else []
         if rank is None:
             r.refuse("reducing over all axes needs the input's rank")
         return list(range(rank))
@@ -218,6 +240,23 @@ def _reduce_axes(r, node, attrs: dict, rank: int | None) -> list[int] | None:
             r.refuse("negative axes need the input's rank")
         return sorted(set(axes))
     return sorted({axis_in(r, a, rank, "axes entry") for a in axes})
+
+
+# the reductions whose reduction over no axis is the input itself
+_PLAIN_REDUCE = ("ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin")
+
+
+def _late_axes(r, node, attrs: dict, rank: int | None, name: str) -> str:
+    """Axes fed as a graph input (or computed from shapes): normalized by a fold-only node
+    once the plan's value is known; returns the value name of the axes the IR ops read."""
+    axes = need_compile_time(r, node, 1, "axes")
+    if rank is None:
+        r.refuse(f"axes given as an input ('{axes}') need the rank of '{node.input[0]}', which "
+                 f"shape inference did not give")
+    out = f"{name}/axes"
+    fold_or_defer(r, "ReduceAxes", [axes], [out], f"{name}/axes_of",
+                  {"rank": rank, "noop": int(attrs.get("noop_with_empty_axes", 0))}, fed=True)
+    return out
 
 
 def _reduce_shape(shape, axes, keep: bool):
@@ -232,17 +271,21 @@ def _reduce(r, node, name: str, attrs: dict) -> None:
     """Mean/Sum/Max/Min/Prod are built-ins; the others are built from them and elementwise
     ops."""
     x, out, op = node.input[0], node.output[0], node.op_type
-    shape = r.shape_of(x)
-    axes = _reduce_axes(r, node, attrs, len(shape) if shape else None)
-    if axes is None:
-        r.alias[out] = r.alias.get(x, x)
-        return
+    shape = r.known_shape(x)
+    rank = len(shape) if shape is not None else None
     keep = bool(attrs.get("keepdims", 1))
     keep_text = "true" if keep else "false"
-    ax = r.const(f"{name}/axes", np.array(axes, np.int64))
+    if "axes" not in attrs and optional_input(node, 1) and r.folded(node.input[1]) is None:
+        ax, axes = _late_axes(r, node, attrs, rank, name), None   # known per plan
+    else:
+        axes = _reduce_axes(r, node, attrs, rank)
+        if axes is None:
+            r.alias[out] = r.alias.get(x, x)
+            return
+        ax = r.const(f"{name}/axes", np.array(axes, np.int64))
 
     def reduce(kind: str, src: str, dst: str, keep_dims: str = keep_text) -> str:
-        shp = _reduce_shape(shape, axes, keep_dims == "true")
+        shp = None if axes is None else _reduce_shape(shape, axes, keep_dims == "true")
         if dst != out:
             return intermediate(r, kind, [src, ax], dst, shp, {"keep_dims": keep_dims})
         return r.emit(kind, [src, ax], [out], name, {"keep_dims": keep_dims}).name
@@ -271,14 +314,16 @@ def _reduce(r, node, name: str, attrs: dict) -> None:
         d = intermediate(r, "Subtract", [x, m], f"{name}/shifted", shape,
                          {"auto_broadcast": "numpy"})
         e = unary("Exp", d, f"{name}/exp", shape)
-        s = reduce("ReduceSum", e, f"{name}/sum", "true")
-        lg = unary("Log", s, f"{name}/log", keep_axes(shape, axes))
         if keep:
+            s = reduce("ReduceSum", e, f"{name}/sum", "true")
+            lg = unary("Log", s, f"{name}/log", None if axes is None else keep_axes(shape, axes))
             r.emit("Add", [lg, m], [out], name, {"auto_broadcast": "numpy"})
-        else:
-            summed = intermediate(r, "Add", [lg, m], f"{name}/lse", keep_axes(shape, axes),
-                          {"auto_broadcast": "numpy"})
-            r.emit("Squeeze", [summed, ax], [out], name)
+        else:          # the sum and the max again without the reduced dims (no Squeeze: its
+            # empty axes would remove every 1, where a reduction over no axis keeps them)
+            s = reduce("ReduceSum", e, f"{name}/sum", "false")
+            lg = unary("Log", s, f"{name}/log", None)
+            m0 = reduce("ReduceMax", x, f"{name}/max0", "false")
+            r.emit("Add", [lg, m0], [out], name, {"auto_broadcast": "numpy"})
 
 
 @translates("Mean")

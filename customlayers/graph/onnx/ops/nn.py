@@ -51,28 +51,62 @@ def _conv(r, node, name: str, attrs: dict) -> None:
 
 @translates("ConvTranspose")
 def _conv_transpose(r, node, name: str, attrs: dict) -> None:
+    """1-D to 3-D, grouped; pads from auto_pad or output_shape worked out here as ONNX's
+    reference does (onnx/reference/ops/op_conv_transpose.py), so the IR op sees explicit
+    pads_begin and a pads_end that gives the output its size."""
     x, w = node.input[0], node.input[1]
     wshape = r.shape_of(w)
-    if len(wshape) not in (3, 4) or int(attrs.get("group", 1)) != 1:
-        r.refuse(f"only 1-D and 2-D ConvTranspose with group 1 is supported; weights "
-                 f"{list(wshape)}, group {attrs.get('group', 1)}")
-    if any(d is None for d in wshape):
-        r.refuse(f"the weights '{w}' need a known shape, found {list(wshape)}")
-    if "output_shape" in attrs or text_attr(r, attrs, "auto_pad", "NOTSET") not in ("NOTSET", ""):
-        r.refuse("output_shape and auto_pad are not supported; give pads (and output_padding)")
+    if len(wshape) not in (3, 4, 5) or any(d is None for d in wshape):
+        r.refuse(f"the weights '{w}' need a known shape of rank 3 to 5 (1-D to 3-D), found "
+                 f"{r.describe_shape(w)}")
     k = len(wshape) - 2
-    pads = spatial(r, attrs, "pads", 2 * k, 0)
-    ir = {"strides": ints_text(spatial(r, attrs, "strides", k, 1)),
-          "dilations": ints_text(spatial(r, attrs, "dilations", k, 1)),
-          "pads_begin": ints_text(pads[:k]), "pads_end": ints_text(pads[k:]),
-          "output_padding": ints_text(spatial(r, attrs, "output_padding", k, 0))}
+    group = int(attrs.get("group", 1))
+    strides = spatial(r, attrs, "strides", k, 1)
+    dilations = spatial(r, attrs, "dilations", k, 1)
+    out_pad = spatial(r, attrs, "output_padding", k, 0)
+    if "kernel_shape" in attrs and list(attrs["kernel_shape"]) != list(wshape[2:]):
+        r.refuse(f"kernel_shape {list(attrs['kernel_shape'])} is not the weights' "
+                 f"{list(wshape[2:])}")
+    begin, end = _deconv_pads(r, node, attrs, k, wshape, strides, dilations, out_pad)
+    sized = end is not None                    # pads_end gives the size: no output_padding
+    ir = {"strides": ints_text(strides), "dilations": ints_text(dilations),
+          "pads_begin": ints_text(begin),
+          "pads_end": ints_text(end if sized else spatial(r, attrs, "pads", 2 * k, 0)[k:]),
+          "output_padding": ints_text([0] * k if sized else out_pad), "group": str(group)}
     bias = optional_input(node, 2)
     out = f"{node.output[0]}/deconv" if bias else node.output[0]
     r.emit("ConvolutionBackpropData", [x, w], [out], out if bias else name, ir,
            shapes=[r.shape_of(node.output[0])] if bias else None)
     if bias:
-        b = reshaped(r, bias, [1, wshape[1]] + [1] * k, f"{name}/bias")
+        b = reshaped(r, bias, [1, wshape[1] * group] + [1] * k, f"{name}/bias")
         r.emit("Add", [out, b], [node.output[0]], name, {"auto_broadcast": "numpy"})
+
+
+def _deconv_pads(r, node, attrs, k, wshape, strides, dilations, out_pad):
+    """(pads_begin, pads_end): pads_end None where the explicit pads and output_padding say
+    the output size. With output_shape (the pads are then ignored) or auto_pad SAME_*, the
+    padding that gives the output_shape (default: the input size times the stride), split as
+    ONNX's spec and ONNX Runtime do: SAME_UPPER puts the odd one at the end, else at the
+    start. That needs the input's spatial dims."""
+    auto_pad = text_attr(r, attrs, "auto_pad", "NOTSET", AUTO_PAD)
+    if "output_shape" not in attrs and auto_pad not in ("SAME_UPPER", "SAME_LOWER"):
+        return spatial(r, attrs, "pads", 2 * k, 0)[:k], None
+    dims = r.known_shape(node.input[0])
+    if dims is None or len(dims) != k + 2 or any(d is None for d in dims[2:]):
+        r.refuse(f"output_shape or auto_pad={auto_pad} needs the input's spatial dims, found "
+                 f"{r.describe_shape(node.input[0])}")
+    size = list(dims[2:])
+    full = [s * (i - 1) + op + (kk - 1) * d + 1
+            for i, kk, s, d, op in zip(size, wshape[2:], strides, dilations, out_pad)]
+    target = list(attrs.get("output_shape") or [i * s for i, s in zip(size, strides)])
+    target = target[-k:] if len(target) == k + 2 else target
+    if len(target) != k:
+        r.refuse(f"output_shape {list(attrs['output_shape'])} has {len(target)} values; "
+                 f"{k} are needed")
+    total = [f - t for f, t in zip(full, target)]
+    begin = [t // 2 if auto_pad == "SAME_UPPER" else t - t // 2 for t in total]
+    # the IR op then runs without output_padding: the end padding alone sizes the output
+    return begin, [f - op - t - b for f, op, t, b in zip(full, out_pad, target, begin)]
 
 
 def _pool_attrs(r, attrs: dict) -> dict[str, str]:

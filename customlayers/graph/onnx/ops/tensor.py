@@ -14,7 +14,7 @@ from .... import dtypes
 from ...limits import MAX_DIM, element_count
 from ..checks import enum_name
 from ..deferred import (cast_attrs, deferred_slice, deferred_split, fold_or_defer, is_known,
-                       is_pending, try_shape_arithmetic)
+                       is_late, is_pending, need_compile_time, try_shape_arithmetic)
 from ..translate import axis_in, const_input, optional_input, rank_of, text_attr, translates
 
 # A constant the reader computes itself (ConstantOfShape) is held in memory while reading
@@ -94,31 +94,58 @@ def _squeeze(r, node, name: str, attrs: dict) -> None:
 
 @translates("Dropout", "Identity")
 def _identity(r, node, name: str, attrs: dict) -> None:
+    x = r.alias.get(node.input[0], node.input[0])
     if node.op_type == "Dropout":
-        _check_inference_dropout(r, node)
-    if len(node.output) > 1 and node.output[1] and r.uses.get(node.output[1]):
-        r.refuse("the mask output of Dropout is not supported (inference has no mask)")
-    r.alias[node.output[0]] = r.alias.get(node.input[0], node.input[0])
+        _check_inference_dropout(r, node, name)
+        if len(node.output) > 1 and node.output[1]:
+            _dropout_mask(r, x, node.output[1], name)
+    r.alias[node.output[0]] = x
 
 
-def _check_inference_dropout(r, node) -> None:
-    """A Dropout passes its input through only in inference: a training_mode input (opset 12+)
-    that is true, or not a constant, asks for the random mask of training, refused."""
-    mode = node.input[2] if len(node.input) > 2 and node.input[2] else None
+def _dropout_mask(r, x: str, out: str, name: str) -> None:
+    """Dropout's mask where it passes its input through: every element kept (true, held as
+    u8): a constant, or made per plan from the input's shape where that is symbolic."""
+    shape = r.known_shape(x)
+    if shape is not None and all(d is not None for d in shape):
+        r.consts[out] = np.ones(shape, np.uint8)
+        return
+    fold_or_defer(r, "Shape", [x], [f"{name}/mask_shape"], f"{name}/mask_shape")
+    fold_or_defer(r, "ConstantOfShape", [f"{name}/mask_shape", r.const(f"{name}/true", np.ones(1, np.uint8))],
+                  [out], f"{name}/mask")
+
+
+def _check_inference_dropout(r, node, name: str) -> None:
+    """A Dropout passes its input through in inference, and in training with ratio 0 (ONNX:
+    nothing dropped). A training_mode (opset 12+) that is true with another ratio asks for the
+    random mask of training, refused; one the caller feeds is checked per plan."""
+    mode = optional_input(node, 2)
     if mode is None:
         return
-    value = r.folded(mode)
-    if value is None:
-        r.refuse(f"training_mode (input 2, '{mode}') must be a constant false: Dropout runs "
-                 f"here as in inference (its input passed through), and this one is only known "
-                 f"at run time")
-    if value.size != 1:
+    ratio = optional_input(node, 1)
+    mode_value = r.folded(mode)
+    if mode_value is not None and mode_value.size == 1 and not bool(mode_value.reshape(-1)[0]):
+        return                                    # inference: the ratio does not matter
+    ratio_value = r.folded(ratio) if ratio else np.float32(0.5)
+    if mode_value is not None and ratio_value is not None:
+        _check_dropout_values(r, mode_value, ratio_value, mode, ratio)
+        return
+    if ratio:
+        need_compile_time(r, node, 1, "ratio")
+    need_compile_time(r, node, 2, "training_mode")
+    fold_or_defer(r, "DropoutCheck", [ratio or r.const(f"{name}/ratio", np.float32(0.5)), mode],
+                  [f"{name}/checked"], f"{name}/check", fed=True)
+
+
+def _check_dropout_values(r, mode_value, ratio_value, mode: str, ratio) -> None:
+    if mode_value.size != 1:
         r.refuse(f"training_mode (input 2, '{mode}') must be a scalar, found shape "
-                 f"{list(value.shape)}")
-    if bool(value.reshape(-1)[0]):
-        r.refuse(f"training_mode (input 2, '{mode}') is true: training-mode Dropout (a random "
-                 f"mask) is a training op, not supported; inference runs it with "
-                 f"training_mode false or absent")
+                 f"{list(mode_value.shape)}")
+    rate = float(np.asarray(ratio_value).reshape(-1)[0])
+    if bool(mode_value.reshape(-1)[0]) and rate != 0:
+        given = "the default" if ratio is None else f"input 1, '{ratio}'"
+        r.refuse(f"training_mode (input 2, '{mode}') is true with ratio {rate:g} ({given}): "
+                 f"training-mode Dropout (a random mask) is a training op, not supported; "
+                 f"inference runs it with training_mode false or absent, or ratio 0")
 
 
 @translates("Constant")
@@ -138,14 +165,16 @@ def _constant(r, node, name: str, attrs: dict) -> None:
 @translates("ConstantOfShape")
 def _constant_of_shape(r, node, name: str, attrs: dict) -> None:
     shape = r.folded(node.input[0])
-    if is_pending(r, node.input[0]):              # computed from shapes: folded by the pass
+    if is_late(r, node.input[0]):                 # computed from shapes, or fed: per plan
         fill = r.tensor(attrs["value"], f"{r.where}: attribute 'value'") \
             if "value" in attrs else np.zeros((1,), np.float32)
         fold_or_defer(r, "ConstantOfShape", [node.input[0], r.const(f"{name}/value", fill)],
-                      [node.output[0]], name)
+                      [node.output[0]], name, fed=True)
         return
     if shape is None:
-        r.refuse("only a constant shape is supported (the result is folded into a Const)")
+        r.refuse(f"the shape (input 0, '{node.input[0]}') must be a constant, shape arithmetic "
+                 f"or a graph input (the result is folded into a Const per plan); this one is "
+                 f"computed at run time by a layer")
     fill = np.asarray(r.tensor(attrs["value"], f"{r.where}: attribute 'value'")
                       if "value" in attrs else np.float32(0))
     if fill.size != 1:
@@ -163,20 +192,18 @@ def _constant_of_shape(r, node, name: str, attrs: dict) -> None:
 
 @translates("Pad")
 def _pad(r, node, name: str, attrs: dict) -> None:
-    mode = text_attr(r, attrs, "mode", "constant", ("constant", "reflect", "edge"))
+    mode = text_attr(r, attrs, "mode", "constant", ("constant", "reflect", "edge", "wrap"))
     x = node.input[0]
+    rank = rank_of(r, x, "Pad")
     if "pads" in attrs:                           # opset < 11
         pads, value = list(attrs["pads"]), np.float32(attrs.get("value", 0.0))
     else:
-        pads = [int(p) for p in const_input(r, node, 1, "pads").reshape(-1)]
-        value = const_input(r, node, 2, "constant_value").reshape(-1) \
-            if optional_input(node, 2) else None
-        if value is not None:
-            if value.size != 1:
-                r.refuse(f"the constant_value must hold one element, found {value.size}")
-            value = value[0]
-    rank = rank_of(r, x, "Pad")
-    if optional_input(node, 3):                           # opset 18: pads only for some axes
+        value = _pad_value(r, node)
+        if any(is_late(r, optional_input(node, k)) for k in (1, 3)):
+            pads = _late_pads(r, node, name, rank)     # known per plan
+        else:
+            pads = [int(p) for p in const_input(r, node, 1, "pads").reshape(-1)]
+    if optional_input(node, 3) and not isinstance(pads, tuple):   # opset 18: some axes
         axes = [axis_in(r, int(a), rank, "axes entry")
                 for a in const_input(r, node, 3, "axes").reshape(-1)]
         if len(pads) != 2 * len(axes):
@@ -185,13 +212,41 @@ def _pad(r, node, name: str, attrs: dict) -> None:
         for k, a in enumerate(axes):
             full[a], full[rank + a] = pads[k], pads[len(axes) + k]
         pads = full
-    if len(pads) != 2 * rank:
-        r.refuse(f"pads has {len(pads)} values; the input of rank {rank} needs {2 * rank}")
-    inputs = [x, r.const(f"{name}/pads_begin", np.array(pads[:rank], np.int64)),
-              r.const(f"{name}/pads_end", np.array(pads[rank:], np.int64))]
+    if isinstance(pads, list):
+        if len(pads) != 2 * rank:
+            r.refuse(f"pads has {len(pads)} values; the input of rank {rank} needs {2 * rank}")
+        pads = (r.const(f"{name}/pads_begin", np.array(pads[:rank], np.int64)),
+                r.const(f"{name}/pads_end", np.array(pads[rank:], np.int64)))
+    inputs = [x, *pads]
     if mode == "constant" and value is not None:
-        inputs.append(r.const(f"{name}/pad_value", np.asarray(value)))
+        inputs.append(value if isinstance(value, str) else
+                      r.const(f"{name}/pad_value", np.asarray(value)))
     r.emit("Pad", inputs, [node.output[0]], name, {"pad_mode": mode}, version="opset12")
+
+
+def _pad_value(r, node):
+    """The constant_value (input 2): a scalar constant, the value name of one fed as a graph
+    input (compiled in per value: the IR Pad reads it as a constant), or None when absent."""
+    given = optional_input(node, 2)
+    if given is None:
+        return None
+    if r.folded(given) is None:
+        return need_compile_time(r, node, 2, "constant_value")
+    value = r.folded(given).reshape(-1)
+    if value.size != 1:
+        r.refuse(f"the constant_value must hold one element, found {value.size}")
+    return value[0]
+
+
+def _late_pads(r, node, name: str, rank: int) -> tuple[str, str]:
+    """Pads (or axes) fed or computed from shapes: the names of the IR Pad's pads_begin and
+    pads_end, made by a fold-only node once the plan's values are known."""
+    pads = need_compile_time(r, node, 1, "pads")
+    axes = optional_input(node, 3) and need_compile_time(r, node, 3, "axes")
+    begin, end = f"{name}/pads_begin", f"{name}/pads_end"
+    fold_or_defer(r, "PadBounds", [pads, axes], [begin, end], f"{name}/pads", {"rank": rank},
+                  fed=True)
+    return begin, end
 
 
 @translates("Gather")
