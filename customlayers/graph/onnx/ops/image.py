@@ -1,1 +1,86 @@
-"""(being written)"""
+"""ONNX -> IR translations of the detection and segmentation ops: Resize (opset 10 to 19) and
+Upsample (7, 9) onto the built-in Resize (ops/image/resize.py), GridSample, RoiAlign; and the
+refusal of NonMaxSuppression, whose output shape depends on the data.
+
+Resize's roi, scales and sizes must be known when the network compiles: a constant, a value
+the shape pass folds, or a graph input (the Network compiles a plan per value given,
+runtime/compile/network.py).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..deferred import is_known
+from ..translate import float_text, ints_text, optional_input, text_attr, translates
+
+_COORDINATE_MODES = ("half_pixel", "half_pixel_symmetric", "pytorch_half_pixel",
+                     "align_corners", "asymmetric", "tf_crop_and_resize", "tf_half_pixel_for_nn")
+_NEAREST_MODES = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
+
+
+def _value_input(r, node, k: int, what: str) -> str | None:
+    """Input k as the IR node's input, checked to be known at compile time; None if absent."""
+    name = optional_input(node, k)
+    if name is None:
+        return None
+    if not is_known(r, name) and not r.is_graph_input(name):
+        r.refuse(f"the {what} (input {k}, '{name}') must be a constant or a graph input: the "
+                 f"output shape depends on it, and this one is computed at run time")
+    folded = r.folded(name)
+    if folded is not None and folded.size == 0:
+        return None                               # an empty tensor stands for "not given"
+    return name
+
+
+@translates("Resize", "Upsample")
+def _resize(r, node, name: str, attrs: dict) -> None:
+    opset = r.opset.get("ai.onnx", 19)
+    mode = text_attr(r, attrs, "mode", "nearest", ("nearest", "linear", "cubic"))
+    legacy = node.op_type == "Upsample" or opset < 11   # Upsample-9 semantics
+    if legacy and mode == "cubic":
+        r.refuse(f"mode 'cubic' is not part of {node.op_type} at opset {opset}")
+    ir = {"mode": mode}
+    operands: dict[str, str] = {}
+    if legacy:
+        ir["coordinate_transformation_mode"] = "asymmetric"
+        ir["nearest_mode"] = "simple"
+        if "scales" in attrs:                     # Upsample-7: an attribute
+            operands["scales"] = r.const(f"{name}/scales",
+                                         np.array(attrs["scales"], np.float32))
+        else:
+            scales = _value_input(r, node, 1, "scales")
+            if scales is None:
+                r.refuse("the scales (input 1) are missing")
+            operands["scales"] = scales
+    else:
+        ctm = text_attr(r, attrs, "coordinate_transformation_mode", "half_pixel",
+                        _COORDINATE_MODES)
+        ir["coordinate_transformation_mode"] = ctm
+        ir["nearest_mode"] = text_attr(r, attrs, "nearest_mode", "round_prefer_floor",
+                                       _NEAREST_MODES)
+        ir["cubic_coeff_a"] = float_text(attrs.get("cubic_coeff_a", -0.75))
+        ir["exclude_outside"] = str(int(attrs.get("exclude_outside", 0)))
+        ir["extrapolation_value"] = float_text(attrs.get("extrapolation_value", 0.0))
+        antialias = int(attrs.get("antialias", 0))
+        if antialias and mode == "nearest":
+            r.refuse("antialias applies to modes linear and cubic, not nearest")
+        ir["antialias"] = str(antialias)
+        ir["keep_aspect_ratio_policy"] = text_attr(r, attrs, "keep_aspect_ratio_policy",
+                                                   "stretch",
+                                                   ("stretch", "not_larger", "not_smaller"))
+        if "axes" in attrs:
+            ir["axes"] = ints_text(attrs["axes"])
+        roi = _value_input(r, node, 1, "roi")
+        if roi is not None and ctm == "tf_crop_and_resize":   # the other modes ignore it
+            operands["roi"] = roi
+        for k, what in ((2, "scales"), (3, "sizes")):
+            value = _value_input(r, node, k, what)
+            if value is not None:
+                operands[what] = value
+        if ("scales" in operands) == ("sizes" in operands):
+            r.refuse(f"exactly one of scales and sizes must be given; found "
+                     f"{' and '.join(operands) or 'neither'}")
+        if ir["keep_aspect_ratio_policy"] != "stretch" and "sizes" not in operands:
+            r.refuse("keep_aspect_ratio_policy applies only to sizes")
+    ir["operands"] = ",".join(operands)
+    r.emit("Resize", [node.input[0], *operands.values()], [node.output[0]], name, ir)
