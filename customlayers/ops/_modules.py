@@ -13,7 +13,8 @@ for _name in (
     # the upper rooms: ops on data that ONNX models use, over the base rooms above
     "logic.compare",       # comparisons, logic, bitwise, Where, IsNaN/IsInf, math functions
     "index.gather",        # GatherElements/ND, Scatter*, ArgMax/Min, TopK, CumSum, OneHot ...
-    "image.resize",        # Resize, Upsample, GridSample, RoiAlign, NonMaxSuppression
+    "image.resize",        # Resize, Upsample
+    "image.grid_sample",   # GridSample
     "recurrent.rnn",       # LSTM, GRU, RNN
     "attention.attention", # Attention, RotaryEmbedding
     "reduce.loss",         # NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss

@@ -84,3 +84,15 @@ def _resize(r, node, name: str, attrs: dict) -> None:
             r.refuse("keep_aspect_ratio_policy applies only to sizes")
     ir["operands"] = ",".join(operands)
     r.emit("Resize", [node.input[0], *operands.values()], [node.output[0]], name, ir)
+
+
+@translates("GridSample")
+def _grid_sample(r, node, name: str, attrs: dict) -> None:
+    opset = r.opset.get("ai.onnx", 22)
+    names = {"bilinear": "linear", "bicubic": "cubic", "nearest": "nearest"} if opset < 20 \
+        else {"linear": "linear", "cubic": "cubic", "nearest": "nearest"}
+    mode = text_attr(r, attrs, "mode", "bilinear" if opset < 20 else "linear", tuple(names))
+    padding = text_attr(r, attrs, "padding_mode", "zeros", ("zeros", "border", "reflection"))
+    r.emit("GridSample", [node.input[0], node.input[1]], [node.output[0]], name,
+           {"mode": names[mode], "padding_mode": padding,
+            "align_corners": str(int(attrs.get("align_corners", 0)))})
