@@ -15,6 +15,7 @@ for _name in (
     "index.gather",        # GatherElements/ND, Scatter*, ArgMax/Min, TopK, CumSum, OneHot ...
     "image.resize",        # Resize, Upsample
     "image.grid_sample",   # GridSample
+    "image.roi_align",     # RoiAlign
     "recurrent.rnn",       # LSTM, GRU, RNN
     "attention.attention", # Attention, RotaryEmbedding
     "reduce.loss",         # NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss

@@ -96,3 +96,18 @@ def _grid_sample(r, node, name: str, attrs: dict) -> None:
     r.emit("GridSample", [node.input[0], node.input[1]], [node.output[0]], name,
            {"mode": names[mode], "padding_mode": padding,
             "align_corners": str(int(attrs.get("align_corners", 0)))})
+
+
+@translates("RoiAlign")
+def _roi_align(r, node, name: str, attrs: dict) -> None:
+    opset = r.opset.get("ai.onnx", 22)
+    ctm = text_attr(r, attrs, "coordinate_transformation_mode",
+                    "half_pixel" if opset >= 16 else "output_half_pixel",
+                    ("half_pixel", "output_half_pixel"))
+    r.emit("RoiAlign", list(node.input[:3]), [node.output[0]], name,
+           {"mode": text_attr(r, attrs, "mode", "avg", ("avg", "max")),
+            "output_height": str(int(attrs.get("output_height", 1))),
+            "output_width": str(int(attrs.get("output_width", 1))),
+            "sampling_ratio": str(int(attrs.get("sampling_ratio", 0))),
+            "spatial_scale": float_text(attrs.get("spatial_scale", 1.0)),
+            "half_pixel": str(int(ctm == "half_pixel"))})
