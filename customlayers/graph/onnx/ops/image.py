@@ -111,3 +111,14 @@ def _roi_align(r, node, name: str, attrs: dict) -> None:
             "sampling_ratio": str(int(attrs.get("sampling_ratio", 0))),
             "spatial_scale": float_text(attrs.get("spatial_scale", 1.0)),
             "half_pixel": str(int(ctm == "half_pixel"))})
+
+
+@translates("NonMaxSuppression")
+def _non_max_suppression(r, node, name: str, attrs: dict) -> None:
+    # A kernel could write the selected indices to a buffer of the largest size with a count,
+    # but that is not the op's output: ONNX gives a [num_selected, 3] tensor, and the network is
+    # compiled for shapes known before it runs, so an exact result cannot be given here.
+    r.refuse("the number of boxes NonMaxSuppression selects (its output's first dim) depends on "
+             "the values of the boxes and scores, and the network is compiled for shapes known "
+             "before it runs; end the network before NonMaxSuppression (output the boxes and "
+             "scores) and select the boxes after it, on the host")
