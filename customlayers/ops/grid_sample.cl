@@ -72,7 +72,7 @@ __kernel void grid_sample(__global const T* in, __global const T* grid, __global
         x = rint(x);
 #endif
         if (x < lo[a] || x > hi[a]) {
-#if PADDING == 1
+#if PADDING == 1 && TAPS != 4     // cubic: each tap is bounded instead (PyTorch, ONNX Runtime)
             x = clamp(x, 0.0f, d - 1.0f);
 #elif PADDING == 2
             x = gs_reflect(x, lo[a], hi[a]);
