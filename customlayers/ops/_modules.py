@@ -14,7 +14,9 @@ for _name in (
     "logic.compare",       # comparisons, logic, bitwise, Where, IsNaN/IsInf, math functions
     "index.gather",        # GatherElements/ND, Scatter*, ArgMax/Min, TopK, CumSum, OneHot ...
     "image.resize",        # Resize, Upsample
-    "image.grid_sample",   # GridSample
+    "image.grid_sample",   # GridSample, AffineGrid
+    "image.col2im",        # Col2Im
+    "image.center_crop_pad",  # CenterCropPad (onto tensor.misc's Pad)
     "image.roi_align",     # RoiAlign
     "recurrent.rnn",       # LSTM, GRU, RNN
     "attention.attention", # Attention, RotaryEmbedding

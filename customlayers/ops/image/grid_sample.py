@@ -2,6 +2,7 @@
 (one program per element type, mode and padding mode; the dims are kernel arguments).
 
 Data N,C,D1..Dk and grid N,O1..Ok,k (normalized coordinates, x first) give N,C,O1..Ok.
+AffineGrid (opset 20) makes such grids from affine maps, on affine_grid.cl.
 """
 from __future__ import annotations
 
@@ -57,3 +58,52 @@ class GridSample(Op):
                 Arg.scalar(np.uint32(count)))
         return [KernelLaunch(source, "grid_sample", args, global_1d(count),
                              label=f"grid_sample_{attrs['mode']}")]
+
+
+def _normalized_coordinates(n: int, align_corners: bool) -> np.ndarray:
+    """The normalized coordinates of the n points of an axis (onnx's reference,
+    construct_original_grid: the ends at -1 and 1 with align_corners, else pixel centres)."""
+    if align_corners:
+        return np.linspace(-1.0, 1.0, n) if n > 1 else np.array([-1.0])
+    return -1.0 + (2.0 * np.arange(n) + 1.0) / n
+
+
+@register_op
+class AffineGrid(Op):
+    """ONNX AffineGrid (opset 20): theta N,2,3 (N,3,4) and size (N,C,H,W) ((N,C,D,H,W), a
+    compile-time value) give the grid N,H,W,2 (N,D,H,W,3) on affine_grid.cl."""
+    type = "AffineGrid"
+    input_count = (2, 2)
+    const_inputs = (1,)
+    attributes = (Attr("align_corners", "int", 0),)
+
+    def _spatial(self, inputs, consts) -> tuple[int, ...]:
+        theta = shape_of(inputs[0])
+        if 1 not in consts:
+            raise BindingError("AffineGrid: the size (input 1) must be a constant or a graph "
+                               "input given per run")
+        size = [int(v) for v in np.asarray(consts[1]).reshape(-1)]
+        s = len(size) - 2
+        if s not in (2, 3) or theta != (size[0], s, s + 1) or min(size) < 1:
+            raise BindingError(f"AffineGrid: expected theta N,2,3 with size N,C,H,W or theta "
+                               f"N,3,4 with size N,C,D,H,W (positive); found theta {list(theta)} "
+                               f"and size {size}")
+        if inputs[0].dtype not in ("f32", "f16"):
+            raise BindingError(f"AffineGrid: theta has element type {inputs[0].dtype}; "
+                               f"supported: f32, f16")
+        return tuple(size[2:])
+
+    def infer_shapes(self, attrs, inputs, consts):
+        spatial = self._spatial(inputs, consts)
+        return [((shape_of(inputs[0])[0], *spatial, len(spatial)), inputs[0].dtype)]
+
+    def launches(self, attrs, inputs, outputs, consts, ctx=DEFAULT_CONTEXT):
+        spatial = self._spatial(inputs, consts)
+        base = np.concatenate([_normalized_coordinates(d, bool(attrs["align_corners"]))
+                               for d in spatial]).astype(np.float32)
+        count = numel(outputs[0].shape)
+        source = program_text("affine_grid", {"T": inputs[0].cl_type}, "affine_grid.cl")
+        args = (Arg.input(0), Arg.output(0), Arg.const(base),
+                Arg.const(np.array([len(spatial), *spatial], np.int32)),
+                Arg.scalar(np.uint32(count)))
+        return [KernelLaunch(source, "affine_grid", args, global_1d(count), label="affine_grid")]

@@ -122,3 +122,24 @@ def _non_max_suppression(r, node, name: str, attrs: dict) -> None:
              "the values of the boxes and scores, and the network is compiled for shapes known "
              "before it runs; end the network before NonMaxSuppression (output the boxes and "
              "scores) and select the boxes after it, on the host")
+
+
+@translates("AffineGrid")
+def _affine_grid(r, node, name: str, attrs: dict) -> None:
+    size = _value_input(r, node, 1, "size")
+    r.emit("AffineGrid", [node.input[0], size], [node.output[0]], name,
+           {"align_corners": str(int(attrs.get("align_corners", 0)))})
+
+
+@translates("Col2Im")
+def _col2im(r, node, name: str, attrs: dict) -> None:
+    image, block = _value_input(r, node, 1, "image_shape"), _value_input(r, node, 2, "block_shape")
+    r.emit("Col2Im", [node.input[0], image, block], [node.output[0]], name,
+           {k: ints_text(attrs[k]) for k in ("dilations", "pads", "strides") if k in attrs})
+
+
+@translates("CenterCropPad")
+def _center_crop_pad(r, node, name: str, attrs: dict) -> None:
+    shape = _value_input(r, node, 1, "shape")
+    r.emit("CenterCropPad", [node.input[0], shape], [node.output[0]], name,
+           {"axes": ints_text(attrs["axes"])} if "axes" in attrs else {})
