@@ -4,7 +4,8 @@
 // taps of each axis (I: input index, W: weight) per output coordinate; an index of -1 in the
 // first tap marks a coordinate outside the input (tf_crop_and_resize), which gets EXTRAPOLATION.
 //
-// Baked: T (the tensor's type), ACC (the type it sums in). Kernel arguments: the per-axis
+// Baked: T (the tensor's type), ACC (the type it sums in, and of the weights: T itself for
+// integer data, which only mode nearest takes: one tap of weight 1). Kernel arguments: the per-axis
 // table `axes`, 4 ints per axis (output dim, input stride, taps, offset of its rows in
 // `index` and `weight`), the rank, the output element count, the extrapolation value.
 #define MAX_RANK 8

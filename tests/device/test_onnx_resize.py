@@ -251,3 +251,60 @@ def test_bad_scales_are_refused(tmp_path, scales, expected):
     nodes = [helper.make_node("Resize", ["x", "", "s"], ["y"], name="up")]
     message = _refusal(tmp_path, nodes, [X_INFO], inits, error=BindingError)
     assert "node 0 'up' (Resize)" in message and expected in message, message
+
+
+@pytest.mark.parametrize("attrs,sizes", [
+    ({"mode": "nearest", "coordinate_transformation_mode": "tf_half_pixel_for_nn"}, None),
+    ({"mode": "linear", "coordinate_transformation_mode": "half_pixel"}, (2, 3, 10, 4)),
+    ({"mode": "cubic", "coordinate_transformation_mode": "align_corners"}, (2, 3, 10, 4)),
+])
+@pytest.mark.parametrize("opset", [11, 13])
+def test_opset_11_and_13_with_empty_roi_and_scales_constants(tmp_path, engine, attrs, sizes,
+                                                              opset):
+    """As torch.onnx exported them: roi (and, with sizes, scales) given as empty constants."""
+    empty = np.zeros(0, np.float32)
+    inits = [numpy_helper.from_array(empty, "roi"),
+             numpy_helper.from_array(np.array((1, 1, 1.5, 0.75), np.float32)
+                                     if sizes is None else empty, "scales")]
+    inputs = ["x", "roi", "scales"]
+    if sizes is not None:
+        inits.append(numpy_helper.from_array(np.array(sizes, np.int64), "sizes"))
+        inputs.append("sizes")
+    graph = helper.make_graph([helper.make_node("Resize", inputs, ["y"], **attrs)], "g",
+                              [helper.make_tensor_value_info("x", F, X.shape)],
+                              [helper.make_tensor_value_info("y", F, None)], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 8
+    onnx.save(model, str(tmp_path / "r.onnx"))
+    np.testing.assert_allclose(_run(engine, tmp_path / "r.onnx", X), _ort(tmp_path / "r.onnx", X),
+                               rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("elem,dtype", [(TensorProto.UINT8, np.uint8),
+                                        (TensorProto.INT64, np.int64)])
+def test_nearest_on_integers_is_an_exact_copy(tmp_path, engine, elem, dtype):
+    x = RNG.integers(0, 255, (1, 3, 5, 6)).astype(dtype)
+    if dtype == np.int64:
+        x = x * (1 << 40) + 7                  # beyond float precision: no float on the way
+    inits = [numpy_helper.from_array(np.array((1, 1, 2.5, 0.75), np.float32), "scales")]
+    graph = helper.make_graph([helper.make_node("Resize", ["x", "", "scales"], ["y"],
+                                                mode="nearest")], "g",
+                              [helper.make_tensor_value_info("x", elem, x.shape)],
+                              [helper.make_tensor_value_info("y", elem, None)], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)])
+    model.ir_version = 8
+    onnx.save(model, str(tmp_path / "r.onnx"))
+    got = _run(engine, tmp_path / "r.onnx", x)
+    assert got.dtype == dtype
+    # ONNX Runtime has no int64 Resize; the reference's float64 holds these values exactly
+    check = _ort if dtype == np.uint8 else _reference
+    np.testing.assert_array_equal(got, check(tmp_path / "r.onnx", x))
+
+
+def test_linear_on_integers_is_refused(tmp_path):
+    inits = [numpy_helper.from_array(np.array((1, 1, 2, 2), np.float32), "s")]
+    nodes = [helper.make_node("Resize", ["x", "", "s"], ["y"], name="up", mode="linear")]
+    message = _refusal(tmp_path, nodes, [helper.make_tensor_value_info(
+        "x", TensorProto.UINT8, [1, 1, 4, 4])], inits, error=BindingError)
+    assert "'up' (Resize)" in message and "mode linear on element type u8 is not supported" \
+        in message, message

@@ -5,7 +5,8 @@ The IR op takes the ONNX attributes as they are, and after the data the inputs t
 absent ones). They are compile-time values (a constant, or a graph input compiled in per
 value): the output shape depends on them. The host works out, per axis, the taps of each
 output coordinate (_resize_tables.py); the kernel, resample.cl, one program per element type,
-gets the tables and dims as arguments and sums the taps.
+gets the tables and dims as arguments and sums the taps. Integer data (image bytes, masks,
+indices) takes mode nearest, a copy in its own type.
 """
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import numpy as np
 from ...dtypes import is_float
 from ...errors import BindingError
 from ...jit.launch import Arg, DEFAULT_CONTEXT, KernelLaunch
+from ...jit.tensor import TensorDesc
 from .._program import global_1d, dense_strides, numel, program_text, shape_of
 from ..base import Attr, Op, register_op
 from ._resize_tables import (COORDINATE_MODES, MODES, NEAREST_MODES, POLICIES, AxisTable,
@@ -62,9 +64,10 @@ class Resize(Op):
 
     def _plan(self, attrs, inputs, consts):
         x = inputs[0]
-        if not is_float(x.dtype):
-            raise BindingError(f"Resize: the data has element type {x.dtype}; supported: "
-                               f"f32, f16, f64")
+        if not is_float(x.dtype) and attrs["mode"] != "nearest":
+            raise BindingError(f"Resize: mode {attrs['mode']} on element type {x.dtype} is not "
+                               f"supported (integer data: mode nearest; linear and cubic: f32, "
+                               f"f16, f64)")
         names = attrs["operand_names"]
         if len(inputs) != 1 + len(names):
             raise BindingError(f"Resize: expected {1 + len(names)} inputs (data, "
@@ -115,7 +118,8 @@ class Resize(Op):
     def launches(self, attrs, inputs, outputs, consts, ctx=DEFAULT_CONTEXT):
         x, y = inputs[0], outputs[0]
         tables = self.tables(attrs, inputs, consts)
-        acc = "double" if x.dtype == "f64" else "float"
+        # integers (mode nearest: one tap of weight 1) are copied in their own type, exactly
+        acc = {"f64": "double", "f32": "float", "f16": "float"}.get(x.dtype, x.cl_type)
         meta, index, weight, offset = [], [], [], 0
         for t, stride in zip(tables, dense_strides(shape_of(x))):
             rows = t.index.copy()
@@ -128,8 +132,8 @@ class Resize(Op):
         source = program_text(f"resize_{x.dtype}", {"T": x.cl_type, "ACC": acc}, "resample.cl")
         args = (Arg.input(0), Arg.output(0), Arg.const(np.array(meta, np.int32)),
                 Arg.const(np.concatenate(index).astype(np.int32)),
-                Arg.const(np.concatenate(weight).astype(np.float64 if acc == "double"
-                                                        else np.float32)),
+                Arg.const(np.concatenate(weight).astype(
+                    np.float32 if acc == "float" else TensorDesc((), x.dtype).np_dtype)),
                 Arg.scalar(np.int32(len(tables))), Arg.scalar(np.uint32(count)),
                 Arg.scalar(np.float32(attrs["extrapolation_value"])))
         return [KernelLaunch(source, "resample", args, global_1d(count),
