@@ -308,3 +308,12 @@ def test_linear_on_integers_is_refused(tmp_path):
         "x", TensorProto.UINT8, [1, 1, 4, 4])], inits, error=BindingError)
     assert "'up' (Resize)" in message and "mode linear on element type u8 is not supported" \
         in message, message
+
+
+def test_antialiased_volume_with_more_taps_than_the_kernel_caches(tmp_path, engine):
+    """Cubic antialias at 1/4 on two outer axes: 16 x 16 taps per row, past resample.cl's
+    MAX_OUTER (64), which it then works out per element."""
+    x = RNG.standard_normal((1, 2, 12, 12, 10)).astype(np.float32)
+    path = _resize_model(tmp_path / "r.onnx", {"mode": "cubic", "antialias": 1}, x.shape,
+                         scales=(1, 1, 0.25, 0.25, 0.5))
+    np.testing.assert_allclose(_run(engine, path, x), _reference(path, x), rtol=1e-4, atol=1e-5)

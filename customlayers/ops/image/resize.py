@@ -116,25 +116,45 @@ class Resize(Op):
         return tables
 
     def launches(self, attrs, inputs, outputs, consts, ctx=DEFAULT_CONTEXT):
+        """resample.cl, one work item per output row, over the tables of the axes (the
+        neighbours that are copied whole merged into one)."""
         x, y = inputs[0], outputs[0]
         tables = self.tables(attrs, inputs, consts)
         # integers (mode nearest: one tap of weight 1) are copied in their own type, exactly
         acc = {"f64": "double", "f32": "float", "f16": "float"}.get(x.dtype, x.cl_type)
         meta, index, weight, offset = [], [], [], 0
-        for t, stride in zip(tables, dense_strides(shape_of(x))):
+        for t, stride in merge_identity_axes(tables, dense_strides(shape_of(x))):
             rows = t.index.copy()
             rows[t.outside, 0] = -1
             meta += [rows.shape[0], stride, rows.shape[1], offset]
             index.append(rows.reshape(-1))
             weight.append(t.weight.reshape(-1))
             offset += rows.size
-        count = numel(y.shape)
+        rows = numel(y.shape) // meta[-4]
         source = program_text(f"resize_{x.dtype}", {"T": x.cl_type, "ACC": acc}, "resample.cl")
         args = (Arg.input(0), Arg.output(0), Arg.const(np.array(meta, np.int32)),
                 Arg.const(np.concatenate(index).astype(np.int32)),
                 Arg.const(np.concatenate(weight).astype(
                     np.float32 if acc == "float" else TensorDesc((), x.dtype).np_dtype)),
-                Arg.scalar(np.int32(len(tables))), Arg.scalar(np.uint32(count)),
+                Arg.scalar(np.int32(len(meta) // 4)), Arg.scalar(np.uint32(rows)),
                 Arg.scalar(np.float32(attrs["extrapolation_value"])))
-        return [KernelLaunch(source, "resample", args, global_1d(count),
+        return [KernelLaunch(source, "resample", args, global_1d(rows),
                              label=f"resize_{attrs['mode']}")]
+
+
+def merge_identity_axes(tables, strides):
+    """(table, input stride) per axis, with neighbouring axes that are copied whole (one tap,
+    output coordinate = input coordinate) merged into one: a dense input walks them as one."""
+    merged: list = []
+    for t, stride in zip(tables, strides):
+        if merged and _is_identity(t) and _is_identity(merged[-1][0]):
+            n = merged[-1][0].index.shape[0] * t.index.shape[0]
+            merged[-1] = (AxisTable.identity(n), stride)
+        else:
+            merged.append((t, stride))
+    return merged
+
+
+def _is_identity(t: AxisTable) -> bool:
+    return t.index.shape[1] == 1 and not t.outside.any() and \
+        np.array_equal(t.index[:, 0], np.arange(t.index.shape[0])) and (t.weight == 1).all()
