@@ -317,3 +317,27 @@ def test_antialiased_volume_with_more_taps_than_the_kernel_caches(tmp_path, engi
     path = _resize_model(tmp_path / "r.onnx", {"mode": "cubic", "antialias": 1}, x.shape,
                          scales=(1, 1, 0.25, 0.25, 0.5))
     np.testing.assert_allclose(_run(engine, path, x), _reference(path, x), rtol=1e-4, atol=1e-5)
+
+
+def test_sizes_computed_from_the_input_shape_with_a_dynamic_batch(tmp_path, engine):
+    """The older torch.onnx pattern: sizes = Concat(Shape(x)[:2], Shape(x)[2:] * 2), folded per
+    input shape by the shape pass; a new batch re-plans."""
+    i64 = lambda n, v: numpy_helper.from_array(np.array(v, np.int64), n)  # noqa: E731
+    nodes = [helper.make_node("Shape", ["x"], ["shape"]),
+             helper.make_node("Slice", ["shape", "zero", "two"], ["nc"]),
+             helper.make_node("Slice", ["shape", "two", "four"], ["hw"]),
+             helper.make_node("Mul", ["hw", "twos"], ["hw2"]),
+             helper.make_node("Concat", ["nc", "hw2"], ["sizes"], axis=0),
+             helper.make_node("Resize", ["x", "", "", "sizes"], ["y"], mode="nearest")]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", F, ["N", 3, 5, 6])],
+                              [helper.make_tensor_value_info("y", F, None)],
+                              [i64("zero", [0]), i64("two", [2]), i64("four", [4]),
+                               i64("twos", [2, 2])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    onnx.save(model, str(tmp_path / "r.onnx"))
+    net = Network(read_onnx(tmp_path / "r.onnx"), engine=engine)
+    for batch in (1, 3):
+        x = RNG.standard_normal((batch, 3, 5, 6)).astype(np.float32)
+        np.testing.assert_array_equal(net.infer({"x": x})["y"],
+                                      x.repeat(2, axis=2).repeat(2, axis=3))
