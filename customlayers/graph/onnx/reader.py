@@ -36,7 +36,7 @@ from .checks import (check_attribute_types, check_model, check_node, enum_name,
 from .file import load_model_file
 from .shapes import infer_shapes
 from .table import TRANSLATIONS, translated_ops
-from .translate import float_text, ints_text
+from .translate import NOT_TRANSLATED, float_text, ints_text
 
 
 
@@ -188,7 +188,8 @@ class _OnnxReader:
                     attrs["dim_names"] = shape_text(names)    # bound per request's shapes
                 self.emit("Parameter", [], [vi.name], vi.name, attrs=attrs)
         refuse_untranslated([(i, node_name(n, i), n) for i, n in enumerate(g.node)],
-                            self.is_custom, TRANSLATIONS, self.file, translated_ops())
+                            self.is_custom, TRANSLATIONS, self.file, translated_ops(),
+                            NOT_TRANSLATED)
         for index, node in enumerate(g.node):
             name = node_name(node, index)
             self.where = f"{self.file}: node {index} '{name}' ({node.op_type})"
@@ -378,7 +379,9 @@ class _OnnxReader:
         handler = TRANSLATIONS.get(op)
         if handler is not None:
             return handler(self, node, name, attrs)
-        self.refuse(f"the ONNX op {op} has no translation to IR ops here; {own_layer_hint('type ' + op)}; "
+        why = f" ({NOT_TRANSLATED[op]})" if op in NOT_TRANSLATED else ""
+        self.refuse(f"the ONNX op {op} has no translation to IR ops here{why}; "
+                    f"{own_layer_hint('type ' + op)}; "
                     f"translated: {', '.join(translated_ops())}")
 
     def custom(self, node, name: str, domain: str, attrs: dict) -> None:

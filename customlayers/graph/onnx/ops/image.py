@@ -1,6 +1,7 @@
 """ONNX -> IR translations of the detection and segmentation ops: Resize (opset 10 to 19) and
-Upsample (7, 9) onto the built-in Resize (ops/image/resize.py), GridSample, RoiAlign; and the
-refusal of NonMaxSuppression, whose output shape depends on the data.
+Upsample (7, 9) onto the built-in Resize (ops/image/resize.py), GridSample, RoiAlign, AffineGrid,
+Col2Im, CenterCropPad; and why NonMaxSuppression, whose output shape depends on the data, has
+no translation.
 
 Resize's roi, scales and sizes must be known when the network compiles: a constant, a value
 the shape pass folds, or a graph input (the Network compiles a plan per value given,
@@ -11,7 +12,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..deferred import is_known
-from ..translate import float_text, ints_text, optional_input, text_attr, translates
+from ..translate import (float_text, ints_text, not_translated, optional_input,
+                         text_attr, translates)
 
 _COORDINATE_MODES = ("half_pixel", "half_pixel_symmetric", "pytorch_half_pixel",
                      "align_corners", "asymmetric", "tf_crop_and_resize", "tf_half_pixel_for_nn")
@@ -113,15 +115,15 @@ def _roi_align(r, node, name: str, attrs: dict) -> None:
             "half_pixel": str(int(ctm == "half_pixel"))})
 
 
-@translates("NonMaxSuppression")
-def _non_max_suppression(r, node, name: str, attrs: dict) -> None:
-    # A kernel could write the selected indices to a buffer of the largest size with a count,
-    # but that is not the op's output: ONNX gives a [num_selected, 3] tensor, and the network is
-    # compiled for shapes known before it runs, so an exact result cannot be given here.
-    r.refuse("the number of boxes NonMaxSuppression selects (its output's first dim) depends on "
-             "the values of the boxes and scores, and the network is compiled for shapes known "
-             "before it runs; end the network before NonMaxSuppression (output the boxes and "
-             "scores) and select the boxes after it, on the host")
+# A kernel could write the selected indices to a buffer of the largest size with a count, but
+# that is not the op's output: ONNX gives a [num_selected, 3] tensor, and plans are compiled for
+# shapes known before a run, so no exact result can be given here. Left untranslated (a user's
+# own NonMaxSuppression layer still binds to it), with the reason in the refusal.
+not_translated("NonMaxSuppression",
+               "the number of boxes it selects, its output's first dim, depends on the values of "
+               "the boxes and scores, and the network is compiled for shapes known before it "
+               "runs; end the network before NonMaxSuppression (output the boxes and scores) "
+               "and select the boxes after it, on the host")
 
 
 @translates("AffineGrid")
