@@ -24,6 +24,7 @@ COORDINATE_MODES = ("half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", 
 # ONNX Runtime computes them
 NEAREST_MODES = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil", "simple")
 POLICIES = ("stretch", "not_larger", "not_smaller")
+MAX_ELEMENTS = 2**31 - 1     # resample.cl indexes the input and output with 32-bit ints
 
 
 @dataclass(frozen=True)
@@ -104,6 +105,10 @@ def output_plan(op_type: str, shape: Sequence[int], form: ResizeForm,
     if any(d <= 0 for d in out):
         raise BindingError(f"{op_type}: the output shape would be {out} for the input "
                            f"{list(shape)}: empty tensors are not supported")
+    if max(math.prod(out), math.prod(shape)) > MAX_ELEMENTS:
+        raise BindingError(f"{op_type}: the output shape would be {out} for the input "
+                           f"{list(shape)}: over {MAX_ELEMENTS} elements, past the kernel's "
+                           f"32-bit indices")
     return tuple(out), factors, roi_axes
 
 
