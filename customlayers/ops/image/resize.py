@@ -124,12 +124,12 @@ class Resize(Op):
         acc = {"f64": "double", "f32": "float", "f16": "float"}.get(x.dtype, x.cl_type)
         meta, index, weight, offset = [], [], [], 0
         for t, stride in merge_identity_axes(tables, dense_strides(shape_of(x))):
-            rows = t.index.copy()
-            rows[t.outside, 0] = -1
-            meta += [rows.shape[0], stride, rows.shape[1], offset]
-            index.append(rows.reshape(-1))
+            taps = t.index.copy()
+            taps[t.outside, 0] = -1           # resample.cl: this coordinate extrapolates
+            meta += [taps.shape[0], stride, taps.shape[1], offset]
+            index.append(taps.reshape(-1))
             weight.append(t.weight.reshape(-1))
-            offset += rows.size
+            offset += taps.size
         rows = numel(y.shape) // meta[-4]
         source = program_text(f"resize_{x.dtype}", {"T": x.cl_type, "ACC": acc}, "resample.cl")
         args = (Arg.input(0), Arg.output(0), Arg.const(np.array(meta, np.int32)),
