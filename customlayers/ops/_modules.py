@@ -20,7 +20,11 @@ for _name in (
     "index.scan",          # CumSum, CumProd
     "index.make",          # OneHot, Range, Eye, Trilu, ReverseSequence
     "index.einsum",        # Einsum of one or two operands
-    "image.resize",        # Resize, Upsample, GridSample, RoiAlign, NonMaxSuppression
+    "image.resize",        # Resize, Upsample
+    "image.grid_sample",   # GridSample, AffineGrid
+    "image.col2im",        # Col2Im
+    "image.center_crop_pad",  # CenterCropPad (onto tensor.misc's Pad)
+    "image.roi_align",     # RoiAlign
     "recurrent.rnn",       # LSTM, GRU, RNN
     "attention.attention", # ONNX Attention (opset 23-25)
     "attention.rotary",    # RotaryEmbedding

@@ -218,10 +218,13 @@ def own_layer_hint(of_type: str) -> str:
             f"layer (@cpu_layer, -l layers.py)")
 
 
-def refuse_untranslated(named_nodes, is_custom, translated, file: str, known: list[str]) -> None:
+def refuse_untranslated(named_nodes, is_custom, translated, file: str, known: list[str],
+                        reasons=None) -> None:
     """Every standard op of the model with no translation, with its nodes, in one refusal
-    (a model that needs several is told all it needs at once, not one op per attempt). One node
-    alone is left to the translation loop, which refuses it at the node with its own place."""
+    (a model that needs several is told all it needs at once, not one op per attempt), and why
+    where `reasons` (op -> text) says it. One node alone is left to the translation loop, which
+    refuses it at the node with its own place."""
+    reasons = reasons or {}
     missing: dict[str, list[str]] = {}
     for index, name, node in named_nodes:       # (index, the reader's name for it, node)
         if not is_custom(node) and node.op_type not in translated:
@@ -231,8 +234,9 @@ def refuse_untranslated(named_nodes, is_custom, translated, file: str, known: li
     parts = []
     for op, where in sorted(missing.items()):
         shown = ", ".join(where[:5]) + (f" and {len(where) - 5} more" if len(where) > 5 else "")
+        why = f"; {reasons[op]}" if op in reasons else ""
         parts.append(f"the ONNX op {op} has no translation "
-                     f"(node{'s' if len(where) > 1 else ''} {shown})")
+                     f"(node{'s' if len(where) > 1 else ''} {shown}{why})")
     raise ModelError(f"{file}: {len(missing)} ONNX op type(s) of the model have no "
                      f"translation to IR ops here: {'; '.join(parts)}. For each, "
                      f"{own_layer_hint('its type')}; translated: {', '.join(known)}")

@@ -35,7 +35,7 @@ from .refusals import Refusals
 from .file import load_external_data, load_model_file
 from .shapes import infer_shapes
 from .table import TRANSLATIONS, translated_ops
-from .translate import float_text, ints_text
+from .translate import NOT_TRANSLATED, float_text, ints_text
 
 
 
@@ -364,7 +364,9 @@ class _OnnxReader:
         handler = TRANSLATIONS.get(op)
         if handler is not None:
             return handler(self, node, name, attrs)
-        self.refuse(f"the ONNX op {op} has no translation to IR ops here; {own_layer_hint('type ' + op)}; "
+        why = f" ({NOT_TRANSLATED[op]})" if op in NOT_TRANSLATED else ""
+        self.refuse(f"the ONNX op {op} has no translation to IR ops here{why}; "
+                    f"{own_layer_hint('type ' + op)}; "
                     f"translated: {', '.join(translated_ops())}")
 
     def custom(self, node, name: str, domain: str, attrs: dict) -> None:

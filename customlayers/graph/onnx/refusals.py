@@ -12,6 +12,7 @@ from __future__ import annotations
 from ...errors import ModelError
 from ..guard import is_unchecked
 from .checks import own_layer_hint, refuse_untranslated
+from .translate import NOT_TRANSLATED
 
 # the refused nodes named one by one in the message; past these, a count
 MAX_LISTED = 20
@@ -41,17 +42,19 @@ class Refusals:
         if len(self.errors) == 1 and not self.missing:
             raise self.errors[0]                 # one refusal: its own message, as it was
         if not self.errors:
-            refuse_untranslated(self.missing, is_custom, translated, self.file, known)
+            refuse_untranslated(self.missing, is_custom, translated, self.file, known,
+                                NOT_TRANSLATED)
         reasons = [self._without_file(str(e)) for e in self.errors]
         shown = reasons[:MAX_LISTED]
         more = f"; and {len(reasons) - MAX_LISTED} more" if len(reasons) > MAX_LISTED else ""
         ops = sorted({n.op_type for _, _, n in self.missing})
         missing = ""
+        why = "".join(f"; {op}: {NOT_TRANSLATED[op]}" for op in ops if op in NOT_TRANSLATED)
         if ops:
             nodes = ", ".join(f"{i} '{name}' ({n.op_type})" for i, name, n in self.missing[:10])
             extra = f" and {len(self.missing) - 10} more" if len(self.missing) > 10 else ""
             missing = (f". Ops with no translation to IR ops here: {', '.join(ops)} (nodes "
-                       f"{nodes}{extra}); for each, {own_layer_hint('its type')}; "
+                       f"{nodes}{extra}{why}); for each, {own_layer_hint('its type')}; "
                        f"translated: {', '.join(known)}")
         count = len(self.errors) + len(self.missing)
         error = ModelError(f"{self.file}: {count} node(s) of the model cannot be run here: "

@@ -26,6 +26,17 @@ from ... import dtypes
 REGISTERED: dict = {}
 
 
+# ONNX op_type -> why it has no translation (an op that cannot run here as a built-in, left
+# untranslated so that a user's own layer of that type still binds to it); the reader's
+# refusal says it
+NOT_TRANSLATED: dict[str, str] = {}
+
+
+def not_translated(op_type: str, why: str) -> None:
+    """Record why `op_type` is left without a translation, for the reader's refusal."""
+    NOT_TRANSLATED[op_type] = why
+
+
 def ints_text(values) -> str:
     return ", ".join(str(int(v)) for v in values)
 
