@@ -137,12 +137,16 @@ def test_where_matches_onnx_runtime_on_every_type(tmp_path, engine, dtype):
     feeds = {"c": cond, "x": x, "y0": y}
     path = _model(tmp_path / "m.onnx", [helper.make_node("Where", ["c", "x", "y0"], ["y"])],
                   feeds)
-    if dtype is np.bool_:                       # ONNX Runtime has no Where of booleans
-        got = want = Network(path, engine=engine).infer(feeds)["y"]
-    else:
-        got, want = _both(engine, path, feeds)
-    assert got.shape == (2, 3, 4) and got.dtype == want.dtype == dtype
+    got = Network(path, engine=engine).infer(feeds)["y"]
+    assert got.shape == (2, 3, 4) and got.dtype == dtype
     np.testing.assert_array_equal(got, np.where(cond, x, y))
+    try:            # ONNX Runtime too, where its build has a Where of this type (not of bool;
+        #             some builds lack int8 and others)
+        want = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(
+            ["y"], feeds)[0]
+    except Exception as e:                      # noqa: BLE001 - its NOT_IMPLEMENTED
+        assert dtype is np.bool_ or "NOT_IMPLEMENTED" in str(e), e
+        return
     np.testing.assert_array_equal(got, want)
 
 
