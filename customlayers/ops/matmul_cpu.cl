@@ -10,7 +10,8 @@
  * Rows past M and columns past N compute a clamped copy and store nothing.
  * NDRange: B [K][N]: (ceil(M / MR), ceil(N / (8 NB)), batches); TRANSPOSE_B:
  * (ceil(N / NB), ceil(M / MR), batches); local (1, 1, 1).
- * Needs the defines of matmul.cl, MR and NB.
+ * PACKED_B 1: B (a constant) comes packed into panels of its columns, [N / (8 NB)][K][8 NB].
+ * Needs the defines of matmul.cl, MR, NB and PACKED_B.
  */
 #include "matmul.cl"
 
@@ -64,9 +65,17 @@ __kernel void matmul_cpu(GEMM_ARGS)
         acc3[i] = (float8)0.0f;
 #endif
     }
+#if PACKED_B
+    /* B packed into panels [N / COLS][K][COLS] (zero-padded): this item's columns are one
+       contiguous stream along K, whatever N */
+    const int full = 1;
+    __global const float* bk = b + (size_t)(n0 / COLS) * K * COLS;
+    for (int k = 0; k < K; ++k, bk += COLS) {
+#else
     const int full = n0 + COLS <= N;
     __global const float* bk = bm + n0;
     for (int k = 0; k < K; ++k, bk += N) {
+#endif
         float8 b0, b1, b2, b3;
         if (full) {
             b0 = vload8(0, bk);

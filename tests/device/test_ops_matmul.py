@@ -141,6 +141,31 @@ def test_batches_of_a_under_one_b_are_rows_of_one_gemm(cl_env, ashape, bshape, d
     np.testing.assert_allclose(out, ref, rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("variant", ["cpu_gemm6x4", "cpu_gemm6x2"])
+@pytest.mark.parametrize("ashape,bshape", [((5, 7), (7, 3)), ((2, 13, 19), (19, 70)),
+                                           ((3, 9, 40), (40, 64))])
+def test_a_constant_b_is_read_packed_in_panels(cl_env, ashape, bshape, variant):
+    """A constant B [K][N] (a Linear's weights) reaches the CPU kernel packed into panels of
+    its columns, zero-padded past N; the result is the unpacked one's."""
+    from customlayers.ops.nn.matmul import CpuGemmVariant
+    rng = np.random.default_rng(4)
+    a = rng.standard_normal(ashape).astype(np.float32)
+    b = rng.standard_normal(bshape).astype(np.float32)
+    bias = rng.standard_normal(bshape[-1]).astype(np.float32)
+    mr, nb = map(int, variant[len("cpu_gemm"):].split("x"))
+    ctx = CompileContext(DeviceTraits("CPU", compute_units=2), FusedEpilogue(bias=True),
+                         variant=CpuGemmVariant(mr, nb))
+    op = get_op("MatMul")
+    attrs = op.parse_attributes({}, "mm")
+    descs = [TensorDesc(a.shape), TensorDesc(b.shape), TensorDesc(bias.shape)]
+    outs = [TensorDesc(s, d) for s, d in op.infer_shapes(attrs, descs, {}, ctx)]
+    launches = op.launches(attrs, descs, outs, {1: b}, ctx)
+    assert launches[0].args[1].kind == "const"            # the packed panels
+    assert launches[0].args[1].value.size == b.shape[0] * -(-b.shape[1] // (8 * nb)) * 8 * nb
+    out = run_launches(cl_env, launches, [a, b, bias], descs, outs)[0]
+    np.testing.assert_allclose(out, reference(a, b, False, False) + bias, rtol=1e-4, atol=1e-4)
+
+
 def test_a_cpu_device_runs_the_register_blocked_gemm_first(cl_env):
     from customlayers.ops.nn.matmul import CpuGemmVariant
     for width, tb, first in ((8, False, (6, 2)), (16, False, (6, 4)), (8, True, (3, 4)),

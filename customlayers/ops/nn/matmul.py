@@ -15,13 +15,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from ..base import Attr, register_op
 from ._epilogue import wire_epilogue
 from ._gemm import GemmProblem, target_groups
 from ._variants import gemm_variants
 from .._nn import NamedOp, require_f32
 from .._program import defines, kernel_source
-from ...jit.launch import DEFAULT_CONTEXT, FusedEpilogue, KernelLaunch
+from ...jit.launch import Arg, DEFAULT_CONTEXT, FusedEpilogue, KernelLaunch
 from ...jit.layer import LayerCall
 from ...jit.tensor import TensorDesc
 from ...jit.variant import KernelVariant
@@ -62,6 +64,9 @@ class MatMulPlan:
     b_rank: int
     device: object
     on_cpu: bool
+    # B's value when it is a constant [K][N] shared by every batch (a Linear's weights): the CPU
+    # kernel reads it packed into panels of its columns (CpuGemmVariant)
+    b_const: object = None
 
     @property
     def label(self) -> str:
@@ -131,13 +136,27 @@ class CpuGemmVariant(KernelVariant):
     def launches(self, plan: MatMulPlan) -> list[KernelLaunch]:
         s = plan.sizes
         cols = self.nb if s["TRANSPOSE_B"] else 8 * self.nb
-        src = defines(**s, MR=self.mr, NB=self.nb) + plan.epilogue + \
+        args = plan.args
+        packed = plan.b_const is not None and not s["TRANSPOSE_B"]
+        if packed:              # B as panels [N / cols][K][cols]: one stream per work item
+            args = (args[0], Arg.const(pack_panels(plan.b_const, s["K"], s["N"], cols))) + \
+                args[2:]
+        src = defines(**s, MR=self.mr, NB=self.nb, PACKED_B=int(packed)) + plan.epilogue + \
             kernel_source("matmul_cpu.cl")
         rows, columns = -(-s["M"] // self.mr), -(-s["N"] // cols)
         grid = (columns, rows) if s["TRANSPOSE_B"] else (rows, columns)
-        return [KernelLaunch(source=src, entry="matmul_cpu", args=plan.args,
+        return [KernelLaunch(source=src, entry="matmul_cpu", args=args,
                              global_size=grid + (plan.batches,),
                              local_size=(1, 1, 1), label=f"{plan.label}_{self.name}")]
+
+
+def pack_panels(b: np.ndarray, k: int, n: int, cols: int) -> np.ndarray:
+    """B [K][N] as panels of `cols` columns, [ceil(N / cols)][K][cols], the last padded with
+    zeros: the columns a work item of matmul_cpu.cl reads, contiguous along K."""
+    panels = -(-n // cols)
+    padded = np.zeros((k, panels * cols), np.float32)
+    padded[:, :n] = np.asarray(b, np.float32).reshape(k, n)
+    return np.ascontiguousarray(padded.reshape(k, panels, cols).transpose(1, 0, 2))
 
 
 def cpu_gemm_variants(transpose_b: bool, vector_width: int) -> tuple[CpuGemmVariant, ...]:
@@ -245,8 +264,9 @@ class MatMul(NamedOp):
         return [TensorDesc(shape, dtype) for shape, dtype in
                 self.infer_shapes(call.attrs, call.inputs, call.consts, call.context)]
 
-    def plan(self, attrs, inputs, outputs, ctx=DEFAULT_CONTEXT) -> MatMulPlan:
+    def plan(self, attrs, inputs, outputs, ctx=DEFAULT_CONTEXT, consts=None) -> MatMulPlan:
         """What every variant of this call reads."""
+        consts = consts or {}
         sizes, batches, out = self._plan(attrs, inputs, ctx)
         ep = ctx.epilogue or FusedEpilogue()
         # the epilogue's channels: the output's axis 1 (rank 2: a Gemm's), its last axis from
@@ -273,15 +293,19 @@ class MatMul(NamedOp):
         if ep.row_softmax and (b_rank < 2 or len(out) < 2 or sizes["N"] > ROW_SOFTMAX_MAX):
             raise self.fail(attrs, f"a {ep.row_softmax} of the last axis cannot be fused "
                                    f"into an output of shape {list(out)}")
+        b_const = None
+        if ctx.on_cpu and 1 in consts and b_rank == 2 and batches == 1 and \
+                not sizes["TRANSPOSE_B"] and sizes["A_STEP"] == 1:
+            b_const = consts[1]
         return MatMulPlan(sizes, batches, out, wiring.args, epilogue, ep.row_softmax, b_rank,
-                          ctx.device, ctx.on_cpu)
+                          ctx.device, ctx.on_cpu, b_const)
 
     def kernel_variants(self, attrs, inputs, outputs, consts, ctx=DEFAULT_CONTEXT):
-        listed = matmul_variants(self.plan(attrs, inputs, outputs, ctx))
+        listed = matmul_variants(self.plan(attrs, inputs, outputs, ctx, consts))
         return listed if len(listed) > 1 else ()
 
     def launches(self, attrs, inputs, outputs, consts, ctx=DEFAULT_CONTEXT):
-        plan = self.plan(attrs, inputs, outputs, ctx)
+        plan = self.plan(attrs, inputs, outputs, ctx, consts)
         variant = ctx.variant if ctx.variant is not None else matmul_variants(plan)[0]
         if not variant.applies(plan):
             raise self.fail(attrs, f"variant {variant.name} does not apply to this MatMul")
