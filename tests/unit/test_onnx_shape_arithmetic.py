@@ -140,3 +140,27 @@ def test_dims_inference_left_unnamed_come_from_inference_again_per_input_shape(t
     with pytest.raises(ModelError, match=r"'shape_of_a' \(Shape, shape arithmetic\).*is not "
                                          r"known"):
         fold_for_shapes(g, {"x": (3, 8)})
+
+
+def test_a_small_float_constant_subgraph_folds_at_load(tmp_path):
+    # torch's attention scale, 1 / sqrt(sqrt(head size)), written as layers on constants: folded
+    # exactly (correctly rounded float ops), no layer left for it
+    nodes = [helper.make_node("Sqrt", ["d"], ["s1"]),
+             helper.make_node("Div", ["one", "s1"], ["inv"]),
+             helper.make_node("Sqrt", ["inv"], ["scale"]),
+             helper.make_node("Mul", ["x", "scale"], ["y"])]
+    inits = [numpy_helper.from_array(np.float32(64.0), "d"),
+             numpy_helper.from_array(np.float32(1.0), "one")]
+    g = _read(tmp_path, nodes, [2, 3], inits)
+    assert [n.type for n in g if n.type not in ("Parameter", "Const", "Result")] == ["Multiply"]
+    const = next(n for n in g if n.type == "Const" and np.asarray(n.value).size == 1)
+    assert np.asarray(const.value).dtype == np.float32
+    assert np.asarray(const.value) == np.sqrt(np.float32(1) / np.sqrt(np.float32(64)))
+
+
+def test_float_layers_on_a_large_constant_stay_layers(tmp_path):
+    big = numpy_helper.from_array(np.full(5000, 4.0, np.float32), "big")
+    nodes = [helper.make_node("Sqrt", ["big"], ["s"]),
+             helper.make_node("Add", ["x", "s"], ["y"])]
+    g = _read(tmp_path, nodes, [5000], [big])
+    assert "Sqrt" in [n.type for n in g]

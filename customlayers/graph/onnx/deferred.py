@@ -144,6 +144,40 @@ def try_shape_arithmetic(r, node, name: str, attrs: dict | None = None,
     return True
 
 
+# float ops whose IEEE result is correctly rounded (numpy's and every OpenCL device's agree to the
+# bit): a small constant subgraph of them (a scale of 1/sqrt(sqrt(head size)) an exporter
+# writes as layers) is folded at load instead of costing a launch per use
+_EXACT_FLOAT_OPS = {"Add": np.add, "Sub": np.subtract, "Mul": np.multiply, "Div": np.divide,
+                    "Sqrt": np.sqrt, "Neg": np.negative, "Abs": np.abs,
+                    "Reciprocal": lambda v: np.divide(np.ones_like(v), v)}
+MAX_FOLDED_FLOATS = 4096
+
+
+def try_fold_float_constants(r, node) -> bool:
+    """Fold the node at load (True) when it is one of _EXACT_FLOAT_OPS on float constants of
+    one type, at most MAX_FOLDED_FLOATS values each; else leave it to the translation."""
+    fn = _EXACT_FLOAT_OPS.get(node.op_type)
+    values = [r.folded(i) for i in node.input if i]
+    if fn is None or not values or len(values) != len([i for i in node.input if i]) or \
+            any(v is None for v in values):
+        return False
+    kinds = {v.dtype for v in values}
+    if len(kinds) != 1 or values[0].dtype not in (np.float32, np.float64) or \
+            any(v.size > MAX_FOLDED_FLOATS for v in values) or \
+            (len(values) > 2 or (len(values) == 2) != (node.op_type in ("Add", "Sub", "Mul",
+                                                                           "Div"))):
+        return False
+    try:
+        shape = np.broadcast_shapes(*(v.shape for v in values))
+    except ValueError:
+        return False                          # the translation refuses it with its place
+    if int(np.prod(shape, dtype=np.int64)) > MAX_FOLDED_FLOATS:
+        return False
+    with np.errstate(all="ignore"):          # an inf or NaN is the value the op gives
+        r.consts[node.output[0]] = np.asarray(fn(*values), values[0].dtype)
+    return True
+
+
 def cast_attrs(to: int) -> dict:
     """Cast's target as fold_eval reads it (to: a numpy dtype name; boolean: held as u8)."""
     boolean = to == dtypes.BOOL_ONNX

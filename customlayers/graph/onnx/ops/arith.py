@@ -8,7 +8,8 @@ from __future__ import annotations
 import numpy as np
 
 from .... import dtypes
-from ..deferred import fold_or_defer, need_compile_time, try_shape_arithmetic
+from ..deferred import (fold_or_defer, need_compile_time, try_fold_float_constants,
+                        try_shape_arithmetic)
 from ..translate import axis_in, const_input, dtype_of, float_text, intermediate, keep_axes, \
     legacy_broadcast, optional_input, translates
 
@@ -79,7 +80,8 @@ def _div(r, node, name: str, attrs: dict) -> None:
     """ONNX's integer division truncates toward zero, as C does (-3 / 2 = -1); the IR's Divide
     floors unless told python_division=false (OpenVINO's default)."""
     a, b = node.input[0], node.input[1]
-    if not attrs.get("broadcast") and try_shape_arithmetic(r, node, name):
+    if not attrs.get("broadcast") and (try_shape_arithmetic(r, node, name) or
+                                       try_fold_float_constants(r, node)):
         return
     if attrs.get("broadcast"):                   # opset < 7
         b = legacy_broadcast(r, a, b, attrs.get("axis"), name)
@@ -126,7 +128,8 @@ def _elu(r, node, name: str, attrs: dict) -> None:
 
 def _renamed(ir_type: str):
     def translate(r, node, name: str, attrs: dict) -> None:
-        if node.op_type in ("Neg", "Abs") and try_shape_arithmetic(r, node, name):
+        if node.op_type in ("Neg", "Abs") and try_shape_arithmetic(r, node, name) or \
+                try_fold_float_constants(r, node):
             return
         r.emit(ir_type, [node.input[0]], [node.output[0]], name)
     translate.__name__ = f"_renamed_{ir_type}"
@@ -139,7 +142,7 @@ def _binary(ir_type: str):
     def translate(r, node, name: str, attrs: dict) -> None:
         inputs = list(node.input)
         if not attrs.get("broadcast") and node.op_type != "Pow" and \
-                try_shape_arithmetic(r, node, name):
+                (try_shape_arithmetic(r, node, name) or try_fold_float_constants(r, node)):
             return
         if attrs.get("broadcast") and len(inputs) == 2:
             inputs[1] = legacy_broadcast(r, inputs[0], inputs[1], attrs.get("axis"), name)
