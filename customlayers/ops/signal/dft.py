@@ -89,6 +89,10 @@ class SignalDFT(Op):
         n = shape[axis]
         length = _const_int(self.type, attrs, consts, 1, "dft_length")
         irfft = attrs["inverse"] and attrs["onesided"]
+        if attrs["onesided"] and not attrs["inverse"] and shape[-1] == 2:
+            raise refuse(self.type, attrs, "onesided=1 on a complex input (last dim 2): ONNX "
+                                           "defines a one-sided forward DFT of a real input "
+                                           "only")
         if length <= 0:
             length = 2 * (n - 1) if irfft else n
         _check_length(self.type, attrs, "dft_length", length)

@@ -95,20 +95,35 @@ def _int_operand(r, node, k: int, what: str, default: int, name: str) -> str:
     return value
 
 
-def _float_signal(r, node) -> None:
+def _float_signal(r, node) -> tuple | None:
+    """The signal's shape where known, checked at load: f32 or f64, the last dim 1 (real) or
+    2 (complex: re, im)."""
     if dtype_of(r, node.input[0]) not in ("f32", "f64", ""):
         r.refuse(f"the input is {dtype_of(r, node.input[0])}; {node.op_type} runs on f32 and "
                  f"f64 here")
+    shape = r.known_shape(node.input[0])
+    if shape and (len(shape) < 2 or shape[-1] not in (1, 2, None)):
+        r.refuse(f"the input's last dim must be 1 (real) or 2 (complex: re, im); found shape "
+                 f"{list(shape)}")
+    return shape
 
 
 @translates("DFT")
 def _dft(r, node, name: str, attrs: dict) -> None:
     """The axis is an attribute (opset 17/19, default 1) or input 2 (opset 20, default -2)."""
-    _float_signal(r, node)
+    shape = _float_signal(r, node)
     if r.opset.get("ai.onnx", 20) >= 20:
         axis = _int_operand(r, node, 2, "axis", -2, name)
     else:
         axis = r.const(f"{name}/axis", np.array(int(attrs.get("axis", 1)), np.int64))
+    if shape and shape[-1] == 2 and int(attrs.get("onesided", 0)) and \
+            not int(attrs.get("inverse", 0)):
+        r.refuse("onesided=1 on a complex input (last dim 2): ONNX defines a one-sided "
+                 "forward DFT of a real input only")
+    known = r.folded(axis)
+    if shape and known is not None and not -len(shape) <= int(known) < len(shape) - 1:
+        r.refuse(f"axis {int(known)} is out of range for an input of shape {list(shape)} "
+                 f"(the last dim holds re, im)")
     length = _int_operand(r, node, 1, "dft_length", 0, name)
     r.emit("SignalDFT", [node.input[0], length, axis], [node.output[0]], name,
            {"inverse": str(int(attrs.get("inverse", 0))),
@@ -117,7 +132,9 @@ def _dft(r, node, name: str, attrs: dict) -> None:
 
 @translates("STFT")
 def _stft(r, node, name: str, attrs: dict) -> None:
-    _float_signal(r, node)
+    shape = _float_signal(r, node)
+    if shape and len(shape) != 3:
+        r.refuse(f"the signal must be [batch, length, 1 or 2]; found shape {list(shape)}")
     step = _int_operand(r, node, 1, "frame_step", 0, name)
     frame = _int_operand(r, node, 3, "frame_length", 0, name)
     window = optional_input(node, 2)
