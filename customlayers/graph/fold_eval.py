@@ -19,6 +19,7 @@ import math
 import numpy as np
 
 from .fold_index import INDEX_OPS
+from .fold_signal import SIGNAL_OPS
 from .limits import MAX_DIM, element_count
 
 # the IR type of a node kept for the shape-folding pass; attrs["op"] is its ONNX op
@@ -365,5 +366,6 @@ _OPS = {
     "Not": _logical(np.logical_not), "And": _logical(np.logical_and),
     "Or": _logical(np.logical_or), "Xor": _logical(np.logical_xor), "Where": _where,
     **INDEX_OPS,            # GatherElements/ND, ScatterElements/ND on shapes (fold_index.py)
+    **SIGNAL_OPS,           # windows and mel matrices of known sizes (fold_signal.py)
 }
 EVALUATED_OPS = frozenset(_OPS)

@@ -30,6 +30,7 @@ for _name in (
     "attention.rotary",    # RotaryEmbedding
     "reduce.loss",         # NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss
     "reduce.lp_pool",      # LpPool
+    "signal.dft",          # ONNX DFT and STFT on data (windows, mel matrices fold on the host)
     "reduce.layer_norm",   # LayerNorm (ONNX LayerNormalization as one kernel)
 ):
     importlib.import_module(f"{__package__}.{_name}")
