@@ -44,9 +44,29 @@ def _linear_attrs(r, node, attrs: dict, x: str) -> dict:
         int(np.prod(scale_shape or (1,))) == 1 and block == 0
     if not per_tensor:
         axis = axis_in(r, axis, rank_of(r, x, node.op_type))
+        _check_scale(r, r.known_shape(x), scale_shape, axis, block)
+    zp = optional_input(node, 2)
+    zp_shape = r.known_shape(zp) if zp else None
+    if scale_shape is not None and zp_shape is not None and tuple(zp_shape) != tuple(scale_shape):
+        r.refuse(f"the zero point's shape {list(zp_shape)} differs from the scale's "
+                 f"{list(scale_shape)}")
     if int(attrs.get("precision", 0)) not in (0, 1):
         r.refuse(f"precision {attrs['precision']} is not supported (only float32)")
     return {"axis": str(axis), "block_size": str(block)}
+
+
+def _check_scale(r, x_shape, scale_shape, axis: int, block: int) -> None:
+    """Where both shapes are known at load: a per-axis scale is [D], a blocked one x's shape
+    with the axis dim ceil(D / block_size)."""
+    if x_shape is None or scale_shape is None or None in x_shape or None in scale_shape:
+        return
+    d = x_shape[axis]
+    want = (d,) if block == 0 else \
+        tuple(x_shape[:axis]) + (-(-d // block),) + tuple(x_shape[axis + 1:])
+    if tuple(scale_shape) != want:
+        form = "per-axis" if block == 0 else f"blocked (block_size {block})"
+        r.refuse(f"a {form} scale along axis {axis} of x {list(x_shape)} must have shape "
+                 f"{list(want)}, found {list(scale_shape)}")
 
 
 @translates("QuantizeLinear")
@@ -86,30 +106,31 @@ def _dequantize(r, node, name: str, attrs: dict) -> None:
 
 @translates("DynamicQuantizeLinear")
 def _dynamic_quantize(r, node, name: str, attrs: dict) -> None:
-    """ONNX's definition: scale = (max(0, max x) - min(0, min x)) / 255 (1/255 where the two
-    are equal), zero point = saturate(rint(-min / scale)), y = QuantizeLinear(x, scale, zp)."""
+    """ONNX's definition: scale = (max(0, max x) - min(0, min x)) / 255, zero point =
+    saturate(rint(-min / scale)), y = QuantizeLinear(x, scale, zp). Where max and min are
+    equal (x all zeros) the scale is 1, as ONNX Runtime gives it (ONNX's reference says 1/255;
+    y and the zero point are 0 either way)."""
     x = node.input[0]
     _typed(r, x, ("f32",), "input 0 (x)")
     rank = rank_of(r, x, "DynamicQuantizeLinear")
     axes = r.const(f"{name}/axes", np.arange(rank, dtype=np.int64))
     zero = r.const(f"{name}/zero", np.array(0, np.float32))
+    numpy = {"auto_broadcast": "numpy"}
     ends = {}
     for reduce, clamp in (("ReduceMin", "Minimum"), ("ReduceMax", "Maximum")):
         raw, end = f"{name}/{reduce}", f"{name}/{clamp}"
         r.emit(reduce, [x, axes], [raw], raw, {"keep_dims": "false"}, shapes=[()])
-        r.emit(clamp, [raw, zero], [end], end, {"auto_broadcast": "numpy"}, shapes=[()])
+        r.emit(clamp, [raw, zero], [end], end, numpy, shapes=[()])
         ends[clamp] = end
-    span, same, width = f"{name}/span", f"{name}/same", f"{name}/width"
-    r.emit("Subtract", [ends["Maximum"], ends["Minimum"]], [span], span,
-           {"auto_broadcast": "numpy"}, shapes=[()])
-    r.emit("Equal", [span, zero], [same], same, {"auto_broadcast": "numpy"}, shapes=[()])
-    r.emit("Select", [same, r.const(f"{name}/one", np.array(1, np.float32)), span], [width],
-           width, {"auto_broadcast": "numpy"}, shapes=[()])
+    span, same, step = f"{name}/span", f"{name}/same", f"{name}/step"
+    r.emit("Subtract", [ends["Maximum"], ends["Minimum"]], [span], span, numpy, shapes=[()])
+    r.emit("Divide", [span, r.const(f"{name}/levels", np.array(255, np.float32))], [step],
+           step, numpy, shapes=[()])
+    r.emit("Equal", [span, zero], [same], same, numpy, shapes=[()])
     scale, zp, low = node.output[1], node.output[2], f"{name}/negated_min"
-    r.emit("Divide", [width, r.const(f"{name}/levels", np.array(255, np.float32))], [scale],
-           f"{name}/scale", {"auto_broadcast": "numpy"}, shapes=[()])
-    r.emit("Subtract", [zero, ends["Minimum"]], [low], low, {"auto_broadcast": "numpy"},
-           shapes=[()])
+    r.emit("Select", [same, r.const(f"{name}/one", np.array(1, np.float32)), step], [scale],
+           f"{name}/scale", numpy, shapes=[()])
+    r.emit("Subtract", [zero, ends["Minimum"]], [low], low, numpy, shapes=[()])
     per_tensor = {"axis": "0", "block_size": "0", "output_type": "u8"}
     r.emit("QuantizeLinear", [low, scale], [zp], f"{name}/zero_point", per_tensor, shapes=[()])
     r.emit("QuantizeLinear", [x, scale, zp], [node.output[0]], name, per_tensor)
