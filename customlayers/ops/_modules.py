@@ -31,7 +31,7 @@ for _name in (
     "reduce.loss",         # NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss
     "reduce.lp_pool",      # LpPool
     "reduce.layer_norm",   # LayerNorm (ONNX LayerNormalization as one kernel)
-    "quant.linear",        # QuantizeLinear, DequantizeLinear
+    "quant.linear",        # QuantizeLinear, DequantizeLinear, Requantize (QLinear* ops)
     "quant.integer",       # MatMulInteger, ConvInteger (exact int32 sums)
 ):
     importlib.import_module(f"{__package__}.{_name}")

@@ -2,7 +2,8 @@
 // The scale (and zero point, of the same shape) of element i is found from its coordinates in
 // x seen as [outer, axis_len, inner]: scale index = outer * s_outer + (a / block) * s_axis +
 // inner * s_inner, so per-tensor (all strides 0), per-axis (s_axis 1, block 1) and blocked
-// (block_size) share one kernel; the dims are kernel arguments, not baked.
+// (block_size) share one kernel; the dims are kernel arguments, not baked. The zero point is
+// read at the scale's index, or (zp_step 0) is one value for all.
 //
 // Baked: X_TYPE, Y_TYPE, SCALE_TYPE (float), ZP_TYPE, HAS_ZP, QMIN, QMAX (quantize only).
 
@@ -22,14 +23,14 @@ __kernel void quantize(__global const X_TYPE* restrict x, __global const SCALE_T
 #endif
                        __global Y_TYPE* restrict y, const long count, const int axis_len,
                        const int inner, const int block, const int s_outer, const int s_axis,
-                       const int s_inner)
+                       const int s_inner, const int zp_step)
 {
     const long i = get_global_id(0);
     if (i >= count) return;
     const long s = scale_index(i, axis_len, inner, block, s_outer, s_axis, s_inner);
     float v = rint((float)x[i] / (float)scale[s]);
 #if HAS_ZP
-    v += (float)zp[s];
+    v += (float)zp[s * zp_step];
 #endif
     v = fmin(fmax(v, (float)QMIN), (float)QMAX);
     y[i] = isnan(v) ? (Y_TYPE)0 : (Y_TYPE)v;
@@ -42,14 +43,35 @@ __kernel void dequantize(__global const X_TYPE* restrict x, __global const SCALE
 #endif
                          __global Y_TYPE* restrict y, const long count, const int axis_len,
                          const int inner, const int block, const int s_outer, const int s_axis,
-                         const int s_inner)
+                         const int s_inner, const int zp_step)
 {
     const long i = get_global_id(0);
     if (i >= count) return;
     const long s = scale_index(i, axis_len, inner, block, s_outer, s_axis, s_inner);
     float d = (float)x[i];
 #if HAS_ZP
-    d -= (float)zp[s];
+    d -= (float)zp[s * zp_step];
 #endif
     y[i] = d * (float)scale[s];
+}
+
+// Requantize (QLinearMatMul, QLinearConv): an int32 sum times its multiplier
+// (scale_a * scale_b / scale_y, in float as ONNX Runtime), y = saturate(rint(x * m) + zp)
+__kernel void requantize(__global const X_TYPE* restrict x, __global const SCALE_TYPE* restrict scale,
+#if HAS_ZP
+                         __global const ZP_TYPE* restrict zp,
+#endif
+                         __global Y_TYPE* restrict y, const long count, const int axis_len,
+                         const int inner, const int block, const int s_outer, const int s_axis,
+                         const int s_inner, const int zp_step)
+{
+    const long i = get_global_id(0);
+    if (i >= count) return;
+    const long s = scale_index(i, axis_len, inner, block, s_outer, s_axis, s_inner);
+    float v = rint((float)x[i] * (float)scale[s]);
+#if HAS_ZP
+    v += (float)zp[s * zp_step];
+#endif
+    v = fmin(fmax(v, (float)QMIN), (float)QMAX);
+    y[i] = isnan(v) ? (Y_TYPE)0 : (Y_TYPE)v;
 }

@@ -274,3 +274,71 @@ def test_float8_and_int4_zero_points_are_refused_with_the_type(tmp_path, elem):
     with pytest.raises(ModelError) as err:
         read_onnx(tmp_path / "f8.onnx")
     assert "element type" in str(err.value) or "not held" in str(err.value), str(err.value)
+
+
+def _qlinear_consts(prefix: str, dtype, per: int | None = None) -> dict:
+    """A scale and zero point; with `per`, one each per output channel/column."""
+    n = per or 1
+    scale = RNG.uniform(0.01, 0.05, n).astype(np.float32)
+    zp = RNG.integers(-3, 4, n) + (0 if np.iinfo(dtype).min else 128)
+    return {f"{prefix}s": scale if per else scale.reshape(()),
+            f"{prefix}z": zp.astype(dtype) if per else np.array(zp[0], dtype)}
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.int8])
+@pytest.mark.parametrize("ashape,bshape,per_column", [
+    ((4, 9), (9, 5), False), ((2, 4, 9), (9, 5), False), ((2, 3, 6), (2, 6, 4), False),
+    ((4, 9), (9, 5), True)])
+def test_qlinear_matmul(tmp_path, engine, dtype, ashape, bshape, per_column):
+    info = np.iinfo(dtype)
+    a = RNG.integers(info.min, info.max + 1, ashape).astype(dtype)
+    b = RNG.integers(info.min, info.max + 1, bshape).astype(dtype)
+    consts = {"b": b, **_qlinear_consts("a", dtype),
+              **_qlinear_consts("b", dtype, bshape[-1] if per_column else None),
+              **_qlinear_consts("y", dtype)}
+    consts["ys"] = np.array(0.5, np.float32)         # sums of ~60 products land in range
+    path = _model(tmp_path / "qm.onnx", "QLinearMatMul", {"a": a}, consts,
+                  ["a", "as", "az", "b", "bs", "bz", "ys", "yz"],
+                  {"y": ELEM[np.dtype(dtype)]}, 21 if per_column else 10)
+    want, got = _both(path, {"a": a}, engine)
+    np.testing.assert_array_equal(got["y"], want[0])
+    assert got["y"].min() < got["y"].max()
+
+
+@pytest.mark.parametrize("per_channel,bias", [(False, False), (False, True), (True, True)])
+@pytest.mark.parametrize("dtype", [np.uint8, np.int8])
+def test_qlinear_conv(tmp_path, engine, dtype, per_channel, bias):
+    info = np.iinfo(dtype)
+    x = RNG.integers(info.min, info.max + 1, (1, 4, 6, 6)).astype(dtype)
+    w = RNG.integers(-20, 21, (6, 2, 3, 3)).astype(np.int8)
+    consts = {"w": w, **_qlinear_consts("x", dtype), **_qlinear_consts("y", dtype)}
+    ws = _qlinear_consts("w", np.int8, 6 if per_channel else None)
+    consts.update(ws=ws["ws"], wz=np.zeros(ws["wz"].shape, np.int8))   # ONNX Runtime: 0
+    consts["ys"] = np.array(0.3, np.float32)
+    names = ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz"]
+    if bias:
+        consts["B"] = RNG.integers(-2000, 2000, 6).astype(np.int32)
+        names.append("B")
+    path = _model(tmp_path / "qc.onnx", "QLinearConv", {"x": x}, consts, names,
+                  {"y": ELEM[np.dtype(dtype)]}, 10, pads=[1, 0, 1, 2], group=2)
+    try:
+        want = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(
+            None, {"x": x})[0]
+    except Exception:
+        pytest.skip("ONNX Runtime has no QLinearConv for this form")
+    got = Network(read_onnx(path), engine=engine).infer({"x": x})["y"]
+    np.testing.assert_array_equal(got, want)
+    assert got.min() < got.max()
+
+
+def test_half_scales_are_refused_naming_the_node(tmp_path):
+    a = np.zeros((2, 3), np.uint8)
+    consts = {"b": np.zeros((3, 2), np.uint8), "as": np.array(1, np.float16),
+              "az": np.array(0, np.uint8), "bs": np.array(1, np.float16),
+              "bz": np.array(0, np.uint8), "ys": np.array(1, np.float16),
+              "yz": np.array(0, np.uint8)}
+    ELEM.setdefault(np.dtype(np.float16), TensorProto.FLOAT16)
+    path = _model(tmp_path / "qm.onnx", "QLinearMatMul", {"a": a}, consts,
+                  ["a", "as", "az", "b", "bs", "bz", "ys", "yz"], {"y": TensorProto.UINT8}, 21)
+    with pytest.raises(ModelError, match="qnode.*input 1 \\(a scale\\) is f16"):
+        read_onnx(path)

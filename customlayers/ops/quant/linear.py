@@ -1,10 +1,12 @@
 """QuantizeLinear and DequantizeLinear (ONNX opsets 10-23) as built-in ops of the same names.
 
-Inputs: x, scale (f32), and an optional zero point of the scale's shape. The scale is one value
+Inputs: x, scale (f32), and an optional zero point of the scale's shape (or one value). The scale is one value
 (per-tensor), one per index of `axis` (per-axis), or, with `block_size` B > 0, x's shape with
 the axis dim ceil(D / B) (blocked). QuantizeLinear's output type is the zero point's, else the
 `output_type` attribute (the translation picks u8 where ONNX names none); DequantizeLinear's
-is f32. Kernel: quant_linear.cl, the dims as kernel arguments.
+is f32. Requantize (QLinearMatMul's and QLinearConv's last step): an i32 sum times a
+multiplier (the scale input), rounded and saturated as QuantizeLinear. Kernel: quant_linear.cl,
+the dims as kernel arguments.
 """
 from __future__ import annotations
 
@@ -48,7 +50,7 @@ class _Linear(Op):
         if inputs[1].dtype != "f32":
             raise BindingError(f"{self.where(attrs)}: the scale is {inputs[1].dtype}; only f32 "
                                f"scales are supported")
-        if len(inputs) == 3 and shape_of(inputs[2]) != s:
+        if len(inputs) == 3 and shape_of(inputs[2]) != s and numel(shape_of(inputs[2])) != 1:
             raise BindingError(f"{self.where(attrs)}: the zero point's shape "
                                f"{list(shape_of(inputs[2]))} differs from the scale's {list(s)}")
         block = attrs["block_size"]
@@ -87,7 +89,7 @@ class _Linear(Op):
         layout = self.layout(attrs, inputs)
         out = self.out_type(attrs, inputs)
         has_zp = len(inputs) == 3
-        qmin, qmax = _range(out) if self.entry == "quantize" else (0, 0)
+        qmin, qmax = _range(out) if self.entry != "dequantize" else (0, 0)
         src = program_text(self.entry, {
             "X_TYPE": inputs[0].cl_type, "Y_TYPE": dtypes.BY_NAME[out].cl_type,
             "SCALE_TYPE": "float", "ZP_TYPE": inputs[2].cl_type if has_zp else "int",
@@ -95,7 +97,8 @@ class _Linear(Op):
         count = numel(shape_of(inputs[0]))
         args = [Arg.input(0), Arg.input(1)] + ([Arg.input(2)] if has_zp else []) + [
             Arg.output(0), Arg.scalar(np.int64(count))] + [
-            Arg.scalar(_int(v, "a dim or stride")) for v in layout]
+            Arg.scalar(_int(v, "a dim or stride")) for v in layout] + [
+            Arg.scalar(np.int32(0 if not has_zp or numel(shape_of(inputs[2])) == 1 else 1))]
         return [KernelLaunch(src, self.entry, tuple(args), global_1d(count),
                              label=f"{self.entry}_{inputs[0].dtype}_{out}")]
 
@@ -134,3 +137,17 @@ class DequantizeLinear(_Linear):
         if len(inputs) == 3 and inputs[2].dtype != x:
             raise BindingError(f"{self.where(attrs)}: the zero point is {inputs[2].dtype}, x "
                                f"is {x}; they must be the same type")
+
+
+@register_op
+class Requantize(QuantizeLinear):
+    type = "Requantize"
+    entry = "requantize"
+
+    def check_types(self, attrs, inputs) -> None:
+        if inputs[0].dtype != "i32":
+            raise BindingError(f"{self.where(attrs)}: x is {inputs[0].dtype}; expected i32")
+        out = self.out_type(attrs, inputs)
+        if out not in QUANT_TYPES:
+            raise BindingError(f"{self.where(attrs)}: requantizing to {out} is not supported "
+                               f"(supported: {', '.join(QUANT_TYPES)})")

@@ -2,14 +2,16 @@
 10-23; per-tensor, per-axis and blocked scales; the built-ins of ops/quant/linear.py),
 DynamicQuantizeLinear (decomposed as ONNX defines it: min/max over the tensor, the scale, then
 two QuantizeLinear), MatMulInteger and ConvInteger (ops/quant/integer.py; absent zero points
-are given as a constant 0). The types ONNX allows that are not held here (float8, int4, uint4,
+are given as a constant 0), and QLinearMatMul and QLinearConv as those exact int32 sums then
+Requantize. The types ONNX allows that are not held here (float8, int4, uint4,
 int2, float4, bfloat16 and half scales) are refused, naming the node and the type."""
 from __future__ import annotations
 
 import numpy as np
 
 from .... import dtypes
-from ..translate import axis_in, dtype_of, optional_input, rank_of, text_attr, translates
+from ..translate import (axis_in, dtype_of, optional_input, rank_of, reshaped, text_attr,
+                         translates)
 
 _QUANT = ("i8", "u8", "i16", "u16")
 _DEQUANT = _QUANT + ("i32",)
@@ -28,8 +30,9 @@ def _typed(r, value: str, allowed: tuple, what: str) -> str:
     """The element type of `value`, refused unless one of `allowed` (or unknown here)."""
     dtype = dtype_of(r, value)
     if dtype and dtype not in allowed:
-        r.refuse(f"{what} is {dtype}; supported: {', '.join(allowed)} (float8, int4, uint4, "
-                 f"int2 and float4 are not)")
+        note = "float16 and bfloat16 are not supported here" if allowed == ("f32",) else \
+            "float8, int4, uint4, int2 and float4 are not"
+        r.refuse(f"{what} is {dtype}; supported: {', '.join(allowed)} ({note})")
     return dtype
 
 
@@ -47,7 +50,8 @@ def _linear_attrs(r, node, attrs: dict, x: str) -> dict:
         _check_scale(r, r.known_shape(x), scale_shape, axis, block)
     zp = optional_input(node, 2)
     zp_shape = r.known_shape(zp) if zp else None
-    if scale_shape is not None and zp_shape is not None and tuple(zp_shape) != tuple(scale_shape):
+    if scale_shape is not None and zp_shape is not None and tuple(zp_shape) != tuple(scale_shape) \
+            and not int(np.prod(zp_shape)) == int(np.prod(scale_shape)) == 1:
         r.refuse(f"the zero point's shape {list(zp_shape)} differs from the scale's "
                  f"{list(scale_shape)}")
     if int(attrs.get("precision", 0)) not in (0, 1):
@@ -155,12 +159,13 @@ def _matmul_integer(r, node, name: str, attrs: dict) -> None:
     r.emit("MatMulInteger", inputs, [node.output[0]], name, {})
 
 
-@translates("ConvInteger")
-def _conv_integer(r, node, name: str, attrs: dict) -> None:
-    x, w = node.input[0], node.input[1]
-    k = rank_of(r, x, "ConvInteger") - 2
+def _conv_attrs(r, node, attrs: dict) -> dict:
+    """The IR attributes of ConvInteger (QLinearConv's too): explicit pads, from auto_pad
+    where the model asks (SAME_*: worked out from the known spatial dims, as ONNX's)."""
+    x, w = node.input[0], node.input[1] if node.op_type == "ConvInteger" else node.input[3]
+    k = rank_of(r, x, node.op_type) - 2
     if k not in (1, 2):
-        r.refuse(f"a {k}-D ConvInteger is not supported (1-D and 2-D are)")
+        r.refuse(f"a {k}-D {node.op_type} is not supported (1-D and 2-D are)")
     strides = list(attrs.get("strides") or [1] * k)
     dilations = list(attrs.get("dilations") or [1] * k)
     pads = list(attrs.get("pads") or [0] * (2 * k))
@@ -178,8 +183,86 @@ def _conv_integer(r, node, name: str, attrs: dict) -> None:
                  for i, kk, s, d in zip(xs[2:], ws[2:], strides, dilations)]
         begin = [t // 2 if auto_pad == "SAME_UPPER" else t - t // 2 for t in total]
         end = [t - b for t, b in zip(total, begin)]
-    ir = {"strides": ", ".join(map(str, strides)), "dilations": ", ".join(map(str, dilations)),
-          "pads_begin": ", ".join(map(str, begin)), "pads_end": ", ".join(map(str, end)),
-          "group": str(int(attrs.get("group", 1)))}
-    inputs = [x, w, _zero_point(r, node, 2, 0, name), _zero_point(r, node, 3, 1, name)]
-    r.emit("ConvInteger", inputs, [node.output[0]], name, ir)
+    return {"strides": ", ".join(map(str, strides)), "dilations": ", ".join(map(str, dilations)),
+            "pads_begin": ", ".join(map(str, begin)), "pads_end": ", ".join(map(str, end)),
+            "group": str(int(attrs.get("group", 1)))}
+
+
+@translates("ConvInteger")
+def _conv_integer(r, node, name: str, attrs: dict) -> None:
+    inputs = [node.input[0], node.input[1], _zero_point(r, node, 2, 0, name),
+              _zero_point(r, node, 3, 1, name)]
+    r.emit("ConvInteger", inputs, [node.output[0]], name, _conv_attrs(r, node, attrs))
+
+
+def _multiplier(r, node, name: str, scales: tuple[int, int, int],
+                per: int | None) -> tuple[str, bool]:
+    """scale_a * scale_b / scale_y (f32, in that order, as ONNX Runtime): one value, or one
+    per output channel/column where the second scale has `per` values (then 1-D); and whether
+    it is per channel."""
+    sa, sb, sy = (node.input[k] for k in scales)
+    per_channel = False
+    for k, value in zip(scales, (sa, sb, sy)):
+        _typed(r, value, ("f32",), f"input {k} (a scale)")
+        shape = r.known_shape(value)
+        count = None if shape is None or None in shape else int(np.prod(shape, dtype=np.int64))
+        if value != sb and count != 1:
+            r.refuse(f"input {k} (a scale) must be one value known at load, found shape "
+                     f"{None if shape is None else list(shape)}")
+        if value == sb and count not in (1, per):
+            r.refuse(f"input {k} (a scale) must be one value or {per}, found shape "
+                     f"{None if shape is None else list(shape)}")
+        if value == sb and count == per and per != 1:
+            per_channel = True
+            if len(shape) != 1:
+                sb = reshaped(r, sb, [per], f"{name}/scale{k}")
+    both, mult = f"{name}/scale_product", f"{name}/multiplier"
+    r.emit("Multiply", [sa, sb], [both], both, {"auto_broadcast": "numpy"})
+    r.emit("Divide", [both, sy], [mult], mult, {"auto_broadcast": "numpy"})
+    return mult, per_channel
+
+
+def _requantize(r, node, name: str, acc: str, multiplier: tuple[str, bool], zy_k: int,
+                operand: int) -> None:
+    zy = _zero_point(r, node, zy_k, operand, name)
+    out = dtype_of(r, zy) or dtype_of(r, node.input[operand])
+    mult, per_channel = multiplier
+    axis = ("1" if node.op_type == "QLinearConv" else "-1") if per_channel else "0"
+    r.emit("Requantize", [acc, mult, zy], [node.output[0]], name,
+           {"axis": axis, "block_size": "0", "output_type": out})
+
+
+@translates("QLinearMatMul")
+def _qlinear_matmul(r, node, name: str, attrs: dict) -> None:
+    """MatMulInteger (exact int32 sums), then rint(sum * scale_a * scale_b / scale_y) + zp_y,
+    saturated (Requantize)."""
+    a, b = node.input[0], node.input[3]
+    bshape = r.known_shape(b)
+    n = bshape[-1] if bshape else None
+    acc = f"{name}/sums"
+    r.emit("MatMulInteger", [a, b, _zero_point(r, node, 2, 0, name),
+                             _zero_point(r, node, 5, 3, name)], [acc], acc, {})
+    _requantize(r, node, name, acc, _multiplier(r, node, name, (1, 4, 6), n), 7, 0)
+
+
+@translates("QLinearConv")
+def _qlinear_conv(r, node, name: str, attrs: dict) -> None:
+    """ConvInteger (exact int32 sums), plus the int32 bias B, then Requantize with one
+    multiplier or one per output channel."""
+    x, w = node.input[0], node.input[3]
+    wshape = r.known_shape(w)
+    oc = wshape[0] if wshape else None
+    zx, zw = _zero_point(r, node, 2, 0, name), _zero_point(r, node, 5, 3, name)
+    if r.known_shape(zx) not in (None, (), (1,)):
+        r.refuse("x_zero_point (input 2) must be one value")
+    acc = f"{name}/sums"
+    r.emit("ConvInteger", [x, w, zx, zw], [acc], acc, _conv_attrs(r, node, attrs))
+    bias = optional_input(node, 8)
+    if bias:
+        _typed(r, bias, ("i32",), "input 8 (B)")
+        rank = rank_of(r, x, "QLinearConv")
+        shaped = reshaped(r, bias, [1, -1] + [1] * (rank - 2), f"{name}/bias")
+        biased = f"{name}/biased"
+        r.emit("Add", [acc, shaped], [biased], biased, {"auto_broadcast": "numpy"})
+        acc = biased
+    _requantize(r, node, name, acc, _multiplier(r, node, name, (1, 4, 6), oc), 7, 0)
