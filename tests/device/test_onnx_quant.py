@@ -342,3 +342,23 @@ def test_half_scales_are_refused_naming_the_node(tmp_path):
                   ["a", "as", "az", "b", "bs", "bz", "ys", "yz"], {"y": TensorProto.UINT8}, 21)
     with pytest.raises(ModelError, match="qnode.*input 1 \\(a scale\\) is f16"):
         read_onnx(path)
+
+
+def test_conv_integer_per_channel_weight_zero_points_against_numpy(tmp_path, engine):
+    """ONNX Runtime's ConvInteger takes one weight zero point; ONNX allows one per output
+    channel: checked against an int64 numpy convolution."""
+    x = RNG.integers(0, 256, (2, 3, 5, 6)).astype(np.uint8)
+    w = RNG.integers(0, 256, (4, 3, 2, 3)).astype(np.uint8)
+    zw = RNG.integers(0, 256, 4).astype(np.uint8)
+    path = _model(tmp_path / "c.onnx", "ConvInteger", {"x": x},
+                  {"w": w, "zx": np.array(200, np.uint8), "zw": zw}, ["x", "w", "zx", "zw"],
+                  {"y": TensorProto.INT32}, 10, pads=[1, 0, 0, 1])
+    got = Network(read_onnx(path), engine=engine).infer({"x": x})["y"]
+    xp = np.pad(x.astype(np.int64) - 200, ((0, 0), (0, 0), (1, 0), (0, 1)))
+    wd = w.astype(np.int64) - zw[:, None, None, None]
+    oh, ow = xp.shape[2] - 1, xp.shape[3] - 2
+    want = np.zeros((2, 4, oh, ow), np.int64)
+    for ky in range(2):
+        for kx in range(3):
+            want += np.einsum("nchw,oc->nohw", xp[:, :, ky:ky + oh, kx:kx + ow], wd[:, :, ky, kx])
+    np.testing.assert_array_equal(got, want)
