@@ -8,7 +8,8 @@ blocks) and reorder.py:
 - the upper rooms, which may use the base rooms and not each other: logic/ (comparisons, logic,
   bitwise, Where, math functions), index/ (gather/scatter, arg-reductions, TopK, cumulative
   sums), image/ (Resize, GridSample, RoiAlign, NonMaxSuppression), recurrent/ (LSTM, GRU, RNN),
-  attention/ and signal/ (DFT, STFT).
+  attention/, signal/ (DFT, STFT) and quant/ (QuantizeLinear, DequantizeLinear, MatMulInteger,
+  ConvInteger).
 A new op is a module in one room, a line in _modules.py and its .cl file.
 
 May import: jit, config, graph types, errors, settings, dtypes. Not passes/, runtime/ or

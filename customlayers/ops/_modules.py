@@ -32,5 +32,7 @@ for _name in (
     "reduce.lp_pool",      # LpPool
     "signal.dft",          # ONNX DFT and STFT on data (windows, mel matrices fold on the host)
     "reduce.layer_norm",   # LayerNorm (ONNX LayerNormalization as one kernel)
+    "quant.linear",        # QuantizeLinear, DequantizeLinear, Requantize (QLinear* ops)
+    "quant.integer",       # MatMulInteger, ConvInteger (exact int32 sums)
 ):
     importlib.import_module(f"{__package__}.{_name}")

@@ -8,8 +8,8 @@ only translate.py, deferred.py and checks.py: no module imports one that imports
 from __future__ import annotations
 
 # importing the op modules registers their translations
-from .ops import (arith, attention, einsum, fold, image, index, logic, loss, nn,  # noqa: F401
-                  norm, recurrent, tensor)  # noqa: F401
+from .ops import (arith, attention, einsum, fold, image, index, logic, nn, norm,  # noqa: F401
+                  quant, recurrent, tensor)  # noqa: F401
 from .translate import REGISTERED
 
 TRANSLATIONS: dict = REGISTERED
