@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 export VENV
 
-.PHONY: setup setup-test test demo validate bench clean
+.PHONY: setup setup-test test node-suite demo validate bench clean
 
 setup:
 	@bash scripts/setup.sh
@@ -12,8 +12,15 @@ setup:
 setup-test:
 	@bash scripts/setup.sh test
 
+# the ONNX backend node suite (1,800+ generated cases, each a compiled network) is its own step
+# (`make node-suite`, run by .ci/run after this one): it compiles a thousand programs cold
+NODE_SUITE := tests/conformance/test_onnx_node_suite.py
+
 test: setup-test
-	$(PY) -m pytest -q tests
+	$(PY) -m pytest -q tests --ignore=$(NODE_SUITE)
+
+node-suite: setup-test
+	$(PY) -m pytest -q $(NODE_SUITE)
 
 demo: setup
 	$(PY) cli.py demo
