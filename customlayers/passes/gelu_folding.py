@@ -7,9 +7,9 @@ Matched: Divide by sqrt(2) (or Multiply by 1/sqrt(2)) -> Erf -> Add 1 -> Multipl
 Multiply by 0.5, or x * 0.5 first and then the product with (1 + erf). Each link must be the
 only reader of the one before (else its value is needed elsewhere), the constants must be those
 values to float precision (of no more axes than x: they must not broadcast it), every layer a
-built-in, and the chain's end read by layers only (a
-graph output keeps its own name and layers), on float32 tensors. Within float rounding of the five layers: Gelu
-evaluates the same expression in float.
+built-in, and the chain's end read by layers only (a graph output keeps its own name and
+layers), on float32 tensors. Within float rounding of the five layers: Gelu evaluates the same
+expression in float.
 """
 from __future__ import annotations
 

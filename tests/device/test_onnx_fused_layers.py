@@ -78,3 +78,25 @@ def test_a_gelu_chain_whose_constants_broadcast_x_matches_onnxruntime(tmp_path, 
     got = Network(path, engine=engine).infer({"x": x})["y"]
     assert got.shape == want.shape
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("layer,x_shape,w_shape,bias_shape", [
+    ("MatMul", (2, 3, 7), (7, 5), (1, 1, 1, 5)),     # a transformer's Linear, bias of rank 4
+    ("Conv", (1, 2, 5, 5), (3, 2, 3, 3), (1, 3, 1, 1, 1)),   # a per-channel bias of rank 5
+])
+def test_a_bias_of_more_axes_than_the_layer_output_matches_onnxruntime(tmp_path, engine, layer,
+                                                                      x_shape, w_shape,
+                                                                      bias_shape):
+    # the Add broadcasts the layer's output up to the bias's rank: not a bias to fuse
+    rng = np.random.default_rng(14)
+    nodes = [helper.make_node(layer, ["x", "w"], ["t"]), helper.make_node("Add", ["t", "b"], ["a"]),
+             helper.make_node("Relu", ["a"], ["y"])]
+    path = _save(tmp_path, nodes, list(x_shape), None,
+                 {"w": rng.standard_normal(w_shape), "b": rng.standard_normal(bias_shape)},
+                 "bias_up")
+    x = rng.standard_normal(x_shape).astype(np.float32)
+    want = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(
+        ["y"], {"x": x})[0]
+    got = Network(path, engine=engine).infer({"x": x})["y"]
+    assert got.shape == want.shape
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
