@@ -163,6 +163,16 @@ def test_top_k_with_k_a_graph_input_and_ties(tmp_path, engine, largest, k, dtype
     _check(tmp_path, engine, [node], {"x": x, "k": np.array([k], np.int64)}, ["v", "i"])
 
 
+@pytest.mark.parametrize("largest", [1, 0])
+@pytest.mark.parametrize("k", [3, 5, 20])             # both kernels: k <= 16 and above
+def test_top_k_orders_nan_above_every_number(tmp_path, engine, largest, k):
+    # ONNX Runtime's order: NaN the largest, NaNs by index (a NaN once made ranks collide and
+    # left slots of the output unwritten)
+    x = np.tile(np.array([[np.nan, 1, 2, np.nan, 0]], np.float32), (2, 4))
+    node = helper.make_node("TopK", ["x", "k"], ["v", "i"], axis=1, largest=largest)
+    _check(tmp_path, engine, [node], {"x": x, "k": np.array([k], np.int64)}, ["v", "i"])
+
+
 # -- scans, one-hot, ranges, triangles -------------------------------------------------------
 @pytest.mark.parametrize("op", ["CumSum", "CumProd"])
 @pytest.mark.parametrize("exclusive,reverse", [(0, 0), (1, 0), (0, 1), (1, 1)])
