@@ -113,6 +113,21 @@ def test_scatter_nd_every_reduction(tmp_path, engine, reduction):
     _check(tmp_path, engine, [node], {"x": x, "i": idx, "u": upd}, ["y"])
 
 
+@pytest.mark.parametrize("op", ["ScatterElements", "ScatterND"])
+@pytest.mark.parametrize("reduction", ["max", "min"])
+def test_scatter_min_max_with_nan_as_onnxruntime(tmp_path, engine, op, reduction):
+    # an update replaces an old NaN; a NaN update replaces a number (ONNX Runtime's order)
+    x = np.array([[np.nan, 1, 2], [3, np.nan, 0]], np.float32)
+    if op == "ScatterElements":
+        idx, upd = np.array([[0, 1], [1, 1]], np.int64), np.array([[5, np.nan], [2, 4]],
+                                                                    np.float32)
+    else:
+        idx, upd = np.array([[0, 0], [0, 1], [1, 1]], np.int64), np.array([5, np.nan, 2],
+                                                                          np.float32)
+    node = helper.make_node(op, ["x", "i", "u"], ["y"], reduction=reduction)
+    _check(tmp_path, engine, [node], {"x": x, "i": idx, "u": upd}, ["y"])
+
+
 @pytest.mark.parametrize("mode,axis", [("linear", -2), ("circular", 2), ("circular", 1)])
 def test_tensor_scatter_of_a_kv_cache(tmp_path, engine, mode, axis):
     """Against ONNX's reference evaluator (opset 24; ONNX Runtime may not have the op)."""
