@@ -28,7 +28,9 @@ ONNX_OPS = ["Conv", "Relu", "Add", "Gemm", "MatMul", "Reshape", "Transpose", "Co
             "Unsqueeze", "Softmax", "LogSoftmax", "ReduceMean", "ReduceL2", "Clip", "MaxPool",
             "AveragePool", "GlobalAveragePool", "BatchNormalization", "InstanceNormalization",
             "LRN", "DepthToSpace", "Tile", "Expand", "Constant", "PRelu", "LeakyRelu", "Mean",
-            "Identity", "Dropout", "ConvTranspose", "Sum", "NoSuchOp"]
+            "Identity", "Dropout", "ConvTranspose", "Sum", "LayerNormalization", "Erf", "Where",
+            "Equal", "CumSum", "TopK", "GatherElements", "ScatterND", "ArgMax", "Resize",
+            "GridSample", "LSTM", "GRU", "Einsum", "OneHot", "Trilu", "NoSuchOp"]
 
 
 # -- seeds -------------------------------------------------------------------------------------
@@ -176,6 +178,33 @@ def onnx_seeds() -> list[bytes]:
         [vi("x", [1, 4, 4, 4])], [vi("y", [1, 2, 16, 16])],
         [init("is", f32(4)), init("ib", f32(4)), init("tw", f32(1, 2, 2, 2)),
          init("tb", f32(2))]))
+    # issue 20's ops: a transformer block (LayerNormalization, Linear + bias, the erf GELU,
+    # a masked Softmax through Where), the index ops and Resize
+    seeds.append(model([
+        n("LayerNormalization", ["x", "lw", "lb"], ["ln"], name="ln", axis=-1),
+        n("MatMul", ["ln", "mw"], ["mm"], name="linear"),
+        n("Add", ["mm", "mb"], ["lin"], name="bias"),
+        n("Div", ["lin", "sq2"], ["gd"], name="gdiv"), n("Erf", ["gd"], ["ge"], name="erf"),
+        n("Add", ["ge", "one"], ["ga"], name="gadd"), n("Mul", ["lin", "ga"], ["gm"], name="gmul"),
+        n("Mul", ["gm", "half"], ["gl"], name="ghalf"),
+        n("Equal", ["gl", "gl"], ["eq"], name="eq"),
+        n("Where", ["eq", "gl", "neg"], ["wh"], name="where"),
+        n("Softmax", ["wh"], ["sm"], name="softmax", axis=-1),
+        n("CumSum", ["sm", "cax"], ["cs"], name="cumsum", exclusive=1),
+        n("TopK", ["cs", "k"], ["tv", "ti"], name="topk", axis=-1),
+        n("GatherElements", ["cs", "ti"], ["gel"], name="gather_el", axis=-1),
+        n("ScatterND", ["gel", "sidx", "supd"], ["sc"], name="scatter_nd", reduction="add"),
+        n("ArgMax", ["sc"], ["am"], name="argmax", axis=1, keepdims=1),
+        n("Unsqueeze", ["sc", "uax"], ["u4"], name="unsq4"),
+        n("Resize", ["u4", "", "rsc"], ["y"], name="resize", mode="linear")],
+        [vi("x", [2, 3, 8])], [vi("y", [1, 2, 6, 6]), vi("am", [2, 1, 3], TensorProto.INT64)],
+        [init("lw", f32(8)), init("lb", f32(8)), init("mw", f32(8, 6)), init("mb", f32(6)),
+         init("sq2", np.array(1.4142135, np.float32)), init("one", np.array(1.0, np.float32)),
+         init("half", np.array(0.5, np.float32)), init("neg", np.array(-1e4, np.float32)),
+         init("cax", np.array(-1, np.int64)), init("k", np.array([3], np.int64)),
+         init("sidx", np.array([[0, 1], [1, -1]], np.int64)), init("supd", f32(2, 3)),
+         init("uax", np.array([0], np.int64)),
+         init("rsc", np.array([1, 1, 2, 2], np.float32))], opset=18))
     for data in seeds:
         onnx.checker.check_model(onnx.load_from_string(data))
     return seeds

@@ -25,6 +25,13 @@ __kernel void arg_reduce(__global const DATA_TYPE* restrict data,
     out[i] = (INDEX_TYPE)at;
 }
 
+// TopK's order, a total one as ONNX Runtime's: NaN above every number, NaNs equal among
+// themselves (plain comparisons with a NaN are all false: ranks collided, slots of the output
+// stayed unwritten, and a pick after a NaN found nothing). For integers x != x is false.
+#define TK_GT(y, x) ((y) > (x) || ((y) != (y) && (x) == (x)))
+#define TK_LT(y, x) TK_GT(x, y)
+#define TK_EQ(y, x) ((y) == (x) || ((y) != (y) && (x) != (x)))
+
 // One work-item per input element: its rank in its line, the number of elements that come
 // before it in ONNX's order (larger, or smaller with `largest` 0; among equal values the lower
 // index first). The k first ranks are written, sorted, at their rank.
@@ -42,7 +49,7 @@ __kernel void top_k(__global const DATA_TYPE* restrict data,
     int rank = 0;
     for (int m = 0; m < n && rank < k; ++m) {
         const DATA_TYPE y = data[base + (long)m * inner];
-        rank += (largest ? y > x : y < x) || (y == x && m < j);
+        rank += (largest ? TK_GT(y, x) : TK_LT(y, x)) || (TK_EQ(y, x) && m < j);
     }
     if (rank >= k) return;
     const long at = ((long)o * k + rank) * inner + r;
@@ -71,9 +78,9 @@ __kernel void top_k_lines(__global const DATA_TYPE* restrict data,
         for (int m = 0; m < n; ++m) {
             const DATA_TYPE y = data[base + (long)m * inner];
             // after the last pick: worse than it, or equal and of a higher index
-            const int after = last_at < 0 || (largest ? y < last : y > last) ||
-                              (y == last && m > last_at);
-            if (after && (at < 0 || (largest ? y > best : y < best))) {
+            const int after = last_at < 0 || (largest ? TK_LT(y, last) : TK_GT(y, last)) ||
+                              (TK_EQ(y, last) && m > last_at);
+            if (after && (at < 0 || (largest ? TK_GT(y, best) : TK_LT(y, best)))) {
                 best = y;
                 at = m;
             }

@@ -104,6 +104,8 @@ def _per_channel_const(graph: Graph, node: Node, producer_id: str, channels: int
             return None
         value, shape = found
         out_rank = len(node.outputs[0].shape or ())
+        if len(node.inputs[1 - port].shape or ()) != out_rank:
+            return None     # the constant broadcasts the layer's output up to more axes
         # broadcast to (N, C, ...) with C == channels and every other axis 1
         padded = (1,) * (out_rank - len(shape)) + shape
         at = axis % out_rank if out_rank else 0

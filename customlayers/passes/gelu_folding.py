@@ -6,9 +6,10 @@ computes the same expression in one kernel.
 Matched: Divide by sqrt(2) (or Multiply by 1/sqrt(2)) -> Erf -> Add 1 -> Multiply by x ->
 Multiply by 0.5, or x * 0.5 first and then the product with (1 + erf). Each link must be the
 only reader of the one before (else its value is needed elsewhere), the constants must be those
-values to float precision, every layer a built-in, and the chain's end read by layers only (a
-graph output keeps its own name and layers), on float32 tensors. Within float rounding of the five layers: Gelu
-evaluates the same expression in float.
+values to float precision (of no more axes than x: they must not broadcast it), every layer a
+built-in, and the chain's end read by layers only (a graph output keeps its own name and
+layers), on float32 tensors. Within float rounding of the five layers: Gelu evaluates the same
+expression in float.
 """
 from __future__ import annotations
 
@@ -30,6 +31,8 @@ def fold_gelu_chains(graph: Graph, is_builtin) -> tuple[Graph, list[str]]:
         if found is None:
             continue
         x, end, absorbed = found
+        if not _same_rank(x[2], end.outputs[0]):
+            continue
         consumers = [graph.nodes[d] for d, _ in graph.consumers(end.id, 0)]
         if not consumers or any(c.type == "Result" for c in consumers):
             continue
@@ -45,6 +48,12 @@ def fold_gelu_chains(graph: Graph, is_builtin) -> tuple[Graph, list[str]]:
     if not drop:
         return graph, []
     return rebuilt_graph(graph, changed, drop, redirect), notes
+
+
+def _same_rank(x, out) -> bool:
+    """Whether the chain's output has x's rank: a constant of one value but more axes (a
+    [1, 1] sqrt(2)) broadcasts x up to its rank, which the one Gelu layer would not."""
+    return x.shape is not None and out.shape is not None and len(x.shape) == len(out.shape)
 
 
 def _is_const(graph: Graph, node: Node, port: int, value: float) -> bool:

@@ -113,6 +113,21 @@ def test_scatter_nd_every_reduction(tmp_path, engine, reduction):
     _check(tmp_path, engine, [node], {"x": x, "i": idx, "u": upd}, ["y"])
 
 
+@pytest.mark.parametrize("op", ["ScatterElements", "ScatterND"])
+@pytest.mark.parametrize("reduction", ["max", "min"])
+def test_scatter_min_max_with_nan_as_onnxruntime(tmp_path, engine, op, reduction):
+    # an update replaces an old NaN; a NaN update replaces a number (ONNX Runtime's order)
+    x = np.array([[np.nan, 1, 2], [3, np.nan, 0]], np.float32)
+    if op == "ScatterElements":
+        idx, upd = np.array([[0, 1], [1, 1]], np.int64), np.array([[5, np.nan], [2, 4]],
+                                                                    np.float32)
+    else:
+        idx, upd = np.array([[0, 0], [0, 1], [1, 1]], np.int64), np.array([5, np.nan, 2],
+                                                                          np.float32)
+    node = helper.make_node(op, ["x", "i", "u"], ["y"], reduction=reduction)
+    _check(tmp_path, engine, [node], {"x": x, "i": idx, "u": upd}, ["y"])
+
+
 @pytest.mark.parametrize("mode,axis", [("linear", -2), ("circular", 2), ("circular", 1)])
 def test_tensor_scatter_of_a_kv_cache(tmp_path, engine, mode, axis):
     """Against ONNX's reference evaluator (opset 24; ONNX Runtime may not have the op)."""
@@ -159,6 +174,16 @@ def test_arg_max_min_with_ties(tmp_path, engine, op, last, keepdims, dtype):
                                      (24, np.int64)])   # both kernels: k <= 16 and above
 def test_top_k_with_k_a_graph_input_and_ties(tmp_path, engine, largest, k, dtype):
     x = RNG.integers(0, 5, (3, 30, 2)).astype(dtype)              # ties: lower index first
+    node = helper.make_node("TopK", ["x", "k"], ["v", "i"], axis=1, largest=largest)
+    _check(tmp_path, engine, [node], {"x": x, "k": np.array([k], np.int64)}, ["v", "i"])
+
+
+@pytest.mark.parametrize("largest", [1, 0])
+@pytest.mark.parametrize("k", [3, 5, 20])             # both kernels: k <= 16 and above
+def test_top_k_orders_nan_above_every_number(tmp_path, engine, largest, k):
+    # ONNX Runtime's order: NaN the largest, NaNs by index (a NaN once made ranks collide and
+    # left slots of the output unwritten)
+    x = np.tile(np.array([[np.nan, 1, 2, np.nan, 0]], np.float32), (2, 4))
     node = helper.make_node("TopK", ["x", "k"], ["v", "i"], axis=1, largest=largest)
     _check(tmp_path, engine, [node], {"x": x, "k": np.array([k], np.int64)}, ["v", "i"])
 

@@ -12,9 +12,11 @@ from ..base import Attr, Op, register_op
 from ._launch import (axis_of, check_index_type, const_scalar, dense_strides, ints, launch,
                       refuse, scalar)
 
-# reduction -> REDUCE(a, b) of the old value a and the update b (a C expression for any type)
+# reduction -> REDUCE(a, b) of the old value a and the update b (a C expression for any type);
+# min and max keep the old value only where it is strictly better, as ONNX Runtime does, so
+# that a NaN on either side comes out as ONNX Runtime's does (an update replaces an old NaN)
 REDUCTIONS = {"none": "(b)", "sum": "((a) + (b))", "prod": "((a) * (b))",
-              "min": "((b) < (a) ? (b) : (a))", "max": "((b) > (a) ? (b) : (a))"}
+              "min": "((a) < (b) ? (a) : (b))", "max": "((b) < (a) ? (a) : (b))"}
 
 
 def _program(label: str, inputs, reduction: str) -> str:

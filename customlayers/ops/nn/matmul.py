@@ -277,7 +277,9 @@ class MatMul(NamedOp):
         a_rank = len(inputs[0].shape) - (ctx.fact(PickLast) is not None)
         b_rank = len(inputs[1].shape)
         if len(out) >= 3:
-            channel = "(n)" if b_rank > 1 else "(m)"
+            # a 1-D B: the last axis is A's rows, of which m counts every batch's when the
+            # batches are folded into M (the row within its batch: m modulo that axis)
+            channel = "(n)" if b_rank > 1 else f"((m) % {out[-1]})"
         elif batches == 1 and a_rank > 2 and sizes["M"] != out[-2 if b_rank > 1 else -1]:
             # A's batches folded into M: axis 1 is a digit of the row index
             inner = 1
