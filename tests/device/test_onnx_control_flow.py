@@ -222,3 +222,20 @@ def test_a_loop_past_the_bound_is_refused_naming_the_node(tmp_path):
     with pytest.raises(ModelError,
                        match=r"node 0 'long' \(Loop\): 5000 iterations; at most 1024"):
         read_onnx(path)
+
+
+def test_an_if_on_shape_arithmetic_takes_its_branch_at_load(tmp_path, engine):
+    """Greater(Size(x), 4) folds from x's static shape: the branch whose output shape differs
+    from the other's is inlined alone (no Where)."""
+    then = helper.make_graph([helper.make_node("ReduceSum", ["x"], ["t"], keepdims=0)],
+                             "then", [], [_vi("t", [])])
+    other = helper.make_graph([helper.make_node("Identity", ["x"], ["e"])], "else", [],
+                              [_vi("e", [2, 3])])
+    path = _save(tmp_path / "if_shape.onnx",
+                 [helper.make_node("Size", ["x"], ["n"]),
+                  helper.make_node("Greater", ["n", "four"], ["big"]),
+                  helper.make_node("If", ["big"], ["y"], then_branch=then, else_branch=other)],
+                 [_vi("x", [2, 3])], [_vi("y", None)],
+                 [numpy_helper.from_array(np.array(4, np.int64), "four")], opset=13)
+    _check(path, {"x": RNG.standard_normal((2, 3)).astype(np.float32)}, engine, atol=1e-5)
+    assert not any(n.type == "Select" for n in read_onnx(path).nodes.values())
