@@ -239,3 +239,18 @@ def test_an_if_on_shape_arithmetic_takes_its_branch_at_load(tmp_path, engine):
                  [numpy_helper.from_array(np.array(4, np.int64), "four")], opset=13)
     _check(path, {"x": RNG.standard_normal((2, 3)).astype(np.float32)}, engine, atol=1e-5)
     assert not any(n.type == "Select" for n in read_onnx(path).nodes.values())
+
+
+@pytest.mark.parametrize("direction", [0, 1])
+def test_scan_of_opset_8_scans_each_batch_item(tmp_path, engine, direction):
+    body = helper.make_graph(
+        [helper.make_node("Add", ["s_in", "x_t"], ["s_out"]),
+         helper.make_node("Identity", ["s_out"], ["y_t"])], "body",
+        [_vi("s_in", [2]), _vi("x_t", [2])], [_vi("s_out", [2]), _vi("y_t", [2])])
+    path = _save(tmp_path / "scan8.onnx",
+                 [helper.make_node("Scan", ["", "s0", "x"], ["s", "y"], body=body,
+                                   num_scan_inputs=1, directions=[direction])],
+                 [_vi("s0", [3, 2]), _vi("x", [3, 4, 2])], [_vi("s", [3, 2]), _vi("y", None)],
+                 opset=8)
+    _check(path, {"s0": RNG.standard_normal((3, 2)).astype(np.float32),
+                  "x": RNG.standard_normal((3, 4, 2)).astype(np.float32)}, engine)

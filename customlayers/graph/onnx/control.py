@@ -8,8 +8,9 @@ ModelProto, before shape inference and translation (reader.py):
   branches give outputs of the same static shape: both branches inlined and a Where choosing
   between them per run (the condition may then be a graph input or computed); else refused.
 - Loop with a constant trip count and a condition that stays constant true (the body passes
-  its condition through, or makes it a constant), and Scan (opset 9+, with its axes and
-  directions): unrolled, one renamed copy of the body per iteration, at most MAX_ITERATIONS.
+  its condition through, or makes it one), and Scan (its axes and directions; opset 8's
+  batch axis without sequence_lens): unrolled, one renamed copy of the body per iteration,
+  at most MAX_ITERATIONS.
 - Sequences whose length is known here (SequenceEmpty, SequenceConstruct, SequenceInsert,
   SequenceErase, SequenceAt, SequenceLength, ConcatFromSequence, SplitToSequence,
   SequenceMap) are held as lists of tensor value names; Optional, OptionalHasElement and
@@ -25,7 +26,7 @@ import numpy as np
 
 from ...errors import ModelError
 from .checks import check_attribute_types, check_node
-from .sequences import MAX_ITERATIONS, SEQUENCE_OPS, SequenceOps
+from .sequences import MAX_ITERATIONS, SEQUENCE_OPS, KnownValues, SequenceOps
 from .translate import translates
 
 CONTROL_OPS = ("If", "Loop", "Scan") + SEQUENCE_OPS
@@ -51,7 +52,7 @@ def rewrite_control_flow(onnx, model, file: str):
     return _Rewriter(onnx, model, file).run()
 
 
-class _Rewriter(SequenceOps):
+class _Rewriter(KnownValues, SequenceOps):
     def __init__(self, onnx, model, file: str):
         self.onnx, self.model, self.file = onnx, model, file
         self.helper = onnx.helper
@@ -104,41 +105,6 @@ class _Rewriter(SequenceOps):
             check_node(self.onnx, node, self.opset, self.where)
             getattr(self, "op_" + node.op_type)(node)
 
-    def fold(self, node) -> None:
-        """Know the outputs of a plain node whose inputs are known small constants (or, for
-        Shape and Size, of static shape): what an If condition, a trip count or a sequence
-        position is computed from. The node stays; this only decides what to inline."""
-        if node.domain not in ("", "ai.onnx") or any(
-                a.type in (self.onnx.AttributeProto.GRAPH, self.onnx.AttributeProto.GRAPHS)
-                for a in node.attribute):
-            return
-        if node.op_type in ("Shape", "Size") and node.input[0] not in self.consts:
-            shape = self.shape(node.input[0])
-            if shape is not None:
-                value = np.array(shape, np.int64)
-                a = self.attrs(node)
-                value = value[a.get("start", 0):a.get("end", len(shape))] \
-                    if node.op_type == "Shape" else np.array(np.prod(value), np.int64)
-                self.consts[node.output[0]] = value
-            return
-        if not node.input or not all(i in self.consts for i in node.input if i):
-            return
-        try:
-            from onnx.reference import ReferenceEvaluator
-            graph = self.helper.make_graph(
-                [node], "fold", [],
-                [self.helper.make_value_info(o, self.onnx.TypeProto()) for o in node.output
-                 if o],
-                initializer=[self.onnx.numpy_helper.from_array(np.asarray(self.consts[i]), i)
-                             for i in dict.fromkeys(node.input) if i])
-            model = self.helper.make_model(graph, opset_imports=list(self.model.opset_import))
-            values = ReferenceEvaluator(model).run(None, {})
-        except Exception:              # noqa: BLE001 - not known here: its value stays a layer's
-            return
-        for out, value in zip([o for o in node.output if o], values):
-            if value is not None and np.asarray(value).size <= 64:
-                self.consts[out] = np.asarray(value)
-
     def refuse(self, why: str):
         raise ModelError(f"{self.where}: {why}")
 
@@ -189,28 +155,6 @@ class _Rewriter(SequenceOps):
             self.refuse(f"input '{name}' is a sequence whose length is not known at load "
                         f"(a graph input, or computed); sequences are held as lists at load only")
         return self.seqs[name]
-
-    def shape(self, name: str) -> tuple | None:
-        """The static shape of a value of the rewritten nodes so far (ONNX inference)."""
-        if self.shapes is None:
-            m = self.onnx.ModelProto()
-            m.CopyFrom(self.model)
-            del m.graph.node[:]
-            m.graph.node.extend(self.out)
-            del m.graph.value_info[:]
-            del m.graph.output[:]              # some may not be produced yet
-            try:
-                m = self.onnx.shape_inference.infer_shapes(m)
-            except Exception:          # noqa: BLE001 - unknown shapes are refused where needed
-                pass
-            self.shapes = {}
-            for vi in list(m.graph.input) + list(m.graph.value_info) + list(m.graph.output):
-                t = vi.type.tensor_type
-                if t.HasField("shape") and all(d.HasField("dim_value") for d in t.shape.dim):
-                    self.shapes[vi.name] = tuple(d.dim_value for d in t.shape.dim)
-            for t in m.graph.initializer:
-                self.shapes[t.name] = tuple(t.dims)
-        return self.shapes.get(name)
 
     # -- subgraphs ---------------------------------------------------------------------------
     def inline(self, graph, bindings: dict[str, str], tag: str) -> list[str]:
@@ -349,19 +293,44 @@ class _Rewriter(SequenceOps):
                 self.stack(out, values, 0)
 
     def op_Scan(self, node) -> None:
-        if self.opset < 9:
-            self.refuse("Scan of opset 8 (batch axis and sequence_lens) is not supported; "
-                        "opset 9 or later is")
         a = self.attrs(node)
-        body = a["body"]
-        m = int(a["num_scan_inputs"])
-        n = len(node.input) - m
+        body, m = a["body"], int(a["num_scan_inputs"])
+        tag = node.name or node.output[0]
+        if self.opset >= 9:
+            n = len(node.input) - m
+            outs = self.scan(tag, body, list(node.input[:n]), list(node.input[n:]),
+                             a.get("scan_input_axes"), a.get("scan_input_directions"),
+                             a.get("scan_output_axes"), a.get("scan_output_directions"))
+            for out, value in zip(node.output, outs):
+                if out:
+                    self.alias(out, value)
+            return
+        # opset 8: axis 0 of every input is a batch, each item scanned on its own (axis 1)
+        if node.input[0]:
+            self.refuse("Scan of opset 8 with sequence_lens is not supported")
+        n = len(node.input) - 1 - m
+        batch = {self.shape(x)[0] if self.shape(x) else None for x in node.input[1:]}
+        if len(batch) != 1 or None in batch:
+            self.refuse("the batch (axis 0) of the inputs is not one size known at load")
+        items = []
+        for b in range(batch.pop()):
+            index = self.constant(f"{tag}/batch", np.array(b, np.int64))
+            picked = []
+            for x in node.input[1:]:
+                picked.append(self.fresh(f"{tag}/batch{b}/{x}"))
+                self.add("Gather", [x, index], [picked[-1]], axis=0)
+            items.append(self.scan(f"{tag}/batch{b}", body, picked[:n], picked[n:], None,
+                                   a.get("directions"), None, None))
+        for k, out in enumerate(node.output):
+            if out:
+                self.stack(out, [item[k] for item in items], 0)
+
+    def scan(self, tag, body, states, inputs, in_axes, in_dirs, out_axes, out_dirs):
+        """Scan (opset 9's) unrolled: the final states, then the scan outputs, as values."""
+        n, m = len(states), len(inputs)
         k_out = len(body.output) - n
-        in_axes = list(a.get("scan_input_axes") or [0] * m)
-        in_dirs = list(a.get("scan_input_directions") or [0] * m)
-        out_axes = list(a.get("scan_output_axes") or [0] * k_out)
-        out_dirs = list(a.get("scan_output_directions") or [0] * k_out)
-        inputs = list(node.input[n:])
+        in_axes, in_dirs = list(in_axes or [0] * m), list(in_dirs or [0] * m)
+        out_axes, out_dirs = list(out_axes or [0] * k_out), list(out_dirs or [0] * k_out)
         lengths = set()
         for x, axis in zip(inputs, in_axes):
             shape = self.shape(x)
@@ -375,24 +344,20 @@ class _Rewriter(SequenceOps):
         count = lengths.pop()
         if count > MAX_ITERATIONS:
             self.refuse(f"{count} iterations; at most {MAX_ITERATIONS} are unrolled")
-        tag = node.name or node.output[0]
-        states = list(node.input[:n])
         scans: list[list[str]] = [[] for _ in range(k_out)]
         for i in range(count):
             bindings = {vi.name: s for vi, s in zip(body.input[:n], states)}
             for vi, x, axis, d in zip(body.input[n:], inputs, in_axes, in_dirs):
                 index = self.constant(f"{tag}/index", np.array(count - 1 - i if d else i,
                                                                np.int64))
-                piece = self.fresh(f"{tag}/iter{i}/{vi.name}")
-                self.add("Gather", [x, index], [piece], axis=int(axis))
-                bindings[vi.name] = piece
+                bindings[vi.name] = self.fresh(f"{tag}/iter{i}/{vi.name}")
+                self.add("Gather", [x, index], [bindings[vi.name]], axis=int(axis))
             outs = self.inline(body, bindings, f"{tag}/iter{i}")
             states = outs[:n]
             for k, value in enumerate(outs[n:]):
                 scans[k].append(value)
-        for out, value in zip(node.output[:n], states):
-            if out:
-                self.alias(out, value)
-        for out, values, axis, d in zip(node.output[n:], scans, out_axes, out_dirs):
-            if out:
-                self.stack(out, values[::-1] if d else values, int(axis))
+        stacked = []
+        for values, axis, d in zip(scans, out_axes, out_dirs):
+            stacked.append(self.fresh(f"{tag}/stacked"))
+            self.stack(stacked[-1], values[::-1] if d else values, int(axis))
+        return states + stacked

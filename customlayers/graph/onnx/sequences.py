@@ -1,9 +1,14 @@
-"""Sequences and optionals at load, for the control-flow rewrite (control.py): a sequence
-whose length is known here is held as a list of tensor value names, an optional as its tensor's
-name or None; each op becomes plain nodes (Identity, Concat, Split, Constant) or none.
+"""Sequences, optionals and values known at load, for the control-flow rewrite (control.py).
 
-SequenceOps is the rewriter's part for these ops: its methods use the rewriter's state
-(self.seqs, self.opts, self.consts) and helpers (add, constant, alias, inline, shape, refuse).
+KnownValues: the constants (folded from constants and static shapes by the onnx package's
+reference evaluator) and static shapes that decide what is inlined and how often.
+
+SequenceOps: a sequence whose length is known here is held as a list of tensor value names, an
+optional as its tensor's name or None; each op becomes plain nodes (Identity, Concat, Split,
+Constant) or none.
+
+Both are parts of the rewriter (control.py): their methods use its state (self.out, self.seqs,
+self.opts, self.consts, self.shapes) and helpers (add, constant, alias, inline, refuse).
 """
 from __future__ import annotations
 
@@ -17,7 +22,70 @@ SEQUENCE_OPS = ("SequenceEmpty", "SequenceConstruct", "SequenceInsert", "Sequenc
                 "SequenceMap", "Optional", "OptionalHasElement", "OptionalGetElement")
 
 
+class KnownValues:
+    """What the rewriter knows of values before they run."""
+
+    def shape(self, name: str) -> tuple | None:
+        """The static shape of a value of the rewritten nodes so far (ONNX inference)."""
+        if self.shapes is None:
+            m = self.onnx.ModelProto()
+            m.CopyFrom(self.model)
+            del m.graph.node[:]
+            m.graph.node.extend(self.out)
+            del m.graph.value_info[:]
+            del m.graph.output[:]              # some may not be produced yet
+            try:
+                m = self.onnx.shape_inference.infer_shapes(m)
+            except Exception:          # noqa: BLE001 - unknown shapes are refused where needed
+                pass
+            self.shapes = {}
+            for vi in list(m.graph.input) + list(m.graph.value_info) + list(m.graph.output):
+                t = vi.type.tensor_type
+                if t.HasField("shape") and all(d.HasField("dim_value") for d in t.shape.dim):
+                    self.shapes[vi.name] = tuple(d.dim_value for d in t.shape.dim)
+            for t in m.graph.initializer:
+                self.shapes[t.name] = tuple(t.dims)
+        return self.shapes.get(name)
+
+    def fold(self, node) -> None:
+        """Know the outputs of a plain node whose inputs are known small constants (or, for
+        Shape and Size, of static shape): what an If condition, a trip count or a sequence
+        position is computed from. The node stays; this only decides what to inline."""
+        if node.domain not in ("", "ai.onnx") or any(
+                a.type in (self.onnx.AttributeProto.GRAPH, self.onnx.AttributeProto.GRAPHS)
+                for a in node.attribute):
+            return
+        if node.op_type in ("Shape", "Size") and node.input[0] not in self.consts:
+            shape = self.shape(node.input[0])
+            if shape is not None:
+                value = np.array(shape, np.int64)
+                a = self.attrs(node)
+                value = value[a.get("start", 0):a.get("end", len(shape))] \
+                    if node.op_type == "Shape" else np.array(np.prod(value), np.int64)
+                self.consts[node.output[0]] = value
+            return
+        if not node.input or not all(i in self.consts for i in node.input if i):
+            return
+        try:
+            from onnx.reference import ReferenceEvaluator
+            graph = self.helper.make_graph(
+                [node], "fold", [],
+                [self.helper.make_value_info(o, self.onnx.TypeProto()) for o in node.output
+                 if o],
+                initializer=[self.onnx.numpy_helper.from_array(np.asarray(self.consts[i]), i)
+                             for i in dict.fromkeys(node.input) if i])
+            model = self.helper.make_model(graph, opset_imports=list(self.model.opset_import))
+            values = ReferenceEvaluator(model).run(None, {})
+        except Exception:              # noqa: BLE001 - not known here: its value stays a layer's
+            return
+        for out, value in zip([o for o in node.output if o], values):
+            if value is not None and np.asarray(value).size <= 64:
+                self.consts[out] = np.asarray(value)
+
+
 class SequenceOps:
+    """The sequence and optional ops, held as lists at load."""
+
     def unsqueeze(self, x: str, axis: int) -> str:
         out = self.fresh(x + "/unsqueezed")
         if self.opset >= 13:
