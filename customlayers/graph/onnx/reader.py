@@ -31,12 +31,12 @@ from ..guard import located
 from .deferred import InferredShapes, value_symbols
 from .checks import (check_attribute_types, check_model, check_node, enum_name,
                      own_layer_hint, schema_of, tensor_array, value_shape)
+from .control import rewrite_control_flow
 from .refusals import Refusals
 from .file import load_external_data, load_model_file
 from .shapes import infer_shapes
 from .table import TRANSLATIONS, translated_ops
 from .translate import NOT_TRANSLATED, float_text, ints_text
-
 
 
 def read_onnx(path, custom_shapes: CustomLayers | None = None) -> Graph:
@@ -63,6 +63,7 @@ def read_onnx(path, custom_shapes: CustomLayers | None = None) -> Graph:
     with located(str(path)):
         check_model(onnx, model, str(path))     # names are text before they become paths
         load_external_data(onnx, model, path)
+        model = rewrite_control_flow(onnx, model, str(path))
         return _OnnxReader(model, str(path), custom_shapes, raw_data).read()
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 # importing the op modules registers their translations
 from .ops import (arith, attention, einsum, fold, image, index, logic, nn, norm,  # noqa: F401
                   quant, recurrent, tensor)  # noqa: F401
+from . import control  # noqa: F401 - If/Loop/Scan/sequences: rewritten before translation
 from .translate import REGISTERED
 
 TRANSLATIONS: dict = REGISTERED
