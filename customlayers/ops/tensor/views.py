@@ -37,7 +37,8 @@ class ViewOp(Op):
 
 @register_op
 class Reshape(ViewOp):
-    """opset1: target from input 1; with special_zero a 0 copies the input's dim at that index;
+    """opset1: target from input 1; with special_zero a 0 copies the input's dim at that index
+    (without it a 0 is a dim of 0, ONNX's allowzero);
     one -1 takes what is left."""
     input_count = (2, 2)
     type = "Reshape"
@@ -53,16 +54,18 @@ class Reshape(ViewOp):
                     raise BindingError(f"Reshape: target {target} copies dim {k} (special_zero) "
                                        f"but the input {list(shape)} has rank {len(shape)}")
                 d = shape[k]
-            elif d < -1 or d == 0:
+            elif d < -1:          # a 0 without special_zero is a dim of 0 (ONNX allowzero)
                 raise BindingError(f"Reshape: target {target} has dim {d} at index {k}; "
-                                   f"expected a positive size, -1"
-                                   f"{'' if attrs.get('special_zero') else ' (0 needs special_zero=true)'}")
+                                   f"expected a size or -1")
             dims.append(d)
         if dims.count(-1) > 1:
             raise BindingError(f"Reshape: target {target} has more than one -1")
         known = numel(d for d in dims if d != -1)
         total = numel(shape)
         if -1 in dims:
+            if known == 0:
+                raise BindingError(f"Reshape: target {target} has a -1 and a dim of 0: the -1 "
+                                   f"cannot be inferred")
             if total % known:
                 raise BindingError(f"Reshape: cannot reshape {list(shape)} ({total} elements) to "
                                    f"{target}: {total} is not divisible by {known}")
