@@ -47,6 +47,11 @@ def _against_ort(engine, path, feeds):
     want = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(None, feeds)
     net = Network(read_onnx(path), engine=engine)
     got = net.infer(feeds)
+    plan = net.plan_for({n: a.shape for n, a in feeds.items()})
+    # OpenCL refuses a global size of 0: no launch has one
+    assert all(0 not in launch.global_size for step in plan.steps for launch in step.launches)
+    # and no layer reads a tensor with no element (a 1-byte placeholder stands in its buffer)
+    assert all(plan.descs[key].count for step in plan.steps for key in step.inputs)
     names = [o.name for o in onnx.load(str(path)).graph.output]
     for name, expected in zip(names, want):
         assert got[name].shape == expected.shape, name
@@ -143,3 +148,22 @@ def test_cli_run_with_an_empty_input(tmp_path, capsys):
     assert status == 0, capsys.readouterr().err
     with np.load(out) as saved:
         np.testing.assert_array_equal(saved["y"], X)
+
+
+def test_a_batch_of_none_through_a_fused_convolution(engine, tmp_path):
+    # Conv + Relu fuse (the Relu is computed where the Conv stores); with a batch of 0 the
+    # Concat after them still sees the Relu's output as a part with no element
+    w = helper.make_tensor("w", T.FLOAT, [4, 3, 3, 3],
+                           np.random.default_rng(1).standard_normal(108).tolist())
+    b = helper.make_tensor("b", T.FLOAT, [4], [0.1, -0.2, 0.3, 0.0])
+    path = _model(tmp_path, [helper.make_node("Conv", ["x", "w", "b"], ["c"], pads=[1] * 4),
+                             helper.make_node("Relu", ["c"], ["r"]),
+                             helper.make_node("Concat", ["r", "z"], ["y"], axis=0)],
+                  [("x", T.FLOAT, [None, 3, 8, 8]), ("z", T.FLOAT, [1, 4, 8, 8])],
+                  [("y", T.FLOAT)], inits=[w, b])
+    rng = np.random.default_rng(2)
+    z = rng.standard_normal((1, 4, 8, 8)).astype(np.float32)
+    _, got = _against_ort(engine, path, {"x": np.empty((0, 3, 8, 8), np.float32), "z": z})
+    np.testing.assert_array_equal(got["y"], z)
+    _against_ort(engine, path, {"x": rng.standard_normal((2, 3, 8, 8)).astype(np.float32),
+                                "z": z})

@@ -35,7 +35,9 @@ def settle_empty(node, impl, call, in_keys, out_keys, out_descs, consts, descs, 
         for key, desc in zip(out_keys, out_descs):
             compiled_in(key, np.empty(desc.shape, desc.np_dtype), desc.dtype, consts, descs, empty)
         return None
-    empty_reads = [i for i, k in enumerate(in_keys) if k in empty and i not in impl.const_inputs]
+    # by the shape, not only the keys known to be empty: a fused layer's alias has no key of its own
+    empty_reads = [i for i, d in enumerate(call.inputs)
+                   if d.count == 0 and i not in impl.const_inputs]
     for j, desc in enumerate(out_descs):
         if desc.count == 0:
             raise BindingError(f"{node.describe()}: output {j} has no element (shape "

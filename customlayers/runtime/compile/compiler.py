@@ -89,6 +89,8 @@ def compile_plan(graph: Graph, order: Sequence[Node], impls: Mapping[str, LayerI
                 owner = (fusion.absorbed[node.id], 0)
                 descs[(node.id, 0)] = descs[owner]
                 alias[(node.id, 0)] = owner
+                if owner in empty:             # no element: as the owner, nothing computes it
+                    empty[(node.id, 0)], consts[(node.id, 0)] = empty[owner], consts[owner]
                 continue
             in_keys = [graph.producer(node.id, i) for i in range(len(node.inputs))]
             in_descs = [descs[k] for k in in_keys]
