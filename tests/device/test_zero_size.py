@@ -47,7 +47,7 @@ def _against_ort(engine, path, feeds):
     want = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(None, feeds)
     net = Network(read_onnx(path), engine=engine)
     got = net.infer(feeds)
-    plan = net.plan_for({n: a.shape for n, a in feeds.items()})
+    plan = net.plan_for({n: a.shape for n, a in feeds.items()}, feeds)
     # OpenCL refuses a global size of 0: no launch has one
     assert all(0 not in launch.global_size for step in plan.steps for launch in step.launches)
     # and no layer reads a tensor with no element (a 1-byte placeholder stands in its buffer)
@@ -167,3 +167,15 @@ def test_a_batch_of_none_through_a_fused_convolution(engine, tmp_path):
     np.testing.assert_array_equal(got["y"], z)
     _against_ort(engine, path, {"x": rng.standard_normal((2, 3, 8, 8)).astype(np.float32),
                                 "z": z})
+
+
+@pytest.mark.parametrize("fed", [False, True])
+def test_compress_selecting_nothing(engine, tmp_path, fed):
+    # the condition as a constant (folded at load) or a graph input (compiled in by value)
+    cond = helper.make_tensor("cond", T.BOOL, [3], [False, False, False])
+    path = _model(tmp_path, [helper.make_node("Compress", ["x", "cond"], ["y"], axis=1)],
+                  [("x", T.FLOAT, [2, 3])] + ([("cond", T.BOOL, [3])] if fed else []),
+                  [("y", T.FLOAT)], inits=[] if fed else [cond])
+    feeds = {"x": X, **({"cond": np.zeros(3, bool)} if fed else {})}
+    _, got = _against_ort(engine, path, feeds)
+    assert got["y"].shape == (2, 0)
