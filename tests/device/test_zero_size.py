@@ -78,7 +78,7 @@ def test_concat_skips_an_empty_part(engine, tmp_path):
     _against_ort(engine, path, {"a": X, "b": np.empty((0, 3), np.float32), "c": X + 1})
 
 
-@pytest.mark.parametrize("op", ["ReduceSum", "ReduceProd", "ReduceMax", "ReduceMin",
+@pytest.mark.parametrize("op", ["ReduceSum", "ReduceProd", "ReduceMax", "ReduceMin", "ReduceMean",
                                 "ReduceL1", "ReduceL2", "ReduceSumSquare", "ReduceLogSum"])
 def test_a_reduce_over_an_empty_axis_gives_its_identity(engine, tmp_path, op):
     path = _model(tmp_path, [helper.make_node(op, ["x", "axes"], ["y"], keepdims=1)],
@@ -179,3 +179,17 @@ def test_compress_selecting_nothing(engine, tmp_path, fed):
     feeds = {"x": X, **({"cond": np.zeros(3, bool)} if fed else {})}
     _, got = _against_ort(engine, path, feeds)
     assert got["y"].shape == (2, 0)
+
+
+def test_flatten_and_pad_of_an_empty_tensor(engine, tmp_path):
+    # Flatten's [0, -1] of a batch of 0 still gives the other axes' product; a Pad of a tensor
+    # with no element along an axis it does not pad stays empty
+    path = _model(tmp_path, [helper.make_node("Flatten", ["x"], ["f"], axis=1)],
+                  [("x", T.FLOAT, [None, 3, None, 4])], [("f", T.FLOAT)])
+    _, got = _against_ort(engine, path, {"x": np.empty((0, 3, 2, 4), np.float32)})
+    assert got["f"].shape == (0, 24)
+    path = _model(tmp_path, [helper.make_node("Pad", ["x", "p"], ["q"])],
+                  [("x", T.FLOAT, [None, 3, None, 4])], [("q", T.FLOAT)],
+                  inits=[_ints("p", 1, 0, 0, 0, 1, 0, 0, 0)])
+    _, got = _against_ort(engine, path, {"x": np.empty((2, 3, 0, 4), np.float32)})
+    assert got["q"].shape == (4, 3, 0, 4)

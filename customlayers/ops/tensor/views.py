@@ -64,8 +64,8 @@ class Reshape(ViewOp):
         total = numel(shape)
         if -1 in dims:
             if known == 0:
-                raise BindingError(f"Reshape: target {target} has a -1 and a dim of 0: the -1 "
-                                   f"cannot be inferred")
+                dims[dims.index(-1)] = _empty_rest(target, shape, attrs)
+                return tuple(dims)
             if total % known:
                 raise BindingError(f"Reshape: cannot reshape {list(shape)} ({total} elements) to "
                                    f"{target}: {total} is not divisible by {known}")
@@ -74,6 +74,19 @@ class Reshape(ViewOp):
             raise BindingError(f"Reshape: cannot reshape {list(shape)} ({total} elements) to "
                                f"{target} ({known} elements)")
         return tuple(dims)
+
+
+def _empty_rest(target, shape, attrs) -> int:
+    """The -1 of a target whose other dims hold a 0 (an input with no element): what the input
+    dims not copied by special_zero leave for it (Flatten's [0, -1] of a batch of 0: the product
+    of the other axes), as total // known gives it for an input with elements."""
+    copied = {k for k, d in enumerate(target) if d == 0} if attrs.get("special_zero") else set()
+    rest = numel(d for k, d in enumerate(shape) if k not in copied)
+    others = numel(d for k, d in enumerate(target) if k not in copied and d != -1)
+    if others == 0 or rest % others:
+        raise BindingError(f"Reshape: target {target} has a -1 and a dim of 0: the -1 cannot "
+                           f"be inferred for the input {list(shape)}")
+    return rest // others
 
 
 @register_op
