@@ -188,6 +188,17 @@ class LayerImpl:
     # True when the layer's kernels read and write half tensors themselves, as float through
     # vload_half/vstore_half on any device (ops/_half_io.py): no float copies
     reads_half: bool = False
+    # True when an input with no element adds nothing to the outputs and is dropped before the
+    # layer is compiled (Concat: an empty part); see empty_input_outputs for the others
+    skips_empty_inputs: bool = False
+
+    def empty_input_outputs(self, call: LayerCall,
+                            outputs: Sequence[TensorDesc]) -> list[np.ndarray] | None:
+        """The outputs' values when an input read as data has no element and the outputs have
+        some: known when compiling, without a kernel (a Reduce over an empty axis gives the
+        reduction's identity). None: the layer does not take an empty input (the compiler
+        refuses it naming the layer; runtime/compile/compiled_values.py)."""
+        return None
 
     def parse_attributes(self, raw: Mapping[str, str], layer: str) -> ParsedAttrs:
         return ParsedAttrs({a.name: parse_attr(a, raw.get(a.name), self.type, layer)

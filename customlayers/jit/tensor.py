@@ -65,8 +65,10 @@ class TensorDesc:
         shape = tuple(int(d) for d in self.shape)
         if len(shape) > MAX_RANK:
             raise TensorError(f"rank {len(shape)} is over {MAX_RANK} (shape {list(shape)})")
-        if any(d <= 0 for d in shape):
-            raise TensorError(f"every dim must be positive, found shape {list(shape)}")
+        # a 0 dim is a tensor with no element (ONNX allows them); the runtime launches nothing
+        # for it and gives it no buffer (runtime/compile/compiled_values.py)
+        if any(d < 0 for d in shape):
+            raise TensorError(f"no dim may be negative, found shape {list(shape)}")
         object.__setattr__(self, "shape", shape)
         object.__setattr__(self, "dtype", normalize_dtype(self.dtype))
         object.__setattr__(self, "format", normalize_format(self.format))

@@ -326,7 +326,7 @@ def float_compute(dtype: str) -> tuple[str | None, str | None]:
 def apply_index(view: LinearView, items: Sequence[object], op_type: str) -> LinearView:
     """numpy basic indexing on a view: `items` holds slice objects, ints, None (new axis) and
     at most one Ellipsis; dims not covered are kept whole. BindingError for an index out of
-    range or a slice that selects nothing (a tensor cannot be empty here)."""
+    range; a slice that selects nothing gives a view with a 0 dim (a zero-size tensor)."""
     consuming = sum(1 for it in items if it is not None and it is not Ellipsis)
     if consuming > len(view.shape):
         raise BindingError(f"{op_type}: {consuming} axes are indexed, the input has rank "
@@ -350,11 +350,7 @@ def apply_index(view: LinearView, items: Sequence[object], op_type: str) -> Line
             if it.step == 0:
                 raise BindingError(f"{op_type}: step 0 on axis {axis}")
             start, stop, step = it.indices(view.shape[axis])
-            length = len(range(start, stop, step))
-            if length == 0:
-                raise BindingError(f"{op_type}: axis {axis} of size {view.shape[axis]} sliced "
-                                   f"{start}:{stop}:{step} is empty; empty tensors are not "
-                                   f"supported")
+            length = len(range(start, stop, step))   # 0: an empty view, which runs nothing
             offset += start * view.strides[axis]
             shape.append(length)
             strides.append(step * view.strides[axis])

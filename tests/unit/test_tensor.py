@@ -44,10 +44,15 @@ def test_low_rank_is_padded_with_ones_at_the_end():
     assert TensorDesc(()).dims == (1, 1, 1, 1)
 
 
+def test_a_zero_dim_is_a_tensor_with_no_element():
+    desc = TensorDesc((2, 0, 3))
+    assert (desc.count, desc.nbytes) == (0, 0)
+
+
 @pytest.mark.parametrize("kwargs, message", [
     (dict(shape=(1,) * 9), "rank 9 is over 8"),
     (dict(shape=(1, 2, 3, 4, 5), format="byxf"), "a tensor of rank 5 can only be dense BFYX"),
-    (dict(shape=(1, 0)), "every dim must be positive"),
+    (dict(shape=(1, -2)), "no dim may be negative"),
     (dict(shape=(1,), dtype="bf16"),
      "element type 'bf16' is not one of f32, f16, i8, u8, i16, u16, i32, u32, i64, u64"),
     (dict(shape=(1,), format="Bfyx"), "format 'Bfyx' is not one of BFYX, BYXF, YXFB, FYXB"),

@@ -114,9 +114,6 @@ class Compress(Op):
             raise refuse(self.type, attrs, f"the condition has {condition.size} values, more "
                                            f"than the {length} it selects from")
         picked = np.nonzero(condition)[0]
-        if picked.size == 0:
-            raise refuse(self.type, attrs, "the condition selects nothing; empty tensors are "
-                                           "not supported")
         return shape, (outer, length, inner), picked
 
     def infer_shapes(self, attrs, inputs, consts):

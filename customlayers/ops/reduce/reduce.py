@@ -60,6 +60,23 @@ class _Reduce(NamedOp):
                              global_size=(count,),
                              label=f"reduce_{self.kind}_axes{''.join(map(str, axes))}")]
 
+    def empty_input_outputs(self, call, outputs):
+        """A reduction over an empty axis gives its identity (ONNX, ONNX Runtime): sum 0,
+        prod 1, max the lowest value (-inf; False for bool), min the highest, mean 0 (not
+        NaN: ONNX Runtime's)."""
+        out = outputs[0]
+        dtype = out.np_dtype
+        if self.kind in ("sum", "prod", "mean"):
+            value = 1 if self.kind == "prod" else 0     # mean: 0, as ONNX Runtime gives it
+        elif dtype.kind == "f":
+            value = -np.inf if self.kind == "max" else np.inf
+        elif dtype.kind == "b" or call.attrs.get("boolean"):
+            value = self.kind == "min"
+        else:
+            info = np.iinfo(dtype)
+            value = info.min if self.kind == "max" else info.max
+        return [np.full(out.shape, value, dtype)]
+
 
 @register_op
 class ReduceMean(_Reduce):

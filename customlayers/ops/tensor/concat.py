@@ -22,6 +22,7 @@ class Concat(Op):
     type = "Concat"
     reads_half = True        # copies half as its bits (moved_type)
     attributes = (Attr("axis", "int", required=True),)
+    skips_empty_inputs = True   # ONNX: an empty part adds nothing to the output
 
     def infer_shapes(self, attrs, inputs: Sequence[TensorDesc], consts):
         if not inputs:

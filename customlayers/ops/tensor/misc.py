@@ -95,7 +95,7 @@ class Pad(Op):
         shape = shape_of(inputs[0])
         begin, end = self._pads(shape, consts)
         out = tuple(d + b + e for d, b, e in zip(shape, begin, end))
-        if any(d <= 0 for d in out):
+        if any(d < 0 for d in out):          # a 0 is a zero-size result, which runs
             raise BindingError(f"Pad: pads {begin}/{end} leave nothing of {list(shape)} "
                                f"(result {list(out)})")
         return [(out, inputs[0].dtype)]

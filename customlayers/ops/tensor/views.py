@@ -37,7 +37,8 @@ class ViewOp(Op):
 
 @register_op
 class Reshape(ViewOp):
-    """opset1: target from input 1; with special_zero a 0 copies the input's dim at that index;
+    """opset1: target from input 1; with special_zero a 0 copies the input's dim at that index
+    (without it a 0 is a dim of 0, ONNX's allowzero);
     one -1 takes what is left."""
     input_count = (2, 2)
     type = "Reshape"
@@ -53,16 +54,18 @@ class Reshape(ViewOp):
                     raise BindingError(f"Reshape: target {target} copies dim {k} (special_zero) "
                                        f"but the input {list(shape)} has rank {len(shape)}")
                 d = shape[k]
-            elif d < -1 or d == 0:
+            elif d < -1:          # a 0 without special_zero is a dim of 0 (ONNX allowzero)
                 raise BindingError(f"Reshape: target {target} has dim {d} at index {k}; "
-                                   f"expected a positive size, -1"
-                                   f"{'' if attrs.get('special_zero') else ' (0 needs special_zero=true)'}")
+                                   f"expected a size or -1")
             dims.append(d)
         if dims.count(-1) > 1:
             raise BindingError(f"Reshape: target {target} has more than one -1")
         known = numel(d for d in dims if d != -1)
         total = numel(shape)
         if -1 in dims:
+            if known == 0:
+                dims[dims.index(-1)] = _empty_rest(target, shape, attrs)
+                return tuple(dims)
             if total % known:
                 raise BindingError(f"Reshape: cannot reshape {list(shape)} ({total} elements) to "
                                    f"{target}: {total} is not divisible by {known}")
@@ -71,6 +74,19 @@ class Reshape(ViewOp):
             raise BindingError(f"Reshape: cannot reshape {list(shape)} ({total} elements) to "
                                f"{target} ({known} elements)")
         return tuple(dims)
+
+
+def _empty_rest(target, shape, attrs) -> int:
+    """The -1 of a target whose other dims hold a 0 (an input with no element): what the input
+    dims not copied by special_zero leave for it (Flatten's [0, -1] of a batch of 0: the product
+    of the other axes), as total // known gives it for an input with elements."""
+    copied = {k for k, d in enumerate(target) if d == 0} if attrs.get("special_zero") else set()
+    rest = numel(d for k, d in enumerate(shape) if k not in copied)
+    others = numel(d for k, d in enumerate(target) if k not in copied and d != -1)
+    if others == 0 or rest % others:
+        raise BindingError(f"Reshape: target {target} has a -1 and a dim of 0: the -1 cannot "
+                           f"be inferred for the input {list(shape)}")
+    return rest // others
 
 
 @register_op

@@ -21,7 +21,7 @@ from ...jit.launch import CompileContext, DeviceTraits
 from ...jit.layer import LayerCall, LayerImpl, LayerWork
 from ...jit.tensor import TensorDesc
 from .concat_in_place import ConcatCandidate, place_concat_inputs
-from .compiled_values import check_empty_reads, check_not_empty, compiled_in
+from .compiled_values import compiled_in, is_empty, settle_empty
 from ..device.device_memory import check_fits
 from ...passes.fusion import FusionPlan
 from ...ops import half_storage
@@ -76,9 +76,10 @@ def compile_plan(graph: Graph, order: Sequence[Node], impls: Mapping[str, LayerI
                     compiled_in((node.id, 0), np.asarray(input_values[node.name]), dtype,
                                  consts, descs, empty)
                 else:
-                    check_not_empty(node.name, input_shapes[node.name])
                     descs[(node.id, 0)] = TensorDesc(input_shapes[node.name], dtype)
                     inputs.append((node.name, (node.id, 0)))
+                    if is_empty(input_shapes[node.name]):   # no element: nothing reads it
+                        empty[(node.id, 0)] = tuple(input_shapes[node.name])
                 continue
             if node.type == "Const":
                 value = np.asarray(node.value)
@@ -88,11 +89,11 @@ def compile_plan(graph: Graph, order: Sequence[Node], impls: Mapping[str, LayerI
                 owner = (fusion.absorbed[node.id], 0)
                 descs[(node.id, 0)] = descs[owner]
                 alias[(node.id, 0)] = owner
+                if owner in empty:             # no element: as the owner, nothing computes it
+                    empty[(node.id, 0)], consts[(node.id, 0)] = empty[owner], consts[owner]
                 continue
             in_keys = [graph.producer(node.id, i) for i in range(len(node.inputs))]
             in_descs = [descs[k] for k in in_keys]
-            check_empty_reads(node, in_keys, empty, None if node.type == "Result"
-                               else (fusion.replaced.get(node.id) or impls[node.id]))
             if node.type == "Result":
                 name = _output_name(graph, node, in_keys[0], results)
                 if name is not None:
@@ -119,6 +120,12 @@ def compile_plan(graph: Graph, order: Sequence[Node], impls: Mapping[str, LayerI
             _check_declared_shapes(node, out_descs)
             _check_fp64(options, node, in_descs + out_descs)
             out_keys = [(node.id, j) for j in range(len(out_descs))]
+            settled = settle_empty(node, impl, call, in_keys, out_keys, out_descs, consts,
+                                   descs, empty)
+            if settled is None:                # zero-size outputs, or known when compiling
+                continue
+            call, in_keys = settled
+            in_descs = call.inputs
             if impl.is_view:                   # output 0 is input 0's buffer, reshaped
                 descs[out_keys[0]] = out_descs[0]
                 alias[out_keys[0]] = in_keys[0]

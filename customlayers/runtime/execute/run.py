@@ -68,6 +68,10 @@ def prepare_run(plan, own_inputs: dict, user: dict, arrays: dict, context, unifi
         if value is None:
             raise TensorError(f"input '{name}': no value; give it with set_tensor or "
                               f"host_tensor (or in infer's arrays)")
+        if desc.count == 0:                 # no element: nothing to upload or bind
+            if isinstance(value, np.ndarray):
+                host_array(name, "input", value, desc)     # its shape and type checked
+            continue
         if isinstance(value, DeviceTensor):
             if value.bindable:
                 run.binding[key] = value.buffer
@@ -111,6 +115,12 @@ def _prepare_outputs(plan, user: dict, run: Run, unified: bool, own_buffer) -> N
         if name in placed:
             continue
         value, root, desc = user.get(name), plan.root(key), plan.descs[key]
+        if desc.count == 0:                 # no element: no read (OpenCL copies no 0 bytes)
+            if not isinstance(value, DeviceTensor):
+                run.host_outputs[name] = (value.array if isinstance(value, PinnedTensor) else
+                                          value if isinstance(value, np.ndarray) else
+                                          np.empty(desc.shape, desc.np_dtype), desc, False)
+            continue
         src = None if plan.slice_at(key) is not None else run.binding.get(root)
         if src is None:
             src = own_buffer(key)

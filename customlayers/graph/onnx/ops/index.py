@@ -239,8 +239,6 @@ def _compress(r, node, name: str, attrs: dict) -> None:
                                                axis=None if axis is None else int(axis))
         return
     picked = np.nonzero(condition.reshape(-1))[0].astype(np.int64)
-    if picked.size == 0:
-        r.refuse("the condition selects nothing; empty tensors are not supported")
     if axis is None:
         x = reshaped(r, x, [-1], f"{name}/flat")
         axis = 0
