@@ -229,11 +229,6 @@ def test_input_file_not_npy(tmp_path, capsys):
     assert "x.npy: not a .npy array" in err
 
 
-def test_unknown_device(capsys):
-    err = run_fails(["run", "-m", str(DEMO_BUILTIN), "-d", "NOPE"], capsys, code=1)
-    assert "no OpenCL device matches 'NOPE'" in err and "devices: " in err
-
-
 def test_config_with_errors_lists_them_with_places(tmp_path, capsys):
     bad = tmp_path / "bad.xml"
     bad.write_text('<CustomLayer name="GRN" type="SimpleGPU" version="1">\n'
