@@ -41,7 +41,9 @@ def test_a_bias_after_a_matmul_by_a_vector_matches_onnxruntime(tmp_path, engine,
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, ashape[:-1])],
         [numpy_helper.from_array(w, "w"), numpy_helper.from_array(bias, "b")])
     path = tmp_path / "mv.onnx"
-    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8          # what older ONNX Runtime builds (the GPU machine's) read
+    onnx.save(model, path)
     x = rng.standard_normal(ashape).astype(np.float32)
     want = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(
         ["y"], {"x": x})[0]
@@ -55,7 +57,9 @@ def _save(tmp_path, nodes, x_shape, y_shape, inits, name):
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, y_shape)],
         [numpy_helper.from_array(np.asarray(v, np.float32), n) for n, v in inits.items()])
     path = tmp_path / f"{name}.onnx"
-    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8          # what older ONNX Runtime builds (the GPU machine's) read
+    onnx.save(model, path)
     return path
 
 
