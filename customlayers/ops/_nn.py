@@ -126,3 +126,23 @@ def as_2d(values: Sequence[int], fill: int) -> tuple[int, int]:
     """A 1-D spatial attribute as (y, x) with y the trivial axis."""
     values = tuple(values)
     return values if len(values) == 2 else (fill,) + values  # type: ignore[return-value]
+
+
+def axis_view(op: NamedOp, attrs, desc: TensorDesc, dtypes: Sequence[str] = ("f32", "f64")):
+    """(outer, length, inner): the tensor as [outer, length, inner] around attribute 'axis'
+    (negative counts from the end), refused naming the layer for a type not in `dtypes` or an
+    axis out of range (the ops of one axis: LpNormalization, Hardmax)."""
+    if desc.dtype not in dtypes:
+        raise op.fail(attrs, f"input 0 is {desc.dtype}; expected {' or '.join(dtypes)}")
+    shape = tuple(desc.shape)
+    axis = attrs["axis"]
+    if not -len(shape) <= axis < len(shape):
+        raise op.fail(attrs, f"attribute 'axis'={axis} is out of range for input 0 of shape "
+                             f"{list(shape)}")
+    axis %= len(shape)
+    outer = inner = 1
+    for d in shape[:axis]:
+        outer *= d
+    for d in shape[axis + 1:]:
+        inner *= d
+    return outer, shape[axis], inner

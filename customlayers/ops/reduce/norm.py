@@ -10,8 +10,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..base import Attr, register_op
-from .._nn import NamedOp, require_f32
-from .._program import defines, global_1d, kernel_source, numel, program_text
+from .._nn import NamedOp, axis_view, require_f32
+from .._program import defines, global_1d, kernel_source, program_text
 from ...jit.launch import Arg, DEFAULT_CONTEXT, KernelLaunch
 
 
@@ -79,15 +79,7 @@ class LpNormalization(NamedOp):
             raise self.fail(attrs, f"attribute 'p'={attrs['p']} is not 1 or 2")
 
     def _view(self, attrs, inputs) -> tuple[int, int, int]:
-        if inputs[0].dtype not in ("f32", "f64"):
-            raise self.fail(attrs, f"input 0 is {inputs[0].dtype}; expected f32 or f64")
-        shape = tuple(inputs[0].shape)
-        axis = attrs["axis"]
-        if not -len(shape) <= axis < len(shape):
-            raise self.fail(attrs, f"attribute 'axis'={axis} is out of range for input 0 of "
-                                   f"shape {list(shape)}")
-        axis %= len(shape)
-        return numel(shape[:axis]), shape[axis], numel(shape[axis + 1:])
+        return axis_view(self, attrs, inputs[0])
 
     def infer_shapes(self, attrs, inputs, consts):
         self._view(attrs, inputs)

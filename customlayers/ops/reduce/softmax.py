@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..base import Attr, register_op
-from .._nn import NamedOp, require_f32
-from .._program import defines, global_1d, kernel_source, numel, program_text
+from .._nn import NamedOp, axis_view, require_f32
+from .._program import defines, global_1d, kernel_source, program_text
 from ...jit.launch import Arg, DEFAULT_CONTEXT, KernelLaunch
 
 _WG = 64  # work items per row when a whole work-group shares one row
@@ -74,15 +74,7 @@ class Hardmax(NamedOp):
     attributes = (Attr("axis", "int", -1),)
 
     def _view(self, attrs, inputs) -> tuple[int, int, int]:
-        if inputs[0].dtype not in ("f32", "f64"):
-            raise self.fail(attrs, f"input 0 is {inputs[0].dtype}; expected f32 or f64")
-        shape = tuple(inputs[0].shape)
-        axis = attrs["axis"]
-        if not -len(shape) <= axis < len(shape):
-            raise self.fail(attrs, f"attribute 'axis'={axis} is out of range for input 0 of "
-                                   f"shape {list(shape)}")
-        axis %= len(shape)
-        return numel(shape[:axis]), shape[axis], numel(shape[axis + 1:])
+        return axis_view(self, attrs, inputs[0])
 
     def infer_shapes(self, attrs, inputs, consts):
         self._view(attrs, inputs)
