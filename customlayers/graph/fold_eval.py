@@ -251,6 +251,16 @@ def _unsqueeze(attrs, inputs, shape):
     return data.reshape(out)
 
 
+def _transpose(attrs, inputs, shape):
+    """attrs["perm"]: the axes as text "1, 0" ('' : reversed)."""
+    data = np.asarray(inputs[0])
+    text = attrs.get("perm", "")
+    perm = [int(v) for v in text.split(",")] if text else list(reversed(range(data.ndim)))
+    if sorted(perm) != list(range(data.ndim)):
+        raise ValueError(f"perm {perm} is not a permutation of {data.ndim} axes")
+    return np.ascontiguousarray(np.transpose(data, perm))
+
+
 def _squeeze(attrs, inputs, shape):
     data = np.asarray(inputs[0])
     if len(inputs) < 2 or inputs[1] is None:
@@ -356,7 +366,7 @@ _OPS = {
     "Gather": _gather, "Slice": _slice, "SliceBounds": _slice_bounds, "Split": _split,
     "SplitBounds": _split_bounds, "ReduceAxes": _reduce_axes,
     "DropoutCheck": _dropout_check, "PadBounds": _pad_bounds, "Concat": _concat, "Unsqueeze": _unsqueeze,
-    "Squeeze": _squeeze, "Reshape": _reshape, "Expand": _expand, "Tile": _tile,
+    "Squeeze": _squeeze, "Transpose": _transpose, "Reshape": _reshape, "Expand": _expand, "Tile": _tile,
     "Cast": _cast, "CastLike": _cast, "Identity": lambda a, i, s: np.asarray(i[0]),
     "Add": _variadic(np.add), "Sub": _elementwise(np.subtract), "Mul": _variadic(np.multiply),
     "Div": _div, "Mod": _mod, "Neg": _elementwise(np.negative), "Abs": _elementwise(np.abs),

@@ -306,3 +306,31 @@ def test_output_written_atomically(tmp_path, capsys):
     with np.load(npz) as saved:
         np.testing.assert_array_equal(saved["a"], np.maximum(x, 0))
         np.testing.assert_array_equal(saved["b"], -x)
+
+
+def test_run_and_benchmark_fold_shape_arithmetic_per_input_shape(tmp_path, capsys):
+    # a dynamic batch's x.reshape(x.size(0), -1): the Shape/Gather/Concat left for the plan is
+    # folded for the given shape, as the Python API does (the CLI once asked a layer for it)
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper, numpy_helper
+    i64 = lambda v, n: numpy_helper.from_array(np.array(v, np.int64), n)   # noqa: E731
+    nodes = [helper.make_node("Shape", ["x"], ["s"]),
+             helper.make_node("Gather", ["s", "zero"], ["n"], axis=0),
+             helper.make_node("Unsqueeze", ["n", "axes"], ["n1"]),
+             helper.make_node("Concat", ["n1", "minus1"], ["shape"], axis=0),
+             helper.make_node("Reshape", ["x", "shape"], ["y"])]
+    graph = helper.make_graph(
+        nodes, "flat", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [i64(0, "zero"), i64([0], "axes"), i64([-1], "minus1")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    path = tmp_path / "flat.onnx"
+    onnx.save(model, str(path))
+    x = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    np.save(tmp_path / "x.npy", x)
+    out = tmp_path / "out.npz"
+    assert main(["run", "-m", str(path), "-i", f"x={tmp_path / 'x.npy'}", "-o", str(out)]) == 0
+    np.testing.assert_array_equal(np.load(out)["y"], x.reshape(2, 12))
+    assert main(["benchmark", "-m", str(path), "--shape", "x=3x3x4", "-niter", "2"]) == 0
+    capsys.readouterr()

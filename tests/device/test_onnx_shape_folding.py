@@ -189,3 +189,28 @@ def test_a_shape_no_input_decides_is_refused_when_compiling(tmp_path, engine):
     with pytest.raises(ModelError, match=r"the_shape' \(Shape, shape arithmetic\).*is not "
                                          r"known"):
         net.infer({"x": np.zeros((2, 3), np.float32)})
+
+
+def test_torch_pad_pads_reversed_through_a_transpose_run(tmp_path, engine):
+    # F.pad as torch's TorchScript exporter writes it (Swin-T's window padding): the pads from
+    # the input's width (Shape, Gather, Mod), Concat'ed, Reshape'd to [-1, 2], reversed by a
+    # Slice of step -1, Transpose'd, flattened and Cast: all shape arithmetic, folded
+    nodes = [helper.make_node("Shape", ["x"], ["s"]),
+             helper.make_node("Gather", ["s", "two"], ["w"], axis=0),
+             helper.make_node("Mod", ["w", "seven"], ["m"]),
+             helper.make_node("Sub", ["seven", "m"], ["r"]),
+             helper.make_node("Mod", ["r", "seven"], ["padr"]),
+             helper.make_node("Unsqueeze", ["padr", "zero"], ["pu"]),
+             helper.make_node("Concat", ["z2", "pu", "z3"], ["c"], axis=0),
+             helper.make_node("Reshape", ["c", "pairs"], ["c2"]),
+             helper.make_node("Slice", ["c2", "start", "end", "axis0", "back"], ["c3"]),
+             helper.make_node("Transpose", ["c3"], ["c4"], perm=[1, 0]),
+             helper.make_node("Reshape", ["c4", "flat"], ["c5"]),
+             helper.make_node("Cast", ["c5"], ["pads"], to=TensorProto.INT64),
+             helper.make_node("Pad", ["x", "pads"], ["y"])]
+    inits = [_ints("two", 2), _ints("seven", 7), _ints("zero", [0]), _ints("z2", [0, 0]),
+             _ints("z3", [0, 0, 0]), _ints("pairs", [-1, 2]), _ints("start", [-1]),
+             _ints("end", [-(2 ** 62)]), _ints("axis0", [0]), _ints("back", [-1]),
+             _ints("flat", [-1])]
+    path = _save(tmp_path / "pad.onnx", nodes, ["batch", 5, 10], inits)
+    _check(engine, path, [(1, 5, 10), (3, 5, 10)])

@@ -15,7 +15,11 @@ from ...limits import MAX_DIM, element_count
 from ..checks import enum_name
 from ..deferred import (cast_attrs, deferred_slice, deferred_split, fold_or_defer, is_known,
                        is_late, is_pending, need_compile_time, try_shape_arithmetic)
-from ..translate import axis_in, const_input, optional_input, rank_of, text_attr, translates
+from ..translate import (axis_in, const_input, ints_text, optional_input, rank_of, text_attr,
+                         translates)
+
+# a Transpose of an integer constant up to this size is shape arithmetic, folded at load
+SHAPE_TRANSPOSE_ELEMENTS = 4096
 
 # A constant the reader computes itself (ConstantOfShape) is held in memory while reading
 MAX_FOLDED_BYTES = 2**30
@@ -75,6 +79,12 @@ def _transpose(r, node, name: str, attrs: dict) -> None:
     if sorted(perm) != list(range(len(perm))) or (rank and len(perm) != rank):
         r.refuse(f"perm {list(perm)} is not a permutation of the input's "
                  f"{rank or len(perm)} axes")
+    # shape arithmetic (torch writes F.pad's pads as Reshape, Slice, Transpose of a shape); a
+    # large constant (weights) stays a layer, as it was
+    folded = r.folded(node.input[0])
+    small = folded is None or folded.size <= SHAPE_TRANSPOSE_ELEMENTS
+    if small and try_shape_arithmetic(r, node, name, {"perm": ints_text(perm)}):
+        return
     order = r.const(f"{name}/order", np.array(perm, np.int64))
     r.emit("Transpose", [node.input[0], order], [node.output[0]], name)
 
