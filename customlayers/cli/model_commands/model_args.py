@@ -128,8 +128,9 @@ def input_arrays_and_shapes(args, graph) -> tuple[dict[str, np.ndarray], dict[st
         if shape is None or any(d is None for d in shape):
             shown = "of unknown rank" if shape is None else \
                 f"[{', '.join('?' if d is None else str(d) for d in shape)}]"
+            example = "x".join("1" if d is None else str(d) for d in shape or (1, 3, 224, 224))
             raise UsageError(f"input '{p.name}' has an open shape {shown}: give it with "
-                             f"-i {p.name}=file.npy or --shape {p.name}=1x3x224x224")
+                             f"-i {p.name}=file.npy or --shape {p.name}={example}")
         shapes.setdefault(p.name, tuple(int(d) for d in shape))
     return arrays, shapes
 
