@@ -162,8 +162,11 @@ class _OnnxReader:
             refusals.missing = missing
         skipped = {i for i, _, _ in refusals.missing}
         for index, node in enumerate(g.node):
-            if index in skipped or refusals.reads_refused(node):
-                refusals.skip(node)              # its cause is told once, where it is
+            # a node after a refused one is skipped (its cause is told once, where it is),
+            # but an op we lack is told whatever feeds it
+            lacking = not self.is_custom(node) and node.op_type not in TRANSLATIONS
+            if index in skipped or (refusals.reads_refused(node) and not lacking):
+                refusals.skip(node)
                 continue
             name = node_name(node, index)
             self.where = f"{self.file}: node {index} '{name}' ({node.op_type})"
