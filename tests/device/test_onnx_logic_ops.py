@@ -358,3 +358,11 @@ def test_a_padding_mask_from_a_symbolic_length_and_data_runs(tmp_path, engine):
                  "lengths": rng.integers(0, t + 1, (n, 1)).astype(np.int64)}
         got = net.infer(feeds)["y"]
         np.testing.assert_array_equal(got, session.run(["y"], feeds)[0])
+
+
+def test_a_bool_input_given_as_numbers_is_true_where_they_are_not_0(tmp_path, engine):
+    # held as u8: a plain conversion would make 0.5 (and 256) false
+    path = _model(tmp_path / "m.onnx", [helper.make_node("Not", ["c"], ["y"])],
+                  {"c": np.array([True, False, True, False])})
+    got = Network(path, engine=engine).infer({"c": np.array([0.5, 0.0, 256.0, -0.0])})["y"]
+    np.testing.assert_array_equal(got, [False, True, False, True])

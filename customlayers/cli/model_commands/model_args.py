@@ -165,6 +165,11 @@ def model_typed(array: np.ndarray, path: str, name: str, graph) -> np.ndarray:
     known = BY_NAME.get(param.outputs[0].dtype)
     if known is None:                     # undeclared: the network decides, as before
         return array
+    if param.attrs.get("boolean") == "true" and array.dtype != np.bool_:
+        # a bool input (held as u8) is true where the value is not 0, as a Cast to bool
+        print(f"note: input '{name}' ({path}) is {array.dtype}; the model takes bool: "
+              f"converted (x != 0)", file=sys.stderr)
+        return (array != 0).astype(np.uint8)
     return as_type(array, known.np_dtype, f"input '{name}' ({path})", "the model")
 
 

@@ -151,6 +151,8 @@ class _OnnxReader:
                 text = "?" if shape is None else ",".join("?" if d is None else str(d)
                                                           for d in shape)
                 attrs = {"shape": text, "element_type": dtype}
+                if vi.type.tensor_type.elem_type == BOOL_ONNX:   # held as u8: x != 0 in
+                    attrs["boolean"] = "true"
                 names = self.symbols.get(vi.name)
                 if names and any(isinstance(d, str) for d in names):
                     attrs["dim_names"] = shape_text(names)    # bound per request's shapes

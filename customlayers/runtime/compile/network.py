@@ -302,12 +302,21 @@ class Network:
             missing = [n for n in names if n not in inputs]
             if missing:
                 raise ModelError(f"no value given for input(s) {', '.join(missing)}")
-            return {n: np.asarray(inputs[n]) for n in names}
+            return self._as_declared({n: np.asarray(inputs[n]) for n in names})
         inputs = list(inputs)
         if len(inputs) != len(names):
             raise ModelError(f"the model has {len(names)} input(s) ({', '.join(names)}); "
                              f"{len(inputs)} given")
-        return {n: np.asarray(a) for n, a in zip(names, inputs)}
+        return self._as_declared({n: np.asarray(a) for n, a in zip(names, inputs)})
+
+    def _as_declared(self, arrays: dict) -> dict:
+        """A bool input (held as u8) given as numbers is true where they are not 0, as a Cast
+        to bool: a plain conversion to u8 would make 0.5 false and 256 false."""
+        for p in self.graph.parameters:
+            a = arrays.get(p.name)
+            if a is not None and p.attrs.get("boolean") == "true" and a.dtype != np.bool_:
+                arrays[p.name] = (a != 0).astype(np.uint8)
+        return arrays
 
     def infer_async(self, inputs):
         """Start one inference; returns the InferRequest (call .wait() for the outputs).
