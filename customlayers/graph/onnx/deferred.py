@@ -277,11 +277,19 @@ class InferredShapes:
 
     MAX_KEPT = 16          # sets of input shapes remembered (a plan is compiled per set)
 
-    def __init__(self, onnx, model):
+    # the reader's own folded values handed to inference too, up to this size (shape vectors,
+    # pads: what inference needs to size a Pad or Reshape; never weights)
+    MAX_FOLDED_ELEMENTS = 4096
+
+    def __init__(self, onnx, model, folded: dict | None = None):
         self.onnx = onnx
         self.model = skeleton(onnx, model)      # no weights held: their dims only
         del self.model.graph.value_info[:]      # the symbolic dims of the reader's inference
         self.kept: dict[tuple, dict] = {}
+        # values the reader folded at load (a Pad's pads from a static Shape): inference run
+        # again knows them, as it knows what the pass folds
+        self.folded = {name: value for name, value in (folded or {}).items()
+                       if np.asarray(value).size <= self.MAX_FOLDED_ELEMENTS}
 
     def __call__(self, input_shapes, known: dict | None = None) -> dict[str, tuple]:
         """`known`: value name -> its folded value (numpy), for these input shapes."""
@@ -291,7 +299,7 @@ class InferredShapes:
         if key not in self.kept:
             if len(self.kept) >= self.MAX_KEPT:
                 self.kept.pop(next(iter(self.kept)))
-            self.kept[key] = self._infer(dict(key[0]), known)
+            self.kept[key] = self._infer(dict(key[0]), {**self.folded, **known})
         return self.kept[key]
 
     def _infer(self, input_shapes, known: dict) -> dict[str, tuple]:

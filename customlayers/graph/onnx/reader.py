@@ -183,7 +183,7 @@ class _OnnxReader:
         self.where = ""
         self.node_inputs = []
         if self.pending:        # shape arithmetic left for the pass: the dims it may ask for
-            self.graph.value_shapes = InferredShapes(self.onnx, self.source)
+            self.graph.value_shapes = InferredShapes(self.onnx, self.source, self.consts)
         for vi in g.output:
             if vi.name in refusals.refused_values:
                 continue
