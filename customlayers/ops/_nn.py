@@ -128,11 +128,13 @@ def as_2d(values: Sequence[int], fill: int) -> tuple[int, int]:
     return values if len(values) == 2 else (fill,) + values  # type: ignore[return-value]
 
 
-def axis_view(op: NamedOp, attrs, desc: TensorDesc, dtypes: Sequence[str] = ("f32", "f64")):
+def axis_view(op: NamedOp, attrs, desc: TensorDesc,
+              dtypes: Sequence[str] | None = ("f32", "f64")):
     """(outer, length, inner): the tensor as [outer, length, inner] around attribute 'axis'
-    (negative counts from the end), refused naming the layer for a type not in `dtypes` or an
-    axis out of range (the ops of one axis: LpNormalization, Hardmax)."""
-    if desc.dtype not in dtypes:
+    (negative counts from the end), refused naming the layer for a type not in `dtypes` (None:
+    the caller checked the type) or an axis out of range (the ops of one axis: SoftMax,
+    LpNormalization, Hardmax)."""
+    if dtypes is not None and desc.dtype not in dtypes:
         raise op.fail(attrs, f"input 0 is {desc.dtype}; expected {' or '.join(dtypes)}")
     shape = tuple(desc.shape)
     axis = attrs["axis"]

@@ -23,18 +23,7 @@ class SoftMax(NamedOp):
     def _view(self, attrs, inputs):
         """[OUTER, L, INNER] around the axis."""
         require_f32(self, attrs, inputs[:1])
-        shape = inputs[0].shape
-        axis = attrs["axis"]
-        if not -len(shape) <= axis < len(shape):
-            raise self.fail(attrs, f"attribute 'axis'={axis} is out of range for input 0 of "
-                                   f"shape {list(shape)}")
-        axis %= len(shape)
-        outer = inner = 1
-        for d in shape[:axis]:
-            outer *= d
-        for d in shape[axis + 1:]:
-            inner *= d
-        return outer, shape[axis], inner
+        return axis_view(self, attrs, inputs[0], dtypes=None)
 
     def infer_shapes(self, attrs, inputs, consts):
         self._view(attrs, inputs)
