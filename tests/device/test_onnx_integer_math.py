@@ -12,13 +12,15 @@ import pytest
 
 onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
-from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+from onnx import helper, numpy_helper  # noqa: E402
 
 from customlayers.api import Network  # noqa: E402
+from single_node_models import model_file, ours_and_onnxruntime as _both  # noqa: E402
 
-ELEM = {np.float32: TensorProto.FLOAT, np.float64: TensorProto.DOUBLE,
-        np.int8: TensorProto.INT8, np.uint8: TensorProto.UINT8,
-        np.int32: TensorProto.INT32, np.int64: TensorProto.INT64}
+
+def _model(path: Path, node, feeds: dict, inits=(), opset: int = 17) -> Path:
+    return model_file(path, [node], feeds, inits, opset)
+
 INTEGERS = (np.int8, np.uint8, np.int32, np.int64)
 
 
@@ -28,23 +30,6 @@ def engine(test_device):
     return Engine(test_device)
 
 
-def _model(path: Path, node, feeds: dict, inits=(), opset: int = 17) -> Path:
-    inputs = [helper.make_tensor_value_info(k, ELEM[v.dtype.type], list(v.shape))
-              for k, v in feeds.items()]
-    out = helper.make_tensor_value_info("y", TensorProto.UNDEFINED, None)
-    graph = helper.make_graph([node], "g", inputs, [out], list(inits))
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
-    model.ir_version = 8
-    onnx.save(onnx.shape_inference.infer_shapes(model), str(path))   # y's type, for ORT
-    return path
-
-
-def _both(engine, path: Path, feeds: dict) -> tuple[np.ndarray, np.ndarray]:
-    """(ours, ONNX Runtime's) output y."""
-    want = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(
-        ["y"], feeds)[0]
-    got = Network(path, engine=engine).infer(feeds)["y"]
-    return got, want
 
 
 # -- Clip -----------------------------------------------------------------------------------

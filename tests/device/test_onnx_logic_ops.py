@@ -6,7 +6,6 @@ broadcasting and NaN/Inf inputs; a boolean output comes back as numpy bool. (The
 test_ir_logic_ops.py.)"""
 from __future__ import annotations
 
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -16,12 +15,9 @@ ort = pytest.importorskip("onnxruntime")
 from onnx import TensorProto, helper  # noqa: E402
 
 from customlayers.api import Network  # noqa: E402
+from single_node_models import model_file, ours_and_onnxruntime as _both  # noqa: E402
 from customlayers.errors import CustomLayersError  # noqa: E402
 
-ELEM = {np.float32: TensorProto.FLOAT, np.float64: TensorProto.DOUBLE,
-        np.int8: TensorProto.INT8, np.uint8: TensorProto.UINT8,
-        np.int32: TensorProto.INT32, np.int64: TensorProto.INT64,
-        np.bool_: TensorProto.BOOL}
 FLOATS = (np.float32, np.float64)
 INTEGERS = (np.int8, np.uint8, np.int32, np.int64)
 ALL = FLOATS + INTEGERS
@@ -36,23 +32,6 @@ def engine(test_device):
     return Engine(test_device)
 
 
-def _model(path: Path, nodes, feeds: dict, opset: int = 17) -> Path:
-    inputs = [helper.make_tensor_value_info(k, ELEM[v.dtype.type], list(v.shape))
-              for k, v in feeds.items()]
-    out = helper.make_tensor_value_info("y", TensorProto.UNDEFINED, None)
-    graph = helper.make_graph(nodes, "g", inputs, [out])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
-    model.ir_version = 8
-    onnx.save(onnx.shape_inference.infer_shapes(model), str(path))   # y's type, for ORT
-    return path
-
-
-def _both(engine, path: Path, feeds: dict) -> tuple[np.ndarray, np.ndarray]:
-    """(ours, ONNX Runtime's) output y."""
-    want = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(
-        ["y"], feeds)[0]
-    got = Network(path, engine=engine).infer(feeds)["y"]
-    return got, want
 
 
 def _values(dtype, shape, seed: int) -> np.ndarray:
@@ -73,7 +52,7 @@ def _values(dtype, shape, seed: int) -> np.ndarray:
 @pytest.mark.parametrize("op", ["Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual"])
 def test_comparisons_match_onnx_runtime_on_every_type(tmp_path, engine, op, dtype):
     a, b = _values(dtype, (3, 1, 4), 1), _values(dtype, (5, 1), 2)
-    path = _model(tmp_path / "m.onnx", [helper.make_node(op, ["a", "b"], ["y"])],
+    path = model_file(tmp_path / "m.onnx", [helper.make_node(op, ["a", "b"], ["y"])],
                   {"a": a, "b": b})
     got, want = _both(engine, path, {"a": a, "b": b})
     assert got.dtype == np.bool_ and got.shape == want.shape == (3, 5, 4)
@@ -83,7 +62,7 @@ def test_comparisons_match_onnx_runtime_on_every_type(tmp_path, engine, op, dtyp
 @pytest.mark.parametrize("shapes", BROADCASTS, ids=str)
 def test_a_comparison_broadcasts_as_numpy_does(tmp_path, engine, shapes):
     a, b = _values(np.float32, shapes[0], 3), _values(np.float32, shapes[1], 4)
-    path = _model(tmp_path / "m.onnx", [helper.make_node("Less", ["a", "b"], ["y"])],
+    path = model_file(tmp_path / "m.onnx", [helper.make_node("Less", ["a", "b"], ["y"])],
                   {"a": a, "b": b})
     got, want = _both(engine, path, {"a": a, "b": b})
     np.testing.assert_array_equal(got, np.less(a, b))
@@ -97,7 +76,7 @@ def test_a_mask_compared_with_a_constant_feeds_the_next_layer(tmp_path, engine):
     nodes = [helper.make_node("Constant", [], ["z"], value=zero),
              helper.make_node("Less", ["x", "z"], ["m"]),
              helper.make_node("Cast", ["m"], ["y"], to=TensorProto.FLOAT)]
-    got, want = _both(engine, _model(tmp_path / "m.onnx", nodes, {"x": x}), {"x": x})
+    got, want = _both(engine, model_file(tmp_path / "m.onnx", nodes, {"x": x}), {"x": x})
     assert got.dtype == np.float32
     np.testing.assert_array_equal(got, want)
 
@@ -108,7 +87,7 @@ def test_a_mask_compared_with_a_constant_feeds_the_next_layer(tmp_path, engine):
 def test_logic_on_booleans_matches_numpy(tmp_path, engine, op, shapes):
     rng = np.random.default_rng(6)
     a, b = np.asarray(rng.random(shapes[0]) < 0.5), np.asarray(rng.random(shapes[1]) < 0.5)
-    path = _model(tmp_path / "m.onnx", [helper.make_node(op, ["a", "b"], ["y"])],
+    path = model_file(tmp_path / "m.onnx", [helper.make_node(op, ["a", "b"], ["y"])],
                   {"a": a, "b": b})
     got, want = _both(engine, path, {"a": a, "b": b})
     expected = {"And": np.logical_and, "Or": np.logical_or, "Xor": np.logical_xor}[op](a, b)
@@ -122,7 +101,7 @@ def test_not_of_a_comparison(tmp_path, engine):
     nodes = [helper.make_node("Greater", ["x", "x2"], ["m"]),
              helper.make_node("Not", ["m"], ["y"])]
     feeds = {"x": x, "x2": x[::-1].copy()}
-    got, want = _both(engine, _model(tmp_path / "m.onnx", nodes, feeds), feeds)
+    got, want = _both(engine, model_file(tmp_path / "m.onnx", nodes, feeds), feeds)
     np.testing.assert_array_equal(got, ~(x > x[::-1]))
     np.testing.assert_array_equal(got, want)
 
@@ -135,7 +114,7 @@ def test_where_matches_onnx_runtime_on_every_type(tmp_path, engine, dtype):
     x = rng.random((3, 1)) < 0.5 if dtype is np.bool_ else _values(dtype, (3, 1), 9)
     y = rng.random((4,)) < 0.5 if dtype is np.bool_ else _values(dtype, (4,), 10)
     feeds = {"c": cond, "x": x, "y0": y}
-    path = _model(tmp_path / "m.onnx", [helper.make_node("Where", ["c", "x", "y0"], ["y"])],
+    path = model_file(tmp_path / "m.onnx", [helper.make_node("Where", ["c", "x", "y0"], ["y"])],
                   feeds)
     got = Network(path, engine=engine).infer(feeds)["y"]
     assert got.shape == (2, 3, 4) and got.dtype == dtype
@@ -158,7 +137,7 @@ def test_where_broadcasts_three_ways(tmp_path, engine, shapes):
     cond = np.asarray(rng.random(shapes[0]) < 0.5)
     x, y = _values(np.float32, shapes[1], 12), _values(np.float32, shapes[2], 13)
     feeds = {"c": cond, "x": x, "y0": y}
-    path = _model(tmp_path / "m.onnx", [helper.make_node("Where", ["c", "x", "y0"], ["y"])],
+    path = model_file(tmp_path / "m.onnx", [helper.make_node("Where", ["c", "x", "y0"], ["y"])],
                   feeds)
     got, want = _both(engine, path, feeds)
     np.testing.assert_array_equal(got, np.where(cond, x, y))
@@ -177,7 +156,7 @@ def test_an_attention_style_mask_runs(tmp_path, engine):
              helper.make_node("Equal", ["mask", "z"], ["m"]),
              helper.make_node("Where", ["m", "n", "scores"], ["y"])]
     feeds = {"scores": scores, "mask": mask}
-    got, want = _both(engine, _model(tmp_path / "m.onnx", nodes, feeds), feeds)
+    got, want = _both(engine, model_file(tmp_path / "m.onnx", nodes, feeds), feeds)
     np.testing.assert_array_equal(got, want)
 
 
@@ -190,7 +169,7 @@ SPECIAL = [np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0, -3.5, 1e30]
                                    {"detect_negative": 0, "detect_positive": 0}], ids=str)
 def test_is_inf_detects_the_infinities_asked_for(tmp_path, engine, dtype, flags):
     x = np.array(SPECIAL, dtype).reshape(2, 4)
-    path = _model(tmp_path / "m.onnx", [helper.make_node("IsInf", ["x"], ["y"], **flags)],
+    path = model_file(tmp_path / "m.onnx", [helper.make_node("IsInf", ["x"], ["y"], **flags)],
                   {"x": x}, opset=20)
     got, want = _both(engine, path, {"x": x})
     assert got.dtype == np.bool_
@@ -200,7 +179,7 @@ def test_is_inf_detects_the_infinities_asked_for(tmp_path, engine, dtype, flags)
 @pytest.mark.parametrize("dtype", FLOATS, ids=lambda t: t.__name__)
 def test_is_nan(tmp_path, engine, dtype):
     x = np.array(SPECIAL, dtype)
-    path = _model(tmp_path / "m.onnx", [helper.make_node("IsNaN", ["x"], ["y"])], {"x": x})
+    path = model_file(tmp_path / "m.onnx", [helper.make_node("IsNaN", ["x"], ["y"])], {"x": x})
     got, want = _both(engine, path, {"x": x})
     np.testing.assert_array_equal(got, np.isnan(x))
     np.testing.assert_array_equal(got, want)
@@ -211,7 +190,7 @@ def test_is_nan(tmp_path, engine, dtype):
 @pytest.mark.parametrize("op", ["BitwiseAnd", "BitwiseOr", "BitwiseXor"])
 def test_bitwise_ops_match_numpy(tmp_path, engine, op, dtype):
     a, b = _values(dtype, (3, 4), 15), _values(dtype, (4,), 16)
-    path = _model(tmp_path / "m.onnx", [helper.make_node(op, ["a", "b"], ["y"])],
+    path = model_file(tmp_path / "m.onnx", [helper.make_node(op, ["a", "b"], ["y"])],
                   {"a": a, "b": b}, opset=18)
     got, want = _both(engine, path, {"a": a, "b": b})
     fn = {"BitwiseAnd": np.bitwise_and, "BitwiseOr": np.bitwise_or,
@@ -224,7 +203,7 @@ def test_bitwise_ops_match_numpy(tmp_path, engine, op, dtype):
 @pytest.mark.parametrize("dtype", INTEGERS, ids=lambda t: t.__name__)
 def test_bitwise_not(tmp_path, engine, dtype):
     a = _values(dtype, (3, 4), 17)
-    path = _model(tmp_path / "m.onnx", [helper.make_node("BitwiseNot", ["a"], ["y"])],
+    path = model_file(tmp_path / "m.onnx", [helper.make_node("BitwiseNot", ["a"], ["y"])],
                   {"a": a}, opset=18)
     got, want = _both(engine, path, {"a": a})
     np.testing.assert_array_equal(got, np.invert(a))
@@ -235,7 +214,7 @@ def test_bitwise_not(tmp_path, engine, dtype):
 def test_bit_shift_of_bytes(tmp_path, engine, direction):
     a = np.array([[1, 2, 255, 128], [7, 0, 64, 3]], np.uint8)
     b = np.array([0, 1, 7, 3], np.uint8)
-    path = _model(tmp_path / "m.onnx",
+    path = model_file(tmp_path / "m.onnx",
                   [helper.make_node("BitShift", ["a", "b"], ["y"], direction=direction)],
                   {"a": a, "b": b})
     got, want = _both(engine, path, {"a": a, "b": b})
@@ -267,7 +246,7 @@ def test_math_functions_match_numpy_in_float64(tmp_path, engine, op, dtype):
     rng = np.random.default_rng(18)
     x = (1.0 + 4 * rng.random((3, 7)) if scale is None else
          scale * (2 * rng.random((3, 7)) - 1)).astype(dtype)
-    path = _model(tmp_path / "m.onnx", [helper.make_node(op, ["x"], ["y"])], {"x": x})
+    path = model_file(tmp_path / "m.onnx", [helper.make_node(op, ["x"], ["y"])], {"x": x})
     if dtype == np.float32:
         got, want = _both(engine, path, {"x": x})
         np.testing.assert_allclose(got, want, rtol=2e-6, atol=2e-6)
@@ -280,7 +259,7 @@ def test_math_functions_match_numpy_in_float64(tmp_path, engine, op, dtype):
 @pytest.mark.parametrize("dtype", FLOATS, ids=lambda t: t.__name__)
 def test_round_takes_halves_to_even(tmp_path, engine, dtype):
     x = np.array([0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 2.4, -2.6, np.nan, np.inf], dtype)
-    path = _model(tmp_path / "m.onnx", [helper.make_node("Round", ["x"], ["y"])], {"x": x})
+    path = model_file(tmp_path / "m.onnx", [helper.make_node("Round", ["x"], ["y"])], {"x": x})
     got, want = _both(engine, path, {"x": x})
     np.testing.assert_array_equal(got, np.round(x))
     np.testing.assert_array_equal(got, want)
@@ -293,7 +272,7 @@ def test_round_takes_halves_to_even(tmp_path, engine, dtype):
 def test_activations_with_alpha(tmp_path, engine, op, attrs):
     x = np.linspace(-4, 4, 24, dtype=np.float32).reshape(4, 6)
     opset = 24 if op == "Swish" else 17
-    path = _model(tmp_path / "m.onnx", [helper.make_node(op, ["x"], ["y"], **attrs)],
+    path = model_file(tmp_path / "m.onnx", [helper.make_node(op, ["x"], ["y"], **attrs)],
                   {"x": x}, opset=opset)
     got = Network(path, engine=engine).infer({"x": x})["y"]
     alpha = attrs.get("alpha", 1.0)
@@ -323,7 +302,7 @@ def test_cast_like_of_a_value_computed_at_run_time(tmp_path, engine, like_type):
     nodes = [helper.make_node("Abs", ["x"], ["a"]),
              helper.make_node("CastLike", ["a", "like"], ["y"])]
     feeds = {"x": x, "like": like}
-    got, want = _both(engine, _model(tmp_path / "m.onnx", nodes, feeds, opset=19), feeds)
+    got, want = _both(engine, model_file(tmp_path / "m.onnx", nodes, feeds, opset=19), feeds)
     assert got.dtype == want.dtype == like_type
     np.testing.assert_array_equal(got, want)
 
@@ -362,7 +341,7 @@ def test_a_padding_mask_from_a_symbolic_length_and_data_runs(tmp_path, engine):
 
 def test_a_bool_input_given_as_numbers_is_true_where_they_are_not_0(tmp_path, engine):
     # held as u8: a plain conversion would make 0.5 (and 256) false
-    path = _model(tmp_path / "m.onnx", [helper.make_node("Not", ["c"], ["y"])],
+    path = model_file(tmp_path / "m.onnx", [helper.make_node("Not", ["c"], ["y"])],
                   {"c": np.array([True, False, True, False])})
     got = Network(path, engine=engine).infer({"c": np.array([0.5, 0.0, 256.0, -0.0])})["y"]
     np.testing.assert_array_equal(got, [False, True, False, True])
