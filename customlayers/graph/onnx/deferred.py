@@ -150,22 +150,20 @@ def try_shape_arithmetic(r, node, name: str, attrs: dict | None = None,
 _EXACT_FLOAT_OPS = {"Add": np.add, "Sub": np.subtract, "Mul": np.multiply, "Div": np.divide,
                     "Sqrt": np.sqrt, "Neg": np.negative, "Abs": np.abs,
                     "Reciprocal": lambda v: np.divide(np.ones_like(v), v)}
+_BINARY = ("Add", "Sub", "Mul", "Div")
 MAX_FOLDED_FLOATS = 4096
 
 
 def try_fold_float_constants(r, node) -> bool:
     """Fold the node at load (True) when it is one of _EXACT_FLOAT_OPS on float constants of
-    one type, at most MAX_FOLDED_FLOATS values each; else leave it to the translation."""
+    one type, at most MAX_FOLDED_FLOATS values in and out; else leave it to the translation."""
     fn = _EXACT_FLOAT_OPS.get(node.op_type)
-    values = [r.folded(i) for i in node.input if i]
-    if fn is None or not values or len(values) != len([i for i in node.input if i]) or \
-            any(v is None for v in values):
-        return False
-    kinds = {v.dtype for v in values}
-    if len(kinds) != 1 or values[0].dtype not in (np.float32, np.float64) or \
-            any(v.size > MAX_FOLDED_FLOATS for v in values) or \
-            (len(values) > 2 or (len(values) == 2) != (node.op_type in ("Add", "Sub", "Mul",
-                                                                           "Div"))):
+    names = [i for i in node.input if i]
+    if fn is None or len(names) != (2 if node.op_type in _BINARY else 1):
+        return False          # (a legacy variadic Sum-like use: the translation's)
+    values = [r.folded(i) for i in names]
+    if any(v is None or v.dtype != values[0].dtype or v.size > MAX_FOLDED_FLOATS
+           for v in values) or values[0].dtype not in (np.float32, np.float64):
         return False
     try:
         shape = np.broadcast_shapes(*(v.shape for v in values))
