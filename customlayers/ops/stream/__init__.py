@@ -1,0 +1,14 @@
+"""ops/stream: a causal model run one time step at a time (issue 21, "Automatic streaming").
+
+program.py      StreamProgram: what one step computes, per stream, as a chain of frame ops
+                (causal convolutions with their history, pointwise and binary ops, channel
+                softmax); made from a Graph by passes/causal_stream.py
+reference.py    a numpy stepper of a StreamProgram: the oracle the device step is tested
+                against (and the exactness tests' second opinion)
+step_kernel.py  the one OpenCL kernel a step runs: the program's chain generated as code, the
+                frame and every intermediate in local memory, the histories as ring buffers in
+                global memory
+
+An upper room of ops/. May import: the base rooms of ops/, jit/, errors and numpy; never
+pyopencl or runtime/.
+"""
