@@ -158,7 +158,19 @@ def run_both_from(stream, ref, frames):
 
 
 def test_local_memory_refused(engine):
-    program = sp.wide(channels=3000)
-    with pytest.raises(ModelError, match=r"needs \d+ KiB of local memory \(\d+ frames .* for "
-                                         r"\d+ layers, 4 of them causal convolutions.* has"):
+    b = sp.Builder(100_000)
+    x = b.input
+    for _ in range(6):
+        x = b.pw(x, "tanh")
+    program = b.program([("y", x)])
+    need = 4 * 7 * 100_000
+    assert need > engine.device.local_mem_size
+    with pytest.raises(ModelError, match=r"needs 2734 KiB of local memory \(7 frames of 700000 "
+                                         r"floats in all, for 6 layers, 0 of them causal "
+                                         r"convolutions.*\); '.*' has \d+ KiB"):
         CausalStream(engine, program)
+    # a GPU's 48 KiB: the seed's TCN fits, 8 levels of 400 channels do not
+    assert step_kernel(sp.tcn(), max_group=1024, local_mem=48 << 10).local_bytes < 8 << 10
+    with pytest.raises(ModelError, match=r"for 51 layers, 16 of them causal convolutions with "
+                                         r"6400 channels of partial sums\); the device has 48"):
+        step_kernel(sp.tcn(channels=400, kernel=2), max_group=1024, local_mem=48 << 10)

@@ -75,7 +75,8 @@ def step_kernel(program: StreamProgram, *, max_group: int, local_mem: int, is_cp
             f"the streaming step needs {nbytes // 1024} KiB of local memory ("
             f"{len(program.frames)} frames of {lay.frame_floats} floats in all, for "
             f"{len(program.ops)} layers, {len(convs)} of them causal convolutions with "
-            f"{pairs} channels of partial sums); {device} has {local_mem // 1024} KiB")
+            f"{pairs} channels of partial sums); {device} has {local_mem // 1024} KiB: run "
+            f"the whole-window network instead")
     text = _Writer(program, lay, ls, parts, pairs, units, split, softmax).text()
     return StepKernel(text, lay, ls, nbytes)
 
