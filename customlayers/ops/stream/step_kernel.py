@@ -13,7 +13,8 @@ One work-group per stream n (get_group_id(0)), LOCAL_SIZE work-items. The step, 
      work-item (a convolution's input, a softmax's, a one-channel operand);
   4. the outputs to global memory.
 The layouts (step_layout.py) are literals in the text: the kernel is generated per model.
-Arguments: params, state [N, S], frame [N, C_in], out [N, O], uint t (the steps taken).
+Arguments: params, state [N, S], frame [N, C_in], out [N, O]: none changes from one step to
+the next (each stream's step count t is in its state, the kernel counts it).
 """
 from __future__ import annotations
 
@@ -148,12 +149,15 @@ class _Writer:
         self.w(f"__attribute__((reqd_work_group_size(LS, 1, 1)))")
         self.w(f"__kernel void {ENTRY}(__global const float* restrict params, "
                "__global float* restrict state, __global const float* restrict frame, "
-               "__global float* restrict out, const uint t)")
+               "__global float* restrict out)")
         self.w("{")
         self.w(f"    __local float loc[{self.total}];")
         self.w("    const int lid = get_local_id(0);")
         self.w("    const size_t n = get_group_id(0);")
         self.w(f"    __global float* st = state + n * {max(self.lay.state_floats, 1)};")
+        if p.convolutions:
+            self.w(f"    __global uint* step = (__global uint*)(st + {self.lay.step_at});")
+            self.w("    const uint t = *step;")
         cin = p.input_channels
         self.w(f"    for (int c = lid; c < {cin}; c += LS) "
                f"{self.f(p.input)}[c] = frame[n * {cin} + c];")
@@ -176,6 +180,9 @@ class _Writer:
             self.w(f"    for (int c = lid; c < {o.size}; c += LS) "
                    f"out[n * {max(self.lay.output_floats, 1)} + {o.offset} + c] = "
                    f"{self.f(o.frame)}[c];")
+        if p.convolutions:
+            # every work-item read the count before the first barrier
+            self.w(f"    if (lid == 0) *step = t + 1 == {self.lay.period}u ? 0u : t + 1;")
         self.w("}")
         return "\n".join(self.lines) + "\n"
 

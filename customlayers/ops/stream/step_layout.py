@@ -12,6 +12,7 @@ step, so none shares another's place).
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -53,6 +54,8 @@ class StepLayout:
     constants: dict = field(default_factory=dict)       # id(op) -> offset of a [C] constant
     rings: dict = field(default_factory=dict)           # id(op) -> Ring
     state_floats: int = 0                           # S: floats of state per stream
+    step_at: int = 0          # the stream's step count (a uint, modulo `period`) in its state
+    period: int = 1
     frames: dict = field(default_factory=dict)          # frame name -> local offset (floats)
     frame_floats: int = 0
     outputs: tuple = ()                             # OutputSlot, in the program's order
@@ -86,6 +89,11 @@ def layout(program: StreamProgram) -> StepLayout:
                 out.state_floats += op.history * channels
         elif isinstance(op, Binary) and op.constant is not None and op.constant.size > 1:
             out.constants[id(op)] = put(op.constant)
+    if out.rings:
+        # each stream keeps its own step count, so no step needs an argument set anew
+        out.step_at = out.state_floats
+        out.state_floats += 1
+        out.period = _period(r.length for r in out.rings.values())
     out.params = np.concatenate(blocks) if blocks else np.zeros(1, np.float32)
     if out.params.size == 0:
         out.params = np.zeros(1, np.float32)
@@ -99,3 +107,15 @@ def layout(program: StreamProgram) -> StepLayout:
         out.output_floats += size
     out.outputs = tuple(slots)
     return out
+
+
+def _period(lengths) -> int:
+    """The step count is kept modulo the rings' lengths' least common multiple (every ring
+    reads t mod its length), so it never overflows; past 2^31 (a pathological mix of lengths)
+    modulo 2^31 instead, a ring then off only after 2^31 steps."""
+    period = 1
+    for length in lengths:
+        period = math.lcm(period, int(length))
+        if period >= 2 ** 31:
+            return 2 ** 31
+    return period

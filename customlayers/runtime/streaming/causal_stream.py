@@ -5,11 +5,10 @@ Made by Network.streaming (or from an Engine and a StreamProgram). The step kern
 cache, its packed parameters uploaded once. Per batch of N streams the stream holds, on the
 device, the ring buffers of every causal convolution ([N, S]), one input frame and one output
 row per stream. A step is: the frame's upload (none when it is already a device buffer), the
-kernel (only its step argument t set anew), the outputs' read-back: the one host wait.
+kernel (no argument set anew: the kernel counts the steps in the state), the outputs' read-back: the one host wait.
 """
 from __future__ import annotations
 
-import math
 import numpy as np
 import pyopencl as cl
 import pyopencl.array as cl_array
@@ -18,7 +17,7 @@ from ...errors import DeviceError, ModelError, TensorError
 from ...ops.stream.program import StreamProgram
 from ...ops.stream.step_kernel import step_kernel
 
-ARG_STATE, ARG_FRAME, ARG_OUT, ARG_T = 1, 2, 3, 4
+ARG_STATE, ARG_FRAME, ARG_OUT = 1, 2, 3
 
 
 class CausalStream:
@@ -53,7 +52,6 @@ class CausalStream:
         self.local_size = built.local_size
         self._kernel = kernel
         self._layout = built.layout
-        self._period = _period(r.length for r in self._layout.rings.values())
         shared = engine.shared_queue
         self._queue = shared if shared is not None else cl.CommandQueue(engine.context, device)
         self._ordered = shared is not None and bool(
@@ -141,7 +139,6 @@ class CausalStream:
         if arg is not self._frame_arg:
             k.set_arg(ARG_FRAME, arg)
             self._frame_arg = arg
-        k.set_arg(ARG_T, np.uint32(self.t % self._period))
         self._last = cl.enqueue_nd_range_kernel(self._queue, k, self._global, self._local,
                                                 wait_for=self._after())
         self.t += 1
@@ -262,15 +259,3 @@ def _check_batch(batch) -> int:
     if not isinstance(batch, (int, np.integer)) or isinstance(batch, bool) or batch < 1:
         raise ModelError(f"streaming: batch must be a positive number of streams, not {batch!r}")
     return int(batch)
-
-
-def _period(lengths) -> int:
-    """The step argument t modulo the rings' lengths' least common multiple (every ring reads
-    t mod its length), so that it fits a uint however long the stream runs."""
-    period = 1
-    for length in lengths:
-        period = math.lcm(period, int(length))
-        if period >= 2 ** 31:
-            return 2 ** 32
-    return period
-
