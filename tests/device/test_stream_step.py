@@ -53,10 +53,12 @@ def test_tcn_every_step(engine, n):
     assert stream.t == (300 if n == 1 else 140)
 
 
-@pytest.mark.parametrize("n", [1, 5])
-def test_every_op_kind(engine, n):
+@pytest.mark.parametrize("n,local_size", [(1, None), (5, 64), (2, 4)])
+def test_every_op_kind(engine, n, local_size):
+    """local size 4: fewer work-items than a softmax's channels; 64: a GPU's group."""
     program = sp.every_op()
-    run_both(CausalStream(engine, program), program, sequence(program, n, 400, seed=n))
+    stream = CausalStream(engine, program, local_size=local_size)
+    run_both(stream, program, sequence(program, n, 400, seed=n))
 
 
 def test_more_channels_than_work_items_and_split_sums(engine):

@@ -304,22 +304,27 @@ class _Writer:
 
     def _ChannelSoftmax(self, op: ChannelSoftmax) -> None:
         ch, src, dst, red = self.p.frames[op.dst], self.f(op.src), self.f(op.dst), self.reduce_at
+        # the first `width` work-items reduce (a tree of log2(width) barriers, not log2(LS))
+        width = min(self.ls, 1 << max(0, (ch - 1).bit_length()))
         self.w("    {")
         self.w(f"        float m = -INFINITY;")
-        self.w(f"        for (int c = lid; c < {ch}; c += LS) m = fmax(m, {src}[c]);")
-        self._reduce("m", "fmax(loc[{r} + lid], loc[{r} + lid + h])", red)
+        self.w(f"        for (int c = lid; c < {ch} && lid < {width}; c += {width}) "
+               f"m = fmax(m, {src}[c]);")
+        self._reduce("m", "fmax(loc[{r} + lid], loc[{r} + lid + h])", red, width)
         self.w(f"        float s = 0.0f;")
-        self.w(f"        for (int c = lid; c < {ch}; c += LS) s += exp({src}[c] - m);")
-        self._reduce("s", "loc[{r} + lid] + loc[{r} + lid + h]", red)
+        self.w(f"        for (int c = lid; c < {ch} && lid < {width}; c += {width}) "
+               f"s += exp({src}[c] - m);")
+        self._reduce("s", "loc[{r} + lid] + loc[{r} + lid + h]", red, width)
         value = f"{src}[c] - m - log(s)" if op.log else f"exp({src}[c] - m) / s"
         self.w(f"        for (int c = lid; c < {ch}; c += LS) {dst}[c] = {value};")
         self.w("    }")
 
-    def _reduce(self, var: str, combine: str, red: int) -> None:
-        """`var` over the group by a tree in local memory; every work-item then holds it."""
-        self.w(f"        loc[{red} + lid] = {var};")
+    def _reduce(self, var: str, combine: str, red: int, width: int) -> None:
+        """`var` of the first `width` work-items, by a tree in local memory; every work-item
+        then holds the result."""
+        self.w(f"        if (lid < {width}) loc[{red} + lid] = {var};")
         self.w("        barrier(CLK_LOCAL_MEM_FENCE);")
-        self.w("        for (int h = LS / 2; h > 0; h /= 2) {")
+        self.w(f"        for (int h = {width} / 2; h > 0; h /= 2) {{")
         self.w(f"            if (lid < h) loc[{red} + lid] = {combine.format(r=red)};")
         self.w("            barrier(CLK_LOCAL_MEM_FENCE);")
         self.w("        }")
