@@ -104,16 +104,19 @@ def test_bad_frames(engine):
     assert stream.t == 0
 
 
-def test_frames_on_the_device(engine):
+@pytest.mark.parametrize("n", [3, 40])
+def test_frames_on_the_device(engine, n):
+    """n = 40: 80 floats, more than go by value: the numpy frames are uploaded."""
     program = sp.tcn(levels=3, channels=8, kernel=3, cin=2)
-    frames = sequence(program, 3, 20)
+    frames = sequence(program, n, 20)
     stream = CausalStream(engine, program)
-    ref = ReferenceStream(program, 3)
+    ref = ReferenceStream(program, n)
     queue = cl.CommandQueue(engine.context, engine.device)
     for t, frame in enumerate(frames):
         on_device = cl_array.to_device(queue, frame)
         queue.finish()
-        got = stream.step(on_device if t % 2 else on_device.data)
+        # in turn: a pyopencl Array, a Buffer, a numpy frame (by value in the launch)
+        got = stream.step((on_device, on_device.data, frame)[t % 3])
         close(got["y"], ref.step(frame)["y"], f"step {t}")
 
 

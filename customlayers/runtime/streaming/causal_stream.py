@@ -15,9 +15,9 @@ import pyopencl.array as cl_array
 
 from ...errors import DeviceError, ModelError, TensorError
 from ...ops.stream.program import StreamProgram
-from ...ops.stream.step_kernel import step_kernel
+from ...ops.stream.step_kernel import INLINE_FLOATS, step_kernel
 
-ARG_STATE, ARG_FRAME, ARG_OUT = 1, 2, 3
+ARG_STATE, ARG_FRAME, ARG_OUT, ARG_GIVEN, ARG_INLINED = 1, 2, 3, 4, 5
 
 
 class CausalStream:
@@ -97,7 +97,12 @@ class CausalStream:
         k.set_arg(ARG_STATE, self._state)
         k.set_arg(ARG_FRAME, self._frame)
         k.set_arg(ARG_OUT, self._out)
+        k.set_arg(ARG_GIVEN, np.zeros(INLINE_FLOATS, np.float32))
         self._frame_arg = self._frame
+        # small frames go by value in the launch (no upload command): the whole [N, C_in]
+        self._inline = np.zeros(INLINE_FLOATS, np.float32) \
+            if n * self.input_channels <= INLINE_FLOATS else None
+        self._inlined = None
         self._global = (n * self.local_size,)
         self._local = (self.local_size,)
 
@@ -136,7 +141,13 @@ class CausalStream:
     def _enqueue(self, frame) -> None:
         arg = self._take_frame(frame)
         k = self._kernel
-        if arg is not self._frame_arg:
+        inlined = arg is None
+        if inlined != self._inlined:
+            k.set_arg(ARG_INLINED, np.int32(inlined))
+            self._inlined = inlined
+        if inlined:
+            k.set_arg(ARG_GIVEN, self._inline)
+        elif arg is not self._frame_arg:
             k.set_arg(ARG_FRAME, arg)
             self._frame_arg = arg
         self._last = cl.enqueue_nd_range_kernel(self._queue, k, self._global, self._local,
@@ -145,7 +156,8 @@ class CausalStream:
 
     def _take_frame(self, frame):
         """The buffer the kernel reads this step's frame from (a host frame uploaded into the
-        stream's own); TensorError naming what was expected."""
+        stream's own), or None when the frames go by value in the launch; TensorError naming
+        what was expected."""
         cin = self.input_channels
         if isinstance(frame, cl.Buffer):
             n = self.batch if self.batch is not None else frame.size // (4 * cin)
@@ -171,6 +183,9 @@ class CausalStream:
                 raise TensorError(f"streaming input '{self.input_name}': the array is on "
                                   f"another OpenCL context than the stream's")
             return frame.base_data if frame.offset == 0 else frame.data
+        if self._inline is not None:
+            self._inline[:frame.size] = frame.reshape(-1)
+            return None                                   # by value, in the launch
         self._last = cl.enqueue_copy(self._queue, self._frame, np.ascontiguousarray(frame),
                                      is_blocking=False, wait_for=self._after())
         return self._frame
