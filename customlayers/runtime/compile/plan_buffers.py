@@ -12,12 +12,13 @@ from .plan import alias_root
 from .planner import MemoryPlan
 
 
-def plan_buffers(steps, descs, consts, alias, inputs, outputs, memory: MemoryPlan
+def plan_buffers(steps, descs, consts, alias, inputs, outputs, memory: MemoryPlan, states=()
                  ) -> tuple[list[Need], list[Need], list[Need]]:
     """What a plan allocates, as (bytes, name): (its tensors in the memory plan's slots, what
     else each request allocates: inputs and scratch buffers, what its first request uploads
     for all: the constants a kernel, a host step or an output reads (request.py) and the
-    layers' constant arguments, packed weights and Data blobs)."""
+    layers' constant arguments, packed weights and Data blobs). `states`: the plan's states
+    (key -> TensorDesc), one buffer each of every request's own."""
     def root(key):
         return alias_root(alias, key)
 
@@ -29,6 +30,7 @@ def plan_buffers(steps, descs, consts, alias, inputs, outputs, memory: MemoryPla
                 if step is not None else f"tensor {key}")
         tensors.append((descs[key].nbytes, what))
     own: list[Need] = [(descs[key].nbytes, f"input '{name}'") for name, key in inputs]
+    own += [(max(descs[key].nbytes, 1), f"state '{key[1]}'") for key in states]
     shared: list[Need] = []
     read = {root(k) for _, k in outputs}
     needs = _LaunchNeeds(root, read, own, shared)
