@@ -14,9 +14,8 @@ import pytest
 from customlayers.api import Engine, ModelError, Network, TensorError
 
 ov = pytest.importorskip("openvino")
-import openvino.opset3 as op3  # noqa: E402
 import openvino.opset6 as op6  # noqa: E402
-from openvino.op.util import Variable, VariableInfo  # noqa: E402
+from stateful_models import CPU_FP32, rnn_cell, running_sum, save, variable  # noqa: E402
 
 STEPS = 24
 
@@ -24,58 +23,6 @@ STEPS = 24
 @pytest.fixture(scope="module")
 def engine(test_device):
     return Engine(test_device)
-
-
-def _variable(name: str, shape, dtype=np.float32) -> Variable:
-    info = VariableInfo()
-    info.variable_id = name
-    info.data_shape = ov.PartialShape(list(shape))
-    info.data_type = ov.Type(dtype)
-    return Variable(info)
-
-
-def _save(model, path) -> str:
-    ov.save_model(model, str(path), compress_to_fp16=False)
-    return str(path)
-
-
-def running_sum(path, form: str, shape=(2, 4)) -> str:
-    """y = state + x; state = y. form: "opset6" (no init), "opset6-const" (init 2),
-    "opset6-input" (init 3x: computed from the input), "opset3" (init from a Const)."""
-    x = op6.parameter(list(shape), np.float32, name="x")
-    if form == "opset3":
-        rv = op3.read_value(op3.constant(np.full(shape, 2, np.float32)), "acc")
-        add = op3.add(rv, x)
-        sink = op3.assign(add, "acc")
-    else:
-        var = _variable("acc", shape)
-        if form == "opset6":
-            rv = op6.read_value(var)
-        elif form == "opset6-const":
-            rv = op6.read_value(op6.constant(np.full(shape, 2, np.float32)), var)
-        else:
-            rv = op6.read_value(op6.multiply(x, op6.constant(np.float32(3))), var)
-        add = op6.add(rv, x)
-        sink = op6.assign(add, var)
-    y = op6.result(add)
-    y.get_output_tensor(0).set_names({"y"})
-    return _save(ov.Model(results=[y], sinks=[sink], parameters=[x], name="sum"), path)
-
-
-def rnn_cell(path, hidden=6, inputs=5, batch=2) -> str:
-    """h = tanh(W x + U h) (opset6, no init): h is the state and the output."""
-    rng = np.random.default_rng(21)
-    w = rng.standard_normal((inputs, hidden)).astype(np.float32) * 0.5
-    u = rng.standard_normal((hidden, hidden)).astype(np.float32) * 0.5
-    x = op6.parameter([batch, inputs], np.float32, name="x")
-    var = _variable("h", (batch, hidden))
-    h = op6.read_value(var)
-    new = op6.tanh(op6.add(op6.matmul(x, op6.constant(w), False, False),
-                           op6.matmul(h, op6.constant(u), False, False)))
-    sink = op6.assign(new, var)
-    y = op6.result(new)
-    y.get_output_tensor(0).set_names({"h_out"})
-    return _save(ov.Model(results=[y], sinks=[sink], parameters=[x], name="rnn"), path)
 
 
 def _sequence(rng, shape):
@@ -87,7 +34,7 @@ def _compare_sequences(path, engine, shape, set_value):
     at 15 and one state's reset at 20; every step's output compared."""
     net = Network(path, None, engine, tuning="off")
     ours = net.create_request()
-    theirs = ov.Core().compile_model(path, "CPU").create_infer_request()
+    theirs = ov.Core().compile_model(path, "CPU", CPU_FP32).create_infer_request()
     xs = _sequence(np.random.default_rng(5), shape)
     for t, x in enumerate(xs):
         if t == 8:
@@ -151,18 +98,18 @@ def test_each_request_has_its_own_state(tmp_path, engine):
     np.testing.assert_array_equal(a.infer({"x": ones})["y"], 4 * ones)
 
 
-def test_an_assign_runs_after_every_read_of_its_variable(tmp_path, engine):
+def test_an_assign_runs_after_every_read_of_itsvariable(tmp_path, engine):
     """The Assign's input does not depend on the ReadValue, and a second ReadValue of the
     variable comes after it in the model: both read the previous run's value, so
     y_t = x_t + 4 x_(t-1) (against numpy: OpenVINO's CPU plugin refuses a ReadValue that no
     Assign follows, "doesn't have sibling output")."""
     x = op6.parameter([3], np.float32, name="x")
-    var = _variable("prev", (3,))
+    var = variable("prev", (3,))
     sink = op6.assign(op6.multiply(x, op6.constant(np.float32(2))), var)
     first = op6.read_value(var)
     second = op6.read_value(var)
     y = op6.result(op6.add(op6.add(x, first), second))
-    path = _save(ov.Model(results=[y], sinks=[sink], parameters=[x], name="delay"),
+    path = save(ov.Model(results=[y], sinks=[sink], parameters=[x], name="delay"),
                  tmp_path / "delay.xml")
     req = Network(path, None, engine, tuning="off").create_request()
     previous = np.zeros(3, np.float32)
@@ -182,7 +129,8 @@ def test_an_out_of_order_queue_orders_the_reads_before_the_write(tmp_path, test_
         pytest.skip("the device has no out-of-order queues")
     net = Network(rnn_cell(tmp_path / "rnn.xml"), None, Engine.from_queue(queue), tuning="off")
     req = net.create_request()
-    theirs = ov.Core().compile_model(str(tmp_path / "rnn.xml"), "CPU").create_infer_request()
+    theirs = ov.Core().compile_model(str(tmp_path / "rnn.xml"), "CPU",
+                                     CPU_FP32).create_infer_request()
     for t, x in enumerate(_sequence(np.random.default_rng(2), (2, 5))):
         np.testing.assert_allclose(req.infer({"x": x})["h_out"], theirs.infer({"x": x})[0],
                                    rtol=1e-5, atol=1e-6, err_msg=f"step {t}")
@@ -204,12 +152,12 @@ def test_set_state_refuses_a_wrong_shape_or_type(tmp_path, engine):
 def _graph_with(tmp_path, build) -> str:
     x = op6.parameter([2, 4], np.float32, name="x")
     results, sinks = build(x)
-    return _save(ov.Model(results=results, sinks=sinks, parameters=[x], name="bad"),
+    return save(ov.Model(results=results, sinks=sinks, parameters=[x], name="bad"),
                  tmp_path / "bad.xml")
 
 
 def test_an_assign_without_a_read_value_is_refused_naming_it(tmp_path):
-    var = _variable("lost", (2, 4))
+    var = variable("lost", (2, 4))
     path = _graph_with(tmp_path, lambda x: ([op6.result(op6.relu(x))],
                                             [op6.assign(op6.relu(x), var)]))
     with pytest.raises(ModelError, match=r"layer 'Assign_\d+' \(type Assign\) at .*bad.xml:\d+: "
@@ -218,7 +166,7 @@ def test_an_assign_without_a_read_value_is_refused_naming_it(tmp_path):
 
 
 def test_two_assigns_of_one_variable_are_refused(tmp_path):
-    var = _variable("v", (2, 4))
+    var = variable("v", (2, 4))
 
     def build(x):
         rv = op6.read_value(var)
@@ -232,7 +180,7 @@ def test_two_assigns_of_one_variable_are_refused(tmp_path):
 def test_a_variable_whose_shape_disagrees_is_refused(tmp_path):
     """Two ReadValues of variable 'acc', [2,4] and [2,2] (the second made for a variable 'b',
     renamed in the file)."""
-    acc, other = _variable("acc", (2, 4)), _variable("b", (2, 2))
+    acc, other = variable("acc", (2, 4)), variable("b", (2, 2))
 
     def build(x):
         y = op6.add(op6.read_value(acc), x)
