@@ -23,14 +23,12 @@ from ...jit.layer import LayerCall, LayerImpl, LayerWork, state_ref
 from ...jit.tensor import TensorDesc
 from .concat_in_place import ConcatCandidate, place_concat_inputs
 from .compiled_values import compiled_in, is_empty, settle_empty
-from ..device.device_memory import check_fits
 from ...passes.fusion import FusionPlan
 from ...ops import half_storage
 from ..device.parallel_build import build_programs
-from .plan_buffers import plan_buffers
-from .plan import CompiledPlan, Step, TensorKey, alias_root
+from .plan_buffers import check_device_memory, plan_buffers, plan_memory_of
+from .plan import CompiledPlan, Step, TensorKey
 from .plan_states import register_states
-from .planner import MemoryPlan, TensorLife, plan_memory
 
 
 @dataclass(frozen=True)
@@ -186,7 +184,7 @@ def compile_plan(graph: Graph, order: Sequence[Node], impls: Mapping[str, LayerI
     steps = in_place.steps
     alias.update(in_place.alias)
     laid_out = time.perf_counter()
-    memory = _plan_memory(steps, descs, alias, consts, inputs, outputs, states)
+    memory = plan_memory_of(steps, descs, alias, consts, inputs, outputs, states)
     device_bytes = check_device_memory(engine.device, steps, descs, consts, alias, inputs,
                                        outputs, memory, states)
     planned = time.perf_counter()
@@ -226,7 +224,7 @@ def plan_prefix(plan: CompiledPlan, count: int,
     (tensors those steps compute, or inputs), with its memory planned anew: how a debugging
     run observes what a later layer receives (network_checks.py)."""
     steps = plan.steps[:count]
-    memory = _plan_memory(steps, plan.descs, plan.alias, plan.consts, plan.inputs, outputs,
+    memory = plan_memory_of(steps, plan.descs, plan.alias, plan.consts, plan.inputs, outputs,
                           plan.states)
     _, own, shared = plan_buffers(steps, plan.descs, plan.consts, plan.alias, plan.inputs,
                                   outputs, memory, plan.states)
@@ -349,49 +347,6 @@ def _check_fp16(options: PlanOptions, node: Node, impl: LayerImpl, work: LayerWo
 
 # how a built-in op's program enables half arithmetic (ops/_program.py: program_text)
 _FP16_PRAGMA = "cl_khr_fp16 : enable"
-
-
-def check_device_memory(device, steps, descs, consts, alias, inputs, outputs,
-                        memory: MemoryPlan, states=()) -> tuple[int, int]:
-    """DeviceError naming the tensor when a buffer is over the device's largest allocation, or
-    what a request allocates at once over its memory (device_memory.py): checked before
-    anything is allocated. Returns (bytes each request allocates, bytes its plan's constants
-    take once), which requests then reserve (device_memory.reserve)."""
-    tensors, own, shared = plan_buffers(steps, descs, consts, alias, inputs, outputs, memory,
-                                        states)
-    check_fits(device, tensors + own + shared, "the network, for these input shapes,",
-               total=memory.planned_bytes + sum(n for n, _ in own + shared))
-    return memory.planned_bytes + sum(n for n, _ in own), sum(n for n, _ in shared)
-
-
-def _plan_memory(steps, descs, alias, consts, inputs, outputs, states=()) -> MemoryPlan:
-    """One life per buffer: a tensor written in place into a Concat's output (an alias) makes
-    that output live from the first such write. States are the request's own, not planned."""
-    def root(key):
-        return alias_root(alias, key)
-
-    first: dict = {}
-    last: dict = {}
-    end = len(steps)
-    for i, s in enumerate(steps):
-        for k in s.outputs:
-            r = root(k)
-            first.setdefault(r, i)
-            last[r] = max(last.get(r, i), i)
-        for k in s.inputs:
-            r = root(k)
-            last[r] = max(last.get(r, i), i)
-    for _, k in outputs:
-        last[root(k)] = end
-    input_keys = {k for _, k in inputs}
-    lives = [TensorLife(k, descs[k].nbytes, first[k], last[k]) for k in first
-             if k not in consts and k not in input_keys and k not in states]
-    memory = plan_memory(lives)
-    # a step's output that is an alias was placed in a Concat's output (views write nothing)
-    in_place = {k for s in steps for k in s.outputs if k in alias}
-    memory.total_tensor_bytes += sum(descs[k].nbytes for k in in_place)
-    memory.in_place_tensors = len(in_place)
-    return memory
 
 
 def _name_the_layer(e: CustomLayersError, node: Node) -> None:

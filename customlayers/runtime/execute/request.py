@@ -88,6 +88,7 @@ class InferRequest:
         launches = getattr(self, "_launches", None)    # None: __init__ raised before it
         if launches:
             self._uses = {}                 # the other references to the kernels
+            self._states.forget_kernels()
             self._launches = []
             release_newest_first(launches)
 

@@ -43,6 +43,10 @@ class RequestStates:
         self._bound[key] = False
         return np.int32(0)
 
+    def forget_kernels(self) -> None:
+        """Drop the references to the kernels (the request releases them in its order)."""
+        self._flags = {}
+
     def before_run(self) -> None:
         """Set the flags that changed since the last run; the kernels are enqueued next."""
         for key, uses in self._flags.items():
@@ -60,13 +64,6 @@ class RequestStates:
     # -- the API ---------------------------------------------------------------------------
     def query(self) -> list["VariableState"]:
         return [VariableState(self, key) for key in self.descs]
-
-    def find(self, name: str) -> "VariableState":
-        for key in self.descs:
-            if key[1] == name:
-                return VariableState(self, key)
-        raise TensorError(f"no state '{name}' in the network; its states: "
-                          f"{', '.join(k[1] for k in self.descs) or 'none'}")
 
     def reset_all(self) -> None:
         for key in self.descs:
