@@ -206,3 +206,17 @@ def test_a_read_value_of_unknown_shape_without_init_is_refused(tmp_path, engine)
     with pytest.raises(Exception, match=r"ReadValue.*variable 'acc' has no init input, and its "
                                         r"shape \[\?,4\]"):
         Network(xml, None, engine, tuning="off").infer({"x": np.ones((2, 4), np.float32)})
+
+
+def test_a_request_with_states_is_freed_when_dropped(tmp_path, engine):
+    """No reference cycle between a request and its states: dropping it frees it (and the
+    device memory device_memory.py counts for it) at once, not at a garbage collection; a
+    VariableState kept keeps its request."""
+    import weakref
+    net = Network(running_sum(tmp_path / "s.xml", "opset6"), None, engine, tuning="off")
+    req = net.create_request()
+    gone = weakref.ref(req)
+    del req
+    assert gone() is None
+    (state,) = net.create_request().query_state()
+    np.testing.assert_array_equal(state.state, np.zeros((2, 4), np.float32))

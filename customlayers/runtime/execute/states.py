@@ -11,6 +11,8 @@ after a reset and before the first run, as OpenVINO's CPU plugin gives it.
 """
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 import pyopencl as cl
 
@@ -22,7 +24,9 @@ class RequestStates:
     """The state buffers of one request and whether each holds a written value."""
 
     def __init__(self, request, plan):
-        self.request = request
+        # no reference cycle: a request is freed (and its device memory given back, as
+        # device_memory.py counts it) once its user drops it
+        self._request = weakref.ref(request)
         self.descs = dict(plan.states)                  # key -> TensorDesc
         self.buffers = {key: cl.Buffer(request.context,
                                        cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR,
@@ -102,13 +106,17 @@ class RequestStates:
             cl.enqueue_copy(self._queue(), self.buffers[key], host, is_blocking=True)
         self.written[key] = True
 
+    @property
+    def request(self):
+        request = self._request()
+        if request is None:
+            raise ExecutionError("the request of this state was released")
+        return request
+
     def _queue(self):
         """The request's queue: nothing of the request runs (it is not busy), and a blocking
         copy there is ordered after its last run on any queue."""
-        queue = self.request.queue
-        if queue is None:
-            raise ExecutionError("the request has no queue")
-        return queue
+        return self.request.queue
 
 
 def assigned(plan) -> frozenset:
@@ -122,6 +130,7 @@ class VariableState:
     def __init__(self, states: RequestStates, key):
         self._states = states
         self._key = key
+        self._request = states.request      # the request lives as long as its states are used
 
     @property
     def name(self) -> str:
