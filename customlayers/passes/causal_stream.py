@@ -75,6 +75,7 @@ class _Walk:
         self.frames: dict[str, int] = {}
         self.ops: list = []
         self.input_channels = 0
+        self.batch = None           # the batch the model declares (None: symbolic)
         self.needed = _needed(graph)
 
     # -- the input and the outputs -----------------------------------------------------------
@@ -98,6 +99,7 @@ class _Walk:
                 f"cannot stream {other.describe()}: a second model input"
                 f"{' with a time axis' if has_time else ''}; a stream steps one input [N, C, T]")
         self.input_channels = int(shape[1])
+        self.batch = shape[0] if isinstance(shape[0], int) else None
         name = self._frame_name(source.name)
         self.frames[name] = self.input_channels
         self.values[(source.id, 0)] = Sequence(name, self.input_channels)

@@ -349,13 +349,45 @@ def reshape(walk, node: Node):
         walk.refuse(node, f"reshapes the sequence {list(src)} to {list(out)}: the time axis "
                           f"must stay the last axis of [N, C, T] (merging it or moving it "
                           f"mixes steps)")
-    rest = out[1:]
-    if not out or any(not isinstance(d, int) for d in rest) or \
-            int(np.prod(rest, dtype=np.int64)) != x.size or \
-            (out[0] is not None and src and src[0] is not None and out[0] != src[0]):
-        walk.refuse(node, f"reshapes {list(src)} to {list(out)}: a stream needs the batch "
-                          f"axis first and every other axis known")
-    return Head(x.frame, tuple(int(d) for d in rest))
+    shape = _head_shape(walk, node, x)
+    if isinstance(shape, str):
+        walk.refuse(node, f"{shape}; a stream keeps the batch axis first")
+    return Head(x.frame, shape)
+
+
+def _head_shape(walk, node: Node, x: Head):
+    """The shape (without the batch) a Reshape, Squeeze or Unsqueeze gives the head `x`, or
+    a string saying why it moves the batch axis."""
+    rank = len(x.shape) + 1
+    axes = None
+    if len(node.inputs) > 1:
+        axes = [int(a) for a in walk.const(node, 1, "its shape or axes").reshape(-1)]
+    if node.type == "Squeeze":
+        axes = [a % rank for a in axes] if axes is not None else \
+            [i + 1 for i, d in enumerate(x.shape) if d == 1]
+        if 0 in axes or any(x.shape[a - 1] != 1 for a in axes):
+            return f"squeezes axes {axes} of {[None, *x.shape]}"
+        return tuple(d for i, d in enumerate(x.shape) if i + 1 not in axes)
+    if node.type == "Unsqueeze":
+        axes = sorted(a % (rank + len(axes)) for a in axes)
+        if 0 in axes:
+            return "puts an axis before the batch"
+        dims = list(x.shape)
+        for a in axes:
+            dims.insert(a - 1, 1)
+        return tuple(dims)
+    target = list(axes)
+    if str(node.attrs.get("special_zero", "false")).lower() == "true":
+        full = ["N"] + list(x.shape)           # 0 copies the input's dim: the batch first
+        target = [full[i] if v == 0 and i < len(full) else v for i, v in enumerate(target)]
+    if target and (target[0] in ("N", -1) or target[0] == walk.batch):
+        rest = target[1:]
+        known = int(np.prod([v for v in rest if v != -1], dtype=np.int64))
+        if target[0] != -1 and rest.count(-1) == 1 and known and x.size % known == 0:
+            rest = [x.size // known if v == -1 else v for v in rest]
+        if -1 not in rest and int(np.prod(rest, dtype=np.int64)) == x.size:
+            return tuple(int(v) for v in rest)
+    return f"reshapes {[None, *x.shape]} to {[None if v == 'N' else v for v in target]}"
 
 
 def softmax(walk, node: Node):
