@@ -256,7 +256,8 @@ def _fold_affine_into_convolutions(ops: list, frames: dict, outputs: list, notes
         i = writer.get(op.a) if isinstance(op, Binary) else None
         if i is None or op.b is not None or op.constant is None or reads.get(op.a) != 1 or \
                 not isinstance(ops[i], CausalConv) or op.kind not in ("add", "sub", "mul") or \
-                op.constant_first and op.kind == "sub":
+                op.constant_first and op.kind == "sub" or \
+                op.constant.size not in (1, ops[i].weight.shape[0]):
             k += 1
             continue
         conv = ops[i]

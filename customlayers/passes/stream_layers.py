@@ -395,8 +395,8 @@ def softmax(walk, node: Node):
     rank = 3 if isinstance(x, Sequence) else len(x.shape) + 1
     axis = int(node.attrs.get("axis", 1)) % rank
     if isinstance(x, Sequence) and axis == 2:
-        walk.refuse(node, f"{node.type} over the time axis: its output at every step depends "
-                          f"on every step of the window (mixes steps)")
+        walk.refuse(node, "a softmax over the time axis: its output at every step depends on "
+                          "every step of the window (mixes steps)")
     if axis == 0:
         walk.refuse(node, f"{node.type} over the batch axis")
     if isinstance(x, Head) and any(d != 1 for i, d in enumerate(x.shape) if i != axis - 1):

@@ -156,3 +156,143 @@ def test_activations_and_per_channel_constants_stream_exactly(tmp_path):
     # float32's rounding of the terms in ONNX Runtime (6e-8 of each) leaves 5e-8 absolute,
     # 6e-5 relative to the result; every other value meets rtol 1e-5 alone
     stream_against_window(program, lambda t: path, _input(2, c, 8), rtol=RTOL, atol=1e-6)
+
+
+# -- refusals: the layer named, and why ------------------------------------------------------
+def _conv_then(op: str, inputs_after=(), **attrs):
+    """A causal convolution, then `op` on its output (and `inputs_after`), named 'culprit'."""
+    def build(m):
+        h = m.causal_conv("x", 2, 4, 2)
+        return m.add(op, [h] + [m.const(v, np.asarray(v).dtype) for v in inputs_after],
+                     name="culprit", **attrs)
+    return build
+
+
+def _with_head(build):
+    def head(m):
+        return m.dense_head(build(m), 4, 3)
+    return head
+
+
+def _second_conv(k, pads, strides=1):
+    def build(m):
+        h = m.causal_conv("x", 2, 4, 2)
+        return m.add("Conv", [h, m.weight(4, 4, k)], name="culprit", kernel_shape=[k],
+                     pads=pads, strides=[strides])
+    return build
+
+
+def _concat_time(m):
+    h = m.causal_conv("x", 2, 2, 2)
+    return m.add("Concat", [h, "x"], name="culprit", axis=2)
+
+
+def _broadcast_last(m):
+    h = m.causal_conv("x", 2, 2, 2)
+    last = m.add("Gather", [h, m.const([-1], np.int64)], axis=2)
+    return m.add("Add", [h, last], name="culprit")
+
+
+def _flatten_time(m):
+    h = m.causal_conv("x", 2, 2, 2)
+    return m.add("Flatten", [h], name="culprit", axis=1)
+
+
+def _no_conv(m):
+    return m.add("Gather", [m.add("Relu", ["x"]), m.const(-1, np.int64)], axis=2)
+
+
+def _time_constant(m):
+    h = m.causal_conv("x", 2, 2, 2)
+    return m.add("Add", [h, m.const(np.ones((1, 2, 7)))], name="culprit")
+
+
+def _pad_after(m):
+    h = m.causal_conv("x", 2, 2, 2)
+    return m.add("Pad", [h, m.const([0, 0, 1, 0, 0, 0], np.int64)], name="culprit")
+
+
+def _chomp_not_cut(m):
+    h = m.add("Conv", ["x", m.weight(2, 2, 3)], name="culprit", kernel_shape=[3], pads=[2, 2])
+    return m.add("Relu", [h])
+
+
+REFUSED = {
+    "symmetric padding": (_second_conv(3, [1, 1]), "pads_begin 1 on the time axis"),
+    "end padding kept": (_with_head(_chomp_not_cut), "pads_end 2 on the time axis"),
+    "a stride": (_second_conv(2, [1, 0], strides=2), "stride 2 over time"),
+    "pooling": (_conv_then("MaxPool", kernel_shape=[2]), "pools over the time axis"),
+    "softmax over time": (_conv_then("Softmax", axis=2), "a softmax over the time axis"),
+    "a reduction over time": (_conv_then("ReduceMean", axes=[2]),
+                              "reduces over the time axis"),
+    "a transpose": (_conv_then("Transpose", perm=[0, 2, 1]), "moves the time axis"),
+    "a concat over time": (_concat_time, "concatenates along the time axis"),
+    "a step not the last": (_with_head(_conv_then("Slice", ([0], [1], [2]))),
+                            "keeps steps 0:1:1 of the time axis"),
+    "the first step": (_conv_then("Gather", (np.int64(0),), axis=2),
+                       "reads step 0 of the time axis, not the last"),
+    "the last step broadcast back": (_broadcast_last, "combines a sequence [N, C, T] with a "
+                                                      "tensor of the last step"),
+    "time flattened into channels": (_flatten_time, "the time axis must stay the last axis"),
+    "a constant along time": (_time_constant, "changes along the time axis"),
+    "a Pad not before a convolution": (_pad_after, "pads the sequence"),
+}
+
+
+@pytest.mark.parametrize("form", sorted(REFUSED))
+def test_a_model_that_cannot_stream_is_refused_naming_the_layer_and_why(tmp_path, form):
+    build, why = REFUSED[form]
+    m = CausalModel(2, length=7)
+    path = m.save(tmp_path / "m.onnx", [build(m)])
+    with pytest.raises(ModelError) as e:
+        _program(path)
+    text = str(e.value)
+    assert text.startswith("cannot stream layer 'culprit' (type "), text
+    assert "m.onnx" in text and why in text, text
+
+
+def test_a_model_with_no_causal_convolution_is_refused(tmp_path):
+    m = CausalModel(2)
+    path = m.save(tmp_path / "m.onnx", [_no_conv(m)])
+    with pytest.raises(ModelError, match="no causal convolution reads past steps of its input "
+                                         "layer 'x' .*no causal structure"):
+        _program(path)
+
+
+def test_a_custom_layer_is_refused(tmp_path):
+    m, h = _stack(2, (1, 1))
+    path = m.save(tmp_path / "m.onnx", [m.dense_head(h, 6, 4)])
+    with pytest.raises(ModelError, match="cannot stream layer 'relu8' .*a custom layer"):
+        _program(path, is_builtin=lambda node: node.name != "relu8")
+
+
+def test_a_second_input_with_a_time_axis_is_refused(tmp_path):
+    import onnx
+    from onnx import TensorProto, helper
+    m, h = _stack(2, (1,))
+    path = m.save(tmp_path / "m.onnx", [m.add("Add", [h, "z"], name="culprit")])
+    model = onnx.load(str(path))
+    model.graph.input.append(helper.make_tensor_value_info("z", TensorProto.FLOAT,
+                                                           ["N", 6, "T"]))
+    onnx.save(model, str(path))
+    with pytest.raises(ModelError, match="cannot stream layer 'z' .*a second model input with "
+                                         "a time axis"):
+        _program(path)
+
+
+@pytest.mark.parametrize("axis, shape", [(1, ["N", 2, "T"]), (-1, ["N", 2, 3, "T"])])
+def test_a_time_axis_that_is_not_the_last_of_n_c_t_is_refused(tmp_path, axis, shape):
+    import onnx
+    m, h = _stack(2, (1,))
+    path = m.save(tmp_path / "m.onnx", [h])
+    if len(shape) == 4:
+        model = onnx.load(str(path))
+        del model.graph.node[:]
+        model.graph.node.append(onnx.helper.make_node("Relu", ["x"], ["y"]))
+        del model.graph.output[:]
+        model.graph.output.append(onnx.helper.make_tensor_value_info("y", 1, shape))
+        model.graph.input[0].CopyFrom(onnx.helper.make_tensor_value_info("x", 1, shape))
+        onnx.save(model, str(path))
+    with pytest.raises(ModelError, match=r"cannot stream layer 'x' .*a stream steps an input "
+                                         r"\[N, C, T\] along its last axis"):
+        _program(path, axis=axis)
