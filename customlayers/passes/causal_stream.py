@@ -29,8 +29,12 @@ from ..graph.graph import Graph, Node
 from ..ops.stream.program import Binary, CausalConv, StreamOutput, StreamProgram
 from .shape_folding import fold_shape_arithmetic
 from .stream_constants import EVALUATED, evaluate
-from .stream_layers import KEEP_EXTRA, LAYERS, TIME_MIXING, Head, Sequence, not_causal
+from . import stream_head, stream_layers
+from .stream_layers import KEEP_EXTRA, TIME_MIXING, Head, Sequence, not_causal
 from .window_folding import fold_into_convolutions
+
+
+LAYERS = {**stream_layers.LAYERS, **stream_head.LAYERS}    # IR type -> its handler
 
 
 def stream_program(graph: Graph, axis: int = -1, is_builtin=None) -> StreamProgram:

@@ -296,3 +296,46 @@ def test_a_time_axis_that_is_not_the_last_of_n_c_t_is_refused(tmp_path, axis, sh
     with pytest.raises(ModelError, match=r"cannot stream layer 'x' .*a stream steps an input "
                                          r"\[N, C, T\] along its last axis"):
         _program(path, axis=axis)
+
+
+def test_an_ir_batch_norm_inference_after_a_causal_convolution_streams_exactly():
+    """The IR spelling (an OpenVINO model): Convolution padded at the start, then
+    BatchNormInference, read as a per-channel scale and shift folded into the convolution;
+    against the whole-window model in numpy."""
+    from customlayers.graph.graph import Graph, Node, Port
+    rng = np.random.default_rng(3)
+    cin, cout, k, d = 3, 4, 3, 2
+    w = rng.standard_normal((cout, cin, k)).astype(np.float32)
+    gamma, beta, mean = (rng.standard_normal(cout).astype(np.float32) for _ in range(3))
+    var = rng.uniform(0.5, 2, cout).astype(np.float32)
+    g = Graph("ir")
+    seq = lambda c: Port((1, c, None), "f32")  # noqa: E731
+    g.add_node(Node("x", "x", "Parameter", outputs=[seq(cin)], location="m.xml:3"))
+    consts = {"w": w, "gamma": gamma, "beta": beta, "mean": mean, "var": var}
+    for name, value in consts.items():
+        g.add_node(Node(name, name, "Const", outputs=[Port(value.shape, "f32")], value=value))
+    g.add_node(Node("conv", "conv", "Convolution", {"strides": "1", "dilations": str(d),
+                                                      "pads_begin": str((k - 1) * d),
+                                                      "pads_end": "0"},
+                    inputs=[seq(cin), Port(w.shape, "f32")], outputs=[seq(cout)]))
+    g.add_node(Node("bn", "bn", "BatchNormInference", {"epsilon": "0.001"},
+                    inputs=[seq(cout)] + [Port((cout,), "f32")] * 4, outputs=[seq(cout)]))
+    g.add_node(Node("out", "out", "Result", inputs=[seq(cout)]))
+    g.connect("x", 0, "conv", 0)
+    g.connect("w", 0, "conv", 1)
+    g.connect("conv", 0, "bn", 0)
+    for port, name in enumerate(("gamma", "beta", "mean", "var"), 1):
+        g.connect(name, 0, "bn", port)
+    g.connect("bn", 0, "out", 0)
+    program = stream_program(g)
+    assert [type(op).__name__ for op in program.ops] == ["CausalConv"]    # the BN folded in
+    from customlayers.ops.stream.reference import ReferenceStream
+    x = _input(2, cin, 9).astype(np.float64)
+    padded = np.concatenate([np.zeros((2, cin, (k - 1) * d)), x], axis=2)
+    conv = sum(np.einsum("oc,nct->not", w[:, :, j], padded[:, :, j * d:j * d + 9])
+               for j in range(k))
+    scale = gamma / np.sqrt(var.astype(np.float64) + 1e-3)
+    want = conv * scale[:, None] + (beta - mean * scale)[:, None]
+    stream = ReferenceStream(program, 2)
+    got = np.stack([stream.step(x[:, :, t])["out"] for t in range(9)], axis=2)
+    np.testing.assert_allclose(got, want, rtol=RTOL, atol=1e-12)
