@@ -45,7 +45,8 @@ class CausalModel:
     def causal_conv(self, x: str, cin: int, cout: int, k: int, d: int = 1, group: int = 1,
                     form: str = "chomp", name: str | None = None) -> str:
         """A causal 1-D convolution as exporters write it: `chomp` (torch's TCN: padding
-        (k-1)*d on both sides, then a Slice cutting the last (k-1)*d steps), `pad` (a zero
+        (k-1)*d on both sides, then a Slice cutting the last (k-1)*d steps; "chomp to T": the
+        Slice's end written as the length, which must be fixed), `pad` (a zero
         Pad of the start, then an unpadded Conv) or `direct` (pads [(k-1)*d, 0])."""
         pad = (k - 1) * d
         w = self.weight(cout, cin // group, k)
@@ -54,9 +55,11 @@ class CausalModel:
         if form == "pad" and pad:
             x = self.add("Pad", [x, self.const([0, 0, pad, 0, 0, 0], np.int64)])
             return self.add("Conv", [x, w, b], name=name, pads=[0, 0], **attrs)
-        if form == "chomp" and pad:
+        if form.startswith("chomp") and pad:
             c = self.add("Conv", [x, w, b], name=name, pads=[pad, pad], **attrs)
-            return self.add("Slice", [c, self.const([0], np.int64), self.const([-pad], np.int64),
+            # "chomp to T": the end written as the length (a model of a fixed length)
+            end = -pad if form == "chomp" else self.length
+            return self.add("Slice", [c, self.const([0], np.int64), self.const([end], np.int64),
                                       self.const([2], np.int64)])
         return self.add("Conv", [x, w, b], name=name, pads=[pad, 0], **attrs)
 

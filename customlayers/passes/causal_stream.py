@@ -173,7 +173,13 @@ class _Walk:
     def input(self, node: Node, port: int):
         if port >= len(node.inputs):
             self.refuse(node, f"input {port} is missing")
-        return self.values.get(self.graph.producer(node.id, port))
+        src = self.graph.producer(node.id, port)
+        value = self.values.get(src)
+        if value is None:
+            self.refuse(node, f"input {port} is output {src[1]} of "
+                              f"{self.graph.nodes[src[0]].describe()}, which a step does not "
+                              f"compute")
+        return value
 
     def const(self, node: Node, port: int, what: str) -> np.ndarray:
         value = self.input(node, port)

@@ -283,6 +283,10 @@ def batch_norm(walk, node: Node):
 
 
 def identity(walk, node: Node):
+    """Identity, and a Convert to f32 (every frame is float32): the value as it is."""
+    if node.type == "Convert" and node.attrs.get("destination_type", "f32") != "f32":
+        walk.refuse(node, f"converts to {node.attrs.get('destination_type')}; a stream's frames "
+                          f"are f32")
     return walk.frame_input(node, 0)
 
 
@@ -296,6 +300,7 @@ LAYERS = {
     "HSigmoid": pointwise, "HardSigmoid": pointwise,
     **{t: composite for t in ("Swish", "HSwish", "Mish", "SoftSign", "Selu", "PRelu")},
     **{t: binary for t in _BINARY}, "BatchNormInference": batch_norm, "Identity": identity,
+    "Convert": identity,
 }
 
 # why a layer that is not in LAYERS cannot stream, by type

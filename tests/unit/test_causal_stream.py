@@ -60,9 +60,11 @@ def test_seed_tcn_streams_exactly_at_every_step(tmp_path, weight_norm):
 
 
 # -- kernels 2 and 3, receptive field, forms of causal padding ------------------------------
-def _stack(kernel: int, dilations, form: str = "chomp", channels: int = 6, cin: int = 2):
-    """Causal convolutions with ReLUs and a residual Add, a head on the last step."""
-    m = CausalModel(cin)
+def _stack(kernel: int, dilations, form: str = "chomp", channels: int = 6, cin: int = 2,
+           length=None):
+    """Causal convolutions with ReLUs and residual Adds (a symbolic time axis unless
+    `length`)."""
+    m = CausalModel(cin, length=length)
     h = m.add("Relu", [m.causal_conv("x", cin, channels, kernel, dilations[0], form=form)])
     for d in dilations[1:]:
         h = m.add("Add", [h, m.add("Relu", [m.causal_conv(h, channels, channels, kernel, d,
@@ -76,13 +78,65 @@ def _stack(kernel: int, dilations, form: str = "chomp", channels: int = 6, cin: 
     (3, (1, 1), "direct", 9),
     (2, (1, 1), "pad", 9),
     (3, (1, 2, 4, 8), "chomp", 10),        # a receptive field of 31 steps, longer than 10
+    (2, (1, 2), "chomp to T", 8),          # the chomp's end written as T (a fixed length)
 ])
 def test_causal_stacks_stream_exactly(tmp_path, kernel, dilations, form, length):
-    m, h = _stack(kernel, dilations, form)
-    path = m.save(tmp_path / "m.onnx", [m.dense_head(h, 6, 4)])
+    fixed = form == "chomp to T"         # then one model per window length, same weights
+
+    def model(t):
+        m, h = _stack(kernel, dilations, form, length=t if fixed else None)
+        return m.save(tmp_path / f"m{t if fixed else ''}.onnx", [m.dense_head(h, 6, 4)])
+
+    path = model(length)
     program = _program(path)
     assert [c.history for c in program.convolutions] == [(kernel - 1) * d for d in dilations]
-    stream_against_window(program, lambda t: path, _input(2, 2, length), rtol=RTOL)
+    stream_against_window(program, model if fixed else lambda t: path, _input(2, 2, length),
+                          rtol=RTOL)
+
+
+def test_heads_on_the_last_step_stream_exactly(tmp_path):
+    """Three heads of one model: a Gather of index [-1] squeezed, a Gemm with alpha, beta and
+    an untransposed weight, ReLU, LogSoftmax over the last axis; a Slice [-1:] reshaped to
+    [0, -1], MatMul, Add, Sigmoid; a Gather of index -1 unsqueezed to [N, C, 1], a Softmax
+    over the channels, flattened."""
+    m, h = _stack(3, (1, 2))
+    i64 = lambda v: m.const(v, np.int64)  # noqa: E731
+    last = m.add("Squeeze", [m.add("Gather", [h, i64([-1])], axis=2), i64([2])])
+    y1 = m.add("LogSoftmax", [m.add("Relu", [m.add("Gemm", [
+        last, m.weight(6, 4), m.const(m.rng.standard_normal(4))], alpha=0.5, beta=2.0)])],
+        axis=-1)
+    flat = m.add("Reshape", [m.add("Slice", [h, i64([-1]), i64([2 ** 62]), i64([2])]),
+                             i64([0, -1])])
+    y2 = m.add("Sigmoid", [m.add("Add", [m.add("MatMul", [flat, m.weight(6, 3)]),
+                                         m.const([0.1, 0.2, 0.3])])])
+    col = m.add("Unsqueeze", [m.add("Gather", [h, i64(-1)], axis=2), i64([2])])
+    y3 = m.add("Flatten", [m.add("Softmax", [col], axis=1)], axis=1)
+    path = m.save(tmp_path / "m.onnx", [y1, y2, y3])
+    program = _program(path)
+    assert [(o.name, o.shape) for o in program.outputs] == [(y1, (4,)), (y2, (3,)), (y3, (6,))]
+    assert sum(isinstance(op, Binary) for op in program.ops) == 1     # the residual Add only
+    stream_against_window(program, lambda t: path, _input(2, 2, 9), rtol=RTOL)
+
+
+def test_the_seed_tcn_at_full_size_streams_exactly(tmp_path):
+    """The seed's TCN as it is (8 levels of 25 channels, kernel 7, dilations 1..128: a
+    receptive field of 3061 steps) streamed over its 784 steps, checked against the whole
+    window at a few lengths (one model per length: its Gather reads index T-1)."""
+    checked = (1, 2, 100, 393, 784)
+    program = _program(onnx_tcn(tmp_path / "tcn784.onnx", 1))
+    assert [c.history for c in program.convolutions] == \
+        [6 * 2 ** (k // 2) for k in range(16)]
+    x = _input(1, 1, 784)
+    from customlayers.ops.stream.reference import ReferenceStream
+    import onnxruntime as ort
+    stream = ReferenceStream(program, 1)
+    for t in range(1, 785):
+        got = stream.step(x[:, :, t - 1])["y"]
+        if t in checked:
+            path = onnx_tcn(tmp_path / f"tcn{t}.onnx", 1, length=t)
+            want = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(
+                None, {"x": x[:, :, :t]})[0]
+            np.testing.assert_allclose(got, want, rtol=RTOL, err_msg=f"step {t}")
 
 
 def test_depthwise_batchnorm_gates_and_a_sliced_head_stream_exactly(tmp_path):
