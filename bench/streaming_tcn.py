@@ -25,7 +25,6 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
-sys.path.insert(0, str(ROOT / "tests"))
 
 import gpu_peers  # noqa: E402
 from customlayers.api import Engine, Network  # noqa: E402
@@ -60,33 +59,20 @@ def full_window(net, x, runs) -> float:
     return median_us(times)
 
 
-def streaming(net, engine, local_size):
-    """net.streaming(); where the conversion (passes/causal_stream.py) is not there yet, a
-    StreamProgram of the same shape built by hand (tests/stream_programs.tcn; random weights:
-    its outputs are not compared)."""
-    try:
-        return net.streaming(local_size=local_size), True
-    except ImportError:
-        import stream_programs
-        from customlayers.runtime.streaming.causal_stream import CausalStream
-        return CausalStream(engine, stream_programs.tcn(), local_size=local_size), False
-
-
 def bench_batch(engine, workdir: Path, n: int, steps: int, runs: int, local_size) -> dict:
-    path = gpu_peers.onnx_tcn(workdir / f"tcn_b{n}.onnx", n)
+    path = gpu_peers.onnx_tcn(workdir / f"tcn_b{n}.onnx", n, length=steps, weight_norm=True)
     net = Network(path, engine=engine)
     rng = np.random.default_rng(n)
     x = rng.standard_normal((n, 1, steps)).astype(np.float32)
     window_us = full_window(net, x, max(runs // 10, 5))
-    stream, converted = streaming(net, engine, local_size)
+    stream = net.streaming(local_size=local_size)
     frames = [np.ascontiguousarray(x[:, :, t]) for t in range(steps)]
     last = None
     for f in frames:                                # the whole sequence once: warm, checked
         last = stream.step(f)
     want = net.infer(x)
     name = next(iter(want))
-    err = float(np.max(np.abs(last[name] - want[name])) / np.max(np.abs(want[name]))) \
-        if converted else float("nan")
+    err = float(np.max(np.abs(last[name] - want[name])) / np.max(np.abs(want[name])))
     stream.reset()
     step_us = median_us(timed_steps(stream, frames[:runs]))
     stream.reset()
@@ -101,9 +87,9 @@ def bench_batch(engine, workdir: Path, n: int, steps: int, runs: int, local_size
 
 
 def end_to_end(engine, workdir: Path, steps: int, local_size) -> dict:
-    path = gpu_peers.onnx_tcn(workdir / "tcn_b1.onnx", 1)
+    path = gpu_peers.onnx_tcn(workdir / "tcn_b1.onnx", 1, length=steps, weight_norm=True)
     net = Network(path, engine=engine)
-    stream, _ = streaming(net, engine, local_size)
+    stream = net.streaming(local_size=local_size)
     digit = np.random.default_rng(7).standard_normal((1, 1, steps)).astype(np.float32)
     for t in range(20):                                # warm (built, first launches)
         stream.step(np.ascontiguousarray(digit[:, :, t]))
@@ -123,7 +109,6 @@ def main(argv=None) -> int:
     ap.add_argument("--local-size", type=int, default=None,
                     help="the step kernel's work-group size (default: chosen for the device)")
     args = ap.parse_args(argv)
-    gpu_peers.TCN_LENGTH = args.steps
     engine = Engine(args.device)
     info = describe_device(engine.device)
     print(f"device: {info['name']} ({info['platform']}, {info['type']}, driver "

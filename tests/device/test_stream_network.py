@@ -17,22 +17,14 @@ from customlayers.ops.stream.reference import ReferenceStream
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 import gpu_peers  # noqa: E402
 
-try:
-    from customlayers.passes.causal_stream import stream_program
-except ImportError:                           # the conversion is written beside (s20h3)
-    stream_program = None
-pytestmark = pytest.mark.skipif(stream_program is None,
-                                reason="passes/causal_stream.stream_program not merged yet")
-
-
 @pytest.fixture(scope="module")
 def engine():
     return Engine()
 
 
-def tcn_network(engine, tmp_path, monkeypatch, batch, length):
-    monkeypatch.setattr(gpu_peers, "TCN_LENGTH", length)
-    path = gpu_peers.onnx_tcn(tmp_path / f"tcn_{batch}_{length}.onnx", batch)
+def tcn_network(engine, tmp_path, batch, length):
+    path = gpu_peers.onnx_tcn(tmp_path / f"tcn_{batch}_{length}.onnx", batch, length=length,
+                              weight_norm=True)
     return Network(path, engine=engine)
 
 
@@ -42,9 +34,9 @@ def close(got, want, where):
 
 
 @pytest.mark.parametrize("batch,steps,windows", [(1, 40, (1, 2, 13, 40)), (64, 12, (12,))])
-def test_tcn_streams_as_the_full_window(engine, tmp_path, monkeypatch, batch, steps, windows):
+def test_tcn_streams_as_the_full_window(engine, tmp_path, batch, steps, windows):
     x = np.random.default_rng(batch).standard_normal((batch, 1, steps)).astype(np.float32)
-    net = tcn_network(engine, tmp_path, monkeypatch, batch, steps)
+    net = tcn_network(engine, tmp_path, batch, steps)
     stream = net.streaming()
     ref = ReferenceStream(stream.program, batch)
     got = []
@@ -56,7 +48,7 @@ def test_tcn_streams_as_the_full_window(engine, tmp_path, monkeypatch, batch, st
         got.append(step["y"])
     # the full-window model of each length (its Gather reads its last step) on the prefix
     for length in windows:
-        window = tcn_network(engine, tmp_path, monkeypatch, batch, length)
+        window = tcn_network(engine, tmp_path, batch, length)
         full = window.infer({"x": np.ascontiguousarray(x[:, :, :length])})["y"]
         close(got[length - 1], full, f"step {length - 1} against the {length}-step window")
 
