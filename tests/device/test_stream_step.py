@@ -179,3 +179,20 @@ def test_local_memory_refused(engine):
     with pytest.raises(ModelError, match=r"for 51 layers, 16 of them causal convolutions with "
                                          r"6400 channels of partial sums\); the device has 48"):
         step_kernel(sp.tcn(channels=400, kernel=2), max_group=1024, local_mem=48 << 10)
+
+
+def test_on_the_users_out_of_order_queue(engine):
+    """Engine.from_queue with an out-of-order queue: each command waits on the one before."""
+    props = cl.command_queue_properties.OUT_OF_ORDER_EXEC_MODE_ENABLE
+    try:
+        queue = cl.CommandQueue(engine.context, engine.device, properties=props)
+    except cl.Error:
+        pytest.skip("the device has no out-of-order queues")
+    program = sp.tcn(levels=3, channels=8, kernel=3, cin=40)     # frames uploaded, not inlined
+    stream = CausalStream(Engine.from_queue(queue), program)
+    run_both(stream, program, sequence(program, 3, 20))
+    stream.reset()
+    pending = [stream.step_async(f) for f in sequence(program, 3, 10, seed=4)]
+    ref = ReferenceStream(program, 3)
+    for t, (p, frame) in enumerate(zip(pending, sequence(program, 3, 10, seed=4))):
+        close(p.wait()["y"], ref.step(frame)["y"], f"step {t}")

@@ -88,11 +88,19 @@ class CausalStream:
     # -- buffers ---------------------------------------------------------------------------
     def _allocate(self, n: int) -> None:
         ctx, lay = self.engine.context, self._layout
+        nbytes = 4 * n * max(lay.state_floats, 1)
+        try:
+            self._state = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, nbytes)
+            self._frame = cl.Buffer(ctx, cl.mem_flags.READ_ONLY, 4 * n * self.input_channels)
+            self._out = cl.Buffer(ctx, cl.mem_flags.WRITE_ONLY,
+                                  4 * n * max(lay.output_floats, 1))
+            self._zero_state()
+        except (cl.Error, MemoryError) as e:
+            raise DeviceError(f"streaming: {n} streams: their ring buffers ({nbytes} bytes) "
+                              f"cannot be allocated on '{self.engine.device.name.strip()}': "
+                              f"{str(e).strip().splitlines()[0] if str(e).strip() else e!r}"
+                              ) from None
         self.batch = self._allocated = n
-        self._state = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, 4 * n * max(lay.state_floats, 1))
-        self._frame = cl.Buffer(ctx, cl.mem_flags.READ_ONLY, 4 * n * self.input_channels)
-        self._out = cl.Buffer(ctx, cl.mem_flags.WRITE_ONLY, 4 * n * max(lay.output_floats, 1))
-        self._zero_state()
         k = self._kernel
         k.set_arg(ARG_STATE, self._state)
         k.set_arg(ARG_FRAME, self._frame)
@@ -131,7 +139,9 @@ class CausalStream:
 
     def step_async(self, frame) -> "PendingStep":
         """Enqueue one step and the non-blocking read of its outputs; .wait() gives them. The
-        next step may be enqueued before (the queue keeps the order)."""
+        next step may be enqueued before (the queue keeps the order). A numpy frame of more
+        than INLINE_FLOATS floats is uploaded from where it lies: do not change it until
+        wait()."""
         self._enqueue(frame)
         host = np.empty((self.batch, max(self._layout.output_floats, 1)), np.float32)
         self._last = cl.enqueue_copy(self._queue, host, self._out, is_blocking=False,
