@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pyopencl as cl
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -32,7 +33,9 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 import gpu_peers  # noqa: E402
 from customlayers.api import Engine, Network  # noqa: E402
+from customlayers.ops.stream.step_kernel import INLINE_FLOATS  # noqa: E402
 from customlayers.runtime.device.device import describe_device  # noqa: E402
+from customlayers.runtime.streaming.causal_stream import CausalStream  # noqa: E402
 
 
 def median_us(times) -> float:
@@ -87,7 +90,23 @@ def bench_batch(engine, workdir: Path, n: int, steps: int, runs: int, local_size
     pipelined = runs / (time.perf_counter() - t)
     return {"n": n, "window_us": window_us, "step_us": step_us, "host_us": host_us,
             "pipelined_steps_s": pipelined, "last_step_rel_err": err,
-            "local_size": stream.local_size}
+            "local_size": stream.local_size, "uploads": int(n > INLINE_FLOATS),
+            "kernel_us": kernel_us(engine, stream, frames[:runs])}
+
+
+def kernel_us(engine, stream, frames) -> float:
+    """The step kernel's own time (the median of its profiled launches), the same program on
+    a profiling queue of the same device."""
+    queue = cl.CommandQueue(engine.context, engine.device,
+                            properties=cl.command_queue_properties.PROFILING_ENABLE)
+    profiled = CausalStream(Engine.from_queue(queue, cache=engine.cache), stream.program,
+                            local_size=stream.local_size)
+    times = []
+    for f in frames:
+        profiled.step(f)
+        e = profiled.kernel_event
+        times.append((e.profile.end - e.profile.start) * 1e-9)
+    return median_us(times)
 
 
 def end_to_end(engine, workdir: Path, steps: int, local_size) -> dict:
@@ -124,11 +143,17 @@ def main(argv=None) -> int:
         rows = [bench_batch(engine, work, n, args.steps, min(args.runs, args.steps),
                             args.local_size) for n in (1, 64)]
         e2e = end_to_end(engine, work, args.steps, args.local_size)
-    print(f"\n{'N':>3} {'window us':>10} {'step us':>9} {'ratio':>7} {'host us':>8} "
-          f"{'pipelined steps/s':>18} {'local':>6} {'last step rel err':>18}")
+    print("\nwindow: the full-window network's inference (ours); step: one step of the stream, "
+          "wall, frame from the host and outputs read back; kernel: the step kernel's profiled "
+          "time; host: the enqueues of a step (step_async); commands per step: uploads + 1 "
+          "launch + 1 read-back")
+    print(f"\n{'N':>3} {'window us':>10} {'step us':>9} {'ratio':>7} {'kernel us':>10} "
+          f"{'host us':>8} {'commands':>9} {'pipelined steps/s':>18} {'local':>6} "
+          f"{'last step rel err':>18}")
     for r in rows:
         print(f"{r['n']:>3} {r['window_us']:>10.1f} {r['step_us']:>9.1f} "
-              f"{r['window_us'] / r['step_us']:>6.1f}x {r['host_us']:>8.1f} "
+              f"{r['window_us'] / r['step_us']:>6.1f}x {r['kernel_us']:>10.1f} "
+              f"{r['host_us']:>8.1f} {r['uploads'] + 2:>9} "
               f"{r['pipelined_steps_s']:>18.0f} {r['local_size']:>6} "
               f"{r['last_step_rel_err']:>18.2e}")
     print(f"\nend to end, N = 1: {e2e['steps']} steps in {e2e['total_ms']:.1f} ms, per step "

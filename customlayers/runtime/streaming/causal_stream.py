@@ -62,6 +62,7 @@ class CausalStream:
         self._params = cl.Buffer(engine.context, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=params)
         kernel.set_arg(0, self._params)
         self.t = 0
+        self.kernel_event = None               # the last step's launch (its profile, if any)
         self.batch: int | None = None
         self._allocated = 0
         self._fixed_batch = batch
@@ -160,8 +161,8 @@ class CausalStream:
         elif arg is not self._frame_arg:
             k.set_arg(ARG_FRAME, arg)
             self._frame_arg = arg
-        self._last = cl.enqueue_nd_range_kernel(self._queue, k, self._global, self._local,
-                                                wait_for=self._after())
+        self._last = self.kernel_event = cl.enqueue_nd_range_kernel(
+            self._queue, k, self._global, self._local, wait_for=self._after())
         self.t += 1
 
     def _take_frame(self, frame):
