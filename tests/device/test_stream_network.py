@@ -46,6 +46,11 @@ def test_tcn_streams_as_the_full_window(engine, tmp_path, batch, steps, windows)
         assert step["y"].shape == (batch, gpu_peers.TCN_CLASSES)
         close(step["y"], want["y"], f"step {t} against the numpy stepper")
         got.append(step["y"])
+    # a ring per causal convolution, named by its layer, holding its last (k-1)*d inputs
+    states = stream.query_state()
+    assert [s.name for s in states] == [f"b{lv}c{j}" for lv in range(8) for j in (1, 2)]
+    assert states[0].state.shape == (batch, 1, 6)
+    np.testing.assert_array_equal(states[0].state[:, 0, -1], x[:, 0, steps - 1])
     # the full-window model of each length (its Gather reads its last step) on the prefix
     for length in windows:
         window = tcn_network(engine, tmp_path, batch, length)
