@@ -69,3 +69,19 @@ def test_a_model_that_cannot_stream_is_refused(engine, tmp_path):
          tmp_path / "centred.onnx")
     with pytest.raises(ModelError):
         Network(tmp_path / "centred.onnx", engine=engine).streaming()
+
+
+def test_the_torch_export_streams_to_torchs_output(engine):
+    """The seed's TCN as torch exports it (weight norm kept, N and T dynamic), 784 steps of two
+    streams: the last step is torch's own output; steps on the way are our full-window
+    network on the prefix."""
+    models = Path(__file__).resolve().parents[1] / "data" / "models"
+    x = np.load(models / "tcn_torch_x.npy")
+    net = Network(models / "tcn_torch_wn.onnx", engine=engine)
+    stream = net.streaming()
+    got = [stream.step(np.ascontiguousarray(x[:, :, t]))["y"] for t in range(x.shape[2])]
+    np.testing.assert_allclose(got[-1], np.load(models / "tcn_torch_y.npy"), rtol=1e-5,
+                               atol=1e-5)
+    for length in (1, 300, 784):
+        full = net.infer({"x": np.ascontiguousarray(x[:, :, :length])})["y"]
+        close(got[length - 1], full, f"step {length - 1} against the {length}-step window")
