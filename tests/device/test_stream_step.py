@@ -196,3 +196,16 @@ def test_on_the_users_out_of_order_queue(engine):
     ref = ReferenceStream(program, 3)
     for t, (p, frame) in enumerate(zip(pending, sequence(program, 3, 10, seed=4))):
         close(p.wait()["y"], ref.step(frame)["y"], f"step {t}")
+
+
+def test_a_program_without_history(engine):
+    """Only k=1 layers (no ring, no step count): each step depends on its frame alone; an
+    output may be the input frame itself, and a softmax of one channel is 1."""
+    b = sp.Builder(6)
+    h = b.pw(b.conv(b.input, 9, 1), "gelu_tanh")
+    one = b.conv(h, 1, 1)
+    program = b.program([("y", b.softmax(b.binary("add", h, one), log=True)),
+                         ("same", b.input), ("unit", b.softmax(one))])
+    stream = CausalStream(engine, program)
+    run_both(stream, program, sequence(program, 4, 3))
+    assert stream.query_state() == []

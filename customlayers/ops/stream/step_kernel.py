@@ -48,8 +48,10 @@ class StepKernel:
 
 def choose_local_size(max_group: int, is_cpu: bool, widest: int) -> int:
     """A power of two: on a GPU enough work-items for the widest pass (at least a warp, at most
-    256); on a CPU device (PoCL runs a group's work-items as loops on one core) a few (8):
-    measured in bench/streaming_tcn.py."""
+    256: the chain's passes are a frame's channels wide, and a wider group only makes each
+    barrier dearer); on a CPU device (PoCL runs a group's work-items as loops on one core) a
+    few (8): on PoCL the seed's TCN step took the same time at 1 to 32 (60 us, N = 1), within
+    the noise; bench/streaming_tcn.py --local-size measures another device."""
     cap = 8 if is_cpu else 256
     size = 1 << max(0, (max(widest, 1) - 1).bit_length())
     size = max(size, 1 if is_cpu else 32)
