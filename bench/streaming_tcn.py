@@ -10,6 +10,7 @@
   full-window network's.
 
     python bench/streaming_tcn.py [--device CPU|GPU] [--steps 784] [--runs 200]
+        [--local-size 256] [--sweep 32,64,128,256,512,1024]
 
 The model is written without weight norm (gpu_peers.onnx_tcn's default): the stream is the
 same either way (the conversion folds it), but the full-window network runs weight norm's
@@ -121,7 +122,23 @@ def end_to_end(engine, workdir: Path, steps: int, local_size) -> dict:
     times = timed_steps(stream, [np.ascontiguousarray(digit[:, :, t]) for t in range(steps)])
     total = time.perf_counter() - start
     return {"steps": steps, "total_ms": total * 1e3, "p50_us": percentile_us(times, 50),
-            "p99_us": percentile_us(times, 99), "max_us": max(times) * 1e6}
+            "p99_us": percentile_us(times, 99), "max_us": max(times) * 1e6}, stream.program
+
+
+def sweep(engine, program, sizes, runs) -> None:
+    """Step wall time and kernel time per local size, N = 1 and 64 (the program of the N = 1
+    network; N is the launch's), to pick a device's default."""
+    print(f"\n{'local':>6} {'N':>3} {'step us':>9} {'kernel us':>10}")
+    rng = np.random.default_rng(3)
+    for size in sizes:
+        if size > engine.device.max_work_group_size:
+            continue
+        for n in (1, 64):
+            frames = list(rng.standard_normal((runs, n, 1)).astype(np.float32))
+            stream = CausalStream(engine, program, local_size=size)
+            timed_steps(stream, frames[:10])
+            step = median_us(timed_steps(stream, frames))
+            print(f"{size:>6} {n:>3} {step:>9.1f} {kernel_us(engine, stream, frames):>10.1f}")
 
 
 def main(argv=None) -> int:
@@ -131,6 +148,8 @@ def main(argv=None) -> int:
     ap.add_argument("--runs", type=int, default=200, help="steps timed per N")
     ap.add_argument("--local-size", type=int, default=None,
                     help="the step kernel's work-group size (default: chosen for the device)")
+    ap.add_argument("--sweep", default="",
+                    help="local sizes to time the step at, e.g. 32,64,128,256,512,1024")
     args = ap.parse_args(argv)
     engine = Engine(args.device)
     info = describe_device(engine.device)
@@ -142,7 +161,7 @@ def main(argv=None) -> int:
         work = Path(tmp)
         rows = [bench_batch(engine, work, n, args.steps, min(args.runs, args.steps),
                             args.local_size) for n in (1, 64)]
-        e2e = end_to_end(engine, work, args.steps, args.local_size)
+        e2e, program = end_to_end(engine, work, args.steps, args.local_size)
     print("\nwindow: the full-window network's inference (ours); step: one step of the stream, "
           "wall, frame from the host and outputs read back; kernel: the step kernel's profiled "
           "time; host: the enqueues of a step (step_async); commands per step: uploads + 1 "
@@ -158,6 +177,9 @@ def main(argv=None) -> int:
               f"{r['last_step_rel_err']:>18.2e}")
     print(f"\nend to end, N = 1: {e2e['steps']} steps in {e2e['total_ms']:.1f} ms, per step "
           f"p50 {e2e['p50_us']:.1f} us, p99 {e2e['p99_us']:.1f} us, max {e2e['max_us']:.1f} us")
+    if args.sweep:
+        sweep(engine, program, [int(v) for v in args.sweep.split(",")],
+              min(args.runs, args.steps))
     return 0
 
 
