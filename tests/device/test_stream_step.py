@@ -53,9 +53,11 @@ def test_tcn_every_step(engine, n):
     assert stream.t == (300 if n == 1 else 140)
 
 
-@pytest.mark.parametrize("n,local_size", [(1, None), (5, 64), (2, 4)])
+@pytest.mark.parametrize("n,local_size", [(1, None), (5, 64), (2, 4), (3, 8)])
 def test_every_op_kind(engine, n, local_size):
-    """local size 4: fewer work-items than a softmax's channels; 64: a GPU's group."""
+    """The CPU's one work-item (each convolution one loop over all its channels); 4 and 8:
+    fewer work-items than channels (blocks of channels, a last one short) and than a
+    softmax's channels; 64: a GPU's group (a work-item per channel)."""
     program = sp.every_op()
     stream = CausalStream(engine, program, local_size=local_size)
     run_both(stream, program, sequence(program, n, 400, seed=n))

@@ -19,14 +19,13 @@ the next (each stream's step count t is in its state, the kernel counts it).
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
 
 from ...errors import ModelError
-from .program import (BINARY, POINTWISE, Binary, CausalConv, ChannelSoftmax, Pointwise,
-                      StreamProgram)
+from .program import Binary, CausalConv, ChannelSoftmax, Pointwise, StreamProgram
+from .step_exprs import BINARY_CL, POINTWISE_CL, literal
 from .step_layout import StepLayout, layout
 
 ENTRY = "stream_step"
@@ -49,10 +48,12 @@ class StepKernel:
 def choose_local_size(max_group: int, is_cpu: bool, widest: int) -> int:
     """A power of two: on a GPU enough work-items for the widest pass (at least a warp, at most
     256: the chain's passes are a frame's channels wide, and a wider group only makes each
-    barrier dearer); on a CPU device (PoCL runs a group's work-items as loops on one core) a
-    few (8): on PoCL the seed's TCN step took the same time at 1 to 32 (60 us, N = 1), within
-    the noise; bench/streaming_tcn.py --local-size measures another device."""
-    cap = 8 if is_cpu else 256
+    barrier dearer); on a CPU device (PoCL runs a group's work-items as loops on one core)
+    one, whose loops over contiguous channels (_block) its compiler vectorizes: on PoCL the
+    seed's TCN step's kernel took 17-22 us at 1, 26-30 at 8, 36-64 at 2, 4 and 16 (N = 1;
+    N = 64: 0.85 ms at 1, 0.7-1.4 at 8, 1.7-4.2 at 2, 4 and 16); bench/streaming_tcn.py
+    --sweep measures another device."""
+    cap = 1 if is_cpu else 256
     size = 1 << max(0, (max(widest, 1) - 1).bit_length())
     size = max(size, 1 if is_cpu else 32)
     size = min(size, cap)
@@ -72,7 +73,12 @@ def step_kernel(program: StreamProgram, *, max_group: int, local_mem: int, is_cp
     widest = max([pairs] + [int(c) for c in program.frames.values()])
     ls = local_size or choose_local_size(max_group, is_cpu, widest)
     parts = {id(c): _parts(c, program, pairs, ls) for c in convs}
-    units = sum(program.frames[c.dst] * parts[id(c)] for c in convs)
+    blocks = {id(op): _block(op, program, ls) for op in program.ops
+              if isinstance(op, CausalConv)}
+    units = sum(-(-program.frames[c.dst] // blocks[id(c)]) * parts[id(c)] for c in convs)
+    if max(blocks.values(), default=1) > 1:
+        # a block's loads run up to a block past its weights (never stored): in the buffer
+        lay.params = np.concatenate([lay.params, np.zeros(max(blocks.values()), np.float32)])
     split = any(p > 1 for p in parts.values())
     softmax = any(isinstance(op, ChannelSoftmax) for op in program.ops)
     floats = lay.frame_floats + pairs + (units if split else 0) + (ls if softmax else 0)
@@ -84,7 +90,7 @@ def step_kernel(program: StreamProgram, *, max_group: int, local_mem: int, is_cp
             f"{len(program.ops)} layers, {len(convs)} of them causal convolutions with "
             f"{pairs} channels of partial sums); {device} has {local_mem // 1024} KiB: run "
             f"the whole-window network instead")
-    text = _Writer(program, lay, ls, parts, pairs, units, split, softmax).text()
+    text = _Writer(program, lay, ls, parts, pairs, units, split, softmax, blocks).text()
     return StepKernel(text, lay, ls, nbytes)
 
 
@@ -98,35 +104,18 @@ def _parts(conv: CausalConv, program: StreamProgram, pairs: int, ls: int) -> int
     return max(1, min(ls // pairs, cin_g, terms // MIN_TERMS_PER_PART))
 
 
-def _lit(v) -> str:
-    v = float(np.float32(v))
-    if math.isnan(v):
-        return "NAN"
-    if math.isinf(v):
-        return "INFINITY" if v > 0 else "(-INFINITY)"
-    return f"{v!r}f"
-
-
-_POINTWISE_CL = {
-    "identity": "x", "relu": "fmax(x, 0.0f)", "sigmoid": "1.0f / (1.0f + exp(-x))",
-    "tanh": "tanh(x)", "exp": "exp(x)", "log": "log(x)", "abs": "fabs(x)", "neg": "-x",
-    "sqrt": "sqrt(x)", "erf": "erf(x)",
-    "softplus": "fmax(x, 0.0f) + log1p(exp(-fabs(x)))",
-    "silu": "x / (1.0f + exp(-x))",
-    "leaky_relu": "(x >= 0.0f ? x : {0} * x)",
-    "elu": "(x >= 0.0f ? x : {0} * expm1(x))",
-    "clip": "fmin(fmax(x, {0}), {1})",
-    "gelu_erf": "0.5f * x * (1.0f + erf(x * 0.70710678118654752f))",
-    "gelu_tanh": "0.5f * x * (1.0f + tanh(0.79788456080286536f * (x + 0.044715f * x * x * x)))",
-    "hard_sigmoid": "clamp({0} * x + {1}, 0.0f, 1.0f)",
-}
-_BINARY_CL = {"add": "({0} + {1})", "sub": "({0} - {1})", "mul": "({0} * {1})",
-              "div": "({0} / {1})", "max": "fmax({0}, {1})", "min": "fmin({0}, {1})"}
-assert set(_POINTWISE_CL) == set(POINTWISE) and set(_BINARY_CL) == set(BINARY)
+def _block(conv: CausalConv, program: StreamProgram, ls: int) -> int:
+    """How many neighbouring output channels one work-item computes: 1 where the group has a
+    work-item per channel (a GPU), else ceil(C_out / LS), so that a CPU's few work-items each
+    run a loop over contiguous channels its compiler vectorizes (grouped: 1)."""
+    cout = program.frames[conv.dst]
+    return 1 if conv.groups > 1 or cout <= ls else -(-cout // ls)
 
 
 class _Writer:
-    def __init__(self, program, lay, ls, parts, pairs, units, split, softmax):
+    def __init__(self, program, lay, ls, parts, pairs, units, split, softmax, blocks):
+        self.blocks = blocks
+        self.blocked: set = set()             # frames written in blocks by several work-items
         self.p, self.lay, self.ls = program, lay, ls
         self.parts, self.pairs, self.units, self.split = parts, pairs, units, split
         self.softmax = softmax
@@ -184,6 +173,8 @@ class _Writer:
             self.w(f"    // {type(op).__name__} {op.name or op.dst}")
             getattr(self, "_" + type(op).__name__)(op)
             dirty.add(op.dst)
+        if any(o.frame in dirty & self.blocked for o in self.lay.outputs):
+            self.w("    barrier(CLK_LOCAL_MEM_FENCE);")
         for o in self.lay.outputs:
             self.w(f"    for (int c = lid; c < {o.size}; c += LS) "
                    f"out[n * {max(self.lay.output_floats, 1)} + {o.offset} + c] = "
@@ -201,9 +192,10 @@ class _Writer:
         if isinstance(op, (CausalConv, ChannelSoftmax)):
             return op.src in dirty
         if isinstance(op, Pointwise):
-            return False
+            return op.src in dirty & self.blocked
         c = self.p.frames[op.dst]
-        return any(r in dirty and self.p.frames[r] != c for r in (op.a, op.b) if r)
+        return any(r in dirty and (self.p.frames[r] != c or r in self.blocked)
+                   for r in (op.a, op.b) if r)
 
     # -- 1: the past taps of every convolution, in parallel over (conv, channel, part) -------
     def _past_taps(self) -> None:
@@ -213,11 +205,14 @@ class _Writer:
         first = True
         for c in p.convolutions:
             cout = p.frames[c.dst]
-            parts = self.parts[id(c)]
-            end = start + cout * parts
-            cond = f"u < {end}"
-            self.w(f"        {'if' if first else 'else if'} ({cond}) {{")
+            parts, block = self.parts[id(c)], self.blocks[id(c)]
+            end = start + -(-cout // block) * parts
+            self.w(f"        {'if' if first else 'else if'} (u < {end}) {{")
             first = False
+            if block > 1:
+                self._past_block(c, start, block)
+                start = end
+                continue
             cin = p.frames[c.src]
             cin_g, cout_g = c.weight.shape[1], cout // c.groups
             k, d, ring = c.kernel, c.dilation, lay.rings[id(c)]
@@ -254,6 +249,41 @@ class _Writer:
             start = end
         self.w("    }")
 
+    def _past_block(self, c: CausalConv, start: int, block: int) -> None:
+        """The past taps of `block` neighbouring output channels (groups == 1, no parts)."""
+        cout, cin, lay = self.p.frames[c.dst], self.p.frames[c.src], self.lay
+        ring, params = lay.rings[id(c)], lay.conv_params[id(c)]
+        self.w(f"            const int co0 = (u - {start}) * {block};")
+        self._block_start(c, block, f"params[{params.bias} + co0 + q]"
+                          if params.bias is not None else "0.0f")
+        self.w(f"            const uint tm = t % {ring.length}u;")
+        self.w(f"            for (int j = 0; j < {c.kernel - 1}; j++) {{")
+        self.w(f"                uint slot = tm + {ring.length}u - (uint)({c.kernel - 1} - j) * "
+               f"{c.dilation}u;")
+        self.w(f"                if (slot >= {ring.length}u) slot -= {ring.length}u;")
+        self.w(f"                __global const float* r = st + {ring.offset} + slot * {cin};")
+        self.w(f"                __global const float* w = params + {params.past} + "
+               f"j * {cin * cout} + co0;")
+        self._block_sum(cin, cout, block, "r[ci]")
+        self.w("            }")
+        self._block_store(cout, block, f"loc[{self.partial_at[id(c)]} + co0 + q]")
+        self.w("        }")
+
+    def _block_start(self, c, block: int, value: str) -> None:
+        cout = self.p.frames[c.dst]
+        self.w(f"            float acc[{block}];")
+        self.w(f"            for (int q = 0; q < {block}; q++) "
+               f"acc[q] = co0 + q < {cout} ? {value} : 0.0f;")
+
+    def _block_sum(self, cin: int, cout: int, block: int, source: str) -> None:
+        # the channels past C_out of the last block add junk that is never stored
+        self.w(f"                for (int ci = 0; ci < {cin}; ci++) {{ const float x = {source}; "
+               f"for (int q = 0; q < {block}; q++) acc[q] += w[ci * {cout} + q] * x; }}")
+
+    def _block_store(self, cout: int, block: int, target: str) -> None:
+        self.w(f"            for (int q = 0; q < {block} && co0 + q < {cout}; q++) "
+               f"{target} = acc[q];")
+
     def _add_parts(self) -> None:
         start = 0
         for c in self.p.convolutions:
@@ -275,20 +305,32 @@ class _Writer:
             start = f"loc[{self.partial_at[id(c)]} + co]"
         else:
             start = f"params[{params.bias} + co]" if params.bias is not None else "0.0f"
-        self.w(f"    for (int co = lid; co < {cout}; co += LS) {{")
-        self.w(f"        float acc = {start};")
-        self.w(f"        __global const float* w = params + {params.current} + co;")
-        self.w(f"        __local const float* s = {self.f(c.src)} + {grp};")
-        self.w(f"        for (int ci = 0; ci < {cin_g}; ci++) acc += w[ci * {cout}] * s[ci];")
-        self.w(f"        {self.f(c.dst)}[co] = acc;")
-        self.w("    }")
+        block = self.blocks[id(c)]
+        if block > 1:
+            self.w(f"    for (int b = lid; b < {-(-cout // block)}; b += LS) {{")
+            self.w(f"            const int co0 = b * {block};")
+            self._block_start(c, block, start.replace("co]", "co0 + q]"))
+            self.w(f"            __global const float* w = params + {params.current} + co0;")
+            self._block_sum(cin, cout, block, f"{self.f(c.src)}[ci]")
+            self._block_store(cout, block, f"{self.f(c.dst)}[co0 + q]")
+            self.w("    }")
+            if self.ls > 1:
+                self.blocked.add(c.dst)
+        else:
+            self.w(f"    for (int co = lid; co < {cout}; co += LS) {{")
+            self.w(f"        float acc = {start};")
+            self.w(f"        __global const float* w = params + {params.current} + co;")
+            self.w(f"        __local const float* s = {self.f(c.src)} + {grp};")
+            self.w(f"        for (int ci = 0; ci < {cin_g}; ci++) acc += w[ci * {cout}] * s[ci];")
+            self.w(f"        {self.f(c.dst)}[co] = acc;")
+            self.w("    }")
         if c.history:
             ring = lay.rings[id(c)]
             self.w(f"    for (int c = lid; c < {cin}; c += LS) st[{ring.offset} + "
                    f"(t % {ring.length}u) * {cin} + c] = {self.f(c.src)}[c];")
 
     def _Pointwise(self, op: Pointwise) -> None:
-        expr = _POINTWISE_CL[op.kind].format(*[_lit(v) for v in op.params])
+        expr = POINTWISE_CL[op.kind].format(*[literal(v) for v in op.params])
         ch = self.p.frames[op.dst]
         self.w(f"    for (int c = lid; c < {ch}; c += LS) {{ const float x = "
                f"{self.f(op.src)}[c]; {self.f(op.dst)}[c] = {expr}; }}")
@@ -302,13 +344,13 @@ class _Writer:
         if op.b is not None:
             b = operand(op.b)
         elif op.constant.size == 1:
-            b = _lit(op.constant.reshape(-1)[0])
+            b = literal(op.constant.reshape(-1)[0])
         else:
             b = f"params[{self.lay.constants[id(op)]} + c]"
         if op.constant_first:
             a, b = b, a
         self.w(f"    for (int c = lid; c < {ch}; c += LS) "
-               f"{self.f(op.dst)}[c] = {_BINARY_CL[op.kind].format(a, b)};")
+               f"{self.f(op.dst)}[c] = {BINARY_CL[op.kind].format(a, b)};")
 
     def _ChannelSoftmax(self, op: ChannelSoftmax) -> None:
         ch, src, dst, red = self.p.frames[op.dst], self.f(op.src), self.f(op.dst), self.reduce_at
