@@ -73,7 +73,7 @@ def step_kernel(program: StreamProgram, *, max_group: int, local_mem: int, is_cp
     widest = max([pairs] + [int(c) for c in program.frames.values()])
     ls = local_size or choose_local_size(max_group, is_cpu, widest)
     parts = {id(c): _parts(c, program, pairs, ls) for c in convs}
-    blocks = {id(op): _block(op, program, ls) for op in program.ops
+    blocks = {id(op): _block(op, program, ls) if is_cpu else 1 for op in program.ops
               if isinstance(op, CausalConv)}
     units = sum(-(-program.frames[c.dst] // blocks[id(c)]) * parts[id(c)] for c in convs)
     if max(blocks.values(), default=1) > 1:
@@ -105,9 +105,10 @@ def _parts(conv: CausalConv, program: StreamProgram, pairs: int, ls: int) -> int
 
 
 def _block(conv: CausalConv, program: StreamProgram, ls: int) -> int:
-    """How many neighbouring output channels one work-item computes: 1 where the group has a
-    work-item per channel (a GPU), else ceil(C_out / LS), so that a CPU's few work-items each
-    run a loop over contiguous channels its compiler vectorizes (grouped: 1)."""
+    """On a CPU device, how many neighbouring output channels one work-item computes:
+    ceil(C_out / LS), so that its few work-items each run a loop over contiguous channels its
+    compiler vectorizes (grouped, or a work-item per channel: 1). On a GPU every work-item
+    takes channels LS apart, so that neighbours read neighbouring weights."""
     cout = program.frames[conv.dst]
     return 1 if conv.groups > 1 or cout <= ls else -(-cout // ls)
 

@@ -25,14 +25,16 @@ class CausalStream:
 
     batch: the number of streams N; None: taken from the first frame (and again from the first
     frame after each reset). local_size: the work-group size of the step kernel (one group
-    per stream); None: chosen for the device (step_kernel.choose_local_size)."""
+    per stream); None: chosen for the device (step_kernel.choose_local_size). cpu_form: the
+    kernel's form for a CPU (blocks of channels per work-item) or a GPU (a channel per
+    work-item); None: the device's."""
 
     def __init__(self, engine, program: StreamProgram, batch: int | None = None, *,
-                 local_size: int | None = None):
+                 local_size: int | None = None, cpu_form: bool | None = None):
         self.engine = engine
         self.program = program
         device = engine.device
-        is_cpu = bool(device.type & cl.device_type.CPU)
+        is_cpu = bool(device.type & cl.device_type.CPU) if cpu_form is None else cpu_form
         label = f"'{device.name.strip()}'"
         built = step_kernel(program, max_group=int(device.max_work_group_size),
                             local_mem=int(device.local_mem_size), is_cpu=is_cpu,
