@@ -1,1 +1,338 @@
-"""(being written)"""
+"""The one OpenCL kernel that computes one step of a StreamProgram for every stream.
+
+One work-group per stream n (get_group_id(0)), LOCAL_SIZE work-items. The step, in order:
+  1. the input frame into local memory, and, in parallel over (convolution, output channel,
+     part), the past-tap sums of every causal convolution at once: they read only the ring
+     buffers, not this step's frames, so no convolution of the chain waits for them
+     (partial[co] = bias + sum over ci, taps j < k-1 of w * ring[step t-(k-1-j)*d]);
+  2. a barrier (the parts of a long sum then added up, and another barrier);
+  3. the chain in program order, each op one pass over its channels; a convolution only adds
+     its current tap w[co, ci, k-1] * src[ci] to its partial, and writes its input frame into
+     its ring slot t mod L (every read of the rings was in 1, before the barrier). A barrier
+     stands before an op only where it reads a frame written since the last one by another
+     work-item (a convolution's input, a softmax's, a one-channel operand);
+  4. the outputs to global memory.
+The layouts (step_layout.py) are literals in the text: the kernel is generated per model.
+Arguments: params, state [N, S], frame [N, C_in], out [N, O], given (the frames by value where
+N * C_in <= INLINE_FLOATS), inlined (whether they are): only `given` changes from one step to
+the next (each stream's step count t is in its state, the kernel counts it).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ...errors import ModelError
+from .program import (BINARY, POINTWISE, Binary, CausalConv, ChannelSoftmax, Pointwise,
+                      StreamProgram)
+from .step_layout import StepLayout, layout
+
+ENTRY = "stream_step"
+# the frames of all N streams up to this many floats come by value, in the launch itself (the
+# kernel argument `given`), not by an upload before it: one command less per step
+INLINE_FLOATS = 64
+# a past-tap sum shorter than this many terms per part is not split further
+MIN_TERMS_PER_PART = 16
+
+
+@dataclass(frozen=True)
+class StepKernel:
+    text: str
+    layout: StepLayout
+    local_size: int
+    local_bytes: int       # the __local memory the kernel declares
+    entry: str = ENTRY
+
+
+def choose_local_size(max_group: int, is_cpu: bool, widest: int) -> int:
+    """A power of two: on a GPU enough work-items for the widest pass (at least a warp, at most
+    256); on a CPU device (PoCL runs a group's work-items as loops on one core) a few (8):
+    measured in bench/streaming_tcn.py."""
+    cap = 8 if is_cpu else 256
+    size = 1 << max(0, (max(widest, 1) - 1).bit_length())
+    size = max(size, 1 if is_cpu else 32)
+    size = min(size, cap)
+    while size > max(max_group, 1):
+        size //= 2
+    return max(size, 1)
+
+
+def step_kernel(program: StreamProgram, *, max_group: int, local_mem: int, is_cpu: bool = False,
+                local_size: int | None = None, device: str = "the device") -> StepKernel:
+    """The kernel text and layouts of one step of `program`. ModelError when the frames of a
+    step do not fit the device's local memory."""
+    program.check()
+    lay = layout(program)
+    convs = program.convolutions
+    pairs = sum(program.frames[c.dst] for c in convs)
+    widest = max([pairs] + [int(c) for c in program.frames.values()])
+    ls = local_size or choose_local_size(max_group, is_cpu, widest)
+    parts = {id(c): _parts(c, program, pairs, ls) for c in convs}
+    units = sum(program.frames[c.dst] * parts[id(c)] for c in convs)
+    split = any(p > 1 for p in parts.values())
+    softmax = any(isinstance(op, ChannelSoftmax) for op in program.ops)
+    floats = lay.frame_floats + pairs + (units if split else 0) + (ls if softmax else 0)
+    nbytes = 4 * max(floats, 1)
+    if nbytes > local_mem:
+        raise ModelError(
+            f"the streaming step needs {nbytes // 1024} KiB of local memory ("
+            f"{len(program.frames)} frames of {lay.frame_floats} floats in all, for "
+            f"{len(program.ops)} layers, {len(convs)} of them causal convolutions with "
+            f"{pairs} channels of partial sums); {device} has {local_mem // 1024} KiB: run "
+            f"the whole-window network instead")
+    text = _Writer(program, lay, ls, parts, pairs, units, split, softmax).text()
+    return StepKernel(text, lay, ls, nbytes)
+
+
+def _parts(conv: CausalConv, program: StreamProgram, pairs: int, ls: int) -> int:
+    """Into how many parts (over input channels) a convolution's past-tap sum is split: enough
+    that the (convolution, channel) pairs fill the work-group, each part still long."""
+    if pairs >= ls:
+        return 1
+    cin_g = conv.weight.shape[1]
+    terms = cin_g * (conv.kernel - 1)
+    return max(1, min(ls // pairs, cin_g, terms // MIN_TERMS_PER_PART))
+
+
+def _lit(v) -> str:
+    v = float(np.float32(v))
+    if math.isnan(v):
+        return "NAN"
+    if math.isinf(v):
+        return "INFINITY" if v > 0 else "(-INFINITY)"
+    return f"{v!r}f"
+
+
+_POINTWISE_CL = {
+    "identity": "x", "relu": "fmax(x, 0.0f)", "sigmoid": "1.0f / (1.0f + exp(-x))",
+    "tanh": "tanh(x)", "exp": "exp(x)", "log": "log(x)", "abs": "fabs(x)", "neg": "-x",
+    "sqrt": "sqrt(x)", "erf": "erf(x)",
+    "softplus": "fmax(x, 0.0f) + log1p(exp(-fabs(x)))",
+    "silu": "x / (1.0f + exp(-x))",
+    "leaky_relu": "(x >= 0.0f ? x : {0} * x)",
+    "elu": "(x >= 0.0f ? x : {0} * expm1(x))",
+    "clip": "fmin(fmax(x, {0}), {1})",
+    "gelu_erf": "0.5f * x * (1.0f + erf(x * 0.70710678118654752f))",
+    "gelu_tanh": "0.5f * x * (1.0f + tanh(0.79788456080286536f * (x + 0.044715f * x * x * x)))",
+    "hard_sigmoid": "clamp({0} * x + {1}, 0.0f, 1.0f)",
+}
+_BINARY_CL = {"add": "({0} + {1})", "sub": "({0} - {1})", "mul": "({0} * {1})",
+              "div": "({0} / {1})", "max": "fmax({0}, {1})", "min": "fmin({0}, {1})"}
+assert set(_POINTWISE_CL) == set(POINTWISE) and set(_BINARY_CL) == set(BINARY)
+
+
+class _Writer:
+    def __init__(self, program, lay, ls, parts, pairs, units, split, softmax):
+        self.p, self.lay, self.ls = program, lay, ls
+        self.parts, self.pairs, self.units, self.split = parts, pairs, units, split
+        self.softmax = softmax
+        self.lines: list[str] = []
+        base = lay.frame_floats
+        self.partial_at = {}                  # id(conv) -> local offset of its partial sums
+        at = base
+        for c in program.convolutions:
+            self.partial_at[id(c)] = at
+            at += program.frames[c.dst]
+        self.scratch_at = at                  # the parts, when split
+        self.reduce_at = at + (units if split else 0)
+        self.total = max(self.reduce_at + (ls if softmax else 0), 1)
+
+    def w(self, line: str) -> None:
+        self.lines.append(line)
+
+    def f(self, name: str) -> str:
+        return f"(loc + {self.lay.frames[name]})"
+
+    def text(self) -> str:
+        p = self.p
+        self.w(f"// one step of a causal model: {len(p.ops)} ops, "
+               f"{len(p.convolutions)} rings, local size {self.ls}")
+        self.w(f"#define LS {self.ls}")
+        self.w(f"typedef struct {{ float v[{INLINE_FLOATS}]; }} inline_frames;")
+        self.w(f"__attribute__((reqd_work_group_size(LS, 1, 1)))")
+        self.w(f"__kernel void {ENTRY}(__global const float* restrict params, "
+               "__global float* restrict state, __global const float* restrict frame, "
+               "__global float* restrict out, const inline_frames given, const int inlined)")
+        self.w("{")
+        self.w(f"    __local float loc[{self.total}];")
+        self.w("    const int lid = get_local_id(0);")
+        self.w("    const size_t n = get_group_id(0);")
+        self.w(f"    __global float* st = state + n * {max(self.lay.state_floats, 1)};")
+        if p.convolutions:
+            self.w(f"    __global uint* step = (__global uint*)(st + {self.lay.step_at});")
+            self.w("    const uint t = *step;")
+        cin = p.input_channels
+        self.w(f"    for (int c = lid; c < {cin}; c += LS) "
+               f"{self.f(p.input)}[c] = inlined ? given.v[n * {cin} + c] : "
+               f"frame[n * {cin} + c];")
+        dirty = {p.input}
+        if p.convolutions:
+            self._past_taps()
+            self.w("    barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);")
+            dirty = set()
+            if self.split:
+                self._add_parts()
+                self.w("    barrier(CLK_LOCAL_MEM_FENCE);")
+        for op in p.ops:
+            if self._crosses(op, dirty):
+                self.w("    barrier(CLK_LOCAL_MEM_FENCE);")
+                dirty = set()
+            self.w(f"    // {type(op).__name__} {op.name or op.dst}")
+            getattr(self, "_" + type(op).__name__)(op)
+            dirty.add(op.dst)
+        for o in self.lay.outputs:
+            self.w(f"    for (int c = lid; c < {o.size}; c += LS) "
+                   f"out[n * {max(self.lay.output_floats, 1)} + {o.offset} + c] = "
+                   f"{self.f(o.frame)}[c];")
+        if p.convolutions:
+            # every work-item read the count before the first barrier
+            self.w(f"    if (lid == 0) *step = t + 1 == {self.lay.period}u ? 0u : t + 1;")
+        self.w("}")
+        return "\n".join(self.lines) + "\n"
+
+    def _crosses(self, op, dirty) -> bool:
+        """Whether `op` reads a frame written since the last barrier by another work-item:
+        a pass over C channels has work-item c % LS write channel c, so an op over the same
+        channels reads its own work-item's writes."""
+        if isinstance(op, (CausalConv, ChannelSoftmax)):
+            return op.src in dirty
+        if isinstance(op, Pointwise):
+            return False
+        c = self.p.frames[op.dst]
+        return any(r in dirty and self.p.frames[r] != c for r in (op.a, op.b) if r)
+
+    # -- 1: the past taps of every convolution, in parallel over (conv, channel, part) -------
+    def _past_taps(self) -> None:
+        p, lay = self.p, self.lay
+        self.w(f"    for (int u = lid; u < {self.units}; u += LS) {{")
+        start = 0
+        first = True
+        for c in p.convolutions:
+            cout = p.frames[c.dst]
+            parts = self.parts[id(c)]
+            end = start + cout * parts
+            cond = f"u < {end}"
+            self.w(f"        {'if' if first else 'else if'} ({cond}) {{")
+            first = False
+            cin = p.frames[c.src]
+            cin_g, cout_g = c.weight.shape[1], cout // c.groups
+            k, d, ring = c.kernel, c.dilation, lay.rings[id(c)]
+            params = lay.conv_params[id(c)]
+            self.w(f"            const int v = u - {start};")
+            self.w(f"            const int co = v % {cout};")
+            grp = f"(co / {cout_g}) * {cin_g}" if c.groups > 1 else "0"
+            if parts > 1:
+                self.w(f"            const int part = v / {cout};")
+                self.w(f"            const int lo = part * {cin_g} / {parts}, "
+                       f"hi = (part + 1) * {cin_g} / {parts};")
+                bias = f"(part == 0 ? params[{params.bias} + co] : 0.0f)" \
+                    if params.bias is not None else "0.0f"
+            else:
+                self.w(f"            const int lo = 0, hi = {cin_g};")
+                bias = f"params[{params.bias} + co]" if params.bias is not None else "0.0f"
+            self.w(f"            float acc = {bias};")
+            self.w(f"            const uint tm = t % {ring.length}u;")
+            self.w(f"            for (int j = 0; j < {k - 1}; j++) {{")
+            self.w(f"                uint slot = tm + {ring.length}u - (uint)({k - 1} - j) * "
+                   f"{d}u;")
+            self.w(f"                if (slot >= {ring.length}u) slot -= {ring.length}u;")
+            self.w(f"                __global const float* r = st + {ring.offset} + "
+                   f"slot * {cin} + {grp};")
+            self.w(f"                __global const float* w = params + {params.past} + "
+                   f"j * {cin_g * cout} + co;")
+            self.w(f"                for (int ci = lo; ci < hi; ci++) "
+                   f"acc += w[ci * {cout}] * r[ci];")
+            self.w("            }")
+            # split: every part to its own place (scratch_at + u), added up in _add_parts
+            self.w(f"            loc[{self.scratch_at} + u] = acc;" if self.split else
+                   f"            loc[{self.partial_at[id(c)]} + co] = acc;")
+            self.w("        }")
+            start = end
+        self.w("    }")
+
+    def _add_parts(self) -> None:
+        start = 0
+        for c in self.p.convolutions:
+            cout, parts = self.p.frames[c.dst], self.parts[id(c)]
+            terms = " + ".join(f"loc[{self.scratch_at + start + j * cout} + co]"
+                               for j in range(parts))
+            self.w(f"    for (int co = lid; co < {cout}; co += LS) "
+                   f"loc[{self.partial_at[id(c)]} + co] = {terms};")
+            start += cout * parts
+
+    # -- 3: the chain ------------------------------------------------------------------------
+    def _CausalConv(self, c: CausalConv) -> None:
+        p, lay = self.p, self.lay
+        cout, cin = p.frames[c.dst], p.frames[c.src]
+        cin_g, cout_g = c.weight.shape[1], cout // c.groups
+        params = lay.conv_params[id(c)]
+        grp = f"(co / {cout_g}) * {cin_g}" if c.groups > 1 else "0"
+        if c.history:
+            start = f"loc[{self.partial_at[id(c)]} + co]"
+        else:
+            start = f"params[{params.bias} + co]" if params.bias is not None else "0.0f"
+        self.w(f"    for (int co = lid; co < {cout}; co += LS) {{")
+        self.w(f"        float acc = {start};")
+        self.w(f"        __global const float* w = params + {params.current} + co;")
+        self.w(f"        __local const float* s = {self.f(c.src)} + {grp};")
+        self.w(f"        for (int ci = 0; ci < {cin_g}; ci++) acc += w[ci * {cout}] * s[ci];")
+        self.w(f"        {self.f(c.dst)}[co] = acc;")
+        self.w("    }")
+        if c.history:
+            ring = lay.rings[id(c)]
+            self.w(f"    for (int c = lid; c < {cin}; c += LS) st[{ring.offset} + "
+                   f"(t % {ring.length}u) * {cin} + c] = {self.f(c.src)}[c];")
+
+    def _Pointwise(self, op: Pointwise) -> None:
+        expr = _POINTWISE_CL[op.kind].format(*[_lit(v) for v in op.params])
+        ch = self.p.frames[op.dst]
+        self.w(f"    for (int c = lid; c < {ch}; c += LS) {{ const float x = "
+               f"{self.f(op.src)}[c]; {self.f(op.dst)}[c] = {expr}; }}")
+
+    def _Binary(self, op: Binary) -> None:
+        ch = self.p.frames[op.dst]
+
+        def operand(frame):
+            return f"{self.f(frame)}[{'c' if self.p.frames[frame] == ch else '0'}]"
+        a = operand(op.a)
+        if op.b is not None:
+            b = operand(op.b)
+        elif op.constant.size == 1:
+            b = _lit(op.constant.reshape(-1)[0])
+        else:
+            b = f"params[{self.lay.constants[id(op)]} + c]"
+        if op.constant_first:
+            a, b = b, a
+        self.w(f"    for (int c = lid; c < {ch}; c += LS) "
+               f"{self.f(op.dst)}[c] = {_BINARY_CL[op.kind].format(a, b)};")
+
+    def _ChannelSoftmax(self, op: ChannelSoftmax) -> None:
+        ch, src, dst, red = self.p.frames[op.dst], self.f(op.src), self.f(op.dst), self.reduce_at
+        # the first `width` work-items reduce (a tree of log2(width) barriers, not log2(LS))
+        width = min(self.ls, 1 << max(0, (ch - 1).bit_length()))
+        self.w("    {")
+        self.w(f"        float m = -INFINITY;")
+        self.w(f"        for (int c = lid; c < {ch} && lid < {width}; c += {width}) "
+               f"m = fmax(m, {src}[c]);")
+        self._reduce("m", "fmax(loc[{r} + lid], loc[{r} + lid + h])", red, width)
+        self.w(f"        float s = 0.0f;")
+        self.w(f"        for (int c = lid; c < {ch} && lid < {width}; c += {width}) "
+               f"s += exp({src}[c] - m);")
+        self._reduce("s", "loc[{r} + lid] + loc[{r} + lid + h]", red, width)
+        value = f"{src}[c] - m - log(s)" if op.log else f"exp({src}[c] - m) / s"
+        self.w(f"        for (int c = lid; c < {ch}; c += LS) {dst}[c] = {value};")
+        self.w("    }")
+
+    def _reduce(self, var: str, combine: str, red: int, width: int) -> None:
+        """`var` of the first `width` work-items, by a tree in local memory; every work-item
+        then holds the result."""
+        self.w(f"        if (lid < {width}) loc[{red} + lid] = {var};")
+        self.w("        barrier(CLK_LOCAL_MEM_FENCE);")
+        self.w(f"        for (int h = {width} / 2; h > 0; h /= 2) {{")
+        self.w(f"            if (lid < h) loc[{red} + lid] = {combine.format(r=red)};")
+        self.w("            barrier(CLK_LOCAL_MEM_FENCE);")
+        self.w("        }")
+        self.w(f"        {var} = loc[{red}];")
+        self.w("        barrier(CLK_LOCAL_MEM_FENCE);")

@@ -35,6 +35,7 @@ from .plan import CompiledPlan
 from ..execute.request import InferRequest
 from ..layers.resolver import Resolver
 from ..execute.stream import run_stream
+from ..streaming.causal_stream import CausalStream
 from ..tuning.tuning import DEFAULT_MODE, Tuner, TuningStats, check_mode
 
 if TYPE_CHECKING:
@@ -80,6 +81,10 @@ class Network:
             # anything, and shapes the others' outputs (graph/custom_shapes.py)
             graph = read_model(graph, custom_shapes=self.resolver)
         self.graph = graph
+        # the graph as read, before the rewrites below (they rebuild, never edit): what
+        # streaming() converts, whose patterns (a causal Slice, a last-step Gather) the
+        # rewrites would have folded away
+        self.read_graph = graph
         self.registry = registry
         if engine is None:
             engine = registry.engine if registry is not None else Engine()
@@ -124,12 +129,13 @@ class Network:
         release_requests(r for pool in getattr(self, "_idle_requests", {}).values()
                          for r in pool)
 
+    def _is_builtin(self, node) -> bool:
+        return self.resolver.find(node) is self.resolver.builtins.get(node.type)
+
     def _rewritten(self, graph, passes) -> tuple[Graph, list[str]]:
-        def is_builtin(n):
-            return self.resolver.find(n) is self.resolver.builtins.get(n.type)
         messages = []
         for rewrite in passes:
-            graph, notes = rewrite(graph, is_builtin)
+            graph, notes = rewrite(graph, self._is_builtin)
             messages += notes
         return graph, messages
 
@@ -349,6 +355,18 @@ class Network:
         for result in run_stream(self, inputs, nireq, pinned=pinned,
                                  reuse_outputs=reuse_outputs):
             yield result.outputs
+
+    def streaming(self, axis: int = -1, batch: int | None = None, *,
+                  local_size: int | None = None):
+        """The model run one time step at a time (issue 21): a CausalStream whose
+        step(frame [N, C_in]) returns each output for that step, from ring buffers of every
+        causal convolution's past inputs kept on the device; one kernel launch per step.
+        axis: the input's time axis (its last); batch: the number of streams N (None: from
+        the first frame). ModelError naming the node when the model cannot stream (not
+        causal, or an op that mixes time steps)."""
+        from ...passes.causal_stream import stream_program
+        program = stream_program(self.read_graph, axis=axis, is_builtin=self._is_builtin)
+        return CausalStream(self.engine, program, batch, local_size=local_size)
 
     @property
     def output_names(self) -> list[str]:

@@ -1,1 +1,276 @@
-"""(being written)"""
+"""CausalStream: a causal model run one time step at a time, one kernel launch per step.
+
+Made by Network.streaming (or from an Engine and a StreamProgram). The step kernel
+(ops/stream/step_kernel.py) is generated for the model, built once through the engine's program
+cache, its packed parameters uploaded once. Per batch of N streams the stream holds, on the
+device, the ring buffers of every causal convolution ([N, S]), one input frame and one output
+row per stream. A step is: the frame's upload (none when it is already a device buffer), the
+kernel (no argument set anew: the kernel counts the steps in the state), the outputs' read-back: the one host wait.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pyopencl as cl
+import pyopencl.array as cl_array
+
+from ...errors import DeviceError, ModelError, TensorError
+from ...ops.stream.program import StreamProgram
+from ...ops.stream.step_kernel import INLINE_FLOATS, step_kernel
+
+ARG_STATE, ARG_FRAME, ARG_OUT, ARG_GIVEN, ARG_INLINED = 1, 2, 3, 4, 5
+
+
+class CausalStream:
+    """step(frame [N, C_in] float32) -> {output name: [N, ...]}; reset(); t; query_state().
+
+    batch: the number of streams N; None: taken from the first frame (and again from the first
+    frame after each reset). local_size: the work-group size of the step kernel (one group
+    per stream); None: chosen for the device (step_kernel.choose_local_size)."""
+
+    def __init__(self, engine, program: StreamProgram, batch: int | None = None, *,
+                 local_size: int | None = None):
+        self.engine = engine
+        self.program = program
+        device = engine.device
+        is_cpu = bool(device.type & cl.device_type.CPU)
+        label = f"'{device.name.strip()}'"
+        built = step_kernel(program, max_group=int(device.max_work_group_size),
+                            local_mem=int(device.local_mem_size), is_cpu=is_cpu,
+                            local_size=local_size, device=label)
+        kernel = self._build(built)
+        fits = kernel.get_work_group_info(cl.kernel_work_group_info.WORK_GROUP_SIZE, device)
+        if built.local_size > fits and local_size is None:
+            # the compiled kernel allows fewer work-items than the device (its registers)
+            size = 1 << (int(fits).bit_length() - 1)
+            built = step_kernel(program, max_group=size, local_mem=int(device.local_mem_size),
+                                is_cpu=is_cpu, local_size=size, device=label)
+            kernel = self._build(built)
+        elif built.local_size > fits:
+            raise DeviceError(f"streaming: local size {built.local_size} is over the "
+                              f"{fits} work-items the step kernel allows on {label}")
+        self.kernel_text = built.text
+        self.local_size = built.local_size
+        self._kernel = kernel
+        self._layout = built.layout
+        shared = engine.shared_queue
+        self._queue = shared if shared is not None else cl.CommandQueue(engine.context, device)
+        self._ordered = shared is not None and bool(
+            shared.properties & cl.command_queue_properties.OUT_OF_ORDER_EXEC_MODE_ENABLE)
+        self._last = None                      # the last command, on an out-of-order queue
+        mf = cl.mem_flags
+        params = self._layout.params
+        self._params = cl.Buffer(engine.context, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=params)
+        kernel.set_arg(0, self._params)
+        self.t = 0
+        self.batch: int | None = None
+        self._allocated = 0
+        self._fixed_batch = batch
+        if batch is not None:
+            self._allocate(_check_batch(batch))
+
+    # -- building --------------------------------------------------------------------------
+    def _build(self, built):
+        program = self.engine.build(built.text, "", label="streaming step")
+        return cl.Kernel(program, built.entry)
+
+    @property
+    def input_name(self) -> str:
+        return self.program.input
+
+    @property
+    def input_channels(self) -> int:
+        return self.program.input_channels
+
+    @property
+    def output_names(self) -> list[str]:
+        return [o.name for o in self._layout.outputs]
+
+    # -- buffers ---------------------------------------------------------------------------
+    def _allocate(self, n: int) -> None:
+        ctx, lay = self.engine.context, self._layout
+        self.batch = self._allocated = n
+        self._state = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, 4 * n * max(lay.state_floats, 1))
+        self._frame = cl.Buffer(ctx, cl.mem_flags.READ_ONLY, 4 * n * self.input_channels)
+        self._out = cl.Buffer(ctx, cl.mem_flags.WRITE_ONLY, 4 * n * max(lay.output_floats, 1))
+        self._zero_state()
+        k = self._kernel
+        k.set_arg(ARG_STATE, self._state)
+        k.set_arg(ARG_FRAME, self._frame)
+        k.set_arg(ARG_OUT, self._out)
+        k.set_arg(ARG_GIVEN, np.zeros(INLINE_FLOATS, np.float32))
+        self._frame_arg = self._frame
+        # small frames go by value in the launch (no upload command): the whole [N, C_in]
+        self._inline = np.zeros(INLINE_FLOATS, np.float32) \
+            if n * self.input_channels <= INLINE_FLOATS else None
+        self._inlined = None
+        self._global = (n * self.local_size,)
+        self._local = (self.local_size,)
+
+    def _zero_state(self) -> None:
+        self._last = cl.enqueue_fill_buffer(self._queue, self._state, np.float32(0), 0,
+                                            self._state.size, wait_for=self._after())
+
+    def _after(self):
+        return [self._last] if self._ordered and self._last is not None else None
+
+    def reset(self) -> None:
+        """Forget every stream's history (the rings zeroed on the device) and t = 0. The next
+        frame may have another N, unless a batch was given."""
+        self.t = 0
+        if self.batch is None:
+            return
+        self._zero_state()
+        if self._fixed_batch is None:
+            self.batch = None            # the next frame sets N (the buffers kept for the same)
+
+    # -- stepping --------------------------------------------------------------------------
+    def step(self, frame) -> dict[str, np.ndarray]:
+        """One step of every stream: frame [N, C_in] float32 (numpy, or a pyopencl Array or
+        Buffer on this device). Returns {output name: array [N, ...]}, the caller's to keep."""
+        return self.step_async(frame).wait()
+
+    def step_async(self, frame) -> "PendingStep":
+        """Enqueue one step and the non-blocking read of its outputs; .wait() gives them. The
+        next step may be enqueued before (the queue keeps the order)."""
+        self._enqueue(frame)
+        host = np.empty((self.batch, max(self._layout.output_floats, 1)), np.float32)
+        self._last = cl.enqueue_copy(self._queue, host, self._out, is_blocking=False,
+                                     wait_for=self._after())
+        return PendingStep(self, self._last, host)
+
+    def _enqueue(self, frame) -> None:
+        arg = self._take_frame(frame)
+        k = self._kernel
+        inlined = arg is None
+        if inlined != self._inlined:
+            k.set_arg(ARG_INLINED, np.int32(inlined))
+            self._inlined = inlined
+        if inlined:
+            k.set_arg(ARG_GIVEN, self._inline)
+        elif arg is not self._frame_arg:
+            k.set_arg(ARG_FRAME, arg)
+            self._frame_arg = arg
+        self._last = cl.enqueue_nd_range_kernel(self._queue, k, self._global, self._local,
+                                                wait_for=self._after())
+        self.t += 1
+
+    def _take_frame(self, frame):
+        """The buffer the kernel reads this step's frame from (a host frame uploaded into the
+        stream's own), or None when the frames go by value in the launch; TensorError naming
+        what was expected."""
+        cin = self.input_channels
+        if isinstance(frame, cl.Buffer):
+            n = self.batch if self.batch is not None else frame.size // (4 * cin)
+            if frame.size < 4 * n * cin or n < 1:
+                raise TensorError(f"streaming input '{self.input_name}': a device buffer of "
+                                  f"{frame.size} bytes; expected {n or 1} x {cin} float32 "
+                                  f"({4 * max(n, 1) * cin} bytes)")
+            self._set_batch(n)
+            return frame
+        device = isinstance(frame, cl_array.Array)
+        shape, dtype = tuple(frame.shape), getattr(frame, "dtype", None)
+        if not device:
+            frame = np.asarray(frame)
+            shape, dtype = frame.shape, frame.dtype
+        expected_n = self.batch if self.batch is not None else "N"
+        if len(shape) != 2 or shape[1] != cin or dtype != np.float32 or shape[0] < 1:
+            raise TensorError(f"streaming input '{self.input_name}': a frame of shape "
+                              f"{list(shape)} and type {dtype}; expected [{expected_n}, {cin}] "
+                              f"float32 (one time step of each stream)")
+        self._set_batch(shape[0])
+        if device:
+            if frame.context != self.engine.context:
+                raise TensorError(f"streaming input '{self.input_name}': the array is on "
+                                  f"another OpenCL context than the stream's")
+            return frame.base_data if frame.offset == 0 else frame.data
+        if self._inline is not None:
+            self._inline[:frame.size] = frame.reshape(-1)
+            return None                                   # by value, in the launch
+        self._last = cl.enqueue_copy(self._queue, self._frame, np.ascontiguousarray(frame),
+                                     is_blocking=False, wait_for=self._after())
+        return self._frame
+
+    def _set_batch(self, n: int) -> None:
+        if self.batch == n:
+            return
+        if self.batch is not None:
+            raise TensorError(f"streaming input '{self.input_name}': {n} streams in this frame, "
+                              f"but the stream runs {self.batch} (since its first frame"
+                              f"{'' if self._fixed_batch is None else ', as given'}); call "
+                              f"reset() before changing N")
+        if self._allocated == n:           # after reset, the same N: the same (zeroed) buffers
+            self.batch = n
+            return
+        self._allocate(n)
+
+    # -- state -----------------------------------------------------------------------------
+    def query_state(self) -> list["RingState"]:
+        """Each causal convolution's history as a named state: .name (its layer), .state (a
+        numpy copy [N, C_in, L], oldest step first), set_state(array), reset()."""
+        return [RingState(self, ring) for ring in self._layout.rings.values()]
+
+    def _read_state(self) -> np.ndarray:
+        self._require_batch("query_state")
+        host = np.empty((self.batch, max(self._layout.state_floats, 1)), np.float32)
+        cl.enqueue_copy(self._queue, host, self._state, wait_for=self._after())
+        return host
+
+    def _require_batch(self, what: str) -> None:
+        if self.batch is None:
+            raise TensorError(f"streaming: {what} before the first frame: the number of "
+                              f"streams N is not known yet (give batch=, or step once)")
+
+
+class PendingStep:
+    """A step enqueued by step_async: wait() returns its outputs."""
+
+    def __init__(self, stream: CausalStream, event, host: np.ndarray):
+        self._stream, self.event, self._host = stream, event, host
+
+    def wait(self) -> dict[str, np.ndarray]:
+        self.event.wait()
+        n, host = self._host.shape[0], self._host
+        return {o.name: host[:, o.offset:o.offset + o.size].reshape((n,) + tuple(o.shape))
+                for o in self._stream._layout.outputs}
+
+
+class RingState:
+    """One convolution's history as a named state (OpenVINO's VariableState names)."""
+
+    def __init__(self, stream: CausalStream, ring):
+        self._stream, self._ring = stream, ring
+        self.name = ring.name
+
+    @property
+    def shape(self) -> tuple:
+        return (self._stream.batch, self._ring.channels, self._ring.length)
+
+    @property
+    def state(self) -> np.ndarray:
+        r, s = self._ring, self._stream
+        flat = s._read_state()[:, r.offset:r.offset + r.length * r.channels]
+        slots = flat.reshape(s.batch, r.length, r.channels)
+        # the oldest kept step, t - L, is at slot (t - L) mod L = t mod L
+        return np.ascontiguousarray(np.roll(slots, -(s.t % r.length), axis=1).transpose(0, 2, 1))
+
+    def set_state(self, array) -> None:
+        s, r = self._stream, self._ring
+        s._require_batch(f"set_state of '{self.name}'")
+        a = np.asarray(array)
+        if a.shape != self.shape or a.dtype.kind != "f":
+            raise TensorError(f"set_state of '{self.name}': an array of shape {list(a.shape)} "
+                              f"and type {a.dtype}; expected {list(self.shape)} float "
+                              f"(streams, channels, steps oldest first)")
+        slots = np.roll(a.astype(np.float32).transpose(0, 2, 1), s.t % r.length, axis=1)
+        host = s._read_state()
+        host[:, r.offset:r.offset + r.length * r.channels] = slots.reshape(s.batch, -1)
+        cl.enqueue_copy(s._queue, s._state, host, wait_for=s._after())
+
+    def reset(self) -> None:
+        self.set_state(np.zeros(self.shape, np.float32))
+
+
+def _check_batch(batch) -> int:
+    if not isinstance(batch, (int, np.integer)) or isinstance(batch, bool) or batch < 1:
+        raise ModelError(f"streaming: batch must be a positive number of streams, not {batch!r}")
+    return int(batch)

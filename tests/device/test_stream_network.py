@@ -1,0 +1,74 @@
+"""Network.streaming on the seed's TCN (bench/gpu_peers.onnx_tcn: 8 blocks of 25 channels,
+kernel 7, dilations 1..128, 1x1 downsample, residual, Gemm on the last step, LogSoftmax), shorter:
+at every step the stream's output equals the full-window network (ours) run on the input up to
+that step, read at its last step; and the numpy stepper of the converted program."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from customlayers.api import Engine, Network
+from customlayers.errors import ModelError
+from customlayers.ops.stream.reference import ReferenceStream
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+import gpu_peers  # noqa: E402
+
+try:
+    from customlayers.passes.causal_stream import stream_program
+except ImportError:                           # the conversion is written beside (s20h3)
+    stream_program = None
+pytestmark = pytest.mark.skipif(stream_program is None,
+                                reason="passes/causal_stream.stream_program not merged yet")
+
+
+@pytest.fixture(scope="module")
+def engine():
+    return Engine()
+
+
+def tcn_network(engine, tmp_path, monkeypatch, batch, length):
+    monkeypatch.setattr(gpu_peers, "TCN_LENGTH", length)
+    path = gpu_peers.onnx_tcn(tmp_path / f"tcn_{batch}_{length}.onnx", batch)
+    return Network(path, engine=engine)
+
+
+def close(got, want, where):
+    scale = float(np.abs(want).max())
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5 * scale, err_msg=where)
+
+
+@pytest.mark.parametrize("batch,steps,windows", [(1, 40, (1, 2, 13, 40)), (64, 12, (12,))])
+def test_tcn_streams_as_the_full_window(engine, tmp_path, monkeypatch, batch, steps, windows):
+    x = np.random.default_rng(batch).standard_normal((batch, 1, steps)).astype(np.float32)
+    net = tcn_network(engine, tmp_path, monkeypatch, batch, steps)
+    stream = net.streaming()
+    ref = ReferenceStream(stream.program, batch)
+    got = []
+    for t in range(steps):
+        frame = np.ascontiguousarray(x[:, :, t])
+        step, want = stream.step(frame), ref.step(frame)
+        assert step["y"].shape == (batch, gpu_peers.TCN_CLASSES)
+        close(step["y"], want["y"], f"step {t} against the numpy stepper")
+        got.append(step["y"])
+    # the full-window model of each length (its Gather reads its last step) on the prefix
+    for length in windows:
+        window = tcn_network(engine, tmp_path, monkeypatch, batch, length)
+        full = window.infer({"x": np.ascontiguousarray(x[:, :, :length])})["y"]
+        close(got[length - 1], full, f"step {length - 1} against the {length}-step window")
+
+
+def test_a_model_that_cannot_stream_is_refused(engine, tmp_path):
+    from onnx import TensorProto, helper, numpy_helper, save
+    w = numpy_helper.from_array(np.ones((2, 1, 3), np.float32), "w")
+    graph = helper.make_graph(
+        [helper.make_node("Conv", ["x", "w"], ["y"], pads=[1, 1], kernel_shape=[3])], "centred",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 16])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2, 16])], [w])
+    save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]),
+         tmp_path / "centred.onnx")
+    with pytest.raises(ModelError):
+        Network(tmp_path / "centred.onnx", engine=engine).streaming()

@@ -1,0 +1,181 @@
+"""The streaming step kernel (ops/stream/step_kernel.py) run by CausalStream
+(runtime/streaming/causal_stream.py) against the numpy stepper (ops/stream/reference.py), every
+step of whole sequences; reset, another N, bad frames, the state API."""
+from __future__ import annotations
+
+import numpy as np
+import pyopencl as cl
+import pyopencl.array as cl_array
+import pytest
+
+from customlayers.errors import ModelError, TensorError
+from customlayers.ops.stream.reference import ReferenceStream
+from customlayers.ops.stream.step_kernel import step_kernel
+from customlayers.runtime.device.device import Engine
+from customlayers.runtime.streaming.causal_stream import CausalStream
+
+import stream_programs as sp
+
+
+@pytest.fixture(scope="module")
+def engine():
+    return Engine()
+
+
+def close(got, want, where):
+    """rtol 1e-5 of the float64 reference, with an absolute floor at 1e-5 of the output's
+    scale (a sum that cancels to near zero has no relative precision in float32)."""
+    scale = max(float(np.abs(want).max()), 1e-30)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5 * scale, err_msg=where)
+
+
+def run_both(stream, program, frames):
+    ref = ReferenceStream(program, frames.shape[1])
+    for t, frame in enumerate(frames):
+        got, want = stream.step(frame), ref.step(frame)
+        assert set(got) == set(want)
+        for name in want:
+            assert got[name].shape == want[name].shape
+            close(got[name], want[name], f"step {t}, output '{name}'")
+    return ref
+
+
+def sequence(program, n, steps, seed=0):
+    rng = np.random.default_rng(seed)
+    return rng.standard_normal((steps, n, program.input_channels)).astype(np.float32)
+
+
+@pytest.mark.parametrize("n", [1, 64])
+def test_tcn_every_step(engine, n):
+    program = sp.tcn(levels=8)
+    stream = CausalStream(engine, program)
+    run_both(stream, program, sequence(program, n, 300 if n == 1 else 140))
+    assert stream.t == (300 if n == 1 else 140)
+
+
+@pytest.mark.parametrize("n,local_size", [(1, None), (5, 64), (2, 4)])
+def test_every_op_kind(engine, n, local_size):
+    """local size 4: fewer work-items than a softmax's channels; 64: a GPU's group."""
+    program = sp.every_op()
+    stream = CausalStream(engine, program, local_size=local_size)
+    run_both(stream, program, sequence(program, n, 400, seed=n))
+
+
+def test_more_channels_than_work_items_and_split_sums(engine):
+    program = sp.wide()
+    stream = CausalStream(engine, program, local_size=4)
+    run_both(stream, program, sequence(program, 2, 12))
+    # a GPU-sized group on the CPU too: the long past-tap sums split in parts
+    small = sp.tcn(levels=2, channels=6, kernel=3, cin=40)
+    kernel = step_kernel(small, max_group=256, local_mem=1 << 16, local_size=256)
+    assert "const int part" in kernel.text
+    run_both(CausalStream(engine, small, local_size=64), small, sequence(small, 3, 20))
+
+
+def test_reset_and_another_batch(engine):
+    program = sp.tcn(levels=3, channels=8, kernel=3)
+    stream = CausalStream(engine, program)
+    frames = sequence(program, 4, 30)
+    run_both(stream, program, frames)
+    with pytest.raises(TensorError, match=r"3 streams .* runs 4 .*reset\(\)"):
+        stream.step(frames[0, :3])
+    stream.reset()
+    assert stream.t == 0
+    run_both(stream, program, frames)              # the same answers from zeroed rings
+    stream.reset()
+    run_both(stream, program, sequence(program, 7, 25, seed=3))
+    assert stream.batch == 7
+
+
+def test_bad_frames(engine):
+    program = sp.tcn(levels=2, channels=8, kernel=3, cin=2)
+    stream = CausalStream(engine, program, batch=2)
+    for bad, what in [(np.zeros((2, 3), np.float32), r"\[2, 3\] and type float32"),
+                      (np.zeros((2, 2), np.float64), r"float64; expected \[2, 2\] float32"),
+                      (np.zeros((2, 2, 1), np.float32), r"\[2, 2, 1\]"),
+                      (np.zeros((2, 2), np.int32), "int32")]:
+        with pytest.raises(TensorError, match=what):
+            stream.step(bad)
+    with pytest.raises(TensorError, match=r"1 streams .* runs 2 .*as given"):
+        stream.step(np.zeros((1, 2), np.float32))
+    stream.reset()                                 # a given batch stays
+    with pytest.raises(TensorError, match="runs 2"):
+        stream.step(np.zeros((1, 2), np.float32))
+    assert stream.t == 0
+
+
+@pytest.mark.parametrize("n", [3, 40])
+def test_frames_on_the_device(engine, n):
+    """n = 40: 80 floats, more than go by value: the numpy frames are uploaded."""
+    program = sp.tcn(levels=3, channels=8, kernel=3, cin=2)
+    frames = sequence(program, n, 20)
+    stream = CausalStream(engine, program)
+    ref = ReferenceStream(program, n)
+    queue = cl.CommandQueue(engine.context, engine.device)
+    for t, frame in enumerate(frames):
+        on_device = cl_array.to_device(queue, frame)
+        queue.finish()
+        # in turn: a pyopencl Array, a Buffer, a numpy frame (by value in the launch)
+        got = stream.step((on_device, on_device.data, frame)[t % 3])
+        close(got["y"], ref.step(frame)["y"], f"step {t}")
+
+
+def test_step_async_pipelines(engine):
+    program = sp.tcn(levels=3, channels=8, kernel=3, cin=2)
+    frames = sequence(program, 2, 16)
+    stream = CausalStream(engine, program)
+    pending = [stream.step_async(f) for f in frames]
+    ref = ReferenceStream(program, 2)
+    for t, (p, frame) in enumerate(zip(pending, frames)):
+        close(p.wait()["y"], ref.step(frame)["y"], f"step {t}")
+
+
+def test_query_state_and_set_state(engine):
+    program = sp.tcn(levels=2, channels=4, kernel=3, cin=2)
+    frames = sequence(program, 2, 9)
+    stream = CausalStream(engine, program)
+    ref = run_both(stream, program, frames)
+    states = stream.query_state()
+    assert [s.name for s in states] == [c.name for c in program.convolutions]
+    for state, conv in zip(states, program.convolutions):
+        np.testing.assert_allclose(state.state, ref.history[id(conv)], rtol=1e-6, atol=1e-6)
+    first = states[0]
+    np.testing.assert_array_equal(first.state[:, :, -1], frames[-1])   # the newest input frame
+    # set every ring to the reference's, then continue: the same steps as the reference
+    rng = np.random.default_rng(5)
+    for state, conv in zip(states, program.convolutions):
+        new = rng.standard_normal(state.shape).astype(np.float32)
+        state.set_state(new)
+        ref.history[id(conv)][...] = new
+        np.testing.assert_array_equal(state.state, new)
+    run_both_from(stream, ref, sequence(program, 2, 8, seed=9))
+    states[0].reset()
+    assert not states[0].state.any()
+    with pytest.raises(TensorError, match=r"set_state of 'conv1'.*expected \[2, 2, 2\]"):
+        states[0].set_state(np.zeros((2, 2, 3)))
+
+
+def run_both_from(stream, ref, frames):
+    for t, frame in enumerate(frames):
+        got, want = stream.step(frame), ref.step(frame)
+        for name in want:
+            close(got[name], want[name], f"step {t}, output '{name}'")
+
+
+def test_local_memory_refused(engine):
+    b = sp.Builder(100_000)
+    x = b.input
+    for _ in range(6):
+        x = b.pw(x, "tanh")
+    program = b.program([("y", x)])
+    need = 4 * 7 * 100_000
+    assert need > engine.device.local_mem_size
+    with pytest.raises(ModelError, match=r"needs 2734 KiB of local memory \(7 frames of 700000 "
+                                         r"floats in all, for 6 layers, 0 of them causal "
+                                         r"convolutions.*\); '.*' has \d+ KiB"):
+        CausalStream(engine, program)
+    # a GPU's 48 KiB: the seed's TCN fits, 8 levels of 400 channels do not
+    assert step_kernel(sp.tcn(), max_group=1024, local_mem=48 << 10).local_bytes < 8 << 10
+    with pytest.raises(ModelError, match=r"for 51 layers, 16 of them causal convolutions with "
+                                         r"6400 channels of partial sums\); the device has 48"):
+        step_kernel(sp.tcn(channels=400, kernel=2), max_group=1024, local_mem=48 << 10)
