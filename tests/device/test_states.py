@@ -247,3 +247,21 @@ def test_a_request_with_states_is_freed_when_dropped(tmp_path, engine):
     assert gone() is None
     (state,) = net.create_request().query_state()
     np.testing.assert_array_equal(state.state, np.zeros((2, 4), np.float32))
+
+
+def test_a_variable_whose_tensors_disagree_once_shapes_are_known_is_refused(tmp_path, engine):
+    """Declared [?,4] everywhere, so the file cannot tell: for an input of [2,4] the ReadValue
+    (init: the input) holds [2,4] and the Assign stores a ReduceSum of [1,4]; the plan refuses
+    it naming both layers."""
+    x = op6.parameter([-1, 4], np.float32, name="x")
+    var = variable("acc", (-1, 4))
+    y = op6.add(op6.read_value(x, var), x)
+    sink = op6.assign(ov.opset8.reduce_sum(y, op6.constant(np.int64([0])), True), var)
+    path = save(ov.Model(results=[op6.result(y)], sinks=[sink], parameters=[x], name="m"),
+                tmp_path / "m.xml")
+    net = Network(path, None, engine, tuning="off")
+    with pytest.raises(ModelError, match=r"variable 'acc': layer 'Assign_\d+' \(type Assign\) "
+                                         r"at .*m.xml:\d+ has it \[1, 4\] f32, but layer "
+                                         r"'ReadValue_\d+' \(type ReadValue\) at .*m.xml:\d+ "
+                                         r"has \[2, 4\] f32"):
+        net.infer({"x": np.ones((2, 4), np.float32)})
