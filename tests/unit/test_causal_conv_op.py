@@ -51,3 +51,31 @@ def test_integer_tensors_are_refused():
     attrs = OP.parse_attributes({}, "ccs")
     with pytest.raises(BindingError, match="one element type of f32, f64, f16"):
         OP.infer_shapes(attrs, [TensorDesc((1, 2, 3), "i32"), TensorDesc((2, 1, 2), "i32")], {})
+
+
+def _onnx_model(tmp_path, opset: int):
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper
+    nodes = [helper.make_node("CausalConvWithState", ["x", "w"], ["c", "state"], name="ccs"),
+             helper.make_node("Relu", ["c"], ["y"], name="relu")]
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 5]),
+                     helper.make_tensor_value_info("w", TensorProto.FLOAT, [2, 1, 3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None),
+         helper.make_tensor_value_info("state", TensorProto.FLOAT, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 10
+    path = tmp_path / f"opset{opset}.onnx"
+    onnx.save(model, str(path))
+    return path
+
+
+def test_an_opset_27_model_reads_with_each_op_checked_against_its_opset(tmp_path):
+    from customlayers.errors import ModelError
+    from customlayers.graph.onnx.reader import read_onnx
+    graph = read_onnx(_onnx_model(tmp_path, 27))
+    conv = next(n for n in graph if n.type == "CausalConvWithState")
+    assert conv.attrs == {"activation": "none", "has_bias": "false", "has_past_state": "false"}
+    assert [p.shape for p in conv.outputs] == [(1, 2, 5), (1, 2, 2)]
+    with pytest.raises(ModelError, match="CausalConvWithState is not an op of opset 26"):
+        read_onnx(_onnx_model(tmp_path, 26))
