@@ -186,3 +186,48 @@ def test_bad_forms_are_refused_naming_the_node(tmp_path, engine, change, words):
     with pytest.raises((ModelError, BindingError)) as info:
         Network(path, engine=engine).infer(feeds)
     assert "'ccs'" in str(info.value) and words in str(info.value), str(info.value)
+
+
+def _bound_network(engine, path: Path):
+    """The model with its past_state/present_state pair bound to a state of the request."""
+    from customlayers.graph.onnx.reader import read_onnx
+    from customlayers.passes.state_binding import bind_state_inputs
+    graph, notes = bind_state_inputs(read_onnx(path))
+    assert len(notes) == 1 and "bound to state 'past_state'" in notes[0], notes
+    return Network(graph, engine=engine)
+
+
+def test_bound_state_runs_chunk_after_chunk_on_one_request(tmp_path, engine):
+    """The state on the device: chunks of 4 steps on one request, the state passed by no one,
+    equal one run over the whole sequence; reset_state starts the sequence again."""
+    pytest.importorskip("customlayers.ops.tensor.state")     # request states (ReadValue/Assign)
+    n, c, k, chunk, total = 2, 3, 4, 4, 20
+    weight = RNG.standard_normal((c, 1, k)).astype(np.float32)
+    bias = RNG.standard_normal(c).astype(np.float32)
+    x = RNG.standard_normal((n, c, total)).astype(np.float32)
+    zeros = np.zeros((n, c, k - 1), np.float32)
+    path = model(tmp_path / "ccs.onnx", {"input": x[:, :, :chunk], "bias": bias,
+                                         "past_state": zeros},
+                 activation="silu", weight_init=weight)
+    whole_path = model(tmp_path / "whole.onnx", {"input": x, "bias": bias, "past_state": zeros},
+                       activation="silu", weight_init=weight)
+    whole = Network(whole_path, engine=engine).infer({"input": x, "bias": bias,
+                                                      "past_state": zeros})
+    net = _bound_network(engine, path)
+    assert net.input_names == ["input", "bias"]
+    request = net.create_request()
+    for attempt in range(2):                    # the second time after reset_state
+        pieces = []
+        for start in range(0, total, chunk):
+            got = request.infer({"input": x[:, :, start:start + chunk], "bias": bias})
+            assert set(got) == {"y"}            # the state stays on the device
+            pieces.append(got["y"])
+        np.testing.assert_allclose(np.concatenate(pieces, axis=2), whole["y"], rtol=1e-6,
+                                   atol=1e-6)
+        (state,) = request.query_state()
+        assert state.name == "past_state"
+        np.testing.assert_array_equal(state.state, whole["present"])
+        request.reset_state()
+    # after the reset the state is zeros again: the first chunk gives the whole run's first steps
+    first = request.infer({"input": x[:, :, :chunk], "bias": bias})["y"]
+    np.testing.assert_allclose(first, whole["y"][:, :, :chunk], rtol=1e-6, atol=1e-6)
