@@ -136,8 +136,9 @@ def test_half_and_double(tmp_path, engine, dtype, rtol):
     np.testing.assert_array_equal(present, ref_present.astype(dtype))
 
 
-def test_kernel_size_one_has_an_empty_state(tmp_path, engine):
-    feeds = feeds_for(2, 3, 5, 1, bias=True, past=False)
+@pytest.mark.parametrize("past", [False, True])
+def test_kernel_size_one_has_an_empty_state(tmp_path, engine, past):
+    feeds = feeds_for(2, 3, 5, 1, bias=True, past=past)     # a past_state (2, 3, 0) or none
     path = model(tmp_path / "ccs.onnx", feeds)
     y, present = ours(engine, path, feeds)
     np.testing.assert_allclose(y, reference(feeds["input"], feeds["weight"], feeds["bias"])[0],

@@ -125,9 +125,10 @@ def _causal_conv_with_state(r, node, name: str, attrs: dict) -> None:
     wshape = r.known_shape(node.input[1])
     if wshape is not None and len(wshape) == 3 and wshape[2] == 1:
         # kernel size 1: no state; present_state (N, C, 0) has no element, which no buffer
-        # holds: the op computes output alone, and the empty state is input[..., 0:0]
-        ir["state_output"] = "false"
-        r.emit("CausalConvWithState", inputs, [node.output[0]], name, ir)
+        # holds: the op computes output alone (a past_state, empty too, adds nothing), and the
+        # empty state is input[..., 0:0]
+        ir.update(state_output="false", has_past_state="false")
+        r.emit("CausalConvWithState", inputs[:2 + bool(bias)], [node.output[0]], name, ir)
         ints = lambda v, what: r.const(f"{name}/present_state/{what}",  # noqa: E731
                                        np.array(v, np.int64))
         r.emit("Slice", [node.input[0], ints([0], "start"), ints([0], "stop"), ints([1], "step"),
