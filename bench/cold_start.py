@@ -18,6 +18,15 @@ inference (the request: kernels, arguments, constants uploaded; then the run).
 
     python bench/cold_start.py [--device GPU] [--batch 1] [--ir | --model path.onnx|xml]
                                [--warm 3]
+
+--table: the first load plus first inference of each torchvision model (tests/models.py:
+torchvision_onnx, tuning off: the default tuning times nothing on PoCL's CPU device) with every
+cache empty (ours: a fresh CUSTOMLAYERS_CACHE_DIR; PoCL's: a fresh POCL_CACHE_DIR; NVIDIA's:
+CUDA_CACHE_DISABLE), then warm (the same caches, a new process), against ONNX Runtime's load
+plus first inference in a fresh process, as ratios in one run (issue 22: cold <= 10 s, warm
+<= 0.5 s).
+
+    python bench/cold_start.py --table [--device CPU] [--models resnet18,densenet121]
 """
 from __future__ import annotations
 
@@ -114,13 +123,34 @@ def breakdown(loads: list[dict]) -> None:
         print(f"  {label:<16} {value:>7.3f} s   {what}")
 
 
+def ort_child(args) -> int:
+    """ONNX Runtime's load and first inference in this process, timed alike (imports in)."""
+    import numpy as np
+    t0 = time.perf_counter()
+    import onnxruntime as ort
+    session = ort.InferenceSession(args.model, providers=["CPUExecutionProvider"])
+    t1 = time.perf_counter()
+    inp = session.get_inputs()[0]
+    x = np.random.default_rng(0).standard_normal(
+        [args.batch] + list(inp.shape[1:])).astype(np.float32)
+    session.run(None, {inp.name: x})
+    t2 = time.perf_counter()
+    print(json.dumps({"compile_s": t1 - t0, "first_infer_s": t2 - t1}))
+    return 0
+
+
 def load(model: Path, device: str | None, cache_dir: Path, tuning: str, batch: int,
-         cold: bool) -> dict:
+         cold: bool, pocl_cache: Path | None = None, runtime: str = "ours") -> dict:
     env = dict(os.environ, CUSTOMLAYERS_CACHE_DIR=str(cache_dir))
-    if cold:        # the drivers' own caches too (a warm load may use them, as in production)
+    if pocl_cache is not None:      # PoCL's cache in a directory of ours: empty when cold
+        env["POCL_CACHE_DIR"] = str(pocl_cache)
+        if cold:
+            env["CUDA_CACHE_DISABLE"] = "1"
+    elif cold:      # the drivers' own caches too (a warm load may use them, as in production)
         env.update(CUDA_CACHE_DISABLE="1", POCL_KERNEL_CACHE="0")
     env.pop("CUSTOMLAYERS_NO_CACHE", None)
-    cmd = [sys.executable, __file__, "--child", "--model", str(model), "--tuning", tuning,
+    cmd = [sys.executable, __file__, "--ort-child" if runtime == "ort" else "--child",
+           "--model", str(model), "--tuning", tuning,
            "--batch", str(batch)] + (["--device", device] if device else [])
     out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
     if out.returncode != 0:
@@ -137,10 +167,18 @@ def main() -> int:
     ap.add_argument("--warm", type=int, default=3,
                     help="warm loads (tuning fast) for the breakdown (default 3)")
     ap.add_argument("--tuning", default="fast", help=argparse.SUPPRESS)
+    ap.add_argument("--table", action="store_true",
+                    help="every torchvision model: cold and warm against ONNX Runtime")
+    ap.add_argument("--models", default=None, help="--table: a comma-separated subset")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--ort-child", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
         return child(args)
+    if args.ort_child:
+        return ort_child(args)
+    if args.table:
+        return table(args)
     with tempfile.TemporaryDirectory(prefix="cold-start-") as tmp:
         tmp = Path(tmp)
         model = Path(args.model) if args.model else resnet50_ir() if args.ir else \
@@ -171,6 +209,32 @@ def main() -> int:
         print(f"warm / cold (tuning fast): {median / cold:.3f}  (goal: warm <= 0.5 s, "
               f"measured {median:.2f} s, the median of {len(warm)})")
         breakdown(warm)
+    return 0
+
+
+def table(args) -> int:
+    import models as light
+    names = args.models.split(",") if args.models else light.torchvision_names()
+    with tempfile.TemporaryDirectory(prefix="cold-start-") as tmp:
+        tmp = Path(tmp)
+        head = (f"{'model':<20} {'cold s':>7} {'warm s':>7} {'built':>6} {'ORT s':>6} "
+                f"{'cold/ORT':>9} {'warm/ORT':>9}")
+        print(head)
+        print("-" * len(head))
+        device = ""
+        for name in names:
+            model = light.torchvision_onnx(name)
+            ours_cache, pocl_cache = tmp / name / "ours", tmp / name / "pocl"
+            pocl_cache.mkdir(parents=True)
+            cold = load(model, args.device, ours_cache, "off", args.batch, True, pocl_cache)
+            warm = load(model, args.device, ours_cache, "off", args.batch, False, pocl_cache)
+            ort = load(model, None, tmp / "ort", "off", args.batch, True, None, runtime="ort")
+            device = cold["device"]
+            c, w, o = (r["compile_s"] + r["first_infer_s"] for r in (cold, warm, ort))
+            print(f"{name:<20} {c:>7.2f} {w:>7.2f} {cold['compiled']:>6} {o:>6.2f} "
+                  f"{c / o:>9.1f} {w / o:>9.2f}", flush=True)
+        print(f"device: {device}; batch {args.batch}; tuning off; each load a fresh process; "
+              f"cold: our cache and PoCL's empty (goal cold <= 10 s, warm <= 0.5 s)")
     return 0
 
 

@@ -178,8 +178,12 @@ def torch_runners(torch, model, xs: list):
 
 
 # -- models without torch -------------------------------------------------------------------
-def onnx_tcn(path: Path, batch: int) -> Path:
-    """The same TCN written with onnx.helper (random weights), for a run without torch."""
+def onnx_tcn(path: Path, batch: int, levels: int = TCN_LEVELS, length: int = TCN_LENGTH,
+             weight_norm: bool = False) -> Path:
+    """The same TCN written with onnx.helper (random weights), for a run without torch.
+    `levels` and `length` make it smaller (the streaming tests); `weight_norm` writes each
+    convolution's weights as torch's export of weight norm does: g * v / ||v||, constant
+    arithmetic (ReduceL2, Div, Mul) on initializers."""
     import onnx
     from onnx import TensorProto, helper, numpy_helper
     rng = np.random.default_rng(0)
@@ -187,7 +191,19 @@ def onnx_tcn(path: Path, batch: int) -> Path:
     i64 = lambda v, n: init.append(numpy_helper.from_array(np.array(v, np.int64), n)) or n  # noqa
     f32 = lambda a, n: init.append(numpy_helper.from_array(a.astype(np.float32), n)) or n  # noqa
     x, cin = "x", 1
-    for level in range(TCN_LEVELS):
+
+    def weights(w, name):
+        if not weight_norm:
+            return f32(w, name)
+        norm = np.sqrt((w ** 2).sum(axis=(1, 2), keepdims=True))
+        g = norm * (1 + 0.1 * rng.standard_normal(norm.shape))       # ||w|| near g
+        nodes.append(helper.make_node("ReduceL2", [f32(w, name + "_v")], [name + "_n"],
+                                      axes=[1, 2], keepdims=1))
+        nodes.append(helper.make_node("Div", [f32(g, name + "_g"), name + "_n"], [name + "_s"]))
+        nodes.append(helper.make_node("Mul", [name + "_v", name + "_s"], [name]))
+        return name
+
+    for level in range(levels):
         d = 2 ** level
         pad = (TCN_KERNEL - 1) * d
         h = x
@@ -195,7 +211,7 @@ def onnx_tcn(path: Path, batch: int) -> Path:
             c = f"b{level}c{j}"
             w = rng.standard_normal((TCN_CHANNELS, cin if j == 1 else TCN_CHANNELS, TCN_KERNEL))
             nodes.append(helper.make_node(
-                "Conv", [h, f32(w * 0.3 / np.sqrt(w[0].size), c + "w"),
+                "Conv", [h, weights(w * 0.3 / np.sqrt(w[0].size), c + "w"),
                          f32(rng.standard_normal(TCN_CHANNELS) * 0.1, c + "b")], [c],
                 pads=[pad, pad], dilations=[d], kernel_shape=[TCN_KERNEL]))
             nodes.append(helper.make_node("Slice", [c, i64([0], c + "s0"), i64([-pad], c + "s1"),
@@ -212,14 +228,14 @@ def onnx_tcn(path: Path, batch: int) -> Path:
         nodes.append(helper.make_node("Add", [h, res], [f"b{level}a"]))
         nodes.append(helper.make_node("Relu", [f"b{level}a"], [f"b{level}o"]))
         x, cin = f"b{level}o", TCN_CHANNELS
-    nodes.append(helper.make_node("Gather", [x, i64(TCN_LENGTH - 1, "last")], ["lastv"], axis=2))
+    nodes.append(helper.make_node("Gather", [x, i64(length - 1, "last")], ["lastv"], axis=2))
     nodes.append(helper.make_node("Gemm", ["lastv", f32(rng.standard_normal(
         (TCN_CLASSES, TCN_CHANNELS)) * 0.2, "fcw"), f32(np.zeros(TCN_CLASSES), "fcb")], ["fc"],
         transB=1))
     nodes.append(helper.make_node("LogSoftmax", ["fc"], ["y"], axis=1))
     graph = helper.make_graph(
         nodes, "tcn", [helper.make_tensor_value_info("x", TensorProto.FLOAT,
-                                                     [batch, 1, TCN_LENGTH])],
+                                                     [batch, 1, length])],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [batch, TCN_CLASSES])], init)
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), path)
     return path

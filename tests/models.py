@@ -61,6 +61,26 @@ def light_ir(name: str) -> Path:
     return xml
 
 
+TORCHVISION = ROOT / "bench" / "data" / "torchvision"
+
+
+def torchvision_names() -> list[str]:
+    """torchvision models exported by torch.onnx.export (opset 17, TorchScript exporter) on the
+    GPU machine by bench/export_torchvision.py, their float weights stripped (dims kept)."""
+    return sorted(p.stem[len("tv_"):] for p in TORCHVISION.glob("tv_*.onnx"))
+
+
+def torchvision_onnx(name: str) -> Path:
+    """The exported torchvision model with its weights drawn by the recipe below (made on
+    first use)."""
+    path = CACHE / f"tv_{name}.onnx"
+    if not path.exists():
+        import onnx
+        model = randomize_weights(onnx.load(str(TORCHVISION / f"tv_{name}.onnx")), SEED)
+        _atomic_write(path, model.SerializeToString())
+    return path
+
+
 def all_light_ir() -> list[Path]:
     return [light_ir(n) for n in light_model_names()]
 

@@ -23,6 +23,7 @@ from ..errors import ModelError, ModelFileError
 from ..files import read_user_file
 from .graph import Graph, Node, Port
 from .guard import located
+from .variables import check_variables
 from .limits import MAX_DIM, MAX_MODEL_BYTES, check_shape, element_count, parse_int
 
 SUPPORTED_VERSIONS = ("10", "11")
@@ -194,6 +195,7 @@ class _Reader:
         except ModelError as e:                  # a cycle: Graph names the layers, we the file
             raise ModelError(f"{self.file}: {e}") from e
         _fill_missing_dtypes(graph, order)
+        check_variables(graph)                   # ReadValue/Assign: the variables they name
         return graph
 
     # -- layers ---------------------------------------------------------------------------
@@ -238,10 +240,11 @@ class _Reader:
             # booleans are held as u8, whose bitwise complement is not their negation: a
             # BitwiseNot of booleans is OpenVINO's logical not
             node.type = "LogicalNot"
-        elif not node.outputs:
-            # every other op makes something; the compiler and its passes read output 0
-            raise ModelError(f"{where}: has no output port; every layer but a Result has at "
-                             f"least one <port> in <output>")
+        elif not node.outputs and ltype != "Assign":
+            # every other op makes something; the compiler and its passes read output 0 (an
+            # Assign stores its input, with or without an output port)
+            raise ModelError(f"{where}: has no output port; every layer but a Result or an "
+                             f"Assign has at least one <port> in <output>")
         return node, ports
 
     @staticmethod

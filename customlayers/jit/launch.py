@@ -33,6 +33,9 @@ class Arg:
                    the layer (`index` names it, so two launches of one layer can share one)
       "scalar"  -- a numpy scalar `value` (np.int32, np.float32, ...) passed by value
       "local"   -- __local memory of `nbytes` bytes
+      "state_flag" -- an int (0 or 1) the request sets before each run: whether the state
+                   `value` (a variable id) holds what an earlier run or set_state wrote (1), or
+                   was reset since (0); bound alone (a launch tried outside a request), 0
     """
     kind: str
     index: int = 0
@@ -62,6 +65,10 @@ class Arg:
     @staticmethod
     def local(nbytes: int) -> "Arg":
         return Arg("local", nbytes=int(nbytes))
+
+    @staticmethod
+    def state_flag(variable: str) -> "Arg":
+        return Arg("state_flag", value=variable)
 
 
 @dataclass(frozen=True)

@@ -72,8 +72,16 @@ class ParsedAttrs(dict):
 
 
 # A tensor of a stage, relative to its layer: ("in", i) the layer's input i, ("out", j) its
-# output j, ("temp", name) a temporary of the layer, ("const", name) one of LayerWork.consts.
+# output j, ("temp", name) a temporary of the layer, ("const", name) one of LayerWork.consts,
+# ("state", variable) a state of LayerWork.states (state_ref).
 TensorRef = tuple
+
+
+def state_ref(variable: str) -> TensorRef:
+    """The tensor of a model's state (a variable of OpenVINO's ReadValue/Assign): owned by the
+    request, alive on the device across its runs, outside the memory plan. The same tuple is
+    the state's key in a compiled plan."""
+    return ("state", variable)
 
 
 @dataclass
@@ -99,6 +107,9 @@ class LayerWork:
     stages: list[Stage]
     temps: dict[Hashable, TensorDesc] = field(default_factory=dict)
     consts: dict[Hashable, np.ndarray] = field(default_factory=dict)
+    # the states its stages read or write (state_ref(variable)), variable -> the tensor: every
+    # layer naming one variable must agree on it (the compiler checks)
+    states: dict[str, TensorDesc] = field(default_factory=dict)
     # what the user should hear about, though nothing failed (a likely misspelled attribute)
     notes: list[str] = field(default_factory=list)
     # the layer's checks of its built programs (a custom layer's kernel: its entry, arguments,
@@ -191,6 +202,10 @@ class LayerImpl:
     # True when an input with no element adds nothing to the outputs and is dropped before the
     # layer is compiled (Concat: an empty part); see empty_input_outputs for the others
     skips_empty_inputs: bool = False
+    # True when the layer writes a state (an Assign): the run's readers of that state must see
+    # what the previous run left, so the compiler puts its steps after every other step; its
+    # output 0, where the node has one, is its input 0's tensor (what it stores)
+    stores_state: bool = False
 
     def empty_input_outputs(self, call: LayerCall,
                             outputs: Sequence[TensorDesc]) -> list[np.ndarray] | None:

@@ -10,6 +10,7 @@ for _name in (
     "tensor.eltwise", "tensor.activation", "tensor.concat", "tensor.views", "tensor.transpose",
     "tensor.shuffle", "tensor.misc", "tensor.space_depth",
     "tensor.onnx_extra",   # Sign, SoftSign, Selu, HardSigmoid, Shrink (for ONNX models)
+    "tensor.state",        # ReadValue, Assign: a model's state across a request's runs
     # the upper rooms: ops on data that ONNX models use, over the base rooms above
     "logic.compare",       # comparisons, logic (And/Or/Xor), bitwise ops and shifts
     "logic.unary",         # IsNaN, IsInf, LogicalNot, BitwiseNot, Acos..Tan, Round, Celu ...

@@ -21,6 +21,11 @@ state_binding.py   a CausalConvWithState's past_state input and present_state ou
                    not in PASSES)
 fusion.py          the fusion plan (epilogues, channel-affine chains), made after resolution
                    from the layers' LayerImpl (not a rewrite: see Network)
+causal_stream.py   a whole-window causal model [N, C, T] as the step of a stream
+                   (ops/stream/program.py's StreamProgram), or a refusal naming the layer and
+                   why (not a rewrite: Network.streaming calls it); stream_layers.py and
+                   stream_head.py hold its handler per layer type, stream_constants.py the
+                   constants it evaluates
 
 PASSES is the ordered list Network runs (when it fuses) before it resolves the layers;
 FOLDING, its head, runs also when it does not (no layer runs unfolded shape arithmetic). Every

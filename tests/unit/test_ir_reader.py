@@ -315,4 +315,5 @@ def test_a_layer_with_no_output_port():
                       '<dim>1</dim><dim>3</dim><dim>4</dim><dim>4</dim>\n\t\t\t\t</port>\n'
                       '\t\t\t</input>')
     expect_error(xml, f"m.xml:{layer_line(xml, 'flatten')}: layer 'flatten' (Reshape): has no "
-                      f"output port; every layer but a Result has at least one <port> in <output>")
+                      f"output port; every layer but a Result or an Assign has at least one "
+                      f"<port> in <output>")

@@ -14,6 +14,7 @@ from ..common import (add_build_options, add_python_layers_option, build_cache,
                       non_negative_int, positive_int)
 from ..layer_commands.config_files import refuse_models_as_configs
 from ..user_files.input_arrays import read_array
+from .sequence_inputs import is_stateful, sequence_steps
 from ..user_files.random_inputs import generator, random_array
 from ..user_files.input_shapes import (OPENVINOS, GivenShape, apply_batch, check_against_model,
                            declared_shape, parse_shapes)
@@ -79,6 +80,14 @@ def load_registry(args, engine, configs=None):
 def load_network(args, profiling: bool = False, resolver=None):
     """Engine, registry and compiled Network from the parsed options (`resolver`: a factory
     of the network's resolver from the registry, for run --check-with)."""
+    engine, net, steps = load_network_steps(args, profiling, resolver, sequence=False)
+    return engine, net, steps[0]
+
+
+def load_network_steps(args, profiling: bool = False, resolver=None, sequence: bool = True):
+    """As load_network, with the input arrays of each step: for a stateful model (ReadValue/
+    Assign), or with --stream, the -i files are a sequence (sequence_inputs.py); otherwise
+    (and without `sequence`) one step of the inputs."""
     from ...graph.load import read_model
     from ...runtime.device.device import Engine
     from ...runtime.compile.network import Network
@@ -97,22 +106,33 @@ def load_network(args, profiling: bool = False, resolver=None):
     # shape arithmetic left for the plan (FOLD_TYPE nodes) is folded per input shape by the
     # Network, never implemented by a layer: only the rest must be
     resolver.check_implemented(n for n in graph.nodes.values() if n.type != FOLD_TYPE)
-    arrays, shapes = input_arrays_and_shapes(args, graph)
+    steps = None
+    if sequence and (is_stateful(graph) or getattr(args, "stream", False)):
+        if not is_stateful(graph):
+            raise UsageError("--stream runs a model with state (OpenVINO ReadValue/Assign) one "
+                             "step per item of the file's first axis; this model has none")
+        steps = sequence_steps(args.input, graph, args.stream,
+                               lambda a, path, name: model_typed(a, path, name, graph))
+    arrays, shapes = input_arrays_and_shapes(args, graph, dict(steps[0]) if steps else None)
     net = Network(graph, registry, engine, input_shapes=shapes or None, profiling=profiling,
                   messages=say, resolver=resolver, tuning=args.tuning)
     rng = generator(args.seed)      # one for the run, each missing input drawn in turn
-    for p in graph.parameters:
-        if p.name not in arrays:
-            arrays[p.name] = random_input(rng, shapes[p.name], p.outputs[0].dtype)
-    return engine, net, arrays
+    for step in steps or [arrays]:
+        for p in graph.parameters:
+            if p.name not in step:
+                step[p.name] = random_input(rng, shapes[p.name], p.outputs[0].dtype)
+    return engine, net, steps or [arrays]
 
 
-def input_arrays_and_shapes(args, graph) -> tuple[dict[str, np.ndarray], dict[str, tuple]]:
-    """The arrays given with -i, and every input's shape, checked against the model before
-    anything is compiled: a wrong shape is named as such, not as a layer that fails with it."""
+def input_arrays_and_shapes(args, graph, arrays=None
+                            ) -> tuple[dict[str, np.ndarray], dict[str, tuple]]:
+    """The arrays given with -i (or `arrays`: a sequence's first step), and every input's
+    shape, checked against the model before anything is compiled: a wrong shape is named as
+    such, not as a layer that fails with it."""
     names = [p.name for p in graph.parameters]
     given = parse_shapes(args.shape, names)
-    arrays = read_inputs(args.input, graph)
+    if arrays is None:
+        arrays = read_inputs(args.input, graph)
     for name, arr in arrays.items():
         origin = "the array given with -i"
         if name in given and given[name].shape != tuple(arr.shape):

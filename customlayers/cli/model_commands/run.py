@@ -1,5 +1,6 @@
 """`customlayers run -m model.xml [-c config.xml ...] [-l layers.py] [-i input.npy] [-o out.npz]
-[-pc] [--check-with reference.py]`"""
+[-pc] [--check-with reference.py]`; a model with state (ReadValue/Assign) runs its -i files as
+a sequence on one request (`--stream -i seq.npy`: the file's first axis), sequence_inputs.py."""
 from __future__ import annotations
 
 import sys
@@ -10,7 +11,8 @@ from ...terminal import one_line
 from .benchmark_app_options import add_profile_options, by_time, perf_counts_wanted, write_profiles
 from ..common import (add_kernel_check_options, check_bounds_note, report_kernel_problems,
                      warn_if_not_finite)
-from .model_args import add_model_options, load_network
+from .model_args import add_model_options, load_network_steps
+from .sequence_inputs import stacked
 from ..user_files.output import check_array_count, check_output_path, write_arrays_atomically
 
 
@@ -19,7 +21,13 @@ def add_parser(sub):
                        description="Run a whole model once on an OpenCL device and print or save "
                                    "its outputs.")
     add_model_options(p, "run")
-    p.add_argument("-o", "--output", help="write the outputs to this .npz (or .npy: one output)")
+    p.add_argument("-o", "--output", help="write the outputs to this .npz (or .npy: one output); "
+                                          "of a sequence, each output's steps stacked on a "
+                                          "new first axis")
+    p.add_argument("--stream", action="store_true",
+                   help="a model with state (OpenVINO ReadValue/Assign): each -i file's first "
+                        "axis is the steps, run in order on one request (without --stream, "
+                        "such a model takes one file per step: -i a.npy -i b.npy ...)")
     add_profile_options(p)
     add_kernel_check_options(p)
     p.add_argument("--check-with", action="extend", nargs="+", default=[],
@@ -38,7 +46,8 @@ def run(args) -> int:
     if args.output:
         check_output_path(args.output)
     report, resolver = reference_checks(args)
-    engine, net, arrays = load_network(args, profiling=perf_counts, resolver=resolver)
+    engine, net, steps = load_network_steps(args, profiling=perf_counts, resolver=resolver)
+    arrays = steps[0]
     if args.output:
         # the graph's Results, not net.output_names: that builds the default plan, which a
         # model with shape inputs cannot have before it sees their values
@@ -52,11 +61,14 @@ def run(args) -> int:
         check_bounds_note(args)
         if report_kernel_problems(problems):    # no output is written from such a model
             return 1
-    req = net.infer_async(arrays)        # the plan for these shapes (and shape-input values)
-    outputs = req.wait()
-    warn_if_not_finite(outputs, "the model's")
-    for name, arr in outputs.items():
-        print(summarize(name, arr))
+    if _stateful(net):                   # a sequence on one request, its state carried
+        req, outputs = run_sequence(net, steps)
+    else:
+        req = net.infer_async(arrays)    # the plan for these shapes (and shape-input values)
+        outputs = req.wait()
+        warn_if_not_finite(outputs, "the model's")
+        for name, arr in outputs.items():
+            print(summarize(name, arr))
     if args.output:
         write_arrays_atomically(args.output, outputs)
         print(f"outputs written to {args.output}", file=sys.stderr)
@@ -71,6 +83,29 @@ def run(args) -> int:
     if report is not None:
         return print_checks(report, args.check_with)
     return 0
+
+
+def _stateful(net) -> bool:
+    from ...graph.variables import variables_of
+    return bool(variables_of(net.graph))
+
+
+def run_sequence(net, steps):
+    """The steps in order on one request (its state carried); each step's outputs printed.
+    Returns the request and every output's steps stacked (what -o writes)."""
+    shapes = {n: tuple(a.shape) for n, a in steps[0].items()}
+    values = {n: steps[0][n] for n in net.value_inputs if n in steps[0]}
+    req = net.create_request(shapes, values)
+    names = [n for n, _ in req.plan.inputs]
+    outputs = []
+    for t, step in enumerate(steps):
+        outputs.append(req.infer({n: step[n] for n in names}))
+        warn_if_not_finite(outputs[-1], f"step {t}'s")
+        for name, arr in outputs[-1].items():
+            print(f"step {t}: {summarize(name, arr)}")
+    print(f"{len(steps)} step(s) on one request, its state carried "
+          f"({', '.join(s.name for s in req.query_state()) or 'no state'})", file=sys.stderr)
+    return req, stacked(outputs)
 
 
 def reference_checks(args):

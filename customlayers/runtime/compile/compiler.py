@@ -17,18 +17,18 @@ import numpy as np
 
 from ...errors import BindingError, CustomLayersError, DeviceError, ModelError
 from ...graph.graph import Graph, Node
+from ...graph.variables import check_variables
 from ...jit.launch import CompileContext, DeviceTraits
-from ...jit.layer import LayerCall, LayerImpl, LayerWork
+from ...jit.layer import LayerCall, LayerImpl, LayerWork, state_ref
 from ...jit.tensor import TensorDesc
 from .concat_in_place import ConcatCandidate, place_concat_inputs
 from .compiled_values import compiled_in, is_empty, settle_empty
-from ..device.device_memory import check_fits
 from ...passes.fusion import FusionPlan
 from ...ops import half_storage
 from ..device.parallel_build import build_programs
-from .plan_buffers import plan_buffers
-from .plan import CompiledPlan, Step, TensorKey, alias_root
-from .planner import MemoryPlan, TensorLife, plan_memory
+from .plan_buffers import check_device_memory, plan_buffers, plan_memory_of
+from .plan import CompiledPlan, Step, TensorKey
+from .plan_states import register_states
 
 
 @dataclass(frozen=True)
@@ -67,6 +67,12 @@ def compile_plan(graph: Graph, order: Sequence[Node], impls: Mapping[str, LayerI
     booleans: set[str] = set()      # outputs the model declares boolean (Result: boolean=true)
     result_rank = {n.id: i for i, n in enumerate(graph.results)}
     empty: dict[TensorKey, tuple] = {}        # compiled-in values with no element: their shape
+    # the model's variables (state_ref key -> TensorDesc) and the layer that first named each;
+    # the steps that write one (Assign) run after all others: the run reads what the last left
+    check_variables(graph)
+    states: dict = {}
+    state_owners: dict = {}
+    last_steps: list[Step] = []
 
     for node in order:
         try:
@@ -153,7 +159,14 @@ def compile_plan(graph: Graph, order: Sequence[Node], impls: Mapping[str, LayerI
             notes += work.notes
             if work.after_build is not None:
                 after_build.append((node, work.after_build))
+            register_states(node, work.states, states, state_owners, descs)
             wired = _wire(node, work, in_keys, out_keys, descs, consts)
+            if impl.stores_state:          # its output (if any) is the value it stores
+                if out_descs:
+                    descs[out_keys[0]] = out_descs[0]
+                    alias[out_keys[0]] = in_keys[0]
+                last_steps.extend(wired)
+                continue
             offsets = impl.input_offsets(call, out_descs)
             if offsets is not None and len(wired) == 1:
                 concats.append(ConcatCandidate(len(steps), tuple(offsets)))
@@ -162,6 +175,7 @@ def compile_plan(graph: Graph, order: Sequence[Node], impls: Mapping[str, LayerI
             _name_the_layer(e, node)
             raise
 
+    steps.extend(last_steps)
     outputs = [(name, key) for name, (_, key) in sorted(results.items(),
                                                         key=lambda item: item[1][0])]
     in_place = place_concat_inputs(steps, concats, descs, alias, consts,
@@ -170,9 +184,9 @@ def compile_plan(graph: Graph, order: Sequence[Node], impls: Mapping[str, LayerI
     steps = in_place.steps
     alias.update(in_place.alias)
     laid_out = time.perf_counter()
-    memory = _plan_memory(steps, descs, alias, consts, inputs, outputs)
+    memory = plan_memory_of(steps, descs, alias, consts, inputs, outputs, states)
     device_bytes = check_device_memory(engine.device, steps, descs, consts, alias, inputs,
-                                       outputs, memory)
+                                       outputs, memory, states)
     planned = time.perf_counter()
     programs = _build(engine, steps, after_build)
     seconds = {"layers": laid_out - started, "memory": planned - laid_out,
@@ -180,7 +194,7 @@ def compile_plan(graph: Graph, order: Sequence[Node], impls: Mapping[str, LayerI
     return CompiledPlan(steps, descs, consts, alias, inputs, outputs, memory, programs,
                         boolean_outputs=frozenset(booleans),
                         notes=notes, offsets=in_place.offsets, in_place=in_place.decisions,
-                        seconds=seconds, device_bytes=device_bytes)
+                        seconds=seconds, device_bytes=device_bytes, states=states)
 
 
 def _output_name(graph: Graph, result: Node, src, taken: dict) -> str | None:
@@ -210,12 +224,13 @@ def plan_prefix(plan: CompiledPlan, count: int,
     (tensors those steps compute, or inputs), with its memory planned anew: how a debugging
     run observes what a later layer receives (network_checks.py)."""
     steps = plan.steps[:count]
-    memory = _plan_memory(steps, plan.descs, plan.alias, plan.consts, plan.inputs, outputs)
+    memory = plan_memory_of(steps, plan.descs, plan.alias, plan.consts, plan.inputs, outputs,
+                          plan.states)
     _, own, shared = plan_buffers(steps, plan.descs, plan.consts, plan.alias, plan.inputs,
-                                  outputs, memory)
+                                  outputs, memory, plan.states)
     return CompiledPlan(steps, plan.descs, plan.consts, plan.alias, plan.inputs, outputs,
                         memory, plan.programs[:count], offsets=plan.offsets,
-                        in_place=plan.in_place,
+                        in_place=plan.in_place, states=plan.states,
                         device_bytes=(memory.planned_bytes + sum(n for n, _ in own),
                                       sum(n for n, _ in shared)))
 
@@ -234,6 +249,8 @@ def _wire(node: Node, work: LayerWork, in_keys, out_keys, descs, consts) -> list
     keys.update({("out", j): k for j, k in enumerate(out_keys)})
     for name, desc in work.temps.items():
         keys[("temp", name)] = ("temp", node.id, name)
+    for name in work.states:             # the request's own tensor, one key plan-wide
+        keys[state_ref(name)] = state_ref(name)
     for name, value in work.consts.items():
         key = keys[("const", name)] = ("const", node.id, name)
         consts[key] = value
@@ -330,48 +347,6 @@ def _check_fp16(options: PlanOptions, node: Node, impl: LayerImpl, work: LayerWo
 
 # how a built-in op's program enables half arithmetic (ops/_program.py: program_text)
 _FP16_PRAGMA = "cl_khr_fp16 : enable"
-
-
-def check_device_memory(device, steps, descs, consts, alias, inputs, outputs,
-                        memory: MemoryPlan) -> tuple[int, int]:
-    """DeviceError naming the tensor when a buffer is over the device's largest allocation, or
-    what a request allocates at once over its memory (device_memory.py): checked before
-    anything is allocated. Returns (bytes each request allocates, bytes its plan's constants
-    take once), which requests then reserve (device_memory.reserve)."""
-    tensors, own, shared = plan_buffers(steps, descs, consts, alias, inputs, outputs, memory)
-    check_fits(device, tensors + own + shared, "the network, for these input shapes,",
-               total=memory.planned_bytes + sum(n for n, _ in own + shared))
-    return memory.planned_bytes + sum(n for n, _ in own), sum(n for n, _ in shared)
-
-
-def _plan_memory(steps, descs, alias, consts, inputs, outputs) -> MemoryPlan:
-    """One life per buffer: a tensor written in place into a Concat's output (an alias) makes
-    that output live from the first such write."""
-    def root(key):
-        return alias_root(alias, key)
-
-    first: dict = {}
-    last: dict = {}
-    end = len(steps)
-    for i, s in enumerate(steps):
-        for k in s.outputs:
-            r = root(k)
-            first.setdefault(r, i)
-            last[r] = max(last.get(r, i), i)
-        for k in s.inputs:
-            r = root(k)
-            last[r] = max(last.get(r, i), i)
-    for _, k in outputs:
-        last[root(k)] = end
-    input_keys = {k for _, k in inputs}
-    lives = [TensorLife(k, descs[k].nbytes, first[k], last[k]) for k in first
-             if k not in consts and k not in input_keys]
-    memory = plan_memory(lives)
-    # a step's output that is an alias was placed in a Concat's output (views write nothing)
-    in_place = {k for s in steps for k in s.outputs if k in alias}
-    memory.total_tensor_bytes += sum(descs[k].nbytes for k in in_place)
-    memory.in_place_tensors = len(in_place)
-    return memory
 
 
 def _name_the_layer(e: CustomLayersError, node: Node) -> None:

@@ -8,7 +8,7 @@ offset o_i (CompiledPlan.alias and .offsets). Nothing else has to know:
 - every kernel that writes or reads the input is bound to a sub-buffer of the output's buffer
   at that origin (request.py), so the producers need no change of their own;
 - the memory planner sees one tensor, the output, living from the first producer's write to
-  the last read of the output or of any of its slices (compiler._plan_memory);
+  the last read of the output or of any of its slices (plan_buffers.plan_memory_of);
 - commands are ordered by the memory they touch (ordering.py): a reader of the output waits for
   every producer, since each of them writes its buffer.
 Concats nest: the output of one in place can be an input of the next (DenseNet concatenates each

@@ -328,7 +328,9 @@ class Network:
         return req
 
     def infer(self, inputs) -> dict[str, np.ndarray]:
-        """Run once and return {output name: array}. The host waits once, for the outputs."""
+        """Run once and return {output name: array}. The host waits once, for the outputs.
+        A model with state (ReadValue/Assign) runs on an idle request of the pool, each with
+        its own state: a sequence runs on one request of create_request."""
         return self.infer_async(inputs).wait()
 
     def stream(self, inputs: Iterable, nireq: int = 4, *, pinned: bool = False,

@@ -47,6 +47,9 @@ class CompiledPlan:
     constants_reserved: bool = field(default=False, compare=False, repr=False)
     # the outputs the model declares boolean (held as u8): returned as numpy bool arrays
     boolean_outputs: frozenset = frozenset()
+    # the model's variables (ReadValue/Assign): state key (jit/layer.py state_ref) ->
+    # TensorDesc, in the order the model first names them; each request owns their buffers
+    states: dict = field(default_factory=dict)
 
     def root(self, key):
         return alias_root(self.alias, key)

@@ -6,18 +6,19 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..device.device_memory import Need
+from ..device.device_memory import Need, check_fits
 from ..device.launch_args import ArgumentSource, bind_args
 from .plan import alias_root
-from .planner import MemoryPlan
+from .planner import MemoryPlan, TensorLife, plan_memory
 
 
-def plan_buffers(steps, descs, consts, alias, inputs, outputs, memory: MemoryPlan
+def plan_buffers(steps, descs, consts, alias, inputs, outputs, memory: MemoryPlan, states=()
                  ) -> tuple[list[Need], list[Need], list[Need]]:
     """What a plan allocates, as (bytes, name): (its tensors in the memory plan's slots, what
     else each request allocates: inputs and scratch buffers, what its first request uploads
     for all: the constants a kernel, a host step or an output reads (request.py) and the
-    layers' constant arguments, packed weights and Data blobs)."""
+    layers' constant arguments, packed weights and Data blobs). `states`: the plan's states
+    (key -> TensorDesc), one buffer each of every request's own."""
     def root(key):
         return alias_root(alias, key)
 
@@ -29,6 +30,7 @@ def plan_buffers(steps, descs, consts, alias, inputs, outputs, memory: MemoryPla
                 if step is not None else f"tensor {key}")
         tensors.append((descs[key].nbytes, what))
     own: list[Need] = [(descs[key].nbytes, f"input '{name}'") for name, key in inputs]
+    own += [(max(descs[key].nbytes, 1), f"state '{key[1]}'") for key in states]
     shared: list[Need] = []
     read = {root(k) for _, k in outputs}
     needs = _LaunchNeeds(root, read, own, shared)
@@ -41,6 +43,49 @@ def plan_buffers(steps, descs, consts, alias, inputs, outputs, memory: MemoryPla
     shared += [(np.asarray(v).nbytes, f"constant {key[0] if isinstance(key, tuple) else key}")
                for key, v in consts.items() if key in read]
     return tensors, own, shared
+
+
+def check_device_memory(device, steps, descs, consts, alias, inputs, outputs,
+                        memory: MemoryPlan, states=()) -> tuple[int, int]:
+    """DeviceError naming the tensor when a buffer is over the device's largest allocation, or
+    what a request allocates at once over its memory (device_memory.py): checked before
+    anything is allocated. Returns (bytes each request allocates, bytes its plan's constants
+    take once), which requests then reserve (device_memory.reserve)."""
+    tensors, own, shared = plan_buffers(steps, descs, consts, alias, inputs, outputs, memory,
+                                        states)
+    check_fits(device, tensors + own + shared, "the network, for these input shapes,",
+               total=memory.planned_bytes + sum(n for n, _ in own + shared))
+    return memory.planned_bytes + sum(n for n, _ in own), sum(n for n, _ in shared)
+
+
+def plan_memory_of(steps, descs, alias, consts, inputs, outputs, states=()) -> MemoryPlan:
+    """One life per buffer: a tensor written in place into a Concat's output (an alias) makes
+    that output live from the first such write. States are the request's own, not planned."""
+    def root(key):
+        return alias_root(alias, key)
+
+    first: dict = {}
+    last: dict = {}
+    end = len(steps)
+    for i, s in enumerate(steps):
+        for k in s.outputs:
+            r = root(k)
+            first.setdefault(r, i)
+            last[r] = max(last.get(r, i), i)
+        for k in s.inputs:
+            r = root(k)
+            last[r] = max(last.get(r, i), i)
+    for _, k in outputs:
+        last[root(k)] = end
+    input_keys = {k for _, k in inputs}
+    lives = [TensorLife(k, descs[k].nbytes, first[k], last[k]) for k in first
+             if k not in consts and k not in input_keys and k not in states]
+    memory = plan_memory(lives)
+    # a step's output that is an alias was placed in a Concat's output (views write nothing)
+    in_place = {k for s in steps for k in s.outputs if k in alias}
+    memory.total_tensor_bytes += sum(descs[k].nbytes for k in in_place)
+    memory.in_place_tensors = len(in_place)
+    return memory
 
 
 class _LaunchNeeds(ArgumentSource):

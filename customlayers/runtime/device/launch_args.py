@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import Sequence
 
+import numpy as np
+
 from ...errors import ModelError
 from ...jit.launch import Arg
 
@@ -39,11 +41,16 @@ class ArgumentSource:
     def local(self, arg: Arg, position: int):
         raise self._cannot(arg)
 
+    def state_flag(self, arg: Arg, position: int):
+        """Whether the state was written (jit/launch.py): a request binds its own flag; a
+        launch run alone reads its state as reset."""
+        return np.int32(0)
+
     def _cannot(self, arg: Arg) -> Exception:
         return ModelError(f"{type(self).__name__} cannot bind an argument of kind {arg.kind!r}")
 
 
-KINDS = ("input", "output", "const", "scratch", "scalar", "local")
+KINDS = ("input", "output", "const", "scratch", "scalar", "local", "state_flag")
 
 
 def bind_args(args: Sequence[Arg], source: ArgumentSource, layer: str) -> list:

@@ -28,6 +28,7 @@ from .host_step import HostStep, HostSteps
 from ..device.kernel_release import next_serial, release_newest_first
 from ..device.launch_args import bind_args
 from .request_args import RequestArgs
+from .states import RequestStates, VariableState
 
 
 class InferRequest:
@@ -58,6 +59,8 @@ class InferRequest:
         self._scratch: list[cl.Buffer] = []
         # slices of Concat outputs written in place, released before the slots they are cut from
         self._slices = SubBuffers()
+        # the model's variables: one buffer each, the request's own for its life (states.py)
+        self._states = RequestStates(self, plan)
         self._bind_all()
         # Python layers: host steps between the kernels, run by a worker (host_step.py)
         self._host = HostSteps(eng.context) if any(s.host is not None for s in plan.steps) \
@@ -85,6 +88,7 @@ class InferRequest:
         launches = getattr(self, "_launches", None)    # None: __init__ raised before it
         if launches:
             self._uses = {}                 # the other references to the kernels
+            self._states.forget_kernels()
             self._launches = []
             release_newest_first(launches)
 
@@ -107,6 +111,8 @@ class InferRequest:
         plan = self.plan
         if root in plan.consts:
             return _const_buffer(self.context, plan, root)
+        if root in self._states:
+            return self._states.buffers[root]
         for name, k in plan.inputs:
             if k == root:
                 return self._inputs[name][0]
@@ -233,9 +239,11 @@ class InferRequest:
         run.wait_for = wait_for
         try:
             self._rebind(run.binding)
+            self._states.before_run()
             run.done = self._enqueue(run)
         except cl.Error as e:
             raise ExecutionError(f"enqueue failed: {e}") from e
+        self._states.after_start()
         self._run = run
         self.busy = True
         return run.done
@@ -430,6 +438,16 @@ class InferRequest:
     def infer(self, arrays: dict | None = None) -> dict[str, np.ndarray]:
         self.start(arrays or {})
         return self.wait()
+
+    # -- states (a model with ReadValue/Assign: states.py) ----------------------------------
+    def query_state(self) -> list[VariableState]:
+        """The request's states (OpenVINO's names): each has .name, .state (a numpy copy),
+        .set_state(array) and .reset(). They live on the device across this request's runs."""
+        return self._states.query()
+
+    def reset_state(self) -> None:
+        """Reset every state: the next run reads each ReadValue's init (else zeros)."""
+        self._states.reset_all()
 
 
 def _const_buffer(context, plan, key) -> cl.Buffer:

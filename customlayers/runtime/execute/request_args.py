@@ -54,6 +54,9 @@ class RequestArgs(ArgumentSource):
     def local(self, arg, position):
         return cl.LocalMemory(arg.nbytes)
 
+    def state_flag(self, arg, position):
+        return self.request._states.flag_use(arg.value, self.kernel, position)
+
 
 def _const_arg(context, plan, arg) -> cl.Buffer:
     """The buffer of an Arg.const, uploaded once per plan and shared by its requests. Keyed

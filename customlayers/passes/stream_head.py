@@ -1,0 +1,141 @@
+"""The head of a streamed causal model (the handlers of stream_layers.py's kind for the layers
+that read the last step and shape what comes of it): a Gather or Slice of the last step of a
+sequence [N, C, T], the Reshape, Squeeze, Unsqueeze (Flatten) after it, and a softmax over a
+frame's channels (of a sequence at every step, or of the head).
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+
+from ..graph.graph import Node
+from ..ops.stream.program import ChannelSoftmax
+from .stream_layers import Head, Sequence, like
+
+
+def _last_step(walk, node: Node, index: int, length, what: str) -> None:
+    """Refuses an index of the time axis that is not its last step."""
+    if index == -1 or length is not None and index == length - 1:
+        return
+    walk.refuse(node, f"{what} step {index} of the time axis, not the last (-1"
+                      f"{'' if length is None else f' or {length - 1}'}): a stream computes "
+                      f"each step as the last of the window up to it")
+
+
+def gather(walk, node: Node):
+    x = walk.sequence(node, 0, "gathers from")
+    idx, axis = walk.const(node, 1, "its indices"), walk.const(node, 2, "its axis")
+    axis = int(axis.reshape(-1)[0]) % 3
+    if str(node.attrs.get("batch_dims", "0")) != "0" or axis != 2:
+        walk.refuse(node, f"gathers along axis {axis} of [N, C, T]; a stream reads the last "
+                          f"step along the time axis (2) only")
+    if idx.size != 1:
+        walk.refuse(node, f"gathers {idx.size} steps of the time axis; a stream reads the last")
+    _last_step(walk, node, int(idx.reshape(-1)[0]), node.inputs[0].shape[2], "reads")
+    return Head(x.frame, (x.channels,) + tuple(idx.shape))
+
+
+def slice_(walk, node: Node):
+    x = walk.sequence(node, 0, "slices")
+    start, stop, step, axes = (walk.const(node, i, what).reshape(-1).astype(np.int64)
+                               for i, what in ((1, "start"), (2, "stop"), (3, "step"),
+                                               (4, "axes")))
+    shape = tuple(node.inputs[0].shape or (None,) * 3)
+    time = False
+    for b, e, s, a in zip(start.tolist(), stop.tolist(), step.tolist(), axes.tolist()):
+        a %= 3
+        length = shape[a]
+        if a != 2:
+            if b == 0 and s == 1 and (length is not None and e >= length or e >= 2 ** 31 - 1):
+                continue
+            walk.refuse(node, f"slices {b}:{e}:{s} of axis {a} of [N, C, T]; a stream slices "
+                              f"the last step of the time axis only")
+        if x.extra and b == 0 and s == 1 and (e == -x.extra or e == (length or 0) - x.extra):
+            x = replace(x, extra=0, padded=None)          # the chomp of a causal convolution
+            continue
+        walk.settled(x)
+        end_ok = e >= 2 ** 31 - 1 or length is not None and e >= length
+        if s != 1 or not end_ok:
+            walk.refuse(node, f"keeps steps {b}:{e}:{s} of the time axis; a stream reads the "
+                              f"last step only (a Slice [-1:], or a chomp right after a causal "
+                              f"convolution, folded into its padding)")
+        _last_step(walk, node, b, length, "keeps from")
+        time = True
+    if not time:
+        return x
+    return Head(x.frame, (x.channels, 1))
+
+
+
+
+def reshape(walk, node: Node):
+    """Reshape, Squeeze, Unsqueeze: a sequence keeps its [N, C, T]; a head any shape that keeps
+    the batch first (the frame is the same numbers in the same order)."""
+    x = walk.frame_input(node, 0)
+    src, out = tuple(node.inputs[0].shape or ()), tuple(node.outputs[0].shape or ())
+    if isinstance(x, Sequence):
+        if len(out) == 3 and out[1] == x.channels and out[2] == src[2]:
+            return x
+        walk.refuse(node, f"reshapes the sequence {list(src)} to {list(out)}: the time axis "
+                          f"must stay the last axis of [N, C, T] (merging it or moving it "
+                          f"mixes steps)")
+    shape = _head_shape(walk, node, x)
+    if isinstance(shape, str):
+        walk.refuse(node, f"{shape}; a stream keeps the batch axis first")
+    return Head(x.frame, shape)
+
+
+def _head_shape(walk, node: Node, x: Head):
+    """The shape (without the batch) a Reshape, Squeeze or Unsqueeze gives the head `x`, or
+    a string saying why it moves the batch axis."""
+    rank = len(x.shape) + 1
+    axes = None
+    if len(node.inputs) > 1:
+        axes = [int(a) for a in walk.const(node, 1, "its shape or axes").reshape(-1)]
+    if node.type == "Squeeze":
+        axes = [a % rank for a in axes] if axes is not None else \
+            [i + 1 for i, d in enumerate(x.shape) if d == 1]
+        if 0 in axes or any(x.shape[a - 1] != 1 for a in axes):
+            return f"squeezes axes {axes} of {[None, *x.shape]}"
+        return tuple(d for i, d in enumerate(x.shape) if i + 1 not in axes)
+    if node.type == "Unsqueeze":
+        axes = sorted(a % (rank + len(axes)) for a in axes)
+        if 0 in axes:
+            return "puts an axis before the batch"
+        dims = list(x.shape)
+        for a in axes:
+            dims.insert(a - 1, 1)
+        return tuple(dims)
+    target = list(axes)
+    if str(node.attrs.get("special_zero", "false")).lower() == "true":
+        full = ["N"] + list(x.shape)           # 0 copies the input's dim: the batch first
+        target = [full[i] if v == 0 and i < len(full) else v for i, v in enumerate(target)]
+    if target and (target[0] in ("N", -1) or target[0] == walk.batch):
+        rest = target[1:]
+        known = int(np.prod([v for v in rest if v != -1], dtype=np.int64))
+        if target[0] != -1 and rest.count(-1) == 1 and known and x.size % known == 0:
+            rest = [x.size // known if v == -1 else v for v in rest]
+        if -1 not in rest and int(np.prod(rest, dtype=np.int64)) == x.size:
+            return tuple(int(v) for v in rest)
+    return f"reshapes {[None, *x.shape]} to {[None if v == 'N' else v for v in target]}"
+
+
+def softmax(walk, node: Node):
+    x = walk.frame_input(node, 0)
+    rank = 3 if isinstance(x, Sequence) else len(x.shape) + 1
+    axis = int(node.attrs.get("axis", 1)) % rank
+    if isinstance(x, Sequence) and axis == 2:
+        walk.refuse(node, "a softmax over the time axis: its output at every step depends on "
+                          "every step of the window (mixes steps)")
+    if axis == 0:
+        walk.refuse(node, f"{node.type} over the batch axis")
+    if isinstance(x, Head) and any(d != 1 for i, d in enumerate(x.shape) if i != axis - 1):
+        walk.refuse(node, f"{node.type} over axis {axis} of {[None] + list(x.shape)}: a stream "
+                          f"takes the softmax of a whole frame")
+    log = node.type == "LogSoftmax"
+    return like(x, walk.emit(ChannelSoftmax(x.frame, "", log, node.name), node, x.size))
+
+
+LAYERS = {"Gather": gather, "Slice": slice_, "Reshape": reshape, "Squeeze": reshape,
+          "Unsqueeze": reshape, "SoftMax": softmax, "LogSoftmax": softmax}
