@@ -26,10 +26,10 @@ from dataclasses import replace
 
 from ..dtypes import BY_NAME
 from ..graph.graph import Graph, Node
+from ..graph.variables import ASSIGN, READ_VALUE, variables_of
 from .graph_edit import rebuilt_graph
 
 CAUSAL_CONV = "CausalConvWithState"
-READ_VALUE, ASSIGN = "ReadValue", "Assign"
 
 
 def bind_state_inputs(graph: Graph, is_builtin=None) -> tuple[Graph, list[str]]:
@@ -38,6 +38,7 @@ def bind_state_inputs(graph: Graph, is_builtin=None) -> tuple[Graph, list[str]]:
     are bound; None: every node does), as for the passes of PASSES."""
     changed: dict[str, Node] = {}
     notes: list[str] = []
+    taken = set(variables_of(graph))          # the model's own variables (an IR's ReadValue)
     for param in graph.parameters:
         conv = _sole_past_state_reader(graph, param)
         if conv is None or (is_builtin is not None and not is_builtin(conv)):
@@ -48,7 +49,8 @@ def bind_state_inputs(graph: Graph, is_builtin=None) -> tuple[Graph, list[str]]:
             notes.append(f"input '{name}' feeds the past_state of {_layer(conv)}, whose "
                          f"present_state is no output of the model: left an input")
             continue
-        why = _unbindable(param.outputs[0])
+        why = _unbindable(param.outputs[0]) or \
+            (f"the model has a variable '{name}' already" if name in taken else "")
         if why:
             notes.append(f"input '{name}' (the past_state of {_layer(conv)}) is left an "
                          f"input: {why}")

@@ -201,7 +201,6 @@ def _bound_network(engine, path: Path):
 def test_bound_state_runs_chunk_after_chunk_on_one_request(tmp_path, engine):
     """The state on the device: chunks of 4 steps on one request, the state passed by no one,
     equal one run over the whole sequence; reset_state starts the sequence again."""
-    pytest.importorskip("customlayers.ops.tensor.state")     # request states (ReadValue/Assign)
     n, c, k, chunk, total = 2, 3, 4, 4, 20
     weight = RNG.standard_normal((c, 1, k)).astype(np.float32)
     bias = RNG.standard_normal(c).astype(np.float32)
@@ -215,7 +214,7 @@ def test_bound_state_runs_chunk_after_chunk_on_one_request(tmp_path, engine):
     whole = Network(whole_path, engine=engine).infer({"input": x, "bias": bias,
                                                       "past_state": zeros})
     net = _bound_network(engine, path)
-    assert net.input_names == ["input", "bias"]
+    assert net.input_names == ["input", "bias"] and net.output_names == ["y"]
     request = net.create_request()
     for attempt in range(2):                    # the second time after reset_state
         pieces = []
@@ -229,6 +228,11 @@ def test_bound_state_runs_chunk_after_chunk_on_one_request(tmp_path, engine):
         assert state.name == "past_state"
         np.testing.assert_array_equal(state.state, whole["present"])
         request.reset_state()
-    # after the reset the state is zeros again: the first chunk gives the whole run's first steps
+    # after the reset the state is zeros again: the first chunk gives the whole run's first
+    # steps; a second request has its own state, untouched by the first one's runs
     first = request.infer({"input": x[:, :, :chunk], "bias": bias})["y"]
     np.testing.assert_allclose(first, whole["y"][:, :, :chunk], rtol=1e-6, atol=1e-6)
+    other = net.create_request()
+    np.testing.assert_array_equal(other.query_state()[0].state, zeros)
+    np.testing.assert_array_equal(other.infer({"input": x[:, :, :chunk], "bias": bias})["y"],
+                                  first)

@@ -131,3 +131,14 @@ def test_half_states_and_custom_layers(tmp_path):
 
 def test_the_binding_is_not_a_default_pass():
     assert bind_state_inputs not in PASSES
+
+
+def test_an_input_named_like_a_variable_of_the_model_stays_an_input(tmp_path):
+    from customlayers.graph.graph import Node, Port
+    g = _graph(tmp_path, [(False, "past", "present")], outputs=["y0", "present"])
+    g.add_node(Node("rv", "rv", "ReadValue", {"variable_id": "past"}, [],
+                    [Port((1,), "f32", ("other",))]))
+    new, notes = bind_state_inputs(g)
+    assert new is g and notes == ["input 'past' (the past_state of layer 'ccs0' "
+                                  "(CausalConvWithState)) is left an input: the model has a "
+                                  "variable 'past' already"]
