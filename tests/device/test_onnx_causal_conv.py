@@ -192,7 +192,7 @@ def test_bad_forms_are_refused_naming_the_node(tmp_path, engine, change, words):
 def _bound_network(engine, path: Path):
     """The model with its past_state/present_state pair bound to a state of the request."""
     from customlayers.graph.onnx.reader import read_onnx
-    from customlayers.passes.state_binding import bind_state_inputs
+    from customlayers.passes.state import bind_state_inputs
     graph, notes = bind_state_inputs(read_onnx(path))
     assert len(notes) == 1 and "bound to state 'past_state'" in notes[0], notes
     return Network(graph, engine=engine)

@@ -1,4 +1,4 @@
-"""passes/state_binding.py on graphs read from small ONNX models (no device): the past_state
+"""passes/state/binding.py on graphs read from small ONNX models (no device): the past_state
 input and present_state output of a CausalConvWithState become a ReadValue and an Assign of one
 variable; what cannot be bound stays as it is, with a note saying why."""
 from __future__ import annotations
@@ -11,7 +11,7 @@ import numpy as np  # noqa: E402
 
 from customlayers.graph.onnx.reader import read_onnx  # noqa: E402
 from customlayers.passes import PASSES  # noqa: E402
-from customlayers.passes.state_binding import bind_state_inputs  # noqa: E402
+from customlayers.passes.state import bind_state_inputs  # noqa: E402
 
 C, K = 4, 3
 

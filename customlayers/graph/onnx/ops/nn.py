@@ -114,7 +114,7 @@ def _causal_conv_with_state(r, node, name: str, attrs: dict) -> None:
     """Opset 27, onto the built-in op of the same name (ops/nn/causal_conv.py): the optional
     bias and past_state follow input and weight where given, flagged has_bias and
     has_past_state. The present_state keeps its ONNX name, so that a user can feed it back as
-    the next call's past_state, or passes/state_binding.py can bind the pair to a state."""
+    the next call's past_state, or passes/state/binding.py can bind the pair to a state."""
     activation = text_attr(r, attrs, "activation", "none", ("none", "silu", "swish"))
     bias, past = optional_input(node, 2), optional_input(node, 3)
     ir = {"activation": activation, "has_bias": "true" if bias else "false",

@@ -24,10 +24,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..dtypes import BY_NAME
-from ..graph.graph import Graph, Node
-from ..graph.variables import ASSIGN, READ_VALUE, variables_of
-from .graph_edit import rebuilt_graph
+from ...dtypes import BY_NAME
+from ...graph.graph import Graph, Node
+from ...graph.variables import ASSIGN, READ_VALUE, variables_of
+from ..graph_edit import rebuilt_graph
 
 CAUSAL_CONV = "CausalConvWithState"
 
