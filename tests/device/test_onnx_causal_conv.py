@@ -189,33 +189,38 @@ def test_bad_forms_are_refused_naming_the_node(tmp_path, engine, change, words):
     assert "'ccs'" in str(info.value) and words in str(info.value), str(info.value)
 
 
-def _bound_network(engine, path: Path):
+def _bound_network(engine, path: Path, shapes=None):
     """The model with its past_state/present_state pair bound to a state of the request."""
     from customlayers.graph.onnx.reader import read_onnx
     from customlayers.passes.state import bind_state_inputs
-    graph, notes = bind_state_inputs(read_onnx(path))
+    graph, notes = bind_state_inputs(read_onnx(path), shapes=shapes)
     assert len(notes) == 1 and "bound to state 'past_state'" in notes[0], notes
     return Network(graph, engine=engine)
 
 
-def test_bound_state_runs_chunk_after_chunk_on_one_request(tmp_path, engine):
+@pytest.mark.parametrize("dynamic", [False, True])
+def test_bound_state_runs_chunk_after_chunk_on_one_request(tmp_path, engine, dynamic):
     """The state on the device: chunks of 4 steps on one request, the state passed by no one,
-    equal one run over the whole sequence; reset_state starts the sequence again."""
+    equal one run over the whole sequence; reset_state starts the sequence again. `dynamic`:
+    the model's batch and time are symbolic (as torch exports them), the state's batch given
+    to the binding and the chunks' shape to the request."""
     n, c, k, chunk, total = 2, 3, 4, 4, 20
     weight = RNG.standard_normal((c, 1, k)).astype(np.float32)
     bias = RNG.standard_normal(c).astype(np.float32)
     x = RNG.standard_normal((n, c, total)).astype(np.float32)
     zeros = np.zeros((n, c, k - 1), np.float32)
+    dims = {"input": ["N", c, "T"], "past_state": ["N", c, k - 1]} if dynamic else None
     path = model(tmp_path / "ccs.onnx", {"input": x[:, :, :chunk], "bias": bias,
                                          "past_state": zeros},
-                 activation="silu", weight_init=weight)
+                 activation="silu", weight_init=weight, dims=dims)
     whole_path = model(tmp_path / "whole.onnx", {"input": x, "bias": bias, "past_state": zeros},
                        activation="silu", weight_init=weight)
     whole = Network(whole_path, engine=engine).infer({"input": x, "bias": bias,
                                                       "past_state": zeros})
-    net = _bound_network(engine, path)
-    assert net.input_names == ["input", "bias"] and net.output_names == ["y"]
-    request = net.create_request()
+    net = _bound_network(engine, path, {"past_state": zeros.shape} if dynamic else None)
+    assert net.input_names == ["input", "bias"]            # no past_state to feed
+    shapes = {"input": (n, c, chunk), "bias": (c,)} if dynamic else None
+    request = net.create_request(shapes)
     for attempt in range(2):                    # the second time after reset_state
         pieces = []
         for start in range(0, total, chunk):
@@ -232,7 +237,7 @@ def test_bound_state_runs_chunk_after_chunk_on_one_request(tmp_path, engine):
     # steps; a second request has its own state, untouched by the first one's runs
     first = request.infer({"input": x[:, :, :chunk], "bias": bias})["y"]
     np.testing.assert_allclose(first, whole["y"][:, :, :chunk], rtol=1e-6, atol=1e-6)
-    other = net.create_request()
+    other = net.create_request(shapes)
     np.testing.assert_array_equal(other.query_state()[0].state, zeros)
     np.testing.assert_array_equal(other.infer({"input": x[:, :, :chunk], "bias": bias})["y"],
                                   first)

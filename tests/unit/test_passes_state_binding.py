@@ -117,7 +117,30 @@ def test_a_dynamic_batch_stays_an_input_with_a_note(tmp_path):
     assert new is g
     assert notes == ["input 'past' (the past_state of layer 'ccs0' (CausalConvWithState)) is "
                      "left an input: its shape [?, 4, 2] is not static, and a state's shape is "
-                     "fixed when the model is compiled"]
+                     "fixed when the model is compiled (give it: shapes={input name: shape})"]
+
+
+def test_a_dynamic_batch_binds_at_the_shape_given(tmp_path):
+    g = _graph(tmp_path, [(False, "past", "present")], outputs=["y0", "present"], batch="N")
+    new, notes = bind_state_inputs(g, shapes={"past": (3, C, K - 1)})
+    (read,) = _by_type(new, "ReadValue")
+    assert read.attrs["variable_shape"] == "3,4,2" and read.outputs[0].shape == (3, C, K - 1)
+    assert len(notes) == 1 and "bound to state 'past'" in notes[0]
+
+
+@pytest.mark.parametrize("shapes,words", [
+    ({"past": (3, 5, 2)}, "shapes['past'] = [3, 5, 2] does not fit input 'past', declared "
+                          "[?, 4, 2]"),
+    ({"past": (3, 4)}, "shapes['past'] = [3, 4] does not fit"),
+    ({"pats": (3, 4, 2)}, "shapes names 'pats', which is no past_state input of the model; "
+                          "those are: past"),
+])
+def test_shapes_that_do_not_fit_are_refused(tmp_path, shapes, words):
+    from customlayers.errors import ModelError
+    g = _graph(tmp_path, [(False, "past", "present")], outputs=["y0", "present"], batch="N")
+    with pytest.raises(ModelError) as info:
+        bind_state_inputs(g, shapes=shapes)
+    assert words in str(info.value), str(info.value)
 
 
 def test_half_states_and_custom_layers(tmp_path):

@@ -23,40 +23,48 @@ be bound (a dim not known, a type a state does not take) stay inputs, with a not
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Mapping, Sequence
 
 from ...dtypes import BY_NAME
-from ...graph.graph import Graph, Node
+from ...errors import ModelError
+from ...graph.graph import Graph, Node, Port
 from ...graph.variables import ASSIGN, READ_VALUE, variables_of
 from ..graph_edit import rebuilt_graph
 
 CAUSAL_CONV = "CausalConvWithState"
 
 
-def bind_state_inputs(graph: Graph, is_builtin=None) -> tuple[Graph, list[str]]:
+def bind_state_inputs(graph: Graph, is_builtin=None, *,
+                      shapes: Mapping[str, Sequence[int]] | None = None
+                      ) -> tuple[Graph, list[str]]:
     """(the rewritten graph, one note per input bound or left as it was); the graph itself
     when nothing is bound. `is_builtin(node)`: the node runs its type's built-in (only those
-    are bound; None: every node does), as for the passes of PASSES."""
+    are bound; None: every node does), as for the passes of PASSES. `shapes`: input name ->
+    the state's shape where the model leaves a dim symbolic (a dynamic batch: a state holds one
+    shape, and a request runs one batch); ModelError where it contradicts the model."""
     changed: dict[str, Node] = {}
     notes: list[str] = []
     taken = set(variables_of(graph))          # the model's own variables (an IR's ReadValue)
+    candidates = []
     for param in graph.parameters:
         conv = _sole_past_state_reader(graph, param)
         if conv is None or (is_builtin is not None and not is_builtin(conv)):
             continue
+        candidates.append(_value_name(param))
         result = _present_state_result(graph, conv)
         name = _value_name(param)
         if result is None:
             notes.append(f"input '{name}' feeds the past_state of {_layer(conv)}, whose "
                          f"present_state is no output of the model: left an input")
             continue
-        why = _unbindable(param.outputs[0]) or \
+        port = _given_shape(param.outputs[0], name, (shapes or {}).get(name))
+        why = _unbindable(port) or \
             (f"the model has a variable '{name}' already" if name in taken else "")
         if why:
             notes.append(f"input '{name}' (the past_state of {_layer(conv)}) is left an "
                          f"input: {why}")
             continue
-        port = param.outputs[0]
-        changed[param.id] = replace(param, type=READ_VALUE, inputs=[], attrs={
+        changed[param.id] = replace(param, type=READ_VALUE, inputs=[], outputs=[port], attrs={
             "variable_id": name, "variable_shape": ",".join(str(d) for d in port.shape),
             "variable_type": BY_NAME[port.dtype].ir_element_type})
         changed[result.id] = replace(result, type=ASSIGN, name=f"{name}/assign",
@@ -64,6 +72,11 @@ def bind_state_inputs(graph: Graph, is_builtin=None) -> tuple[Graph, list[str]]:
         notes.append(f"input '{name}' and output '{_value_name(result)}' of {_layer(conv)} "
                      f"are bound to state '{name}' (ReadValue, Assign): the request keeps it on "
                      f"the device across runs, from zeros")
+    unknown = sorted(set(shapes or {}) - set(candidates))
+    if unknown:
+        raise ModelError(f"bind_state_inputs: shapes names {', '.join(map(repr, unknown))}, "
+                         f"which {'is' if len(unknown) == 1 else 'are'} no past_state input of "
+                         f"the model; those are: {', '.join(candidates) or 'none'}")
     if not changed:
         return graph, notes
     return rebuilt_graph(graph, changed, set(), {}), notes
@@ -89,11 +102,25 @@ def _present_state_result(graph: Graph, conv: Node) -> Node | None:
     return None
 
 
-def _unbindable(port) -> str:
+def _given_shape(port: Port, name: str, shape) -> Port:
+    """`port` with the shape the caller gives its state, checked against the model's dims."""
+    if shape is None:
+        return port
+    shape = tuple(int(d) for d in shape)
+    declared = port.shape
+    if declared is not None and (len(declared) != len(shape) or any(
+            d is not None and d != s for d, s in zip(declared, shape))) or \
+            any(d < 0 for d in shape):
+        raise ModelError(f"bind_state_inputs: shapes['{name}'] = {list(shape)} does not fit "
+                         f"input '{name}', declared {_dims(declared)}")
+    return replace(port, shape=shape)
+
+
+def _unbindable(port: Port) -> str:
     """Why a state cannot hold a tensor like `port` ('' where it can)."""
     if port.shape is None or any(d is None for d in port.shape):
         return (f"its shape {_dims(port.shape)} is not static, and a state's shape is fixed "
-                f"when the model is compiled")
+                f"when the model is compiled (give it: shapes={{input name: shape}})")
     entry = BY_NAME.get(port.dtype)
     if entry is None or entry.ir_element_type is None:
         return f"a state of {port.dtype} has no IR element type (variable_type)"
