@@ -27,9 +27,8 @@ import numpy as np
 from ..errors import ModelError
 from ..graph.graph import Graph, Node
 from ..ops.stream.program import Binary, CausalConv, StreamOutput, StreamProgram
-from .shape_folding import fold_shape_arithmetic
+from . import FOLDING, stream_head, stream_layers
 from .stream_constants import EVALUATED, evaluate
-from . import stream_head, stream_layers
 from .stream_layers import KEEP_EXTRA, TIME_MIXING, Head, Sequence, not_causal
 from .window_folding import fold_into_convolutions
 
@@ -43,7 +42,7 @@ def stream_program(graph: Graph, axis: int = -1, is_builtin=None) -> StreamProgr
     every node does. ModelError naming the layer and why for a model that cannot stream."""
     builtin = is_builtin or (lambda node: True)
     notes: list[str] = []
-    for rewrite in (fold_shape_arithmetic, fold_into_convolutions):
+    for rewrite in FOLDING + (fold_into_convolutions,):
         graph, done = rewrite(graph, builtin)
         notes += done
     walk = _Walk(graph, builtin)
@@ -187,6 +186,14 @@ class _Walk:
             self.refuse(node, f"{what} (input {port}) must be a constant; here it is computed "
                               f"from the input")
         return value
+
+    def integers(self, node: Node, port: int, what: str) -> np.ndarray:
+        """A constant input of integers (indices, axes, a shape), as int64."""
+        value = self.const(node, port, what)
+        if value.dtype.kind not in "iu" or value.size == 0:
+            self.refuse(node, f"{what} (input {port}) must be integers, found "
+                              f"{value.dtype.name} of shape {list(value.shape)}")
+        return value.astype(np.int64)
 
     def scalar(self, node: Node, port: int, what: str) -> float:
         value = self.const(node, port, what)

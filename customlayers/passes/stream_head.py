@@ -14,6 +14,12 @@ from ..ops.stream.program import ChannelSoftmax
 from .stream_layers import Head, Sequence, like
 
 
+def _dims3(node: Node) -> tuple:
+    """The declared dims of a sequence input [N, C, T] (None where unknown)."""
+    shape = tuple(node.inputs[0].shape or ())
+    return shape if len(shape) == 3 else (None,) * 3
+
+
 def _last_step(walk, node: Node, index: int, length, what: str) -> None:
     """Refuses an index of the time axis that is not its last step."""
     if index == -1 or length is not None and index == length - 1:
@@ -25,23 +31,23 @@ def _last_step(walk, node: Node, index: int, length, what: str) -> None:
 
 def gather(walk, node: Node):
     x = walk.sequence(node, 0, "gathers from")
-    idx, axis = walk.const(node, 1, "its indices"), walk.const(node, 2, "its axis")
+    idx, axis = walk.integers(node, 1, "its indices"), walk.integers(node, 2, "its axis")
     axis = int(axis.reshape(-1)[0]) % 3
     if str(node.attrs.get("batch_dims", "0")) != "0" or axis != 2:
         walk.refuse(node, f"gathers along axis {axis} of [N, C, T]; a stream reads the last "
                           f"step along the time axis (2) only")
     if idx.size != 1:
         walk.refuse(node, f"gathers {idx.size} steps of the time axis; a stream reads the last")
-    _last_step(walk, node, int(idx.reshape(-1)[0]), node.inputs[0].shape[2], "reads")
+    _last_step(walk, node, int(idx.reshape(-1)[0]), _dims3(node)[2], "reads")
     return Head(x.frame, (x.channels,) + tuple(idx.shape))
 
 
 def slice_(walk, node: Node):
     x = walk.sequence(node, 0, "slices")
-    start, stop, step, axes = (walk.const(node, i, what).reshape(-1).astype(np.int64)
+    start, stop, step, axes = (walk.integers(node, i, what).reshape(-1)
                                for i, what in ((1, "start"), (2, "stop"), (3, "step"),
                                                (4, "axes")))
-    shape = tuple(node.inputs[0].shape or (None,) * 3)
+    shape = _dims3(node)
     time = False
     for b, e, s, a in zip(start.tolist(), stop.tolist(), step.tolist(), axes.tolist()):
         a %= 3
@@ -73,7 +79,7 @@ def reshape(walk, node: Node):
     """Reshape, Squeeze, Unsqueeze: a sequence keeps its [N, C, T]; a head any shape that keeps
     the batch first (the frame is the same numbers in the same order)."""
     x = walk.frame_input(node, 0)
-    src, out = tuple(node.inputs[0].shape or ()), tuple(node.outputs[0].shape or ())
+    src, out = _dims3(node), tuple(node.outputs[0].shape or ())
     if isinstance(x, Sequence):
         if len(out) == 3 and out[1] == x.channels and out[2] == src[2]:
             return x
@@ -92,7 +98,7 @@ def _head_shape(walk, node: Node, x: Head):
     rank = len(x.shape) + 1
     axes = None
     if len(node.inputs) > 1:
-        axes = [int(a) for a in walk.const(node, 1, "its shape or axes").reshape(-1)]
+        axes = [int(a) for a in walk.integers(node, 1, "its shape or axes").reshape(-1)]
     if node.type == "Squeeze":
         axes = [a % rank for a in axes] if axes is not None else \
             [i + 1 for i, d in enumerate(x.shape) if d == 1]

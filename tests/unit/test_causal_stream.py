@@ -393,3 +393,38 @@ def test_an_ir_batch_norm_inference_after_a_causal_convolution_streams_exactly()
     stream = ReferenceStream(program, 2)
     got = np.stack([stream.step(x[:, :, t])["out"] for t in range(9)], axis=2)
     np.testing.assert_allclose(got, want, rtol=RTOL, atol=1e-12)
+
+
+# -- a mutated causal model is streamed or refused, never a crash -------------------------
+def _fuzz_seeds(folder: Path) -> list[bytes]:
+    m, h = _stack(3, (1, 2))
+    a = m.save(folder / "a.onnx", [m.dense_head(h, 6, 4)])
+    m, h = _stack(2, (1,), form="pad", length=9)
+    b = m.save(folder / "b.onnx", [m.dense_head(h, 6, 4, pick="slice"), h])
+    return [a.read_bytes(), b.read_bytes()]
+
+
+def test_a_mutated_causal_model_streams_or_is_refused_with_a_model_error(tmp_path):
+    """tests/model_mutators.py's ONNX mutations (op types, attributes, dims, initializers,
+    inputs changed) of two causal models: a model read is converted or refused with a
+    ModelError, never another exception (found so: a float index of a Gather)."""
+    import random
+    import model_mutators as mm
+    from customlayers.errors import CustomLayersError
+    seeds = _fuzz_seeds(tmp_path)
+    converted = refused = 0
+    for seed in range(1000):
+        rng = random.Random(seed)
+        data = rng.choice(seeds)
+        for _ in range(rng.randint(1, 3)):
+            data = mm.mutate_onnx(data, rng)
+        try:
+            graph = read_model(mm.write_onnx(tmp_path, data))
+        except CustomLayersError:
+            continue
+        try:
+            stream_program(graph)
+            converted += 1
+        except ModelError:
+            refused += 1
+    assert converted and refused
