@@ -34,13 +34,13 @@ def _program(path, **kw):
 
 
 # -- the seed's TCN ------------------------------------------------------------------------
-@pytest.mark.parametrize("weight_norm", [False, True])
-def test_seed_tcn_streams_exactly_at_every_step(tmp_path, weight_norm):
+@pytest.mark.parametrize("weight_norm, batch", [(False, 1), (False, 64), (True, 3)])
+def test_seed_tcn_streams_exactly_at_every_step(tmp_path, weight_norm, batch):
     """bench/gpu_peers.py's TCN (3 levels here: dilations 1, 2, 4, a receptive field of 85
     steps, longer than the 24 streamed) with its Gather of index T-1: one model per window
-    length. weight_norm: torch's export of weight norm (constant ReduceL2, Div, Mul) is
-    evaluated by the conversion; the step is the same chain of ops."""
-    length, batch = 24, 3
+    length; N = 1 and 64 streams. weight_norm: torch's export of weight norm (constant
+    ReduceL2, Div, Mul) is evaluated by the conversion; the step is the same chain of ops."""
+    length = 24
 
     def model(t):
         return onnx_tcn(tmp_path / f"tcn{t}.onnx", batch, levels=3, length=t,
