@@ -159,11 +159,7 @@ class _Walk:
         """Refuses a sequence with extra steps at its end, naming the convolution that
         padded them."""
         if isinstance(value, Sequence) and value.extra:
-            k = value.padded
-            w = self.values.get(self.graph.producer(k.id, 1))
-            kernel = int(w.shape[-1]) if isinstance(w, np.ndarray) else 1
-            dilation = int(str(k.attrs.get("dilations") or "1").split(",")[-1])
-            self.refuse(k, not_causal(k, value.extra, (kernel - 1) * dilation))
+            self.refuse(value.padded, not_causal(value.extra, value.padded_history))
 
     def refuse(self, node: Node, why: str):
         raise ModelError(f"cannot stream {node.describe()}: {why}")

@@ -58,7 +58,7 @@ def slice_(walk, node: Node):
             walk.refuse(node, f"slices {b}:{e}:{s} of axis {a} of [N, C, T]; a stream slices "
                               f"the last step of the time axis only")
         if x.extra and b == 0 and s == 1 and (e == -x.extra or e == (length or 0) - x.extra):
-            x = replace(x, extra=0, padded=None)          # the chomp of a causal convolution
+            x = replace(x, extra=0, padded=None, padded_history=0)   # the chomp
             continue
         walk.settled(x)
         end_ok = e >= 2 ** 31 - 1 or length is not None and e >= length
