@@ -352,25 +352,17 @@ def test_a_time_axis_that_is_not_the_last_of_n_c_t_is_refused(tmp_path, axis, sh
         _program(path, axis=axis)
 
 
-def test_an_ir_batch_norm_inference_after_a_causal_convolution_streams_exactly():
-    """The IR spelling (an OpenVINO model): Convolution padded at the start, then
-    BatchNormInference, read as a per-channel scale and shift folded into the convolution;
-    against the whole-window model in numpy."""
+def _ir_conv_bn(w, gamma, beta, mean, var, conv_attrs):
+    """An IR graph (OpenVINO's spelling): x [1, C, ?] -> Convolution -> BatchNormInference."""
     from customlayers.graph.graph import Graph, Node, Port
-    rng = np.random.default_rng(3)
-    cin, cout, k, d = 3, 4, 3, 2
-    w = rng.standard_normal((cout, cin, k)).astype(np.float32)
-    gamma, beta, mean = (rng.standard_normal(cout).astype(np.float32) for _ in range(3))
-    var = rng.uniform(0.5, 2, cout).astype(np.float32)
+    cout, cin = w.shape[:2]
     g = Graph("ir")
     seq = lambda c: Port((1, c, None), "f32")  # noqa: E731
     g.add_node(Node("x", "x", "Parameter", outputs=[seq(cin)], location="m.xml:3"))
     consts = {"w": w, "gamma": gamma, "beta": beta, "mean": mean, "var": var}
     for name, value in consts.items():
         g.add_node(Node(name, name, "Const", outputs=[Port(value.shape, "f32")], value=value))
-    g.add_node(Node("conv", "conv", "Convolution", {"strides": "1", "dilations": str(d),
-                                                      "pads_begin": str((k - 1) * d),
-                                                      "pads_end": "0"},
+    g.add_node(Node("conv", "conv", "Convolution", conv_attrs, location="m.xml:9",
                     inputs=[seq(cin), Port(w.shape, "f32")], outputs=[seq(cout)]))
     g.add_node(Node("bn", "bn", "BatchNormInference", {"epsilon": "0.001"},
                     inputs=[seq(cout)] + [Port((cout,), "f32")] * 4, outputs=[seq(cout)]))
@@ -381,6 +373,20 @@ def test_an_ir_batch_norm_inference_after_a_causal_convolution_streams_exactly()
     for port, name in enumerate(("gamma", "beta", "mean", "var"), 1):
         g.connect(name, 0, "bn", port)
     g.connect("bn", 0, "out", 0)
+    return g
+
+
+def test_an_ir_batch_norm_inference_after_a_causal_convolution_streams_exactly():
+    """The IR spelling (an OpenVINO model): Convolution padded at the start, then
+    BatchNormInference, read as a per-channel scale and shift folded into the convolution;
+    against the whole-window model in numpy."""
+    rng = np.random.default_rng(3)
+    cin, cout, k, d = 3, 4, 3, 2
+    w = rng.standard_normal((cout, cin, k)).astype(np.float32)
+    gamma, beta, mean = (rng.standard_normal(cout).astype(np.float32) for _ in range(3))
+    var = rng.uniform(0.5, 2, cout).astype(np.float32)
+    g = _ir_conv_bn(w, gamma, beta, mean, var, {"strides": "1", "dilations": str(d),
+                                                "pads_begin": str((k - 1) * d), "pads_end": "0"})
     program = stream_program(g)
     assert [type(op).__name__ for op in program.ops] == ["CausalConv"]    # the BN folded in
     from customlayers.ops.stream.reference import ReferenceStream
@@ -428,3 +434,19 @@ def test_a_mutated_causal_model_streams_or_is_refused_with_a_model_error(tmp_pat
         except ModelError:
             refused += 1
     assert converted and refused
+
+
+@pytest.mark.parametrize("attrs, why", [
+    ({"strides": "1", "dilations": "x", "pads_begin": "2", "pads_end": "0"},
+     "dilations='x' is not a list of integers"),
+    ({"strides": "1", "dilations": "0", "pads_begin": "0", "pads_end": "0"},
+     "kernel 3 with dilations [0]"),
+    ({"strides": "1", "dilations": "1", "pads_begin": "2", "pads_end": "-1"},
+     "pads_end -1 on the time axis"),
+])
+def test_an_ir_convolution_with_bad_attributes_is_refused_by_name(attrs, why):
+    ones = np.ones(4, np.float32)
+    g = _ir_conv_bn(np.ones((4, 3, 3), np.float32), ones, ones, ones, ones, attrs)
+    with pytest.raises(ModelError, match="cannot stream layer 'conv' .*m.xml:9") as e:
+        stream_program(g)
+    assert why in str(e.value)
