@@ -191,6 +191,15 @@ class _Walk:
                               f"{value.dtype.name} of shape {list(value.shape)}")
         return value.astype(np.int64)
 
+    def attr(self, node: Node, key: str, default=None, kind=float):
+        """Attribute `key` as a float (or `kind`), or the layer refused saying why."""
+        text = node.attrs.get(key, default)
+        try:
+            return kind(text)
+        except (TypeError, ValueError):
+            what = "an integer" if kind is int else "a number"
+            self.refuse(node, f"{key}='{text}' is not {what}")
+
     def scalar(self, node: Node, port: int, what: str) -> float:
         value = self.const(node, port, what)
         if value.size != 1:
@@ -299,13 +308,14 @@ def _why_not(node: Node, walk: _Walk) -> str:
     if node.type.startswith("Reduce"):
         axes = next((v for v in reads[1:] if isinstance(v, np.ndarray)), None)
         rank = 3 if isinstance(reads[0], Sequence) else None
-        if rank and axes is not None and 2 in {int(a) % rank for a in axes.reshape(-1)}:
+        if rank and axes is not None and axes.dtype.kind in "iu" and \
+                2 in {int(a) % rank for a in axes.reshape(-1)}:
             return "reduces over the time axis: its output reads every step of the window " \
                    "(mixes steps)"
     if node.type == "Transpose" and isinstance(reads[0], Sequence):
         return "moves the time axis of the sequence [N, C, T] (a step keeps it last)"
     if node.type == "Concat" and any(isinstance(v, Sequence) for v in reads):
-        axis = int(node.attrs.get("axis", 1)) % 3
+        axis = walk.attr(node, "axis", 1, int) % 3
         return ("concatenates along the time axis: mixes steps" if axis == 2 else
                 f"concatenates along axis {axis}; the stream's frame ops have no concatenation")
     return (f"{node.type} is not a layer a step runs (causal convolutions, pointwise and "

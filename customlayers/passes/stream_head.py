@@ -73,8 +73,6 @@ def slice_(walk, node: Node):
     return Head(x.frame, (x.channels, 1))
 
 
-
-
 def reshape(walk, node: Node):
     """Reshape, Squeeze, Unsqueeze: a sequence keeps its [N, C, T]; a head any shape that keeps
     the batch first (the frame is the same numbers in the same order)."""
@@ -99,6 +97,8 @@ def _head_shape(walk, node: Node, x: Head):
     axes = None
     if len(node.inputs) > 1:
         axes = [int(a) for a in walk.integers(node, 1, "its shape or axes").reshape(-1)]
+    if axes is None and node.type != "Squeeze":
+        return f"a {node.type} without its shape or axes input"
     if node.type == "Squeeze":
         axes = [a % rank for a in axes] if axes is not None else \
             [i + 1 for i, d in enumerate(x.shape) if d == 1]
@@ -130,7 +130,7 @@ def _head_shape(walk, node: Node, x: Head):
 def softmax(walk, node: Node):
     x = walk.frame_input(node, 0)
     rank = 3 if isinstance(x, Sequence) else len(x.shape) + 1
-    axis = int(node.attrs.get("axis", 1)) % rank
+    axis = walk.attr(node, "axis", 1, int) % rank
     if isinstance(x, Sequence) and axis == 2:
         walk.refuse(node, "a softmax over the time axis: its output at every step depends on "
                           "every step of the window (mixes steps)")

@@ -159,9 +159,9 @@ def pointwise(walk, node: Node):
     x = walk.frame_input(node, 0)
     kind, params = _UNARY.get(node.type), ()
     if node.type == "Elu":
-        kind, params = "elu", (float(node.attrs.get("alpha", 1.0)),)
+        kind, params = "elu", (walk.attr(node, "alpha", 1.0),)
     elif node.type == "Clamp":
-        kind, params = "clip", (float(node.attrs["min"]), float(node.attrs["max"]))
+        kind, params = "clip", (walk.attr(node, "min"), walk.attr(node, "max"))
     elif node.type == "Gelu":
         mode = (node.attrs.get("approximation_mode") or "erf").lower()
         kind = {"erf": "gelu_erf", "tanh": "gelu_tanh"}.get(mode)
@@ -275,7 +275,7 @@ def batch_norm(walk, node: Node):
     gamma, beta, mean, var = (walk.const(node, i, what).astype(np.float64).reshape(-1)
                               for i, what in ((1, "gamma"), (2, "beta"), (3, "mean"),
                                               (4, "variance")))
-    eps = float(node.attrs.get("epsilon", 1e-5))
+    eps = walk.attr(node, "epsilon", 1e-5)
     a = gamma / np.sqrt(var + eps)
     shift = beta - mean * a
     channels = x.channels if isinstance(x, Sequence) else (x.shape[0] if x.shape else 0)

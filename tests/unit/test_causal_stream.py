@@ -352,7 +352,7 @@ def test_a_time_axis_that_is_not_the_last_of_n_c_t_is_refused(tmp_path, axis, sh
         _program(path, axis=axis)
 
 
-def _ir_conv_bn(w, gamma, beta, mean, var, conv_attrs):
+def _ir_conv_bn(w, gamma, beta, mean, var, conv_attrs, bn_attrs=None):
     """An IR graph (OpenVINO's spelling): x [1, C, ?] -> Convolution -> BatchNormInference."""
     from customlayers.graph.graph import Graph, Node, Port
     cout, cin = w.shape[:2]
@@ -364,7 +364,7 @@ def _ir_conv_bn(w, gamma, beta, mean, var, conv_attrs):
         g.add_node(Node(name, name, "Const", outputs=[Port(value.shape, "f32")], value=value))
     g.add_node(Node("conv", "conv", "Convolution", conv_attrs, location="m.xml:9",
                     inputs=[seq(cin), Port(w.shape, "f32")], outputs=[seq(cout)]))
-    g.add_node(Node("bn", "bn", "BatchNormInference", {"epsilon": "0.001"},
+    g.add_node(Node("bn", "bn", "BatchNormInference", bn_attrs or {"epsilon": "0.001"},
                     inputs=[seq(cout)] + [Port((cout,), "f32")] * 4, outputs=[seq(cout)]))
     g.add_node(Node("out", "out", "Result", inputs=[seq(cout)]))
     g.connect("x", 0, "conv", 0)
@@ -450,3 +450,13 @@ def test_an_ir_convolution_with_bad_attributes_is_refused_by_name(attrs, why):
     with pytest.raises(ModelError, match="cannot stream layer 'conv' .*m.xml:9") as e:
         stream_program(g)
     assert why in str(e.value)
+
+
+def test_an_ir_batch_norm_with_an_epsilon_that_is_not_a_number_is_refused_by_name():
+    ones = np.ones(4, np.float32)
+    g = _ir_conv_bn(np.ones((4, 3, 3), np.float32), ones, ones, ones, ones,
+                    {"strides": "1", "dilations": "1", "pads_begin": "2", "pads_end": "0"},
+                    {"epsilon": "1e-3x"})
+    with pytest.raises(ModelError, match="cannot stream layer 'bn' .*epsilon='1e-3x' is not a "
+                                         "number"):
+        stream_program(g)
