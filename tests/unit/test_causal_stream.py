@@ -460,3 +460,47 @@ def test_an_ir_batch_norm_with_an_epsilon_that_is_not_a_number_is_refused_by_nam
     with pytest.raises(ModelError, match="cannot stream layer 'bn' .*epsilon='1e-3x' is not a "
                                          "number"):
         stream_program(g)
+
+
+def test_ir_activations_stream_exactly():
+    """IR-only activations (Swish with and without beta, HSigmoid, Clamp, Elu) after a causal
+    convolution, against numpy over the whole window."""
+    from customlayers.graph.graph import Graph, Node, Port
+    from customlayers.ops.stream.reference import ReferenceStream
+    rng = np.random.default_rng(5)
+    w = rng.standard_normal((3, 2, 2)).astype(np.float32)
+    seq = Port((1, 3, None), "f32")
+    g = Graph("ir")
+    g.add_node(Node("x", "x", "Parameter", outputs=[Port((1, 2, None), "f32")]))
+    g.add_node(Node("w", "w", "Const", outputs=[Port(w.shape, "f32")], value=w))
+    g.add_node(Node("conv", "conv", "Convolution", {"strides": "1", "dilations": "1",
+                                                      "pads_begin": "1", "pads_end": "0"},
+                    inputs=[Port((1, 2, None), "f32"), Port(w.shape, "f32")], outputs=[seq]))
+    g.connect("x", 0, "conv", 0)
+    g.connect("w", 0, "conv", 1)
+    chain = [("Swish", {}, ()), ("Swish", {}, (np.float32(1.7),)), ("HSigmoid", {}, ()),
+             ("Elu", {"alpha": "0.5"}, ()), ("Clamp", {"min": "-0.2", "max": "0.9"}, ())]
+    last = "conv"
+    for k, (kind, attrs, params) in enumerate(chain):
+        name = f"a{k}"
+        g.add_node(Node(name, name, kind, attrs, inputs=[seq] + [Port((), "f32")] * len(params),
+                        outputs=[seq]))
+        g.connect(last, 0, name, 0)
+        for j, value in enumerate(params, 1):
+            g.add_node(Node(f"{name}p{j}", "p", "Const", outputs=[Port((), "f32")], value=value))
+            g.connect(f"{name}p{j}", 0, name, j)
+        last = name
+    g.add_node(Node("out", "out", "Result", inputs=[seq]))
+    g.connect(last, 0, "out", 0)
+    program = stream_program(g)
+    x = _input(2, 2, 6).astype(np.float64)
+    padded = np.concatenate([np.zeros((2, 2, 1)), x], axis=2)
+    v = sum(np.einsum("oc,nct->not", w[:, :, j], padded[:, :, j:j + 6]) for j in range(2))
+    v = v / (1 + np.exp(-v))
+    v = v / (1 + np.exp(-1.7 * v))
+    v = np.clip(v + 3, 0, 6) / 6
+    v = np.where(v > 0, v, 0.5 * (np.exp(v) - 1))
+    want = np.clip(v, -0.2, 0.9)
+    stream = ReferenceStream(program, 2)
+    got = np.stack([stream.step(x[:, :, t])["out"] for t in range(6)], axis=2)
+    np.testing.assert_allclose(got, want, rtol=RTOL, atol=1e-12)
