@@ -63,3 +63,32 @@ def rnn_cell(path, hidden=6, inputs=5, batch=2) -> str:
     y = op6.result(new)
     y.get_output_tensor(0).set_names({"h_out"})
     return save(ov.Model(results=[y], sinks=[sink], parameters=[x], name="rnn"), path)
+
+
+def low_latency_rnn(folder, cell: str, steps=3, inputs=4, hidden=5) -> str:
+    """An ONNX GRU or LSTM (onnx.helper; cell "GRU", "GRU-linear-before-reset" or "LSTM") of
+    `steps` time steps, converted by OpenVINO, made stateful by its LowLatency2 pass (the
+    initial states become ReadValue/Assign), saved as IR; returns the .xml path."""
+    import onnx
+    import openvino.passes
+    from onnx import TensorProto, helper, numpy_helper
+    kind = cell.split("-")[0]
+    gates = 3 if kind == "GRU" else 4
+    rng = np.random.default_rng(17)
+    weights = {"W": rng.standard_normal((1, gates * hidden, inputs)) * 0.5,
+               "R": rng.standard_normal((1, gates * hidden, hidden)) * 0.5,
+               "B": rng.standard_normal((1, 2 * gates * hidden)) * 0.2}
+    outs = ["Y", "Y_h"] + ["Y_c"] * (kind == "LSTM")
+    extra = {"linear_before_reset": 1} if cell.endswith("reset") else {}
+    node = helper.make_node(kind, ["X", "W", "R", "B"], outs, hidden_size=hidden, **extra)
+    graph = helper.make_graph(
+        [node], "rnn", [helper.make_tensor_value_info("X", TensorProto.FLOAT, [steps, 1, inputs])],
+        [helper.make_tensor_value_info(o, TensorProto.FLOAT, None) for o in outs],
+        [numpy_helper.from_array(v.astype(np.float32), k) for k, v in weights.items()])
+    onnx_path = str(folder / f"{cell}.onnx")
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)]), onnx_path)
+    model = ov.convert_model(onnx_path)
+    manager = openvino.passes.Manager()
+    manager.register_pass(openvino.passes.LowLatency2())
+    manager.run_passes(model)
+    return save(model, folder / f"{cell}_low_latency.xml")

@@ -1,6 +1,8 @@
 """Models as graphs: the Graph types and the readers that make them (OpenVINO IR, ONNX).
 
-graph.py (Graph, Node, Port), ir.py (OpenVINO IR), onnx/ (the ONNX reader and its one
+graph.py (Graph, Node, Port), ir.py (OpenVINO IR), ir_lowering.py (IR layers the built-ins
+take in another form: static ShapeOf arithmetic, GRUSequence/LSTMSequence), variables.py (a
+stateful model's ReadValue/Assign variables, checked), onnx/ (the ONNX reader and its one
 translation table), load.py (either, by file), custom_shapes.py (output shapes of custom nodes
 asked of the resolver).
 

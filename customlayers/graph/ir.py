@@ -23,6 +23,7 @@ from ..errors import ModelError, ModelFileError
 from ..files import read_user_file
 from .graph import Graph, Node, Port
 from .guard import located
+from .ir_lowering import lower_ir
 from .variables import check_variables
 from .limits import MAX_DIM, MAX_MODEL_BYTES, check_shape, element_count, parse_int
 
@@ -195,6 +196,7 @@ class _Reader:
         except ModelError as e:                  # a cycle: Graph names the layers, we the file
             raise ModelError(f"{self.file}: {e}") from e
         _fill_missing_dtypes(graph, order)
+        graph = lower_ir(graph)                  # static shape arithmetic, GRU/LSTMSequence
         check_variables(graph)                   # ReadValue/Assign: the variables they name
         return graph
 

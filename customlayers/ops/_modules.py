@@ -35,5 +35,6 @@ for _name in (
     "reduce.layer_norm",   # LayerNorm (ONNX LayerNormalization as one kernel)
     "quant.linear",        # QuantizeLinear, DequantizeLinear, Requantize (QLinear* ops)
     "quant.integer",       # MatMulInteger, ConvInteger (exact int32 sums)
+    "nn.causal_conv",      # CausalConvWithState (ONNX opset 27): the conv and its carried state
 ):
     importlib.import_module(f"{__package__}.{_name}")

@@ -16,6 +16,9 @@ shuffle_folding.py channel shuffles before depthwise convolutions become their c
 unused_outputs.py  MaxPool index outputs nobody reads are not computed
 pick_folding.py    a last-step Gather before a MatMul becomes the element the MatMul reads
 gelu_folding.py    the five layers of an exported erf GELU become one Gelu layer
+state/             rewrites that give a model a request's state: binding.py's bind_state_inputs
+                   (a CausalConvWithState's past_state input and present_state output become a
+                   ReadValue and an Assign; asked for, not in PASSES)
 fusion.py          the fusion plan (epilogues, channel-affine chains), made after resolution
                    from the layers' LayerImpl (not a rewrite: see Network)
 causal_stream.py   a whole-window causal model [N, C, T] as the step of a stream

@@ -27,9 +27,8 @@ import numpy as np
 from ..errors import ModelError
 from ..graph.graph import Graph, Node
 from ..ops.stream.program import Binary, CausalConv, StreamOutput, StreamProgram
-from .shape_folding import fold_shape_arithmetic
+from . import FOLDING, stream_head, stream_layers
 from .stream_constants import EVALUATED, evaluate
-from . import stream_head, stream_layers
 from .stream_layers import KEEP_EXTRA, TIME_MIXING, Head, Sequence, not_causal
 from .window_folding import fold_into_convolutions
 
@@ -43,7 +42,7 @@ def stream_program(graph: Graph, axis: int = -1, is_builtin=None) -> StreamProgr
     every node does. ModelError naming the layer and why for a model that cannot stream."""
     builtin = is_builtin or (lambda node: True)
     notes: list[str] = []
-    for rewrite in (fold_shape_arithmetic, fold_into_convolutions):
+    for rewrite in FOLDING + (fold_into_convolutions,):
         graph, done = rewrite(graph, builtin)
         notes += done
     walk = _Walk(graph, builtin)
@@ -160,11 +159,7 @@ class _Walk:
         """Refuses a sequence with extra steps at its end, naming the convolution that
         padded them."""
         if isinstance(value, Sequence) and value.extra:
-            k = value.padded
-            w = self.values.get(self.graph.producer(k.id, 1))
-            kernel = int(w.shape[-1]) if isinstance(w, np.ndarray) else 1
-            dilation = int(str(k.attrs.get("dilations") or "1").split(",")[-1])
-            self.refuse(k, not_causal(k, value.extra, (kernel - 1) * dilation))
+            self.refuse(value.padded, not_causal(value.extra, value.padded_history))
 
     def refuse(self, node: Node, why: str):
         raise ModelError(f"cannot stream {node.describe()}: {why}")
@@ -187,6 +182,23 @@ class _Walk:
             self.refuse(node, f"{what} (input {port}) must be a constant; here it is computed "
                               f"from the input")
         return value
+
+    def integers(self, node: Node, port: int, what: str) -> np.ndarray:
+        """A constant input of integers (indices, axes, a shape), as int64."""
+        value = self.const(node, port, what)
+        if value.dtype.kind not in "iu" or value.size == 0:
+            self.refuse(node, f"{what} (input {port}) must be integers, found "
+                              f"{value.dtype.name} of shape {list(value.shape)}")
+        return value.astype(np.int64)
+
+    def attr(self, node: Node, key: str, default=None, kind=float):
+        """Attribute `key` as a float (or `kind`), or the layer refused saying why."""
+        text = node.attrs.get(key, default)
+        try:
+            return kind(text)
+        except (TypeError, ValueError):
+            what = "an integer" if kind is int else "a number"
+            self.refuse(node, f"{key}='{text}' is not {what}")
 
     def scalar(self, node: Node, port: int, what: str) -> float:
         value = self.const(node, port, what)
@@ -296,13 +308,14 @@ def _why_not(node: Node, walk: _Walk) -> str:
     if node.type.startswith("Reduce"):
         axes = next((v for v in reads[1:] if isinstance(v, np.ndarray)), None)
         rank = 3 if isinstance(reads[0], Sequence) else None
-        if rank and axes is not None and 2 in {int(a) % rank for a in axes.reshape(-1)}:
+        if rank and axes is not None and axes.dtype.kind in "iu" and \
+                2 in {int(a) % rank for a in axes.reshape(-1)}:
             return "reduces over the time axis: its output reads every step of the window " \
                    "(mixes steps)"
     if node.type == "Transpose" and isinstance(reads[0], Sequence):
         return "moves the time axis of the sequence [N, C, T] (a step keeps it last)"
     if node.type == "Concat" and any(isinstance(v, Sequence) for v in reads):
-        axis = int(node.attrs.get("axis", 1)) % 3
+        axis = walk.attr(node, "axis", 1, int) % 3
         return ("concatenates along the time axis: mixes steps" if axis == 2 else
                 f"concatenates along axis {axis}; the stream's frame ops have no concatenation")
     return (f"{node.type} is not a layer a step runs (causal convolutions, pointwise and "

@@ -33,6 +33,8 @@ def evaluate(node: Node, values: list) -> np.ndarray | None:
             if kind in _BINARY and len(values) == 2:
                 a, b = values
                 dtype = np.result_type(a, b)
+                if dtype.kind != "f" and kind in ("Divide", "Power"):
+                    return None          # integer rounding rules of their own: not weights
                 return np.asarray(_BINARY[kind](a, b)).astype(dtype, copy=False)
             if kind in _UNARY and len(values) == 1:
                 return np.asarray(_UNARY[kind](values[0])).astype(values[0].dtype, copy=False)

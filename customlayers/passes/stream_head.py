@@ -14,6 +14,12 @@ from ..ops.stream.program import ChannelSoftmax
 from .stream_layers import Head, Sequence, like
 
 
+def _dims3(node: Node) -> tuple:
+    """The declared dims of a sequence input [N, C, T] (None where unknown)."""
+    shape = tuple(node.inputs[0].shape or ())
+    return shape if len(shape) == 3 else (None,) * 3
+
+
 def _last_step(walk, node: Node, index: int, length, what: str) -> None:
     """Refuses an index of the time axis that is not its last step."""
     if index == -1 or length is not None and index == length - 1:
@@ -25,23 +31,23 @@ def _last_step(walk, node: Node, index: int, length, what: str) -> None:
 
 def gather(walk, node: Node):
     x = walk.sequence(node, 0, "gathers from")
-    idx, axis = walk.const(node, 1, "its indices"), walk.const(node, 2, "its axis")
+    idx, axis = walk.integers(node, 1, "its indices"), walk.integers(node, 2, "its axis")
     axis = int(axis.reshape(-1)[0]) % 3
     if str(node.attrs.get("batch_dims", "0")) != "0" or axis != 2:
         walk.refuse(node, f"gathers along axis {axis} of [N, C, T]; a stream reads the last "
                           f"step along the time axis (2) only")
     if idx.size != 1:
         walk.refuse(node, f"gathers {idx.size} steps of the time axis; a stream reads the last")
-    _last_step(walk, node, int(idx.reshape(-1)[0]), node.inputs[0].shape[2], "reads")
+    _last_step(walk, node, int(idx.reshape(-1)[0]), _dims3(node)[2], "reads")
     return Head(x.frame, (x.channels,) + tuple(idx.shape))
 
 
 def slice_(walk, node: Node):
     x = walk.sequence(node, 0, "slices")
-    start, stop, step, axes = (walk.const(node, i, what).reshape(-1).astype(np.int64)
+    start, stop, step, axes = (walk.integers(node, i, what).reshape(-1)
                                for i, what in ((1, "start"), (2, "stop"), (3, "step"),
                                                (4, "axes")))
-    shape = tuple(node.inputs[0].shape or (None,) * 3)
+    shape = _dims3(node)
     time = False
     for b, e, s, a in zip(start.tolist(), stop.tolist(), step.tolist(), axes.tolist()):
         a %= 3
@@ -52,7 +58,7 @@ def slice_(walk, node: Node):
             walk.refuse(node, f"slices {b}:{e}:{s} of axis {a} of [N, C, T]; a stream slices "
                               f"the last step of the time axis only")
         if x.extra and b == 0 and s == 1 and (e == -x.extra or e == (length or 0) - x.extra):
-            x = replace(x, extra=0, padded=None)          # the chomp of a causal convolution
+            x = replace(x, extra=0, padded=None, padded_history=0)   # the chomp
             continue
         walk.settled(x)
         end_ok = e >= 2 ** 31 - 1 or length is not None and e >= length
@@ -67,13 +73,11 @@ def slice_(walk, node: Node):
     return Head(x.frame, (x.channels, 1))
 
 
-
-
 def reshape(walk, node: Node):
     """Reshape, Squeeze, Unsqueeze: a sequence keeps its [N, C, T]; a head any shape that keeps
     the batch first (the frame is the same numbers in the same order)."""
     x = walk.frame_input(node, 0)
-    src, out = tuple(node.inputs[0].shape or ()), tuple(node.outputs[0].shape or ())
+    src, out = _dims3(node), tuple(node.outputs[0].shape or ())
     if isinstance(x, Sequence):
         if len(out) == 3 and out[1] == x.channels and out[2] == src[2]:
             return x
@@ -92,7 +96,9 @@ def _head_shape(walk, node: Node, x: Head):
     rank = len(x.shape) + 1
     axes = None
     if len(node.inputs) > 1:
-        axes = [int(a) for a in walk.const(node, 1, "its shape or axes").reshape(-1)]
+        axes = [int(a) for a in walk.integers(node, 1, "its shape or axes").reshape(-1)]
+    if axes is None and node.type != "Squeeze":
+        return f"a {node.type} without its shape or axes input"
     if node.type == "Squeeze":
         axes = [a % rank for a in axes] if axes is not None else \
             [i + 1 for i, d in enumerate(x.shape) if d == 1]
@@ -124,7 +130,7 @@ def _head_shape(walk, node: Node, x: Head):
 def softmax(walk, node: Node):
     x = walk.frame_input(node, 0)
     rank = 3 if isinstance(x, Sequence) else len(x.shape) + 1
-    axis = int(node.attrs.get("axis", 1)) % rank
+    axis = walk.attr(node, "axis", 1, int) % rank
     if isinstance(x, Sequence) and axis == 2:
         walk.refuse(node, "a softmax over the time axis: its output at every step depends on "
                           "every step of the window (mixes steps)")

@@ -31,6 +31,7 @@ class Sequence:
     channels: int
     extra: int = 0
     padded: Node | None = None
+    padded_history: int = 0       # its (k-1)*d, for the message
 
     @property
     def size(self) -> int:
@@ -55,7 +56,7 @@ def like(value, frame: str, size: int | None = None):
     return Head(frame, value.shape if size is None else (size,))
 
 
-def not_causal(node: Node, end: int, history: int) -> str:
+def not_causal(end: int, history: int) -> str:
     """Why a convolution padded `end` steps at the end does not stream."""
     return (f"pads_end {end} on the time axis: its output at step t reads the input at steps "
             f"after t (not causal); a causal convolution pads (k-1)*d = {history} at the start "
@@ -63,11 +64,15 @@ def not_causal(node: Node, end: int, history: int) -> str:
             f"(through per-step layers only)")
 
 
-def _ints(text, default: int) -> list[int]:
+def _ints(walk, node: Node, key: str, default: int) -> list[int]:
     """An attribute's list of ints ("1,2"); [default] when absent or empty."""
+    text = node.attrs.get(key)
     if text is None:
         return [default]
-    return [int(v) for v in str(text).replace(" ", "").split(",") if v] or [default]
+    try:
+        return [int(v) for v in str(text).replace(" ", "").split(",") if v] or [default]
+    except ValueError:
+        walk.refuse(node, f"{key}='{text}' is not a list of integers")
 
 
 # -- convolutions ----------------------------------------------------------------------------
@@ -81,12 +86,15 @@ def convolution(walk, node: Node):
     groups = w.shape[0] if grouped else 1
     weight = w.reshape((-1,) + w.shape[-2:]) if grouped else w
     k = int(weight.shape[2])
-    strides, dilations = _ints(node.attrs.get("strides"), 1), _ints(node.attrs.get("dilations"), 1)
+    strides, dilations = _ints(walk, node, "strides", 1), _ints(walk, node, "dilations", 1)
     if strides != [1]:
         walk.refuse(node, f"stride {strides[0]} over time: its output has fewer steps than its "
                           f"input (downsampling), which no step-by-step form keeps")
     d = dilations[0]
-    begin, end = _pads(node, k, d)
+    if k < 1 or d < 1 or len(dilations) != 1:
+        walk.refuse(node, f"kernel {k} with dilations {dilations}: a 1-D convolution has a "
+                          f"kernel and a dilation of at least 1")
+    begin, end = _pads(walk, node, k, d)
     history = (k - 1) * d
     if begin != history:
         walk.refuse(node, f"pads_begin {begin} on the time axis with kernel {k} and dilation "
@@ -98,10 +106,10 @@ def convolution(walk, node: Node):
     if end < 0:
         walk.refuse(node, f"pads_end {end} on the time axis: a stream keeps every step")
     dst = walk.emit(CausalConv(x.frame, "", weight, None, d, groups, node.name), node, cout)
-    return Sequence(dst, cout, end, node if end else None)
+    return Sequence(dst, cout, end, node if end else None, history if end else 0)
 
 
-def _pads(node: Node, k: int, d: int) -> tuple[int, int]:
+def _pads(walk, node: Node, k: int, d: int) -> tuple[int, int]:
     """(begin, end) padding of the time axis, auto_pad worked out."""
     auto = (node.attrs.get("auto_pad") or "explicit").lower()
     total = (k - 1) * d
@@ -110,7 +118,7 @@ def _pads(node: Node, k: int, d: int) -> tuple[int, int]:
     if auto in ("same_upper", "same_lower"):
         small = total // 2
         return (small, total - small) if auto == "same_upper" else (total - small, small)
-    return _ints(node.attrs.get("pads_begin"), 0)[-1], _ints(node.attrs.get("pads_end"), 0)[-1]
+    return _ints(walk, node, "pads_begin", 0)[-1], _ints(walk, node, "pads_end", 0)[-1]
 
 
 def matmul(walk, node: Node):
@@ -151,9 +159,9 @@ def pointwise(walk, node: Node):
     x = walk.frame_input(node, 0)
     kind, params = _UNARY.get(node.type), ()
     if node.type == "Elu":
-        kind, params = "elu", (float(node.attrs.get("alpha", 1.0)),)
+        kind, params = "elu", (walk.attr(node, "alpha", 1.0),)
     elif node.type == "Clamp":
-        kind, params = "clip", (float(node.attrs["min"]), float(node.attrs["max"]))
+        kind, params = "clip", (walk.attr(node, "min"), walk.attr(node, "max"))
     elif node.type == "Gelu":
         mode = (node.attrs.get("approximation_mode") or "erf").lower()
         kind = {"erf": "gelu_erf", "tanh": "gelu_tanh"}.get(mode)
@@ -267,7 +275,7 @@ def batch_norm(walk, node: Node):
     gamma, beta, mean, var = (walk.const(node, i, what).astype(np.float64).reshape(-1)
                               for i, what in ((1, "gamma"), (2, "beta"), (3, "mean"),
                                               (4, "variance")))
-    eps = float(node.attrs.get("epsilon", 1e-5))
+    eps = walk.attr(node, "epsilon", 1e-5)
     a = gamma / np.sqrt(var + eps)
     shift = beta - mean * a
     channels = x.channels if isinstance(x, Sequence) else (x.shape[0] if x.shape else 0)

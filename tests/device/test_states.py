@@ -15,7 +15,8 @@ from customlayers.api import Engine, ModelError, Network, TensorError
 
 ov = pytest.importorskip("openvino")
 import openvino.opset6 as op6  # noqa: E402
-from stateful_models import CPU_FP32, rnn_cell, running_sum, save, variable  # noqa: E402
+from stateful_models import (CPU_FP32, low_latency_rnn, rnn_cell, running_sum, save,  # noqa: E402
+                             variable)  # noqa: E402
 
 STEPS = 24
 
@@ -29,41 +30,67 @@ def _sequence(rng, shape):
     return [rng.standard_normal(shape).astype(np.float32) for _ in range(STEPS)]
 
 
-def _compare_sequences(path, engine, shape, set_value):
+def _compare_sequences(path, engine, shape, set_value, input_name="x"):
     """Our request and OpenVINO's over one sequence with a reset_state at step 8, a set_state
-    at 15 and one state's reset at 20; every step's output compared."""
+    of every state at 15 (set_value(shape) gives each its value) and the first state's reset
+    at 20; every step's outputs and states compared, by name."""
     net = Network(path, None, engine, tuning="off")
     ours = net.create_request()
     theirs = ov.Core().compile_model(path, "CPU", CPU_FP32).create_infer_request()
+    names = [o.get_any_name() for o in theirs.model_outputs]
     xs = _sequence(np.random.default_rng(5), shape)
     for t, x in enumerate(xs):
+        their_states = {s.name: s for s in theirs.query_state()}
         if t == 8:
             ours.reset_state()
             theirs.reset_state()
         if t == 15:
-            ours.query_state()[0].set_state(set_value)
-            theirs.query_state()[0].state = ov.Tensor(set_value)
+            for state in ours.query_state():
+                value = set_value(state.state.shape)
+                state.set_state(value)
+                their_states[state.name].state = ov.Tensor(value)
         if t == 20:
-            ours.query_state()[0].reset()
-            theirs.query_state()[0].reset()
-        got = next(iter(ours.infer({"x": x}).values()))
-        want = theirs.infer({"x": x})[0]
-        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6, err_msg=f"step {t}")
-        np.testing.assert_allclose(ours.query_state()[0].state,
-                                   theirs.query_state()[0].state.data, rtol=1e-5, atol=1e-6,
-                                   err_msg=f"state after step {t}")
+            first = ours.query_state()[0]
+            first.reset()
+            their_states[first.name].reset()
+        got = ours.infer({input_name: x})
+        want = dict(zip(names, theirs.infer({input_name: x}).values()))
+        assert got.keys() == want.keys()
+        for name, value in got.items():
+            np.testing.assert_allclose(value, want[name], rtol=1e-5, atol=1e-6,
+                                       err_msg=f"output {name} step {t}")
+        their_states = {s.name: s for s in theirs.query_state()}
+        assert {s.name for s in ours.query_state()} == set(their_states)
+        for state in ours.query_state():
+            np.testing.assert_allclose(state.state, their_states[state.name].state.data,
+                                       rtol=1e-5, atol=1e-6,
+                                       err_msg=f"state {state.name} after step {t}")
+
+
+def _filled(value):
+    return lambda shape: np.full(shape, value, np.float32)
 
 
 @pytest.mark.parametrize("form", ["opset6", "opset6-const", "opset6-input", "opset3"])
 def test_a_running_sum_matches_openvino_over_a_sequence(tmp_path, engine, form):
     path = running_sum(tmp_path / f"sum_{form}.xml", form)
-    _compare_sequences(path, engine, (2, 4), np.full((2, 4), 5, np.float32))
+    _compare_sequences(path, engine, (2, 4), _filled(5))
 
 
 def test_an_rnn_cell_matches_openvino_over_a_sequence(tmp_path, engine):
     path = rnn_cell(tmp_path / "rnn.xml")
-    value = np.random.default_rng(3).uniform(-1, 1, (2, 6)).astype(np.float32)
-    _compare_sequences(path, engine, (2, 5), value)
+    _compare_sequences(path, engine, (2, 5), lambda shape: np.random.default_rng(3).uniform(
+        -1, 1, shape).astype(np.float32))
+
+
+@pytest.mark.parametrize("cell", ["GRU", "GRU-linear-before-reset", "LSTM"])
+def test_a_low_latency_recurrent_network_matches_openvino(tmp_path, engine, cell):
+    """An ONNX GRU/LSTM converted by OpenVINO and made stateful by its LowLatency2 pass:
+    GRUSequence/LSTMSequence (read as the built-in GRU/LSTM), its hidden (and cell) state a
+    ReadValue whose init is a Broadcast of zeros to a ShapeOf (folded when read)."""
+    path = low_latency_rnn(tmp_path, cell)
+    _compare_sequences(path, engine, (3, 1, 4), lambda shape: np.random.default_rng(8).uniform(
+        -1, 1, shape).astype(np.float32), input_name="X")
 
 
 def test_the_state_api_has_openvinos_names_and_reads_zeros_after_a_reset(tmp_path, engine):
@@ -220,3 +247,21 @@ def test_a_request_with_states_is_freed_when_dropped(tmp_path, engine):
     assert gone() is None
     (state,) = net.create_request().query_state()
     np.testing.assert_array_equal(state.state, np.zeros((2, 4), np.float32))
+
+
+def test_a_variable_whose_tensors_disagree_once_shapes_are_known_is_refused(tmp_path, engine):
+    """Declared [?,4] everywhere, so the file cannot tell: for an input of [2,4] the ReadValue
+    (init: the input) holds [2,4] and the Assign stores a ReduceSum of [1,4]; the plan refuses
+    it naming both layers."""
+    x = op6.parameter([-1, 4], np.float32, name="x")
+    var = variable("acc", (-1, 4))
+    y = op6.add(op6.read_value(x, var), x)
+    sink = op6.assign(ov.opset8.reduce_sum(y, op6.constant(np.int64([0])), True), var)
+    path = save(ov.Model(results=[op6.result(y)], sinks=[sink], parameters=[x], name="m"),
+                tmp_path / "m.xml")
+    net = Network(path, None, engine, tuning="off")
+    with pytest.raises(ModelError, match=r"variable 'acc': layer 'Assign_\d+' \(type Assign\) "
+                                         r"at .*m.xml:\d+ has it \[1, 4\] f32, but layer "
+                                         r"'ReadValue_\d+' \(type ReadValue\) at .*m.xml:\d+ "
+                                         r"has \[2, 4\] f32"):
+        net.infer({"x": np.ones((2, 4), np.float32)})

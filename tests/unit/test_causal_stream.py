@@ -34,13 +34,13 @@ def _program(path, **kw):
 
 
 # -- the seed's TCN ------------------------------------------------------------------------
-@pytest.mark.parametrize("weight_norm", [False, True])
-def test_seed_tcn_streams_exactly_at_every_step(tmp_path, weight_norm):
+@pytest.mark.parametrize("weight_norm, batch", [(False, 1), (False, 64), (True, 3)])
+def test_seed_tcn_streams_exactly_at_every_step(tmp_path, weight_norm, batch):
     """bench/gpu_peers.py's TCN (3 levels here: dilations 1, 2, 4, a receptive field of 85
     steps, longer than the 24 streamed) with its Gather of index T-1: one model per window
-    length. weight_norm: torch's export of weight norm (constant ReduceL2, Div, Mul) is
-    evaluated by the conversion; the step is the same chain of ops."""
-    length, batch = 24, 3
+    length; N = 1 and 64 streams. weight_norm: torch's export of weight norm (constant
+    ReduceL2, Div, Mul) is evaluated by the conversion; the step is the same chain of ops."""
+    length = 24
 
     def model(t):
         return onnx_tcn(tmp_path / f"tcn{t}.onnx", batch, levels=3, length=t,
@@ -352,27 +352,19 @@ def test_a_time_axis_that_is_not_the_last_of_n_c_t_is_refused(tmp_path, axis, sh
         _program(path, axis=axis)
 
 
-def test_an_ir_batch_norm_inference_after_a_causal_convolution_streams_exactly():
-    """The IR spelling (an OpenVINO model): Convolution padded at the start, then
-    BatchNormInference, read as a per-channel scale and shift folded into the convolution;
-    against the whole-window model in numpy."""
+def _ir_conv_bn(w, gamma, beta, mean, var, conv_attrs, bn_attrs=None):
+    """An IR graph (OpenVINO's spelling): x [1, C, ?] -> Convolution -> BatchNormInference."""
     from customlayers.graph.graph import Graph, Node, Port
-    rng = np.random.default_rng(3)
-    cin, cout, k, d = 3, 4, 3, 2
-    w = rng.standard_normal((cout, cin, k)).astype(np.float32)
-    gamma, beta, mean = (rng.standard_normal(cout).astype(np.float32) for _ in range(3))
-    var = rng.uniform(0.5, 2, cout).astype(np.float32)
+    cout, cin = w.shape[:2]
     g = Graph("ir")
     seq = lambda c: Port((1, c, None), "f32")  # noqa: E731
     g.add_node(Node("x", "x", "Parameter", outputs=[seq(cin)], location="m.xml:3"))
     consts = {"w": w, "gamma": gamma, "beta": beta, "mean": mean, "var": var}
     for name, value in consts.items():
         g.add_node(Node(name, name, "Const", outputs=[Port(value.shape, "f32")], value=value))
-    g.add_node(Node("conv", "conv", "Convolution", {"strides": "1", "dilations": str(d),
-                                                      "pads_begin": str((k - 1) * d),
-                                                      "pads_end": "0"},
+    g.add_node(Node("conv", "conv", "Convolution", conv_attrs, location="m.xml:9",
                     inputs=[seq(cin), Port(w.shape, "f32")], outputs=[seq(cout)]))
-    g.add_node(Node("bn", "bn", "BatchNormInference", {"epsilon": "0.001"},
+    g.add_node(Node("bn", "bn", "BatchNormInference", bn_attrs or {"epsilon": "0.001"},
                     inputs=[seq(cout)] + [Port((cout,), "f32")] * 4, outputs=[seq(cout)]))
     g.add_node(Node("out", "out", "Result", inputs=[seq(cout)]))
     g.connect("x", 0, "conv", 0)
@@ -381,6 +373,20 @@ def test_an_ir_batch_norm_inference_after_a_causal_convolution_streams_exactly()
     for port, name in enumerate(("gamma", "beta", "mean", "var"), 1):
         g.connect(name, 0, "bn", port)
     g.connect("bn", 0, "out", 0)
+    return g
+
+
+def test_an_ir_batch_norm_inference_after_a_causal_convolution_streams_exactly():
+    """The IR spelling (an OpenVINO model): Convolution padded at the start, then
+    BatchNormInference, read as a per-channel scale and shift folded into the convolution;
+    against the whole-window model in numpy."""
+    rng = np.random.default_rng(3)
+    cin, cout, k, d = 3, 4, 3, 2
+    w = rng.standard_normal((cout, cin, k)).astype(np.float32)
+    gamma, beta, mean = (rng.standard_normal(cout).astype(np.float32) for _ in range(3))
+    var = rng.uniform(0.5, 2, cout).astype(np.float32)
+    g = _ir_conv_bn(w, gamma, beta, mean, var, {"strides": "1", "dilations": str(d),
+                                                "pads_begin": str((k - 1) * d), "pads_end": "0"})
     program = stream_program(g)
     assert [type(op).__name__ for op in program.ops] == ["CausalConv"]    # the BN folded in
     from customlayers.ops.stream.reference import ReferenceStream
@@ -392,4 +398,109 @@ def test_an_ir_batch_norm_inference_after_a_causal_convolution_streams_exactly()
     want = conv * scale[:, None] + (beta - mean * scale)[:, None]
     stream = ReferenceStream(program, 2)
     got = np.stack([stream.step(x[:, :, t])["out"] for t in range(9)], axis=2)
+    np.testing.assert_allclose(got, want, rtol=RTOL, atol=1e-12)
+
+
+# -- a mutated causal model is streamed or refused, never a crash -------------------------
+def _fuzz_seeds(folder: Path) -> list[bytes]:
+    m, h = _stack(3, (1, 2))
+    a = m.save(folder / "a.onnx", [m.dense_head(h, 6, 4)])
+    m, h = _stack(2, (1,), form="pad", length=9)
+    b = m.save(folder / "b.onnx", [m.dense_head(h, 6, 4, pick="slice"), h])
+    return [a.read_bytes(), b.read_bytes()]
+
+
+def test_a_mutated_causal_model_streams_or_is_refused_with_a_model_error(tmp_path):
+    """tests/model_mutators.py's ONNX mutations (op types, attributes, dims, initializers,
+    inputs changed) of two causal models: a model read is converted or refused with a
+    ModelError, never another exception (found so: a float index of a Gather)."""
+    import random
+    import model_mutators as mm
+    from customlayers.errors import CustomLayersError
+    seeds = _fuzz_seeds(tmp_path)
+    converted = refused = 0
+    for seed in range(1000):
+        rng = random.Random(seed)
+        data = rng.choice(seeds)
+        for _ in range(rng.randint(1, 3)):
+            data = mm.mutate_onnx(data, rng)
+        try:
+            graph = read_model(mm.write_onnx(tmp_path, data))
+        except CustomLayersError:
+            continue
+        try:
+            stream_program(graph)
+            converted += 1
+        except ModelError:
+            refused += 1
+    assert converted and refused
+
+
+@pytest.mark.parametrize("attrs, why", [
+    ({"strides": "1", "dilations": "x", "pads_begin": "2", "pads_end": "0"},
+     "dilations='x' is not a list of integers"),
+    ({"strides": "1", "dilations": "0", "pads_begin": "0", "pads_end": "0"},
+     "kernel 3 with dilations [0]"),
+    ({"strides": "1", "dilations": "1", "pads_begin": "2", "pads_end": "-1"},
+     "pads_end -1 on the time axis"),
+])
+def test_an_ir_convolution_with_bad_attributes_is_refused_by_name(attrs, why):
+    ones = np.ones(4, np.float32)
+    g = _ir_conv_bn(np.ones((4, 3, 3), np.float32), ones, ones, ones, ones, attrs)
+    with pytest.raises(ModelError, match="cannot stream layer 'conv' .*m.xml:9") as e:
+        stream_program(g)
+    assert why in str(e.value)
+
+
+def test_an_ir_batch_norm_with_an_epsilon_that_is_not_a_number_is_refused_by_name():
+    ones = np.ones(4, np.float32)
+    g = _ir_conv_bn(np.ones((4, 3, 3), np.float32), ones, ones, ones, ones,
+                    {"strides": "1", "dilations": "1", "pads_begin": "2", "pads_end": "0"},
+                    {"epsilon": "1e-3x"})
+    with pytest.raises(ModelError, match="cannot stream layer 'bn' .*epsilon='1e-3x' is not a "
+                                         "number"):
+        stream_program(g)
+
+
+def test_ir_activations_stream_exactly():
+    """IR-only activations (Swish with and without beta, HSigmoid, Clamp, Elu) after a causal
+    convolution, against numpy over the whole window."""
+    from customlayers.graph.graph import Graph, Node, Port
+    from customlayers.ops.stream.reference import ReferenceStream
+    rng = np.random.default_rng(5)
+    w = rng.standard_normal((3, 2, 2)).astype(np.float32)
+    seq = Port((1, 3, None), "f32")
+    g = Graph("ir")
+    g.add_node(Node("x", "x", "Parameter", outputs=[Port((1, 2, None), "f32")]))
+    g.add_node(Node("w", "w", "Const", outputs=[Port(w.shape, "f32")], value=w))
+    g.add_node(Node("conv", "conv", "Convolution", {"strides": "1", "dilations": "1",
+                                                      "pads_begin": "1", "pads_end": "0"},
+                    inputs=[Port((1, 2, None), "f32"), Port(w.shape, "f32")], outputs=[seq]))
+    g.connect("x", 0, "conv", 0)
+    g.connect("w", 0, "conv", 1)
+    chain = [("Swish", {}, ()), ("Swish", {}, (np.float32(1.7),)), ("HSigmoid", {}, ()),
+             ("Elu", {"alpha": "0.5"}, ()), ("Clamp", {"min": "-0.2", "max": "0.9"}, ())]
+    last = "conv"
+    for k, (kind, attrs, params) in enumerate(chain):
+        name = f"a{k}"
+        g.add_node(Node(name, name, kind, attrs, inputs=[seq] + [Port((), "f32")] * len(params),
+                        outputs=[seq]))
+        g.connect(last, 0, name, 0)
+        for j, value in enumerate(params, 1):
+            g.add_node(Node(f"{name}p{j}", "p", "Const", outputs=[Port((), "f32")], value=value))
+            g.connect(f"{name}p{j}", 0, name, j)
+        last = name
+    g.add_node(Node("out", "out", "Result", inputs=[seq]))
+    g.connect(last, 0, "out", 0)
+    program = stream_program(g)
+    x = _input(2, 2, 6).astype(np.float64)
+    padded = np.concatenate([np.zeros((2, 2, 1)), x], axis=2)
+    v = sum(np.einsum("oc,nct->not", w[:, :, j], padded[:, :, j:j + 6]) for j in range(2))
+    v = v / (1 + np.exp(-v))
+    v = v / (1 + np.exp(-1.7 * v))
+    v = np.clip(v + 3, 0, 6) / 6
+    v = np.where(v > 0, v, 0.5 * (np.exp(v) - 1))
+    want = np.clip(v, -0.2, 0.9)
+    stream = ReferenceStream(program, 2)
+    got = np.stack([stream.step(x[:, :, t])["out"] for t in range(6)], axis=2)
     np.testing.assert_allclose(got, want, rtol=RTOL, atol=1e-12)

@@ -112,3 +112,49 @@ def test_an_assign_of_two_inputs_is_refused():
     with pytest.raises(ModelError, match=r"'store' \(type Assign\).*an Assign has 1 input and "
                                          r"0 or 1 output; found 2 and 0"):
         read_ir_string(_running_sum(OPSET6, assign, edges=[(0, 0, 3, 1)]), name="m.xml")
+
+
+@pytest.mark.parametrize("cell", ["GRU", "LSTM"])
+def test_a_low_latency_sequence_reads_as_the_built_in_cell(tmp_path, cell):
+    """What OpenVINO's converter and LowLatency2 write for an ONNX GRU/LSTM: the ShapeOf
+    arithmetic of static shapes folds into constants, the GRUSequence/LSTMSequence becomes
+    the built-in GRU/LSTM (ONNX semantics, batch first) with its Y transposed back to
+    OpenVINO's layout, and the ReadValue's init is a Const."""
+    pytest.importorskip("openvino")
+    from stateful_models import low_latency_rnn
+    from customlayers.graph import read_ir
+    g = read_ir(low_latency_rnn(tmp_path, cell))
+    types = [n.type for n in g]
+    assert not {"ShapeOf", "GRUSequence", "LSTMSequence", "Broadcast"} & set(types)
+    (rnn,) = [n for n in g if n.type == cell]
+    assert rnn.attrs["layout"] == "1" and rnn.attrs["inputs"] == \
+        "B,sequence_lens,initial_h" + (",initial_c" if cell == "LSTM" else "")
+    assert [g.nodes[g.producer(rnn.id, i)[0]].type for i in range(len(rnn.inputs))] == \
+        ["Transpose", "Const", "Const", "Const", "Const", "ReadValue"] + \
+        ["ReadValue"] * (cell == "LSTM")
+    readers = [g.nodes[g.producer(n.id, 0)[0]] for n in g if n.type == "ReadValue"]
+    assert {r.type for r in readers} == {"Const"}
+    (y,) = [n for n in g if n.id == f"{rnn.id}/Y"]
+    assert y.type == "Transpose" and g.producer(y.id, 0) == (rnn.id, 0)
+
+
+def test_shape_arithmetic_of_constants_folds_and_the_model_order_stays():
+    """A Concat of two Consts is folded into a Const when read (as the LowLatency2 models'
+    Broadcast/Gather/Concat are); the nodes keep the model's order, so the inputs and outputs
+    keep theirs."""
+    c1 = ('<layer id="5" name="a" type="Const" version="opset1"><data element_type="f32" '
+          'shape="1,4" offset="0" size="16"/><output>' + _port(0, (1, 4)) + '</output></layer>\n')
+    c2 = c1.replace('id="5" name="a"', 'id="6" name="b"').replace('offset="0"', 'offset="16"')
+    cat = _layer(7, "cat", "Concat", "opset1", 'axis="0"', inputs=[(0, (1, 4)), (1, (1, 4))],
+                 outputs=[(2, (2, 4))])
+    add = _layer(2, "sum", "Add", "opset1", 'auto_broadcast="numpy"',
+                 inputs=[(0, (2, 4)), (1, (2, 4))], outputs=[(2, (2, 4))])
+    first = RESULT.replace('id="9" name="y"', 'id="8" name="first"')
+    xml = _model([PARAM, first, c1, c2, cat, add, RESULT],
+                 [(5, 0, 7, 0), (6, 0, 7, 1), (7, 2, 2, 0), (0, 0, 2, 1), (2, 2, 9, 0),
+                  (0, 0, 8, 0)])
+    g = read_ir_string(xml, np.arange(8, dtype=np.float32).tobytes())
+    assert [n.name for n in g] == ["x", "first", "a", "b", "cat", "sum", "y"]
+    assert g.nodes["7"].type == "Const"
+    np.testing.assert_array_equal(g.nodes["7"].value, np.arange(8).reshape(2, 4))
+    assert [n.name for n in g.results] == ["first", "y"]

@@ -15,6 +15,7 @@ from .benchmark_app_options import (add_profile_options, by_time, perf_counts_wa
                                     str2bool, write_profiles)
 from .benchmark_stats import BenchmarkResult, Progress, summary_lines
 from .model_args import add_model_options, load_network
+from .. import UsageError
 
 # Each request holds its own device buffers for the whole model; more than this many in flight
 # gains nothing on any device and can exhaust device memory before the first inference.
@@ -32,6 +33,10 @@ def add_parser(sub):
                                    "percentiles, min, max) and throughput.")
     add_model_options(p, "benchmark")
     p.add_argument("-niter", type=int, default=None, help="number of inferences")
+    p.add_argument("--stream", action="store_true",
+                   help="a whole-window causal model (a TCN) run one time step at a time "
+                        "(Network.streaming): per-step latency and steps per second, against "
+                        "one inference of the whole window (-niter/-t count steps)")
     p.add_argument("-t", "--time", type=float, default=None, help="seconds to run (default 10)")
     p.add_argument("-nireq", type=int, default=None,
                    help=f"requests in flight at once (default {DEFAULT_REQUESTS}, or as -hint "
@@ -97,7 +102,16 @@ def run(args) -> int:
         # a request beyond the number of inferences would never run; do not allocate it
         capped = f" (-nireq {nireq} capped at -niter {args.niter})"
         nireq = args.niter
+    if args.stream and perf_counts:
+        raise UsageError("--stream runs one step kernel per step: -pc profiles the "
+                         "whole-window model's layers; benchmark without --stream for them")
     engine, net, arrays = load_network(args, profiling=perf_counts)
+    if args.stream:
+        from .causal_steps import benchmark_steps
+        print(f"device: {engine.device.name.strip()}", file=sys.stderr)
+        print("\n".join(benchmark_steps(net, arrays, args.niter, args.time,
+                                        args.latency_percentile)))
+        return 0
     print(f"device: {engine.device.name.strip()}; {nireq} request(s) in flight{capped}",
           file=sys.stderr)
     shapes = {n: tuple(a.shape) for n, a in arrays.items()}

@@ -107,10 +107,8 @@ def load_network_steps(args, profiling: bool = False, resolver=None, sequence: b
     # Network, never implemented by a layer: only the rest must be
     resolver.check_implemented(n for n in graph.nodes.values() if n.type != FOLD_TYPE)
     steps = None
-    if sequence and (is_stateful(graph) or getattr(args, "stream", False)):
-        if not is_stateful(graph):
-            raise UsageError("--stream runs a model with state (OpenVINO ReadValue/Assign) one "
-                             "step per item of the file's first axis; this model has none")
+    # --stream on a model without state walks its time axis (causal_steps.py): one step here
+    if sequence and is_stateful(graph):
         steps = sequence_steps(args.input, graph, args.stream,
                                lambda a, path, name: model_typed(a, path, name, graph))
     arrays, shapes = input_arrays_and_shapes(args, graph, dict(steps[0]) if steps else None)

@@ -12,7 +12,9 @@ from .benchmark_app_options import add_profile_options, by_time, perf_counts_wan
 from ..common import (add_kernel_check_options, check_bounds_note, report_kernel_problems,
                      warn_if_not_finite)
 from .model_args import add_model_options, load_network_steps
+from .causal_steps import run_steps
 from .sequence_inputs import stacked
+from .. import UsageError
 from ..user_files.output import check_array_count, check_output_path, write_arrays_atomically
 
 
@@ -27,7 +29,10 @@ def add_parser(sub):
     p.add_argument("--stream", action="store_true",
                    help="a model with state (OpenVINO ReadValue/Assign): each -i file's first "
                         "axis is the steps, run in order on one request (without --stream, "
-                        "such a model takes one file per step: -i a.npy -i b.npy ...)")
+                        "such a model takes one file per step: -i a.npy -i b.npy ...); a "
+                        "whole-window causal model (a TCN): its input [N, C, T] is walked one "
+                        "time step at a time (Network.streaming), -o stacks every step's "
+                        "outputs on a new first axis")
     add_profile_options(p)
     add_kernel_check_options(p)
     p.add_argument("--check-with", action="extend", nargs="+", default=[],
@@ -63,6 +68,12 @@ def run(args) -> int:
             return 1
     if _stateful(net):                   # a sequence on one request, its state carried
         req, outputs = run_sequence(net, steps)
+    elif args.stream:                    # a causal model, one time step at a time
+        if perf_counts:
+            raise UsageError("--stream runs one step kernel per step: -pc profiles the "
+                             "whole-window model's layers; run without --stream for them")
+        outputs = run_steps(net, arrays, summarize)
+        req = None
     else:
         req = net.infer_async(arrays)    # the plan for these shapes (and shape-input values)
         outputs = req.wait()

@@ -25,7 +25,7 @@ from ..limits import check_shape, element_count
 TENSOR_FIELDS = {1: "float_data", 2: "int32_data", 3: "int32_data", 4: "int32_data",
                  5: "int32_data", 6: "int32_data", 7: "int64_data", 9: "int32_data",
                  10: "int32_data", 11: "double_data", 12: "uint64_data", 13: "uint64_data"}
-MAX_OPSET = 1000      # ONNX is at 23; a larger version is a corrupt number, not a future opset
+MAX_OPSET = 1000      # ONNX is at 27; a larger version is a corrupt number, not a future opset
 
 
 def enum_name(enum, value: int) -> str:

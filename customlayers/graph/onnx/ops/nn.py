@@ -109,6 +109,35 @@ def _deconv_pads(r, node, attrs, k, wshape, strides, dilations, out_pad):
     return begin, [f - op - t - b for f, op, t, b in zip(full, out_pad, target, begin)]
 
 
+@translates("CausalConvWithState")
+def _causal_conv_with_state(r, node, name: str, attrs: dict) -> None:
+    """Opset 27, onto the built-in op of the same name (ops/nn/causal_conv.py): the optional
+    bias and past_state follow input and weight where given, flagged has_bias and
+    has_past_state. The present_state keeps its ONNX name, so that a user can feed it back as
+    the next call's past_state, or passes/state/binding.py can bind the pair to a state."""
+    activation = text_attr(r, attrs, "activation", "none", ("none", "silu", "swish"))
+    bias, past = optional_input(node, 2), optional_input(node, 3)
+    ir = {"activation": activation, "has_bias": "true" if bias else "false",
+          "has_past_state": "true" if past else "false"}
+    present = node.output[1] if len(node.output) > 1 and node.output[1] else \
+        f"{name}/present_state"
+    inputs = [node.input[0], node.input[1]] + [v for v in (bias, past) if v]
+    wshape = r.known_shape(node.input[1])
+    if wshape is not None and len(wshape) == 3 and wshape[2] == 1:
+        # kernel size 1: no state; present_state (N, C, 0) has no element, which no buffer
+        # holds: the op computes output alone (a past_state, empty too, adds nothing), and the
+        # empty state is input[..., 0:0]
+        ir.update(state_output="false", has_past_state="false")
+        r.emit("CausalConvWithState", inputs[:2 + bool(bias)], [node.output[0]], name, ir)
+        ints = lambda v, what: r.const(f"{name}/present_state/{what}",  # noqa: E731
+                                       np.array(v, np.int64))
+        r.emit("Slice", [node.input[0], ints([0], "start"), ints([0], "stop"), ints([1], "step"),
+                         ints([2], "axes")], [present], f"{name}/present_state",
+               version="opset8")
+        return
+    r.emit("CausalConvWithState", inputs, [node.output[0], present], name, ir)
+
+
 def _pool_attrs(r, attrs: dict) -> dict[str, str]:
     """The IR attributes of an ONNX MaxPool or AveragePool, dilations included (opset1 names
     them for neither; MaxPool-8 and this project's AvgPool read them)."""
