@@ -24,6 +24,7 @@ from ...graph.graph import Graph
 from ...graph.load import read_model
 from ...jit.tensor import TensorDesc
 from ...passes import FOLDING, PASSES
+from ...passes.causal_stream import stream_program
 from ...passes.fusion import FusionPlan, plan_network_fusion
 from ...passes.shape_folding import fold_for_shapes, has_fold_nodes, value_inputs_read
 from .compiler import PlanOptions, compile_plan
@@ -364,7 +365,6 @@ class Network:
         axis: the input's time axis (its last); batch: the number of streams N (None: from
         the first frame). ModelError naming the node when the model cannot stream (not
         causal, or an op that mixes time steps)."""
-        from ...passes.causal_stream import stream_program
         program = stream_program(self.read_graph, axis=axis, is_builtin=self._is_builtin)
         return CausalStream(self.engine, program, batch, local_size=local_size)
 
