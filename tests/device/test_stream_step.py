@@ -67,7 +67,9 @@ def test_more_channels_than_work_items_and_split_sums(engine):
     program = sp.wide()
     for cpu_form in (True, False):      # blocks of 75 channels; a channel every 4th
         stream = CausalStream(engine, program, local_size=4, cpu_form=cpu_form)
-        run_both(stream, program, sequence(program, 2, 12))
+        # strided frames (every other channel of a wider array): uploaded as a copy
+        wider = np.repeat(sequence(program, 2, 12), 2, axis=2)
+        run_both(stream, program, wider[:, :, ::2])
     # a GPU-sized group on the CPU too: the long past-tap sums split in parts
     small = sp.tcn(levels=2, channels=6, kernel=3, cin=40)
     kernel = step_kernel(small, max_group=256, local_mem=1 << 16, local_size=256)

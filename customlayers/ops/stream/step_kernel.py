@@ -143,8 +143,7 @@ class _Writer:
                f"{len(p.convolutions)} rings, local size {self.ls}")
         self.w(f"#define LS {self.ls}")
         self.w(f"typedef struct {{ float v[{INLINE_FLOATS}]; }} inline_frames;")
-        self.w(f"__attribute__((reqd_work_group_size(LS, 1, 1)))")
-        self.w(f"__kernel void {ENTRY}(__global const float* restrict params, "
+        self.w(f"__kernel __attribute__((reqd_work_group_size(LS, 1, 1))) void {ENTRY}(__global const float* restrict params, "
                "__global float* restrict state, __global const float* restrict frame, "
                "__global float* restrict out, const inline_frames given, const int inlined)")
         self.w("{")

@@ -75,6 +75,12 @@ class CausalStream:
         if batch is not None:
             self._allocate(_check_batch(batch))
 
+    def __repr__(self) -> str:
+        outputs = ", ".join(self.output_names)
+        return (f"CausalStream(input '{self.input_name}' [{self.batch or 'N'}, {self._cin}], "
+                f"{len(self._layout.rings)} rings, outputs {outputs}, t={self.t}, "
+                f"local size {self.local_size})")
+
     # -- building --------------------------------------------------------------------------
     def _build(self, built):
         program = self.engine.build(built.text, "", label="streaming step")
