@@ -8,7 +8,7 @@ import pyopencl as cl
 import pyopencl.array as cl_array
 import pytest
 
-from customlayers.errors import ModelError, TensorError
+from customlayers.errors import DeviceError, ModelError, TensorError
 from customlayers.ops.stream.reference import ReferenceStream
 from customlayers.ops.stream.step_kernel import step_kernel
 from customlayers.runtime.device.device import Engine
@@ -214,3 +214,9 @@ def test_a_program_without_history(engine):
     stream = CausalStream(engine, program)
     run_both(stream, program, sequence(program, 4, 3))
     assert stream.query_state() == []
+
+
+@pytest.mark.parametrize("size", [0, 6, 2.0])
+def test_a_local_size_not_a_power_of_two_is_refused(engine, size):
+    with pytest.raises(DeviceError, match="power of two"):
+        CausalStream(engine, sp.tcn(levels=1, channels=4, kernel=2), local_size=size)

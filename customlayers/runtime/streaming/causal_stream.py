@@ -4,8 +4,9 @@ Made by Network.streaming (or from an Engine and a StreamProgram). The step kern
 (ops/stream/step_kernel.py) is generated for the model, built once through the engine's program
 cache, its packed parameters uploaded once. Per batch of N streams the stream holds, on the
 device, the ring buffers of every causal convolution ([N, S]), one input frame and one output
-row per stream. A step is: the frame's upload (none when it is already a device buffer), the
-kernel (no argument set anew: the kernel counts the steps in the state), the outputs' read-back: the one host wait.
+row per stream. A step is: the frame's upload (none when the frames go by value in the launch or
+are already on the device), the kernel (it counts the steps in the state: only the frames by
+value are set anew), the outputs' read-back: the one host wait.
 """
 from __future__ import annotations
 
@@ -36,6 +37,10 @@ class CausalStream:
         device = engine.device
         is_cpu = bool(device.type & cl.device_type.CPU) if cpu_form is None else cpu_form
         label = f"'{device.name.strip()}'"
+        if local_size is not None and (not isinstance(local_size, (int, np.integer)) or
+                                       local_size < 1 or local_size & (local_size - 1)):
+            raise DeviceError(f"streaming: local_size {local_size!r}: the step kernel's "
+                              f"work-group size must be a power of two (1, 2, 4, ... 1024)")
         built = step_kernel(program, max_group=int(device.max_work_group_size),
                             local_mem=int(device.local_mem_size), is_cpu=is_cpu,
                             local_size=local_size, device=label)
@@ -60,7 +65,7 @@ class CausalStream:
                         for o in self._layout.outputs]
         shared = engine.shared_queue
         self._queue = shared if shared is not None else cl.CommandQueue(engine.context, device)
-        self._ordered = shared is not None and bool(
+        self._out_of_order = shared is not None and bool(
             shared.properties & cl.command_queue_properties.OUT_OF_ORDER_EXEC_MODE_ENABLE)
         self._last = None                      # the last command, on an out-of-order queue
         mf = cl.mem_flags
@@ -132,7 +137,7 @@ class CausalStream:
                                             self._state.size, wait_for=self._after())
 
     def _after(self):
-        return [self._last] if self._ordered and self._last is not None else None
+        return [self._last] if self._out_of_order and self._last is not None else None
 
     def reset(self) -> None:
         """Forget every stream's history (the rings zeroed on the device) and t = 0. The next
