@@ -72,7 +72,7 @@ def test_more_channels_than_work_items_and_split_sums(engine):
         run_both(stream, program, wider[:, :, ::2])
     # a GPU-sized group on the CPU too: the long past-tap sums split in parts
     small = sp.tcn(levels=2, channels=6, kernel=3, cin=40)
-    kernel = step_kernel(small, max_group=256, local_mem=1 << 16, local_size=256)
+    kernel = step_kernel(small, max_group=256, local_mem=1 << 16, local_size=256, is_cpu=True)
     assert "const int part" in kernel.text
     run_both(CausalStream(engine, small, local_size=64), small, sequence(small, 3, 20))
 
@@ -180,7 +180,7 @@ def test_local_memory_refused(engine):
                                          r"convolutions.*\); '.*' has \d+ KiB"):
         CausalStream(engine, program)
     # a GPU's 48 KiB: the seed's TCN fits, 8 levels of 400 channels do not
-    assert step_kernel(sp.tcn(), max_group=1024, local_mem=48 << 10).local_bytes < 8 << 10
+    assert step_kernel(sp.tcn(), max_group=1024, local_mem=48 << 10).local_bytes < 10 << 10
     with pytest.raises(ModelError, match=r"for 51 layers, 16 of them causal convolutions with "
                                          r"6400 channels of partial sums\); the device has 48"):
         step_kernel(sp.tcn(channels=400, kernel=2), max_group=1024, local_mem=48 << 10)
@@ -220,3 +220,21 @@ def test_a_program_without_history(engine):
 def test_a_local_size_not_a_power_of_two_is_refused(engine, size):
     with pytest.raises(DeviceError, match="power of two"):
         CausalStream(engine, sp.tcn(levels=1, channels=4, kernel=2), local_size=size)
+
+
+def test_gpu_form_shares_past_taps_among_groups(engine):
+    """The GPU form (step_gpu.py): every stream's past taps shared by several work-groups,
+    the last to finish (an atomic count) running the chain; one group on a CPU device (the
+    same kernel without the count), several only on a GPU."""
+    import pyopencl as cl
+    small = sp.tcn(levels=2, channels=6, kernel=3, cin=40)
+    kernel = step_kernel(small, max_group=256, local_mem=1 << 16, local_size=8)
+    assert kernel.groups > 1 and kernel.scratch and "atomic_inc" in kernel.text
+    on_cpu = bool(engine.device.type & cl.device_type.CPU)
+    for groups in (None,) if on_cpu else (None, 2, 5):
+        stream = CausalStream(engine, small, local_size=8, cpu_form=False, groups=groups)
+        assert stream.groups == (1 if on_cpu else groups or kernel.groups)
+        run_both(stream, small, sequence(small, 3, 20, seed=stream.groups))
+    if on_cpu:
+        with pytest.raises(DeviceError, match=r"groups=3\) run on GPUs; .* is a CPU device"):
+            CausalStream(engine, small, cpu_form=False, groups=3)

@@ -1,4 +1,6 @@
-"""The one OpenCL kernel that computes one step of a StreamProgram for every stream.
+"""The one OpenCL kernel that computes one step of a StreamProgram for every stream: here its
+CPU form (a CPU device: PoCL); the GPU form, which shares each stream's past taps among several
+work-groups, is step_gpu.py (over this module's writer).
 
 One work-group per stream n (get_group_id(0)), LOCAL_SIZE work-items. The step, in order:
   1. the input frame into local memory, and, in parallel over (convolution, output channel,
@@ -42,6 +44,9 @@ class StepKernel:
     layout: StepLayout
     local_size: int
     local_bytes: int       # the __local memory the kernel declares
+    groups: int = 1        # work-groups per stream (the GPU form, step_gpu.py)
+    units: int = 0         # the GPU form's past-tap units: floats of scratch per stream
+    scratch: bool = False  # the GPU form: its arguments end with scratch and counts
     entry: str = ENTRY
 
 
@@ -63,15 +68,21 @@ def choose_local_size(max_group: int, is_cpu: bool, widest: int) -> int:
 
 
 def step_kernel(program: StreamProgram, *, max_group: int, local_mem: int, is_cpu: bool = False,
-                local_size: int | None = None, device: str = "the device") -> StepKernel:
-    """The kernel text and layouts of one step of `program`. ModelError when the frames of a
-    step do not fit the device's local memory."""
+                local_size: int | None = None, device: str = "the device",
+                groups: int | None = None) -> StepKernel:
+    """The kernel text and layouts of one step of `program`: the CPU form below (is_cpu), or
+    the GPU form (step_gpu.py: `groups` work-groups per stream share the past taps; None: its
+    choice). ModelError when the frames of a step do not fit the device's local memory."""
     program.check()
-    lay = layout(program)
     convs = program.convolutions
     pairs = sum(program.frames[c.dst] for c in convs)
     widest = max([pairs] + [int(c) for c in program.frames.values()])
     ls = local_size or choose_local_size(max_group, is_cpu, widest)
+    if not is_cpu:
+        from .step_gpu import gpu_step_kernel
+        return gpu_step_kernel(program, local_size=ls, local_mem=local_mem, groups=groups,
+                               device=device)
+    lay = layout(program)
     parts = {id(c): _parts(c, program, pairs, ls) for c in convs}
     blocks = {id(op): _block(op, program, ls) if is_cpu else 1 for op in program.ops
               if isinstance(op, CausalConv)}
@@ -82,16 +93,23 @@ def step_kernel(program: StreamProgram, *, max_group: int, local_mem: int, is_cp
     split = any(p > 1 for p in parts.values())
     softmax = any(isinstance(op, ChannelSoftmax) for op in program.ops)
     floats = lay.frame_floats + pairs + (units if split else 0) + (ls if softmax else 0)
+    nbytes = check_local_memory(program, lay, floats, pairs, local_mem, device)
+    text = _Writer(program, lay, ls, parts, pairs, units, split, softmax, blocks).text()
+    return StepKernel(text, lay, ls, nbytes)
+
+
+def check_local_memory(program, lay, floats: int, pairs: int, local_mem: int,
+                       device: str) -> int:
+    """The bytes of local memory `floats` take; ModelError when the device has fewer."""
     nbytes = 4 * max(floats, 1)
     if nbytes > local_mem:
         raise ModelError(
             f"the streaming step needs {nbytes // 1024} KiB of local memory ("
             f"{len(program.frames)} frames of {lay.frame_floats} floats in all, for "
-            f"{len(program.ops)} layers, {len(convs)} of them causal convolutions with "
-            f"{pairs} channels of partial sums); {device} has {local_mem // 1024} KiB: run "
-            f"the whole-window network instead")
-    text = _Writer(program, lay, ls, parts, pairs, units, split, softmax, blocks).text()
-    return StepKernel(text, lay, ls, nbytes)
+            f"{len(program.ops)} layers, {len(program.convolutions)} of them causal "
+            f"convolutions with {pairs} channels of partial sums); {device} has "
+            f"{local_mem // 1024} KiB: run the whole-window network instead")
+    return nbytes
 
 
 def _parts(conv: CausalConv, program: StreamProgram, pairs: int, ls: int) -> int:
@@ -166,6 +184,17 @@ class _Writer:
             if self.split:
                 self._add_parts()
                 self.w("    barrier(CLK_LOCAL_MEM_FENCE);")
+        self._chain_and_outputs(dirty)
+        if p.convolutions:
+            # every work-item read the count before the first barrier
+            self.w(f"    if (lid == 0) *step = t + 1 == {self.lay.period}u ? 0u : t + 1;")
+        self.w("}")
+        return "\n".join(self.lines) + "\n"
+
+    def _chain_and_outputs(self, dirty: set) -> None:
+        """The ops in program order (a barrier where one reads another work-item's writes,
+        `dirty`: the frames written since the last), then the outputs."""
+        p = self.p
         for op in p.ops:
             if self._crosses(op, dirty):
                 self.w("    barrier(CLK_LOCAL_MEM_FENCE);")
@@ -179,11 +208,6 @@ class _Writer:
             self.w(f"    for (int c = lid; c < {o.size}; c += LS) "
                    f"out[n * {max(self.lay.output_floats, 1)} + {o.offset} + c] = "
                    f"{self.f(o.frame)}[c];")
-        if p.convolutions:
-            # every work-item read the count before the first barrier
-            self.w(f"    if (lid == 0) *step = t + 1 == {self.lay.period}u ? 0u : t + 1;")
-        self.w("}")
-        return "\n".join(self.lines) + "\n"
 
     def _crosses(self, op, dirty) -> bool:
         """Whether `op` reads a frame written since the last barrier by another work-item:

@@ -2,8 +2,12 @@
 
 One float buffer holds every weight, bias and per-channel constant of the program, at offsets
 the generated kernel text names as literals (the kernel is generated per model). A causal
-convolution's weights are stored transposed, [tap][input channel][output channel], so that the
-work-items of neighbouring output channels read neighbouring floats.
+convolution's weights are stored in one of two orders, for the kernel's two forms:
+- [tap][input channel][output channel] (the CPU form, step_kernel.py): a work-item's loop over
+  a block of neighbouring output channels reads neighbouring floats, which PoCL vectorizes;
+- rows=True, [tap][output channel][input channels padded to 4] (the GPU form, step_gpu.py):
+  one work-item takes one row, a dot product of float4s; every block 4-aligned, and the rings'
+  rows padded to 4 floats too (`stride`).
 
 The state is [N, S]: per stream, each convolution with history keeps its last L = (k-1)*d input
 frames of C_in channels, slot s (the frame of step s lives at slot s mod L), at its own offset.
@@ -23,19 +27,21 @@ from .program import Binary, CausalConv, StreamProgram
 @dataclass(frozen=True)
 class ConvParams:
     """Offsets (in floats) of one convolution's parameters in the packed buffer."""
-    past: int          # taps j < k-1: [k-1][C_in/groups][C_out] (k > 1 only)
-    current: int       # tap k-1: [C_in/groups][C_out]
+    past: int          # taps j < k-1: [k-1][C_in/groups][C_out] (rows: [k-1][C_out][row])
+    current: int       # tap k-1: [C_in/groups][C_out] (rows: [C_out][row])
     bias: int | None   # [C_out], None when the convolution has none
+    row: int = 0       # rows: C_in/groups rounded up to 4, the floats of one weight row
 
 
 @dataclass(frozen=True)
 class Ring:
     """One convolution's history in the state buffer: `length` frames of `channels` floats
-    from `offset` (floats, per stream)."""
+    from `offset` (floats, per stream), each `stride` floats after the last."""
     name: str
     offset: int
     length: int
     channels: int
+    stride: int
 
 
 @dataclass(frozen=True)
@@ -62,14 +68,18 @@ class StepLayout:
     output_floats: int = 0                          # floats of output per stream
 
 
-def layout(program: StreamProgram) -> StepLayout:
-    """The packed parameters, the rings, the frames' places and the output row of `program`."""
+def layout(program: StreamProgram, rows: bool = False) -> StepLayout:
+    """The packed parameters, the rings, the frames' places and the output row of `program`
+    (rows: the GPU form's weight rows, above)."""
     blocks: list[np.ndarray] = []
     used = 0
+    align = _round4 if rows else int
 
     def put(array: np.ndarray) -> int:
         nonlocal used
         flat = np.ascontiguousarray(array, np.float32).reshape(-1)
+        if rows:                          # every block 4-aligned
+            flat = np.concatenate([flat, np.zeros(-flat.size % 4, np.float32)])
         blocks.append(flat)
         used += flat.size
         return used - flat.size
@@ -78,15 +88,25 @@ def layout(program: StreamProgram) -> StepLayout:
     for op in program.ops:
         if isinstance(op, CausalConv):
             w = np.asarray(op.weight, np.float32)                # [C_out, C_in/g, k]
-            past = put(w[:, :, :-1].transpose(2, 1, 0)) if op.kernel > 1 else 0
-            current = put(w[:, :, -1].T)
+            if rows:
+                cout, cin_g = w.shape[0], w.shape[1]
+                row = _round4(cin_g)
+                taps = np.zeros((op.kernel, cout, row), np.float32)   # [tap][C_out][row]
+                taps[:, :, :cin_g] = w.transpose(2, 0, 1)
+                past = put(taps[:-1]) if op.kernel > 1 else 0
+                current = put(taps[-1])
+            else:
+                row = 0
+                past = put(w[:, :, :-1].transpose(2, 1, 0)) if op.kernel > 1 else 0
+                current = put(w[:, :, -1].T)
             bias = put(op.bias) if op.bias is not None else None
-            out.conv_params[id(op)] = ConvParams(past, current, bias)
+            out.conv_params[id(op)] = ConvParams(past, current, bias, row)
             if op.history:
                 channels = program.frames[op.src]
+                stride = align(channels)
                 out.rings[id(op)] = Ring(op.name or op.dst, out.state_floats, op.history,
-                                         channels)
-                out.state_floats += op.history * channels
+                                         channels, stride)
+                out.state_floats += op.history * stride
         elif isinstance(op, Binary) and op.constant is not None and op.constant.size > 1:
             out.constants[id(op)] = put(op.constant)
     if out.rings:
@@ -97,9 +117,10 @@ def layout(program: StreamProgram) -> StepLayout:
     out.params = np.concatenate(blocks) if blocks else np.zeros(1, np.float32)
     if out.params.size == 0:
         out.params = np.zeros(1, np.float32)
+    out.state_floats = align(out.state_floats)     # rows: each stream's state 16-byte aligned
     for name, channels in program.frames.items():
         out.frames[name] = out.frame_floats
-        out.frame_floats += int(channels)
+        out.frame_floats += align(int(channels))
     slots = []
     for o in program.outputs:
         size = int(program.frames[o.frame])
@@ -107,6 +128,10 @@ def layout(program: StreamProgram) -> StepLayout:
         out.output_floats += size
     out.outputs = tuple(slots)
     return out
+
+
+def _round4(n: int) -> int:
+    return (int(n) + 3) // 4 * 4
 
 
 def _period(lengths) -> int:

@@ -18,7 +18,8 @@ from ...errors import DeviceError, ModelError, TensorError
 from ...ops.stream.program import StreamProgram
 from ...ops.stream.step_kernel import INLINE_FLOATS, step_kernel
 
-ARG_STATE, ARG_FRAME, ARG_OUT, ARG_GIVEN, ARG_INLINED = 1, 2, 3, 4, 5
+ARG_STATE, ARG_FRAME, ARG_OUT, ARG_GIVEN, ARG_INLINED, ARG_SCRATCH, ARG_COUNTS = \
+    1, 2, 3, 4, 5, 6, 7
 
 
 class CausalStream:
@@ -27,36 +28,49 @@ class CausalStream:
     batch: the number of streams N; None: taken from the first frame (and again from the first
     frame after each reset). local_size: the work-group size of the step kernel (one group
     per stream); None: chosen for the device (step_kernel.choose_local_size). cpu_form: the
-    kernel's form for a CPU (blocks of channels per work-item) or a GPU (a channel per
-    work-item); None: the device's."""
+    kernel's form for a CPU (blocks of channels per work-item, step_kernel.py) or a GPU (a
+    channel per work-item, each stream's past taps shared by `groups` work-groups:
+    step_gpu.py); None: the device's. groups: the GPU form's work-groups per stream (None:
+    its choice; several only on a GPU device)."""
 
     def __init__(self, engine, program: StreamProgram, batch: int | None = None, *,
-                 local_size: int | None = None, cpu_form: bool | None = None):
+                 local_size: int | None = None, cpu_form: bool | None = None,
+                 groups: int | None = None):
         self.engine = engine
         self.program = program
         device = engine.device
-        is_cpu = bool(device.type & cl.device_type.CPU) if cpu_form is None else cpu_form
+        on_cpu = bool(device.type & cl.device_type.CPU)
+        is_cpu = on_cpu if cpu_form is None else cpu_form
         label = f"'{device.name.strip()}'"
+        if on_cpu and not is_cpu:
+            if groups is not None and groups > 1:
+                # PoCL ran the last group's chain (barriers in a group-uniform branch) wrongly
+                raise DeviceError(f"streaming: several work-groups per stream (groups="
+                                  f"{groups}) run on GPUs; {label} is a CPU device: leave "
+                                  f"groups unset")
+            groups = 1
         if local_size is not None and (not isinstance(local_size, (int, np.integer)) or
                                        local_size < 1 or local_size & (local_size - 1)):
             raise DeviceError(f"streaming: local_size {local_size!r}: the step kernel's "
                               f"work-group size must be a power of two (1, 2, 4, ... 1024)")
         built = step_kernel(program, max_group=int(device.max_work_group_size),
                             local_mem=int(device.local_mem_size), is_cpu=is_cpu,
-                            local_size=local_size, device=label)
+                            local_size=local_size, device=label, groups=groups)
         kernel = self._build(built)
         fits = kernel.get_work_group_info(cl.kernel_work_group_info.WORK_GROUP_SIZE, device)
         if built.local_size > fits and local_size is None:
             # the compiled kernel allows fewer work-items than the device (its registers)
             size = 1 << (int(fits).bit_length() - 1)
             built = step_kernel(program, max_group=size, local_mem=int(device.local_mem_size),
-                                is_cpu=is_cpu, local_size=size, device=label)
+                                is_cpu=is_cpu, local_size=size, device=label, groups=groups)
             kernel = self._build(built)
         elif built.local_size > fits:
             raise DeviceError(f"streaming: local size {built.local_size} is over the "
                               f"{fits} work-items the step kernel allows on {label}")
         self.kernel_text = built.text
         self.local_size = built.local_size
+        self.groups = built.groups             # work-groups per stream
+        self._built = built
         self._kernel = kernel
         self._layout = built.layout
         self._cin = program.input_channels
@@ -112,6 +126,14 @@ class CausalStream:
             self._frame = cl.Buffer(ctx, cl.mem_flags.READ_ONLY, 4 * n * self.input_channels)
             self._out = cl.Buffer(ctx, cl.mem_flags.WRITE_ONLY,
                                   4 * n * max(lay.output_floats, 1))
+            if self._built.scratch:
+                # the GPU form: the past taps between the stream's groups, and the count of
+                # its groups done (zero between steps: the last group resets it)
+                self._scratch = cl.Buffer(ctx, cl.mem_flags.READ_WRITE,
+                                          4 * n * max(self._built.units, 1))
+                self._counts = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, 4 * n)
+                self._last = cl.enqueue_fill_buffer(self._queue, self._counts, np.int32(0), 0,
+                                                    4 * n, wait_for=self._after())
             self._zero_state()
         except (cl.Error, MemoryError) as e:
             raise DeviceError(f"streaming: {n} streams: their ring buffers ({nbytes} bytes) "
@@ -124,12 +146,15 @@ class CausalStream:
         k.set_arg(ARG_FRAME, self._frame)
         k.set_arg(ARG_OUT, self._out)
         k.set_arg(ARG_GIVEN, np.zeros(INLINE_FLOATS, np.float32))
+        if self._built.scratch:
+            k.set_arg(ARG_SCRATCH, self._scratch)
+            k.set_arg(ARG_COUNTS, self._counts)
         self._frame_arg = self._frame
         # small frames go by value in the launch (no upload command): the whole [N, C_in]
         self._inline = np.zeros(INLINE_FLOATS, np.float32) \
             if n * self.input_channels <= INLINE_FLOATS else None
         self._inlined = None
-        self._global = (n * self.local_size,)
+        self._global = (n * self.groups * self.local_size,)
         self._local = (self.local_size,)
 
     def _zero_state(self) -> None:
@@ -285,8 +310,8 @@ class RingState:
     @property
     def state(self) -> np.ndarray:
         r, s = self._ring, self._stream
-        flat = s._read_state()[:, r.offset:r.offset + r.length * r.channels]
-        slots = flat.reshape(s.batch, r.length, r.channels)
+        flat = s._read_state()[:, r.offset:r.offset + r.length * r.stride]
+        slots = flat.reshape(s.batch, r.length, r.stride)[:, :, :r.channels]
         # the oldest kept step, t - L, is at slot (t - L) mod L = t mod L
         return np.ascontiguousarray(np.roll(slots, -(s.t % r.length), axis=1).transpose(0, 2, 1))
 
@@ -300,7 +325,9 @@ class RingState:
                               f"(streams, channels, steps oldest first)")
         slots = np.roll(a.astype(np.float32).transpose(0, 2, 1), s.t % r.length, axis=1)
         host = s._read_state()
-        host[:, r.offset:r.offset + r.length * r.channels] = slots.reshape(s.batch, -1)
+        rows = host[:, r.offset:r.offset + r.length * r.stride].reshape(s.batch, r.length,
+                                                                        r.stride)
+        rows[:, :, :r.channels] = slots
         cl.enqueue_copy(s._queue, s._state, host, wait_for=s._after())
 
     def reset(self) -> None:
