@@ -1,0 +1,257 @@
+"""A Network's compiled plans as a package file (runtime/package/), and the plans back out of
+one: `save_package(net, path)` (the `compile` command), `load_package(path, engine, ...)`
+(Network("model.clpkg")).
+
+A package holds, per set of input shapes it was compiled for, the CompiledPlan as the
+executor runs it (steps with their launches, tensor descriptions, constants, aliases, the
+memory plan, the variables), a skeleton of the graph (its inputs, outputs and variables: the
+names and declared shapes a Network answers with), and the program binaries for one device.
+A launch's source is replaced by its program's key; the sources themselves are kept only with
+`keep_sources` (then another device or driver rebuilds from them). Loading runs no graph
+rewrite, resolver, descriptor, tuning or build: the plans are made straight from the file.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from ... import __version__
+from ...errors import ModelError, PackageError
+from ...graph.graph import Graph, Node, Port
+from ...graph.variables import ASSIGN, READ_VALUE
+from ...jit.launch import Arg, KernelLaunch
+from ...jit.layer import Stage
+from ...jit.tensor import TensorDesc
+from ..package.codec import Decoder, Encoder, dumps, loads
+from ..package.container import read_package, write_package
+from ..package.host_layers import (PythonHostStep, missing, missing_message, rebuild,
+                                   record)
+from ..package.programs import (binaries_of, build_from_sources, device_description,
+                                differences, load_binaries, program_key)
+from .plan import CompiledPlan
+from .planner import MemoryPlan
+
+# the classes a package's plans are made of: the codec constructs these and nothing else
+CLASSES = (Stage, KernelLaunch, Arg, TensorDesc, PythonHostStep)
+# the nodes the skeleton keeps: what a loaded Network names and checks inputs, outputs and
+# variables by
+SKELETON_TYPES = ("Parameter", "Result", READ_VALUE, ASSIGN)
+_PLAN_FIELDS = ("descs", "consts", "alias", "inputs", "outputs", "notes", "offsets",
+                "in_place", "device_bytes", "boolean_outputs", "states")
+
+
+@dataclass
+class LoadedPackage:
+    """What a Network is made of when it is loaded from a package."""
+    path: str
+    manifest: dict
+    graph: Graph
+    plans: dict                 # plan key (Network._plan_key) -> CompiledPlan
+    default_key: tuple
+    value_inputs: dict
+    seconds: float              # reading, checking and loading the programs
+
+    def other_shapes(self, shapes) -> PackageError:
+        compiled = "; ".join(_shapes_text(s) for s in self.manifest.get("input_shapes", []))
+        example = " ".join(f"--shape {n}={','.join(map(str, s))}" for n, s in shapes.items())
+        return PackageError(f"the package {self.path} was compiled for input shapes "
+                            f"{compiled}; these are {_shapes_text(shapes)}: compile a package "
+                            f"for them (customlayers compile -m MODEL {example} -o "
+                            f"{Path(self.path).name})")
+
+
+def _shapes_text(shapes: dict) -> str:
+    return ", ".join(f"{n}={list(s)}" for n, s in shapes.items())
+
+
+# -- saving ------------------------------------------------------------------------------------
+def save_package(net, path, *, keep_sources: bool = False, model: str = "") -> dict:
+    """Write every plan `net` has compiled, with its programs' binaries for its device, to
+    `path` (atomically); the manifest written. ModelError when it has compiled none."""
+    if getattr(net, "package", None) is not None:
+        raise PackageError(f"the network was loaded from the package {net.package.path}: "
+                           f"compile the model itself")
+    if not net._plans:
+        raise ModelError("the network has no compiled plan to package: give the shapes of its "
+                         "inputs (input_shapes, --shape NAME=1,3,224,224)")
+    enc = Encoder(CLASSES)
+    built: dict = {}                 # program key -> cl.Program
+    sources: dict = {}               # program key -> (source, options, label)
+    plans, records = [], []
+    keys = list(net._plans)
+    if net._default_key in keys:     # the default plan first: the loaded network's default
+        keys.remove(net._default_key)
+        keys.insert(0, net._default_key)
+    for key in keys:
+        plan = net._plans[key]
+        steps, programs = [], []
+        for step, built_step in zip(plan.steps, plan.programs):
+            launches, names = [], []
+            for launch, program in zip(step.launches, built_step):
+                k = program_key(launch.source, launch.options)
+                built.setdefault(k, program)
+                sources.setdefault(k, (launch.source, launch.options, launch.label or step.name))
+                launches.append(replace(launch, source=f"program {k}", line_map=()))
+                names.append(k)
+            host = record(step) if step.host is not None else None
+            if host is not None:
+                records.append(host)
+            steps.append(replace(step, launches=launches, host=host))
+            programs.append(names)
+        memory = plan.memory
+        plans.append(enc.encode({
+            "key": key, "steps": steps, "programs": programs,
+            "memory": {"slot_sizes": memory.slot_sizes, "slot_of": memory.slot_of,
+                       "total_tensor_bytes": memory.total_tensor_bytes,
+                       "in_place_tensors": memory.in_place_tensors},
+            **{f: getattr(plan, f) for f in _PLAN_FIELDS}}))
+    device = net.engine.device
+    binaries = binaries_of(device, built)
+    graph = {"name": net.graph.name, "value_inputs": net.value_inputs,
+             "nodes": [_node_record(n) for n in net.graph if n.type in SKELETON_TYPES],
+             "layers": [[s.name, s.type, s.impl, len(s.launches)]
+                        for s in net._plans[keys[0]].steps]}
+    parts = [("graph", dumps(enc.encode(graph))), ("plans", dumps(plans)),
+             ("arrays", bytes(enc.blob))]
+    parts += [(f"program {k}", binaries[k]) for k in sorted(binaries)]
+    if keep_sources:
+        parts.append(("sources", dumps({k: list(v) for k, v in sorted(sources.items())})))
+    manifest = {
+        "customlayers_version": __version__,
+        "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "model": Path(model).name if model else net.graph.name,
+        "device": device_description(device),
+        "programs": {k: {"options": sources[k][1], "label": sources[k][2],
+                         "size": len(binaries[k])} for k in sorted(binaries)},
+        "input_shapes": [dict(key[0]) for key in keys],
+        "value_inputs": [dict(key[1]) for key in keys],
+        "tuning": net.tuner.mode if net.tuner is not None else "off",
+        "keep_sources": bool(keep_sources),
+        "python_layers": sorted({(r.layer_type, r.class_name, r.file) for r in records}),
+        "layers": len(graph["layers"]),
+    }
+    write_package(path, manifest, parts)
+    return manifest
+
+
+def _node_record(node: Node) -> dict:
+    return {"id": node.id, "name": node.name, "type": node.type, "attrs": dict(node.attrs),
+            "inputs": [_port(p) for p in node.inputs],
+            "outputs": [_port(p) for p in node.outputs], "location": node.location}
+
+
+def _port(p: Port) -> tuple:
+    return (None if p.shape is None else tuple(p.shape), p.dtype, tuple(p.names))
+
+
+# -- loading -----------------------------------------------------------------------------------
+def load_package(path, engine, registry=None, say=lambda m: None) -> LoadedPackage:
+    """The package at `path` checked and its plans made for `engine`: its programs loaded from
+    their binaries (the device, driver and our version match), else rebuilt from its sources
+    (kept) with a notice, else a PackageError naming what differs."""
+    started = time.perf_counter()
+    pkg = read_package(path)
+    parts, manifest = pkg.parts, pkg.manifest
+    for name in ("graph", "plans", "arrays"):
+        if name not in parts:
+            raise PackageError(f"the package {path} lacks its part '{name}'", name)
+    graph_struct = Decoder(CLASSES, parts["arrays"], "graph").decode(loads(parts["graph"],
+                                                                           "graph"))
+    decoder = Decoder(CLASSES, parts["arrays"], "plans")
+    plans_struct = [decoder.decode(p) for p in _list(loads(parts["plans"], "plans"), "plans")]
+    records = [s.host for p in plans_struct for s in p["steps"]
+               if isinstance(s.host, PythonHostStep)]
+    absent = missing(records, registry)
+    if absent:
+        raise PackageError(f"{path}: {missing_message(absent)}")
+    programs = _programs(pkg, engine, say)
+    plans = {}
+    for p in plans_struct:
+        plan = _plan(p, programs, registry, _sources(pkg))
+        plans[p["key"]] = plan
+    graph = _skeleton(graph_struct)
+    return LoadedPackage(str(path), manifest, graph, plans, plans_struct[0]["key"],
+                         dict(graph_struct["value_inputs"]), time.perf_counter() - started)
+
+
+def _list(value, part: str) -> list:
+    if not isinstance(value, list) or not value:
+        raise PackageError(f"the package's part '{part}' is malformed: no plan", part)
+    return value
+
+
+def _sources(pkg) -> dict:
+    if "sources" not in pkg.parts:
+        return {}
+    found = loads(pkg.parts["sources"], "sources")
+    if not isinstance(found, dict) or not all(
+            isinstance(v, list) and len(v) == 3 and all(isinstance(x, str) for x in v)
+            for v in found.values()):
+        raise PackageError("the package's part 'sources' is malformed", "sources")
+    return {k: tuple(v) for k, v in found.items()}
+
+
+def _programs(pkg, engine, say) -> dict:
+    manifest = pkg.manifest
+    wanted = manifest.get("programs")
+    if not isinstance(wanted, dict):
+        raise PackageError(f"the package {pkg.path}: its manifest lists no programs", "manifest")
+    differ = differences(manifest, engine.device)
+    sources = _sources(pkg)
+    if differ:
+        built = manifest.get("device", {})
+        what = (f"the package {pkg.path} was built for {built.get('name')} (driver "
+                f"{built.get('driver')}, customlayers {manifest.get('customlayers_version')})"
+                f"; this is {engine.device.name.strip()} (driver "
+                f"{engine.device.driver_version.strip()}, customlayers {__version__}): "
+                f"{'; '.join(differ)} differ")
+        if not sources:
+            raise PackageError(f"{what}. Its binaries run only there, and it holds no "
+                               f"sources: make a package for this device (customlayers "
+                               f"compile -m MODEL -d DEVICE -o {Path(pkg.path).name}), or "
+                               f"compile with --keep-sources to rebuild it anywhere",
+                               "device")
+        say(f"note: {what}; rebuilding its {len(sources)} programs from the sources it keeps")
+        return build_from_sources(engine, sources)
+    binaries = {}
+    for key, info in wanted.items():
+        part = pkg.parts.get(f"program {key}")
+        if part is None or not isinstance(info, dict) or \
+                not isinstance(info.get("options"), str):
+            raise PackageError(f"the package {pkg.path} lacks the binary of program {key[:16]}",
+                               f"program {key}")
+        binaries[key] = (bytes(part), info["options"])
+    return load_binaries(engine, binaries)
+
+
+def _plan(p: dict, programs: dict, registry, sources: dict) -> CompiledPlan:
+    """The CompiledPlan of a decoded plan record; PackageError where the record is not one
+    (a part re-signed after tampering)."""
+    try:
+        steps = []
+        for step, names in zip(p["steps"], p["programs"], strict=True):
+            launches = [replace(launch, source=sources[k][0]) if k in sources else launch
+                        for launch, k in zip(step.launches, names, strict=True)]
+            host = rebuild(step.host, registry) if step.host is not None else None
+            steps.append(replace(step, launches=launches, host=host))
+        built = [[programs[k] for k in names] for names in p["programs"]]
+        return CompiledPlan(steps, p["descs"], p["consts"], p["alias"], p["inputs"],
+                            p["outputs"], MemoryPlan(**p["memory"]), built, notes=p["notes"],
+                            offsets=p["offsets"], in_place=p["in_place"],
+                            device_bytes=tuple(p["device_bytes"]),
+                            boolean_outputs=frozenset(p["boolean_outputs"]),
+                            states=p["states"])
+    except (KeyError, TypeError, ValueError, AttributeError) as e:
+        raise PackageError(f"the package's part 'plans' is malformed ({type(e).__name__}: "
+                           f"{e})", "plans") from None
+
+
+def _skeleton(struct: dict) -> Graph:
+    """The graph's inputs, outputs and variables as nodes (no edges, no values)."""
+    graph = Graph(struct.get("name", "model"))
+    for n in struct["nodes"]:
+        graph.add_node(Node(n["id"], n["name"], n["type"], dict(n["attrs"]),
+                            [Port(*p) for p in n["inputs"]], [Port(*p) for p in n["outputs"]],
+                            location=n["location"]))
+    return graph
