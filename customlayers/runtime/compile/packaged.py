@@ -54,7 +54,7 @@ class LoadedPackage:
 
     def other_shapes(self, shapes) -> PackageError:
         compiled = "; ".join(_shapes_text(s) for s in self.manifest.get("input_shapes", []))
-        example = " ".join(f"--shape {n}={','.join(map(str, s))}" for n, s in shapes.items())
+        example = " ".join(f"--shape {n}={'x'.join(map(str, s))}" for n, s in shapes.items())
         return PackageError(f"the package {self.path} was compiled for input shapes "
                             f"{compiled}; these are {_shapes_text(shapes)}: compile a package "
                             f"for them (customlayers compile -m MODEL {example} -o "
@@ -131,8 +131,7 @@ def save_package(net, path, *, keep_sources: bool = False, model: str = "") -> d
         "python_layers": sorted({(r.layer_type, r.class_name, r.file) for r in records}),
         "layers": len(graph["layers"]),
     }
-    write_package(path, manifest, parts)
-    return manifest
+    return write_package(path, manifest, parts)
 
 
 def _node_record(node: Node) -> dict:

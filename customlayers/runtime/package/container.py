@@ -58,9 +58,9 @@ def is_package(path) -> bool:
         return False
 
 
-def write_package(path, manifest: dict, parts: list[tuple[str, bytes]]) -> None:
+def write_package(path, manifest: dict, parts: list[tuple[str, bytes]]) -> dict:
     """Write `manifest` (its "parts" entry is filled here) and `parts` (name, bytes) as one
-    file, atomically."""
+    file, atomically; the manifest written."""
     table, offset = [], 0
     for name, data in parts:
         table.append({"name": name, "offset": offset, "size": len(data),
@@ -74,6 +74,7 @@ def write_package(path, manifest: dict, parts: list[tuple[str, bytes]]) -> None:
         f.write(hashlib.sha256(text).digest())
         for _, data in parts:
             f.write(data)
+    return manifest
 
 
 def read_manifest(path) -> tuple[dict, int, bytearray]:
