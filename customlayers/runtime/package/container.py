@@ -60,7 +60,7 @@ def is_package(path) -> bool:
 
 def write_package(path, manifest: dict, parts: list[tuple[str, bytes]]) -> dict:
     """Write `manifest` (its "parts" entry is filled here) and `parts` (name, bytes) as one
-    file, atomically; the manifest written."""
+    file, atomically; the manifest as a reader sees it."""
     table, offset = [], 0
     for name, data in parts:
         table.append({"name": name, "offset": offset, "size": len(data),
@@ -74,7 +74,7 @@ def write_package(path, manifest: dict, parts: list[tuple[str, bytes]]) -> dict:
         f.write(hashlib.sha256(text).digest())
         for _, data in parts:
             f.write(data)
-    return manifest
+    return json.loads(text)
 
 
 def read_manifest(path) -> tuple[dict, int, bytearray]:
