@@ -240,6 +240,10 @@ def test_shapes_it_was_not_compiled_for_are_refused_naming_its_own(packages, eng
     assert "compiled for input shapes data=[1, 3, 32, 32]; these are data=[1, 3, 64, 64]" in \
         str(e.value)
     assert "--shape data=1x3x64x64" in str(e.value)
+    with pytest.raises(PackageError, match="compiled for input shapes data=.1, 3, 32, 32.; "):
+        Network(str(packages[0]), engine=engine, input_shapes={"data": (2, 3, 32, 32)})
+    same = Network(str(packages[0]), engine=engine, input_shapes={"data": (1, 3, 32, 32)})
+    assert same.plan.inputs == net.plan.inputs
 
 
 def test_requests_and_streams_of_a_package_equal_the_network(demo, packages, engine):
@@ -308,4 +312,35 @@ def test_a_light_onnx_model_equals_the_network_bit_for_bit(tmp_path, engine):
     fresh = Engine(engine.device)
     got = Network(str(pkg), engine=fresh).infer({name: x})
     assert fresh.cache.misses == fresh.cache.hits == fresh.cache.disk_hits == 0
+    assert all(np.array_equal(got[n], v) for n, v in expected.items())
+
+
+def test_an_mvcl_layer_in_a_package_equals_the_network(tmp_path, engine):
+    from customlayers.cli.model_commands.demo import case_arrays, find_examples, layer_type_of
+    from model_files import write_ir
+    example = next(e for e in find_examples() if e.kind == "MVCL")
+    registry = Registry(engine)
+    registry.load(example.config)
+    layer = layer_type_of(registry, example)
+    case = example.reference.CASES[0]
+    inputs, _ = case_arrays(case, seed=5)
+    params = dict(case.get("params", {}))
+    expected = example.reference.reference(inputs, params, {})
+    path = write_ir(tmp_path / "m.xml", layer, inputs, expected, params)
+    net = Network(path, registry, engine)
+    feed = {f"x{i}": a for i, a in enumerate(inputs)}
+    want = net.infer(feed)
+    pkg = tmp_path / "mvcl.clpkg"
+    save_package(net, pkg)
+    assert b"__kernel" not in pkg.read_bytes()
+    got = Network(str(pkg), engine=Engine(engine.device)).infer(feed)
+    assert all(np.array_equal(got[n], v) for n, v in want.items())
+
+
+def test_the_ray_setup_builds_the_network_of_a_package(demo, packages):
+    from customlayers.integrations.network_setup import build_network
+    _, expected = demo
+    net = build_network(packages[0], device=TEST_DEVICE)
+    got = net.infer({"data": demo_input()})
+    assert net.package is not None
     assert all(np.array_equal(got[n], v) for n, v in expected.items())

@@ -30,6 +30,11 @@ def run(args) -> int:
              "input shapes: " + "; ".join(", ".join(f"{n}={list(s)}" for n, s in one.items())
                                           for one in m.get("input_shapes", [])),
              f"tuning: {m.get('tuning')}; sources kept: {'yes' if m.get('keep_sources') else 'no'}"]
+    declared = m.get("declared_inputs") or {}
+    if any(s is None or None in s for s in declared.values()):
+        lines.insert(4, "dynamic inputs as declared: " + ", ".join(
+            f"{n}={'?' if s is None else ['?' if d is None else d for d in s]}"
+            for n, s in declared.items()))
     for layer_type, cls, file in m.get("python_layers", []):
         lines.append(f"python layer: {layer_type} (class {cls} of {file}: load it with -l)")
     lines.append(f"layers ({len(graph['layers'])}):")

@@ -82,7 +82,7 @@ class Network:
                  tuning: str | None = None, concat_in_place: bool = True):
         self._say = messages if messages is not None else (lambda m: None)
         if is_package(graph):
-            self._from_package(graph, registry, engine, profiling)
+            self._from_package(graph, registry, engine, profiling, input_shapes, input_values)
             return
         self.resolver = resolver if resolver is not None else Resolver(registry, say=self._say)
         if not isinstance(graph, Graph):
@@ -129,9 +129,10 @@ class Network:
             self._default_key = self._plan_key(shapes, values)
             self._plans[self._default_key] = self._compile(shapes, values)
 
-    def _from_package(self, path, registry, engine, profiling) -> None:
+    def _from_package(self, path, registry, engine, profiling, shapes, values) -> None:
         """The network of a compiled package (packaged.py): its plans as the file holds them,
-        nothing rewritten, resolved, tuned or compiled; only its input shapes run."""
+        nothing rewritten, resolved, tuned or compiled; only its input shapes run (`shapes`
+        given: the default plan, refused unless compiled)."""
         if engine is None:
             engine = registry.engine if registry is not None else Engine()
         _check_same_device(engine, registry)
@@ -145,6 +146,10 @@ class Network:
         self._default_key = self.package.default_key
         self._idle_requests = {}
         self._lock = threading.Lock()
+        if shapes:
+            shapes = {n: tuple(int(d) for d in s) for n, s in shapes.items()}
+            self.plan_for(shapes, values)
+            self._default_key = self._plan_key(shapes, self._input_values(values or {}, shapes))
 
     def __del__(self):
         # the pooled requests' kernels newest first, whatever order a collection takes

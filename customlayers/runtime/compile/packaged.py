@@ -125,6 +125,9 @@ def save_package(net, path, *, keep_sources: bool = False, model: str = "") -> d
         "programs": {k: {"options": sources[k][1], "label": sources[k][2],
                          "size": len(binaries[k])} for k in sorted(binaries)},
         "input_shapes": [dict(key[0]) for key in keys],
+        # as the model declares them: None for a dynamic dimension
+        "declared_inputs": {p.name: p.outputs[0].shape if p.outputs else None
+                            for p in net.graph.parameters},
         "value_inputs": [dict(key[1]) for key in keys],
         "tuning": net.tuner.mode if net.tuner is not None else "off",
         "keep_sources": bool(keep_sources),

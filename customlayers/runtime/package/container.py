@@ -52,7 +52,7 @@ def is_package(path) -> bool:
     if str(path).endswith(SUFFIX):
         return True
     try:
-        with open(path, "rb") as f:
+        with open_user_file(path) as f:    # a regular file only: a FIFO's open would block
             return f.read(len(MAGIC)) == MAGIC
     except OSError:
         return False
