@@ -344,3 +344,26 @@ def test_the_ray_setup_builds_the_network_of_a_package(demo, packages):
     got = net.infer({"data": demo_input()})
     assert net.package is not None
     assert all(np.array_equal(got[n], v) for n, v in expected.items())
+
+
+def test_compile_takes_several_shape_sets_into_one_package(tmp_path, capsys):
+    import onnx
+    from onnx import TensorProto, helper
+    nodes = [helper.make_node("Relu", ["x"], ["a"]), helper.make_node("Neg", ["a"], ["y"])]
+    graph = helper.make_graph(nodes, "dyn",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 4])])
+    model = tmp_path / "dyn.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), model)
+    pkg = tmp_path / "dyn.clpkg"
+    assert cli_main(["compile", "-m", str(model), "-d", TEST_DEVICE, "--shape", "x=1x4",
+                     "--shape", "x=3x4", "-o", str(pkg)]) == 0
+    assert "for x=[1, 4]; x=[3, 4]" in capsys.readouterr().out
+    assert cli_main(["inspect", str(pkg)]) == 0
+    assert "dynamic inputs as declared: x=['?', 4]" in capsys.readouterr().out
+    net = Network(str(pkg), engine=Engine(TEST_DEVICE))
+    for batch in (1, 3):
+        x = np.random.default_rng(batch).standard_normal((batch, 4)).astype(np.float32)
+        assert np.array_equal(net.infer({"x": x})["y"], -np.maximum(x, 0))
+    with pytest.raises(PackageError, match=r"compiled for input shapes x=\[1, 4\]; x=\[3, 4\]"):
+        net.infer({"x": np.zeros((2, 4), np.float32)})

@@ -10,6 +10,7 @@ import time
 
 from .. import UsageError
 from .model_args import add_model_options, load_network
+from ..user_files.input_shapes import parse_shapes
 from ...files import size_text
 from ...runtime.package.container import SUFFIX
 
@@ -25,6 +26,9 @@ def add_parser(sub):
     add_model_options(p, "compile")
     p.add_argument("-o", "--output", required=True, metavar=f"MODEL{SUFFIX}",
                    help=f"the package to write (atomically); its name ends with {SUFFIX}")
+    p.epilog = ("--shape given again for an input starts another set of input shapes: "
+                "--shape x=1x3x224x224 --shape x=8x3x224x224 compiles both into the package "
+                "(inputs a set does not name keep the first set's shape)")
     p.add_argument("--keep-sources", action="store_true",
                    help="also keep the programs' generated OpenCL text in the package, so "
                         "that another device or driver rebuilds it from the package alone "
@@ -37,8 +41,13 @@ def run(args) -> int:
     if not args.output.endswith(SUFFIX):
         raise UsageError(f"-o {args.output}: a package's name ends with {SUFFIX}")
     started = time.perf_counter()
+    sets = shape_sets(args.shape)
+    args.shape = sets[0]
     engine, net, _ = load_network(args)
-    net.plan                           # compiled for the shapes given (or declared) now
+    first = {name: net.plan.descs[key].shape for name, key in net.plan.inputs}
+    for items in sets[1:]:              # the other sets: one plan each, in the same package
+        given = parse_shapes(items, net.input_names)
+        net.plan_for({**first, **{n: g.shape for n, g in given.items()}})
     manifest = save_package(net, args.output, keep_sources=args.keep_sources, model=args.model)
     took = time.perf_counter() - started
     print(f"device: {engine.device.name.strip()} (driver {engine.device.driver_version})",
@@ -50,3 +59,18 @@ def run(args) -> int:
           f"{args.output} ({size_text(size)}, {len(manifest['programs'])} program binaries"
           f"{', sources kept' if args.keep_sources else ''})")
     return 0
+
+
+def shape_sets(items: list[str]) -> list[list[str]]:
+    """The --shape items in sets: an item naming an input the current set names already
+    starts the next set."""
+    sets: list[list[str]] = [[]]
+    named: set[str] = set()
+    for item in items:
+        name = item.rpartition("=")[0] if "[" not in item else item.partition("[")[0]
+        if name in named:
+            sets.append([])
+            named = set()
+        sets[-1].append(item)
+        named.add(name)
+    return sets
