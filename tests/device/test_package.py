@@ -309,6 +309,13 @@ def test_a_light_onnx_model_equals_the_network_bit_for_bit(tmp_path, engine):
     expected = net.infer({name: x})
     pkg = tmp_path / "squeezenet.clpkg"
     save_package(net, pkg)
+    # the weights once: not the model's, its folded copy and the packed one side by side
+    import onnx
+    weights = sum(onnx.numpy_helper.to_array(t).nbytes
+                  for t in onnx.load(str(light_onnx("squeezenet"))).graph.initializer)
+    arrays = next(p["size"] for p in read_package(pkg).manifest["parts"]
+                  if p["name"] == "arrays")
+    assert arrays < 1.2 * weights, (arrays, weights)
     fresh = Engine(engine.device)
     got = Network(str(pkg), engine=fresh).infer({name: x})
     assert fresh.cache.misses == fresh.cache.hits == fresh.cache.disk_hits == 0
