@@ -26,6 +26,8 @@ import struct
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
 from ...errors import PackageError
 from ...files import atomic_writer, open_user_file
 
@@ -77,16 +79,18 @@ def write_package(path, manifest: dict, parts: list[tuple[str, bytes]]) -> dict:
     return json.loads(text)
 
 
-def read_manifest(path) -> tuple[dict, int, bytearray]:
+def read_manifest(path) -> tuple[dict, int, memoryview]:
     """(the manifest, where the parts start, the file's bytes), the header and the manifest
     checked; PackageError naming what fails."""
     try:
         with open_user_file(path) as f:
-            data = bytearray(os.fstat(f.fileno()).st_size)
-            got = f.readinto(data)
+            # read into memory, not mapped: the bytes checked are the bytes used, whatever
+            # happens to the file after (numpy's empty buffer: not zeroed first)
+            buffer = np.empty(os.fstat(f.fileno()).st_size, np.uint8)
+            got = f.readinto(memoryview(buffer)) or 0
     except OSError as e:
         raise PackageError(f"cannot read the package {path}: {e.strerror or e}") from None
-    del data[got:]
+    data = memoryview(buffer)[:got]
     where = f"the package {path}"
     if len(data) < _HEADER.size or bytes(data[:len(MAGIC)]) != MAGIC:
         raise PackageError(f"{where} is not a customlayers package (no package header; make one "
@@ -126,7 +130,7 @@ def read_package(path) -> Package:
             isinstance(p.get("sha256"), str) for p in table):
         raise PackageError(f"{where}: its manifest's part table is malformed", "manifest")
     parts: dict[str, memoryview] = {}
-    offset, view = base, memoryview(data)
+    offset, view = base, data
     for p in table:
         name = p["name"]
         if p["offset"] != offset - base or p["size"] < 0 or name in parts:
