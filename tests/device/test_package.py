@@ -298,6 +298,12 @@ def test_a_stateful_model_carries_its_state_as_the_network_does(tmp_path, engine
     states = [r.query_state() for r in reqs]
     assert [s.name for s in states[1]] == [s.name for s in states[0]] == ["acc"]
     assert np.array_equal(states[1][0].state, states[0][0].state)
+    # the CLI runs the package's sequence as it runs the model's
+    np.save(tmp_path / "seq.npy", xs)
+    for source, out in ((model, "a.npz"), (str(pkg), "b.npz")):
+        assert cli_main(["run", "-m", source, "-d", TEST_DEVICE, "--stream", "-i",
+                         f"x={tmp_path / 'seq.npy'}", "-o", str(tmp_path / out)]) == 0
+    assert np.array_equal(np.load(tmp_path / "a.npz")["y"], np.load(tmp_path / "b.npz")["y"])
 
 
 def test_a_light_onnx_model_equals_the_network_bit_for_bit(tmp_path, engine):
