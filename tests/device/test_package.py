@@ -380,3 +380,26 @@ def test_compile_takes_several_shape_sets_into_one_package(tmp_path, capsys):
         assert np.array_equal(net.infer({"x": x})["y"], -np.maximum(x, 0))
     with pytest.raises(PackageError, match=r"compiled for input shapes x=\[1, 4\]; x=\[3, 4\]"):
         net.infer({"x": np.zeros((2, 4), np.float32)})
+
+
+def repack(path: Path, out: Path, part: str, data: bytes) -> Path:
+    """A copy of the package with `part` replaced and every hash made anew (an edit whose
+    author also rewrote the checksums)."""
+    from customlayers.runtime.package.container import write_package
+    pkg = read_package(path)
+    manifest = {k: v for k, v in pkg.manifest.items() if k not in ("parts", "format_version")}
+    write_package(out, manifest, [(p["name"], data if p["name"] == part else
+                                   bytes(pkg.parts[p["name"]])) for p in pkg.manifest["parts"]])
+    return out
+
+
+@pytest.mark.parametrize("part, data", [
+    ("graph", b'{"$d": []}'), ("graph", b'[1, 2]'), ("plans", b"[]"), ("plans", b'[{"$d": []}]'),
+    ("plans", b'[{"$c": "Popen", "f": {}}]'), ("plans", b'{"not": "a list"}'),
+], ids=["graph-empty", "graph-list", "no-plan", "plan-empty", "plan-class", "plans-dict"])
+def test_a_re_signed_malformed_part_is_refused_naming_it(tmp_path, packages, engine, part,
+                                                         data):
+    bad = repack(packages[0], tmp_path / "bad.clpkg", part, data)
+    with pytest.raises(PackageError) as e:
+        Network(str(bad), engine=engine)
+    assert e.value.part == part and f"part '{part}' is malformed" in str(e.value)

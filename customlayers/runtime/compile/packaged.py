@@ -13,6 +13,7 @@ rewrite, resolver, descriptor, tuning or build: the plans are made straight from
 from __future__ import annotations
 
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -53,7 +54,7 @@ class LoadedPackage:
     seconds: float              # reading, checking and loading the programs
 
     def other_shapes(self, shapes) -> PackageError:
-        compiled = "; ".join(_shapes_text(s) for s in self.manifest.get("input_shapes", []))
+        compiled = "; ".join(_shapes_text(dict(key[0])) for key in self.plans)
         example = " ".join(f"--shape {n}={'x'.join(map(str, s))}" for n, s in shapes.items())
         return PackageError(f"the package {self.path} was compiled for input shapes "
                             f"{compiled}; these are {_shapes_text(shapes)}: compile a package "
@@ -182,33 +183,46 @@ def load_package(path, engine, registry=None, say=lambda m: None) -> LoadedPacka
     (kept) with a notice, else a PackageError naming what differs."""
     started = time.perf_counter()
     pkg = read_package(path)
-    parts, manifest = pkg.parts, pkg.manifest
+    parts = pkg.parts
     for name in ("graph", "plans", "arrays"):
         if name not in parts:
             raise PackageError(f"the package {path} lacks its part '{name}'", name)
-    graph_struct = Decoder(CLASSES, parts["arrays"], "graph").decode(loads(parts["graph"],
-                                                                           "graph"))
-    decoder = Decoder(CLASSES, parts["arrays"], "plans")
-    plans_struct = [decoder.decode(p) for p in _list(loads(parts["plans"], "plans"), "plans")]
-    records = [s.host for p in plans_struct for s in p["steps"]
-               if isinstance(s.host, PythonHostStep)]
+    with _malformed("graph"):
+        graph_struct = Decoder(CLASSES, parts["arrays"], "graph").decode(
+            loads(parts["graph"], "graph"))
+        graph = _skeleton(graph_struct)
+        value_inputs = dict(graph_struct["value_inputs"])
+    with _malformed("plans"):
+        decoder = Decoder(CLASSES, parts["arrays"], "plans")
+        plans_struct = [decoder.decode(p) for p in loads(parts["plans"], "plans")]
+        if not plans_struct:
+            raise ValueError("no plan")
+        records = [s.host for p in plans_struct for s in p["steps"]
+                   if isinstance(s.host, PythonHostStep)]
     absent = missing(records, registry)
     if absent:
         raise PackageError(f"{path}: {missing_message(absent)}")
     programs = _programs(pkg, engine, say)
+    sources = _sources(pkg)
     plans = {}
-    for p in plans_struct:
-        plan = _plan(p, programs, registry, _sources(pkg))
-        plans[p["key"]] = plan
-    graph = _skeleton(graph_struct)
-    return LoadedPackage(str(path), manifest, graph, plans, plans_struct[0]["key"],
-                         dict(graph_struct["value_inputs"]), time.perf_counter() - started)
+    with _malformed("plans"):
+        for p in plans_struct:
+            plans[p["key"]] = _plan(p, programs, registry, sources)
+    return LoadedPackage(str(path), pkg.manifest, graph, plans, plans_struct[0]["key"],
+                         value_inputs, time.perf_counter() - started)
 
 
-def _list(value, part: str) -> list:
-    if not isinstance(value, list) or not value:
-        raise PackageError(f"the package's part '{part}' is malformed: no plan", part)
-    return value
+@contextmanager
+def _malformed(part: str):
+    """A part that passed its checksum but is not what we write (edited, its hash made anew):
+    a PackageError naming it, never a traceback."""
+    try:
+        yield
+    except PackageError:
+        raise
+    except (KeyError, IndexError, TypeError, ValueError, AttributeError) as e:
+        raise PackageError(f"the package's part '{part}' is malformed ({type(e).__name__}: "
+                           f"{e})", part) from None
 
 
 def _sources(pkg) -> dict:
@@ -256,25 +270,19 @@ def _programs(pkg, engine, say) -> dict:
 
 
 def _plan(p: dict, programs: dict, registry, sources: dict) -> CompiledPlan:
-    """The CompiledPlan of a decoded plan record; PackageError where the record is not one
-    (a part re-signed after tampering)."""
-    try:
-        steps = []
-        for step, names in zip(p["steps"], p["programs"], strict=True):
-            launches = [replace(launch, source=sources[k][0]) if k in sources else launch
-                        for launch, k in zip(step.launches, names, strict=True)]
-            host = rebuild(step.host, registry) if step.host is not None else None
-            steps.append(replace(step, launches=launches, host=host))
-        built = [[programs[k] for k in names] for names in p["programs"]]
-        return CompiledPlan(steps, p["descs"], p["consts"], p["alias"], p["inputs"],
-                            p["outputs"], MemoryPlan(**p["memory"]), built, notes=p["notes"],
-                            offsets=p["offsets"], in_place=p["in_place"],
-                            device_bytes=tuple(p["device_bytes"]),
-                            boolean_outputs=frozenset(p["boolean_outputs"]),
-                            states=p["states"])
-    except (KeyError, TypeError, ValueError, AttributeError) as e:
-        raise PackageError(f"the package's part 'plans' is malformed ({type(e).__name__}: "
-                           f"{e})", "plans") from None
+    """The CompiledPlan of a decoded plan record."""
+    steps = []
+    for step, names in zip(p["steps"], p["programs"], strict=True):
+        launches = [replace(launch, source=sources[k][0]) if k in sources else launch
+                    for launch, k in zip(step.launches, names, strict=True)]
+        host = rebuild(step.host, registry) if step.host is not None else None
+        steps.append(replace(step, launches=launches, host=host))
+    built = [[programs[k] for k in names] for names in p["programs"]]
+    return CompiledPlan(steps, p["descs"], p["consts"], p["alias"], p["inputs"], p["outputs"],
+                        MemoryPlan(**p["memory"]), built, notes=p["notes"],
+                        offsets=p["offsets"], in_place=p["in_place"],
+                        device_bytes=tuple(p["device_bytes"]),
+                        boolean_outputs=frozenset(p["boolean_outputs"]), states=p["states"])
 
 
 def _skeleton(struct: dict) -> Graph:
