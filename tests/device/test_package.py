@@ -396,10 +396,22 @@ def repack(path: Path, out: Path, part: str, data: bytes) -> Path:
 @pytest.mark.parametrize("part, data", [
     ("graph", b'{"$d": []}'), ("graph", b'[1, 2]'), ("plans", b"[]"), ("plans", b'[{"$d": []}]'),
     ("plans", b'[{"$c": "Popen", "f": {}}]'), ("plans", b'{"not": "a list"}'),
-], ids=["graph-empty", "graph-list", "no-plan", "plan-empty", "plan-class", "plans-dict"])
+    ("plans", b"[" * 100000 + b"]" * 100000),
+], ids=["graph-empty", "graph-list", "no-plan", "plan-empty", "plan-class", "plans-dict",
+        "deep"])
 def test_a_re_signed_malformed_part_is_refused_naming_it(tmp_path, packages, engine, part,
                                                          data):
     bad = repack(packages[0], tmp_path / "bad.clpkg", part, data)
     with pytest.raises(PackageError) as e:
         Network(str(bad), engine=engine)
     assert e.value.part == part and f"part '{part}' is malformed" in str(e.value)
+
+
+def test_a_re_signed_plan_with_a_step_of_wrong_types_is_refused(tmp_path, packages, engine):
+    plans = bytes(read_package(packages[0]).parts["plans"])
+    broken = plans.replace(b'"global_size":{"$t":[', b'"global_size":{"$t":["x",', 1)
+    assert broken != plans
+    bad = repack(packages[0], tmp_path / "bad.clpkg", "plans", broken)
+    with pytest.raises(PackageError, match="is not a plan step") as e:
+        Network(str(bad), engine=engine)
+    assert e.value.part == "plans"

@@ -220,7 +220,7 @@ def _malformed(part: str):
         yield
     except PackageError:
         raise
-    except (KeyError, IndexError, TypeError, ValueError, AttributeError) as e:
+    except (KeyError, IndexError, TypeError, ValueError, AttributeError, RecursionError) as e:
         raise PackageError(f"the package's part '{part}' is malformed ({type(e).__name__}: "
                            f"{e})", part) from None
 
@@ -273,6 +273,7 @@ def _plan(p: dict, programs: dict, registry, sources: dict) -> CompiledPlan:
     """The CompiledPlan of a decoded plan record."""
     steps = []
     for step, names in zip(p["steps"], p["programs"], strict=True):
+        _check_step(step)
         launches = [replace(launch, source=sources[k][0]) if k in sources else launch
                     for launch, k in zip(step.launches, names, strict=True)]
         host = rebuild(step.host, registry) if step.host is not None else None
@@ -283,6 +284,25 @@ def _plan(p: dict, programs: dict, registry, sources: dict) -> CompiledPlan:
                         offsets=p["offsets"], in_place=p["in_place"],
                         device_bytes=tuple(p["device_bytes"]),
                         boolean_outputs=frozenset(p["boolean_outputs"]), states=p["states"])
+
+
+def _check_step(step) -> None:
+    """The types the executor relies on (ValueError otherwise: a malformed part)."""
+    def ints(v, none=False):
+        return (none and v is None) or (isinstance(v, tuple) and
+                                        all(type(d) is int for d in v))
+    ok = isinstance(step, Stage) and all(
+        isinstance(getattr(step, f), list) for f in ("launches", "inputs", "outputs",
+                                                     "input_descs", "output_descs")) and \
+        all(isinstance(d, TensorDesc) for d in step.input_descs + step.output_descs) and \
+        (step.host is None or isinstance(step.host, PythonHostStep))
+    for launch in step.launches if ok else ():
+        ok = ok and isinstance(launch, KernelLaunch) and isinstance(launch.entry, str) and \
+            isinstance(launch.options, str) and ints(launch.global_size) and \
+            ints(launch.local_size, none=True) and isinstance(launch.args, tuple) and \
+            all(isinstance(a, Arg) for a in launch.args)
+    if not ok:
+        raise ValueError(f"step {getattr(step, 'name', '?')!r} is not a plan step")
 
 
 def _skeleton(struct: dict) -> Graph:

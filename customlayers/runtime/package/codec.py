@@ -183,9 +183,9 @@ def dumps(structure) -> bytes:
 def loads(data: bytes, part: str):
     try:
         return json.loads(bytes(data).decode("utf-8"), parse_constant=_no_constant)
-    except (UnicodeDecodeError, ValueError) as e:
-        raise PackageError(f"the package's part '{part}' is malformed: not JSON ({e})",
-                           part) from None
+    except (UnicodeDecodeError, ValueError, RecursionError) as e:
+        raise PackageError(f"the package's part '{part}' is malformed: not JSON "
+                           f"({type(e).__name__}: {e})", part) from None
 
 
 def _no_constant(name: str):
