@@ -138,6 +138,9 @@ def test_the_cli_compiles_runs_benchmarks_and_inspects_a_package(tmp_path, demo,
     for text in ("format 1", "input shapes: data=[1, 3, 32, 32]", "grn    GRN (custom, 1 kernel)",
                  "sources kept: no", "device: "):
         assert text in shown
+    assert cli_main(["compile", "-m", str(DEMO), "-c", *configs, "-o",
+                     str(tmp_path / "demo.bin")]) == 2
+    assert "a package's name ends with .clpkg" in capsys.readouterr().err
     # a package takes no configs: it holds its kernels
     assert cli_main(["run", "-m", str(pkg), "-d", TEST_DEVICE, "-c", configs[0]]) == 2
     assert "give no -c" in capsys.readouterr().err
