@@ -75,7 +75,7 @@ def save_package(net, path, *, keep_sources: bool = False, model: str = "") -> d
                            f"compile the model itself")
     if not net._plans:
         raise ModelError("the network has no compiled plan to package: give the shapes of its "
-                         "inputs (input_shapes, --shape NAME=1,3,224,224)")
+                         "inputs (input_shapes, --shape NAME=1x3x224x224)")
     enc = Encoder(CLASSES)
     built: dict = {}                 # program key -> cl.Program
     sources: dict = {}               # program key -> (source, options, label)
