@@ -22,13 +22,14 @@ from .config.loader import ConfigSet, load_config_string, load_configs
 from .config.simplegpu.spec import LayerSpec
 from .errors import (BindingError, ConfigError, CustomLayersError, DefineError, DeviceError,
                      ExecutionError, FormulaError, InputFileError, KernelBuildError, ModelError,
-                     PythonLayerError, TensorError, UnknownLayerError)
+                     PackageError, PythonLayerError, TensorError, UnknownLayerError)
 from .jit.layer import Attr
 from .jit.tensor import TensorDesc, parse_tensor_arg
 from .runtime.device.device import Engine, describe_device, list_devices, select_device
 from .runtime.execute.kernel import BoundKernel
 from .runtime.compile.network import Network
 from .runtime.compile.one_layer import run_layer
+from .runtime.compile.packaged import save_package
 from .runtime.execute.request import InferRequest
 from .jit.launch import Arg, KernelLaunch
 from .runtime.layers.python_loader import cpu_layer
@@ -44,5 +45,5 @@ __all__ = [
     "CustomLayersError", "ConfigError", "FormulaError", "DefineError", "TensorError",
     "KernelBuildError", "BindingError", "UnknownLayerError", "DeviceError", "ModelError",
     "ExecutionError", "PythonLayerError", "InputFileError", "Attr", "cpu_layer",
-    "check_kernel_bounds", "sanitize_kernel", "run_layer",
+    "check_kernel_bounds", "sanitize_kernel", "run_layer", "save_package", "PackageError",
 ]

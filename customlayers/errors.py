@@ -237,3 +237,13 @@ class UnsupportedLayersError(ModelError):
 
 class ExecutionError(CustomLayersError, RuntimeError):
     """A layer failed while a network ran; the message names the layer."""
+
+
+class PackageError(ModelError):
+    """A compiled package (customlayers compile -o model.clpkg) that cannot be used: not a
+    package, truncated, corrupted or tampered with (`part` names the part that fails its
+    checksum), of a newer format, or built for another device, driver or version of ours."""
+
+    def __init__(self, message: str, part: str | None = None):
+        super().__init__(message)
+        self.part = part

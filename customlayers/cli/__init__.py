@@ -35,6 +35,8 @@ COMMANDS = {
     "devices": "devices",
     "run": "model_commands.run",
     "benchmark": "model_commands.benchmark",
+    "compile": "model_commands.compile",
+    "inspect": "model_commands.inspect",
     "check": "layer_commands.check",
     "demo": "model_commands.demo",
 }

@@ -99,6 +99,11 @@ class HostWork:
     """
     run: Callable[[Sequence[np.ndarray], Sequence[np.ndarray]], None]
     label: str = ""                      # for messages and profiles, e.g. "Softsign.execute"
+    # what rebuilds `run` in another process, as data (a compiled package holds no code:
+    # runtime/package/host_layers.py): ("python", layer type, class name, file name, parsed
+    # attributes as sorted (name, value) pairs, the node described) for a Python layer; ()
+    # for host work that cannot be rebuilt (a reference check)
+    origin: tuple = field(default=(), compare=False)
 
 
 @dataclass(frozen=True)

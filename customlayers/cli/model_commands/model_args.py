@@ -92,6 +92,9 @@ def load_network_steps(args, profiling: bool = False, resolver=None, sequence: b
     from ...runtime.device.device import Engine
     from ...runtime.compile.network import Network
     from ...runtime.layers.resolver import Resolver
+    from ...runtime.package.container import is_package
+    if is_package(args.model):
+        return load_package_steps(args, profiling, resolver, sequence)
     # the configs first: a malformed one is refused before OpenCL starts. Then the engine (the
     # registry binds on it from when it is made), the Python layers, the model and the input
     # files, all before anything is compiled; the model reader asks the loaded layers for their
@@ -195,3 +198,51 @@ def random_input(rng, shape, dtype: str) -> np.ndarray:
     """The next random array of a model input of `dtype` (the IR/ONNX element type's name)."""
     from ...dtypes import BY_NAME
     return random_array(rng, shape, BY_NAME[dtype if dtype in BY_NAME else "f32"].np_dtype)
+
+
+def load_package_steps(args, profiling: bool, resolver, sequence: bool):
+    """load_network_steps for a compiled package (customlayers compile -o model.clpkg): its
+    plans as compiled, no configs, no tuning; the shapes it was compiled for unless -i or
+    --shape give others (which it refuses, naming its own)."""
+    from ...runtime.compile.network import Network
+    from ...runtime.device.device import Engine
+    refuse_with_package(args, resolver)
+    engine = Engine(args.device, cache=build_cache(args))
+    registry = load_registry(args, engine)
+    say = lambda m: print(m, file=sys.stderr)     # noqa: E731
+    net = Network(args.model, registry, engine, profiling=profiling, messages=say)
+    graph = net.graph
+    steps = None
+    if sequence and (is_stateful(graph) or getattr(args, "stream", False)):
+        if not is_stateful(graph):
+            raise UsageError("--stream runs a model with state (OpenVINO ReadValue/Assign) one "
+                             "step per item of the file's first axis; this model has none")
+        steps = sequence_steps(args.input, graph, args.stream,
+                               lambda a, path, name: model_typed(a, path, name, graph))
+    arrays = dict(steps[0]) if steps else read_inputs(args.input, graph)
+    shapes = dict(net.package.manifest["input_shapes"][0])
+    shapes.update({n: g.shape for n, g in parse_shapes(args.shape, list(shapes)).items()})
+    shapes.update({n: tuple(a.shape) for n, a in arrays.items()})
+    if args.batch is not None:
+        shapes = {n: (args.batch, *s[1:]) if s else s for n, s in shapes.items()}
+    net.plan_for({n: tuple(s) for n, s in shapes.items()},
+                 {n: arrays[n] for n in net.value_inputs if n in arrays})
+    rng = generator(args.seed)
+    for step in steps or [arrays]:
+        for p in graph.parameters:
+            if p.name not in step:
+                step[p.name] = random_input(rng, shapes[p.name], p.outputs[0].dtype)
+    return engine, net, steps or [arrays]
+
+
+def refuse_with_package(args, resolver=None) -> None:
+    """What a compiled package cannot take: configs (it holds its kernels), and the checks
+    that need the kernels' sources or the layers' references."""
+    if args.config:
+        raise UsageError(f"-c: {args.model} is a compiled package, which holds its custom "
+                         f"layers' kernels: give no -c (its Python layers still need -l)")
+    if resolver is not None or getattr(args, "check_bounds", False) or \
+            getattr(args, "sanitize", False):
+        raise UsageError(f"{args.model} is a compiled package: --check-with, --check-bounds "
+                         f"and --sanitize need the model and its layers' sources; run the "
+                         f"model itself (-m MODEL -c CONFIG)")

@@ -33,6 +33,8 @@ from ..device.limits import device_traits, has_fp16, has_fp64
 from ..device.kernel_release import release_requests
 from ..device.sub_buffers import sub_buffer_alignment
 from .plan import CompiledPlan
+from .packaged import LoadedPackage, load_package
+from ..package.container import is_package
 from ..execute.request import InferRequest
 from ..layers.resolver import Resolver
 from ..execute.stream import run_stream
@@ -50,7 +52,10 @@ MAX_VALUE_INPUT_ELEMENTS = 64
 class Network:
     """A model compiled for a device. `infer` runs it; `create_request` gives parallel requests.
 
-    graph: a Graph (graph/ir.py, graph/onnx/reader.py) or a path to a model file.
+    graph: a Graph (graph/ir.py, graph/onnx/reader.py) or a path to a model file, or to a
+        compiled package (`customlayers compile -o model.clpkg`; packaged.py): its plans run
+        as compiled, for the input shapes it was compiled for; `registry` then needs only its
+        Python layers (the package says which).
     registry: custom layers (runtime/layers/registry.py); None = built-ins only.
     input_shapes: name -> shape for inputs whose size the model leaves open.
     input_values: name -> array for the value inputs (`value_inputs`: graph inputs a built-in
@@ -69,6 +74,8 @@ class Network:
         nothing, where that is safe (concat_in_place.py); False: every Concat copies.
     """
 
+    package: LoadedPackage | None = None    # where the network was loaded from a package
+
     def __init__(self, graph, registry: Registry | None = None, engine: Engine | None = None, *,
                  input_shapes: Mapping[str, Sequence[int]] | None = None,
                  input_values: Mapping[str, np.ndarray] | None = None,
@@ -76,6 +83,9 @@ class Network:
                  fuse: bool = True, resolver: Resolver | None = None,
                  tuning: str | None = None, concat_in_place: bool = True):
         self._say = messages if messages is not None else (lambda m: None)
+        if is_package(graph):
+            self._from_package(graph, registry, engine, profiling, input_shapes, input_values)
+            return
         self.resolver = resolver if resolver is not None else Resolver(registry, say=self._say)
         if not isinstance(graph, Graph):
             # the resolver lists the custom nodes nothing implements before the reader refuses
@@ -124,6 +134,28 @@ class Network:
             values = self._input_values(given_values, shapes)
             self._default_key = self._plan_key(shapes, values)
             self._plans[self._default_key] = self._compile(shapes, values)
+
+    def _from_package(self, path, registry, engine, profiling, shapes, values) -> None:
+        """The network of a compiled package (packaged.py): its plans as the file holds them,
+        nothing rewritten, resolved, tuned or compiled; only its input shapes run (`shapes`
+        given: the default plan, refused unless compiled)."""
+        if engine is None:
+            engine = registry.engine if registry is not None else Engine()
+        _check_same_device(engine, registry)
+        self.engine, self.registry, self.profiling = engine, registry, profiling
+        self.package = load_package(path, engine, registry, self._say)
+        self.graph = self.package.graph
+        self.resolver, self.tuner, self.fuse = None, None, True
+        self.messages = [plan.memory.summary() for plan in self.package.plans.values()]
+        self.value_inputs = self.package.value_inputs
+        self._plans = dict(self.package.plans)
+        self._default_key = self.package.default_key
+        self._idle_requests = {}
+        self._lock = threading.Lock()
+        if shapes:
+            shapes = {n: tuple(int(d) for d in s) for n, s in shapes.items()}
+            self.plan_for(shapes, values)
+            self._default_key = self._plan_key(shapes, self._input_values(values or {}, shapes))
 
     def __del__(self):
         # the pooled requests' kernels newest first, whatever order a collection takes
@@ -251,6 +283,8 @@ class Network:
         values = self._input_values(values or {}, shapes)
         key = self._plan_key(shapes, values)
         plan = self._plans.get(key)
+        if plan is None and self.package is not None:
+            raise self.package.other_shapes(shapes)
         if plan is None:
             for p in self.graph.parameters:
                 declared = p.outputs[0].shape if p.outputs else ()

@@ -14,6 +14,7 @@ element `execute` forgot is an error, not a silently stale number.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -196,7 +197,10 @@ class PythonLayer(LayerImpl):
             run_python_layer(defn, inputs, outs, attrs, where)
 
         label = f"{defn.cls.__name__}.execute"
+        origin = ("python", defn.type, defn.cls.__name__, Path(defn.file).name,
+                  tuple(sorted(attrs.items())), where)
         return LayerWork([Stage(call.name, call.type, self.impl, label, [],
                                 [("in", i) for i in range(len(call.inputs))],
                                 [("out", j) for j in range(len(outputs))],
-                                list(call.inputs), list(outputs), host=HostWork(run, label))])
+                                list(call.inputs), list(outputs),
+                                host=HostWork(run, label, origin))])
