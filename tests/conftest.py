@@ -17,6 +17,12 @@ for _name in ("CUSTOMLAYERS_NO_CACHE", "CUSTOMLAYERS_VERBOSE", "CUSTOMLAYERS_DEV
     os.environ.pop(_name, None)
 
 
+def pytest_configure(config):
+    # opt-in: CUSTOMLAYERS_TEST_MEMORY_LOG=file records each test's memory (tests/memory_log.py)
+    import memory_log
+    memory_log.register(config)
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _cache_dir(tmp_path_factory):
     path = tmp_path_factory.mktemp("cl-cache")
