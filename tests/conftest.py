@@ -18,9 +18,10 @@ for _name in ("CUSTOMLAYERS_NO_CACHE", "CUSTOMLAYERS_VERBOSE", "CUSTOMLAYERS_DEV
 
 
 def pytest_configure(config):
-    # opt-in: CUSTOMLAYERS_TEST_MEMORY_LOG=file records each test's memory (tests/memory_log.py)
-    import memory_log
-    memory_log.register(config)
+    # a collection after the tests that grew the process; opt-in, a log of each test's memory
+    # (CUSTOMLAYERS_TEST_MEMORY_LOG=file): tests/suite_memory.py
+    import suite_memory
+    suite_memory.register(config)
 
 
 @pytest.fixture(scope="session", autouse=True)
