@@ -37,6 +37,7 @@ COMMANDS = {
     "benchmark": "model_commands.benchmark",
     "check": "layer_commands.check",
     "demo": "model_commands.demo",
+    "warmup": "model_commands.warmup",
 }
 
 
