@@ -77,4 +77,7 @@ if ! "$VENV/bin/python" -m pip install --disable-pip-version-check -e "$target" 
 fi
 touch "$base_stamp"
 [ "$LEVEL" = test ] && touch "$test_stamp"
+# what the set-up cost, said: up to date it costs 0.01 s and says nothing; an install after a
+# change of pyproject.toml (a stale stamp) is ~20 s of pip even when every package is there
+echo "setup: $what installed in ${SECONDS} s"
 exit 0

@@ -17,6 +17,13 @@ for _name in ("CUSTOMLAYERS_NO_CACHE", "CUSTOMLAYERS_VERBOSE", "CUSTOMLAYERS_DEV
     os.environ.pop(_name, None)
 
 
+def pytest_configure(config):
+    # a collection after the tests that grew the process; opt-in, a log of each test's memory
+    # (CUSTOMLAYERS_TEST_MEMORY_LOG=file): tests/suite_memory.py
+    import suite_memory
+    suite_memory.register(config)
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _cache_dir(tmp_path_factory):
     path = tmp_path_factory.mktemp("cl-cache")

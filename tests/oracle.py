@@ -17,11 +17,18 @@ def ov_infer(model_path, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]
     for port in compiled.inputs:
         name = port.get_any_name()
         feed[port] = inputs[name]
-    result = compiled(feed)
-    out = {}
-    for port in compiled.outputs:
-        out[port.get_any_name()] = np.asarray(result[port])
-    return out
+    result = run_compiled(compiled, feed)
+    return {port.get_any_name(): array for port, array in zip(compiled.outputs, result)}
+
+
+def run_compiled(compiled, feed) -> list[np.ndarray]:
+    """A compiled OpenVINO model's outputs (copies, in its output order) for `feed`, through an
+    infer request of its own. Never `compiled(feed)`: that keeps its request on the Python
+    object, a cycle through C++ that no collection frees, and VGG-19's compiled model (1.1 GB)
+    stayed in the test process after every test that ran it."""
+    request = compiled.create_infer_request()
+    request.infer(feed, share_inputs=False, share_outputs=False)
+    return [np.array(request.get_output_tensor(i).data) for i in range(len(compiled.outputs))]
 
 
 def save_ov_model(model, path: Path) -> Path:

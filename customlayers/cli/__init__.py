@@ -39,6 +39,7 @@ COMMANDS = {
     "inspect": "model_commands.inspect",
     "check": "layer_commands.check",
     "demo": "model_commands.demo",
+    "warmup": "model_commands.warmup",
 }
 
 

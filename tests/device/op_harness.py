@@ -15,6 +15,7 @@ from customlayers.jit.launch import DEFAULT_CONTEXT, CompileContext, DeviceTrait
 from customlayers.jit.tensor import TensorDesc
 from customlayers.ops import get_op
 from launch_runner import run_launches
+from oracle import run_compiled
 
 
 CPU_CONTEXT = CompileContext(DeviceTraits("CPU", compute_units=2, max_work_group_size=4096))
@@ -49,4 +50,4 @@ def run_openvino(build, inputs: Sequence[np.ndarray]) -> np.ndarray:
     params = [ops.parameter(list(a.shape), ov.Type(np.asarray(a).dtype)) for a in inputs]
     model = ov.Model([build(*params)], params)
     compiled = ov.Core().compile_model(model, "CPU", {"INFERENCE_PRECISION_HINT": "f32"})
-    return compiled(list(inputs))[0]
+    return run_compiled(compiled, list(inputs))[0]

@@ -266,3 +266,18 @@ def test_a_killed_writer_leaves_no_temporary_for_long(tmp_path):
         f.write(b"whole")
     assert target.read_bytes() == b"whole"
     assert not stale.exists() and fresh.exists()
+
+
+def test_memory_keeps_the_programs_used_last_and_the_disk_the_rest(cl_env, tmp_path):
+    """Issue 22, item 4: the in-memory programs are bounded (a long process kept every program
+    it ever built); one dropped from memory comes back from disk, not from the compiler."""
+    ctx, _, dev = cl_env
+    cache = ProgramCache(tmp_path, memory_entries=2)
+    sources = [f"__kernel void k(__global float* x) {{ x[0] = {i}.0f; }}" for i in range(3)]
+    for text in sources:
+        cache.build(ctx, dev, text)
+    cache.build(ctx, dev, sources[2])          # used last: in memory
+    cache.build(ctx, dev, sources[1])          # in memory too (the bound is two)
+    assert (cache.misses, cache.hits, cache.disk_hits) == (3, 2, 0)
+    cache.build(ctx, dev, sources[0])          # the least recently used: dropped from memory
+    assert (cache.misses, cache.hits, cache.disk_hits) == (3, 2, 1)

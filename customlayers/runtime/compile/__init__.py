@@ -8,6 +8,7 @@ planner.py        memory planning by tensor lifetime
 plan_buffers.py   what a plan allocates, for the device-memory checks
 concat_in_place.py  Concat inputs written straight into their slices of its output
 one_layer.py      one loaded layer run alone, as a network of one node
+warmup.py         the built-in programs of representative models and op probes, built once
 
 May import: runtime/layers, runtime/tuning, runtime/execute, runtime/device, the floors below.
 """

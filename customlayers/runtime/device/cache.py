@@ -18,7 +18,9 @@ import hashlib
 import json
 import sys
 import tempfile
+import threading
 import time
+from collections import OrderedDict
 import warnings
 from pathlib import Path
 from typing import Sequence
@@ -30,6 +32,11 @@ from ...files import MIB, atomic_writer, read_user_file
 from .build import compile_source, load_binary, program_binary
 
 FORMAT_VERSION = 2   # 2: meta.json records binary_size
+# programs kept in memory per cache, the least recently used dropped past it: a long process
+# (a server, the test suite) that builds networks of many shapes kept every program it ever
+# built (on PoCL about 150 KB each). A network holds its own programs' kernels, so dropping
+# one here costs a disk hit the next time it is asked for, never a live network's program.
+MEMORY_ENTRIES = 1024
 
 
 class CacheWarning(UserWarning):
@@ -66,14 +73,17 @@ def _write_atomic(path: Path, data: bytes) -> None:
 class ProgramCache:
     """Builds programs through an in-memory and an on-disk cache.
 
-    `hits` counts memory hits, `disk_hits` disk hits, `misses` real compilations."""
+    `hits` counts memory hits, `disk_hits` disk hits, `misses` real compilations. Memory
+    keeps the `memory_entries` programs used last."""
 
     def __init__(self, directory: Path | None = None, enabled: bool | None = None,
-                 verbose: bool | None = None):
+                 verbose: bool | None = None, memory_entries: int = MEMORY_ENTRIES):
         self.directory = Path(directory) if directory is not None else settings.cache_dir()
         self.enabled = settings.cache_enabled() if enabled is None else enabled
         self.verbose = settings.verbose() if verbose is None else verbose
-        self._memory: dict[tuple[int, str], tuple[cl.Program, str]] = {}
+        self._memory: OrderedDict[tuple[int, str], tuple[cl.Program, str]] = OrderedDict()
+        self._memory_entries = memory_entries
+        self._memory_lock = threading.Lock()     # parallel builds (parallel_build.py) share it
         self.writable = True     # False once the folder is found unwritable (warned once)
         self.hits = 0
         self.disk_hits = 0
@@ -95,7 +105,10 @@ class ProgramCache:
         kept with the entry, so a cache hit still has them; verbose prints them to stderr."""
         key = cache_key(source, options, device)
         mem_key = (context.int_ptr, key)
-        found = self._memory.get(mem_key)
+        with self._memory_lock:
+            found = self._memory.get(mem_key)
+            if found is not None:
+                self._memory.move_to_end(mem_key)
         if found is not None:
             self.hits += 1
             self._report("memory hit", label, key)
@@ -115,11 +128,15 @@ class ProgramCache:
             if self.enabled and self.writable:
                 self._store(device, key, program, source, options, label, warned)
         self._report_warnings(label, warned)
-        self._memory[mem_key] = (program, warned)
+        with self._memory_lock:
+            self._memory[mem_key] = (program, warned)
+            while len(self._memory) > self._memory_entries:
+                self._memory.popitem(last=False)
         return program, warned
 
     def clear_memory(self) -> None:
-        self._memory.clear()
+        with self._memory_lock:
+            self._memory.clear()
 
     # -- disk --------------------------------------------------------------------------------
     def _load(self, context, device, key: str, options: str) -> tuple[cl.Program, str] | None:

@@ -96,8 +96,11 @@ class InferRequest:
         # the sub-buffers first, while the context, the queue and the slots they are cut from
         # still live: in a reference cycle (network <-> request) the garbage collector would
         # drop those in any order, and NVIDIA's driver segfaults releasing a sub-buffer late;
-        # then the kernels, newest first (kernel_release.py)
-        slices = self.__dict__.get("_slices")
+        # then the kernels, newest first (kernel_release.py). getattr, never self.__dict__:
+        # on CPython 3.11+ reading __dict__ in a finalizer makes a dict the collector has not
+        # seen, everything the request holds counts as resurrected, and the network, its plan
+        # and its buffers (gigabytes for VGG) outlive the collection that finalized them
+        slices = getattr(self, "_slices", None)
         if slices is not None:
             slices.release()
         self.release_kernels()
