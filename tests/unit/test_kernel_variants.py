@@ -187,7 +187,7 @@ def test_a_folded_shuffle_reaches_the_convolution_as_a_typed_fact():
                                                facts=(InputShuffle(3),))
     assert "customlayers.input_shuffle_group" not in attrs    # not an attribute any more
     plan = op.plan(attrs, descs, out, consts, ctx)
-    assert plan.shuffle == 3 and plan.sizes["IN_CHANNEL(c)"] == "(((c) % 3) * 2 + (c) / 3)"
+    assert plan.shuffle == 3 and plan.sizes["IN_CHANNEL(c)"] == "(((c) % 3) * (C / 3) + (c) / 3)"
     unshuffled = op.plan(*_conv((1, 6, 9, 9), (6, 1, 1, 3, 3), CONV_3X3)[1:])
     assert "IN_CHANNEL(c)" not in unshuffled.sizes
 

@@ -26,7 +26,7 @@ CONV_2D = ("NB", "C", "IH", "IW", "O", "OH", "OW", "G", "CG", "OG",
 CONV_3D = CONV_2D + ("ID", "OD", "KD", "KH", "KW", "SZ", "DZ", "PZ")
 # MatMul (matmul.cl): the GEMM's sizes, batch strides, a folded Gather's pick, and the two
 # numbers of the epilogue's channel expression (MatMul.plan's CHANNEL forms)
-MATMUL = ("M", "N", "K", "OB1", "A_BS0", "A_BS1", "B_BS0", "B_BS1", "A_STEP", "A_PICK",
+MATMUL = ("M", "N", "K", "OB1", "A_BS0", "A_BS1", "B_BS0", "B_BS1", "A_STEP_ARG", "A_PICK_ARG",
           "CH_DIV", "CH_MOD")
 
 
