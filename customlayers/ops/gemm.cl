@@ -25,14 +25,16 @@
  *                            multiple of TK); NDRange dimension 2 is BATCHES * KSPLIT; each slice
  *                            writes its partial sums to `partial`, and gemm_splitk_reduce adds
  *                            them up and STOREs (so an epilogue in STORE runs once). KSPLIT is a
- *                            #define (the variant's), `partial`, KCHUNK and BATCHES arguments
- *                            after GEMM_ARGS
+ *                            #define (the variant's); `partial`, KCHUNK, BATCHES and SLICES (the
+ *                            slices the shape's K gives, at most KSPLIT) are arguments after
+ *                            GEMM_ARGS
  */
 #ifndef KSPLIT
 #define KSPLIT 1
 #endif
 #if KSPLIT > 1
-#define SPLIT_ARGS __global float* restrict partial, const int KCHUNK, const int BATCHES
+#define SPLIT_ARGS __global float* restrict partial, const int KCHUNK, const int BATCHES, \
+                   const int SLICES
 #define GEMM_KERNEL_ARGS GEMM_ARGS, SPLIT_ARGS
 #else
 #define GEMM_KERNEL_ARGS GEMM_ARGS
@@ -197,15 +199,14 @@ void gemm_tiled(GEMM_KERNEL_ARGS)
 }
 
 #if KSPLIT > 1
-/* The second half of split-K: one work item per output adds the KSPLIT partial sums. */
+/* The second half of split-K: one work item per output adds the SLICES partial sums. */
 __kernel void gemm_splitk_reduce(GEMM_KERNEL_ARGS)
 {
     const int i = get_global_id(0);
     if (i >= BATCHES * M * N)
         return;
     float sum = 0.0f;
-    #pragma unroll
-    for (int s = 0; s < KSPLIT; ++s)
+    for (int s = 0; s < SLICES; ++s)
         sum += partial[s * (BATCHES * M * N) + i];
     const int n = i % N, m = i / N % M, batch = i / (M * N);
     STORE(batch, m, n, sum);

@@ -79,11 +79,11 @@ def gemm_launches(source: str, args: tuple, variant: GemmVariant, m: int, n: int
         return [KernelLaunch(source=defines(**tiles) + source,
                              entry="gemm_tiled", args=args, global_size=global_size,
                              local_size=local_size, label=label)]
-    # the slice count is the variant's (a #define); the slice length and the batch count are
-    # the shape's (arguments, after the front end's)
-    src = defines(**tiles, KSPLIT=split["KSPLIT"]) + source
+    # the variant's slice count is a #define; the slice length, the batch count and the slices
+    # the shape's K gives (at most the variant's) are arguments, after the front end's
+    src = defines(**tiles, KSPLIT=variant.ksplit) + source
     partial = Arg.scratch(0, split["KSPLIT"] * batch * m * n * 4)
-    args = args + (partial,) + scalars(split["KCHUNK"], split["BATCHES"])
+    args = args + (partial,) + scalars(split["KCHUNK"], split["BATCHES"], split["KSPLIT"])
     total = batch * m * n
     return [KernelLaunch(source=src, entry="gemm_tiled", args=args,
                          global_size=global_size, local_size=local_size,
