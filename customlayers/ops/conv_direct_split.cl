@@ -28,14 +28,11 @@ void conv_direct_split(__global const float* restrict input,
         __global const float* w = weights + o * (CG * KH * KW);
         __global const float* in = input + (img * C + g * CG) * IH * IW;
         const int iy0 = oy * SY - PY, ix0 = ox * SX - PX;
-        /* the rounds of this slice; the last round's channel may be past CG */
-        #pragma unroll
-        for (int round = 0; round < (CG + CS - 1) / CS; ++round) {
-            const int c = slice + round * CS;
-            if (c >= CG)
-                break;
+        /* every CS-th channel from the slice's own; unrolled (with a remainder: CG is an
+           argument) so that the slice's reads issue at once */
+        #pragma unroll 4
+        for (int c = slice; c < CG; c += CS)
             acc = conv_window(in, w, c, iy0, ix0, acc, CONV_WINDOW_SIZES);
-        }
     }
     partial[slice][tx] = acc;
     barrier(CLK_LOCAL_MEM_FENCE);
