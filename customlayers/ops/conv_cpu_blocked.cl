@@ -85,14 +85,16 @@ __kernel void conv_cpu_blocked(__global const float* restrict input,
 }
 
 /* The zero-padded copy of the input that conv_cpu_blocked reads: NB*C planes of IHP x IWP,
- * the input at (PY, PX). One work item per element of the copy; PoCL vectorizes this loop. */
+ * the input at (PY, PX). One work item per element of the copy, NDRange (IWP, IHP, NB * C):
+ * the coordinates come from the NDRange, not from divisions of a linear index by sizes that
+ * are arguments (a vector of integer divisions costs more than the copy); PoCL vectorizes
+ * along x. */
 __kernel void conv_cpu_pad(__global const float* restrict input, __global float* restrict out
                            PADDED_SIZES)
 {
-    const int i = get_global_id(0);
-    if (i >= NB * C * IHP * IWP)
-        return;
-    const int x = i % IWP - PX, y = i / IWP % IHP - PY, plane = i / (IHP * IWP);
+    const int xp = get_global_id(0), yp = get_global_id(1), plane = get_global_id(2);
+    const int x = xp - PX, y = yp - PY;
     const int inside = (uint)x < (uint)IW && (uint)y < (uint)IH;
-    out[i] = inside ? input[(plane * IH + clamp(y, 0, IH - 1)) * IW + clamp(x, 0, IW - 1)] : 0.0f;
+    out[(plane * IHP + yp) * IWP + xp] =
+        inside ? input[(plane * IH + clamp(y, 0, IH - 1)) * IW + clamp(x, 0, IW - 1)] : 0.0f;
 }

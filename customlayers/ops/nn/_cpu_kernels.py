@@ -19,7 +19,7 @@ import numpy as np
 
 from ...jit.launch import Arg, DeviceTraits, KernelLaunch
 from ...jit.variant import KernelVariant
-from .._program import defines, global_1d, kernel_source
+from .._program import defines, kernel_source
 from ._sizes import scalars
 
 # fewer output channels per group than this leave most of a float8 of channels empty
@@ -126,7 +126,7 @@ def blocked_launches(plan, tile: ConvBlocking) -> list[KernelLaunch]:
             return [launch]
         x = Arg.scratch(0, g["NB"] * g["C"] * ihp * iwp * 4)
         pad = KernelLaunch(source=src, entry="conv_cpu_pad", args=(args[0], x) + sizes,
-                           global_size=global_1d(g["NB"] * g["C"] * ihp * iwp),
+                           global_size=(iwp, ihp, g["NB"] * g["C"]),
                            label=f"{label}_pad")
         return [pad, replace(launch, args=(x,) + launch.args[1:])]
 
