@@ -1,8 +1,9 @@
 """The kernel variants of Convolution and GroupConvolution (ops/nn/conv.py) as objects
 (jit/variant.py), and the plan of one call they run from.
 
-`ConvPlan` is what conv.py prepares once per call: the geometry, the kernels' #defines (with the
-fused epilogue's flags and a folded channel shuffle's channel order), the kernel arguments,
+`ConvPlan` is what conv.py prepares once per call: the geometry, the kernels' #defines (the
+window, the fused epilogue's flags and a folded channel shuffle's channel order: no size, so
+one program serves every shape of a variant), the kernel arguments (tensors, then the sizes),
 the constant weights and the device's traits. `conv_variants` lists, for that plan, every
 variant in the order the tuner should time them (the heuristic's choice first); each variant's
 `launches(plan)` is its kernels. On a GPU: the tiled implicit GEMM (GemmVariant, _variants.py),
