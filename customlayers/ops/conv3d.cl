@@ -2,13 +2,13 @@
  * one work item per output element, the window read from global memory. Correctness first:
  * 3-D layers are rare in the models this runs, so there is no tiled variant.
  * NDRange: (OW, OH, N * O * OD). Needs: C O G CG OG, ID IH IW, OD OH OW, KD KH KW,
- * SZ SY SX (strides), DZ DY DX (dilations), PZ PY PX (pads at the start of each axis), and the
- * FUSED_* defines of conv_epilogue.cl.
+ * SZ SY SX (strides), DZ DY DX (dilations), PZ PY PX (pads at the start of each axis), all
+ * kernel arguments (CONV_SIZES, ops/nn/_sizes.py), and the FUSED_* defines of conv_epilogue.cl.
  */
 #include "conv_epilogue.cl"
 __kernel void conv3d_direct(__global const float* restrict input,
                             __global const float* restrict weights,
-                            __global float* restrict output EPILOGUE_ARGS)
+                            __global float* restrict output EPILOGUE_ARGS CONV_SIZES)
 {
     const int ox = get_global_id(0), oy = get_global_id(1), z = get_global_id(2);
     if (ox >= OW || oy >= OH)

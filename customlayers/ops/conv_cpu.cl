@@ -3,7 +3,8 @@
  * items of dimension 0 (neighbouring output columns): input loads are then contiguous vector
  * loads (stride 1) and each weight is one scalar broadcast to the vector, with OCB accumulators
  * in registers. No __local memory and no barriers, which CPU devices emulate at a cost.
- * NDRange: (ceil(OW/8)*8, OH, NB * G * ceil(OG/OCB)). Needs the defines of conv_gemm.cl and OCB.
+ * NDRange: (ceil(OW/8)*8, OH, NB * G * ceil(OG/OCB)). Needs KH KW, OCB and CONV_SIZES (the size
+ * parameters: ops/nn/_sizes.py).
  */
 #include "conv_epilogue.cl"
 #ifndef IN_CHANNEL    /* a folded ShuffleChannels defines the plane read for channel c */
@@ -13,7 +14,7 @@
 
 __kernel void conv_cpu(__global const float* restrict input,
                        __global const float* restrict weights,
-                       __global float* restrict output EPILOGUE_ARGS)
+                       __global float* restrict output EPILOGUE_ARGS CONV_SIZES)
 {
     const int ox_raw = get_global_id(0), oy = get_global_id(1), z = get_global_id(2);
     const int ox = min(ox_raw, OW - 1);          /* tail items compute a copy, store nothing */

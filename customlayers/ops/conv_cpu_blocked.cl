@@ -11,15 +11,19 @@
  * NDRange: (ceil(P/PT), G * ceil(OG/OB), NB), local (1,1,1): PoCL then compiles the work
  * item as it is, with no work-item loop around it (with 8 or 32 items per group it ran 1.3-3x
  * slower here: its work-item loop kept the accumulators in memory).
- * Needs: NB C O G CG OG KH KW SY SX DY DX OH OW PY PX IH IW IHP IWP P PT OB, the epilogue.
+ * Needs: the micro-tile PT OB and the window KH KW as #defines; the sizes (CONV_SIZES: NB C O
+ * G CG OG SY SX DY DX OH OW PY PX IH IW, ops/nn/_sizes.py) then IHP IWP (the padded copy's
+ * plane) as kernel arguments after the buffers; the epilogue.
  */
 #include "conv_epilogue.cl"
+#define PADDED_SIZES CONV_SIZES, const int IHP, const int IWP
+#define P (OH * OW)
 #define OGB ((OG + OB - 1) / OB)
 #define KSTEPS (CG * KH * KW)
 
 __kernel void conv_cpu_blocked(__global const float* restrict input,
                                __global const float* restrict packed,
-                               __global float* restrict output EPILOGUE_ARGS)
+                               __global float* restrict output EPILOGUE_ARGS PADDED_SIZES)
 {
     const int tile = get_global_id(0), gb = get_global_id(1), img = get_global_id(2);
     const int g = gb / OGB, ob = gb % OGB;
@@ -81,13 +85,16 @@ __kernel void conv_cpu_blocked(__global const float* restrict input,
 }
 
 /* The zero-padded copy of the input that conv_cpu_blocked reads: NB*C planes of IHP x IWP,
- * the input at (PY, PX). One work item per element of the copy; PoCL vectorizes this loop. */
-__kernel void conv_cpu_pad(__global const float* restrict input, __global float* restrict out)
+ * the input at (PY, PX). One work item per element of the copy, NDRange (IWP, IHP, NB * C):
+ * the coordinates come from the NDRange, not from divisions of a linear index by sizes that
+ * are arguments (a vector of integer divisions costs more than the copy); PoCL vectorizes
+ * along x. */
+__kernel void conv_cpu_pad(__global const float* restrict input, __global float* restrict out
+                           PADDED_SIZES)
 {
-    const int i = get_global_id(0);
-    if (i >= NB * C * IHP * IWP)
-        return;
-    const int x = i % IWP - PX, y = i / IWP % IHP - PY, plane = i / (IHP * IWP);
+    const int xp = get_global_id(0), yp = get_global_id(1), plane = get_global_id(2);
+    const int x = xp - PX, y = yp - PY;
     const int inside = (uint)x < (uint)IW && (uint)y < (uint)IH;
-    out[i] = inside ? input[(plane * IH + clamp(y, 0, IH - 1)) * IW + clamp(x, 0, IW - 1)] : 0.0f;
+    out[(plane * IHP + yp) * IWP + xp] =
+        inside ? input[(plane * IH + clamp(y, 0, IH - 1)) * IW + clamp(x, 0, IW - 1)] : 0.0f;
 }

@@ -9,7 +9,10 @@
  * IN_CHANNEL(c) maps an input channel to the plane read; a ShuffleChannels folded into this
  * convolution (passes/fusion.py) makes it the shuffle's channel permutation.
  * NDRange: (ceil(OH/RB), NB * O), local (1, 1): no work-item loop around the item.
- * Needs: C O OG IH IW OH OW KH KW SY SX DY DX PY PX, RB SR SW VX (runs of 8 per output row),
+ * Needs: the window KH KW, STRIDE_X (SX when it is 1 or 2, whose runs load as vectors; else 0)
+ * and MAX_STAGED (floats a work item may stage) as #defines; the sizes (CONV_SIZES: C O OG IH IW
+ * OH OW SY SX DY DX PY PX, ops/nn/_sizes.py) then RB SR SW VX (rows per item, staged rows and
+ * their width, runs of 8 per output row) as kernel arguments after the buffers;
  * IN_CHANNEL(c), the epilogue.
  */
 #include "conv_epilogue.cl"
@@ -19,9 +22,9 @@
 /* the input columns a staged row holds (a window may stop short of the input's last ones) */
 #define COPIED (IW < SW - PX ? IW : SW - PX)
 
-#if SX == 1
+#if STRIDE_X == 1
 #define LOAD_RUN(p) vload8(0, p)
-#elif SX == 2
+#elif STRIDE_X == 2
 /* the even lanes of 16 floats as one shuffle of two float8 loads (vload16(...).even is a
  * float16 value, which changes the ABI without AVX-512: PoCL warns on every build) */
 #define LOAD_RUN(p) __builtin_shufflevector(vload8(0, p), vload8(1, p), 0, 2, 4, 6, 8, 10, 12, 14)
@@ -32,7 +35,8 @@
 
 __kernel void conv_cpu_depthwise(__global const float* restrict input,
                                  __global const float* restrict weights,
-                                 __global float* restrict output EPILOGUE_ARGS)
+                                 __global float* restrict output EPILOGUE_ARGS CONV_SIZES,
+                                 const int RB, const int SR, const int SW, const int VX)
 {
     const int z = get_global_id(1);
     const int o = z % O, img = z / O;
@@ -43,7 +47,7 @@ __kernel void conv_cpu_depthwise(__global const float* restrict input,
     for (int k = 0; k < KH * KW; ++k)
         w[k] = weights[o * (KH * KW) + k];
 
-    float staged[SR * SW];
+    float staged[MAX_STAGED];             /* SR rows of SW floats (the host checks they fit) */
     const int iy0 = oy0 * SY - PY;
     for (int r = 0; r < SR; ++r) {
         float* dst = staged + r * SW;

@@ -27,11 +27,11 @@
 __kernel __attribute__((reqd_work_group_size(LX, 1, 1)))
 void conv_direct_ocb(__global const float* restrict input,
                      __global const float* restrict weights,
-                     __global float* restrict output EPILOGUE_ARGS)
+                     __global float* restrict output EPILOGUE_ARGS CONV_SIZES,
+                     __local float4* restrict block_weights)
 {
-    /* [WINDOW][OCB], the channel fastest: one window position's OCB weights are one vector
-       read */
-    __local float4 block_weights[WINDOW * OCB / 4];
+    /* block_weights: [WINDOW][OCB], the channel fastest: one window position's OCB weights
+       are one vector read (an argument: WINDOW is the layer's) */
     const int z = get_global_id(2);
     const int img = z / (G * BLOCKS), g = z / BLOCKS % G, o0 = z % BLOCKS * OCB;
 

@@ -17,7 +17,7 @@
 __kernel __attribute__((reqd_work_group_size(LX, CS, 1)))
 void conv_direct_split(__global const float* restrict input,
                        __global const float* restrict weights,
-                       __global float* restrict output EPILOGUE_ARGS)
+                       __global float* restrict output EPILOGUE_ARGS CONV_SIZES)
 {
     __local float partial[CS][LX];
     const int ox = get_global_id(0), oy = get_global_id(1) / CS, z = get_global_id(2);
@@ -28,15 +28,11 @@ void conv_direct_split(__global const float* restrict input,
         __global const float* w = weights + o * (CG * KH * KW);
         __global const float* in = input + (img * C + g * CG) * IH * IW;
         const int iy0 = oy * SY - PY, ix0 = ox * SX - PX;
-        /* a constant trip count, so that the loop unrolls and the slice's reads issue at
-           once; the last round's channel may be past CG */
-        #pragma unroll
-        for (int round = 0; round < (CG + CS - 1) / CS; ++round) {
-            const int c = slice + round * CS;
-            if (c >= CG)
-                break;
-            acc = conv_window(in, w, c, iy0, ix0, acc);
-        }
+        /* every CS-th channel from the slice's own; unrolled (with a remainder: CG is an
+           argument) so that the slice's reads issue at once */
+        #pragma unroll 4
+        for (int c = slice; c < CG; c += CS)
+            acc = conv_window(in, w, c, iy0, ix0, acc, CONV_WINDOW_SIZES);
     }
     partial[slice][tx] = acc;
     barrier(CLK_LOCAL_MEM_FENCE);

@@ -3,8 +3,10 @@
  *   out[o][p] = sum_k weights[o][k] * patch[k][p]
  *   m = output channel within the group, n = pixel oy*OW+ox of image n / PLANE, k = (c, ky, kx)
  * The patch matrix is never stored: B_AT gathers it from the input (zero outside the image).
- * Needs: NB C IH IW (input), O OH OW (output), G CG OG (groups, channels per group), KH KW, SY SX,
- * DY DX (dilations), PY PX (pads_begin), and the tile geometry of gemm.cl.
+ * Needs: the sizes NB C IH IW (input), O OH OW (output), G CG OG (groups, channels per group),
+ * SY SX, DY DX (dilations), PY PX (pads_begin) as kernel arguments (CONV_SIZES, the parameter
+ * list: ops/nn/_sizes.py), the window KH KW and SINGLE_IMAGE (NB == 1) as #defines, and the
+ * tile geometry of gemm.cl.
  * A fused epilogue (passes/fusion.py) adds a per-channel bias and/or a ReLU where the result is
  * stored: conv_epilogue.cl defines EPILOGUE_ARGS and EPILOGUE(channel, value).
  */
@@ -14,7 +16,7 @@
 /* the images side by side along N: a layer with small planes (7x7: 49 pixels) fills whole
    tiles instead of leaving a quarter of each one empty; one image needs no division */
 #define N (NB * PLANE)
-#if NB > 1
+#if !SINGLE_IMAGE
 #define IMG(n) ((n) / PLANE)
 #define PIX(n) ((n) % PLANE)
 #else
@@ -25,9 +27,14 @@
 #define A_K_FASTEST 1
 #define B_N_FASTEST 1
 #define GEMM_ARGS __global const float* restrict input, __global const float* restrict weights, \
-                  __global float* restrict output EPILOGUE_ARGS
+                  __global float* restrict output EPILOGUE_ARGS CONV_SIZES
 
-inline float conv_patch(__global const float* restrict input, int batch, int k, int n)
+/* the sizes conv_patch reads, passed on from the kernel's arguments */
+#define PATCH_SIZES C, IH, IW, OH, OW, CG, SY, SX, DY, DX, PY, PX
+inline float conv_patch(__global const float* restrict input, int batch, int k, int n,
+                        const int C, const int IH, const int IW, const int OH, const int OW,
+                        const int CG, const int SY, const int SX, const int DY, const int DX,
+                        const int PY, const int PX)
 {
     const int img = IMG(n), g = batch, p = PIX(n);   /* a GEMM per group */
     const int c = k / (KH * KW), r = k % (KH * KW);
@@ -48,7 +55,7 @@ inline float conv_patch(__global const float* restrict input, int batch, int k, 
 #define B_AT(batch, k, n) \
     input[(IMG(n) * C + (batch) * CG + (k)) * PLANE + PIX(n)]
 #else
-#define B_AT(batch, k, n) conv_patch(input, (batch), (k), (n))
+#define B_AT(batch, k, n) conv_patch(input, (batch), (k), (n), PATCH_SIZES)
 #endif
 #define OUT_AT(batch, m, n) ((IMG(n) * O + (batch) * OG + (m)) * PLANE + PIX(n))
 #define STORE(batch, m, n, v) \

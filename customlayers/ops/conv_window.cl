@@ -2,9 +2,13 @@
  * plane `c` of `in` (the group's planes) at (iy0, ix0) times the channel's weights `w`, in
  * (ky, kx) order, skipping taps outside the image. conv_direct.cl and conv_direct_split.cl sum
  * their channels with it, so both add each output's terms in this order.
+ * KH KW are #defines (the loops unroll); the input's size and the dilations are the kernel's
+ * arguments, passed on by CONV_WINDOW_SIZES.
  */
+#define CONV_WINDOW_SIZES IH, IW, DY, DX
 inline float conv_window(__global const float* restrict in, __global const float* restrict w,
-                         int c, int iy0, int ix0, float acc)
+                         int c, int iy0, int ix0, float acc,
+                         const int IH, const int IW, const int DY, const int DX)
 {
     #pragma unroll
     for (int ky = 0; ky < KH; ++ky) {

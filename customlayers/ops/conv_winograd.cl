@@ -14,7 +14,8 @@
  * and reading inputs from (2ty - PY, 2tx - PX): a partial tile at the bottom/right edge reads
  * zeros past the input and stores only the outputs that exist, so pads_end needs nothing.
  *
- * Needs: C IH IW O OH OW G CG OG PY PX TILES_Y TILES_X and gemm.cl's tile defines; it
+ * Needs: the sizes C IH IW O OH OW G CG OG PY PX (CONV_SIZES: ops/nn/_sizes.py) and TILES_Y
+ * TILES_X as kernel arguments, after each kernel's buffers, and gemm.cl's tile defines; it
  * includes conv_epilogue.cl, and gemm.cl at its end.
  */
 #include "conv_epilogue.cl"
@@ -26,8 +27,9 @@
 #define K CG
 #define A_K_FASTEST 1
 #define B_N_FASTEST 1
+#define WINOGRAD_SIZES CONV_SIZES, const int TILES_Y, const int TILES_X
 #define GEMM_ARGS __global const float* restrict v, __global const float* restrict u, \
-                  __global float* restrict mt
+                  __global float* restrict mt WINOGRAD_SIZES
 /* batch % (G * 16) = group * 16 + e: the same weights for every image */
 #define A_AT(batch, m, k) u[((batch) % (G * 16) * OG + (m)) * CG + (k)]
 #define B_AT(batch, k, n) v[((batch) * CG + (k)) * TILES + (n)]
@@ -35,7 +37,8 @@
 
 /* V = B^T d B, B^T = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1].
  * NDRange: (T, CG, NB * G). */
-__kernel void winograd_input(__global const float* restrict input, __global float* restrict v)
+__kernel void winograd_input(__global const float* restrict input, __global float* restrict v
+                             WINOGRAD_SIZES)
 {
     const int t = get_global_id(0), c = get_global_id(1), bg = get_global_id(2);
     if (t >= TILES)
@@ -75,7 +78,7 @@ __kernel void winograd_input(__global const float* restrict input, __global floa
 /* Y = A^T M A, A^T = [1 1 1 0; 0 1 -1 -1], then the epilogue.
  * NDRange: (T, OG, NB * G). */
 __kernel void winograd_output(__global const float* restrict mt,
-                              __global float* restrict output EPILOGUE_ARGS)
+                              __global float* restrict output EPILOGUE_ARGS WINOGRAD_SIZES)
 {
     const int t = get_global_id(0), o = get_global_id(1), bg = get_global_id(2);
     if (t >= TILES)

@@ -10,7 +10,8 @@
  * next TK columns are read into registers while this step's are multiplied.
  *
  * The including program defines, before this file:
- *   M N K                    GEMM sizes (static, so index arithmetic strength-reduces)
+ *   M N K                    GEMM sizes (names or expressions of the front end's size
+ *                            arguments: one program serves every shape)
  *   TM TN TK RM RN           tile geometry; the launch uses local size (TN/RN, TM/RM, 1)
  *   A_AT(batch, m, k)        the value of A (called only with m < M, k < K)
  *   B_AT(batch, k, n)        the value of B (called only with k < K, n < N)
@@ -18,18 +19,23 @@
  *   A_K_FASTEST B_N_FASTEST  1 when that index is the contiguous one in memory: the tile loads
  *                            then walk it fastest, so consecutive work items read consecutive
  *                            addresses
- *   GEMM_ARGS                the kernel's parameter list
+ *   GEMM_ARGS                the kernel's parameter list (buffers, then the sizes)
  *   KSPLIT BATCHES           split-K (optional, KSPLIT > 1): when the output has too few tiles to
  *                            fill the device, the K loop is cut into KSPLIT slices of KCHUNK (a
  *                            multiple of TK); NDRange dimension 2 is BATCHES * KSPLIT; each slice
  *                            writes its partial sums to `partial`, and gemm_splitk_reduce adds
- *                            them up and STOREs (so an epilogue in STORE runs once)
+ *                            them up and STOREs (so an epilogue in STORE runs once). KSPLIT is a
+ *                            #define (the variant's); `partial`, KCHUNK, BATCHES and SLICES (the
+ *                            slices the shape's K gives, at most KSPLIT) are arguments after
+ *                            GEMM_ARGS
  */
 #ifndef KSPLIT
 #define KSPLIT 1
 #endif
 #if KSPLIT > 1
-#define GEMM_KERNEL_ARGS GEMM_ARGS, __global float* restrict partial
+#define SPLIT_ARGS __global float* restrict partial, const int KCHUNK, const int BATCHES, \
+                   const int SLICES
+#define GEMM_KERNEL_ARGS GEMM_ARGS, SPLIT_ARGS
 #else
 #define GEMM_KERNEL_ARGS GEMM_ARGS
 #define KCHUNK K
@@ -193,15 +199,14 @@ void gemm_tiled(GEMM_KERNEL_ARGS)
 }
 
 #if KSPLIT > 1
-/* The second half of split-K: one work item per output adds the KSPLIT partial sums. */
-__kernel void gemm_splitk_reduce(GEMM_ARGS, __global const float* restrict partial)
+/* The second half of split-K: one work item per output adds the SLICES partial sums. */
+__kernel void gemm_splitk_reduce(GEMM_KERNEL_ARGS)
 {
     const int i = get_global_id(0);
     if (i >= BATCHES * M * N)
         return;
     float sum = 0.0f;
-    #pragma unroll
-    for (int s = 0; s < KSPLIT; ++s)
+    for (int s = 0; s < SLICES; ++s)
         sum += partial[s * (BATCHES * M * N) + i];
     const int n = i % N, m = i / N % M, batch = i / (M * N);
     STORE(batch, m, n, sum);

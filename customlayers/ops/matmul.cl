@@ -1,19 +1,29 @@
 /* MatMul front end for gemm.cl: out[batch] = op(A[batch]) x op(B[batch]).
  * Batch dims are at most two (output [OB0, OB1, M, N]); a broadcast input has batch stride 0.
- * Needs: M N K, CHANNEL(batch, m, n), FUSED_* (conv_epilogue.cl is included), TRANSPOSE_A
- * TRANSPOSE_B, OB1, A_BS0 A_BS1 B_BS0 B_BS1 (batch strides, elements), A_STEP A_PICK.
+ * Needs as #defines: TRANSPOSE_A TRANSPOSE_B A_PICKED, CHANNEL(batch, m, n) (a form in CH_DIV
+ * and CH_MOD), FUSED_* (conv_epilogue.cl is included), MATMUL_SIZES (the parameter list of
+ * ops/nn/_sizes.py); as kernel arguments after the buffers: M N K, OB1, A_BS0 A_BS1 B_BS0 B_BS1
+ * (batch strides, elements), A_STEP_ARG A_PICK_ARG, CH_DIV CH_MOD.
  * matmul_gemm.cl puts it before gemm.cl; the M == 1 and row-softmax kernels include it alone.
  */
 #include "conv_epilogue.cl"
 #define A_K_FASTEST (!TRANSPOSE_A)
 #define B_N_FASTEST (!TRANSPOSE_B)
 #define GEMM_ARGS __global const float* restrict a, __global const float* restrict b, \
-                  __global float* restrict out EPILOGUE_ARGS
+                  __global float* restrict out EPILOGUE_ARGS MATMUL_SIZES
 
 #define A_BASE(batch) ((batch) / OB1 * A_BS0 + (batch) % OB1 * A_BS1)
 #define B_BASE(batch) ((batch) / OB1 * B_BS0 + (batch) % OB1 * B_BS1)
 /* A_STEP A_PICK: A is element A_PICK of every run of A_STEP values (a folded Gather of the
-   last axis, passes/pick_folding.py); 1 and 0 read A as it is */
+   last axis, passes/pick_folding.py: A_PICKED, the values are arguments); else 1 and 0 read A
+   as it is */
+#if A_PICKED
+#define A_STEP A_STEP_ARG
+#define A_PICK A_PICK_ARG
+#else
+#define A_STEP 1
+#define A_PICK 0
+#endif
 #if TRANSPOSE_A
 #define A_AT(batch, m, k) a[(A_BASE(batch) + (k) * M + (m)) * A_STEP + A_PICK]
 #else

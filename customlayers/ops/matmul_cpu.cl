@@ -15,7 +15,7 @@
  */
 #include "matmul.cl"
 
-#if TRANSPOSE_A || A_STEP != 1
+#if TRANSPOSE_A || A_PICKED
 #define A_ROW_CONTIGUOUS 0
 #else
 #define A_ROW_CONTIGUOUS 1

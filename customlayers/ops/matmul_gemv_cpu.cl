@@ -24,7 +24,7 @@ __kernel void matmul_gemv_cpu(GEMM_ARGS)
         acc[j] = (float8)0.0f;
     int k = 0;
     for (; k + 8 <= K; k += 8) {
-#if A_STEP == 1
+#if !A_PICKED
         const float8 x = vload8(0, av + k);
 #else
         const float8 x = (float8)(av[k * A_STEP], av[(k + 1) * A_STEP], av[(k + 2) * A_STEP],

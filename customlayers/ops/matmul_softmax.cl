@@ -16,9 +16,8 @@
 #define ROW_OUTPUT(x, m, inv, logsum) (exp((x) - (m)) * (inv))
 #endif
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
-void matmul_softmax(GEMM_ARGS)
+void matmul_softmax(GEMM_ARGS, __local float* restrict row_values)   /* N floats */
 {
-    __local float row_values[N];
     __local float scratch[WG];
     const int t = get_local_id(0);
     const int batch = get_group_id(0) / M, m = get_group_id(0) % M;

@@ -38,12 +38,7 @@ def _run(cl_env, op_type, x, w, strides, dilations, pb, pe, epilogue, device=CPU
     if pick is None:
         launches = op.launches(a, descs, out, {1: w}, ctx)
     else:
-        g = op._geometry(a, descs)
-        sizes = {k: v for k, v in g.items() if k not in ("NB", "RANK", "OUT")}
-        sizes.update(FUSED_BIAS=int(epilogue), FUSED_RELU=int(epilogue))
-        from customlayers.jit.launch import Arg
-        args = (Arg.input(0), Arg.input(1), Arg.output(0)) + ((Arg.input(2),) if epilogue else ())
-        launches = conv_candidates(g, sizes, w, args, device)
+        launches = conv_candidates(op.plan(a, descs, out, {1: w}, ctx))
         assert pick < len(launches)
         launches = launches[pick]
     got = run_launches(cl_env, launches, arrays, descs, out)[0]
@@ -91,16 +86,25 @@ def test_grouped_blocked_kernel(cl_env):
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
 
 
+def _plan(op_type, x_shape, w, const=True):
+    """conv.py's plan of a stride-1 convolution with pads 1 (3x3) or 0 (1x1) on the CPU."""
+    op = get_op(op_type)
+    pad = (w.shape[-1] // 2,) * 2
+    a = op.parse_attributes(attrs((1, 1), (1, 1), pad, pad), "conv")
+    descs = [TensorDesc(x_shape), TensorDesc(w.shape)]
+    (shape, dtype), = op.infer_shapes(a, descs, {})
+    return op.plan(a, descs, [TensorDesc(shape, dtype)], {1: w} if const else {},
+                   CompileContext(CPU))
+
+
 def test_depthwise_keeps_the_direct_kernel():
-    g = dict(OG=1, IH=4, IW=4, PY=1, PX=1, OH=4, OW=4, SY=1, SX=1, KH=3, KW=3, DY=1, DX=1,
-             NB=1)
-    assert conv_candidates(g, {}, np.zeros((4, 1, 1, 3, 3), np.float32), (), CPU) == []
+    plan = _plan("GroupConvolution", (1, 4, 4, 4), np.zeros((4, 1, 1, 3, 3), np.float32))
+    assert conv_candidates(plan) == []
 
 
 def test_runtime_weights_keep_the_direct_kernel():
-    g = dict(OG=16, IH=4, IW=4, PY=0, PX=0, OH=4, OW=4, SY=1, SX=1, KH=1, KW=1, DY=1, DX=1,
-             NB=1)
-    assert conv_candidates(g, {}, None, (), CPU) == []
+    plan = _plan("Convolution", (1, 4, 4, 4), np.zeros((16, 4, 1, 1), np.float32), const=False)
+    assert conv_candidates(plan) == []
 
 
 def test_packed_layout():

@@ -187,7 +187,7 @@ def test_a_folded_shuffle_reaches_the_convolution_as_a_typed_fact():
                                                facts=(InputShuffle(3),))
     assert "customlayers.input_shuffle_group" not in attrs    # not an attribute any more
     plan = op.plan(attrs, descs, out, consts, ctx)
-    assert plan.shuffle == 3 and plan.sizes["IN_CHANNEL(c)"] == "(((c) % 3) * 2 + (c) / 3)"
+    assert plan.shuffle == 3 and plan.sizes["IN_CHANNEL(c)"] == "(((c) % 3) * (C / 3) + (c) / 3)"
     unshuffled = op.plan(*_conv((1, 6, 9, 9), (6, 1, 1, 3, 3), CONV_3X3)[1:])
     assert "IN_CHANNEL(c)" not in unshuffled.sizes
 
@@ -226,3 +226,55 @@ def test_a_context_answers_a_fact_by_its_class():
     ctx = CompileContext(facts=(InputShuffle(2), PickLast(3)))
     assert ctx.fact(PickLast) == PickLast(3) and ctx.fact(InputShuffle).group == 2
     assert CompileContext().fact(PickLast) is None
+
+
+def _sources(xs, ws, raw, variant, device=GPU):
+    op, attrs, descs, out, consts, ctx = _conv(xs, ws, raw, device, variant=variant)
+    return [(launch.entry, launch.source, launch.options)
+            for launch in op.launches(attrs, descs, out, consts, ctx)]
+
+
+STRIDED = {"strides": "2,2", "dilations": "2,2", "pads_begin": "2,1", "pads_end": "0,2"}
+
+
+@pytest.mark.parametrize("variant", [GemmVariant(64, 64, 4, 4), GemmVariant(32, 32, 2, 2, 4),
+                                     DirectVariant(), OcbVariant(8, 2), SplitVariant(4),
+                                     WinogradVariant(GemmVariant(32, 32, 2, 2))],
+                         ids=lambda v: v.name)
+def test_every_shape_of_a_variant_runs_one_program(variant):
+    """Channels, planes, batch, pads (and, but for Winograd, strides and dilations) are kernel
+    arguments: two layers of one variant and window build one program."""
+    other = CONV_3X3 if isinstance(variant, WinogradVariant) else STRIDED
+    small = isinstance(variant, SplitVariant)        # listed for layers that leave a GPU idle
+    one = _sources((1, 24, 6, 6) if small else (2, 24, 20, 18), (40, 24, 3, 3), CONV_3X3,
+                   variant)
+    two = _sources((1, 16, 9, 7) if small else (3, 16, 11, 9), (48, 16, 3, 3), other, variant)
+    assert one == two
+
+
+def test_every_shape_of_a_cpu_variant_runs_one_program():
+    variant = CpuBlockedVariant(conv_cpu_variants_default())
+    one = _sources((1, 24, 20, 18), (40, 24, 3, 3), CONV_3X3, variant, CPU)
+    two = _sources((2, 16, 11, 9), (48, 16, 3, 3), STRIDED, variant, CPU)
+    assert one == two
+
+
+def conv_cpu_variants_default():
+    from customlayers.ops.nn._cpu_kernels import conv_blockings
+    return conv_blockings(40, CPU)[0]
+
+
+def test_every_shape_of_a_matmul_runs_one_program():
+    op = get_op("MatMul")
+    attrs = op.parse_attributes({}, "mm")
+
+    def sources(a, b, device):
+        descs = [TensorDesc(a), TensorDesc(b)]
+        out = [TensorDesc(s) for s, _ in op.infer_shapes(attrs, descs, {})]
+        return [(launch.source, launch.options) for launch in
+                op.launches(attrs, descs, out, {}, CompileContext(device))]
+
+    for device in (GPU, CPU):
+        assert sources((2, 40, 33), (2, 33, 50), device) == \
+            sources((2, 35, 17), (2, 17, 60), device)
+        assert sources((1, 70), (70, 9), device) == sources((1, 30), (30, 100), device)

@@ -1,8 +1,9 @@
 """The kernel variants of Convolution and GroupConvolution (ops/nn/conv.py) as objects
 (jit/variant.py), and the plan of one call they run from.
 
-`ConvPlan` is what conv.py prepares once per call: the geometry, the kernels' #defines (with the
-fused epilogue's flags and a folded channel shuffle's channel order), the kernel arguments,
+`ConvPlan` is what conv.py prepares once per call: the geometry, the kernels' #defines (the
+window, the fused epilogue's flags and a folded channel shuffle's channel order: no size, so
+one program serves every shape of a variant), the kernel arguments (tensors, then the sizes),
 the constant weights and the device's traits. `conv_variants` lists, for that plan, every
 variant in the order the tuner should time them (the heuristic's choice first); each variant's
 `launches(plan)` is its kernels. On a GPU: the tiled implicit GEMM (GemmVariant, _variants.py),
@@ -19,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...jit.launch import DeviceTraits, KernelLaunch
+from ...jit.launch import Arg, DeviceTraits, KernelLaunch
 from ...jit.variant import KernelVariant
 from ._cpu_kernels import conv_cpu_variants
 from ._gemm import GemmProblem, target_groups
@@ -59,12 +60,20 @@ _CPU_CHANNEL_BLOCK = 16
 class ConvPlan:
     """One convolution call as its variants read it (conv.py's _ConvBase.plan)."""
     g: dict                     # conv.py's _geometry
-    sizes: dict                 # the kernels' #defines: sizes, IN_CHANNEL, FUSED_* flags
+    # the kernels' #defines: the window (KH, KW; not 3-D), the size parameters' list
+    # (CONV_SIZES, _sizes.py), IN_CHANNEL, the FUSED_* flags: none of them a size
+    sizes: dict
     args: tuple                 # input, weights, output[, bias][, residual]
+    size_args: tuple            # the sizes as scalars, in CONV_SIZES' order (after `args`)
     weights: np.ndarray | None  # input 1 when it is a constant
     device: DeviceTraits | None
     on_cpu: bool
     shuffle: int                # a folded channel shuffle's group (1: none)
+
+    @property
+    def kernel_args(self) -> tuple:
+        """The arguments of a kernel that takes the layer's tensors then the sizes."""
+        return self.args + self.size_args
 
     @property
     def shape(self) -> str:
@@ -95,8 +104,10 @@ class ConvPlan:
         one_by_one = int(g["KH"] == g["KW"] == g["SY"] == g["SX"] == 1 and
                          g["PY"] == g["PX"] == 0)
         n, batch = gemm_n_batch(g)
-        return GemmProblem(defines(**self.sizes, CONV_1X1=one_by_one, NB=g["NB"])
-                           + kernel_source("conv_gemm.cl"), self.args,
+        # one image or several: a batch of one reads no image index (a #define of two values)
+        return GemmProblem(defines(**self.sizes, CONV_1X1=one_by_one,
+                                   SINGLE_IMAGE=int(g["NB"] == 1))
+                           + kernel_source("conv_gemm.cl"), self.kernel_args,
                            g["OG"], n, g["CG"] * g["KH"] * g["KW"], batch, f"{self.label}_gemm")
 
 
@@ -127,7 +138,7 @@ class DirectVariant(KernelVariant):
             glob = (-(-glob[0] // lx) * lx, -(-glob[1] // ly) * ly, glob[2])
         return [KernelLaunch(
             source=defines(**plan.sizes) + kernel_source("conv_direct.cl"),
-            entry="conv_direct", args=plan.args, global_size=glob, local_size=local,
+            entry="conv_direct", args=plan.kernel_args, global_size=glob, local_size=local,
             label=f"{plan.label}_{self.name}")]
 
 
@@ -148,7 +159,7 @@ class SplitVariant(KernelVariant):
         return [KernelLaunch(
             source=defines(**plan.sizes, CS=cs, LX=_SPLIT_GROUP_X)
             + kernel_source("conv_direct_split.cl"),
-            entry="conv_direct_split", args=plan.args,
+            entry="conv_direct_split", args=plan.kernel_args,
             global_size=(-(-g["OW"] // _SPLIT_GROUP_X) * _SPLIT_GROUP_X, g["OH"] * cs,
                          g["NB"] * g["O"]),
             local_size=(_SPLIT_GROUP_X, cs, 1), label=f"{plan.label}_{self.name}")]
@@ -174,7 +185,9 @@ class OcbVariant(KernelVariant):
         return [KernelLaunch(
             source=defines(**plan.sizes, OCB=ocb, PXB=pxb, LX=_OCB_GROUP_X)
             + kernel_source("conv_direct_ocb.cl"),
-            entry="conv_direct_ocb", args=plan.args,
+            entry="conv_direct_ocb",
+            # the block's weights in __local memory: [CG * KH * KW][OCB]
+            args=plan.kernel_args + (Arg.local(g["CG"] * g["KH"] * g["KW"] * ocb * 4),),
             global_size=(-(-items_x // _OCB_GROUP_X) * _OCB_GROUP_X, g["OH"],
                          g["NB"] * g["G"] * -(-g["OG"] // ocb)),
             local_size=(_OCB_GROUP_X, 1, 1), label=f"{plan.label}_{self.name}")]
@@ -197,7 +210,7 @@ class CpuDirectVariant(KernelVariant):
         ocb = min(_CPU_CHANNEL_BLOCK, g["OG"])
         return [KernelLaunch(
             source=defines(**plan.sizes, OCB=ocb) + kernel_source("conv_cpu.cl"),
-            entry="conv_cpu", args=plan.args,
+            entry="conv_cpu", args=plan.kernel_args,
             global_size=(-(-g["OW"] // 8) * 8, g["OH"], g["NB"] * g["G"] * -(-g["OG"] // ocb)),
             label=f"{plan.label}_cpu")]
 
@@ -217,7 +230,7 @@ class Conv3dVariant(KernelVariant):
         g = plan.g
         return [KernelLaunch(
             source=defines(**plan.sizes) + kernel_source("conv3d.cl"),
-            entry="conv3d_direct", args=plan.args,
+            entry="conv3d_direct", args=plan.kernel_args,
             global_size=(g["OW"], g["OH"], g["NB"] * g["O"] * g["OD"]),
             label=f"conv3d_{g['KD']}x{g['KH']}x{g['KW']}_direct")]
 

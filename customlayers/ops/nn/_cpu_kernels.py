@@ -19,7 +19,8 @@ import numpy as np
 
 from ...jit.launch import Arg, DeviceTraits, KernelLaunch
 from ...jit.variant import KernelVariant
-from .._program import defines, global_1d, kernel_source
+from .._program import defines, kernel_source
+from ._sizes import scalars
 
 # fewer output channels per group than this leave most of a float8 of channels empty
 MIN_BLOCKED_OG = 5
@@ -63,8 +64,7 @@ class CpuBlockedVariant(KernelVariant):
                                                          plan.device)
 
     def launches(self, plan) -> list[KernelLaunch]:
-        return blocked_launches(plan.g, plan.sizes, plan.weights, plan.args,
-                                self.tile)
+        return blocked_launches(plan, self.tile)
 
 
 @dataclass(frozen=True)
@@ -81,7 +81,7 @@ class DepthwiseRowsVariant(KernelVariant):
                                                          plan.device)
 
     def launches(self, plan) -> list[KernelLaunch]:
-        return depthwise_launches(plan.g, plan.sizes, plan.args, self.rows)
+        return depthwise_launches(plan, self.rows)
 
 
 def conv_cpu_variants(g: Mapping[str, int], weights_known: bool,
@@ -94,51 +94,49 @@ def conv_cpu_variants(g: Mapping[str, int], weights_known: bool,
     return tuple(DepthwiseRowsVariant(rb) for rb in depthwise_rows(g, device))
 
 
-def conv_candidates(g: Mapping[str, int], sizes: Mapping[str, int], weights: np.ndarray | None,
-                    args: tuple,
-                    device: DeviceTraits) -> list[list[KernelLaunch]]:
-    """Launch lists computing a 1-D/2-D convolution of geometry `g` (conv.py's _geometry) with
+def conv_candidates(plan) -> list[list[KernelLaunch]]:
+    """Launch lists computing the 1-D/2-D convolution of `plan` (conv.py's ConvPlan) with
     conv_cpu_blocked, one per micro-tile; [] where it does not apply."""
-    if weights is None or g["OG"] < MIN_BLOCKED_OG:
+    if plan.weights is None or plan.g["OG"] < MIN_BLOCKED_OG:
         # depthwise stays on conv_cpu.cl: a row-wise kernel over the padded copy, vectorized
         # by LLVM along the row, measured 0.5-2x its time on ShuffleNet's layers (1.6x faster
         # at 14x14, 2x slower at 56x56 stride 2: PoCL's cost per work-group and the extra pad
         # launch dominate layers of 2 MFLOP)
         return []
-    return [blocked_launches(g, sizes, weights, args, tile)
-            for tile in conv_blockings(g["OG"], device)]
+    return [blocked_launches(plan, tile) for tile in conv_blockings(plan.g["OG"], plan.device)]
 
 
-def blocked_launches(g: Mapping[str, int], sizes: Mapping[str, int], weights: np.ndarray,
-                     args: tuple, tile: ConvBlocking) -> list[KernelLaunch]:
+def blocked_launches(plan, tile: ConvBlocking) -> list[KernelLaunch]:
     """conv_cpu_blocked under micro-tile `tile` (and the zero-padded copy of the input it reads
-    where the window leaves the input). `args` are the layer's (input, weights, output[, bias]
-    [, residual]); the weights packed for the tile replace input 1."""
+    where the window leaves the input) for conv.py's ConvPlan. Its `args` are the layer's
+    (input, weights, output[, bias][, residual]): the weights packed for the tile replace input
+    1; every kernel takes the sizes after its buffers, then the padded copy's IHP and IWP."""
+    g, args = plan.g, plan.args
     ih, iw = g["IH"], g["IW"]
     ihp = max(ih + g["PY"], (g["OH"] - 1) * g["SY"] + (g["KH"] - 1) * g["DY"] + 1)
     iwp = max(iw + g["PX"], (g["OW"] - 1) * g["SX"] + (g["KW"] - 1) * g["DX"] + 1)
     padded = (g["PY"], g["PX"], ihp, iwp) != (0, 0, ih, iw)
     p = g["OH"] * g["OW"]
     shape = f"{g['KH']}x{g['KW']}"
-    common = dict(sizes, IHP=ihp, IWP=iwp, P=p, NB=g["NB"])
+    sizes = plan.size_args + scalars(ihp, iwp)
 
     def with_pad(src: str, label: str, launch: KernelLaunch) -> list[KernelLaunch]:
         """`launch` reading the zero-padded copy (scratch 0) where the window leaves the input."""
         if not padded:
             return [launch]
         x = Arg.scratch(0, g["NB"] * g["C"] * ihp * iwp * 4)
-        pad = KernelLaunch(source=src, entry="conv_cpu_pad", args=(args[0], x),
-                           global_size=global_1d(g["NB"] * g["C"] * ihp * iwp),
+        pad = KernelLaunch(source=src, entry="conv_cpu_pad", args=(args[0], x) + sizes,
+                           global_size=(iwp, ihp, g["NB"] * g["C"]),
                            label=f"{label}_pad")
         return [pad, replace(launch, args=(x,) + launch.args[1:])]
 
     ogb = -(-g["OG"] // tile.ob)
-    src = defines(**common, PT=tile.pt, OB=tile.ob) + \
-        kernel_source("conv_cpu_blocked.cl")
-    packed = Arg.const(pack_conv_weights(weights, g, tile.ob))
+    src = defines(**plan.sizes, PT=tile.pt, OB=tile.ob) + kernel_source("conv_cpu_blocked.cl")
+    packed = Arg.const(pack_conv_weights(plan.weights, g, tile.ob))
     label = f"conv2d_{shape}_cpu{tile.ob}x{tile.pt}"
     return with_pad(src, label, KernelLaunch(
-        source=src, entry="conv_cpu_blocked", args=(args[0], packed) + tuple(args[2:]),
+        source=src, entry="conv_cpu_blocked",
+        args=(args[0], packed) + tuple(args[2:]) + sizes,
         global_size=(-(-p // tile.pt), g["G"] * ogb, g["NB"]), local_size=(1, 1, 1),
         label=label))
 
@@ -175,14 +173,18 @@ def depthwise_rows(g: Mapping[str, int], device: DeviceTraits) -> list[int]:
     return found
 
 
-def depthwise_launches(g: Mapping[str, int], sizes: Mapping[str, int], args: tuple, rb: int) -> list[KernelLaunch]:
-    """conv_cpu_depthwise for a 2-D convolution of geometry `g` with one input channel per
-    group, `rb` output rows per work item (a depthwise_rows choice)."""
+def depthwise_launches(plan, rb: int) -> list[KernelLaunch]:
+    """conv_cpu_depthwise for the 2-D convolution of conv.py's ConvPlan `plan` with one input
+    channel per group, `rb` output rows per work item (a depthwise_rows choice). The rows and
+    the staging are arguments; the program depends on the window, the fused epilogue and
+    whether the stride is 1, 2 or another."""
+    g = plan.g
     runs, sw, staged_rows = _depthwise_geometry(g)
-    src = defines(**sizes, RB=rb, SR=staged_rows(rb), SW=sw, VX=runs) + \
-        kernel_source("conv_cpu_depthwise.cl")
+    src = defines(**plan.sizes, STRIDE_X=g["SX"] if g["SX"] in (1, 2) else 0,
+                  MAX_STAGED=MAX_STAGED_FLOATS) + kernel_source("conv_cpu_depthwise.cl")
     return [KernelLaunch(
-        source=src, entry="conv_cpu_depthwise", args=args,
+        source=src, entry="conv_cpu_depthwise",
+        args=plan.kernel_args + scalars(rb, staged_rows(rb), sw, runs),
         global_size=(-(-g["OH"] // rb), g["NB"] * g["O"]), local_size=(1, 1),
         label=f"conv2d_{g['KH']}x{g['KW']}_dw_rows{rb}")]
 

@@ -9,6 +9,7 @@ from typing import Mapping
 
 from ...jit.launch import Arg, KernelLaunch
 from .._program import defines
+from ._sizes import scalars
 from ._variants import TK, GemmVariant, auto_split, legacy_tile, split_plan
 
 
@@ -49,8 +50,9 @@ def gemm_split(tiles: Mapping[str, int], m: int, n: int, k: int, batch: int,
 @dataclass(frozen=True)
 class GemmProblem:
     """One front end's GEMM (Convolution's implicit GEMM, MatMul): `source` holds its defines
-    and macros (how to read A and B, how to store C; no tile or split defines), `args` the
-    layer's kernel arguments. A GemmVariant runs it under its tiling."""
+    and macros (how to read A and B, how to store C; no tile or split defines, no sizes),
+    `args` the layer's kernel arguments, its sizes last. A GemmVariant runs it under its
+    tiling."""
     source: str
     args: tuple
     m: int
@@ -77,12 +79,15 @@ def gemm_launches(source: str, args: tuple, variant: GemmVariant, m: int, n: int
         return [KernelLaunch(source=defines(**tiles) + source,
                              entry="gemm_tiled", args=args, global_size=global_size,
                              local_size=local_size, label=label)]
-    src = defines(**plan) + source
+    # the variant's slice count is a #define; the slice length, the batch count and the slices
+    # the shape's K gives (at most the variant's) are arguments, after the front end's
+    src = defines(**tiles, KSPLIT=variant.ksplit) + source
     partial = Arg.scratch(0, split["KSPLIT"] * batch * m * n * 4)
+    args = args + (partial,) + scalars(split["KCHUNK"], split["BATCHES"], split["KSPLIT"])
     total = batch * m * n
-    return [KernelLaunch(source=src, entry="gemm_tiled", args=args + (partial,),
+    return [KernelLaunch(source=src, entry="gemm_tiled", args=args,
                          global_size=global_size, local_size=local_size,
                          label=f"{label}_k{split['KSPLIT']}"),
-            KernelLaunch(source=src, entry="gemm_splitk_reduce", args=args + (partial,),
+            KernelLaunch(source=src, entry="gemm_splitk_reduce", args=args,
                          global_size=(-(-total // 64) * 64,), local_size=None,
                          label=f"{label}_reduce")]

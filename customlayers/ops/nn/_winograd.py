@@ -25,6 +25,7 @@ import numpy as np
 from ...jit.launch import Arg, KernelLaunch
 from ...jit.variant import KernelVariant
 from ._gemm import gemm_launches
+from ._sizes import scalars
 from .._program import defines, kernel_source
 from ._variants import GemmVariant, gemm_variants
 
@@ -92,7 +93,7 @@ class WinogradVariant(KernelVariant):
         return not plan.on_cpu and applies(plan.g, plan.weights)
 
     def launches(self, plan) -> list[KernelLaunch]:
-        return winograd_launches(plan.g, plan.sizes, plan.weights, plan.args,
+        return winograd_launches(plan.g, plan.sizes, plan.weights, plan.args, plan.size_args,
                                  self.tiling, plan.target, f"conv2d_{plan.shape}")
 
 
@@ -127,12 +128,13 @@ def transform_weights(weights: np.ndarray, g: Mapping[str, int]) -> np.ndarray:
 
 
 def winograd_launches(g: Mapping[str, int], sizes: Mapping[str, int], weights: np.ndarray,
-                      args: tuple, tiling: GemmVariant | None, target: int,
+                      args: tuple, size_args: tuple, tiling: GemmVariant | None, target: int,
                       label: str) -> list[KernelLaunch]:
     """The launches for geometry `g` with the batched GEMM under `tiling` (None: the
-    heuristic's first) (conv.py's _geometry, with `sizes`
-    its defines and the FUSED_* flags). `args` are the layer's (input, weights, output[, bias]
-    [, residual]): the transformed weights replace input 1."""
+    heuristic's first) (conv.py's _geometry, with `sizes` its defines: the window, the size
+    parameters' list, the FUSED_* flags). `args` are the layer's (input, weights, output[, bias]
+    [, residual]): the transformed weights replace input 1; `size_args` the sizes (ConvPlan's),
+    which every kernel takes after its buffers, then TILES_Y and TILES_X."""
     m, n, k, batch = _gemm_shape(g)
     ty, tx = tiles(g)
     if tiling is None:
@@ -141,16 +143,19 @@ def winograd_launches(g: Mapping[str, int], sizes: Mapping[str, int], weights: n
     # scratch 0 is the GEMM's split-K partial sums, when it splits
     v, mt = Arg.scratch(1, v_bytes), Arg.scratch(2, m_bytes)
     u = Arg.const(transform_weights(weights, g))
-    source = defines(**sizes, TILES_Y=ty, TILES_X=tx) + kernel_source("conv_winograd.cl")
-    gemm = gemm_launches(source, (v, u, mt), tiling, m, n, k, batch, f"{label}_{PREFIX}_gemm")
+    source = defines(**sizes) + kernel_source("conv_winograd.cl")
+    shape = size_args + scalars(ty, tx)
+    gemm = gemm_launches(source, (v, u, mt) + shape, tiling, m, n, k, batch,
+                         f"{label}_{PREFIX}_gemm")
     # the transforms are in the GEMM's program: one build per variant
     program = gemm[0].source
     planes = g["NB"] * g["G"]
     # tiles rounded up to whole warps, so the driver's work-group is never an odd divisor of
     # the tile count (the kernels guard the tail)
     items = -(-n // TILE_MULTIPLE) * TILE_MULTIPLE
-    return ([KernelLaunch(source=program, entry="winograd_input", args=(args[0], v),
+    return ([KernelLaunch(source=program, entry="winograd_input", args=(args[0], v) + shape,
                           global_size=(items, k, planes), label=f"{label}_{PREFIX}_input")]
             + gemm +
-            [KernelLaunch(source=program, entry="winograd_output", args=(mt,) + tuple(args[2:]),
+            [KernelLaunch(source=program, entry="winograd_output",
+                          args=(mt,) + tuple(args[2:]) + shape,
                           global_size=(items, m, planes), label=f"{label}_{PREFIX}_output")])

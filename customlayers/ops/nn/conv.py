@@ -33,6 +33,7 @@ from typing import Sequence
 from ...jit.launch import DEFAULT_CONTEXT
 from ...jit.tensor import TensorDesc
 from ._conv_variants import DIRECT_MAX_OG, ConvPlan, conv_variants
+from . import _sizes
 from ._epilogue import wire_epilogue
 from .._nn import (AUTO_PADS, NamedOp, as_2d, as_3d, require_f32, spatial_rank,
                   window_geometry)
@@ -126,19 +127,22 @@ class _ConvBase(NamedOp):
              consts, ctx=DEFAULT_CONTEXT) -> ConvPlan:
         """What every variant of this call reads (_conv_variants.ConvPlan)."""
         g = self._geometry(attrs, inputs)
-        sizes = {k: v for k, v in g.items() if k not in ("NB", "RANK", "OUT")}
+        # the sizes are kernel arguments (_sizes.py); the 2-D kernels' window is a #define
+        names = _sizes.CONV_3D if g["RANK"] == 3 else _sizes.CONV_2D
+        sizes: dict = {"CONV_SIZES": _sizes.params(names)}
+        if g["RANK"] != 3:
+            sizes.update(KH=g["KH"], KW=g["KW"])
         fact = ctx.fact(InputShuffle)
         shuffle = fact.group if fact is not None else 1
         if shuffle > 1:       # only folded where each group reads one channel (direct kernels)
             if not takes_shuffled_input(self.type, inputs[0].shape, inputs[1].shape, shuffle):
                 raise self.fail(attrs, f"a channel shuffle of group {shuffle} cannot be folded "
                                        f"into this convolution")
-            sizes["IN_CHANNEL(c)"] = \
-                f"(((c) % {shuffle}) * {g['C'] // shuffle} + (c) / {shuffle})"
+            sizes["IN_CHANNEL(c)"] = f"(((c) % {shuffle}) * (C / {shuffle}) + (c) / {shuffle})"
         wiring = wire_epilogue(self, attrs, ctx.epilogue, inputs, outputs[0], g["O"])
         sizes.update(wiring.flags)
-        return ConvPlan(g, sizes, wiring.args, consts.get(1), ctx.device,
-                        ctx.on_cpu, shuffle)
+        return ConvPlan(g, sizes, wiring.args, _sizes.args(g, names), consts.get(1),
+                        ctx.device, ctx.on_cpu, shuffle)
 
     def kernel_variants(self, attrs, inputs, outputs, consts, ctx=DEFAULT_CONTEXT):
         """Candidates for the tuner (_conv_variants.conv_variants), when there are several."""

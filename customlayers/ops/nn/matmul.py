@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..base import Attr, register_op
+from . import _sizes
 from ._epilogue import wire_epilogue
 from ._gemm import GemmProblem, target_groups
 from ._variants import gemm_variants
@@ -55,11 +56,13 @@ class PickLast:
 @dataclass
 class MatMulPlan:
     """One MatMul call as its variants read it."""
-    sizes: dict                 # matmul.cl's defines (M, N, K, transposes, batch strides, pick)
+    sizes: dict                 # M, N, K, transposes, batch strides, pick, CH_DIV CH_MOD
     batches: int
     out: tuple                  # the output's shape
     args: tuple                 # A, B, output[, bias][, residual]
-    epilogue: str               # the FUSED_* flags and CHANNEL() (conv_epilogue.cl reads them)
+    # matmul.cl's #defines: the transposes, whether A is picked (A_PICKED), the size parameters'
+    # list (MATMUL_SIZES), the FUSED_* flags and CHANNEL()'s form (conv_epilogue.cl reads them)
+    epilogue: str
     row_softmax: str            # "softmax" | "logsoftmax" | "" (FusedEpilogue.row_softmax)
     b_rank: int
     device: object
@@ -72,10 +75,16 @@ class MatMulPlan:
     def label(self) -> str:
         return f"matmul_{self.sizes['M']}x{self.sizes['K']}x{self.sizes['N']}"
 
+    @property
+    def kernel_args(self) -> tuple:
+        """The layer's tensors, then the sizes (matmul.cl's MATMUL_SIZES, in order)."""
+        s = dict(self.sizes, A_STEP_ARG=self.sizes["A_STEP"], A_PICK_ARG=self.sizes["A_PICK"])
+        return self.args + _sizes.args(s, _sizes.MATMUL)
+
     def gemm(self) -> GemmProblem:
         """The tiled GEMM (gemm.cl via matmul.cl)."""
         s = self.sizes
-        return GemmProblem(defines(**s) + self.epilogue + kernel_source("matmul_gemm.cl"), self.args,
+        return GemmProblem(self.epilogue + kernel_source("matmul_gemm.cl"), self.kernel_args,
                            s["M"], s["N"], s["K"], self.batches, self.label + "_gemm")
 
 
@@ -90,9 +99,10 @@ class RowSoftmaxVariant(KernelVariant):
 
     def launches(self, plan: MatMulPlan) -> list[KernelLaunch]:
         wg = _SOFTMAX_WG_CPU if plan.on_cpu else _SOFTMAX_WG_GPU
-        src = (defines(**plan.sizes, WG=wg, LOG_SOFTMAX=int(plan.row_softmax == "logsoftmax"))
+        src = (defines(WG=wg, LOG_SOFTMAX=int(plan.row_softmax == "logsoftmax"))
                + plan.epilogue + kernel_source("matmul_softmax.cl"))
-        return [KernelLaunch(source=src, entry="matmul_softmax", args=plan.args,
+        row = Arg.local(4 * plan.sizes["N"])          # the row's values, in __local memory
+        return [KernelLaunch(source=src, entry="matmul_softmax", args=plan.kernel_args + (row,),
                              global_size=(plan.batches * plan.sizes["M"] * wg,),
                              local_size=(wg,), label=f"{plan.label}_{plan.row_softmax}")]
 
@@ -111,13 +121,13 @@ class GemvVariant(KernelVariant):
     def launches(self, plan: MatMulPlan) -> list[KernelLaunch]:
         s, n = plan.sizes, plan.sizes["N"]
         if self.cpu:
-            src = defines(**s) + plan.epilogue + kernel_source("matmul_gemv_cpu.cl")
-            return [KernelLaunch(source=src, entry="matmul_gemv_cpu", args=plan.args,
+            src = plan.epilogue + kernel_source("matmul_gemv_cpu.cl")
+            return [KernelLaunch(source=src, entry="matmul_gemv_cpu", args=plan.kernel_args,
                                  global_size=(-(-n // 8), plan.batches), local_size=(1, 1),
                                  label=plan.label + "_gemv_cpu")]
-        src = defines(**s, WG=_GEMV_WG) + plan.epilogue + kernel_source("matmul_gemv.cl")
+        src = defines(WG=_GEMV_WG) + plan.epilogue + kernel_source("matmul_gemv.cl")
         width = n * _GEMV_WG if s["TRANSPOSE_B"] else -(-n // _GEMV_WG) * _GEMV_WG
-        return [KernelLaunch(source=src, entry="matmul_gemv", args=plan.args,
+        return [KernelLaunch(source=src, entry="matmul_gemv", args=plan.kernel_args,
                              global_size=(width, plan.batches), local_size=(_GEMV_WG, 1),
                              label=plan.label + "_gemv")]
 
@@ -136,12 +146,12 @@ class CpuGemmVariant(KernelVariant):
     def launches(self, plan: MatMulPlan) -> list[KernelLaunch]:
         s = plan.sizes
         cols = self.nb if s["TRANSPOSE_B"] else 8 * self.nb
-        args = plan.args
+        args = plan.kernel_args
         packed = plan.b_const is not None and not s["TRANSPOSE_B"]
         if packed:              # B as panels [N / cols][K][cols]: one stream per work item
             args = (args[0], Arg.const(pack_panels(plan.b_const, s["K"], s["N"], cols))) + \
                 args[2:]
-        src = defines(**s, MR=self.mr, NB=self.nb, PACKED_B=int(packed)) + plan.epilogue + \
+        src = defines(MR=self.mr, NB=self.nb, PACKED_B=int(packed)) + plan.epilogue + \
             kernel_source("matmul_cpu.cl")
         rows, columns = -(-s["M"] // self.mr), -(-s["N"] // cols)
         grid = (columns, rows) if s["TRANSPOSE_B"] else (rows, columns)
@@ -276,22 +286,29 @@ class MatMul(NamedOp):
         # ... as one of the GEMM's indices
         a_rank = len(inputs[0].shape) - (ctx.fact(PickLast) is not None)
         b_rank = len(inputs[1].shape)
+        # CHANNEL's form is text of the program, its numbers (CH_DIV, CH_MOD) arguments
+        sizes.update(CH_DIV=1, CH_MOD=1)
         if len(out) >= 3:
             # a 1-D B: the last axis is A's rows, of which m counts every batch's when the
             # batches are folded into M (the row within its batch: m modulo that axis)
-            channel = "(n)" if b_rank > 1 else f"((m) % {out[-1]})"
+            channel = "(n)" if b_rank > 1 else "((m) % CH_MOD)"
+            sizes["CH_MOD"] = out[-1]
         elif batches == 1 and a_rank > 2 and sizes["M"] != out[-2 if b_rank > 1 else -1]:
             # A's batches folded into M: axis 1 is a digit of the row index
             inner = 1
             for d in out[2:len(out) - (b_rank > 1)]:
                 inner *= d
-            channel = f"((m) / {inner} % {out[1]})"
+            channel = "((m) / CH_DIV % CH_MOD)"
+            sizes.update(CH_DIV=inner, CH_MOD=out[1])
         else:
             axes = ["(batch) / OB1", "(batch) % OB1"][
                 2 - (len(out) - (a_rank > 1) - (b_rank > 1)):] \
                 + (["(m)"] if a_rank > 1 else []) + (["(n)"] if b_rank > 1 else [])
             channel = axes[1] if len(axes) > 1 else "0"
-        epilogue = defines(**wiring.flags, **{"CHANNEL(batch, m, n)": channel})
+        epilogue = defines(TRANSPOSE_A=sizes["TRANSPOSE_A"], TRANSPOSE_B=sizes["TRANSPOSE_B"],
+                           A_PICKED=int(ctx.fact(PickLast) is not None),
+                           MATMUL_SIZES=_sizes.params(_sizes.MATMUL), **wiring.flags,
+                           **{"CHANNEL(batch, m, n)": channel})
         if ep.row_softmax and (b_rank < 2 or len(out) < 2 or sizes["N"] > ROW_SOFTMAX_MAX):
             raise self.fail(attrs, f"a {ep.row_softmax} of the last axis cannot be fused "
                                    f"into an output of shape {list(out)}")
