@@ -86,8 +86,8 @@ def _fold(graph: Graph, node: Node, values) -> np.ndarray | None:
         dtype = np.int32 if node.attrs.get("output_type", "i64").strip() == "i32" else np.int64
         return np.asarray(shape, dtype)
     inputs = [values.get(graph.producer(node.id, i)) for i in range(len(node.inputs))]
-    if any(v is None for v in inputs):
-        return None
+    if not inputs or any(v is None for v in inputs):
+        return None            # no input (a malformed layer): the layers' checks say so
     try:
         if node.type == "Gather":
             if int(node.attrs.get("batch_dims", "0") or 0) != 0 or len(inputs) != 3:
@@ -106,7 +106,7 @@ def _fold(graph: Graph, node: Node, values) -> np.ndarray | None:
         dtype = node.outputs[0].dtype
         return inputs[0].astype({"i64": np.int64, "i32": np.int32, "f32": np.float32}[dtype]) \
             if dtype in ("i64", "i32", "f32") else None
-    except (ValueError, KeyError):
+    except (ValueError, KeyError, IndexError):
         return None            # left to the layers, which say what is wrong
 
 
