@@ -130,15 +130,19 @@ def test_no_collection_runs_while_reserve_holds_its_lock(device):
     # same lock, and the process waited on itself for ever (seen once in the node suite).
     # Whether garbage is there at that moment is chance; a collection under the lock is not.
     import gc
+    import threading
     from customlayers.runtime.device import device_memory
 
     class Owner:
         pass
 
     under_lock = []
+    this_thread = threading.get_ident()
 
     def watch(phase, info):
-        if phase == "start":
+        # a collection this thread starts (another thread's, such as a driver's callback
+        # thread, may start one while this one holds the lock: its releases wait, no deadlock)
+        if phase == "start" and threading.get_ident() == this_thread:
             under_lock.append(device_memory._lock.locked())
 
     owners = [Owner() for _ in range(50)]

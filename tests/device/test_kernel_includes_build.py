@@ -9,11 +9,12 @@ from customlayers.errors import KernelBuildError
 from customlayers.jit.cl_includes import expand_kernel_file
 from customlayers.jit.launch import Arg, KernelLaunch
 from customlayers.ops._program import defines, read_kernel_file
+from customlayers.ops.nn import _sizes
 from customlayers.runtime.device.cache import ProgramCache
 
-SIZES = dict(C=1, IH=4, IW=4, O=1, OH=2, OW=2, G=1, CG=1, OG=1, KH=3, KW=3, SY=1, SX=1,
-             DY=1, DX=1, PY=0, PX=0, FUSED_BIAS=0, FUSED_RELU=0, FUSED_RESIDUAL=0,
-             FUSED_PRE_RELU=0)
+# the window and the epilogue are defines; the sizes are the kernel's parameters (_sizes.py)
+SIZES = dict(KH=3, KW=3, CONV_SIZES=_sizes.params(_sizes.CONV_2D), FUSED_BIAS=0, FUSED_RELU=0,
+             FUSED_RESIDUAL=0, FUSED_PRE_RELU=0)
 
 
 def test_a_build_error_in_an_included_helper_names_the_helper(cl_env, tmp_path):
