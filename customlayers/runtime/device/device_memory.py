@@ -53,11 +53,24 @@ def check_fits(device, buffers: Sequence[Need], whole: str, *, total: int | None
 
 _held: dict[int, int] = {}          # device (its cl_device_id) -> bytes reserved, all owners
 _lock = threading.Lock()
+# releases of owners that died, applied under the lock by its next holder (_settle): a
+# finalizer never takes the lock, because a collection may run it while this very thread holds
+# it (Python 3.12 runs a collection at any later bytecode, not where it allocated: one started
+# inside `with _lock` and a release waiting on the lock hung the process)
+_released: list[tuple[int, int]] = []
+
+
+def _settle() -> None:
+    """Apply the releases waiting (under the lock)."""
+    while _released:
+        key, nbytes = _released.pop()
+        _held[key] = max(_held.get(key, 0) - nbytes, 0)
 
 
 def held(device) -> int:
     """Bytes reserved on `device` by the requests and plans alive in this process."""
     with _lock:
+        _settle()
         return _held.get(device.int_ptr, 0)
 
 
@@ -72,13 +85,12 @@ def reserve(device, nbytes: int, owner, what: str,
     memory, key = int(device.global_mem_size), device.int_ptr
     for attempt in range(2):
         with _lock:
+            _settle()
             taken = _held.get(key, 0)
             fits = taken + nbytes <= memory
             if fits:
                 _held[key] = taken + nbytes
         if fits:
-            # registered outside the lock: making the finalizer may run a collection, whose
-            # finalizers (_release) take the lock; under it, that waited on itself for ever
             weakref.finalize(owner, _release, key, nbytes)
             return
         if attempt == 0:
@@ -105,8 +117,9 @@ def reserve_for_request(device, plan, request) -> None:
 
 
 def _release(key: int, nbytes: int) -> None:
-    with _lock:
-        _held[key] = max(_held.get(key, 0) - nbytes, 0)
+    """An owner died: its bytes are free from the lock's next holder on (list.append is
+    atomic; no lock taken here, see _released)."""
+    _released.append((key, nbytes))
 
 
 def mib(nbytes: int) -> str:
