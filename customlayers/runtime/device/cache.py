@@ -31,7 +31,7 @@ from ... import __version__, settings
 from ...files import MIB, atomic_writer, read_user_file
 from .build import compile_source, load_binary, program_binary
 
-FORMAT_VERSION = 2   # 2: meta.json records binary_size
+FORMAT_VERSION = 3   # 2: meta.json records binary_size; 3: division built exact (build.py)
 # programs kept in memory per cache, the least recently used dropped past it: a long process
 # (a server, the test suite) that builds networks of many shapes kept every program it ever
 # built (on PoCL about 150 KB each). A network holds its own programs' kernels, so dropping
