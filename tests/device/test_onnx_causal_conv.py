@@ -241,3 +241,28 @@ def test_bound_state_runs_chunk_after_chunk_on_one_request(tmp_path, engine, dyn
     np.testing.assert_array_equal(other.query_state()[0].state, zeros)
     np.testing.assert_array_equal(other.infer({"input": x[:, :, :chunk], "bias": bias})["y"],
                                   first)
+
+
+def test_streaming_binds_the_state_and_steps_chunk_after_chunk(tmp_path, engine):
+    """Network.streaming() on a model whose CausalConvWithState state is an input/output pair:
+    the pair bound to a variable, each step one chunk on the stream's request; equal to one
+    run over the whole sequence; reset() starts it again; a chunk of another shape refused."""
+    from customlayers.errors import TensorError
+    n, c, k, chunk, total = 1, 2, 3, 5, 15
+    weight = RNG.standard_normal((c, 1, k)).astype(np.float32)
+    x = RNG.standard_normal((n, c, total)).astype(np.float32)
+    zeros = np.zeros((n, c, k - 1), np.float32)
+    path = model(tmp_path / "ccs.onnx", {"input": x[:, :, :chunk], "past_state": zeros},
+                 weight_init=weight)
+    whole = reference(x, weight, past=zeros)[0]
+    stream = Network(path, engine=engine).streaming()
+    for _ in range(2):                          # the second time after reset()
+        steps = [stream.step({"input": x[:, :, s:s + chunk]})["y"]
+                 for s in range(0, total, chunk)]
+        np.testing.assert_allclose(np.concatenate(steps, axis=2), whole, rtol=1e-5, atol=1e-6)
+        assert stream.t == total // chunk and [s.name for s in stream.query_state()] == \
+            ["past_state"]
+        stream.reset()
+    with pytest.raises(TensorError, match=r"input \[1, 2, 5\].*its state holds one shape"):
+        stream.step({"input": x[:, :, :chunk]})
+        stream.step({"input": x[:, :, :2]})

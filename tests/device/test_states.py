@@ -265,3 +265,16 @@ def test_a_variable_whose_tensors_disagree_once_shapes_are_known_is_refused(tmp_
                                          r"'ReadValue_\d+' \(type ReadValue\) at .*m.xml:\d+ "
                                          r"has \[2, 4\] f32"):
         net.infer({"x": np.ones((2, 4), np.float32)})
+
+
+def test_streaming_a_model_with_variables_steps_one_request(tmp_path, engine):
+    """Network.streaming() on an IR with ReadValue/Assign: each step one inference on the
+    stream's own request (a RequestStream), its state carried; reset() restarts it."""
+    model = running_sum(tmp_path / "sum.xml", "opset6")
+    stream = Network(model, engine=engine).streaming()
+    xs = np.random.default_rng(5).standard_normal((6, 2, 4)).astype(np.float32)
+    for _ in range(2):
+        got = np.stack([next(iter(stream.step(x).values())) for x in xs])
+        np.testing.assert_allclose(got, np.cumsum(xs, axis=0), rtol=1e-5, atol=1e-6)
+        stream.reset()
+    assert stream.t == 0 and len(stream.query_state()) == 1

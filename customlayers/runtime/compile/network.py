@@ -22,11 +22,13 @@ from ...errors import ConfigError, DeviceError, ModelError
 from ...graph.fold_eval import FOLD_TYPE
 from ...graph.graph import Graph
 from ...graph.load import read_model
+from ...graph.variables import variables_of
 from ...jit.tensor import TensorDesc
 from ...passes import FOLDING, PASSES
 from ...passes.causal_stream import stream_program
 from ...passes.fusion import FusionPlan, plan_network_fusion
 from ...passes.shape_folding import fold_for_shapes, has_fold_nodes, value_inputs_read
+from ...passes.state import bind_state_inputs
 from .compiler import PlanOptions, compile_plan
 from ..device.device import Engine
 from ..device.limits import device_traits, has_fp16, has_fp64
@@ -39,6 +41,7 @@ from ..execute.request import InferRequest
 from ..layers.resolver import Resolver
 from ..execute.stream import run_stream
 from ..streaming.causal_stream import CausalStream
+from ..streaming.request_stream import RequestStream
 from ..tuning.tuning import DEFAULT_MODE, Tuner, TuningStats, check_mode
 
 if TYPE_CHECKING:
@@ -393,14 +396,34 @@ class Network:
 
     def streaming(self, axis: int = -1, batch: int | None = None, *,
                   local_size: int | None = None):
-        """The model run one time step at a time (issue 21): a CausalStream whose
-        step(frame [N, C_in]) returns each output for that step, from ring buffers of every
-        causal convolution's past inputs kept on the device; one kernel launch per step.
-        axis: the input's time axis (its last); batch: the number of streams N (None: from
-        the first frame). ModelError naming the node when the model cannot stream (not
-        causal, or an op that mixes time steps)."""
+        """The model run one time step at a time (issue 21). A whole-window causal model: a
+        CausalStream whose step(frame [N, C_in]) returns each output for that step, from ring
+        buffers of every causal convolution's past inputs kept on the device; one kernel
+        launch per step. axis: the input's time axis (its last); batch: the number of streams
+        N (None: from the first frame). ModelError naming the node when the model cannot
+        stream (not causal, or an op that mixes time steps).
+        A model that carries its state (ReadValue/Assign, or CausalConvWithState whose
+        past_state is an input and present_state an output, bound then to a variable): a
+        RequestStream, each step(inputs) one inference on its own request."""
+        stateful = self._stateful_network()
+        if stateful is not None:
+            return RequestStream(stateful)
         program = stream_program(self.read_graph, axis=axis, is_builtin=self._is_builtin)
         return CausalStream(self.engine, program, batch, local_size=local_size)
+
+    def _stateful_network(self):
+        """This network where the model has variables; a network of the model with its
+        CausalConvWithState states bound to variables where it has such pairs; else None."""
+        if variables_of(self.graph):
+            return self
+        bound, notes = bind_state_inputs(self.read_graph, self._is_builtin)
+        if bound is self.read_graph:
+            return None
+        for note in notes:
+            self._say(note)
+        return Network(bound, self.registry, self.engine, profiling=self.profiling,
+                       messages=self._say, fuse=self.fuse, resolver=self.resolver,
+                       tuning=self.tuner.mode)
 
     @property
     def output_names(self) -> list[str]:
