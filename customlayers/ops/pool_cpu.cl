@@ -3,29 +3,24 @@
  * took PoCL 10 ns per output (SqueezeNet's first MaxPool: 16-30 ms, half the model's time): its
  * per-item window checks do not vectorize across items, and the work-item loop around them
  * costs more than the window. Here the item is plain scalar code with no loop around it.
- * NDRange: (ceil(OH/RB), N * C * OD), local (1, 1). Needs pooling.cl's defines and RB.
+ * NDRange: (ceil(OH/RB), N * C * OD), local (1, 1). Needs pooling.cl's defines and
+ * arguments (the geometry `geo` with RB, its entry 21).
  */
 /* Rows whose windows all lie inside the input also pool runs of 8 outputs as float8: the taps'
  * loads of a run are contiguous (stride 2: the even lanes of 15 floats, never a float past the
  * last tap), and each tap updates all 8 with the scalar code's own rule (max: the first tap,
  * then a strictly greater one, so a NaN met first stays and a later NaN is skipped; avg: the
  * sum in the same order), so every output equals the scalar path's bit for bit. 2-D windows
- * without indices only (a MaxPool's unused index output is dropped before compiling).
+ * of stride 1 or 2 and dilation 1 (checked per launch: `geo` holds them) without indices only
+ * (a MaxPool's unused index output is dropped before compiling).
  */
-#if KD == 1 && ID == 1 && DX == 1 && (SX == 1 || SX == 2) && !WITH_INDICES
-#define VECTOR_RUNS 1
+#include "pool_geometry.cl"
 /* the first and last output columns whose windows lie inside the row */
 #define OX_INSIDE_FIRST ((PX + SX - 1) / SX)
 #define OX_INSIDE_LAST ((IW - KW + PX) / SX)
-#if SX == 1
-#define LOAD_RUN(p) vload8(0, p)
-#else
-#define LOAD_RUN(p) __builtin_shufflevector(vload8(0, p), vload8(0, (p) + 7), \
-                                            0, 2, 4, 6, 9, 11, 13, 15)
-#endif
-#else
-#define VECTOR_RUNS 0
-#endif
+/* a run's 8 taps: contiguous (SX 1) or every other float of 15 (SX 2) */
+#define LOAD_RUN(p) (SX == 1 ? vload8(0, p) : __builtin_shufflevector(vload8(0, p), \
+                                                   vload8(0, (p) + 7), 0, 2, 4, 6, 9, 11, 13, 15))
 
 /* The taps of a window axis (k taps from i0, d apart) inside [lo, hi): what an AvgPool that
  * counts padding divides by (hi is where pads_end ends, or past every window) */
@@ -37,9 +32,10 @@ inline int taps_within(int i0, int k, int d, int lo, int hi)
     return n;
 }
 
-__kernel void pool_cpu(__global const float* restrict input, __global float* restrict output
+__kernel void pool_cpu(__global const float* restrict input, __global float* restrict output,
+                       __constant int* geo
 #if WITH_INDICES
-                       , __global INDEX_T* restrict indices
+                       , __global INDEX_T* restrict indices, const long axis_span
 #endif
                        )
 {
@@ -48,20 +44,21 @@ __kernel void pool_cpu(__global const float* restrict input, __global float* res
     __global const float* in = input + plane * (ID * IH * IW);
     const int iz0 = oz * SZ - PZ;
 #if WITH_INDICES
-    /* AXIS_SPAN is a whole number of planes: the plane's part of the index, taken modulo once
+    /* axis_span is a whole number of planes: the plane's part of the index, taken modulo once
      * here, plus an offset inside the plane never reaches it (a 64-bit modulo per output cost
      * more than the window) */
-    const INDEX_T plane_base = (INDEX_T)(((long)plane * (ID * IH * IW)) % AXIS_SPAN);
+    const INDEX_T plane_base = (INDEX_T)(((long)plane * (ID * IH * IW)) % axis_span);
 #endif
     const int y_end = min(OH, ((int)get_global_id(0) + 1) * RB);
     for (int oy = get_global_id(0) * RB; oy < y_end; ++oy) {
         const int iy0 = oy * SY - PY;
         __global float* out = output + (z * OH + oy) * OW;
-#if VECTOR_RUNS
-        const bool rows_inside = iy0 >= 0 && iy0 + (KH - 1) * DY < IH;
+#if !WITH_INDICES
+        const bool rows_inside = KD == 1 && ID == 1 && DX == 1 && (SX == 1 || SX == 2) &&
+                                 iy0 >= 0 && iy0 + (KH - 1) * DY < IH;
 #endif
         for (int ox = 0; ox < OW; ++ox) {
-#if VECTOR_RUNS
+#if !WITH_INDICES
             if (rows_inside && ox >= OX_INSIDE_FIRST && ox + 7 <= OX_INSIDE_LAST) {
                 __global const float* at = in + iy0 * IW + ox * SX - PX;
 #if POOL_MAX
@@ -69,9 +66,7 @@ __kernel void pool_cpu(__global const float* restrict input, __global float* res
 #else
                 float8 best = (float8)0.0f + LOAD_RUN(at);
 #endif
-                #pragma unroll
                 for (int ky = 0; ky < KH; ++ky) {
-                    #pragma unroll
                     for (int kx = 0; kx < KW; ++kx) {
                         if (ky == 0 && kx == 0)
                             continue;

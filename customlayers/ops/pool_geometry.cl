@@ -1,0 +1,26 @@
+/* The geometry of a pooling window, read from the kernel argument `geo` (__constant int[22],
+ * ops/nn/pooling.py: pool_geometry), so that one program serves every shape: input, output,
+ * window, strides, dilations, pads_begin and where an AvgPool that counts padding stops
+ * counting, each (z, y, x); then RB, pool_cpu.cl's output rows per work item. */
+#define ID geo[0]
+#define IH geo[1]
+#define IW geo[2]
+#define OD geo[3]
+#define OH geo[4]
+#define OW geo[5]
+#define KD geo[6]
+#define KH geo[7]
+#define KW geo[8]
+#define SZ geo[9]
+#define SY geo[10]
+#define SX geo[11]
+#define DZ geo[12]
+#define DY geo[13]
+#define DX geo[14]
+#define PZ geo[15]
+#define PY geo[16]
+#define PX geo[17]
+#define EZ geo[18]
+#define EY geo[19]
+#define EX geo[20]
+#define RB geo[21]
