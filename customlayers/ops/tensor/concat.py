@@ -2,11 +2,14 @@
 
 One launch per input, each copying the input into its slice of the output (concat.cl): a
 model's Concat has from 2 to a few dozen inputs, and separate launches keep the kernel free of
-a per-element search for the input that owns an element.
+a per-element search for the input that owns an element. Sizes and offsets are kernel
+arguments: one program per element type serves every input of every Concat.
 """
 from __future__ import annotations
 
 from typing import Sequence
+
+import numpy as np
 
 from ...errors import BindingError
 from ...jit.tensor import TensorDesc
@@ -64,14 +67,12 @@ class Concat(Op):
         launches, offset = [], 0
         for k, desc in enumerate(inputs):
             size = shape_of(desc)[axis]
-            defines = {
-                "COUNT": f"{numel(desc.shape)}u", "CHUNK": f"{size * inner}u",
-                "OUT_CHUNK": f"{out_shape[axis] * inner}u", "OFFSET": f"{offset * inner}u",
-                "IN_TYPE": moved_type(desc), "OUT_TYPE": moved_type(outputs[0]),
-            }
-            label = f"concat_input{k}"
-            launches.append(KernelLaunch(program_text(label, defines, "concat.cl"), "concat_copy",
-                                         (Arg.input(k), Arg.output(0)),
-                                         global_1d(numel(desc.shape)), label=label))
+            types = {"IN_TYPE": moved_type(desc), "OUT_TYPE": moved_type(outputs[0])}
+            sizes = (numel(desc.shape), size * inner, out_shape[axis] * inner, offset * inner)
+            launches.append(KernelLaunch(program_text("concat", types, "concat.cl"),
+                                         "concat_copy", (Arg.input(k), Arg.output(0)) +
+                                         tuple(Arg.scalar(np.uint32(v)) for v in sizes),
+                                         global_1d(numel(desc.shape)),
+                                         label=f"concat_input{k}"))
             offset += size
         return launches
