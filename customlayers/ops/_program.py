@@ -5,13 +5,15 @@ Every data-movement op here (Transpose, Slice, Tile, Broadcast, ShuffleChannels,
 *linear view* of its input: output element i reads input element
 `offset + sum_k coord_k(i) * stride_k`, where coord_k(i) is the k-th coordinate of i in the
 output shape. Only the strides and the offset differ between ops, so they share one kernel and
-the maps are computed here, in Python, then baked into the program text as constants (the
-compiler turns the constant divisions into multiply-shifts and drops zero terms).
+the maps are computed here, in Python, then passed as a small constant buffer (view_table,
+read by view_index.cl): one program per op and element type serves every shape.
 """
 from __future__ import annotations
 
 import math
 import re
+
+import numpy as np
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
@@ -206,30 +208,19 @@ def coalesce(shape: Sequence[int], *stride_sets: Sequence[int]):
     return (tuple(dims), *(tuple(s) for s in sets))
 
 
-def index_expr(shape: Sequence[int], strides: Sequence[int], offset: int = 0,
-               var: str = "i") -> str:
-    """C expression of the buffer index read for linear output index `var` (a uint)."""
-    terms = [str(offset)] if offset else []
-    inner = 1
-    for k in range(len(shape) - 1, -1, -1):
-        d, s = shape[k], strides[k]
-        if s != 0 and d != 1:
-            coord = f"(({var})/{inner}u)" if inner != 1 else f"({var})"
-            if k != 0:
-                coord = f"({coord}%{d}u)"
-            terms.append(f"(int){coord}*{s}" if s != 1 else f"(int){coord}")
-        inner *= d
-    return "(" + " + ".join(terms) + ")" if terms else "0"
+def is_identity(view: LinearView) -> bool:
+    """The view reads element i for output element i (a dense view without an offset)."""
+    return view.offset == 0 and tuple(view.strides) == dense_strides(view.shape)
 
 
-def view_index_expr(out_shape: Sequence[int], view: LinearView, var: str = "i") -> str:
-    """index_expr for reading `view` (of shape out_shape) at linear output index `var`."""
-    if tuple(view.shape) != tuple(out_shape):
-        raise ValueError(f"view shape {view.shape} != output shape {tuple(out_shape)}")
-    if view.offset == 0 and tuple(view.strides) == dense_strides(view.shape):
-        return f"({var})"
+def view_table(view: LinearView) -> np.ndarray:
+    """The view as view_index.cl reads it: [rank, offset, dims, strides] as int32, with its
+    axes coalesced. BindingError where an index would not fit 32 bits."""
     shape, strides = coalesce(view.shape, view.strides)
-    return index_expr(shape, strides, view.offset, var)
+    table = [len(shape), view.offset, *shape, *strides]
+    if any(abs(v) >= 2 ** 31 for v in table) or numel(view.shape) >= 2 ** 32:
+        raise BindingError(f"a view of shape {list(view.shape)} does not fit 32-bit indices")
+    return np.array(table, np.int32)
 
 
 def shape_of(desc: TensorDesc) -> tuple[int, ...]:
@@ -250,21 +241,31 @@ def items_per_work_item(ctx) -> int:
 
 
 def unary_map_launch(label: str, src: TensorDesc, dst: TensorDesc, *, src_index: str = "(i)",
+                     src_view: LinearView | None = None,
                      fn: str | None = None, load: str | None = None, store: str | None = None,
                      bounds: str | None = None, fill: str | None = None,
                      per_item: int = 1) -> KernelLaunch:
     """unary_map.cl: out[i] = store(fn(load(in[src_index(i)]))), with bodies given as C text
-    in the variables `i` (src_index, bounds), `v` (load, store) and `x` (fn); `per_item`
-    outputs per work item (items_per_work_item). A half tensor is read and written as float
-    (vload_half, vstore_half_rte) on any device: `load` and `store` see float."""
+    in the variables `i` (src_index, bounds), `v` (load, store) and `x` (fn); `src_view`
+    instead of src_index: the input read through a linear view (of the output's shape), passed
+    as an argument (view_table); `per_item` outputs per work item (items_per_work_item). A half
+    tensor is read and written as float (vload_half, vstore_half_rte) on any device: `load` and
+    `store` see float. The element count is an argument; the program text does not hold the
+    label, so ops with one body share one program."""
     if "f64" in (src.dtype, dst.dtype):
         fn, load, store, fill = (in_double(t) for t in (fn, load, store, fill))
     load = half_load(src, load)
     write, store = half_write(dst, store)
+    args = (Arg.input(0), Arg.output(0), Arg.scalar(np.uint32(numel(dst.shape))))
+    if src_view is not None and not is_identity(src_view):
+        src_index = "view_index(src_view, i)"
+        args += (Arg.const(view_table(src_view)),)
     values: dict[str, object] = {
-        "COUNT": f"{numel(dst.shape)}u", "IN_TYPE": src.cl_type, "OUT_TYPE": dst.cl_type,
+        "IN_TYPE": src.cl_type, "OUT_TYPE": dst.cl_type,
         "SRC_INDEX(i)": src_index, **half_read("READ_IN", "IN_VALUE", src), **write,
     }
+    if len(args) > 3:
+        values["SRC_VIEW"] = 1
     values.update(_macro("LOAD", "v", load))
     values.update(_macro("FN", "x", fn))
     values.update(_macro("STORE", "v", store))
@@ -274,9 +275,9 @@ def unary_map_launch(label: str, src: TensorDesc, dst: TensorDesc, *, src_index:
             "0.0f" if dst.dtype == "f16" else f"(({dst.cl_type})0)"
     if per_item > 1:
         values["PER_ITEM"] = f"{per_item}u"
-    return KernelLaunch(source=program_text(label, values, "unary_map.cl",
+    return KernelLaunch(source=program_text("unary_map", values, "unary_map.cl",
                                             half_arithmetic=False), entry="unary_map",
-                        args=(Arg.input(0), Arg.output(0)),
+                        args=args,
                         global_size=global_1d(-(-numel(dst.shape) // per_item)), label=label)
 
 
@@ -288,7 +289,8 @@ def binary_map_launch(label: str, a: TensorDesc, b: TensorDesc, out: TensorDesc,
     """binary_map.cl: out[i] = store(op(load_a(a[..]), load_b(b[..]))) with numpy broadcasting
     of both inputs to `out` (or the views given). `op` is C text in `a` and `b`; `per_item`
     outputs per work item (items_per_work_item). A half tensor is read and written as float
-    (vload_half, vstore_half_rte) on any device: `op` sees float."""
+    (vload_half, vstore_half_rte) on any device: `op` sees float. The count and the views are
+    arguments (view_table): one program per op and element types serves every shape."""
     if "f64" in (a.dtype, b.dtype, out.dtype):
         op, load_a, load_b, store = (in_double(t) for t in (op, load_a, load_b, store))
     load_a, load_b = half_load(a, load_a), half_load(b, load_b)
@@ -297,20 +299,26 @@ def binary_map_launch(label: str, a: TensorDesc, b: TensorDesc, out: TensorDesc,
     a_view = a_view or LinearView.dense(shape_of(a)).broadcast_to(shape)
     b_view = b_view or LinearView.dense(shape_of(b)).broadcast_to(shape)
     values: dict[str, object] = {
-        "COUNT": f"{numel(shape)}u", "A_TYPE": a.cl_type, "B_TYPE": b.cl_type,
-        "OUT_TYPE": out.cl_type,
-        "A_INDEX(i)": view_index_expr(shape, a_view), "B_INDEX(i)": view_index_expr(shape, b_view),
+        "A_TYPE": a.cl_type, "B_TYPE": b.cl_type, "OUT_TYPE": out.cl_type,
         "OP(a, b)": f"({op})", **half_read("READ_A", "A_VALUE", a),
         **half_read("READ_B", "B_VALUE", b), **write,
     }
+    args = (Arg.input(a_input), Arg.input(b_input), Arg.output(0),
+            Arg.scalar(np.uint32(numel(shape))))
+    for name, view in (("A_VIEW", a_view), ("B_VIEW", b_view)):
+        if tuple(view.shape) != shape:
+            raise ValueError(f"view shape {view.shape} != output shape {shape}")
+        if not is_identity(view):
+            values[name] = 1
+            args += (Arg.const(view_table(view)),)
     values.update(_macro("LOAD_A", "v", load_a))
     values.update(_macro("LOAD_B", "v", load_b))
     values.update(_macro("STORE", "v", store))
     if per_item > 1:
         values["PER_ITEM"] = f"{per_item}u"
-    return KernelLaunch(source=program_text(label, values, "binary_map.cl",
+    return KernelLaunch(source=program_text("binary_map", values, "binary_map.cl",
                                             half_arithmetic=False), entry="binary_map",
-                        args=(Arg.input(a_input), Arg.input(b_input), Arg.output(0)),
+                        args=args,
                         global_size=global_1d(-(-numel(shape) // per_item)), label=label)
 
 

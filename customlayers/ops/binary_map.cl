@@ -1,9 +1,11 @@
 // Two inputs with numpy broadcasting, one output, one work-item per output element:
 //     out[i] = STORE(OP(LOAD_A(a[A_INDEX(i)]), LOAD_B(b[B_INDEX(i)])))
-// A_INDEX/B_INDEX are `(i)` for an input of the output's shape, else the broadcast index map
-// with the output's dims and the input's strides (0 on broadcast axes) baked in.
+// A_INDEX/B_INDEX are `(i)` for an input of the output's shape, else (A_VIEW, B_VIEW) the
+// broadcast view of the arguments a_view, b_view (view_index.cl): the output's dims and the
+// input's strides (0 on broadcast axes). They and `count` are arguments, not defines: one
+// program serves every shape and broadcast of an op.
 //
-// Baked by ops/eltwise.py: COUNT, A_TYPE, B_TYPE, OUT_TYPE, A_INDEX(i), B_INDEX(i), OP(a, b),
+// Defined by ops/_program.py: A_TYPE, B_TYPE, OUT_TYPE, A_VIEW, B_VIEW, OP(a, b),
 // and optionally LOAD_A, LOAD_B, STORE (type conversions; default: none / a C cast), and
 // READ_A/A_VALUE, READ_B/B_VALUE, WRITE_OUT: a half tensor read and written through
 // vload_half/vstore_half_rte as float (as unary_map.cl).
@@ -29,6 +31,25 @@
 #endif
 #ifndef STORE
 #define STORE(v) ((OUT_TYPE)(v))
+#endif
+#include "view_index.cl"
+#ifdef A_VIEW
+#define A_INDEX(i) view_index(a_view, i)
+#define A_PARAM , __constant const int* a_view
+#define A_ARG , a_view
+#else
+#define A_INDEX(i) (i)
+#define A_PARAM
+#define A_ARG
+#endif
+#ifdef B_VIEW
+#define B_INDEX(i) view_index(b_view, i)
+#define B_PARAM , __constant const int* b_view
+#define B_ARG , b_view
+#else
+#define B_INDEX(i) (i)
+#define B_PARAM
+#define B_ARG
 #endif
 
 // Integer division and remainder. A zero divisor gives 0, and a divisor of -1 is a negation
@@ -63,7 +84,7 @@ inline long int_pow(long a, long b)
 }
 
 inline void binary_one(__global const A_TYPE* restrict a, __global const B_TYPE* restrict b,
-                       __global OUT_TYPE* restrict out, const uint i)
+                       __global OUT_TYPE* restrict out, const uint i A_PARAM B_PARAM)
 {
     const A_VALUE va = READ_A(a, A_INDEX(i));
     const B_VALUE vb = READ_B(b, B_INDEX(i));
@@ -72,21 +93,21 @@ inline void binary_one(__global const A_TYPE* restrict a, __global const B_TYPE*
 
 // PER_ITEM consecutive outputs per work item: as unary_map.cl
 __kernel void binary_map(__global const A_TYPE* restrict a, __global const B_TYPE* restrict b,
-                         __global OUT_TYPE* restrict out)
+                         __global OUT_TYPE* restrict out, const uint count A_PARAM B_PARAM)
 {
 #if PER_ITEM == 1
     const uint i = get_global_id(0);
-    if (i < COUNT)
-        binary_one(a, b, out, i);
+    if (i < count)
+        binary_one(a, b, out, i A_ARG B_ARG);
 #else
     const uint first = get_global_id(0) * PER_ITEM;
-    if (first + PER_ITEM <= COUNT) {
+    if (first + PER_ITEM <= count) {
         #pragma unroll
         for (uint k = 0; k < PER_ITEM; ++k)
-            binary_one(a, b, out, first + k);
+            binary_one(a, b, out, first + k A_ARG B_ARG);
     } else {
-        for (uint i = first; i < COUNT; ++i)
-            binary_one(a, b, out, i);
+        for (uint i = first; i < count; ++i)
+            binary_one(a, b, out, i A_ARG B_ARG);
     }
 #endif
 }

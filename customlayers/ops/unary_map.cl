@@ -3,8 +3,9 @@
 // Used by the activations (SRC_INDEX(i) = i), Convert, and every op that is a linear view of
 // its input (Transpose, Slice, Tile, Broadcast, ShuffleChannels, Pad).
 //
-// Baked by the binder (ops/_program.py): COUNT (output elements), IN_TYPE, OUT_TYPE,
-// SRC_INDEX(i) (input element read for output element i), and optionally
+// Defined by the binder (ops/_program.py): IN_TYPE, OUT_TYPE, SRC_INDEX(i) (input element read
+// for output element i: `(i)`, or with SRC_VIEW the view of the argument src_view, view_index.cl,
+// or an op's own expression), and optionally
 //   LOAD(v)       value -> compute type (default: as is)
 //   FN(x)         the elementwise function (default: identity)
 //   STORE(v)      compute type -> OUT_TYPE (default: a C cast)
@@ -12,6 +13,16 @@
 //   READ_IN(p, k), IN_VALUE, WRITE_OUT(p, k, v)  how an element is read (as an IN_VALUE) and
 //                 written: a half tensor through vload_half/vstore_half_rte as float, which
 //                 every device has (half values and arithmetic need cl_khr_fp16)
+// The argument `count` (output elements) and the view are arguments, not defines: one program
+// serves every shape of an op.
+#include "view_index.cl"
+#ifdef SRC_VIEW
+#define VIEW_PARAM , __constant const int* src_view
+#define VIEW_ARG , src_view
+#else
+#define VIEW_PARAM
+#define VIEW_ARG
+#endif
 #ifndef READ_IN
 #define READ_IN(p, k) ((p)[k])
 #define IN_VALUE IN_TYPE
@@ -78,7 +89,7 @@ inline int wrap_index(int j, int n)         // periodic: 1 2 | 0 1 2 | 0 1
 }
 
 inline void unary_one(__global const IN_TYPE* restrict in, __global OUT_TYPE* restrict out,
-                      const uint i)
+                      const uint i VIEW_PARAM)
 {
 #ifdef IN_BOUNDS
     if (!(IN_BOUNDS(i))) { WRITE_OUT(out, i, FILL); return; }
@@ -90,21 +101,22 @@ inline void unary_one(__global const IN_TYPE* restrict in, __global OUT_TYPE* re
 // PER_ITEM consecutive outputs per work item (CPU devices, ops/_program.py: items_per_work_item):
 // a whole run is a loop of known length that LLVM unrolls and vectorizes, where one output per
 // item left PoCL 4-7x slower than a float8 kernel on a ReLU
-__kernel void unary_map(__global const IN_TYPE* restrict in, __global OUT_TYPE* restrict out)
+__kernel void unary_map(__global const IN_TYPE* restrict in, __global OUT_TYPE* restrict out,
+                        const uint count VIEW_PARAM)
 {
 #if PER_ITEM == 1
     const uint i = get_global_id(0);
-    if (i < COUNT)
-        unary_one(in, out, i);
+    if (i < count)
+        unary_one(in, out, i VIEW_ARG);
 #else
     const uint first = get_global_id(0) * PER_ITEM;
-    if (first + PER_ITEM <= COUNT) {
+    if (first + PER_ITEM <= count) {
         #pragma unroll
         for (uint k = 0; k < PER_ITEM; ++k)
-            unary_one(in, out, first + k);
+            unary_one(in, out, first + k VIEW_ARG);
     } else {
-        for (uint i = first; i < COUNT; ++i)
-            unary_one(in, out, i);
+        for (uint i = first; i < count; ++i)
+            unary_one(in, out, i VIEW_ARG);
     }
 #endif
 }

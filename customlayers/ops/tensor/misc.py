@@ -15,9 +15,9 @@ from ...errors import BindingError, TensorError
 from ...jit.tensor import TensorDesc, normalize_dtype
 from ...jit.launch import Arg, DEFAULT_CONTEXT, KernelLaunch
 from .._program import (items_per_work_item, LinearView,
-                       apply_index, broadcast_shapes, c_float, coalesce,
-                       float_compute, global_1d, index_expr, normalize_axis, numel,
-                       program_text, shape_of, unary_map_launch, view_index_expr)
+                       apply_index, broadcast_shapes, c_float,
+                       float_compute, global_1d, normalize_axis, numel,
+                       program_text, shape_of, unary_map_launch)
 from .._half_io import moved_type
 from ..base import Attr, Op, register_op
 from .views import const_values
@@ -25,8 +25,7 @@ from .views import const_values
 
 def _view_launch(label: str, src: TensorDesc, dst: TensorDesc, view: LinearView,
                  per_item: int = 1) -> KernelLaunch:
-    return unary_map_launch(label, src, dst, src_index=view_index_expr(view.shape, view),
-    per_item=per_item)
+    return unary_map_launch(label, src, dst, src_view=view, per_item=per_item)
 
 
 @register_op
@@ -288,9 +287,8 @@ class Tile(Op):
 
     def launches(self, attrs, inputs, outputs, consts, ctx=DEFAULT_CONTEXT):
         _, dims, strides = self._split(shape_of(inputs[0]), consts)
-        dims, strides = coalesce(dims, strides)
         return [unary_map_launch("tile", inputs[0], outputs[0],
-                                 src_index=index_expr(dims, strides),
+                                 src_view=LinearView(dims, strides),
                                  per_item=items_per_work_item(ctx))]
 
 
