@@ -1,10 +1,23 @@
 /* LRN: out = x / (BIAS + SCALE * sum(window of x^2))^BETA, SCALE = alpha / size^len(axes).
  * The window spans [i - HALFn, i + HALFn] (clipped to the tensor) along each axis n listed in
  * the layer's axes input, and only i along the others (HALFn = 0).
- * One work item per element; NDRange: (D3, D2, D0 * D1). Needs D0..D3, HALF0..HALF3, BIAS,
- * SCALE, BETA.
+ * One work item per element; NDRange: (D3, D2, D0 * D1). The sizes are the argument `geo`
+ * (D0..D3, HALF0..HALF3), BIAS, SCALE and BETA arguments too: one program serves every LRN.
  */
-__kernel void lrn(__global const float* restrict input, __global float* restrict output)
+#define D0 geo[0]
+#define D1 geo[1]
+#define D2 geo[2]
+#define D3 geo[3]
+#define HALF0 geo[4]
+#define HALF1 geo[5]
+#define HALF2 geo[6]
+#define HALF3 geo[7]
+#define BIAS bias
+#define SCALE scale
+#define BETA beta
+__kernel void lrn(__global const float* restrict input, __global float* restrict output,
+                  __constant const int* geo, const float bias, const float scale,
+                  const float beta)
 {
     const int i3 = get_global_id(0), i2 = get_global_id(1), z = get_global_id(2);
     const int i0 = z / D1, i1 = z % D1;
@@ -32,7 +45,9 @@ __kernel void lrn(__global const float* restrict input, __global float* restrict
 #else
 #define POW_MINUS_BETA(x) pow((x), -BETA)
 #endif
-__kernel void lrn_cpu(__global const float* restrict input, __global float* restrict output)
+__kernel void lrn_cpu(__global const float* restrict input, __global float* restrict output,
+                      __constant const int* geo, const float bias, const float scale,
+                      const float beta)
 {
     const int i2 = get_global_id(0), z = get_global_id(1);
     const int i0 = z / D1, i1 = z % D1;

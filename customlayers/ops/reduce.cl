@@ -1,10 +1,20 @@
 /* ReduceMean / ReduceSum / ReduceMax / ReduceMin / ReduceProd over any set of axes of a 4-D
  * (B,F,Y,X) view. One work item per output element; it walks the reduced sub-box, whose extent
  * is Rn along dim n (the input's size for a reduced dim, 1 otherwise). NDRange: (number of
- * outputs). Needs: D0..D3 (input), R0..R3, COUNT (outputs), REDUCE_MAX, REDUCE_MIN,
- * REDUCE_MEAN or REDUCE_PROD (else sum); optionally DATA_T, the element type of input and
- * output (default float): an integer sum accumulates in it and wraps, as ONNX Runtime's does.
+ * outputs). The sizes are the argument `geo`: D0..D3 (input), R0..R3, COUNT (outputs), so one
+ * program serves every shape and set of axes. Defines: REDUCE_MAX, REDUCE_MIN, REDUCE_MEAN or
+ * REDUCE_PROD (else sum); optionally DATA_T, the element type of input and output (default
+ * float): an integer sum accumulates in it and wraps, as ONNX Runtime's does.
  */
+#define D0 geo[0]
+#define D1 geo[1]
+#define D2 geo[2]
+#define D3 geo[3]
+#define R0 geo[4]
+#define R1 geo[5]
+#define R2 geo[6]
+#define R3 geo[7]
+#define COUNT geo[8]
 #ifndef DATA_T
 #define DATA_T float
 #define DATA_IS_FLOAT 1
@@ -21,7 +31,8 @@
 #define O2 (D2 / R2)
 #define O3 (D3 / R3)
 
-__kernel void reduce(__global const DATA_T* restrict input, __global DATA_T* restrict output)
+__kernel void reduce(__global const DATA_T* restrict input, __global DATA_T* restrict output,
+                     __constant const int* geo)
 {
     const int id = get_global_id(0);
     if (id >= COUNT)

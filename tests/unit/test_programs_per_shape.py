@@ -76,3 +76,25 @@ def test_a_channel_affine_of_any_shape_is_one_program():
         launches = [channel_affine_launch(TensorDesc(s), True, per_item)
                     for s in ((1, 64, 56, 56), (2, 3, 7, 7), (1, 1000, 1, 1))]
         assert len({(x.source, x.options) for x in launches}) == 1
+
+
+@pytest.mark.parametrize("device", [CPU, GPU], ids=["cpu", "gpu"])
+def test_an_lrn_of_any_shape_and_parameters_is_one_program(device):
+    raw = lambda size, alpha: {"alpha": alpha, "beta": "0.75", "bias": "1", "size": size}  # noqa: E731
+    calls = [(raw("5", "0.0001"), [(1, 64, 56, 56), (1,)], {1: np.array([1])}),
+             (raw("3", "0.002"), [(2, 16, 7, 9), (1,)], {1: np.array([1])})]
+    assert len(programs("LRN", calls, device)) == 1
+
+
+@pytest.mark.parametrize("device", [CPU, GPU], ids=["cpu", "gpu"])
+def test_a_softmax_of_any_length_is_one_program_per_form(device):
+    rows = [({"axis": "1"}, [(1, 1000)], {}), ({"axis": "-1"}, [(4, 7, 300)], {})]
+    columns = [({"axis": "1"}, [(2, 10, 5)], {}), ({"axis": "0"}, [(6, 3)], {})]
+    for calls in (rows, columns):
+        assert len(programs("SoftMax", calls, device)) == 1
+
+
+def test_a_reduction_over_any_axes_is_one_program_per_kind():
+    calls = [({"keep_dims": "true"}, [(1, 64, 7, 7), (2,)], {1: np.array([2, 3])}),
+             ({"keep_dims": "false"}, [(5, 6), (1,)], {1: np.array([0])})]
+    assert len(programs("ReduceMean", calls)) == 1
