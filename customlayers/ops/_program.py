@@ -241,17 +241,20 @@ def items_per_work_item(ctx) -> int:
 
 
 def unary_map_launch(label: str, src: TensorDesc, dst: TensorDesc, *, src_index: str = "(i)",
-                     src_view: LinearView | None = None,
+                     src_view: LinearView | None = None, src_table: np.ndarray | None = None,
                      fn: str | None = None, load: str | None = None, store: str | None = None,
                      bounds: str | None = None, fill: str | None = None,
-                     per_item: int = 1) -> KernelLaunch:
+                     per_item: int = 1,
+                     macros: Mapping[str, object] | None = None) -> KernelLaunch:
     """unary_map.cl: out[i] = store(fn(load(in[src_index(i)]))), with bodies given as C text
     in the variables `i` (src_index, bounds), `v` (load, store) and `x` (fn); `src_view`
     instead of src_index: the input read through a linear view (of the output's shape), passed
-    as an argument (view_table); `per_item` outputs per work item (items_per_work_item). A half
+    as an argument (view_table); `src_table`: an int32 table that src_index and bounds read as
+    `src_view` (an argument); `per_item` outputs per work item (items_per_work_item). A half
     tensor is read and written as float (vload_half, vstore_half_rte) on any device: `load` and
-    `store` see float. The element count is an argument; the program text does not hold the
-    label, so ops with one body share one program."""
+    `store` see float. `macros`: more #defines the texts use. The element count is an
+    argument; the program text does not hold the label, so ops with one body share one
+    program."""
     if "f64" in (src.dtype, dst.dtype):
         fn, load, store, fill = (in_double(t) for t in (fn, load, store, fill))
     load = half_load(src, load)
@@ -259,13 +262,16 @@ def unary_map_launch(label: str, src: TensorDesc, dst: TensorDesc, *, src_index:
     args = (Arg.input(0), Arg.output(0), Arg.scalar(np.uint32(numel(dst.shape))))
     if src_view is not None and not is_identity(src_view):
         src_index = "view_index(src_view, i)"
-        args += (Arg.const(view_table(src_view)),)
+        src_table = view_table(src_view)
+    if src_table is not None:
+        args += (Arg.const(np.asarray(src_table, np.int32)),)
     values: dict[str, object] = {
         "IN_TYPE": src.cl_type, "OUT_TYPE": dst.cl_type,
         "SRC_INDEX(i)": src_index, **half_read("READ_IN", "IN_VALUE", src), **write,
     }
     if len(args) > 3:
         values["SRC_VIEW"] = 1
+    values.update(macros or {})
     values.update(_macro("LOAD", "v", load))
     values.update(_macro("FN", "x", fn))
     values.update(_macro("STORE", "v", store))

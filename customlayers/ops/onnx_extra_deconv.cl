@@ -3,11 +3,36 @@
  * (kz, ky, kx) with oy = iy * SY - PY + ky * DY (same for z and x): for each tap, iy is solved
  * for and skipped unless it is a whole, in-range index. No atomics, no scatter; dense f32.
  * 1-D and 2-D run with depth (and height) 1.
- * Needs: COUNT N IC OC ID IH IW OD OH OW KD KH KW SZ SY SX DZ DY DX PZ PY PX ICG OCG
- * (ICG, OCG: input and output channels per group). Weights: IC x OCG x KD x KH x KW.
+ * The sizes are the argument `geo`, in this order: COUNT N IC OC ID IH IW OD OH OW KD KH KW SZ
+ * SY SX DZ DY DX PZ PY PX ICG OCG (ICG, OCG: input and output channels per group), so one
+ * program serves every layer. Weights: IC x OCG x KD x KH x KW.
  */
+#define COUNT ((uint)geo[0])
+#define N geo[1]
+#define IC geo[2]
+#define OC geo[3]
+#define ID geo[4]
+#define IH geo[5]
+#define IW geo[6]
+#define OD geo[7]
+#define OH geo[8]
+#define OW geo[9]
+#define KD geo[10]
+#define KH geo[11]
+#define KW geo[12]
+#define SZ geo[13]
+#define SY geo[14]
+#define SX geo[15]
+#define DZ geo[16]
+#define DY geo[17]
+#define DX geo[18]
+#define PZ geo[19]
+#define PY geo[20]
+#define PX geo[21]
+#define ICG geo[22]
+#define OCG geo[23]
 __kernel void deconv(__global const float* restrict input, __global const float* restrict weights,
-                     __global float* restrict output)
+                     __global float* restrict output, __constant const int* geo)
 {
     const uint i = get_global_id(0);
     if (i >= COUNT)

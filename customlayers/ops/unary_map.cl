@@ -88,6 +88,31 @@ inline int wrap_index(int j, int n)         // periodic: 1 2 | 0 1 2 | 0 1
     return j < 0 ? j + n : j;
 }
 
+#ifdef PAD_MAP
+// Pad's source index for output element i, or -1 where i lies in a constant padding:
+// src_view is [rank, out dims[rank], pads_begin[rank], in dims[rank], in strides[rank]] (an
+// argument: one program per mode serves every Pad); PAD_MAP(j, n) maps a coordinate j outside
+// 0..n-1 back inside (EDGE_PAD, reflect_index, symmetric_index, wrap_index), or is
+// CONSTANT_PAD (a j outside stays outside).
+#define CONSTANT_PAD(j, n) (j)
+#define EDGE_PAD(j, n) clamp((j), 0, (n) - 1)
+inline int pad_source(__constant const int* v, uint i)
+{
+    const int rank = v[0];
+    int at = 0;
+    for (int k = rank - 1; k >= 0; --k) {
+        const uint d = (uint)v[1 + k];
+        const int n = v[1 + 2 * rank + k];
+        const int j = PAD_MAP((int)(i % d) - v[1 + rank + k], n);
+        i /= d;
+        if ((uint)j >= (uint)n)
+            return -1;
+        at += j * v[1 + 3 * rank + k];
+    }
+    return at;
+}
+#endif
+
 inline void unary_one(__global const IN_TYPE* restrict in, __global OUT_TYPE* restrict out,
                       const uint i VIEW_PARAM)
 {

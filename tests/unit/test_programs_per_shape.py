@@ -98,3 +98,28 @@ def test_a_reduction_over_any_axes_is_one_program_per_kind():
     calls = [({"keep_dims": "true"}, [(1, 64, 7, 7), (2,)], {1: np.array([2, 3])}),
              ({"keep_dims": "false"}, [(5, 6), (1,)], {1: np.array([0])})]
     assert len(programs("ReduceMean", calls)) == 1
+
+
+@pytest.mark.parametrize("mode", ["constant", "edge", "reflect", "symmetric"])
+def test_a_pad_of_any_shape_and_pads_is_one_program_per_mode(mode):
+    def pad(shape, begin, end):
+        consts = {1: np.array(begin), 2: np.array(end), 3: np.array(0.5, np.float32)}
+        return {"pad_mode": mode}, [shape, (len(begin),), (len(end),), (1,)], consts
+    calls = [pad((1, 3, 8, 8), [0, 0, 1, 1], [0, 0, 1, 1]), pad((5, 6), [2, 0], [1, 3])]
+    assert len(programs("Pad", calls)) == 1
+
+
+def test_a_gather_of_any_shape_and_axis_is_one_program():
+    calls = [({}, [(10, 4), ((3,), "i64"), ((1,), "i64")], {2: np.array([0])}),
+             ({}, [(2, 7, 5), ((2, 2), "i64"), ((1,), "i64")], {2: np.array([1])})]
+    assert len(programs("Gather", calls)) == 1
+
+
+def test_a_transposed_convolution_of_any_geometry_is_one_program():
+    def deconv(x, w, strides, pads):
+        raw = {"strides": strides, "dilations": ",".join("1" * len(x[2:])),
+               "pads_begin": pads, "pads_end": pads}
+        return raw, [x, w], {}
+    calls = [deconv((1, 4, 5, 5), (4, 2, 3, 3), "2,2", "1,1"),
+             deconv((2, 3, 7), (3, 5, 4), "1", "0")]
+    assert len(programs("ConvolutionBackpropData", calls)) == 1
