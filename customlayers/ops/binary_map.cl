@@ -35,7 +35,7 @@
 #include "view_index.cl"
 #ifdef A_VIEW
 #define A_INDEX(i) view_index(a_view, i)
-#define A_PARAM , __constant const int* a_view
+#define A_PARAM , __constant const int* restrict a_view
 #define A_ARG , a_view
 #else
 #define A_INDEX(i) (i)
@@ -44,7 +44,7 @@
 #endif
 #ifdef B_VIEW
 #define B_INDEX(i) view_index(b_view, i)
-#define B_PARAM , __constant const int* b_view
+#define B_PARAM , __constant const int* restrict b_view
 #define B_ARG , b_view
 #else
 #define B_INDEX(i) (i)

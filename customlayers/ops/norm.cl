@@ -4,21 +4,19 @@
  * One work item per element; NDRange: (D3, D2, D0 * D1). The sizes are the argument `geo`
  * (D0..D3, HALF0..HALF3), BIAS, SCALE and BETA arguments too: one program serves every LRN.
  */
-#define D0 geo[0]
-#define D1 geo[1]
-#define D2 geo[2]
-#define D3 geo[3]
-#define HALF0 geo[4]
-#define HALF1 geo[5]
-#define HALF2 geo[6]
-#define HALF3 geo[7]
 #define BIAS bias
 #define SCALE scale
 #define BETA beta
+/* the sizes as private constants, read once at the top of each kernel (a name that read the
+ * buffer at each use would be loaded again after every store to the output) */
+#define LRN_GEOMETRY(g) const int \
+    D0 = g[0], D1 = g[1], D2 = g[2], D3 = g[3], HALF0 = g[4], HALF1 = g[5], \
+    HALF2 = g[6], HALF3 = g[7]
 __kernel void lrn(__global const float* restrict input, __global float* restrict output,
-                  __constant const int* geo, const float bias, const float scale,
+                  __constant const int* restrict geo, const float bias, const float scale,
                   const float beta)
 {
+    LRN_GEOMETRY(geo);
     const int i3 = get_global_id(0), i2 = get_global_id(1), z = get_global_id(2);
     const int i0 = z / D1, i1 = z % D1;
     float sum = 0.0f;
@@ -46,9 +44,10 @@ __kernel void lrn(__global const float* restrict input, __global float* restrict
 #define POW_MINUS_BETA(x) pow((x), -BETA)
 #endif
 __kernel void lrn_cpu(__global const float* restrict input, __global float* restrict output,
-                      __constant const int* geo, const float bias, const float scale,
+                      __constant const int* restrict geo, const float bias, const float scale,
                       const float beta)
 {
+    LRN_GEOMETRY(geo);
     const int i2 = get_global_id(0), z = get_global_id(1);
     const int i0 = z / D1, i1 = z % D1;
     const int a0 = max(i0 - HALF0, 0), a1 = min(i0 + HALF0, D0 - 1);

@@ -7,33 +7,18 @@
  * SY SX DZ DY DX PZ PY PX ICG OCG (ICG, OCG: input and output channels per group), so one
  * program serves every layer. Weights: IC x OCG x KD x KH x KW.
  */
-#define COUNT ((uint)geo[0])
-#define N geo[1]
-#define IC geo[2]
-#define OC geo[3]
-#define ID geo[4]
-#define IH geo[5]
-#define IW geo[6]
-#define OD geo[7]
-#define OH geo[8]
-#define OW geo[9]
-#define KD geo[10]
-#define KH geo[11]
-#define KW geo[12]
-#define SZ geo[13]
-#define SY geo[14]
-#define SX geo[15]
-#define DZ geo[16]
-#define DY geo[17]
-#define DX geo[18]
-#define PZ geo[19]
-#define PY geo[20]
-#define PX geo[21]
-#define ICG geo[22]
-#define OCG geo[23]
+/* the sizes as private constants, read once at the top of each kernel (a name that read the
+ * buffer at each use would be loaded again after every store to the output) */
+#define DECONV_GEOMETRY(g) const int \
+    N = g[1], IC = g[2], OC = g[3], ID = g[4], IH = g[5], IW = g[6], \
+    OD = g[7], OH = g[8], OW = g[9], KD = g[10], KH = g[11], KW = g[12], \
+    SZ = g[13], SY = g[14], SX = g[15], DZ = g[16], DY = g[17], DX = g[18], \
+    PZ = g[19], PY = g[20], PX = g[21], ICG = g[22], OCG = g[23]; \
+    const uint COUNT = (uint)g[0]
 __kernel void deconv(__global const float* restrict input, __global const float* restrict weights,
-                     __global float* restrict output, __constant const int* geo)
+                     __global float* restrict output, __constant const int* restrict geo)
 {
+    DECONV_GEOMETRY(geo);
     const uint i = get_global_id(0);
     if (i >= COUNT)
         return;

@@ -18,9 +18,40 @@
 /* the first and last output columns whose windows lie inside the row */
 #define OX_INSIDE_FIRST ((PX + SX - 1) / SX)
 #define OX_INSIDE_LAST ((IW - KW + PX) / SX)
-/* a run's 8 taps: contiguous (SX 1) or every other float of 15 (SX 2) */
-#define LOAD_RUN(p) (SX == 1 ? vload8(0, p) : __builtin_shufflevector(vload8(0, p), \
-                                                   vload8(0, (p) + 7), 0, 2, 4, 6, 9, 11, 13, 15))
+/* a run's 8 taps: contiguous (sx 1) or every other float of 15 (sx 2) */
+#define LOAD_RUN(p, sx) ((sx) == 1 ? vload8(0, p) : __builtin_shufflevector(vload8(0, p), \
+                                              vload8(0, (p) + 7), 0, 2, 4, 6, 9, 11, 13, 15))
+
+/* 8 outputs of a window of kh x kw taps whose rows are `row` floats apart, from `at` (the
+ * first tap of the first output), as float8 runs. Always inlined: called with constant kh,
+ * kw, sx (the common windows below) its loops unroll into straight code as a build for one
+ * window did; with the layer's own values it is the loop over any window. */
+__attribute__((always_inline))
+inline float8 pool_run(__global const float* at, const int kh, const int kw, const int row,
+                       const int sx)
+{
+#if POOL_MAX
+    float8 best = LOAD_RUN(at, sx);
+#else
+    float8 best = (float8)0.0f + LOAD_RUN(at, sx);
+#endif
+    for (int ky = 0; ky < kh; ++ky) {
+        for (int kx = 0; kx < kw; ++kx) {
+            if (ky == 0 && kx == 0)
+                continue;
+            const float8 v = LOAD_RUN(at + ky * row + kx, sx);
+#if POOL_MAX
+            best = select(best, v, isgreater(v, best));
+#else
+            best += v;
+#endif
+        }
+    }
+#if !POOL_MAX
+    best = best / (float)(kh * kw);
+#endif
+    return best;
+}
 
 /* The taps of a window axis (k taps from i0, d apart) inside [lo, hi): what an AvgPool that
  * counts padding divides by (hi is where pads_end ends, or past every window) */
@@ -32,13 +63,81 @@ inline int taps_within(int i0, int k, int d, int lo, int hi)
     return n;
 }
 
+/* One output from the window of kd x kh x kw taps at (iz0, iy0, ix0), by the taps inside the
+ * input. Always inlined: called with the common windows as constants (below) its loops unroll
+ * as a build for one window did; with the layer's own values it serves any window. */
+__attribute__((always_inline))
+inline void pool_one(__global const float* restrict in, __global float* restrict out,
+#if WITH_INDICES
+                     __global INDEX_T* restrict index, const INDEX_T plane_base,
+#endif
+                     __constant const int* restrict geo, const int iz0, const int iy0,
+                     const int ix0, const int kd, const int kh, const int kw)
+{
+    POOL_GEOMETRY(geo);
+#if POOL_MAX
+    float best = -INFINITY;
+    int best_at = -1;
+#else
+    float sum = 0.0f;
+    int count = 0;
+#endif
+    for (int kz = 0; kz < kd; ++kz) {
+        const int iz = iz0 + kz * DZ;
+        if ((uint)iz >= (uint)ID)
+            continue;
+        for (int ky = 0; ky < kh; ++ky) {
+            const int iy = iy0 + ky * DY;
+            if ((uint)iy >= (uint)IH)
+                continue;
+            __global const float* row = in + (iz * IH + iy) * IW;
+            for (int kx = 0; kx < kw; ++kx) {
+                const int ix = ix0 + kx * DX;
+                if ((uint)ix >= (uint)IW)
+                    continue;
+                const float v = row[ix];
+#if POOL_MAX
+                /* as pooling.cl: the first element, then strictly greater ones (NaN
+                 * first stays, NaN later is skipped) */
+                if (best_at < 0 || v > best) {
+                    best = v;
+                    best_at = (iz * IH + iy) * IW + ix;
+                }
+#else
+                sum += v;
+                ++count;
+#endif
+            }
+        }
+    }
+#if POOL_MAX
+    *out = best_at < 0 ? 0.0f : best;
+#if WITH_INDICES
+    *index = best_at < 0 ? (INDEX_T)0 : plane_base + (INDEX_T)best_at;
+#endif
+#else
+    const int divisor = COUNT_PAD ? taps_within(iz0, kd, DZ, -PZ, EZ) *
+        taps_within(iy0, kh, DY, -PY, EY) * taps_within(ix0, kw, DX, -PX, EX) : count;
+    *out = count ? sum / (float)divisor : 0.0f;
+#endif
+}
+
+/* pool_one of output ox of row oy in pool_cpu */
+#if WITH_INDICES
+#define POOL_ONE(kd, kh, kw) pool_one(in, out + ox, indices + (z * OH + oy) * OW + ox, \
+                                      plane_base, geo, iz0, iy0, ix0, kd, kh, kw)
+#else
+#define POOL_ONE(kd, kh, kw) pool_one(in, out + ox, geo, iz0, iy0, ix0, kd, kh, kw)
+#endif
+
 __kernel void pool_cpu(__global const float* restrict input, __global float* restrict output,
-                       __constant int* geo
+                       __constant const int* restrict geo
 #if WITH_INDICES
                        , __global INDEX_T* restrict indices, const long axis_span
 #endif
                        )
 {
+    POOL_GEOMETRY(geo);
     const int z = get_global_id(1);
     const int plane = z / OD, oz = z % OD;
     __global const float* in = input + plane * (ID * IH * IW);
@@ -61,78 +160,30 @@ __kernel void pool_cpu(__global const float* restrict input, __global float* res
 #if !WITH_INDICES
             if (rows_inside && ox >= OX_INSIDE_FIRST && ox + 7 <= OX_INSIDE_LAST) {
                 __global const float* at = in + iy0 * IW + ox * SX - PX;
-#if POOL_MAX
-                float8 best = LOAD_RUN(at);
-#else
-                float8 best = (float8)0.0f + LOAD_RUN(at);
-#endif
-                for (int ky = 0; ky < KH; ++ky) {
-                    for (int kx = 0; kx < KW; ++kx) {
-                        if (ky == 0 && kx == 0)
-                            continue;
-                        const float8 v = LOAD_RUN(at + ky * DY * IW + kx);
-#if POOL_MAX
-                        best = select(best, v, isgreater(v, best));
-#else
-                        best += v;
-#endif
-                    }
-                }
-#if !POOL_MAX
-                best = best / (float)(KH * KW);
-#endif
+                const int row = DY * IW;
+                /* the models' windows unrolled (a loop over a window known only at run time
+                 * made SqueezeNet's MaxPools 1.5x slower on PoCL); any other: the loop */
+                float8 best;
+                if (KH == 3 && KW == 3 && SX == 2)
+                    best = pool_run(at, 3, 3, row, 2);
+                else if (KH == 3 && KW == 3 && SX == 1)
+                    best = pool_run(at, 3, 3, row, 1);
+                else if (KH == 2 && KW == 2 && SX == 2)
+                    best = pool_run(at, 2, 2, row, 2);
+                else
+                    best = pool_run(at, KH, KW, row, SX);
                 vstore8(best, 0, out + ox);
                 ox += 7;
                 continue;
             }
 #endif
             const int ix0 = ox * SX - PX;
-#if POOL_MAX
-            float best = -INFINITY;
-            int best_at = -1;
-#else
-            float sum = 0.0f;
-            int count = 0;
-#endif
-            for (int kz = 0; kz < KD; ++kz) {
-                const int iz = iz0 + kz * DZ;
-                if ((uint)iz >= (uint)ID)
-                    continue;
-                for (int ky = 0; ky < KH; ++ky) {
-                    const int iy = iy0 + ky * DY;
-                    if ((uint)iy >= (uint)IH)
-                        continue;
-                    __global const float* row = in + (iz * IH + iy) * IW;
-                    for (int kx = 0; kx < KW; ++kx) {
-                        const int ix = ix0 + kx * DX;
-                        if ((uint)ix >= (uint)IW)
-                            continue;
-                        const float v = row[ix];
-#if POOL_MAX
-                        /* as pooling.cl: the first element, then strictly greater ones (NaN
-                         * first stays, NaN later is skipped) */
-                        if (best_at < 0 || v > best) {
-                            best = v;
-                            best_at = (iz * IH + iy) * IW + ix;
-                        }
-#else
-                        sum += v;
-                        ++count;
-#endif
-                    }
-                }
-            }
-#if POOL_MAX
-            out[ox] = best_at < 0 ? 0.0f : best;
-#if WITH_INDICES
-            indices[(z * OH + oy) * OW + ox] = best_at < 0 ? (INDEX_T)0
-                                                           : plane_base + (INDEX_T)best_at;
-#endif
-#else
-            const int divisor = COUNT_PAD ? taps_within(iz0, KD, DZ, -PZ, EZ) *
-                taps_within(iy0, KH, DY, -PY, EY) * taps_within(ix0, KW, DX, -PX, EX) : count;
-            out[ox] = count ? sum / (float)divisor : 0.0f;
-#endif
+            if (KD == 1 && KH == 3 && KW == 3)
+                POOL_ONE(1, 3, 3);
+            else if (KD == 1 && KH == 2 && KW == 2)
+                POOL_ONE(1, 2, 2);
+            else
+                POOL_ONE(KD, KH, KW);
         }
     }
 }

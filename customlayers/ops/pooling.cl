@@ -25,12 +25,13 @@ inline int taps_within(int i0, int k, int d, int lo, int hi)
 }
 
 __kernel void pool(__global const DATA_T* restrict input, __global DATA_T* restrict output,
-                   __constant int* geo
+                   __constant const int* restrict geo
 #if WITH_INDICES
                    , __global INDEX_T* restrict indices, const long axis_span
 #endif
                    )
 {
+    POOL_GEOMETRY(geo);
     const int ox = get_global_id(0), oy = get_global_id(1), z = get_global_id(2);
     if (ox >= OW || oy >= OH)
         return;

@@ -6,15 +6,6 @@
  * REDUCE_PROD (else sum); optionally DATA_T, the element type of input and output (default
  * float): an integer sum accumulates in it and wraps, as ONNX Runtime's does.
  */
-#define D0 geo[0]
-#define D1 geo[1]
-#define D2 geo[2]
-#define D3 geo[3]
-#define R0 geo[4]
-#define R1 geo[5]
-#define R2 geo[6]
-#define R3 geo[7]
-#define COUNT geo[8]
 #ifndef DATA_T
 #define DATA_T float
 #define DATA_IS_FLOAT 1
@@ -31,9 +22,15 @@
 #define O2 (D2 / R2)
 #define O3 (D3 / R3)
 
+/* the sizes as private constants, read once at the top of each kernel (a name that read the
+ * buffer at each use would be loaded again after every store to the output) */
+#define REDUCE_GEOMETRY(g) const int \
+    D0 = g[0], D1 = g[1], D2 = g[2], D3 = g[3], R0 = g[4], R1 = g[5], \
+    R2 = g[6], R3 = g[7], COUNT = g[8]
 __kernel void reduce(__global const DATA_T* restrict input, __global DATA_T* restrict output,
-                     __constant const int* geo)
+                     __constant const int* restrict geo)
 {
+    REDUCE_GEOMETRY(geo);
     const int id = get_global_id(0);
     if (id >= COUNT)
         return;

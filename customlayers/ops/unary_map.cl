@@ -17,7 +17,7 @@
 // serves every shape of an op.
 #include "view_index.cl"
 #ifdef SRC_VIEW
-#define VIEW_PARAM , __constant const int* src_view
+#define VIEW_PARAM , __constant const int* restrict src_view
 #define VIEW_ARG , src_view
 #else
 #define VIEW_PARAM

@@ -15,8 +15,15 @@ from ...errors import BindingError
 from ...jit.tensor import TensorDesc
 from ...jit.launch import Arg, DEFAULT_CONTEXT, KernelLaunch
 from .._half_io import moved_type
-from .._program import global_1d, normalize_axis, numel, program_text, shape_of
+from .._program import GROUP_MULTIPLE, global_1d, normalize_axis, numel, program_text, shape_of
 from ..base import Attr, Op, register_op
+
+
+def _copy_range(chunk: int, outer: int) -> tuple[int, int]:
+    """concat.cl's NDRange: (position in the chunk, outer index). A chunk of 64 or more is
+    padded to a multiple of 64 (the driver may then choose any work-group size); a shorter one
+    is exact, so that a Concat of narrow rows (the last axis) idles no work items."""
+    return (global_1d(chunk)[0] if chunk >= GROUP_MULTIPLE else chunk, outer)
 
 
 @register_op
@@ -68,11 +75,12 @@ class Concat(Op):
         for k, desc in enumerate(inputs):
             size = shape_of(desc)[axis]
             types = {"IN_TYPE": moved_type(desc), "OUT_TYPE": moved_type(outputs[0])}
-            sizes = (numel(desc.shape), size * inner, out_shape[axis] * inner, offset * inner)
+            chunk = size * inner
+            sizes = (chunk, out_shape[axis] * inner, offset * inner)
             launches.append(KernelLaunch(program_text("concat", types, "concat.cl"),
                                          "concat_copy", (Arg.input(k), Arg.output(0)) +
                                          tuple(Arg.scalar(np.uint32(v)) for v in sizes),
-                                         global_1d(numel(desc.shape)),
+                                         _copy_range(chunk, numel(out_shape[:axis])),
                                          label=f"concat_input{k}"))
             offset += size
         return launches
