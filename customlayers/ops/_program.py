@@ -208,6 +208,15 @@ def coalesce(shape: Sequence[int], *stride_sets: Sequence[int]):
     return (tuple(dims), *(tuple(s) for s in sets))
 
 
+def uint_arg(value: int, what: str = "a size") -> Arg:
+    """A size as a uint kernel argument; BindingError where it does not fit 32 bits (the
+    built-in kernels index with 32-bit integers)."""
+    if not 0 <= value < 2 ** 32:
+        raise BindingError(f"{what} of {value} elements does not fit the 32-bit indices of "
+                           f"the built-in kernels")
+    return Arg.scalar(np.uint32(value))
+
+
 def is_identity(view: LinearView) -> bool:
     """The view reads element i for output element i (a dense view without an offset)."""
     return view.offset == 0 and tuple(view.strides) == dense_strides(view.shape)
@@ -259,7 +268,7 @@ def unary_map_launch(label: str, src: TensorDesc, dst: TensorDesc, *, src_index:
         fn, load, store, fill = (in_double(t) for t in (fn, load, store, fill))
     load = half_load(src, load)
     write, store = half_write(dst, store)
-    args = (Arg.input(0), Arg.output(0), Arg.scalar(np.uint32(numel(dst.shape))))
+    args = (Arg.input(0), Arg.output(0), uint_arg(numel(dst.shape), "a result"))
     if src_view is not None and not is_identity(src_view):
         src_index = "view_index(src_view, i)"
         src_table = view_table(src_view)
@@ -310,7 +319,7 @@ def binary_map_launch(label: str, a: TensorDesc, b: TensorDesc, out: TensorDesc,
         **half_read("READ_B", "B_VALUE", b), **write,
     }
     args = (Arg.input(a_input), Arg.input(b_input), Arg.output(0),
-            Arg.scalar(np.uint32(numel(shape))))
+            uint_arg(numel(shape), "a result"))
     for name, view in (("A_VIEW", a_view), ("B_VIEW", b_view)):
         if tuple(view.shape) != shape:
             raise ValueError(f"view shape {view.shape} != output shape {shape}")

@@ -11,7 +11,7 @@ import numpy as np
 from ...jit.launch import Arg, KernelLaunch
 from ...jit.layer import LayerCall, LayerImpl, LayerWork, Stage
 from ...jit.tensor import TensorDesc
-from .._program import defines, global_1d, items_per_work_item, numel
+from .._program import defines, global_1d, items_per_work_item, numel, uint_arg
 
 _SOURCE = """
 __kernel void channel_affine(__global const float* restrict in, __global float* restrict out,
@@ -65,8 +65,7 @@ def channel_affine_launch(x: TensorDesc, relu: bool, per_item: int = 1) -> Kerne
     # sizes are arguments: one program per (relu, per_item) serves every shape
     source = defines(FUSED_RELU=int(relu), PER_ITEM=f"{per_item}u") + _SOURCE
     args = (Arg.input(0), Arg.output(0), Arg.input(1), Arg.input(2),
-            Arg.scalar(np.uint32(numel(shape))), Arg.scalar(np.uint32(inner)),
-            Arg.scalar(np.uint32(shape[1])))
+            uint_arg(numel(shape)), uint_arg(inner), uint_arg(shape[1]))
     if per_item > 1:
         return KernelLaunch(source=source, entry="channel_affine_cpu", args=args,
                             global_size=(-(-inner // per_item), numel(shape[:2])),

@@ -9,13 +9,12 @@ from __future__ import annotations
 
 from typing import Sequence
 
-import numpy as np
-
 from ...errors import BindingError
 from ...jit.tensor import TensorDesc
 from ...jit.launch import Arg, DEFAULT_CONTEXT, KernelLaunch
 from .._half_io import moved_type
-from .._program import GROUP_MULTIPLE, global_1d, normalize_axis, numel, program_text, shape_of
+from .._program import (GROUP_MULTIPLE, global_1d, normalize_axis, numel, program_text,
+                        shape_of, uint_arg)
 from ..base import Attr, Op, register_op
 
 
@@ -79,7 +78,7 @@ class Concat(Op):
             sizes = (chunk, out_shape[axis] * inner, offset * inner)
             launches.append(KernelLaunch(program_text("concat", types, "concat.cl"),
                                          "concat_copy", (Arg.input(k), Arg.output(0)) +
-                                         tuple(Arg.scalar(np.uint32(v)) for v in sizes),
+                                         tuple(uint_arg(v) for v in sizes),
                                          _copy_range(chunk, numel(out_shape[:axis])),
                                          label=f"concat_input{k}"))
             offset += size

@@ -17,7 +17,7 @@ from ...jit.launch import Arg, DEFAULT_CONTEXT, KernelLaunch
 from .._program import (items_per_work_item, LinearView,
                        apply_index, broadcast_shapes, c_float,
                        float_compute, global_1d, normalize_axis, numel,
-                       program_text, shape_of, unary_map_launch)
+                       program_text, shape_of, uint_arg, unary_map_launch)
 from .._half_io import moved_type
 from ..base import Attr, Op, register_op
 from .views import const_values
@@ -167,7 +167,7 @@ class Gather(Op):
         sizes = (count, numel(data[axis + 1:]), numel(inputs[1].shape), data[axis])
         return [KernelLaunch(program_text("gather", types, "gather.cl"), "gather",
                              (Arg.input(0), Arg.input(1), Arg.output(0)) +
-                             tuple(Arg.scalar(np.uint32(v)) for v in sizes), global_1d(count),
+                             tuple(uint_arg(v) for v in sizes), global_1d(count),
                              label="gather")]
 
 
