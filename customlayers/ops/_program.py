@@ -222,14 +222,39 @@ def is_identity(view: LinearView) -> bool:
     return view.offset == 0 and tuple(view.strides) == dense_strides(view.shape)
 
 
-def view_table(view: LinearView) -> np.ndarray:
-    """The view as view_index.cl reads it: [rank, offset, dims, strides] as int32, with its
-    axes coalesced. BindingError where an index would not fit 32 bits."""
-    shape, strides = coalesce(view.shape, view.strides)
-    table = [len(shape), view.offset, *shape, *strides]
-    if any(abs(v) >= 2 ** 31 for v in table) or numel(view.shape) >= 2 ** 32:
-        raise BindingError(f"a view of shape {list(view.shape)} does not fit 32-bit indices")
-    return np.array(table, np.int32)
+@dataclass(frozen=True)
+class RowViews:
+    """Views of an output's shape as the map kernels walk them: rows of `inner` consecutive
+    outputs (the dims that every view walks contiguously merged, view_index.cl), `outer` rows;
+    per view, [outer rank, offset, step along the row, outer dims, outer strides] (int32), an
+    argument: one program serves every shape. A work item takes a run of a row, so the row's
+    start is divided out once per run, not once per element (per-element divisions by sizes
+    known only at run time made a broadcast Add 10x slower on PoCL than baked constants)."""
+    inner: int
+    outer: int
+    tables: tuple[np.ndarray, ...]
+
+    @staticmethod
+    def of(shape: Sequence[int], *views: LinearView) -> "RowViews":
+        dims, _, *strides = coalesce(shape, dense_strides(shape), *(v.strides for v in views))
+        if not dims:
+            dims, strides = (1,), [(0,) for _ in views]
+        tables = []
+        for view, st in zip(views, strides):
+            table = [len(dims) - 1, view.offset, st[-1], *dims[:-1], *st[:-1]]
+            if any(abs(v) >= 2 ** 31 for v in table) or numel(shape) >= 2 ** 31:
+                raise BindingError(f"a view of shape {list(view.shape)} does not fit 32-bit "
+                                   f"indices")
+            tables.append(np.array(table, np.int32))
+        return RowViews(int(dims[-1]), numel(dims[:-1]), tuple(tables))
+
+    def global_size(self, per_item: int) -> tuple[int, int]:
+        """(runs per row, rows): a row of 64 runs or more padded to a multiple of 64, a shorter
+        one exact (no idle items); an empty output one idle group."""
+        if self.inner * self.outer == 0:
+            return (GROUP_MULTIPLE, 1)
+        runs = -(-self.inner // per_item)
+        return (global_1d(runs)[0] if runs >= GROUP_MULTIPLE else runs, self.outer)
 
 
 def shape_of(desc: TensorDesc) -> tuple[int, ...]:
@@ -269,17 +294,22 @@ def unary_map_launch(label: str, src: TensorDesc, dst: TensorDesc, *, src_index:
     load = half_load(src, load)
     write, store = half_write(dst, store)
     args = (Arg.input(0), Arg.output(0), uint_arg(numel(dst.shape), "a result"))
-    if src_view is not None and not is_identity(src_view):
-        src_index = "view_index(src_view, i)"
-        src_table = view_table(src_view)
-    if src_table is not None:
-        args += (Arg.const(np.asarray(src_table, np.int32)),)
+    global_size = global_1d(-(-numel(dst.shape) // per_item))
     values: dict[str, object] = {
         "IN_TYPE": src.cl_type, "OUT_TYPE": dst.cl_type,
         "SRC_INDEX(i)": src_index, **half_read("READ_IN", "IN_VALUE", src), **write,
     }
-    if len(args) > 3:
+    if src_view is not None and numel(src_view.shape) != numel(dst.shape):
+        raise ValueError(f"view shape {src_view.shape} does not cover the output {dst.shape}")
+    if src_view is not None and not is_identity(src_view):
+        rows = RowViews.of(src_view.shape, src_view)     # Tile: a finer split of the output
+        args = (Arg.input(0), Arg.output(0), uint_arg(rows.inner if rows.outer else 0),
+                Arg.const(rows.tables[0]))
+        global_size = rows.global_size(per_item)
         values["SRC_VIEW"] = 1
+    elif src_table is not None:
+        args += (Arg.const(np.asarray(src_table, np.int32)),)
+        values["SRC_TABLE"] = 1
     values.update(macros or {})
     values.update(_macro("LOAD", "v", load))
     values.update(_macro("FN", "x", fn))
@@ -292,8 +322,7 @@ def unary_map_launch(label: str, src: TensorDesc, dst: TensorDesc, *, src_index:
         values["PER_ITEM"] = f"{per_item}u"
     return KernelLaunch(source=program_text("unary_map", values, "unary_map.cl",
                                             half_arithmetic=False), entry="unary_map",
-                        args=args,
-                        global_size=global_1d(-(-numel(dst.shape) // per_item)), label=label)
+                        args=args, global_size=global_size, label=label)
 
 
 def binary_map_launch(label: str, a: TensorDesc, b: TensorDesc, out: TensorDesc, op: str, *,
@@ -320,12 +349,18 @@ def binary_map_launch(label: str, a: TensorDesc, b: TensorDesc, out: TensorDesc,
     }
     args = (Arg.input(a_input), Arg.input(b_input), Arg.output(0),
             uint_arg(numel(shape), "a result"))
-    for name, view in (("A_VIEW", a_view), ("B_VIEW", b_view)):
+    global_size = global_1d(-(-numel(shape) // per_item))
+    for view in (a_view, b_view):
         if tuple(view.shape) != shape:
             raise ValueError(f"view shape {view.shape} != output shape {shape}")
-        if not is_identity(view):
-            values[name] = 1
-            args += (Arg.const(view_table(view)),)
+    strided = [(name, view) for name, view in (("A_VIEW", a_view), ("B_VIEW", b_view))
+               if not is_identity(view)]
+    if strided:
+        rows = RowViews.of(shape, *(view for _, view in strided))
+        args = args[:3] + (uint_arg(rows.inner if rows.outer else 0),) + \
+            tuple(Arg.const(t) for t in rows.tables)
+        global_size = rows.global_size(per_item)
+        values.update((name, 1) for name, _ in strided)
     values.update(_macro("LOAD_A", "v", load_a))
     values.update(_macro("LOAD_B", "v", load_b))
     values.update(_macro("STORE", "v", store))
@@ -333,8 +368,7 @@ def binary_map_launch(label: str, a: TensorDesc, b: TensorDesc, out: TensorDesc,
         values["PER_ITEM"] = f"{per_item}u"
     return KernelLaunch(source=program_text("binary_map", values, "binary_map.cl",
                                             half_arithmetic=False), entry="binary_map",
-                        args=args,
-                        global_size=global_1d(-(-numel(shape) // per_item)), label=label)
+                        args=args, global_size=global_size, label=label)
 
 
 def float_compute(dtype: str) -> tuple[str | None, str | None]:
@@ -344,45 +378,3 @@ def float_compute(dtype: str) -> tuple[str | None, str | None]:
     if dtype == "f16":
         return HALF_LOAD, HALF_STORE
     return None, None
-
-
-def apply_index(view: LinearView, items: Sequence[object], op_type: str) -> LinearView:
-    """numpy basic indexing on a view: `items` holds slice objects, ints, None (new axis) and
-    at most one Ellipsis; dims not covered are kept whole. BindingError for an index out of
-    range; a slice that selects nothing gives a view with a 0 dim (a zero-size tensor)."""
-    consuming = sum(1 for it in items if it is not None and it is not Ellipsis)
-    if consuming > len(view.shape):
-        raise BindingError(f"{op_type}: {consuming} axes are indexed, the input has rank "
-                           f"{len(view.shape)}")
-    if Ellipsis not in items:
-        items = list(items) + [Ellipsis]
-    shape, strides, offset = [], [], view.offset
-    axis = 0
-    for it in items:
-        if it is Ellipsis:
-            keep = len(view.shape) - consuming
-            for _ in range(keep):
-                shape.append(view.shape[axis])
-                strides.append(view.strides[axis])
-                axis += 1
-            consuming = len(view.shape)  # a second Ellipsis keeps nothing
-        elif it is None:
-            shape.append(1)
-            strides.append(0)
-        elif isinstance(it, slice):
-            if it.step == 0:
-                raise BindingError(f"{op_type}: step 0 on axis {axis}")
-            start, stop, step = it.indices(view.shape[axis])
-            length = len(range(start, stop, step))   # 0: an empty view, which runs nothing
-            offset += start * view.strides[axis]
-            shape.append(length)
-            strides.append(step * view.strides[axis])
-            axis += 1
-        else:
-            dim, index = view.shape[axis], int(it)
-            if not -dim <= index < dim:
-                raise BindingError(f"{op_type}: index {index} is out of range for axis {axis} "
-                                   f"of size {dim}")
-            offset += (index + dim if index < 0 else index) * view.strides[axis]
-            axis += 1
-    return LinearView(tuple(shape), tuple(strides), offset)

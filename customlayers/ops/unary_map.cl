@@ -4,8 +4,8 @@
 // its input (Transpose, Slice, Tile, Broadcast, ShuffleChannels, Pad).
 //
 // Defined by the binder (ops/_program.py): IN_TYPE, OUT_TYPE, SRC_INDEX(i) (input element read
-// for output element i: `(i)`, or with SRC_VIEW the view of the argument src_view, view_index.cl,
-// or an op's own expression), and optionally
+// for output element i: `(i)` or an op's own expression, which with SRC_TABLE may read the
+// argument src_view), and optionally
 //   LOAD(v)       value -> compute type (default: as is)
 //   FN(x)         the elementwise function (default: identity)
 //   STORE(v)      compute type -> OUT_TYPE (default: a C cast)
@@ -13,10 +13,12 @@
 //   READ_IN(p, k), IN_VALUE, WRITE_OUT(p, k, v)  how an element is read (as an IN_VALUE) and
 //                 written: a half tensor through vload_half/vstore_half_rte as float, which
 //                 every device has (half values and arithmetic need cl_khr_fp16)
+//   SRC_VIEW      the input read through a linear view instead (view_index.cl, the argument
+//                 src_view): rows of `count` outputs, a 2-D range (runs of a row, rows)
 // The argument `count` (output elements) and the view are arguments, not defines: one program
 // serves every shape of an op.
 #include "view_index.cl"
-#ifdef SRC_VIEW
+#ifdef SRC_TABLE
 #define VIEW_PARAM , __constant const int* restrict src_view
 #define VIEW_ARG , src_view
 #else
@@ -103,7 +105,9 @@ inline int pad_source(__constant const int* v, uint i)
     for (int k = rank - 1; k >= 0; --k) {
         const uint d = (uint)v[1 + k];
         const int n = v[1 + 2 * rank + k];
-        const int j = PAD_MAP((int)(i % d) - v[1 + rank + k], n);
+        int j = (int)(i % d) - v[1 + rank + k];
+        if ((uint)j >= (uint)n)      /* only a coordinate in the padding is mapped */
+            j = PAD_MAP(j, n);
         i /= d;
         if ((uint)j >= (uint)n)
             return -1;
@@ -126,6 +130,35 @@ inline void unary_one(__global const IN_TYPE* restrict in, __global OUT_TYPE* re
 // PER_ITEM consecutive outputs per work item (CPU devices, ops/_program.py: items_per_work_item):
 // a whole run is a loop of known length that LLVM unrolls and vectorizes, where one output per
 // item left PoCL 4-7x slower than a float8 kernel on a ReLU
+#ifdef SRC_VIEW
+// a run of PER_ITEM outputs of row get_global_id(1), each `count` (the row's length) long
+inline void unary_view_one(__global const IN_TYPE* restrict in, __global OUT_TYPE* restrict out,
+                           const uint i, const int at)
+{
+    const IN_VALUE v = READ_IN(in, at);
+    WRITE_OUT(out, i, STORE(FN(LOAD(v))));
+}
+
+__kernel void unary_map(__global const IN_TYPE* restrict in, __global OUT_TYPE* restrict out,
+                        const uint count, __constant const int* restrict src_view)
+{
+    const uint row = get_global_id(1), first = get_global_id(0) * PER_ITEM;
+    if (first >= count)
+        return;
+    const int start = view_row(src_view, row), step = src_view[2];
+    const uint base = row * count;
+    if (first + PER_ITEM <= count) {
+        #pragma unroll
+        for (uint j = 0; j < PER_ITEM; ++j) {
+            const uint k = first + j;
+            unary_view_one(in, out, base + k, start + (int)k * step);
+        }
+    } else {
+        for (uint k = first; k < count; ++k)
+            unary_view_one(in, out, base + k, start + (int)k * step);
+    }
+}
+#else
 __kernel void unary_map(__global const IN_TYPE* restrict in, __global OUT_TYPE* restrict out,
                         const uint count VIEW_PARAM)
 {
@@ -145,3 +178,4 @@ __kernel void unary_map(__global const IN_TYPE* restrict in, __global OUT_TYPE* 
     }
 #endif
 }
+#endif

@@ -15,10 +15,11 @@ from ...errors import BindingError, TensorError
 from ...jit.tensor import TensorDesc, normalize_dtype
 from ...jit.launch import Arg, DEFAULT_CONTEXT, KernelLaunch
 from .._program import (items_per_work_item, LinearView,
-                       apply_index, broadcast_shapes, c_float,
+                       broadcast_shapes, c_float,
                        float_compute, global_1d, normalize_axis, numel,
                        program_text, shape_of, uint_arg, unary_map_launch)
 from .._half_io import moved_type
+from .._indexing import apply_index
 from ..base import Attr, Op, register_op
 from .views import const_values
 
