@@ -5,13 +5,15 @@ Every data-movement op here (Transpose, Slice, Tile, Broadcast, ShuffleChannels,
 *linear view* of its input: output element i reads input element
 `offset + sum_k coord_k(i) * stride_k`, where coord_k(i) is the k-th coordinate of i in the
 output shape. Only the strides and the offset differ between ops, so they share one kernel and
-the maps are computed here, in Python, then baked into the program text as constants (the
-compiler turns the constant divisions into multiply-shifts and drops zero terms).
+the maps are computed here, in Python, then passed as a small constant buffer (view_table,
+read by view_index.cl): one program per op and element type serves every shape.
 """
 from __future__ import annotations
 
 import math
 import re
+
+import numpy as np
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
@@ -206,30 +208,53 @@ def coalesce(shape: Sequence[int], *stride_sets: Sequence[int]):
     return (tuple(dims), *(tuple(s) for s in sets))
 
 
-def index_expr(shape: Sequence[int], strides: Sequence[int], offset: int = 0,
-               var: str = "i") -> str:
-    """C expression of the buffer index read for linear output index `var` (a uint)."""
-    terms = [str(offset)] if offset else []
-    inner = 1
-    for k in range(len(shape) - 1, -1, -1):
-        d, s = shape[k], strides[k]
-        if s != 0 and d != 1:
-            coord = f"(({var})/{inner}u)" if inner != 1 else f"({var})"
-            if k != 0:
-                coord = f"({coord}%{d}u)"
-            terms.append(f"(int){coord}*{s}" if s != 1 else f"(int){coord}")
-        inner *= d
-    return "(" + " + ".join(terms) + ")" if terms else "0"
+def uint_arg(value: int, what: str = "a size") -> Arg:
+    """A size as a uint kernel argument; BindingError where it does not fit 32 bits (the
+    built-in kernels index with 32-bit integers)."""
+    if not 0 <= value < 2 ** 32:
+        raise BindingError(f"{what} of {value} elements does not fit the 32-bit indices of "
+                           f"the built-in kernels")
+    return Arg.scalar(np.uint32(value))
 
 
-def view_index_expr(out_shape: Sequence[int], view: LinearView, var: str = "i") -> str:
-    """index_expr for reading `view` (of shape out_shape) at linear output index `var`."""
-    if tuple(view.shape) != tuple(out_shape):
-        raise ValueError(f"view shape {view.shape} != output shape {tuple(out_shape)}")
-    if view.offset == 0 and tuple(view.strides) == dense_strides(view.shape):
-        return f"({var})"
-    shape, strides = coalesce(view.shape, view.strides)
-    return index_expr(shape, strides, view.offset, var)
+def is_identity(view: LinearView) -> bool:
+    """The view reads element i for output element i (a dense view without an offset)."""
+    return view.offset == 0 and tuple(view.strides) == dense_strides(view.shape)
+
+
+@dataclass(frozen=True)
+class RowViews:
+    """Views of an output's shape as the map kernels walk them: rows of `inner` consecutive
+    outputs (the dims that every view walks contiguously merged, view_index.cl), `outer` rows;
+    per view, [outer rank, offset, step along the row, outer dims, outer strides] (int32), an
+    argument: one program serves every shape. A work item takes a run of a row, so the row's
+    start is divided out once per run, not once per element (per-element divisions by sizes
+    known only at run time made a broadcast Add 10x slower on PoCL than baked constants)."""
+    inner: int
+    outer: int
+    tables: tuple[np.ndarray, ...]
+
+    @staticmethod
+    def of(shape: Sequence[int], *views: LinearView) -> "RowViews":
+        dims, _, *strides = coalesce(shape, dense_strides(shape), *(v.strides for v in views))
+        if not dims:
+            dims, strides = (1,), [(0,) for _ in views]
+        tables = []
+        for view, st in zip(views, strides):
+            table = [len(dims) - 1, view.offset, st[-1], *dims[:-1], *st[:-1]]
+            if any(abs(v) >= 2 ** 31 for v in table) or numel(shape) >= 2 ** 31:
+                raise BindingError(f"a view of shape {list(view.shape)} does not fit 32-bit "
+                                   f"indices")
+            tables.append(np.array(table, np.int32))
+        return RowViews(int(dims[-1]), numel(dims[:-1]), tuple(tables))
+
+    def global_size(self, per_item: int) -> tuple[int, int]:
+        """(runs per row, rows): a row of 64 runs or more padded to a multiple of 64, a shorter
+        one exact (no idle items); an empty output one idle group."""
+        if self.inner * self.outer == 0:
+            return (GROUP_MULTIPLE, 1)
+        runs = -(-self.inner // per_item)
+        return (global_1d(runs)[0] if runs >= GROUP_MULTIPLE else runs, self.outer)
 
 
 def shape_of(desc: TensorDesc) -> tuple[int, ...]:
@@ -250,21 +275,42 @@ def items_per_work_item(ctx) -> int:
 
 
 def unary_map_launch(label: str, src: TensorDesc, dst: TensorDesc, *, src_index: str = "(i)",
+                     src_view: LinearView | None = None, src_table: np.ndarray | None = None,
                      fn: str | None = None, load: str | None = None, store: str | None = None,
                      bounds: str | None = None, fill: str | None = None,
-                     per_item: int = 1) -> KernelLaunch:
+                     per_item: int = 1,
+                     macros: Mapping[str, object] | None = None) -> KernelLaunch:
     """unary_map.cl: out[i] = store(fn(load(in[src_index(i)]))), with bodies given as C text
-    in the variables `i` (src_index, bounds), `v` (load, store) and `x` (fn); `per_item`
-    outputs per work item (items_per_work_item). A half tensor is read and written as float
-    (vload_half, vstore_half_rte) on any device: `load` and `store` see float."""
+    in the variables `i` (src_index, bounds), `v` (load, store) and `x` (fn); `src_view`
+    instead of src_index: the input read through a linear view (of the output's shape), passed
+    as an argument (view_table); `src_table`: an int32 table that src_index and bounds read as
+    `src_view` (an argument); `per_item` outputs per work item (items_per_work_item). A half
+    tensor is read and written as float (vload_half, vstore_half_rte) on any device: `load` and
+    `store` see float. `macros`: more #defines the texts use. The element count is an
+    argument; the program text does not hold the label, so ops with one body share one
+    program."""
     if "f64" in (src.dtype, dst.dtype):
         fn, load, store, fill = (in_double(t) for t in (fn, load, store, fill))
     load = half_load(src, load)
     write, store = half_write(dst, store)
+    args = (Arg.input(0), Arg.output(0), uint_arg(numel(dst.shape), "a result"))
+    global_size = global_1d(-(-numel(dst.shape) // per_item))
     values: dict[str, object] = {
-        "COUNT": f"{numel(dst.shape)}u", "IN_TYPE": src.cl_type, "OUT_TYPE": dst.cl_type,
+        "IN_TYPE": src.cl_type, "OUT_TYPE": dst.cl_type,
         "SRC_INDEX(i)": src_index, **half_read("READ_IN", "IN_VALUE", src), **write,
     }
+    if src_view is not None and numel(src_view.shape) != numel(dst.shape):
+        raise ValueError(f"view shape {src_view.shape} does not cover the output {dst.shape}")
+    if src_view is not None and not is_identity(src_view):
+        rows = RowViews.of(src_view.shape, src_view)     # Tile: a finer split of the output
+        args = (Arg.input(0), Arg.output(0), uint_arg(rows.inner if rows.outer else 0),
+                Arg.const(rows.tables[0]))
+        global_size = rows.global_size(per_item)
+        values["SRC_VIEW"] = 1
+    elif src_table is not None:
+        args += (Arg.const(np.asarray(src_table, np.int32)),)
+        values["SRC_TABLE"] = 1
+    values.update(macros or {})
     values.update(_macro("LOAD", "v", load))
     values.update(_macro("FN", "x", fn))
     values.update(_macro("STORE", "v", store))
@@ -274,10 +320,9 @@ def unary_map_launch(label: str, src: TensorDesc, dst: TensorDesc, *, src_index:
             "0.0f" if dst.dtype == "f16" else f"(({dst.cl_type})0)"
     if per_item > 1:
         values["PER_ITEM"] = f"{per_item}u"
-    return KernelLaunch(source=program_text(label, values, "unary_map.cl",
+    return KernelLaunch(source=program_text("unary_map", values, "unary_map.cl",
                                             half_arithmetic=False), entry="unary_map",
-                        args=(Arg.input(0), Arg.output(0)),
-                        global_size=global_1d(-(-numel(dst.shape) // per_item)), label=label)
+                        args=args, global_size=global_size, label=label)
 
 
 def binary_map_launch(label: str, a: TensorDesc, b: TensorDesc, out: TensorDesc, op: str, *,
@@ -288,7 +333,8 @@ def binary_map_launch(label: str, a: TensorDesc, b: TensorDesc, out: TensorDesc,
     """binary_map.cl: out[i] = store(op(load_a(a[..]), load_b(b[..]))) with numpy broadcasting
     of both inputs to `out` (or the views given). `op` is C text in `a` and `b`; `per_item`
     outputs per work item (items_per_work_item). A half tensor is read and written as float
-    (vload_half, vstore_half_rte) on any device: `op` sees float."""
+    (vload_half, vstore_half_rte) on any device: `op` sees float. The count and the views are
+    arguments (view_table): one program per op and element types serves every shape."""
     if "f64" in (a.dtype, b.dtype, out.dtype):
         op, load_a, load_b, store = (in_double(t) for t in (op, load_a, load_b, store))
     load_a, load_b = half_load(a, load_a), half_load(b, load_b)
@@ -297,21 +343,32 @@ def binary_map_launch(label: str, a: TensorDesc, b: TensorDesc, out: TensorDesc,
     a_view = a_view or LinearView.dense(shape_of(a)).broadcast_to(shape)
     b_view = b_view or LinearView.dense(shape_of(b)).broadcast_to(shape)
     values: dict[str, object] = {
-        "COUNT": f"{numel(shape)}u", "A_TYPE": a.cl_type, "B_TYPE": b.cl_type,
-        "OUT_TYPE": out.cl_type,
-        "A_INDEX(i)": view_index_expr(shape, a_view), "B_INDEX(i)": view_index_expr(shape, b_view),
+        "A_TYPE": a.cl_type, "B_TYPE": b.cl_type, "OUT_TYPE": out.cl_type,
         "OP(a, b)": f"({op})", **half_read("READ_A", "A_VALUE", a),
         **half_read("READ_B", "B_VALUE", b), **write,
     }
+    args = (Arg.input(a_input), Arg.input(b_input), Arg.output(0),
+            uint_arg(numel(shape), "a result"))
+    global_size = global_1d(-(-numel(shape) // per_item))
+    for view in (a_view, b_view):
+        if tuple(view.shape) != shape:
+            raise ValueError(f"view shape {view.shape} != output shape {shape}")
+    strided = [(name, view) for name, view in (("A_VIEW", a_view), ("B_VIEW", b_view))
+               if not is_identity(view)]
+    if strided:
+        rows = RowViews.of(shape, *(view for _, view in strided))
+        args = args[:3] + (uint_arg(rows.inner if rows.outer else 0),) + \
+            tuple(Arg.const(t) for t in rows.tables)
+        global_size = rows.global_size(per_item)
+        values.update((name, 1) for name, _ in strided)
     values.update(_macro("LOAD_A", "v", load_a))
     values.update(_macro("LOAD_B", "v", load_b))
     values.update(_macro("STORE", "v", store))
     if per_item > 1:
         values["PER_ITEM"] = f"{per_item}u"
-    return KernelLaunch(source=program_text(label, values, "binary_map.cl",
+    return KernelLaunch(source=program_text("binary_map", values, "binary_map.cl",
                                             half_arithmetic=False), entry="binary_map",
-                        args=(Arg.input(a_input), Arg.input(b_input), Arg.output(0)),
-                        global_size=global_1d(-(-numel(shape) // per_item)), label=label)
+                        args=args, global_size=global_size, label=label)
 
 
 def float_compute(dtype: str) -> tuple[str | None, str | None]:
@@ -321,45 +378,3 @@ def float_compute(dtype: str) -> tuple[str | None, str | None]:
     if dtype == "f16":
         return HALF_LOAD, HALF_STORE
     return None, None
-
-
-def apply_index(view: LinearView, items: Sequence[object], op_type: str) -> LinearView:
-    """numpy basic indexing on a view: `items` holds slice objects, ints, None (new axis) and
-    at most one Ellipsis; dims not covered are kept whole. BindingError for an index out of
-    range; a slice that selects nothing gives a view with a 0 dim (a zero-size tensor)."""
-    consuming = sum(1 for it in items if it is not None and it is not Ellipsis)
-    if consuming > len(view.shape):
-        raise BindingError(f"{op_type}: {consuming} axes are indexed, the input has rank "
-                           f"{len(view.shape)}")
-    if Ellipsis not in items:
-        items = list(items) + [Ellipsis]
-    shape, strides, offset = [], [], view.offset
-    axis = 0
-    for it in items:
-        if it is Ellipsis:
-            keep = len(view.shape) - consuming
-            for _ in range(keep):
-                shape.append(view.shape[axis])
-                strides.append(view.strides[axis])
-                axis += 1
-            consuming = len(view.shape)  # a second Ellipsis keeps nothing
-        elif it is None:
-            shape.append(1)
-            strides.append(0)
-        elif isinstance(it, slice):
-            if it.step == 0:
-                raise BindingError(f"{op_type}: step 0 on axis {axis}")
-            start, stop, step = it.indices(view.shape[axis])
-            length = len(range(start, stop, step))   # 0: an empty view, which runs nothing
-            offset += start * view.strides[axis]
-            shape.append(length)
-            strides.append(step * view.strides[axis])
-            axis += 1
-        else:
-            dim, index = view.shape[axis], int(it)
-            if not -dim <= index < dim:
-                raise BindingError(f"{op_type}: index {index} is out of range for axis {axis} "
-                                   f"of size {dim}")
-            offset += (index + dim if index < 0 else index) * view.strides[axis]
-            axis += 1
-    return LinearView(tuple(shape), tuple(strides), offset)

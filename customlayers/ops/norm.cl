@@ -1,11 +1,22 @@
 /* LRN: out = x / (BIAS + SCALE * sum(window of x^2))^BETA, SCALE = alpha / size^len(axes).
  * The window spans [i - HALFn, i + HALFn] (clipped to the tensor) along each axis n listed in
  * the layer's axes input, and only i along the others (HALFn = 0).
- * One work item per element; NDRange: (D3, D2, D0 * D1). Needs D0..D3, HALF0..HALF3, BIAS,
- * SCALE, BETA.
+ * One work item per element; NDRange: (D3, D2, D0 * D1). The sizes are the argument `geo`
+ * (D0..D3, HALF0..HALF3), BIAS, SCALE and BETA arguments too: one program serves every LRN.
  */
-__kernel void lrn(__global const float* restrict input, __global float* restrict output)
+#define BIAS bias
+#define SCALE scale
+#define BETA beta
+/* the sizes as private constants, read once at the top of each kernel (a name that read the
+ * buffer at each use would be loaded again after every store to the output) */
+#define LRN_GEOMETRY(g) const int \
+    D0 = g[0], D1 = g[1], D2 = g[2], D3 = g[3], HALF0 = g[4], HALF1 = g[5], \
+    HALF2 = g[6], HALF3 = g[7]
+__kernel void lrn(__global const float* restrict input, __global float* restrict output,
+                  __constant const int* restrict geo, const float bias, const float scale,
+                  const float beta)
 {
+    LRN_GEOMETRY(geo);
     const int i3 = get_global_id(0), i2 = get_global_id(1), z = get_global_id(2);
     const int i0 = z / D1, i1 = z % D1;
     float sum = 0.0f;
@@ -32,8 +43,11 @@ __kernel void lrn(__global const float* restrict input, __global float* restrict
 #else
 #define POW_MINUS_BETA(x) pow((x), -BETA)
 #endif
-__kernel void lrn_cpu(__global const float* restrict input, __global float* restrict output)
+__kernel void lrn_cpu(__global const float* restrict input, __global float* restrict output,
+                      __constant const int* restrict geo, const float bias, const float scale,
+                      const float beta)
 {
+    LRN_GEOMETRY(geo);
     const int i2 = get_global_id(0), z = get_global_id(1);
     const int i0 = z / D1, i1 = z % D1;
     const int a0 = max(i0 - HALF0, 0), a1 = min(i0 + HALF0, D0 - 1);

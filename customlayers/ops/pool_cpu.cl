@@ -3,29 +3,55 @@
  * took PoCL 10 ns per output (SqueezeNet's first MaxPool: 16-30 ms, half the model's time): its
  * per-item window checks do not vectorize across items, and the work-item loop around them
  * costs more than the window. Here the item is plain scalar code with no loop around it.
- * NDRange: (ceil(OH/RB), N * C * OD), local (1, 1). Needs pooling.cl's defines and RB.
+ * NDRange: (ceil(OH/RB), N * C * OD), local (1, 1). Needs pooling.cl's defines and
+ * arguments (the geometry `geo` with RB, its entry 21).
  */
 /* Rows whose windows all lie inside the input also pool runs of 8 outputs as float8: the taps'
  * loads of a run are contiguous (stride 2: the even lanes of 15 floats, never a float past the
  * last tap), and each tap updates all 8 with the scalar code's own rule (max: the first tap,
  * then a strictly greater one, so a NaN met first stays and a later NaN is skipped; avg: the
  * sum in the same order), so every output equals the scalar path's bit for bit. 2-D windows
- * without indices only (a MaxPool's unused index output is dropped before compiling).
+ * of stride 1 or 2 and dilation 1 (checked per launch: `geo` holds them) without indices only
+ * (a MaxPool's unused index output is dropped before compiling).
  */
-#if KD == 1 && ID == 1 && DX == 1 && (SX == 1 || SX == 2) && !WITH_INDICES
-#define VECTOR_RUNS 1
+#include "pool_geometry.cl"
 /* the first and last output columns whose windows lie inside the row */
 #define OX_INSIDE_FIRST ((PX + SX - 1) / SX)
 #define OX_INSIDE_LAST ((IW - KW + PX) / SX)
-#if SX == 1
-#define LOAD_RUN(p) vload8(0, p)
+/* a run's 8 taps: contiguous (sx 1) or every other float of 15 (sx 2) */
+#define LOAD_RUN(p, sx) ((sx) == 1 ? vload8(0, p) : __builtin_shufflevector(vload8(0, p), \
+                                              vload8(0, (p) + 7), 0, 2, 4, 6, 9, 11, 13, 15))
+
+/* 8 outputs of a window of kh x kw taps whose rows are `row` floats apart, from `at` (the
+ * first tap of the first output), as float8 runs. Always inlined: called with constant kh,
+ * kw, sx (the common windows below) its loops unroll into straight code as a build for one
+ * window did; with the layer's own values it is the loop over any window. */
+__attribute__((always_inline))
+inline float8 pool_run(__global const float* at, const int kh, const int kw, const int row,
+                       const int sx)
+{
+#if POOL_MAX
+    float8 best = LOAD_RUN(at, sx);
 #else
-#define LOAD_RUN(p) __builtin_shufflevector(vload8(0, p), vload8(0, (p) + 7), \
-                                            0, 2, 4, 6, 9, 11, 13, 15)
+    float8 best = (float8)0.0f + LOAD_RUN(at, sx);
 #endif
+    for (int ky = 0; ky < kh; ++ky) {
+        for (int kx = 0; kx < kw; ++kx) {
+            if (ky == 0 && kx == 0)
+                continue;
+            const float8 v = LOAD_RUN(at + ky * row + kx, sx);
+#if POOL_MAX
+            best = select(best, v, isgreater(v, best));
 #else
-#define VECTOR_RUNS 0
+            best += v;
 #endif
+        }
+    }
+#if !POOL_MAX
+    best = best / (float)(kh * kw);
+#endif
+    return best;
+}
 
 /* The taps of a window axis (k taps from i0, d apart) inside [lo, hi): what an AvgPool that
  * counts padding divides by (hi is where pads_end ends, or past every window) */
@@ -37,107 +63,127 @@ inline int taps_within(int i0, int k, int d, int lo, int hi)
     return n;
 }
 
-__kernel void pool_cpu(__global const float* restrict input, __global float* restrict output
+/* One output from the window of kd x kh x kw taps at (iz0, iy0, ix0), by the taps inside the
+ * input. Always inlined: called with the common windows as constants (below) its loops unroll
+ * as a build for one window did; with the layer's own values it serves any window. */
+__attribute__((always_inline))
+inline void pool_one(__global const float* restrict in, __global float* restrict out,
 #if WITH_INDICES
-                       , __global INDEX_T* restrict indices
+                     __global INDEX_T* restrict index, const INDEX_T plane_base,
+#endif
+                     __constant const int* restrict geo, const int iz0, const int iy0,
+                     const int ix0, const int kd, const int kh, const int kw)
+{
+    POOL_GEOMETRY(geo);
+#if POOL_MAX
+    float best = -INFINITY;
+    int best_at = -1;
+#else
+    float sum = 0.0f;
+    int count = 0;
+#endif
+    for (int kz = 0; kz < kd; ++kz) {
+        const int iz = iz0 + kz * DZ;
+        if ((uint)iz >= (uint)ID)
+            continue;
+        for (int ky = 0; ky < kh; ++ky) {
+            const int iy = iy0 + ky * DY;
+            if ((uint)iy >= (uint)IH)
+                continue;
+            __global const float* row = in + (iz * IH + iy) * IW;
+            for (int kx = 0; kx < kw; ++kx) {
+                const int ix = ix0 + kx * DX;
+                if ((uint)ix >= (uint)IW)
+                    continue;
+                const float v = row[ix];
+#if POOL_MAX
+                /* as pooling.cl: the first element, then strictly greater ones (NaN
+                 * first stays, NaN later is skipped) */
+                if (best_at < 0 || v > best) {
+                    best = v;
+                    best_at = (iz * IH + iy) * IW + ix;
+                }
+#else
+                sum += v;
+                ++count;
+#endif
+            }
+        }
+    }
+#if POOL_MAX
+    *out = best_at < 0 ? 0.0f : best;
+#if WITH_INDICES
+    *index = best_at < 0 ? (INDEX_T)0 : plane_base + (INDEX_T)best_at;
+#endif
+#else
+    const int divisor = COUNT_PAD ? taps_within(iz0, kd, DZ, -PZ, EZ) *
+        taps_within(iy0, kh, DY, -PY, EY) * taps_within(ix0, kw, DX, -PX, EX) : count;
+    *out = count ? sum / (float)divisor : 0.0f;
+#endif
+}
+
+/* pool_one of output ox of row oy in pool_cpu */
+#if WITH_INDICES
+#define POOL_ONE(kd, kh, kw) pool_one(in, out + ox, indices + (z * OH + oy) * OW + ox, \
+                                      plane_base, geo, iz0, iy0, ix0, kd, kh, kw)
+#else
+#define POOL_ONE(kd, kh, kw) pool_one(in, out + ox, geo, iz0, iy0, ix0, kd, kh, kw)
+#endif
+
+__kernel void pool_cpu(__global const float* restrict input, __global float* restrict output,
+                       __constant const int* restrict geo
+#if WITH_INDICES
+                       , __global INDEX_T* restrict indices, const long axis_span
 #endif
                        )
 {
+    POOL_GEOMETRY(geo);
     const int z = get_global_id(1);
     const int plane = z / OD, oz = z % OD;
     __global const float* in = input + plane * (ID * IH * IW);
     const int iz0 = oz * SZ - PZ;
 #if WITH_INDICES
-    /* AXIS_SPAN is a whole number of planes: the plane's part of the index, taken modulo once
+    /* axis_span is a whole number of planes: the plane's part of the index, taken modulo once
      * here, plus an offset inside the plane never reaches it (a 64-bit modulo per output cost
      * more than the window) */
-    const INDEX_T plane_base = (INDEX_T)(((long)plane * (ID * IH * IW)) % AXIS_SPAN);
+    const INDEX_T plane_base = (INDEX_T)(((long)plane * (ID * IH * IW)) % axis_span);
 #endif
     const int y_end = min(OH, ((int)get_global_id(0) + 1) * RB);
     for (int oy = get_global_id(0) * RB; oy < y_end; ++oy) {
         const int iy0 = oy * SY - PY;
         __global float* out = output + (z * OH + oy) * OW;
-#if VECTOR_RUNS
-        const bool rows_inside = iy0 >= 0 && iy0 + (KH - 1) * DY < IH;
+#if !WITH_INDICES
+        const bool rows_inside = KD == 1 && ID == 1 && DX == 1 && (SX == 1 || SX == 2) &&
+                                 iy0 >= 0 && iy0 + (KH - 1) * DY < IH;
 #endif
         for (int ox = 0; ox < OW; ++ox) {
-#if VECTOR_RUNS
+#if !WITH_INDICES
             if (rows_inside && ox >= OX_INSIDE_FIRST && ox + 7 <= OX_INSIDE_LAST) {
                 __global const float* at = in + iy0 * IW + ox * SX - PX;
-#if POOL_MAX
-                float8 best = LOAD_RUN(at);
-#else
-                float8 best = (float8)0.0f + LOAD_RUN(at);
-#endif
-                #pragma unroll
-                for (int ky = 0; ky < KH; ++ky) {
-                    #pragma unroll
-                    for (int kx = 0; kx < KW; ++kx) {
-                        if (ky == 0 && kx == 0)
-                            continue;
-                        const float8 v = LOAD_RUN(at + ky * DY * IW + kx);
-#if POOL_MAX
-                        best = select(best, v, isgreater(v, best));
-#else
-                        best += v;
-#endif
-                    }
-                }
-#if !POOL_MAX
-                best = best / (float)(KH * KW);
-#endif
+                const int row = DY * IW;
+                /* the models' windows unrolled (a loop over a window known only at run time
+                 * made SqueezeNet's MaxPools 1.5x slower on PoCL); any other: the loop */
+                float8 best;
+                if (KH == 3 && KW == 3 && SX == 2)
+                    best = pool_run(at, 3, 3, row, 2);
+                else if (KH == 3 && KW == 3 && SX == 1)
+                    best = pool_run(at, 3, 3, row, 1);
+                else if (KH == 2 && KW == 2 && SX == 2)
+                    best = pool_run(at, 2, 2, row, 2);
+                else
+                    best = pool_run(at, KH, KW, row, SX);
                 vstore8(best, 0, out + ox);
                 ox += 7;
                 continue;
             }
 #endif
             const int ix0 = ox * SX - PX;
-#if POOL_MAX
-            float best = -INFINITY;
-            int best_at = -1;
-#else
-            float sum = 0.0f;
-            int count = 0;
-#endif
-            for (int kz = 0; kz < KD; ++kz) {
-                const int iz = iz0 + kz * DZ;
-                if ((uint)iz >= (uint)ID)
-                    continue;
-                for (int ky = 0; ky < KH; ++ky) {
-                    const int iy = iy0 + ky * DY;
-                    if ((uint)iy >= (uint)IH)
-                        continue;
-                    __global const float* row = in + (iz * IH + iy) * IW;
-                    for (int kx = 0; kx < KW; ++kx) {
-                        const int ix = ix0 + kx * DX;
-                        if ((uint)ix >= (uint)IW)
-                            continue;
-                        const float v = row[ix];
-#if POOL_MAX
-                        /* as pooling.cl: the first element, then strictly greater ones (NaN
-                         * first stays, NaN later is skipped) */
-                        if (best_at < 0 || v > best) {
-                            best = v;
-                            best_at = (iz * IH + iy) * IW + ix;
-                        }
-#else
-                        sum += v;
-                        ++count;
-#endif
-                    }
-                }
-            }
-#if POOL_MAX
-            out[ox] = best_at < 0 ? 0.0f : best;
-#if WITH_INDICES
-            indices[(z * OH + oy) * OW + ox] = best_at < 0 ? (INDEX_T)0
-                                                           : plane_base + (INDEX_T)best_at;
-#endif
-#else
-            const int divisor = COUNT_PAD ? taps_within(iz0, KD, DZ, -PZ, EZ) *
-                taps_within(iy0, KH, DY, -PY, EY) * taps_within(ix0, KW, DX, -PX, EX) : count;
-            out[ox] = count ? sum / (float)divisor : 0.0f;
-#endif
+            if (KD == 1 && KH == 3 && KW == 3)
+                POOL_ONE(1, 3, 3);
+            else if (KD == 1 && KH == 2 && KW == 2)
+                POOL_ONE(1, 2, 2);
+            else
+                POOL_ONE(KD, KH, KW);
         }
     }
 }

@@ -1,14 +1,16 @@
 /* MaxPool / AvgPool: one work item per output element, the window read from global memory
  * (each input element is read by at most (KH/SY)*(KW/SX) neighbours, which caches serve).
- * NDRange: (OW, OH, N * C * OD). Needs: ID IH IW OD OH OW KD KH KW SZ SY SX DZ DY DX PZ PY PX
- * (a 1-D or 2-D window has the leading ones at 1, pads at 0), POOL_MAX or POOL_AVG,
- * for AvgPool COUNT_PAD (divide by the window's taps inside [-P, E): padding included, up to
- * EZ EY EX, the end of pads_end or past every window), for MaxPool with an
- * index output WITH_INDICES, INDEX_T and AXIS_SPAN (indices are flat from the `axis` dim on).
- * A window with no input element in it (possible with rounding_type=ceil) gives 0.
+ * NDRange: (OW, OH, N * C * OD). The geometry is the argument `geo` (pool_geometry.cl names its
+ * entries ID IH IW OD OH OW KD KH KW SZ SY SX DZ DY DX PZ PY PX EZ EY EX; a 1-D or 2-D window
+ * has the leading ones at 1, pads at 0), so one program serves every shape. Defines: POOL_MAX
+ * (else average), for AvgPool COUNT_PAD (divide by the window's taps inside [-P, E): padding
+ * included, up to EZ EY EX, the end of pads_end or past every window), for MaxPool with an
+ * index output WITH_INDICES and INDEX_T (indices are flat from the `axis` dim on: the argument
+ * axis_span). A window with no input element in it (possible with rounding_type=ceil) gives 0.
  * DATA_T: the element type of a MaxPool's input and output (ONNX's int8 and uint8 too; an
  * AvgPool is float).
  */
+#include "pool_geometry.cl"
 #ifndef DATA_T
 #define DATA_T float
 #endif
@@ -22,12 +24,14 @@ inline int taps_within(int i0, int k, int d, int lo, int hi)
     return n;
 }
 
-__kernel void pool(__global const DATA_T* restrict input, __global DATA_T* restrict output
+__kernel void pool(__global const DATA_T* restrict input, __global DATA_T* restrict output,
+                   __constant const int* restrict geo
 #if WITH_INDICES
-                   , __global INDEX_T* restrict indices
+                   , __global INDEX_T* restrict indices, const long axis_span
 #endif
                    )
 {
+    POOL_GEOMETRY(geo);
     const int ox = get_global_id(0), oy = get_global_id(1), z = get_global_id(2);
     if (ox >= OW || oy >= OH)
         return;
@@ -46,17 +50,10 @@ __kernel void pool(__global const DATA_T* restrict input, __global DATA_T* restr
         const int iz = iz0 + kz * DZ;
         if ((uint)iz >= (uint)ID)
             continue;
-    /* unrolling a large window (60x80 in ONNX's conformance cases) takes PoCL minutes */
-#if KH * KW <= 64
-    #pragma unroll
-#endif
     for (int ky = 0; ky < KH; ++ky) {
         const int iy = iy0 + ky * DY;
         if ((uint)iy >= (uint)IH)
             continue;
-#if KH * KW <= 64
-        #pragma unroll
-#endif
         for (int kx = 0; kx < KW; ++kx) {
             const int ix = ix0 + kx * DX;
             if ((uint)ix >= (uint)IW)
@@ -79,7 +76,7 @@ __kernel void pool(__global const DATA_T* restrict input, __global DATA_T* restr
     output[out_at] = best_at < 0 ? (DATA_T)0 : best;
 #if WITH_INDICES
     indices[out_at] = best_at < 0 ? (INDEX_T)0
-                                  : (INDEX_T)(((long)plane * (ID * IH * IW) + best_at) % AXIS_SPAN);
+                                  : (INDEX_T)(((long)plane * (ID * IH * IW) + best_at) % axis_span);
 #endif
 #else
     const int divisor = COUNT_PAD ? taps_within(iz0, KD, DZ, -PZ, EZ) *

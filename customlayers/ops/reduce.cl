@@ -1,9 +1,10 @@
 /* ReduceMean / ReduceSum / ReduceMax / ReduceMin / ReduceProd over any set of axes of a 4-D
  * (B,F,Y,X) view. One work item per output element; it walks the reduced sub-box, whose extent
  * is Rn along dim n (the input's size for a reduced dim, 1 otherwise). NDRange: (number of
- * outputs). Needs: D0..D3 (input), R0..R3, COUNT (outputs), REDUCE_MAX, REDUCE_MIN,
- * REDUCE_MEAN or REDUCE_PROD (else sum); optionally DATA_T, the element type of input and
- * output (default float): an integer sum accumulates in it and wraps, as ONNX Runtime's does.
+ * outputs). The sizes are the argument `geo`: D0..D3 (input), R0..R3, COUNT (outputs), so one
+ * program serves every shape and set of axes. Defines: REDUCE_MAX, REDUCE_MIN, REDUCE_MEAN or
+ * REDUCE_PROD (else sum); optionally DATA_T, the element type of input and output (default
+ * float): an integer sum accumulates in it and wraps, as ONNX Runtime's does.
  */
 #ifndef DATA_T
 #define DATA_T float
@@ -21,8 +22,15 @@
 #define O2 (D2 / R2)
 #define O3 (D3 / R3)
 
-__kernel void reduce(__global const DATA_T* restrict input, __global DATA_T* restrict output)
+/* the sizes as private constants, read once at the top of each kernel (a name that read the
+ * buffer at each use would be loaded again after every store to the output) */
+#define REDUCE_GEOMETRY(g) const int \
+    D0 = g[0], D1 = g[1], D2 = g[2], D3 = g[3], R0 = g[4], R1 = g[5], \
+    R2 = g[6], R3 = g[7], COUNT = g[8]
+__kernel void reduce(__global const DATA_T* restrict input, __global DATA_T* restrict output,
+                     __constant const int* restrict geo)
 {
+    REDUCE_GEOMETRY(geo);
     const int id = get_global_id(0);
     if (id >= COUNT)
         return;

@@ -14,7 +14,8 @@ from customlayers.jit.tensor import TensorDesc
 from customlayers.jit.variant import KernelVariant, variant_named
 from customlayers.ops import get_op
 from customlayers.ops.nn._conv_variants import DirectVariant, OcbVariant, SplitVariant
-from customlayers.ops.nn._cpu_kernels import CpuBlockedVariant, PoolRowsVariant
+from customlayers.ops.nn._cpu_kernels import CpuBlockedVariant
+from customlayers.ops.nn.pooling import PoolRowsVariant
 from customlayers.ops.nn._epilogue import wire_epilogue
 from customlayers.ops.nn._variants import GemmVariant
 from customlayers.ops.nn._winograd import WinogradVariant

@@ -8,19 +8,25 @@ past pads_end counts only up to it); with rounding_type=ceil, by the whole windo
 CPU plugin does (it also counts the cells that ceil adds past pads_end); with no explicit
 padding at all, it divides by the cells inside the input (the CPU plugin's behaviour too,
 checked in the tests).
-On a CPU device (CompileContext.device) the pooling runs pool_cpu.cl, chosen in _cpu_kernels.py.
+On a CPU device (CompileContext.device) the pooling runs pool_cpu.cl at a number of output rows
+per work item the tuner may choose (PoolRowsVariant); elsewhere pooling.cl.
+
+The window's geometry (sizes, strides, dilations, pads) is a small constant buffer argument
+(pool_geometry.cl names its entries), not baked into the program: one program per kind (max or
+average, element type, with indices or not) serves every shape and window of a network.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from ._cpu_kernels import PoolRowsVariant, pool_rows
+import numpy as np
+
 from ..base import Attr, register_op
 from .._nn import (AUTO_PADS, ROUNDING_TYPES, NamedOp, as_3d, require_f32, spatial_rank,
                   window_geometry)
-from .._program import defines, kernel_source
+from .._program import program_text
 from ...dtypes import cl_type_of
-from ...jit.launch import Arg, DEFAULT_CONTEXT, KernelLaunch
+from ...jit.launch import Arg, DEFAULT_CONTEXT, DeviceTraits, KernelLaunch
 from ...jit.variant import KernelVariant
 
 _INDEX_TYPES = ("i32", "i64")
@@ -28,6 +34,8 @@ _INDEX_TYPES = ("i32", "i64")
 # so pooling.cl runs in the type itself); an AvgPool is f32 only
 _MAX_DATA_TYPES = ("f32", "i8", "u8")
 _NO_END = 1 << 30          # an end of the counted extent that no window reaches
+# pool_geometry.cl's entries, in order (RB: pool_cpu.cl's rows per work item, last)
+GEOMETRY = ("ID IH IW OD OH OW KD KH KW SZ SY SX DZ DY DX PZ PY PX EZ EY EX").split()
 
 _POOL_ATTRS = (
     Attr("strides", "ints", required=True),
@@ -42,7 +50,9 @@ _POOL_ATTRS = (
 @dataclass
 class PoolPlan:
     """One pooling call as its variants read it."""
-    sizes: dict                 # pooling.cl's defines, with the op's own (POOL_MAX, ...)
+    sizes: dict                 # the geometry, GEOMETRY's names -> values
+    kind: dict                  # the program's defines (POOL_MAX, DATA_T, WITH_INDICES, ...)
+    axis_span: int              # MaxPool-8's indices are flat over this many elements
     out: tuple                  # the output's shape
     planes: int                 # N * C * OD
     with_indices: bool          # MaxPool-8's output 1 too
@@ -63,16 +73,57 @@ class PoolVariant(KernelVariant):
         return not plan.on_cpu
 
     def launches(self, plan: PoolPlan) -> list[KernelLaunch]:
-        args = (Arg.input(0), Arg.output(0)) + ((Arg.output(1),) if plan.with_indices else ())
-        return [KernelLaunch(source=defines(**plan.sizes) + kernel_source("pooling.cl"),
-                             entry="pool", args=args,
+        return [KernelLaunch(source=program_text("pool", plan.kind, "pooling.cl"),
+                             entry="pool", args=pool_args(plan, rows=1),
                              global_size=(plan.out[-1], plan.sizes["OH"], plan.planes),
                              label=plan.label)]
 
 
+def pool_args(plan: PoolPlan, rows: int) -> tuple[Arg, ...]:
+    """input, output, the geometry (with `rows`, pool_cpu.cl's RB), then MaxPool-8's indices
+    and the span they are flat over."""
+    geometry = Arg.const(np.array([plan.sizes[k] for k in GEOMETRY] + [rows], np.int32))
+    args = (Arg.input(0), Arg.output(0), geometry)
+    if plan.with_indices:
+        args += (Arg.output(1), Arg.scalar(np.int64(plan.axis_span)))
+    return args
+
+
+def pool_rows(oh: int, planes: int, device: DeviceTraits) -> list[int]:
+    """Output rows per work item of pool_cpu, the default first: enough items for 8 (then 2)
+    per compute unit, each a whole row or more."""
+    found: list[int] = []
+    for target in (8, 2):
+        rows = max(1, min(oh, planes * oh // (target * device.compute_units)))
+        if rows not in found:
+            found.append(rows)
+    return found
+
+
+@dataclass(frozen=True)
+class PoolRowsVariant(KernelVariant):
+    """pool_cpu.cl at `rows` output rows per work item (an argument: every choice is the same
+    program)."""
+    rows: int
+
+    @property
+    def name(self) -> str:
+        return f"rows{self.rows}"
+
+    def applies(self, plan: PoolPlan) -> bool:
+        return plan.on_cpu and self.rows in pool_rows(plan.sizes["OH"], plan.planes,
+                                                      plan.device)
+
+    def launches(self, plan: PoolPlan) -> list[KernelLaunch]:
+        return [KernelLaunch(source=program_text("pool_cpu", plan.kind, "pool_cpu.cl"),
+                             entry="pool_cpu", args=pool_args(plan, self.rows),
+                             global_size=(-(-plan.sizes["OH"] // self.rows), plan.planes),
+                             local_size=(1, 1), label=f"rows{self.rows}")]
+
+
 def pool_variants(plan: PoolPlan) -> tuple[KernelVariant, ...]:
     """On a CPU device, pool_cpu.cl's rows per work item (pool_rows); elsewhere pooling.cl."""
-    if plan.on_cpu and "DATA_T" not in plan.sizes:   # pool_cpu.cl is float8 runs
+    if plan.on_cpu and "DATA_T" not in plan.kind:   # pool_cpu.cl is float8 runs
         return tuple(PoolRowsVariant(r) for r in pool_rows(plan.sizes["OH"], plan.planes,
                                                            plan.device))
     return (PoolVariant(),)
@@ -111,17 +162,21 @@ class _PoolBase(NamedOp):
     def _extra_defines(self, attrs, inputs, padded: bool) -> dict:
         raise NotImplementedError
 
+    def _axis_span(self, attrs, shape) -> int:
+        return 0
+
     def plan(self, attrs, inputs, ctx=DEFAULT_CONTEXT) -> PoolPlan:
         sizes, out, padded = self._geometry(attrs, inputs)
         extra = self._extra_defines(attrs, inputs, padded)
         if inputs[0].dtype != "f32":
             extra["DATA_T"] = inputs[0].cl_type
+        with_indices = bool(extra.get("WITH_INDICES"))
+        span = self._axis_span(attrs, inputs[0].shape) if with_indices else 0
         kind = "max" if self.is_max else "avg"
         window = "x".join(str(sizes[k]) for k in ("KD", "KH", "KW") if k != "KD" or
                           len(out) == 5)
-        return PoolPlan(dict(sizes, **extra), out, out[0] * out[1] * sizes["OD"],
-                        bool(extra.get("WITH_INDICES")), f"{kind}pool_{window}", ctx.device,
-                        ctx.on_cpu)
+        return PoolPlan(sizes, extra, span, out, out[0] * out[1] * sizes["OD"], with_indices,
+                        f"{kind}pool_{window}", ctx.device, ctx.on_cpu)
 
     def kernel_variants(self, attrs, inputs, outputs, consts, ctx=DEFAULT_CONTEXT):
         listed = pool_variants(self.plan(attrs, inputs, ctx))
@@ -176,8 +231,7 @@ class MaxPool(_PoolBase):
         t = attrs.get("index_element_type")
         if t is None:
             return dict(POOL_MAX=1, WITH_INDICES=0)
-        return dict(POOL_MAX=1, WITH_INDICES=1, INDEX_T=cl_type_of(t.lower()),
-                    AXIS_SPAN=f"{self._axis_span(attrs, inputs[0].shape)}L")
+        return dict(POOL_MAX=1, WITH_INDICES=1, INDEX_T=cl_type_of(t.lower()))
 
 
 @register_op

@@ -3,7 +3,8 @@ ONNX's LpNormalization.
 
 Following OpenVINO (checked against its CPU plugin in the tests): alpha is divided by
 size ** len(axes), and the window along each axis is [i - (size-1)//2, i + (size-1)//2], so an
-even size gives a window of size-1 cells.
+even size gives a window of size-1 cells. The sizes, the window and the parameters are kernel
+arguments: one program (per beta == 0.75 or not) serves every LRN.
 """
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import numpy as np
 
 from ..base import Attr, register_op
 from .._nn import NamedOp, axis_view, require_f32
-from .._program import defines, global_1d, kernel_source, program_text
+from .._program import global_1d, program_text
 from ...jit.launch import Arg, DEFAULT_CONTEXT, KernelLaunch
 
 
@@ -54,15 +55,16 @@ class LRN(NamedOp):
         # most dim - 1 (a size of 2**63 - 1 made the kernel's bounds a long it could not build)
         halves = {f"HALF{i}": (min(half, d[i] - 1) if i in axes else 0) for i in range(4)}
         scale = attrs["alpha"] / float(attrs["size"]) ** len(axes)
-        src = defines(D0=d[0], D1=d[1], D2=d[2], D3=d[3], **halves, BIAS=attrs["bias"],
-                      SCALE=scale, BETA=attrs["beta"], BETA_3_4=int(attrs["beta"] == 0.75)) + \
-            kernel_source("norm.cl")
+        src = program_text("lrn", {"BETA_3_4": int(attrs["beta"] == 0.75)}, "norm.cl")
+        geo = np.array([*d[:4], *(halves[f"HALF{i}"] for i in range(4))], np.int32)
+        args = (Arg.input(0), Arg.output(0), Arg.const(geo), Arg.scalar(np.float32(attrs["bias"])),
+                Arg.scalar(np.float32(scale)), Arg.scalar(np.float32(attrs["beta"])))
         label = f"lrn_{attrs['size']}_axes{''.join(map(str, axes))}"
         if ctx.on_cpu and halves["HALF3"] == 0:
-            return [KernelLaunch(source=src, entry="lrn_cpu", args=(Arg.input(0), Arg.output(0)),
+            return [KernelLaunch(source=src, entry="lrn_cpu", args=args,
                                  global_size=(d[2], d[0] * d[1]), local_size=(1, 1),
                                  label=label + "_cpu")]
-        return [KernelLaunch(source=src, entry="lrn", args=(Arg.input(0), Arg.output(0)),
+        return [KernelLaunch(source=src, entry="lrn", args=args,
                              global_size=(d[3], d[2], d[0] * d[1]), label=label)]
 
 

@@ -1,13 +1,14 @@
 """ReduceMean, ReduceSum, ReduceMax, ReduceMin, ReduceProd (opset1): axes from constant input
 1, keep_dims. Sum, Max and Min also take the integer types (ONNX's int32, int64, uint32, uint64
-and the narrower ones ONNX Runtime has no kernel for), computed in the type itself: a sum wraps."""
+and the narrower ones ONNX Runtime has no kernel for), computed in the type itself: a sum wraps.
+The sizes and axes are a constant-buffer argument: one program per kind and element type."""
 from __future__ import annotations
 
 import numpy as np
 
 from ..base import Attr, register_op
 from .._nn import NamedOp, require_f32
-from .._program import defines, kernel_source
+from .._program import program_text
 from ...dtypes import is_float
 from ...jit.launch import Arg, DEFAULT_CONTEXT, KernelLaunch
 
@@ -50,13 +51,12 @@ class _Reduce(NamedOp):
         count = 1
         for i in range(4):
             count *= d[i] // r[i]
-        src = defines(D0=d[0], D1=d[1], D2=d[2], D3=d[3], R0=r[0], R1=r[1], R2=r[2], R3=r[3],
-                      COUNT=count, REDUCE_MAX=int(self.kind == "max"),
-                      REDUCE_MIN=int(self.kind == "min"), REDUCE_MEAN=int(self.kind == "mean"),
-                      REDUCE_PROD=int(self.kind == "prod"),
-                      **({} if inputs[0].dtype == "f32" else {"DATA_T": inputs[0].cl_type})
-                      ) + kernel_source("reduce.cl")
-        return [KernelLaunch(source=src, entry="reduce", args=(Arg.input(0), Arg.output(0)),
+        src = program_text("reduce", dict(
+            REDUCE_MAX=int(self.kind == "max"), REDUCE_MIN=int(self.kind == "min"),
+            REDUCE_MEAN=int(self.kind == "mean"), REDUCE_PROD=int(self.kind == "prod"),
+            **({} if inputs[0].dtype == "f32" else {"DATA_T": inputs[0].cl_type})), "reduce.cl")
+        geo = Arg.const(np.array([*d[:4], *r, count], np.int32))
+        return [KernelLaunch(source=src, entry="reduce", args=(Arg.input(0), Arg.output(0), geo),
                              global_size=(count,),
                              label=f"reduce_{self.kind}_axes{''.join(map(str, axes))}")]
 

@@ -7,7 +7,7 @@ import numpy as np
 
 from ..base import Attr, register_op
 from .._nn import NamedOp, axis_view, require_f32
-from .._program import defines, global_1d, kernel_source, program_text
+from .._program import global_1d, program_text
 from ...jit.launch import Arg, DEFAULT_CONTEXT, KernelLaunch
 
 _WG = 64  # work items per row when a whole work-group shares one row
@@ -33,10 +33,11 @@ class SoftMax(NamedOp):
         outer, length, inner = self._view(attrs, inputs)
         per_item = inner == 1 and ctx.on_cpu
         per_group = inner == 1 and length >= _WG and not ctx.on_cpu
-        src = defines(OUTER=outer, L=length, INNER=inner, ROW_PER_GROUP=int(per_group),
-                      ROW_PER_ITEM=int(per_item), WG=_WG, LOG_SOFTMAX=int(self.log)) + \
-            kernel_source("softmax.cl")
-        args = (Arg.input(0), Arg.output(0))
+        form = dict(ROW_PER_GROUP=int(per_group), ROW_PER_ITEM=int(per_item), WG=_WG,
+                    LOG_SOFTMAX=int(self.log))
+        src = program_text("softmax", form, "softmax.cl")
+        args = (Arg.input(0), Arg.output(0), Arg.scalar(np.int32(outer)),
+                Arg.scalar(np.int32(length)), Arg.scalar(np.int32(inner)))
         if per_item:
             return [KernelLaunch(source=src, entry="softmax", args=args, global_size=(outer,),
                                  local_size=(1,), label=f"{self.type.lower()}_{length}_cpu")]

@@ -11,17 +11,18 @@ import numpy as np
 from ...jit.launch import Arg, KernelLaunch
 from ...jit.layer import LayerCall, LayerImpl, LayerWork, Stage
 from ...jit.tensor import TensorDesc
-from .._program import defines, global_1d, items_per_work_item, numel
+from .._program import defines, global_1d, items_per_work_item, numel, uint_arg
 
 _SOURCE = """
 __kernel void channel_affine(__global const float* restrict in, __global float* restrict out,
                              __global const float* restrict scale,
-                             __global const float* restrict bias)
+                             __global const float* restrict bias,
+                             const uint count, const uint inner, const uint channels)
 {
     const uint i = get_global_id(0);
-    if (i >= COUNT)
+    if (i >= count)
         return;
-    const uint c = i / INNER % CHANNELS;
+    const uint c = i / inner % channels;
     float v = mad(in[i], scale[c], bias[c]);
 #if FUSED_RELU
     v = fmax(v, 0.0f);
@@ -35,14 +36,15 @@ __kernel void channel_affine(__global const float* restrict in, __global float* 
  * PER_ITEM), N * CHANNELS). */
 __kernel void channel_affine_cpu(__global const float* restrict in, __global float* restrict out,
                                  __global const float* restrict scale,
-                                 __global const float* restrict bias)
+                                 __global const float* restrict bias,
+                                 const uint count, const uint inner, const uint channels)
 {
-    const uint plane = get_global_id(1), c = plane % CHANNELS;
+    const uint plane = get_global_id(1), c = plane % channels;
     const uint first = get_global_id(0) * PER_ITEM;
     const float a = scale[c], b = bias[c];
-    __global const float* x = in + plane * INNER;
-    __global float* y = out + plane * INNER;
-    const uint end = min(first + PER_ITEM, INNER);
+    __global const float* x = in + plane * inner;
+    __global float* y = out + plane * inner;
+    const uint end = min(first + PER_ITEM, inner);
     for (uint i = first; i < end; ++i) {
         float v = mad(x[i], a, b);
 #if FUSED_RELU
@@ -60,9 +62,10 @@ def channel_affine_launch(x: TensorDesc, relu: bool, per_item: int = 1) -> Kerne
     shape = tuple(x.shape)
     inner = numel(shape[2:])
     label = "channel_affine" + ("_relu" if relu else "")
-    source = defines(COUNT=f"{numel(shape)}u", INNER=f"{inner}u", CHANNELS=f"{shape[1]}u",
-                     FUSED_RELU=int(relu), PER_ITEM=f"{per_item}u") + _SOURCE
-    args = (Arg.input(0), Arg.output(0), Arg.input(1), Arg.input(2))
+    # sizes are arguments: one program per (relu, per_item) serves every shape
+    source = defines(FUSED_RELU=int(relu), PER_ITEM=f"{per_item}u") + _SOURCE
+    args = (Arg.input(0), Arg.output(0), Arg.input(1), Arg.input(2),
+            uint_arg(numel(shape)), uint_arg(inner), uint_arg(shape[1]))
     if per_item > 1:
         return KernelLaunch(source=source, entry="channel_affine_cpu", args=args,
                             global_size=(-(-inner // per_item), numel(shape[:2])),

@@ -2,7 +2,8 @@
 
 One launch per input, each copying the input into its slice of the output (concat.cl): a
 model's Concat has from 2 to a few dozen inputs, and separate launches keep the kernel free of
-a per-element search for the input that owns an element.
+a per-element search for the input that owns an element. Sizes and offsets are kernel
+arguments: one program per element type serves every input of every Concat.
 """
 from __future__ import annotations
 
@@ -12,8 +13,16 @@ from ...errors import BindingError
 from ...jit.tensor import TensorDesc
 from ...jit.launch import Arg, DEFAULT_CONTEXT, KernelLaunch
 from .._half_io import moved_type
-from .._program import global_1d, normalize_axis, numel, program_text, shape_of
+from .._program import (GROUP_MULTIPLE, global_1d, normalize_axis, numel, program_text,
+                        shape_of, uint_arg)
 from ..base import Attr, Op, register_op
+
+
+def _copy_range(chunk: int, outer: int) -> tuple[int, int]:
+    """concat.cl's NDRange: (position in the chunk, outer index). A chunk of 64 or more is
+    padded to a multiple of 64 (the driver may then choose any work-group size); a shorter one
+    is exact, so that a Concat of narrow rows (the last axis) idles no work items."""
+    return (global_1d(chunk)[0] if chunk >= GROUP_MULTIPLE else chunk, outer)
 
 
 @register_op
@@ -64,14 +73,13 @@ class Concat(Op):
         launches, offset = [], 0
         for k, desc in enumerate(inputs):
             size = shape_of(desc)[axis]
-            defines = {
-                "COUNT": f"{numel(desc.shape)}u", "CHUNK": f"{size * inner}u",
-                "OUT_CHUNK": f"{out_shape[axis] * inner}u", "OFFSET": f"{offset * inner}u",
-                "IN_TYPE": moved_type(desc), "OUT_TYPE": moved_type(outputs[0]),
-            }
-            label = f"concat_input{k}"
-            launches.append(KernelLaunch(program_text(label, defines, "concat.cl"), "concat_copy",
-                                         (Arg.input(k), Arg.output(0)),
-                                         global_1d(numel(desc.shape)), label=label))
+            types = {"IN_TYPE": moved_type(desc), "OUT_TYPE": moved_type(outputs[0])}
+            chunk = size * inner
+            sizes = (chunk, out_shape[axis] * inner, offset * inner)
+            launches.append(KernelLaunch(program_text("concat", types, "concat.cl"),
+                                         "concat_copy", (Arg.input(k), Arg.output(0)) +
+                                         tuple(uint_arg(v) for v in sizes),
+                                         _copy_range(chunk, numel(out_shape[:axis])),
+                                         label=f"concat_input{k}"))
             offset += size
         return launches

@@ -15,18 +15,18 @@ from ...errors import BindingError, TensorError
 from ...jit.tensor import TensorDesc, normalize_dtype
 from ...jit.launch import Arg, DEFAULT_CONTEXT, KernelLaunch
 from .._program import (items_per_work_item, LinearView,
-                       apply_index, broadcast_shapes, c_float, coalesce,
-                       float_compute, global_1d, index_expr, normalize_axis, numel,
-                       program_text, shape_of, unary_map_launch, view_index_expr)
+                       broadcast_shapes, c_float,
+                       float_compute, global_1d, normalize_axis, numel,
+                       program_text, shape_of, uint_arg, unary_map_launch)
 from .._half_io import moved_type
+from .._indexing import apply_index
 from ..base import Attr, Op, register_op
 from .views import const_values
 
 
 def _view_launch(label: str, src: TensorDesc, dst: TensorDesc, view: LinearView,
                  per_item: int = 1) -> KernelLaunch:
-    return unary_map_launch(label, src, dst, src_index=view_index_expr(view.shape, view),
-    per_item=per_item)
+    return unary_map_launch(label, src, dst, src_view=view, per_item=per_item)
 
 
 @register_op
@@ -104,28 +104,20 @@ class Pad(Op):
         shape, out = shape_of(inputs[0]), shape_of(outputs[0])
         begin, _ = self._pads(shape, consts)
         mode = attrs["pad_mode"]
-        in_strides = LinearView.dense(shape).strides
-        terms, bounds, inner = [], [], 1
-        for k in range(len(out) - 1, -1, -1):
-            coord = f"((int)(((i)/{inner}u)%{out[k]}u))"
-            inner *= out[k]
-            j = f"({coord}-({begin[k]}))" if begin[k] else coord
-            if begin[k] or out[k] != shape[k]:
-                if mode == "constant":
-                    bounds.append(f"((uint){j}<{shape[k]}u)")
-                elif mode == "edge":
-                    j = f"clamp({j},0,{shape[k] - 1})"
-                else:
-                    j = f"{mode}_index({j},{shape[k]})"
-            if shape[k] > 1:
-                terms.append(f"{j}*{in_strides[k]}")
+        # the sizes and pads are an argument (unary_map.cl's pad_source): one program per mode
+        table = [len(out), *out, *begin, *shape, *LinearView.dense(shape).strides]
+        if any(abs(v) >= 2 ** 31 for v in table) or numel(out) >= 2 ** 32:
+            raise BindingError(f"Pad: a result of shape {list(out)} does not fit 32-bit indices")
+        pad_map = {"constant": "CONSTANT_PAD", "edge": "EDGE_PAD"}.get(mode, f"{mode}_index")
         fill = None
         if mode == "constant":
             fill = self._fill_literal(inputs, consts, outputs[0])
-        return [unary_map_launch(f"pad_{mode}", inputs[0], outputs[0],
-                                 src_index="(" + " + ".join(terms or ["0"]) + ")",
-                                 bounds=" && ".join(bounds) if bounds else None, fill=fill,
-                                 per_item=items_per_work_item(ctx))]
+        launch = unary_map_launch(
+            f"pad_{mode}", inputs[0], outputs[0], src_index="pad_source(src_view, i)",
+            src_table=np.array(table, np.int32),
+            bounds="pad_source(src_view, i) >= 0" if mode == "constant" else None, fill=fill,
+            per_item=items_per_work_item(ctx), macros={"PAD_MAP(j, n)": f"{pad_map}(j, n)"})
+        return [launch]
 
     @staticmethod
     def _fill_literal(inputs, consts, out: TensorDesc) -> str:
@@ -171,12 +163,12 @@ class Gather(Op):
         data = shape_of(inputs[0])
         axis = self._axis(inputs, consts)
         count = numel(outputs[0].shape)
-        defines = {"COUNT": f"{count}u", "INNER": f"{numel(data[axis + 1:])}u",
-                   "NIDX": f"{numel(inputs[1].shape)}u", "AXIS_DIM": f"{data[axis]}",
-                   "IN_TYPE": moved_type(inputs[0]), "IDX_TYPE": inputs[1].cl_type,
-                   "OUT_TYPE": moved_type(outputs[0])}
-        return [KernelLaunch(program_text("gather", defines, "gather.cl"), "gather",
-                             (Arg.input(0), Arg.input(1), Arg.output(0)), global_1d(count),
+        types = {"IN_TYPE": moved_type(inputs[0]), "IDX_TYPE": inputs[1].cl_type,
+                 "OUT_TYPE": moved_type(outputs[0])}
+        sizes = (count, numel(data[axis + 1:]), numel(inputs[1].shape), data[axis])
+        return [KernelLaunch(program_text("gather", types, "gather.cl"), "gather",
+                             (Arg.input(0), Arg.input(1), Arg.output(0)) +
+                             tuple(uint_arg(v) for v in sizes), global_1d(count),
                              label="gather")]
 
 
@@ -288,9 +280,8 @@ class Tile(Op):
 
     def launches(self, attrs, inputs, outputs, consts, ctx=DEFAULT_CONTEXT):
         _, dims, strides = self._split(shape_of(inputs[0]), consts)
-        dims, strides = coalesce(dims, strides)
         return [unary_map_launch("tile", inputs[0], outputs[0],
-                                 src_index=index_expr(dims, strides),
+                                 src_view=LinearView(dims, strides),
                                  per_item=items_per_work_item(ctx))]
 
 

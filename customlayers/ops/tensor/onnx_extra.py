@@ -90,6 +90,11 @@ class Shrink(Activation):
                                     b=f"({c_float(attrs['bias'])})")
 
 
+# onnx_extra_deconv.cl's `geo` after COUNT, in order
+_DECONV_GEOMETRY = ("N IC OC ID IH IW OD OH OW KD KH KW SZ SY SX DZ DY DX PZ PY PX "
+                    "ICG OCG").split()
+
+
 @register_op
 class ConvolutionBackpropData(Op):
     """ConvolutionBackpropData-1 without the output_shape input: data N,C,[[D,]H,]W, weights
@@ -139,8 +144,10 @@ class ConvolutionBackpropData(Op):
 
     def launches(self, attrs, inputs, outputs, consts, ctx=DEFAULT_CONTEXT):
         g = self._geometry(attrs, inputs)
-        g.pop("RANK")
         count = numel(outputs[0].shape)
-        src = program_text("deconv", {"COUNT": f"{count}u", **g}, "onnx_extra_deconv.cl")
-        return [KernelLaunch(src, "deconv", (Arg.input(0), Arg.input(1), Arg.output(0)),
+        # the sizes are an argument (onnx_extra_deconv.cl names them): one program for all
+        geo = np.array([count, *(g[k] for k in _DECONV_GEOMETRY)], np.int32)
+        src = program_text("deconv", {}, "onnx_extra_deconv.cl")
+        return [KernelLaunch(src, "deconv", (Arg.input(0), Arg.input(1), Arg.output(0),
+                                             Arg.const(geo)),
                              global_1d(count), label=f"deconv_{g['KD']}x{g['KH']}x{g['KW']}")]

@@ -8,7 +8,7 @@ from __future__ import annotations
 from ...errors import BindingError
 from ...jit.launch import DEFAULT_CONTEXT, KernelLaunch
 from .._program import (items_per_work_item, LinearView, normalize_axis, numel,
-                       shape_of, unary_map_launch, view_index_expr)
+                       shape_of, unary_map_launch)
 from ..base import Attr, Op, register_op
 
 
@@ -43,5 +43,5 @@ class ShuffleChannels(Op):
         split = self._split(attrs, shape_of(inputs[0]))
         view = LinearView.dense(split).transpose((0, 2, 1, 3))
         return [unary_map_launch("shuffle_channels", inputs[0], outputs[0],
-                                 src_index=view_index_expr(view.shape, view),
+                                 src_view=view,
                                  per_item=items_per_work_item(ctx))]

@@ -6,7 +6,7 @@ from __future__ import annotations
 from ...errors import BindingError
 from ...jit.launch import DEFAULT_CONTEXT, KernelLaunch
 from ..base import Attr, Op, register_op
-from .._program import items_per_work_item, LinearView, shape_of, unary_map_launch, view_index_expr
+from .._program import items_per_work_item, LinearView, shape_of, unary_map_launch
 
 MODES = ("blocks_first", "depth_first")
 
@@ -51,7 +51,7 @@ class SpaceToDepth(Op):
         order = (0, 3, 5, 1, 2, 4) if mode == "blocks_first" else (0, 1, 3, 5, 2, 4)
         view = six.transpose(order)
         return [unary_map_launch("space_to_depth", inputs[0], outputs[0],
-                                 src_index=view_index_expr(view.shape, view),
+                                 src_view=view,
                                  per_item=items_per_work_item(ctx))]
 
 
@@ -81,5 +81,5 @@ class DepthToSpace(Op):
             order = (0, 1, 4, 2, 5, 3)
         view = six.transpose(order)
         return [unary_map_launch("depth_to_space", inputs[0], outputs[0],
-                                 src_index=view_index_expr(view.shape, view),
+                                 src_view=view,
                                  per_item=items_per_work_item(ctx))]

@@ -6,7 +6,7 @@ import numpy as np
 
 from ...errors import BindingError
 from ...jit.launch import DEFAULT_CONTEXT, KernelLaunch
-from .._program import items_per_work_item, LinearView, shape_of, unary_map_launch, view_index_expr
+from .._program import items_per_work_item, LinearView, shape_of, unary_map_launch
 from ..base import Op, register_op
 
 
@@ -38,5 +38,5 @@ class Transpose(Op):
         shape = shape_of(inputs[0])
         view = LinearView.dense(shape).transpose(transpose_order(consts, len(shape)))
         return [unary_map_launch("transpose", inputs[0], outputs[0],
-                                 src_index=view_index_expr(view.shape, view),
+                                 src_view=view,
                                  per_item=items_per_work_item(ctx))]
