@@ -101,13 +101,17 @@ def test_requests_that_fit_one_by_one_are_refused_together(tmp_path, device):
     from customlayers.runtime.compile.network import Network
     engine = Engine(device)
     free = int(device.global_mem_size) - held(device)
-    n = min(int(free * 0.45) // 8, int(device.max_mem_alloc_size) // 4)   # x and y: 8n bytes
+    # each tensor under the buffer limit and under 2**32 elements (the built-ins' indices: an
+    # H200's memory is 36 G floats); as many outputs of x as make a request ~45% of it
+    n = min(int(free * 0.45) // 8, int(device.max_mem_alloc_size) // 4, 2 ** 32 - 1)
+    outputs = max(1, int(free * 0.45) // (4 * n) - 1)
     rows = -(-n // MAX_ONE)                 # one dim under the readers' limit
     shape = [rows, n // rows]
     graph = helper.make_graph(
-        [helper.make_node("Relu", ["x"], ["y"])], "g",
+        [helper.make_node("Relu", ["x"], [f"y{i}"]) for i in range(outputs)], "g",
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, shape)])
+        [helper.make_tensor_value_info(f"y{i}", TensorProto.FLOAT, shape)
+         for i in range(outputs)])
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]),
               str(tmp_path / "m.onnx"))
     net = Network(tmp_path / "m.onnx", engine=engine, tuning="off")
