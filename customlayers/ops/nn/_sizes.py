@@ -30,6 +30,15 @@ MATMUL = ("M", "N", "K", "OB1", "A_BS0", "A_BS1", "B_BS0", "B_BS1", "A_STEP_ARG"
           "CH_DIV", "CH_MOD")
 
 
+def baked(values: Mapping[str, int], names: Sequence[str]) -> dict:
+    """The sizes as #defines instead (the parameter list empty): a program per shape, which a
+    GPU's compiler turns into constant divisions and unrolled loops. Measured on an H200 with
+    the sizes as arguments: ResNet-50's kernels 23% slower at batch 32 (12.35 against 10.04
+    ms), 3.5% at batch 1; a GPU builds a program in a fraction of PoCL's time, so the GPUs keep
+    them baked and the CPU devices (PoCL: ~1 s a program) take them as arguments."""
+    return {name: int(values[name]) for name in names}
+
+
 def params(names: Sequence[str]) -> str:
     """The kernel parameters `, const int A, const int B ...` (appended to a signature)."""
     return "".join(f", const int {name}" for name in names)

@@ -129,7 +129,10 @@ class _ConvBase(NamedOp):
         g = self._geometry(attrs, inputs)
         # the sizes are kernel arguments (_sizes.py); the 2-D kernels' window is a #define
         names = _sizes.CONV_3D if g["RANK"] == 3 else _sizes.CONV_2D
-        sizes: dict = {"CONV_SIZES": _sizes.params(names)}
+        bake = not ctx.on_cpu                 # a GPU: the sizes as #defines (_sizes.baked)
+        sizes: dict = {"CONV_SIZES": ""} if bake else {"CONV_SIZES": _sizes.params(names)}
+        if bake:
+            sizes.update(_sizes.baked(g, names))
         if g["RANK"] != 3:
             sizes.update(KH=g["KH"], KW=g["KW"])
         fact = ctx.fact(InputShuffle)
@@ -141,7 +144,8 @@ class _ConvBase(NamedOp):
             sizes["IN_CHANNEL(c)"] = f"(((c) % {shuffle}) * (C / {shuffle}) + (c) / {shuffle})"
         wiring = wire_epilogue(self, attrs, ctx.epilogue, inputs, outputs[0], g["O"])
         sizes.update(wiring.flags)
-        return ConvPlan(g, sizes, wiring.args, _sizes.args(g, names), consts.get(1),
+        return ConvPlan(g, sizes, wiring.args, () if bake else _sizes.args(g, names),
+                        consts.get(1),
                         ctx.device, ctx.on_cpu, shuffle)
 
     def kernel_variants(self, attrs, inputs, outputs, consts, ctx=DEFAULT_CONTEXT):

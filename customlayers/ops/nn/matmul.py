@@ -70,6 +70,7 @@ class MatMulPlan:
     # B's value when it is a constant [K][N] shared by every batch (a Linear's weights): the CPU
     # kernel reads it packed into panels of its columns (CpuGemmVariant)
     b_const: object = None
+    baked: bool = False         # the sizes are #defines, not arguments (a GPU: _sizes.baked)
 
     @property
     def label(self) -> str:
@@ -78,8 +79,12 @@ class MatMulPlan:
     @property
     def kernel_args(self) -> tuple:
         """The layer's tensors, then the sizes (matmul.cl's MATMUL_SIZES, in order)."""
-        s = dict(self.sizes, A_STEP_ARG=self.sizes["A_STEP"], A_PICK_ARG=self.sizes["A_PICK"])
-        return self.args + _sizes.args(s, _sizes.MATMUL)
+        if self.baked:
+            return self.args
+        return self.args + _sizes.args(self._size_values(), _sizes.MATMUL)
+
+    def _size_values(self) -> dict:
+        return dict(self.sizes, A_STEP_ARG=self.sizes["A_STEP"], A_PICK_ARG=self.sizes["A_PICK"])
 
     def gemm(self) -> GemmProblem:
         """The tiled GEMM (gemm.cl via matmul.cl)."""
@@ -305,9 +310,13 @@ class MatMul(NamedOp):
                 2 - (len(out) - (a_rank > 1) - (b_rank > 1)):] \
                 + (["(m)"] if a_rank > 1 else []) + (["(n)"] if b_rank > 1 else [])
             channel = axes[1] if len(axes) > 1 else "0"
+        bake = not ctx.on_cpu                 # a GPU: the sizes as #defines (_sizes.baked)
+        values = dict(sizes, A_STEP_ARG=sizes["A_STEP"], A_PICK_ARG=sizes["A_PICK"])
+        size_defines = _sizes.baked(values, _sizes.MATMUL) if bake else {}
         epilogue = defines(TRANSPOSE_A=sizes["TRANSPOSE_A"], TRANSPOSE_B=sizes["TRANSPOSE_B"],
                            A_PICKED=int(ctx.fact(PickLast) is not None),
-                           MATMUL_SIZES=_sizes.params(_sizes.MATMUL), **wiring.flags,
+                           MATMUL_SIZES="" if bake else _sizes.params(_sizes.MATMUL),
+                           **size_defines, **wiring.flags,
                            **{"CHANNEL(batch, m, n)": channel})
         if ep.row_softmax and (b_rank < 2 or len(out) < 2 or sizes["N"] > ROW_SOFTMAX_MAX):
             raise self.fail(attrs, f"a {ep.row_softmax} of the last axis cannot be fused "
@@ -317,7 +326,7 @@ class MatMul(NamedOp):
                 not sizes["TRANSPOSE_B"] and sizes["A_STEP"] == 1:
             b_const = consts[1]
         return MatMulPlan(sizes, batches, out, wiring.args, epilogue, ep.row_softmax, b_rank,
-                          ctx.device, ctx.on_cpu, b_const)
+                          ctx.device, ctx.on_cpu, b_const, bake)
 
     def kernel_variants(self, attrs, inputs, outputs, consts, ctx=DEFAULT_CONTEXT):
         listed = matmul_variants(self.plan(attrs, inputs, outputs, ctx, consts))
