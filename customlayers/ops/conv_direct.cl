@@ -25,7 +25,7 @@ __kernel void conv_direct(__global const float* restrict input,
        once: a small batch leaves a GPU idle, and each item's chain of reads is its time */
     #pragma unroll 5
     for (int c = 0; c < CG; ++c)
-        acc = conv_window(in, w, c, iy0, ix0, acc, CONV_WINDOW_SIZES);
+        acc = conv_window(in, w, c, iy0, ix0, acc CONV_WINDOW_SIZES);
     const int at = (z * OH + oy) * OW + ox;
     output[at] = EPILOGUE(at, o, acc);
 }

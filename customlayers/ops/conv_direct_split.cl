@@ -32,7 +32,7 @@ void conv_direct_split(__global const float* restrict input,
            argument) so that the slice's reads issue at once */
         #pragma unroll 4
         for (int c = slice; c < CG; c += CS)
-            acc = conv_window(in, w, c, iy0, ix0, acc, CONV_WINDOW_SIZES);
+            acc = conv_window(in, w, c, iy0, ix0, acc CONV_WINDOW_SIZES);
     }
     partial[slice][tx] = acc;
     barrier(CLK_LOCAL_MEM_FENCE);

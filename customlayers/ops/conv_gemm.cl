@@ -30,11 +30,17 @@
                   __global float* restrict output EPILOGUE_ARGS CONV_SIZES
 
 /* the sizes conv_patch reads, passed on from the kernel's arguments */
-#define PATCH_SIZES C, IH, IW, OH, OW, CG, SY, SX, DY, DX, PY, PX
-inline float conv_patch(__global const float* restrict input, int batch, int k, int n,
-                        const int C, const int IH, const int IW, const int OH, const int OW,
-                        const int CG, const int SY, const int SX, const int DY, const int DX,
-                        const int PY, const int PX)
+#if SIZES_BAKED    /* a GPU's program: the sizes are #defines (ops/nn/_sizes.py: baked) */
+#define PATCH_SIZES
+#define PATCH_PARAMS
+#else
+#define PATCH_SIZES , C, IH, IW, OH, OW, CG, SY, SX, DY, DX, PY, PX
+#define PATCH_PARAMS , const int C, const int IH, const int IW, const int OH, const int OW, \
+                     const int CG, const int SY, const int SX, const int DY, const int DX, \
+                     const int PY, const int PX
+#endif
+inline float conv_patch(__global const float* restrict input, int batch, int k, int n
+                        PATCH_PARAMS)
 {
     const int img = IMG(n), g = batch, p = PIX(n);   /* a GEMM per group */
     const int c = k / (KH * KW), r = k % (KH * KW);
@@ -55,7 +61,7 @@ inline float conv_patch(__global const float* restrict input, int batch, int k, 
 #define B_AT(batch, k, n) \
     input[(IMG(n) * C + (batch) * CG + (k)) * PLANE + PIX(n)]
 #else
-#define B_AT(batch, k, n) conv_patch(input, (batch), (k), (n), PATCH_SIZES)
+#define B_AT(batch, k, n) conv_patch(input, (batch), (k), (n) PATCH_SIZES)
 #endif
 #define OUT_AT(batch, m, n) ((IMG(n) * O + (batch) * OG + (m)) * PLANE + PIX(n))
 #define STORE(batch, m, n, v) \

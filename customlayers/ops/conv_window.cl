@@ -5,10 +5,15 @@
  * KH KW are #defines (the loops unroll); the input's size and the dilations are the kernel's
  * arguments, passed on by CONV_WINDOW_SIZES.
  */
-#define CONV_WINDOW_SIZES IH, IW, DY, DX
+#if SIZES_BAKED    /* a GPU's program: the sizes are #defines (ops/nn/_sizes.py: baked) */
+#define CONV_WINDOW_SIZES
+#define CONV_WINDOW_PARAMS
+#else
+#define CONV_WINDOW_SIZES , IH, IW, DY, DX
+#define CONV_WINDOW_PARAMS , const int IH, const int IW, const int DY, const int DX
+#endif
 inline float conv_window(__global const float* restrict in, __global const float* restrict w,
-                         int c, int iy0, int ix0, float acc,
-                         const int IH, const int IW, const int DY, const int DX)
+                         int c, int iy0, int ix0, float acc CONV_WINDOW_PARAMS)
 {
     #pragma unroll
     for (int ky = 0; ky < KH; ++ky) {

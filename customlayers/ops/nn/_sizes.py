@@ -36,7 +36,7 @@ def baked(values: Mapping[str, int], names: Sequence[str]) -> dict:
     the sizes as arguments: ResNet-50's kernels 23% slower at batch 32 (12.35 against 10.04
     ms), 3.5% at batch 1; a GPU builds a program in a fraction of PoCL's time, so the GPUs keep
     them baked and the CPU devices (PoCL: ~1 s a program) take them as arguments."""
-    return {name: int(values[name]) for name in names}
+    return {"SIZES_BAKED": 1, **{name: int(values[name]) for name in names}}
 
 
 def params(names: Sequence[str]) -> str:
