@@ -29,7 +29,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from customlayers.api import Engine, Network  # noqa: E402
+from customlayers.api import CustomLayersError, Engine, Network  # noqa: E402
 
 CHANNELS, LEVELS, KERNEL, CLASSES = 25, 8, 7, 10
 
@@ -103,12 +103,23 @@ def main(argv=None) -> int:
     ap.add_argument("--last-n", type=int, default=100, help="the read-out's window")
     ap.add_argument("--check-steps", type=int, default=5,
                     help="steps checked against the full-window model (the last among them)")
+    ap.add_argument("--save-model", default=None, metavar="PATH",
+                    help="also write the model (ONNX, N x 1 x T) there, for the command line")
     args = ap.parse_args(argv)
+    try:
+        return run(args)
+    except CustomLayersError as e:           # no device of that kind, a refusal: said plainly
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+
+
+def run(args) -> int:
 
     rng = np.random.default_rng(1)
     pixels = rng.random((args.batch, 1, args.length)).astype(np.float32)
     with tempfile.TemporaryDirectory() as tmp:
-        net = Network(build_tcn(Path(tmp) / "tcn.onnx"), engine=Engine(args.device))
+        path = build_tcn(Path(args.save_model or Path(tmp) / "tcn.onnx"))
+        net = Network(path, engine=Engine(args.device))
         stream = net.streaming(axis=-1)
 
         outputs, predictions, seconds = [], [], []

@@ -85,3 +85,24 @@ def test_the_torch_export_streams_to_torchs_output(engine):
     for length in (1, 300, 784):
         full = net.infer({"x": np.ascontiguousarray(x[:, :, :length])})["y"]
         close(got[length - 1], full, f"step {length - 1} against the {length}-step window")
+
+
+def test_a_frame_by_name_and_a_package_that_cannot_stream(engine, tmp_path):
+    """step({input name: frame}) as a stateful model's stream takes it; another name refused;
+    a compiled package (plans, no graph) refuses streaming with what to do instead."""
+    from customlayers.api import TensorError
+    from customlayers.runtime.compile.packaged import save_package
+    net = tcn_network(engine, tmp_path, 1, 8)
+    stream = net.streaming()
+    frame = np.ones((1, 1), np.float32)
+    by_name, plain = stream.step({"x": frame}), None
+    stream.reset()
+    plain = stream.step(frame)
+    np.testing.assert_array_equal(by_name["y"], plain["y"])
+    with pytest.raises(TensorError, match=r"inputs \['z'\]; the model streams one input, 'x'"):
+        stream.step({"z": frame})
+    net.infer({"x": np.ones((1, 1, 8), np.float32)})
+    save_package(net, tmp_path / "tcn.clpkg")
+    with pytest.raises(ModelError, match=r"a compiled package holds the compiled plans.*stream "
+                                         r"the model file itself"):
+        Network(tmp_path / "tcn.clpkg", engine=engine).streaming()

@@ -185,16 +185,12 @@ class _GpuWriter(_Writer):
     # -- 4: a convolution's current tap ------------------------------------------------------
     def _CausalConv(self, c: CausalConv) -> None:
         p, lay = self.p, self.lay
-        cout, cin = p.frames[c.dst], p.frames[c.src]
+        cout = p.frames[c.dst]
         cin_g, cout_g = c.weight.shape[1], cout // c.groups
         params = lay.conv_params[id(c)]
         grp = f" + (co / {cout_g}) * {cin_g}" if c.groups > 1 else ""
-        if c.history:
-            start = f"loc[{self.partial_at[id(c)]} + co]"
-        else:
-            start = f"params[{params.bias} + co]" if params.bias is not None else "0.0f"
         self.w(f"    for (int co = lid; co < {cout}; co += LS) {{")
-        self.w(f"        float acc = {start};")
+        self.w(f"        float acc = {self._conv_start(c)};")
         self.w(f"        __global const float* w = params + {params.current} + co * "
                f"{params.row};")
         self.w(f"        __local const float* s = {self.f(c.src)}{grp};")
@@ -202,7 +198,4 @@ class _GpuWriter(_Writer):
             self.w("        " + line)
         self.w(f"        {self.f(c.dst)}[co] = acc;")
         self.w("    }")
-        if c.history:
-            ring = lay.rings[id(c)]
-            self.w(f"    for (int c = lid; c < {cin}; c += LS) st[{ring.offset} + "
-                   f"(t % {ring.length}u) * {ring.stride} + c] = {self.f(c.src)}[c];")
+        self._ring_write(c)

@@ -325,10 +325,7 @@ class _Writer:
         cin_g, cout_g = c.weight.shape[1], cout // c.groups
         params = lay.conv_params[id(c)]
         grp = f"(co / {cout_g}) * {cin_g}" if c.groups > 1 else "0"
-        if c.history:
-            start = f"loc[{self.partial_at[id(c)]} + co]"
-        else:
-            start = f"params[{params.bias} + co]" if params.bias is not None else "0.0f"
+        start = self._conv_start(c)
         block = self.blocks[id(c)]
         if block > 1:
             self.w(f"    for (int b = lid; b < {-(-cout // block)}; b += LS) {{")
@@ -348,10 +345,23 @@ class _Writer:
             self.w(f"        for (int ci = 0; ci < {cin_g}; ci++) acc += w[ci * {cout}] * s[ci];")
             self.w(f"        {self.f(c.dst)}[co] = acc;")
             self.w("    }")
+        self._ring_write(c)
+
+    def _conv_start(self, c: CausalConv) -> str:
+        """What output channel co's sum starts from: its partial (bias and past taps), else
+        its bias, else 0."""
         if c.history:
-            ring = lay.rings[id(c)]
+            return f"loc[{self.partial_at[id(c)]} + co]"
+        bias = self.lay.conv_params[id(c)].bias
+        return f"params[{bias} + co]" if bias is not None else "0.0f"
+
+    def _ring_write(self, c: CausalConv) -> None:
+        """The convolution's input frame into its ring slot t mod L (after every read of the
+        rings: the past taps ran before the chain)."""
+        if c.history:
+            ring, cin = self.lay.rings[id(c)], self.p.frames[c.src]
             self.w(f"    for (int c = lid; c < {cin}; c += LS) st[{ring.offset} + "
-                   f"(t % {ring.length}u) * {cin} + c] = {self.f(c.src)}[c];")
+                   f"(t % {ring.length}u) * {ring.stride} + c] = {self.f(c.src)}[c];")
 
     def _Pointwise(self, op: Pointwise) -> None:
         expr = POINTWISE_CL[op.kind].format(*[literal(v) for v in op.params])

@@ -405,6 +405,10 @@ class Network:
         A model that carries its state (ReadValue/Assign, or CausalConvWithState whose
         past_state is an input and present_state an output, bound then to a variable): a
         RequestStream, each step(inputs) one inference on its own request."""
+        if getattr(self, "read_graph", None) is None:
+            raise ModelError("streaming: a compiled package holds the compiled plans, not the "
+                             "model's graph a stream is made from; stream the model file "
+                             "itself (Network('model.onnx').streaming())")
         stateful = self._stateful_network()
         if stateful is not None:
             return RequestStream(stateful)

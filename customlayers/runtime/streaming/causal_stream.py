@@ -219,6 +219,11 @@ class CausalStream:
         stream's own), or None when the frames go by value in the launch; TensorError naming
         what was expected."""
         cin = self._cin
+        if isinstance(frame, dict):         # {input name: frame}, as a stateful model's stream
+            if set(frame) != {self.input_name}:
+                raise TensorError(f"streaming: a step of inputs {sorted(frame)}; the model "
+                                  f"streams one input, '{self.input_name}'")
+            frame = frame[self.input_name]
         if type(frame) is np.ndarray and frame.dtype == np.float32 and \
                 frame.shape == (self.batch, cin) and self._inline is not None:
             self._inline[:frame.size] = frame.reshape(-1)        # the common step: checked
