@@ -68,6 +68,9 @@ def test_stream_on_a_model_without_state_is_refused(tmp_path, capsys):
     path = tmp_path / "relu.xml"
     ov.save_model(ov.Model([op6.result(op6.relu(x))], [x], "relu"), str(path),
                   compress_to_fp16=False)
-    np.save(tmp_path / "seq.npy", np.zeros((3, 2, 4), np.float32))
+    # without state, --stream walks the time axis of a causal model (causal_steps.py): this
+    # one has none, and the conversion says so
+    np.save(tmp_path / "seq.npy", np.zeros((2, 4), np.float32))
     assert main(["run", "-m", str(path), "--stream", "-i", str(tmp_path / "seq.npy")]) != 0
-    assert "this model has none" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "stream" in err and "Traceback" not in err
