@@ -238,3 +238,22 @@ def test_gpu_form_shares_past_taps_among_groups(engine):
     if on_cpu:
         with pytest.raises(DeviceError, match=r"groups=3\) run on GPUs; .* is a CPU device"):
             CausalStream(engine, small, cpu_form=False, groups=3)
+
+
+def test_states_after_reset_read_zeros_and_set_state_keeps_the_streams(engine):
+    """After reset() (N then open again) the rings read zeros for the N they hold; set_state
+    there keeps that N for the next frame; before any frame they say what is missing."""
+    program = sp.tcn(levels=1, channels=3, kernel=3)
+    stream = CausalStream(engine, program)
+    (ring, *_) = stream.query_state()
+    with pytest.raises(TensorError, match=r"before the first frame"):
+        ring.state
+    frames = sequence(program, 2, 5)
+    for f in frames:
+        stream.step(f)
+    assert np.abs(ring.state).max() > 0 and "RingState(" in repr(ring)
+    stream.reset()
+    assert ring.shape[0] == 2 and not ring.state.any()
+    ring.set_state(np.ones(ring.shape, np.float32))
+    with pytest.raises(TensorError, match=r"3 streams .* runs 2"):
+        stream.step(np.ones((3, program.input_channels), np.float32))

@@ -279,15 +279,22 @@ class CausalStream:
         return [RingState(self, ring) for ring in self._layout.rings.values()]
 
     def _read_state(self) -> np.ndarray:
-        self._require_batch("query_state")
-        host = np.empty((self.batch, max(self._layout.state_floats, 1)), np.float32)
+        n = self._require_batch("query_state")
+        host = np.empty((n, max(self._layout.state_floats, 1)), np.float32)
         cl.enqueue_copy(self._queue, host, self._state, wait_for=self._after())
         return host
 
-    def _require_batch(self, what: str) -> None:
-        if self.batch is None:
+    @property
+    def _held(self) -> int | None:
+        """The streams the rings hold: N, or after reset() the N they were made for (zeroed
+        then), until the next frame says another."""
+        return self.batch if self.batch is not None else (self._allocated or None)
+
+    def _require_batch(self, what: str) -> int:
+        if self._held is None:
             raise TensorError(f"streaming: {what} before the first frame: the number of "
                               f"streams N is not known yet (give batch=, or step once)")
+        return self._held
 
 
 class PendingStep:
@@ -308,21 +315,25 @@ class RingState:
         self._stream, self._ring = stream, ring
         self.name = ring.name
 
+    def __repr__(self) -> str:
+        return f"RingState({self.name!r}, shape={list(self.shape)})"
+
     @property
     def shape(self) -> tuple:
-        return (self._stream.batch, self._ring.channels, self._ring.length)
+        return (self._stream._held, self._ring.channels, self._ring.length)
 
     @property
     def state(self) -> np.ndarray:
         r, s = self._ring, self._stream
-        flat = s._read_state()[:, r.offset:r.offset + r.length * r.stride]
-        slots = flat.reshape(s.batch, r.length, r.stride)[:, :, :r.channels]
+        host = s._read_state()
+        flat = host[:, r.offset:r.offset + r.length * r.stride]
+        slots = flat.reshape(host.shape[0], r.length, r.stride)[:, :, :r.channels]
         # the oldest kept step, t - L, is at slot (t - L) mod L = t mod L
         return np.ascontiguousarray(np.roll(slots, -(s.t % r.length), axis=1).transpose(0, 2, 1))
 
     def set_state(self, array) -> None:
         s, r = self._stream, self._ring
-        s._require_batch(f"set_state of '{self.name}'")
+        s.batch = s._require_batch(f"set_state of '{self.name}'")   # the next frame keeps N
         a = np.asarray(array)
         if a.shape != self.shape or a.dtype.kind != "f":
             raise TensorError(f"set_state of '{self.name}': an array of shape {list(a.shape)} "
