@@ -62,11 +62,13 @@ def benchmark_steps(net, arrays: dict, niter: int | None, seconds: float | None,
         latencies.append((time.perf_counter() - start) * 1e3)
     elapsed = time.perf_counter() - t0
     net.infer(arrays)                       # the window's plan compiled and run once
-    window = []
-    for _ in range(max(3, min(20, int(0.5 / max(np.median(latencies) / 1e3 * steps, 1e-6))))):
+    window, spent = [], 0.0                 # 3 to 20 runs, about half a second of them
+    while len(window) < 3 or (len(window) < 20 and spent < 0.5):
         start = time.perf_counter()
         net.infer(arrays)
-        window.append((time.perf_counter() - start) * 1e3)
+        seconds = time.perf_counter() - start
+        window.append(seconds * 1e3)
+        spent += seconds
     ms = np.asarray(latencies)
     p = percentile or 50
     window_ms = float(np.median(window))
