@@ -102,18 +102,17 @@ def _stateful(net) -> bool:
 
 
 def run_sequence(net, steps):
-    """The steps in order on one request (its state carried); each step's outputs printed.
-    Returns the request and every output's steps stacked (what -o writes)."""
-    shapes = {n: tuple(a.shape) for n, a in steps[0].items()}
-    values = {n: steps[0][n] for n in net.value_inputs if n in steps[0]}
-    req = net.create_request(shapes, values)
-    names = [n for n, _ in req.plan.inputs]
+    """The steps in order on one request (its state carried: Network.streaming's
+    RequestStream); each step's outputs printed. Returns the request and every output's steps
+    stacked (what -o writes)."""
+    stream = net.streaming()
     outputs = []
     for t, step in enumerate(steps):
-        outputs.append(req.infer({n: step[n] for n in names}))
+        outputs.append(stream.step(step))
         warn_if_not_finite(outputs[-1], f"step {t}'s")
         for name, arr in outputs[-1].items():
             print(f"step {t}: {summarize(name, arr)}")
+    req = stream.request
     print(f"{len(steps)} step(s) on one request, its state carried "
           f"({', '.join(s.name for s in req.query_state()) or 'no state'})", file=sys.stderr)
     return req, stacked(outputs)
