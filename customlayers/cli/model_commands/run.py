@@ -102,10 +102,12 @@ def _stateful(net) -> bool:
 
 
 def run_sequence(net, steps):
-    """The steps in order on one request (its state carried: Network.streaming's
-    RequestStream); each step's outputs printed. Returns the request and every output's steps
-    stacked (what -o writes)."""
-    stream = net.streaming()
+    """The steps in order on one request (its state carried: a RequestStream, as
+    Network.streaming gives a stateful model, made here directly so that a compiled package,
+    which has no graph to stream from, runs too); each step's outputs printed. Returns the
+    request and every output's steps stacked (what -o writes)."""
+    from ...runtime.streaming.request_stream import RequestStream
+    stream = RequestStream(net)
     outputs = []
     for t, step in enumerate(steps):
         outputs.append(stream.step(step))
