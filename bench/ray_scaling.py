@@ -1,26 +1,37 @@
-"""Throughput of a model with custom layers through Ray Data, with 1 and 2 actors, and the
-scaling efficiency, measured in one run.
+"""Throughput of a model with custom layers through Ray Data with one actor per GPU (or per share
+of the CPU cores), the efficiency per added GPU, and where the time goes, measured in one run.
 
-    python bench/ray_scaling.py [--rows 4096] [--batch-size 32] [--model demo]
-    python bench/ray_scaling.py --gpu --rows 65536      # on a machine with 2 GPUs
+    python bench/ray_scaling.py --gpu --model resnet50 --batch 32    # a node with GPUs
+    python bench/ray_scaling.py --model demo                         # CPU (PoCL)
 
-CPU (PoCL): the node's cores are split between the actors: 1 actor with half the cores, 2
-actors with half each (so 2 actors have twice the cores: the ideal is 2x), and, for reference, 1
-actor with every core (the same cores as 2 actors, in one process). Each actor asks Ray for its
-cores (num_cpus) and the predictor caps its PoCL to that many threads.
-GPU (--gpu): 1 actor on 1 GPU, then 2 actors with one GPU each (num_gpus=1); the report lists
-which device each actor ran on (name and PCI bus), to show that the two did not share one.
+The model is compiled once, into a package (customlayers compile), by a Ray task on one GPU;
+every actor loads that package (no build, no tuning per actor). The rows lie in Ray's object
+store as numpy blocks, one Ray batch each (`--per-call` model batches of `--batch` rows): an
+actor cuts a Ray batch into requests of the model's batch and runs them with `--nireq` in flight,
+so one request's upload overlaps another's compute. The dataset is a few distinct blocks
+repeated (a union of one materialized dataset), so the object store holds them once.
 
-Throughput is the steady rate: rows per second while every actor is working, from batch start
-and end times stamped inside the actors (the actors' start and their program builds are left
-out; end-to-end figures, which include them and Ray's scheduling, are printed too). A first,
-untimed run fills the program cache, so every timed actor reads its programs from disk, as in a
-warm cluster.
-Efficiency = throughput(2 actors) / (2 x throughput(1 actor)).
+GPU cases: 1, 2, 4, ... actors with one GPU each (as many as the node has), each with pageable
+uploads and with pinned ones (CustomLayersPredictor(pinned=True)). CPU cases: 1 actor on half
+the cores, 2 actors on half each (the ideal is 2x), 1 actor on all the cores.
+
+Figures:
+  * steady rows/s: while every actor works, from batch times stamped inside the actors (actor
+    start-up and Ray's start are left out; the end-to-end rate, which includes them, is shown);
+  * efficiency: rows/s of n actors / (n x rows/s of 1 actor) of the same upload kind;
+  * where the time goes, per actor, as shares of the steady window: `device` (requests in
+    flight: uploads, kernels, read-backs), `host` (cutting the batch into requests, padding,
+    joining the outputs), `ray` (waiting for Ray Data's next batch: scheduling, object
+    transfers); and, outside Ray, one GPU's own ceiling from a probe task: rows/s with the
+    input already on the device, with pageable uploads and with pinned ones;
+  * actor start-up: the predictor's construction (the package loaded, the device set up), with
+    the driver's compiled-code cache cold (a fresh CUDA_CACHE_PATH: the probe) and warm (the
+    actors of the timed runs).
 """
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import sys
 import tempfile
@@ -31,6 +42,8 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+sys.path.insert(0, str(ROOT / "tests"))
 
 from customlayers.integrations.ray import CustomLayersPredictor  # noqa: E402
 
@@ -41,74 +54,210 @@ MODELS = {
     "demo": (ROOT / "examples" / "models" / "demo_cnn.xml",
              [LAYERS / "grn" / "grn.xml", LAYERS / "reorg" / "reorg.xml",
               LAYERS / "relu" / "relu.xml"]),
-    # Nx4x6x8 -> ReorgYolo (custom) -> Sigmoid: a dynamic batch, a batch is one inference
+    # Nx4x6x8 -> ReorgYolo (custom) -> Sigmoid: a dynamic batch
     "reorg": (ROOT / "examples" / "models" / "reorg_dynamic.onnx",
               [LAYERS / "reorg" / "reorg.xml"]),
+    # ResNet-50 (the onnx package's light model, seeded random weights): made on first use
+    "resnet50": (None, []),
 }
 
 
+def model_path(name: str, workdir: Path) -> Path:
+    path, _ = MODELS[name]
+    if path is not None:
+        return path
+    import onnx
+    from cold_start import resnet50_onnx
+    from onnx import numpy_helper
+    # its batch declared open (the light model declares 1 everywhere, and flattens to a
+    # constant [1, 2048]), so that a package compiles it for the batch asked
+    model = onnx.load(str(resnet50_onnx(workdir)))
+    g = model.graph
+    del g.value_info[:]
+    inits = {t.name: t for t in g.initializer}
+    for node in g.node:
+        if node.op_type == "Reshape" and node.input[1] in inits:
+            shape = numpy_helper.to_array(inits[node.input[1]]).copy()
+            if shape[0] == 1:
+                shape[0] = -1
+                inits[node.input[1]].CopyFrom(numpy_helper.from_array(shape, node.input[1]))
+    for info in [*g.input, *g.output]:
+        info.type.tensor_type.shape.dim[0].dim_param = "N"
+    out = workdir / "resnet50_open_batch.onnx"
+    onnx.save(model, str(out))
+    return out
+
+
 class TimedPredictor(CustomLayersPredictor):
-    """Stamps each batch with its start and end (wall clock: one node, one clock), the
-    actor's pid and its device, so the driver can tell steady work from start-up."""
+    """The predictor, stamping each batch with its start, the end of the host's cutting, the
+    end of its requests and its end (wall clock: one node, one clock), the actor's pid, its
+    construction time and its device; it returns the top class per row, not the logits."""
+
+    def __init__(self, *args, cuda_cache: str | None = None, **kwargs):
+        started = time.perf_counter()
+        if cuda_cache:           # before OpenCL starts in this process: NVIDIA reads it then
+            os.environ["CUDA_CACHE_PATH"] = cuda_cache
+        super().__init__(*args, **kwargs)
+        self.init_s = time.perf_counter() - started
+        info = self.device_info
+        self.device = (f"{info['name']} (PCI bus {info.get('pci_bus_id', '-')}, "
+                       f"{info['compute_units']} CU)")
 
     def __call__(self, batch):
-        start = time.time()
-        out = super().__call__(batch)
-        end = time.time()
-        rows = len(next(iter(out.values())))
-        info = self.device_info
-        out = {"t0": np.full(rows, start), "t1": np.full(rows, end),
-               "pid": np.full(rows, os.getpid()),
-               "device": np.full(rows, f"{info['name']} (PCI bus "
-                                       f"{info.get('pci_bus_id', '-')}, "
-                                       f"{info['compute_units']} CU)")}
-        return out
+        from customlayers.integrations.batches import BatchPlan, split_columns
+        from customlayers.integrations.inflight import run_in_flight
+        t0 = time.time()
+        feeds, _ = split_columns(batch, self.inputs)
+        plan = BatchPlan.of(feeds, self.inputs)
+        requests = plan.requests()
+        t_cut = time.time()
+        if self._pinned is not None:
+            results = self._pinned.run(requests)
+        else:
+            results = run_in_flight(self.network, requests, self.nireq)
+        t_run = time.time()
+        out = plan.join(results)
+        first = next(iter(out.values()))
+        top = first.reshape(len(first), -1).argmax(axis=1)
+        t1 = time.time()
+        n = len(top)
+        return {"top": top, "t0": np.full(n, t0), "t_cut": np.full(n, t_cut),
+                "t_run": np.full(n, t_run), "t1": np.full(n, t1),
+                "pid": np.full(n, os.getpid()), "init_s": np.full(n, self.init_s),
+                "device": np.full(n, self.device)}
 
 
-def input_shape(model: Path, configs) -> tuple:
-    """One row's shape: the model's input without its batch dimension (4 for an open one).
-    Read without a device: the driver leaves the devices to the actors."""
+def compile_package(model: str, configs: list, device: str, shape: tuple | None,
+                    tuning: str | None, out: str, cuda_cache: str) -> dict:
+    """(A Ray task on one GPU.) The model compiled for `shape` and written as a package."""
+    os.environ["CUDA_CACHE_PATH"] = cuda_cache
     from customlayers.graph.load import read_model
+    from customlayers.integrations.network_setup import build_network
+    from customlayers.runtime.compile.packaged import save_package
+    from customlayers.runtime.device.device import Engine
+    from customlayers.runtime.compile.network import Network
     from customlayers.runtime.layers.registry import Registry
-    registry = Registry()
-    registry.load(*configs)
-    (param,) = read_model(str(model), custom_shapes=registry.output_shapes).parameters
-    return tuple(4 if d is None else d for d in param.outputs[0].shape[1:])
+    from customlayers.integrations.placement import choose_device, ray_share
+    started = time.perf_counter()
+    if shape is None:
+        net = build_network(model, configs, device=choose_device(device, ray_share().gpu_ids),
+                            tuning=tuning)
+    else:
+        engine = Engine(choose_device(device, ray_share().gpu_ids))
+        registry = Registry(engine)
+        for c in configs:
+            registry.load(c)
+        name = read_model(model, custom_shapes=registry.output_shapes).parameters[0].name
+        net = Network(model, registry, engine, input_shapes={name: shape},
+                      **({"tuning": tuning} if tuning else {}))
+    manifest = save_package(net, out, model=model)
+    return {"seconds": time.perf_counter() - started, "programs": len(manifest["programs"]),
+            "bytes": sum(p["size"] for p in manifest["parts"])}
 
 
-def run(ray, rows: np.ndarray, actors: int, kwargs: dict, batch_size: int, resources: dict):
-    """One Ray Data pass; (steady rows/s, end-to-end rows/s, {pid: device})."""
-    blocks = max(4 * actors, len(rows) // (4 * batch_size))
-    ds = ray.data.from_numpy(np.array_split(rows, blocks))
+def probe(package: str, device: str, rows: np.ndarray, nireq: int, cuda_cache: str) -> dict:
+    """(A Ray task on one GPU.) Outside Ray Data: the actor's construction time with the
+    driver's code cache as `cuda_cache` left it, then this GPU's rows/s on `rows` (whole Ray
+    batches, run 3 times) with the input already on the device, with pageable uploads and with
+    pinned ones."""
+    os.environ["CUDA_CACHE_PATH"] = cuda_cache
+    started = time.perf_counter()
+    actor = TimedPredictor(model=package, device=device, nireq=nireq, cuda_cache=cuda_cache)
+    init_s = time.perf_counter() - started
+    pinned = TimedPredictor(model=package, device=device, nireq=nireq, pinned=True)
+    out = {"init_s": init_s, "device": actor.device}
+    for label, run in (("pageable", actor), ("pinned", pinned)):
+        run({"x": rows})                          # first: requests and pinned memory made
+        t = time.perf_counter()
+        for _ in range(3):
+            run({"x": rows})
+        out[label] = 3 * len(rows) / (time.perf_counter() - t)
+    out["device_only"] = device_only_rate(actor, rows, nireq)
+    return out
+
+
+def device_only_rate(actor, rows: np.ndarray, nireq: int) -> float:
+    """Rows/s with each request's input set once as a device buffer: the kernels alone,
+    `nireq` requests in flight, as many requests as the rows make, 3 times over."""
+    import pyopencl as cl
+    from customlayers.integrations.batches import BatchPlan
+    network, inputs = actor.network, actor.inputs
+    plan = BatchPlan.of({inputs[0].name: rows}, inputs)
+    items = plan.requests()
+    name = inputs[0].name
+    requests = []
+    for item in items[:nireq]:
+        req = network.create_request({name: item[name].shape})
+        buf = cl.Buffer(network.engine.context, cl.mem_flags.READ_WRITE, item[name].nbytes)
+        cl.enqueue_copy(network.engine.queue, buf, np.ascontiguousarray(item[name]))
+        req.set_tensor(name, buf)
+        requests.append(req)
+    network.engine.queue.finish()
+
+    def once():
+        for i in range(len(items)):
+            req = requests[i % len(requests)]
+            if req.busy:
+                req.wait()
+            req.start_async()
+        for req in requests:
+            if req.busy:
+                req.wait()
+    once()
+    t = time.perf_counter()
+    for _ in range(3):
+        once()
+    return 3 * len(items) * len(items[0][name]) / (time.perf_counter() - t)
+
+
+def run_pass(ray, ds, actors: int, kwargs: dict, ray_batch: int, resources: dict,
+             expected_rows: int) -> dict:
+    """One Ray Data pass of `actors` actors; its figures (see the module's text)."""
     start = time.time()
-    out = ds.map_batches(TimedPredictor, fn_constructor_kwargs=kwargs, batch_size=batch_size,
+    out = ds.map_batches(TimedPredictor, fn_constructor_kwargs=kwargs, batch_size=ray_batch,
+                         batch_format="numpy",
                          compute=ray.data.ActorPoolStrategy(size=actors), **resources)
     parts = list(out.iter_batches(batch_size=None, batch_format="numpy"))
     end = time.time()
-    t0 = np.concatenate([p["t0"] for p in parts])
-    t1 = np.concatenate([p["t1"] for p in parts])
-    if len(t0) != len(rows):
-        raise RuntimeError(f"{len(t0)} rows came back of {len(rows)}")
-    pids = np.concatenate([p["pid"] for p in parts])
-    devices = {}
-    for p in parts:
-        for pid, dev in zip(p["pid"], p["device"]):
-            devices[int(pid)] = str(dev)
-    return steady_rate(t0, t1, pids), len(rows) / (end - start), devices
+    col = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
+    if len(col["t0"]) != expected_rows:
+        raise RuntimeError(f"{len(col['t0'])} rows came back of {expected_rows}")
+    steady, lo, hi = steady_rate(col["t0"], col["t1"], col["pid"])
+    shares = time_shares(col, lo, hi)
+    pids = np.unique(col["pid"])
+    inits = [float(col["init_s"][col["pid"] == p][0]) for p in pids]
+    devices = sorted({str(d) for d in col["device"]})
+    return {"steady": steady, "total": expected_rows / (end - start), "shares": shares,
+            "init_s": inits, "devices": devices, "actors": len(pids)}
 
 
-def steady_rate(t0: np.ndarray, t1: np.ndarray, pids: np.ndarray) -> float:
-    """Rows per second while every actor was working: from the last actor's first batch to the
-    first actor's last batch (actors start at different times; counting from the first start
-    would charge one actor's start-up to the pool). Each batch counts for the part of its
-    duration inside that window."""
+def steady_rate(t0: np.ndarray, t1: np.ndarray, pids: np.ndarray) -> tuple:
+    """(rows/s, window start, window end): rows per second while every actor was working,
+    from the last actor's first batch to the first actor's last batch (actors start at
+    different times; counting from the first start would charge one actor's start-up to the
+    pool). Each batch counts for the part of its duration inside that window."""
     actors = np.unique(pids)
     lo = max(t0[pids == a].min() for a in actors)
     hi = min(t1[pids == a].max() for a in actors)
     if hi <= lo:            # the actors never overlapped: the whole span
-        return len(t0) / (t1.max() - t0.min())
+        lo, hi = t0.min(), t1.max()
+        return len(t0) / (hi - lo), lo, hi
     inside = np.clip(np.minimum(t1, hi) - np.maximum(t0, lo), 0, None)
-    return float((inside / np.maximum(t1 - t0, 1e-9)).sum() / (hi - lo))
+    return float((inside / np.maximum(t1 - t0, 1e-9)).sum() / (hi - lo)), lo, hi
+
+
+def time_shares(col: dict, lo: float, hi: float) -> dict:
+    """Shares of the steady window, averaged over the actors: in requests (`device`), in the
+    host's cutting and joining (`host`), and between batches, waiting for Ray (`ray`)."""
+    def clipped(a, b):
+        return np.clip(np.minimum(b, hi) - np.maximum(a, lo), 0, None)
+    # one entry per batch (its rows share their stamps)
+    _, first = np.unique(np.stack([col["pid"], col["t0"]]), axis=1, return_index=True)
+    t0, cut, run, t1 = (col[k][first] for k in ("t0", "t_cut", "t_run", "t1"))
+    span = (hi - lo) * len(np.unique(col["pid"]))
+    device = clipped(cut, run).sum() / span
+    host = (clipped(t0, cut).sum() + clipped(run, t1).sum()) / span
+    return {"device": device, "host": host, "ray": max(0.0, 1 - device - host)}
 
 
 def gpu_count() -> int:
@@ -118,58 +267,110 @@ def gpu_count() -> int:
     return sum(1 for d in list_devices() if d.type & cl.device_type.GPU)
 
 
+def input_item(model: Path, configs) -> tuple:
+    """One row's shape: the model's input without its batch dimension (4 for an open one).
+    Read without a device: the driver leaves the devices to the actors."""
+    from customlayers.graph.load import read_model
+    from customlayers.runtime.layers.registry import Registry
+    registry = Registry()
+    registry.load(*configs)
+    (param,) = read_model(str(model), custom_shapes=registry.output_shapes).parameters
+    dims = param.outputs[0].shape
+    return tuple(4 if d is None else d for d in dims[1:]), dims[0]
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rows", type=int, default=4096)
-    parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--model", choices=sorted(MODELS), default="demo")
-    parser.add_argument("--gpu", action="store_true", help="1 and 2 GPUs (one per actor)")
+    parser.add_argument("--gpu", action="store_true", help="one actor per GPU: 1, 2, 4, ...")
+    parser.add_argument("--batch", type=int, default=None,
+                        help="the model's batch, compiled into the package (default: the "
+                             "model's own; 32 for resnet50)")
+    parser.add_argument("--per-call", type=int, default=4,
+                        help="model batches per Ray batch (requests an actor has in flight)")
+    parser.add_argument("--rows", type=int, default=None,
+                        help="rows per pass (default: 8192 on GPUs, 512 on the CPU)")
+    parser.add_argument("--distinct", type=int, default=8,
+                        help="distinct Ray batches in the object store (repeated to --rows)")
     parser.add_argument("--cpus", type=int, default=os.cpu_count(),
                         help="cores Ray may use (default: all)")
     parser.add_argument("--nireq", type=int, default=4, help="requests in flight per actor")
+    parser.add_argument("--tuning", choices=("off", "fast", "full"), default=None)
     args = parser.parse_args(argv)
 
     import ray
-    model, configs = MODELS[args.model]
-    configs = [str(c) for c in configs]
-    rng = np.random.default_rng(0)
-    rows = rng.standard_normal((args.rows, *input_shape(model, configs))).astype(np.float32)
+    work = Path(tempfile.mkdtemp(prefix="ray-scaling-"))
+    model = model_path(args.model, work)
+    configs = [str(c) for c in MODELS[args.model][1]]
+    item, declared = input_item(model, configs)
+    batch = args.batch or (32 if args.model == "resnet50" else (declared or 8))
+    shape = (batch,) + item if (declared is None or batch != declared) else None
+    ray_batch = batch * args.per_call
+    rows_wanted = args.rows or (8192 if args.gpu else 512)
+    copies = max(1, rows_wanted // (ray_batch * args.distinct))
+    rows = ray_batch * args.distinct * copies
     gpus = gpu_count() if args.gpu else 0
-    if args.gpu and gpus < 2:
-        print(f"--gpu needs 2 GPUs; OpenCL lists {gpus}", file=sys.stderr)
+    if args.gpu and gpus < 1:
+        print("--gpu: OpenCL lists no GPU", file=sys.stderr)
         return 2
-    cache = tempfile.mkdtemp(prefix="ray-scaling-cache-")
-    kwargs = dict(model=str(model), configs=configs, cache_dir=cache, nireq=args.nireq,
-                  device="GPU" if args.gpu else "CPU")
-    if args.gpu:
-        cases = [("1 actor, 1 GPU", 1, {"num_gpus": 1, "num_cpus": 1}),
-                 ("2 actors, 1 GPU each", 2, {"num_gpus": 1, "num_cpus": 1})]
-    else:
-        half = max(1, args.cpus // 2)
-        cases = [(f"1 actor x {half} thread(s)", 1, {"num_cpus": half}),
-                 (f"2 actors x {half} thread(s)", 2, {"num_cpus": half}),
-                 (f"1 actor x {args.cpus} thread(s) (reference)", 1, {"num_cpus": args.cpus})]
+    rng = np.random.default_rng(0)
+    blocks = [rng.standard_normal((ray_batch, *item), dtype=np.float32)
+              for _ in range(args.distinct)]
+    nbytes = sum(b.nbytes for b in blocks)
+    device = "GPU" if args.gpu else "CPU"
     ray.init(num_cpus=args.cpus, num_gpus=gpus, include_dashboard=False,
-             object_store_memory=max(200 << 20, 4 * rows.nbytes), log_to_driver=False)
+             object_store_memory=max(400 << 20, 3 * nbytes), log_to_driver=False,
+             logging_level=logging.WARNING)
+    logging.getLogger("ray.data").setLevel(logging.WARNING)
     ray.data.DataContext.get_current().enable_progress_bars = False
+    one_gpu = {"num_gpus": 1, "num_cpus": 1, "max_calls": 1} if args.gpu else {"num_cpus": 1}
     try:
-        # untimed: fills the program cache (and starts Ray's workers)
-        run(ray, rows[:args.batch_size * 2], 1, kwargs, args.batch_size, cases[0][2])
-        print(f"model {args.model} ({model.name}), {args.rows} rows of {list(rows.shape[1:])}, "
-              f"batches of {args.batch_size}, {args.nireq} requests in flight per actor, "
-              f"{'GPU' if args.gpu else f'PoCL on {args.cpus} cores'}")
-        print(f"{'case':40} {'steady rows/s':>14} {'end-to-end rows/s':>18}  devices")
-        results = {}
-        for label, actors, resources in cases:
-            steady, total, devices = run(ray, rows, actors, kwargs, args.batch_size, resources)
-            results[label] = steady
-            used = "; ".join(sorted(set(devices.values())))
-            print(f"{label:40} {steady:14.1f} {total:18.1f}  {len(devices)} actor(s): {used}")
-        one, two = results[cases[0][0]], results[cases[1][0]]
-        print(f"scaling 1 -> 2 actors: {two / one:.2f}x; efficiency {two / (2 * one):.0%}")
-        if len(cases) > 2:
-            ref = results[cases[2][0]]
-            print(f"2 actors against 1 actor on the same {args.cpus} cores: {two / ref:.2f}x")
+        caches = {k: str(work / f"cuda-cache-{k}") for k in ("compile", "actors")}
+        package = str(work / f"{args.model}.clpkg")
+        made = ray.get(ray.remote(**one_gpu)(compile_package).remote(
+            str(model), configs, device, shape, args.tuning, package, caches["compile"]))
+        print(f"model {args.model} ({model.name}) compiled for {[batch, *item]} in "
+              f"{made['seconds']:.1f} s: {made['programs']} programs, "
+              f"{made['bytes'] / 2**20:.0f} MiB package")
+        print(f"{rows} rows per pass ({rows * int(np.prod(item)) * 4 / 2**30:.1f} GiB of "
+              f"input; {args.distinct} distinct Ray batches of {ray_batch} rows = "
+              f"{args.per_call} requests of {batch}), {args.nireq} requests in flight per "
+              f"actor, {'GPU' if args.gpu else f'PoCL on {args.cpus} cores'}")
+        sample = blocks[0]
+        for cache, label in ((caches["actors"], "cold"), (caches["actors"], "warm")):
+            p = ray.get(ray.remote(**one_gpu)(probe).remote(package, device, sample,
+                                                             args.nireq, cache))
+            print(f"probe ({label} driver code cache), outside Ray Data on {p['device']}: "
+                  f"actor start-up {p['init_s']:.2f} s; rows/s with the input on the device "
+                  f"{p['device_only']:.0f}, pageable uploads {p['pageable']:.0f}, pinned "
+                  f"{p['pinned']:.0f}")
+        base = ray.data.from_numpy(blocks).materialize()
+        ds = base.union(*[base] * (copies - 1)) if copies > 1 else base
+        if args.gpu:
+            counts = [n for n in (1, 2, 4, 8, 16) if n <= gpus]
+            cases = [(f"{n} actor(s), 1 GPU each{', pinned' if pinned else ''}", n, pinned,
+                      {"num_gpus": 1, "num_cpus": 1}) for pinned in (False, True)
+                     for n in counts]
+        else:
+            half = max(1, args.cpus // 2)
+            cases = [(f"1 actor x {half} thread(s)", 1, False, {"num_cpus": half}),
+                     (f"2 actors x {half} thread(s)", 2, False, {"num_cpus": half}),
+                     (f"1 actor x {args.cpus} thread(s)", 1, False, {"num_cpus": args.cpus})]
+        print(f"{'case':36} {'rows/s':>8} {'effic.':>7} {'end-to-end':>10} {'start-up s':>10}"
+              f"  {'device':>6} {'host':>5} {'ray':>5}  devices")
+        single = {}
+        for label, actors, pinned, resources in cases:
+            kwargs = dict(model=package, device=device, nireq=args.nireq, pinned=pinned,
+                          cuda_cache=caches["actors"] if args.gpu else None)
+            r = run_pass(ray, ds, actors, kwargs, ray_batch, resources, rows)
+            if actors == 1:
+                single.setdefault(pinned, r["steady"])
+            reference = not args.gpu and resources["num_cpus"] == args.cpus
+            eff = "(ref.)" if reference else f"{r['steady'] / (actors * single[pinned]):.0%}"
+            s = r["shares"]
+            print(f"{label:36} {r['steady']:8.0f} {eff:>7} {r['total']:10.0f} "
+                  f"{max(r['init_s']):10.2f}  {s['device']:6.0%} {s['host']:5.0%} "
+                  f"{s['ray']:5.0%}  {'; '.join(r['devices'])}")
     finally:
         ray.shutdown()
     return 0

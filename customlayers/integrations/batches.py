@@ -41,11 +41,18 @@ class InputSpec:
         return int(self.shape[0])
 
 
-def model_inputs(graph) -> list[InputSpec]:
-    """The InputSpecs of a Graph's parameters, in input order."""
+def model_inputs(graph, compiled: Sequence[Mapping[str, tuple]] = ()) -> list[InputSpec]:
+    """The InputSpecs of a Graph's parameters, in input order. `compiled`: the sets of input
+    shapes a compiled package holds plans for: a package runs only those, so its inputs take
+    the set of the largest batch (rows are cut into requests of that batch, the last padded),
+    whatever batch the model itself declares (often an open one)."""
+    chosen: Mapping[str, tuple] = {}
+    if compiled:
+        chosen = max(compiled, key=lambda s: max((v[0] for v in s.values() if len(v)),
+                                                 default=0))
     specs = []
     for p in graph.parameters:
-        shape = p.outputs[0].shape if p.outputs else None
+        shape = chosen.get(p.name, p.outputs[0].shape if p.outputs else None)
         specs.append(InputSpec(p.name, None if shape is None else tuple(shape)))
     return specs
 

@@ -26,7 +26,7 @@ from typing import Sequence
 
 from ..errors import CustomLayersError
 from .batches import BatchPlan, model_inputs, split_columns
-from .inflight import run_in_flight
+from .inflight import PinnedRequests, run_in_flight
 from .network_setup import build_network
 from .placement import choose_device, device_report, limit_pocl_threads, ray_share, threads_for
 
@@ -47,6 +47,11 @@ class CustomLayersPredictor:
         builds serve the whole cluster (default: CUSTOMLAYERS_CACHE_DIR, else the user's).
     nireq: requests in flight per batch. cpu_threads: PoCL's threads in this actor (default:
         the CPUs Ray assigned the actor, or PoCL's own choice outside Ray).
+    pinned: upload from pinned host memory: each request's rows are copied into pinned
+        buffers the actor keeps (allocated once per input shape), which the device reads by
+        DMA, instead of the driver staging the batch's pageable memory itself. It pays where
+        uploads are large against the compute (bench/ray_scaling.py measures both); the
+        outputs are the same either way.
 
     A batch is a dict of numpy arrays (columns named after the model's inputs, or one column
     for a model of one input) or one array; columns that are not inputs pass through. The
@@ -56,7 +61,8 @@ class CustomLayersPredictor:
     def __init__(self, model, configs: Sequence | str | None = (),
                  python_layers: Sequence | str | None = (), device: str | None = None,
                  tuning=None, cache_dir: str | Path | None = None,
-                 nireq: int = DEFAULT_NIREQ, cpu_threads: int | None = None):
+                 nireq: int = DEFAULT_NIREQ, cpu_threads: int | None = None,
+                 pinned: bool = False):
         if not isinstance(nireq, int) or nireq < 1:
             raise ValueError(f"nireq must be a whole number of at least 1, found {nireq!r}")
         self.model = str(model)
@@ -73,7 +79,10 @@ class CustomLayersPredictor:
         except CustomLayersError as e:
             self._place(e, building=True)
             raise
-        self.inputs = model_inputs(self.network.graph)
+        package = self.network.package
+        self.inputs = model_inputs(self.network.graph, [] if package is None else
+                                   [dict(key[0]) for key in package.plans])
+        self._pinned = PinnedRequests(self.network, nireq) if pinned else None
         # what this actor runs on, for logs and benchmarks (which GPU; PoCL's thread count)
         self.device_info = device_report(chosen)
 
@@ -91,7 +100,10 @@ class CustomLayersPredictor:
         try:
             feeds, passthrough = split_columns(batch, self.inputs)
             plan = BatchPlan.of(feeds, self.inputs)
-            results = run_in_flight(self.network, plan.requests(), self.nireq)
+            if self._pinned is not None:
+                results = self._pinned.run(plan.requests())
+            else:
+                results = run_in_flight(self.network, plan.requests(), self.nireq)
             return plan.join(results, passthrough)
         except CustomLayersError as e:
             self._place(e)

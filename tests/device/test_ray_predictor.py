@@ -59,6 +59,54 @@ def test_nireq_one_equals_several_in_flight(grn):
     np.testing.assert_array_equal(one["y"], grn({"x": rows})["y"])
 
 
+def test_pinned_uploads_give_the_same_rows_for_every_batch_kind(tmp_path):
+    """pinned=True: rows copied into pinned buffers kept from batch to batch; a batch of
+    another size (the dynamic model's partial last one, a padded fixed batch) gets requests
+    of its own, and the earlier ones are reused when that size comes back."""
+    rows = RNG.standard_normal((13, 4, 6, 8)).astype(np.float32)
+    expected = plain_loop(REORG_MODEL, rows)
+    dynamic = CustomLayersPredictor(**REORG_MODEL, pinned=True, nireq=2)
+    for start, stop in ((0, 8), (8, 13), (0, 8)):
+        out = dynamic({"x": rows[start:stop]})
+        np.testing.assert_array_equal(out["y"], expected[start:stop])
+    assert len(dynamic._pinned._made) == 2          # one set of requests per batch size
+    fixed = CustomLayersPredictor(**dict(REORG_MODEL, model=fixed_batch_reorg(tmp_path, 3)),
+                                  pinned=True, nireq=2)
+    first = fixed({"x": rows[:7]})                   # 3 requests in flight, the last padded
+    np.testing.assert_array_equal(first["y"], expected[:7])
+    # the outputs are the caller's: the next batch rewrites the pinned memory, not them
+    second = fixed({"x": rows[7:]})
+    np.testing.assert_array_equal(first["y"], expected[:7])
+    np.testing.assert_array_equal(second["y"], expected[7:])
+    grn_rows = RNG.standard_normal((5, 3, 16, 16)).astype(np.float32)
+    out = CustomLayersPredictor(**GRN_MODEL, pinned=True)({"x": grn_rows})
+    np.testing.assert_array_equal(out["y"], plain_loop(GRN_MODEL, grn_rows))
+
+
+def test_a_compiled_package_runs_without_configs(tmp_path):
+    """An actor that loads a package (customlayers compile) builds and tunes nothing, and
+    needs no descriptor: its rows equal the model's own."""
+    from customlayers.integrations.network_setup import build_network
+    from customlayers.runtime.compile.packaged import save_package
+    rows = RNG.standard_normal((10, 4, 6, 8)).astype(np.float32)
+    expected = plain_loop(REORG_MODEL, rows)
+    fixed = build_network(fixed_batch_reorg(tmp_path, 4), REORG_MODEL["configs"],
+                          device=TEST_DEVICE)
+    # the model's batch is open; the package holds it for 2 and 4 rows: requests of 4
+    # (the largest compiled), the last padded, never a batch of another size
+    dynamic = build_network(REORG_MODEL["model"], REORG_MODEL["configs"], device=TEST_DEVICE)
+    dynamic.plan_for({"x": (2, 4, 6, 8)})
+    dynamic.plan_for({"x": (4, 4, 6, 8)})
+    for name, net in (("fixed", fixed), ("open", dynamic)):
+        package = tmp_path / f"reorg_{name}.clpkg"
+        save_package(net, package)
+        for pinned in (False, True):
+            actor = CustomLayersPredictor(model=package, device=TEST_DEVICE, pinned=pinned)
+            assert actor.inputs[0].shape == (4, 4, 6, 8)
+            out = actor({"x": rows})
+            np.testing.assert_array_equal(out["y"], expected)
+
+
 def test_cache_dir_receives_the_programs(tmp_path):
     CustomLayersPredictor(**GRN_MODEL, cache_dir=tmp_path / "shared")
     entries = list((tmp_path / "shared" / "programs").glob("*/meta.json"))
