@@ -100,8 +100,9 @@ class TimedPredictor(CustomLayersPredictor):
         super().__init__(*args, **kwargs)
         self.init_s = time.perf_counter() - started
         info = self.device_info
-        self.device = (f"{info['name']} (PCI bus {info.get('pci_bus_id', '-')}, "
-                       f"{info['compute_units']} CU)")
+        self.device = (f"{info['name']} (PCI {info.get('pci', '-')}, "
+                       f"{info['compute_units']} CU, CUDA_VISIBLE_DEVICES="
+                       f"{os.environ.get('CUDA_VISIBLE_DEVICES', '-')})")
 
     def __call__(self, batch):
         from customlayers.integrations.batches import BatchPlan, split_columns
@@ -211,24 +212,66 @@ def device_only_rate(actor, rows: np.ndarray, nireq: int) -> float:
 
 
 def run_pass(ray, ds, actors: int, kwargs: dict, ray_batch: int, resources: dict,
-             expected_rows: int) -> dict:
+             expected_rows: int, tasks_per_actor: int | None) -> dict:
     """One Ray Data pass of `actors` actors; its figures (see the module's text)."""
     start = time.time()
+    # zero_copy_batch: the batch is a read-only view of the block in the object store (the
+    # predictor only reads it), not a copy of it per batch
     out = ds.map_batches(TimedPredictor, fn_constructor_kwargs=kwargs, batch_size=ray_batch,
-                         batch_format="numpy",
-                         compute=ray.data.ActorPoolStrategy(size=actors), **resources)
+                         batch_format="numpy", zero_copy_batch=True,
+                         compute=ray.data.ActorPoolStrategy(
+                             size=actors, max_tasks_in_flight_per_actor=tasks_per_actor),
+                         **resources)
     parts = list(out.iter_batches(batch_size=None, batch_format="numpy"))
     end = time.time()
+    rows = sum(len(p["t0"]) for p in parts)
+    if rows != expected_rows:
+        raise RuntimeError(f"{rows} rows came back of {expected_rows}")
+    return figures(parts, rows, end - start)
+
+
+def core_pass(ray, refs: list, actors: int, kwargs: dict, resources: dict, batches: int,
+              depth: int) -> dict:
+    """One pass through Ray Core instead of Ray Data: `actors` predictor actors, each called
+    with ObjectRefs of numpy batches (read zero-copy from the object store), `depth` calls in
+    flight per actor so the next batch is there when one ends; the same figures."""
+    cls = ray.remote(**resources)(TimedPredictor)
+    start = time.time()
+    pool = [cls.remote(**kwargs) for _ in range(actors)]
+    pending: dict = {}              # result ref -> actor index
+    parts = []
+    submitted = 0
+    load = [0] * actors
+
+    def submit(i):
+        nonlocal submitted
+        pending[pool[i].__call__.remote(refs[submitted % len(refs)])] = i
+        load[i] += 1
+        submitted += 1
+    for i in range(actors):
+        for _ in range(depth):
+            if submitted < batches:
+                submit(i)
+    while pending:
+        done, _ = ray.wait(list(pending), num_returns=1)
+        i = pending.pop(done[0])
+        load[i] -= 1
+        parts.append(ray.get(done[0]))
+        if submitted < batches:
+            submit(i)
+    end = time.time()
+    for actor in pool:
+        ray.kill(actor)
+    return figures(parts, sum(len(p["t0"]) for p in parts), end - start)
+
+
+def figures(parts: list, rows: int, seconds: float) -> dict:
     col = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
-    if len(col["t0"]) != expected_rows:
-        raise RuntimeError(f"{len(col['t0'])} rows came back of {expected_rows}")
     steady, lo, hi = steady_rate(col["t0"], col["t1"], col["pid"])
-    shares = time_shares(col, lo, hi)
     pids = np.unique(col["pid"])
-    inits = [float(col["init_s"][col["pid"] == p][0]) for p in pids]
-    devices = sorted({str(d) for d in col["device"]})
-    return {"steady": steady, "total": expected_rows / (end - start), "shares": shares,
-            "init_s": inits, "devices": devices, "actors": len(pids)}
+    return {"steady": steady, "total": rows / seconds, "shares": time_shares(col, lo, hi),
+            "init_s": [float(col["init_s"][col["pid"] == p][0]) for p in pids],
+            "devices": sorted({str(d) for d in col["device"]}), "actors": len(pids)}
 
 
 def steady_rate(t0: np.ndarray, t1: np.ndarray, pids: np.ndarray) -> tuple:
@@ -296,6 +339,24 @@ def main(argv=None) -> int:
                         help="cores Ray may use (default: all)")
     parser.add_argument("--nireq", type=int, default=4, help="requests in flight per actor")
     parser.add_argument("--tuning", choices=("off", "fast", "full"), default=None)
+    parser.add_argument("--uploads", choices=("pageable", "pinned", "both"), default="both",
+                        help="GPU cases: uploads from Ray's pageable batches, from pinned "
+                             "buffers (pinned=True), or each")
+    parser.add_argument("--path", choices=("data", "core", "both"), default="both",
+                        help="Ray Data's map_batches with an actor pool, Ray Core actors "
+                             "called with ObjectRefs of the batches, or each")
+    parser.add_argument("--tasks-per-actor", type=int, default=None,
+                        help="Ray Data: tasks queued per actor (max_tasks_in_flight_per_actor; "
+                             "default Ray's); Ray Core: calls in flight per actor (default 2)")
+    parser.add_argument("--no-probe", action="store_true",
+                        help="skip the probes (start-up, one GPU's ceiling outside Ray)")
+    parser.add_argument("--package", default=None,
+                        help="the package file: used if it exists (made for this model and "
+                             "batch), else compiled and written there (default: a temporary)")
+    parser.add_argument("--object-store-gb", type=float, default=None,
+                        help="Ray's object store (default: 3x the distinct rows, at least "
+                             "16 GiB with --gpu: Ray Data keeps fewer batches in flight when "
+                             "it is small)")
     args = parser.parse_args(argv)
 
     import ray
@@ -318,26 +379,33 @@ def main(argv=None) -> int:
               for _ in range(args.distinct)]
     nbytes = sum(b.nbytes for b in blocks)
     device = "GPU" if args.gpu else "CPU"
+    store = int(args.object_store_gb * 2**30) if args.object_store_gb else \
+        max(16 << 30 if args.gpu else 400 << 20, 3 * nbytes)
     ray.init(num_cpus=args.cpus, num_gpus=gpus, include_dashboard=False,
-             object_store_memory=max(400 << 20, 3 * nbytes), log_to_driver=False,
+             object_store_memory=store, log_to_driver=False,
              logging_level=logging.WARNING)
     logging.getLogger("ray.data").setLevel(logging.WARNING)
     ray.data.DataContext.get_current().enable_progress_bars = False
     one_gpu = {"num_gpus": 1, "num_cpus": 1, "max_calls": 1} if args.gpu else {"num_cpus": 1}
     try:
         caches = {k: str(work / f"cuda-cache-{k}") for k in ("compile", "actors")}
-        package = str(work / f"{args.model}.clpkg")
-        made = ray.get(ray.remote(**one_gpu)(compile_package).remote(
-            str(model), configs, device, shape, args.tuning, package, caches["compile"]))
-        print(f"model {args.model} ({model.name}) compiled for {[batch, *item]} in "
-              f"{made['seconds']:.1f} s: {made['programs']} programs, "
-              f"{made['bytes'] / 2**20:.0f} MiB package")
+        package = args.package or str(work / f"{args.model}.clpkg")
+        if Path(package).exists():
+            print(f"model {args.model}: the package {package} ({Path(package).stat().st_size / 2**20:.0f}"
+                  f" MiB)")
+        else:
+            made = ray.get(ray.remote(**one_gpu)(compile_package).remote(
+                str(model), configs, device, shape, args.tuning, package, caches["compile"]))
+            print(f"model {args.model} ({model.name}) compiled for {[batch, *item]} in "
+                  f"{made['seconds']:.1f} s: {made['programs']} programs, "
+                  f"{made['bytes'] / 2**20:.0f} MiB package")
         print(f"{rows} rows per pass ({rows * int(np.prod(item)) * 4 / 2**30:.1f} GiB of "
               f"input; {args.distinct} distinct Ray batches of {ray_batch} rows = "
               f"{args.per_call} requests of {batch}), {args.nireq} requests in flight per "
               f"actor, {'GPU' if args.gpu else f'PoCL on {args.cpus} cores'}")
         sample = blocks[0]
-        for cache, label in ((caches["actors"], "cold"), (caches["actors"], "warm")):
+        for cache, label in () if args.no_probe else ((caches["actors"], "cold"),
+                                                      (caches["actors"], "warm")):
             p = ray.get(ray.remote(**one_gpu)(probe).remote(package, device, sample,
                                                              args.nireq, cache))
             print(f"probe ({label} driver code cache), outside Ray Data on {p['device']}: "
@@ -349,28 +417,39 @@ def main(argv=None) -> int:
         if args.gpu:
             counts = [n for n in (1, 2, 4, 8, 16) if n <= gpus]
             cases = [(f"{n} actor(s), 1 GPU each{', pinned' if pinned else ''}", n, pinned,
-                      {"num_gpus": 1, "num_cpus": 1}) for pinned in (False, True)
+                      {"num_gpus": 1, "num_cpus": 1})
+                     for pinned in {"pageable": (False,), "pinned": (True,),
+                                    "both": (False, True)}[args.uploads]
                      for n in counts]
         else:
             half = max(1, args.cpus // 2)
             cases = [(f"1 actor x {half} thread(s)", 1, False, {"num_cpus": half}),
                      (f"2 actors x {half} thread(s)", 2, False, {"num_cpus": half}),
                      (f"1 actor x {args.cpus} thread(s)", 1, False, {"num_cpus": args.cpus})]
-        print(f"{'case':36} {'rows/s':>8} {'effic.':>7} {'end-to-end':>10} {'start-up s':>10}"
+        print(f"{'case':42} {'rows/s':>8} {'effic.':>7} {'end-to-end':>10} {'start-up s':>10}"
               f"  {'device':>6} {'host':>5} {'ray':>5}  devices")
         single = {}
-        for label, actors, pinned, resources in cases:
-            kwargs = dict(model=package, device=device, nireq=args.nireq, pinned=pinned,
-                          cuda_cache=caches["actors"] if args.gpu else None)
-            r = run_pass(ray, ds, actors, kwargs, ray_batch, resources, rows)
-            if actors == 1:
-                single.setdefault(pinned, r["steady"])
-            reference = not args.gpu and resources["num_cpus"] == args.cpus
-            eff = "(ref.)" if reference else f"{r['steady'] / (actors * single[pinned]):.0%}"
-            s = r["shares"]
-            print(f"{label:36} {r['steady']:8.0f} {eff:>7} {r['total']:10.0f} "
-                  f"{max(r['init_s']):10.2f}  {s['device']:6.0%} {s['host']:5.0%} "
-                  f"{s['ray']:5.0%}  {'; '.join(r['devices'])}")
+        paths = {"data": ("data",), "core": ("core",), "both": ("data", "core")}[args.path]
+        refs = [ray.put(b) for b in blocks] if "core" in paths else []
+        for path in paths:
+            for label, actors, pinned, resources in cases:
+                kwargs = dict(model=package, device=device, nireq=args.nireq, pinned=pinned,
+                              cuda_cache=caches["actors"] if args.gpu else None)
+                if path == "data":
+                    r = run_pass(ray, ds, actors, kwargs, ray_batch, resources, rows,
+                                 args.tasks_per_actor)
+                else:
+                    r = core_pass(ray, refs, actors, kwargs, resources, rows // ray_batch,
+                                  args.tasks_per_actor or 2)
+                if actors == 1:
+                    single.setdefault((path, pinned), r["steady"])
+                reference = not args.gpu and resources["num_cpus"] == args.cpus
+                eff = "(ref.)" if reference else \
+                    f"{r['steady'] / (actors * single[path, pinned]):.0%}"
+                s = r["shares"]
+                print(f"{path + ': ' + label:42} {r['steady']:8.0f} {eff:>7} {r['total']:10.0f} "
+                      f"{max(r['init_s']):10.2f}  {s['device']:6.0%} {s['host']:5.0%} "
+                      f"{s['ray']:5.0%}  {'; '.join(r['devices'])}")
     finally:
         ray.shutdown()
     return 0

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import MutableMapping
 
 from ..errors import DeviceError
-from ..runtime.device.device import (describe_device, is_gpu, list_devices, nvidia_pci_bus_id,
+from ..runtime.device.device import (describe_device, is_gpu, list_devices, nvidia_pci_address,
                                      select_device)
 
 POCL_THREADS = "POCL_MAX_PTHREAD_COUNT"
@@ -105,10 +105,10 @@ def choose_device(selector: str | None, gpu_ids=()):
 
 
 def device_report(device) -> dict:
-    """describe_device plus the PCI bus of an NVIDIA GPU: tells apart two alike GPUs, so a
-    run on two can show that its two actors did not share one."""
+    """describe_device plus the PCI address of an NVIDIA GPU: tells apart two alike GPUs, so
+    a run on two can show that its two actors did not share one."""
     report = describe_device(device)
-    bus = nvidia_pci_bus_id(device)
-    if bus is not None:     # an NVIDIA device (the query is their extension)
-        report["pci_bus_id"] = bus
+    address = nvidia_pci_address(device)
+    if address is not None:     # an NVIDIA device (the query is their extension)
+        report["pci"] = address
     return report

@@ -264,10 +264,13 @@ def is_gpu(dev) -> bool:
     return bool(dev.type & cl.device_type.GPU)
 
 
-def nvidia_pci_bus_id(dev) -> int | None:
-    """The PCI bus of an NVIDIA GPU (their extension's query), None on any other device: it
-    tells two alike GPUs apart."""
+def nvidia_pci_address(dev) -> str | None:
+    """The PCI address (domain:bus:slot, hex) of an NVIDIA GPU (their extension's queries),
+    None on any other device: it tells two alike GPUs apart. The bus alone does not: a
+    virtual machine may put each GPU on bus 0 of its own domain."""
     try:
-        return int(dev.get_info(cl.device_info.PCI_BUS_ID_NV))
+        parts = [int(dev.get_info(getattr(cl.device_info, f"PCI_{k}_ID_NV")))
+                 for k in ("DOMAIN", "BUS", "SLOT")]
     except (cl.Error, AttributeError, ValueError):
         return None
+    return "{:04x}:{:02x}:{:02x}".format(*parts)
