@@ -48,8 +48,9 @@ inline void causal_taps(float4 acc[PB], __local const float* in, int lo_in, int 
             #pragma unroll
             for (int pb = 0; pb < PB; pb++) {
                 const int q = lo_out + min(w_lane + pb * lanes, width - 1) - shift;
-                const float v = q >= 0 ? src[(q - lo_in) * tile_r] : 0.0f;
-                acc[pb] += wv * v;
+                // the index clamped too: no read before the region, even a speculated one
+                const float v = src[max(q - lo_in, 0) * tile_r];
+                acc[pb] += wv * (q >= 0 ? v : 0.0f);
             }
         }
     }

@@ -115,6 +115,12 @@ def min_local_bytes(blocks: list[BlockShape], length: int | None = None) -> int:
     return 3 * _channels(blocks) * window * 4
 
 
+def fits_every_device(blocks: list[BlockShape], length: int | None = None) -> bool:
+    """The smallest useful tile of the run fits the local memory every OpenCL device has."""
+    guaranteed = DeviceTraits("GPU", local_mem_size=GUARANTEED_LOCAL_BYTES)
+    return min_local_bytes(blocks, length) <= local_budget(guaranteed)
+
+
 @dataclass(frozen=True)
 class Tile:
     r: int            # residues per work-group
@@ -129,10 +135,11 @@ class Tile:
 
 
 def local_budget(device: DeviceTraits | None) -> int:
-    """The local memory a work-group may take: the device's (a CPU's capped near its L2: PoCL
-    reports megabytes, which a tile would only spill from the cache)."""
+    """The local memory a work-group may take: the device's less 1 KB (a driver may keep some
+    for itself), a CPU's capped near its L2 (PoCL reports megabytes, which a tile would only
+    spill from the cache)."""
     device = device or DeviceTraits()
-    size = device.local_mem_size
+    size = device.local_mem_size - 1024
     return min(size, 256 * 1024) if device.kind == "CPU" else size
 
 

@@ -15,7 +15,7 @@ shape folding before).
 A run grows while the next block reads only the run's output (nothing else reads it), the
 halo of the run, in positions of its dilations' gcd, stays within MAX_RUN_HALO (the recomputed
 part of each tile), and the smallest useful tile of the run fits the local memory every OpenCL
-device has (GUARANTEED_LOCAL_BYTES): the op then chooses the tile from the device's own. A
+device has (fits_every_device: 32 KB): the op then chooses the tile from the device's own. A
 block that does not fit even alone stays as it was. Every layer of a block must be a built-in
 and read by the block only; tensors float32.
 """
@@ -26,8 +26,8 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from ...graph.graph import Graph, Node, Port
-from ...ops.nn.temporal_block import (GUARANTEED_LOCAL_BYTES, BlockShape, halos,
-                                      min_local_bytes, pack_block, run_dilation)
+from ...ops.nn.temporal_block import (BlockShape, fits_every_device, halos, pack_block,
+                                      run_dilation)
 from ..graph_edit import rebuilt_graph, sole_layer_reading_only_output
 # the host evaluation of constant layers (weight norm's g * v / ||v||) the stream conversion
 # reads its weights with: the same arithmetic, in the constants' own float type
@@ -138,7 +138,7 @@ def _fits(shapes_of: list[_Block], joined: bool) -> bool:
     length = shapes_of[0].conv1.inputs[0].shape[2]
     if joined and halos(shapes, run_dilation(shapes))[0][0] > MAX_RUN_HALO:
         return False
-    return min_local_bytes(shapes, length) <= GUARANTEED_LOCAL_BYTES
+    return fits_every_device(shapes, length)
 
 
 def _block_at(graph: Graph, conv1: Node, is_builtin) -> _Block | None:
