@@ -20,7 +20,8 @@ from customlayers.runtime.observe.profile import collect
 from tcn_models import Spec, ort_run, tcn_model
 
 pytest.importorskip("onnxruntime")
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+# appended: tests/ stays first (bench/ has a models.py of its own)
+sys.path.append(str(Path(__file__).resolve().parents[2] / "bench"))
 import gpu_peers  # noqa: E402
 
 GPU = DeviceTraits("GPU", compute_units=132, max_work_group_size=1024, local_mem_size=48 * 1024)

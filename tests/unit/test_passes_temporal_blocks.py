@@ -17,7 +17,8 @@ from customlayers.passes.temporal import fuse_temporal_blocks
 from tcn_models import Spec, tcn_model
 
 pytest.importorskip("onnx")
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+# appended: tests/ stays first (bench/ has a models.py of its own)
+sys.path.append(str(Path(__file__).resolve().parents[2] / "bench"))
 from gpu_peers import onnx_tcn  # noqa: E402
 
 GPU = DeviceTraits("GPU", compute_units=132, max_work_group_size=1024,

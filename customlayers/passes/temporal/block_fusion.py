@@ -21,7 +21,7 @@ and read by the block only; tensors float32.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import numpy as np
 
