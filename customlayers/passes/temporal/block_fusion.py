@@ -220,7 +220,7 @@ def _causal_conv(graph: Graph, conv: Node, is_builtin, computed: set):
     w = _constant(graph, graph.producer(conv.id, 1), computed)
     x = conv.inputs[0].shape
     if w is None or w.ndim != 3 or w.dtype != np.float32 or not x or len(x) != 3 or \
-            x[2] is None or conv.inputs[0].dtype != "f32" or conv.outputs[0].dtype != "f32":
+            conv.inputs[0].dtype != "f32" or conv.outputs[0].dtype != "f32":
         return None
     try:
         attrs = {a: [int(v) for v in (conv.attrs.get(a) or default).split(",")]
@@ -234,7 +234,8 @@ def _causal_conv(graph: Graph, conv: Node, is_builtin, computed: set):
     k = w.shape[2]
     if any(len(v) != 1 for v in attrs.values()) or attrs["strides"] != [1] or d < 1 or \
             attrs["pads_begin"] != [(k - 1) * d] or attrs["pads_end"] != [0] or \
-            w.shape[1] != x[1]:
+            w.shape[1] != x[1] or tuple(conv.outputs[0].shape or ()) != tuple(x[:1]) + (
+                w.shape[0], x[2]):
         return None
     return w, d
 
