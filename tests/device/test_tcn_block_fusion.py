@@ -115,3 +115,13 @@ def test_torchs_export_of_the_seed_tcn_window_runs_in_four_launches(engine, as_o
     assert sum(r.launches for r in rows[:4]) == 4
     np.testing.assert_allclose(out["y"], np.load(models / "tcn_torch_y.npy"), rtol=1e-4,
                                atol=1e-4)
+
+
+def test_a_compiled_package_of_the_fused_tcn_runs_as_compiled(tmp_path, engine, as_on_a_gpu):
+    from customlayers.runtime.compile.packaged import save_package
+    path = gpu_peers.onnx_tcn(tmp_path / "tcn.onnx", 2, levels=4, length=100)
+    x = np.random.default_rng(7).standard_normal((2, 1, 100)).astype(np.float32)
+    save_package(Network(path, engine=engine), tmp_path / "tcn.clpkg")
+    loaded = Network(tmp_path / "tcn.clpkg", engine=engine)
+    assert [s.type for s in loaded.plan.steps][:2] == ["TemporalBlocks"] * 2
+    close(loaded.infer({"x": x})["y"], ort_run(path, {"x": x})["y"])
