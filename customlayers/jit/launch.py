@@ -114,6 +114,8 @@ class DeviceTraits:
     compute_units: int = 128
     max_work_group_size: int = 256
     float_vector_width: int = 8       # preferred float vector width (8: AVX2, 16: AVX-512)
+    # CL_DEVICE_LOCAL_MEM_SIZE in bytes (NVIDIA 48 KB); the default is OpenCL 1.2's minimum
+    local_mem_size: int = 32 * 1024
 
 
 @dataclass(frozen=True)

@@ -36,5 +36,6 @@ for _name in (
     "quant.linear",        # QuantizeLinear, DequantizeLinear, Requantize (QLinear* ops)
     "quant.integer",       # MatMulInteger, ConvInteger (exact int32 sums)
     "nn.causal_conv",      # CausalConvWithState (ONNX opset 27): the conv and its carried state
+    "nn.temporal_block",   # TemporalBlocks: a run of TCN blocks in one launch (passes/temporal)
 ):
     importlib.import_module(f"{__package__}.{_name}")

@@ -16,6 +16,8 @@ shuffle_folding.py channel shuffles before depthwise convolutions become their c
 unused_outputs.py  MaxPool index outputs nobody reads are not computed
 pick_folding.py    a last-step Gather before a MatMul becomes the element the MatMul reads
 gelu_folding.py    the five layers of an exported erf GELU become one Gelu layer
+temporal/          whole TCN temporal blocks: block_fusion.py's fuse_temporal_blocks (runs of
+                   causal convolution blocks become one TemporalBlocks layer, one launch)
 state/             rewrites that give a model a request's state: binding.py's bind_state_inputs
                    (a CausalConvWithState's past_state input and present_state output become a
                    ReadValue and an Assign; asked for, not in PASSES)
@@ -27,7 +29,9 @@ causal_stream.py   a whole-window causal model [N, C, T] as the step of a stream
                    stream_head.py hold its handler per layer type, stream_constants.py the
                    constants it evaluates
 
-PASSES is the ordered list Network runs (when it fuses) before it resolves the layers;
+PASSES is the ordered list Network runs (when it fuses) before it resolves the layers, and
+passes_for(device) that list with LAUNCH_BOUND (the fusions that pay only where launches are
+dear: not on a CPU) after it;
 FOLDING, its head, runs also when it does not (no layer runs unfolded shape arithmetic). Every
 entry is a function (graph, is_builtin) -> (the rewritten graph, one note per change), with
 is_builtin(node) true when the node runs its type's built-in (only those are rewritten), and
@@ -41,6 +45,7 @@ from .pick_folding import fold_picks_into_matmuls
 from .shape_folding import fold_shape_arithmetic
 from .shuffle_folding import fold_channel_shuffles
 from .unused_outputs import drop_unused_pool_indices
+from .temporal import fuse_temporal_blocks
 from .window_folding import fold_into_convolutions
 
 # required: the shapes the other passes and the layers read are constants after it
@@ -56,3 +61,16 @@ PASSES = FOLDING + (
     fold_picks_into_matmuls,
     fold_gelu_chains,
 )
+
+# rewrites that pay where a launch is dear (a GPU's driver: about 10 us each), run after
+# PASSES (the temporal blocks are found in the causal convolutions the Pad and Slice folding
+# made). Not on a CPU: on PoCL (2 busy cores, AVX-512) the seed's TCN in TemporalBlocks kernels
+# took 4.7 ms at batch 1 and 270 ms at 64, in its CPU convolution kernels 2.4 and 84 ms
+LAUNCH_BOUND = (fuse_temporal_blocks,)
+
+
+def passes_for(device) -> tuple:
+    """The rewrites a Network runs for a device (jit.launch.DeviceTraits; None: not known,
+    as a GPU): PASSES, then LAUNCH_BOUND unless the device is a CPU."""
+    on_cpu = device is not None and device.kind == "CPU"
+    return PASSES if on_cpu else PASSES + LAUNCH_BOUND

@@ -47,10 +47,12 @@ def const_input(graph: Graph, node: Node, port: int):
     return np.asarray(src.value) if src.type == "Const" and src.value is not None else None
 
 
-def rebuilt_graph(graph: Graph, changed: dict[str, Node], drop: set[str], redirect) -> Graph:
+def rebuilt_graph(graph: Graph, changed: dict[str, Node], drop: set[str], redirect,
+                  added: tuple[Node, ...] = ()) -> Graph:
     """A new graph: nodes in model order without `drop` and with `changed` replacing theirs,
-    edges rewired by `redirect` ((dst, dst_port) -> (src, src_port)), and the constants only
-    dropped nodes read removed too."""
+    then the `added` nodes (new constants a redirect points to), edges rewired by `redirect`
+    ((dst, dst_port) -> (src, src_port)), and the constants only dropped nodes read removed
+    too."""
     used = {e.src for e in graph.edges if e.dst not in drop}
     dead_consts = {nid for nid, n in graph.nodes.items()
                    if n.type == "Const" and nid not in used}
@@ -59,6 +61,8 @@ def rebuilt_graph(graph: Graph, changed: dict[str, Node], drop: set[str], redire
     for nid, node in graph.nodes.items():
         if nid not in drop and nid not in dead_consts:
             new.add_node(changed.get(nid, node))
+    for node in added:
+        new.add_node(node)
     for e in graph.edges:
         if e.dst in drop or e.dst in dead_consts:
             continue

@@ -141,8 +141,7 @@ def _causal_cut(graph: Graph, sl: Node, conv: Node) -> int | None:
     """How many elements a Slice keeps off the end of a 1-D stride-1 convolution's output when
     it keeps [0, L - cut) of axis 2 and nothing else changes, and pads_end covers the cut."""
     out = conv.outputs[0].shape
-    if not out or len(out) != 3 or out[2] is None or _auto_pad(conv) not in ("explicit",
-                                                                            "notset"):
+    if not out or len(out) != 3 or _auto_pad(conv) not in ("explicit", "notset"):
         return None
     if (conv.attrs.get("strides") or "1").replace(" ", "") != "1":
         return None
@@ -156,10 +155,11 @@ def _causal_cut(graph: Graph, sl: Node, conv: Node) -> int | None:
     stop = int(stop[0])
     if stop >= 0:        # counted from the start: the cut would depend on the length the model
         return None      # declares, which Network(input_shapes=...) may change
-    kept = max(length + stop, 0)
     cut = -stop
     pads_end = [int(v) for v in (conv.attrs.get("pads_end") or "0").split(",")]
-    if not 0 < cut <= pads_end[-1] or kept < 1:
+    # a length the model leaves open (torch's export with a dynamic T): the cut is the same
+    # for every length, as the convolution with the smaller padding computes it
+    if not 0 < cut <= pads_end[-1] or (length is not None and length + stop < 1):
         return None
     return cut
 

@@ -77,3 +77,20 @@ def test_a_causal_slice_becomes_a_smaller_pads_end_through_the_per_channel_layer
 def test_a_slice_counted_from_the_start_is_not_folded():
     g = _tcn(stop=10)               # depends on the declared length: left as written
     assert fold_into_convolutions(g, builtin) == (g, [])
+
+
+def test_a_causal_slice_folds_where_the_length_is_left_open():
+    """torch's export with a dynamic T: the cut off the end is the same for every length."""
+    b = Builder("tcn")
+    x = b.param("x", (None, 2, None))
+    w = b.const(np.ones((2, 2, 3), np.float32))
+    y = b.op("Convolution", [x, w], (None, 2, None),
+             {"strides": "1", "pads_begin": "4", "pads_end": "4", "dilations": "2"},
+             name="conv")
+    sl = b.op("Slice", [y] + [b.const(np.array([v], np.int64)) for v in (0, -4, 1, 2)],
+              (None, 2, None), name="chomp")
+    b.result(sl)
+    new, notes = fold_into_convolutions(b.g, builtin)
+    assert notes == ["folded the causal Slice 'chomp' into the padding of 'conv'"]
+    assert new.nodes["conv"].attrs["pads_end"] == "0"
+    assert new.nodes["conv"].outputs[0].shape == (None, 2, None)

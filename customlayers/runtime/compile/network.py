@@ -24,7 +24,7 @@ from ...graph.graph import Graph
 from ...graph.load import read_model
 from ...graph.variables import variables_of
 from ...jit.tensor import TensorDesc
-from ...passes import FOLDING, PASSES
+from ...passes import FOLDING, passes_for
 from ...passes.causal_stream import stream_program
 from ...passes.fusion import FusionPlan, plan_network_fusion
 from ...passes.shape_folding import fold_for_shapes, has_fold_nodes, value_inputs_read
@@ -107,8 +107,10 @@ class Network:
         self.profiling = profiling
         self.fuse = fuse                   # graph rewrites and epilogue fusion (passes/)
         self.messages: list[str] = []      # informational messages (overrides, memory plan)
-        # the graph rewrites (passes/__init__.py), in their order; the shape arithmetic always
-        self.graph, notes = self._rewritten(self.graph, PASSES if fuse else FOLDING)
+        # the graph rewrites (passes/__init__.py) for this device, in their order; the shape
+        # arithmetic always
+        self._passes = passes_for(device_traits(engine.device)) if fuse else FOLDING
+        self.graph, notes = self._rewritten(self.graph, self._passes)
         self.messages += notes
         # shape arithmetic that depends on the request's shapes: folded per plan (_compile)
         self._per_shape = has_fold_nodes(self.graph)
@@ -190,7 +192,7 @@ class Network:
             return self.graph, self._order, self._impls, self._fusion
         graph = fold_for_shapes(self.graph, shapes, values)
         if self.fuse:
-            graph, _ = self._rewritten(graph, PASSES[len(FOLDING):])
+            graph, _ = self._rewritten(graph, self._passes[len(FOLDING):])
         order = graph.topological_order()
         impls, _ = self.resolver.resolve(order)
         return graph, order, impls, self._fusion_plan(graph, order, impls)

@@ -20,7 +20,7 @@ def device_traits(device: cl.Device) -> DeviceTraits:
         "GPU" if device.type & cl.device_type.GPU else "ACCELERATOR"
     width = int(device.preferred_vector_width_float) or int(device.native_vector_width_float)
     return DeviceTraits(kind, int(device.max_compute_units), int(device.max_work_group_size),
-                        max(width, 1))
+                        max(width, 1), int(device.local_mem_size))
 
 
 def has_fp64(device) -> bool:

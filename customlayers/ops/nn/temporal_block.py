@@ -1,0 +1,274 @@
+"""TemporalBlocks: a run of TCN temporal blocks as one launch (temporal_blocks.cl), made by the
+graph rewrite passes/temporal/block_fusion.py; not a layer a model names.
+
+Each block maps (N, C_in, T) to (N, C_out, T):
+    h = relu(conv1(x) + b1); h2 = relu(conv2(h) + b2); out = relu(h2 + residual)
+where conv1 and conv2 are causal dilated 1-D convolutions (padding (k-1)*d before the start
+only) and the residual is x itself (C_in == C_out) or a 1x1 convolution of it plus a bias.
+On the GPU a launch costs about 10 us, as much as such a block's work at batch 1: the seed's TCN
+(8 blocks, 25 channels) ran in 17 launches, and runs in 4 of these.
+
+Attributes (text, as the rewrite writes them): channels (C_0, C_1, ..., C_n: block i maps
+C_i to C_i+1), kernels and dilations (two per block: conv1's, conv2's), downsample (one 0/1 per
+block). Input 1 holds every block's weights and biases, packed by `pack_block`: one buffer.
+
+The work-groups tile (batch, residue mod D, phase position): D is the gcd of the run's
+dilations, so each residue is an independent sequence (temporal_blocks.cl says more) and the
+deep blocks' halo, in phase positions, stays as small as the shallow ones'. The tile is chosen
+per launch from the device's local memory (CL_DEVICE_LOCAL_MEM_SIZE) by a small cost model.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ...errors import BindingError
+from ...jit.launch import Arg, DEFAULT_CONTEXT, DeviceTraits, KernelLaunch
+from .._program import program_text, shape_of
+from ..base import Attr, Op, register_op
+
+FIELDS = 16                       # ints per block in the kernel's table (temporal_blocks.cl)
+# every conformant (full profile) OpenCL device has this much local memory: a run the rewrite
+# fuses fits it with a useful tile, so no device needs the unfused graph back
+GUARANTEED_LOCAL_BYTES = 32 * 1024
+MIN_TILE = 16                     # phase positions of the smallest tile worth a launch
+_INT_LIMIT = 2 ** 31 - 1
+
+
+@dataclass(frozen=True)
+class BlockShape:
+    """One temporal block: channels in and out, each convolution's kernel size and dilation,
+    and whether the residual is a 1x1 convolution (else x itself)."""
+    cin: int
+    cout: int
+    k1: int
+    d1: int
+    k2: int
+    d2: int
+    down: bool
+
+
+def _padded(c: int) -> int:
+    return -(-c // 4) * 4
+
+
+def block_sizes(block: BlockShape) -> list[int]:
+    """Floats of w1, b1, w2, b2, wd, bd in the packed layout (wd, bd 0 without downsample)."""
+    cop = _padded(block.cout)
+    down = int(block.down)
+    return [block.cin * block.k1 * cop, cop, block.cout * block.k2 * cop, cop,
+            down * block.cin * cop, down * cop]
+
+
+def packed_size(blocks: list[BlockShape]) -> int:
+    return sum(sum(block_sizes(b)) for b in blocks)
+
+
+def pack_block(w1, b1, w2, b2, wd=None, bd=None) -> np.ndarray:
+    """One block's weights (conv weights (C_out, C_in, k); biases (C_out,) or None) as the
+    kernel reads them: each weight [C_in][tap][C_out rounded up to 4], zero padded."""
+    cout = w1.shape[0]
+    cop = _padded(cout)
+
+    def weight(w):
+        w = np.asarray(w, np.float32).transpose(1, 2, 0)          # [cin][tap][cout]
+        return np.pad(w, ((0, 0), (0, 0), (0, cop - cout))).reshape(-1)
+
+    def bias(b):
+        b = np.zeros(cout, np.float32) if b is None else np.asarray(b, np.float32).reshape(-1)
+        return np.pad(np.broadcast_to(b, (cout,)), (0, cop - cout))
+
+    parts = [weight(w1), bias(b1), weight(w2), bias(b2)]
+    if wd is not None:
+        parts += [weight(wd), bias(bd)]
+    return np.concatenate(parts).astype(np.float32)
+
+
+def halos(blocks: list[BlockShape], dil: int) -> list[tuple[int, int, int]]:
+    """Per block, (input, middle, output) halo in phase positions: how far before a tile's
+    first position each of its windows starts for the last block's tile to be exact."""
+    out, found = 0, []
+    for b in reversed(blocks):
+        mid = out + (b.k2 - 1) * (b.d2 // dil)
+        inp = mid + (b.k1 - 1) * (b.d1 // dil)
+        found.append((inp, mid, out))
+        out = inp
+    return found[::-1]
+
+
+def run_dilation(blocks: list[BlockShape]) -> int:
+    return math.gcd(*(d for b in blocks for d in (b.d1, b.d2)))
+
+
+def _channels(blocks: list[BlockShape]) -> int:
+    return max(_padded(c) for b in blocks for c in (b.cin, b.cout))
+
+
+def min_local_bytes(blocks: list[BlockShape], length: int | None = None) -> int:
+    """Local memory of the smallest tile worth a launch (MIN_TILE positions, one residue)."""
+    dil = run_dilation(blocks)
+    window = MIN_TILE + halos(blocks, dil)[0][0]
+    if length is not None:
+        window = min(window, -(-length // dil))
+    return 3 * _channels(blocks) * window * 4
+
+
+def fits_every_device(blocks: list[BlockShape], length: int | None = None) -> bool:
+    """The smallest useful tile of the run fits the local memory every OpenCL device has."""
+    guaranteed = DeviceTraits("GPU", local_mem_size=GUARANTEED_LOCAL_BYTES)
+    return min_local_bytes(blocks, length) <= local_budget(guaranteed)
+
+
+@dataclass(frozen=True)
+class Tile:
+    r: int            # residues per work-group
+    m: int            # phase positions per work-group
+    pb: int           # positions per work item (the program's PB)
+    window: int       # the largest window (tile and halo) in phase positions
+    local_size: int
+    r_tiles: int
+    m_tiles: int
+    phase_len: int
+    local_bytes: int
+
+
+def local_budget(device: DeviceTraits | None) -> int:
+    """The local memory a work-group may take: the device's less 1 KB (a driver may keep some
+    for itself), a CPU's capped near its L2 (PoCL reports megabytes, which a tile would only
+    spill from the cache)."""
+    device = device or DeviceTraits()
+    size = device.local_mem_size - 1024
+    return min(size, 256 * 1024) if device.kind == "CPU" else size
+
+
+def _stages(blocks, hs, r: int, m: int, pb: int, phase_len: int) -> list[tuple[int, int]]:
+    """(work items, loop iterations per item) of each convolution stage of a tile."""
+    stages = []
+    for b, (_, mid, out) in zip(blocks, hs):
+        cbs = _padded(b.cout) // 4
+        stages.append((cbs * r * -(-min(m + mid, phase_len) // pb), b.cin * b.k1))
+        stages.append((cbs * r * -(-min(m + out, phase_len) // pb),
+                       b.cout * b.k2 + b.cin * b.down))
+    return stages
+
+
+def choose_tile(blocks: list[BlockShape], batch: int, length: int,
+                device: DeviceTraits | None) -> Tile | None:
+    """The tile of least estimated time whose three regions fit the device's local memory;
+    None when none does. Counted in instructions of a loop iteration (a weight load, PB local
+    loads, 4 * PB multiply-adds, the index arithmetic): a compute unit's time is the larger of
+    its work-groups' instructions over its issue rate (GPU: 4 warps a cycle; CPU: one core of
+    `float_vector_width` lanes) and their chains of iterations one after another, as many at
+    once as fit (batch 1 on a GPU is this latency: few, short chains win)."""
+    device = device or DeviceTraits()
+    dil = run_dilation(blocks)
+    phase_len = -(-length // dil)
+    hs = halos(blocks, dil)
+    ch = _channels(blocks)
+    budget = local_budget(device)
+    gpu = device.kind != "CPU"
+    warp, issue = (32, 4) if gpu else (max(device.float_vector_width, 1), 1)
+    max_group = max(1, min(512 if gpu else 256, device.max_work_group_size))
+    best = None
+    r_options = [r for r in (32, 16, 8, 4, 2, 1) if r <= dil] or [1]
+    m_options = sorted({m for m in (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
+                        if m < phase_len} | {phase_len})
+    for pb in (4, 1):
+        per_iteration = 5 * pb + 4
+        for r in r_options:
+            for m in m_options:
+                window = min(m + hs[0][0], phase_len)
+                nbytes = 3 * ch * window * r * 4
+                if nbytes > budget:
+                    continue
+                stages = _stages(blocks, hs, r, m, pb, phase_len)
+                most = max(items for items, _ in stages)
+                group = min(max_group, -(-most // warp) * warp)
+                chain = sum(-(-items // group) * iters * per_iteration + 300
+                            for items, iters in stages)
+                work = sum(-(-items // warp) * iters * per_iteration for items, iters in stages)
+                groups = batch * -(-dil // r) * -(-phase_len // m)
+                per_unit = -(-groups // max(device.compute_units, 1))
+                resident = max(1, min(2048 // group, 4 * budget // nbytes)) if gpu else 1
+                time = max(per_unit * work / issue, chain * -(-per_unit // resident))
+                if best is None or time < best[0]:
+                    best = (time, Tile(r, m, pb, window, group, -(-dil // r),
+                                       -(-phase_len // m), phase_len, nbytes))
+    return best[1] if best else None
+
+
+@register_op
+class TemporalBlocks(Op):
+    type = "TemporalBlocks"
+    input_count = (2, 2)
+    attributes = (Attr("channels", "ints", required=True), Attr("kernels", "ints", required=True),
+                  Attr("dilations", "ints", required=True),
+                  Attr("downsample", "ints", required=True))
+
+    def blocks(self, attrs, inputs) -> list[BlockShape]:
+        """The run's blocks, every attribute and input checked against them."""
+        op = self.type
+        ch, ks, ds, down = (attrs[a] for a in ("channels", "kernels", "dilations", "downsample"))
+        n = len(down)
+        if n < 1 or len(ch) != n + 1 or len(ks) != 2 * n or len(ds) != 2 * n:
+            raise BindingError(f"{op}: expected n+1 channels, 2n kernels, 2n dilations and n "
+                               f"downsample flags for n >= 1 blocks; found {len(ch)}, {len(ks)}, "
+                               f"{len(ds)} and {n}")
+        if min(ch) < 1 or min(ks) < 1 or min(ds) < 1 or set(down) - {0, 1}:
+            raise BindingError(f"{op}: channels, kernels and dilations must be >= 1 and "
+                               f"downsample 0 or 1; found {list(ch)}, {list(ks)}, {list(ds)}, "
+                               f"{list(down)}")
+        blocks = [BlockShape(ch[i], ch[i + 1], ks[2 * i], ds[2 * i], ks[2 * i + 1],
+                             ds[2 * i + 1], bool(down[i])) for i in range(n)]
+        for i, b in enumerate(blocks):
+            if not b.down and b.cin != b.cout:
+                raise BindingError(f"{op}: block {i} maps {b.cin} channels to {b.cout}: its "
+                                   f"residual needs a downsample")
+        x, params = shape_of(inputs[0]), shape_of(inputs[1])
+        if any(t.dtype != "f32" for t in inputs) or len(x) != 3 or x[1] != ch[0]:
+            raise BindingError(f"{op}: expected a float32 input (N, {ch[0]}, T) and float32 "
+                               f"weights; found {inputs[0].dtype} {list(x)} and "
+                               f"{inputs[1].dtype} weights")
+        if params != (packed_size(blocks),):
+            raise BindingError(f"{op}: the packed weights of these blocks are "
+                               f"{packed_size(blocks)} floats; found shape {list(params)}")
+        if x[0] * max(ch) * max(x[2], 1) > _INT_LIMIT:
+            raise BindingError(f"{op}: input {list(x)} is past the kernel's 32-bit indices")
+        return blocks
+
+    def infer_shapes(self, attrs, inputs, consts):
+        blocks = self.blocks(attrs, inputs)
+        n, _, length = shape_of(inputs[0])
+        return [((n, blocks[-1].cout, length), "f32")]
+
+    def launches(self, attrs, inputs, outputs, consts, ctx=DEFAULT_CONTEXT):
+        blocks = self.blocks(attrs, inputs)
+        batch, _, length = shape_of(inputs[0])
+        if batch * length == 0:
+            return []
+        tile = choose_tile(blocks, batch, length, ctx.device)
+        if tile is None:
+            raise BindingError(f"{self.type}: {len(blocks)} block(s) of up to "
+                               f"{_channels(blocks)} channels need "
+                               f"{min_local_bytes(blocks, length)} bytes of local memory; the "
+                               f"device has {local_budget(ctx.device)}")
+        dil = run_dilation(blocks)
+        table, offset = [], 0
+        for b, (h_in, h_mid, h_out) in zip(blocks, halos(blocks, dil)):
+            starts = np.cumsum([offset] + block_sizes(b))
+            offset = int(starts[-1])
+            table += [b.cin, b.cout, b.k1, b.d1 // dil, b.k2, b.d2 // dil, int(b.down),
+                      *(int(s) for s in starts[:6]), h_in, h_mid, h_out]
+        scalars = (len(blocks), length, dil, tile.r, tile.m, tile.window, _channels(blocks),
+                   tile.r_tiles, tile.m_tiles, tile.phase_len)
+        args = (Arg.input(0), Arg.input(1), Arg.output(0),
+                Arg.const(np.array(table, np.int32))) + \
+            tuple(Arg.scalar(np.int32(v)) for v in scalars) + (Arg.local(tile.local_bytes),)
+        groups = batch * tile.r_tiles * tile.m_tiles
+        label = f"temporal_blocks_pb{tile.pb}"
+        return [KernelLaunch(program_text(label, {"PB": tile.pb}, "temporal_blocks.cl"),
+                             "temporal_blocks",
+                             args, (groups * tile.local_size,), (tile.local_size,),
+                             label=label)]

@@ -1,0 +1,214 @@
+// A run of TCN temporal blocks in one launch (ops/nn/temporal_block.py). Each block:
+//   h = relu(conv1(x) + b1); h2 = relu(conv2(h) + b2); out = relu(h2 + (wd * x + bd or x))
+// with causal dilated 1-D convolutions (zero padding before the start only).
+//
+// Time t = r + D*m: residue r (mod D, the gcd of the run's dilations) and phase position m. A
+// convolution of dilation d reads m - j*(d/D) of its own residue: the residues are independent
+// sequences, so a work-group takes TILE_R residues and TILE_M phase positions of one batch
+// item. It stages its input window (the tile plus the halo the receptive field needs) in local
+// memory, computes each convolution over the window the next stage reads (recomputing the
+// halo), and writes only the last block's output of its tile. Local memory holds three regions
+// (input, middle, output of a block) of CH channels x WINDOW positions x TILE_R residues, laid
+// out [channel][position][residue] so that neighbouring work items read neighbouring words.
+//
+// Weights are packed per block as [cin][tap][cout rounded up to 4] (zero padded): a work item
+// computes 4 output channels (one float4 weight load, the same for the whole warp) at PB
+// positions (a #define: 1 where a short chain per work item matters, batch 1 on a GPU; 4 for
+// 4 * PB multiply-adds per weight load where throughput does).
+//
+// The per-block table (int, FIELDS per block): see the F_* offsets below.
+#define F_CIN 0
+#define F_COUT 1
+#define F_K1 2
+#define F_E1 3
+#define F_K2 4
+#define F_E2 5
+#define F_DOWN 6
+#define F_W1 7
+#define F_B1 8
+#define F_W2 9
+#define F_B2 10
+#define F_WD 11
+#define F_BD 12
+#define F_HIN 13
+#define F_HMID 14
+#define F_HOUT 15
+#define FIELDS 16
+
+// acc[pb] += sum over taps j and input channels ci of w[ci][j][co..co+3] * in[ci][m - (k-1-j)e]
+// at positions m = lo_out + w_lane + pb * lanes (clamped into the window; only stored in it).
+// Four channels a step, by hand (PoCL's LLVM does not unroll a loop of unknown count): their
+// loads issue before the multiply-adds wait on them, where few warps hide no latency (batch 1
+// on a GPU).
+inline void causal_taps(float4 acc[PB], __local const float* in, int lo_in, int cstride,
+                        int tile_r, int r, int lo_out, int w_lane, int lanes, int width,
+                        int cin, int k, int e, __global const float* w, int cop, int cb) {
+    const int wstep = k * cop;
+    for (int j = 0; j < k; j++) {
+        const int shift = (k - 1 - j) * e;
+        int at[PB];
+        float live[PB];
+        #pragma unroll
+        for (int pb = 0; pb < PB; pb++) {
+            const int q = lo_out + min(w_lane + pb * lanes, width - 1) - shift;
+            // before the start: the zero padding (the index clamped: no read before the region)
+            at[pb] = max(q - lo_in, 0) * tile_r + r;
+            live[pb] = q >= 0 ? 1.0f : 0.0f;
+        }
+        __global const float* wj = w + j * cop + cb * 4;
+        int ci = 0;
+        for (; ci + 4 <= cin; ci += 4) {
+            const float4 w0 = vload4(0, wj + ci * wstep), w1 = vload4(0, wj + (ci + 1) * wstep);
+            const float4 w2 = vload4(0, wj + (ci + 2) * wstep);
+            const float4 w3 = vload4(0, wj + (ci + 3) * wstep);
+            __local const float* s0 = in + ci * cstride;
+            __local const float* s1 = s0 + cstride;
+            __local const float* s2 = s1 + cstride;
+            __local const float* s3 = s2 + cstride;
+            #pragma unroll
+            for (int pb = 0; pb < PB; pb++)
+                acc[pb] += live[pb] * (w0 * s0[at[pb]] + w1 * s1[at[pb]] +
+                                       w2 * s2[at[pb]] + w3 * s3[at[pb]]);
+        }
+        for (; ci < cin; ci++) {
+            const float4 w0 = vload4(0, wj + ci * wstep);
+            __local const float* s0 = in + ci * cstride;
+            #pragma unroll
+            for (int pb = 0; pb < PB; pb++)
+                acc[pb] += live[pb] * (w0 * s0[at[pb]]);
+        }
+    }
+}
+
+__kernel void temporal_blocks(__global const float* restrict x,
+                              __global const float* restrict params,
+                              __global float* restrict y, __constant int* table, int blocks,
+                              int length, int dil, int tile_r, int tile_m, int window, int ch,
+                              int r_tiles, int m_tiles, int phase_len, __local float* scratch) {
+    const int tiles = r_tiles * m_tiles;
+    const int g = get_group_id(0);
+    const int b = g / tiles;
+    const int r0 = ((g - b * tiles) / m_tiles) * tile_r;
+    const int m0 = ((g - b * tiles) % m_tiles) * tile_m;
+    const int hi = min(m0 + tile_m, phase_len);
+    const int lid = get_local_id(0), lsz = get_local_size(0);
+    const int cstride = window * tile_r;
+    __local float* buf_in = scratch;
+    __local float* buf_mid = scratch + ch * cstride;
+    __local float* buf_out = scratch + 2 * ch * cstride;
+
+    // the run's input window [lo_in, hi), zero where t is past the end or the residue is not one
+    const int cin0 = table[F_CIN];
+    int lo_in = max(0, m0 - table[F_HIN]);
+    {
+        const int span = (hi - lo_in) * tile_r;
+        __global const float* xb = x + (size_t)b * cin0 * length;
+        for (int i = lid; i < cin0 * span; i += lsz) {
+            const int c = i / span, p = i - c * span;
+            const int w = p / tile_r, r = p - w * tile_r;
+            const int t = r0 + r + dil * (lo_in + w);
+            buf_in[c * cstride + p] = (r0 + r < dil && t < length) ? xb[c * length + t] : 0.0f;
+        }
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+
+    for (int blk = 0; blk < blocks; blk++) {
+        __constant int* f = table + blk * FIELDS;
+        const int cin = f[F_CIN], cout = f[F_COUT], cop = (cout + 3) & ~3;
+        const int cbs = cop / 4;
+        const int last = blk == blocks - 1;
+
+        // conv1 + bias + ReLU over the middle window [lo_mid, hi)
+        const int lo_mid = max(0, m0 - f[F_HMID]);
+        {
+            const int width = hi - lo_mid, lanes = (width + PB - 1) / PB;
+            for (int i = lid; i < cbs * lanes * tile_r; i += lsz) {
+                const int cb = i / (lanes * tile_r), p = i - cb * lanes * tile_r;
+                const int w_lane = p / tile_r, r = p - w_lane * tile_r;
+                const float4 bias = vload4(cb, params + f[F_B1]);
+                float4 acc[PB];
+                #pragma unroll
+                for (int pb = 0; pb < PB; pb++)
+                    acc[pb] = bias;
+                causal_taps(acc, buf_in, lo_in, cstride, tile_r, r, lo_mid, w_lane, lanes, width,
+                            cin, f[F_K1], f[F_E1], params + f[F_W1], cop, cb);
+                #pragma unroll
+                for (int pb = 0; pb < PB; pb++) {
+                    const int w = w_lane + pb * lanes;
+                    if (w < width) {
+                        __local float* dst = buf_mid + (cb * 4) * cstride + w * tile_r + r;
+                        const float4 v = fmax(acc[pb], 0.0f);
+                        dst[0] = v.s0;
+                        dst[cstride] = v.s1;
+                        dst[2 * cstride] = v.s2;
+                        dst[3 * cstride] = v.s3;
+                    }
+                }
+            }
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+
+        // conv2 + bias + ReLU, the residual (identity or 1x1 downsample), ReLU over [lo_out, hi)
+        const int lo_out = max(0, m0 - f[F_HOUT]);
+        {
+            const int width = hi - lo_out, lanes = (width + PB - 1) / PB;
+            const int down = f[F_DOWN];
+            for (int i = lid; i < cbs * lanes * tile_r; i += lsz) {
+                const int cb = i / (lanes * tile_r), p = i - cb * lanes * tile_r;
+                const int w_lane = p / tile_r, r = p - w_lane * tile_r;
+                const float4 bias = vload4(cb, params + f[F_B2]);
+                float4 acc[PB];
+                #pragma unroll
+                for (int pb = 0; pb < PB; pb++)
+                    acc[pb] = bias;
+                causal_taps(acc, buf_mid, lo_mid, cstride, tile_r, r, lo_out, w_lane, lanes,
+                            width, cout, f[F_K2], f[F_E2], params + f[F_W2], cop, cb);
+                #pragma unroll
+                for (int pb = 0; pb < PB; pb++) {
+                    const int w = min(w_lane + pb * lanes, width - 1);
+                    __local const float* src = buf_in + (lo_out + w - lo_in) * tile_r + r;
+                    float4 res;
+                    if (down) {
+                        res = vload4(cb, params + f[F_BD]);
+                        for (int ci = 0; ci < cin; ci++)
+                            res += vload4(cb, params + f[F_WD] + ci * cop) * src[ci * cstride];
+                    } else {
+                        src += (cb * 4) * cstride;
+                        res = (float4)(src[0], src[cstride], src[2 * cstride], src[3 * cstride]);
+                    }
+                    acc[pb] = fmax(fmax(acc[pb], 0.0f) + res, 0.0f);
+                }
+                #pragma unroll
+                for (int pb = 0; pb < PB; pb++) {
+                    const int w = w_lane + pb * lanes;
+                    if (w >= width)
+                        continue;
+                    const float4 v = acc[pb];
+                    if (last) {
+                        const int t = r0 + r + dil * (lo_out + w);
+                        if (r0 + r < dil && t < length) {
+                            __global float* dst = y + ((size_t)b * cout + cb * 4) * length + t;
+                            const int co = cb * 4;
+                            dst[0] = v.s0;
+                            if (co + 1 < cout) dst[length] = v.s1;
+                            if (co + 2 < cout) dst[2 * length] = v.s2;
+                            if (co + 3 < cout) dst[3 * length] = v.s3;
+                        }
+                    } else {
+                        __local float* dst = buf_out + (cb * 4) * cstride + w * tile_r + r;
+                        dst[0] = v.s0;
+                        dst[cstride] = v.s1;
+                        dst[2 * cstride] = v.s2;
+                        dst[3 * cstride] = v.s3;
+                    }
+                }
+            }
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        // the output is the next block's input; the old input region takes its output
+        __local float* old_in = buf_in;
+        buf_in = buf_out;
+        buf_out = old_in;
+        lo_in = lo_out;
+    }
+}

@@ -1,0 +1,127 @@
+"""The TCN window in few launches (issue 24, point 2): a Network rewrites runs of temporal blocks
+into TemporalBlocks layers where launches are dear (passes_for: a GPU). PoCL is a CPU, where the
+rewrite does not pay, so these tests make the Network pick the GPU's list of rewrites (the
+kernels still run on PoCL with the tile its local memory gives) and count the launches with the
+profiler (runtime/observe/profile.py); outputs against ONNX Runtime."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from customlayers.jit.launch import DeviceTraits
+from customlayers.passes import passes_for
+from customlayers.runtime.compile import network as network_module
+from customlayers.runtime.compile.network import Network
+from customlayers.runtime.device.device import Engine
+from customlayers.runtime.observe.profile import collect
+from tcn_models import Spec, ort_run, tcn_model
+
+pytest.importorskip("onnxruntime")
+# appended: tests/ stays first (bench/ has a models.py of its own)
+sys.path.append(str(Path(__file__).resolve().parents[2] / "bench"))
+import gpu_peers  # noqa: E402
+
+GPU = DeviceTraits("GPU", compute_units=132, max_work_group_size=1024, local_mem_size=48 * 1024)
+
+
+@pytest.fixture
+def as_on_a_gpu(monkeypatch):
+    """Networks made in the test rewrite their graphs as on a GPU."""
+    monkeypatch.setattr(network_module, "passes_for", lambda device: passes_for(GPU))
+
+
+@pytest.fixture(scope="module")
+def engine(test_device):
+    return Engine(test_device)
+
+
+def launches(net: Network, x: np.ndarray) -> tuple[dict, int, list]:
+    request = net.create_request()
+    out = request.infer({"x": x})
+    rows = collect(request)
+    return out, sum(r.launches for r in rows), [r.type for r in rows]
+
+
+def close(got, want):
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * max(1.0, np.abs(want).max()))
+
+
+@pytest.mark.parametrize("batch,weight_norm", [(1, False), (64, False), (1, True)])
+def test_the_seed_tcn_window_runs_in_four_launches(tmp_path, engine, as_on_a_gpu, batch,
+                                                   weight_norm):
+    path = gpu_peers.onnx_tcn(tmp_path / "tcn.onnx", batch, weight_norm=weight_norm)
+    x = np.random.default_rng(batch).standard_normal((batch, 1, 784)).astype(np.float32)
+    net = Network(path, engine=engine, profiling=True)
+    out, count, types = launches(net, x)
+    # 17 convolution launches before: now 4 for the window, 1 for the head
+    assert types == ["TemporalBlocks"] * 4 + ["MatMul+bias+logsoftmax"]
+    assert count == 5 <= 6
+    close(out["y"], ort_run(path, {"x": x})["y"])
+
+
+def test_on_a_cpu_the_blocks_run_as_before(tmp_path, engine):
+    path = gpu_peers.onnx_tcn(tmp_path / "tcn.onnx", 1, levels=2)
+    net = Network(path, engine=engine)
+    assert "TemporalBlocks" not in [s.type for s in net.plan.steps]
+
+
+@pytest.mark.parametrize("form", ["chomp", "pads", "pad_op"])
+def test_blocks_of_every_form_match_onnxruntime(tmp_path, engine, as_on_a_gpu, form):
+    specs = [Spec(3, 8, 3, 1, form), Spec(8, 8, 5, 3, form, bias=False),
+             Spec(8, 5, 2, 7, form), Spec(5, 5, 7, 4, form)]
+    path = tcn_model(tmp_path / "m.onnx", 3, 97, specs, seed=2)
+    x = np.random.default_rng(3).standard_normal((3, 3, 97)).astype(np.float32)
+    net = Network(path, engine=engine, profiling=True)
+    out, count, types = launches(net, x)
+    # runs (d 1, 3), (7), (4): a longer run would pass MAX_RUN_HALO; 13 launches unfused
+    assert types == ["TemporalBlocks"] * 3 and count == 3
+    close(out["y"], ort_run(path, {"x": x})["y"])
+
+
+def test_the_fused_network_still_streams(tmp_path, engine, as_on_a_gpu):
+    """Network.streaming converts the graph as read, not the fused one: each step equals the
+    fused window network on the prefix, read at its last step."""
+    batch, steps = 2, 20
+    x = np.random.default_rng(5).standard_normal((batch, 1, steps)).astype(np.float32)
+    path = gpu_peers.onnx_tcn(tmp_path / "tcn.onnx", batch, length=steps, weight_norm=True)
+    net = Network(path, engine=engine)
+    assert "TemporalBlocks" in [s.type for s in net.plan.steps]
+    stream = net.streaming()
+    got = [stream.step(x[:, :, t])["y"] for t in range(steps)]
+    for length in (1, 7, steps):
+        prefix = gpu_peers.onnx_tcn(tmp_path / f"tcn{length}.onnx", batch, length=length,
+                                    weight_norm=True)
+        window = Network(prefix, engine=engine)
+        assert "TemporalBlocks" in [s.type for s in window.plan.steps]
+        full = window.infer({"x": np.ascontiguousarray(x[:, :, :length])})["y"]
+        close(got[length - 1], full)
+
+
+def test_torchs_export_of_the_seed_tcn_window_runs_in_four_launches(engine, as_on_a_gpu):
+    """torch.onnx's export (weight norm as arithmetic, the chomp Slices folded whatever the
+    length: N and T are dynamic) against torch's own output. Its head is three launches: the
+    Gather and the LogSoftmax are folded into the MatMul only where the shapes are declared."""
+    models = Path(__file__).resolve().parents[1] / "data" / "models"
+    x = np.load(models / "tcn_torch_x.npy")
+    net = Network(models / "tcn_torch_wn.onnx", engine=engine, profiling=True)
+    request = net.create_request({"x": x.shape})
+    out = request.infer({"x": x})
+    rows = collect(request)
+    assert [r.type for r in rows] == ["TemporalBlocks"] * 4 + ["Gather", "MatMul+bias",
+                                                               "LogSoftmax"]
+    assert sum(r.launches for r in rows[:4]) == 4
+    np.testing.assert_allclose(out["y"], np.load(models / "tcn_torch_y.npy"), rtol=1e-4,
+                               atol=1e-4)
+
+
+def test_a_compiled_package_of_the_fused_tcn_runs_as_compiled(tmp_path, engine, as_on_a_gpu):
+    from customlayers.runtime.compile.packaged import save_package
+    path = gpu_peers.onnx_tcn(tmp_path / "tcn.onnx", 2, levels=4, length=100)
+    x = np.random.default_rng(7).standard_normal((2, 1, 100)).astype(np.float32)
+    save_package(Network(path, engine=engine), tmp_path / "tcn.clpkg")
+    loaded = Network(tmp_path / "tcn.clpkg", engine=engine)
+    assert [s.type for s in loaded.plan.steps][:2] == ["TemporalBlocks"] * 2
+    close(loaded.infer({"x": x})["y"], ort_run(path, {"x": x})["y"])
