@@ -1,5 +1,5 @@
-"""Throughput of a model with custom layers through Ray Data with one actor per GPU (or per share
-of the CPU cores), the efficiency per added GPU, and where the time goes, measured in one run.
+"""Throughput of a model with custom layers through Ray with one actor per GPU (or per share of
+the CPU cores), the efficiency per added GPU, and where the time goes, measured in one run.
 
     python bench/ray_scaling.py --gpu --model resnet50 --batch 32    # a node with GPUs
     python bench/ray_scaling.py --model demo                         # CPU (PoCL)
@@ -11,9 +11,12 @@ actor cuts a Ray batch into requests of the model's batch and runs them with `--
 so one request's upload overlaps another's compute. The dataset is a few distinct blocks
 repeated (a union of one materialized dataset), so the object store holds them once.
 
-GPU cases: 1, 2, 4, ... actors with one GPU each (as many as the node has), each with pageable
-uploads and with pinned ones (CustomLayersPredictor(pinned=True)). CPU cases: 1 actor on half
-the cores, 2 actors on half each (the ideal is 2x), 1 actor on all the cores.
+Two paths (--path): Ray Data (map_batches with an actor pool, `--tasks-per-actor` batches queued
+per actor) and Ray Core (the predictor as a plain actor, called with ObjectRefs of the numpy
+batches, two calls in flight per actor). GPU cases: 1, 2, 4, ... actors with one GPU each (as
+many as the node has), with pageable uploads and with pinned ones (--uploads;
+CustomLayersPredictor(pinned=True)). CPU cases: 1 actor on half the cores, 2 actors on half each
+(the ideal is 2x), 1 actor on all the cores.
 
 Figures:
   * steady rows/s: while every actor works, from batch times stamped inside the actors (actor
@@ -21,8 +24,8 @@ Figures:
   * efficiency: rows/s of n actors / (n x rows/s of 1 actor) of the same upload kind;
   * where the time goes, per actor, as shares of the steady window: `device` (requests in
     flight: uploads, kernels, read-backs), `host` (cutting the batch into requests, padding,
-    joining the outputs), `ray` (waiting for Ray Data's next batch: scheduling, object
-    transfers); and, outside Ray, one GPU's own ceiling from a probe task: rows/s with the
+    joining the outputs), `ray` (waiting for Ray's next batch: scheduling, object
+    transfers, the call's own overhead in the actor); and, outside Ray, one GPU's own ceiling from a probe task: rows/s with the
     input already on the device, with pageable uploads and with pinned ones;
   * actor start-up: the predictor's construction (the package loaded, the device set up), with
     the driver's compiled-code cache cold (a fresh CUDA_CACHE_PATH: the probe) and warm (the
@@ -345,9 +348,11 @@ def main(argv=None) -> int:
     parser.add_argument("--path", choices=("data", "core", "both"), default="both",
                         help="Ray Data's map_batches with an actor pool, Ray Core actors "
                              "called with ObjectRefs of the batches, or each")
-    parser.add_argument("--tasks-per-actor", type=int, default=None,
+    parser.add_argument("--tasks-per-actor", type=int, default=8,
                         help="Ray Data: tasks queued per actor (max_tasks_in_flight_per_actor; "
-                             "default Ray's); Ray Core: calls in flight per actor (default 2)")
+                             "default 8: with Ray's own, 0, ResNet-50's actors waited for "
+                             "their next batch 41%% of the time); Ray Core: calls in flight "
+                             "per actor (default 2)")
     parser.add_argument("--no-probe", action="store_true",
                         help="skip the probes (start-up, one GPU's ceiling outside Ray)")
     parser.add_argument("--package", default=None,
@@ -437,10 +442,9 @@ def main(argv=None) -> int:
                               cuda_cache=caches["actors"] if args.gpu else None)
                 if path == "data":
                     r = run_pass(ray, ds, actors, kwargs, ray_batch, resources, rows,
-                                 args.tasks_per_actor)
+                                 args.tasks_per_actor if args.tasks_per_actor != 0 else None)
                 else:
-                    r = core_pass(ray, refs, actors, kwargs, resources, rows // ray_batch,
-                                  args.tasks_per_actor or 2)
+                    r = core_pass(ray, refs, actors, kwargs, resources, rows // ray_batch, 2)
                 if actors == 1:
                     single.setdefault((path, pinned), r["steady"])
                 reference = not args.gpu and resources["num_cpus"] == args.cpus

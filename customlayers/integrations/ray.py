@@ -7,7 +7,9 @@
     out = ds.map_batches(CustomLayersPredictor,
                          fn_constructor_kwargs=dict(model="m.onnx", configs=["layers.xml"],
                                                     device="GPU"),
-                         batch_size=32, concurrency=4, num_gpus=1)
+                         batch_size=128, num_gpus=1,
+                         compute=ray.data.ActorPoolStrategy(
+                             size=4, max_tasks_in_flight_per_actor=8))
 
 Ray makes one instance per actor, so the network (its configs loaded, its programs built
 through the on-disk cache) is built once per actor and reused for every batch. With
@@ -15,7 +17,11 @@ through the on-disk cache) is built once per actor and reused for every batch. W
 gets as many threads as the actor has CPUs (`num_cpus`), so actors do not oversubscribe the
 cores (placement.py). Batches are cut into requests as the model's batch dimension requires
 (batches.py) and run with several in flight (inflight.py). The class needs nothing of Ray
-itself, so it also runs in a plain process (`pip install customlayers[ray]` brings Ray).
+itself, so it also runs in a plain process or as a Ray Core actor (`pip install
+customlayers[ray]` brings Ray). `model` may be a compiled package (.clpkg): nothing is built or
+tuned per actor, and rows are cut into requests of the package's compiled batch. Queue several
+batches per actor (max_tasks_in_flight_per_actor): a GPU actor otherwise waits for Ray's next
+batch (bench/ray_scaling.py: 71% efficiency at 4 GPUs with Ray's default, 97% with 8).
 """
 from __future__ import annotations
 

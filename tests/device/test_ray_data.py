@@ -119,3 +119,35 @@ def test_layer_error_in_a_batch_is_an_error_not_a_hang(ray_local, tmp_path):
             concurrency=ACTORS).take_all())
     text = str(caught.value)
     assert "KernelBuildError" in text and "reorg.cl:3" in text, text[-2000:]
+
+
+def test_actors_from_a_package_through_ray_data_and_ray_core(ray_local, tmp_path):
+    """The scale-out recipe of the README: a package compiled once, loaded by every actor
+    (nothing built), with batches queued per actor (Ray Data) or called by ObjectRef (Ray Core,
+    pinned uploads); the rows equal a plain loop."""
+    from customlayers.integrations.network_setup import build_network
+    from customlayers.runtime.compile.packaged import save_package
+    from ray_cases import fixed_batch_reorg
+    ray = ray_local
+    package = tmp_path / "reorg4.clpkg"
+    save_package(build_network(fixed_batch_reorg(tmp_path, 4), REORG_MODEL["configs"],
+                               device=TEST_DEVICE), package)
+    rows = RNG.standard_normal((40, 4, 6, 8)).astype(np.float32)
+    expected = plain_loop(REORG_MODEL, rows)
+    items = [{"id": i, "x": rows[i]} for i in range(len(rows))]
+    kwargs = dict(model=str(package), device=TEST_DEVICE, nireq=2)
+    out = within(PATIENCE_S, lambda: ray.data.from_items(items, override_num_blocks=5)
+                 .map_batches(CustomLayersPredictor, fn_constructor_kwargs=kwargs,
+                              batch_size=8, num_cpus=RAY_CPUS / ACTORS,
+                              compute=ray.data.ActorPoolStrategy(
+                                  size=ACTORS, max_tasks_in_flight_per_actor=8)).take_all())
+    out.sort(key=lambda r: r["id"])
+    np.testing.assert_array_equal(np.stack([r["y"] for r in out]), expected)
+
+    actor = ray.remote(num_cpus=1)(CustomLayersPredictor).remote(**kwargs, pinned=True)
+    try:
+        refs = [ray.put(rows[i:i + 10]) for i in range(0, 40, 10)]   # 10 rows: 3 requests
+        got = within(PATIENCE_S, lambda: ray.get([actor.__call__.remote(r) for r in refs]))
+    finally:
+        ray.kill(actor)
+    np.testing.assert_array_equal(np.concatenate([g["y"] for g in got]), expected)
