@@ -67,9 +67,11 @@ PASSES = FOLDING + (
 # fuse_temporal_blocks, the CLI's --fuse-temporal-blocks): no device measured has gained yet.
 # On an NVIDIA H200 (bench/gpu_peers.py, one run) the seed's TCN at batch 1 took 18 launches
 # and 0.16 ms of kernels (0.21 ms window with device buffers) unfused, 5 launches and 0.29 ms
-# (window 0.32 ms) fused; at 64, 0.46 ms (0.49) unfused, 0.80 ms (0.83) fused: the fused
-# kernels' few large tiles leave most of its 132 SMs idle at batch 1, which the tile's cost
-# model did not predict. On PoCL (2 busy cores, AVX-512): 4.7 ms fused against 2.4 ms at
+# (window 0.32 ms) fused; at 64, 0.46 ms (0.49) unfused, 0.80 ms (0.83) fused, which the
+# tile's cost model did not predict. Its tiles there: at batch 1, 98-128 work-groups for 132
+# SMs, each recomputing a halo of 36 positions for 8; at 64, 34 of the 48 KB of local memory
+# each (one resident per SM). The tuner now times other tiles (ops/nn/temporal_block.py's
+# tile_candidates). On PoCL (2 busy cores, AVX-512): 4.7 ms fused against 2.4 ms at
 # batch 1, 270 against 84 ms at 64
 LAUNCH_BOUND = (fuse_temporal_blocks,)
 

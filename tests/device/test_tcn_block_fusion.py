@@ -5,6 +5,7 @@ The kernels run on PoCL with the tile its local memory gives; the launches are c
 profiler (runtime/observe/profile.py); outputs against ONNX Runtime."""
 from __future__ import annotations
 
+import json
 import os
 import sys
 from pathlib import Path
@@ -145,3 +146,22 @@ def test_the_cli_fuses_where_asked_and_a_package_runs_as_compiled(tmp_path, caps
     assert cli_main(["run", "-m", str(tmp_path / "fused.clpkg"), "-d", TEST_DEVICE,
                      "-pc"]) == 0
     assert "TemporalBlocks" in capsys.readouterr().out
+
+
+def test_the_tuner_times_the_tiles_and_runs_the_fastest(tmp_path, test_device):
+    """tuning "full" on this device times every tile candidate of each TemporalBlocks layer
+    (ops/nn/temporal_block.py's tile_candidates) and runs the one it keeps."""
+    from customlayers.runtime.device.cache import ProgramCache
+    path = gpu_peers.onnx_tcn(tmp_path / "tcn.onnx", 2, levels=4, length=100)
+    x = np.random.default_rng(9).standard_normal((2, 1, 100)).astype(np.float32)
+    engine = Engine(test_device, cache=ProgramCache(tmp_path / "cache"))
+    net = fused_network(path, engine, tuning="full")
+    records = [r for f in (tmp_path / "cache" / "tuning").glob("*.json")
+               for r in json.loads(f.read_text())["choices"].values()
+               if r["type"] == "TemporalBlocks"]
+    assert len(records) == 2                       # one per run of two blocks
+    for record in records:
+        assert len(record["times_us"]) >= 2
+        assert all(name.startswith("tile_r") for name in record["times_us"])
+        assert record["variant"] in record["times_us"]
+    close(net.infer({"x": x})["y"], ort_run(path, {"x": x})["y"])
