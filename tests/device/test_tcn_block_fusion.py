@@ -165,3 +165,15 @@ def test_the_tuner_times_the_tiles_and_runs_the_fastest(tmp_path, test_device):
         assert all(name.startswith("tile_r") for name in record["times_us"])
         assert record["variant"] in record["times_us"]
     close(net.infer({"x": x})["y"], ort_run(path, {"x": x})["y"])
+
+
+def test_gpu_peers_runs_the_tcn_unfused_and_fused_in_one_run(monkeypatch, capsys):
+    monkeypatch.setattr(sys, "argv", ["gpu_peers.py", "--device", TEST_DEVICE, "--only", "TCN",
+                                      "--quick", "--runs", "1", "--temporal-blocks"])
+    assert gpu_peers.main() == 0
+    rows = {line.split("  ")[0]: line.split() for line in capsys.readouterr().out.splitlines()
+            if line.startswith("TCN b")}
+    assert list(rows) == ["TCN b1", "TCN b1 fused", "TCN b4", "TCN b4 fused"]
+    for batch in (1, 4):
+        assert rows[f"TCN b{batch} fused"][6] == "5"            # launches: 4 runs and the head
+        assert float(rows[f"TCN b{batch} fused"][-1]) < 1e-5    # against the unfused row
