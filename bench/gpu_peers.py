@@ -10,12 +10,16 @@
   b32, exported at opset 17 (torch only);
   the ReLU example layer on 1x64x1024x1024 against a float4 copy kernel (bandwidth).
 
+With --temporal-blocks each TCN case runs again with its temporal blocks fused
+(Network(fuse_temporal_blocks=True), off by default): a row 'TCN b1 fused' under 'TCN b1', the
+same model, inputs and torch times, the tiles the tuner kept in the notes.
+
 Ratios come from this one run. Without torch (or CUDA) the torch columns say why they are
 empty, and the models are made without it (the light ResNet-50 of the onnx package, the TCN
 written with onnx.helper), so `--device CPU --quick` smoke-tests the whole script on PoCL.
 
-    python bench/gpu_peers.py --device GPU [--runs 50] [--tuning fast]
-    python bench/gpu_peers.py --device CPU --quick
+    python bench/gpu_peers.py --device GPU [--runs 50] [--tuning fast] [--temporal-blocks]
+    python bench/gpu_peers.py --device CPU --quick [--only TCN --temporal-blocks]
 """
 from __future__ import annotations
 
@@ -251,15 +255,18 @@ def light_resnet50(workdir: Path, batch: int) -> tuple[Path, dict]:
 
 
 # -- ours ----------------------------------------------------------------------------------
-def ours(engine, path: Path, shapes: dict | None, xs: list, runs: int, tuning: str):
+def ours(engine, path: Path, shapes: dict | None, xs: list, runs: int, tuning: str,
+         fuse_temporal_blocks: bool = False):
     """(host ms, device-tensor ms, device ms of the kernels, launches, output, tuning note).
     host: numpy in and out; device-tensor: the input and the output are device buffers set on
     the request (set_tensor), as torch's are tensors on the GPU, so the time is the inference's
-    alone, from the first enqueue to the last kernel's end."""
+    alone, from the first enqueue to the last kernel's end. The note names the tiles of the
+    TemporalBlocks layers where the temporal blocks are fused."""
     import pyopencl as cl
     from customlayers.runtime.observe import profile
     from customlayers.runtime.compile.network import Network
-    net = Network(path, engine=engine, input_shapes=shapes, tuning=tuning)
+    options = dict(input_shapes=shapes, tuning=tuning, fuse_temporal_blocks=fuse_temporal_blocks)
+    net = Network(path, engine=engine, **options)
     feeds = dict(zip(net.input_names, xs))
     req = net.create_request()
     outputs = req.infer(feeds)
@@ -277,13 +284,19 @@ def ours(engine, path: Path, shapes: dict | None, xs: list, runs: int, tuning: s
         on_device.start_async()
         on_device.wait()
     device = median_ms(run_on_device, runs)
-    timed = Network(path, engine=engine, input_shapes=shapes, tuning=tuning, profiling=True)
+    timed = Network(path, engine=engine, profiling=True, **options)
     treq = timed.create_request()
     kernel_runs = []
     for _ in range(max(3, runs // 5)):
         treq.infer(feeds)
         kernel_runs.append(sum(r.ns for r in profile.collect(treq)) / 1e6)
     note = next((m for m in net.messages if m.startswith("tuning")), "")
+    tiles = [f"{launch.global_size[0] // launch.local_size[0]}x{launch.local_size[0]} "
+             f"{launch.label[-3:]}" for step in net.plan.steps if step.type == "TemporalBlocks"
+             for launch in step.launches]
+    if tiles:
+        note = "; ".join(filter(None, [note, f"TemporalBlocks work-groups x items: "
+                                             f"{', '.join(tiles)}"]))
     return host, device, statistics.median(kernel_runs), len(treq.events), out, note
 
 
@@ -329,6 +342,8 @@ def main() -> int:
                                                            "--quick 3)")
     ap.add_argument("--tuning", choices=("off", "fast", "full"), default="fast")
     ap.add_argument("--only", default="", help="run only the models whose name holds this")
+    ap.add_argument("--temporal-blocks", action="store_true",
+                    help="each TCN case also with its temporal blocks fused (a 'fused' row)")
     ap.add_argument("--quick", action="store_true",
                     help="small batches and a small ReLU tensor (a smoke test on a CPU device)")
     args = ap.parse_args()
@@ -375,18 +390,24 @@ def main() -> int:
                 path, shapes = light_resnet50(tmp, batch)
             else:
                 path, shapes = onnx_tcn(tmp / f"tcn{batch}.onnx", batch), None
-            host, device, kernels, launches, out, note = ours(engine, path, shapes, xs, runs,
-                                                              args.tuning)
             best = min(t for t in (eager, graph) if t is not None) if torch is not None else None
-            err = float(np.max(np.abs(out - want)) / max(np.max(np.abs(want)), 1e-30)) \
-                if want is not None else None
-            fmt = lambda v, p=2: "-" if v is None else f"{v:.{p}f}"   # noqa: E731
-            print(f"{model_name + f' b{batch}':<16} {host:>8.2f} {device:>8.2f} {kernels:>8.2f} "
-                  f"{launches:>8} {fmt(eager):>9} {fmt(graph):>9} "
-                  f"{fmt(host / best if best else None):>9} "
-                  f"{fmt(device / best if best else None):>9} "
-                  f"{'-' if err is None else f'{err:.1e}':>9}", flush=True)
-            notes.append(f"{model_name} b{batch}: {note}; {time.perf_counter() - t0:.0f} s in all")
+            fused = (False, True) if args.temporal_blocks and model_name == "TCN" else (False,)
+            for fuse in fused:
+                row = f"{model_name} b{batch}{' fused' if fuse else ''}"
+                host, device, kernels, launches, out, note = ours(
+                    engine, path, shapes, xs, runs, args.tuning, fuse_temporal_blocks=fuse)
+                err = float(np.max(np.abs(out - want)) / max(np.max(np.abs(want)), 1e-30)) \
+                    if want is not None else None
+                if want is None and len(fused) > 1:   # without torch: fused against unfused
+                    want = out
+                fmt = lambda v, p=2: "-" if v is None else f"{v:.{p}f}"   # noqa: E731
+                print(f"{row:<16} {host:>8.2f} {device:>8.2f} {kernels:>8.2f} "
+                      f"{launches:>8} {fmt(eager):>9} {fmt(graph):>9} "
+                      f"{fmt(host / best if best else None):>9} "
+                      f"{fmt(device / best if best else None):>9} "
+                      f"{'-' if err is None else f'{err:.1e}':>9}", flush=True)
+                took = f"{time.perf_counter() - t0:.0f} s since the case began"
+                notes.append(f"{row}: {'; '.join(filter(None, [note, took]))}")
         shape = (1, 8, 256, 256) if args.quick else (1, 64, 1024, 1024)
         relu_bw, copy_bw = relu_against_copy(engine, shape, runs)
         print(f"\nReLU example on {'x'.join(map(str, shape))}: {relu_bw:.0f} GB/s, float4 copy "
@@ -395,7 +416,8 @@ def main() -> int:
           "input and output as device buffers set on the request, as torch's input and output "
           "are tensors on the GPU; kernels: the sum of our kernels' device times; torch: input "
           "already on the device; ours/best and dev/best: over the faster of eager and CUDA "
-          "graph; max err: max |ours - torch| / max |torch|")
+          "graph; max err: max |ours - torch| / max |torch| (without torch, a fused row's against "
+          "its unfused row)")
     for n in notes:
         print("  " + n)
     return 0

@@ -30,8 +30,8 @@ causal_stream.py   a whole-window causal model [N, C, T] as the step of a stream
                    constants it evaluates
 
 PASSES is the ordered list Network runs (when it fuses) before it resolves the layers, and
-passes_for(device) that list with LAUNCH_BOUND (the fusions that pay only where launches are
-dear: not on a CPU) after it;
+passes_for(temporal_blocks=...) that list with LAUNCH_BOUND (fusions asked for: they cut
+launches but have not yet paid on any device measured) after it;
 FOLDING, its head, runs also when it does not (no layer runs unfolded shape arithmetic). Every
 entry is a function (graph, is_builtin) -> (the rewritten graph, one note per change), with
 is_builtin(node) true when the node runs its type's built-in (only those are rewritten), and
@@ -62,15 +62,21 @@ PASSES = FOLDING + (
     fold_gelu_chains,
 )
 
-# rewrites that pay where a launch is dear (a GPU's driver: about 10 us each), run after
-# PASSES (the temporal blocks are found in the causal convolutions the Pad and Slice folding
-# made). Not on a CPU: on PoCL (2 busy cores, AVX-512) the seed's TCN in TemporalBlocks kernels
-# took 4.7 ms at batch 1 and 270 ms at 64, in its CPU convolution kernels 2.4 and 84 ms
+# rewrites that cut launches, run after PASSES (the temporal blocks are found in the causal
+# convolutions the Pad and Slice folding made) only where asked for (Network's
+# fuse_temporal_blocks, the CLI's --fuse-temporal-blocks): no device measured has gained yet.
+# On an NVIDIA H200 (bench/gpu_peers.py, one run) the seed's TCN at batch 1 took 18 launches
+# and 0.16 ms of kernels (0.21 ms window with device buffers) unfused, 5 launches and 0.29 ms
+# (window 0.32 ms) fused; at 64, 0.46 ms (0.49) unfused, 0.80 ms (0.83) fused, which the
+# tile's cost model did not predict. Its tiles there: at batch 1, 98-128 work-groups for 132
+# SMs, each recomputing a halo of 36 positions for 8; at 64, 34 of the 48 KB of local memory
+# each (one resident per SM). The tuner now times other tiles (ops/nn/temporal_block.py's
+# tile_candidates). On PoCL (2 busy cores, AVX-512): 4.7 ms fused against 2.4 ms at
+# batch 1, 270 against 84 ms at 64
 LAUNCH_BOUND = (fuse_temporal_blocks,)
 
 
-def passes_for(device) -> tuple:
-    """The rewrites a Network runs for a device (jit.launch.DeviceTraits; None: not known,
-    as a GPU): PASSES, then LAUNCH_BOUND unless the device is a CPU."""
-    on_cpu = device is not None and device.kind == "CPU"
-    return PASSES if on_cpu else PASSES + LAUNCH_BOUND
+def passes_for(*, temporal_blocks: bool = False) -> tuple:
+    """The rewrites a Network runs when it fuses: PASSES, then LAUNCH_BOUND where
+    `temporal_blocks` asks for them (on any device: the tests run them on PoCL)."""
+    return PASSES + LAUNCH_BOUND if temporal_blocks else PASSES

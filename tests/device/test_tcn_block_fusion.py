@@ -1,19 +1,19 @@
-"""The TCN window in few launches (issue 24, point 2): a Network rewrites runs of temporal blocks
-into TemporalBlocks layers where launches are dear (passes_for: a GPU). PoCL is a CPU, where the
-rewrite does not pay, so these tests make the Network pick the GPU's list of rewrites (the
-kernels still run on PoCL with the tile its local memory gives) and count the launches with the
+"""The TCN window in few launches (issue 24, point 2): a Network asked for it
+(fuse_temporal_blocks, the CLI's --fuse-temporal-blocks) rewrites runs of temporal blocks into
+TemporalBlocks layers; off by default (it has not paid on the GPUs measured: passes/__init__.py).
+The kernels run on PoCL with the tile its local memory gives; the launches are counted with the
 profiler (runtime/observe/profile.py); outputs against ONNX Runtime."""
 from __future__ import annotations
 
+import json
+import os
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from customlayers.jit.launch import DeviceTraits
-from customlayers.passes import passes_for
-from customlayers.runtime.compile import network as network_module
+from customlayers.cli import main as cli_main
 from customlayers.runtime.compile.network import Network
 from customlayers.runtime.device.device import Engine
 from customlayers.runtime.observe.profile import collect
@@ -24,13 +24,12 @@ pytest.importorskip("onnxruntime")
 sys.path.append(str(Path(__file__).resolve().parents[2] / "bench"))
 import gpu_peers  # noqa: E402
 
-GPU = DeviceTraits("GPU", compute_units=132, max_work_group_size=1024, local_mem_size=48 * 1024)
+TEST_DEVICE = os.environ.get("CUSTOMLAYERS_TEST_DEVICE", "CPU")   # as conftest.py reads it
 
 
-@pytest.fixture
-def as_on_a_gpu(monkeypatch):
-    """Networks made in the test rewrite their graphs as on a GPU."""
-    monkeypatch.setattr(network_module, "passes_for", lambda device: passes_for(GPU))
+
+def fused_network(path, engine, **options) -> Network:
+    return Network(path, engine=engine, fuse_temporal_blocks=True, **options)
 
 
 @pytest.fixture(scope="module")
@@ -50,11 +49,11 @@ def close(got, want):
 
 
 @pytest.mark.parametrize("batch,weight_norm", [(1, False), (64, False), (1, True)])
-def test_the_seed_tcn_window_runs_in_four_launches(tmp_path, engine, as_on_a_gpu, batch,
+def test_the_seed_tcn_window_runs_in_four_launches(tmp_path, engine, batch,
                                                    weight_norm):
     path = gpu_peers.onnx_tcn(tmp_path / "tcn.onnx", batch, weight_norm=weight_norm)
     x = np.random.default_rng(batch).standard_normal((batch, 1, 784)).astype(np.float32)
-    net = Network(path, engine=engine, profiling=True)
+    net = fused_network(path, engine, profiling=True)
     out, count, types = launches(net, x)
     # 17 convolution launches before: now 4 for the window, 1 for the head
     assert types == ["TemporalBlocks"] * 4 + ["MatMul+bias+logsoftmax"]
@@ -62,51 +61,52 @@ def test_the_seed_tcn_window_runs_in_four_launches(tmp_path, engine, as_on_a_gpu
     close(out["y"], ort_run(path, {"x": x})["y"])
 
 
-def test_on_a_cpu_the_blocks_run_as_before(tmp_path, engine):
+def test_by_default_the_blocks_run_as_before(tmp_path, engine):
     path = gpu_peers.onnx_tcn(tmp_path / "tcn.onnx", 1, levels=2)
     net = Network(path, engine=engine)
     assert "TemporalBlocks" not in [s.type for s in net.plan.steps]
+    assert "TemporalBlocks" in [s.type for s in fused_network(path, engine).plan.steps]
 
 
 @pytest.mark.parametrize("form", ["chomp", "pads", "pad_op"])
-def test_blocks_of_every_form_match_onnxruntime(tmp_path, engine, as_on_a_gpu, form):
+def test_blocks_of_every_form_match_onnxruntime(tmp_path, engine, form):
     specs = [Spec(3, 8, 3, 1, form), Spec(8, 8, 5, 3, form, bias=False),
              Spec(8, 5, 2, 7, form), Spec(5, 5, 7, 4, form)]
     path = tcn_model(tmp_path / "m.onnx", 3, 97, specs, seed=2)
     x = np.random.default_rng(3).standard_normal((3, 3, 97)).astype(np.float32)
-    net = Network(path, engine=engine, profiling=True)
+    net = fused_network(path, engine, profiling=True)
     out, count, types = launches(net, x)
     # runs (d 1, 3), (7), (4): a longer run would pass MAX_RUN_HALO; 13 launches unfused
     assert types == ["TemporalBlocks"] * 3 and count == 3
     close(out["y"], ort_run(path, {"x": x})["y"])
 
 
-def test_the_fused_network_still_streams(tmp_path, engine, as_on_a_gpu):
+def test_the_fused_network_still_streams(tmp_path, engine):
     """Network.streaming converts the graph as read, not the fused one: each step equals the
     fused window network on the prefix, read at its last step."""
     batch, steps = 2, 20
     x = np.random.default_rng(5).standard_normal((batch, 1, steps)).astype(np.float32)
     path = gpu_peers.onnx_tcn(tmp_path / "tcn.onnx", batch, length=steps, weight_norm=True)
-    net = Network(path, engine=engine)
+    net = fused_network(path, engine)
     assert "TemporalBlocks" in [s.type for s in net.plan.steps]
     stream = net.streaming()
     got = [stream.step(x[:, :, t])["y"] for t in range(steps)]
     for length in (1, 7, steps):
         prefix = gpu_peers.onnx_tcn(tmp_path / f"tcn{length}.onnx", batch, length=length,
                                     weight_norm=True)
-        window = Network(prefix, engine=engine)
+        window = fused_network(prefix, engine)
         assert "TemporalBlocks" in [s.type for s in window.plan.steps]
         full = window.infer({"x": np.ascontiguousarray(x[:, :, :length])})["y"]
         close(got[length - 1], full)
 
 
-def test_torchs_export_of_the_seed_tcn_window_runs_in_four_launches(engine, as_on_a_gpu):
+def test_torchs_export_of_the_seed_tcn_window_runs_in_four_launches(engine):
     """torch.onnx's export (weight norm as arithmetic, the chomp Slices folded whatever the
     length: N and T are dynamic) against torch's own output. Its head is three launches: the
     Gather and the LogSoftmax are folded into the MatMul only where the shapes are declared."""
     models = Path(__file__).resolve().parents[1] / "data" / "models"
     x = np.load(models / "tcn_torch_x.npy")
-    net = Network(models / "tcn_torch_wn.onnx", engine=engine, profiling=True)
+    net = fused_network(models / "tcn_torch_wn.onnx", engine, profiling=True)
     request = net.create_request({"x": x.shape})
     out = request.infer({"x": x})
     rows = collect(request)
@@ -117,11 +117,63 @@ def test_torchs_export_of_the_seed_tcn_window_runs_in_four_launches(engine, as_o
                                atol=1e-4)
 
 
-def test_a_compiled_package_of_the_fused_tcn_runs_as_compiled(tmp_path, engine, as_on_a_gpu):
+def test_a_compiled_package_of_the_fused_tcn_runs_as_compiled(tmp_path, engine):
     from customlayers.runtime.compile.packaged import save_package
     path = gpu_peers.onnx_tcn(tmp_path / "tcn.onnx", 2, levels=4, length=100)
     x = np.random.default_rng(7).standard_normal((2, 1, 100)).astype(np.float32)
-    save_package(Network(path, engine=engine), tmp_path / "tcn.clpkg")
+    save_package(fused_network(path, engine), tmp_path / "tcn.clpkg")
     loaded = Network(tmp_path / "tcn.clpkg", engine=engine)
     assert [s.type for s in loaded.plan.steps][:2] == ["TemporalBlocks"] * 2
     close(loaded.infer({"x": x})["y"], ort_run(path, {"x": x})["y"])
+
+
+def test_the_cli_fuses_where_asked_and_a_package_runs_as_compiled(tmp_path, capsys):
+    path = str(gpu_peers.onnx_tcn(tmp_path / "tcn.onnx", 1, levels=2, length=50))
+    common = ["-m", path, "-d", TEST_DEVICE, "--tuning", "off"]
+    assert cli_main(["run", *common, "-pc"]) == 0
+    assert "TemporalBlocks" not in capsys.readouterr().out
+    assert cli_main(["run", *common, "-pc", "--fuse-temporal-blocks"]) == 0
+    assert "TemporalBlocks" in capsys.readouterr().out
+    for flag, name in (([], "plain"), (["--fuse-temporal-blocks"], "fused")):
+        assert cli_main(["compile", *common, *flag, "-o", str(tmp_path / f"{name}.clpkg")]) == 0
+    capsys.readouterr()
+    # the package keeps what was compiled, whatever the option says when it runs
+    assert cli_main(["run", "-m", str(tmp_path / "plain.clpkg"), "-d", TEST_DEVICE, "-pc",
+                     "--fuse-temporal-blocks"]) == 0
+    shown = capsys.readouterr()
+    assert "TemporalBlocks" not in shown.out
+    assert "plans run as compiled" in shown.err
+    assert cli_main(["run", "-m", str(tmp_path / "fused.clpkg"), "-d", TEST_DEVICE,
+                     "-pc"]) == 0
+    assert "TemporalBlocks" in capsys.readouterr().out
+
+
+def test_the_tuner_times_the_tiles_and_runs_the_fastest(tmp_path, test_device):
+    """tuning "full" on this device times every tile candidate of each TemporalBlocks layer
+    (ops/nn/temporal_block.py's tile_candidates) and runs the one it keeps."""
+    from customlayers.runtime.device.cache import ProgramCache
+    path = gpu_peers.onnx_tcn(tmp_path / "tcn.onnx", 2, levels=4, length=100)
+    x = np.random.default_rng(9).standard_normal((2, 1, 100)).astype(np.float32)
+    engine = Engine(test_device, cache=ProgramCache(tmp_path / "cache"))
+    net = fused_network(path, engine, tuning="full")
+    records = [r for f in (tmp_path / "cache" / "tuning").glob("*.json")
+               for r in json.loads(f.read_text())["choices"].values()
+               if r["type"] == "TemporalBlocks"]
+    assert len(records) == 2                       # one per run of two blocks
+    for record in records:
+        assert len(record["times_us"]) >= 2
+        assert all(name.startswith("tile_r") for name in record["times_us"])
+        assert record["variant"] in record["times_us"]
+    close(net.infer({"x": x})["y"], ort_run(path, {"x": x})["y"])
+
+
+def test_gpu_peers_runs_the_tcn_unfused_and_fused_in_one_run(monkeypatch, capsys):
+    monkeypatch.setattr(sys, "argv", ["gpu_peers.py", "--device", TEST_DEVICE, "--only", "TCN",
+                                      "--quick", "--runs", "1", "--temporal-blocks"])
+    assert gpu_peers.main() == 0
+    rows = {line.split("  ")[0]: line.split() for line in capsys.readouterr().out.splitlines()
+            if line.startswith("TCN b")}
+    assert list(rows) == ["TCN b1", "TCN b1 fused", "TCN b4", "TCN b4 fused"]
+    for batch in (1, 4):
+        assert rows[f"TCN b{batch} fused"][6] == "5"            # launches: 4 runs and the head
+        assert float(rows[f"TCN b{batch} fused"][-1]) < 1e-5    # against the unfused row

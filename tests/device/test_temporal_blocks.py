@@ -1,14 +1,20 @@
 """TemporalBlocks (ops/nn/temporal_block.py, temporal_blocks.cl): a run of TCN temporal blocks
 in one launch, against a float64 numpy reference: several channel counts, kernel sizes and
 dilations, lengths that are no multiple of the tile, batch > 1, with and without the 1x1
-downsample, and tiles forced small by the device's local memory."""
+downsample, tiles forced small by the device's local memory, and every tile the tuner may
+choose (tile_candidates)."""
 from __future__ import annotations
+
+from dataclasses import replace
 
 import numpy as np
 import pytest
 
 from customlayers.jit.launch import CompileContext, DeviceTraits
-from customlayers.ops.nn.temporal_block import BlockShape, choose_tile, pack_block
+from customlayers.jit.tensor import TensorDesc
+from customlayers.ops.base import get_op
+from customlayers.ops.nn.temporal_block import (BlockShape, choose_tile, pack_block,
+                                                packed_size, tile_candidates)
 from op_harness import run_op
 
 GPU_48K = CompileContext(DeviceTraits("GPU", compute_units=132, max_work_group_size=1024,
@@ -111,3 +117,35 @@ def test_the_tile_fits_the_devices_local_memory_and_splits_the_residues():
     # 25 channels: 3 regions of even one position and the halo do not fit 1 KB
     tiny = DeviceTraits("GPU", compute_units=4, max_work_group_size=256, local_mem_size=1024)
     assert choose_tile(blocks, 1, 784, tiny) is None
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+@pytest.mark.parametrize("ctx", [GPU_48K, CPU], ids=["gpu48k", "cpu"])
+def test_every_tile_the_tuner_may_choose_matches_float64(cl_env, name, ctx):
+    blocks, batch, length = CASES[name]
+    x = np.zeros((batch, blocks[0].cin, length), np.float32)
+    params = np.zeros(packed_size(blocks), np.float32)
+    descs = [TensorDesc(a.shape, a.dtype) for a in (x, params)]
+    op = get_op("TemporalBlocks")
+    attrs = op.parse_attributes(attrs_of(blocks), "blocks")
+    out = [TensorDesc(*op.infer_shapes(attrs, descs, {})[0])]
+    variants = op.kernel_variants(attrs, descs, out, {}, ctx)
+    tiles = [v.tile for v in variants]
+    if variants:                        # one candidate only: nothing to choose
+        assert tiles == tile_candidates(blocks, batch, length, ctx.device)
+        assert tiles[0] == choose_tile(blocks, batch, length, ctx.device)
+    for variant in variants:
+        got, want = run_blocks(cl_env, blocks, batch, length, replace(ctx, variant=variant))
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4, err_msg=variant.name)
+
+
+def test_at_batch_1_the_candidates_give_every_compute_unit_work_with_pb_4_and_1():
+    blocks = CASES["seed_pair"][0]
+    units = GPU_48K.device.compute_units
+    for batch in (1, 64):
+        tiles = tile_candidates(blocks, batch, 784, GPU_48K.device)
+        assert tiles[0] == choose_tile(blocks, batch, 784, GPU_48K.device)
+        assert len(set(tiles)) == len(tiles) >= 3
+        for pb in (4, 1):
+            assert any(t.pb == pb and batch * t.r_tiles * t.m_tiles >= units for t in tiles)
+        assert all(t.local_bytes <= GPU_48K.device.local_mem_size for t in tiles)

@@ -1,5 +1,5 @@
 """passes/temporal/block_fusion.py on models read from ONNX (no device): runs of TCN temporal
-blocks become TemporalBlocks layers as a Network on a GPU rewrites them (passes_for), in every
+blocks become TemporalBlocks layers as a Network asked for them rewrites them (passes_for), in every
 causal form, and what must stay apart stays as written."""
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 
 from customlayers.graph.load import read_model
-from customlayers.jit.launch import DeviceTraits
 from customlayers.ops.nn.temporal_block import BlockShape, packed_size
 from customlayers.passes import LAUNCH_BOUND, PASSES, passes_for
 from customlayers.passes.temporal import fuse_temporal_blocks
@@ -21,15 +20,11 @@ pytest.importorskip("onnx")
 sys.path.append(str(Path(__file__).resolve().parents[2] / "bench"))
 from gpu_peers import onnx_tcn  # noqa: E402
 
-GPU = DeviceTraits("GPU", compute_units=132, max_work_group_size=1024,
-                   local_mem_size=48 * 1024)
-CPU = DeviceTraits("CPU", compute_units=2, max_work_group_size=4096, float_vector_width=16)
-
 
 def rewritten(path, is_builtin=lambda n: True):
     graph = read_model(path)
     notes = []
-    for rewrite in passes_for(GPU):
+    for rewrite in passes_for(temporal_blocks=True):
         graph, more = rewrite(graph, is_builtin)
         notes += more
     return graph, notes
@@ -39,9 +34,9 @@ def fused(graph):
     return [n for n in graph.topological_order() if n.type == "TemporalBlocks"]
 
 
-def test_the_block_fusion_runs_after_passes_where_launches_are_dear():
-    assert passes_for(GPU) == PASSES + LAUNCH_BOUND == passes_for(None)
-    assert passes_for(CPU) == PASSES
+def test_the_block_fusion_runs_after_passes_only_where_asked_for():
+    assert passes_for(temporal_blocks=True) == PASSES + LAUNCH_BOUND
+    assert passes_for() == passes_for(temporal_blocks=False) == PASSES
     assert LAUNCH_BOUND == (fuse_temporal_blocks,)
 
 

@@ -44,6 +44,11 @@ def add_model_options(p: argparse.ArgumentParser, command: str) -> None:
                         "layer's heuristic kernel), fast (default: the few best candidates), "
                         "full (every candidate); choices are cached per device "
                         "(default: $CUSTOMLAYERS_TUNING, else fast)")
+    p.add_argument("--fuse-temporal-blocks", action="store_true",
+                   help="run each run of TCN temporal blocks (causal convolutions, ReLUs, "
+                        "residual) as one kernel: fewer launches, but slower kernels on the "
+                        "GPUs measured so far (off by default; a compiled package runs as "
+                        "compiled)")
     add_build_options(p)
     add_refused_options(p, command)
 
@@ -116,7 +121,8 @@ def load_network_steps(args, profiling: bool = False, resolver=None, sequence: b
                                lambda a, path, name: model_typed(a, path, name, graph))
     arrays, shapes = input_arrays_and_shapes(args, graph, dict(steps[0]) if steps else None)
     net = Network(graph, registry, engine, input_shapes=shapes or None, profiling=profiling,
-                  messages=say, resolver=resolver, tuning=args.tuning)
+                  messages=say, resolver=resolver, tuning=args.tuning,
+                  fuse_temporal_blocks=getattr(args, "fuse_temporal_blocks", False))
     rng = generator(args.seed)      # one for the run, each missing input drawn in turn
     for step in steps or [arrays]:
         for p in graph.parameters:
@@ -207,6 +213,9 @@ def load_package_steps(args, profiling: bool, resolver, sequence: bool):
     from ...runtime.compile.network import Network
     from ...runtime.device.device import Engine
     refuse_with_package(args, resolver)
+    if getattr(args, "fuse_temporal_blocks", False):
+        print(f"note: --fuse-temporal-blocks: {args.model} is a compiled package; its plans "
+              f"run as compiled (the option applies to `compile`)", file=sys.stderr)
     engine = Engine(args.device, cache=build_cache(args))
     registry = load_registry(args, engine)
     say = lambda m: print(m, file=sys.stderr)     # noqa: E731

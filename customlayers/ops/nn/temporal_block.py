@@ -15,17 +15,21 @@ block). Input 1 holds every block's weights and biases, packed by `pack_block`: 
 The work-groups tile (batch, residue mod D, phase position): D is the gcd of the run's
 dilations, so each residue is an independent sequence (temporal_blocks.cl says more) and the
 deep blocks' halo, in phase positions, stays as small as the shallow ones'. The tile is chosen
-per launch from the device's local memory (CL_DEVICE_LOCAL_MEM_SIZE) by a small cost model.
+per launch from the device's local memory (CL_DEVICE_LOCAL_MEM_SIZE) by a small cost model, or
+by the tuner (runtime/tuning) timing the model's choice against smaller tiles that give every
+compute unit work (TileVariant, tile_candidates).
 """
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 
 from ...errors import BindingError
 from ...jit.launch import Arg, DEFAULT_CONTEXT, DeviceTraits, KernelLaunch
+from ...jit.variant import KernelVariant
 from .._program import program_text, shape_of
 from ..base import Attr, Op, register_op
 
@@ -154,12 +158,12 @@ def _stages(blocks, hs, r: int, m: int, pb: int, phase_len: int) -> list[tuple[i
     return stages
 
 
-def choose_tile(blocks: list[BlockShape], batch: int, length: int,
-                device: DeviceTraits | None) -> Tile | None:
-    """The tile of least estimated time whose three regions fit the device's local memory;
-    None when none does. Counted in instructions of a loop iteration (a weight load, PB local
-    loads, 4 * PB multiply-adds, the index arithmetic): a compute unit's time is the larger of
-    its work-groups' instructions over its issue rate (GPU: 4 warps a cycle; CPU: one core of
+def _tiles(blocks: list[BlockShape], batch: int, length: int,
+           device: DeviceTraits | None) -> list[tuple[float, Tile, int]]:
+    """(estimated time, tile, work-groups) of every tile whose three regions fit the device's
+    local memory. Counted in instructions of a loop iteration (a weight load, PB local loads,
+    4 * PB multiply-adds, the index arithmetic): a compute unit's time is the larger of its
+    work-groups' instructions over its issue rate (GPU: 4 warps a cycle; CPU: one core of
     `float_vector_width` lanes) and their chains of iterations one after another, as many at
     once as fit (batch 1 on a GPU is this latency: few, short chains win)."""
     device = device or DeviceTraits()
@@ -171,7 +175,7 @@ def choose_tile(blocks: list[BlockShape], batch: int, length: int,
     gpu = device.kind != "CPU"
     warp, issue = (32, 4) if gpu else (max(device.float_vector_width, 1), 1)
     max_group = max(1, min(512 if gpu else 256, device.max_work_group_size))
-    best = None
+    found = []
     r_options = [r for r in (32, 16, 8, 4, 2, 1) if r <= dil] or [1]
     m_options = sorted({m for m in (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
                         if m < phase_len} | {phase_len})
@@ -193,10 +197,68 @@ def choose_tile(blocks: list[BlockShape], batch: int, length: int,
                 per_unit = -(-groups // max(device.compute_units, 1))
                 resident = max(1, min(2048 // group, 4 * budget // nbytes)) if gpu else 1
                 time = max(per_unit * work / issue, chain * -(-per_unit // resident))
-                if best is None or time < best[0]:
-                    best = (time, Tile(r, m, pb, window, group, -(-dil // r),
-                                       -(-phase_len // m), phase_len, nbytes))
-    return best[1] if best else None
+                found.append((time, Tile(r, m, pb, window, group, -(-dil // r),
+                                         -(-phase_len // m), phase_len, nbytes), groups))
+    return found
+
+
+def choose_tile(blocks: list[BlockShape], batch: int, length: int,
+                device: DeviceTraits | None) -> Tile | None:
+    """The tile of least estimated time (_tiles) whose three regions fit the device's local
+    memory; None when none does. On an H200 the model's choice ran the seed's TCN slower than
+    its separate convolutions (passes/__init__.py): tile_candidates gives the tuner others."""
+    found = _tiles(blocks, batch, length, device)
+    return min(found, key=lambda f: f[0])[1] if found else None
+
+
+def tile_candidates(blocks: list[BlockShape], batch: int, length: int,
+                    device: DeviceTraits | None) -> list[Tile]:
+    """The tiles the tuner times, the cost model's first (the one run with tuning off, and by
+    a CPU's `fast`), then per PB (4, 1) the tile of most positions that still gives every
+    compute unit a work-group, then per PB the same among tiles that take at most a third of
+    the local memory (three work-groups resident on a unit: its latency hidden); no
+    duplicates, then the largest tile of PB 4. At batch 1 the first kind spreads a small window
+    over the whole GPU, at large batches the second trades recomputed halo for occupancy, the
+    last recomputes least: what the cost model weighs but did not predict on the H200
+    (passes/__init__.py). The tuner's `fast` times the first four."""
+    device = device or DeviceTraits()
+    found = _tiles(blocks, batch, length, device)
+    if not found:
+        return []
+    units = max(device.compute_units, 1)
+    listed = [min(found, key=lambda f: f[0])[1]]
+    for most_bytes in (None, local_budget(device) // 3):
+        for pb in (4, 1):
+            kept = [(tile, groups) for _, tile, groups in found if tile.pb == pb and
+                    (most_bytes is None or tile.local_bytes <= most_bytes)]
+            if not kept:
+                continue
+            enough = [f for f in kept if f[1] >= units]
+            # the most positions a work-group (fewest recomputed), else the most work-groups
+            tile = max(enough, key=lambda f: (f[0].r * f[0].m, f[0].m))[0] if enough else \
+                max(kept, key=lambda f: (f[1], f[0].m))[0]
+            if tile not in listed:
+                listed.append(tile)
+    # and the other way: the fewest positions recomputed (the largest tile that fits), PB 4
+    largest = max((tile for _, tile, _ in found if tile.pb == 4),
+                  key=lambda t: (t.r * t.m, t.m), default=None)
+    if largest is not None and largest not in listed:
+        listed.append(largest)
+    return listed
+
+
+@dataclass(frozen=True)
+class TileVariant(KernelVariant):
+    """One tile of a TemporalBlocks call, for the tuner (jit/variant.py)."""
+    tile: Tile
+
+    @property
+    def name(self) -> str:
+        return f"tile_r{self.tile.r}_m{self.tile.m}_pb{self.tile.pb}"
+
+    def launches(self, plan) -> list[KernelLaunch]:
+        """`plan`: the call's launches for a tile (TemporalBlocks._launches, bound)."""
+        return plan(self.tile)
 
 
 @register_op
@@ -243,17 +305,31 @@ class TemporalBlocks(Op):
         n, _, length = shape_of(inputs[0])
         return [((n, blocks[-1].cout, length), "f32")]
 
+    def kernel_variants(self, attrs, inputs, outputs, consts, ctx=DEFAULT_CONTEXT):
+        blocks = self.blocks(attrs, inputs)
+        batch, _, length = shape_of(inputs[0])
+        if batch * length == 0:
+            return ()
+        listed = tuple(TileVariant(t) for t in tile_candidates(blocks, batch, length,
+                                                               ctx.device))
+        return listed if len(listed) > 1 else ()
+
     def launches(self, attrs, inputs, outputs, consts, ctx=DEFAULT_CONTEXT):
         blocks = self.blocks(attrs, inputs)
         batch, _, length = shape_of(inputs[0])
         if batch * length == 0:
             return []
+        if isinstance(ctx.variant, TileVariant):        # the tuner's choice
+            return ctx.variant.launches(partial(self._launches, blocks, batch, length))
         tile = choose_tile(blocks, batch, length, ctx.device)
         if tile is None:
             raise BindingError(f"{self.type}: {len(blocks)} block(s) of up to "
                                f"{_channels(blocks)} channels need "
                                f"{min_local_bytes(blocks, length)} bytes of local memory; the "
                                f"device has {local_budget(ctx.device)}")
+        return self._launches(blocks, batch, length, tile)
+
+    def _launches(self, blocks, batch, length, tile: Tile) -> list[KernelLaunch]:
         dil = run_dilation(blocks)
         table, offset = [], 0
         for b, (h_in, h_mid, h_out) in zip(blocks, halos(blocks, dil)):

@@ -75,6 +75,9 @@ class Network:
         fast.
     concat_in_place: the layers before a Concat write into its output, and the Concat copies
         nothing, where that is safe (concat_in_place.py); False: every Concat copies.
+    fuse_temporal_blocks: runs of TCN temporal blocks become TemporalBlocks layers, one launch
+        each (passes/temporal/); off by default: fewer launches, but slower kernels on the
+        GPU measured so far (passes/__init__.py). Needs `fuse`; a package runs as compiled.
     """
 
     package: LoadedPackage | None = None    # where the network was loaded from a package
@@ -84,7 +87,8 @@ class Network:
                  input_values: Mapping[str, np.ndarray] | None = None,
                  profiling: bool = False, pad_custom_inputs=None, messages=None,
                  fuse: bool = True, resolver: Resolver | None = None,
-                 tuning: str | None = None, concat_in_place: bool = True):
+                 tuning: str | None = None, concat_in_place: bool = True,
+                 fuse_temporal_blocks: bool = False):
         self._say = messages if messages is not None else (lambda m: None)
         if is_package(graph):
             self._from_package(graph, registry, engine, profiling, input_shapes, input_values)
@@ -107,9 +111,9 @@ class Network:
         self.profiling = profiling
         self.fuse = fuse                   # graph rewrites and epilogue fusion (passes/)
         self.messages: list[str] = []      # informational messages (overrides, memory plan)
-        # the graph rewrites (passes/__init__.py) for this device, in their order; the shape
+        # the graph rewrites (passes/__init__.py) asked for, in their order; the shape
         # arithmetic always
-        self._passes = passes_for(device_traits(engine.device)) if fuse else FOLDING
+        self._passes = passes_for(temporal_blocks=fuse_temporal_blocks) if fuse else FOLDING
         self.graph, notes = self._rewritten(self.graph, self._passes)
         self.messages += notes
         # shape arithmetic that depends on the request's shapes: folded per plan (_compile)
