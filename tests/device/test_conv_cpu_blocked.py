@@ -144,3 +144,22 @@ def test_packed_layout():
     assert packed.shape == (1, 1, 2, 2, 3, 8)
     assert packed[0, 0, 1, 0, 2, 1] == w[1, 2, 1, 0]       # [ky][kx][c][o]
     assert not packed[..., 2:].any()                        # channels past OG are zero
+
+
+def test_vector_width_is_read_from_the_device_and_can_be_forced(test_device, monkeypatch):
+    """device_traits takes the device's preferred float width; CUSTOMLAYERS_CPU_VECTOR_WIDTH
+    forces 8 or 16 on a CPU device (the AVX2 kernels on an AVX-512 machine, as CI may have
+    either), and names itself when set to anything else."""
+    from customlayers.runtime.device.limits import device_traits
+    monkeypatch.delenv("CUSTOMLAYERS_CPU_VECTOR_WIDTH", raising=False)
+    reported = int(test_device.preferred_vector_width_float) or \
+        int(test_device.native_vector_width_float)
+    assert device_traits(test_device).float_vector_width == reported
+    if not device_traits(test_device).kind == "CPU":
+        return
+    for width in ("8", "16"):
+        monkeypatch.setenv("CUSTOMLAYERS_CPU_VECTOR_WIDTH", width)
+        assert device_traits(test_device).float_vector_width == int(width)
+    monkeypatch.setenv("CUSTOMLAYERS_CPU_VECTOR_WIDTH", "12")
+    with pytest.raises(ValueError, match="CUSTOMLAYERS_CPU_VECTOR_WIDTH='12'"):
+        device_traits(test_device)
