@@ -42,6 +42,29 @@
 #error "conv_cpu_blocked: OB must be VW or 2 VW"
 #endif
 
+/* One K step (input channel c of tap ky, kx): OB weights as vectors, and the input at
+   AT(j) for pixel j, broadcast */
+#if OB == 2 * VW
+#define K_STEP(AT) { \
+        const floatV w0 = LOADV(0, w), w1 = LOADV(1, w); \
+        w += OB; \
+        _Pragma("unroll") \
+        for (int j = 0; j < PT; ++j) { \
+            const floatV v = (floatV)(AT(j)); \
+            a0[j] = fma(v, w0, a0[j]); \
+            a1[j] = fma(v, w1, a1[j]); \
+        } }
+#else
+#define K_STEP(AT) { \
+        const floatV w0 = LOADV(0, w); \
+        w += OB; \
+        _Pragma("unroll") \
+        for (int j = 0; j < PT; ++j) \
+            a0[j] = fma((floatV)(AT(j)), w0, a0[j]); }
+#endif
+#define AT_OFFSET(j) xt[off[j]]
+#define AT_RUN(j) xt[j]
+
 __kernel void conv_cpu_blocked(__global const float* restrict input,
                                __global const float* restrict packed,
                                __global float* restrict output EPILOGUE_ARGS PADDED_SIZES)
@@ -50,12 +73,20 @@ __kernel void conv_cpu_blocked(__global const float* restrict input,
     const int g = gb / OGB, ob = gb % OGB;
     const int p0 = tile * PT;
     __global const float* x = input + (img * C + g * CG) * (IHP * IWP);
+    /* the PT input offsets, stepped along the output row (one division, not PT of them) */
     int off[PT];
+    int oy = p0 / OW, ox = p0 % OW;
     #pragma unroll
     for (int j = 0; j < PT; ++j) {
-        const int p = min(p0 + j, P - 1);
-        off[j] = (p / OW) * SY * IWP + (p % OW) * SX;
+        off[j] = oy * SY * IWP + ox * SX;
+        if (p0 + j + 1 < P && ++ox == OW) {      /* pixels past P repeat the last one */
+            ox = 0;
+            ++oy;
+        }
     }
+    /* a run: the PT pixels read PT consecutive inputs (stride 1 within one row, or a 1x1
+       window over an unpadded plane): addressed from one pointer, no offsets to hold */
+    const int run = off[PT - 1] - off[0] == PT - 1;
     floatV a0[PT];
 #if OB == 2 * VW
     floatV a1[PT];
@@ -71,26 +102,19 @@ __kernel void conv_cpu_blocked(__global const float* restrict input,
     for (int ky = 0; ky < KH; ++ky) {
         for (int kx = 0; kx < KW; ++kx) {
             __global const float* xt = x + ky * DY * IWP + kx * DX;
-            for (int c = 0; c < CG; ++c) {
-                const floatV w0 = LOADV(0, w);
-#if OB == 2 * VW
-                const floatV w1 = LOADV(1, w);
-#endif
-                w += OB;
-                #pragma unroll
-                for (int j = 0; j < PT; ++j) {
-                    const floatV v = (floatV)xt[off[j]];
-                    a0[j] = fma(v, w0, a0[j]);
-#if OB == 2 * VW
-                    a1[j] = fma(v, w1, a1[j]);
-#endif
-                }
-                xt += IHP * IWP;
+            if (run) {
+                xt += off[0];
+                for (int c = 0; c < CG; ++c, xt += IHP * IWP)
+                    K_STEP(AT_RUN)
+            } else {
+                for (int c = 0; c < CG; ++c, xt += IHP * IWP)
+                    K_STEP(AT_OFFSET)
             }
         }
     }
     const int o0 = g * OG + ob * OB;
     __global float* out = output + (img * O + o0) * P;
+    const int full = p0 + PT <= P && (ob + 1) * OB <= OG;
     #pragma unroll
     for (int j = 0; j < PT; ++j) {
         float r[OB];
@@ -98,10 +122,14 @@ __kernel void conv_cpu_blocked(__global const float* restrict input,
 #if OB == 2 * VW
         STOREV(a1[j], 1, r);
 #endif
-        #pragma unroll
-        for (int i = 0; i < OB; ++i)
-            if (p0 + j < P && ob * OB + i < OG)
+        if (full) {                     /* no pixel or channel of the tile past the end */
+            #pragma unroll
+            for (int i = 0; i < OB; ++i)
                 out[i * P + p0 + j] = EPILOGUE((img * O + o0 + i) * P + p0 + j, o0 + i, r[i]);
+        } else if (p0 + j < P) {
+            for (int i = 0; i < OB && ob * OB + i < OG; ++i)
+                out[i * P + p0 + j] = EPILOGUE((img * O + o0 + i) * P + p0 + j, o0 + i, r[i]);
+        }
     }
 }
 
