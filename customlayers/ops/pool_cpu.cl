@@ -6,7 +6,9 @@
  * NDRange: (ceil(OH/RB), N * C * OD), local (1, 1). Needs pooling.cl's defines and
  * arguments (the geometry `geo` with RB, its entry 21).
  */
-/* Rows whose windows all lie inside the input also pool runs of 8 outputs as float8: the taps'
+/* Rows whose windows all lie inside the input also pool runs of 8 outputs as float8 (the last
+ * run of a row's inside outputs moved back to end at the last one, overlapping the one before
+ * it: Inception's 13x13 and 27x27 MaxPools of stride 1 had 3-6 scalar outputs a row): the taps'
  * loads of a run are contiguous (stride 2: the even lanes of 15 floats, never a float past the
  * last tap), and each tap updates all 8 with the scalar code's own rule (max: the first tap,
  * then a strictly greater one, so a NaN met first stays and a later NaN is skipped; avg: the
@@ -158,7 +160,11 @@ __kernel void pool_cpu(__global const float* restrict input, __global float* res
 #endif
         for (int ox = 0; ox < OW; ++ox) {
 #if !WITH_INDICES
-            if (rows_inside && ox >= OX_INSIDE_FIRST && ox + 7 <= OX_INSIDE_LAST) {
+            if (rows_inside && ox >= OX_INSIDE_FIRST && ox <= OX_INSIDE_LAST &&
+                OX_INSIDE_LAST - OX_INSIDE_FIRST >= 7) {
+                /* the row's last inside outputs: a run ending at the last, over outputs this
+                   item already stored (the same values again), not up to 7 scalar windows */
+                ox = min(ox, OX_INSIDE_LAST - 7);
                 __global const float* at = in + iy0 * IW + ox * SX - PX;
                 const int row = DY * IW;
                 /* the models' windows unrolled (a loop over a window known only at run time
