@@ -179,15 +179,13 @@ def pack_panels(b: np.ndarray, k: int, n: int, cols: int) -> np.ndarray:
 def cpu_gemm_variants(transpose_b: bool, vector_width: int) -> tuple[CpuGemmVariant, ...]:
     """Register blockings, the first the default: on AVX2 (8 lanes) float8 accumulators in 12
     of its 16 vector registers; on AVX-512 (16 lanes, _cpu_kernels.kernel_vector_width)
-    float16 ones in 24 of its 32 (the rest hold the B vectors and the broadcast A), then the
-    float8 blockings it ran before, for the tuner. Measured on PoCL AVX-512 at BERT's and
-    ViT's shapes (M 128-197, K and N 768-3072): 6 rows x 64 columns in float16 170-190
-    GFLOP/s, 12 x 32 130-140, 6 x 32 in float8 (the former default) 120-130."""
-    float8 = ((CpuGemmVariant(6, 4), CpuGemmVariant(3, 4)) if transpose_b else
-              (CpuGemmVariant(6, 4), CpuGemmVariant(6, 2)))
+    float16 ones in 24 of its 32 (the rest hold the B vectors and the broadcast A). Measured
+    on PoCL AVX-512 at BERT's and ViT's shapes (M 128-197, K and N 768-3072): 6 rows x 64
+    columns in float16 170-190 GFLOP/s, 6 x 32 in float16 130-150, 6 x 32 in float8 (the
+    former default there) 120-130."""
     if vector_width >= 16:
-        return (CpuGemmVariant(6, 4, 16), CpuGemmVariant(3, 4, 16)) + float8 if transpose_b \
-            else (CpuGemmVariant(6, 4, 16), CpuGemmVariant(6, 2, 16)) + float8
+        return (CpuGemmVariant(6, 4, 16), CpuGemmVariant(3, 4, 16)) if transpose_b else \
+            (CpuGemmVariant(6, 4, 16), CpuGemmVariant(6, 2, 16))
     return (CpuGemmVariant(3, 4), CpuGemmVariant(2, 4)) if transpose_b else \
         (CpuGemmVariant(6, 2), CpuGemmVariant(4, 2))
 
