@@ -114,6 +114,7 @@ class DeviceTraits:
     compute_units: int = 128
     max_work_group_size: int = 256
     float_vector_width: int = 8       # preferred float vector width (8: AVX2, 16: AVX-512)
+    global_cache_bytes: int = 0       # CL_DEVICE_GLOBAL_MEM_CACHE_SIZE (0: not known)
 
 
 @dataclass(frozen=True)

@@ -11,13 +11,15 @@
  * Padding is not checked here: the input is either read as it is (no padding) or a zero-padded
  * copy (conv_cpu_pad below) of IHP x IWP per channel. Each work item finds its PT input
  * offsets once; pixels past P repeat the last one and are not stored.
- * NDRange: (ceil(P/PT), G * ceil(OG/OB), NB), local (1,1,1): PoCL then compiles the work
+ * NDRange: (ceil(P/PT), G * ceil(OG/OB), NB), or with the argument BLOCKS_FIRST 1 its first
+ * two dimensions swapped (neighbouring items then read the same input tile, where the input
+ * would not stay in cache; _cpu_kernels.blocks_first), local (1,1,1): PoCL then compiles the work
  * item as it is, with no work-item loop around it (with 8 or 32 items per group it ran 1.3-3x
  * slower here: its work-item loop kept the accumulators in memory).
  * Needs: the micro-tile PT OB, the vector width VW (8 or 16) and the window KH KW as
  * #defines; the sizes (CONV_SIZES: NB C O G CG OG SY SX DY DX OH OW PY PX IH IW,
  * ops/nn/_sizes.py) then IHP IWP (the padded copy's plane) as kernel arguments after the
- * buffers; the epilogue.
+ * buffers, then BLOCKS_FIRST; the epilogue.
  */
 #include "conv_epilogue.cl"
 #define PADDED_SIZES CONV_SIZES, const int IHP, const int IWP
@@ -67,9 +69,12 @@
 
 __kernel void conv_cpu_blocked(__global const float* restrict input,
                                __global const float* restrict packed,
-                               __global float* restrict output EPILOGUE_ARGS PADDED_SIZES)
+                               __global float* restrict output EPILOGUE_ARGS PADDED_SIZES,
+                               const int BLOCKS_FIRST)
 {
-    const int tile = get_global_id(0), gb = get_global_id(1), img = get_global_id(2);
+    /* BLOCKS_FIRST: the NDRange is (blocks, tiles), neighbouring items share a pixel tile */
+    const int tile = get_global_id(BLOCKS_FIRST ? 1 : 0);
+    const int gb = get_global_id(BLOCKS_FIRST ? 0 : 1), img = get_global_id(2);
     const int g = gb / OGB, ob = gb % OGB;
     const int p0 = tile * PT;
     __global const float* x = input + (img * C + g * CG) * (IHP * IWP);

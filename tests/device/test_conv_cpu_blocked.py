@@ -163,3 +163,38 @@ def test_vector_width_is_read_from_the_device_and_can_be_forced(test_device, mon
     monkeypatch.setenv("CUSTOMLAYERS_CPU_VECTOR_WIDTH", "12")
     with pytest.raises(ValueError, match="CUSTOMLAYERS_CPU_VECTOR_WIDTH='12'"):
         device_traits(test_device)
+
+
+@pytest.mark.parametrize("width", sorted(WIDTHS))
+@pytest.mark.parametrize("xs,ws,pad,cache", [((1, 24, 10, 12), (40, 24, 1, 1), 0, 8192),
+                                             ((2, 16, 30, 30), (24, 16, 3, 3), 1, 16384)])
+def test_blocks_first_walk_matches_reference(cl_env, width, xs, ws, pad, cache):
+    """Where an image's input outgrows a core's cache and the weights do not (blocks_first),
+    neighbouring work items take the channel blocks of one pixel tile: the NDRange's first two
+    dimensions swapped, every output as before. A device with a small cache makes it apply to
+    small layers."""
+    from customlayers.ops.nn._cpu_kernels import blocks_first
+    device = DeviceTraits("CPU", compute_units=2, max_work_group_size=4096,
+                          float_vector_width=width, global_cache_bytes=2 * cache)
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal(xs).astype(np.float32)
+    w = rng.standard_normal(ws).astype(np.float32)
+    want = conv_ref(x, w, (1, 1), (1, 1), (pad, pad), (pad, pad))
+    picks = range(len(conv_blockings(ws[0], device)))
+    walked = []
+    for pick in picks:
+        got, arrays, launches = _run(cl_env, "Convolution", x, w, (1, 1), (1, 1), (pad, pad),
+                                     (pad, pad), True, device=device, pick=pick)
+        tile = conv_blockings(ws[0], device)[pick]
+        ogb = -(-ws[0] // tile.ob)
+        conv = launches[-1]
+        swapped = conv.args[-1].value == 1
+        walked.append(swapped)
+        assert conv.global_size[0 if swapped else 1] == ogb
+        ref = np.maximum(want + arrays[2].reshape(1, -1, 1, 1), 0)
+        np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-4, err_msg=conv.label)
+    assert any(walked)              # at least one micro-tile here walks blocks first
+    g = dict(G=1, OG=ws[0], CG=ws[1], KH=ws[2], KW=ws[3])
+    big = DeviceTraits("CPU", compute_units=2, float_vector_width=width,
+                       global_cache_bytes=1 << 30)
+    assert not blocks_first(g, xs[1] * 32 * 32, big, 8)     # the input stays in a 1 MiB cache

@@ -24,7 +24,7 @@ def device_traits(device: cl.Device) -> DeviceTraits:
     if kind == "CPU" and forced is not None:    # the kernels of another machine (tests, CI)
         width = forced
     return DeviceTraits(kind, int(device.max_compute_units), int(device.max_work_group_size),
-                        max(width, 1))
+                        max(width, 1), int(device.global_mem_cache_size))
 
 
 def has_fp64(device) -> bool:
