@@ -7,6 +7,9 @@ CUSTOMLAYERS_VERBOSE     "1" reports each cache hit and miss and each build on s
 CUSTOMLAYERS_DEVICE      default device selector (CPU, GPU, or part of a device name)
 CUSTOMLAYERS_TUNING      default kernel selection by timing: off, fast (the default) or full;
                          `--tuning` and Network(tuning=...) override it
+CUSTOMLAYERS_CPU_VECTOR_WIDTH  8 or 16: the float vector width the CPU kernels are written
+                         for, instead of the one the device prefers (16 on AVX-512, 8 on
+                         AVX2); 8 runs the AVX2 kernels on an AVX-512 machine (tests, CI)
 """
 from __future__ import annotations
 
@@ -50,3 +53,17 @@ def tuning_mode() -> str | None:
     if value not in TUNING_MODES:
         raise ValueError(f"CUSTOMLAYERS_TUNING='{value}' is not one of {', '.join(TUNING_MODES)}")
     return value
+
+
+CPU_VECTOR_WIDTHS = (8, 16)
+
+
+def cpu_vector_width() -> int | None:
+    """CUSTOMLAYERS_CPU_VECTOR_WIDTH, or None where it is not set; ValueError naming the
+    variable for a value that is not 8 or 16."""
+    value = os.environ.get("CUSTOMLAYERS_CPU_VECTOR_WIDTH", "").strip()
+    if not value:
+        return None
+    if value not in tuple(str(w) for w in CPU_VECTOR_WIDTHS):
+        raise ValueError(f"CUSTOMLAYERS_CPU_VECTOR_WIDTH='{value}' is not 8 or 16")
+    return int(value)

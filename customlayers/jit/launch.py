@@ -116,6 +116,7 @@ class DeviceTraits:
     float_vector_width: int = 8       # preferred float vector width (8: AVX2, 16: AVX-512)
     # CL_DEVICE_LOCAL_MEM_SIZE in bytes (NVIDIA 48 KB); the default is OpenCL 1.2's minimum
     local_mem_size: int = 32 * 1024
+    global_cache_bytes: int = 0       # CL_DEVICE_GLOBAL_MEM_CACHE_SIZE (0: not known)
 
 
 @dataclass(frozen=True)

@@ -1,19 +1,34 @@
-/* MatMul with M > 1 on CPU devices: a register-blocked micro-kernel with float8 arithmetic, no
+/* MatMul with M > 1 on CPU devices: a register-blocked micro-kernel with vector arithmetic of
+ * VW lanes (8: float8, AVX2; 16: float16, which puts PoCL's arithmetic in AVX-512's zmm), no
  * __local memory and no barriers (gemm.cl's GPU tiles cost PoCL most of a transformer's time:
  * each work-group's barriers are emulated, and its small per-item tiles do not fill a vector).
  * A work item computes MR rows of one batch's output:
- * - B is [K][N] (rows contiguous along N): NB float8 runs of columns (8 * NB columns); per k
- *   one broadcast A value per row times NB B vectors: MR * NB float8 accumulators, which the
+ * - B is [K][N] (rows contiguous along N): NB vector runs of columns (VW * NB columns); per k
+ *   one broadcast A value per row times NB B vectors: MR * NB vector accumulators, which the
  *   host picks to fit the vector registers (12 of AVX2's 16, 24 of AVX-512's 32).
- * - TRANSPOSE_B (B is [N][K], rows contiguous along K): NB columns, each a float8 of partial dot
- *   products along K per row, summed across lanes at the end; the K % 8 tail is scalar.
+ * - TRANSPOSE_B (B is [N][K], rows contiguous along K): NB columns, each a vector of partial
+ *   dot products along K per row, summed across lanes at the end; the K % VW tail is scalar.
  * Rows past M and columns past N compute a clamped copy and store nothing.
- * NDRange: B [K][N]: (ceil(M / MR), ceil(N / (8 NB)), batches); TRANSPOSE_B:
+ * NDRange: B [K][N]: (ceil(M / MR), ceil(N / (VW NB)), batches); TRANSPOSE_B:
  * (ceil(N / NB), ceil(M / MR), batches); local (1, 1, 1).
- * PACKED_B 1: B (a constant) comes packed into panels of its columns, [N / (8 NB)][K][8 NB].
- * Needs the defines of matmul.cl, MR, NB and PACKED_B.
+ * PACKED_B 1: B (a constant) comes packed into panels of its columns, [N / (VW NB)][K][VW NB].
+ * Needs the defines of matmul.cl, MR, NB, PACKED_B and VW (8 or 16; 8 where not given).
  */
 #include "matmul.cl"
+#ifndef VW
+#define VW 8
+#endif
+#if VW == 16
+#define floatV float16
+#define LOADV vload16
+#define STOREV vstore16
+#elif VW == 8
+#define floatV float8
+#define LOADV vload8
+#define STOREV vstore8
+#else
+#error "matmul_cpu: VW must be 8 or 16"
+#endif
 
 #if TRANSPOSE_A || A_PICKED
 #define A_ROW_CONTIGUOUS 0
@@ -22,10 +37,10 @@
 #endif
 
 #if !TRANSPOSE_B
-#define COLS (8 * NB)
+#define COLS (VW * NB)
 /* dimension 0 walks the row blocks: neighbouring work items read the same panel of B, which
    then stays in the core's cache (A is the smaller operand in a transformer's layers) */
-/* one float8 run of columns: MR accumulators, one B vector per k (the conv_cpu_blocked shape:
+/* one floatV run of columns: MR accumulators, one B vector per k (the conv_cpu_blocked shape:
    1-D accumulator arrays, which PoCL keeps in registers where a 2-D array went to memory) */
 __kernel void matmul_cpu(GEMM_ARGS)
 {
@@ -47,22 +62,22 @@ __kernel void matmul_cpu(GEMM_ARGS)
 #else
 #define ASTEP_K A_STEP
 #endif
-    float8 acc0[MR];
+    floatV acc0[MR];
 #if NB > 1
-    float8 acc1[MR];
+    floatV acc1[MR];
 #endif
 #if NB > 2
-    float8 acc2[MR], acc3[MR];
+    floatV acc2[MR], acc3[MR];
 #endif
     #pragma unroll
     for (int i = 0; i < MR; ++i) {
-        acc0[i] = (float8)0.0f;
+        acc0[i] = (floatV)0.0f;
 #if NB > 1
-        acc1[i] = (float8)0.0f;
+        acc1[i] = (floatV)0.0f;
 #endif
 #if NB > 2
-        acc2[i] = (float8)0.0f;
-        acc3[i] = (float8)0.0f;
+        acc2[i] = (floatV)0.0f;
+        acc3[i] = (floatV)0.0f;
 #endif
     }
 #if PACKED_B
@@ -76,32 +91,32 @@ __kernel void matmul_cpu(GEMM_ARGS)
     __global const float* bk = bm + n0;
     for (int k = 0; k < K; ++k, bk += N) {
 #endif
-        float8 b0, b1, b2, b3;
+        floatV b0, b1, b2, b3;
         if (full) {
-            b0 = vload8(0, bk);
+            b0 = LOADV(0, bk);
 #if NB > 1
-            b1 = vload8(1, bk);
+            b1 = LOADV(1, bk);
 #endif
 #if NB > 2
-            b2 = vload8(2, bk);
-            b3 = vload8(3, bk);
+            b2 = LOADV(2, bk);
+            b3 = LOADV(3, bk);
 #endif
         } else {                  /* the last, partial run of columns: clamped gathers */
             float t[COLS];
             for (int l = 0; l < COLS; ++l)
                 t[l] = bm[k * N + min(n0 + l, N - 1)];
-            b0 = vload8(0, t);
+            b0 = LOADV(0, t);
 #if NB > 1
-            b1 = vload8(1, t);
+            b1 = LOADV(1, t);
 #endif
 #if NB > 2
-            b2 = vload8(2, t);
-            b3 = vload8(3, t);
+            b2 = LOADV(2, t);
+            b3 = LOADV(3, t);
 #endif
         }
         #pragma unroll
         for (int i = 0; i < MR; ++i) {
-            const float8 av = (float8)a[arow[i] + k * ASTEP_K];
+            const floatV av = (floatV)a[arow[i] + k * ASTEP_K];
             acc0[i] = fma(av, b0, acc0[i]);
 #if NB > 1
             acc1[i] = fma(av, b1, acc1[i]);
@@ -115,13 +130,13 @@ __kernel void matmul_cpu(GEMM_ARGS)
     #pragma unroll
     for (int i = 0; i < MR; ++i) {
         float r[COLS];
-        vstore8(acc0[i], 0, r);
+        STOREV(acc0[i], 0, r);
 #if NB > 1
-        vstore8(acc1[i], 1, r);
+        STOREV(acc1[i], 1, r);
 #endif
 #if NB > 2
-        vstore8(acc2[i], 2, r);
-        vstore8(acc3[i], 3, r);
+        STOREV(acc2[i], 2, r);
+        STOREV(acc3[i], 3, r);
 #endif
         if (m0 + i < M)
             for (int l = 0; l < COLS && n0 + l < N; ++l)
@@ -141,27 +156,28 @@ __kernel void matmul_cpu(GEMM_ARGS)
     #pragma unroll
     for (int j = 0; j < NB; ++j)
         cols[j] = min(n0 + j, N - 1);
-    float8 acc[MR][NB];
+    floatV acc[MR][NB];
     #pragma unroll
     for (int i = 0; i < MR; ++i)
         #pragma unroll
         for (int j = 0; j < NB; ++j)
-            acc[i][j] = (float8)0.0f;
+            acc[i][j] = (floatV)0.0f;
     int k = 0;
-    for (; k + 8 <= K; k += 8) {
-        float8 bv[NB];
+    for (; k + VW <= K; k += VW) {
+        floatV bv[NB];
         #pragma unroll
         for (int j = 0; j < NB; ++j)
-            bv[j] = vload8(0, bm + cols[j] * K + k);
+            bv[j] = LOADV(0, bm + cols[j] * K + k);
         #pragma unroll
         for (int i = 0; i < MR; ++i) {
 #if A_ROW_CONTIGUOUS
-            const float8 av = vload8(0, a + A_BASE(batch) + rows[i] * K + k);
+            const floatV av = LOADV(0, a + A_BASE(batch) + rows[i] * K + k);
 #else
-            const float8 av = (float8)(A_AT(batch, rows[i], k), A_AT(batch, rows[i], k + 1),
-                                       A_AT(batch, rows[i], k + 2), A_AT(batch, rows[i], k + 3),
-                                       A_AT(batch, rows[i], k + 4), A_AT(batch, rows[i], k + 5),
-                                       A_AT(batch, rows[i], k + 6), A_AT(batch, rows[i], k + 7));
+            float t[VW];
+            #pragma unroll
+            for (int l = 0; l < VW; ++l)
+                t[l] = A_AT(batch, rows[i], k + l);
+            const floatV av = LOADV(0, t);
 #endif
             #pragma unroll
             for (int j = 0; j < NB; ++j)
@@ -174,7 +190,12 @@ __kernel void matmul_cpu(GEMM_ARGS)
             break;
         #pragma unroll
         for (int j = 0; j < NB; ++j) {
+#if VW == 16
+            const float8 h8 = acc[i][j].lo + acc[i][j].hi;
+            const float4 h4 = h8.lo + h8.hi;
+#else
             const float4 h4 = acc[i][j].lo + acc[i][j].hi;
+#endif
             const float2 h2 = h4.lo + h4.hi;
             float s = h2.x + h2.y;
             for (int t = k; t < K; ++t)

@@ -108,3 +108,13 @@ def test_light_model_matches_openvino_cpu(name, engine):
         scale = float(np.abs(expected).max())
         np.testing.assert_allclose(got, expected, rtol=RTOL, atol=ATOL_OF_SCALE * scale,
                                    err_msg=f"{name}: output {out_name}")
+
+
+@pytest.mark.parametrize("width", ["8", "16"])
+@pytest.mark.parametrize("name", ["resnet50", "squeezenet"])
+def test_light_model_at_each_cpu_vector_width_matches_openvino(name, width, engine, monkeypatch):
+    """The CPU kernels written for 8 lanes (AVX2) and for 16 (AVX-512), forced through
+    CUSTOMLAYERS_CPU_VECTOR_WIDTH whatever this machine prefers: both must stay right, as CI
+    machines come with either."""
+    monkeypatch.setenv("CUSTOMLAYERS_CPU_VECTOR_WIDTH", width)
+    test_light_model_matches_openvino_cpu(name, engine)

@@ -1,6 +1,7 @@
 """The register-blocked CPU convolution (ops/nn/_cpu_kernels.py, conv_cpu_blocked.cl): every
 candidate micro-tile, on every case of the GEMM kernel's tests and ResNet-like shapes, with and
-without the fused epilogue, against the numpy reference. A CPU DeviceTraits selects the path on
+without the fused epilogue, against the float64 numpy reference, at both vector widths (8
+lanes: AVX2's kernels; 16: AVX-512's). A CPU DeviceTraits selects the path and the width on
 any device."""
 from __future__ import annotations
 
@@ -10,16 +11,25 @@ import pytest
 from customlayers.jit.launch import CompileContext, DeviceTraits, FusedEpilogue
 from customlayers.jit.tensor import TensorDesc
 from customlayers.ops import get_op
-from customlayers.ops.nn._cpu_kernels import MIN_BLOCKED_OG, conv_blockings, conv_candidates, pack_conv_weights
+from customlayers.ops.nn._cpu_kernels import (MIN_BLOCKED_OG, ConvBlocking, conv_blockings,
+                                             conv_candidates, pack_conv_weights)
 from launch_runner import run_launches
 from test_ops_conv import CASES, attrs, conv_ref
 
 CPU = DeviceTraits("CPU", compute_units=2, max_work_group_size=4096, float_vector_width=8)
+CPU16 = DeviceTraits("CPU", compute_units=2, max_work_group_size=4096, float_vector_width=16)
+WIDTHS = {8: CPU, 16: CPU16}
 
 SHAPES = CASES + [
     ((1, 16, 14, 14), (32, 16, 3, 3), (1, 1), (1, 1), (1, 1), (1, 1)),   # 3x3 pad 1, 2 blocks
     ((1, 24, 7, 7), (40, 24, 1, 1), (2, 2), (1, 1), (0, 0), (0, 0)),     # 1x1 stride 2, P=16
     ((2, 8, 9, 10), (16, 8, 3, 3), (1, 1), (2, 2), (2, 2), (2, 2)),      # dilated, batch 2
+    # 16 lanes: a partial last block of 32 (OG=50), P=5x9 not a multiple of 14 or 7
+    ((1, 7, 10, 17), (50, 7, 3, 3), (2, 2), (1, 1), (1, 1), (1, 1)),
+    # 16 lanes: 17 channels (blocks of 16, one nearly empty), 1x1 stride 2 on odd sizes
+    ((1, 9, 15, 13), (17, 9, 1, 1), (2, 2), (1, 1), (0, 0), (0, 0)),
+    # 32 channels exactly, 7x7 output (the 14-pixel tile's 7 padded pixels), pad 1 stride 1
+    ((1, 13, 7, 7), (32, 13, 3, 3), (1, 1), (1, 1), (1, 1), (1, 1)),
 ]
 
 
@@ -45,19 +55,21 @@ def _run(cl_env, op_type, x, w, strides, dilations, pb, pe, epilogue, device=CPU
     return got, arrays, launches
 
 
+@pytest.mark.parametrize("width", sorted(WIDTHS))
 @pytest.mark.parametrize("epilogue", [False, True])
 @pytest.mark.parametrize("case", SHAPES, ids=[f"{c[0]}-{c[1]}-s{c[2]}" for c in SHAPES])
-def test_every_candidate_matches_reference(cl_env, case, epilogue):
+def test_every_candidate_matches_reference(cl_env, case, epilogue, width):
+    device = WIDTHS[width]
     xs, ws, strides, dilations, pb, pe = case
     rng = np.random.default_rng(0)
     x = rng.standard_normal(xs).astype(np.float32)
     w = rng.standard_normal(ws).astype(np.float32)
     want = conv_ref(x, w, strides, dilations, pb, pe)
     # under MIN_BLOCKED_OG channels there is no candidate: the op's own choice, conv_cpu.cl
-    picks = range(len(conv_blockings(ws[0], CPU))) if ws[0] >= MIN_BLOCKED_OG else [None]
+    picks = range(len(conv_blockings(ws[0], device))) if ws[0] >= MIN_BLOCKED_OG else [None]
     for pick in picks:
         got, arrays, launches = _run(cl_env, "Convolution", x, w, strides, dilations, pb, pe,
-                                     epilogue, pick=pick)
+                                     epilogue, device=device, pick=pick)
         assert launches[-1].entry == ("conv_cpu_blocked" if ws[0] >= MIN_BLOCKED_OG
                                       else "conv_cpu")
         ref = np.maximum(want + arrays[2].reshape(1, -1, 1, 1), 0) if epilogue else want
@@ -74,16 +86,34 @@ def test_op_picks_blocked_kernel_when_weights_are_constant(cl_env):
                                rtol=1e-4, atol=1e-4)
 
 
-def test_grouped_blocked_kernel(cl_env):
+@pytest.mark.parametrize("width", sorted(WIDTHS))
+@pytest.mark.parametrize("groups,og,cg", [(3, 10, 4), (2, 30, 3)])   # OG=30: a partial 32
+def test_grouped_blocked_kernel(cl_env, width, groups, og, cg):
     rng = np.random.default_rng(1)
-    x = rng.standard_normal((2, 12, 9, 7)).astype(np.float32)
-    w = rng.standard_normal((3, 10, 4, 3, 3)).astype(np.float32)     # G=3, OG=10, CG=4
-    got, arrays, launches = _run(cl_env, "GroupConvolution", x, w, (2, 1), (1, 1), (1, 1),
-                                 (1, 1), True)
-    assert launches[-1].entry == "conv_cpu_blocked"
-    want = conv_ref(x, w.reshape(30, 4, 3, 3), (2, 1), (1, 1), (1, 1), (1, 1), groups=3)
-    want = np.maximum(want + arrays[2].reshape(1, -1, 1, 1), 0)
-    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+    x = rng.standard_normal((2, groups * cg, 9, 7)).astype(np.float32)
+    w = rng.standard_normal((groups, og, cg, 3, 3)).astype(np.float32)
+    for pick in range(len(conv_blockings(og, WIDTHS[width]))):
+        got, arrays, launches = _run(cl_env, "GroupConvolution", x, w, (2, 1), (1, 1), (1, 1),
+                                     (1, 1), True, device=WIDTHS[width], pick=pick)
+        assert launches[-1].entry == "conv_cpu_blocked"
+        want = conv_ref(x, w.reshape(groups * og, cg, 3, 3), (2, 1), (1, 1), (1, 1), (1, 1),
+                        groups=groups)
+        want = np.maximum(want + arrays[2].reshape(1, -1, 1, 1), 0)
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4, err_msg=launches[-1].label)
+
+
+def test_blockings_follow_the_vector_width():
+    """16 lanes: float16 tiles of 32 (or 16 where 32 would leave more empty) channels, 28
+    accumulators of AVX-512's 32 registers; 8 lanes: AVX2's float8 tiles, 12 of 16."""
+    assert conv_blockings(64, CPU16)[0] == ConvBlocking(32, 14, 16)
+    assert conv_blockings(48, CPU16)[0] == ConvBlocking(16, 28, 16)
+    assert conv_blockings(6, CPU16) == [ConvBlocking(8, 24, 8)]
+    assert conv_blockings(64, CPU)[0] == ConvBlocking(16, 6, 8)
+    for device in (CPU, CPU16):
+        for og in (5, 8, 17, 48, 64, 2048):
+            for t in conv_blockings(og, device):
+                registers = 16 if device is CPU else 32
+                assert t.pt * t.ob // t.vw <= registers - 3, (og, t)
 
 
 def _plan(op_type, x_shape, w, const=True):
@@ -114,3 +144,57 @@ def test_packed_layout():
     assert packed.shape == (1, 1, 2, 2, 3, 8)
     assert packed[0, 0, 1, 0, 2, 1] == w[1, 2, 1, 0]       # [ky][kx][c][o]
     assert not packed[..., 2:].any()                        # channels past OG are zero
+
+
+def test_vector_width_is_read_from_the_device_and_can_be_forced(test_device, monkeypatch):
+    """device_traits takes the device's preferred float width; CUSTOMLAYERS_CPU_VECTOR_WIDTH
+    forces 8 or 16 on a CPU device (the AVX2 kernels on an AVX-512 machine, as CI may have
+    either), and names itself when set to anything else."""
+    from customlayers.runtime.device.limits import device_traits
+    monkeypatch.delenv("CUSTOMLAYERS_CPU_VECTOR_WIDTH", raising=False)
+    reported = int(test_device.preferred_vector_width_float) or \
+        int(test_device.native_vector_width_float)
+    assert device_traits(test_device).float_vector_width == reported
+    if not device_traits(test_device).kind == "CPU":
+        return
+    for width in ("8", "16"):
+        monkeypatch.setenv("CUSTOMLAYERS_CPU_VECTOR_WIDTH", width)
+        assert device_traits(test_device).float_vector_width == int(width)
+    monkeypatch.setenv("CUSTOMLAYERS_CPU_VECTOR_WIDTH", "12")
+    with pytest.raises(ValueError, match="CUSTOMLAYERS_CPU_VECTOR_WIDTH='12'"):
+        device_traits(test_device)
+
+
+@pytest.mark.parametrize("width", sorted(WIDTHS))
+@pytest.mark.parametrize("xs,ws,pad,cache", [((1, 24, 10, 12), (40, 24, 1, 1), 0, 8192),
+                                             ((2, 16, 30, 30), (24, 16, 3, 3), 1, 16384)])
+def test_blocks_first_walk_matches_reference(cl_env, width, xs, ws, pad, cache):
+    """Where an image's input outgrows a core's cache and the weights do not (blocks_first),
+    neighbouring work items take the channel blocks of one pixel tile: the NDRange's first two
+    dimensions swapped, every output as before. A device with a small cache makes it apply to
+    small layers."""
+    from customlayers.ops.nn._cpu_kernels import blocks_first
+    device = DeviceTraits("CPU", compute_units=2, max_work_group_size=4096,
+                          float_vector_width=width, global_cache_bytes=2 * cache)
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal(xs).astype(np.float32)
+    w = rng.standard_normal(ws).astype(np.float32)
+    want = conv_ref(x, w, (1, 1), (1, 1), (pad, pad), (pad, pad))
+    picks = range(len(conv_blockings(ws[0], device)))
+    walked = []
+    for pick in picks:
+        got, arrays, launches = _run(cl_env, "Convolution", x, w, (1, 1), (1, 1), (pad, pad),
+                                     (pad, pad), True, device=device, pick=pick)
+        tile = conv_blockings(ws[0], device)[pick]
+        ogb = -(-ws[0] // tile.ob)
+        conv = launches[-1]
+        swapped = conv.args[-1].value == 1
+        walked.append(swapped)
+        assert conv.global_size[0 if swapped else 1] == ogb
+        ref = np.maximum(want + arrays[2].reshape(1, -1, 1, 1), 0)
+        np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-4, err_msg=conv.label)
+    assert any(walked)              # at least one micro-tile here walks blocks first
+    g = dict(G=1, OG=ws[0], CG=ws[1], KH=ws[2], KW=ws[3])
+    big = DeviceTraits("CPU", compute_units=2, float_vector_width=width,
+                       global_cache_bytes=1 << 30)
+    assert not blocks_first(g, xs[1] * 32 * 32, big, 8)     # the input stays in a 1 MiB cache

@@ -93,16 +93,27 @@ CPU_GEMM_CASES = [     # (A, B, transpose_a, transpose_b): M > 1, every edge of 
     ((3, 18, 19), (3, 19, 40), False, False),   # batched, N a whole 32-column run + 8
     ((2, 1, 9, 10), (1, 4, 33, 10), False, True),   # broadcast both ways
     ((2, 4, 17, 6), (6, 20), False, False),     # broadcast B to 2 batch dims
+    ((7, 43), (19, 43), False, True),           # K % 16 == 11: a float8 and a scalar tail
+    ((20, 24), (24, 50), False, False),         # N: a 32-column run and a partial one
 ]
 
 
+def _cpu_gemm(name: str):
+    """CpuGemmVariant from its name: cpu_gemm{MR}x{NB}[v{VW}]."""
+    from customlayers.ops.nn.matmul import CpuGemmVariant
+    blocking, _, vw = name[len("cpu_gemm"):].partition("v")
+    mr, nb = map(int, blocking.split("x"))
+    return CpuGemmVariant(mr, nb, int(vw or 8))
+
+
+# float8 (AVX2) and float16 (AVX-512) accumulators
 @pytest.mark.parametrize("variant", ["cpu_gemm6x4", "cpu_gemm6x2", "cpu_gemm3x4",
-                                     "cpu_gemm2x4"])
+                                     "cpu_gemm2x4", "cpu_gemm12x2v16", "cpu_gemm6x4v16",
+                                     "cpu_gemm3x4v16", "cpu_gemm6x1v16"])
 @pytest.mark.parametrize("ashape,bshape,ta,tb", CPU_GEMM_CASES)
 def test_cpu_gemm_matches_numpy(cl_env, ashape, bshape, ta, tb, variant):
     """M > 1 on a CPU device runs matmul_cpu.cl under each register blocking (a fused bias and
     ReLU on the 2-D cases, whose channel is the output's last axis)."""
-    from customlayers.ops.nn.matmul import CpuGemmVariant
     rng = np.random.default_rng(3)
     arrays = [rng.standard_normal(ashape).astype(np.float32),
               rng.standard_normal(bshape).astype(np.float32)]
@@ -111,10 +122,9 @@ def test_cpu_gemm_matches_numpy(cl_env, ashape, bshape, ta, tb, variant):
     if fused:
         arrays.append(rng.standard_normal(ref.shape[-1]).astype(np.float32))
         ref = np.maximum(ref + arrays[2], 0)
-    mr, nb = map(int, variant[len("cpu_gemm"):].split("x"))
     ctx = CompileContext(DeviceTraits("CPU", compute_units=2, max_work_group_size=4096),
                          FusedEpilogue(bias=True, relu=True) if fused else None,
-                         variant=CpuGemmVariant(mr, nb))
+                         variant=_cpu_gemm(variant))
     out, launches = run_op(cl_env, {"transpose_a": str(ta).lower(),
                                     "transpose_b": str(tb).lower()}, arrays, ctx)
     assert [l.entry for l in launches] == ["matmul_cpu"]
@@ -141,35 +151,37 @@ def test_batches_of_a_under_one_b_are_rows_of_one_gemm(cl_env, ashape, bshape, d
     np.testing.assert_allclose(out, ref, rtol=1e-4, atol=1e-4)
 
 
-@pytest.mark.parametrize("variant", ["cpu_gemm6x4", "cpu_gemm6x2"])
+@pytest.mark.parametrize("variant", ["cpu_gemm6x4", "cpu_gemm6x2", "cpu_gemm12x2v16",
+                                     "cpu_gemm6x1v16"])
 @pytest.mark.parametrize("ashape,bshape", [((5, 7), (7, 3)), ((2, 13, 19), (19, 70)),
                                            ((3, 9, 40), (40, 64))])
 def test_a_constant_b_is_read_packed_in_panels(cl_env, ashape, bshape, variant):
     """A constant B [K][N] (a Linear's weights) reaches the CPU kernel packed into panels of
     its columns, zero-padded past N; the result is the unpacked one's."""
-    from customlayers.ops.nn.matmul import CpuGemmVariant
     rng = np.random.default_rng(4)
     a = rng.standard_normal(ashape).astype(np.float32)
     b = rng.standard_normal(bshape).astype(np.float32)
     bias = rng.standard_normal(bshape[-1]).astype(np.float32)
-    mr, nb = map(int, variant[len("cpu_gemm"):].split("x"))
+    v = _cpu_gemm(variant)
     ctx = CompileContext(DeviceTraits("CPU", compute_units=2), FusedEpilogue(bias=True),
-                         variant=CpuGemmVariant(mr, nb))
+                         variant=v)
     op = get_op("MatMul")
     attrs = op.parse_attributes({}, "mm")
     descs = [TensorDesc(a.shape), TensorDesc(b.shape), TensorDesc(bias.shape)]
     outs = [TensorDesc(s, d) for s, d in op.infer_shapes(attrs, descs, {}, ctx)]
     launches = op.launches(attrs, descs, outs, {1: b}, ctx)
     assert launches[0].args[1].kind == "const"            # the packed panels
-    assert launches[0].args[1].value.size == b.shape[0] * -(-b.shape[1] // (8 * nb)) * 8 * nb
+    cols = v.vw * v.nb
+    assert launches[0].args[1].value.size == b.shape[0] * -(-b.shape[1] // cols) * cols
     out = run_launches(cl_env, launches, [a, b, bias], descs, outs)[0]
     np.testing.assert_allclose(out, reference(a, b, False, False) + bias, rtol=1e-4, atol=1e-4)
 
 
 def test_a_cpu_device_runs_the_register_blocked_gemm_first(cl_env):
     from customlayers.ops.nn.matmul import CpuGemmVariant
-    for width, tb, first in ((8, False, (6, 2)), (16, False, (6, 4)), (8, True, (3, 4)),
-                             (16, True, (6, 4))):
+    # AVX-512 (16 lanes): float16 accumulators, 24 of its 32 registers; AVX2: float8, 12 of 16
+    for width, tb, first in ((8, False, (6, 2)), (16, False, (6, 4, 16)), (8, True, (3, 4)),
+                             (16, True, (6, 4, 16))):
         ctx = CompileContext(DeviceTraits("CPU", compute_units=2, float_vector_width=width))
         op = get_op("MatMul")
         attrs = op.parse_attributes({"transpose_b": str(tb).lower()}, "mm")

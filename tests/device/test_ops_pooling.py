@@ -168,6 +168,13 @@ WIDE_CASES = [
     ((3, 3), (1, 1), (1, 1), (1, 1), (13, 27)),
     ((2, 2), (2, 2), (0, 0), (0, 0), (9, 34)),
     ((3, 2), (1, 2), (0, 1), (2, 0), (11, 40)),
+    # Inception's: a row's last run moved back over the one before it (13: inside 1..11)
+    ((3, 3), (1, 1), (1, 1), (1, 1), (13, 13)),
+    ((3, 3), (2, 2), (0, 0), (1, 1), (27, 27)),
+    # narrower than a run: every output on the clamped path (MaxPool), and ceil-mode-like ends
+    ((3, 3), (1, 1), (1, 1), (1, 1), (6, 6)),
+    ((3, 3), (2, 2), (0, 0), (1, 1), (7, 7)),
+    ((2, 2), (2, 2), (1, 1), (1, 1), (5, 9)),
 ]
 
 
@@ -178,6 +185,12 @@ def test_wide_rows(cl_env, ctx, kind, kernel, strides, pb, pe, hw):
     first in a window stays (MaxPool), one later is skipped, as in the scalar path."""
     x = np.random.default_rng(15).standard_normal((2, 3) + hw).astype(np.float32)
     x[0, 0, 4, :] = np.nan                    # a row of NaNs: first in some windows, later in some
+    # at the edges, where a window's first inside tap is not its first tap (MaxPool's clamped
+    # taps repeat inside ones: a NaN first must stay, one later must not win)
+    x[1, 0, :, 0] = np.nan                    # the first column
+    x[1, 1, 0, :] = np.nan                    # the top row
+    x[1, 2, -1, -1] = np.nan                  # the last corner
+    x[1, 2, 2, -1] = np.nan                   # the last column
     out_hw = tuple((n + b + e - k) // s + 1 for n, b, e, k, s in zip(hw, pb, pe, kernel, strides))
     op_type = "MaxPool" if kind == "max" else "AvgPool"
     r = raw(kernel, strides, pb, pe, **({} if kind == "max" else {"exclude-pad": "true"}))

@@ -5,7 +5,8 @@ guess first, and the launches of each. The ops take the first; the tuner can tim
 
 Convolution: conv_cpu_blocked.cl, a register-blocked micro-kernel (see the .cl file) over
 weights packed here, once, at compile time. It needs the weights as a constant and enough
-output channels per group to fill a float8 of channels; otherwise (depthwise, weights computed
+output channels per group to fill most of a vector of channels (kernel_vector_width lanes:
+the device's preferred float width, 8 or 16); otherwise (depthwise, weights computed
 at run time) no candidate is returned and conv.py runs its direct kernel conv_cpu.cl.
 Depthwise convolution (one input channel per group) runs conv_cpu_depthwise.cl, which stages
 each work item's input rows in private memory, zero-padded, and sums float8 runs along a row.
@@ -28,19 +29,38 @@ MIN_BLOCKED_OG = 5
 
 @dataclass(frozen=True)
 class ConvBlocking:
-    """The micro-tile of conv_cpu_blocked: OB output channels (8 or 16, one or two float8) by
-    PT output pixels, PT * OB / 8 float8 accumulators."""
+    """The micro-tile of conv_cpu_blocked: OB output channels (one or two vectors of VW lanes)
+    by PT output pixels, PT * OB / VW vector accumulators; VW 8 (float8) or 16 (float16)."""
     ob: int
     pt: int
+    vw: int = 8
+
+
+def kernel_vector_width(device: DeviceTraits) -> int:
+    """The lanes of the CPU kernels' vectors: 16 where the device prefers 16 or more floats
+    (AVX-512: float16 is what puts PoCL's arithmetic in zmm registers), else 8 (AVX2; SSE and
+    NEON split a float8 into two registers, which the blockings count)."""
+    return 16 if device.float_vector_width >= 16 else 8
 
 
 def conv_blockings(og: int, device: DeviceTraits) -> list[ConvBlocking]:
-    """Micro-tiles for `og` output channels per group, the default first. The accumulators get
-    12 of the 16 vector registers of AVX2 (the other 4 hold two weight vectors and the
-    broadcast input), 24 of AVX-512's 32; a float8 takes two registers where vectors are 4
-    wide (SSE, NEON)."""
+    """Micro-tiles for `og` output channels per group, the default first.
+    8 lanes: the accumulators get 12 of the 16 vector registers of AVX2 (the other 4 hold two
+    weight vectors and the broadcast input); a float8 takes two registers where vectors are 4
+    wide (SSE, NEON).
+    16 lanes (AVX-512): 28 of the 32 zmm registers (the broadcast input is an operand of the
+    FMA): 14 pixels x 32 channels (ResNet's, Inception's and DenseNet's outputs are multiples
+    of 7 pixels), or 28 x 16 where a block of 32 would leave more channels empty than 16
+    does; 8 channels or fewer stay in a float8 (AVX-512 has 32 ymm registers too)."""
+    if kernel_vector_width(device) == 16:
+        if og <= 8:         # a float16 would be half empty: float8 (ymm), 24 of 32 registers
+            return [ConvBlocking(8, 24, 8)]
+        waste = {ob: -(-og // ob) * ob - og for ob in (32, 16)}
+        if og > 16 and waste[32] <= waste[16] + og // 8:
+            return [ConvBlocking(32, 14, 16), ConvBlocking(32, 7, 16), ConvBlocking(16, 28, 16)]
+        return [ConvBlocking(16, 28, 16), ConvBlocking(16, 14, 16)]
     width = max(1, device.float_vector_width)
-    budget = 24 if width >= 16 else 12
+    budget = 12
     per_float8 = max(1, 8 // width)
     tiles = []
     for ob in ((16, 8) if og > 8 else (8,)):
@@ -57,7 +77,8 @@ class CpuBlockedVariant(KernelVariant):
 
     @property
     def name(self) -> str:
-        return f"cpu{self.tile.ob}x{self.tile.pt}"
+        tile = self.tile
+        return f"cpu{tile.ob}x{tile.pt}" + (f"v{tile.vw}" if tile.vw != 8 else "")
 
     def applies(self, plan) -> bool:
         return plan.on_cpu and self in conv_cpu_variants(plan.g, plan.weights is not None,
@@ -106,11 +127,41 @@ def conv_candidates(plan) -> list[list[KernelLaunch]]:
     return [blocked_launches(plan, tile) for tile in conv_blockings(plan.g["OG"], plan.device)]
 
 
+# the most of an operand a core's cache is taken to hold between work items: PoCL reports the
+# last-level cache (shared, 260 MB on the 2-core test machine) as the global memory cache, a
+# core's own L2 is 1-2 MiB on the x86 servers measured here
+CORE_CACHE_BYTES = 1 << 20
+
+
+def core_cache_bytes(device: DeviceTraits) -> int:
+    """A core's share of the device's global memory cache, at most CORE_CACHE_BYTES."""
+    if device.global_cache_bytes <= 0:
+        return CORE_CACHE_BYTES
+    return min(CORE_CACHE_BYTES, device.global_cache_bytes // max(1, device.compute_units))
+
+
+def blocks_first(g: Mapping[str, int], input_floats: int, device: DeviceTraits,
+                 ob: int) -> bool:
+    """Whether conv_cpu_blocked's neighbouring work items should be the channel blocks of one
+    pixel tile (the input read once, the weights again per tile) rather than the pixel tiles of
+    one block (the default: the weights read once, the input again per block): where an
+    image's input does not stay in a core's cache and the layer's weights do. Measured on
+    PoCL AVX-512: DenseNet's 1x1 layers at 56x56 (128-256 -> 128) 10-20% faster, ResNet's
+    256 -> 64 at 56x56 up to 40%; where the input fits (ResNet's 1x1 layers at 28x28 and
+    below), the same order was up to 2x slower."""
+    if -(-g["OG"] // ob) * g["G"] < 2:
+        return False
+    cache = core_cache_bytes(device)
+    weights = g["G"] * g["OG"] * g["CG"] * g["KH"] * g["KW"] * 4
+    return input_floats * 4 > cache and weights <= cache
+
+
 def blocked_launches(plan, tile: ConvBlocking) -> list[KernelLaunch]:
     """conv_cpu_blocked under micro-tile `tile` (and the zero-padded copy of the input it reads
     where the window leaves the input) for conv.py's ConvPlan. Its `args` are the layer's
     (input, weights, output[, bias][, residual]): the weights packed for the tile replace input
-    1; every kernel takes the sizes after its buffers, then the padded copy's IHP and IWP."""
+    1; every kernel takes the sizes after its buffers, then the padded copy's IHP and IWP, and
+    conv_cpu_blocked whether its NDRange walks channel blocks first (blocks_first)."""
     g, args = plan.g, plan.args
     ih, iw = g["IH"], g["IW"]
     ihp = max(ih + g["PY"], (g["OH"] - 1) * g["SY"] + (g["KH"] - 1) * g["DY"] + 1)
@@ -131,13 +182,16 @@ def blocked_launches(plan, tile: ConvBlocking) -> list[KernelLaunch]:
         return [pad, replace(launch, args=(x,) + launch.args[1:])]
 
     ogb = -(-g["OG"] // tile.ob)
-    src = defines(**plan.sizes, PT=tile.pt, OB=tile.ob) + kernel_source("conv_cpu_blocked.cl")
+    src = defines(**plan.sizes, PT=tile.pt, OB=tile.ob, VW=tile.vw) + \
+        kernel_source("conv_cpu_blocked.cl")
     packed = Arg.const(pack_conv_weights(plan.weights, g, tile.ob))
-    label = f"conv2d_{shape}_cpu{tile.ob}x{tile.pt}"
+    label = f"conv2d_{shape}_{CpuBlockedVariant(tile).name}"
+    walk = blocks_first(g, g["C"] * ihp * iwp, plan.device, tile.ob)
+    grid = (-(-p // tile.pt), g["G"] * ogb)
     return with_pad(src, label, KernelLaunch(
         source=src, entry="conv_cpu_blocked",
-        args=(args[0], packed) + tuple(args[2:]) + sizes,
-        global_size=(-(-p // tile.pt), g["G"] * ogb, g["NB"]), local_size=(1, 1, 1),
+        args=(args[0], packed) + tuple(args[2:]) + sizes + scalars(int(walk)),
+        global_size=(grid[::-1] if walk else grid) + (g["NB"],), local_size=(1, 1, 1),
         label=label))
 
 

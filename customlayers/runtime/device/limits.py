@@ -11,6 +11,7 @@ import pyopencl as cl
 from ...config.simplegpu.spec import LayerSpec
 from ...errors import BindingError
 from ...jit.launch import DeviceTraits
+from ...settings import cpu_vector_width
 
 LOCAL_SIZE_CODE = "CL083"
 
@@ -19,8 +20,12 @@ def device_traits(device: cl.Device) -> DeviceTraits:
     kind = "CPU" if device.type & cl.device_type.CPU else \
         "GPU" if device.type & cl.device_type.GPU else "ACCELERATOR"
     width = int(device.preferred_vector_width_float) or int(device.native_vector_width_float)
+    forced = cpu_vector_width()
+    if kind == "CPU" and forced is not None:    # the kernels of another machine (tests, CI)
+        width = forced
     return DeviceTraits(kind, int(device.max_compute_units), int(device.max_work_group_size),
-                        max(width, 1), int(device.local_mem_size))
+                        max(width, 1), local_mem_size=int(device.local_mem_size),
+                        global_cache_bytes=int(device.global_mem_cache_size))
 
 
 def has_fp64(device) -> bool:
