@@ -241,7 +241,9 @@ def onnx_tcn(path: Path, batch: int, levels: int = TCN_LEVELS, length: int = TCN
         nodes, "tcn", [helper.make_tensor_value_info("x", TensorProto.FLOAT,
                                                      [batch, 1, length])],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [batch, TCN_CLASSES])], init)
-    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), path)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8          # what every onnxruntime of opset 13 reads (the GPU machine's)
+    onnx.save(model, path)
     return path
 
 
