@@ -170,15 +170,10 @@ def package_rows(args, model: Path, tmp: Path) -> int:
                      runtime="package") for i in range(runs)]
     driver_warm = [load(pkg, args.device, tmp / f"empty-warm-{i}", args.tuning, args.batch,
                         False, runtime="package") for i in range(runs)]
-    # every cache empty, the driver's compile in this one process (no child processes)
-    one_process = [load(pkg, args.device, tmp / f"empty-one-{i}", args.tuning, args.batch,
-                        True, runtime="package", extra_env={"CUSTOMLAYERS_JIT_PROCESSES": "0"})
-                   for i in range(runs)]
     total = lambda r: r["compile_s"] + r["first_infer_s"]     # noqa: E731
     w = sorted(map(total, warm))[runs // 2]
     p = sorted(map(total, packaged))[runs // 2]
     d = sorted(map(total, driver_warm))[runs // 2]
-    o = sorted(map(total, one_process))[runs // 2]
     print(f"device: {packaged[0]['device']}; model: {model.name} batch {args.batch}; "
           f"tuning {args.tuning}; each load a fresh process; medians of {runs}")
     print(f"compile into a package   {made['compile_s']:>7.2f} s   "
@@ -189,8 +184,6 @@ def package_rows(args, model: Path, tmp: Path) -> int:
           f"checking and loading the binaries {packaged[0]['package_s']:.3f} s, first "
           f"inference {packaged[0]['first_infer_s']:.3f} s")
     print(f"package, driver's cache  {d:>7.3f} s   (ours empty, the driver's own cache warm)")
-    print(f"package, one process     {o:>7.3f} s   (every cache empty, the driver compiling "
-          f"in the loading process alone: CUSTOMLAYERS_JIT_PROCESSES=0)")
     print(f"package / warm: {p / w:.2f} with every cache empty, {d / w:.2f} with the driver's "
           f"warm  (goals: package <= 1.0 s on the H100, <= 2x the warm load on PoCL)")
     print("(each load: Network() and the first inference; the imports and the Engine before "
@@ -235,17 +228,14 @@ def ort_child(args) -> int:
 
 
 def load(model: Path, device: str | None, cache_dir: Path, tuning: str, batch: int,
-         cold: bool, pocl_cache: Path | None = None, runtime: str = "ours",
-         extra_env: dict | None = None) -> dict:
-    env = dict(os.environ, CUSTOMLAYERS_CACHE_DIR=str(cache_dir), **(extra_env or {}))
+         cold: bool, pocl_cache: Path | None = None, runtime: str = "ours") -> dict:
+    env = dict(os.environ, CUSTOMLAYERS_CACHE_DIR=str(cache_dir))
     if pocl_cache is not None:      # PoCL's cache in a directory of ours: empty when cold
         env["POCL_CACHE_DIR"] = str(pocl_cache)
         if cold:
             env["CUDA_CACHE_DISABLE"] = "1"
-    elif cold:      # the drivers' own caches too (a warm load may use them, as in production):
-        # NVIDIA's empty, as on a fresh node (not off: a package's load fills it from child
-        # processes, runtime/device/parallel_build.py)
-        env.update(CUDA_CACHE_PATH=str(cache_dir / "nvidia-cache"), POCL_KERNEL_CACHE="0")
+    elif cold:      # the drivers' own caches too (a warm load may use them, as in production)
+        env.update(CUDA_CACHE_DISABLE="1", POCL_KERNEL_CACHE="0")
     env.pop("CUSTOMLAYERS_NO_CACHE", None)
     child_flag = {"ort": "--ort-child", "package": "--package-child"}.get(runtime, "--child")
     cmd = [sys.executable, __file__, child_flag,

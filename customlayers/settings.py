@@ -10,11 +10,6 @@ CUSTOMLAYERS_TUNING      default kernel selection by timing: off, fast (the defa
 CUSTOMLAYERS_CPU_VECTOR_WIDTH  8 or 16: the float vector width the CPU kernels are written
                          for, instead of the one the device prefers (16 on AVX-512, 8 on
                          AVX2); 8 runs the AVX2 kernels on an AVX-512 machine (tests, CI)
-CUSTOMLAYERS_JIT_PROCESSES  processes that compile a package's binaries to machine code at
-                         once where the driver does it one program at a time per process
-                         (NVIDIA: its PTX JIT); 0 or 1 turns it off (default: up to 8)
-CUDA_CACHE_DISABLE       NVIDIA's own: "1" turns the driver's compiled-code cache off, which the
-                         processes above fill (then they are not used)
 """
 from __future__ import annotations
 
@@ -72,20 +67,3 @@ def cpu_vector_width() -> int | None:
     if value not in tuple(str(w) for w in CPU_VECTOR_WIDTHS):
         raise ValueError(f"CUSTOMLAYERS_CPU_VECTOR_WIDTH='{value}' is not 8 or 16")
     return int(value)
-
-
-def jit_processes() -> int | None:
-    """CUSTOMLAYERS_JIT_PROCESSES, or None where it is not set (the caller's default);
-    ValueError naming the variable for a value that is not a whole number from 0."""
-    value = os.environ.get("CUSTOMLAYERS_JIT_PROCESSES", "").strip()
-    if not value:
-        return None
-    if not value.isdigit():
-        raise ValueError(f"CUSTOMLAYERS_JIT_PROCESSES='{value}' is not a whole number (0 or "
-                         f"1: off)")
-    return int(value)
-
-
-def driver_code_cache_enabled() -> bool:
-    """Whether NVIDIA's compiled-code cache is on (CUDA_CACHE_DISABLE not set to 1)."""
-    return os.environ.get("CUDA_CACHE_DISABLE", "").strip() != "1"

@@ -419,38 +419,3 @@ def test_a_re_signed_plan_with_a_step_of_wrong_types_is_refused(tmp_path, packag
     with pytest.raises(PackageError, match="is not a plan step") as e:
         Network(str(bad), engine=engine)
     assert e.value.part == "plans"
-
-
-def test_binaries_compiled_by_child_processes_load_and_run_alike(tmp_path, demo, packages,
-                                                                 engine, monkeypatch):
-    """Where the driver compiles a binary one at a time per process (NVIDIA's PTX), child
-    processes fill its compiled-code cache at once (runtime/device/parallel_build.py). PoCL
-    caches across processes too, so the mechanism runs here when asked for: the children end
-    well and the package's network gives the network's outputs bit for bit."""
-    from customlayers.runtime.device.build import exact_division
-    from customlayers.runtime.device.parallel_build import warm_driver_cache
-    from customlayers.runtime.package import programs
-    plain, _ = packages
-    pkg = read_package(plain)
-    binaries = [(bytes(pkg.parts[f"program {k}"]), exact_division(engine.device, v["options"]))
-                for k, v in pkg.manifest["programs"].items()]
-    assert len(binaries) >= programs.MIN_PROGRAMS_FOR_JIT_PROCESSES
-    assert warm_driver_cache(engine.device, binaries, 2) == 2
-    # a child that cannot load its binary fails alone: the caller loads (and reports) itself
-    assert warm_driver_cache(engine.device, [(b"not a binary", "")], 1) == 0
-
-    assert programs.jit_processes_for(engine.device, len(binaries)) == 0    # PoCL: not asked
-    monkeypatch.setenv("CUSTOMLAYERS_JIT_PROCESSES", "2")
-    assert programs.jit_processes_for(engine.device, len(binaries)) == 2
-    monkeypatch.setattr(programs, "COLD_LOAD_S", 0.0)     # every first load counts as cold
-    spawned = []
-    real = programs.warm_driver_cache
-    monkeypatch.setattr(programs, "warm_driver_cache",
-                        lambda *a, **k: spawned.append(len(a[1])) or real(*a, **k))
-    net, expected = demo
-    got = Network(str(plain), engine=Engine(engine.device)).infer({"data": demo_input()})
-    assert spawned == [len(binaries) - 1]
-    assert all(np.array_equal(got[n], v) for n, v in expected.items())
-    monkeypatch.setenv("CUSTOMLAYERS_JIT_PROCESSES", "many")
-    with pytest.raises(ValueError, match="CUSTOMLAYERS_JIT_PROCESSES='many'"):
-        programs.jit_processes_for(engine.device, len(binaries))

@@ -8,20 +8,12 @@ from __future__ import annotations
 
 import hashlib
 import os
-import time
 from concurrent.futures import ThreadPoolExecutor
 
 from ... import __version__
 from ...errors import PackageError
-from ...settings import driver_code_cache_enabled, jit_processes
-from ..device.build import exact_division, load_binary, program_binary
-from ..device.parallel_build import MAX_THREADS, build_programs, warm_driver_cache
-
-# a binary the driver loads slower than this was compiled, not read from its cache (a cache hit
-# took ~10 ms on an H200, a compile ~0.1 s)
-COLD_LOAD_S = 0.04
-MIN_PROGRAMS_FOR_JIT_PROCESSES = 6
-MAX_JIT_PROCESSES = 8
+from ..device.build import load_binary, program_binary
+from ..device.parallel_build import MAX_THREADS, build_programs
 
 # the fields of the device a package's binaries are bound to (the others are for reading)
 BINDING = (("name", "device"), ("driver", "driver"), ("platform", "platform"))
@@ -85,40 +77,11 @@ def load_binaries(engine, wanted: dict[str, tuple[bytes, str]]) -> dict:
                                f"this device", f"program {key[:16]}") from None
 
     keys = list(wanted)
-    loaded = {}
-    processes = jit_processes_for(engine.device, len(keys))
-    if processes > 1:
-        # the first binary tells whether the driver's cache holds them (a few ms) or it
-        # compiles them (NVIDIA: ~0.1 s each, one at a time in this process): then child
-        # processes compile the rest at once into that cache, read back below
-        started = time.perf_counter()
-        loaded[keys[0]] = load(keys[0])
-        if time.perf_counter() - started > COLD_LOAD_S:
-            rest = keys[1:]
-            warm_driver_cache(engine.device, [(wanted[k][0], exact_division(
-                engine.device, wanted[k][1])) for k in rest], min(processes, len(rest)))
-        keys = keys[1:]
     threads = min(MAX_THREADS, os.cpu_count() or 1, len(keys))
     if threads <= 1:
-        return {**loaded, **{key: load(key) for key in keys}}
+        return {key: load(key) for key in keys}
     with ThreadPoolExecutor(threads, thread_name_prefix="cl-load") as pool:
-        return {**loaded, **dict(zip(keys, pool.map(load, keys)))}
-
-
-def jit_processes_for(device, programs: int) -> int:
-    """How many child processes compile a package's binaries to machine code at once: on
-    NVIDIA, whose driver compiles one program at a time per process but caches the result for
-    every process (runtime/device/parallel_build.py), up to 8 (CUSTOMLAYERS_JIT_PROCESSES),
-    one per 3 programs; none for a few programs or with the driver's cache off, nor on other
-    devices unless CUSTOMLAYERS_JIT_PROCESSES asks for them (PoCL caches its compiled kernels
-    across processes too: the tests run the mechanism there)."""
-    wanted = jit_processes()
-    nvidia = "nvidia" in device.platform.vendor.lower()
-    if programs < MIN_PROGRAMS_FOR_JIT_PROCESSES or (wanted is None and not nvidia) or \
-            (nvidia and not driver_code_cache_enabled()):
-        return 0
-    limit = MAX_JIT_PROCESSES if wanted is None else wanted
-    return max(0, min(limit, os.cpu_count() or 1, programs // 3))
+        return dict(zip(keys, pool.map(load, keys)))
 
 
 def build_from_sources(engine, sources: dict[str, tuple[str, str, str]]) -> dict:
