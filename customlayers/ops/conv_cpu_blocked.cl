@@ -26,20 +26,7 @@
 #define P (OH * OW)
 #define OGB ((OG + OB - 1) / OB)
 #define KSTEPS (CG * KH * KW)
-#ifndef VW
-#define VW 8
-#endif
-#if VW == 16
-#define floatV float16
-#define LOADV vload16
-#define STOREV vstore16
-#elif VW == 8
-#define floatV float8
-#define LOADV vload8
-#define STOREV vstore8
-#else
-#error "conv_cpu_blocked: VW must be 8 or 16"
-#endif
+#include "cpu_vector.cl"
 #if OB != VW && OB != 2 * VW
 #error "conv_cpu_blocked: OB must be VW or 2 VW"
 #endif

@@ -15,20 +15,7 @@
  * Needs the defines of matmul.cl, MR, NB, PACKED_B and VW (8 or 16; 8 where not given).
  */
 #include "matmul.cl"
-#ifndef VW
-#define VW 8
-#endif
-#if VW == 16
-#define floatV float16
-#define LOADV vload16
-#define STOREV vstore16
-#elif VW == 8
-#define floatV float8
-#define LOADV vload8
-#define STOREV vstore8
-#else
-#error "matmul_cpu: VW must be 8 or 16"
-#endif
+#include "cpu_vector.cl"
 
 #if TRANSPOSE_A || A_PICKED
 #define A_ROW_CONTIGUOUS 0
