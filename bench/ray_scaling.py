@@ -25,8 +25,9 @@ Figures:
   * where the time goes, per actor, as shares of the steady window: `device` (requests in
     flight: uploads, kernels, read-backs), `host` (cutting the batch into requests, padding,
     joining the outputs), `ray` (waiting for Ray's next batch: scheduling, object
-    transfers, the call's own overhead in the actor); and, outside Ray, one GPU's own ceiling from a probe task: rows/s with the
-    input already on the device, with pageable uploads and with pinned ones;
+    transfers, the call's own overhead in the actor); and, outside Ray, one GPU's own
+    ceiling from a probe task: rows/s with the input already on the device, with pageable
+    uploads and with pinned ones;
   * actor start-up: the predictor's construction (the package loaded, the device set up), with
     the driver's compiled-code cache cold (a fresh CUDA_CACHE_PATH: the probe) and warm (the
     actors of the timed runs).
@@ -195,8 +196,9 @@ def probe(package: str, device: str, rows: np.ndarray, nireq: int, cuda_cache: s
 
 
 def device_only_rate(actor, rows: np.ndarray, nireq: int) -> float:
-    """Rows/s with each request's input set once as a device buffer: the kernels alone,
-    `nireq` requests in flight, as many requests as the rows make, 3 times over."""
+    """Rows/s with each request's inputs set once as device buffers: no upload, the kernels
+    and the outputs' read-back, `nireq` requests in flight, as many requests as the rows
+    make, 3 times over."""
     import pyopencl as cl
     from customlayers.dtypes import numpy_of
     from customlayers.integrations.batches import BatchPlan
@@ -260,12 +262,10 @@ def core_pass(ray, refs: list, actors: int, kwargs: dict, resources: dict, batch
     pending: dict = {}              # result ref -> actor index
     parts = []
     submitted = 0
-    load = [0] * actors
 
     def submit(i):
         nonlocal submitted
         pending[pool[i].__call__.remote(refs[submitted % len(refs)])] = i
-        load[i] += 1
         submitted += 1
     for i in range(actors):
         for _ in range(depth):
@@ -274,7 +274,6 @@ def core_pass(ray, refs: list, actors: int, kwargs: dict, resources: dict, batch
     while pending:
         done, _ = ray.wait(list(pending), num_returns=1)
         i = pending.pop(done[0])
-        load[i] -= 1
         parts.append(ray.get(done[0]))
         if submitted < batches:
             submit(i)
@@ -397,8 +396,8 @@ def main(argv=None) -> int:
     parser.add_argument("--tasks-per-actor", type=int, default=8,
                         help="Ray Data: tasks queued per actor (max_tasks_in_flight_per_actor; "
                              "default 8: with Ray's own, 0, ResNet-50's actors waited for "
-                             "their next batch 41%% of the time); Ray Core: calls in flight "
-                             "per actor (default 2)")
+                             "their next batch 41%% of the time); the Ray Core path keeps 2 "
+                             "calls in flight per actor")
     parser.add_argument("--no-probe", action="store_true",
                         help="skip the probes (start-up, one GPU's ceiling outside Ray)")
     parser.add_argument("--package", default=None,
@@ -442,8 +441,8 @@ def main(argv=None) -> int:
         caches = {k: str(work / f"cuda-cache-{k}") for k in ("compile", "actors")}
         package = args.package or str(work / f"{args.model}.clpkg")
         if Path(package).exists():
-            print(f"model {args.model}: the package {package} ({Path(package).stat().st_size / 2**20:.0f}"
-                  f" MiB)")
+            size = Path(package).stat().st_size / 2**20
+            print(f"model {args.model}: the package {package} ({size:.0f} MiB)")
         else:
             made = ray.get(ray.remote(**one_gpu)(compile_package).remote(
                 str(model), configs, device, shapes, args.tuning, package, caches["compile"]))

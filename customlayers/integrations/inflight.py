@@ -9,6 +9,7 @@ interleaved), the difference being the requests it makes again.
 """
 from __future__ import annotations
 
+import threading
 from collections import deque
 from typing import Mapping, Sequence
 
@@ -47,21 +48,27 @@ class PinnedRequests:
         self.network = network
         self.nireq = nireq
         self._made: dict = {}           # input shapes -> the requests made for them
+        # one batch at a time: a request is marked busy only when it starts, after its rows
+        # were copied into its pinned memory, so two batches at once (an actor with several
+        # concurrent calls, a Serve replica) could pick the same request and mix their rows
+        self._lock = threading.Lock()
 
     def run(self, inputs: Sequence[Mapping]) -> list[dict]:
         """{output name: array} for each of `inputs`, in order, up to `nireq` in flight."""
         if not inputs:
             return []
-        made = []
-        for item in inputs:
-            arrays = self.network._named_inputs(item)
-            key = tuple(sorted((n, tuple(a.shape)) for n, a in arrays.items()))
-            if key not in self._made:
-                with self.network._lock:
-                    self._made[key] = [self.network.create_request(
-                        {n: tuple(a.shape) for n, a in arrays.items()}, arrays)
-                        for _ in range(self.nireq)]
-            made.extend(self._made[key])
-        # outputs are copied out of the pinned memory before a request runs again
-        return [r.outputs for r in run_stream(self.network, inputs, self.nireq, pinned=True,
-                                              requests=made)]
+        with self._lock:
+            made: dict = {}
+            for item in inputs:
+                arrays = self.network._named_inputs(item)
+                key = tuple(sorted((n, tuple(a.shape)) for n, a in arrays.items()))
+                if key not in self._made:
+                    with self.network._lock:
+                        self._made[key] = [self.network.create_request(
+                            {n: tuple(a.shape) for n, a in arrays.items()}, arrays)
+                            for _ in range(self.nireq)]
+                made[key] = self._made[key]
+            # outputs are copied out of the pinned memory before a request runs again
+            return [r.outputs for r in run_stream(
+                self.network, inputs, self.nireq, pinned=True,
+                requests=[r for requests in made.values() for r in requests])]

@@ -77,8 +77,10 @@ __kernel void conv_cpu_blocked(__global const float* restrict input,
         }
     }
     /* a run: the PT pixels read PT consecutive inputs (stride 1 within one row, or a 1x1
-       window over an unpadded plane): addressed from one pointer, no offsets to hold */
-    const int run = off[PT - 1] - off[0] == PT - 1;
+       window over an unpadded plane): addressed from one pointer, no offsets to hold. Only a
+       whole tile: there every step is at least 1, so PT - 1 apart means every step is 1; in
+       a last tile the pixels past P repeat an offset (a step of 0) that can hide a row jump */
+    const int run = p0 + PT <= P && off[PT - 1] - off[0] == PT - 1;
     floatV a0[PT];
 #if OB == 2 * VW
     floatV a1[PT];

@@ -30,6 +30,12 @@ SHAPES = CASES + [
     ((1, 9, 15, 13), (17, 9, 1, 1), (2, 2), (1, 1), (0, 0), (0, 0)),
     # 32 channels exactly, 7x7 output (the 14-pixel tile's 7 padded pixels), pad 1 stride 1
     ((1, 13, 7, 7), (32, 13, 3, 3), (1, 1), (1, 1), (1, 1), (1, 1)),
+    # last tiles whose repeated past-the-end pixels hide a row jump (their first and last
+    # offsets PT - 1 apart without being a run): a 2x2 and a 3x8 output, 3x3 pad 1, and a
+    # 1x1 stride 2 to 5x5
+    ((1, 8, 2, 2), (32, 8, 3, 3), (1, 1), (1, 1), (1, 1), (1, 1)),
+    ((1, 8, 3, 8), (32, 8, 3, 3), (1, 1), (1, 1), (1, 1), (1, 1)),
+    ((1, 9, 9, 9), (32, 9, 1, 1), (2, 2), (1, 1), (0, 0), (0, 0)),
 ]
 
 

@@ -190,3 +190,24 @@ def test_pocl_thread_cap_keeps_the_users_own():
     assert limit_pocl_threads(2, env) and env == {POCL_THREADS: "2"}
     env = {POCL_THREADS: "7"}
     assert not limit_pocl_threads(2, env) and env == {POCL_THREADS: "7"}
+
+
+def test_pinned_batches_from_two_threads_keep_their_own_rows():
+    """Two batches at once on one pinned predictor (an actor with concurrent calls, a Serve
+    replica): each gets its own rows back, never the other's copied into the same request."""
+    import threading
+    actor = CustomLayersPredictor(**REORG_MODEL, pinned=True, nireq=2)
+    batches = [RNG.standard_normal((8, 4, 6, 8)).astype(np.float32) for _ in range(6)]
+    expected = [plain_loop(REORG_MODEL, b) for b in batches]
+    got = [None] * len(batches)
+
+    def work(indices):
+        for i in indices:
+            got[i] = actor({"x": batches[i]})["y"]
+    threads = [threading.Thread(target=work, args=(range(k, len(batches), 2),)) for k in (0, 1)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    for i, (g, e) in enumerate(zip(got, expected)):
+        np.testing.assert_array_equal(g, e, err_msg=f"batch {i}")

@@ -113,6 +113,8 @@ class Network:
         self.messages: list[str] = []      # informational messages (overrides, memory plan)
         # the graph rewrites (passes/__init__.py) asked for, in their order; the shape
         # arithmetic always
+        self._fuse_temporal_blocks = fuse_temporal_blocks
+        self._concat_in_place = concat_in_place
         self._passes = passes_for(temporal_blocks=fuse_temporal_blocks) if fuse else FOLDING
         self.graph, notes = self._rewritten(self.graph, self._passes)
         self.messages += notes
@@ -433,7 +435,8 @@ class Network:
             self._say(note)
         return Network(bound, self.registry, self.engine, profiling=self.profiling,
                        messages=self._say, fuse=self.fuse, resolver=self.resolver,
-                       tuning=self.tuner.mode)
+                       tuning=self.tuner.mode, concat_in_place=self._concat_in_place,
+                       fuse_temporal_blocks=self._fuse_temporal_blocks)
 
     @property
     def output_names(self) -> list[str]:

@@ -268,9 +268,15 @@ def nvidia_pci_address(dev) -> str | None:
     """The PCI address (domain:bus:slot, hex) of an NVIDIA GPU (their extension's queries),
     None on any other device: it tells two alike GPUs apart. The bus alone does not: a
     virtual machine may put each GPU on bus 0 of its own domain."""
-    try:
-        parts = [int(dev.get_info(getattr(cl.device_info, f"PCI_{k}_ID_NV")))
-                 for k in ("DOMAIN", "BUS", "SLOT")]
-    except (cl.Error, AttributeError, ValueError):
+    def query(key):
+        try:
+            return int(dev.get_info(getattr(cl.device_info, f"PCI_{key}_ID_NV")))
+        except (cl.Error, AttributeError, ValueError):
+            return None
+    bus = query("BUS")
+    if bus is None:
         return None
-    return "{:04x}:{:02x}:{:02x}".format(*parts)
+    domain, slot = query("DOMAIN"), query("SLOT")
+    if domain is None or slot is None:      # an older driver: the bus alone
+        return f"{bus:02x}"
+    return f"{domain:04x}:{bus:02x}:{slot:02x}"
