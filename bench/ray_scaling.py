@@ -21,7 +21,9 @@ CustomLayersPredictor(pinned=True)). CPU cases: 1 actor on half the cores, 2 act
 Figures:
   * steady rows/s: while every actor works, from batch times stamped inside the actors (actor
     start-up and Ray's start are left out; the end-to-end rate, which includes them, is shown);
-  * efficiency: rows/s of n actors / (n x rows/s of 1 actor) of the same upload kind;
+  * efficiency: rows/s of n actors / (n x rows/s of 1 actor) of the same path and upload kind
+    (the CPU's reference row, one actor on every core, has none: it shows what one process
+    does with the cores the two actors share; "e2e": end-to-end rows/s, start-up included);
   * where the time goes, per actor, as shares of the steady window: `device` (requests in
     flight: uploads, kernels, read-backs), `host` (cutting the batch into requests, padding,
     joining the outputs), `ray` (waiting for Ray's next batch: scheduling, object
@@ -116,9 +118,9 @@ class TimedPredictor(CustomLayersPredictor):
         super().__init__(*args, **kwargs)
         self.init_s = time.perf_counter() - started
         info = self.device_info
-        self.device = (f"{info['name']} (PCI {info.get('pci', '-')}, "
-                       f"{info['compute_units']} CU, CUDA_VISIBLE_DEVICES="
-                       f"{os.environ.get('CUDA_VISIBLE_DEVICES', '-')})")
+        where = f", PCI {info['pci']}, CUDA_VISIBLE_DEVICES=" \
+            f"{os.environ.get('CUDA_VISIBLE_DEVICES', '-')}" if "pci" in info else ""
+        self.device = f"{info['name']} ({info['compute_units']} CU{where})"
 
     def __call__(self, batch):
         from customlayers.integrations.batches import BatchPlan, split_columns
@@ -459,7 +461,8 @@ def main(argv=None) -> int:
                                                       (caches["actors"], "warm")):
             p = ray.get(ray.remote(**one_gpu)(probe).remote(package, device, sample,
                                                              args.nireq, cache))
-            print(f"probe ({label} driver code cache), outside Ray Data on {p['device']}: "
+            what = f"{label} driver code cache" if args.gpu else "a fresh process"
+            print(f"probe ({what}), outside Ray on {p['device']}: "
                   f"actor start-up {p['init_s']:.2f} s; rows/s with the input on the device "
                   f"{p['device_only']}, pageable uploads {p['pageable']:.0f}, pinned "
                   f"{p['pinned']:.0f}")
@@ -476,8 +479,9 @@ def main(argv=None) -> int:
             half = max(1, args.cpus // 2)
             cases = [(f"1 actor x {half} thread(s)", 1, False, {"num_cpus": half}),
                      (f"2 actors x {half} thread(s)", 2, False, {"num_cpus": half}),
-                     (f"1 actor x {args.cpus} thread(s)", 1, False, {"num_cpus": args.cpus})]
-        print(f"{'case':42} {'rows/s':>8} {'effic.':>7} {'end-to-end':>10} {'start-up s':>10}"
+                     (f"1 actor x {args.cpus} thread(s), as reference", 1, False,
+                      {"num_cpus": args.cpus})]
+        print(f"{'case':42} {'rows/s':>8} {'effic.':>7} {'e2e rows/s':>10} {'start-up s':>10}"
               f"  {'device':>6} {'host':>5} {'ray':>5}  devices")
         single = {}
         paths = {"data": ("data",), "core": ("core",), "both": ("data", "core")}[args.path]
@@ -494,7 +498,7 @@ def main(argv=None) -> int:
                 if actors == 1:
                     single.setdefault((path, pinned), r["steady"])
                 reference = not args.gpu and resources["num_cpus"] == args.cpus
-                eff = "(ref.)" if reference else \
+                eff = "-" if reference else \
                     f"{r['steady'] / (actors * single[path, pinned]):.0%}"
                 s = r["shares"]
                 print(f"{path + ': ' + label:42} {r['steady']:8.0f} {eff:>7} {r['total']:10.0f} "

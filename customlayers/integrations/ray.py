@@ -3,7 +3,7 @@
     import ray
     from customlayers.integrations.ray import CustomLayersPredictor
 
-    ds = ray.data.from_numpy(images)               # or read_images / read_parquet ...
+    ds = ray.data.from_numpy(np.array_split(images, 64))   # several blocks: several actors
     out = ds.map_batches(CustomLayersPredictor,
                          fn_constructor_kwargs=dict(model="m.onnx", configs=["layers.xml"],
                                                     device="GPU"),

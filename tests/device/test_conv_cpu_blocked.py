@@ -167,8 +167,25 @@ def test_vector_width_is_read_from_the_device_and_can_be_forced(test_device, mon
         monkeypatch.setenv("CUSTOMLAYERS_CPU_VECTOR_WIDTH", width)
         assert device_traits(test_device).float_vector_width == int(width)
     monkeypatch.setenv("CUSTOMLAYERS_CPU_VECTOR_WIDTH", "12")
-    with pytest.raises(ValueError, match="CUSTOMLAYERS_CPU_VECTOR_WIDTH='12'"):
+    from customlayers.errors import ConfigError
+    with pytest.raises(ConfigError, match="CUSTOMLAYERS_CPU_VECTOR_WIDTH='12' is not 8 or 16; "
+                                          "unset it, or set it to 8"):
         device_traits(test_device)
+
+
+def test_a_bad_vector_width_setting_is_one_line_from_the_cli(test_device, monkeypatch, capsys):
+    """A setting, not a bug: one `error:` line and exit 1, as a bad CUSTOMLAYERS_TUNING."""
+    from pathlib import Path
+    from customlayers.cli import main as cli_main
+    import pyopencl as cl
+    if not test_device.type & cl.device_type.CPU:
+        pytest.skip("the setting applies to CPU devices")
+    model = Path(__file__).resolve().parents[2] / "examples" / "models" / "demo_cnn_builtin.xml"
+    monkeypatch.setenv("CUSTOMLAYERS_CPU_VECTOR_WIDTH", "abc")
+    assert cli_main(["run", "-m", str(model), "-d", "CPU"]) == 1
+    err = capsys.readouterr().err
+    assert "CUSTOMLAYERS_CPU_VECTOR_WIDTH='abc' is not 8 or 16" in err
+    assert "Traceback" not in err
 
 
 @pytest.mark.parametrize("width", sorted(WIDTHS))

@@ -68,6 +68,14 @@ def test_by_default_the_blocks_run_as_before(tmp_path, engine):
     assert "TemporalBlocks" in [s.type for s in fused_network(path, engine).plan.steps]
 
 
+def test_asking_for_the_fusion_on_a_model_without_blocks_says_so(engine):
+    model = Path(__file__).resolve().parents[2] / "examples" / "models" / "demo_cnn_builtin.xml"
+    said = []
+    net = Network(str(model), engine=engine, fuse_temporal_blocks=True, messages=said.append)
+    assert any("no run of TCN temporal blocks" in m for m in said)
+    assert any("nothing fused" in m for m in net.messages)
+
+
 @pytest.mark.parametrize("form", ["chomp", "pads", "pad_op"])
 def test_blocks_of_every_form_match_onnxruntime(tmp_path, engine, form):
     specs = [Spec(3, 8, 3, 1, form), Spec(8, 8, 5, 3, form, bias=False),

@@ -118,6 +118,12 @@ class Network:
         self._passes = passes_for(temporal_blocks=fuse_temporal_blocks) if fuse else FOLDING
         self.graph, notes = self._rewritten(self.graph, self._passes)
         self.messages += notes
+        if fuse and fuse_temporal_blocks and \
+                not any(n.type == "TemporalBlocks" for n in self.graph.nodes.values()):
+            note = ("note: fuse_temporal_blocks: the model has no run of TCN temporal blocks "
+                    "(causal conv, ReLU, causal conv, ReLU, residual, Add, ReLU); nothing fused")
+            self.messages.append(note)
+            self._say(note)
         # shape arithmetic that depends on the request's shapes: folded per plan (_compile)
         self._per_shape = has_fold_nodes(self.graph)
         self._order = self.graph.topological_order()
