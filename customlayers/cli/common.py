@@ -5,15 +5,18 @@ import argparse
 import sys
 
 
-def add_build_options(parser: argparse.ArgumentParser, device: bool = True) -> None:
-    """-d/--device, --no-cache, -cdir/--cache-dir, --verbose."""
+def add_build_options(parser: argparse.ArgumentParser, device: bool = True,
+                      no_cache: bool = True) -> None:
+    """-d/--device, --no-cache (unless `no_cache` is False: a command whose job is to fill the
+    cache), -cdir/--cache-dir, --verbose."""
     if device:
         parser.add_argument("-d", "--device", default=None,
                             help="OpenCL device: CPU, GPU, GPU.0, GPU.1, CPU.0 (numbered per "
                                  "type, as OpenVINO does: see `customlayers devices`), AUTO, or "
                                  "part of a device name (default: the best one, a GPU if any)")
-    parser.add_argument("--no-cache", action="store_true",
-                        help="do not read or write the on-disk program cache")
+    if no_cache:
+        parser.add_argument("--no-cache", action="store_true",
+                            help="do not read or write the on-disk program cache")
     parser.add_argument("-cdir", "--cache-dir", metavar="DIR", default=None,
                         help="keep compiled programs in DIR (as CUSTOMLAYERS_CACHE_DIR)")
     parser.add_argument("--verbose", action="store_true",

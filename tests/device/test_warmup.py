@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 
 import numpy as np
+import pytest
 from onnx import helper
 
 from customlayers.cli import main
@@ -74,3 +75,14 @@ def test_a_probe_that_fails_is_named_and_the_others_still_run(tmp_path, capsys):
     captured = capsys.readouterr()
     assert "error: warmup probe model bad failed:" in captured.err
     assert f"for {len(OP_PROBES)} probes" in captured.out     # the op probes all ran
+
+
+def test_warmup_offers_no_switch_that_would_undo_it(capsys):
+    """warmup's job is the on-disk cache: it takes no --no-cache (a run that keeps nothing)."""
+    with pytest.raises(SystemExit) as stop:
+        main(["warmup", "--help"])
+    assert stop.value.code == 0
+    assert "--no-cache" not in capsys.readouterr().out
+    with pytest.raises(SystemExit) as stop:
+        main(["warmup", "--no-cache"])
+    assert stop.value.code == 2

@@ -20,7 +20,7 @@ def add_parser(sub):
                     "on, so this covers those models' and probes' shapes; other shapes still "
                     "compile on first use. Tuned kernels are not built (tuning picks them per "
                     "model, when it runs).")
-    add_build_options(p)
+    add_build_options(p, no_cache=False)    # its job is the cache: --no-cache would undo it
     p.add_argument("--no-models", action="store_true",
                    help="not the light models: only the op probes (and --model's)")
     p.add_argument("-m", "--model", action="append", default=[], metavar="MODEL",
@@ -35,7 +35,8 @@ def run(args) -> int:
     engine = Engine(args.device, cache=build_cache(args))
     device = f"{engine.device.name.strip()} ({engine.device.platform.name.strip()})"
     print(f"warmup: device {device}, cache {engine.cache.directory}"
-          + ("" if engine.cache.enabled else " (disabled: --no-cache)"), file=sys.stderr)
+          + ("" if engine.cache.enabled else " (disabled by CUSTOMLAYERS_NO_CACHE: nothing is "
+                                             "kept for later processes)"), file=sys.stderr)
     models = ([] if args.no_models else light_models()) + [Path(m) for m in args.model]
     report = warm_up(engine, models=models,
                      say=lambda m: print(f"warmup: {m}", file=sys.stderr))
