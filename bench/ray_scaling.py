@@ -124,16 +124,12 @@ class TimedPredictor(CustomLayersPredictor):
 
     def __call__(self, batch):
         from customlayers.integrations.batches import BatchPlan, split_columns
-        from customlayers.integrations.inflight import run_in_flight
         t0 = time.time()
         feeds, _ = split_columns(batch, self.inputs)
         plan = BatchPlan.of(feeds, self.inputs)
         requests = plan.requests()
         t_cut = time.time()
-        if self._pinned is not None:
-            results = self._pinned.run(requests)
-        else:
-            results = run_in_flight(self.network, requests, self.nireq)
+        results = self.run_requests(requests)
         t_run = time.time()
         out = plan.join(results)
         first = next(iter(out.values()))
@@ -150,24 +146,19 @@ def compile_package(model: str, configs: list, device: str, shapes: dict | None,
                     tuning: str | None, out: str, cuda_cache: str) -> dict:
     """(A Ray task on one GPU.) The model compiled for `shapes` and written as a package."""
     os.environ["CUDA_CACHE_PATH"] = cuda_cache
-    from customlayers.graph.load import read_model
-    from customlayers.integrations.network_setup import build_network
+    from customlayers.integrations.placement import choose_device, ray_share
+    from customlayers.runtime.compile.network import Network
     from customlayers.runtime.compile.packaged import save_package
     from customlayers.runtime.device.device import Engine
-    from customlayers.runtime.compile.network import Network
     from customlayers.runtime.layers.registry import Registry
-    from customlayers.integrations.placement import choose_device, ray_share
     started = time.perf_counter()
-    if shapes is None:
-        net = build_network(model, configs, device=choose_device(device, ray_share().gpu_ids),
-                            tuning=tuning)
-    else:
-        engine = Engine(choose_device(device, ray_share().gpu_ids))
-        registry = Registry(engine)
-        for c in configs:
-            registry.load(c)
-        net = Network(model, registry, engine, input_shapes=shapes,
-                      **({"tuning": tuning} if tuning else {}))
+    engine = Engine(choose_device(device, ray_share().gpu_ids))
+    registry = Registry(engine)
+    for c in configs:
+        registry.load(c)
+    # shapes None: the model's own (a plan for its declared input shapes)
+    net = Network(model, registry, engine, input_shapes=shapes,
+                  **({"tuning": tuning} if tuning else {}))
     manifest = save_package(net, out, model=model)
     return {"seconds": time.perf_counter() - started, "programs": len(manifest["programs"]),
             "bytes": sum(p["size"] for p in manifest["parts"])}
@@ -330,9 +321,9 @@ def gpu_count() -> int:
     return sum(1 for d in list_devices() if d.type & cl.device_type.GPU)
 
 
-def model_items(model: Path, configs) -> tuple[dict, int | None]:
+def model_items(model: Path, configs, open_size: int) -> tuple[dict, int | None]:
     """({input name: one row's shape}, the declared batch): the inputs without their batch
-    dimension (4 for an open one; BERT_SEQ for an open sequence). Read without a device: the
+    dimension, `open_size` for a dimension the model leaves open. Read without a device: the
     driver leaves the devices to the actors."""
     from customlayers.graph.load import read_model
     from customlayers.runtime.layers.registry import Registry
@@ -342,8 +333,7 @@ def model_items(model: Path, configs) -> tuple[dict, int | None]:
     items = {}
     for p in params:
         dims = p.outputs[0].shape
-        items[p.name] = tuple((BERT_SEQ if "seq" in str(model.name) or "bert" in
-                               str(model.name) else 4) if d is None else d for d in dims[1:])
+        items[p.name] = tuple(open_size if d is None else d for d in dims[1:])
     return items, params[0].outputs[0].shape[0]
 
 
@@ -415,7 +405,8 @@ def main(argv=None) -> int:
     work = Path(tempfile.mkdtemp(prefix="ray-scaling-"))
     model = model_path(args.model, work)
     configs = [str(c) for c in MODELS[args.model][1]]
-    items, declared = model_items(model, configs)
+    # an open dimension: the encoder's sequence, else 4 (the reorg model's batch-like sizes)
+    items, declared = model_items(model, configs, BERT_SEQ if args.model == "bert" else 4)
     batch = args.batch or (32 if args.model == "resnet50" else (declared or 8))
     shapes = {n: (batch,) + item for n, item in items.items()} \
         if (declared is None or batch != declared) else None

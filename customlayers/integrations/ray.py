@@ -86,11 +86,19 @@ class CustomLayersPredictor:
             self._place(e, building=True)
             raise
         package = self.network.package
+        # a package runs only the input shapes it was compiled for (its manifest lists them)
         self.inputs = model_inputs(self.network.graph, [] if package is None else
-                                   [dict(key[0]) for key in package.plans])
+                                   package.manifest["input_shapes"])
         self._pinned = PinnedRequests(self.network, nireq) if pinned else None
         # what this actor runs on, for logs and benchmarks (which GPU; PoCL's thread count)
         self.device_info = device_report(chosen)
+
+    def run_requests(self, requests: list[dict]) -> list[dict]:
+        """The outputs of a batch's requests ({input name: array} each), in order, with up to
+        `nireq` in flight, through pinned buffers or not as the predictor was made."""
+        if self._pinned is not None:
+            return self._pinned.run(requests)
+        return run_in_flight(self.network, requests, self.nireq)
 
     def _place(self, error: CustomLayersError, building: bool = False) -> None:
         """Record on the error where it arose: an actor's error reaches the driver far from the
@@ -106,11 +114,7 @@ class CustomLayersPredictor:
         try:
             feeds, passthrough = split_columns(batch, self.inputs)
             plan = BatchPlan.of(feeds, self.inputs)
-            if self._pinned is not None:
-                results = self._pinned.run(plan.requests())
-            else:
-                results = run_in_flight(self.network, plan.requests(), self.nireq)
-            return plan.join(results, passthrough)
+            return plan.join(self.run_requests(plan.requests()), passthrough)
         except CustomLayersError as e:
             self._place(e)
             raise
