@@ -24,25 +24,13 @@ from customlayers.errors import PackageError
 from customlayers.runtime.compile.network import Network
 from customlayers.runtime.compile.packaged import save_package
 from customlayers.runtime.package.container import read_package
+from python_layer_texts import SOFTSIGN
 
 ROOT = Path(__file__).resolve().parents[2]
 DEMO = ROOT / "examples" / "models" / "demo_cnn.xml"          # GRN and ReorgYolo: SimpleGPU
 CONFIGS = [ROOT / "examples" / "layers" / "grn" / "grn.xml",
            ROOT / "examples" / "layers" / "reorg" / "reorg.xml"]
 TEST_DEVICE = os.environ.get("CUSTOMLAYERS_TEST_DEVICE", "CPU")   # as conftest.py reads it
-
-SOFTSIGN = '''
-import numpy as np
-from customlayers.api import Attr, cpu_layer
-
-@cpu_layer("Softsign")
-class Softsign:
-    attributes = (Attr("alpha", "float", default=1.0),)
-    def output_shapes(self, input_shapes, attrs):
-        return [input_shapes[0]]
-    def execute(self, inputs, outputs, attrs):
-        np.divide(inputs[0], 1 + attrs["alpha"] * np.abs(inputs[0]), out=outputs[0])
-'''
 
 
 def demo_input(seed=0) -> np.ndarray:

@@ -17,24 +17,12 @@ from onnx import TensorProto, helper
 from customlayers.api import Engine, ExecutionError, PythonLayerError, Registry
 from customlayers.cli import main as cli_main
 from customlayers.runtime.compile.network import Network
+from python_layer_texts import SOFTSIGN
 
 ROOT = Path(__file__).resolve().parents[2]
 RELU_REFERENCE = ROOT / "examples" / "layers" / "relu" / "relu_reference.py"
 TEST_DEVICE = os.environ.get("CUSTOMLAYERS_TEST_DEVICE", "CPU")   # as conftest.py reads it
 SHAPE = (1, 3, 4, 5)
-
-SOFTSIGN = '''
-import numpy as np
-from customlayers.api import Attr, cpu_layer
-
-@cpu_layer("Softsign")
-class Softsign:
-    attributes = (Attr("alpha", "float", default=1.0),)
-    def output_shapes(self, input_shapes, attrs):
-        return [input_shapes[0]]
-    def execute(self, inputs, outputs, attrs):
-        np.divide(inputs[0], 1 + attrs["alpha"] * np.abs(inputs[0]), out=outputs[0])
-'''
 
 
 def main(argv: list[str]) -> int:
