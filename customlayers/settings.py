@@ -10,6 +10,10 @@ CUSTOMLAYERS_TUNING      default kernel selection by timing: off, fast (the defa
 CUSTOMLAYERS_CPU_VECTOR_WIDTH  8 or 16: the float vector width the CPU kernels are written
                          for, instead of the one the device prefers (16 on AVX-512, 8 on
                          AVX2); 8 runs the AVX2 kernels on an AVX-512 machine (tests, CI)
+CUSTOMLAYERS_NO_MACHINE_CODE  "1" leaves a package's NVIDIA machine code out of the driver's
+                         cache: its programs' PTX is compiled at load (to compare, or rule it out)
+CUDA_CACHE_PATH, CUDA_CACHE_DISABLE  NVIDIA's own: where its driver keeps compiled code (default
+                         ~/.nv/ComputeCache), and "1" for none; a package's code is put there
 """
 from __future__ import annotations
 
@@ -67,3 +71,17 @@ def cpu_vector_width() -> int | None:
     if value not in tuple(str(w) for w in CPU_VECTOR_WIDTHS):
         raise ValueError(f"CUSTOMLAYERS_CPU_VECTOR_WIDTH='{value}' is not 8 or 16")
     return int(value)
+
+
+def nvidia_cache_dir() -> Path | None:
+    """The folder where NVIDIA's driver keeps the machine code it compiles (CUDA_CACHE_PATH,
+    by default ~/.nv/ComputeCache); None where CUDA_CACHE_DISABLE turns its cache off."""
+    if _flag("CUDA_CACHE_DISABLE"):
+        return None
+    value = os.environ.get("CUDA_CACHE_PATH")
+    return Path(value) if value else Path.home() / ".nv" / "ComputeCache"
+
+
+def machine_code_wanted() -> bool:
+    """Whether a package's NVIDIA machine code is put into the driver's cache at load."""
+    return not _flag("CUSTOMLAYERS_NO_MACHINE_CODE")

@@ -33,6 +33,10 @@ def add_parser(sub):
                    help="also keep the programs' generated OpenCL text in the package, so "
                         "that another device or driver rebuilds it from the package alone "
                         "(without it, no kernel source, descriptor or Python code is in it)")
+    p.add_argument("--no-machine-code", action="store_true",
+                   help="on an NVIDIA device, leave out the machine code its driver compiles "
+                        "from the programs' PTX (then each machine compiles it at its first "
+                        "load: about 0.05 s per program)")
     return p
 
 
@@ -48,7 +52,9 @@ def run(args) -> int:
     for items in sets[1:]:              # the other sets: one plan each, in the same package
         given = parse_shapes(items, net.input_names)
         net.plan_for({**first, **{n: g.shape for n, g in given.items()}})
-    manifest = save_package(net, args.output, keep_sources=args.keep_sources, model=args.model)
+    manifest = save_package(net, args.output, keep_sources=args.keep_sources, model=args.model,
+                            machine_code=not args.no_machine_code,
+                            say=lambda m: print(m, file=sys.stderr))
     took = time.perf_counter() - started
     print(f"device: {engine.device.name.strip()} (driver {engine.device.driver_version})",
           file=sys.stderr)
@@ -57,8 +63,13 @@ def run(args) -> int:
     size = sum(p["size"] for p in manifest["parts"])
     print(f"compiled {manifest['layers']} layers for {shapes} in {took:.1f} s: "
           f"{args.output} ({size_text(size)}, {len(manifest['programs'])} program binaries"
-          f"{', sources kept' if args.keep_sources else ''})")
+          f"{machine_code_text(manifest)}{', sources kept' if args.keep_sources else ''})")
     return 0
+
+
+def machine_code_text(manifest: dict) -> str:
+    code = manifest.get("machine_code")
+    return f", NVIDIA machine code in {code['files']} files" if code else ""
 
 
 def shape_sets(items: list[str]) -> list[list[str]]:

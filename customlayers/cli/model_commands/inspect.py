@@ -44,12 +44,17 @@ def run(args) -> int:
                      f"{'' if kernels == 1 else 's'})")
     parts = m["parts"]
     programs = [p for p in parts if p["name"].startswith("program ")]
+    code = [p for p in parts if p["name"].startswith("machine code ")]
     lines.append("parts:")
     for p in parts:
-        if not p["name"].startswith("program "):
+        if not p["name"].startswith(("program ", "machine code ")):
             lines.append(f"  {p['name']:<8} {size_text(p['size'])}")
     lines.append(f"  programs {size_text(sum(p['size'] for p in programs))} in "
                  f"{len(programs)} binaries")
+    if code:
+        lines.append(f"  machine code {size_text(sum(p['size'] for p in code))} in "
+                     f"{len(code)} files of NVIDIA's compute cache (put into CUDA_CACHE_PATH at "
+                     f"load)")
     lines.append(f"total: {size_text(sum(p['size'] for p in parts))}")
     print("\n".join(lines))
     return 0

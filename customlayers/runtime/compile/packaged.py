@@ -28,6 +28,8 @@ from ..package.codec import Decoder, Encoder, dumps, loads
 from ..package.container import read_package, write_package
 from ..package.host_layers import (PythonHostStep, missing, missing_message, rebuild,
                                    record)
+from ..package.machine_code import (PART_PREFIX, capture_machine_code,
+                                    install_machine_code)
 from ..package.programs import (binaries_of, build_from_sources, device_description,
                                 differences, load_binaries, program_key)
 from .plan import CompiledPlan
@@ -67,9 +69,13 @@ def _shapes_text(shapes: dict) -> str:
 
 
 # -- saving ------------------------------------------------------------------------------------
-def save_package(net, path, *, keep_sources: bool = False, model: str = "") -> dict:
+def save_package(net, path, *, keep_sources: bool = False, model: str = "",
+                 machine_code: bool = True, say=lambda m: None) -> dict:
     """Write every plan `net` has compiled, with its programs' binaries for its device, to
-    `path` (atomically); the manifest written. ModelError when it has compiled none."""
+    `path` (atomically); the manifest written. ModelError when it has compiled none.
+    machine_code: on an NVIDIA device, also the machine code its driver compiles from the
+    binaries (package/machine_code.py), so that a load on a fresh machine compiles nothing;
+    `say` gets a notice where it cannot be captured."""
     if getattr(net, "package", None) is not None:
         raise PackageError(f"the network was loaded from the package {net.package.path}: "
                            f"compile the model itself")
@@ -119,6 +125,13 @@ def save_package(net, path, *, keep_sources: bool = False, model: str = "") -> d
     parts = [("graph", dumps(enc.encode(graph))), ("plans", dumps(plans)),
              ("arrays", bytes(enc.blob))]
     parts += [(f"program {k}", binaries[k]) for k in sorted(binaries)]
+    code, why = capture_machine_code(device, {k: (binaries[k], sources[k][1])
+                                              for k in sorted(binaries)}) \
+        if machine_code else ([], "")
+    if why:
+        say(f"note: the package holds no NVIDIA machine code ({why}): its first load on each "
+            f"machine compiles its programs' PTX")
+    parts += [(f"{PART_PREFIX}{rel}", data) for rel, data in code]
     if keep_sources:
         parts.append(("sources", dumps({k: list(v) for k, v in sorted(sources.items())})))
     manifest = {
@@ -135,6 +148,8 @@ def save_package(net, path, *, keep_sources: bool = False, model: str = "") -> d
         "value_inputs": [dict(key[1]) for key in keys],
         "tuning": net.tuner.mode if net.tuner is not None else "off",
         "keep_sources": bool(keep_sources),
+        "machine_code": {"files": len(code), "size": sum(len(d) for _, d in code)}
+        if code else None,
         "python_layers": sorted({(r.layer_type, r.class_name, r.file) for r in records}),
         "layers": len(graph["layers"]),
     }
@@ -266,6 +281,7 @@ def _programs(pkg, engine, say) -> dict:
             raise PackageError(f"the package {pkg.path} lacks the binary of program {key[:16]}",
                                f"program {key}")
         binaries[key] = (bytes(part), info["options"])
+    install_machine_code(pkg.parts, say)     # before the binaries: the driver then finds it
     return load_binaries(engine, binaries)
 
 
