@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
 import numpy as np
 
 from ... import settings
-from ...errors import ConfigError, DeviceError, ModelError
+from ...errors import DeviceError, ModelError
 from ...graph.fold_eval import FOLD_TYPE
 from ...graph.graph import Graph
 from ...graph.load import read_model
@@ -42,7 +42,7 @@ from ..layers.resolver import Resolver
 from ..execute.stream import run_stream
 from ..streaming.causal_stream import CausalStream
 from ..streaming.request_stream import RequestStream
-from ..tuning.tuning import DEFAULT_MODE, Tuner, TuningStats, check_mode
+from ..tuning.tuning import Tuner, TuningStats
 
 if TYPE_CHECKING:
     from ..layers.registry import Registry
@@ -133,7 +133,7 @@ class Network:
         self._fusion = self._fusion_plan(self.graph, self._order, self._impls) \
             if not self._per_shape else FusionPlan()
         device = engine.device
-        self.tuner = Tuner(engine, _tuning_mode(tuning))
+        self.tuner = Tuner(engine, settings.tuning_mode(tuning))
         self._options = PlanOptions(device_traits(device), device.name.strip(),
                                     has_fp64(device), pad_custom_inputs, tuner=self.tuner,
                                     fp16=has_fp16(device),
@@ -448,15 +448,6 @@ class Network:
     def output_names(self) -> list[str]:
         return [n for n, _ in self.plan.outputs]
 
-
-
-def _tuning_mode(given: str | None) -> str:
-    """`given`, else the environment's default (settings.py), else fast."""
-    try:
-        return check_mode(given if given is not None else
-                          settings.tuning_mode() or DEFAULT_MODE)
-    except ValueError as e:
-        raise ConfigError(str(e)) from None
 
 
 def _check_same_device(engine: Engine, registry: Registry | None) -> None:
