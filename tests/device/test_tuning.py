@@ -187,7 +187,8 @@ def test_tuning_off_times_nothing_and_unknown_mode_is_refused(tmp_path, test_dev
     model = _matmul_model(tmp_path)
     net = Network(model, engine=Engine(test_device), tuning="off")
     assert not [m for m in net.messages if m.startswith("tuning")]
-    with pytest.raises(ValueError, match="tuning 'fastest' is not one of off, fast, full"):
+    from customlayers.errors import ConfigError
+    with pytest.raises(ConfigError, match="tuning='fastest' is not one of off, fast, full"):
         Network(model, engine=Engine(test_device), tuning="fastest")
 
 
