@@ -14,11 +14,15 @@ CUSTOMLAYERS_NO_MACHINE_CODE  "1" leaves a package's NVIDIA machine code out of 
                          cache: its programs' PTX is compiled at load (to compare, or rule it out)
 CUDA_CACHE_PATH, CUDA_CACHE_DISABLE  NVIDIA's own: where its driver keeps compiled code (default
                          ~/.nv/ComputeCache), and "1" for none; a package's code is put there
+
+A bad value is a ConfigError naming the variable (or argument) and the values it takes.
 """
 from __future__ import annotations
 
 import os
 from pathlib import Path
+
+from .errors import ConfigError
 
 
 def _flag(name: str) -> bool:
@@ -46,16 +50,24 @@ def default_device() -> str | None:
 
 
 TUNING_MODES = ("off", "fast", "full")
+DEFAULT_TUNING = "fast"
 
 
-def tuning_mode() -> str | None:
-    """CUSTOMLAYERS_TUNING, or None where it is not set; ValueError naming the variable for a
-    value that is not a mode."""
+def tuning_mode(given: str | None = None) -> str:
+    """`given` (Network's tuning argument, --tuning), else CUSTOMLAYERS_TUNING, else fast; a
+    ConfigError naming the argument or the variable for a value that is not a mode."""
+    modes = ", ".join(TUNING_MODES)
+    if given is not None:
+        if given not in TUNING_MODES:
+            raise ConfigError(f"tuning={given!r} is not one of {modes}: pass one of them, or "
+                              f"None for CUSTOMLAYERS_TUNING's mode (else {DEFAULT_TUNING})")
+        return given
     value = os.environ.get("CUSTOMLAYERS_TUNING", "").strip().lower()
     if not value:
-        return None
+        return DEFAULT_TUNING
     if value not in TUNING_MODES:
-        raise ValueError(f"CUSTOMLAYERS_TUNING='{value}' is not one of {', '.join(TUNING_MODES)}")
+        raise ConfigError(f"CUSTOMLAYERS_TUNING='{value}' is not one of {modes}; unset it "
+                          f"({DEFAULT_TUNING}), or set it to one of them")
     return value
 
 
@@ -63,13 +75,14 @@ CPU_VECTOR_WIDTHS = (8, 16)
 
 
 def cpu_vector_width() -> int | None:
-    """CUSTOMLAYERS_CPU_VECTOR_WIDTH, or None where it is not set; ValueError naming the
+    """CUSTOMLAYERS_CPU_VECTOR_WIDTH, or None where it is not set; a ConfigError naming the
     variable for a value that is not 8 or 16."""
     value = os.environ.get("CUSTOMLAYERS_CPU_VECTOR_WIDTH", "").strip()
     if not value:
         return None
     if value not in tuple(str(w) for w in CPU_VECTOR_WIDTHS):
-        raise ValueError(f"CUSTOMLAYERS_CPU_VECTOR_WIDTH='{value}' is not 8 or 16")
+        raise ConfigError(f"CUSTOMLAYERS_CPU_VECTOR_WIDTH='{value}' is not 8 or 16; unset it "
+                          f"(the device's width), or set it to 8 (AVX2 kernels) or 16 (AVX-512)")
     return int(value)
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 from collections import deque
-from typing import Mapping, Sequence
+from typing import Iterable, Mapping, Sequence
 
 from ..runtime.execute.stream import run_stream
 
@@ -47,28 +47,18 @@ class PinnedRequests:
     def __init__(self, network, nireq: int):
         self.network = network
         self.nireq = nireq
-        self._made: dict = {}           # input shapes -> the requests made for them
+        # id(plan) -> the requests made for it (run_stream makes them as a batch's shapes
+        # need them, at most nireq a plan; a request holds its plan, so the id stays its own)
+        self._pools: dict = {}
         # one batch at a time: a request is marked busy only when it starts, after its rows
         # were copied into its pinned memory, so two batches at once (an actor with several
         # concurrent calls, a Serve replica) could pick the same request and mix their rows
         self._lock = threading.Lock()
 
-    def run(self, inputs: Sequence[Mapping]) -> list[dict]:
-        """{output name: array} for each of `inputs`, in order, up to `nireq` in flight."""
-        if not inputs:
-            return []
+    def run(self, inputs: Iterable[Mapping]) -> list[dict]:
+        """{output name: array} for each of `inputs`, in order, up to `nireq` in flight. Each
+        item is named (checked, converted) once, by run_stream."""
         with self._lock:
-            made: dict = {}
-            for item in inputs:
-                arrays = self.network._named_inputs(item)
-                key = tuple(sorted((n, tuple(a.shape)) for n, a in arrays.items()))
-                if key not in self._made:
-                    with self.network._lock:
-                        self._made[key] = [self.network.create_request(
-                            {n: tuple(a.shape) for n, a in arrays.items()}, arrays)
-                            for _ in range(self.nireq)]
-                made[key] = self._made[key]
             # outputs are copied out of the pinned memory before a request runs again
-            return [r.outputs for r in run_stream(
-                self.network, inputs, self.nireq, pinned=True,
-                requests=[r for requests in made.values() for r in requests])]
+            return [r.outputs for r in run_stream(self.network, inputs, self.nireq,
+                                                  pinned=True, pools=self._pools)]

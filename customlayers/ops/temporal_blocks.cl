@@ -80,6 +80,84 @@ inline void causal_taps(float4 acc[PB], __local const float* in, int lo_in, int 
     }
 }
 
+// How a stage ends: conv1 with a ReLU; conv2 with a ReLU, the residual (the block's input, or
+// its 1x1 downsample), and a ReLU again.
+#define RES_NONE 0
+#define RES_IDENTITY 1
+#define RES_DOWN 2
+
+// One convolution stage of a block, the loop both stages share: over the positions
+// [lo_out, lo_out + width) of the tile, each work item takes 4 of the cout output channels
+// (cb) at PB positions of one residue r, starts from the bias, adds the causal taps (k, e,
+// weights w) of the cin channels of `in` (its window from lo_in), and ends as `residual` says,
+// the residual read from the block's input `x_in` (its window from lo_x, xcin channels; wd,
+// bd the downsample's weights and bias). The result goes to `out` in local memory, or, for
+// the run's last stage (last), to the columns of batch item b of y.
+inline void conv_stage(__local const float* in, int lo_in, int cin, int k, int e,
+                       __global const float* w, __global const float* bias, int cout,
+                       int lo_out, int width, int residual, __local const float* x_in, int lo_x,
+                       int xcin, __global const float* wd, __global const float* bd,
+                       __local float* out, int last, __global float* y, int b, int length,
+                       int r0, int dil, int tile_r, int cstride) {
+    const int cop = (cout + 3) & ~3, cbs = cop / 4;
+    const int lanes = (width + PB - 1) / PB;
+    const int lid = get_local_id(0), lsz = get_local_size(0);
+    for (int i = lid; i < cbs * lanes * tile_r; i += lsz) {
+        const int cb = i / (lanes * tile_r), p = i - cb * lanes * tile_r;
+        const int w_lane = p / tile_r, r = p - w_lane * tile_r;
+        const float4 b0 = vload4(cb, bias);
+        float4 acc[PB];
+        #pragma unroll
+        for (int pb = 0; pb < PB; pb++)
+            acc[pb] = b0;
+        causal_taps(acc, in, lo_in, cstride, tile_r, r, lo_out, w_lane, lanes, width, cin, k, e,
+                    w, cop, cb);
+        #pragma unroll
+        for (int pb = 0; pb < PB; pb++) {
+            if (residual == RES_NONE) {
+                acc[pb] = fmax(acc[pb], 0.0f);
+                continue;
+            }
+            const int at = min(w_lane + pb * lanes, width - 1);
+            __local const float* src = x_in + (lo_out + at - lo_x) * tile_r + r;
+            float4 res;
+            if (residual == RES_DOWN) {
+                res = vload4(cb, bd);
+                for (int ci = 0; ci < xcin; ci++)
+                    res += vload4(cb, wd + ci * cop) * src[ci * cstride];
+            } else {
+                src += (cb * 4) * cstride;
+                res = (float4)(src[0], src[cstride], src[2 * cstride], src[3 * cstride]);
+            }
+            acc[pb] = fmax(fmax(acc[pb], 0.0f) + res, 0.0f);
+        }
+        #pragma unroll
+        for (int pb = 0; pb < PB; pb++) {
+            const int at = w_lane + pb * lanes;
+            if (at >= width)
+                continue;
+            const float4 v = acc[pb];
+            if (last) {
+                const int t = r0 + r + dil * (lo_out + at);
+                if (r0 + r < dil && t < length) {
+                    __global float* dst = y + ((size_t)b * cout + cb * 4) * length + t;
+                    const int co = cb * 4;
+                    dst[0] = v.s0;
+                    if (co + 1 < cout) dst[length] = v.s1;
+                    if (co + 2 < cout) dst[2 * length] = v.s2;
+                    if (co + 3 < cout) dst[3 * length] = v.s3;
+                }
+            } else {
+                __local float* dst = out + (cb * 4) * cstride + at * tile_r + r;
+                dst[0] = v.s0;
+                dst[cstride] = v.s1;
+                dst[2 * cstride] = v.s2;
+                dst[3 * cstride] = v.s3;
+            }
+        }
+    }
+}
+
 __kernel void temporal_blocks(__global const float* restrict x,
                               __global const float* restrict params,
                               __global float* restrict y, __constant int* table, int blocks,
@@ -114,96 +192,21 @@ __kernel void temporal_blocks(__global const float* restrict x,
 
     for (int blk = 0; blk < blocks; blk++) {
         __constant int* f = table + blk * FIELDS;
-        const int cin = f[F_CIN], cout = f[F_COUT], cop = (cout + 3) & ~3;
-        const int cbs = cop / 4;
-        const int last = blk == blocks - 1;
+        const int cin = f[F_CIN], cout = f[F_COUT];
 
         // conv1 + bias + ReLU over the middle window [lo_mid, hi)
         const int lo_mid = max(0, m0 - f[F_HMID]);
-        {
-            const int width = hi - lo_mid, lanes = (width + PB - 1) / PB;
-            for (int i = lid; i < cbs * lanes * tile_r; i += lsz) {
-                const int cb = i / (lanes * tile_r), p = i - cb * lanes * tile_r;
-                const int w_lane = p / tile_r, r = p - w_lane * tile_r;
-                const float4 bias = vload4(cb, params + f[F_B1]);
-                float4 acc[PB];
-                #pragma unroll
-                for (int pb = 0; pb < PB; pb++)
-                    acc[pb] = bias;
-                causal_taps(acc, buf_in, lo_in, cstride, tile_r, r, lo_mid, w_lane, lanes, width,
-                            cin, f[F_K1], f[F_E1], params + f[F_W1], cop, cb);
-                #pragma unroll
-                for (int pb = 0; pb < PB; pb++) {
-                    const int w = w_lane + pb * lanes;
-                    if (w < width) {
-                        __local float* dst = buf_mid + (cb * 4) * cstride + w * tile_r + r;
-                        const float4 v = fmax(acc[pb], 0.0f);
-                        dst[0] = v.s0;
-                        dst[cstride] = v.s1;
-                        dst[2 * cstride] = v.s2;
-                        dst[3 * cstride] = v.s3;
-                    }
-                }
-            }
-        }
+        conv_stage(buf_in, lo_in, cin, f[F_K1], f[F_E1], params + f[F_W1], params + f[F_B1],
+                   cout, lo_mid, hi - lo_mid, RES_NONE, buf_in, lo_in, cin, params, params,
+                   buf_mid, 0, y, b, length, r0, dil, tile_r, cstride);
         barrier(CLK_LOCAL_MEM_FENCE);
 
         // conv2 + bias + ReLU, the residual (identity or 1x1 downsample), ReLU over [lo_out, hi)
         const int lo_out = max(0, m0 - f[F_HOUT]);
-        {
-            const int width = hi - lo_out, lanes = (width + PB - 1) / PB;
-            const int down = f[F_DOWN];
-            for (int i = lid; i < cbs * lanes * tile_r; i += lsz) {
-                const int cb = i / (lanes * tile_r), p = i - cb * lanes * tile_r;
-                const int w_lane = p / tile_r, r = p - w_lane * tile_r;
-                const float4 bias = vload4(cb, params + f[F_B2]);
-                float4 acc[PB];
-                #pragma unroll
-                for (int pb = 0; pb < PB; pb++)
-                    acc[pb] = bias;
-                causal_taps(acc, buf_mid, lo_mid, cstride, tile_r, r, lo_out, w_lane, lanes,
-                            width, cout, f[F_K2], f[F_E2], params + f[F_W2], cop, cb);
-                #pragma unroll
-                for (int pb = 0; pb < PB; pb++) {
-                    const int w = min(w_lane + pb * lanes, width - 1);
-                    __local const float* src = buf_in + (lo_out + w - lo_in) * tile_r + r;
-                    float4 res;
-                    if (down) {
-                        res = vload4(cb, params + f[F_BD]);
-                        for (int ci = 0; ci < cin; ci++)
-                            res += vload4(cb, params + f[F_WD] + ci * cop) * src[ci * cstride];
-                    } else {
-                        src += (cb * 4) * cstride;
-                        res = (float4)(src[0], src[cstride], src[2 * cstride], src[3 * cstride]);
-                    }
-                    acc[pb] = fmax(fmax(acc[pb], 0.0f) + res, 0.0f);
-                }
-                #pragma unroll
-                for (int pb = 0; pb < PB; pb++) {
-                    const int w = w_lane + pb * lanes;
-                    if (w >= width)
-                        continue;
-                    const float4 v = acc[pb];
-                    if (last) {
-                        const int t = r0 + r + dil * (lo_out + w);
-                        if (r0 + r < dil && t < length) {
-                            __global float* dst = y + ((size_t)b * cout + cb * 4) * length + t;
-                            const int co = cb * 4;
-                            dst[0] = v.s0;
-                            if (co + 1 < cout) dst[length] = v.s1;
-                            if (co + 2 < cout) dst[2 * length] = v.s2;
-                            if (co + 3 < cout) dst[3 * length] = v.s3;
-                        }
-                    } else {
-                        __local float* dst = buf_out + (cb * 4) * cstride + w * tile_r + r;
-                        dst[0] = v.s0;
-                        dst[cstride] = v.s1;
-                        dst[2 * cstride] = v.s2;
-                        dst[3 * cstride] = v.s3;
-                    }
-                }
-            }
-        }
+        conv_stage(buf_mid, lo_mid, cout, f[F_K2], f[F_E2], params + f[F_W2], params + f[F_B2],
+                   cout, lo_out, hi - lo_out, f[F_DOWN] ? RES_DOWN : RES_IDENTITY, buf_in, lo_in,
+                   cin, params + f[F_WD], params + f[F_BD], buf_out, blk == blocks - 1, y, b,
+                   length, r0, dil, tile_r, cstride);
         barrier(CLK_LOCAL_MEM_FENCE);
         // the output is the next block's input; the old input region takes its output
         __local float* old_in = buf_in;

@@ -168,8 +168,8 @@ def test_vector_width_is_read_from_the_device_and_can_be_forced(test_device, mon
         assert device_traits(test_device).float_vector_width == int(width)
     monkeypatch.setenv("CUSTOMLAYERS_CPU_VECTOR_WIDTH", "12")
     from customlayers.errors import ConfigError
-    with pytest.raises(ConfigError, match="CUSTOMLAYERS_CPU_VECTOR_WIDTH='12' is not 8 or 16; "
-                                          "unset it, or set it to 8"):
+    with pytest.raises(ConfigError, match=r"CUSTOMLAYERS_CPU_VECTOR_WIDTH='12' is not 8 or 16; "
+                                          r"unset it \(the device's width\), or set it to 8"):
         device_traits(test_device)
 
 

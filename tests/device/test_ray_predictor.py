@@ -66,10 +66,15 @@ def test_pinned_uploads_give_the_same_rows_for_every_batch_kind(tmp_path):
     rows = RNG.standard_normal((13, 4, 6, 8)).astype(np.float32)
     expected = plain_loop(REORG_MODEL, rows)
     dynamic = CustomLayersPredictor(**REORG_MODEL, pinned=True, nireq=2)
+    made = []
     for start, stop in ((0, 8), (8, 13), (0, 8)):
         out = dynamic({"x": rows[start:stop]})
         np.testing.assert_array_equal(out["y"], expected[start:stop])
-    assert len(dynamic._pinned._made) == 2          # one set of requests per batch size
+        made.append({id(r) for pool in dynamic._pinned._pools.values() for r in pool})
+    pools = dynamic._pinned._pools
+    assert len(pools) == 2                          # one set of requests per batch size
+    assert all(1 <= len(pool) <= 2 for pool in pools.values())     # at most nireq each
+    assert made[2] == made[1]                       # the first size's requests reused
     fixed = CustomLayersPredictor(**dict(REORG_MODEL, model=fixed_batch_reorg(tmp_path, 3)),
                                   pinned=True, nireq=2)
     first = fixed({"x": rows[:7]})                   # 3 requests in flight, the last padded
@@ -81,6 +86,31 @@ def test_pinned_uploads_give_the_same_rows_for_every_batch_kind(tmp_path):
     grn_rows = RNG.standard_normal((5, 3, 16, 16)).astype(np.float32)
     out = CustomLayersPredictor(**GRN_MODEL, pinned=True)({"x": grn_rows})
     np.testing.assert_array_equal(out["y"], plain_loop(GRN_MODEL, grn_rows))
+
+
+def test_a_pinned_batch_names_each_request_once():
+    """Each request's inputs are named (checked, converted) once per batch, not once to pick
+    its requests and again to run them."""
+    actor = CustomLayersPredictor(**GRN_MODEL, pinned=True, nireq=2)
+    real, named = actor.network._named_inputs, []
+    actor.network._named_inputs = lambda item: named.append(item) or real(item)
+    rows = RNG.standard_normal((5, 3, 16, 16)).astype(np.float32)
+    for _ in range(2):
+        named.clear()
+        out = actor({"x": rows})
+        np.testing.assert_array_equal(out["y"], plain_loop(GRN_MODEL, rows))
+        assert len(named) == 5                      # a batch of one: a request per row
+
+
+def test_pinned_requests_run_an_iterable_of_requests(grn):
+    """PinnedRequests.run takes its requests from a generator too (it was read twice: the
+    second pass, the one that ran them, found it empty and returned nothing)."""
+    from customlayers.integrations.inflight import PinnedRequests
+    rows = RNG.standard_normal((3, 1, 3, 16, 16)).astype(np.float32)
+    got = PinnedRequests(grn.network, 2).run({"x": row} for row in rows)
+    assert len(got) == 3
+    for row, out in zip(rows, got):
+        np.testing.assert_array_equal(out["y"], grn.network.infer({"x": row})["y"])
 
 
 def test_a_compiled_package_runs_without_configs(tmp_path):

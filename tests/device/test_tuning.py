@@ -187,7 +187,8 @@ def test_tuning_off_times_nothing_and_unknown_mode_is_refused(tmp_path, test_dev
     model = _matmul_model(tmp_path)
     net = Network(model, engine=Engine(test_device), tuning="off")
     assert not [m for m in net.messages if m.startswith("tuning")]
-    with pytest.raises(ValueError, match="tuning 'fastest' is not one of off, fast, full"):
+    from customlayers.errors import ConfigError
+    with pytest.raises(ConfigError, match="tuning='fastest' is not one of off, fast, full"):
         Network(model, engine=Engine(test_device), tuning="fastest")
 
 
@@ -237,6 +238,36 @@ def test_default_mode_comes_from_the_environment(monkeypatch, test_device, tmp_p
     with pytest.raises(ConfigError, match="CUSTOMLAYERS_TUNING='fastest' is not one of off, "
                                           "fast, full"):
         Network(chain(), None, engine)
+
+
+def test_a_bad_tuning_argument_is_a_config_error_naming_the_argument(test_device, monkeypatch):
+    """Network(tuning=...) and Tuner(engine, mode) name the argument and the modes (a
+    ConfigError, from settings.py: no caller wraps a ValueError)."""
+    from customlayers.errors import ConfigError
+    from customlayers.runtime.device.device import Engine
+    from customlayers.runtime.compile.network import Network
+    from customlayers.runtime.tuning.tuning import Tuner
+    from interop_graphs import chain
+    engine = Engine(test_device)
+    monkeypatch.delenv("CUSTOMLAYERS_TUNING", raising=False)
+    for make in (lambda: Network(chain(), None, engine, tuning="quick"),
+                 lambda: Tuner(engine, "quick")):
+        with pytest.raises(ConfigError, match=r"tuning='quick' is not one of off, fast, full: "
+                                              r"pass one of them"):
+            make()
+
+
+def test_a_bad_tuning_variable_is_one_line_from_the_cli(test_device, monkeypatch, capsys):
+    """A setting, not a bug: one `error:` line and exit 1, no traceback."""
+    from pathlib import Path
+    from customlayers.cli import main as cli_main
+    model = Path(__file__).resolve().parents[2] / "examples" / "models" / "demo_cnn_builtin.xml"
+    monkeypatch.setenv("CUSTOMLAYERS_TUNING", "fastest")
+    assert cli_main(["run", "-m", str(model), "-d", "CPU"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error: CUSTOMLAYERS_TUNING='fastest' is not one of off, fast, full; ")
+    assert len(err.strip().splitlines()) == 1
+    assert "Traceback" not in err
 
 
 def test_fast_times_nothing_on_a_cpu_but_takes_what_full_chose(tmp_path, test_device,

@@ -122,6 +122,25 @@ def test_matmul_lists_gemm_tilings_and_one_kernel_for_a_row_or_a_softmax():
     assert matmul_variants(listed((7, 40), (40, 20), ctx)[1]) == (RowSoftmaxVariant(),)
 
 
+@pytest.mark.parametrize("width", [4, 8, 16, 32])
+def test_matmul_on_a_cpu_takes_the_lanes_of_the_conv_kernels(width):
+    """The CPU GEMM's vectors have the lanes _cpu_kernels.kernel_vector_width gives the
+    convolutions (one rule for both: 16 where the device prefers 16 or more, else 8)."""
+    from customlayers.ops.nn._cpu_kernels import kernel_vector_width
+    from customlayers.ops.nn.matmul import CpuGemmVariant, matmul_variants
+    op = get_op("MatMul")
+    device = DeviceTraits("CPU", compute_units=2, max_work_group_size=4096,
+                          float_vector_width=width)
+    for tb in (False, True):
+        attrs = op.parse_attributes({"transpose_b": str(tb).lower()}, "fc")
+        descs = [TensorDesc((70, 90)), TensorDesc((50, 90) if tb else (90, 50))]
+        out = [TensorDesc(s) for s, _ in op.infer_shapes(attrs, descs, {})]
+        listed = matmul_variants(op.plan(attrs, descs, out, CompileContext(device)))
+        cpu = [v for v in listed if isinstance(v, CpuGemmVariant)]
+        assert cpu and cpu == list(listed[:len(cpu)])
+        assert {v.vw for v in cpu} == {kernel_vector_width(device)}
+
+
 def test_pooling_on_a_cpu_lists_rows_per_work_item():
     op = get_op("MaxPool")
     attrs = op.parse_attributes({"strides": "2,2", "pads_begin": "0,0", "pads_end": "0,0",

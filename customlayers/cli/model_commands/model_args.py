@@ -9,6 +9,7 @@ import numpy as np
 
 from .. import UsageError
 from ...graph.fold_eval import FOLD_TYPE
+from ...settings import TUNING_MODES
 from .benchmark_app_options import add_refused_options
 from ..common import (add_build_options, add_python_layers_option, build_cache,
                       non_negative_int, positive_int)
@@ -39,7 +40,7 @@ def add_model_options(p: argparse.ArgumentParser, command: str) -> None:
                    help="the batch: the first dimension of every input (as benchmark_app's -b)")
     p.add_argument("--seed", type=non_negative_int, default=0,
                    help="seed of the random inputs (0 or more)")
-    p.add_argument("--tuning", choices=("off", "fast", "full"), default=None,
+    p.add_argument("--tuning", choices=TUNING_MODES, default=None,
                    help="kernel selection by timing while the model compiles: off (each "
                         "layer's heuristic kernel), fast (default: the few best candidates), "
                         "full (every candidate); choices are cached per device "

@@ -32,7 +32,8 @@ def is_known(r, name: str | None) -> bool:
 
 
 # the most elements an operand fed as a graph input may have to be compiled in by value (a
-# shape, axes, pads; the Network's MAX_VALUE_INPUT_ELEMENTS checks the value given)
+# shape, axes, pads; runtime/compile/plan_keys.py's MAX_VALUE_INPUT_ELEMENTS checks the value
+# given)
 SHAPE_VECTOR_ELEMENTS = 64
 
 

@@ -19,12 +19,13 @@ import numpy as np
 
 from ..base import Attr, register_op
 from . import _sizes
+from ._cpu_kernels import kernel_vector_width
 from ._epilogue import wire_epilogue
 from ._gemm import GemmProblem, target_groups
 from ._variants import gemm_variants
 from .._nn import NamedOp, require_f32
 from .._program import defines, kernel_source
-from ...jit.launch import Arg, DEFAULT_CONTEXT, FusedEpilogue, KernelLaunch
+from ...jit.launch import Arg, DEFAULT_CONTEXT, DeviceTraits, FusedEpilogue, KernelLaunch
 from ...jit.layer import LayerCall
 from ...jit.tensor import TensorDesc
 from ...jit.variant import KernelVariant
@@ -176,14 +177,14 @@ def pack_panels(b: np.ndarray, k: int, n: int, cols: int) -> np.ndarray:
     return np.ascontiguousarray(padded.reshape(k, panels, cols).transpose(1, 0, 2))
 
 
-def cpu_gemm_variants(transpose_b: bool, vector_width: int) -> tuple[CpuGemmVariant, ...]:
+def cpu_gemm_variants(transpose_b: bool, device: DeviceTraits) -> tuple[CpuGemmVariant, ...]:
     """Register blockings, the first the default: on AVX2 (8 lanes) float8 accumulators in 12
-    of its 16 vector registers; on AVX-512 (16 lanes, _cpu_kernels.kernel_vector_width)
-    float16 ones in 24 of its 32 (the rest hold the B vectors and the broadcast A). Measured
-    on PoCL AVX-512 at BERT's and ViT's shapes (M 128-197, K and N 768-3072): 6 rows x 64
-    columns in float16 170-190 GFLOP/s, 6 x 32 in float16 130-150, 6 x 32 in float8 (the
-    former default there) 120-130."""
-    if vector_width >= 16:
+    of its 16 vector registers; on AVX-512 (16 lanes) float16 ones in 24 of its 32 (the rest
+    hold the B vectors and the broadcast A). The lanes are the convolution kernels'
+    (_cpu_kernels.kernel_vector_width). Measured on PoCL AVX-512 at BERT's and ViT's shapes
+    (M 128-197, K and N 768-3072): 6 rows x 64 columns in float16 170-190 GFLOP/s, 6 x 32 in
+    float16 130-150, 6 x 32 in float8 (the former default there) 120-130."""
+    if kernel_vector_width(device) == 16:
         return (CpuGemmVariant(6, 4, 16), CpuGemmVariant(3, 4, 16)) if transpose_b else \
             (CpuGemmVariant(6, 4, 16), CpuGemmVariant(6, 2, 16))
     return (CpuGemmVariant(3, 4), CpuGemmVariant(2, 4)) if transpose_b else \
@@ -201,9 +202,8 @@ def matmul_variants(plan: MatMulPlan) -> tuple[KernelVariant, ...]:
     device = plan.device
     tiled = gemm_variants(s["M"], s["N"], s["K"], plan.batches, target_groups(device),
                           device.max_work_group_size if device is not None else 256)
-    if plan.on_cpu:
-        width = device.float_vector_width if device is not None else 8
-        return cpu_gemm_variants(bool(s["TRANSPOSE_B"]), width) + tiled[:2]
+    if plan.on_cpu:                 # a CPU device, never None
+        return cpu_gemm_variants(bool(s["TRANSPOSE_B"]), device) + tiled[:2]
     return tiled
 
 

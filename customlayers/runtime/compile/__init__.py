@@ -2,6 +2,7 @@
 
 network.py        Network: passes, resolution (layers/resolver.py), plans per input shape,
                   pooled requests
+plan_keys.py      what a plan is for: input shapes, the value inputs and their values
 compiler.py       a graph compiled for concrete shapes: steps, memory plan, programs
 plan.py           what a compiled network is made of (steps, tensors, aliases)
 planner.py        memory planning by tensor lifetime

@@ -3,8 +3,9 @@
 The network rewrites its graph (passes/: PASSES), asks its resolver what implements every layer
 (resolver.py: loaded layers first, then built-ins), plans fusion once for the graph
 (passes/fusion.py), finds the inputs compiled in by value, and keeps one compiled plan per set
-of input shapes (compiler.py makes them: shapes, fusion, launches, memory, builds). Running is
-done by InferRequest (request.py), pooled here per plan.
+of input shapes and values of those inputs (plan_keys.py; compiler.py makes the plans: shapes,
+fusion, launches, memory, builds). Running is done by InferRequest (request.py), pooled here
+per plan.
 
 Thread safety: `infer` and `infer_async` may be called from several threads at once: picking an
 idle request and starting it is one step under the network's lock, so no two threads share a
@@ -18,16 +19,15 @@ from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
 import numpy as np
 
 from ... import settings
-from ...errors import ConfigError, DeviceError, ModelError
+from ...errors import DeviceError, ModelError
 from ...graph.fold_eval import FOLD_TYPE
 from ...graph.graph import Graph
 from ...graph.load import read_model
 from ...graph.variables import variables_of
-from ...jit.tensor import TensorDesc
 from ...passes import FOLDING, passes_for
 from ...passes.causal_stream import stream_program
 from ...passes.fusion import FusionPlan, plan_network_fusion
-from ...passes.shape_folding import fold_for_shapes, has_fold_nodes, value_inputs_read
+from ...passes.shape_folding import fold_for_shapes, has_fold_nodes
 from ...passes.state import bind_state_inputs
 from .compiler import PlanOptions, compile_plan
 from ..device.device import Engine
@@ -35,6 +35,7 @@ from ..device.limits import device_traits, has_fp16, has_fp64
 from ..device.kernel_release import release_requests
 from ..device.sub_buffers import sub_buffer_alignment
 from .plan import CompiledPlan
+from .plan_keys import find_value_inputs, plan_key, static_input_shapes, value_input_arrays
 from .packaged import LoadedPackage, load_package
 from ..package.container import is_package
 from ..execute.request import InferRequest
@@ -42,14 +43,10 @@ from ..layers.resolver import Resolver
 from ..execute.stream import run_stream
 from ..streaming.causal_stream import CausalStream
 from ..streaming.request_stream import RequestStream
-from ..tuning.tuning import DEFAULT_MODE, Tuner, TuningStats, check_mode
+from ..tuning.tuning import Tuner, TuningStats
 
 if TYPE_CHECKING:
     from ..layers.registry import Registry
-
-# A graph input that a built-in op reads as a compile-time constant (a Reshape target, an
-# Expand shape, Tile repeats) is compiled in by value; more elements than this is not a shape.
-MAX_VALUE_INPUT_ELEMENTS = 64
 
 
 class Network:
@@ -133,23 +130,23 @@ class Network:
         self._fusion = self._fusion_plan(self.graph, self._order, self._impls) \
             if not self._per_shape else FusionPlan()
         device = engine.device
-        self.tuner = Tuner(engine, _tuning_mode(tuning))
+        self.tuner = Tuner(engine, settings.tuning_mode(tuning))
         self._options = PlanOptions(device_traits(device), device.name.strip(),
                                     has_fp64(device), pad_custom_inputs, tuner=self.tuner,
                                     fp16=has_fp16(device),
                                     concat_alignment=sub_buffer_alignment(engine)
                                     if concat_in_place else 0)
-        # graph input name -> the layer input that reads it as a constant (for messages)
-        self.value_inputs: dict[str, str] = self._find_value_inputs()
+        # graph input name -> the layer input that reads it as a constant (plan_keys.py)
+        self.value_inputs = find_value_inputs(self.graph, self._order, self._impls)
         self._plans: dict[tuple, CompiledPlan] = {}
         self._idle_requests: dict[tuple, list] = {}
         self._lock = threading.Lock()      # picking and starting a request is one step
         self._default_key = None
-        shapes = self._static_input_shapes(input_shapes or {})
+        shapes = static_input_shapes(self.graph, input_shapes or {})
         given_values = input_values or {}
         if shapes is not None and set(self.value_inputs) <= set(given_values):
             values = self._input_values(given_values, shapes)
-            self._default_key = self._plan_key(shapes, values)
+            self._default_key = plan_key(shapes, values)
             self._plans[self._default_key] = self._compile(shapes, values)
 
     def _from_package(self, path, registry, engine, profiling, shapes, values) -> None:
@@ -172,7 +169,7 @@ class Network:
         if shapes:
             shapes = {n: tuple(int(d) for d in s) for n, s in shapes.items()}
             self.plan_for(shapes, values)
-            self._default_key = self._plan_key(shapes, self._input_values(values or {}, shapes))
+            self._default_key = plan_key(shapes, self._input_values(values or {}, shapes))
 
     def __del__(self):
         # the pooled requests' kernels newest first, whatever order a collection takes
@@ -224,70 +221,9 @@ class Network:
             self.tuner.stats = TuningStats()      # one report per compiled plan
         return plan
 
-    # -- resolution ------------------------------------------------------------------------
-    def _find_value_inputs(self) -> dict[str, str]:
-        """Graph inputs that a layer reads as a compile-time constant (its implementation's
-        const_inputs), directly or through shape-only views, or that shape arithmetic left for
-        the plans reads (passes/shape_folding.py): their values are part of a plan's key."""
-        g = self.graph
-        impls = self._impls
-        found: dict[str, str] = dict(value_inputs_read(g))
-        for node in self._order:
-            if node.id not in impls:
-                continue
-            for i in impls[node.id].const_inputs:
-                if i >= len(node.inputs):
-                    continue
-                src = g.nodes[g.producer(node.id, i)[0]]
-                while src.id in impls and impls[src.id].is_view and src.inputs:
-                    src = g.nodes[g.producer(src.id, 0)[0]]
-                if src.type == "Parameter":
-                    found.setdefault(src.name, f"input {i} of layer '{node.name}' ({node.type})")
-        return found
-
     def _input_values(self, arrays: Mapping[str, np.ndarray],
                       shapes: Mapping[str, tuple]) -> dict[str, np.ndarray]:
-        """The value inputs' arrays, in their declared element type, checked to be small."""
-        values = {}
-        for name, why in self.value_inputs.items():
-            if name not in arrays:
-                raise ModelError(f"input '{name}' is {why}, which is compiled in as a constant: "
-                                 f"give its value (infer with arrays, or input_values)")
-            value = np.asarray(arrays[name])
-            if value.size > MAX_VALUE_INPUT_ELEMENTS or value.dtype.kind not in "biuf":
-                raise ModelError(f"input '{name}' is {why}, which is compiled in as a constant: "
-                                 f"expected at most {MAX_VALUE_INPUT_ELEMENTS} numbers, found "
-                                 f"{value.size} of type {value.dtype}")
-            if name in shapes and tuple(value.shape) != tuple(shapes[name]):
-                raise ModelError(f"input '{name}' has shape {list(value.shape)}, but shape "
-                                 f"{list(shapes[name])} was given for it")
-            node = next(p for p in self.graph.parameters if p.name == name)
-            dtype = node.outputs[0].dtype if node.outputs and node.outputs[0].dtype else "i64"
-            values[name] = value.astype(TensorDesc((), dtype).np_dtype)
-        return values
-
-    # -- shapes ----------------------------------------------------------------------------
-    def _static_input_shapes(self, given: Mapping[str, Sequence[int]]):
-        shapes = {}
-        for p in self.graph.parameters:
-            if p.name in given:
-                shapes[p.name] = tuple(int(d) for d in given[p.name])
-            elif p.outputs and p.outputs[0].shape is not None and \
-                    all(d is not None for d in p.outputs[0].shape):
-                shapes[p.name] = tuple(p.outputs[0].shape)
-            else:
-                return None   # dynamic: compiled per shape at the first infer
-        unknown = set(given) - {p.name for p in self.graph.parameters}
-        if unknown:
-            raise ModelError(f"input(s) {', '.join(sorted(unknown))} are not inputs of the model; "
-                             f"its inputs: {', '.join(p.name for p in self.graph.parameters)}")
-        return shapes
-
-    @staticmethod
-    def _plan_key(shapes: Mapping[str, tuple], values: Mapping[str, np.ndarray]) -> tuple:
-        """Plans differ by input shapes and by the values of the value inputs."""
-        return (tuple(sorted((n, tuple(s)) for n, s in shapes.items())),
-                tuple(sorted((n, tuple(v.reshape(-1).tolist())) for n, v in values.items())))
+        return value_input_arrays(self.graph, self.value_inputs, arrays, shapes)
 
     @property
     def input_names(self) -> list[str]:
@@ -298,7 +234,7 @@ class Network:
         """The compiled plan for these concrete input shapes and values of the value inputs
         (compiled on first use)."""
         values = self._input_values(values or {}, shapes)
-        key = self._plan_key(shapes, values)
+        key = plan_key(shapes, values)
         plan = self._plans.get(key)
         if plan is None and self.package is not None:
             raise self.package.other_shapes(shapes)
@@ -320,7 +256,7 @@ class Network:
     @property
     def plan(self) -> CompiledPlan:
         if self._default_key is None:
-            if self.value_inputs and self._static_input_shapes({}) is not None:
+            if self.value_inputs and static_input_shapes(self.graph, {}) is not None:
                 raise ModelError(f"the model's input(s) {', '.join(self.value_inputs)} are "
                                  f"compiled in by value: give input_values, or call infer with "
                                  f"arrays (it compiles for their values)")
@@ -339,7 +275,7 @@ class Network:
     def _request_for(self, arrays: Mapping[str, np.ndarray]):
         shapes = {n: tuple(a.shape) for n, a in arrays.items()}
         values = self._input_values(arrays, shapes)
-        key = self._plan_key(shapes, values)
+        key = plan_key(shapes, values)
         pool = self._idle_requests.setdefault(key, [])
         for req in pool:
             if not req.busy:
@@ -447,16 +383,6 @@ class Network:
     @property
     def output_names(self) -> list[str]:
         return [n for n, _ in self.plan.outputs]
-
-
-
-def _tuning_mode(given: str | None) -> str:
-    """`given`, else the environment's default (settings.py), else fast."""
-    try:
-        return check_mode(given if given is not None else
-                          settings.tuning_mode() or DEFAULT_MODE)
-    except ValueError as e:
-        raise ConfigError(str(e)) from None
 
 
 def _check_same_device(engine: Engine, registry: Registry | None) -> None:

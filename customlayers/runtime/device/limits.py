@@ -9,7 +9,7 @@ from typing import Sequence
 import pyopencl as cl
 
 from ...config.simplegpu.spec import LayerSpec
-from ...errors import BindingError, ConfigError
+from ...errors import BindingError
 from ...jit.launch import DeviceTraits
 from ...settings import cpu_vector_width
 
@@ -20,11 +20,7 @@ def device_traits(device: cl.Device) -> DeviceTraits:
     kind = "CPU" if device.type & cl.device_type.CPU else \
         "GPU" if device.type & cl.device_type.GPU else "ACCELERATOR"
     width = int(device.preferred_vector_width_float) or int(device.native_vector_width_float)
-    try:
-        forced = cpu_vector_width()
-    except ValueError as e:     # a setting, not a bug: one line naming it (as CUSTOMLAYERS_TUNING)
-        raise ConfigError(f"{e}; unset it, or set it to 8 (AVX2 kernels) or 16 (AVX-512)") \
-            from None
+    forced = cpu_vector_width()         # a ConfigError naming the variable for a bad value
     if kind == "CPU" and forced is not None:    # the kernels of another machine (tests, CI)
         width = forced
     return DeviceTraits(kind, int(device.max_compute_units), int(device.max_work_group_size),

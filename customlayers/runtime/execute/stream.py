@@ -29,7 +29,8 @@ class StreamResult:
 
 
 def run_stream(network, inputs: Iterable, nireq: int = 4, *, pinned: bool = False,
-               reuse_outputs: bool = False, requests=()) -> Iterator[StreamResult]:
+               reuse_outputs: bool = False, requests=(),
+               pools: dict | None = None) -> Iterator[StreamResult]:
     """Run every input of `inputs` (arrays in input order, or dicts by name) with up to
     `nireq` requests in flight; yield a StreamResult per input, in input order.
 
@@ -42,10 +43,12 @@ def run_stream(network, inputs: Iterable, nireq: int = 4, *, pinned: bool = Fals
     pinned memory, valid only until the next item is taken (for a caller that reads each
     result at once and keeps none, such as a throughput measurement).
     requests: requests made beforehand (a benchmark makes them outside its measured time);
-    more are made as the inputs' plans need them."""
+    more are made as the inputs' plans need them.
+    pools: the requests by plan of a caller that runs stream after stream (PinnedRequests);
+    the stream takes idle ones from it and adds those it makes, so the next stream has them."""
     if not isinstance(nireq, int) or nireq < 1:
         raise ModelError(f"nireq must be a whole number of at least 1, found {nireq!r}")
-    pools: dict = {}                      # id(plan) -> the stream's requests for that plan
+    pools = {} if pools is None else pools    # id(plan) -> the requests for that plan
     for request in requests:
         pools.setdefault(id(request.plan), []).append(request)
     in_flight: deque = deque()            # (index, request, start time), oldest first

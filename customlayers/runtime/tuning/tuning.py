@@ -26,12 +26,11 @@ from ...errors import KernelBuildError
 from ...jit.layer import LayerCall, LayerImpl, LayerWork
 from ...jit.tensor import TensorDesc
 from ...jit.variant import KernelVariant, variant_named
+from ...settings import DEFAULT_TUNING, tuning_mode
 from ..execute.launch_timing import LaunchTimer
 from ..device.parallel_build import build_programs
 from .tuning_cache import TuningCache
 
-MODES = ("off", "fast", "full")
-DEFAULT_MODE = "fast"
 FAST_CANDIDATES = 4
 # on a CPU device `fast` times none: PoCL compiles each candidate at its first enqueue, 0.5-2 s
 # apiece (a TCN's 51 candidates took 105 s), more than the best candidate's gain (1-2x on some
@@ -42,12 +41,6 @@ REPEATS = 3
 SLOW_NS = 20_000_000
 # a record tuned with one of these modes answers a request for the mode (full answers fast)
 _ANSWERS = {"fast": ("fast", "full"), "full": ("full",)}
-
-
-def check_mode(mode: str) -> str:
-    if mode not in MODES:
-        raise ValueError(f"tuning '{mode}' is not one of {', '.join(MODES)}")
-    return mode
 
 
 @dataclass
@@ -61,9 +54,9 @@ class TuningStats:
 class Tuner:
     """Chooses a variant per layer call by timing; see the module docstring."""
 
-    def __init__(self, engine, mode: str = DEFAULT_MODE, cache: TuningCache | None = None):
+    def __init__(self, engine, mode: str = DEFAULT_TUNING, cache: TuningCache | None = None):
         self.engine = engine
-        self.mode = check_mode(mode)
+        self.mode = tuning_mode(mode)      # ConfigError naming the argument
         self.cache = cache if cache is not None else TuningCache.for_device(
             engine.device, enabled=engine.cache.enabled, directory=engine.cache.directory,
             writable=engine.cache.writable)

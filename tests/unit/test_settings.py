@@ -1,0 +1,46 @@
+"""settings.py: a bad environment value (or tuning argument) is a ConfigError that names the
+variable or argument and the values it takes, raised by settings.py itself, so every caller
+(Network, Tuner, device_traits, the CLI) reports it as one line without wrapping it."""
+import pytest
+
+from customlayers import settings
+from customlayers.errors import ConfigError
+
+
+def test_tuning_mode_takes_the_argument_then_the_variable_then_fast(monkeypatch):
+    monkeypatch.delenv("CUSTOMLAYERS_TUNING", raising=False)
+    assert settings.tuning_mode() == "fast"
+    monkeypatch.setenv("CUSTOMLAYERS_TUNING", " Full ")
+    assert settings.tuning_mode() == "full"
+    assert settings.tuning_mode("off") == "off"
+
+
+def test_a_bad_tuning_variable_is_a_config_error_naming_it(monkeypatch):
+    monkeypatch.setenv("CUSTOMLAYERS_TUNING", "fastest")
+    with pytest.raises(ConfigError, match=r"CUSTOMLAYERS_TUNING='fastest' is not one of off, "
+                                          r"fast, full; unset it \(fast\), or set it to one"):
+        settings.tuning_mode()
+
+
+def test_a_bad_tuning_argument_is_a_config_error_naming_the_argument(monkeypatch):
+    """The argument is checked, not the variable (which is fine here)."""
+    monkeypatch.setenv("CUSTOMLAYERS_TUNING", "off")
+    with pytest.raises(ConfigError, match=r"tuning='quick' is not one of off, fast, full: "
+                                          r"pass one of them"):
+        settings.tuning_mode("quick")
+
+
+@pytest.mark.parametrize("value", ["12", "abc", "8.0"])
+def test_a_bad_cpu_vector_width_is_a_config_error_naming_it(monkeypatch, value):
+    monkeypatch.setenv("CUSTOMLAYERS_CPU_VECTOR_WIDTH", value)
+    with pytest.raises(ConfigError, match=rf"CUSTOMLAYERS_CPU_VECTOR_WIDTH='{value}' is not 8 "
+                                          r"or 16; unset it \(the device's width\), or set it "
+                                          r"to 8 \(AVX2 kernels\) or 16 \(AVX-512\)"):
+        settings.cpu_vector_width()
+
+
+def test_cpu_vector_width_is_none_unset_and_the_number_set(monkeypatch):
+    monkeypatch.delenv("CUSTOMLAYERS_CPU_VECTOR_WIDTH", raising=False)
+    assert settings.cpu_vector_width() is None
+    monkeypatch.setenv("CUSTOMLAYERS_CPU_VECTOR_WIDTH", "8")
+    assert settings.cpu_vector_width() == 8
