@@ -193,8 +193,8 @@ def package_rows(args, model: Path, tmp: Path) -> int:
     print(f"package, empty caches    {p:>7.3f} s   built {packaged[0]['compiled']}; reading, "
           f"checking and loading the binaries {packaged[0]['package_s']:.3f} s, first "
           f"inference {packaged[0]['first_infer_s']:.3f} s")
-    print(f"  the same, no machine code {n:>5.3f} s   (CUSTOMLAYERS_NO_MACHINE_CODE=1: the "
-          f"driver compiles the binaries; loading them {no_code[0]['package_s']:.3f} s)")
+    print(f"  the same, no machine code {n:>5.3f} s   (CUSTOMLAYERS_NO_MACHINE_CODE=1; on "
+          f"NVIDIA the driver compiles the PTX; loading the binaries {no_code[0]['package_s']:.3f} s)")
     print(f"package, driver's cache  {d:>7.3f} s   (ours empty, the driver's own cache as this "
           f"machine has it)")
     print(f"package / warm: {p / w:.2f} with every cache empty, {n / w:.2f} without the machine "

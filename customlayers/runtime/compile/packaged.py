@@ -50,7 +50,7 @@ class LoadedPackage:
     path: str
     manifest: dict
     graph: Graph
-    plans: dict                 # plan key (Network._plan_key) -> CompiledPlan
+    plans: dict                 # plan key (plan_keys.plan_key) -> CompiledPlan
     default_key: tuple
     value_inputs: dict
     seconds: float              # reading, checking and loading the programs
