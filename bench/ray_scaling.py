@@ -390,6 +390,11 @@ def main(argv=None) -> int:
                              "default 8: with Ray's own, 0, ResNet-50's actors waited for "
                              "their next batch 41%% of the time); the Ray Core path keeps 2 "
                              "calls in flight per actor")
+    parser.add_argument("--fresh-driver-cache", action="store_true",
+                        help="GPU: each case's actors start with an empty NVIDIA code cache "
+                             "folder of their own, as on a new node (the package's machine code "
+                             "is all they find); by default they share one, warm after the "
+                             "probes")
     parser.add_argument("--no-probe", action="store_true",
                         help="skip the probes (start-up, one GPU's ceiling outside Ray)")
     parser.add_argument("--package", default=None,
@@ -478,9 +483,11 @@ def main(argv=None) -> int:
         paths = {"data": ("data",), "core": ("core",), "both": ("data", "core")}[args.path]
         refs = [ray.put(b) for b in blocks] if "core" in paths else []
         for path in paths:
-            for label, actors, pinned, resources in cases:
+            for number, (label, actors, pinned, resources) in enumerate(cases):
+                cache = str(work / f"cuda-cache-{path}-{number}") if args.fresh_driver_cache \
+                    else caches["actors"]
                 kwargs = dict(model=package, device=device, nireq=args.nireq, pinned=pinned,
-                              cuda_cache=caches["actors"] if args.gpu else None)
+                              cuda_cache=cache if args.gpu else None)
                 if path == "data":
                     r = run_pass(ray, ds, actors, kwargs, ray_batch, resources, rows,
                                  args.tasks_per_actor if args.tasks_per_actor != 0 else None)

@@ -180,7 +180,9 @@ def test_a_flipped_byte_in_each_part_is_refused_naming_it(tmp_path, packages, en
 
 def test_the_cli_refuses_a_corrupted_package_in_one_line(tmp_path, packages, capsys):
     data = bytearray(packages[0].read_bytes())
-    data[-100] ^= 1
+    parts = read_package(packages[0]).manifest["parts"]
+    program = next(p for p in parts if p["name"].startswith("program "))
+    data[len(data) - sum(p["size"] for p in parts) + program["offset"] + 10] ^= 1
     bad = tmp_path / "bad.clpkg"
     bad.write_bytes(bytes(data))
     assert cli_main(["run", "-m", str(bad), "-d", TEST_DEVICE]) == 1
