@@ -164,7 +164,7 @@ def compile_package(model: str, configs: list, device: str, shapes: dict | None,
             "bytes": sum(p["size"] for p in manifest["parts"])}
 
 
-def probe(package: str, device: str, rows: np.ndarray, nireq: int, cuda_cache: str) -> dict:
+def probe(package: str, device: str, rows: dict, nireq: int, cuda_cache: str) -> dict:
     """(A Ray task on one GPU.) Outside Ray Data: the actor's construction time with the
     driver's code cache as `cuda_cache` left it, then this GPU's rows/s on `rows` (whole Ray
     batches, run 3 times) with the input already on the device, with pageable uploads and with
@@ -180,7 +180,8 @@ def probe(package: str, device: str, rows: np.ndarray, nireq: int, cuda_cache: s
         t = time.perf_counter()
         for _ in range(3):
             run(rows)
-        out[label] = 3 * len(rows) / (time.perf_counter() - t)
+        # rows: {column: array}; its len() would count the columns, not the rows
+        out[label] = 3 * len(next(iter(rows.values()))) / (time.perf_counter() - t)
     try:
         out["device_only"] = f"{device_only_rate(actor, rows, nireq):.0f}"
     except Exception as e:      # noqa: BLE001 - a figure the probe could not take, said so
