@@ -86,6 +86,25 @@ def cpu_vector_width() -> int | None:
     return int(value)
 
 
+def child_environment(**changes: str | None) -> dict:
+    """This process's environment for a child process of ours: the customlayers package
+    importable from where this one was imported (a script run from another folder, or a
+    sys.path edit, would otherwise leave the child another copy or none), with `changes`
+    (a None value unsets the variable)."""
+    import sys
+    env = dict(os.environ)
+    # the folder holding the customlayers package
+    root = str(Path(sys.modules["customlayers"].__file__).resolve().parents[1])
+    env["PYTHONPATH"] = os.pathsep.join([root] + ([env["PYTHONPATH"]]
+                                                  if env.get("PYTHONPATH") else []))
+    for name, value in changes.items():
+        if value is None:
+            env.pop(name, None)
+        else:
+            env[name] = value
+    return env
+
+
 def nvidia_cache_dir() -> Path | None:
     """The folder where NVIDIA's driver keeps the machine code it compiles (CUDA_CACHE_PATH,
     by default ~/.nv/ComputeCache); None where CUDA_CACHE_DISABLE turns its cache off."""

@@ -20,7 +20,8 @@ from customlayers.errors import PackageError
 from customlayers.runtime.compile.network import Network
 from customlayers.runtime.compile.packaged import save_package
 from customlayers.runtime.package.container import read_package, write_package
-from customlayers.runtime.package.machine_code import PART_PREFIX, has_driver_cache
+from customlayers.runtime.package.machine_code import (PART_PREFIX, capture_in_child,
+                                                       has_driver_cache)
 
 ROOT = Path(__file__).resolve().parents[2]
 DEMO = ROOT / "examples" / "models" / "demo_cnn.xml"
@@ -62,19 +63,22 @@ def with_parts(pkg: Path, out: Path, extra: dict[str, bytes]) -> Path:
 
 
 LOAD = textwrap.dedent('''
-    import sys, numpy as np
+    import os, sys, numpy as np
     from customlayers.api import Engine
     from customlayers.runtime.compile.network import Network
     said = []
-    net = Network(sys.argv[1], engine=Engine(sys.argv[2]), messages=said.append)
+    engine = Engine(sys.argv[2])
+    if len(sys.argv) > 5:      # too late: the driver read CUDA_CACHE_PATH when OpenCL started
+        os.environ["CUDA_CACHE_PATH"] = sys.argv[5]
+    net = Network(sys.argv[1], engine=engine, messages=said.append)
     np.savez(sys.argv[4], **net.infer({"data": np.load(sys.argv[3])}))
     print("\\n".join(said))
 ''')
 
 
-def load_fresh(tmp_path, pkg, x, **env) -> tuple[dict, str]:
+def load_fresh(tmp_path, pkg, x, later: str = "", **env) -> tuple[dict, str]:
     """Load `pkg` in a new process (its own driver, as on a fresh machine) with `env` added:
-    (its outputs, what it said)."""
+    (its outputs, what it said). `later`: a CUDA_CACHE_PATH set after the Engine was made."""
     np.save(tmp_path / "x.npy", x)
     full = {**os.environ, "PYTHONPATH": str(ROOT),
             "CUSTOMLAYERS_CACHE_DIR": str(tmp_path / "our-cache"), **env}
@@ -82,7 +86,8 @@ def load_fresh(tmp_path, pkg, x, **env) -> tuple[dict, str]:
         if name not in env:
             full.pop(name, None)
     done = subprocess.run([sys.executable, "-c", LOAD, str(pkg), TEST_DEVICE,
-                           str(tmp_path / "x.npy"), str(tmp_path / "out.npz")],
+                           str(tmp_path / "x.npy"), str(tmp_path / "out.npz"),
+                           *([later] if later else [])],
                           capture_output=True, text=True, env=full, cwd=tmp_path, timeout=300)
     assert done.returncode == 0, done.stderr
     out = np.load(tmp_path / "out.npz")
@@ -129,6 +134,30 @@ def test_a_load_puts_the_code_into_cuda_cache_path_first(demo, tmp_path):
     assert found["f/3/fedcba98765432"] == b"code two"
     # (a file already there is kept: tests/unit/test_machine_code.py; NVIDIA's driver manages
     # its folder itself, so a file planted here beside its index proves nothing on it)
+
+
+def test_the_folder_is_the_one_named_when_opencl_started(demo, tmp_path):
+    x, expected, pkg = demo
+    added = with_parts(pkg, tmp_path / "with-code.clpkg", {PART_PREFIX + "0/a/01": b"code"})
+    first, later = tmp_path / "at-start", tmp_path / "set-later"
+    got, _ = load_fresh(tmp_path, added, x, later=str(later), CUDA_CACHE_PATH=str(first))
+    assert all(np.array_equal(got[n], v) for n, v in expected.items())
+    assert files_in(first)["0/a/01"] == b"code" and not later.exists()
+
+
+def test_the_child_that_captures_it_reports_what_it_found(engine, demo):
+    _, _, pkg = demo
+    found = read_package(pkg)
+    key = next(iter(found.manifest["programs"]))
+    binary = bytes(found.parts[f"program {key}"])
+    options = found.manifest["programs"][key]["options"]
+    files, why = capture_in_child(engine.device, {key: (binary, options)})
+    if has_driver_cache(engine.device):
+        assert files and not why
+    else:                    # the child loaded the binary; PoCL keeps no CUDA cache
+        assert files == [] and why == "the driver wrote nothing into its cache folder"
+    files, why = capture_in_child(engine.device, {key: (b"not a binary", options)})
+    assert files == [] and why.startswith("the process compiling it failed: ")
 
 
 @pytest.mark.parametrize("variable", ["CUDA_CACHE_DISABLE", "CUSTOMLAYERS_NO_MACHINE_CODE"])

@@ -36,7 +36,7 @@ def add_parser(sub):
     p.add_argument("--no-machine-code", action="store_true",
                    help="on an NVIDIA device, leave out the machine code its driver compiles "
                         "from the programs' PTX (then each machine compiles it at its first "
-                        "load: about 0.05 s per program)")
+                        "load: about 0.08 s a program)")
     return p
 
 

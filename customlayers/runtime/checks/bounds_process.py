@@ -12,7 +12,6 @@ TIMEOUT_S, is a BoundsProblem of the layer's kernel; the parent is never touched
 """
 from __future__ import annotations
 
-import os
 import pickle
 import signal
 import subprocess
@@ -23,6 +22,7 @@ from typing import Sequence
 
 import numpy as np
 
+from ... import settings
 from ...errors import DeviceError, ExecutionError
 from ...jit.launch import KernelLaunch
 from ...jit.tensor import TensorDesc
@@ -53,7 +53,7 @@ def run_guarded_in_child(engine, program, launch: KernelLaunch, layer: str,
         try:
             done = subprocess.run([sys.executable, "-m", "customlayers.runtime.checks.bounds_worker",
                                    str(job_path), str(result_path)], capture_output=True,
-                                  text=True, timeout=TIMEOUT_S, env=_child_env())
+                                  text=True, timeout=TIMEOUT_S, env=settings.child_environment())
         except subprocess.TimeoutExpired:
             return [], [BoundsProblem(layer, f"kernel '{launch.entry}'",
                                       f"did not finish within {TIMEOUT_S} s under "
@@ -88,16 +88,6 @@ def _far_access(layer: str, launch: KernelLaunch, what: str) -> BoundsProblem:
                          f"{what}: it reads or writes far outside its tensors, where the guard "
                          f"zones do not reach; run with --sanitize to see the access and its "
                          f"line in your .cl")
-
-
-def _child_env() -> dict:
-    """The parent's environment, with this package importable from where it was imported."""
-    env = dict(os.environ)
-    # the folder holding the customlayers package, however deep this module lies in it
-    root = str(Path(sys.modules["customlayers"].__file__).resolve().parents[1])
-    env["PYTHONPATH"] = os.pathsep.join([root] + ([env["PYTHONPATH"]]
-                                                  if env.get("PYTHONPATH") else []))
-    return env
 
 
 def check_kernel_bounds(bound, *arrays: np.ndarray, **data: np.ndarray):

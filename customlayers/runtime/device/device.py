@@ -11,8 +11,28 @@ from ...errors import DeviceError, NoSuchDeviceError
 from .cache import ProgramCache
 
 
+# NVIDIA's driver reads CUDA_CACHE_PATH (and CUDA_CACHE_DISABLE) once, when the process first
+# lists the OpenCL platforms; a later change of the variable moves nothing. So the folder in
+# force then is noted, and a package's machine code goes there (package/machine_code.py).
+_driver_cache: list = []
+
+
+def _note_driver_cache() -> None:
+    if not _driver_cache:
+        _driver_cache.append(settings.nvidia_cache_dir())
+
+
+def driver_cache_folder():
+    """The folder NVIDIA's driver in this process keeps the code it compiles in: the one
+    CUDA_CACHE_PATH named when this process first listed the OpenCL platforms through us (or
+    names now, where that has not happened yet); None where the driver's cache is off."""
+    _note_driver_cache()
+    return _driver_cache[0]
+
+
 def list_devices() -> list[cl.Device]:
     """Every device of every platform (a platform that fails to list its devices is skipped)."""
+    _note_driver_cache()
     try:
         platforms = cl.get_platforms()
     except cl.Error:
@@ -195,6 +215,7 @@ class Engine:
         self._setup(device, cl.Context([device]), None, cache)
 
     def _setup(self, device, context, shared_queue, cache) -> None:
+        _note_driver_cache()       # a user's context: the platforms were listed by now
         self.device = device
         self.context = context
         self.shared_queue = shared_queue
