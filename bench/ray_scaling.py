@@ -354,6 +354,24 @@ def make_block(rng, rows: int, items: dict) -> dict:
     return block
 
 
+def compiled_at_start(package: str, folder: Path) -> str:
+    """What the driver compiled while a case's actors started on an empty code cache folder:
+    the files there that are not the package's machine code (none, where the actors' driver
+    found all of it; the folder must be the one their OpenCL started with)."""
+    from customlayers.runtime.package.container import read_package
+    from customlayers.runtime.package.machine_code import PART_PREFIX
+    ours = {name[len(PART_PREFIX):] for name in read_package(package).parts
+            if name.startswith(PART_PREFIX)}
+    found = {p.relative_to(folder).as_posix() for p in folder.rglob("*")
+             if p.is_file() and p.name != "index"} if folder.exists() else set()
+    if not found:
+        return "the actors' code cache folder is empty: their driver did not read it"
+    extra = found - ours
+    return (f"driver cache: the package's {len(found & ours)} files; the driver compiled "
+            f"{len(extra)} program(s) more" if extra else
+            f"driver cache: only the package's {len(found)} files: the driver compiled nothing")
+
+
 def block_dataset(ray, blocks: list[dict]):
     """A dataset of these blocks, one Arrow block each, a tensor column per input (as
     from_numpy stores one array)."""
@@ -503,6 +521,8 @@ def main(argv=None) -> int:
                 print(f"{path + ': ' + label:42} {r['steady']:8.0f} {eff:>7} {r['total']:10.0f} "
                       f"{max(r['init_s']):10.2f}  {s['device']:6.0%} {s['host']:5.0%} "
                       f"{s['ray']:5.0%}  {'; '.join(r['devices'])}")
+                if args.fresh_driver_cache and args.gpu:
+                    print(f"  {compiled_at_start(package, Path(cache))}")
     finally:
         ray.shutdown()
     return 0

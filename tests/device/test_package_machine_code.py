@@ -99,6 +99,12 @@ def files_in(folder: Path) -> dict[str, bytes]:
             for p in folder.rglob("*") if p.is_file() and p.name != "index"}
 
 
+def test_nvidias_platform_is_told_from_others(engine):
+    platform = engine.device.platform
+    assert has_driver_cache(engine.device) == (platform.name.strip() == "NVIDIA CUDA"), \
+        (platform.name, platform.vendor)
+
+
 def test_a_package_holds_machine_code_where_the_driver_compiles_ptx(demo, engine):
     _, _, pkg = demo
     manifest, code = read_package(pkg).manifest, code_parts(pkg)

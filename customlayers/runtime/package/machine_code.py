@@ -43,9 +43,9 @@ _CHILD_TIMEOUT_S = 600
 
 def has_driver_cache(device) -> bool:
     """Whether `device`'s driver compiles its binaries to machine code through NVIDIA's
-    compute cache: NVIDIA's own OpenCL platform (not PoCL's CUDA device, whose vendor is
-    NVIDIA too)."""
-    return device.platform.name.strip() == "NVIDIA CUDA"
+    compute cache: a device of NVIDIA's own OpenCL platform ("NVIDIA CUDA", vendor "NVIDIA
+    Corporation"; PoCL's CUDA device is NVIDIA's too, but of PoCL's platform)."""
+    return "NVIDIA" in device.platform.vendor
 
 
 def is_cache_path(rel: str) -> bool:
