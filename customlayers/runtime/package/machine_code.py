@@ -3,22 +3,23 @@ installed when it is loaded, so that a fresh machine does not JIT-compile the PT
 
 Why: NVIDIA's OpenCL gives PTX as a program's binary, and loading a PTX binary compiles it to
 the GPU's machine code. That takes 2.1-2.2 s for ResNet-50's 28 programs on an H200 or H100
-(about 0.08 s a program), one program at a time per process, and it was most of a package's cold load (measured with
-bench/cold_start.py --package; merging the programs into one PTX module took as long: the
-time follows the code's size, not the number of programs). The driver keeps the code it
-compiles in its compute cache folder (CUDA_CACHE_PATH, by default ~/.nv/ComputeCache), one file
-per program under a name made from the PTX, the options, the driver and the GPU, and reads the
-file whenever a program with that name is loaded, also from a process that started before the
-file was there.
+(about 0.08 s a program), one program at a time per process, and it was most of a package's
+cold load (bench/cold_start.py --package; merging the programs into one PTX module took as
+long: the time follows the code's size, not the number of programs). The driver keeps the
+code it compiles in its compute cache folder (CUDA_CACHE_PATH, by default ~/.nv/ComputeCache),
+one file per program under a name made from the PTX, the options, the driver and the GPU, and
+reads the file whenever a program with that name is loaded, also in a process that started
+before the file was there.
 
 So `capture_machine_code` loads the package's binaries in a child process whose cache folder
 is new and empty, and returns the files the driver wrote there (its index aside); they go into
 the package as parts `machine code <path>`: one per program, and a few the driver compiles for
 every context (its built-ins). `install_machine_code` writes them into the folder this
 process's driver reads (the one CUDA_CACHE_PATH named when OpenCL started) before the binaries
-are loaded (a file already there is kept; each one written whole, then renamed into place). The driver itself decides whether a file fits: another driver or GPU computes other
-names and never reads these, and a miss costs only the JIT. The files reach the disk only from
-parts whose size and sha256 the container checked, and only under names of the driver's form.
+are loaded (a file already there is kept; each one written whole, then renamed into place).
+The driver itself decides whether a file fits: another driver or GPU computes other names and
+never reads these, and a miss costs only the JIT. The files reach the disk only from parts
+whose size and sha256 the container checked, and only under names of the driver's form.
 """
 from __future__ import annotations
 
