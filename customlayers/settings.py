@@ -10,6 +10,9 @@ CUSTOMLAYERS_TUNING      default kernel selection by timing: off, fast (the defa
 CUSTOMLAYERS_CPU_VECTOR_WIDTH  8 or 16: the float vector width the CPU kernels are written
                          for, instead of the one the device prefers (16 on AVX-512, 8 on
                          AVX2); 8 runs the AVX2 kernels on an AVX-512 machine (tests, CI)
+CUSTOMLAYERS_BUILD_PROCESSES  how many worker processes compile programs (each with its own
+                         context); default: up to 8 on NVIDIA's OpenCL, whose compiler builds one
+                         program at a time per process, 0 elsewhere; 0 turns them off
 CUSTOMLAYERS_NO_MACHINE_CODE  "1" leaves a package's NVIDIA machine code out of the driver's
                          cache: its programs' PTX is compiled at load (to compare, or rule it out)
 CUDA_CACHE_PATH, CUDA_CACHE_DISABLE  NVIDIA's own: where its driver keeps compiled code (default
@@ -117,3 +120,15 @@ def nvidia_cache_dir() -> Path | None:
 def machine_code_wanted() -> bool:
     """Whether a package's NVIDIA machine code is put into the driver's cache at load."""
     return not _flag("CUSTOMLAYERS_NO_MACHINE_CODE")
+
+
+def build_processes() -> int | None:
+    """CUSTOMLAYERS_BUILD_PROCESSES as a count, or None where it is not set (the device's
+    default); ConfigError naming the variable for a value that is not a count."""
+    value = os.environ.get("CUSTOMLAYERS_BUILD_PROCESSES", "").strip()
+    if not value:
+        return None
+    if not value.isdigit() or int(value) > 64:
+        raise ConfigError(f"CUSTOMLAYERS_BUILD_PROCESSES='{value}' is not a count of worker "
+                          f"processes from 0 (none) to 64")
+    return int(value)

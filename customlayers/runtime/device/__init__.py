@@ -7,6 +7,7 @@ build.py          building programs; build errors mapped to the user's files and
                   build step of every custom layer (build_layer_kernel, finish_layer_kernel)
 kernel_info.py    what a built program says of its kernels (names, parameter declarations)
 parallel_build.py several programs built at once (drivers compile in parallel)
+build_workers.py  programs compiled in worker processes, for NVIDIA's one-at-a-time compiler
 cache.py          ProgramCache: compiled programs in memory and on disk
 device_memory.py  what a run allocates, checked against the device before the first buffer
 host_memory.py    pinned, mapped host tensors; numpy inputs used where they lie on a CPU device

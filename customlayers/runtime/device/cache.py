@@ -88,6 +88,7 @@ class ProgramCache:
         self.hits = 0
         self.disk_hits = 0
         self.misses = 0
+        self.worker_builds = 0   # compiled by build worker processes, then read from disk
 
     def entry_dir(self, key: str) -> Path:
         return self.directory / "programs" / key
@@ -133,6 +134,14 @@ class ProgramCache:
             while len(self._memory) > self._memory_entries:
                 self._memory.popitem(last=False)
         return program, warned
+
+    def has(self, context, device, source: str, options: str = "") -> bool:
+        """Whether `build` would find the program in memory or on disk (not compile it)."""
+        key = cache_key(source, options, device)
+        with self._memory_lock:
+            if (context.int_ptr, key) in self._memory:
+                return True
+        return self.enabled and (self.entry_dir(key) / "meta.json").exists()
 
     def clear_memory(self) -> None:
         with self._memory_lock:

@@ -1,8 +1,10 @@
 """Building a network's programs in parallel: pyopencl releases the GIL in clBuildProgram, and
 drivers compile independent programs on as many threads as they are given (a cold ResNet-50 is
-dozens of programs). Each distinct (source, options) is built once; a failed build comes back
-as its exception, so the caller raises the first in its own order (the layer a sequential
-build would have named)."""
+dozens of programs); a driver that compiles one at a time per process (NVIDIA's) gets the
+programs not yet cached compiled in worker processes first (build_workers.py), and its threads
+then load them. Each distinct (source, options) is built once; a failed build comes back as its
+exception, so the caller raises the first in its own order (the layer a sequential build would
+have named)."""
 from __future__ import annotations
 
 import os
@@ -10,6 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Iterable
 
 from ...errors import CustomLayersError
+from .build_workers import build_in_workers
 
 # more threads than this gain nothing on the drivers we know and multiply their memory use
 MAX_THREADS = 8
@@ -23,6 +26,11 @@ def build_programs(engine, wanted: Iterable[tuple]) -> dict[tuple, object]:
         unique.setdefault((source, options), (line_map, label))
     if not unique:
         return {}
+    cache = engine.cache
+    missing = [(source, options, *unique[source, options]) for source, options in unique
+               if not cache.has(engine.context, engine.device, source, options)]
+    if len(missing) > 1:
+        cache.worker_builds += build_in_workers(engine, missing)
 
     def build(key):
         line_map, label = unique[key]
