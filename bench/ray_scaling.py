@@ -52,58 +52,10 @@ sys.path.insert(0, str(ROOT / "bench"))
 sys.path.insert(0, str(ROOT / "tests"))
 
 from customlayers.integrations.ray import CustomLayersPredictor  # noqa: E402
-
-LAYERS = ROOT / "examples" / "layers"
-MODELS = {
-    # 1x3x32x32 -> Conv, ReLU, GRN (custom), Conv, ReLU, ReorgYolo (custom), MaxPool, MatMul,
-    # SoftMax: a fixed batch of 1, so rows run one by one with requests in flight
-    "demo": (ROOT / "examples" / "models" / "demo_cnn.xml",
-             [LAYERS / "grn" / "grn.xml", LAYERS / "reorg" / "reorg.xml",
-              LAYERS / "relu" / "relu.xml"]),
-    # Nx4x6x8 -> ReorgYolo (custom) -> Sigmoid: a dynamic batch
-    "reorg": (ROOT / "examples" / "models" / "reorg_dynamic.onnx",
-              [LAYERS / "reorg" / "reorg.xml"]),
-    # ResNet-50 (the onnx package's light model, seeded random weights): made on first use
-    "resnet50": (None, []),
-    # a BERT-base-shaped encoder (tests/transformer_models.py: 12 layers 768 wide, 12 heads,
-    # sequence 128, input_ids and attention_mask), random weights: made on first use
-    "bert": (None, []),
-}
-BERT_SEQ, BERT_VOCAB = 128, 30522
-
-
-def model_path(name: str, workdir: Path) -> Path:
-    path, _ = MODELS[name]
-    if path is not None:
-        return path
-    if name == "bert":
-        import onnx
-        from transformer_models import bert
-        model, _ = bert(batch=1, seq=BERT_SEQ, vocab=BERT_VOCAB, dim=768, heads=12, layers=12,
-                        ffn=3072, max_len=512, dynamic=True)
-        out = workdir / "bert_base.onnx"
-        onnx.save(model, str(out))
-        return out
-    import onnx
-    from cold_start import resnet50_onnx
-    from onnx import numpy_helper
-    # its batch declared open (the light model declares 1 everywhere, and flattens to a
-    # constant [1, 2048]), so that a package compiles it for the batch asked
-    model = onnx.load(str(resnet50_onnx(workdir)))
-    g = model.graph
-    del g.value_info[:]
-    inits = {t.name: t for t in g.initializer}
-    for node in g.node:
-        if node.op_type == "Reshape" and node.input[1] in inits:
-            shape = numpy_helper.to_array(inits[node.input[1]]).copy()
-            if shape[0] == 1:
-                shape[0] = -1
-                inits[node.input[1]].CopyFrom(numpy_helper.from_array(shape, node.input[1]))
-    for info in [*g.input, *g.output]:
-        info.type.tensor_type.shape.dim[0].dim_param = "N"
-    out = workdir / "resnet50_open_batch.onnx"
-    onnx.save(model, str(out))
-    return out
+# the figures of a pass, and the models with their rows: sibling modules in bench/
+from ray_figures import figures  # noqa: E402
+from ray_models import (BERT_SEQ, MODELS, block_dataset, make_block,  # noqa: E402
+                        model_items, model_path)
 
 
 class TimedPredictor(CustomLayersPredictor):
@@ -277,81 +229,11 @@ def core_pass(ray, refs: list, actors: int, kwargs: dict, resources: dict, batch
     return figures(parts, sum(len(p["t0"]) for p in parts), end - start)
 
 
-def figures(parts: list, rows: int, seconds: float) -> dict:
-    col = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
-    steady, lo, hi = steady_rate(col["t0"], col["t1"], col["pid"])
-    pids = np.unique(col["pid"])
-    return {"steady": steady, "total": rows / seconds, "shares": time_shares(col, lo, hi),
-            "init_s": [float(col["init_s"][col["pid"] == p][0]) for p in pids],
-            "devices": sorted({str(d) for d in col["device"]}), "actors": len(pids)}
-
-
-def steady_rate(t0: np.ndarray, t1: np.ndarray, pids: np.ndarray) -> tuple:
-    """(rows/s, window start, window end): rows per second while every actor was working,
-    from the last actor's first batch to the first actor's last batch (actors start at
-    different times; counting from the first start would charge one actor's start-up to the
-    pool). Each batch counts for the part of its duration inside that window."""
-    actors = np.unique(pids)
-    lo = max(t0[pids == a].min() for a in actors)
-    hi = min(t1[pids == a].max() for a in actors)
-    if hi <= lo:            # the actors never overlapped: the whole span
-        lo, hi = t0.min(), t1.max()
-        return len(t0) / (hi - lo), lo, hi
-    inside = np.clip(np.minimum(t1, hi) - np.maximum(t0, lo), 0, None)
-    return float((inside / np.maximum(t1 - t0, 1e-9)).sum() / (hi - lo)), lo, hi
-
-
-def time_shares(col: dict, lo: float, hi: float) -> dict:
-    """Shares of the steady window, averaged over the actors: in requests (`device`), in the
-    host's cutting and joining (`host`), and between batches, waiting for Ray (`ray`)."""
-    def clipped(a, b):
-        return np.clip(np.minimum(b, hi) - np.maximum(a, lo), 0, None)
-    # one entry per batch (its rows share their stamps)
-    _, first = np.unique(np.stack([col["pid"], col["t0"]]), axis=1, return_index=True)
-    t0, cut, run, t1 = (col[k][first] for k in ("t0", "t_cut", "t_run", "t1"))
-    span = (hi - lo) * len(np.unique(col["pid"]))
-    device = clipped(cut, run).sum() / span
-    host = (clipped(t0, cut).sum() + clipped(run, t1).sum()) / span
-    return {"device": device, "host": host, "ray": max(0.0, 1 - device - host)}
-
-
 def gpu_count() -> int:
     """OpenCL GPUs of this node (what Ray is told to hand out)."""
     from customlayers.runtime.device.device import list_devices
     import pyopencl as cl
     return sum(1 for d in list_devices() if d.type & cl.device_type.GPU)
-
-
-def model_items(model: Path, configs, open_size: int) -> tuple[dict, int | None]:
-    """({input name: one row's shape}, the declared batch): the inputs without their batch
-    dimension, `open_size` for a dimension the model leaves open. Read without a device: the
-    driver leaves the devices to the actors."""
-    from customlayers.graph.load import read_model
-    from customlayers.runtime.layers.registry import Registry
-    registry = Registry()
-    registry.load(*configs)
-    params = read_model(str(model), custom_shapes=registry.output_shapes).parameters
-    items = {}
-    for p in params:
-        dims = p.outputs[0].shape
-        items[p.name] = tuple(open_size if d is None else d for d in dims[1:])
-    return items, params[0].outputs[0].shape[0]
-
-
-def make_block(rng, rows: int, items: dict) -> dict:
-    """One Ray batch: {input name: rows x item}; token ids and an attention mask (the second
-    half of the rows padded from position 100) for an encoder, normal floats otherwise."""
-    block = {}
-    for name, item in items.items():
-        if name == "input_ids":
-            block[name] = rng.integers(1, BERT_VOCAB, (rows, *item)).astype(np.int64)
-        elif name == "attention_mask":
-            mask = np.ones((rows, *item), np.int64)
-            mask[rows // 2:, 100:] = 0
-            block[name] = mask
-        else:
-            block[name] = rng.standard_normal((rows, *item), dtype=np.float32)
-    return block
 
 
 def compiled_at_start(package: str, folder: Path) -> str:
@@ -370,15 +252,6 @@ def compiled_at_start(package: str, folder: Path) -> str:
     return (f"driver cache: the package's {len(found & ours)} files; the driver compiled "
             f"{len(extra)} program(s) more" if extra else
             f"driver cache: only the package's {len(found)} files: the driver compiled nothing")
-
-
-def block_dataset(ray, blocks: list[dict]):
-    """A dataset of these blocks, one Arrow block each, a tensor column per input (as
-    from_numpy stores one array)."""
-    import pyarrow as pa
-    from ray.data.extensions import ArrowTensorArray
-    return ray.data.from_arrow([pa.table({n: ArrowTensorArray.from_numpy(a)
-                                          for n, a in b.items()}) for b in blocks]).materialize()
 
 
 def main(argv=None) -> int:

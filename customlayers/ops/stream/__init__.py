@@ -8,6 +8,8 @@ reference.py    a numpy stepper of a StreamProgram: the oracle the device step i
 step_kernel.py  the one OpenCL kernel a step runs: the program's chain generated as code, the
                 frame and every intermediate in local memory, the histories as ring buffers in
                 global memory
+step_chain.py   the text of that kernel's chain (its ops but a convolution's current tap, a
+                barrier where an op reads another work-item's writes, the outputs)
 step_exprs.py   the OpenCL C expressions of its pointwise and binary ops, its float literals
 step_layout.py  where that kernel keeps everything: the packed parameters (one buffer), the
                 ring buffers and step counts (the state, [N, S]), the frames (local memory)

@@ -14,7 +14,8 @@ One work-group per stream n (get_group_id(0)), LOCAL_SIZE work-items. The step, 
      stands before an op only where it reads a frame written since the last one by another
      work-item (a convolution's input, a softmax's, a one-channel operand);
   4. the outputs to global memory.
-The layouts (step_layout.py) are literals in the text: the kernel is generated per model.
+The chain's text, but for a convolution's current tap, is step_chain.py's (both forms share
+it). The layouts (step_layout.py) are literals in the text: the kernel is generated per model.
 Arguments: params, state [N, S], frame [N, C_in], out [N, O], given (the frames by value where
 N * C_in <= INLINE_FLOATS), inlined (whether they are): only `given` changes from one step to
 the next (each stream's step count t is in its state, the kernel counts it).
@@ -26,8 +27,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...errors import ModelError
-from .program import Binary, CausalConv, ChannelSoftmax, Pointwise, StreamProgram
-from .step_exprs import BINARY_CL, POINTWISE_CL, literal
+from .program import CausalConv, ChannelSoftmax, StreamProgram
+from .step_chain import ChainWriter
 from .step_layout import StepLayout, layout
 
 ENTRY = "stream_step"
@@ -131,14 +132,14 @@ def _block(conv: CausalConv, program: StreamProgram, ls: int) -> int:
     return 1 if conv.groups > 1 or cout <= ls else -(-cout // ls)
 
 
-class _Writer:
+class _Writer(ChainWriter):
+    """The CPU form's text; the chain's ops other than a convolution are step_chain.py's."""
+
     def __init__(self, program, lay, ls, parts, pairs, units, split, softmax, blocks):
+        super().__init__(program, lay, ls)
         self.blocks = blocks
-        self.blocked: set = set()             # frames written in blocks by several work-items
-        self.p, self.lay, self.ls = program, lay, ls
         self.parts, self.pairs, self.units, self.split = parts, pairs, units, split
         self.softmax = softmax
-        self.lines: list[str] = []
         base = lay.frame_floats
         self.partial_at = {}                  # id(conv) -> local offset of its partial sums
         at = base
@@ -148,12 +149,6 @@ class _Writer:
         self.scratch_at = at                  # the parts, when split
         self.reduce_at = at + (units if split else 0)
         self.total = max(self.reduce_at + (ls if softmax else 0), 1)
-
-    def w(self, line: str) -> None:
-        self.lines.append(line)
-
-    def f(self, name: str) -> str:
-        return f"(loc + {self.lay.frames[name]})"
 
     def text(self) -> str:
         p = self.p
@@ -190,36 +185,6 @@ class _Writer:
             self.w(f"    if (lid == 0) *step = t + 1 == {self.lay.period}u ? 0u : t + 1;")
         self.w("}")
         return "\n".join(self.lines) + "\n"
-
-    def _chain_and_outputs(self, dirty: set) -> None:
-        """The ops in program order (a barrier where one reads another work-item's writes,
-        `dirty`: the frames written since the last), then the outputs."""
-        p = self.p
-        for op in p.ops:
-            if self._crosses(op, dirty):
-                self.w("    barrier(CLK_LOCAL_MEM_FENCE);")
-                dirty = set()
-            self.w(f"    // {type(op).__name__} {op.name or op.dst}")
-            getattr(self, "_" + type(op).__name__)(op)
-            dirty.add(op.dst)
-        if any(o.frame in dirty & self.blocked for o in self.lay.outputs):
-            self.w("    barrier(CLK_LOCAL_MEM_FENCE);")
-        for o in self.lay.outputs:
-            self.w(f"    for (int c = lid; c < {o.size}; c += LS) "
-                   f"out[n * {max(self.lay.output_floats, 1)} + {o.offset} + c] = "
-                   f"{self.f(o.frame)}[c];")
-
-    def _crosses(self, op, dirty) -> bool:
-        """Whether `op` reads a frame written since the last barrier by another work-item:
-        a pass over C channels has work-item c % LS write channel c, so an op over the same
-        channels reads its own work-item's writes."""
-        if isinstance(op, (CausalConv, ChannelSoftmax)):
-            return op.src in dirty
-        if isinstance(op, Pointwise):
-            return op.src in dirty & self.blocked
-        c = self.p.frames[op.dst]
-        return any(r in dirty and (self.p.frames[r] != c or r in self.blocked)
-                   for r in (op.a, op.b) if r)
 
     # -- 1: the past taps of every convolution, in parallel over (conv, channel, part) -------
     def _past_taps(self) -> None:
@@ -318,7 +283,7 @@ class _Writer:
                    f"loc[{self.partial_at[id(c)]} + co] = {terms};")
             start += cout * parts
 
-    # -- 3: the chain ------------------------------------------------------------------------
+    # -- 3: a convolution in the chain (the other ops: step_chain.py) ------------------------
     def _CausalConv(self, c: CausalConv) -> None:
         p, lay = self.p, self.lay
         cout, cin = p.frames[c.dst], p.frames[c.src]
@@ -346,71 +311,3 @@ class _Writer:
             self.w(f"        {self.f(c.dst)}[co] = acc;")
             self.w("    }")
         self._ring_write(c)
-
-    def _conv_start(self, c: CausalConv) -> str:
-        """What output channel co's sum starts from: its partial (bias and past taps), else
-        its bias, else 0."""
-        if c.history:
-            return f"loc[{self.partial_at[id(c)]} + co]"
-        bias = self.lay.conv_params[id(c)].bias
-        return f"params[{bias} + co]" if bias is not None else "0.0f"
-
-    def _ring_write(self, c: CausalConv) -> None:
-        """The convolution's input frame into its ring slot t mod L (after every read of the
-        rings: the past taps ran before the chain)."""
-        if c.history:
-            ring, cin = self.lay.rings[id(c)], self.p.frames[c.src]
-            self.w(f"    for (int c = lid; c < {cin}; c += LS) st[{ring.offset} + "
-                   f"(t % {ring.length}u) * {ring.stride} + c] = {self.f(c.src)}[c];")
-
-    def _Pointwise(self, op: Pointwise) -> None:
-        expr = POINTWISE_CL[op.kind].format(*[literal(v) for v in op.params])
-        ch = self.p.frames[op.dst]
-        self.w(f"    for (int c = lid; c < {ch}; c += LS) {{ const float x = "
-               f"{self.f(op.src)}[c]; {self.f(op.dst)}[c] = {expr}; }}")
-
-    def _Binary(self, op: Binary) -> None:
-        ch = self.p.frames[op.dst]
-
-        def operand(frame):
-            return f"{self.f(frame)}[{'c' if self.p.frames[frame] == ch else '0'}]"
-        a = operand(op.a)
-        if op.b is not None:
-            b = operand(op.b)
-        elif op.constant.size == 1:
-            b = literal(op.constant.reshape(-1)[0])
-        else:
-            b = f"params[{self.lay.constants[id(op)]} + c]"
-        if op.constant_first:
-            a, b = b, a
-        self.w(f"    for (int c = lid; c < {ch}; c += LS) "
-               f"{self.f(op.dst)}[c] = {BINARY_CL[op.kind].format(a, b)};")
-
-    def _ChannelSoftmax(self, op: ChannelSoftmax) -> None:
-        ch, src, dst, red = self.p.frames[op.dst], self.f(op.src), self.f(op.dst), self.reduce_at
-        # the first `width` work-items reduce (a tree of log2(width) barriers, not log2(LS))
-        width = min(self.ls, 1 << max(0, (ch - 1).bit_length()))
-        self.w("    {")
-        self.w(f"        float m = -INFINITY;")
-        self.w(f"        for (int c = lid; c < {ch} && lid < {width}; c += {width}) "
-               f"m = fmax(m, {src}[c]);")
-        self._reduce("m", "fmax(loc[{r} + lid], loc[{r} + lid + h])", red, width)
-        self.w(f"        float s = 0.0f;")
-        self.w(f"        for (int c = lid; c < {ch} && lid < {width}; c += {width}) "
-               f"s += exp({src}[c] - m);")
-        self._reduce("s", "loc[{r} + lid] + loc[{r} + lid + h]", red, width)
-        value = f"{src}[c] - m - log(s)" if op.log else f"exp({src}[c] - m) / s"
-        self.w(f"        for (int c = lid; c < {ch}; c += LS) {dst}[c] = {value};")
-        self.w("    }")
-
-    def _reduce(self, var: str, combine: str, red: int, width: int) -> None:
-        """`var` of the first `width` work-items, by a tree in local memory; every work-item
-        then holds the result."""
-        self.w(f"        if (lid < {width}) loc[{red} + lid] = {var};")
-        self.w("        barrier(CLK_LOCAL_MEM_FENCE);")
-        self.w(f"        for (int h = {width} / 2; h > 0; h /= 2) {{")
-        self.w(f"            if (lid < h) loc[{red} + lid] = {combine.format(r=red)};")
-        self.w("            barrier(CLK_LOCAL_MEM_FENCE);")
-        self.w("        }")
-        self.w(f"        {var} = loc[{red}];")
-        self.w("        barrier(CLK_LOCAL_MEM_FENCE);")
