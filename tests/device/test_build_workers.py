@@ -62,3 +62,43 @@ def test_a_count_that_is_not_one_is_refused_naming_the_variable(test_device, tmp
     monkeypatch.setenv("CUSTOMLAYERS_BUILD_PROCESSES", value)
     with pytest.raises(ConfigError, match=f"CUSTOMLAYERS_BUILD_PROCESSES='{value}'"):
         build(test_device, tmp_path / "cache")
+
+
+def two_matmuls(path: Path) -> Path:
+    """x @ w1 -> ReLU -> @ w2: two layers the tuner times (MatMul lists several variants)."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+    rng = np.random.default_rng(3)
+    w1 = numpy_helper.from_array((rng.standard_normal((96, 64)) * 0.1).astype(np.float32), "w1")
+    w2 = numpy_helper.from_array((rng.standard_normal((64, 40)) * 0.1).astype(np.float32), "w2")
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "w1"], ["h"]), helper.make_node("Relu", ["h"], ["r"]),
+         helper.make_node("MatMul", ["r", "w2"], ["y"])], "mm",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [24, 96])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [24, 40])], [w1, w2])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(model, str(path / "mm.onnx"))
+    return path / "mm.onnx", numpy_helper.to_array(w1), numpy_helper.to_array(w2)
+
+
+def test_every_layers_candidates_are_built_together_before_the_timing(test_device, tmp_path,
+                                                                         monkeypatch):
+    from customlayers.runtime.device import build_workers
+    model, w1, w2 = two_matmuls(tmp_path)
+    x = np.random.default_rng(8).standard_normal((24, 96)).astype(np.float32)
+    monkeypatch.setenv("CUSTOMLAYERS_BUILD_PROCESSES", "2")
+    from customlayers.runtime.device.limits import device_traits
+    # one layer's candidates (4 on a CPU, 16 on a GPU) alone are too few for the workers
+    # here; both layers' together are not
+    per_layer = 4 if device_traits(Engine(test_device).device).kind == "CPU" else 16
+    monkeypatch.setattr(build_workers, "MIN_JOBS", per_layer + 1)
+    engine = Engine(test_device, cache=ProgramCache(tmp_path / "cache"))
+    net = Network(str(model), engine=engine, tuning="full")
+    note = next(m for m in net.messages if m.startswith("tuning (full)"))
+    timed = int(note.split(" layer(s) timed, ")[1].split(" ")[0])
+    assert note.startswith("tuning (full): 2 layer(s) timed") and timed >= 4
+    # the workers compiled every candidate of both layers; this process compiled nothing
+    assert engine.cache.misses == 0 and engine.cache.worker_builds >= timed
+    want = np.maximum(x.astype(np.float64) @ w1, 0) @ w2
+    np.testing.assert_allclose(net.infer({"x": x})["y"], want, rtol=1e-4, atol=1e-4)

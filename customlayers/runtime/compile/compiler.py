@@ -49,8 +49,11 @@ class PlanOptions:
 def compile_plan(graph: Graph, order: Sequence[Node], impls: Mapping[str, LayerImpl],
                  fusion: FusionPlan, engine, options: PlanOptions,
                  input_shapes: Mapping[str, tuple],
-                 input_values: Mapping[str, np.ndarray]) -> CompiledPlan:
-    """Compile the graph for concrete input shapes (and values of its value inputs)."""
+                 input_values: Mapping[str, np.ndarray], *,
+                 layers_only: bool = False) -> CompiledPlan | None:
+    """Compile the graph for concrete input shapes (and values of its value inputs).
+    layers_only: walk the layers and stop there, planning and building nothing (None): a
+    tuner collecting every layer's candidates to build them together (tuning.py)."""
     started = time.perf_counter()
     descs: dict = {}
     consts: dict = {}
@@ -174,6 +177,8 @@ def compile_plan(graph: Graph, order: Sequence[Node], impls: Mapping[str, LayerI
         except CustomLayersError as e:
             _name_the_layer(e, node)
             raise
+    if layers_only:
+        return None
 
     steps.extend(last_steps)
     outputs = [(name, key) for name, (_, key) in sorted(results.items(),

@@ -208,6 +208,11 @@ class Network:
 
     def _compile(self, shapes, values) -> CompiledPlan:
         graph, order, impls, fusion = self._graph_for(shapes, values)
+        if self.tuner is not None and self.tuner.builds_ahead():
+            # every layer's candidates built in one batch (build workers), then timed per layer
+            with self.tuner.collecting():
+                compile_plan(graph, order, impls, fusion, self.engine, self._options, shapes,
+                             values, layers_only=True)
         plan = compile_plan(graph, order, impls, fusion, self.engine, self._options, shapes,
                             values)
         for note in plan.notes:                  # once per plan: a likely misspelled attribute
