@@ -281,3 +281,55 @@ def test_memory_keeps_the_programs_used_last_and_the_disk_the_rest(cl_env, tmp_p
     assert (cache.misses, cache.hits, cache.disk_hits) == (3, 2, 0)
     cache.build(ctx, dev, sources[0])          # the least recently used: dropped from memory
     assert (cache.misses, cache.hits, cache.disk_hits) == (3, 2, 1)
+
+
+class _SlowStream:
+    """A stderr whose every write call is kept apart and takes a while, as a terminal or a pipe
+    may: another thread's write then lands between two writes of one line, if a line is
+    written in more than one."""
+
+    def __init__(self):
+        import threading
+        self.writes: list[tuple[str, str]] = []
+        self._threading = threading
+
+    def write(self, text: str) -> int:
+        import time
+        self.writes.append((self._threading.current_thread().name, text))
+        time.sleep(0.005)
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+
+def test_verbose_reports_of_parallel_builds_are_whole_lines(tmp_path, monkeypatch):
+    """CUSTOMLAYERS_VERBOSE=1 with a network whose programs build in parallel threads
+    (parallel_build.py): every line on stderr is one whole report line."""
+    import re
+    import sys
+    from onnx import TensorProto, helper, save
+    from customlayers.api import Network
+    ops = ["Relu", "Sigmoid", "Tanh", "Exp", "Softsign", "Neg", "Abs", "Softplus"]
+    nodes = [helper.make_node(op, [f"t{i}"], [f"t{i + 1}"]) for i, op in enumerate(ops)]
+    graph = helper.make_graph(
+        nodes, "chain", [helper.make_tensor_value_info("t0", TensorProto.FLOAT, [2, 8])],
+        [helper.make_tensor_value_info(f"t{len(ops)}", TensorProto.FLOAT, [2, 8])])
+    save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]),
+         tmp_path / "chain.onnx")
+    monkeypatch.setenv("CUSTOMLAYERS_VERBOSE", "1")
+    stream = _SlowStream()
+    monkeypatch.setattr(sys, "stderr", stream)
+    engine = Engine(cache=ProgramCache(tmp_path / "cache"))
+    net = Network(tmp_path / "chain.onnx", engine=engine, tuning="off", fuse=False)
+    x = np.linspace(-2, 2, 16, dtype=np.float32).reshape(2, 8)
+    net.infer({"t0": x})
+    monkeypatch.undo()
+    report = re.compile(r"customlayers: program cache (memory hit|disk hit|miss, built)"
+                        r"( in \d+\.\d ms)?:( .+)? \[[0-9a-f]{12}\]")
+    text = "".join(t for _, t in stream.writes)
+    lines = text.splitlines()
+    assert text.endswith("\n") and lines, text
+    assert [line for line in lines if not report.fullmatch(line)] == [], text
+    builders = {name for name, t in stream.writes if "miss, built" in t}
+    assert len(builders) > 1, f"the builds ran on one thread ({builders})"

@@ -74,3 +74,23 @@ def test_stream_on_a_model_without_state_is_refused(tmp_path, capsys):
     assert main(["run", "-m", str(path), "--stream", "-i", str(tmp_path / "seq.npy")]) != 0
     err = capsys.readouterr().err
     assert "stream" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("dtype,notes", [("int32", 1), ("float64", 0)])
+def test_run_stream_says_a_files_conversion_once(tmp_path, capsys, dtype, notes):
+    """--stream -i seq.npy converts the file to the model's type as run without --stream
+    converts an input: a note on stderr naming the input and both types, once for the file
+    (not per step); float64 to float32 without one, as run's other inputs (README)."""
+    model = running_sum(tmp_path / "sum.xml", "opset6")
+    xs = np.arange(STEPS * 8).reshape(STEPS, 2, 4).astype(dtype)
+    np.save(tmp_path / "seq.npy", xs)
+    np.save(tmp_path / "one.npy", xs[0])
+    out = tmp_path / "steps.npy"
+    for argv in (["--stream", "-i", str(tmp_path / "seq.npy"), "-o", str(out)],
+                 ["-i", str(tmp_path / "one.npy")]):
+        assert main(["run", "-m", model, *argv]) == 0
+        err = capsys.readouterr().err
+        said = [line for line in err.splitlines() if line.startswith("note: input 'x'")]
+        assert said == [f"note: input 'x' ({argv[1 + (argv[0] == '--stream')]}) is {dtype}; "
+                        f"the model takes float32: converted"] * notes, err
+    np.testing.assert_allclose(np.load(out), np.cumsum(xs, axis=0), rtol=1e-6)

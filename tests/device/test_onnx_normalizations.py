@@ -68,3 +68,35 @@ def test_rms_normalization_matches_numpy(tmp_path, engine):
     want = x64 / np.sqrt((x64 * x64).mean(axis=-1, keepdims=True) + 1e-6) * scale
     got = Network(read_onnx(path), engine=engine).infer({"x": x})["y"]
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_layer_normalizations_of_other_epsilons_and_lengths_share_one_program(tmp_path,
+                                                                              test_device):
+    """epsilon and the row length are kernel arguments: LayerNormalization over 32 and over
+    4 x 32 values, of epsilons 1e-5, 1e-2 and 0.5, is one program (a fresh program cache
+    misses once), each right against ONNX Runtime."""
+    from customlayers.runtime.device.cache import ProgramCache
+    from customlayers.runtime.device.device import Engine
+    shape = (2, 4, 32)
+    inits, nodes, outputs = {}, [], []
+    for k, (axis, eps) in enumerate([(-1, 1e-5), (-1, 1e-2), (1, 0.5)]):
+        norm_shape = shape[axis % 3:]
+        inits[f"s{k}"] = RNG.standard_normal(norm_shape).astype(np.float32)
+        inits[f"b{k}"] = RNG.standard_normal(norm_shape).astype(np.float32)
+        nodes.append(helper.make_node("LayerNormalization", ["x", f"s{k}", f"b{k}"], [f"y{k}"],
+                                      axis=axis, epsilon=eps))
+        outputs.append(f"y{k}")
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", F, shape)],
+                              [helper.make_tensor_value_info(o, F, None) for o in outputs],
+                              [numpy_helper.from_array(v, k) for k, v in inits.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(model, str(tmp_path / "ln3.onnx"))
+    x = (RNG.standard_normal(shape) * 0.2).astype(np.float32)
+    engine = Engine(test_device, cache=ProgramCache(tmp_path / "cache"))
+    got = Network(read_onnx(tmp_path / "ln3.onnx"), engine=engine, tuning="off").infer({"x": x})
+    assert engine.cache.misses == 1
+    want = ort.InferenceSession(str(tmp_path / "ln3.onnx"),
+                                providers=["CPUExecutionProvider"]).run(None, {"x": x})
+    for name, w in zip(outputs, want):
+        np.testing.assert_allclose(got[name], w, rtol=1e-4, atol=1e-5, err_msg=name)

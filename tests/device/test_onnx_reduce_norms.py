@@ -196,3 +196,48 @@ def test_unsupported_forms_are_refused_naming_the_node(tmp_path, op, opset, init
     path = _model(tmp_path / "bad.onnx", op, x, opset, inits, **attrs)
     with pytest.raises(ModelError, match=r"'the_node' \(" + op + r"\).*" + what):
         read_onnx(path)
+
+
+def _nodes_model(path: Path, x: np.ndarray, nodes, outputs, opset: int = 18) -> Path:
+    elem = ELEM[x.dtype.type]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", elem, x.shape)],
+                              [helper.make_tensor_value_info(o, elem, None) for o in outputs])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 8
+    onnx.save(model, str(path))
+    return path
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_every_p_shares_one_program(tmp_path, test_device, dtype):
+    """p is a kernel argument: LpPool of p 1, 2, 3 and 4 (and of two shapes) is one program,
+    LpNormalization of p 1 and 2 another (a fresh program cache misses twice), each p right:
+    against ONNX Runtime in float32 and a float64 numpy reference in float64."""
+    from customlayers.runtime.device.cache import ProgramCache
+    from customlayers.runtime.device.device import Engine
+    x = RNG.standard_normal((1, 2, 6, 6)).astype(dtype)
+    pools = [helper.make_node("LpPool", ["x"], [f"pool{p}"], kernel_shape=[2, 2], p=p,
+                              strides=[2, 2] if p < 4 else [1, 1]) for p in (1, 2, 3, 4)]
+    norms = [helper.make_node("LpNormalization", ["x"], [f"norm{p}"], p=p, axis=1)
+             for p in (1, 2)]
+    outputs = [n.output[0] for n in pools + norms]
+    path = _nodes_model(tmp_path / "lp.onnx", x, pools + norms, outputs)
+    engine = Engine(test_device, cache=ProgramCache(tmp_path / "cache"))
+    got = Network(read_onnx(path), engine=engine, tuning="off").infer({"x": x})
+    assert engine.cache.misses == 2
+    x64 = x.astype(np.float64)
+    for p in (1, 2, 3, 4):
+        step = 2 if p < 4 else 1
+        windows = np.lib.stride_tricks.sliding_window_view(np.abs(x64), (2, 2), axis=(2, 3))
+        want = ((windows[:, :, ::step, ::step] ** p).sum(axis=(4, 5))) ** (1 / p)
+        np.testing.assert_allclose(got[f"pool{p}"], want, rtol=1e-12 if dtype == np.float64
+                                   else 1e-5, err_msg=f"LpPool p={p}")
+    for p in (1, 2):
+        want = x64 / np.linalg.norm(x64, ord=p, axis=1, keepdims=True)
+        np.testing.assert_allclose(got[f"norm{p}"], want, rtol=1e-12 if dtype == np.float64
+                                   else 1e-5, err_msg=f"LpNormalization p={p}")
+    if dtype == np.float32:
+        theirs = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(
+            None, {"x": x})
+        for name, want in zip(outputs, theirs):
+            np.testing.assert_allclose(got[name], want, rtol=1e-5, atol=1e-6, err_msg=name)

@@ -278,3 +278,22 @@ def test_streaming_a_model_with_variables_steps_one_request(tmp_path, engine):
         np.testing.assert_allclose(got, np.cumsum(xs, axis=0), rtol=1e-5, atol=1e-6)
         stream.reset()
     assert stream.t == 0 and len(stream.query_state()) == 1
+
+
+def test_a_stateful_stream_reads_zeros_of_its_shape_before_and_after_its_steps(tmp_path,
+                                                                              engine):
+    """Before the first step, the states of a model that declares its shapes read zeros of
+    their shape (OpenVINO's before a run), the steps then run on that request (a state set
+    there is the first step's); after reset() zeros again."""
+    stream = Network(running_sum(tmp_path / "sum.xml", "opset6"), engine=engine).streaming()
+    stream.reset()
+    (state,) = stream.query_state()
+    np.testing.assert_array_equal(state.state, np.zeros((2, 4), np.float32))
+    state.set_state(np.full((2, 4), 3, np.float32))
+    x = np.ones((2, 4), np.float32)
+    np.testing.assert_allclose(next(iter(stream.step(x).values())), np.full((2, 4), 4))
+    stream.reset()
+    np.testing.assert_array_equal(stream.query_state()[0].state, np.zeros((2, 4), np.float32))
+    with pytest.raises(TensorError, match=r"a step of shapes .*\[3, 4\]; this stream's "
+                                          r"request runs .*\[2, 4\]"):
+        stream.step(np.ones((3, 4), np.float32))

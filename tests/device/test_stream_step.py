@@ -247,7 +247,7 @@ def test_states_after_reset_read_zeros_and_set_state_keeps_the_streams(engine):
     stream = CausalStream(engine, program)
     (ring, *_) = stream.query_state()
     with pytest.raises(TensorError, match=r"before the first frame"):
-        ring.state
+        ring.set_state(np.ones((2,) + ring.shape[1:], np.float32))
     frames = sequence(program, 2, 5)
     for f in frames:
         stream.step(f)
@@ -257,3 +257,27 @@ def test_states_after_reset_read_zeros_and_set_state_keeps_the_streams(engine):
     ring.set_state(np.ones(ring.shape, np.float32))
     with pytest.raises(TensorError, match=r"3 streams .* runs 2"):
         stream.step(np.ones((3, program.input_channels), np.float32))
+
+
+@pytest.mark.parametrize("batch", [None, 2])
+def test_a_reset_stream_reads_zeros_of_its_shape_and_never_raises(engine, batch):
+    """OpenVINO's reset: a state reads zeros of its shape. Before any frame and after reset()
+    of a stream whose N is not set (N then 0, as OpenVINO gives a state's unknown dimension),
+    after reset() of one that ran; a ring's own reset() there too, then the stream steps as
+    a new one."""
+    program = sp.tcn(levels=1, channels=3, kernel=3)
+    stream = CausalStream(engine, program, batch)
+    held = batch or 0
+    for _ in range(2):
+        stream.reset()
+        for ring in stream.query_state():
+            assert ring.shape == (held, ring.shape[1], ring.shape[2])
+            np.testing.assert_array_equal(ring.state, np.zeros(ring.shape, np.float32))
+            ring.reset()
+        frames = sequence(program, 2, 5, seed=len(str(batch)))
+        run_both(stream, program, frames)
+        assert all(ring.state.any() for ring in stream.query_state())
+        held = 2
+    stream.reset()
+    for ring in stream.query_state():
+        np.testing.assert_array_equal(ring.state, np.zeros((2,) + ring.shape[1:], np.float32))

@@ -42,7 +42,10 @@ def sequence_steps(items, graph, stream: bool, typed) -> list[dict[str, np.ndarr
             name, path = names[positional % len(names)], item
             positional += 1
         per_input[name].append((read_array(path, f"input '{name}'"), path))
-    given = {n: files for n, files in per_input.items() if files}
+    # each file typed once, before a --stream file is cut into its steps: a conversion is
+    # said once for the file, not once per step
+    given = {n: [(typed(a, path, n), path) for a, path in files]
+             for n, files in per_input.items() if files}
     if stream:
         given = {n: _split_first_axis(n, files) for n, files in given.items()}
     counts = {n: len(files) for n, files in given.items()}
@@ -51,8 +54,7 @@ def sequence_steps(items, graph, stream: bool, typed) -> list[dict[str, np.ndarr
         raise UsageError(f"the inputs are given different numbers of steps ({shown}); a "
                          f"sequence gives each input one array per step")
     count = next(iter(counts.values()), 1)
-    steps = [{n: typed(files[t][0], files[t][1], n) for n, files in given.items()}
-             for t in range(count)]
+    steps = [{n: files[t][0] for n, files in given.items()} for t in range(count)]
     for t, step in enumerate(steps[1:], 1):
         for n, array in step.items():
             first = steps[0][n]

@@ -56,6 +56,10 @@ class LayerNorm(NamedOp):
         rows, d, _ = self._rows(attrs, inputs)
         wg = 1 if ctx.on_cpu else _WG_GPU
         bias = len(inputs) > 2
+        # d and epsilon are arguments (one program for every shape and epsilon); WG is the
+        # device's variant (a CPU's one item per row). HAS_BIAS and STATS stay defines: they
+        # are not numbers but the kernel's argument list (a bias input, two more outputs), which
+        # exist only in that variant, so a flag argument would need buffers bound for nothing
         src = defines(WG=wg, HAS_BIAS=int(bias), STATS=int(attrs["stats"])) + \
             kernel_source("layer_norm.cl")
         args = [Arg.input(0), Arg.input(1)] + ([Arg.input(2)] if bias else []) + \

@@ -1,7 +1,7 @@
 """ONNX LpPool (opset 18/22): the p-norm of each window, 1-D, 2-D or 3-D, with strides,
 dilations, explicit or SAME/VALID padding and ceil rounding (the attributes of the IR's pooling
-ops), f32 or f64, on lp_pool.cl: the geometry goes to the kernel as a small constant buffer, so
-one program serves every shape of an element type and p."""
+ops), f32 or f64, on lp_pool.cl: the geometry goes to the kernel as a small constant buffer and
+p as an argument, so one program serves every shape and p of an element type."""
 from __future__ import annotations
 
 import numpy as np
@@ -48,8 +48,8 @@ class LpPool(NamedOp):
     def launches(self, attrs, inputs, outputs, consts, ctx=DEFAULT_CONTEXT):
         g, out = self._geometry(attrs, inputs)
         count = numel(out)
-        label = f"lp_pool_p{attrs['p']}"
-        src = program_text(label, {"T": inputs[0].cl_type, "P": attrs["p"]}, "lp_pool.cl")
+        src = program_text("lp_pool", {"T": inputs[0].cl_type}, "lp_pool.cl")
         return [KernelLaunch(src, "lp_pool", (Arg.input(0), Arg.output(0), Arg.const(g),
-                                              Arg.scalar(np.int32(count))),
-                             global_1d(count), label=label)]
+                                              Arg.scalar(np.int32(count)),
+                                              Arg.scalar(np.int32(attrs["p"]))),
+                             global_1d(count), label=f"lp_pool_p{attrs['p']}")]

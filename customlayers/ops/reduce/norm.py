@@ -89,10 +89,10 @@ class LpNormalization(NamedOp):
 
     def launches(self, attrs, inputs, outputs, consts, ctx=DEFAULT_CONTEXT):
         outer, length, inner = self._view(attrs, inputs)
-        label = f"lp_normalize_p{attrs['p']}"
-        src = program_text(label, {"T": inputs[0].cl_type, "P": attrs["p"]}, "lp_normalize.cl")
+        src = program_text("lp_normalize", {"T": inputs[0].cl_type}, "lp_normalize.cl")
         return [KernelLaunch(src, "lp_normalize", (Arg.input(0), Arg.output(0),
                                                    Arg.scalar(np.int32(length)),
                                                    Arg.scalar(np.int32(inner)),
-                                                   Arg.scalar(np.int32(outer * inner))),
-                             global_1d(outer * inner), label=label)]
+                                                   Arg.scalar(np.int32(outer * inner)),
+                                                   Arg.scalar(np.int32(attrs["p"]))),
+                             global_1d(outer * inner), label=f"lp_normalize_p{attrs['p']}")]

@@ -115,6 +115,18 @@ _CHATTER = re.compile(r"\d+ (?:warning|error)s? generated\.|\d+ warnings? and \d
                       r"generated\.")
 
 
+_STDERR_LOCK = threading.Lock()
+
+
+def say_on_stderr(text: str) -> None:
+    """`text` and its newline written to stderr as one write, under one lock: builds run in
+    parallel threads (parallel_build.py) and report at once, and print() writes a line and its
+    end apart, so two threads' lines could run together."""
+    with _STDERR_LOCK:
+        sys.stderr.write(text + "\n")
+        sys.stderr.flush()
+
+
 class _HeldStderr:
     """The process's stderr held back while any build runs (builds run in parallel threads:
     parallel_build.py); when the last one ends, every line but the compiler's summaries is
@@ -154,7 +166,7 @@ class _HeldStderr:
         kept = [line for line in text.splitlines()
                 if line.strip() and not _CHATTER.fullmatch(line.strip())]
         if kept:
-            print("\n".join(kept), file=sys.stderr)
+            say_on_stderr("\n".join(kept))
 
 
 _HELD_STDERR = _HeldStderr()

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import sys
 import tempfile
 import threading
 import time
@@ -29,7 +28,7 @@ import pyopencl as cl
 
 from ... import __version__, settings
 from ...files import MIB, atomic_writer, read_user_file
-from .build import compile_source, load_binary, program_binary
+from .build import compile_source, load_binary, program_binary, say_on_stderr
 
 FORMAT_VERSION = 3   # 2: meta.json records binary_size; 3: division built exact (build.py)
 # programs kept in memory per cache, the least recently used dropped past it: a long process
@@ -228,11 +227,11 @@ class ProgramCache:
     def _report_warnings(self, label: str, warned: str) -> None:
         if warned and self.verbose:
             name = f" of layer '{label}'" if label else ""
-            print(f"customlayers: compiler warnings{name}:\n{warned}", file=sys.stderr)
+            say_on_stderr(f"customlayers: compiler warnings{name}:\n{warned}")
 
     def _report(self, what: str, label: str, key: str, start: float | None = None) -> None:
         if not self.verbose:
             return
         took = f" in {(time.perf_counter() - start) * 1000:.1f} ms" if start is not None else ""
         name = f" {label}" if label else ""
-        print(f"customlayers: program cache {what}{took}:{name} [{key[:12]}]", file=sys.stderr)
+        say_on_stderr(f"customlayers: program cache {what}{took}:{name} [{key[:12]}]")

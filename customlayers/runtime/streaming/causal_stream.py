@@ -320,11 +320,18 @@ class RingState:
 
     @property
     def shape(self) -> tuple:
-        return (self._stream._held, self._ring.channels, self._ring.length)
+        """(N, C_in, L); N is 0 while the stream holds no streams (before its first frame and
+        after a reset of an unset N): OpenVINO's CPU plugin gives a state's unknown
+        dimensions as 0 until it is run."""
+        return (self._stream._held or 0, self._ring.channels, self._ring.length)
 
     @property
     def state(self) -> np.ndarray:
+        """A numpy copy [N, C_in, L], oldest step first; zeros after a reset (of [0, C_in, L]
+        before the stream knows N), as OpenVINO's reset state reads."""
         r, s = self._ring, self._stream
+        if s._held is None:
+            return np.zeros(self.shape, np.float32)
         host = s._read_state()
         flat = host[:, r.offset:r.offset + r.length * r.stride]
         slots = flat.reshape(host.shape[0], r.length, r.stride)[:, :, :r.channels]
@@ -347,6 +354,8 @@ class RingState:
         cl.enqueue_copy(s._queue, s._state, host, wait_for=s._after())
 
     def reset(self) -> None:
+        if self._stream._held is None:
+            return                       # no streams held: nothing but zeros to reset
         self.set_state(np.zeros(self.shape, np.float32))
 
 

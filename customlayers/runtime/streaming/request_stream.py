@@ -45,7 +45,14 @@ class RequestStream:
             self._request.reset_state()
 
     def query_state(self) -> list:
-        """The request's states (.name, .state, set_state(), reset()); none before a step."""
+        """The request's states (.name, .state, set_state(), reset()): zeros after a reset.
+        Before the first step, those of a request made for the model's declared input shapes
+        where it declares them all (zeros, as OpenVINO's before a run), which the steps then
+        run; else none (a state's shape comes with the first step's)."""
+        if self._request is None and self.network._default_key is not None:
+            (shapes, _values) = self.network._default_key
+            self._request = self.network.create_request()
+            self._shapes = dict(shapes)
         return self._request.query_state() if self._request is not None else []
 
     @property
