@@ -107,9 +107,7 @@ def child(args) -> int:
                       "read_s": t_read - t1, "network_s": t2 - t_read,
                       "programs_s": seconds.get("programs", 0.0),
                       "request_s": t_request - t2, "run_s": t3 - t_request,
-                      # a build worker's program is read back from the disk cache here
-                      "compiled": cache.misses + cache.worker_builds,
-                      "from_disk": cache.disk_hits - cache.worker_builds,
+                      "compiled": cache.misses, "from_disk": cache.disk_hits,
                       "workers": cache.worker_builds,
                       "tuning": tuning[0] if tuning else "",
                       "device": engine.device.name.strip()}))

@@ -59,8 +59,9 @@ def worker_count(engine) -> int:
 
 def build_in_workers(engine, jobs: list[tuple]) -> int:
     """Compile `jobs` ((source, options, line_map, label), each not in the cache yet) in the
-    engine's worker processes into its disk cache; the number compiled there. Those that
-    failed or were not reached are left to the caller's own build."""
+    engine's worker processes into its disk cache (each noted there as built for this
+    process); the number compiled. Those that failed or were not reached are left to the
+    caller's own build."""
     count = min(worker_count(engine), len(jobs))
     if len(jobs) < MIN_JOBS or count < 2:
         return 0
@@ -71,9 +72,11 @@ def build_in_workers(engine, jobs: list[tuple]) -> int:
     if workers is None:
         return 0
     built = workers.build(jobs)
-    if workers.broken and built == 0:
+    for source, options, *_ in built:
+        engine.cache.built_elsewhere(engine.device, source, options)
+    if workers.broken and not built:
         _failed.add(workers.key)        # they cannot start here: build in this process
-    return built
+    return len(built)
 
 
 # -- the parent's side ---------------------------------------------------------------------
@@ -136,14 +139,15 @@ class BuildWorkers:
         self._timer.daemon = True
         self._timer.start()
 
-    def build(self, jobs: list[tuple]) -> int:
+    def build(self, jobs: list[tuple]) -> list[tuple]:
+        """The jobs compiled (the others failed, or a child ended before them)."""
         with self._lock:
             if self.closed:
-                return 0
+                return []
             todo: queue.Queue = queue.Queue()
             for job in jobs:
                 todo.put(job)
-            done = [0] * len(self._children)
+            done: list[tuple] = []
 
             def serve(index: int, child) -> None:
                 while True:
@@ -157,7 +161,8 @@ class BuildWorkers:
                     except (OSError, EOFError, pickle.UnpicklingError):
                         self.broken = True     # this child is gone: the others go on
                         return
-                    done[index] += bool(ok)
+                    if ok:
+                        done.append(job)         # list.append: one at a time under the GIL
 
             threads = [threading.Thread(target=serve, args=(i, c), daemon=True)
                        for i, c in enumerate(self._children)]
@@ -165,7 +170,7 @@ class BuildWorkers:
                 thread.start()
             for thread in threads:
                 thread.join()
-            return sum(done)
+            return done
 
     def close(self) -> None:
         """End the children (after the batch under way, if any)."""

@@ -87,7 +87,8 @@ class ProgramCache:
         self.hits = 0
         self.disk_hits = 0
         self.misses = 0
-        self.worker_builds = 0   # compiled by build worker processes, then read from disk
+        self.worker_builds = 0   # of the misses, those a build worker process compiled
+        self._built_elsewhere: set[str] = set()   # keys a worker compiled, not yet read here
 
     def entry_dir(self, key: str) -> Path:
         return self.directory / "programs" / key
@@ -117,8 +118,13 @@ class ProgramCache:
         loaded = self._load(context, device, key, options) if self.enabled else None
         if loaded is not None:
             program, warned = loaded
-            self.disk_hits += 1
-            self._report("disk hit", label, key, start)
+            if key in self._built_elsewhere:      # compiled for this request, by a worker
+                self._built_elsewhere.discard(key)
+                self.misses += 1
+                self._report("miss, built by a worker", label, key, start)
+            else:
+                self.disk_hits += 1
+                self._report("disk hit", label, key, start)
         else:
             program, warned = compile_source(context, device, source, options,
                                              line_map=line_map, label=label,
@@ -133,6 +139,12 @@ class ProgramCache:
             while len(self._memory) > self._memory_entries:
                 self._memory.popitem(last=False)
         return program, warned
+
+    def built_elsewhere(self, device, source: str, options: str = "") -> None:
+        """A build worker process compiled this program into the disk cache for us: reading
+        it counts as the miss it is (misses: the programs compiled for this process)."""
+        self.worker_builds += 1
+        self._built_elsewhere.add(cache_key(source, options, device))
 
     def has(self, context, device, source: str, options: str = "") -> bool:
         """Whether `build` would find the program in memory or on disk (not compile it)."""

@@ -30,7 +30,7 @@ def build_programs(engine, wanted: Iterable[tuple]) -> dict[tuple, object]:
     missing = [(source, options, *unique[source, options]) for source, options in unique
                if not cache.has(engine.context, engine.device, source, options)]
     if len(missing) > 1:
-        cache.worker_builds += build_in_workers(engine, missing)
+        build_in_workers(engine, missing)
 
     def build(key):
         line_map, label = unique[key]
