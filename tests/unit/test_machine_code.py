@@ -49,7 +49,7 @@ def test_files_go_into_cuda_cache_path_and_existing_ones_are_kept(cache):
     (cache / "0" / "1" / "kept").write_bytes(b"the driver's own")
     written = install_machine_code({**parts(a__b__c1=b"one", d__e__f2=b"two",
                                             **{"0__1__kept": b"ours"}),
-                                    "graph": b"not machine code"})
+                                    "graph": b"not machine code"}, True)
     assert written == 2
     assert (cache / "a" / "b" / "c1").read_bytes() == b"one"
     assert (cache / "d" / "e" / "f2").read_bytes() == b"two"
@@ -63,7 +63,7 @@ def test_the_default_folder_is_under_home(tmp_path, monkeypatch):
     monkeypatch.delenv("CUSTOMLAYERS_NO_MACHINE_CODE", raising=False)
     monkeypatch.setenv("HOME", str(tmp_path))
     fresh_process(monkeypatch)
-    assert install_machine_code(parts(a__b=b"1")) == 1
+    assert install_machine_code(parts(a__b=b"1"), True) == 1
     assert (tmp_path / ".nv" / "ComputeCache" / "a" / "b").read_bytes() == b"1"
 
 
@@ -72,13 +72,13 @@ def test_nothing_is_written_where_the_cache_is_off_or_the_code_unwanted(cache, m
                                                                         variable):
     monkeypatch.setenv(variable, "1")
     fresh_process(monkeypatch)
-    assert install_machine_code(parts(a__b=b"1")) == 0
+    assert install_machine_code(parts(a__b=b"1"), True) == 0
     assert not cache.exists()
 
 
 def test_a_name_outside_the_cache_form_is_refused_and_nothing_written(cache, tmp_path):
     with pytest.raises(PackageError) as e:
-        install_machine_code({PART_PREFIX + "ok": b"1", PART_PREFIX + "../escape": b"2"})
+        install_machine_code({PART_PREFIX + "ok": b"1", PART_PREFIX + "../escape": b"2"}, True)
     assert e.value.part == PART_PREFIX + "../escape"
     assert "not named as a file of the driver's cache" in str(e.value)
     assert not cache.exists() and not (tmp_path / "escape").exists()
@@ -88,7 +88,7 @@ def test_a_folder_that_cannot_be_written_is_one_notice(cache):
     cache.parent.mkdir(exist_ok=True)
     cache.write_bytes(b"a file where the folder should be")
     said = []
-    assert install_machine_code(parts(a__b=b"1"), said.append) == 0
+    assert install_machine_code(parts(a__b=b"1"), True, said.append) == 0
     assert len(said) == 1 and "could not be written" in said[0] and str(cache) in said[0]
     assert "CUDA_CACHE_PATH" in said[0]
 
@@ -96,7 +96,7 @@ def test_a_folder_that_cannot_be_written_is_one_notice(cache):
 def test_the_folder_is_the_one_named_when_opencl_started(cache, tmp_path, monkeypatch):
     device_module.list_devices()          # the driver reads CUDA_CACHE_PATH now, and only now
     monkeypatch.setenv("CUDA_CACHE_PATH", str(tmp_path / "later"))
-    assert install_machine_code(parts(a__b=b"1")) == 1
+    assert install_machine_code(parts(a__b=b"1"), True) == 1
     assert (cache / "a" / "b").read_bytes() == b"1" and not (tmp_path / "later").exists()
 
 
@@ -106,18 +106,18 @@ def test_a_link_out_of_the_folder_is_not_followed(cache, tmp_path):
     cache.mkdir()
     (cache / "0").symlink_to(outside, target_is_directory=True)
     said = []
-    assert install_machine_code(parts(**{"0__a__b": b"1"}), said.append) == 0
+    assert install_machine_code(parts(**{"0__a__b": b"1"}), True, said.append) == 0
     assert not any(outside.rglob("*"))
     assert len(said) == 1 and "is a link out of the folder" in said[0]
     (cache / "1").mkdir()
     (cache / "1" / "c").symlink_to(outside / "target")
-    assert install_machine_code(parts(**{"1__c": b"2"}), said.append) == 0
+    assert install_machine_code(parts(**{"1__c": b"2"}), True, said.append) == 0
     assert not (outside / "target").exists()        # a link where a file would go: kept
 
 
 def test_files_are_whole_and_readable_by_all_when_several_install_at_once(cache):
     code = {f"{i % 4}__{i}__{i:014x}": bytes([i]) * (1000 + i) for i in range(40)}
-    threads = [threading.Thread(target=install_machine_code, args=(parts(**code),))
+    threads = [threading.Thread(target=install_machine_code, args=(parts(**code), True))
                for _ in range(4)]
     for thread in threads:
         thread.start()
@@ -128,3 +128,9 @@ def test_files_are_whole_and_readable_by_all_when_several_install_at_once(cache)
     for rel, data in code.items():
         path = found[rel.replace("__", "/")]
         assert path.read_bytes() == data and path.stat().st_mode & 0o777 == 0o644
+
+
+def test_nothing_is_written_for_a_device_of_another_platform(cache):
+    # PoCL's binaries are its machine code; its CUDA device is NVIDIA's but not its driver's
+    assert install_machine_code(parts(a__b=b"1"), False) == 0
+    assert not cache.exists()

@@ -82,14 +82,16 @@ def test_a_malformed_part_is_refused_and_constructs_nothing_else(text, what):
 
 
 def write(tmp_path, version=FORMAT_VERSION):
+    """A small package; `version`: the format version its writer gives (header and manifest)."""
+    from customlayers.runtime.package import container
     path = tmp_path / "m.clpkg"
-    write_package(path, {"customlayers_version": "0"},
-                  [("graph", b'{"a": 1}'), ("arrays", bytes(range(200))),
-                   ("program abc", b"binary" * 10)])
-    if version != FORMAT_VERSION:
-        data = bytearray(path.read_bytes())
-        struct.pack_into("<I", data, len(MAGIC), version)
-        path.write_bytes(bytes(data))
+    ours, container.FORMAT_VERSION = container.FORMAT_VERSION, version
+    try:
+        write_package(path, {"customlayers_version": "0"},
+                      [("graph", b'{"a": 1}'), ("arrays", bytes(range(200))),
+                       ("program abc", b"binary" * 10)])
+    finally:
+        container.FORMAT_VERSION = ours
     return path
 
 
@@ -146,6 +148,18 @@ def test_a_newer_format_is_refused_naming_both_versions(tmp_path):
         read_package(path)
     assert f"format version {FORMAT_VERSION + 1}" in str(e.value)
     assert f"reads format version {FORMAT_VERSION} and older" in str(e.value)
+
+
+def test_a_flipped_byte_in_the_headers_version_is_corruption_not_a_newer_format(tmp_path):
+    path = write(tmp_path)
+    data = bytearray(path.read_bytes())
+    data[len(MAGIC) + 1] ^= 1                     # version 1 -> 257
+    path.write_bytes(bytes(data))
+    with pytest.raises(PackageError) as e:
+        read_package(path)
+    assert e.value.part == "header" and "is corrupted: its header says format version " \
+        f"{FORMAT_VERSION + 256}, its manifest {FORMAT_VERSION}" in str(e.value)
+    assert "upgrade" not in str(e.value) and "copy it again" in str(e.value)
 
 
 def test_a_re_signed_manifest_with_a_bad_part_table_is_refused(tmp_path):

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import sys
 import time
+from pathlib import Path
 
 from .. import UsageError
 from .model_args import add_model_options, load_network
@@ -44,6 +45,10 @@ def run(args) -> int:
     from ...runtime.compile.packaged import save_package
     if not args.output.endswith(SUFFIX):
         raise UsageError(f"-o {args.output}: a package's name ends with {SUFFIX}")
+    folder = Path(args.output).resolve().parent
+    if not folder.is_dir():          # found now, not after the whole compile
+        raise UsageError(f"-o {args.output}: the folder {folder} does not exist: make it, or "
+                         f"name a package in a folder that does")
     started = time.perf_counter()
     sets = shape_sets(args.shape)
     args.shape = sets[0]

@@ -23,7 +23,8 @@ from ..user_files.input_shapes import (OPENVINOS, GivenShape, apply_batch, check
 
 def add_model_options(p: argparse.ArgumentParser, command: str) -> None:
     """The options of `run` and `benchmark` (`command`), benchmark_app's spellings included."""
-    p.add_argument("-m", "--model", required=True, help="model: OpenVINO IR .xml or .onnx")
+    p.add_argument("-m", "--model", required=True,
+                   help="model: OpenVINO IR .xml, .onnx, or a compiled package .clpkg")
     p.add_argument("-c", "--config", action="extend", nargs="+", default=[], metavar="CONFIG",
                    help="custom layer config(s) (CustomLayer XML): -c a.xml b.xml, or -c "
                         "repeated")
@@ -217,6 +218,10 @@ def load_package_steps(args, profiling: bool, resolver, sequence: bool):
     if getattr(args, "fuse_temporal_blocks", False):
         print(f"note: --fuse-temporal-blocks: {args.model} is a compiled package; its plans "
               f"run as compiled (the option applies to `compile`)", file=sys.stderr)
+    if getattr(args, "tuning", None) is not None:
+        print(f"note: --tuning {args.tuning}: {args.model} is a compiled package; it runs the "
+              f"kernels chosen when it was compiled (the option applies to `compile`)",
+              file=sys.stderr)
     engine = Engine(args.device, cache=build_cache(args))
     registry = load_registry(args, engine)
     say = lambda m: print(m, file=sys.stderr)     # noqa: E731

@@ -28,7 +28,7 @@ from ..package.codec import Decoder, Encoder, dumps, loads
 from ..package.container import read_package, write_package
 from ..package.host_layers import (PythonHostStep, missing, missing_message, rebuild,
                                    record)
-from ..package.machine_code import (PART_PREFIX, capture_machine_code,
+from ..package.machine_code import (PART_PREFIX, capture_machine_code, has_driver_cache,
                                     install_machine_code)
 from ..package.programs import (binaries_of, build_from_sources, device_description,
                                 differences, load_binaries, program_key)
@@ -58,10 +58,13 @@ class LoadedPackage:
     def other_shapes(self, shapes) -> PackageError:
         compiled = "; ".join(_shapes_text(dict(key[0])) for key in self.plans)
         example = " ".join(f"--shape {n}={'x'.join(map(str, s))}" for n, s in shapes.items())
+        other = Path(self.path).with_name(f"{Path(self.path).stem}-other.clpkg").name
         return PackageError(f"the package {self.path} was compiled for input shapes "
                             f"{compiled}; these are {_shapes_text(shapes)}: compile a package "
-                            f"for them (customlayers compile -m MODEL {example} -o "
-                            f"{Path(self.path).name})")
+                            f"for them from the model, where it allows those shapes "
+                            f"(customlayers compile -m MODEL [-c CONFIG...] {example} -o "
+                            f"{other}; --shape given again keeps several sets in one "
+                            f"package)")
 
 
 def _shapes_text(shapes: dict) -> str:
@@ -283,7 +286,8 @@ def _programs(pkg, engine, say) -> dict:
             raise PackageError(f"the package {pkg.path} lacks the binary of program {key[:16]}",
                                f"program {key}")
         binaries[key] = (bytes(part), info["options"])
-    install_machine_code(pkg.parts, say)     # before the binaries: the driver then finds it
+    # before the binaries, so that the driver finds their code
+    install_machine_code(pkg.parts, has_driver_cache(engine.device), say)
     return load_binaries(engine, binaries)
 
 

@@ -93,9 +93,29 @@ def read_manifest(path) -> tuple[dict, int, memoryview]:
     data = memoryview(buffer)[:got]
     where = f"the package {path}"
     if len(data) < _HEADER.size or bytes(data[:len(MAGIC)]) != MAGIC:
+        name = Path(path).with_suffix(SUFFIX).name
         raise PackageError(f"{where} is not a customlayers package (no package header; make one "
-                           f"with `customlayers compile -m MODEL -o {Path(path).name}`)", "header")
+                           f"with `customlayers compile -m MODEL -o {name}`)", "header")
     _, version, size = _HEADER.unpack_from(data)
+    again = "copy it again, or compile it anew"
+    start = _HEADER.size + size
+    if size > MAX_MANIFEST or start + _DIGEST > len(data):
+        raise PackageError(f"{where} is truncated or corrupted: its header gives a manifest of "
+                           f"{size} bytes; the file has {len(data)} ({again})", "manifest")
+    text = bytes(data[_HEADER.size:start])
+    if hashlib.sha256(text).digest() != bytes(data[start:start + _DIGEST]):
+        raise PackageError(f"{where} is corrupted: its manifest fails its checksum ({again})",
+                           "manifest")
+    try:
+        manifest = json.loads(text.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as e:
+        raise PackageError(f"{where}: its manifest is not JSON ({e})", "manifest") from None
+    # the version read where the manifest's checksum vouches for it: a flipped byte in the
+    # header's copy is corruption, not a package from a newer customlayers
+    written = manifest.get("format_version") if isinstance(manifest, dict) else None
+    if written != version:
+        raise PackageError(f"{where} is corrupted: its header says format version {version}, "
+                           f"its manifest {written} ({again})", "header")
     if version > FORMAT_VERSION:
         raise PackageError(f"{where} has format version {version}; this customlayers reads "
                            f"format version {FORMAT_VERSION} and older: upgrade customlayers, "
@@ -103,19 +123,6 @@ def read_manifest(path) -> tuple[dict, int, memoryview]:
     if version < 1:
         raise PackageError(f"{where} has format version {version}, which no customlayers "
                            f"wrote (a corrupted header)", "header")
-    start = _HEADER.size + size
-    if size > MAX_MANIFEST or start + _DIGEST > len(data):
-        raise PackageError(f"{where} is truncated or corrupted: its header gives a manifest of "
-                           f"{size} bytes; the file has {len(data)}", "manifest")
-    text = bytes(data[_HEADER.size:start])
-    if hashlib.sha256(text).digest() != bytes(data[start:start + _DIGEST]):
-        raise PackageError(f"{where} is corrupted: its manifest fails its checksum", "manifest")
-    try:
-        manifest = json.loads(text.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as e:
-        raise PackageError(f"{where}: its manifest is not JSON ({e})", "manifest") from None
-    if not isinstance(manifest, dict) or manifest.get("format_version") != version:
-        raise PackageError(f"{where}: its manifest does not match its header", "manifest")
     return manifest, start + _DIGEST, data
 
 
@@ -139,13 +146,15 @@ def read_package(path) -> Package:
         end = offset + p["size"]
         if end > len(data):
             raise PackageError(f"{where} is truncated: part '{name}' needs bytes {offset} to "
-                               f"{end}; the file has {len(data)}", name)
+                               f"{end}; the file has {len(data)} (copy it again, or compile "
+                               f"it anew)", name)
         chunk = view[offset:end]
         if hashlib.sha256(chunk).hexdigest() != p["sha256"]:
-            raise PackageError(f"{where} is corrupted: part '{name}' fails its checksum", name)
+            raise PackageError(f"{where} is corrupted: part '{name}' fails its checksum (copy "
+                               f"it again, or compile it anew)", name)
         parts[name] = chunk
         offset = end
     if offset != len(data):
         raise PackageError(f"{where} is corrupted: {len(data) - offset} byte(s) after its last "
-                           f"part", "parts")
+                           f"part (copy it again, or compile it anew)", "parts")
     return Package(str(path), manifest, parts)

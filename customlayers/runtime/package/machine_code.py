@@ -109,10 +109,11 @@ def capture_in_child(device, binaries: dict[str, tuple[bytes, str]]) -> tuple[li
         return files, ""
 
 
-def install_machine_code(parts: dict, say=lambda m: None) -> int:
+def install_machine_code(parts: dict, nvidia: bool, say=lambda m: None) -> int:
     """Write the package's `machine code` parts ({part name: bytes}) into the folder this
     process's driver keeps its code in; the number of files written. Nothing where the
-    driver's cache is off (CUDA_CACHE_DISABLE) or CUSTOMLAYERS_NO_MACHINE_CODE is set. A file
+    device is not of NVIDIA's platform (`nvidia`: has_driver_cache), the driver's cache is off
+    (CUDA_CACHE_DISABLE) or CUSTOMLAYERS_NO_MACHINE_CODE is set. A file
     already there is kept; a folder that cannot be written, or a path through a link out of
     the folder, is one notice (the load then compiles the PTX). PackageError for a part whose
     name is not a cache file's."""
@@ -122,7 +123,7 @@ def install_machine_code(parts: dict, say=lambda m: None) -> int:
         if not is_cache_path(rel):
             raise PackageError(f"the package's part '{PART_PREFIX}{rel}' is not named as a "
                                f"file of the driver's cache: it is refused", PART_PREFIX + rel)
-    if not code or not settings.machine_code_wanted():
+    if not code or not nvidia or not settings.machine_code_wanted():
         return 0
     root = driver_cache_folder()
     if root is None:
