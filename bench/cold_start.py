@@ -319,17 +319,17 @@ def main() -> int:
                                for _ in range(max(args.warm, 1) - 1)]
         print(f"device: {rows[0][1]['device']}; model: {model.name} batch {args.batch}; each "
               f"load in a fresh process")
-        head = (f"{'load':<20} {'compile s':>10} {'1st infer s':>12} {'total s':>8} "
+        head = (f"{'load':<23} {'compile s':>10} {'1st infer s':>12} {'total s':>8} "
                 f"{'built':>6} {'from disk':>10}")
         print(head)
         print("-" * len(head))
         for label, r in rows:
             total = r["compile_s"] + r["first_infer_s"]
             workers = f"  ({r['workers']} by build workers)" if r.get("workers") else ""
-            print(f"{label:<20} {r['compile_s']:>10.2f} {r['first_infer_s']:>12.3f} "
+            print(f"{label:<23} {r['compile_s']:>10.2f} {r['first_infer_s']:>12.3f} "
                   f"{total:>8.2f} {r['compiled']:>6} {r['from_disk']:>10}{workers}")
             if r["tuning"]:
-                print(f"{'':<20} {r['tuning']}")
+                print(f"{'':<23} {r['tuning']}")
         cold = rows[2][1]["compile_s"] + rows[2][1]["first_infer_s"]
         median = sorted(r["compile_s"] + r["first_infer_s"] for r in warm)[len(warm) // 2]
         print(f"warm / cold (tuning fast): {median / cold:.3f}  (goal: warm <= 0.5 s, "

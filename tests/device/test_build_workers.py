@@ -5,6 +5,8 @@ the test device (PoCL by default, where they are off unless asked)."""
 from __future__ import annotations
 
 import shutil
+import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -20,8 +22,8 @@ DEMO = ROOT / "examples" / "models" / "demo_cnn.xml"          # 6 programs, GRN 
 LAYERS = ROOT / "examples" / "layers"
 
 
-def build(test_device, cache_dir, grn_xml=LAYERS / "grn" / "grn.xml"):
-    engine = Engine(test_device, cache=ProgramCache(cache_dir))
+def build(test_device, cache_dir, grn_xml=LAYERS / "grn" / "grn.xml", engine=None):
+    engine = engine or Engine(test_device, cache=ProgramCache(cache_dir))
     registry = Registry(engine)
     registry.load(grn_xml, LAYERS / "reorg" / "reorg.xml")
     net = Network(str(DEMO), registry, engine, tuning="off")
@@ -29,17 +31,49 @@ def build(test_device, cache_dir, grn_xml=LAYERS / "grn" / "grn.xml"):
     return engine.cache, net.infer({"data": x})
 
 
+def no_compiling_here(monkeypatch):
+    """This process may read programs, not compile them (the workers do)."""
+    from customlayers.runtime.device import cache as cache_module
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("a program was compiled in the parent process")
+    monkeypatch.setattr(cache_module, "compile_source", refuse)
+
+
 def test_workers_build_the_programs_and_the_results_are_the_same(test_device, tmp_path,
                                                                  monkeypatch):
+    from customlayers.runtime.device import build_workers
     monkeypatch.setenv("CUSTOMLAYERS_BUILD_PROCESSES", "0")
     alone, expected = build(test_device, tmp_path / "alone")
     assert alone.worker_builds == 0 and alone.misses >= 4
     monkeypatch.setenv("CUSTOMLAYERS_BUILD_PROCESSES", "2")
-    cache, got = build(test_device, tmp_path / "workers")
+    no_compiling_here(monkeypatch)
+    monkeypatch.chdir(tmp_path)             # a relative cache folder: the workers' is the same
+    cache, got = build(test_device, Path("workers"))
     # every program compiled by a worker, read back from the disk cache here (and counted
     # as built: misses are the programs compiled for this process, wherever)
     assert cache.worker_builds == cache.misses == alone.misses and cache.disk_hits == 0
     assert all(np.array_equal(got[n], v) for n, v in expected.items())
+    assert not build_workers._pools          # ended with the network's compile
+
+
+@pytest.mark.parametrize("child", ["import sys; sys.exit(3)", "import time; time.sleep(600)"],
+                         ids=["exits", "hangs"])
+def test_workers_that_do_not_start_leave_the_builds_here(test_device, tmp_path, monkeypatch,
+                                                         child):
+    from customlayers.runtime.device import build_workers
+    script = tmp_path / "python"
+    script.write_text(f"#!/bin/sh\nexec {sys.executable} -c '{child}'\n")
+    script.chmod(0o755)
+    monkeypatch.setattr(build_workers.sys, "executable", str(script))
+    monkeypatch.setattr(build_workers, "START_S", 2.0)
+    monkeypatch.setattr(build_workers, "_failed", set())
+    monkeypatch.setenv("CUSTOMLAYERS_BUILD_PROCESSES", "2")
+    started = time.monotonic()
+    cache, got = build(test_device, tmp_path / "cache")
+    assert cache.worker_builds == 0 and cache.misses >= 4 and time.monotonic() - started < 60
+    assert build_workers._failed           # not tried again on this device
+    assert not build_workers._pools
 
 
 def test_a_build_that_fails_in_a_worker_is_reported_at_the_users_line(test_device, tmp_path,
@@ -51,9 +85,12 @@ def test_a_build_that_fails_in_a_worker_is_reported_at_the_users_line(test_devic
     text.insert(body + 1, "    this is not C;")
     (layer / "grn.cl").write_text("\n".join(text) + "\n")
     monkeypatch.setenv("CUSTOMLAYERS_BUILD_PROCESSES", "2")
+    engine = Engine(test_device, cache=ProgramCache(tmp_path / "cache"))
     with pytest.raises(KernelBuildError) as e:
-        build(test_device, tmp_path / "cache", layer / "grn.xml")
+        build(test_device, None, layer / "grn.xml", engine)
     assert f"grn.cl:{body + 2}" in str(e.value)
+    # the workers built the 5 others; GRN's failed there and was built here, for its error
+    assert engine.cache.worker_builds == 5
 
 
 @pytest.mark.parametrize("value", ["-1", "two", "65"])

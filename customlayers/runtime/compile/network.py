@@ -30,6 +30,7 @@ from ...passes.fusion import FusionPlan, plan_network_fusion
 from ...passes.shape_folding import fold_for_shapes, has_fold_nodes
 from ...passes.state import bind_state_inputs
 from .compiler import PlanOptions, compile_plan
+from ..device.build_workers import close_workers
 from ..device.device import Engine
 from ..device.limits import device_traits, has_fp16, has_fp64
 from ..device.kernel_release import release_requests
@@ -208,13 +209,15 @@ class Network:
 
     def _compile(self, shapes, values) -> CompiledPlan:
         graph, order, impls, fusion = self._graph_for(shapes, values)
-        if self.tuner is not None and self.tuner.builds_ahead():
-            # every layer's candidates built in one batch (build workers), then timed per layer
-            with self.tuner.collecting():
-                compile_plan(graph, order, impls, fusion, self.engine, self._options, shapes,
-                             values, layers_only=True)
-        plan = compile_plan(graph, order, impls, fusion, self.engine, self._options, shapes,
-                            values)
+        if self.tuner is not None:     # every layer's candidates built at once, then timed
+            self.tuner.build_ahead(lambda: compile_plan(
+                graph, order, impls, fusion, self.engine, self._options, shapes, values,
+                layers_only=True))
+        try:
+            plan = compile_plan(graph, order, impls, fusion, self.engine, self._options,
+                                shapes, values)
+        finally:
+            close_workers()      # their contexts hold device memory the requests may need
         for note in plan.notes:                  # once per plan: a likely misspelled attribute
             self.messages.append(note)
             self._say(note)

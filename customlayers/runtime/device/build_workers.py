@@ -17,8 +17,10 @@ way (its file and line); a child that dies takes only its pending job with it.
 
 Workers are subprocesses of our own module, not multiprocessing's: its "spawn" would import the
 user's main script again in each child. They stay a while for the next build (a network's
-tuning builds each layer's candidates in turn), and go after IDLE_S without work or when the
-process ends. Each holds a context on the device (some hundreds of MB of its memory).
+tuning builds each layer's candidates in turn), and go when a Network's compile ends
+(close_workers), after IDLE_S without work, or when the process ends. Each holds a context on
+the device (some hundreds of MB of its memory). A child that does not start within START_S or
+answer a job within JOB_S is killed, and its jobs are built here.
 """
 from __future__ import annotations
 
@@ -26,57 +28,81 @@ import atexit
 import os
 import pickle
 import queue
+import select
 import struct
 import subprocess
 import sys
 import tempfile
 import threading
+import time
 from pathlib import Path
 
 from ... import settings
+from ...errors import CustomLayersError
 
 IDLE_S = 30.0
+START_S = 60.0        # Python, pyopencl and a context: about 1 s on the GPU machine
+JOB_S = 600.0         # one program's compile
 # fewer builds than this are not worth a worker's start (about 1 s: Python, pyopencl, a
 # context); a tuned layer's candidates come 4 at a time
 MIN_JOBS = 4
 _FRAME = struct.Struct("<Q")
+_READY = "ready"
 
 
 def worker_count(engine) -> int:
     """How many worker processes builds on `engine` use: CUSTOMLAYERS_BUILD_PROCESSES, by
-    default 8 (at most the cores) on NVIDIA's platform, whose compiler takes one build at a
-    time per process, and none elsewhere (PoCL's threads compile in parallel). 0 where the
-    disk cache cannot carry their results (off, or not writable)."""
+    default 8 (at most the cores this process may use) on NVIDIA's platform, whose compiler
+    takes one build at a time per process, and none elsewhere (PoCL's threads compile in
+    parallel). 0 where the disk cache cannot carry their results (off, or not writable)."""
+    wanted = settings.build_processes()         # a bad value is an error wherever it is set
     cache = engine.cache
-    if not cache.enabled or not cache.writable:
+    if not cache.enabled or not cache.check_directory():
         return 0
-    wanted = settings.build_processes()
     if wanted is None:
         nvidia = "NVIDIA" in engine.device.platform.vendor
-        wanted = min(8, os.cpu_count() or 1) if nvidia else 0
+        wanted = min(8, _cores()) if nvidia else 0
     return wanted
+
+
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
 
 
 def build_in_workers(engine, jobs: list[tuple]) -> int:
     """Compile `jobs` ((source, options, line_map, label), each not in the cache yet) in the
-    engine's worker processes into its disk cache (each noted there as built for this
-    process); the number compiled. Those that failed or were not reached are left to the
-    caller's own build."""
+    engine's worker processes into its disk cache (each found there noted as built for this
+    process); the number compiled. Those that failed, were not reached or did not reach the
+    disk are left to the caller's own build."""
     count = min(worker_count(engine), len(jobs))
     if len(jobs) < MIN_JOBS or count < 2:
         return 0
     try:
         workers = _workers_for(engine, count)
-    except (OSError, ValueError):
-        return 0
+    except (OSError, ValueError, CustomLayersError):
+        return 0      # no position to open the device by (a sub-device), no process: here
     if workers is None:
         return 0
-    built = workers.build(jobs)
+    answered = workers.build(jobs)
+    cache = engine.cache
+    built = [job for job in answered
+             if cache.has(engine.context, engine.device, job[0], job[1])]
     for source, options, *_ in built:
-        engine.cache.built_elsewhere(engine.device, source, options)
-    if workers.broken and not built:
-        _failed.add(workers.key)        # they cannot start here: build in this process
+        cache.built_elsewhere(engine.device, source, options)
+    if workers.broken and not answered:
+        _failed.add(workers.key[0])     # they cannot start on this device: build here
+        workers.close()
     return len(built)
+
+
+def close_workers() -> None:
+    """End every worker process now (a Network's compile is done: their contexts hold the
+    device's memory, which its requests may need)."""
+    for pool in list(_pools.values()):
+        pool.close()
 
 
 # -- the parent's side ---------------------------------------------------------------------
@@ -84,28 +110,29 @@ def build_in_workers(engine, jobs: list[tuple]) -> int:
 # that builds into many cache folders never holds more than one set of contexts
 _pools: dict[tuple, "BuildWorkers"] = {}
 _pools_lock = threading.Lock()
-_failed: set[tuple] = set()
+_failed: set[tuple] = set()       # device positions whose workers could not start
 
 
 def _workers_for(engine, count: int) -> "BuildWorkers | None":
     from .device import device_position, driver_cache_folder
     position = device_position(engine.device)
-    folder = driver_cache_folder()
-    key = (position, str(engine.cache.directory), str(folder))
-    if key in _failed:
+    if position in _failed:
         return None
+    folder = driver_cache_folder()
+    # absolute: the children run in another folder
+    key = (position, str(Path(engine.cache.directory).resolve()),
+           None if folder is None else str(Path(folder).resolve()))
     with _pools_lock:
         others = [p for k, p in _pools.items() if k != key]
         pool = _pools.get(key)
     for other in others:
         other.close()
-    if pool is not None and (pool.broken or pool.size < count):
+    if pool is not None and (pool.broken or pool.closed or pool.size < count):
         pool.close()
-        pool = None
     with _pools_lock:
-        if pool is None:
+        pool = _pools.get(key)           # again: another thread may have made one meanwhile
+        if pool is None or pool.closed:
             pool = _pools[key] = BuildWorkers(key, engine.device.name, count)
-        pool.touch()
         return pool
 
 
@@ -118,20 +145,25 @@ class BuildWorkers:
         self.size = size
         self.broken = False
         self.closed = False
+        self._started = False
         self._lock = threading.Lock()          # one batch at a time
         self._timer: threading.Timer | None = None
         self._log = tempfile.TemporaryFile()   # the children's stderr (never read: a pipe
         #                                        nobody reads would fill and stall them)
         env = settings.child_environment(
-            CUDA_CACHE_PATH=driver_folder if driver_folder != "None" else None,
-            CUDA_CACHE_DISABLE=None if driver_folder != "None" else "1")
-        spec = repr((tuple(position), device_name, str(cache_dir)))
+            CUDA_CACHE_PATH=driver_folder, CUDA_CACHE_DISABLE=None if driver_folder else "1")
+        spec = repr((tuple(position), device_name, cache_dir))
+        # cwd: the folder holding this customlayers, which `-m` puts first on the path (not
+        # a shared folder where anyone could leave a module of pyopencl's name)
+        root = Path(sys.modules["customlayers"].__file__).resolve().parents[1]
+        # unbuffered pipes: select() then tells truly whether an answer waits
         self._children = [subprocess.Popen(
             [sys.executable, "-m", __name__, spec], stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE, stderr=self._log, env=env,
-            cwd=tempfile.gettempdir()) for _ in range(size)]
+            stdout=subprocess.PIPE, stderr=self._log, env=env, cwd=root, bufsize=0)
+            for _ in range(size)]
+        self._touch()
 
-    def touch(self) -> None:
+    def _touch(self) -> None:
         """Used now: close after IDLE_S more without use."""
         if self._timer is not None:
             self._timer.cancel()
@@ -140,36 +172,42 @@ class BuildWorkers:
         self._timer.start()
 
     def build(self, jobs: list[tuple]) -> list[tuple]:
-        """The jobs compiled (the others failed, or a child ended before them)."""
+        """The jobs compiled (the others failed, or a child ended or hung before them)."""
         with self._lock:
             if self.closed:
                 return []
+            if self._timer is not None:
+                self._timer.cancel()
             todo: queue.Queue = queue.Queue()
             for job in jobs:
                 todo.put(job)
             done: list[tuple] = []
+            first = not self._started
+            self._started = True
 
-            def serve(index: int, child) -> None:
-                while True:
-                    try:
-                        job = todo.get_nowait()
-                    except queue.Empty:
-                        return
-                    try:
+            def serve(child) -> None:
+                try:
+                    if first:
+                        _receive(child.stdout, START_S)       # its context is open
+                    while True:
+                        try:
+                            job = todo.get_nowait()
+                        except queue.Empty:
+                            return
                         _send(child.stdin, job)
-                        ok = _receive(child.stdout)
-                    except (OSError, EOFError, pickle.UnpicklingError):
-                        self.broken = True     # this child is gone: the others go on
-                        return
-                    if ok:
-                        done.append(job)         # list.append: one at a time under the GIL
+                        if _receive(child.stdout, JOB_S):
+                            done.append(job)     # list.append: one at a time under the GIL
+                except (OSError, EOFError, TimeoutError, pickle.UnpicklingError):
+                    self.broken = True           # this child is gone or stuck: the others go on
+                    child.kill()
 
-            threads = [threading.Thread(target=serve, args=(i, c), daemon=True)
-                       for i, c in enumerate(self._children)]
+            threads = [threading.Thread(target=serve, args=(c,), daemon=True)
+                       for c in self._children]
             for thread in threads:
                 thread.start()
             for thread in threads:
                 thread.join()
+            self._touch()
             return done
 
     def close(self) -> None:
@@ -189,38 +227,61 @@ class BuildWorkers:
     def _end_children(self) -> None:
         for child in self._children:
             try:
-                child.stdin.close()            # the child ends at the end of its input
+                _send(child.stdin, None)         # the stop frame (a forked process may hold
+                child.stdin.close()              # our pipes open: no end of input comes)
             except OSError:
                 pass
+        deadline = time.monotonic() + 5
         for child in self._children:
             try:
-                child.wait(timeout=5)
+                child.wait(timeout=max(0.0, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
                 child.kill()
+                child.wait()
         self._log.close()
 
 
 @atexit.register
 def _close_all() -> None:
-    for pool in list(_pools.values()):
-        pool.close()
+    close_workers()
+
+
+def _forget_in_child() -> None:
+    """A forked process does not own its parent's workers (nor may it write to their pipes)."""
+    _pools.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_in_child)
 
 
 def _send(stream, value) -> None:
-    data = pickle.dumps(value)
-    stream.write(_FRAME.pack(len(data)) + data)
+    payload = pickle.dumps(value)
+    data = memoryview(_FRAME.pack(len(payload)) + payload)
+    while data:                          # an unbuffered pipe may take part of it at a time
+        data = data[stream.write(data):]
     stream.flush()
 
 
-def _receive(stream):
-    head = stream.read(_FRAME.size)
-    if len(head) < _FRAME.size:
-        raise EOFError("the build worker ended")
-    size = _FRAME.unpack(head)[0]
-    data = stream.read(size)
-    if len(data) < size:
-        raise EOFError("the build worker ended")
-    return pickle.loads(data)      # our own child's answer, never a user's file
+def _read(stream, size: int, deadline: float | None) -> bytes:
+    data = b""
+    while len(data) < size:
+        if deadline is not None:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([stream], [], [], left)[0]:
+                raise TimeoutError("the build worker did not answer")
+        chunk = stream.read1(size - len(data)) if hasattr(stream, "read1") else \
+            stream.read(size - len(data))
+        if not chunk:
+            raise EOFError("the build worker ended")
+        data += chunk
+    return data
+
+
+def _receive(stream, seconds: float | None = None):
+    deadline = None if seconds is None else time.monotonic() + seconds
+    size = _FRAME.unpack(_read(stream, _FRAME.size, deadline))[0]
+    return pickle.loads(_read(stream, size, deadline))   # our own child's, never a user's
 
 
 # -- the child's side ----------------------------------------------------------------------
@@ -238,11 +299,15 @@ def _serve(spec: str) -> int:
     position, name, cache_dir = ast.literal_eval(spec)
     cache = ProgramCache(Path(cache_dir), enabled=True, verbose=False)
     engine = open_engine_at(position, name, cache=cache)
+    _send(stdout, _READY)
     while True:
         try:
-            source, options, line_map, label = _receive(stdin)
+            job = _receive(stdin)
         except EOFError:
             return 0
+        if job is None:                  # the stop frame
+            return 0
+        source, options, line_map, label = job
         try:
             program = cache.build(engine.context, engine.device, source, options,
                                   line_map=line_map, label=label)

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import hashlib
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import Sequence
 
@@ -66,25 +65,25 @@ class Tuner:
         self._timer = LaunchTimer(engine)
         self._collected: list | None = None     # collecting(): the candidates' launches
 
-    def builds_ahead(self) -> bool:
-        """Whether a network's candidates are worth building in one batch before the layers
-        are timed: where build workers compile them (NVIDIA: each layer's 4 alone took 0.5 s,
-        100 at once a few seconds)."""
-        return self.mode != "off" and worker_count(self.engine) >= 2
-
-    @contextmanager
-    def collecting(self):
-        """Within: choose() collects the candidates it would time and chooses none; at the
-        end, all of them are built at once (into the program cache, where the choices made
-        next find them). An error within ends the collection: the compile after meets it."""
+    def build_ahead(self, walk) -> None:
+        """Where build workers compile (worth it: on NVIDIA each layer's 4 candidates alone
+        took 0.5 s, ResNet-50's 100 at once a few seconds), `walk()` the layers once with
+        choose() collecting the candidates it would time and choosing none, then build them
+        all in one batch into the program cache, where the choices made next find them. An
+        error in the walk ends it: the compile after meets it and reports it."""
+        if self.mode == "off" or worker_count(self.engine) < 2:
+            return
+        started = time.perf_counter()
         self._collected = []
         try:
-            yield
+            walk()
         except CustomLayersError:
             return
         finally:
             collected, self._collected = self._collected, None
-        build_programs(self.engine, collected)
+        if collected:
+            build_programs(self.engine, collected)
+            self.stats.seconds += time.perf_counter() - started   # the tuning's own time
 
     def choose(self, impl: LayerImpl, call: LayerCall,
                outputs: Sequence[TensorDesc]) -> KernelVariant | None:
@@ -98,7 +97,8 @@ class Tuner:
         record = self.cache.get(signature)
         cached = variant_named(variants, record.get("variant")) if record is not None else None
         if cached is not None and record.get("mode") in _ANSWERS[self.mode]:
-            self.stats.from_cache += 1
+            if self._collected is None:         # the collecting walk counts nothing
+                self.stats.from_cache += 1
             return cached
         candidates = variants if self.mode == "full" else \
             variants[:FAST_CANDIDATES_CPU if call.context.on_cpu else FAST_CANDIDATES]
