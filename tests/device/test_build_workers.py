@@ -139,3 +139,9 @@ def test_every_layers_candidates_are_built_together_before_the_timing(test_devic
     assert engine.cache.worker_builds == engine.cache.misses >= timed
     want = np.maximum(x.astype(np.float64) @ w1, 0) @ w2
     np.testing.assert_allclose(net.infer({"x": x})["y"], want, rtol=1e-4, atol=1e-4)
+    # a second load: both choices from the tuning cache, each counted once (the collecting
+    # walk counts none)
+    again = Network(str(model), engine=engine, tuning="full")
+    note = next(m for m in again.messages if m.startswith("tuning (full)"))
+    assert note.startswith("tuning (full): 0 layer(s) timed, 0 candidate(s)")
+    assert "; 2 choice(s) from the cache" in note
