@@ -56,12 +56,12 @@ def worker_count(engine) -> int:
     takes one build at a time per process, and none elsewhere (PoCL's threads compile in
     parallel). 0 where the disk cache cannot carry their results (off, or not writable)."""
     wanted = settings.build_processes()         # a bad value is an error wherever it is set
-    cache = engine.cache
-    if not cache.enabled or not cache.check_directory():
-        return 0
     if wanted is None:
         nvidia = "NVIDIA" in engine.device.platform.vendor
         wanted = min(8, _cores()) if nvidia else 0
+    cache = engine.cache
+    if wanted < 2 or not cache.enabled or not cache.check_directory():   # (it probes)
+        return 0
     return wanted
 
 
