@@ -39,6 +39,7 @@ from pathlib import Path
 
 from ... import settings
 from ...errors import CustomLayersError
+from .limits import is_nvidia_platform
 
 IDLE_S = 30.0
 START_S = 60.0        # Python, pyopencl and a context: about 1 s on the GPU machine
@@ -57,8 +58,7 @@ def worker_count(engine) -> int:
     parallel). 0 where the disk cache cannot carry their results (off, or not writable)."""
     wanted = settings.build_processes()         # a bad value is an error wherever it is set
     if wanted is None:
-        nvidia = "NVIDIA" in engine.device.platform.vendor
-        wanted = min(8, _cores()) if nvidia else 0
+        wanted = min(8, _cores()) if is_nvidia_platform(engine.device) else 0
     cache = engine.cache
     if wanted < 2 or not cache.enabled or not cache.check_directory():   # (it probes)
         return 0
@@ -72,12 +72,19 @@ def _cores() -> int:
         return os.cpu_count() or 1
 
 
-def build_in_workers(engine, jobs: list[tuple]) -> int:
-    """Compile `jobs` ((source, options, line_map, label), each not in the cache yet) in the
+def build_in_workers(engine, wanted: list[tuple]) -> int:
+    """Compile those of `wanted` ((source, options, line_map, label)) the cache lacks in the
     engine's worker processes into its disk cache (each found there noted as built for this
     process); the number compiled. Those that failed, were not reached or did not reach the
-    disk are left to the caller's own build."""
-    count = min(worker_count(engine), len(jobs))
+    disk are left to the caller's own build. Where workers are off (PoCL by default) the
+    cache is not even looked up."""
+    available = worker_count(engine)
+    if len(wanted) < MIN_JOBS or available < 2:
+        return 0
+    cache = engine.cache
+    jobs = [job for job in wanted
+            if not cache.has(engine.context, engine.device, job[0], job[1])]
+    count = min(available, len(jobs))
     if len(jobs) < MIN_JOBS or count < 2:
         return 0
     try:
@@ -87,7 +94,6 @@ def build_in_workers(engine, jobs: list[tuple]) -> int:
     if workers is None:
         return 0
     answered = workers.build(jobs)
-    cache = engine.cache
     built = [job for job in answered
              if cache.has(engine.context, engine.device, job[0], job[1])]
     for source, options, *_ in built:

@@ -43,6 +43,14 @@ def has_fp16(device) -> bool:
     return "cl_khr_fp16" in device.extensions.split()
 
 
+def is_nvidia_platform(device) -> bool:
+    """Whether `device` is of NVIDIA's own OpenCL platform ("NVIDIA CUDA", vendor "NVIDIA
+    Corporation"): its binaries are PTX, compiled to machine code through its code cache
+    folder, and its compiler builds one program at a time per process. PoCL's CUDA device is
+    an NVIDIA GPU too, but of PoCL's platform."""
+    return "NVIDIA" in device.platform.vendor
+
+
 def supports_non_uniform_groups(device: cl.Device) -> bool:
     """OpenCL 2.x always allows a last, smaller work-group; 3.0 makes it optional and says so
     in a device query; 1.x never allows it."""

@@ -26,11 +26,7 @@ def build_programs(engine, wanted: Iterable[tuple]) -> dict[tuple, object]:
         unique.setdefault((source, options), (line_map, label))
     if not unique:
         return {}
-    cache = engine.cache
-    missing = [(source, options, *unique[source, options]) for source, options in unique
-               if not cache.has(engine.context, engine.device, source, options)]
-    if len(missing) > 1:
-        build_in_workers(engine, missing)
+    build_in_workers(engine, [(*key, *unique[key]) for key in unique])
 
     def build(key):
         line_map, label = unique[key]

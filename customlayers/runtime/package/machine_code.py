@@ -34,6 +34,7 @@ from pathlib import Path
 from ... import settings
 from ...errors import DeviceError, PackageError
 from ..device.device import device_position, driver_cache_folder
+from ..device.limits import is_nvidia_platform
 
 PART_PREFIX = "machine code "
 _PATH = re.compile(r"[0-9A-Za-z_-][0-9A-Za-z_.-]{0,63}")
@@ -44,9 +45,8 @@ _CHILD_TIMEOUT_S = 600
 
 def has_driver_cache(device) -> bool:
     """Whether `device`'s driver compiles its binaries to machine code through NVIDIA's
-    compute cache: a device of NVIDIA's own OpenCL platform ("NVIDIA CUDA", vendor "NVIDIA
-    Corporation"; PoCL's CUDA device is NVIDIA's too, but of PoCL's platform)."""
-    return "NVIDIA" in device.platform.vendor
+    compute cache (limits.is_nvidia_platform)."""
+    return is_nvidia_platform(device)
 
 
 def is_cache_path(rel: str) -> bool:
