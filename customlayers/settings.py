@@ -23,6 +23,7 @@ A bad value is a ConfigError naming the variable (or argument) and the values it
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 from .errors import ConfigError
@@ -89,15 +90,18 @@ def cpu_vector_width() -> int | None:
     return int(value)
 
 
+def package_root() -> Path:
+    """The folder holding the customlayers package this process imported."""
+    return Path(sys.modules["customlayers"].__file__).resolve().parents[1]
+
+
 def child_environment(**changes: str | None) -> dict:
     """This process's environment for a child process of ours: the customlayers package
     importable from where this one was imported (a script run from another folder, or a
     sys.path edit, would otherwise leave the child another copy or none), with `changes`
     (a None value unsets the variable)."""
-    import sys
     env = dict(os.environ)
-    # the folder holding the customlayers package
-    root = str(Path(sys.modules["customlayers"].__file__).resolve().parents[1])
+    root = str(package_root())
     env["PYTHONPATH"] = os.pathsep.join([root] + ([env["PYTHONPATH"]]
                                                   if env.get("PYTHONPATH") else []))
     for name, value in changes.items():

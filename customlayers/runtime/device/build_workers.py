@@ -161,7 +161,7 @@ class BuildWorkers:
         spec = repr((tuple(position), device_name, cache_dir))
         # cwd: the folder holding this customlayers, which `-m` puts first on the path (not
         # a shared folder where anyone could leave a module of pyopencl's name)
-        root = Path(sys.modules["customlayers"].__file__).resolve().parents[1]
+        root = settings.package_root()
         # unbuffered pipes: select() then tells truly whether an answer waits
         self._children = [subprocess.Popen(
             [sys.executable, "-m", __name__, spec], stdin=subprocess.PIPE,
@@ -253,8 +253,11 @@ def _close_all() -> None:
 
 
 def _forget_in_child() -> None:
-    """A forked process does not own its parent's workers (nor may it write to their pipes)."""
+    """A forked process does not own its parent's workers (nor may it write to their pipes),
+    and may have been forked while another thread held the lock of their table."""
+    global _pools_lock
     _pools.clear()
+    _pools_lock = threading.Lock()
 
 
 if hasattr(os, "register_at_fork"):

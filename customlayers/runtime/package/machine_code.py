@@ -24,7 +24,6 @@ whose size and sha256 the container checked, and only under names of the driver'
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 import sys
@@ -33,6 +32,7 @@ from pathlib import Path
 
 from ... import settings
 from ...errors import DeviceError, PackageError
+from ...files import atomic_writer
 from ..device.device import device_position, driver_cache_folder
 from ..device.limits import is_nvidia_platform
 
@@ -136,7 +136,10 @@ def install_machine_code(parts: dict, nvidia: bool, say=lambda m: None) -> int:
                 continue
             _check_no_link(root, target.parent)      # before mkdir, which would follow one
             target.parent.mkdir(parents=True, exist_ok=True)
-            _write_whole(target, data)
+            # whole or not at all (another process's driver may read it at any moment),
+            # readable by all (a cache folder may be shared by several users)
+            with atomic_writer(target, 0o644) as f:
+                f.write(data)
             written += 1
     except OSError as e:
         say(f"note: the package's compiled NVIDIA code could not be written to {root} "
@@ -153,18 +156,3 @@ def _check_no_link(root: Path, folder: Path) -> None:
             break
         if part.is_symlink():
             raise OSError(f"{part} is a link out of the folder: nothing is written through it")
-
-
-def _write_whole(target: Path, data: bytes) -> None:
-    """`data` as the file `target`, written to a temporary beside it and renamed into place
-    (a reader, another process's driver, sees no part file), readable by all (a cache folder
-    may be shared by several users; mkstemp's own mode is the owner's only)."""
-    fd, temp = tempfile.mkstemp(prefix=".customlayers-", dir=target.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.chmod(temp, 0o644)
-        os.replace(temp, target)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
