@@ -25,7 +25,7 @@ from .concat_in_place import ConcatCandidate, place_concat_inputs
 from .compiled_values import compiled_in, is_empty, settle_empty
 from ...passes.fusion import FusionPlan
 from ...ops import half_storage
-from ..device.parallel_build import build_programs
+from ..device.parallel_build import build_jobs, build_programs
 from .plan_buffers import check_device_memory, plan_buffers, plan_memory_of
 from .plan import CompiledPlan, Step, TensorKey
 from .plan_states import register_states
@@ -365,9 +365,7 @@ def _build(eng, steps: list[Step], after_build: Sequence[tuple[Node, object]]) -
     batch (parallel_build.py); then each layer's checks of its built programs (a custom
     layer's kernel, its build error at the user's file and line), in node order; then a
     build error names the first layer (in order) whose program fails."""
-    built = build_programs(eng, ((launch.source, launch.options, launch.line_map,
-                                  launch.label or s.name)
-                                 for s in steps for launch in s.launches))
+    built = build_programs(eng, build_jobs(steps))
     for node, check in after_build:
         try:
             check(lambda launch: built[(launch.source, launch.options)])

@@ -18,6 +18,13 @@ from .build_workers import build_in_workers
 MAX_THREADS = 8
 
 
+def build_jobs(stages: Iterable) -> list[tuple]:
+    """What build_programs takes for every launch of `stages`: (source, options, line_map,
+    label), the label the stage's name where the launch has none."""
+    return [(launch.source, launch.options, launch.line_map, launch.label or stage.name)
+            for stage in stages for launch in stage.launches]
+
+
 def build_programs(engine, wanted: Iterable[tuple]) -> dict[tuple, object]:
     """{(source, options): program, or the CustomLayersError its build raised} for `wanted`:
     (source, options, line_map, label) tuples."""

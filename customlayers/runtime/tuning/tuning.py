@@ -29,7 +29,7 @@ from ...jit.variant import KernelVariant, variant_named
 from ...settings import DEFAULT_TUNING, tuning_mode
 from ..execute.launch_timing import LaunchTimer
 from ..device.build_workers import worker_count
-from ..device.parallel_build import build_programs
+from ..device.parallel_build import build_jobs, build_programs
 from .tuning_cache import TuningCache
 
 FAST_CANDIDATES = 4
@@ -63,7 +63,7 @@ class Tuner:
             writable=engine.cache.writable)
         self.stats = TuningStats()
         self._timer = LaunchTimer(engine)
-        self._collected: list | None = None     # collecting(): the candidates' launches
+        self._collected: list | None = None     # build_ahead(): the candidates' build jobs
 
     def build_ahead(self, walk) -> None:
         """Where build workers compile (worth it: on NVIDIA each layer's 4 candidates alone
@@ -112,14 +112,12 @@ class Tuner:
                     replace(call, context=replace(call.context, variant=variant)), outputs)
             except KernelBuildError:          # a custom layer binds (builds) in work()
                 continue
-        launches = [(launch.source, launch.options, launch.line_map, launch.label or stage.name)
-                    for work in works.values() for stage in work.stages
-                    for launch in stage.launches]
+        jobs = build_jobs(stage for work in works.values() for stage in work.stages)
         if self._collected is not None:
-            self._collected.extend(launches)
+            self._collected.extend(jobs)
             return None
         # the candidates' programs built at once, on as many threads as the driver takes
-        build_programs(self.engine, launches)
+        build_programs(self.engine, jobs)
         times: dict[KernelVariant, float] = {}
         for variant, work in works.items():
             ns = self._time(work, call, outputs)
