@@ -3,7 +3,11 @@
  * Needs as #defines: TRANSPOSE_A TRANSPOSE_B A_PICKED, CHANNEL(batch, m, n) (a form in CH_DIV
  * and CH_MOD), FUSED_* (conv_epilogue.cl is included), MATMUL_SIZES (the parameter list of
  * ops/nn/_sizes.py); as kernel arguments after the buffers: M N K, OB1, A_BS0 A_BS1 B_BS0 B_BS1
- * (batch strides, elements), A_STEP_ARG A_PICK_ARG, CH_DIV CH_MOD.
+ * (batch strides, elements), A_STEP_ARG A_PICK_ARG, CH_DIV CH_MOD, LDA LDB (the stride between
+ * rows of the matrix as stored: K or M for A, N or K for B when the operand is dense), A_OFF
+ * B_OFF (where the operand starts). An operand read through a folded view
+ * (passes/view_folding.py) has its own strides and offset; MATMUL_ALPHA, where defined, scales
+ * the product before the epilogue (scalar Multiplys of an operand folded in).
  * matmul_gemm.cl puts it before gemm.cl; the M == 1 and row-softmax kernels include it alone.
  */
 #include "conv_epilogue.cl"
@@ -25,17 +29,28 @@
 #define A_PICK 0
 #endif
 #if TRANSPOSE_A
-#define A_AT(batch, m, k) a[(A_BASE(batch) + (k) * M + (m)) * A_STEP + A_PICK]
+#define A_AT(batch, m, k) a[A_OFF + (A_BASE(batch) + (k) * LDA + (m)) * A_STEP + A_PICK]
 #else
-#define A_AT(batch, m, k) a[(A_BASE(batch) + (m) * K + (k)) * A_STEP + A_PICK]
+#define A_AT(batch, m, k) a[A_OFF + (A_BASE(batch) + (m) * LDA + (k)) * A_STEP + A_PICK]
 #endif
 #if TRANSPOSE_B
-#define B_AT(batch, k, n) b[B_BASE(batch) + (n) * K + (k)]
+#define B_AT(batch, k, n) b[B_OFF + B_BASE(batch) + (n) * LDB + (k)]
 #else
-#define B_AT(batch, k, n) b[B_BASE(batch) + (k) * N + (n)]
+#define B_AT(batch, k, n) b[B_OFF + B_BASE(batch) + (k) * LDB + (n)]
+#endif
+/* the stride between A's values along k (the M == 1 kernels walk one row of A with it) */
+#if TRANSPOSE_A
+#define A_K_STRIDE (LDA * A_STEP)
+#else
+#define A_K_STRIDE A_STEP
+#endif
+#ifdef MATMUL_ALPHA
+#define SCALED(v) ((v) * MATMUL_ALPHA)
+#else
+#define SCALED(v) (v)
 #endif
 /* EPILOGUE and CHANNEL (the output's axis 1 as a GEMM index) come from conv_epilogue.cl and
    the op's defines */
 #define OUT_AT(batch, m, n) (((batch) * M + (m)) * N + (n))
 #define STORE(batch, m, n, v) out[OUT_AT(batch, m, n)] = \
-    EPILOGUE(OUT_AT(batch, m, n), CHANNEL(batch, m, n), (v))
+    EPILOGUE(OUT_AT(batch, m, n), CHANNEL(batch, m, n), SCALED(v))

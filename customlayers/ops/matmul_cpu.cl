@@ -33,19 +33,19 @@ __kernel void matmul_cpu(GEMM_ARGS)
 {
     const int m0 = get_global_id(0) * MR, n0 = get_global_id(1) * COLS;
     const int batch = get_global_id(2);
-    __global const float* bm = b + B_BASE(batch);
+    __global const float* bm = b + B_OFF + B_BASE(batch);
     int arow[MR];                   /* A element (row i, k) is a[arow[i] + k * ASTEP_K] */
     #pragma unroll
     for (int i = 0; i < MR; ++i) {
         const int m = min(m0 + i, M - 1);
 #if TRANSPOSE_A
-        arow[i] = (A_BASE(batch) + m) * A_STEP + A_PICK;
+        arow[i] = A_OFF + (A_BASE(batch) + m) * A_STEP + A_PICK;
 #else
-        arow[i] = (A_BASE(batch) + m * K) * A_STEP + A_PICK;
+        arow[i] = A_OFF + (A_BASE(batch) + m * LDA) * A_STEP + A_PICK;
 #endif
     }
 #if TRANSPOSE_A
-#define ASTEP_K (M * A_STEP)
+#define ASTEP_K (LDA * A_STEP)
 #else
 #define ASTEP_K A_STEP
 #endif
@@ -76,7 +76,7 @@ __kernel void matmul_cpu(GEMM_ARGS)
 #else
     const int full = n0 + COLS <= N;
     __global const float* bk = bm + n0;
-    for (int k = 0; k < K; ++k, bk += N) {
+    for (int k = 0; k < K; ++k, bk += LDB) {
 #endif
         floatV b0, b1, b2, b3;
         if (full) {
@@ -91,7 +91,7 @@ __kernel void matmul_cpu(GEMM_ARGS)
         } else {                  /* the last, partial run of columns: clamped gathers */
             float t[COLS];
             for (int l = 0; l < COLS; ++l)
-                t[l] = bm[k * N + min(n0 + l, N - 1)];
+                t[l] = bm[k * LDB + min(n0 + l, N - 1)];
             b0 = LOADV(0, t);
 #if NB > 1
             b1 = LOADV(1, t);
@@ -135,7 +135,7 @@ __kernel void matmul_cpu(GEMM_ARGS)
 {
     const int n0 = get_global_id(0) * NB, m0 = get_global_id(1) * MR;
     const int batch = get_global_id(2);
-    __global const float* bm = b + B_BASE(batch);
+    __global const float* bm = b + B_OFF + B_BASE(batch);
     int rows[MR], cols[NB];
     #pragma unroll
     for (int i = 0; i < MR; ++i)
@@ -154,11 +154,11 @@ __kernel void matmul_cpu(GEMM_ARGS)
         floatV bv[NB];
         #pragma unroll
         for (int j = 0; j < NB; ++j)
-            bv[j] = LOADV(0, bm + cols[j] * K + k);
+            bv[j] = LOADV(0, bm + cols[j] * LDB + k);
         #pragma unroll
         for (int i = 0; i < MR; ++i) {
 #if A_ROW_CONTIGUOUS
-            const floatV av = LOADV(0, a + A_BASE(batch) + rows[i] * K + k);
+            const floatV av = LOADV(0, a + A_OFF + A_BASE(batch) + rows[i] * LDA + k);
 #else
             float t[VW];
             #pragma unroll
@@ -186,7 +186,7 @@ __kernel void matmul_cpu(GEMM_ARGS)
             const float2 h2 = h4.lo + h4.hi;
             float s = h2.x + h2.y;
             for (int t = k; t < K; ++t)
-                s = mad(A_AT(batch, rows[i], t), bm[cols[j] * K + t], s);
+                s = mad(A_AT(batch, rows[i], t), bm[cols[j] * LDB + t], s);
             if (n0 + j < N)
                 STORE(batch, m0 + i, n0 + j, s);
         }

@@ -13,15 +13,15 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void matmul_gemv(GEMM_ARGS)
 {
     const int batch = get_global_id(1);
-    /* M == 1: A is one row whatever TRANSPOSE_A; its k-th value is av[k * A_STEP] */
-    __global const float* av = a + A_BASE(batch) * A_STEP + A_PICK;
-    __global const float* bm = b + B_BASE(batch);
+    /* M == 1: A is one row whatever TRANSPOSE_A; its k-th value is av[k * A_K_STRIDE] */
+    __global const float* av = a + A_OFF + A_BASE(batch) * A_STEP + A_PICK;
+    __global const float* bm = b + B_OFF + B_BASE(batch);
 #if TRANSPOSE_B
     __local float partial[WG];
     const int n = get_group_id(0), t = get_local_id(0);
     float acc = 0.0f;
     for (int k = t; k < K; k += WG)
-        acc = mad(av[k * A_STEP], bm[n * K + k], acc);
+        acc = mad(av[k * A_K_STRIDE], bm[n * LDB + k], acc);
     acc = group_sum(partial, acc);
     if (t == 0)
         STORE(batch, 0, n, acc);
@@ -31,7 +31,7 @@ void matmul_gemv(GEMM_ARGS)
         return;
     float acc = 0.0f;
     for (int k = 0; k < K; ++k)
-        acc = mad(av[k * A_STEP], bm[k * N + n], acc);
+        acc = mad(av[k * A_K_STRIDE], bm[k * LDB + n], acc);
     STORE(batch, 0, n, acc);
 #endif
 }

@@ -13,9 +13,9 @@ __kernel void matmul_gemv_cpu(GEMM_ARGS)
 {
     const int batch = get_global_id(1);
     const int n0 = get_global_id(0) * 8;
-    /* M == 1: A is one row whatever TRANSPOSE_A; its k-th value is av[k * A_STEP] */
-    __global const float* av = a + A_BASE(batch) * A_STEP + A_PICK;
-    __global const float* bm = b + B_BASE(batch);
+    /* M == 1: A is one row whatever TRANSPOSE_A; its k-th value is av[k * A_K_STRIDE] */
+    __global const float* av = a + A_OFF + A_BASE(batch) * A_STEP + A_PICK;
+    __global const float* bm = b + B_OFF + B_BASE(batch);
     float sums[8];
 #if TRANSPOSE_B
     float8 acc[8];
@@ -24,17 +24,17 @@ __kernel void matmul_gemv_cpu(GEMM_ARGS)
         acc[j] = (float8)0.0f;
     int k = 0;
     for (; k + 8 <= K; k += 8) {
-#if !A_PICKED
+#if !A_PICKED && !TRANSPOSE_A  /* one contiguous row */
         const float8 x = vload8(0, av + k);
 #else
-        const float8 x = (float8)(av[k * A_STEP], av[(k + 1) * A_STEP], av[(k + 2) * A_STEP],
-                                  av[(k + 3) * A_STEP], av[(k + 4) * A_STEP],
-                                  av[(k + 5) * A_STEP], av[(k + 6) * A_STEP],
-                                  av[(k + 7) * A_STEP]);
+        const float8 x = (float8)(av[k * A_K_STRIDE], av[(k + 1) * A_K_STRIDE],
+                                  av[(k + 2) * A_K_STRIDE], av[(k + 3) * A_K_STRIDE],
+                                  av[(k + 4) * A_K_STRIDE], av[(k + 5) * A_K_STRIDE],
+                                  av[(k + 6) * A_K_STRIDE], av[(k + 7) * A_K_STRIDE]);
 #endif
         #pragma unroll
         for (int j = 0; j < 8; ++j)
-            acc[j] = mad(x, vload8(0, bm + min(n0 + j, N - 1) * K + k), acc[j]);
+            acc[j] = mad(x, vload8(0, bm + min(n0 + j, N - 1) * LDB + k), acc[j]);
     }
     #pragma unroll
     for (int j = 0; j < 8; ++j) {
@@ -42,21 +42,21 @@ __kernel void matmul_gemv_cpu(GEMM_ARGS)
         const float2 h2 = h4.lo + h4.hi;
         float s = h2.x + h2.y;
         for (int t = k; t < K; ++t)
-            s = mad(av[t * A_STEP], bm[min(n0 + j, N - 1) * K + t], s);
+            s = mad(av[t * A_K_STRIDE], bm[min(n0 + j, N - 1) * LDB + t], s);
         sums[j] = s;
     }
 #else
     if (n0 + 8 <= N) {
         float8 acc = (float8)0.0f;
         for (int k = 0; k < K; ++k)
-            acc = mad((float8)av[k * A_STEP], vload8(0, bm + k * N + n0), acc);
+            acc = mad((float8)av[k * A_K_STRIDE], vload8(0, bm + k * LDB + n0), acc);
         vstore8(acc, 0, sums);
     } else {                 /* the last, partial run: scalar, in the same k order */
         for (int j = 0; j < 8; ++j)
             sums[j] = 0.0f;
         for (int k = 0; k < K; ++k)
             for (int j = 0; j < 8 && n0 + j < N; ++j)
-                sums[j] = mad(av[k * A_STEP], bm[k * N + n0 + j], sums[j]);
+                sums[j] = mad(av[k * A_K_STRIDE], bm[k * LDB + n0 + j], sums[j]);
     }
 #endif
     for (int j = 0; j < 8 && n0 + j < N; ++j)

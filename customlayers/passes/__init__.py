@@ -16,6 +16,8 @@ shuffle_folding.py channel shuffles before depthwise convolutions become their c
 unused_outputs.py  MaxPool index outputs nobody reads are not computed
 pick_folding.py    a last-step Gather before a MatMul becomes the element the MatMul reads
 gelu_folding.py    the five layers of an exported erf GELU become one Gelu layer
+view_folding.py    Transposes, Reshapes, Gathers of one index and scalar Multiplys before a
+                   MatMul become a strided view it reads (attention's head split)
 temporal/          whole TCN temporal blocks: block_fusion.py's fuse_temporal_blocks (runs of
                    causal convolution blocks become one TemporalBlocks layer, one launch)
 state/             rewrites that give a model a request's state: binding.py's bind_state_inputs
@@ -23,11 +25,9 @@ state/             rewrites that give a model a request's state: binding.py's bi
                    ReadValue and an Assign; asked for, not in PASSES)
 fusion.py          the fusion plan (epilogues, channel-affine chains), made after resolution
                    from the layers' LayerImpl (not a rewrite: see Network)
-causal_stream.py   a whole-window causal model [N, C, T] as the step of a stream
+stream/            a whole-window causal model [N, C, T] as the step of a stream
                    (ops/stream/program.py's StreamProgram), or a refusal naming the layer and
-                   why (not a rewrite: Network.streaming calls it); stream_layers.py and
-                   stream_head.py hold its handler per layer type, stream_constants.py the
-                   constants it evaluates
+                   why (not a rewrite: Network.streaming calls stream/causal_stream.py)
 
 PASSES is the ordered list Network runs (when it fuses) before it resolves the layers, and
 passes_for(temporal_blocks=...) that list with LAUNCH_BOUND (fusions asked for: they cut
@@ -45,6 +45,7 @@ from .pick_folding import fold_picks_into_matmuls
 from .shape_folding import fold_shape_arithmetic
 from .shuffle_folding import fold_channel_shuffles
 from .unused_outputs import drop_unused_pool_indices
+from .view_folding import fold_views_into_matmuls
 from .temporal import fuse_temporal_blocks
 from .window_folding import fold_into_convolutions
 
@@ -53,13 +54,15 @@ FOLDING = (fold_shape_arithmetic,)
 
 # in this order: the shape arithmetic, then a Pad folded into a convolution, then the
 # shuffles (read by the convolutions the Pad pass may have changed), then the pool indices,
-# then the picks, then the GELU chains
+# then the picks, then the GELU chains, then the views read by MatMuls (after the picks: a
+# MatMul takes one or the other)
 PASSES = FOLDING + (
     fold_into_convolutions,
     fold_channel_shuffles,
     drop_unused_pool_indices,
     fold_picks_into_matmuls,
     fold_gelu_chains,
+    fold_views_into_matmuls,
 )
 
 # rewrites that cut launches, run after PASSES (the temporal blocks are found in the causal

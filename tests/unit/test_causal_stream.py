@@ -1,4 +1,4 @@
-"""passes/causal_stream.py: a whole-window causal model [N, C, T] as its step (issue 21, points 4
+"""passes/stream/causal_stream.py: a whole-window causal model [N, C, T] as its step (issue 21, points 4
 and 5). Each accepted model is checked for exactness: its StreamProgram stepped in numpy
 (ops/stream/reference.py, float64) over every step t equals ONNX Runtime (float32, a test
 oracle only) running the whole window up to t, its last step, to rtol 1e-5. Each refused form
@@ -15,7 +15,7 @@ from causal_models import CausalModel, stream_against_window
 from customlayers.errors import ModelError
 from customlayers.graph.load import read_model
 from customlayers.ops.stream.program import Binary, CausalConv, ChannelSoftmax, Pointwise
-from customlayers.passes.causal_stream import stream_program
+from customlayers.passes.stream.causal_stream import stream_program
 
 pytest.importorskip("onnxruntime")
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))

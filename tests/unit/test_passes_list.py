@@ -12,6 +12,7 @@ from customlayers.passes.pick_folding import fold_picks_into_matmuls
 from customlayers.passes.shape_folding import fold_shape_arithmetic
 from customlayers.passes.shuffle_folding import fold_channel_shuffles
 from customlayers.passes.unused_outputs import drop_unused_pool_indices
+from customlayers.passes.view_folding import fold_views_into_matmuls
 from customlayers.passes.window_folding import fold_into_convolutions
 from interop_graphs import Builder
 
@@ -20,7 +21,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_the_passes_run_in_the_order_network_always_ran_them():
     assert list(PASSES) == [fold_shape_arithmetic, fold_into_convolutions, fold_channel_shuffles,
-                            drop_unused_pool_indices, fold_picks_into_matmuls, fold_gelu_chains]
+                            drop_unused_pool_indices, fold_picks_into_matmuls, fold_gelu_chains,
+                            fold_views_into_matmuls]
 
 
 def test_every_pass_returns_the_graph_itself_when_nothing_changes():

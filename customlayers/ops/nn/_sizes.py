@@ -24,10 +24,11 @@ CONV_2D = ("NB", "C", "IH", "IW", "O", "OH", "OW", "G", "CG", "OG",
            "SY", "SX", "DY", "DX", "PY", "PX")
 # a 3-D one (conv3d.cl, no unrolled window: the window is an argument too)
 CONV_3D = CONV_2D + ("ID", "OD", "KD", "KH", "KW", "SZ", "DZ", "PZ")
-# MatMul (matmul.cl): the GEMM's sizes, batch strides, a folded Gather's pick, and the two
-# numbers of the epilogue's channel expression (MatMul.plan's CHANNEL forms)
+# MatMul (matmul.cl): the GEMM's sizes, batch strides, a folded Gather's pick, the two
+# numbers of the epilogue's channel expression (MatMul.plan's CHANNEL forms), then each
+# operand's row stride and offset (a folded view's, passes/view_folding.py)
 MATMUL = ("M", "N", "K", "OB1", "A_BS0", "A_BS1", "B_BS0", "B_BS1", "A_STEP_ARG", "A_PICK_ARG",
-          "CH_DIV", "CH_MOD")
+          "CH_DIV", "CH_MOD", "LDA", "LDB", "A_OFF", "B_OFF")
 
 
 def baked(values: Mapping[str, int], names: Sequence[str]) -> dict:

@@ -24,7 +24,8 @@ from ._epilogue import wire_epilogue
 from ._gemm import GemmProblem, target_groups
 from ._variants import gemm_variants
 from .._nn import NamedOp, require_f32
-from .._program import defines, kernel_source
+from .._program import defines, dense_strides, kernel_source
+from ..view_steps import reshaped
 from ...jit.launch import Arg, DEFAULT_CONTEXT, DeviceTraits, FusedEpilogue, KernelLaunch
 from ...jit.layer import LayerCall
 from ...jit.tensor import TensorDesc
@@ -52,6 +53,18 @@ class PickLast:
     it, the Gather's index as written (negative: from the end, counted in the length input 0
     really has). Without it, A is input 0 as it is."""
     index: int
+
+
+@dataclass(frozen=True)
+class OperandViews:
+    """A fact passes/view_folding.py hands a MatMul: layers that only re-index (Transpose,
+    Reshape, Squeeze, Unsqueeze, a Gather of one index) and Multiplys by one constant were
+    folded into its reads. Input `port` is now the first tensor of its chain, of shape
+    `sources[port]`, read through `views[port]` (ops/_program.py's LinearView; None: the input
+    as it is); the product is multiplied by `scale` (matmul.cl's MATMUL_ALPHA)."""
+    views: tuple                # (LinearView | None, LinearView | None)
+    sources: tuple              # (shape | None, shape | None)
+    scale: float = 1.0
 
 
 @dataclass
@@ -207,6 +220,58 @@ def matmul_variants(plan: MatMulPlan) -> tuple[KernelVariant, ...]:
     return tiled
 
 
+def _operand_views(op, attrs, inputs, ctx):
+    """(A's view, B's view) where passes/view_folding.py folded layers into the MatMul's reads
+    (OperandViews), each None where the input is read as it is."""
+    fact = ctx.fact(OperandViews)
+    if fact is None:
+        return None, None
+    for port, (view, source) in enumerate(zip(fact.views, fact.sources)):
+        if view is not None and tuple(inputs[port].shape) != tuple(source):
+            raise op.fail(attrs, f"input {port} has shape {list(inputs[port].shape)} where "
+                                 f"the folded layers read {list(source)}")
+    return fact.views
+
+
+def _k_stride(strides, shape, transposed: bool, which: str) -> int:
+    """The stride along K of operand `which` ("A": K is its last axis, or the one before when
+    transposed; "B": K is the one before the last, or the last when transposed; a 1-D operand
+    is K)."""
+    if len(shape) == 1:
+        return strides[-1]
+    last = (which == "A") != transposed
+    return strides[-1] if last else strides[-2]
+
+
+def _layout(op, attrs, which: str, inner: int, outer: int, inner_size: int,
+            outer_size: int) -> tuple[int, int]:
+    """(TRANSPOSE flag, row stride) that matmul.cl reads an operand with: A as rows of K
+    (inner: the stride along K, outer: along M), B as rows of N (inner: along N, outer: along
+    K); transposed where the other axis is the contiguous one. A size-1 axis has any stride."""
+    if inner == 1 or inner_size == 1:
+        return 0, outer if outer_size > 1 else inner_size
+    if outer == 1 or outer_size == 1:
+        return 1, inner
+    raise op.fail(attrs, f"operand {which} is read with strides {inner} and {outer}: one of its "
+                         f"two matrix axes must be contiguous")
+
+
+def _alpha(ctx) -> dict:
+    """MATMUL_ALPHA, the folded Multiplys' product as a float32 value (no define where there is
+    none)."""
+    fact = ctx.fact(OperandViews)
+    if fact is None or fact.scale == 1.0:
+        return {}
+    return {"MATMUL_ALPHA": float(np.float32(fact.scale))}
+
+
+def _batch_strides(batch: tuple, strides) -> tuple[int, int]:
+    """The strides of an operand's (at most two) batch axes, padded in front; 0 where it is
+    broadcast (size 1)."""
+    found = [s if d > 1 else 0 for d, s in zip(batch, strides[:len(batch)])]
+    return tuple([0] * (2 - len(found)) + found)
+
+
 @register_op
 class MatMul(NamedOp):
     input_count = (2, 2)
@@ -223,12 +288,15 @@ class MatMul(NamedOp):
     def _plan(self, attrs, inputs, ctx=DEFAULT_CONTEXT):
         """The GEMM view: sizes, batch shape, per-input batch strides, output shape."""
         require_f32(self, attrs, inputs)
-        a, b = tuple(inputs[0].shape), tuple(inputs[1].shape)
+        va, vb = _operand_views(self, attrs, inputs, ctx)
+        a = tuple(va.shape) if va is not None else tuple(inputs[0].shape)
+        b = tuple(vb.shape) if vb is not None else tuple(inputs[1].shape)
         pick, step = 0, 1
         fact = ctx.fact(PickLast)
         if fact is not None:
             pick = fact.index
-            if len(a) < 3 or attrs["transpose_a"] or not -a[-1] <= pick < a[-1]:
+            if len(a) < 3 or attrs["transpose_a"] or not -a[-1] <= pick < a[-1] or \
+                    va is not None:
                 raise self.fail(attrs, f"element {pick} of the last axis of input 0 "
                                        f"{list(a)} cannot be read as an untransposed A")
             a, step, pick = a[:-1], a[-1], pick % a[-1]
@@ -245,6 +313,13 @@ class MatMul(NamedOp):
             raise self.fail(attrs, f"inner dimensions differ: A {list(a)} gives K={k}, B "
                                    f"{list(b)} gives K={k2} (transpose_a={attrs['transpose_a']},"
                                    f" transpose_b={attrs['transpose_b']})")
+        sa = va.strides if va is not None else dense_strides(a)
+        sb = vb.strides if vb is not None else dense_strides(b)
+        offsets = dict(A_OFF=va.offset if va is not None else 0,
+                       B_OFF=vb.offset if vb is not None else 0)
+        m_stride = (sa[-1] if ta else sa[-2]) if len(a) > 1 else 0
+        n_stride = (sb[-2] if tb else sb[-1]) if len(b) > 1 else 0
+        tb_, ldb = _layout(self, attrs, "B", n_stride, _k_stride(sb, b, tb, "B"), n, k)
         rank = max(len(a2), len(b2))
         abatch = (1,) * (rank - len(a2)) + a2[:-2]
         bbatch = (1,) * (rank - len(b2)) + b2[:-2]
@@ -255,9 +330,13 @@ class MatMul(NamedOp):
             rows = m
             for d in abatch:
                 rows *= d
-            out = abatch + (m,) + ((n,) if len(b) > 1 else ())
-            return dict(M=rows, N=n, K=k, TRANSPOSE_A=0, TRANSPOSE_B=int(tb), OB1=1,
-                        A_BS0=0, A_BS1=0, B_BS0=0, B_BS1=0, A_STEP=step, A_PICK=pick), 1, out
+            flat = reshaped(va, (rows, k)) if va is not None else None
+            if va is None or (flat is not None and (flat.strides[1] == 1 or k == 1)):
+                lda = flat.strides[0] if flat is not None and rows > 1 else k
+                out = abatch + (m,) + ((n,) if len(b) > 1 else ())
+                return dict(M=rows, N=n, K=k, TRANSPOSE_A=0, TRANSPOSE_B=tb_, OB1=1,
+                            A_BS0=0, A_BS1=0, B_BS0=0, B_BS1=0, A_STEP=step, A_PICK=pick,
+                            LDA=lda, LDB=ldb, **offsets), 1, out
         batch = []
         for da, db in zip(abatch, bbatch):
             if da != db and 1 not in (da, db):
@@ -267,13 +346,14 @@ class MatMul(NamedOp):
             raise self.fail(attrs, f"at most 2 batch dims are supported, found {batch}")
         out = tuple(batch) + ((m,) if len(a) > 1 else ()) + ((n,) if len(b) > 1 else ())
         pad = (1,) * (2 - len(batch))
-        ob, ab, bb = pad + tuple(batch), pad + abatch, pad + bbatch
+        ob = pad + tuple(batch)
         # batch strides in elements; 0 where the input is broadcast along that dim
-        a_bs = (ab[1] * m * k if ab[0] > 1 else 0, m * k if ab[1] > 1 else 0)
-        b_bs = (bb[1] * k * n if bb[0] > 1 else 0, k * n if bb[1] > 1 else 0)
-        return dict(M=m, N=n, K=k, TRANSPOSE_A=int(ta), TRANSPOSE_B=int(tb), OB1=ob[1],
+        a_bs = _batch_strides(a[:-2] if len(a) > 1 else (), sa)
+        b_bs = _batch_strides(b[:-2] if len(b) > 1 else (), sb)
+        ta_, lda = _layout(self, attrs, "A", _k_stride(sa, a, ta, "A"), m_stride, k, m)
+        return dict(M=m, N=n, K=k, TRANSPOSE_A=ta_, TRANSPOSE_B=tb_, OB1=ob[1],
                     A_BS0=a_bs[0], A_BS1=a_bs[1], B_BS0=b_bs[0], B_BS1=b_bs[1],
-                    A_STEP=step, A_PICK=pick), \
+                    A_STEP=step, A_PICK=pick, LDA=lda, LDB=ldb, **offsets), \
             ob[0] * ob[1], out
 
     def infer_shapes(self, attrs, inputs, consts, ctx=DEFAULT_CONTEXT):
@@ -293,9 +373,11 @@ class MatMul(NamedOp):
         # rank 3 on (a transformer's Linear: epilogue_channels_last)
         channels = out[-1] if len(out) >= 3 else out[1] if len(out) > 1 else 1
         wiring = wire_epilogue(self, attrs, ctx.epilogue, inputs, outputs[0], channels)
-        # ... as one of the GEMM's indices
-        a_rank = len(inputs[0].shape) - (ctx.fact(PickLast) is not None)
-        b_rank = len(inputs[1].shape)
+        # ... as one of the GEMM's indices, in the ranks of the operands as the MatMul reads them
+        va, vb = _operand_views(self, attrs, inputs, ctx)
+        a_rank = len(va.shape if va is not None else inputs[0].shape) - \
+            (ctx.fact(PickLast) is not None)
+        b_rank = len(vb.shape if vb is not None else inputs[1].shape)
         # CHANNEL's form is text of the program, its numbers (CH_DIV, CH_MOD) arguments
         sizes.update(CH_DIV=1, CH_MOD=1)
         if len(out) >= 3:
@@ -322,12 +404,12 @@ class MatMul(NamedOp):
                            A_PICKED=int(ctx.fact(PickLast) is not None),
                            MATMUL_SIZES="" if bake else _sizes.params(_sizes.MATMUL),
                            **size_defines, **wiring.flags,
-                           **{"CHANNEL(batch, m, n)": channel})
+                           **{"CHANNEL(batch, m, n)": channel}, **_alpha(ctx))
         if ep.row_softmax and (b_rank < 2 or len(out) < 2 or sizes["N"] > ROW_SOFTMAX_MAX):
             raise self.fail(attrs, f"a {ep.row_softmax} of the last axis cannot be fused "
                                    f"into an output of shape {list(out)}")
         b_const = None
-        if ctx.on_cpu and 1 in consts and b_rank == 2 and batches == 1 and \
+        if ctx.on_cpu and 1 in consts and b_rank == 2 and batches == 1 and vb is None and \
                 not sizes["TRANSPOSE_B"] and sizes["A_STEP"] == 1:
             b_const = consts[1]
         return MatMulPlan(sizes, batches, out, wiring.args, epilogue, ep.row_softmax, b_rank,

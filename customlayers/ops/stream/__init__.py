@@ -2,7 +2,7 @@
 
 program.py      StreamProgram: what one step computes, per stream, as a chain of frame ops
                 (causal convolutions with their history, pointwise and binary ops, channel
-                softmax); made from a Graph by passes/causal_stream.py
+                softmax); made from a Graph by passes/stream/causal_stream.py
 reference.py    a numpy stepper of a StreamProgram: the oracle the device step is tested
                 against (and the exactness tests' second opinion)
 step_kernel.py  the one OpenCL kernel a step runs: the program's chain generated as code, the

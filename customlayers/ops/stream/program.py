@@ -7,7 +7,7 @@ the causal convolutions keep: a convolution of kernel k and dilation d reads its
 steps t, t-d, ..., t-(k-1)d, so it keeps the last (k-1)*d input frames (its ring buffer).
 Frames before the first step are zeros: the zero padding of the whole-window model.
 
-Made by passes/causal_stream.py from a Graph; run by ops/stream/step_kernel.py on a device and by
+Made by passes/stream/causal_stream.py from a Graph; run by ops/stream/step_kernel.py on a device and by
 ops/stream/reference.py in numpy. Every array is float32 and C-contiguous.
 """
 from __future__ import annotations

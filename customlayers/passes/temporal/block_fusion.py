@@ -31,7 +31,7 @@ from ...ops.nn.temporal_block import (BlockShape, fits_every_device, halos, pack
 from ..graph_edit import rebuilt_graph, sole_layer_reading_only_output
 # the host evaluation of constant layers (weight norm's g * v / ||v||) the stream conversion
 # reads its weights with: the same arithmetic, in the constants' own float type
-from ..stream_constants import EVALUATED, evaluate
+from ..stream.stream_constants import EVALUATED, evaluate
 
 # the most positions (of the run's dilations' gcd) a run's tile reads before its first one:
 # the seed's pairs of dilations (d, 2d) with kernel 7 need 36; three blocks would need 84

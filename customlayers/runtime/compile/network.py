@@ -25,7 +25,7 @@ from ...graph.graph import Graph
 from ...graph.load import read_model
 from ...graph.variables import variables_of
 from ...passes import FOLDING, passes_for
-from ...passes.causal_stream import stream_program
+from ...passes.stream.causal_stream import stream_program
 from ...passes.fusion import FusionPlan, plan_network_fusion
 from ...passes.shape_folding import fold_for_shapes, has_fold_nodes
 from ...passes.state import bind_state_inputs

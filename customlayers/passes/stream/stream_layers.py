@@ -15,8 +15,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ..graph.graph import Node
-from ..ops.stream.program import Binary, CausalConv, Pointwise
+from ...graph.graph import Node
+from ...ops.stream.program import Binary, CausalConv, Pointwise
 from .stream_constants import channel_vector, head_vector
 
 

@@ -9,8 +9,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from ..graph.graph import Node
-from ..ops.stream.program import ChannelSoftmax
+from ...graph.graph import Node
+from ...ops.stream.program import ChannelSoftmax
 from .stream_layers import Head, Sequence, like
 
 

@@ -24,13 +24,14 @@ from dataclasses import replace
 
 import numpy as np
 
-from ..errors import ModelError
-from ..graph.graph import Graph, Node
-from ..ops.stream.program import Binary, CausalConv, StreamOutput, StreamProgram
-from . import FOLDING, stream_head, stream_layers
+from ...errors import ModelError
+from ...graph.graph import Graph, Node
+from ...ops.stream.program import Binary, CausalConv, StreamOutput, StreamProgram
+from .. import FOLDING
+from . import stream_head, stream_layers
 from .stream_constants import EVALUATED, evaluate
 from .stream_layers import KEEP_EXTRA, TIME_MIXING, Head, Sequence, not_causal
-from .window_folding import fold_into_convolutions
+from ..window_folding import fold_into_convolutions
 
 
 LAYERS = {**stream_layers.LAYERS, **stream_head.LAYERS}    # IR type -> its handler

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..graph.graph import Node
+from ...graph.graph import Node
 
 _BINARY = {"Add": np.add, "Subtract": np.subtract, "Multiply": np.multiply,
            "Divide": np.divide, "Maximum": np.maximum, "Minimum": np.minimum,

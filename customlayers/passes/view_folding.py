@@ -1,0 +1,230 @@
+"""Layers that only re-index a MatMul's input become part of the MatMul's reads.
+
+Exporters split a transformer's attention heads with chains of Reshape, Transpose, Squeeze,
+Unsqueeze and Gathers of one index (torch's MultiheadAttention: eight of them between the QKV
+projection and the two attention MatMuls, plus a Multiply of Q and K by the square root of the
+scale each), and each Transpose or Gather is a kernel that copies the tensor once more. The
+MatMul can read its operand where the chain's first tensor already holds it: the chain is
+composed into one strided view (ops/view_steps.py's ComposedView), the MatMul gets the fact
+ops/nn/matmul.py's OperandViews and reads that tensor, and the chain's layers that nobody else
+reads are dropped. Multiplys (and Divides) by one constant value on the way become a factor of
+the product (MATMUL_ALPHA).
+
+Exact but for the scale: the MatMul reads the values the chain would have copied and sums them
+in the same order; a folded factor multiplies the sum once instead of each operand (fp32
+rounding of one product). Folded only where the composed view keeps one of the operand's two
+matrix axes contiguous (so the GEMM's tile loads stay coalesced), where A's batches still fold
+into its rows when B has no batch (a transformer's projections keep their one large GEMM), and
+where every shape on the way is known. A constant's chain is left alone (constant folding and
+the MatMul's packed weights take it).
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+
+from ..errors import CustomLayersError
+from ..graph.graph import Graph, Node
+from ..ops import get_op
+from ..ops._program import LinearView
+from ..ops.nn.matmul import OperandViews, PickLast
+from ..ops.view_steps import ComposedView, reshaped
+from .graph_edit import const_input, rebuilt_graph, with_fact
+
+_RESHAPES = ("Reshape", "Squeeze", "Unsqueeze")
+_SCALES = ("Multiply", "Divide")
+_STEPS = _RESHAPES + _SCALES + ("Transpose", "Gather")
+
+
+def fold_views_into_matmuls(graph: Graph, is_builtin) -> tuple[Graph, list[str]]:
+    """(the rewritten graph, one note per folded operand); the graph itself when nothing
+    folds."""
+    changed: dict[str, Node] = {}
+    redirect: dict[tuple[str, int], tuple[str, int]] = {}
+    folded: set[str] = set()
+    notes: list[str] = []
+    for node in list(graph):
+        if node.type != "MatMul" or not is_builtin(node) or node.facts and \
+                any(isinstance(f, PickLast) for f in node.facts):
+            continue
+        attrs = _matmul_attrs(node)
+        if attrs is None:
+            continue
+        fact = next((f for f in node.facts if isinstance(f, OperandViews)), None)
+        views = list(fact.views) if fact else [None, None]
+        sources = list(fact.sources) if fact else [None, None]
+        scale = fact.scale if fact else 1.0
+        inputs = list(node.inputs)
+        for port in (0, 1):
+            if views[port] is not None:
+                continue
+            found = _composed(graph, node, port, is_builtin)
+            if found is None:
+                continue
+            root, root_shape, chain, view, factor = found
+            if not _readable(view, port, attrs, node, graph):
+                continue
+            views[port], sources[port] = view, root_shape
+            scale *= factor
+            inputs[port] = replace(inputs[port], shape=tuple(root_shape))
+            redirect[(node.id, port)] = root
+            folded.update(n.id for n in chain)
+            names = ", ".join(f"{n.type} '{n.name}'" for n in chain)
+            notes.append(f"folded {names} into the reads of MatMul '{node.name}' "
+                         f"(input {port})")
+        if views != (list(fact.views) if fact else [None, None]):
+            new = replace(node, inputs=inputs)
+            changed[node.id] = with_fact(new, OperandViews(tuple(views), tuple(sources),
+                                                           scale))
+    if not changed:
+        return graph, []
+    return rebuilt_graph(graph, changed, _unread(graph, folded, redirect), redirect), notes
+
+
+def _matmul_attrs(node: Node) -> dict | None:
+    try:
+        return get_op("MatMul").parse_attributes(node.attrs, node.name)
+    except CustomLayersError:
+        return None                     # the layer reports its own attributes
+
+
+def _composed(graph: Graph, matmul: Node, port: int, is_builtin):
+    """(root (node id, port), its shape, the chain's nodes in order, the operand's view of the
+    root, the chain's factor) for the longest foldable chain that ends at input `port`; None
+    where there is none."""
+    chain: list[Node] = []
+    src = graph.producer(matmul.id, port)
+    while True:
+        node = graph.nodes[src[0]]
+        if src[1] != 0 or node.type not in _STEPS or not is_builtin(node) or \
+                len(node.outputs) != 1:
+            break
+        data = _data_port(graph, node)
+        if data is None:
+            break
+        chain.append(node)
+        src = graph.producer(node.id, data)
+    chain.reverse()
+    if not chain or graph.nodes[src[0]].type == "Const":
+        return None
+    # the longest tail of the chain whose first input has a known shape and composes
+    for start, first in enumerate(chain):
+        root = src if start == 0 else (chain[start - 1].id, 0)
+        shape = first.inputs[_data_port(graph, first)].shape
+        if shape is None or any(not isinstance(d, int) or d < 0 for d in shape):
+            continue
+        composed = _compose(graph, chain[start:], tuple(shape))
+        if composed is not None:
+            view, factor = composed
+            expected = matmul.inputs[port].shape
+            if expected is not None and tuple(expected) != tuple(view.shape):
+                return None
+            return root, tuple(shape), chain[start:], view, factor
+    return None
+
+
+def _data_port(graph: Graph, node: Node) -> int | None:
+    """The input a step reads its data from (a Multiply's constant may come first); None where
+    the node is not a step: its other inputs are not constants of the kind it needs."""
+    if node.type in _SCALES:
+        for port in ((1, 0) if node.type == "Multiply" else (1,)):
+            value = const_input(graph, node, port)
+            if value is not None and value.size == 1 and value.dtype.kind == "f":
+                return 1 - port
+        return None
+    if node.type == "Gather":
+        index = const_input(graph, node, 1)
+        axis = const_input(graph, node, 2)
+        if index is None or axis is None or index.ndim != 0 or index.dtype.kind not in "iu" or \
+                axis.size != 1 or str(node.attrs.get("batch_dims", "0")) != "0":
+            return None
+        return 0
+    if node.type == "Squeeze" and len(node.inputs) == 1:
+        return 0
+    return 0 if const_input(graph, node, 1) is not None else None
+
+
+def _compose(graph: Graph, chain: list[Node], shape: tuple) -> tuple[LinearView, float] | None:
+    """The chain applied to a dense tensor of `shape`: (the view, the product of its factors),
+    or None where a step is not a strided view of the same buffer."""
+    view, factor = ComposedView.of(LinearView.dense(shape)), 1.0
+    for node in chain:
+        try:
+            if node.type in _SCALES:
+                const_port = 1 - _data_port(graph, node)
+                value = const_input(graph, node, const_port)
+                if value.ndim > len(view.shape):
+                    return None         # the constant would add axes
+                c = float(value.reshape(-1)[0])
+                if node.type == "Divide":
+                    if c == 0.0:
+                        return None
+                    c = 1.0 / c
+                factor *= c
+                continue
+            if node.type == "Transpose":
+                order = [int(v) for v in const_input(graph, node, 1).reshape(-1)]
+                order = order or list(range(len(view.shape) - 1, -1, -1))
+                if sorted(order) != list(range(len(view.shape))):
+                    return None
+                view = view.transpose(order)
+                continue
+            if node.type == "Gather":
+                rank = len(view.shape)
+                axis = int(const_input(graph, node, 2).reshape(-1)[0])
+                index = int(const_input(graph, node, 1))
+                if not -rank <= axis < rank:
+                    return None
+                axis %= rank
+                if not -view.shape[axis] <= index < view.shape[axis]:
+                    return None
+                view = view.select(axis, index % view.shape[axis])
+                continue
+            op = get_op(node.type)
+            attrs = op.parse_attributes(node.attrs, node.name)
+            consts = {1: const_input(graph, node, 1)} if len(node.inputs) > 1 else {}
+            view = view.reshape(op.out_shape(attrs, view.shape, consts))
+            if view is None:
+                return None
+        except CustomLayersError:
+            return None                 # the layer reports its own error where it runs
+    linear = view.linear()
+    return (linear, factor) if linear is not None else None
+
+
+def _readable(view: LinearView, port: int, attrs: dict, matmul: Node, graph: Graph) -> bool:
+    """Whether the MatMul reads `view` as fast as a dense operand: one of its two matrix axes
+    contiguous (a size-1 axis is either), at most two batch axes, and for A whose batches are
+    rows of one GEMM (B without batch axes) those rows evenly spaced."""
+    shape, strides = view.shape, view.strides
+    if len(shape) < 2 or len(shape) > 4:
+        return len(shape) == 1 and (strides[0] == 1 or shape[0] == 1)
+    rows, cols = shape[-2:]
+    if not (strides[-1] == 1 or cols == 1 or strides[-2] == 1 or rows == 1):
+        return False
+    if port == 0 and len(shape) >= 3 and not attrs["transpose_a"]:
+        other = matmul.inputs[1].shape
+        if other is not None and len(other) <= 2:
+            count = 1
+            for d in shape[:-1]:
+                count *= d
+            flat = reshaped(view, (count, cols))
+            return flat is not None and (flat.strides[1] == 1 or cols == 1)
+    return True
+
+
+def _unread(graph: Graph, folded: set[str], redirect) -> set[str]:
+    """The folded layers whose outputs nobody reads once the MatMuls read around them (a layer
+    a MatMul now reads, the root of a shorter chain, stays)."""
+    read = {src for src, _ in redirect.values()}
+    dead: set[str] = set()
+    grew = True
+    while grew:
+        grew = False
+        for nid in folded - dead - read:
+            readers = graph.consumers(nid, 0)
+            if all(dst in dead or (dst, dport) in redirect for dst, dport in readers):
+                dead.add(nid)
+                grew = True
+    return dead
