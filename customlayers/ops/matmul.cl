@@ -5,7 +5,8 @@
  * ops/nn/_sizes.py); as kernel arguments after the buffers: M N K, OB1, A_BS0 A_BS1 B_BS0 B_BS1
  * (batch strides, elements), A_STEP_ARG A_PICK_ARG, CH_DIV CH_MOD, LDA LDB (the stride between
  * rows of the matrix as stored: K or M for A, N or K for B when the operand is dense), A_OFF
- * B_OFF (where the operand starts). An operand read through a folded view
+ * B_OFF (where the operand starts), A_R0 A_RS1 (A_SPLIT_ROWS), O_BS0 O_BS1 LDO O_R0 O_RS1 (where
+ * the output goes: OUT_AT). An operand read through a folded view
  * (passes/view_folding.py) has its own strides and offset; MATMUL_ALPHA, where defined, scales
  * the product before the epilogue (scalar Multiplys of an operand folded in).
  * matmul_gemm.cl puts it before gemm.cl; the M == 1 and row-softmax kernels include it alone.
@@ -28,10 +29,17 @@
 #define A_STEP 1
 #define A_PICK 0
 #endif
+/* A's row m: with A_SPLIT_ROWS the rows of a folded view lie in two levels (torch's
+   [S, B, D] read from a [B, S, D] tensor: A_R0 rows LDA apart, then the next A_R0 at A_RS1) */
+#if A_SPLIT_ROWS
+#define A_ROW_OF(m) ((m) / A_R0 * A_RS1 + (m) % A_R0 * LDA)
+#else
+#define A_ROW_OF(m) ((m) * LDA)
+#endif
 #if TRANSPOSE_A
 #define A_AT(batch, m, k) a[A_OFF + (A_BASE(batch) + (k) * LDA + (m)) * A_STEP + A_PICK]
 #else
-#define A_AT(batch, m, k) a[A_OFF + (A_BASE(batch) + (m) * LDA + (k)) * A_STEP + A_PICK]
+#define A_AT(batch, m, k) a[A_OFF + (A_BASE(batch) + A_ROW_OF(m) + (k)) * A_STEP + A_PICK]
 #endif
 #if TRANSPOSE_B
 #define B_AT(batch, k, n) b[B_OFF + B_BASE(batch) + (n) * LDB + (k)]
@@ -51,6 +59,15 @@
 #endif
 /* EPILOGUE and CHANNEL (the output's axis 1 as a GEMM index) come from conv_epilogue.cl and
    the op's defines */
-#define OUT_AT(batch, m, n) (((batch) * M + (m)) * N + (n))
+/* where output (batch, m, n) goes: batch strides O_BS0 O_BS1, rows LDO apart (in two levels
+   with O_SPLIT_ROWS, as A's), n contiguous; a dense output has M * N, N. A folded Transpose
+   after the MatMul (passes/view_folding.py) gives its own. */
+#define OUT_BASE(batch) ((batch) / OB1 * O_BS0 + (batch) % OB1 * O_BS1)
+#if O_SPLIT_ROWS
+#define OUT_ROW_OF(m) ((m) / O_R0 * O_RS1 + (m) % O_R0 * LDO)
+#else
+#define OUT_ROW_OF(m) ((m) * LDO)
+#endif
+#define OUT_AT(batch, m, n) (OUT_BASE(batch) + OUT_ROW_OF(m) + (n))
 #define STORE(batch, m, n, v) out[OUT_AT(batch, m, n)] = \
     EPILOGUE(OUT_AT(batch, m, n), CHANNEL(batch, m, n), SCALED(v))

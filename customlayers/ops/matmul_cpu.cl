@@ -41,7 +41,7 @@ __kernel void matmul_cpu(GEMM_ARGS)
 #if TRANSPOSE_A
         arow[i] = A_OFF + (A_BASE(batch) + m) * A_STEP + A_PICK;
 #else
-        arow[i] = A_OFF + (A_BASE(batch) + m * LDA) * A_STEP + A_PICK;
+        arow[i] = A_OFF + (A_BASE(batch) + A_ROW_OF(m)) * A_STEP + A_PICK;
 #endif
     }
 #if TRANSPOSE_A
@@ -158,7 +158,7 @@ __kernel void matmul_cpu(GEMM_ARGS)
         #pragma unroll
         for (int i = 0; i < MR; ++i) {
 #if A_ROW_CONTIGUOUS
-            const floatV av = LOADV(0, a + A_OFF + A_BASE(batch) + rows[i] * LDA + k);
+            const floatV av = LOADV(0, a + A_OFF + A_BASE(batch) + A_ROW_OF(rows[i]) + k);
 #else
             float t[VW];
             #pragma unroll

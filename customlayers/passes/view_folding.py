@@ -27,9 +27,9 @@ import numpy as np
 from ..errors import CustomLayersError
 from ..graph.graph import Graph, Node
 from ..ops import get_op
-from ..ops._program import LinearView
-from ..ops.nn.matmul import OperandViews, PickLast
-from ..ops.view_steps import ComposedView, reshaped
+from ..ops.nn.matmul import PickLast
+from ..ops.view_steps import OperandViews
+from ..ops.view_steps import ComposedView, GemmLayout, dense_view
 from .graph_edit import const_input, rebuilt_graph, with_fact
 
 _RESHAPES = ("Reshape", "Squeeze", "Unsqueeze")
@@ -63,7 +63,7 @@ def fold_views_into_matmuls(graph: Graph, is_builtin) -> tuple[Graph, list[str]]
             if found is None:
                 continue
             root, root_shape, chain, view, factor = found
-            if not _readable(view, port, attrs, node, graph):
+            if not _readable(view, port, attrs, node):
                 continue
             views[port], sources[port] = view, root_shape
             scale *= factor
@@ -73,10 +73,31 @@ def fold_views_into_matmuls(graph: Graph, is_builtin) -> tuple[Graph, list[str]]
             names = ", ".join(f"{n.type} '{n.name}'" for n in chain)
             notes.append(f"folded {names} into the reads of MatMul '{node.name}' "
                          f"(input {port})")
-        if views != (list(fact.views) if fact else [None, None]):
-            new = replace(node, inputs=inputs)
-            changed[node.id] = with_fact(new, OperandViews(tuple(views), tuple(sources),
-                                                           scale))
+        out, out_shape = (fact.out, fact.out_shape) if fact else (None, None)
+        outputs = list(node.outputs)
+        if out is None:
+            found = _output_chain(graph, node, attrs, is_builtin)
+            if found is not None:
+                chain, out, out_shape, bias = found
+                outputs[0] = replace(outputs[0], shape=tuple(out_shape))
+                last = (node.id, 0)
+                if bias is not None:        # the bias Add now reads the folded output
+                    changed[bias.id] = replace(
+                        bias, inputs=[replace(p, shape=tuple(out_shape)) if p.shape is not None
+                                      and len(p.shape) > 1 else p for p in bias.inputs],
+                        outputs=[replace(bias.outputs[0], shape=tuple(out_shape))])
+                    redirect[(chain[0].id, 0)] = (node.id, 0)
+                    last = (bias.id, 0)
+                for reader in graph.consumers(chain[-1].id, 0):
+                    redirect[reader] = last
+                folded.update(n.id for n in chain)
+                names = ", ".join(f"{n.type} '{n.name}'" for n in chain)
+                notes.append(f"folded {names} into where MatMul '{node.name}' stores")
+        if views != (list(fact.views) if fact else [None, None]) or \
+                out is not (fact.out if fact else None):
+            new = replace(node, inputs=inputs, outputs=outputs)
+            changed[node.id] = with_fact(new, OperandViews(tuple(views), tuple(sources), scale,
+                                                           out, out_shape))
     if not changed:
         return graph, []
     return rebuilt_graph(graph, changed, _unread(graph, folded, redirect), redirect), notes
@@ -124,6 +145,104 @@ def _composed(graph: Graph, matmul: Node, port: int, is_builtin):
     return None
 
 
+def _output_chain(graph: Graph, matmul: Node, attrs: dict, is_builtin):
+    """(the layers after the MatMul that only re-index its output, the view of its output in
+    their result, that result's shape) for the longest such chain with a Transpose whose
+    result the MatMul can write directly: its last axis the MatMul's columns, contiguous. None
+    where there is none."""
+    shape = matmul.outputs[0].shape
+    a, b = (p.shape for p in matmul.inputs[:2])
+    if shape is None or a is None or b is None or len(a) < 2 or len(b) < 2 or \
+            any(not isinstance(d, int) for d in shape):
+        return None
+    chain, shapes, cur = [], [tuple(shape)], matmul
+    bias = _bias_add(graph, matmul, shape[-1], is_builtin)
+    if bias is not None:                # a Linear's bias between: it moves after the views
+        cur = bias
+    while True:
+        readers = graph.consumers(cur.id, 0)
+        if len(readers) != 1 or readers[0][1] != 0:
+            break
+        node = graph.nodes[readers[0][0]]
+        if node.type not in ("Transpose",) + _RESHAPES or not is_builtin(node) or \
+                len(node.outputs) != 1 or _data_port(graph, node) != 0:
+            break
+        after = _stepped_shape(graph, node, shapes[-1])
+        if after is None:
+            break
+        chain.append(node)
+        shapes.append(after)
+        cur = node
+    # one GEMM whose rows may land in two levels: A's batches folded into its rows, or no batch
+    fold_rows = len(b) == 2 and (len(a) == 2 or not attrs["transpose_a"])
+    for end in range(len(chain), 0, -1):
+        if not any(n.type == "Transpose" for n in chain[:end]) or len(shapes[end]) < 3 or \
+                shapes[end][-1] != shape[-1] or \
+                any(graph.nodes[dst].type == "Result" for dst, _ in
+                    graph.consumers(chain[end - 1].id, 0)):
+            continue
+        view = dense_view(shapes[end])
+        for node, before in zip(reversed(chain[:end]), reversed(shapes[:end])):
+            if node.type == "Transpose":
+                order = _order(graph, node, len(before))
+                view = view.transpose([order.index(k) for k in range(len(order))])
+            else:
+                view = view.reshape(before)
+                if view is None:
+                    break
+        if view is None:
+            continue
+        rows = 1
+        for d in shape[:-1]:
+            rows *= d
+        if fold_rows:
+            if GemmLayout._split_rows(view, rows, shape[-1]) is None:
+                continue
+        else:
+            linear = view.linear()
+            if linear is None or len(shape) > 4 or linear.strides[-1] != 1:
+                continue
+        return chain[:end], view, shapes[end], bias
+    return None
+
+
+def _bias_add(graph: Graph, matmul: Node, columns: int, is_builtin) -> Node | None:
+    """The Add of a constant along the MatMul's columns (at most one axis: it broadcasts the
+    same way onto any shape whose last axis is that one) that alone reads the MatMul's output;
+    else None."""
+    readers = graph.consumers(matmul.id, 0)
+    if len(readers) != 1:
+        return None
+    node = graph.nodes[readers[0][0]]
+    if node.type != "Add" or not is_builtin(node) or len(node.inputs) != 2:
+        return None
+    value = const_input(graph, node, 1 - readers[0][1])
+    if value is None or value.ndim > 1 or value.size != columns or value.dtype.kind != "f":
+        return None
+    return node
+
+
+def _order(graph: Graph, node: Node, rank: int) -> list[int]:
+    """A Transpose's order (empty: the axes reversed)."""
+    order = [int(v) for v in const_input(graph, node, 1).reshape(-1)]
+    return order or list(range(rank - 1, -1, -1))
+
+
+def _stepped_shape(graph: Graph, node: Node, shape: tuple) -> tuple | None:
+    """The shape a Transpose, Reshape, Squeeze or Unsqueeze makes of `shape`; None where it
+    cannot (the layer reports it)."""
+    if node.type == "Transpose":
+        order = _order(graph, node, len(shape))
+        return tuple(shape[k] for k in order) if sorted(order) == list(range(len(shape))) \
+            else None
+    try:
+        op = get_op(node.type)
+        consts = {1: const_input(graph, node, 1)} if len(node.inputs) > 1 else {}
+        return tuple(op.out_shape(op.parse_attributes(node.attrs, node.name), shape, consts))
+    except CustomLayersError:
+        return None
+
+
 def _data_port(graph: Graph, node: Node) -> int | None:
     """The input a step reads its data from (a Multiply's constant may come first); None where
     the node is not a step: its other inputs are not constants of the kind it needs."""
@@ -145,10 +264,10 @@ def _data_port(graph: Graph, node: Node) -> int | None:
     return 0 if const_input(graph, node, 1) is not None else None
 
 
-def _compose(graph: Graph, chain: list[Node], shape: tuple) -> tuple[LinearView, float] | None:
+def _compose(graph: Graph, chain: list[Node], shape: tuple) -> tuple[ComposedView, float] | None:
     """The chain applied to a dense tensor of `shape`: (the view, the product of its factors),
     or None where a step is not a strided view of the same buffer."""
-    view, factor = ComposedView.of(LinearView.dense(shape)), 1.0
+    view, factor = dense_view(shape), 1.0
     for node in chain:
         try:
             if node.type in _SCALES:
@@ -164,8 +283,7 @@ def _compose(graph: Graph, chain: list[Node], shape: tuple) -> tuple[LinearView,
                 factor *= c
                 continue
             if node.type == "Transpose":
-                order = [int(v) for v in const_input(graph, node, 1).reshape(-1)]
-                order = order or list(range(len(view.shape) - 1, -1, -1))
+                order = _order(graph, node, len(view.shape))
                 if sorted(order) != list(range(len(view.shape))):
                     return None
                 view = view.transpose(order)
@@ -181,37 +299,35 @@ def _compose(graph: Graph, chain: list[Node], shape: tuple) -> tuple[LinearView,
                     return None
                 view = view.select(axis, index % view.shape[axis])
                 continue
-            op = get_op(node.type)
-            attrs = op.parse_attributes(node.attrs, node.name)
-            consts = {1: const_input(graph, node, 1)} if len(node.inputs) > 1 else {}
-            view = view.reshape(op.out_shape(attrs, view.shape, consts))
+            after = _stepped_shape(graph, node, view.shape)
+            view = view.reshape(after) if after is not None else None
             if view is None:
                 return None
         except CustomLayersError:
             return None                 # the layer reports its own error where it runs
+    return view, factor
+
+
+def _readable(view: ComposedView, port: int, attrs: dict, matmul: Node) -> bool:
+    """Whether the MatMul reads `view` as fast as a dense operand: for A whose batches are rows
+    of one GEMM (B without batch axes), rows in at most two levels of even spacing with
+    contiguous columns; else one stride per axis, one of the two matrix axes contiguous (a
+    size-1 axis is either) and at most two batch axes."""
+    shape = view.shape
+    other = matmul.inputs[1].shape
+    if port == 0 and len(shape) >= 3 and not attrs["transpose_a"] and other is not None and \
+            len(other) <= 2:
+        rows = 1
+        for d in shape[:-1]:
+            rows *= d
+        return GemmLayout._split_rows(view, rows, shape[-1]) is not None
     linear = view.linear()
-    return (linear, factor) if linear is not None else None
-
-
-def _readable(view: LinearView, port: int, attrs: dict, matmul: Node, graph: Graph) -> bool:
-    """Whether the MatMul reads `view` as fast as a dense operand: one of its two matrix axes
-    contiguous (a size-1 axis is either), at most two batch axes, and for A whose batches are
-    rows of one GEMM (B without batch axes) those rows evenly spaced."""
-    shape, strides = view.shape, view.strides
-    if len(shape) < 2 or len(shape) > 4:
-        return len(shape) == 1 and (strides[0] == 1 or shape[0] == 1)
-    rows, cols = shape[-2:]
-    if not (strides[-1] == 1 or cols == 1 or strides[-2] == 1 or rows == 1):
+    if linear is None or len(shape) > 4:
         return False
-    if port == 0 and len(shape) >= 3 and not attrs["transpose_a"]:
-        other = matmul.inputs[1].shape
-        if other is not None and len(other) <= 2:
-            count = 1
-            for d in shape[:-1]:
-                count *= d
-            flat = reshaped(view, (count, cols))
-            return flat is not None and (flat.strides[1] == 1 or cols == 1)
-    return True
+    strides = linear.strides
+    if len(shape) == 1:
+        return strides[0] == 1 or shape[0] == 1
+    return strides[-1] == 1 or shape[-1] == 1 or strides[-2] == 1 or shape[-2] == 1
 
 
 def _unread(graph: Graph, folded: set[str], redirect) -> set[str]:

@@ -26,9 +26,11 @@ CONV_2D = ("NB", "C", "IH", "IW", "O", "OH", "OW", "G", "CG", "OG",
 CONV_3D = CONV_2D + ("ID", "OD", "KD", "KH", "KW", "SZ", "DZ", "PZ")
 # MatMul (matmul.cl): the GEMM's sizes, batch strides, a folded Gather's pick, the two
 # numbers of the epilogue's channel expression (MatMul.plan's CHANNEL forms), then each
-# operand's row stride and offset (a folded view's, passes/view_folding.py)
+# operand's row stride and offset, A's rows in two levels, and where the output goes (a folded
+# view's, passes/view_folding.py; ops/view_steps.py's GemmLayout)
 MATMUL = ("M", "N", "K", "OB1", "A_BS0", "A_BS1", "B_BS0", "B_BS1", "A_STEP_ARG", "A_PICK_ARG",
-          "CH_DIV", "CH_MOD", "LDA", "LDB", "A_OFF", "B_OFF")
+          "CH_DIV", "CH_MOD", "LDA", "LDB", "A_OFF", "B_OFF", "A_R0", "A_RS1",
+          "O_BS0", "O_BS1", "LDO", "O_R0", "O_RS1")
 
 
 def baked(values: Mapping[str, int], names: Sequence[str]) -> dict:

@@ -24,8 +24,8 @@ from ._epilogue import wire_epilogue
 from ._gemm import GemmProblem, target_groups
 from ._variants import gemm_variants
 from .._nn import NamedOp, require_f32
-from .._program import defines, dense_strides, kernel_source
-from ..view_steps import reshaped
+from .._program import defines, kernel_source
+from ..view_steps import GemmLayout, OperandViews, operand_views
 from ...jit.launch import Arg, DEFAULT_CONTEXT, DeviceTraits, FusedEpilogue, KernelLaunch
 from ...jit.layer import LayerCall
 from ...jit.tensor import TensorDesc
@@ -53,18 +53,6 @@ class PickLast:
     it, the Gather's index as written (negative: from the end, counted in the length input 0
     really has). Without it, A is input 0 as it is."""
     index: int
-
-
-@dataclass(frozen=True)
-class OperandViews:
-    """A fact passes/view_folding.py hands a MatMul: layers that only re-index (Transpose,
-    Reshape, Squeeze, Unsqueeze, a Gather of one index) and Multiplys by one constant were
-    folded into its reads. Input `port` is now the first tensor of its chain, of shape
-    `sources[port]`, read through `views[port]` (ops/_program.py's LinearView; None: the input
-    as it is); the product is multiplied by `scale` (matmul.cl's MATMUL_ALPHA)."""
-    views: tuple                # (LinearView | None, LinearView | None)
-    sources: tuple              # (shape | None, shape | None)
-    scale: float = 1.0
 
 
 @dataclass
@@ -220,58 +208,6 @@ def matmul_variants(plan: MatMulPlan) -> tuple[KernelVariant, ...]:
     return tiled
 
 
-def _operand_views(op, attrs, inputs, ctx):
-    """(A's view, B's view) where passes/view_folding.py folded layers into the MatMul's reads
-    (OperandViews), each None where the input is read as it is."""
-    fact = ctx.fact(OperandViews)
-    if fact is None:
-        return None, None
-    for port, (view, source) in enumerate(zip(fact.views, fact.sources)):
-        if view is not None and tuple(inputs[port].shape) != tuple(source):
-            raise op.fail(attrs, f"input {port} has shape {list(inputs[port].shape)} where "
-                                 f"the folded layers read {list(source)}")
-    return fact.views
-
-
-def _k_stride(strides, shape, transposed: bool, which: str) -> int:
-    """The stride along K of operand `which` ("A": K is its last axis, or the one before when
-    transposed; "B": K is the one before the last, or the last when transposed; a 1-D operand
-    is K)."""
-    if len(shape) == 1:
-        return strides[-1]
-    last = (which == "A") != transposed
-    return strides[-1] if last else strides[-2]
-
-
-def _layout(op, attrs, which: str, inner: int, outer: int, inner_size: int,
-            outer_size: int) -> tuple[int, int]:
-    """(TRANSPOSE flag, row stride) that matmul.cl reads an operand with: A as rows of K
-    (inner: the stride along K, outer: along M), B as rows of N (inner: along N, outer: along
-    K); transposed where the other axis is the contiguous one. A size-1 axis has any stride."""
-    if inner == 1 or inner_size == 1:
-        return 0, outer if outer_size > 1 else inner_size
-    if outer == 1 or outer_size == 1:
-        return 1, inner
-    raise op.fail(attrs, f"operand {which} is read with strides {inner} and {outer}: one of its "
-                         f"two matrix axes must be contiguous")
-
-
-def _alpha(ctx) -> dict:
-    """MATMUL_ALPHA, the folded Multiplys' product as a float32 value (no define where there is
-    none)."""
-    fact = ctx.fact(OperandViews)
-    if fact is None or fact.scale == 1.0:
-        return {}
-    return {"MATMUL_ALPHA": float(np.float32(fact.scale))}
-
-
-def _batch_strides(batch: tuple, strides) -> tuple[int, int]:
-    """The strides of an operand's (at most two) batch axes, padded in front; 0 where it is
-    broadcast (size 1)."""
-    found = [s if d > 1 else 0 for d, s in zip(batch, strides[:len(batch)])]
-    return tuple([0] * (2 - len(found)) + found)
-
-
 @register_op
 class MatMul(NamedOp):
     input_count = (2, 2)
@@ -286,9 +222,11 @@ class MatMul(NamedOp):
     epilogue_channels_last = True
 
     def _plan(self, attrs, inputs, ctx=DEFAULT_CONTEXT):
-        """The GEMM view: sizes, batch shape, per-input batch strides, output shape."""
+        """The GEMM view: sizes (with the operands' and the output's layouts), batch count,
+        output shape."""
         require_f32(self, attrs, inputs)
-        va, vb = _operand_views(self, attrs, inputs, ctx)
+        views = operand_views(self, attrs, inputs, ctx.fact(OperandViews))
+        va, vb = views.views if views is not None else (None, None)
         a = tuple(va.shape) if va is not None else tuple(inputs[0].shape)
         b = tuple(vb.shape) if vb is not None else tuple(inputs[1].shape)
         pick, step = 0, 1
@@ -313,13 +251,8 @@ class MatMul(NamedOp):
             raise self.fail(attrs, f"inner dimensions differ: A {list(a)} gives K={k}, B "
                                    f"{list(b)} gives K={k2} (transpose_a={attrs['transpose_a']},"
                                    f" transpose_b={attrs['transpose_b']})")
-        sa = va.strides if va is not None else dense_strides(a)
-        sb = vb.strides if vb is not None else dense_strides(b)
-        offsets = dict(A_OFF=va.offset if va is not None else 0,
-                       B_OFF=vb.offset if vb is not None else 0)
-        m_stride = (sa[-1] if ta else sa[-2]) if len(a) > 1 else 0
-        n_stride = (sb[-2] if tb else sb[-1]) if len(b) > 1 else 0
-        tb_, ldb = _layout(self, attrs, "B", n_stride, _k_stride(sb, b, tb, "B"), n, k)
+        layout = GemmLayout(self, attrs, views)
+        b_layout = layout.operand("B", vb, b, tb, n, k)
         rank = max(len(a2), len(b2))
         abatch = (1,) * (rank - len(a2)) + a2[:-2]
         bbatch = (1,) * (rank - len(b2)) + b2[:-2]
@@ -330,13 +263,11 @@ class MatMul(NamedOp):
             rows = m
             for d in abatch:
                 rows *= d
-            flat = reshaped(va, (rows, k)) if va is not None else None
-            if va is None or (flat is not None and (flat.strides[1] == 1 or k == 1)):
-                lda = flat.strides[0] if flat is not None and rows > 1 else k
+            a_rows = layout.rows("A", va, rows, k)
+            if a_rows is not None:
                 out = abatch + (m,) + ((n,) if len(b) > 1 else ())
-                return dict(M=rows, N=n, K=k, TRANSPOSE_A=0, TRANSPOSE_B=tb_, OB1=1,
-                            A_BS0=0, A_BS1=0, B_BS0=0, B_BS1=0, A_STEP=step, A_PICK=pick,
-                            LDA=lda, LDB=ldb, **offsets), 1, out
+                return dict(M=rows, N=n, K=k, OB1=1, A_STEP=step, A_PICK=pick, **a_rows,
+                            **b_layout, **layout.output_rows(rows, n)), 1, layout.final(out)
         batch = []
         for da, db in zip(abatch, bbatch):
             if da != db and 1 not in (da, db):
@@ -345,16 +276,10 @@ class MatMul(NamedOp):
         if len(batch) > 2:
             raise self.fail(attrs, f"at most 2 batch dims are supported, found {batch}")
         out = tuple(batch) + ((m,) if len(a) > 1 else ()) + ((n,) if len(b) > 1 else ())
-        pad = (1,) * (2 - len(batch))
-        ob = pad + tuple(batch)
-        # batch strides in elements; 0 where the input is broadcast along that dim
-        a_bs = _batch_strides(a[:-2] if len(a) > 1 else (), sa)
-        b_bs = _batch_strides(b[:-2] if len(b) > 1 else (), sb)
-        ta_, lda = _layout(self, attrs, "A", _k_stride(sa, a, ta, "A"), m_stride, k, m)
-        return dict(M=m, N=n, K=k, TRANSPOSE_A=ta_, TRANSPOSE_B=tb_, OB1=ob[1],
-                    A_BS0=a_bs[0], A_BS1=a_bs[1], B_BS0=b_bs[0], B_BS1=b_bs[1],
-                    A_STEP=step, A_PICK=pick, LDA=lda, LDB=ldb, **offsets), \
-            ob[0] * ob[1], out
+        ob = (1,) * (2 - len(batch)) + tuple(batch)
+        return dict(M=m, N=n, K=k, OB1=ob[1], A_STEP=step, A_PICK=pick,
+                    **layout.operand("A", va, a, ta, m, k), **b_layout,
+                    **layout.output(tuple(batch), m, n)), ob[0] * ob[1], layout.final(out)
 
     def infer_shapes(self, attrs, inputs, consts, ctx=DEFAULT_CONTEXT):
         return [(self._plan(attrs, inputs, ctx)[2], "f32")]
@@ -374,7 +299,8 @@ class MatMul(NamedOp):
         channels = out[-1] if len(out) >= 3 else out[1] if len(out) > 1 else 1
         wiring = wire_epilogue(self, attrs, ctx.epilogue, inputs, outputs[0], channels)
         # ... as one of the GEMM's indices, in the ranks of the operands as the MatMul reads them
-        va, vb = _operand_views(self, attrs, inputs, ctx)
+        views = operand_views(self, attrs, inputs, ctx.fact(OperandViews))
+        va, vb = views.views if views is not None else (None, None)
         a_rank = len(va.shape if va is not None else inputs[0].shape) - \
             (ctx.fact(PickLast) is not None)
         b_rank = len(vb.shape if vb is not None else inputs[1].shape)
@@ -402,9 +328,10 @@ class MatMul(NamedOp):
         size_defines = _sizes.baked(values, _sizes.MATMUL) if bake else {}
         epilogue = defines(TRANSPOSE_A=sizes["TRANSPOSE_A"], TRANSPOSE_B=sizes["TRANSPOSE_B"],
                            A_PICKED=int(ctx.fact(PickLast) is not None),
+                           A_SPLIT_ROWS=sizes["A_SPLIT_ROWS"], O_SPLIT_ROWS=sizes["O_SPLIT_ROWS"],
                            MATMUL_SIZES="" if bake else _sizes.params(_sizes.MATMUL),
                            **size_defines, **wiring.flags,
-                           **{"CHANNEL(batch, m, n)": channel}, **_alpha(ctx))
+                           **{"CHANNEL(batch, m, n)": channel}, **GemmLayout.alpha(views))
         if ep.row_softmax and (b_rank < 2 or len(out) < 2 or sizes["N"] > ROW_SOFTMAX_MAX):
             raise self.fail(attrs, f"a {ep.row_softmax} of the last axis cannot be fused "
                                    f"into an output of shape {list(out)}")
