@@ -1,17 +1,14 @@
 // Transpose on a GPU (ops/tensor/transpose.py): copies of bits, exact for every element type.
 // ELEM is the unsigned integer type of the element's size (uchar, ushort, uint, ulong: a half
-// moves as its bits, without cl_khr_fp16), VEC (4 or 1) the elements one transpose_runs item
-// moves at once. Every size, stride and count is an argument: one program per ELEM and VEC
-// serves every shape and permutation. Work-groups of 256 items (GROUP), 1-D ranges (an NVIDIA
+// moves as its bits, without cl_khr_fp16), VEC (1, 2, 4, 8 or 16; VEC_T the vector type of
+// VEC ELEMs: at most 16 bytes) the elements one transpose_runs item moves at once. Every size,
+// stride and count is an argument: one program per ELEM and VEC serves every shape and
+// permutation. Work-groups of 256 items (GROUP), 1-D ranges (an NVIDIA
 // grid's dimensions 1 and 2 hold at most 65535 groups; dimension 0 holds 2^31).
 #include "view_index.cl"
 #define GROUP 256
 #define TILE 32
 #define TILE_ROWS (GROUP / TILE)
-
-#if VEC == 4
-#define VEC_T ELEM4
-#endif
 
 // The output's innermost axis is the input's unit-stride axis too (the permutation moves only
 // outer axes): rows of `run` elements, contiguous in both tensors. Row r of the output starts
@@ -19,8 +16,8 @@
 // 256 >> lanes_log2 rows side by side, 1 << lanes_log2 lanes a row (a short row: no idle
 // lanes), and of those rows the piece `g % chunks` (`chunk` elements; chunks is 1 and chunk
 // the run unless the rows are long: an identity's one row spreads over many groups). An item
-// divides once per row (its start), then moves VEC elements per step. With VEC 4 the run and
-// every row start are multiples of 4 (the input's outer strides are multiples of the run), and
+// divides once per row (its start), then moves VEC elements per step. The run and so every
+// row start are multiples of VEC (the input's outer strides are multiples of the run), and
 // buffers and sub-buffers start at CL_DEVICE_MEM_BASE_ADDR_ALIGN: the vector pointers are
 // aligned.
 __kernel __attribute__((reqd_work_group_size(GROUP, 1, 1)))
@@ -37,11 +34,11 @@ void transpose_runs(__global const ELEM* restrict in, __global ELEM* restrict ou
     const uint end = min(run, (piece + 1) * chunk);
     const int from = view_row(view, row);
     const uint to = row * run;
-#if VEC == 4
+#if VEC > 1
     __global const VEC_T* src = (__global const VEC_T*)(in + from);
     __global VEC_T* dst = (__global VEC_T*)(out + to);
-    for (uint k = piece * chunk + lane * 4; k < end; k += lanes * 4)
-        dst[k / 4] = src[k / 4];
+    for (uint k = piece * chunk + lane * VEC; k < end; k += lanes * VEC)
+        dst[k / VEC] = src[k / VEC];
 #else
     for (uint k = piece * chunk + lane; k < end; k += lanes)
         out[to + k] = in[from + k];

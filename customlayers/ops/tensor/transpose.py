@@ -36,6 +36,9 @@ TILE = 32
 # float4), at most 4 steps each before a row is cut into pieces
 LANES = 64
 CHUNK_STEPS = 4
+# elements a transpose_runs item moves at once: the most whose bytes stay within 16 (a float4,
+# a ulong2: on PoCL a ulong4 crashed) and whose count divides the row
+VECTOR_WIDTHS = (16, 8, 4, 2, 1)
 _ELEM = {1: "uchar", 2: "ushort", 4: "uint", 8: "ulong"}
 
 
@@ -87,8 +90,9 @@ class TransposePlan:
 
 def _program(plan: TransposePlan, vec: int) -> str:
     elem = _ELEM[plan.src.itemsize]
-    return program_text("transpose", {"ELEM": elem, "ELEM4": f"{elem}4", "VEC": vec},
-                        "transpose.cl", half_arithmetic=False)
+    vector = {"VEC_T": f"{elem}{vec}"} if vec > 1 else {}
+    return program_text("transpose", {"ELEM": elem, "VEC": vec, **vector}, "transpose.cl",
+                        half_arithmetic=False)
 
 
 def runs_launch(plan: TransposePlan, label: str) -> KernelLaunch:
@@ -96,7 +100,7 @@ def runs_launch(plan: TransposePlan, label: str) -> KernelLaunch:
     view_row); see transpose.cl for the groups' shape."""
     dims, in_strides = plan.dims or (1,), plan.in_strides or (1,)
     run, rows = dims[-1], numel(dims[:-1])
-    vec = 4 if run % 4 == 0 else 1
+    vec = next(v for v in VECTOR_WIDTHS if run % v == 0 and v * plan.src.itemsize <= 16)
     steps = -(-run // vec)
     # lanes a row: enough for a short row (no idle lanes), at most LANES; a row longer than
     # CHUNK_STEPS steps of them is cut into `chunks` pieces, each its own groups (an
