@@ -26,8 +26,8 @@ void transpose_runs(__global const ELEM* restrict in, __global ELEM* restrict ou
                     const uint chunk, __constant const int* restrict view)
 {
     const uint lid = get_local_id(0), g = get_group_id(0);
-    const uint piece = g % chunks;
-    const uint row = (g / chunks) * (GROUP >> lanes_log2) + (lid >> lanes_log2);
+    const uint piece = chunks > 1 ? g % chunks : 0, block = chunks > 1 ? g / chunks : g;
+    const uint row = block * (GROUP >> lanes_log2) + (lid >> lanes_log2);
     if (row >= rows)
         return;
     const uint lanes = 1u << lanes_log2, lane = lid & (lanes - 1);

@@ -4,9 +4,10 @@ customlayers' Network runs, bit for bit against numpy.transpose.
 
 A CPU device takes the map kernel (unary_map.cl) by default; here the network is given a
 GPU's traits (runtime/compile/network.device_traits), so PoCL runs the kernels a GPU gets, and
-each test checks which kernel its steps ran. Sizes are odd (not multiples of 32 or 4: the
-tiles' and the float4 rows' edges), with size-1 axes, plus rows of a multiple of 4 (float4)
-and rows long enough to be cut into pieces."""
+each test checks which kernel its steps ran (tuning off: the heuristic's; `copies_only` also
+where a GPU's heuristic would take the map kernel, tiles_mostly_idle). Sizes are odd (not
+multiples of 32 or 4: the tiles' and the float4 rows' edges), with size-1 axes, plus rows of a
+multiple of 4 and 16 (vectors) and rows long enough to be cut into pieces."""
 from __future__ import annotations
 
 import itertools
@@ -20,6 +21,7 @@ from customlayers.graph.onnx.reader import read_onnx
 from customlayers.jit.launch import CompileContext, DeviceTraits
 from customlayers.jit.tensor import TensorDesc
 from customlayers.ops import get_op
+from customlayers.ops.tensor.transpose import TransposePlan
 from customlayers.runtime.compile import network as network_module
 from customlayers.runtime.compile.network import Network
 
@@ -38,6 +40,13 @@ def engine(test_device):
 @pytest.fixture
 def as_gpu(monkeypatch):
     monkeypatch.setattr(network_module, "device_traits", lambda device: GPU)
+
+
+@pytest.fixture
+def copies_only(as_gpu, monkeypatch):
+    """The copy kernels first even where the tiles would be mostly idle (an axis under 8: the
+    map kernel's by default), so that every permutation runs them."""
+    monkeypatch.setattr(TransposePlan, "tiles_mostly_idle", False)
 
 
 def _data(shape, dtype) -> np.ndarray:
@@ -82,7 +91,7 @@ def _check(engine, tmp_path, x, perms):
 @pytest.mark.parametrize("shape", [
     (37, 45), (1, 37), (5, 33, 37), (33, 1, 12), (3, 35, 5, 33), (2, 9, 1, 8),
     (2, 3, 1, 35, 33), (3, 5, 7, 2, 12)])
-def test_every_permutation(engine, tmp_path, as_gpu, shape):
+def test_every_permutation(engine, tmp_path, copies_only, shape):
     x = _data(shape, np.float32)
     perms = list(itertools.permutations(range(len(shape))))
     entries = _check(engine, tmp_path, x, perms)
@@ -93,7 +102,7 @@ def test_every_permutation(engine, tmp_path, as_gpu, shape):
 
 @pytest.mark.parametrize("dtype", [np.int64, np.uint8, np.float16, np.int32, np.float64,
                                    np.bool_, np.int16])
-def test_element_types(engine, tmp_path, as_gpu, dtype):
+def test_element_types(engine, tmp_path, copies_only, dtype):
     """Every element size (1, 2, 4, 8 bytes) moves as its bits: half and double included;
     rows of 36 and 48 elements move 4 and 16 bytes a step (uchar4 .. uchar16, ulong2)."""
     x = _data((3, 35, 36), dtype)
@@ -141,3 +150,15 @@ def test_an_empty_tensor(engine, tmp_path, as_gpu):
     x = np.zeros((3, 0, 5), np.float32)
     got, _ = _transposes(engine, tmp_path, x, [(2, 1, 0)])
     assert got[0].shape == (5, 0, 3)
+
+
+def test_tiles_mostly_idle_put_the_map_kernel_first(engine, tmp_path, as_gpu):
+    """NCHW -> NHWC of 3 channels: 3 of each tile's 32 rows would hold data; the map kernel
+    is the default there, both stay listed for the tuner."""
+    x = _data((2, 3, 5, 7), np.float32)
+    assert _check(engine, tmp_path, x, [(0, 2, 3, 1)]) == ["unary_map"]
+    op = get_op("Transpose")
+    desc, consts = TensorDesc(x.shape), {1: np.array([0, 2, 3, 1])}
+    out = [TensorDesc(s, t) for s, t in op.infer_shapes({}, [desc], consts)]
+    assert [v.name for v in op.kernel_variants({}, [desc], out, consts,
+                                               CompileContext(GPU))] == ["map", "tiled"]

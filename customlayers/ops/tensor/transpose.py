@@ -87,6 +87,16 @@ class TransposePlan:
             return None
         return "runs" if not self.dims or self.in_strides[-1] == 1 else "tiled"
 
+    @property
+    def tiles_mostly_idle(self) -> bool:
+        """The tiled kernel would fill under a quarter of each 32x32 tile (an axis of fewer
+        than 8 elements: NCHW -> NHWC of 3 channels), its items mostly idle: the map kernel
+        comes first (the tuner may still time both)."""
+        if self.copy_kernel != "tiled":
+            return False
+        nx, np_ = self.dims[-1], self.dims[self.in_strides.index(1)]
+        return min(nx, TILE) * min(np_, TILE) * 4 < TILE * TILE
+
 
 def _program(plan: TransposePlan, vec: int) -> str:
     elem = _ELEM[plan.src.itemsize]
@@ -164,7 +174,8 @@ def transpose_variants(plan: TransposePlan, on_cpu: bool) -> tuple[TransposeVari
     if plan.copy_kernel is None:
         return (TransposeVariant("map"),)
     copy = TransposeVariant(plan.copy_kernel)
-    return (TransposeVariant("map"), copy) if on_cpu else (copy, TransposeVariant("map"))
+    return (TransposeVariant("map"), copy) if on_cpu or plan.tiles_mostly_idle else \
+        (copy, TransposeVariant("map"))
 
 
 @register_op
