@@ -17,9 +17,11 @@
 // lanes), and of those rows the piece `g % chunks` (`chunk` elements; chunks is 1 and chunk
 // the run unless the rows are long: an identity's one row spreads over many groups). An item
 // divides once per row (its start), then moves VEC elements per step. The run and so every
-// row start are multiples of VEC (the input's outer strides are multiples of the run), and
-// buffers and sub-buffers start at CL_DEVICE_MEM_BASE_ADDR_ALIGN: the vector pointers are
-// aligned.
+// row start are multiples of VEC (the input's outer strides are multiples of the run): the
+// rows move as vectors where both tensors' addresses are aligned to one (buffers and
+// sub-buffers start at CL_DEVICE_MEM_BASE_ADDR_ALIGN), else element by element (a numpy input
+// that a CPU device reads where it lies is aligned to its element only: misaligned vector
+// accesses crashed PoCL).
 __kernel __attribute__((reqd_work_group_size(GROUP, 1, 1)))
 void transpose_runs(__global const ELEM* restrict in, __global ELEM* restrict out,
                     const uint run, const uint rows, const uint lanes_log2, const uint chunks,
@@ -35,14 +37,20 @@ void transpose_runs(__global const ELEM* restrict in, __global ELEM* restrict ou
     const int from = view_row(view, row);
     const uint to = row * run;
 #if VEC > 1
-    __global const VEC_T* src = (__global const VEC_T*)(in + from);
-    __global VEC_T* dst = (__global VEC_T*)(out + to);
-    for (uint k = piece * chunk + lane * VEC; k < end; k += lanes * VEC)
-        dst[k / VEC] = src[k / VEC];
-#else
-    for (uint k = piece * chunk + lane; k < end; k += lanes)
-        out[to + k] = in[from + k];
+    // uniform: both tensors' addresses (and so every row start) aligned to the vector
+    if ((((size_t)in | (size_t)out) & (sizeof(VEC_T) - 1)) == 0) {
+        __global const VEC_T* src = (__global const VEC_T*)(in + from);
+        __global VEC_T* dst = (__global VEC_T*)(out + to);
+        for (uint k = piece * chunk + lane * VEC; k < end; k += lanes * VEC)
+            dst[k / VEC] = src[k / VEC];
+        return;
+    }
 #endif
+    for (uint k = piece * chunk + lane * VEC; k < end; k += lanes * VEC) {
+        #pragma unroll
+        for (uint e = 0; e < VEC; ++e)
+            out[to + k + e] = in[from + k + e];
+    }
 }
 
 // The innermost output axis moves: 32x32 tiles through local memory. Axis x is the output's

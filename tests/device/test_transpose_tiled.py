@@ -162,3 +162,14 @@ def test_tiles_mostly_idle_put_the_map_kernel_first(engine, tmp_path, as_gpu):
     out = [TensorDesc(s, t) for s, t in op.infer_shapes({}, [desc], consts)]
     assert [v.name for v in op.kernel_variants({}, [desc], out, consts,
                                                CompileContext(GPU))] == ["map", "tiled"]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.int64, np.uint8])
+def test_an_input_aligned_only_to_its_elements(engine, tmp_path, as_gpu, dtype):
+    """A numpy input a CPU device reads where it lies (runtime/device/host_memory.py) may be
+    aligned to its element size only: the rows move as vectors only where both tensors'
+    addresses are aligned to the vector, else element by element."""
+    x = _data((3 * 5 * 48 + 1,), dtype)[1:].reshape(3, 5, 48)
+    assert x.ctypes.data % 16 and x.flags.c_contiguous
+    for _ in range(3):
+        assert _check(engine, tmp_path, x, [(1, 0, 2)]) == ["transpose_runs"]

@@ -37,7 +37,7 @@ TILE = 32
 LANES = 64
 CHUNK_STEPS = 4
 # elements a transpose_runs item moves at once: the most whose bytes stay within 16 (a float4,
-# a ulong2: on PoCL a ulong4 crashed) and whose count divides the row
+# a ulong2: a GPU's widest access) and whose count divides the row
 VECTOR_WIDTHS = (16, 8, 4, 2, 1)
 _ELEM = {1: "uchar", 2: "ushort", 4: "uint", 8: "ulong"}
 
