@@ -98,6 +98,8 @@ OP_PROBES: tuple[OpProbe, ...] = (
     OpProbe("Add", "broadcast per channel", IMAGE, _with_weight("Add", (16, 1, 1))),
     OpProbe("Mul", "broadcast per channel", IMAGE, _with_weight("Mul", (16, 1, 1))),
     OpProbe("Transpose", "NCHW->NHWC", IMAGE, _unary("Transpose", perm=[0, 2, 3, 1])),
+    # a GPU's row copies (ops/tensor/transpose.py), where only outer axes move
+    OpProbe("Transpose", "outer axes", MATRIX, _unary("Transpose", perm=[1, 0, 2])),
     OpProbe("MatMul", "by a weight", MATRIX, _with_weight("MatMul", (32, 32))),
     OpProbe("Softmax", "last axis", MATRIX, _unary("Softmax", axis=-1)),
     OpProbe("ReduceMean", "last axis", MATRIX, _unary("ReduceMean", axes=[-1], keepdims=1)),
