@@ -207,3 +207,64 @@ def gpt2_block(batch=2, seq=12, dim=64, heads=4, max_len=32, seed=0, dynamic: bo
                       [helper.make_tensor_value_info(y, TensorProto.FLOAT, dims)])
     x_in = np.random.default_rng(seed + 1).standard_normal((batch, seq, dim))
     return model, {"x": x_in.astype(np.float32)}
+
+
+def torch_mha_encoder(batch=2, seq=6, dim=32, heads=4, layers=2, ffn=64, seed=0,
+                      dynamo: bool = False, pad_from: int | None = None):
+    """Post-norm encoder layers on x [batch, seq, dim] in the pattern torch.onnx.export writes
+    for nn.TransformerEncoderLayer(batch_first=True) (nn.MultiheadAttention's fused projection):
+    Transpose (1, 0, 2) to [S, B, D], one in_proj MatMul + bias, Reshape [S, B, 3, D], Unsqueeze,
+    Transpose (3, 1, 2, 0, 4), Squeeze, a Gather per q/k/v, Reshape [S, B*H, d], Transpose
+    (1, 0, 2), Reshape [B, H, S, d], q and k each Multiplied by the fourth root of 1/d (k
+    Transposed (0, 2, 1) first with `dynamo`, as the dynamo exporter writes it), the padding
+    mask [B, 1, 1, S] Expanded and Added, Softmax, the values, Transpose (2, 0, 1, 3), Reshape
+    [S*B, D], the out_proj Gemm, Reshape [S, B, D], Transpose (1, 0, 2), the residual and
+    LayerNormalization, then the feed-forward block. `pad_from` masks the later positions of
+    every row but the first."""
+    from onnx import TensorProto, helper
+    bld = _Builder(seed)
+    s, b, d, h = seq, batch, dim, heads
+    hd = d // h
+    x = "x"
+    mask = np.zeros((b, 1, 1, s), np.float32)
+    if pad_from is not None:
+        mask[1:, :, :, pad_from:] = -1e4
+    scale = bld.const(np.float32((1.0 / hd) ** 0.25))
+    for _ in range(layers):
+        t = bld.op("Transpose", [x], perm=[1, 0, 2])
+        qkv = bld.op("Add", [bld.const(bld.rng.standard_normal(3 * d) * 0.02, "b"),
+                             bld.op("MatMul", [t, bld.weight((d, 3 * d), d)])])
+        u = bld.op("Unsqueeze", [bld.op("Reshape", [qkv, bld.ints([s, b, 3, d])]),
+                                 bld.ints([0])])
+        sq = bld.op("Squeeze", [bld.op("Transpose", [u], perm=[3, 1, 2, 0, 4]), bld.ints([3])])
+        heads_of = []
+        for which in range(3):
+            g = bld.op("Gather", [sq, bld.ints(which)], axis=0)
+            heads_of.append(bld.op("Transpose", [bld.op("Reshape", [g, bld.ints([s, b * h, hd])])],
+                                   perm=[1, 0, 2]))
+        qh, kh, vh = heads_of
+        q = bld.op("Mul", [bld.op("Reshape", [qh, bld.ints([b, h, s, hd])]), scale])
+        if dynamo:
+            kt = bld.op("Reshape", [bld.op("Transpose", [kh], perm=[0, 2, 1]),
+                                    bld.ints([b, h, hd, s])])
+        else:
+            kt = bld.op("Transpose", [bld.op("Reshape", [kh, bld.ints([b, h, s, hd])])],
+                        perm=[0, 1, 3, 2])
+        scores = bld.op("MatMul", [q, bld.op("Mul", [kt, scale])])
+        expanded = bld.op("Expand", [bld.const(mask, "mask"), bld.ints([b, h, s, s])])
+        probs = bld.op("Softmax", [bld.op("Add", [scores, expanded])], axis=-1)
+        ctx = bld.op("MatMul", [probs, bld.op("Reshape", [vh, bld.ints([b, h, s, hd])])])
+        merged = bld.op("Reshape", [bld.op("Transpose", [ctx], perm=[2, 0, 1, 3]),
+                                    bld.ints([s * b, d])])
+        proj = bld.op("Gemm", [merged, bld.weight((d, d), d),
+                               bld.const(bld.rng.standard_normal(d) * 0.02, "b")], transB=1)
+        back = bld.op("Transpose", [bld.op("Reshape", [proj, bld.ints([s, b, d])])],
+                      perm=[1, 0, 2])
+        x = bld.layer_norm(bld.op("Add", [x, back]), d)
+        f = bld.linear(bld.gelu_erf(bld.linear(x, d, ffn)), ffn, d)
+        x = bld.layer_norm(bld.op("Add", [x, f]), d)
+    y = bld.op("Identity", [x], base="y")
+    model = bld.model([helper.make_tensor_value_info("x", TensorProto.FLOAT, [b, s, d])],
+                      [helper.make_tensor_value_info(y, TensorProto.FLOAT, [b, s, d])])
+    x_in = np.random.default_rng(seed + 1).standard_normal((b, s, d)).astype(np.float32)
+    return model, {"x": x_in}

@@ -81,3 +81,20 @@ def test_a_gpt2_block_with_a_causal_mask_matches_onnx_runtime(tmp_path, engine, 
     _check(net, path, feeds)
     if dynamic:                                  # a shorter prompt: the mask is sliced again
         _check(net, path, {"x": feeds["x"][:1, :5]})
+
+
+@pytest.mark.parametrize("dynamo", [False, True], ids=["torchscript", "dynamo"])
+@pytest.mark.parametrize("batch", [1, 3])
+def test_torch_multihead_attention_runs_without_copying_its_heads(tmp_path, engine, dynamo,
+                                                                  batch):
+    """torch's nn.MultiheadAttention pattern (eight Transposes, three Gathers and two Multiplys
+    a layer between its projections) runs with none of them: passes/view_folding.py folds them
+    into the MatMuls' reads and stores. Padded positions masked."""
+    model, feeds = tm.torch_mha_encoder(batch=batch, dynamo=dynamo, pad_from=4)
+    path = _saved(tmp_path, model, "mha")
+    net = Network(read_onnx(path), engine=engine)
+    _check(net, path, feeds)
+    left = [s.type for s in net.plan.steps if s.type in ("Transpose", "Gather", "Multiply")]
+    assert left == [], left
+    assert sum("into the reads of MatMul" in m for m in net.messages) == 2 * 4   # q k, k, v, x
+    assert sum("into where MatMul" in m for m in net.messages) == 2 * 2

@@ -1,0 +1,192 @@
+"""passes/view_folding.py and ops/view_steps.py without a device: chains of re-indexing layers
+composed into one view (checked element by element against numpy's copies), and the pass on
+graphs built directly: what it folds, what it leaves, which layers it drops."""
+import itertools
+
+import numpy as np
+import pytest
+
+from customlayers.ops.view_steps import ComposedView, OperandViews, dense_view, reshaped
+from customlayers.ops._program import LinearView
+from customlayers.passes.view_folding import fold_views_into_matmuls
+from interop_graphs import Builder
+
+
+def builtin(node):
+    return True
+
+
+def _gathered(view: ComposedView, base: np.ndarray) -> np.ndarray:
+    """The elements `view` names in the flat buffer `base`."""
+    lin = view.linear()
+    if lin is not None:
+        idx = np.full(lin.shape, lin.offset)
+        for axis, stride in enumerate(lin.strides):
+            shape = [1] * len(lin.shape)
+            shape[axis] = lin.shape[axis]
+            idx = idx + np.arange(lin.shape[axis]).reshape(shape) * stride
+        return base[idx]
+    # any view: walk every coordinate through its mixed-radix parts
+    out = np.empty(view.shape, base.dtype)
+    for coord in itertools.product(*(range(d) for d in view.shape)):
+        at = view.offset
+        for c, parts in zip(coord, view.axes):
+            for n, s in reversed(parts):
+                at += (c % n) * s
+                c //= n
+        out[coord] = base[at]
+    return out
+
+
+def test_the_head_split_of_torch_multihead_attention_composes_into_one_view():
+    s, b, h, d = 5, 3, 2, 4
+    x = np.arange(s * b * 3 * h * d)
+    for which in range(3):
+        view = dense_view((s, b, 3 * h * d)).reshape((s, b, 3, h * d)) \
+            .reshape((1, s, b, 3, h * d)).transpose((3, 1, 2, 0, 4)) \
+            .reshape((3, s, b, h * d)).select(0, which).reshape((s, b * h, d))
+        assert view.linear() is None          # [S, B*H, d] needs two levels for B*H
+        view = view.transpose((1, 0, 2)).reshape((b, h, s, d))
+        want = x.reshape(s, b, 3, h * d)[:, :, which].reshape(s, b * h, d) \
+            .transpose(1, 0, 2).reshape(b, h, s, d)
+        assert view.linear() is not None
+        np.testing.assert_array_equal(_gathered(view, x), want)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_random_chains_match_numpy(seed):
+    rng = np.random.default_rng(seed)
+    shape = tuple(int(v) for v in rng.choice([1, 2, 3, 4, 6], size=rng.integers(2, 5)))
+    x = np.arange(int(np.prod(shape)))
+    ref, view = x.reshape(shape), dense_view(shape)
+    for _ in range(4):
+        kind = rng.integers(3)
+        if kind == 0:
+            order = tuple(int(v) for v in rng.permutation(len(ref.shape)))
+            ref, view = ref.transpose(order), view.transpose(order)
+        elif kind == 1 and ref.ndim > 1:
+            axis = int(rng.integers(ref.ndim))
+            index = int(rng.integers(ref.shape[axis]))
+            ref, view = np.take(ref, index, axis=axis), view.select(axis, index)
+        else:
+            flat = [f for f in _factors(ref.size)]
+            new = tuple(flat[int(rng.integers(len(flat)))])
+            composed = view.reshape(new)
+            if composed is None:
+                continue              # a split no mixed radix can name: not folded
+            ref, view = ref.reshape(new), composed
+        assert view.shape == ref.shape
+        np.testing.assert_array_equal(_gathered(view, x), ref)
+
+
+def _factors(n: int):
+    """A few factorizations of n as shapes."""
+    out = [(n,)]
+    for a in range(2, n):
+        if n % a == 0:
+            out.append((a, n // a))
+            out.append((n // a, 1, a))
+    return out
+
+
+def test_reshaped_follows_numpys_no_copy_rule():
+    v = LinearView.dense((4, 6)).transpose((1, 0))              # [6, 4], strides (1, 6)
+    assert reshaped(v, (24,)) is None                           # needs a copy
+    assert reshaped(v, (2, 3, 4)) == LinearView((2, 3, 4), (3, 1, 6), 0)
+    assert reshaped(v, (6, 1, 4)).strides == (1, 0, 6)
+
+
+def test_matrix_rows_in_two_levels():
+    view = dense_view((3, 5, 8)).transpose((1, 0, 2))           # [5, 3, 8]: rows (5, 3)
+    rows, col = view.matrix(15, 8)
+    assert rows == ((5, 8), (3, 40)) and col == 1
+    assert dense_view((3, 8, 5)).transpose((0, 2, 1)).matrix(15, 8) is None   # columns strided
+
+
+# -- the pass ------------------------------------------------------------------------------
+def _attention(scale_q=0.5, leave_read=False):
+    """q, k from one [S, B, 3*H*d] tensor through torch's head split; scores = q @ k^T."""
+    s, bsz, h, d = 4, 2, 2, 3
+    b = Builder("attn")
+    qkv = b.param("qkv", (s, bsz, 3 * h * d))
+
+    def split(which):
+        t = b.reshape(qkv, (s, bsz, 3, h * d))
+        t = b.op("Transpose", [t, b.const(np.array([2, 0, 1, 3], np.int64))],
+                 (3, s, bsz, h * d))
+        t = b.op("Gather", [t, b.const(np.array(which, np.int64)),
+                            b.const(np.array([0], np.int64))], (s, bsz, h * d),
+                 {"batch_dims": "0"}, name=f"pick{which}")
+        t = b.reshape(t, (s, bsz * h, d))
+        t = b.op("Transpose", [t, b.const(np.array([1, 0, 2], np.int64))], (bsz * h, s, d),
+                 name=f"heads{which}")
+        return b.reshape(t, (bsz, h, s, d))
+    q = b.op("Multiply", [split(0), b.const(np.array([scale_q], np.float32))], (bsz, h, s, d),
+             {"auto_broadcast": "numpy"}, name="scale_q")
+    k = split(1)
+    kt = b.op("Transpose", [k, b.const(np.array([0, 1, 3, 2], np.int64))], (bsz, h, d, s),
+              name="kt")
+    if leave_read:
+        b.result(kt)
+    b.result(b.op("MatMul", [q, kt], (bsz, h, s, s),
+                  {"transpose_a": "false", "transpose_b": "false"}, name="scores"))
+    return b.g
+
+
+def test_the_attention_chains_fold_into_the_matmul_and_leave_the_graph():
+    g = _attention()
+    new, notes = fold_views_into_matmuls(g, builtin)
+    assert len(notes) == 2 and all("into the reads of MatMul 'scores'" in n for n in notes)
+    scores = new.nodes["scores"]
+    (fact,) = scores.facts
+    assert isinstance(fact, OperandViews) and fact.scale == pytest.approx(0.5)
+    assert new.producer("scores", 0) == ("qkv", 0) == new.producer("scores", 1)
+    assert {n.type for n in new} == {"Parameter", "MatMul", "Result"}
+    # the views name the elements numpy's copies hold
+    x = np.arange(4 * 2 * 18)
+    ref = x.reshape(4, 2, 3, 6)
+    q = ref[:, :, 0].reshape(4, 4, 3).transpose(1, 0, 2).reshape(2, 2, 4, 3)
+    k = ref[:, :, 1].reshape(4, 4, 3).transpose(1, 0, 2).reshape(2, 2, 4, 3)
+    np.testing.assert_array_equal(_gathered(fact.views[0], x), q)
+    np.testing.assert_array_equal(_gathered(fact.views[1], x), k.transpose(0, 1, 3, 2))
+
+
+def test_a_layer_someone_else_reads_stays():
+    new, _ = fold_views_into_matmuls(_attention(leave_read=True), builtin)
+    assert "kt" in new.nodes and new.producer("scores", 1) == ("qkv", 0)
+
+
+def test_custom_layers_and_unreadable_views_are_left_as_written():
+    g = _attention()
+    assert fold_views_into_matmuls(g, lambda n: n.type != "MatMul") == (g, [])
+    # a view with neither matrix axis contiguous: [4, 5] read with strides 30 and 6
+    b = Builder("odd")
+    x = b.param("x", (4, 5, 6))
+    t = b.op("Transpose", [x, b.const(np.array([2, 0, 1], np.int64))], (6, 4, 5))
+    t = b.op("Gather", [t, b.const(np.array(1, np.int64)), b.const(np.array([0], np.int64))],
+             (4, 5), {"batch_dims": "0"})
+    b.result(b.op("MatMul", [t, b.const(np.ones((5, 3), np.float32))], (4, 3),
+                  {"transpose_a": "false", "transpose_b": "false"}, name="mm"))
+    assert fold_views_into_matmuls(b.g, builtin) == (b.g, [])
+
+
+def test_a_transpose_after_a_matmul_and_its_bias_becomes_where_it_stores():
+    s, bsz, dim = 3, 2, 4
+    b = Builder("out")
+    x = b.param("x", (s * bsz, dim))
+    y = b.op("MatMul", [x, b.const(np.ones((dim, dim), np.float32))], (s * bsz, dim),
+             {"transpose_a": "false", "transpose_b": "false"}, name="proj")
+    y = b.op("Add", [y, b.const(np.ones(dim, np.float32))], (s * bsz, dim),
+             {"auto_broadcast": "numpy"}, name="bias")
+    y = b.reshape(y, (s, bsz, dim))
+    y = b.op("Transpose", [y, b.const(np.array([1, 0, 2], np.int64))], (bsz, s, dim),
+             name="back")
+    b.result(b.op("ReLU", [y], (bsz, s, dim), name="act"))
+    new, notes = fold_views_into_matmuls(b.g, builtin)
+    assert len(notes) == 1 and "Transpose 'back' into where MatMul 'proj' stores" in notes[0]
+    proj, bias = new.nodes["proj"], new.nodes["bias"]
+    assert proj.outputs[0].shape == (bsz, s, dim) == bias.outputs[0].shape
+    assert new.producer("bias", 0) == ("proj", 0) and new.producer("act", 0) == ("bias", 0)
+    assert "back" not in new.nodes
+    (fact,) = proj.facts
+    assert fact.out_shape == (bsz, s, dim) and fact.out.shape == (s * bsz, dim)
