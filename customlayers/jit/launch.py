@@ -133,6 +133,7 @@ class FusedEpilogue:
     # to each row after everything else (only a layer that declares `accepts_row_softmax`)
     row_softmax: str = ""
     label: str = ""          # what was fused, for profiles: "scale+bias+relu"
+    gelu: str = ""           # "erf" | "tanh": the Gelu that followed, applied last (not with relu)
 
 
 @dataclass(frozen=True)

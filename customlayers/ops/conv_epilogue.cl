@@ -5,6 +5,8 @@
  *                    shape) is the next argument, added element by element after the bias
  * FUSED_PRE_RELU  1: a ReLU between the bias and the residual Add (conv, ReLU, Add, ReLU)
  * FUSED_RELU      1: the ReLU that followed is applied last
+ * FUSED_GELU      1 (erf) or 2 (tanh): the GELU that followed is applied last instead (a
+ *                    transformer's feed-forward Linear; the Gelu op's own formulas)
  * EPILOGUE(index, channel, v): the value to store at output element `index` (dense BFYX) of
  * channel `channel`. (passes/fusion.py decides; all 0 gives the plain convolution)
  */
@@ -27,7 +29,17 @@
 #define EPILOGUE_ARGS BIAS_ARG
 #define ADD_RESIDUAL(index, channel, v) ADD_BIAS(channel, v)
 #endif
-#if FUSED_RELU
+#if FUSED_GELU == 1
+#include "erf.cl"
+#define GELU_OF(x) (0.5f * (x) * (1.0f + erf_rational((x) * M_SQRT1_2_F)))
+#elif FUSED_GELU == 2
+#define GELU_OF(x) (0.5f * (x) * (1.0f + tanh(0.7978845608028654f * \
+                                              ((x) + 0.044715f * (x) * (x) * (x)))))
+#endif
+#if FUSED_GELU
+inline float fused_gelu(float x) { return GELU_OF(x); }
+#define EPILOGUE(index, channel, v) fused_gelu(ADD_RESIDUAL(index, channel, v))
+#elif FUSED_RELU
 #define EPILOGUE(index, channel, v) fmax(ADD_RESIDUAL(index, channel, v), 0.0f)
 #else
 #define EPILOGUE(index, channel, v) ADD_RESIDUAL(index, channel, v)

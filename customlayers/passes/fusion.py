@@ -42,6 +42,7 @@ class Epilogue:
     pre_relu: bool = False       # a ReLU between the per-channel steps and the residual Add
     # "softmax" | "logsoftmax": the SoftMax/LogSoftmax of the last axis that ends the chain
     row_softmax: str = ""
+    gelu: str = ""               # "erf" | "tanh": a Gelu that ends the chain (instead of a ReLU)
 
     @property
     def has_scale(self) -> bool:
@@ -51,14 +52,15 @@ class Epilogue:
     def label(self) -> str:
         parts = (["scale"] if self.has_scale else []) + (["bias"] if self.steps else []) + \
             (["relu"] if self.pre_relu else []) + (["residual"] if self.residual else []) + \
-            (["relu"] if self.relu else []) + ([self.row_softmax] if self.row_softmax else [])
+            (["relu"] if self.relu else []) + (["gelu"] if self.gelu else []) + \
+            ([self.row_softmax] if self.row_softmax else [])
         return "+".join(parts)
 
     def fused(self) -> FusedEpilogue:
         """What the layer that absorbs the chain is told (its bias is folded to one input)."""
         return FusedEpilogue(bias=bool(self.steps), relu=self.relu,
                              residual=self.residual is not None, pre_relu=self.pre_relu,
-                             row_softmax=self.row_softmax, label=self.label)
+                             row_softmax=self.row_softmax, label=self.label, gelu=self.gelu)
 
     def scale_and_bias(self, channels: int) -> tuple[np.ndarray, np.ndarray]:
         """The chain as out = v * scale + bias per channel (float64 while folding)."""
@@ -145,7 +147,8 @@ def plan_fusions(graph: Graph, order: list[Node], fusable: set[str], is_custom,
             graph.nodes[graph.producer(node.id, 1)[0]].type == "Const"
         ep = Epilogue()
         _extend_chain(graph, node, shape[axis], ep, is_custom, allow_scale=weights_const,
-                      residual_before=position[node.id], position=position, axis=axis)
+                      residual_before=position[node.id], position=position, axis=axis,
+                      allow_gelu=True)
         if node.type in row_softmax and _small_matrix(node):
             last = graph.nodes[ep.absorbed[-1]] if ep.absorbed else node
             kind = _last_axis_softmax(graph, last, is_custom)
@@ -159,10 +162,12 @@ def plan_fusions(graph: Graph, order: list[Node], fusable: set[str], is_custom,
 
 def _extend_chain(graph: Graph, last: Node, channels: int, ep: Epilogue, is_custom,
                   allow_scale: bool = True, residual_before: int | None = None,
-                  position: dict | None = None, axis: int = 1) -> None:
+                  position: dict | None = None, axis: int = 1,
+                  allow_gelu: bool = False) -> None:
     """Append to `ep` the per-channel constant Multiply/Add layers, then (with
-    `residual_before`) a residual Add, then the ReLU that follow `last`, each the sole consumer
-    of the one before. A residual Add's other input must be of the output's own shape and
+    `residual_before`) a residual Add, then the ReLU (or with `allow_gelu` the Gelu: the layers'
+    own epilogue has it, the affine chain's kernel does not) that follow `last`, each the sole
+    consumer of the one before. A residual Add's other input must be of the output's own shape and
     produced before order position `residual_before` (the layer reads it as it stores)."""
     nxt = sole_layer_reading_only_output(graph, last)
     while nxt is not None and _is_eltwise(nxt, is_custom):
@@ -193,6 +198,22 @@ def _extend_chain(graph: Graph, last: Node, channels: int, ep: Epilogue, is_cust
     if nxt is not None and _is_plain_relu(nxt, is_custom):
         ep.relu = True
         ep.absorbed.append(nxt.id)
+    elif allow_gelu and nxt is not None:
+        mode = _gelu_mode(nxt, is_custom)
+        if mode:
+            ep.gelu = mode
+            ep.absorbed.append(nxt.id)
+
+
+def _gelu_mode(node: Node, is_custom) -> str:
+    """"erf" or "tanh" for a built-in float32 Gelu; else ""."""
+    if node.type != "Gelu" or is_custom(node) or \
+            (node.outputs and node.outputs[0].dtype not in (None, "f32")):
+        return ""
+    try:                                # the op's own reading of its mode
+        return get_op("Gelu").parse_attributes(node.attrs, node.name)["approximation_mode"]
+    except CustomLayersError:
+        return ""                       # a bad attribute: the layer itself will say so
 
 
 def _small_matrix(node: Node) -> bool:

@@ -94,7 +94,9 @@ def test_torch_multihead_attention_runs_without_copying_its_heads(tmp_path, engi
     path = _saved(tmp_path, model, "mha")
     net = Network(read_onnx(path), engine=engine)
     _check(net, path, feeds)
-    left = [s.type for s in net.plan.steps if s.type in ("Transpose", "Gather", "Multiply")]
-    assert left == [], left
+    left = [s.type for s in net.plan.steps if s.type in ("Transpose", "Gather", "Multiply",
+                                                         "Gelu")]
+    assert left == [], left          # the Gelu runs in its Linear's epilogue (fusion.py)
+    assert sum(s.type == "MatMul+bias+gelu" for s in net.plan.steps) == 2
     assert sum("into the reads of MatMul" in m for m in net.messages) == 2 * 4   # q k, k, v, x
     assert sum("into where MatMul" in m for m in net.messages) == 2 * 2

@@ -174,7 +174,8 @@ def test_conv_and_matmul_wire_a_fused_epilogue_alike():
     op, attrs, descs, out, consts, ctx = conv
     descs += [TensorDesc((16,)), TensorDesc(out[0].shape)]
     wired = wire_epilogue(op, attrs, ep, descs, out[0], 16)
-    assert wired.flags == dict(FUSED_BIAS=1, FUSED_RELU=1, FUSED_RESIDUAL=1, FUSED_PRE_RELU=1)
+    assert wired.flags == dict(FUSED_BIAS=1, FUSED_RELU=1, FUSED_GELU=0, FUSED_RESIDUAL=1,
+                               FUSED_PRE_RELU=1)
     assert [(a.kind, a.index) for a in wired.args] == [("input", 0), ("input", 1),
                                                        ("output", 0), ("input", 2), ("input", 3)]
     plan = op.plan(attrs, descs, out, consts, ctx)

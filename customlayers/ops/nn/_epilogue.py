@@ -37,6 +37,7 @@ def wire_epilogue(op, attrs, epilogue: FusedEpilogue | None, inputs: Sequence[Te
                                  f"output {list(output.shape)}")
         args += (Arg.input(len(inputs) - 1),)
     flags = dict(FUSED_BIAS=int(ep.bias), FUSED_RELU=int(ep.relu),
+                 FUSED_GELU={"": 0, "erf": 1, "tanh": 2}[ep.gelu],
                  FUSED_RESIDUAL=int(ep.residual),
                  FUSED_PRE_RELU=int(ep.residual and ep.pre_relu))
     return EpilogueWiring(args, flags)
