@@ -20,6 +20,10 @@
  *                            then walk it fastest, so consecutive work items read consecutive
  *                            addresses
  *   GEMM_ARGS                the kernel's parameter list (buffers, then the sizes)
+ *   GEMM_VEC_A GEMM_VEC_B    (optional) 1 when vload4 at &A_AT(batch, m, k) reads four values
+ *                            along the operand's contiguous index (k where A_K_FASTEST, else m;
+ *                            n where B_N_FASTEST, else k), and that index's extent is a
+ *                            multiple of 4: the front end says so only for aligned operands
  *   KSPLIT BATCHES           split-K (optional, KSPLIT > 1): when the output has too few tiles to
  *                            fill the device, the K loop is cut into KSPLIT slices of KCHUNK (a
  *                            multiple of TK); NDRange dimension 2 is BATCHES * KSPLIT; each slice
@@ -56,46 +60,164 @@
    once per k step), and 4 keeps the float4 reads aligned */
 #define A_ROW (TM + 4)
 #define B_ROW (TN + 4)
-/* global values each work item carries into __local memory per k step */
-#define A_LOADS ((TM * TK + NTHREADS - 1) / NTHREADS)
-#define B_LOADS ((TN * TK + NTHREADS - 1) / NTHREADS)
 
-/* Element e of the A (B) tile of the k step at k0: its __local offset and its global value (0
- * outside the matrix or the K slice); walks the contiguous index fastest, so that consecutive
- * work items read consecutive addresses. */
-#if A_K_FASTEST
-#define A_TILE_POS(e) ((e) % TK * A_ROW + (e) / TK)
-#define A_TILE_M(e) ((e) / TK)
-#define A_TILE_K(e) ((e) % TK)
+#ifndef GEMM_VEC_A
+#define GEMM_VEC_A 0
+#endif
+#ifndef GEMM_VEC_B
+#define GEMM_VEC_B 0
+#endif
+/* values each work item carries per k step: scalars, or float4 groups along the contiguous
+   index (GEMM_VEC_*) */
+#if GEMM_VEC_A
+#define A_LOADS ((TM * TK / 4 + NTHREADS - 1) / NTHREADS)
+typedef float4 a_carry;
 #else
-#define A_TILE_POS(e) ((e) / TM * A_ROW + (e) % TM)
-#define A_TILE_M(e) ((e) % TM)
-#define A_TILE_K(e) ((e) / TM)
+#define A_LOADS ((TM * TK + NTHREADS - 1) / NTHREADS)
+typedef float a_carry;
+#endif
+#if GEMM_VEC_B
+#define B_LOADS ((TN * TK / 4 + NTHREADS - 1) / NTHREADS)
+typedef float4 b_carry;
+#else
+#define B_LOADS ((TN * TK + NTHREADS - 1) / NTHREADS)
+typedef float b_carry;
+#endif
+
+/* Element (or float4 group) e of the A (B) tile of a k step: its tile coordinates, walking the
+   contiguous index fastest so that consecutive work items read consecutive addresses. */
+#if A_K_FASTEST
+#define A_GROUP_M(e, w) ((e) / (TK / (w)))
+#define A_GROUP_K(e, w) ((e) % (TK / (w)) * (w))
+#else
+#define A_GROUP_M(e, w) ((e) % (TM / (w)) * (w))
+#define A_GROUP_K(e, w) ((e) / (TM / (w)))
 #endif
 #if B_N_FASTEST
-#define B_TILE_POS(e) ((e) / TN * B_ROW + (e) % TN)
-#define B_TILE_N(e) ((e) % TN)
-#define B_TILE_K(e) ((e) / TN)
+#define B_GROUP_N(e, w) ((e) % (TN / (w)) * (w))
+#define B_GROUP_K(e, w) ((e) / (TN / (w)))
 #else
-#define B_TILE_POS(e) ((e) % TK * B_ROW + (e) / TK)
-#define B_TILE_N(e) ((e) / TK)
-#define B_TILE_K(e) ((e) % TK)
+#define B_GROUP_N(e, w) ((e) / (TK / (w)))
+#define B_GROUP_K(e, w) ((e) % (TK / (w)) * (w))
 #endif
+#define A_W (GEMM_VEC_A ? 4 : 1)
+#define B_W (GEMM_VEC_B ? 4 : 1)
 
 /* This work item's share of the A and B tiles of the k step at k_from, into a_next and b_next
-   (registers); the kernel's own variables name the tile and the K slice. */
+   (registers); 0 outside the matrix or the K slice (a float4 group is wholly in or out). */
+#if GEMM_VEC_A
+#define READ_A(m, k) vload4(0, &A_AT(batch, m, k))
+#define ZERO_A ((float4)0.0f)
+#else
+#define READ_A(m, k) A_AT(batch, m, k)
+#define ZERO_A 0.0f
+#endif
+#if GEMM_VEC_B
+#define READ_B(k, n) vload4(0, &B_AT(batch, k, n))
+#define ZERO_B ((float4)0.0f)
+#else
+#define READ_B(k, n) B_AT(batch, k, n)
+#define ZERO_B 0.0f
+#endif
 #define LOAD_TILES(k_from) do { \
     _Pragma("unroll") \
     for (int l = 0; l < A_LOADS; ++l) { \
         const int e = tid + l * NTHREADS; \
-        const int m = m0 + A_TILE_M(e), k = (k_from) + A_TILE_K(e); \
-        a_next[l] = (e < TM * TK && m < M && k < k_end) ? A_AT(batch, m, k) : 0.0f; \
+        const int m = m0 + A_GROUP_M(e, A_W), k = (k_from) + A_GROUP_K(e, A_W); \
+        a_next[l] = (e < TM * TK / A_W && m < M && k < k_end) ? READ_A(m, k) : ZERO_A; \
     } \
     _Pragma("unroll") \
     for (int l = 0; l < B_LOADS; ++l) { \
         const int e = tid + l * NTHREADS; \
-        const int n = n0 + B_TILE_N(e), k = (k_from) + B_TILE_K(e); \
-        b_next[l] = (e < TN * TK && n < N && k < k_end) ? B_AT(batch, k, n) : 0.0f; \
+        const int n = n0 + B_GROUP_N(e, B_W), k = (k_from) + B_GROUP_K(e, B_W); \
+        b_next[l] = (e < TN * TK / B_W && n < N && k < k_end) ? READ_B(k, n) : ZERO_B; \
+    } \
+} while (0)
+
+/* a_next and b_next into the __local tiles `at` and `bt`: A as [k][m], B as [k][n] (a float4
+   group along the tile's row is one store, one across it four) */
+#define STORE_A_GROUP(at, e, v) do { \
+    const int tm_ = A_GROUP_M(e, A_W), tk_ = A_GROUP_K(e, A_W); \
+    if (A_W == 1) { at[tk_ * A_ROW + tm_] = A_SCALAR(v); } \
+    else if (!A_K_FASTEST) { vstore4(A_VEC(v), 0, at + tk_ * A_ROW + tm_); } \
+    else { const float4 q_ = A_VEC(v); at[tk_ * A_ROW + tm_] = q_.s0; \
+           at[(tk_ + 1) * A_ROW + tm_] = q_.s1; at[(tk_ + 2) * A_ROW + tm_] = q_.s2; \
+           at[(tk_ + 3) * A_ROW + tm_] = q_.s3; } \
+} while (0)
+#define STORE_B_GROUP(bt, e, v) do { \
+    const int tn_ = B_GROUP_N(e, B_W), tk_ = B_GROUP_K(e, B_W); \
+    if (B_W == 1) { bt[tk_ * B_ROW + tn_] = B_SCALAR(v); } \
+    else if (B_N_FASTEST) { vstore4(B_VEC(v), 0, bt + tk_ * B_ROW + tn_); } \
+    else { const float4 q_ = B_VEC(v); bt[tk_ * B_ROW + tn_] = q_.s0; \
+           bt[(tk_ + 1) * B_ROW + tn_] = q_.s1; bt[(tk_ + 2) * B_ROW + tn_] = q_.s2; \
+           bt[(tk_ + 3) * B_ROW + tn_] = q_.s3; } \
+} while (0)
+/* the carried value as what each branch above needs (the branch not taken still compiles) */
+#if GEMM_VEC_A
+#define A_VEC(v) (v)
+#define A_SCALAR(v) ((v).s0)
+#else
+#define A_VEC(v) ((float4)(v))
+#define A_SCALAR(v) (v)
+#endif
+#if GEMM_VEC_B
+#define B_VEC(v) (v)
+#define B_SCALAR(v) ((v).s0)
+#else
+#define B_VEC(v) ((float4)(v))
+#define B_SCALAR(v) (v)
+#endif
+#define STORE_TILES(at, bt) do { \
+    _Pragma("unroll") \
+    for (int l = 0; l < A_LOADS; ++l) { \
+        const int e = tid + l * NTHREADS; \
+        if (e < TM * TK / A_W) \
+            STORE_A_GROUP(at, e, a_next[l]); \
+    } \
+    _Pragma("unroll") \
+    for (int l = 0; l < B_LOADS; ++l) { \
+        const int e = tid + l * NTHREADS; \
+        if (e < TN * TK / B_W) \
+            STORE_B_GROUP(bt, e, b_next[l]); \
+    } \
+} while (0)
+
+/* fragment i of this work item's A values (j of its B values) at k step kk of a tile */
+#if RM % 4 == 0
+#define READ_A_FRAGMENT(at, kk, i) do { \
+    const float4 v_ = vload4(0, (at) + (kk) * A_ROW + ((i) * LY + ty) * 4); \
+    a[(i) * 4] = v_.s0; a[(i) * 4 + 1] = v_.s1; a[(i) * 4 + 2] = v_.s2; a[(i) * 4 + 3] = v_.s3; \
+} while (0)
+#else
+#define READ_A_FRAGMENT(at, kk, i) (a[i] = (at)[(kk) * A_ROW + (i) * LY + ty])
+#endif
+#if RN % 4 == 0
+#define READ_B_FRAGMENT(bt, kk, j) do { \
+    const float4 v_ = vload4(0, (bt) + (kk) * B_ROW + ((j) * LX + tx) * 4); \
+    b[(j) * 4] = v_.s0; b[(j) * 4 + 1] = v_.s1; b[(j) * 4 + 2] = v_.s2; b[(j) * 4 + 3] = v_.s3; \
+} while (0)
+#else
+#define READ_B_FRAGMENT(bt, kk, j) (b[j] = (bt)[(kk) * B_ROW + (j) * LX + tx])
+#endif
+
+/* the TK k steps of the tiles `at` and `bt` into acc: each work item's fragments of A and B
+   from __local memory (float4 reads where its block is a multiple of 4), then RM x RN mads */
+#define MULTIPLY_TILES(at, bt) do { \
+    _Pragma("unroll") \
+    for (int kk = 0; kk < TK; ++kk) { \
+        float a[RM], b[RN]; \
+        _Pragma("unroll") \
+        for (int i = 0; i < RM / FM; ++i) \
+            READ_A_FRAGMENT(at, kk, i); \
+        _Pragma("unroll") \
+        for (int j = 0; j < RN / FN; ++j) \
+            READ_B_FRAGMENT(bt, kk, j); \
+        _Pragma("unroll") \
+        for (int i = 0; i < RM; ++i) { \
+            _Pragma("unroll") \
+            for (int j = 0; j < RN; ++j) \
+                acc[i][j] = mad(a[i], b[j], acc[i][j]); \
+        } \
     } \
 } while (0)
 
@@ -128,56 +250,18 @@ void gemm_tiled(GEMM_KERNEL_ARGS)
     }
 
     /* the next k step's values wait in registers while this one's are multiplied: their global
-       latency hides behind the mads (one __local buffer, two barriers per step) */
-    float a_next[A_LOADS], b_next[B_LOADS];
+       latency hides behind the mads */
+    a_carry a_next[A_LOADS];
+    b_carry b_next[B_LOADS];
     LOAD_TILES(k_begin);
-
+    /* one __local buffer, two barriers per step: two buffers and one barrier were measured
+       no faster on an H100 (stop 23), so the simpler loop stays */
     for (int k0 = k_begin; k0 < k_end; k0 += TK) {
-        #pragma unroll
-        for (int l = 0; l < A_LOADS; ++l) {
-            const int e = tid + l * NTHREADS;
-            if (e < TM * TK)
-                a_tile[A_TILE_POS(e)] = a_next[l];
-        }
-        #pragma unroll
-        for (int l = 0; l < B_LOADS; ++l) {
-            const int e = tid + l * NTHREADS;
-            if (e < TN * TK)
-                b_tile[B_TILE_POS(e)] = b_next[l];
-        }
+        STORE_TILES(a_tile, b_tile);
         barrier(CLK_LOCAL_MEM_FENCE);
-
         if (k0 + TK < k_end)
             LOAD_TILES(k0 + TK);
-
-        #pragma unroll
-        for (int kk = 0; kk < TK; ++kk) {
-            float a[RM], b[RN];
-            #pragma unroll
-            for (int i = 0; i < RM / FM; ++i) {
-#if RM % 4 == 0
-                const float4 v = vload4(0, a_tile + kk * A_ROW + (i * LY + ty) * 4);
-                a[i * 4] = v.s0; a[i * 4 + 1] = v.s1; a[i * 4 + 2] = v.s2; a[i * 4 + 3] = v.s3;
-#else
-                a[i] = a_tile[kk * A_ROW + i * LY + ty];
-#endif
-            }
-            #pragma unroll
-            for (int j = 0; j < RN / FN; ++j) {
-#if RN % 4 == 0
-                const float4 v = vload4(0, b_tile + kk * B_ROW + (j * LX + tx) * 4);
-                b[j * 4] = v.s0; b[j * 4 + 1] = v.s1; b[j * 4 + 2] = v.s2; b[j * 4 + 3] = v.s3;
-#else
-                b[j] = b_tile[kk * B_ROW + j * LX + tx];
-#endif
-            }
-            #pragma unroll
-            for (int i = 0; i < RM; ++i) {
-                #pragma unroll
-                for (int j = 0; j < RN; ++j)
-                    acc[i][j] = mad(a[i], b[j], acc[i][j]);
-            }
-        }
+        MULTIPLY_TILES(a_tile, b_tile);
         barrier(CLK_LOCAL_MEM_FENCE);
     }
 

@@ -268,6 +268,21 @@ class GemmLayout:
         return tuple(self.views.out_shape)
 
     @staticmethod
+    def vector_reads(sizes: dict) -> dict:
+        """gemm.cl's GEMM_VEC_A and GEMM_VEC_B: 1 where every float4 group along the operand's
+        contiguous index starts on a multiple of 4 floats and lies wholly inside or outside
+        it (extent, row strides, offsets and batch strides multiples of 4; A not picked).
+        Only for GPU devices, whose buffers are allocated aligned (a CPU device may read a
+        host array in place, aligned to its element only)."""
+        s = sizes
+        a_extent = s["M"] if s["TRANSPOSE_A"] else s["K"]
+        b_extent = s["K"] if s["TRANSPOSE_B"] else s["N"]
+        a = s["A_STEP"] == 1 and all(v % 4 == 0 for v in (
+            a_extent, s["LDA"], s["A_OFF"], s["A_BS0"], s["A_BS1"], s["A_RS1"]))
+        b = all(v % 4 == 0 for v in (b_extent, s["LDB"], s["B_OFF"], s["B_BS0"], s["B_BS1"]))
+        return {"GEMM_VEC_A": int(a), "GEMM_VEC_B": int(b)}
+
+    @staticmethod
     def alpha(views: OperandViews | None) -> dict:
         """MATMUL_ALPHA, the folded factors' product as a float32 value (no define where there
         is none)."""

@@ -331,7 +331,8 @@ class MatMul(NamedOp):
                            A_SPLIT_ROWS=sizes["A_SPLIT_ROWS"], O_SPLIT_ROWS=sizes["O_SPLIT_ROWS"],
                            MATMUL_SIZES="" if bake else _sizes.params(_sizes.MATMUL),
                            **size_defines, **wiring.flags,
-                           **{"CHANNEL(batch, m, n)": channel}, **GemmLayout.alpha(views))
+                           **{"CHANNEL(batch, m, n)": channel}, **GemmLayout.alpha(views),
+                           **({} if ctx.on_cpu else GemmLayout.vector_reads(sizes)))
         if ep.row_softmax and (b_rank < 2 or len(out) < 2 or sizes["N"] > ROW_SOFTMAX_MAX):
             raise self.fail(attrs, f"a {ep.row_softmax} of the last axis cannot be fused "
                                    f"into an output of shape {list(out)}")
