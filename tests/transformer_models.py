@@ -216,8 +216,9 @@ def torch_mha_encoder(batch=2, seq=6, dim=32, heads=4, layers=2, ffn=64, seed=0,
     Transpose (1, 0, 2) to [S, B, D], one in_proj MatMul + bias, Reshape [S, B, 3, D], Unsqueeze,
     Transpose (3, 1, 2, 0, 4), Squeeze, a Gather per q/k/v, Reshape [S, B*H, d], Transpose
     (1, 0, 2), Reshape [B, H, S, d], q and k each Multiplied by the fourth root of 1/d (k
-    Transposed (0, 2, 1) first with `dynamo`, as the dynamo exporter writes it), the padding
-    mask [B, 1, 1, S] Expanded and Added, Softmax, the values, Transpose (2, 0, 1, 3), Reshape
+    Transposed (0, 2, 1) first with `dynamo`, as the dynamo exporter writes it), the additive
+    padding mask (input mask_bias [B, 1, 1, S]) Expanded to the heads in every layer and Added,
+    Softmax, the values, Transpose (2, 0, 1, 3), Reshape
     [S*B, D], the out_proj Gemm, Reshape [S, B, D], Transpose (1, 0, 2), the residual and
     LayerNormalization, then the feed-forward block. `pad_from` masks the later positions of
     every row but the first."""
@@ -251,7 +252,8 @@ def torch_mha_encoder(batch=2, seq=6, dim=32, heads=4, layers=2, ffn=64, seed=0,
             kt = bld.op("Transpose", [bld.op("Reshape", [kh, bld.ints([b, h, s, hd])])],
                         perm=[0, 1, 3, 2])
         scores = bld.op("MatMul", [q, bld.op("Mul", [kt, scale])])
-        expanded = bld.op("Expand", [bld.const(mask, "mask"), bld.ints([b, h, s, s])])
+        # every layer expands the mask input again (to [B, H, 1, S], as torch's layers do)
+        expanded = bld.op("Expand", ["mask_bias", bld.ints([b, h, 1, s])])
         probs = bld.op("Softmax", [bld.op("Add", [scores, expanded])], axis=-1)
         ctx = bld.op("MatMul", [probs, bld.op("Reshape", [vh, bld.ints([b, h, s, hd])])])
         merged = bld.op("Reshape", [bld.op("Transpose", [ctx], perm=[2, 0, 1, 3]),
@@ -264,7 +266,9 @@ def torch_mha_encoder(batch=2, seq=6, dim=32, heads=4, layers=2, ffn=64, seed=0,
         f = bld.linear(bld.gelu_erf(bld.linear(x, d, ffn)), ffn, d)
         x = bld.layer_norm(bld.op("Add", [x, f]), d)
     y = bld.op("Identity", [x], base="y")
-    model = bld.model([helper.make_tensor_value_info("x", TensorProto.FLOAT, [b, s, d])],
+    model = bld.model([helper.make_tensor_value_info("x", TensorProto.FLOAT, [b, s, d]),
+                       helper.make_tensor_value_info("mask_bias", TensorProto.FLOAT,
+                                                     [b, 1, 1, s])],
                       [helper.make_tensor_value_info(y, TensorProto.FLOAT, [b, s, d])])
     x_in = np.random.default_rng(seed + 1).standard_normal((b, s, d)).astype(np.float32)
-    return model, {"x": x_in}
+    return model, {"x": x_in, "mask_bias": mask}

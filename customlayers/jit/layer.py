@@ -189,6 +189,10 @@ class LayerImpl:
     # True when the epilogue's channels are the output's last axis once the output has rank 3
     # or more (a Linear layer's bias: MatMul), not axis 1 (a convolution's channels)
     epilogue_channels_last: bool = False
+    # True when the fused residual may broadcast to the output (numpy rules: an attention's
+    # mask [B, H, 1, S] added to its scores [B, H, S, S]): MatMul, where no folded layer moves
+    # its output (passes/fusion.py checks)
+    accepts_broadcast_residual: bool = False
     # (fewest, most) inputs the layer takes (most None: any number); None: not declared. The
     # compiler checks it before anything indexes the inputs.
     input_count: tuple[int, int | None] | None = None

@@ -69,5 +69,15 @@
 #define OUT_ROW_OF(m) ((m) * LDO)
 #endif
 #define OUT_AT(batch, m, n) (OUT_BASE(batch) + OUT_ROW_OF(m) + (n))
+/* the fused residual's element for output (batch, m, n): the output's own, or with
+   RES_BROADCAST a tensor that broadcasts to it, read with its strides (0 along a broadcast
+   axis): batch axes R_BS0 R_BS1; rows in up to three levels (A's batches folded into M: rows
+   of R_MI, then R_B1 of those) R_M R_RS1 R_RS0; columns R_N */
+#if RES_BROADCAST
+#define RES_AT(batch, m, n) ((batch) / OB1 * R_BS0 + (batch) % OB1 * R_BS1 + \
+    (m) % R_MI * R_M + (m) / R_MI % R_B1 * R_RS1 + (m) / R_MI / R_B1 * R_RS0 + (n) * R_N)
+#else
+#define RES_AT(batch, m, n) OUT_AT(batch, m, n)
+#endif
 #define STORE(batch, m, n, v) out[OUT_AT(batch, m, n)] = \
-    EPILOGUE(OUT_AT(batch, m, n), CHANNEL(batch, m, n), SCALED(v))
+    EPILOGUE(RES_AT(batch, m, n), CHANNEL(batch, m, n), SCALED(v))

@@ -27,7 +27,7 @@ void matmul_softmax(GEMM_ARGS, __local float* restrict row_values)   /* N floats
         float acc = 0.0f;
         for (int k = 0; k < K; ++k)
             acc = mad(A_AT(batch, m, k), B_AT(batch, k, n), acc);
-        const float v = EPILOGUE(OUT_AT(batch, m, n), CHANNEL(batch, m, n), SCALED(acc));
+        const float v = EPILOGUE(RES_AT(batch, m, n), CHANNEL(batch, m, n), SCALED(acc));
         row_values[n] = v;
         mx = fmax(mx, v);
     }

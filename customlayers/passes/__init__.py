@@ -11,6 +11,8 @@ shape_folding.py   shape arithmetic (Shape, Gather, Concat, Range, Where, ...) f
                    input shapes when a plan is compiled (fold_for_shapes)
 graph_edit.py      what every pass reads and rebuilds a graph with (sole_consumer, const_input,
                    rebuilt_graph)
+common_nodes.py    layers that compute the same thing from the same inputs run once (the mask
+                   torch expands again in every encoder layer)
 window_folding.py  zero Pads and causal Slices around convolutions become their padding
 shuffle_folding.py channel shuffles before depthwise convolutions become their channel order
 unused_outputs.py  MaxPool index outputs nobody reads are not computed
@@ -40,6 +42,7 @@ here and one entry below.
 """
 from __future__ import annotations
 
+from .common_nodes import merge_common_nodes
 from .gelu_folding import fold_gelu_chains
 from .pick_folding import fold_picks_into_matmuls
 from .shape_folding import fold_shape_arithmetic
@@ -52,11 +55,13 @@ from .window_folding import fold_into_convolutions
 # required: the shapes the other passes and the layers read are constants after it
 FOLDING = (fold_shape_arithmetic,)
 
-# in this order: the shape arithmetic, then a Pad folded into a convolution, then the
+# in this order: the shape arithmetic, then the layers that repeat another's work merged (the
+# chains after them fold once), then a Pad folded into a convolution, then the
 # shuffles (read by the convolutions the Pad pass may have changed), then the pool indices,
 # then the picks, then the GELU chains, then the views read by MatMuls (after the picks: a
 # MatMul takes one or the other)
 PASSES = FOLDING + (
+    merge_common_nodes,
     fold_into_convolutions,
     fold_channel_shuffles,
     drop_unused_pool_indices,

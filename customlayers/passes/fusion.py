@@ -121,14 +121,17 @@ def _per_channel_const(graph: Graph, node: Node, producer_id: str, channels: int
 def plan_fusions(graph: Graph, order: list[Node], fusable: set[str], is_custom,
                  scale_folding: set[str] | None = None,
                  row_softmax: set[str] = frozenset(),
-                 channels_last: set[str] = frozenset()) -> dict[str, Epilogue]:
+                 channels_last: set[str] = frozenset(),
+                 broadcast_residual: set[str] = frozenset()) -> dict[str, Epilogue]:
     """node id -> Epilogue for every built-in node of a type in `fusable` that can absorb the
     per-channel Multiply/Add layers, a residual Add and the ReLU after it. A Multiply is folded
     only for types in `scale_folding` whose weights (input 1) are a constant, since the scale is
     folded into them (None: every type in `fusable`). Types in `row_softmax` also take the
     SoftMax or LogSoftmax of the last axis that ends the chain (a classifier's head). Types in
     `channels_last` take their per-channel constants along the last axis of an output of rank 3
-    or more (a transformer's Linear layers), the others along axis 1."""
+    or more (a transformer's Linear layers), the others along axis 1. Types in
+    `broadcast_residual` take a residual that broadcasts to their output (an attention mask),
+    unless a fact moves where their output goes (a folded Transpose: view_folding.py)."""
     scale_folding = fusable if scale_folding is None else scale_folding
     plans: dict[str, Epilogue] = {}
     position = {n.id: i for i, n in enumerate(order)}
@@ -148,7 +151,9 @@ def plan_fusions(graph: Graph, order: list[Node], fusable: set[str], is_custom,
         ep = Epilogue()
         _extend_chain(graph, node, shape[axis], ep, is_custom, allow_scale=weights_const,
                       residual_before=position[node.id], position=position, axis=axis,
-                      allow_gelu=True)
+                      allow_gelu=True,
+                      broadcast=node.type in broadcast_residual and
+                      _broadcast_residual_fits(node))
         if node.type in row_softmax and _small_matrix(node):
             last = graph.nodes[ep.absorbed[-1]] if ep.absorbed else node
             kind = _last_axis_softmax(graph, last, is_custom)
@@ -163,7 +168,7 @@ def plan_fusions(graph: Graph, order: list[Node], fusable: set[str], is_custom,
 def _extend_chain(graph: Graph, last: Node, channels: int, ep: Epilogue, is_custom,
                   allow_scale: bool = True, residual_before: int | None = None,
                   position: dict | None = None, axis: int = 1,
-                  allow_gelu: bool = False) -> None:
+                  allow_gelu: bool = False, broadcast: bool = False) -> None:
     """Append to `ep` the per-channel constant Multiply/Add layers, then (with
     `residual_before`) a residual Add, then the ReLU (or with `allow_gelu` the Gelu: the layers'
     own epilogue has it, the affine chain's kernel does not) that follow `last`, each the sole
@@ -186,7 +191,7 @@ def _extend_chain(graph: Graph, last: Node, channels: int, ep: Epilogue, is_cust
     if residual_before is not None and add is not None and add.type == "Add" and \
             _is_eltwise(add, is_custom) and len(add.inputs) == 2:
         other = _residual_input(graph, add, (nxt if relu_first else last).id, position,
-                                residual_before)
+                                residual_before, broadcast)
         if other is not None:         # (a ReLU, then) the residual Add: both in the epilogue
             if relu_first:
                 ep.pre_relu = True
@@ -253,21 +258,45 @@ def _is_plain_relu(node: Node, is_custom) -> bool:
 
 
 def _residual_input(graph: Graph, add: Node, from_id: str, position: dict,
-                    before: int) -> tuple[str, int] | None:
+                    before: int, broadcast: bool = False) -> tuple[str, int] | None:
     """The Add's other input as (producer, port) when it is a tensor of the Add's own shape
-    (no broadcast) computed before position `before`; else None."""
+    (with `broadcast`: one that broadcasts to it) computed before position `before`; else
+    None."""
     shape = add.outputs[0].shape if add.outputs else None
     if not shape or None in shape or add.outputs[0].dtype not in (None, "f32"):
         return None
     ports = [p for p in range(2) if graph.producer(add.id, p)[0] != from_id]
-    if len(ports) != 1 or any(tuple(add.inputs[p].shape or ()) != tuple(shape)
-                              for p in range(2)):
+    if len(ports) != 1 or tuple(add.inputs[1 - ports[0]].shape or ()) != tuple(shape):
+        return None
+    other = tuple(add.inputs[ports[0]].shape or ())
+    if other != tuple(shape) and not (broadcast and _broadcasts_to(other, tuple(shape))):
         return None
     src = graph.producer(add.id, ports[0])
     producer = graph.nodes[src[0]]
     if producer.type == "Const" or position.get(src[0], before) >= before:
         return None
     return src
+
+
+def _broadcasts_to(shape: tuple, out: tuple) -> bool:
+    """numpy broadcasting of `shape` to `out` with `out` unchanged (known dims)."""
+    if len(shape) > len(out) or None in shape:
+        return False
+    padded = (1,) * (len(out) - len(shape)) + shape
+    return all(d in (1, o) for d, o in zip(padded, out))
+
+
+def _broadcast_residual_fits(node: Node) -> bool:
+    """A MatMul-like layer can add a broadcast residual: its output dense (no fact moves it:
+    view_folding.py), of rank 2 to 4 (at most two batch axes), both operands matrices (as the
+    layer reads them: a folded view's shape where there is one)."""
+    if any(getattr(f, "out", None) is not None for f in node.facts):
+        return False
+    views = next((getattr(f, "views") for f in node.facts if hasattr(f, "views")), (None, None))
+    ranks = [len(v.shape) if v is not None else len(p.shape or ()) for v, p in
+             zip(views, node.inputs[:2])]
+    out = node.outputs[0].shape or ()
+    return len(ranks) == 2 and min(ranks) >= 2 and 2 <= len(out) <= 4
 
 
 def _is_eltwise(node: Node, is_custom) -> bool:
@@ -333,8 +362,10 @@ def plan_network_fusion(graph: Graph, order: list[Node], impls: dict[str, LayerI
                    if n.id in impls and impls[n.id].accepts_row_softmax and not is_custom(n)}
     channels_last = {impls[n.id].type for n in order
                      if n.id in impls and impls[n.id].epilogue_channels_last and not is_custom(n)}
+    broadcast = {impls[n.id].type for n in order
+                 if n.id in impls and impls[n.id].accepts_broadcast_residual and not is_custom(n)}
     epilogues = plan_fusions(graph, order, fusable, is_custom, scale_folding, row_softmax,
-                             channels_last)
+                             channels_last, broadcast)
     absorbed = {nid: owner for owner, ep in epilogues.items() for nid in ep.absorbed}
     chains = plan_affine_chains(graph, order, is_custom, set(absorbed))
     absorbed.update({nid: head for head, ch in chains.items() for nid in ch.epilogue.absorbed})

@@ -145,3 +145,31 @@ def test_a_view_the_kernels_cannot_read_is_refused(cl_env):
     from customlayers.errors import BindingError
     with pytest.raises(BindingError, match="contiguous"):
         _run(cl_env, {}, (x, w), (va, None))
+
+
+@pytest.mark.parametrize("device", [None, CPU], ids=["gpu-kernels", "cpu-kernels"])
+@pytest.mark.parametrize("a_shape,b_shape,res_shape", [
+    ((2, 3, 5, 4), (2, 3, 4, 5), (2, 1, 1, 5)),     # an attention mask over the heads, queries
+    ((2, 3, 5, 4), (2, 3, 4, 5), (2, 3, 1, 5)),
+    ((2, 3, 5, 4), (2, 3, 4, 5), (5, 5)),           # one [S, S] bias for every batch and head
+    ((2, 3, 5, 4), (2, 3, 4, 1), (2, 3, 5, 1)),     # one column
+    ((3, 6, 8), (8, 7), (1, 6, 7)),                 # batches folded into rows, bias per row
+    ((2, 3, 6, 8), (8, 7), (3, 1, 7)),              # two batch axes folded into rows
+])
+def test_a_broadcast_residual_in_every_kernel(cl_env, device, a_shape, b_shape, res_shape):
+    rng = np.random.default_rng(4)
+    a = rng.standard_normal(a_shape).astype(np.float32)
+    b = rng.standard_normal(b_shape).astype(np.float32)
+    res = rng.standard_normal(res_shape).astype(np.float32)
+    want = a.astype(np.float64) @ b + res
+    op = get_op("MatMul")
+    at = op.parse_attributes({}, "mm")
+    descs = [TensorDesc(a.shape), TensorDesc(b.shape), TensorDesc(res.shape)]
+    out = [TensorDesc(want.shape)]
+    ep = FusedEpilogue(residual=True)
+    plan = op.plan(at, descs, out, CompileContext(device=device, epilogue=ep))
+    for variant in (None,) + matmul_variants(plan):
+        ctx = CompileContext(device=device, epilogue=ep, variant=variant)
+        launches = op.launches(at, descs, out, {}, ctx)
+        got = run_launches(cl_env, launches, [a, b, res], descs, out)[0]
+        np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-5, err_msg=str(variant))

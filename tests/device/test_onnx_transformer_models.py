@@ -98,5 +98,9 @@ def test_torch_multihead_attention_runs_without_copying_its_heads(tmp_path, engi
                                                          "Gelu")]
     assert left == [], left          # the Gelu runs in its Linear's epilogue (fusion.py)
     assert sum(s.type == "MatMul+bias+gelu" for s in net.plan.steps) == 2
+    # the mask is expanded once (common_nodes.py) and added where the scores are stored (a
+    # broadcast residual), in every layer whose scores come after it
+    types = [s.type for s in net.plan.steps]
+    assert types.count("Broadcast") == 1 and types.count("Add") <= 1, types
     assert sum("into the reads of MatMul" in m for m in net.messages) == 2 * 4   # q k, k, v, x
     assert sum("into where MatMul" in m for m in net.messages) == 2 * 2

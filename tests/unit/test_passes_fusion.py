@@ -112,3 +112,36 @@ def test_an_affine_chain_stops_where_a_value_has_another_user():
     # mul's output is also a network output: mul stays alone; add + relu still fuse
     chains = plan_affine_chains(g, g.topological_order(), lambda n: False, set())
     assert list(chains) == ["add"] and chains["add"].epilogue.absorbed == ["relu"]
+
+
+def _scores_plus_mask(mask_shape, with_gelu=False):
+    """q [2, 3, 5, 4] @ k [2, 3, 4, 5] + mask (a graph input), then (a Gelu, for the epilogue's
+    activation) a Result."""
+    from interop_graphs import Builder
+    b = Builder("mask")
+    q, k = b.param("q", (2, 3, 5, 4)), b.param("k", (2, 3, 4, 5))
+    mask = b.param("mask", mask_shape)
+    s = b.op("MatMul", [q, k], (2, 3, 5, 5), {"transpose_a": "false", "transpose_b": "false"},
+             name="scores")
+    y = b.op("Add", [s, mask], (2, 3, 5, 5), {"auto_broadcast": "numpy"}, name="masked")
+    if with_gelu:
+        y = b.op("Gelu", [y], (2, 3, 5, 5), {"approximation_mode": "tanh"}, name="act")
+    b.result(y)
+    return b.g
+
+
+def test_a_mask_that_broadcasts_is_a_residual_only_where_the_layer_reads_it_so():
+    g = _scores_plus_mask((2, 1, 1, 5), with_gelu=True)
+    order = g.topological_order()
+    plans = plan_fusions(g, order, {"MatMul"}, lambda n: False,
+                         broadcast_residual={"MatMul"})
+    ep = plans["scores"]
+    assert ep.residual == ("mask", 0) and ep.gelu == "tanh"
+    assert ep.absorbed == ["masked", "act"] and ep.label == "residual+gelu"
+    # a layer type that does not read a broadcast residual leaves the Add (and so the Gelu
+    # after it) alone
+    assert "scores" not in plan_fusions(g, order, {"MatMul"}, lambda n: False)
+    # one of the output's own shape is a residual for any layer type
+    g = _scores_plus_mask((2, 3, 5, 5))
+    assert plan_fusions(g, g.topological_order(), {"MatMul"},
+                        lambda n: False)["scores"].residual == ("mask", 0)

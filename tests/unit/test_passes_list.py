@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 
 from customlayers.passes import PASSES
+from customlayers.passes.common_nodes import merge_common_nodes
 from customlayers.passes.gelu_folding import fold_gelu_chains
 from customlayers.passes.pick_folding import fold_picks_into_matmuls
 from customlayers.passes.shape_folding import fold_shape_arithmetic
@@ -20,7 +21,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_the_passes_run_in_the_order_network_always_ran_them():
-    assert list(PASSES) == [fold_shape_arithmetic, fold_into_convolutions, fold_channel_shuffles,
+    assert list(PASSES) == [fold_shape_arithmetic, merge_common_nodes, fold_into_convolutions,
+                            fold_channel_shuffles,
                             drop_unused_pool_indices, fold_picks_into_matmuls, fold_gelu_chains,
                             fold_views_into_matmuls]
 

@@ -27,10 +27,12 @@ CONV_3D = CONV_2D + ("ID", "OD", "KD", "KH", "KW", "SZ", "DZ", "PZ")
 # MatMul (matmul.cl): the GEMM's sizes, batch strides, a folded Gather's pick, the two
 # numbers of the epilogue's channel expression (MatMul.plan's CHANNEL forms), then each
 # operand's row stride and offset, A's rows in two levels, and where the output goes (a folded
-# view's, passes/view_folding.py; ops/view_steps.py's GemmLayout)
+# view's, passes/view_folding.py; ops/view_steps.py's GemmLayout), then where a broadcast
+# residual's elements are (matmul.cl's RES_AT)
 MATMUL = ("M", "N", "K", "OB1", "A_BS0", "A_BS1", "B_BS0", "B_BS1", "A_STEP_ARG", "A_PICK_ARG",
           "CH_DIV", "CH_MOD", "LDA", "LDB", "A_OFF", "B_OFF", "A_R0", "A_RS1",
-          "O_BS0", "O_BS1", "LDO", "O_R0", "O_RS1")
+          "O_BS0", "O_BS1", "LDO", "O_R0", "O_RS1",
+          "R_BS0", "R_BS1", "R_MI", "R_B1", "R_M", "R_RS1", "R_RS0", "R_N")
 
 
 def baked(values: Mapping[str, int], names: Sequence[str]) -> dict:

@@ -20,7 +20,7 @@ import numpy as np
 from ..base import Attr, register_op
 from . import _sizes
 from ._cpu_kernels import kernel_vector_width
-from ._epilogue import wire_epilogue
+from ._epilogue import residual_strides, wire_epilogue
 from ._gemm import GemmProblem, target_groups
 from ._variants import gemm_variants
 from .._nn import NamedOp, require_f32
@@ -220,6 +220,8 @@ class MatMul(NamedOp):
     accepts_row_softmax = True
     # a bias along the last axis of a [B, S, N] output (a transformer's Linear) is fused too
     epilogue_channels_last = True
+    # ... and a residual that broadcasts to the output (an attention mask added to the scores)
+    accepts_broadcast_residual = True
 
     def _plan(self, attrs, inputs, ctx=DEFAULT_CONTEXT):
         """The GEMM view: sizes (with the operands' and the output's layouts), batch count,
@@ -297,7 +299,8 @@ class MatMul(NamedOp):
         # the epilogue's channels: the output's axis 1 (rank 2: a Gemm's), its last axis from
         # rank 3 on (a transformer's Linear: epilogue_channels_last)
         channels = out[-1] if len(out) >= 3 else out[1] if len(out) > 1 else 1
-        wiring = wire_epilogue(self, attrs, ctx.epilogue, inputs, outputs[0], channels)
+        wiring = wire_epilogue(self, attrs, ctx.epilogue, inputs, outputs[0], channels,
+                               broadcast_residual=True)
         # ... as one of the GEMM's indices, in the ranks of the operands as the MatMul reads them
         views = operand_views(self, attrs, inputs, ctx.fact(OperandViews))
         va, vb = views.views if views is not None else (None, None)
@@ -323,12 +326,21 @@ class MatMul(NamedOp):
                 2 - (len(out) - (a_rank > 1) - (b_rank > 1)):] \
                 + (["(m)"] if a_rank > 1 else []) + (["(n)"] if b_rank > 1 else [])
             channel = axes[1] if len(axes) > 1 else "0"
+        # a residual that broadcasts (an attention's mask): read with its own strides
+        folded = batches == 1 and len(out) >= 3 and sizes["M"] != out[-2]
+        sizes.update(residual_strides(tuple(inputs[-1].shape), out, folded) if ep.residual
+                     else residual_strides(out, out, folded))
+        if sizes["RES_BROADCAST"] and (len(out) < 2 or len(out) > 4 or
+                                       (views is not None and views.out is not None)):
+            raise self.fail(attrs, f"a residual of shape {list(inputs[-1].shape)} cannot be "
+                                   f"broadcast onto this MatMul's output {list(out)}")
         bake = not ctx.on_cpu                 # a GPU: the sizes as #defines (_sizes.baked)
         values = dict(sizes, A_STEP_ARG=sizes["A_STEP"], A_PICK_ARG=sizes["A_PICK"])
         size_defines = _sizes.baked(values, _sizes.MATMUL) if bake else {}
         epilogue = defines(TRANSPOSE_A=sizes["TRANSPOSE_A"], TRANSPOSE_B=sizes["TRANSPOSE_B"],
                            A_PICKED=int(ctx.fact(PickLast) is not None),
                            A_SPLIT_ROWS=sizes["A_SPLIT_ROWS"], O_SPLIT_ROWS=sizes["O_SPLIT_ROWS"],
+                           RES_BROADCAST=sizes["RES_BROADCAST"],
                            MATMUL_SIZES="" if bake else _sizes.params(_sizes.MATMUL),
                            **size_defines, **wiring.flags,
                            **{"CHANNEL(batch, m, n)": channel}, **GemmLayout.alpha(views),
