@@ -57,3 +57,16 @@ def run_launches(cl_env, launches: Sequence[KernelLaunch], inputs: Sequence[np.n
         outs.append(desc.unpack(host))
     queue.finish()
     return outs
+
+
+def kernel_sample(variants, count: int = 3) -> tuple:
+    """A few of an op's variants that still cover its kernel forms: the first `count` (the
+    heuristic's pick first), then the first split-K tiling and the first tiling whose blocks are
+    not float4 fragments where those are not among them. Each variant is a program to build (a
+    second on PoCL), so the tests of every form stay fast."""
+    picked = list(variants[:count])
+    for test in (lambda v: getattr(v, "ksplit", 1) > 1,
+                 lambda v: hasattr(v, "rm") and (v.rm % 4 or v.rn % 4)):
+        if not any(test(v) for v in picked):
+            picked += [v for v in variants if test(v)][:1]
+    return tuple(picked)
