@@ -4,7 +4,8 @@ tensor; a transformer has one per block. The chain becomes the built-in Gelu (er
 computes the same expression in one kernel.
 
 Matched: Divide by sqrt(2) (or Multiply by 1/sqrt(2)) -> Erf -> Add 1 -> Multiply by x ->
-Multiply by 0.5, or x * 0.5 first and then the product with (1 + erf). Each link must be the
+Multiply by 0.5, or x * 0.5 first and then the product with (1 + erf), or (the dynamo
+exporter's) Add 1 -> Multiply by 0.5 -> Multiply by x. Each link must be the
 only reader of the one before (else its value is needed elsewhere), the constants must be those
 values to float precision (of no more axes than x: they must not broadcast it), every layer a
 built-in, and the chain's end read by layers only (a graph output keeps its own name and
@@ -100,6 +101,15 @@ def _chain(graph: Graph, erf: Node, is_builtin):
         return None
     other = graph.producer(mul.id, port)
     absorbed = {scale.id, add.id, mul.id}
+    if _is_const(graph, mul, port, 0.5):             # 0.5 * (1 + erf), then * x (dynamo)
+        end = sole_layer_reading_only_output(graph, mul)
+        if end is None or end.type != "Multiply" or not is_builtin(end):
+            return None
+        port = _other_port(graph, end, mul.id)
+        if port is None or graph.producer(end.id, port) != x_src:
+            return None
+        absorbed.add(end.id)
+        return x, end, absorbed
     if other == x_src:                               # x * (1 + erf), then * 0.5
         end = sole_layer_reading_only_output(graph, mul)
         if end is None or end.type != "Multiply" or not is_builtin(end):

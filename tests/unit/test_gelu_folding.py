@@ -34,6 +34,9 @@ def _gelu_model(tmp_path: Path, order: str = "x_first", divisor: float = math.sq
     if order == "x_first":
         nodes += [helper.make_node("Mul", ["x", "a"], ["m"]),
                   helper.make_node("Mul", ["m", "half"], ["g"])]
+    elif order == "half_of_sum":                     # the dynamo exporter's order
+        nodes += [helper.make_node("Mul", ["half", "a"], ["h"]),
+                  helper.make_node("Mul", ["x", "h"], ["g"])]
     else:
         nodes += [helper.make_node("Mul", ["x", "half"], ["h"]),
                   helper.make_node("Mul", ["h", "a"], ["g"])]
@@ -50,7 +53,7 @@ def _gelu_model(tmp_path: Path, order: str = "x_first", divisor: float = math.sq
     return read_onnx(path)
 
 
-@pytest.mark.parametrize("order", ["x_first", "half_first"])
+@pytest.mark.parametrize("order", ["x_first", "half_first", "half_of_sum"])
 def test_the_chain_becomes_one_gelu(tmp_path, order):
     graph, notes = fold_gelu_chains(_gelu_model(tmp_path, order), lambda n: True)
     types = _types(graph)
@@ -64,7 +67,7 @@ def test_the_chain_becomes_one_gelu(tmp_path, order):
 
 
 @pytest.mark.parametrize("change", [dict(divisor=2.0), dict(one=2.0), dict(extra_reader=True),
-                                    dict(to_output=True)])
+                                    dict(to_output=True), dict(order="half_of_sum", one=2.0)])
 def test_anything_else_is_left_alone(tmp_path, change):
     # another constant, a link read elsewhere, or the end a graph output: not the chain
     graph = _gelu_model(tmp_path, **change)
