@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..errors import ModelError
 from ..graph.graph import Graph, Node
 from .graph_edit import rebuilt_graph
 
@@ -72,7 +73,10 @@ def _key(graph: Graph, node: Node, same: dict, is_builtin) -> tuple | None:
         return None                     # a fact that cannot be compared
     sources = []
     for port in range(len(node.inputs)):
-        src, src_port = graph.producer(node.id, port)
+        try:
+            src, src_port = graph.producer(node.id, port)
+        except ModelError:
+            return None                 # an unconnected input: the layer reports it
         sources.append((same.get(src, src), src_port))
     attrs = tuple(sorted((k, str(v)) for k, v in node.attrs.items()))
     return (node.type, node.domain, node.version, attrs, tuple(sources), node.facts,

@@ -24,7 +24,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from ..errors import CustomLayersError
+from ..errors import CustomLayersError, ModelError
 from ..graph.graph import Graph, Node
 from ..ops import get_op
 from ..ops.nn.matmul import PickLast
@@ -45,9 +45,10 @@ def fold_views_into_matmuls(graph: Graph, is_builtin) -> tuple[Graph, list[str]]
     folded: set[str] = set()
     notes: list[str] = []
     for node in list(graph):
-        if node.type != "MatMul" or not is_builtin(node) or node.facts and \
+        if node.type != "MatMul" or not is_builtin(node) or len(node.inputs) != 2 or \
+                not all(_connected(graph, node, p) for p in (0, 1)) or \
                 any(isinstance(f, PickLast) for f in node.facts):
-            continue
+            continue                    # a MatMul of the wrong arity reports itself
         attrs = _matmul_attrs(node)
         if attrs is None:
             continue
@@ -59,7 +60,10 @@ def fold_views_into_matmuls(graph: Graph, is_builtin) -> tuple[Graph, list[str]]
         for port in (0, 1):
             if views[port] is not None:
                 continue
-            found = _composed(graph, node, port, is_builtin)
+            try:
+                found = _composed(graph, node, port, is_builtin)
+            except ModelError:          # an unconnected input on the way: its layer says so
+                found = None
             if found is None:
                 continue
             root, root_shape, chain, view, factor = found
@@ -76,7 +80,10 @@ def fold_views_into_matmuls(graph: Graph, is_builtin) -> tuple[Graph, list[str]]
         out, out_shape = (fact.out, fact.out_shape) if fact else (None, None)
         outputs = list(node.outputs)
         if out is None:
-            found = _output_chain(graph, node, attrs, is_builtin)
+            try:
+                found = _output_chain(graph, node, attrs, is_builtin)
+            except ModelError:
+                found = None
             if found is not None:
                 chain, out, out_shape, bias = found
                 outputs[0] = replace(outputs[0], shape=tuple(out_shape))
@@ -101,6 +108,14 @@ def fold_views_into_matmuls(graph: Graph, is_builtin) -> tuple[Graph, list[str]]
     if not changed:
         return graph, []
     return rebuilt_graph(graph, changed, _unread(graph, folded, redirect), redirect), notes
+
+
+def _connected(graph: Graph, node: Node, port: int) -> bool:
+    try:
+        graph.producer(node.id, port)
+    except ModelError:
+        return False
+    return True
 
 
 def _matmul_attrs(node: Node) -> dict | None:
