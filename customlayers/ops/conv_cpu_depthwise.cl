@@ -80,7 +80,8 @@ __kernel void conv_cpu_depthwise(__global const float* restrict input,
                               acc);
             }
             const int x0 = run * 8, n = min(8, OW - x0);
-#if !FUSED_RESIDUAL
+#if !FUSED_RESIDUAL && !FUSED_GELU
+            /* (a Gelu's epilogue is a function of one float: it takes the lanes below) */
             if (n == 8) {      /* a whole run: bias and ReLU on the vector, one vector store */
                 vstore8(EPILOGUE(0, o, acc), 0, output + out_row + x0);
                 continue;

@@ -213,6 +213,18 @@ class GemmLayout:
                     A_RS1=rs1 or 0)
 
     @staticmethod
+    def rows_folded(a: tuple, b: tuple, transpose_a: bool) -> bool:
+        """Whether MatMul reads A's batches as more rows of one GEMM (`a`, `b`: the operands'
+        shapes as it reads them): A an untransposed matrix with batch axes, B's batch axes all
+        1 or none. It does where A's rows lie in two levels (`rows`); the view folding keeps
+        to the same rule (passes/view_folding.py), or a folded output would be read one way
+        and written another."""
+        if len(a) < 2 or transpose_a:
+            return False
+        b2 = tuple(b) + (1,) if len(b) == 1 else tuple(b)
+        return max(len(a), len(b2)) > 2 and all(d == 1 for d in b2[:-2])
+
+    @staticmethod
     def _split_rows(view, rows: int, cols: int):
         """(rows per level-0 run, their stride, the stride of the runs or None)."""
         if view is None:

@@ -188,8 +188,10 @@ def _output_chain(graph: Graph, matmul: Node, attrs: dict, is_builtin):
         chain.append(node)
         shapes.append(after)
         cur = node
-    # one GEMM whose rows may land in two levels: A's batches folded into its rows, or no batch
-    fold_rows = len(b) == 2 and (len(a) == 2 or not attrs["transpose_a"])
+    # one GEMM whose rows may land in two levels: A's batches folded into its rows (MatMul's
+    # own rule, which a B of batch 1 meets too), or no batch
+    fold_rows = GemmLayout.rows_folded(tuple(a), tuple(b), attrs["transpose_a"]) or \
+        (len(a) == 2 and len(b) == 2)
     for end in range(len(chain), 0, -1):
         if not any(n.type == "Transpose" for n in chain[:end]) or len(shapes[end]) < 3 or \
                 shapes[end][-1] != shape[-1] or \
@@ -325,13 +327,13 @@ def _compose(graph: Graph, chain: list[Node], shape: tuple) -> tuple[ComposedVie
 
 def _readable(view: ComposedView, port: int, attrs: dict, matmul: Node) -> bool:
     """Whether the MatMul reads `view` as fast as a dense operand: for A whose batches are rows
-    of one GEMM (B without batch axes), rows in at most two levels of even spacing with
+    of one GEMM (GemmLayout.rows_folded), rows in at most two levels of even spacing with
     contiguous columns; else one stride per axis, one of the two matrix axes contiguous (a
     size-1 axis is either) and at most two batch axes."""
     shape = view.shape
     other = matmul.inputs[1].shape
-    if port == 0 and len(shape) >= 3 and not attrs["transpose_a"] and other is not None and \
-            len(other) <= 2:
+    if port == 0 and other is not None and \
+            GemmLayout.rows_folded(tuple(shape), tuple(other), attrs["transpose_a"]):
         rows = 1
         for d in shape[:-1]:
             rows *= d

@@ -64,3 +64,35 @@ def test_convolution_bias_gelu(cl_env, device):
     got = _launch(cl_env, "Convolution", attrs(pb=(1, 1), pe=(1, 1)), [x, w, bias], want.shape,
                   ctx)
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("mode", ["erf", "tanh"])
+@pytest.mark.parametrize("device", [None, CPU], ids=["gpu-kernels", "cpu-kernels"])
+@pytest.mark.parametrize("case", ["dense", "depthwise", "grouped", "1x1"])
+def test_convolution_gelu_in_every_kernel(cl_env, mode, device, case):
+    """Every kernel a convolution has, including those that apply the epilogue to a vector of
+    outputs (conv_cpu_depthwise.cl's whole runs of 8): a Gelu there did not build (its
+    function takes one float)."""
+    from customlayers.ops.nn._conv_variants import conv_variants
+    from test_ops_conv import attrs, conv_ref
+    rng = np.random.default_rng(2)
+    groups, c, o, k = {"dense": (1, 8, 6, 3), "depthwise": (8, 8, 8, 3),
+                       "grouped": (2, 8, 6, 3), "1x1": (1, 8, 6, 1)}[case]
+    x = rng.standard_normal((1, c, 9, 19)).astype(np.float32)
+    w = rng.standard_normal((o, c // groups, k, k)).astype(np.float32) * 0.3
+    bias = rng.standard_normal((1, o, 1, 1)).astype(np.float32)
+    pad = (k // 2, k // 2)
+    want = gelu(conv_ref(x, w, (1, 1), (1, 1), pad, pad, groups=groups) + bias, mode)
+    op_type = "Convolution" if groups == 1 else "GroupConvolution"
+    wk = w if groups == 1 else w.reshape((groups, o // groups) + w.shape[1:])
+    op = get_op(op_type)
+    a = op.parse_attributes(attrs(pb=pad, pe=pad), "conv")
+    descs = [TensorDesc(t.shape) for t in (x, wk, bias)]
+    ep = FusedEpilogue(bias=True, gelu=mode)
+    plan = op.plan(a, descs, [TensorDesc(want.shape)], {1: wk},
+                   CompileContext(device=device, epilogue=ep))
+    for variant in conv_variants(plan):
+        ctx = CompileContext(device=device, epilogue=ep, variant=variant)
+        launches = op.launches(a, descs, [TensorDesc(want.shape)], {1: wk}, ctx)
+        got = run_launches(cl_env, launches, [x, wk, bias], descs, [TensorDesc(want.shape)])[0]
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5, err_msg=str(variant))

@@ -190,3 +190,36 @@ def test_a_transpose_after_a_matmul_and_its_bias_becomes_where_it_stores():
     assert "back" not in new.nodes
     (fact,) = proj.facts
     assert fact.out_shape == (bsz, s, dim) and fact.out.shape == (s * bsz, dim)
+
+
+def _plans_every_matmul(graph) -> None:
+    """MatMul plans each MatMul of `graph` with the facts the pass gave it (a fold it cannot
+    read raises BindingError)."""
+    from customlayers.jit.launch import CompileContext
+    from customlayers.jit.tensor import TensorDesc
+    from customlayers.ops import get_op
+    op = get_op("MatMul")
+    for node in graph:
+        if node.type == "MatMul":
+            attrs = op.parse_attributes(node.attrs, node.name)
+            descs = [TensorDesc(tuple(p.shape)) for p in node.inputs]
+            ((shape, _),) = op.infer_shapes(attrs, descs, {}, CompileContext(facts=node.facts))
+            assert tuple(shape) == tuple(node.outputs[0].shape)
+
+
+@pytest.mark.parametrize("b_shape", [(1, 1, 6, 5), (1, 6, 5), (6, 5)])
+@pytest.mark.parametrize("order", [(1, 0, 2, 3), (0, 2, 1, 3), (2, 0, 1, 3)])
+def test_a_folded_store_follows_the_rows_rule_the_matmul_plans_with(b_shape, order):
+    """A B of batch 1 ([1, 1, K, N]) makes the MatMul fold A's batches into its rows as a B
+    without batch axes does: an output view folded for batched GEMMs (one stride per batch
+    axis) was then stored as rows in two levels, and a Transpose (1, 0, 2, 3) after it (rows
+    in three levels) was refused with a BindingError at compile."""
+    b = Builder("rows")
+    x = b.param("x", (2, 3, 4, 6))
+    y = b.op("MatMul", [x, b.const(np.ones(b_shape, np.float32))], (2, 3, 4, 5),
+             {"transpose_a": "false", "transpose_b": "false"}, name="mm")
+    after = tuple((2, 3, 4, 5)[k] for k in order)
+    y = b.op("Transpose", [y, b.const(np.array(order, np.int64))], after, name="t")
+    b.result(b.op("ReLU", [y], after, name="act"))
+    new, _ = fold_views_into_matmuls(b.g, builtin)
+    _plans_every_matmul(new)

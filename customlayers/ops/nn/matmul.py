@@ -258,7 +258,7 @@ class MatMul(NamedOp):
         rank = max(len(a2), len(b2))
         abatch = (1,) * (rank - len(a2)) + a2[:-2]
         bbatch = (1,) * (rank - len(b2)) + b2[:-2]
-        if abatch and all(d == 1 for d in bbatch) and not ta and len(a) > 1:
+        if GemmLayout.rows_folded(a, b, attrs["transpose_a"]):
             # one B for every batch of A, whose rows lie one after another: the batches are
             # more rows of one GEMM (a transformer's [B, S, K] x [K, N]: M = B*S, tiles that
             # fit and no batch of M == 1 running a matrix-vector kernel per row)
