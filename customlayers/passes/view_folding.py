@@ -8,7 +8,8 @@ MatMul can read its operand where the chain's first tensor already holds it: the
 composed into one strided view (ops/view_steps.py's ComposedView), the MatMul gets the fact
 ops/nn/matmul.py's OperandViews and reads that tensor, and the chain's layers that nobody else
 reads are dropped. Multiplys (and Divides) by one constant value on the way become a factor of
-the product (MATMUL_ALPHA).
+the product (MATMUL_ALPHA), where it is a finite float32 (an infinite one is not: x * inf
+summed is NaN where the sum times inf is not).
 
 Exact but for the scale: the MatMul reads the values the chain would have copied and sums them
 in the same order; a folded factor multiplies the sum once instead of each operand (fp32
@@ -35,6 +36,7 @@ from .graph_edit import const_input, rebuilt_graph, with_fact
 _RESHAPES = ("Reshape", "Squeeze", "Unsqueeze")
 _SCALES = ("Multiply", "Divide")
 _STEPS = _RESHAPES + _SCALES + ("Transpose", "Gather")
+_F32_MAX = float(np.finfo(np.float32).max)
 
 
 def fold_views_into_matmuls(graph: Graph, is_builtin) -> tuple[Graph, list[str]]:
@@ -63,8 +65,8 @@ def fold_views_into_matmuls(graph: Graph, is_builtin) -> tuple[Graph, list[str]]
             if found is None:
                 continue
             root, root_shape, chain, view, factor = found
-            if not _readable(view, port, attrs, node):
-                continue
+            if not _readable(view, port, attrs, node) or not abs(scale * factor) <= _F32_MAX:
+                continue                # (factors whose product overflows float32 stay apart)
             views[port], sources[port] = view, root_shape
             scale *= factor
             inputs[port] = replace(inputs[port], shape=tuple(root_shape))
@@ -282,6 +284,10 @@ def _compose(graph: Graph, chain: list[Node], shape: tuple) -> tuple[ComposedVie
                     if c == 0.0:
                         return None
                     c = 1.0 / c
+                if not abs(c) <= _F32_MAX:     # (false for a NaN too)
+                    # an infinite factor of each element is not one of the sum (inf * a + -inf
+                    # * b is NaN where (a + b) * inf is not): the layer multiplies itself
+                    return None
                 factor *= c
                 continue
             if node.type == "Transpose":
