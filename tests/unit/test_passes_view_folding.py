@@ -246,3 +246,23 @@ def test_a_factor_that_is_not_a_finite_float32_stays_a_layer(factors):
     b.result(b.op("MatMul", [y, b.param("w", (6, 3))], (4, 3),
                   {"transpose_a": "false", "transpose_b": "false"}, name="mm"))
     assert fold_views_into_matmuls(b.g, builtin) == (b.g, [])
+
+
+def test_a_second_run_reads_the_operands_as_the_first_run_left_them():
+    """Network runs the passes again per set of input shapes, over MatMuls an earlier run gave
+    views: the pass judged the folds by the inputs' shapes (the chains' first tensors: here B's
+    [6, 5], read as [1, 6, 5]), and folded a store the MatMul cannot write (BindingError)."""
+    from dataclasses import replace
+    b = Builder("twice")
+    x = b.param("x", (6, 4))
+    a = b.op("Transpose", [x, b.const(np.array([1, 0], np.int64))], (4, 6), name="ta")
+    y = b.op("MatMul", [a, b.param("w", (6, 5))], (1, 4, 5),
+             {"transpose_a": "false", "transpose_b": "false"}, name="mm")
+    y = b.op("Transpose", [b.reshape(y, (1, 2, 2, 5)), b.const(np.array([0, 2, 1, 3],
+                                                                          np.int64))],
+             (1, 2, 2, 5), name="t")
+    b.result(b.op("ReLU", [b.reshape(y, (1, 4, 5))], (1, 4, 5), name="act"))
+    earlier = OperandViews((None, dense_view((6, 5)).reshape((1, 6, 5))), (None, (6, 5)))
+    b.g.nodes["mm"] = replace(b.g.nodes["mm"], facts=(earlier,))
+    new, _ = fold_views_into_matmuls(b.g, builtin)
+    _plans_every_matmul(new)
