@@ -52,9 +52,9 @@ def defines(**values: int | float | str) -> str:
     for name, value in values.items():
         if isinstance(value, bool):
             value = int(value)
-        if isinstance(value, float):
-            value = f"{value!r}f" if math.isfinite(value) else \
-                ("INFINITY" if value > 0 else "-INFINITY")
+        if isinstance(value, float):        # (a NaN is not > 0: it was -INFINITY)
+            value = f"{value!r}f" if math.isfinite(value) else "NAN" if math.isnan(value) \
+                else "INFINITY" if value > 0 else "-INFINITY"
         if isinstance(value, (int, str)) and str(value).startswith("-"):
             value = f"({value})"  # so that `-NAME` and `x-NAME` stay what they say
         lines.append(render_define(name, str(value), user=True))

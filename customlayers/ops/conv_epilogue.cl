@@ -8,7 +8,8 @@
  * FUSED_GELU      1 (erf) or 2 (tanh): the GELU that followed is applied last instead (a
  *                    transformer's feed-forward Linear; the Gelu op's own formulas)
  * EPILOGUE(index, channel, v): the value to store at output element `index` (dense BFYX) of
- * channel `channel` (`v` a float; a vector only where FUSED_RESIDUAL and FUSED_GELU are 0). (passes/fusion.py decides; all 0 gives the plain convolution)
+ * channel `channel` (`v` a float; a vector only where FUSED_RESIDUAL and FUSED_GELU are 0).
+ * (passes/fusion.py decides; all 0 gives the plain convolution)
  */
 #if FUSED_BIAS
 #define BIAS_ARG , __global const float* restrict bias

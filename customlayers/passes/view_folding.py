@@ -8,7 +8,8 @@ MatMul can read its operand where the chain's first tensor already holds it: the
 composed into one strided view (ops/view_steps.py's ComposedView), the MatMul gets the fact
 ops/nn/matmul.py's OperandViews and reads that tensor, and the chain's layers that nobody else
 reads are dropped. Multiplys (and Divides) by one constant value on the way become a factor of
-the product (MATMUL_ALPHA).
+the product (MATMUL_ALPHA), where it is a finite float32 (an infinite one is not: x * inf
+summed is NaN where the sum times inf is not).
 
 Exact but for the scale: the MatMul reads the values the chain would have copied and sums them
 in the same order; a folded factor multiplies the sum once instead of each operand (fp32
@@ -35,6 +36,7 @@ from .graph_edit import const_input, rebuilt_graph, with_fact
 _RESHAPES = ("Reshape", "Squeeze", "Unsqueeze")
 _SCALES = ("Multiply", "Divide")
 _STEPS = _RESHAPES + _SCALES + ("Transpose", "Gather")
+_F32_MAX = float(np.finfo(np.float32).max)
 
 
 def fold_views_into_matmuls(graph: Graph, is_builtin) -> tuple[Graph, list[str]]:
@@ -57,6 +59,11 @@ def fold_views_into_matmuls(graph: Graph, is_builtin) -> tuple[Graph, list[str]]
         sources = list(fact.sources) if fact else [None, None]
         scale = fact.scale if fact else 1.0
         inputs = list(node.inputs)
+        # the operands' shapes as the MatMul reads them: an earlier run's views (Network runs
+        # the passes again per set of input shapes), else its inputs'
+        read = [tuple(v.shape) if v is not None else
+                tuple(p.shape) if p.shape is not None else None
+                for v, p in zip(views, node.inputs[:2])]
         for port in (0, 1):
             if views[port] is not None:
                 continue
@@ -67,8 +74,8 @@ def fold_views_into_matmuls(graph: Graph, is_builtin) -> tuple[Graph, list[str]]
             if found is None:
                 continue
             root, root_shape, chain, view, factor = found
-            if not _readable(view, port, attrs, node):
-                continue
+            if not _readable(view, port, attrs, read[1]) or not abs(scale * factor) <= _F32_MAX:
+                continue                # (factors whose product overflows float32 stay apart)
             views[port], sources[port] = view, root_shape
             scale *= factor
             inputs[port] = replace(inputs[port], shape=tuple(root_shape))
@@ -81,7 +88,7 @@ def fold_views_into_matmuls(graph: Graph, is_builtin) -> tuple[Graph, list[str]]
         outputs = list(node.outputs)
         if out is None:
             try:
-                found = _output_chain(graph, node, attrs, is_builtin)
+                found = _output_chain(graph, node, attrs, is_builtin, read)
             except ModelError:
                 found = None
             if found is not None:
@@ -160,13 +167,13 @@ def _composed(graph: Graph, matmul: Node, port: int, is_builtin):
     return None
 
 
-def _output_chain(graph: Graph, matmul: Node, attrs: dict, is_builtin):
+def _output_chain(graph: Graph, matmul: Node, attrs: dict, is_builtin, read: list):
     """(the layers after the MatMul that only re-index its output, the view of its output in
     their result, that result's shape) for the longest such chain with a Transpose whose
     result the MatMul can write directly: its last axis the MatMul's columns, contiguous. None
-    where there is none."""
+    where there is none. `read`: the operands' shapes as the MatMul reads them."""
     shape = matmul.outputs[0].shape
-    a, b = (p.shape for p in matmul.inputs[:2])
+    a, b = read
     if shape is None or a is None or b is None or len(a) < 2 or len(b) < 2 or \
             any(not isinstance(d, int) for d in shape):
         return None
@@ -297,6 +304,10 @@ def _compose(graph: Graph, chain: list[Node], shape: tuple) -> tuple[ComposedVie
                     if c == 0.0:
                         return None
                     c = 1.0 / c
+                if not abs(c) <= _F32_MAX:     # (false for a NaN too)
+                    # an infinite factor of each element is not one of the sum (inf * a + -inf
+                    # * b is NaN where (a + b) * inf is not): the layer multiplies itself
+                    return None
                 factor *= c
                 continue
             if node.type == "Transpose":
@@ -325,13 +336,13 @@ def _compose(graph: Graph, chain: list[Node], shape: tuple) -> tuple[ComposedVie
     return view, factor
 
 
-def _readable(view: ComposedView, port: int, attrs: dict, matmul: Node) -> bool:
+def _readable(view: ComposedView, port: int, attrs: dict, other: tuple | None) -> bool:
     """Whether the MatMul reads `view` as fast as a dense operand: for A whose batches are rows
     of one GEMM (GemmLayout.rows_folded), rows in at most two levels of even spacing with
     contiguous columns; else one stride per axis, one of the two matrix axes contiguous (a
-    size-1 axis is either) and at most two batch axes."""
+    size-1 axis is either) and at most two batch axes. `other`: B's shape as the MatMul reads
+    it."""
     shape = view.shape
-    other = matmul.inputs[1].shape
     if port == 0 and other is not None and \
             GemmLayout.rows_folded(tuple(shape), tuple(other), attrs["transpose_a"]):
         rows = 1

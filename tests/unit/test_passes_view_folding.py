@@ -223,3 +223,46 @@ def test_a_folded_store_follows_the_rows_rule_the_matmul_plans_with(b_shape, ord
     b.result(b.op("ReLU", [y], after, name="act"))
     new, _ = fold_views_into_matmuls(b.g, builtin)
     _plans_every_matmul(new)
+
+
+def test_a_kernel_define_of_nan_is_nan():
+    """ops/_program.defines wrote a NaN as -INFINITY (NaN > 0 is false)."""
+    from customlayers.ops._program import defines
+    text = defines(A=float("nan"), B=float("inf"), C=float("-inf"), D=-0.5)
+    assert "A NAN" in text and "B INFINITY" in text and "C (-INFINITY)" in text
+    assert "D (-0.5f)" in text
+
+
+@pytest.mark.parametrize("factors", [[float("nan")], [float("inf")], [-float("inf")],
+                                     [1e30, 1e30]])
+def test_a_factor_that_is_not_a_finite_float32_stays_a_layer(factors):
+    """x * inf summed is not (x summed) * inf (inf - inf is NaN): such a Multiply is not
+    folded into the MatMul's scale, nor Multiplys whose product overflows float32."""
+    b = Builder("scale")
+    y = b.param("x", (4, 6))
+    for k, factor in enumerate(factors):
+        y = b.op("Multiply", [y, b.const(np.array(factor, np.float32))], (4, 6),
+                 {"auto_broadcast": "numpy"}, name=f"scale{k}")
+    b.result(b.op("MatMul", [y, b.param("w", (6, 3))], (4, 3),
+                  {"transpose_a": "false", "transpose_b": "false"}, name="mm"))
+    assert fold_views_into_matmuls(b.g, builtin) == (b.g, [])
+
+
+def test_a_second_run_reads_the_operands_as_the_first_run_left_them():
+    """Network runs the passes again per set of input shapes, over MatMuls an earlier run gave
+    views: the pass judged the folds by the inputs' shapes (the chains' first tensors: here B's
+    [6, 5], read as [1, 6, 5]), and folded a store the MatMul cannot write (BindingError)."""
+    from dataclasses import replace
+    b = Builder("twice")
+    x = b.param("x", (6, 4))
+    a = b.op("Transpose", [x, b.const(np.array([1, 0], np.int64))], (4, 6), name="ta")
+    y = b.op("MatMul", [a, b.param("w", (6, 5))], (1, 4, 5),
+             {"transpose_a": "false", "transpose_b": "false"}, name="mm")
+    y = b.op("Transpose", [b.reshape(y, (1, 2, 2, 5)), b.const(np.array([0, 2, 1, 3],
+                                                                          np.int64))],
+             (1, 2, 2, 5), name="t")
+    b.result(b.op("ReLU", [b.reshape(y, (1, 4, 5))], (1, 4, 5), name="act"))
+    earlier = OperandViews((None, dense_view((6, 5)).reshape((1, 6, 5))), (None, (6, 5)))
+    b.g.nodes["mm"] = replace(b.g.nodes["mm"], facts=(earlier,))
+    new, _ = fold_views_into_matmuls(b.g, builtin)
+    _plans_every_matmul(new)
