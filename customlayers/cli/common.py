@@ -20,7 +20,8 @@ def add_build_options(parser: argparse.ArgumentParser, device: bool = True,
     parser.add_argument("-cdir", "--cache-dir", metavar="DIR", default=None,
                         help="keep compiled programs in DIR (as CUSTOMLAYERS_CACHE_DIR)")
     parser.add_argument("--verbose", action="store_true",
-                        help="report each program-cache hit and miss on stderr")
+                        help="report each program-cache hit and miss on stderr (run, benchmark "
+                             "and compile of a model: also each graph rewrite)")
 
 
 def build_cache(args: argparse.Namespace):

@@ -171,8 +171,8 @@ def test_batch_sets_the_first_dimension_and_frames_per_second(capsys):
 def test_a_wrong_input_shape_is_named_as_such(tmp_path, capsys):
     np.save(tmp_path / "x.npy", np.zeros((1, 3, 16, 16), np.float32))
     err = fails(["run", "-m", DEMO, "-i", str(tmp_path / "x.npy")], capsys, code=2)
-    assert "input 'data' has shape [1, 3, 16, 16] (the array given with -i); the model " \
-           "expects [1, 3, 32, 32]" in err
+    assert f"input 'data' has shape [1, 3, 16, 16] ({tmp_path / 'x.npy'}, given with -i); the " \
+           "model expects [1, 3, 32, 32]" in err
     assert "output port" not in err
     err = fails(["run", "-m", DEMO, "-b", "2"], capsys, code=2)
     assert "input 'data' has shape [2, 3, 32, 32] (-b 2); the model expects [1, 3, 32, 32]" in err

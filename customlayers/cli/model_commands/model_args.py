@@ -125,12 +125,27 @@ def load_network_steps(args, profiling: bool = False, resolver=None, sequence: b
     net = Network(graph, registry, engine, input_shapes=shapes or None, profiling=profiling,
                   messages=say, resolver=resolver, tuning=args.tuning,
                   fuse_temporal_blocks=getattr(args, "fuse_temporal_blocks", False))
-    rng = generator(args.seed)      # one for the run, each missing input drawn in turn
-    for step in steps or [arrays]:
-        for p in graph.parameters:
-            if p.name not in step:
-                step[p.name] = random_input(rng, shapes[p.name], p.outputs[0].dtype)
+    if getattr(args, "verbose", False):     # what the graph rewrites made of the model
+        for note in net.rewrites or ["graph rewrites: none applied"]:
+            say(f"rewrite: {note}")
+    fill_missing_inputs(args, graph, steps or [arrays], shapes)
     return engine, net, steps or [arrays]
+
+
+def fill_missing_inputs(args, graph, steps: list[dict], shapes) -> None:
+    """Seeded random arrays for the inputs no -i gives, one generator for the run drawing each
+    in turn. Where -i gives some inputs but not this one, a note says so: a forgotten mask
+    would otherwise run as noise, silently."""
+    rng = generator(args.seed)
+    for index, step in enumerate(steps):
+        for p in graph.parameters:
+            if p.name in step:
+                continue
+            if args.input and index == 0:
+                print(f"note: input '{p.name}' is not given with -i: it gets a random array "
+                      f"(--seed {args.seed}); give it with -i {p.name}=FILE.npy",
+                      file=sys.stderr)
+            step[p.name] = random_input(rng, shapes[p.name], p.outputs[0].dtype)
 
 
 def input_arrays_and_shapes(args, graph, arrays=None
@@ -140,10 +155,11 @@ def input_arrays_and_shapes(args, graph, arrays=None
     such, not as a layer that fails with it."""
     names = [p.name for p in graph.parameters]
     given = parse_shapes(args.shape, names)
+    origins: dict[str, str] = {}
     if arrays is None:
-        arrays = read_inputs(args.input, graph)
+        arrays = read_inputs(args.input, graph, origins)
     for name, arr in arrays.items():
-        origin = "the array given with -i"
+        origin = origins.get(name, "the array given with -i")
         if name in given and given[name].shape != tuple(arr.shape):
             raise UsageError(f"input '{name}': its array has shape {list(arr.shape)}, but "
                              f"{given[name].origin} gives {list(given[name].shape)}")
@@ -164,7 +180,10 @@ def input_arrays_and_shapes(args, graph, arrays=None
     return arrays, shapes
 
 
-def read_inputs(items, graph) -> dict[str, np.ndarray]:
+def read_inputs(items, graph, origins: dict | None = None) -> dict[str, np.ndarray]:
+    """The -i arrays by input name; `origins` (when given) gets where each came from, for a
+    message about its shape: a file without NAME= goes to the next input in the model's order,
+    which a user who swapped two files must be told."""
     names = [p.name for p in graph.parameters]
     arrays: dict[str, np.ndarray] = {}
     positional = 0
@@ -178,9 +197,14 @@ def read_inputs(items, graph) -> dict[str, np.ndarray]:
                 raise UsageError(f"more inputs given than the model has ({', '.join(names)})")
             name, path = names[positional], item
             positional += 1
+            if origins is not None and len(names) > 1:
+                origins[name] = (f"{path}, given with -i without a name: such files go to the "
+                                 f"inputs in the model's order, {', '.join(names)}")
         else:
             raise UsageError(f"-i {item}: '{name}' is not an input of the model; its inputs: "
                              f"{', '.join(names)}")
+        if origins is not None:
+            origins.setdefault(name, f"{path}, given with -i")
         arrays[name] = model_typed(read_array(path, f"input '{name}'"), path, name, graph)
     return arrays
 
@@ -242,11 +266,7 @@ def load_package_steps(args, profiling: bool, resolver, sequence: bool):
         shapes = {n: (args.batch, *s[1:]) if s else s for n, s in shapes.items()}
     net.plan_for({n: tuple(s) for n, s in shapes.items()},
                  {n: arrays[n] for n in net.value_inputs if n in arrays})
-    rng = generator(args.seed)
-    for step in steps or [arrays]:
-        for p in graph.parameters:
-            if p.name not in step:
-                step[p.name] = random_input(rng, shapes[p.name], p.outputs[0].dtype)
+    fill_missing_inputs(args, graph, steps or [arrays], shapes)
     return engine, net, steps or [arrays]
 
 

@@ -114,8 +114,8 @@ class Network:
         self._fuse_temporal_blocks = fuse_temporal_blocks
         self._concat_in_place = concat_in_place
         self._passes = passes_for(temporal_blocks=fuse_temporal_blocks) if fuse else FOLDING
-        self.graph, notes = self._rewritten(self.graph, self._passes)
-        self.messages += notes
+        self.graph, self.rewrites = self._rewritten(self.graph, self._passes)
+        self.messages += self.rewrites      # one line per rewrite (the CLI's --verbose says them)
         if fuse and fuse_temporal_blocks and \
                 not any(n.type == "TemporalBlocks" for n in self.graph.nodes.values()):
             note = ("note: fuse_temporal_blocks: the model has no run of TCN temporal blocks "
@@ -161,6 +161,7 @@ class Network:
         self.package = load_package(path, engine, registry, self._say)
         self.graph = self.package.graph
         self.resolver, self.tuner, self.fuse = None, None, True
+        self.rewrites = []       # made when it was compiled: the package holds the result
         self.messages = [plan.memory.summary() for plan in self.package.plans.values()]
         self.value_inputs = self.package.value_inputs
         self._plans = dict(self.package.plans)
