@@ -85,3 +85,12 @@ def test_files_by_position_to_the_wrong_inputs_are_named_with_the_order(encoder,
     assert f"input 'x' has shape [2, 1, 1, 8] ({files['mask_bias']}, given with -i without a " \
            "name: such files go to the inputs in the model's order, x, mask_bias); the model " \
            "expects [2, 8, 32]" in err
+
+
+def test_a_missing_input_file_names_the_input_it_was_for(encoder, tmp_path, capsys):
+    model, files, _ = encoder
+    gone = tmp_path / "gone" / "mask.npy"
+    status, _, err = run(["run", "-m", str(model), "-i", f"x={files['x']}",
+                          "-i", f"mask_bias={gone}"], capsys)
+    assert status == 2
+    assert f"error: input 'mask_bias' {gone}: No such file or directory" in err

@@ -136,9 +136,11 @@ def test_fifo_external_data_is_a_model_error(tmp_path):
 
 def test_a_fifo_as_input_array_is_refused(tmp_path):
     from customlayers.cli.user_files.input_arrays import read_array
-    with fifo(tmp_path / "in.npy") as path, quick(), pytest.raises(OSError) as e:
+    from customlayers.cli import UsageError
+    with fifo(tmp_path / "in.npy") as path, quick(), pytest.raises(UsageError) as e:
         read_array(str(path), "input 'x'")
-    assert e.value.strerror == "not a regular file (a FIFO); only regular files are read"
+    assert str(e.value) == f"input 'x' {path}: not a regular file (a FIFO); only regular " \
+                           f"files are read"
 
 
 def test_a_fifo_as_python_layer_file_is_refused(tmp_path):

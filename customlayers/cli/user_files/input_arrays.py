@@ -28,9 +28,14 @@ def read_array(path: str, what: str) -> np.ndarray:
 
     Refused, as a UsageError naming `what` and `path`: a file that is not .npy (an empty one
     included), a truncated or corrupt one, an .npz archive, an array of anything but real
-    numbers. Missing or unreadable files raise OSError (exit 2)."""
+    numbers; a missing or unreadable file too, naming `what` (which -i it was), not only the
+    path."""
     from .. import UsageError
-    with open_user_file(path) as f:         # a regular file: a FIFO would block np.load
+    try:
+        opened = open_user_file(path)       # a regular file: a FIFO would block np.load
+    except OSError as e:
+        raise UsageError(f"{what} {path}: {e.strerror or e}") from None
+    with opened as f:
         check_npy_size(f, path, what)
         f.seek(0)
         try:
