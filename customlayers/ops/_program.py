@@ -120,6 +120,13 @@ def dense_strides(shape: Sequence[int]) -> tuple[int, ...]:
     return tuple(reversed(strides))
 
 
+def batch_strides(batch: Sequence[int], strides: Sequence[int]) -> list[int]:
+    """The strides of at most two leading batch axes of sizes `batch`, padded in front to two;
+    0 along an axis of size 1 (broadcast: its index is always 0)."""
+    found = [s if d > 1 else 0 for d, s in zip(batch, strides[:len(batch)])]
+    return [0] * (2 - len(found)) + found
+
+
 def numel(shape: Sequence[int]) -> int:
     n = 1
     for d in shape:
@@ -140,6 +147,15 @@ def broadcast_shapes(op_type: str, *shapes: Sequence[int]) -> tuple[int, ...]:
                                f"axis {k} of the result")
         out.append(dims.pop() if dims else 1)
     return tuple(out)
+
+
+def broadcasts_to(shape: Sequence[int], out: Sequence[int]) -> bool:
+    """Whether `shape` broadcasts to `out` (numpy rules) leaving `out` as it is."""
+    shape, out = tuple(shape), tuple(out)
+    if len(shape) > len(out) or None in shape:
+        return False
+    padded = (1,) * (len(out) - len(shape)) + shape
+    return all(d in (1, o) for d, o in zip(padded, out))
 
 
 def normalize_axis(axis: int, rank: int, op_type: str, what: str = "axis") -> int:

@@ -15,7 +15,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
-from ._program import LinearView
+import numpy as np
+
+from ._program import LinearView, batch_strides
 
 Part = tuple[int, int]                  # (size, stride)
 
@@ -115,13 +117,6 @@ class ComposedView:
         return LinearView(self.shape, tuple(strides), self.offset)
 
 
-def reshaped(view: LinearView, shape: Sequence[int]) -> LinearView | None:
-    """`view` read as `shape` with one stride per axis (numpy's reshape without a copy), or
-    None where that needs a copy."""
-    composed = ComposedView.of(view).reshape(shape)
-    return composed.linear() if composed is not None else None
-
-
 # -- a MatMul's folded views ---------------------------------------------------------------
 @dataclass(frozen=True)
 class OperandViews:
@@ -191,9 +186,7 @@ class GemmLayout:
         else:
             raise self._fail(f"operand {which} is read with strides {inner} and {other}: one of "
                              f"its two matrix axes must be contiguous")
-        batch = shape[:-2] if len(shape) > 1 else ()
-        found = [s if d > 1 else 0 for d, s in zip(batch, st[:len(batch)])]
-        bs = [0] * (2 - len(found)) + found
+        bs = batch_strides(shape[:-2] if len(shape) > 1 else (), st)
         out = {f"TRANSPOSE_{which}": flag, f"LD{which}": ld, f"{which}_OFF": linear.offset,
                f"{which}_BS0": bs[0], f"{which}_BS1": bs[1]}
         if which == "A":
@@ -204,7 +197,7 @@ class GemmLayout:
         """A whose batches are more rows of one GEMM: its sizes, or None where its rows are
         not in at most two levels of even spacing with contiguous columns (the MatMul then runs
         its batches apart)."""
-        split = self._split_rows(view, rows, cols)
+        split = self.split_rows(view, rows, cols)
         if split is None:
             return None
         r0, ld, rs1 = split
@@ -225,8 +218,10 @@ class GemmLayout:
         return max(len(a), len(b2)) > 2 and all(d == 1 for d in b2[:-2])
 
     @staticmethod
-    def _split_rows(view, rows: int, cols: int):
-        """(rows per level-0 run, their stride, the stride of the runs or None)."""
+    def split_rows(view, rows: int, cols: int):
+        """(rows per level-0 run, their stride, the stride of the runs or None) of `view` read
+        as `rows` x `cols` with contiguous columns (None: the dense matrix); None where its
+        rows do not lie in at most two levels of even spacing."""
         if view is None:
             return rows, cols, None
         found = view.matrix(rows, cols)
@@ -243,7 +238,7 @@ class GemmLayout:
     def output_rows(self, rows: int, n: int) -> dict:
         """Where a GEMM of `rows` x `n` (A's batches folded into its rows) stores."""
         out = self.views.out if self.views is not None else None
-        split = self._split_rows(out, rows, n)
+        split = self.split_rows(out, rows, n)
         if split is None:
             raise self._fail("the folded layers after the MatMul do not keep its rows in two "
                              "levels with contiguous columns")
@@ -265,10 +260,9 @@ class GemmLayout:
                 (linear.strides[-1] != 1 and n > 1):
             raise self._fail("the folded layers after the MatMul do not keep its output "
                              "strided with contiguous rows")
-        st = linear.strides
-        found = [s if d > 1 else 0 for d, s in zip(batch, st[:len(batch)])]
-        bs = [0] * (2 - len(found)) + found
-        return dict(O_BS0=bs[0], O_BS1=bs[1], LDO=st[-2], O_SPLIT_ROWS=0, O_R0=1, O_RS1=0)
+        bs = batch_strides(batch, linear.strides)
+        return dict(O_BS0=bs[0], O_BS1=bs[1], LDO=linear.strides[-2], O_SPLIT_ROWS=0, O_R0=1,
+                    O_RS1=0)
 
     def final(self, out: tuple) -> tuple:
         """The MatMul's output shape as the graph sees it (the folded layers' result)."""
@@ -300,5 +294,4 @@ class GemmLayout:
         is none)."""
         if views is None or views.scale == 1.0:
             return {}
-        import numpy as np
         return {"MATMUL_ALPHA": float(np.float32(views.scale))}

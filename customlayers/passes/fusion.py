@@ -24,6 +24,8 @@ from ..graph.graph import Graph, Node
 from ..jit.launch import FusedEpilogue
 from ..jit.layer import LayerImpl
 from ..ops import get_op
+from ..ops._program import broadcasts_to
+from ..ops.view_steps import OperandViews
 from ..ops.tensor.affine import ChannelAffine
 from ..ops.nn.matmul import ROW_SOFTMAX_MAX, ROW_SOFTMAX_MAX_ROWS, ROW_SOFTMAX_MAX_WEIGHTS
 from .graph_edit import sole_layer_reading_only_output
@@ -269,7 +271,7 @@ def _residual_input(graph: Graph, add: Node, from_id: str, position: dict,
     if len(ports) != 1 or tuple(add.inputs[1 - ports[0]].shape or ()) != tuple(shape):
         return None
     other = tuple(add.inputs[ports[0]].shape or ())
-    if other != tuple(shape) and not (broadcast and _broadcasts_to(other, tuple(shape))):
+    if other != tuple(shape) and not (broadcast and broadcasts_to(other, shape)):
         return None
     src = graph.producer(add.id, ports[0])
     producer = graph.nodes[src[0]]
@@ -278,21 +280,14 @@ def _residual_input(graph: Graph, add: Node, from_id: str, position: dict,
     return src
 
 
-def _broadcasts_to(shape: tuple, out: tuple) -> bool:
-    """numpy broadcasting of `shape` to `out` with `out` unchanged (known dims)."""
-    if len(shape) > len(out) or None in shape:
-        return False
-    padded = (1,) * (len(out) - len(shape)) + shape
-    return all(d in (1, o) for d, o in zip(padded, out))
-
-
 def _broadcast_residual_fits(node: Node) -> bool:
     """A MatMul-like layer can add a broadcast residual: its output dense (no fact moves it:
     view_folding.py), of rank 2 to 4 (at most two batch axes), both operands matrices (as the
     layer reads them: a folded view's shape where there is one)."""
-    if any(getattr(f, "out", None) is not None for f in node.facts):
+    fact = next((f for f in node.facts if isinstance(f, OperandViews)), None)
+    if fact is not None and fact.out is not None:
         return False
-    views = next((getattr(f, "views") for f in node.facts if hasattr(f, "views")), (None, None))
+    views = fact.views if fact is not None else (None, None)
     ranks = [len(v.shape) if v is not None else len(p.shape or ()) for v, p in
              zip(views, node.inputs[:2])]
     out = node.outputs[0].shape or ()

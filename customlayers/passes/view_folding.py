@@ -21,6 +21,7 @@ the MatMul's packed weights take it).
 """
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 
 import numpy as np
@@ -29,8 +30,7 @@ from ..errors import CustomLayersError, ModelError
 from ..graph.graph import Graph, Node
 from ..ops import get_op
 from ..ops.nn.matmul import PickLast
-from ..ops.view_steps import OperandViews
-from ..ops.view_steps import ComposedView, GemmLayout, dense_view
+from ..ops.view_steps import ComposedView, GemmLayout, OperandViews, dense_view
 from .graph_edit import const_input, rebuilt_graph, with_fact
 
 _RESHAPES = ("Reshape", "Squeeze", "Unsqueeze")
@@ -216,11 +216,8 @@ def _output_chain(graph: Graph, matmul: Node, attrs: dict, is_builtin, read: lis
                     break
         if view is None:
             continue
-        rows = 1
-        for d in shape[:-1]:
-            rows *= d
         if fold_rows:
-            if GemmLayout._split_rows(view, rows, shape[-1]) is None:
+            if GemmLayout.split_rows(view, math.prod(shape[:-1]), shape[-1]) is None:
                 continue
         else:
             linear = view.linear()
@@ -345,10 +342,7 @@ def _readable(view: ComposedView, port: int, attrs: dict, other: tuple | None) -
     shape = view.shape
     if port == 0 and other is not None and \
             GemmLayout.rows_folded(tuple(shape), tuple(other), attrs["transpose_a"]):
-        rows = 1
-        for d in shape[:-1]:
-            rows *= d
-        return GemmLayout._split_rows(view, rows, shape[-1]) is not None
+        return GemmLayout.split_rows(view, math.prod(shape[:-1]), shape[-1]) is not None
     linear = view.linear()
     if linear is None or len(shape) > 4:
         return False

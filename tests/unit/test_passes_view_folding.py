@@ -6,7 +6,7 @@ import itertools
 import numpy as np
 import pytest
 
-from customlayers.ops.view_steps import ComposedView, OperandViews, dense_view, reshaped
+from customlayers.ops.view_steps import ComposedView, OperandViews, dense_view
 from customlayers.ops._program import LinearView
 from customlayers.passes.view_folding import fold_views_into_matmuls
 from interop_graphs import Builder
@@ -87,6 +87,11 @@ def _factors(n: int):
             out.append((a, n // a))
             out.append((n // a, 1, a))
     return out
+
+
+def reshaped(view: LinearView, shape):
+    composed = ComposedView.of(view).reshape(shape)
+    return composed.linear() if composed is not None else None
 
 
 def test_reshaped_follows_numpys_no_copy_rule():

@@ -10,6 +10,7 @@ from typing import Sequence
 
 from ...jit.launch import Arg, FusedEpilogue
 from ...jit.tensor import TensorDesc
+from .._program import batch_strides, broadcasts_to, dense_strides
 
 
 @dataclass(frozen=True)
@@ -35,8 +36,7 @@ def wire_epilogue(op, attrs, epilogue: FusedEpilogue | None, inputs: Sequence[Te
         args += (Arg.input(2),)
     if ep.residual:
         if tuple(inputs[-1].shape) != tuple(output.shape) and not (
-                broadcast_residual and _broadcasts(tuple(inputs[-1].shape),
-                                                   tuple(output.shape))):
+                broadcast_residual and broadcasts_to(inputs[-1].shape, output.shape)):
             raise op.fail(attrs, f"the fused residual has shape {list(inputs[-1].shape)}, the "
                                  f"output {list(output.shape)}")
         args += (Arg.input(len(inputs) - 1),)
@@ -45,11 +45,6 @@ def wire_epilogue(op, attrs, epilogue: FusedEpilogue | None, inputs: Sequence[Te
                  FUSED_RESIDUAL=int(ep.residual),
                  FUSED_PRE_RELU=int(ep.residual and ep.pre_relu))
     return EpilogueWiring(args, flags)
-
-
-def _broadcasts(shape: tuple, out: tuple) -> bool:
-    padded = (1,) * (len(out) - len(shape)) + shape
-    return len(shape) <= len(out) and all(d in (1, o) for d, o in zip(padded, out))
 
 
 def residual_strides(res_shape: tuple, out: tuple, rows_folded: bool) -> dict:
@@ -62,16 +57,11 @@ def residual_strides(res_shape: tuple, out: tuple, rows_folded: bool) -> dict:
     if tuple(res_shape) == tuple(out):
         return zero
     padded = (1,) * (len(out) - len(res_shape)) + tuple(res_shape)
-    dense, step = [], 1
-    for d in reversed(padded):
-        dense.append(step)
-        step *= d
-    st = [s if d > 1 else 0 for s, d in zip(reversed(dense), padded)]
-    batch = st[:-2]
+    st = [s if d > 1 else 0 for s, d in zip(dense_strides(padded), padded)]
     found = dict(zero, RES_BROADCAST=1, R_M=st[-2], R_N=st[-1], R_MI=out[-2])
-    pad = [0] * (2 - len(batch)) + batch
+    pad = batch_strides(padded[:-2], st)
     if rows_folded:
-        dims = [1] * (2 - len(batch)) + list(out[:-2])
+        dims = [1] * (4 - len(out)) + list(out[:-2])
         found.update(R_B1=dims[1], R_RS1=pad[1], R_RS0=pad[0])
     else:
         found.update(R_BS0=pad[0], R_BS1=pad[1])
