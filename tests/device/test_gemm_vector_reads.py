@@ -13,7 +13,7 @@ import pytest
 from customlayers.jit.launch import CompileContext
 from customlayers.jit.tensor import TensorDesc
 from customlayers.ops import get_op
-from customlayers.ops.nn._variants import gemm_variants
+from customlayers.ops.nn._variants import GemmVariant, gemm_variants
 from customlayers.ops.view_steps import OperandViews, dense_view
 from launch_runner import kernel_sample, run_launches
 from test_ops_conv import attrs as conv_attrs, conv_ref
@@ -84,3 +84,24 @@ def test_convolution_reads_float4_where_aligned(cl_env, x_shape, w_shape, pads, 
     assert _flags(gemm) == flags
     got = run_launches(cl_env, launches, [x, w], descs, out)[0]
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-4)
+
+
+@pytest.mark.parametrize("variant", [GemmVariant(128, 128, 16, 8, 1), GemmVariant(128, 128, 16, 8, 3),
+                                     GemmVariant(64, 128, 8, 8, 2)],
+                         ids=lambda v: v.name)
+def test_the_large_blocks_and_wave_splits_match_float64(cl_env, variant):
+    """The 16x8 register block (128 work items of 128 outputs) and a split-K taken to round the
+    waves up (a long K): ragged edges on every side (M, N not multiples of the tile, K not of
+    the slice)."""
+    m, n, k = 150, 140, 1100
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((m, k)).astype(np.float32)
+    b = rng.standard_normal((k, n)).astype(np.float32)
+    want = a.astype(np.float64) @ b
+    op = get_op("MatMul")
+    at = op.parse_attributes({}, "mm")
+    descs, out = [TensorDesc(a.shape), TensorDesc(b.shape)], [TensorDesc(want.shape)]
+    launches = op.launches(at, descs, out, {}, CompileContext(variant=variant))
+    assert len(launches) == (2 if variant.ksplit > 1 else 1)
+    got = run_launches(cl_env, launches, [a, b], descs, out)[0]
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-3, err_msg=variant.name)

@@ -305,3 +305,18 @@ def test_every_shape_of_a_matmul_runs_one_program():
     assert sources((1, 70), (70, 9), CPU) == sources((1, 30), (30, 100), CPU)
     # a GPU's sizes are #defines (_sizes.baked)
     assert sources((2, 40, 33), (2, 33, 50), GPU) != sources((2, 35, 17), (2, 17, 60), GPU)
+
+
+def test_the_gemm_ranking_offers_the_tilings_that_won_on_an_h100():
+    """The tuner's fast mode times the first four: the legacy tiling, then the three cheapest
+    estimates, which for these BERT/ViT shapes (132 compute units) held the H100's fastest."""
+    from customlayers.ops.nn._variants import gemm_variants, wave_fill
+    first4 = lambda m, n, k: [v.name for v in gemm_variants(m, n, k, 1, 264)[:4]]  # noqa: E731
+    assert "gemm128x128_16x8_k1" in first4(4096, 3072, 768)
+    # a long K is split to round the waves up; a K of 768 never beyond what fills the device
+    assert any(v.endswith(("_k2", "_k3", "_k4")) for v in first4(4096, 768, 3072))
+    assert all(v.endswith("_k1") for v in first4(4096, 768, 768))
+    assert first4(4096, 768, 768)[0] == "gemm64x64_4x4_k1"           # legacy stays first
+    # 192 groups of 2 resident per unit on 132 units fill 0.73 of one wave; split in 4, 0.97
+    assert wave_fill(GemmVariant(128, 128, 16, 8, 1), 4096, 768, 1, 132) == pytest.approx(192 / 264)
+    assert wave_fill(GemmVariant(128, 128, 16, 8, 4), 4096, 768, 1, 132) == pytest.approx(768 / 792)
