@@ -16,9 +16,17 @@ setup-test:
 # (`make node-suite`, run by .ci/run after this one): it compiles a thousand programs cold
 NODE_SUITE := tests/conformance/test_onnx_node_suite.py
 
-test: setup-test
-	$(PY) -m pytest -q tests --ignore=$(NODE_SUITE)
+# two processes (pytest-xdist): PoCL compiles a program on one core, and compiling is most of
+# the suite; tests that share a Ray instance or hold whole models are grouped into one process
+# (tests/conftest.py). TEST_WORKERS=0 runs it in this process.
+TEST_WORKERS ?= 2
+XDIST = $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadgroup)
 
+test: setup-test
+	$(PY) -m pytest -q $(XDIST) tests --ignore=$(NODE_SUITE)
+
+# one process: its last test sums up the cases that pass unlisted, which the cases before it
+# collected in this process (and it takes half a minute)
 node-suite: setup-test
 	$(PY) -m pytest -q $(NODE_SUITE)
 

@@ -24,6 +24,23 @@ def pytest_configure(config):
     suite_memory.register(config)
 
 
+# `make test` runs the tests in two processes (pytest-xdist, --dist loadgroup: PoCL compiles
+# each program on one core, and the suite is mostly compiling). Tests that share something
+# heavy run in one process, one after another: the Ray tests share one local Ray instance (a
+# second would be a second cluster of processes), and the whole-model tests (VGG-19's 548 MB of
+# weights, OpenVINO's and ours) would, two at once, double the suite's memory peak.
+_MODEL_FILES = {"test_light_ir.py", "test_onnx_backend.py"}
+
+
+@pytest.hookimpl(tryfirst=True)          # before xdist's own hook reads the groups
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if "ray_local" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.xdist_group("ray"))
+        elif item.path.name in _MODEL_FILES:
+            item.add_marker(pytest.mark.xdist_group("whole-models"))
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _cache_dir(tmp_path_factory):
     path = tmp_path_factory.mktemp("cl-cache")

@@ -19,7 +19,7 @@ import pyopencl as cl
 from ...errors import DeviceError, ExecutionError, ModelError, TensorError
 from ..device.device_memory import reserve_for_request
 from .events import await_dependencies, dependency_error, failed_dependency, status
-from ..device.host_memory import PinnedTensor, pinned_tensor
+from ..device.host_memory import PinnedTensor, constant_buffer, pinned_tensor
 from .ordering import command_dependencies, sinks
 from .run import Copy, Run, prepare_run
 from ..device.sub_buffers import SubBuffers
@@ -464,6 +464,5 @@ def _const_buffer(context, plan, key) -> cl.Buffer:
         desc = plan.descs.get(key)
         value = np.ascontiguousarray(plan.consts[key],
                                      dtype=desc.np_dtype if desc is not None else None)
-        buf = cache[key] = cl.Buffer(context, cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR,
-                                     hostbuf=value if value.nbytes else np.zeros(1, np.uint8))
+        buf = cache[key] = constant_buffer(context, value)
     return buf

@@ -3,9 +3,9 @@ walk of launch_args.bind_args: its tensors' buffers, the plan's shared constant 
 scratch buffers private to a step."""
 from __future__ import annotations
 
-import numpy as np
 import pyopencl as cl
 
+from ..device.host_memory import constant_buffer
 from ..device.launch_args import ArgumentSource
 
 
@@ -64,8 +64,6 @@ def _const_arg(context, plan, arg) -> cl.Buffer:
     cannot be reused by another object."""
     entry = plan.arg_buffers.get(id(arg))
     if entry is None:
-        value = np.ascontiguousarray(arg.value)
-        buf = cl.Buffer(context, cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR,
-                        hostbuf=value if value.nbytes else np.zeros(1, np.uint8))
+        buf = constant_buffer(context, arg.value)
         entry = plan.arg_buffers[id(arg)] = (buf, arg)
     return entry[0]
