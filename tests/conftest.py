@@ -22,6 +22,8 @@ def pytest_configure(config):
     # (CUSTOMLAYERS_TEST_MEMORY_LOG=file): tests/suite_memory.py
     import suite_memory
     suite_memory.register(config)
+    # pytest-xdist declares it; without xdist (one process) the groups below are plain marks
+    config.addinivalue_line("markers", "xdist_group(name): run in the same xdist process")
 
 
 # `make test` runs the tests in two processes (pytest-xdist, --dist loadgroup: PoCL compiles
