@@ -117,6 +117,9 @@ class DeviceTraits:
     # CL_DEVICE_LOCAL_MEM_SIZE in bytes (NVIDIA 48 KB); the default is OpenCL 1.2's minimum
     local_mem_size: int = 32 * 1024
     global_cache_bytes: int = 0       # CL_DEVICE_GLOBAL_MEM_CACHE_SIZE (0: not known)
+    # copies from global to __local memory without registers (PTX cp.async: NVIDIA's platform,
+    # compute capability 8.0 and later): gemm_async.cl's pipeline
+    async_copy: bool = False
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,7 @@
  *                            along the operand's contiguous index (k where A_K_FASTEST, else m;
  *                            n where B_N_FASTEST, else k), and that index's extent is a
  *                            multiple of 4: the front end says so only for aligned operands
+ *   GEMM_STAGES              (optional) > 0: gemm_async.cl's pipeline instead of the loop below
  *   KSPLIT BATCHES           split-K (optional, KSPLIT > 1): when the output has too few tiles to
  *                            fill the device, the K loop is cut into KSPLIT slices of KCHUNK (a
  *                            multiple of TK); NDRange dimension 2 is BATCHES * KSPLIT; each slice
@@ -221,6 +222,44 @@ typedef float b_carry;
     } \
 } while (0)
 
+/* the work item's RM x RN sums, zeroed */
+#define ZERO_ACC() do { \
+    _Pragma("unroll") \
+    for (int i = 0; i < RM; ++i) { \
+        _Pragma("unroll") \
+        for (int j = 0; j < RN; ++j) \
+            acc[i][j] = 0.0f; \
+    } \
+} while (0)
+/* the work item's outputs (fragment i of rows, j of columns: see FM FN): the front end's STORE
+   (its epilogue), or with split-K the slice's partial sums */
+#if KSPLIT > 1
+#define WRITE_ONE(m, n, v) \
+    (partial[((get_global_id(2) / BATCHES * BATCHES + batch) * M + (m)) * N + (n)] = (v))
+#else
+#define WRITE_ONE(m, n, v) STORE(batch, m, n, v)
+#endif
+#define WRITE_OUTPUTS() do { \
+    _Pragma("unroll") \
+    for (int i = 0; i < RM; ++i) { \
+        const int m_ = m0 + (i / FM * LY + ty) * FM + i % FM; \
+        _Pragma("unroll") \
+        for (int j = 0; j < RN; ++j) { \
+            const int n_ = n0 + (j / FN * LX + tx) * FN + j % FN; \
+            if (m_ < M && n_ < N) \
+                WRITE_ONE(m_, n_, acc[i][j]); \
+        } \
+    } \
+} while (0)
+
+#ifndef GEMM_STAGES
+#define GEMM_STAGES 0
+#endif
+#if GEMM_STAGES
+/* the tiles copied to __local memory GEMM_STAGES k steps ahead, without registers between
+   (NVIDIA's cp.async where the device has it) */
+#include "gemm_async.cl"
+#else
 __kernel __attribute__((reqd_work_group_size(LX, LY, 1)))
 void gemm_tiled(GEMM_KERNEL_ARGS)
 {
@@ -242,12 +281,7 @@ void gemm_tiled(GEMM_KERNEL_ARGS)
 #endif
 
     float acc[RM][RN];
-    #pragma unroll
-    for (int i = 0; i < RM; ++i) {
-        #pragma unroll
-        for (int j = 0; j < RN; ++j)
-            acc[i][j] = 0.0f;
-    }
+    ZERO_ACC();
 
     /* the next k step's values wait in registers while this one's are multiplied: their global
        latency hides behind the mads */
@@ -265,22 +299,9 @@ void gemm_tiled(GEMM_KERNEL_ARGS)
         barrier(CLK_LOCAL_MEM_FENCE);
     }
 
-    #pragma unroll
-    for (int i = 0; i < RM; ++i) {
-        const int m = m0 + (i / FM * LY + ty) * FM + i % FM;
-        #pragma unroll
-        for (int j = 0; j < RN; ++j) {
-            const int n = n0 + (j / FN * LX + tx) * FN + j % FN;
-            if (m < M && n < N) {
-#if KSPLIT > 1
-                partial[((get_global_id(2) / BATCHES * BATCHES + batch) * M + m) * N + n] = acc[i][j];
-#else
-                STORE(batch, m, n, acc[i][j]);
-#endif
-            }
-        }
-    }
+    WRITE_OUTPUTS();
 }
+#endif
 
 #if KSPLIT > 1
 /* The second half of split-K: one work item per output adds the SLICES partial sums. */

@@ -37,18 +37,39 @@ class GemmVariant(KernelVariant):
     rm: int
     rn: int
     ksplit: int = 1
+    # > 0: gemm_async.cl's pipeline of this many __local stages (copies without registers;
+    # PTX cp.async where the device has it): only where the plan allows it (`applies`)
+    stages: int = 0
 
     @property
     def name(self) -> str:
-        return f"gemm{self.tm}x{self.tn}_{self.rm}x{self.rn}_k{self.ksplit}"
+        pipeline = f"_a{self.stages}" if self.stages else ""
+        return f"gemm{self.tm}x{self.tn}_{self.rm}x{self.rn}_k{self.ksplit}{pipeline}"
 
     @property
     def tiles(self) -> dict[str, int]:
-        return {"TM": self.tm, "TN": self.tn, "TK": TK, "RM": self.rm, "RN": self.rn}
+        tiles = {"TM": self.tm, "TN": self.tn, "TK": TK, "RM": self.rm, "RN": self.rn}
+        if self.stages:
+            tiles.update(GEMM_STAGES=self.stages, GEMM_WAIT=self.stages - 2)
+        return tiles
 
     @property
     def threads(self) -> int:
         return (self.tm // self.rm) * (self.tn // self.rn)
+
+    @property
+    def local_bytes(self) -> int:
+        """__local memory of the pipeline's stages (A's tile in its larger layout)."""
+        a_tile = max(self.tm * (TK + 4), TK * (self.tm + 4))
+        return self.stages * (a_tile + TK * (self.tn + 4)) * 4
+
+    def applies(self, plan) -> bool:
+        if not self.stages:
+            return True
+        device = getattr(plan, "device", None)
+        return bool(getattr(plan, "async_tiles", False)) and self.rm % 4 == 0 and \
+            self.rn % 4 == 0 and self.stages >= 2 and \
+            (device is None or self.local_bytes <= device.local_mem_size)
 
     def launches(self, plan) -> list:
         return plan.gemm().launches(self)
@@ -164,6 +185,23 @@ def gemm_variants(m: int, n: int, k: int, batch: int, target: int,
     first = GemmVariant(tm, tn, rm, rn, auto_split(tm, tn, m, n, k, batch, target))
     rest = tuple(v for v in ranked if v != first)
     return (first,) + rest[:MAX_VARIANTS - 1]
+
+
+# gemm_async.cl's tilings, fastest first on an H100 (stop 24, TFLOP/s on BERT/ViT shapes:
+# 64x128 of 8x8 blocks with 2 stages 38-43, 64x64 with 3 stages 37-41, 128x64 with 3 36-38)
+ASYNC_TILINGS = ((64, 128, 8, 8, 2), (64, 64, 8, 8, 3), (128, 64, 8, 8, 3))
+
+
+def async_variants(m: int, n: int, k: int, batch: int, target: int) -> tuple[GemmVariant, ...]:
+    """gemm_async.cl's tilings for this GEMM, each with the split-K (none, or one that rounds
+    the waves up on a long K) the estimate prefers."""
+    found = []
+    for tm, tn, rm, rn, stages in ASYNC_TILINGS:
+        splits = {1, auto_split(tm, tn, m, n, k, batch, target)} | \
+            {s for s in (2, 3, 4) if k // s >= MIN_K_PER_WAVE_SLICE}
+        found.append(min((GemmVariant(tm, tn, rm, rn, s, stages) for s in sorted(splits)),
+                         key=lambda v: estimated_cost(v, m, n, k, batch, target)))
+    return tuple(found)
 
 
 def split_plan(v: GemmVariant, k: int, batch: int) -> dict[str, int]:

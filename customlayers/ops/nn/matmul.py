@@ -22,7 +22,7 @@ from . import _sizes
 from ._cpu_kernels import kernel_vector_width
 from ._epilogue import residual_strides, wire_epilogue
 from ._gemm import GemmProblem, target_groups
-from ._variants import gemm_variants
+from ._variants import async_variants, gemm_variants
 from .._nn import NamedOp, require_f32
 from .._program import defines, kernel_source
 from ..view_steps import GemmLayout, OperandViews, operand_views
@@ -77,6 +77,14 @@ class MatMulPlan:
     @property
     def label(self) -> str:
         return f"matmul_{self.sizes['M']}x{self.sizes['K']}x{self.sizes['N']}"
+
+    @property
+    def async_tiles(self) -> bool:
+        """Whether gemm_async.cl's pipeline can read the operands: on a GPU, every float4 group
+        of A and B aligned and whole (GemmLayout.vector_reads), B's n contiguous."""
+        reads = GemmLayout.vector_reads(self.sizes)
+        return not self.on_cpu and not self.sizes["TRANSPOSE_B"] and \
+            reads["GEMM_VEC_A"] == 1 and reads["GEMM_VEC_B"] == 1
 
     @property
     def kernel_args(self) -> tuple:
@@ -205,6 +213,11 @@ def matmul_variants(plan: MatMulPlan) -> tuple[KernelVariant, ...]:
                           device.max_work_group_size if device is not None else 256)
     if plan.on_cpu:                 # a CPU device, never None
         return cpu_gemm_variants(bool(s["TRANSPOSE_B"]), device) + tiled[:2]
+    if device is not None and device.async_copy and plan.async_tiles:
+        # right after the legacy tiling, so that the tuner's fast mode times them
+        piped = tuple(v for v in async_variants(s["M"], s["N"], s["K"], plan.batches,
+                                                target_groups(device)) if v.applies(plan))
+        return tiled[:1] + piped + tiled[1:]
     return tiled
 
 
@@ -344,7 +357,10 @@ class MatMul(NamedOp):
                            MATMUL_SIZES="" if bake else _sizes.params(_sizes.MATMUL),
                            **size_defines, **wiring.flags,
                            **{"CHANNEL(batch, m, n)": channel}, **GemmLayout.alpha(views),
-                           **({} if ctx.on_cpu else GemmLayout.vector_reads(sizes)))
+                           **({} if ctx.on_cpu else GemmLayout.vector_reads(sizes)),
+                           # gemm_async.cl's copies in PTX (read only by its variants)
+                           **({"GEMM_ASYNC_PTX": 1} if ctx.device is not None and
+                              ctx.device.async_copy and not ctx.on_cpu else {}))
         if ep.row_softmax and (b_rank < 2 or len(out) < 2 or sizes["N"] > ROW_SOFTMAX_MAX):
             raise self.fail(attrs, f"a {ep.row_softmax} of the last axis cannot be fused "
                                    f"into an output of shape {list(out)}")

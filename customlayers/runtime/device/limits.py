@@ -25,7 +25,20 @@ def device_traits(device: cl.Device) -> DeviceTraits:
         width = forced
     return DeviceTraits(kind, int(device.max_compute_units), int(device.max_work_group_size),
                         max(width, 1), local_mem_size=int(device.local_mem_size),
-                        global_cache_bytes=int(device.global_mem_cache_size))
+                        global_cache_bytes=int(device.global_mem_cache_size),
+                        async_copy=has_async_copy(device))
+
+
+def has_async_copy(device) -> bool:
+    """Whether kernels may copy global to __local memory with PTX cp.async: NVIDIA's own
+    platform (its compiler takes inline PTX) on compute capability 8.0 or later (the query of
+    cl_nv_device_attribute_query)."""
+    if not is_nvidia_platform(device):
+        return False
+    try:
+        return int(device.compute_capability_major_nv) >= 8
+    except Exception:                      # noqa: BLE001 - a driver without the query
+        return False
 
 
 def has_fp64(device) -> bool:

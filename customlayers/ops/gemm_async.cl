@@ -1,0 +1,168 @@
+/* gemm.cl's gemm_tiled as a pipeline of __local copies (GEMM_STAGES > 0), included by gemm.cl.
+ *
+ * gemm.cl's own loop carries the next k step's values in registers and stores them to __local
+ * memory itself. Here each k step's tiles go from global to __local memory directly, 16 bytes
+ * per copy (PTX cp.async on NVIDIA sm_80+, GEMM_ASYNC_PTX), GEMM_STAGES - 1 steps ahead of the
+ * step being multiplied, in GEMM_STAGES __local buffers: no registers hold the copies, and one
+ * barrier per step. On an H100 a 64 x 128 tile of 8 x 8 blocks with 2 stages ran BERT's and
+ * ViT's GEMMs at 38-43 TFLOP/s against 34-37 for gemm.cl's best tiling (stop 24).
+ *
+ * A's tile keeps A's layout: [m][k] where k is contiguous (read as a float4 of four k steps
+ * per row), else [k][m] (a float4 of four rows per k step, as gemm.cl). B's is [k][n].
+ * Needs GEMM_VEC_A and GEMM_VEC_B (every float4 group aligned and wholly in or out), B_N_FASTEST,
+ * RM and RN multiples of 4, TK a multiple of 4; GEMM_WAIT = GEMM_STAGES - 2 as a number (the
+ * PTX wait takes an immediate). GEMM_ASYNC_PTX 0 makes the copies plain float4 moves through
+ * registers, in the same order: the same kernel on any device (how CPU tests check it).
+ */
+#if !GEMM_VEC_A || !GEMM_VEC_B || !B_N_FASTEST || RM % 4 != 0 || RN % 4 != 0 || TK % 4 != 0
+#error "gemm_async.cl needs float4-aligned operands, B with n contiguous and blocks of 4"
+#endif
+#ifndef GEMM_ASYNC_PTX
+#define GEMM_ASYNC_PTX 0
+#endif
+#if A_K_FASTEST
+#define AS_ROW (TK + 4)                  /* A's tile [m][k] */
+#define AS_TILE (TM * AS_ROW)
+#else
+#define AS_ROW (TM + 4)                  /* A's tile [k][m] */
+#define AS_TILE (TK * AS_ROW)
+#endif
+#define BS_TILE (TK * B_ROW)             /* B's tile [k][n] */
+#define A_CHUNKS (TM * TK / 4)
+#define B_CHUNKS (TK * TN / 4)
+
+#if GEMM_ASYNC_PTX
+#define GEMM_STR_(x) #x
+#define GEMM_STR(x) GEMM_STR_(x)
+/* 16 bytes from src to dst, or 16 zero bytes where bytes is 0 (src is then not read) */
+inline void copy16(__local float* dst, const __global float* src, const int bytes)
+{
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;"
+                 :: "r"((uint)(size_t)dst), "l"(src), "r"(bytes));
+}
+#define COPIES_COMMIT() asm volatile("cp.async.commit_group;")
+#define COPIES_WAIT_PENDING() asm volatile("cp.async.wait_group " GEMM_STR(GEMM_WAIT) ";")
+#define COPIES_WAIT_ALL() asm volatile("cp.async.wait_all;")
+#else
+inline void copy16(__local float* dst, const __global float* src, const int bytes)
+{
+    vstore4(bytes ? vload4(0, src) : (float4)(0.0f), 0, dst);
+}
+#define COPIES_COMMIT()
+#define COPIES_WAIT_PENDING()
+#define COPIES_WAIT_ALL()
+#endif
+
+/* this work item's copies of the k step at k_from into stage `st`; a chunk outside the matrix
+   or the K slice is zeros (its source is then element (0, 0), never read) */
+#define ISSUE_COPIES(k_from, st) do { \
+    __local float* at_ = a_tiles + (st) * AS_TILE; \
+    __local float* bt_ = b_tiles + (st) * BS_TILE; \
+    _Pragma("unroll") \
+    for (int l = 0; l < (A_CHUNKS + NTHREADS - 1) / NTHREADS; ++l) { \
+        const int c = tid + l * NTHREADS; \
+        if (c < A_CHUNKS) { \
+            const int m = A_K_FASTEST ? c / (TK / 4) : c % (TM / 4) * 4; \
+            const int k = A_K_FASTEST ? c % (TK / 4) * 4 : c / (TM / 4); \
+            const int in_ = m0 + m < M && (k_from) + k < k_end; \
+            copy16(at_ + (A_K_FASTEST ? m * AS_ROW + k : k * AS_ROW + m), \
+                   in_ ? &A_AT(batch, m0 + m, (k_from) + k) : &A_AT(batch, 0, 0), in_ ? 16 : 0); \
+        } \
+    } \
+    _Pragma("unroll") \
+    for (int l = 0; l < (B_CHUNKS + NTHREADS - 1) / NTHREADS; ++l) { \
+        const int c = tid + l * NTHREADS; \
+        if (c < B_CHUNKS) { \
+            const int k = c / (TN / 4), n = c % (TN / 4) * 4; \
+            const int in_ = n0 + n < N && (k_from) + k < k_end; \
+            copy16(bt_ + k * B_ROW + n, \
+                   in_ ? &B_AT(batch, (k_from) + k, n0 + n) : &B_AT(batch, 0, 0), in_ ? 16 : 0); \
+        } \
+    } \
+} while (0)
+
+/* value kk (0..3) of a float4 */
+#define LANE(v, kk) ((kk) == 0 ? (v).s0 : (kk) == 1 ? (v).s1 : (kk) == 2 ? (v).s2 : (v).s3)
+
+__kernel __attribute__((reqd_work_group_size(LX, LY, 1)))
+void gemm_tiled(GEMM_KERNEL_ARGS)
+{
+    __local float a_tiles[GEMM_STAGES * AS_TILE] __attribute__((aligned(16)));
+    __local float b_tiles[GEMM_STAGES * BS_TILE] __attribute__((aligned(16)));
+
+    const int tx = get_local_id(0);
+    const int ty = get_local_id(1);
+    const int tid = ty * LX + tx;
+    const int n0 = get_group_id(0) * TN;
+    const int m0 = get_group_id(1) * TM;
+#if KSPLIT > 1
+    const int batch = get_global_id(2) % BATCHES;
+    const int k_begin = get_global_id(2) / BATCHES * KCHUNK;
+    const int k_end = min(k_begin + KCHUNK, K);
+#else
+    const int batch = get_global_id(2);
+    const int k_begin = 0, k_end = K;
+#endif
+    const int steps = (k_end - k_begin + TK - 1) / TK;
+
+    float acc[RM][RN];
+    ZERO_ACC();
+
+    /* the first GEMM_STAGES - 1 steps in flight; a group is committed for every step, empty
+       past the last, so that "all but the newest GEMM_STAGES - 2 groups done" always means
+       "this step's copies done" */
+    #pragma unroll
+    for (int s = 0; s < GEMM_STAGES - 1; ++s) {
+        if (s < steps)
+            ISSUE_COPIES(k_begin + s * TK, s);
+        COPIES_COMMIT();
+    }
+    for (int step = 0; step < steps; ++step) {
+        COPIES_WAIT_PENDING();              /* this work item's copies of `step` are in */
+        barrier(CLK_LOCAL_MEM_FENCE);       /* everyone's; and step - 1's stage is free */
+        if (step + GEMM_STAGES - 1 < steps)
+            ISSUE_COPIES(k_begin + (step + GEMM_STAGES - 1) * TK,
+                         (step + GEMM_STAGES - 1) % GEMM_STAGES);
+        COPIES_COMMIT();
+        __local const float* at = a_tiles + step % GEMM_STAGES * AS_TILE;
+        __local const float* bt = b_tiles + step % GEMM_STAGES * BS_TILE;
+        #pragma unroll
+        for (int k4 = 0; k4 < TK; k4 += 4) {
+#if A_K_FASTEST
+            float4 a4[RM];                  /* four k steps of each of the work item's rows */
+            #pragma unroll
+            for (int i = 0; i < RM; ++i)
+                a4[i] = vload4(0, at + ((i / 4 * LY + ty) * 4 + i % 4) * AS_ROW + k4);
+#endif
+            #pragma unroll
+            for (int kk = 0; kk < 4; ++kk) {
+                float a[RM], b[RN];
+#if A_K_FASTEST
+                #pragma unroll
+                for (int i = 0; i < RM; ++i)
+                    a[i] = LANE(a4[i], kk);
+#else
+                #pragma unroll
+                for (int i = 0; i < RM / 4; ++i) {  /* four rows of one k step */
+                    const float4 v = vload4(0, at + (k4 + kk) * AS_ROW + (i * LY + ty) * 4);
+                    a[i * 4] = v.s0; a[i * 4 + 1] = v.s1; a[i * 4 + 2] = v.s2; a[i * 4 + 3] = v.s3;
+                }
+#endif
+                #pragma unroll
+                for (int j = 0; j < RN / 4; ++j) {
+                    const float4 v = vload4(0, bt + (k4 + kk) * B_ROW + (j * LX + tx) * 4);
+                    b[j * 4] = v.s0; b[j * 4 + 1] = v.s1; b[j * 4 + 2] = v.s2; b[j * 4 + 3] = v.s3;
+                }
+                #pragma unroll
+                for (int i = 0; i < RM; ++i) {
+                    #pragma unroll
+                    for (int j = 0; j < RN; ++j)
+                        acc[i][j] = mad(a[i], b[j], acc[i][j]);
+                }
+            }
+        }
+    }
+    COPIES_WAIT_ALL();                      /* no copy outlives the kernel (the empty groups) */
+
+    WRITE_OUTPUTS();
+}
