@@ -9,8 +9,12 @@ cost (a fraction of a second) is paid only after the tests that allocate much.
 
 MemoryLog, opt-in: CUSTOMLAYERS_TEST_MEMORY_LOG=path appends a tab-separated line per finished
 test (teardown included): its id, the resident set after it (MiB), the process's peak so far
-(MiB), the growth it left behind (MiB) and its wall time (s). Sorting by the growth column names
-the tests that keep memory alive; the peak column shows where the high-water mark was reached.
+(MiB), the growth it left behind (MiB), its wall time (s) and the process that ran it ("main",
+or pytest-xdist's worker id: each worker has its own resident set and peak). Sorting by the
+growth column names the tests that keep memory alive; the peak column shows where the
+high-water mark was reached. Under pytest-xdist (`make test`) the controller runs no test (it
+replays the workers' log hooks, with its own memory): it writes the header only, and the
+workers append their lines.
 
 Linux only (reads /proc/self/status); elsewhere neither does anything.
 """
@@ -50,10 +54,13 @@ class CollectAfterGrowth:
             self.after_collection = min(self.after_collection, rss)
 
 
+HEADER = "test\trss_mib\tpeak_mib\tgrowth_mib\tseconds\tprocess\n"
+
+
 class MemoryLog:
-    def __init__(self, path: str):
+    def __init__(self, path: str, process: str):
         self.path = Path(path)
-        self.path.write_text("test\trss_mib\tpeak_mib\tgrowth_mib\tseconds\n")
+        self.process = process
         self.before = _status_mib("VmRSS") or 0.0
         self.start = time.perf_counter()
 
@@ -68,7 +75,7 @@ class MemoryLog:
         peak = _status_mib("VmHWM") or 0.0
         with self.path.open("a") as f:
             f.write(f"{nodeid}\t{rss:.0f}\t{peak:.0f}\t{rss - self.before:.0f}\t"
-                    f"{time.perf_counter() - self.start:.2f}\n")
+                    f"{time.perf_counter() - self.start:.2f}\t{self.process}\n")
 
 
 def register(config) -> None:
@@ -76,5 +83,17 @@ def register(config) -> None:
     # process as the next test finds it (after any collection); its peak column is unaffected
     path = os.environ.get(LOG_ENV)
     if path:
-        config.pluginmanager.register(MemoryLog(path), "customlayers-memory-log")
+        worker = getattr(config, "workerinput", {}).get("workerid")
+        if worker is None:               # this process starts the run: a fresh log
+            Path(path).write_text(HEADER)
+        if worker is not None or not _xdist_controller(config):
+            config.pluginmanager.register(MemoryLog(path, worker or "main"),
+                                          "customlayers-memory-log")
     config.pluginmanager.register(CollectAfterGrowth(), "customlayers-collect-after-growth")
+
+
+def _xdist_controller(config) -> bool:
+    """Whether this process hands the tests to pytest-xdist's workers (xdist has settled its
+    options before any plugin's pytest_configure; a worker's own `dist` is "no")."""
+    return not hasattr(config, "workerinput") and \
+        (getattr(config.option, "dist", "no") or "no") != "no"

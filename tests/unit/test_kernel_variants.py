@@ -320,3 +320,16 @@ def test_the_gemm_ranking_offers_the_tilings_that_won_on_an_h100():
     # 192 groups of 2 resident per unit on 132 units fill 0.73 of one wave; split in 4, 0.97
     assert wave_fill(GemmVariant(128, 128, 16, 8, 1), 4096, 768, 1, 132) == pytest.approx(192 / 264)
     assert wave_fill(GemmVariant(128, 128, 16, 8, 4), 4096, 768, 1, 132) == pytest.approx(768 / 792)
+
+
+@pytest.mark.parametrize("m,n,k,batch", [(4096, 4096, 4096, 64), (8192, 8192, 2048, 8),
+                                         (32768, 32768, 1024, 1)])
+def test_no_split_has_more_partial_sums_than_gemm_cl_can_index(m, n, k, batch):
+    """gemm.cl indexes a split's partial sums (slices x batch x M x N) with an int: a wave
+    split of a large output past 2^31 of them would write out of bounds (the first of these
+    shapes listed one fourth, where `--tuning fast` times it). A split that fits stays."""
+    from customlayers.ops.nn._variants import gemm_variants, split_plan
+    listed = gemm_variants(m, n, k, batch, 264)
+    for v in listed:
+        assert split_plan(v, k, batch)["KSPLIT"] * batch * m * n < 2 ** 31, v.name
+    assert any(v.ksplit > 1 for v in gemm_variants(4096, 768, 3072, 1, 264))

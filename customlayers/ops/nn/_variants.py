@@ -26,6 +26,10 @@ MIN_THREADS, MAX_THREADS = 64, 256
 MAX_VARIANTS = 16
 # never a split-K slice shorter than this many K steps (the extra pass would cost more)
 MIN_K_PER_SLICE = 128
+# gemm.cl indexes the partial sums of a split (S x batch x M x N floats) with an int: a split
+# that would pass 2^31 of them writes out of bounds, so none is offered (a split to round the
+# waves up is one of a large output)
+MAX_PARTIAL_SUMS = 2 ** 31 - 1
 
 
 @dataclass(frozen=True)
@@ -88,7 +92,12 @@ def auto_split(tm: int, tn: int, m: int, n: int, k: int, batch: int, target: int
     groups = -(-m // tm) * -(-n // tn) * batch
     if groups >= target:
         return 1
-    return max(1, min(-(-target // groups), k // MIN_K_PER_SLICE))
+    return max(1, min(-(-target // groups), k // MIN_K_PER_SLICE, max_split(m, n, batch)))
+
+
+def max_split(m: int, n: int, batch: int) -> int:
+    """The most slices whose partial sums gemm.cl can index (MAX_PARTIAL_SUMS)."""
+    return MAX_PARTIAL_SUMS // max(m * n * batch, 1)
 
 
 def _tiles(m: int, n: int, max_threads: int):
@@ -176,7 +185,8 @@ def gemm_variants(m: int, n: int, k: int, batch: int, target: int,
     for tm, tn, rm, rn in _tiles(m, n, max_threads):
         auto = auto_split(tm, tn, m, n, k, batch, target)
         # a long K may also be split to round the waves up (wave_fill): the ranking decides
-        waves = {s for s in (2, 3, 4) if k // s >= MIN_K_PER_WAVE_SLICE}
+        waves = {s for s in (2, 3, 4)
+                 if k // s >= MIN_K_PER_WAVE_SLICE and s <= max_split(m, n, batch)}
         for s in {1, auto} | waves:
             v = GemmVariant(tm, tn, rm, rn, s)
             found[v.name] = v
