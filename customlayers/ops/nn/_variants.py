@@ -183,11 +183,7 @@ def gemm_variants(m: int, n: int, k: int, batch: int, target: int,
     max_threads = min(max_threads, MAX_THREADS)
     found: dict[str, GemmVariant] = {}
     for tm, tn, rm, rn in _tiles(m, n, max_threads):
-        auto = auto_split(tm, tn, m, n, k, batch, target)
-        # a long K may also be split to round the waves up (wave_fill): the ranking decides
-        waves = {s for s in (2, 3, 4)
-                 if k // s >= MIN_K_PER_WAVE_SLICE and s <= max_split(m, n, batch)}
-        for s in {1, auto} | waves:
+        for s in split_choices(tm, tn, m, n, k, batch, target):
             v = GemmVariant(tm, tn, rm, rn, s)
             found[v.name] = v
     ranked = sorted(found.values(), key=lambda v: estimated_cost(v, m, n, k, batch, target))
@@ -207,11 +203,20 @@ def async_variants(m: int, n: int, k: int, batch: int, target: int) -> tuple[Gem
     the waves up on a long K) the estimate prefers."""
     found = []
     for tm, tn, rm, rn, stages in ASYNC_TILINGS:
-        splits = {1, auto_split(tm, tn, m, n, k, batch, target)} | \
-            {s for s in (2, 3, 4) if k // s >= MIN_K_PER_WAVE_SLICE}
-        found.append(min((GemmVariant(tm, tn, rm, rn, s, stages) for s in sorted(splits)),
+        found.append(min((GemmVariant(tm, tn, rm, rn, s, stages)
+                          for s in split_choices(tm, tn, m, n, k, batch, target)),
                          key=lambda v: estimated_cost(v, m, n, k, batch, target)))
     return tuple(found)
+
+
+def split_choices(tm: int, tn: int, m: int, n: int, k: int, batch: int,
+                  target: int) -> list[int]:
+    """The split-K factors worth ranking for a tile: none, the one that fills the device
+    (auto_split), and where K is long those that round the waves up (wave_fill), never more
+    partial sums than gemm.cl indexes (max_split)."""
+    waves = {s for s in (2, 3, 4)
+             if k // s >= MIN_K_PER_WAVE_SLICE and s <= max_split(m, n, batch)}
+    return sorted({1, auto_split(tm, tn, m, n, k, batch, target)} | waves)
 
 
 def split_plan(v: GemmVariant, k: int, batch: int) -> dict[str, int]:

@@ -1,0 +1,75 @@
+"""gemm_async.cl: gemm.cl's tiled GEMM as a pipeline of __local copies, GEMM_STAGES k steps
+ahead. On NVIDIA sm_80+ the copies are PTX cp.async (the device suite on the GPU machine runs
+this file with the device's traits); elsewhere, as here on PoCL, plain float4 moves in the same
+order, so the pipeline's tiles, stages and edges are checked on every device. Against float64
+numpy: every listed tiling, A in both layouts, ragged edges (M, N, K not multiples of the
+tile), split-K, two batch dims with a broadcast B, and the epilogue (bias, residual, GELU)."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from customlayers.jit.launch import CompileContext, FusedEpilogue
+from customlayers.jit.tensor import TensorDesc
+from customlayers.ops import get_op
+from customlayers.ops.nn._variants import ASYNC_TILINGS, GemmVariant
+from customlayers.runtime.device.limits import device_traits
+from launch_runner import run_launches
+
+PIPELINES = [GemmVariant(tm, tn, rm, rn, split, stages)
+             for tm, tn, rm, rn, stages in ASYNC_TILINGS for split in (1, 3)]
+
+
+@pytest.fixture(scope="module")
+def traits(test_device):
+    """The test device's traits where it is a GPU (cp.async on NVIDIA sm_80+); None on a CPU
+    device, whose own traits would pick its CPU kernels (the pipeline is a GPU tiling)."""
+    found = device_traits(test_device)
+    return None if found.kind == "CPU" else found
+
+
+def _run(cl_env, traits, variant, a, b, attrs=None, extra=(), epilogue=None):
+    op = get_op("MatMul")
+    at = op.parse_attributes(attrs or {}, "mm")
+    descs = [TensorDesc(t.shape) for t in (a, b, *extra)]
+    out = [TensorDesc(s) for s, _ in op.infer_shapes(at, descs[:2], {})]
+    ctx = CompileContext(device=traits, variant=variant, epilogue=epilogue)
+    plan = op.plan(at, descs, out, ctx)
+    assert variant.applies(plan), variant.name
+    launches = op.launches(at, descs, out, {}, ctx)
+    ptx = "#define GEMM_ASYNC_PTX 1" in launches[0].source
+    assert ptx == bool(traits is not None and traits.async_copy)
+    assert len(launches) == (2 if variant.ksplit > 1 else 1)
+    return run_launches(cl_env, launches, [a, b, *extra], descs, out)[0]
+
+
+@pytest.mark.parametrize("variant", PIPELINES, ids=lambda v: v.name)
+@pytest.mark.parametrize("transpose_a", [False, True], ids=["A", "At"])
+def test_every_pipeline_matches_float64(cl_env, traits, variant, transpose_a):
+    m, n, k = (148, 140, 1100) if transpose_a else (150, 140, 1100)   # A^T: M in float4s
+    rng = np.random.default_rng(11)
+    a = rng.standard_normal((k, m) if transpose_a else (m, k)).astype(np.float32)
+    b = rng.standard_normal((k, n)).astype(np.float32)
+    want = (a.T if transpose_a else a).astype(np.float64) @ b
+    got = _run(cl_env, traits, variant, a, b, {"transpose_a": str(transpose_a).lower()})
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-3 * math.sqrt(k / 100),
+                               err_msg=variant.name)
+
+
+@pytest.mark.parametrize("variant", PIPELINES[:2], ids=lambda v: v.name)
+def test_batches_and_the_epilogue_in_the_pipeline(cl_env, traits, variant):
+    """[2, 3] batches of A against one B (a Linear's weights), then bias, residual and GELU
+    where it stores; a K of 44 (less than one split slice: the split takes what K gives)."""
+    rng = np.random.default_rng(12)
+    a = rng.standard_normal((2, 3, 37, 44)).astype(np.float32)
+    b = (rng.standard_normal((44, 68)) * 0.3).astype(np.float32)
+    bias = rng.standard_normal(68).astype(np.float32)
+    res = rng.standard_normal((2, 3, 37, 68)).astype(np.float32)
+    pre = a.astype(np.float64) @ b + bias + res
+    from math import erf
+    want = pre * 0.5 * (1 + np.vectorize(erf)(pre / math.sqrt(2)))
+    ep = FusedEpilogue(bias=True, residual=True, gelu="erf")
+    got = _run(cl_env, traits, variant, a, b, extra=(bias, res), epilogue=ep)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4, err_msg=variant.name)
