@@ -3,7 +3,8 @@ ahead. On NVIDIA sm_80+ the copies are PTX cp.async (the device suite on the GPU
 this file with the device's traits); elsewhere, as here on PoCL, plain float4 moves in the same
 order, so the pipeline's tiles, stages and edges are checked on every device. Against float64
 numpy: every listed tiling, A in both layouts, ragged edges (M, N, K not multiples of the
-tile), split-K, two batch dims with a broadcast B, and the epilogue (bias, residual, GELU)."""
+tile), split-K, two batch dims with a broadcast B, the epilogue (bias, residual, GELU), and a
+1x1 convolution's implicit GEMM."""
 from __future__ import annotations
 
 import math
@@ -72,4 +73,29 @@ def test_batches_and_the_epilogue_in_the_pipeline(cl_env, traits, variant):
     want = pre * 0.5 * (1 + np.vectorize(erf)(pre / math.sqrt(2)))
     ep = FusedEpilogue(bias=True, residual=True, gelu="erf")
     got = _run(cl_env, traits, variant, a, b, extra=(bias, res), epilogue=ep)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4, err_msg=variant.name)
+
+
+@pytest.mark.parametrize("variant", PIPELINES[:4], ids=lambda v: v.name)
+def test_a_one_by_one_convolution_in_the_pipeline(cl_env, traits, variant):
+    """A 1x1 convolution's implicit GEMM (weights x the input as a matrix, three images side
+    by side along N) in the pipeline, with bias, residual and ReLU, against float64."""
+    from test_ops_conv import attrs as conv_attrs, conv_ref
+    rng = np.random.default_rng(13)
+    x = rng.standard_normal((3, 40, 6, 10)).astype(np.float32)       # planes of 60 pixels
+    w = (rng.standard_normal((70, 40, 1, 1)) * 0.2).astype(np.float32)
+    bias = rng.standard_normal((1, 70, 1, 1)).astype(np.float32)
+    res = rng.standard_normal((3, 70, 6, 10)).astype(np.float32)
+    want = np.maximum(conv_ref(x, w, (1, 1), (1, 1), (0, 0), (0, 0)) + bias + res, 0)
+    op = get_op("Convolution")
+    at = op.parse_attributes(conv_attrs(), "conv")
+    descs = [TensorDesc(t.shape) for t in (x, w, bias, res)]
+    out = [TensorDesc(want.shape)]
+    ctx = CompileContext(device=traits, variant=variant,
+                         epilogue=FusedEpilogue(bias=True, residual=True, relu=True))
+    assert variant.applies(op.plan(at, descs, out, {1: w}, ctx)), variant.name
+    launches = op.launches(at, descs, out, {1: w}, ctx)
+    assert ("#define GEMM_ASYNC_PTX 1" in launches[0].source) == \
+        bool(traits is not None and traits.async_copy)
+    got = run_launches(cl_env, launches, [x, w, bias, res], descs, out)[0]
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4, err_msg=variant.name)

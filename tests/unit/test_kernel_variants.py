@@ -361,3 +361,24 @@ def test_matmul_offers_the_copy_pipeline_only_where_the_device_and_operands_allo
     small = [n for n in names((4096, 768), (768, 3072), replace(piped, local_mem_size=32768))
              if n.endswith(("_a2", "_a3"))]
     assert small and not any(n.startswith("gemm128x64") for n in small)
+
+
+def test_a_one_by_one_convolution_offers_the_copy_pipeline_where_its_input_is_a_matrix():
+    """A 1x1 window (stride 1, no padding) reads its input as a plain matrix: on a device with
+    cp.async and planes of a multiple of 4 pixels, gemm_async.cl's tilings follow the
+    heuristic's first; a 3x3 window, planes of 49 or a device without it get none."""
+    from dataclasses import replace
+    piped = replace(H100, async_copy=True, local_mem_size=48 * 1024)
+    one = {"strides": "1,1", "dilations": "1,1", "pads_begin": "0,0", "pads_end": "0,0"}
+
+    def names(xs, ws, raw, device):
+        return [v.name for v in _listed(xs, ws, raw, device)]
+
+    listed = names((32, 256, 56, 56), (64, 256, 1, 1), one, piped)
+    assert listed[1].endswith("_a2") and listed[0].startswith("gemm")
+    assert not any(n.endswith(("_a2", "_a3")) for n in names((32, 256, 56, 56), (64, 256, 1, 1),
+                                                               one, H100))
+    assert not any(n.endswith(("_a2", "_a3")) for n in names((32, 256, 7, 7), (64, 256, 1, 1),
+                                                               one, piped))
+    assert not any(n.endswith(("_a2", "_a3")) for n in names((32, 64, 56, 56), (64, 64, 3, 3),
+                                                               CONV_3X3, piped))

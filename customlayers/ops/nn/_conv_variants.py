@@ -25,7 +25,7 @@ from ...jit.variant import KernelVariant
 from ._cpu_kernels import conv_cpu_variants
 from ._gemm import GemmProblem, target_groups
 from .._program import defines, kernel_source
-from ._variants import gemm_variants
+from ._variants import async_variants, gemm_variants
 from ._winograd import WinogradVariant, with_winograd
 
 # below this many output channels per group, the direct kernel beats a mostly-empty GEMM tile
@@ -97,23 +97,40 @@ class ConvPlan:
         """The GPU kernels' domain: a 1-D or 2-D window, on a device that is not a CPU."""
         return not self.on_cpu and self.g["RANK"] != 3
 
+    @property
+    def one_by_one(self) -> bool:
+        """A 1x1 window, stride 1, no padding: the patch matrix is the input itself."""
+        g = self.g
+        return g["KH"] == g["KW"] == g["SY"] == g["SX"] == 1 and g["PY"] == g["PX"] == 0
+
+    def vector_reads(self) -> tuple[int, int]:
+        """gemm.cl's GEMM_VEC_A and GEMM_VEC_B: float4 reads of the weights' rows (K a
+        multiple of 4), and of a 1x1 window's input rows (planes a multiple of 4: a group never
+        spans two images); a GPU's buffers only (on an H100 the float4 reads made MatMul's
+        GEMMs 1.1-1.5x faster)."""
+        g = self.g
+        k = g["CG"] * g["KH"] * g["KW"]
+        return (int(not self.on_cpu and k % 4 == 0),
+                int(not self.on_cpu and self.one_by_one and (g["OH"] * g["OW"]) % 4 == 0))
+
+    @property
+    def async_tiles(self) -> bool:
+        """Whether gemm_async.cl's pipeline can read the implicit GEMM: a 1x1 window (the
+        input is a plain matrix, n contiguous) with both operands in float4s."""
+        return self.on_gpu_2d and self.vector_reads() == (1, 1)
+
     def gemm(self) -> GemmProblem:
         """The implicit GEMM (conv_gemm.cl): images side by side along N, one GEMM per group,
         so that small planes fill whole tiles. 1x1 windows read the input as a plain matrix."""
         g = self.g
-        one_by_one = int(g["KH"] == g["KW"] == g["SY"] == g["SX"] == 1 and
-                         g["PY"] == g["PX"] == 0)
         n, batch = gemm_n_batch(g)
         k = g["CG"] * g["KH"] * g["KW"]
-        # float4 reads of the weights' rows (K a multiple of 4), and of a 1x1 window's input
-        # rows (planes a multiple of 4: a group never spans two images); a GPU's buffers only
-        # (gemm.cl's GEMM_VEC_*: on an H100 the float4 reads made MatMul's GEMMs 1.1-1.5x faster)
-        vec_a = int(not self.on_cpu and k % 4 == 0)
-        vec_b = int(not self.on_cpu and one_by_one and (g["OH"] * g["OW"]) % 4 == 0)
+        vec_a, vec_b = self.vector_reads()
+        ptx = int(self.device is not None and self.device.async_copy and not self.on_cpu)
         # one image or several: a batch of one reads no image index (a #define of two values)
-        return GemmProblem(defines(**self.sizes, CONV_1X1=one_by_one,
+        return GemmProblem(defines(**self.sizes, CONV_1X1=int(self.one_by_one),
                                    SINGLE_IMAGE=int(g["NB"] == 1), GEMM_VEC_A=vec_a,
-                                   GEMM_VEC_B=vec_b)
+                                   GEMM_VEC_B=vec_b, **({"GEMM_ASYNC_PTX": 1} if ptx else {}))
                            + kernel_source("conv_gemm.cl"), self.kernel_args,
                            g["OG"], n, k, batch, f"{self.label}_gemm")
 
@@ -258,8 +275,13 @@ def conv_variants(plan: ConvPlan) -> tuple[KernelVariant, ...]:
     if g["OG"] <= DIRECT_MAX_OG:
         return (direct,) + tuple(DirectVariant(group) for group in _DIRECT_GROUPS)
     n, batch = gemm_n_batch(g)
-    gemms = gemm_variants(g["OG"], n, g["CG"] * g["KH"] * g["KW"], batch, plan.target,
-                          plan.max_threads)
+    k = g["CG"] * g["KH"] * g["KW"]
+    gemms = gemm_variants(g["OG"], n, k, batch, plan.target, plan.max_threads)
+    if plan.device is not None and plan.device.async_copy and plan.async_tiles:
+        # gemm_async.cl's pipeline right after the heuristic's choice (timed by `fast`)
+        piped = tuple(v for v in async_variants(g["OG"], n, k, batch, plan.target)
+                      if v.applies(plan))
+        gemms = gemms[:1] + piped + gemms[1:]
     listed = with_winograd(gemms, g, plan.weights, plan.target, plan.max_threads)
     blocked, split = ocb_variants(plan), split_variants(plan)
     if g["OG"] > _OCB_MAX or not (blocked or split):
