@@ -55,7 +55,14 @@
  * (i * LY + ty) * FM of the tile: neighbouring work items hold neighbouring fragments, so a
  * warp's stores and __local reads stay contiguous. */
 #define FM (RM % 4 == 0 ? 4 : 1)
+#if defined(GEMM_STAGES) && GEMM_STAGES && !B_N_FASTEST
+/* gemm_async.cl with B's k contiguous reads each of a work item's columns as a float4 of four
+   k steps from a [n][k] tile: columns one apart across the work items keep those reads free of
+   bank conflicts (four apart would put a quarter-warp's reads in two bank groups) */
+#define FN 1
+#else
 #define FN (RN % 4 == 0 ? 4 : 1)
+#endif
 /* +4 floats per k row: the tile stores walk k fastest for some layouts, where a row stride of a
    power of two would put all of a warp's stores in one bank (+4 leaves at most 2 to a bank,
    once per k step), and 4 keeps the float4 reads aligned */

@@ -7,15 +7,16 @@
  * barrier per step. On an H100 a 64 x 128 tile of 8 x 8 blocks with 2 stages ran BERT's and
  * ViT's GEMMs at 38-43 TFLOP/s against 34-37 for gemm.cl's best tiling (stop 24).
  *
- * A's tile keeps A's layout: [m][k] where k is contiguous (read as a float4 of four k steps
- * per row), else [k][m] (a float4 of four rows per k step, as gemm.cl). B's is [k][n].
- * Needs GEMM_VEC_A and GEMM_VEC_B (every float4 group aligned and wholly in or out), B_N_FASTEST,
+ * Each tile keeps its operand's layout: A's [m][k] where k is contiguous (read as a float4 of
+ * four k steps per row), else [k][m] (a float4 of four rows per k step, as gemm.cl); B's [k][n]
+ * where n is contiguous, else [n][k] (gemm.cl's FN is then 1: see there).
+ * Needs GEMM_VEC_A and GEMM_VEC_B (every float4 group aligned and wholly in or out),
  * RM and RN multiples of 4, TK a multiple of 4; GEMM_WAIT = GEMM_STAGES - 2 as a number (the
  * PTX wait takes an immediate). GEMM_ASYNC_PTX 0 makes the copies plain float4 moves through
  * registers, in the same order: the same kernel on any device (how CPU tests check it).
  */
-#if !GEMM_VEC_A || !GEMM_VEC_B || !B_N_FASTEST || RM % 4 != 0 || RN % 4 != 0 || TK % 4 != 0
-#error "gemm_async.cl needs float4-aligned operands, B with n contiguous and blocks of 4"
+#if !GEMM_VEC_A || !GEMM_VEC_B || RM % 4 != 0 || RN % 4 != 0 || TK % 4 != 0
+#error "gemm_async.cl needs float4-aligned operands and blocks of 4"
 #endif
 #ifndef GEMM_ASYNC_PTX
 #define GEMM_ASYNC_PTX 0
@@ -27,7 +28,13 @@
 #define AS_ROW (TM + 4)                  /* A's tile [k][m] */
 #define AS_TILE (TK * AS_ROW)
 #endif
-#define BS_TILE (TK * B_ROW)             /* B's tile [k][n] */
+#if B_N_FASTEST
+#define BS_ROW (TN + 4)                  /* B's tile [k][n] */
+#define BS_TILE (TK * BS_ROW)
+#else
+#define BS_ROW (TK + 4)                  /* B's tile [n][k] */
+#define BS_TILE (TN * BS_ROW)
+#endif
 #define A_CHUNKS (TM * TK / 4)
 #define B_CHUNKS (TK * TN / 4)
 
@@ -73,9 +80,10 @@ inline void copy16(__local float* dst, const __global float* src, const int byte
     for (int l = 0; l < (B_CHUNKS + NTHREADS - 1) / NTHREADS; ++l) { \
         const int c = tid + l * NTHREADS; \
         if (c < B_CHUNKS) { \
-            const int k = c / (TN / 4), n = c % (TN / 4) * 4; \
+            const int n = B_N_FASTEST ? c % (TN / 4) * 4 : c / (TK / 4); \
+            const int k = B_N_FASTEST ? c / (TN / 4) : c % (TK / 4) * 4; \
             const int in_ = n0 + n < N && (k_from) + k < k_end; \
-            copy16(bt_ + k * B_ROW + n, \
+            copy16(bt_ + (B_N_FASTEST ? k * BS_ROW + n : n * BS_ROW + k), \
                    in_ ? &B_AT(batch, (k_from) + k, n0 + n) : &B_AT(batch, 0, 0), in_ ? 16 : 0); \
         } \
     } \
@@ -134,6 +142,12 @@ void gemm_tiled(GEMM_KERNEL_ARGS)
             for (int i = 0; i < RM; ++i)
                 a4[i] = vload4(0, at + ((i / 4 * LY + ty) * 4 + i % 4) * AS_ROW + k4);
 #endif
+#if !B_N_FASTEST
+            float4 b4[RN];                  /* four k steps of each of its columns (FN 1) */
+            #pragma unroll
+            for (int j = 0; j < RN; ++j)
+                b4[j] = vload4(0, bt + (j * LX + tx) * BS_ROW + k4);
+#endif
             #pragma unroll
             for (int kk = 0; kk < 4; ++kk) {
                 float a[RM], b[RN];
@@ -148,11 +162,17 @@ void gemm_tiled(GEMM_KERNEL_ARGS)
                     a[i * 4] = v.s0; a[i * 4 + 1] = v.s1; a[i * 4 + 2] = v.s2; a[i * 4 + 3] = v.s3;
                 }
 #endif
+#if B_N_FASTEST
                 #pragma unroll
-                for (int j = 0; j < RN / 4; ++j) {
-                    const float4 v = vload4(0, bt + (k4 + kk) * B_ROW + (j * LX + tx) * 4);
+                for (int j = 0; j < RN / 4; ++j) {  /* four columns of one k step */
+                    const float4 v = vload4(0, bt + (k4 + kk) * BS_ROW + (j * LX + tx) * 4);
                     b[j * 4] = v.s0; b[j * 4 + 1] = v.s1; b[j * 4 + 2] = v.s2; b[j * 4 + 3] = v.s3;
                 }
+#else
+                #pragma unroll
+                for (int j = 0; j < RN; ++j)
+                    b[j] = LANE(b4[j], kk);
+#endif
                 #pragma unroll
                 for (int i = 0; i < RM; ++i) {
                     #pragma unroll

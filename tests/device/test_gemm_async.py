@@ -2,7 +2,7 @@
 ahead. On NVIDIA sm_80+ the copies are PTX cp.async (the device suite on the GPU machine runs
 this file with the device's traits); elsewhere, as here on PoCL, plain float4 moves in the same
 order, so the pipeline's tiles, stages and edges are checked on every device. Against float64
-numpy: every listed tiling, A in both layouts, ragged edges (M, N, K not multiples of the
+numpy: every listed tiling, A and B in both layouts, ragged edges (M, N, K not multiples of the
 tile), split-K, two batch dims with a broadcast B, the epilogue (bias, residual, GELU), and a
 1x1 convolution's implicit GEMM."""
 from __future__ import annotations
@@ -47,14 +47,17 @@ def _run(cl_env, traits, variant, a, b, attrs=None, extra=(), epilogue=None):
 
 
 @pytest.mark.parametrize("variant", PIPELINES, ids=lambda v: v.name)
-@pytest.mark.parametrize("transpose_a", [False, True], ids=["A", "At"])
-def test_every_pipeline_matches_float64(cl_env, traits, variant, transpose_a):
-    m, n, k = (148, 140, 1100) if transpose_a else (150, 140, 1100)   # A^T: M in float4s
+@pytest.mark.parametrize("transpose_a,transpose_b", [(False, False), (True, False), (False, True),
+                                                     (True, True)], ids=["AB", "AtB", "ABt", "AtBt"])
+def test_every_pipeline_matches_float64(cl_env, traits, variant, transpose_a, transpose_b):
+    m, n, k = (148, 141, 1100) if transpose_a else (150, 141, 1100)   # A^T: M in float4s
+    n = n + 3 if not transpose_b else n                               # B: N in float4s
     rng = np.random.default_rng(11)
     a = rng.standard_normal((k, m) if transpose_a else (m, k)).astype(np.float32)
-    b = rng.standard_normal((k, n)).astype(np.float32)
-    want = (a.T if transpose_a else a).astype(np.float64) @ b
-    got = _run(cl_env, traits, variant, a, b, {"transpose_a": str(transpose_a).lower()})
+    b = rng.standard_normal((n, k) if transpose_b else (k, n)).astype(np.float32)
+    want = (a.T if transpose_a else a).astype(np.float64) @ (b.T if transpose_b else b)
+    got = _run(cl_env, traits, variant, a, b, {"transpose_a": str(transpose_a).lower(),
+                                               "transpose_b": str(transpose_b).lower()})
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-3 * math.sqrt(k / 100),
                                err_msg=variant.name)
 

@@ -63,9 +63,10 @@ class GemmVariant(KernelVariant):
 
     @property
     def local_bytes(self) -> int:
-        """__local memory of the pipeline's stages (A's tile in its larger layout)."""
+        """__local memory of the pipeline's stages (each tile in its larger layout)."""
         a_tile = max(self.tm * (TK + 4), TK * (self.tm + 4))
-        return self.stages * (a_tile + TK * (self.tn + 4)) * 4
+        b_tile = max(self.tn * (TK + 4), TK * (self.tn + 4))
+        return self.stages * (a_tile + b_tile) * 4
 
     def applies(self, plan) -> bool:
         if not self.stages:

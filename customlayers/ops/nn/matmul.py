@@ -81,10 +81,9 @@ class MatMulPlan:
     @property
     def async_tiles(self) -> bool:
         """Whether gemm_async.cl's pipeline can read the operands: on a GPU, every float4 group
-        of A and B aligned and whole (GemmLayout.vector_reads), B's n contiguous."""
+        of A and B aligned and whole (GemmLayout.vector_reads)."""
         reads = GemmLayout.vector_reads(self.sizes)
-        return not self.on_cpu and not self.sizes["TRANSPOSE_B"] and \
-            reads["GEMM_VEC_A"] == 1 and reads["GEMM_VEC_B"] == 1
+        return not self.on_cpu and reads["GEMM_VEC_A"] == 1 and reads["GEMM_VEC_B"] == 1
 
     @property
     def kernel_args(self) -> tuple:
