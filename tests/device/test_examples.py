@@ -108,3 +108,26 @@ def test_examples_validate_with_the_cli(capsys):
     status = main(["validate", *(str(e.config) for e in EXAMPLES)])
     out = capsys.readouterr()
     assert status == 0, out.out + out.err
+
+
+def test_the_readme_python_api_example_runs_from_the_repository_root(test_device, monkeypatch):
+    """The README's Python API block runs as written from the repository's root (every path it
+    names exists, the model's layers are all loaded, the input has the model's shape), and its
+    numbers agree with numpy and with the demo model's built-in twin."""
+    from pathlib import Path
+    import customlayers.api as api
+    from customlayers.api import Engine, Network
+    root = Path(__file__).resolve().parents[2]
+    readme = (root / "README.md").read_text()
+    section = readme[readme.index("## Python API"):]
+    code = section.split("```python\n", 1)[1].split("```", 1)[0]
+    monkeypatch.chdir(root)
+    monkeypatch.setattr(api, "Engine", lambda *a, **k: Engine(test_device))
+    scope: dict = {}
+    exec(compile(code, "README.md", "exec"), scope)      # noqa: S102 - our own example
+    x, y = scope["x"], scope["y"]
+    np.testing.assert_allclose(y, np.where(x > 0, x, np.float32(0.1) * x), atol=1e-6)
+    builtin = Network(str(root / "examples/models/demo_cnn_builtin.xml"), None,
+                      Engine(test_device)).infer({"data": scope["image"]})["prob/sink"]
+    assert scope["outputs"]["prob/sink"].shape == (1, 10)
+    np.testing.assert_allclose(scope["outputs"]["prob/sink"], builtin, atol=1e-5)
