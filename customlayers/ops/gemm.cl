@@ -194,7 +194,7 @@ typedef float b_carry;
 #if RM % 4 == 0
 #define READ_A_FRAGMENT(at, kk, i) do { \
     const float4 v_ = vload4(0, (at) + (kk) * A_ROW + ((i) * LY + ty) * 4); \
-    a[(i) * 4] = v_.s0; a[(i) * 4 + 1] = v_.s1; a[(i) * 4 + 2] = v_.s2; a[(i) * 4 + 3] = v_.s3; \
+    UNPACK4(a, (i) * 4, v_); \
 } while (0)
 #else
 #define READ_A_FRAGMENT(at, kk, i) (a[i] = (at)[(kk) * A_ROW + (i) * LY + ty])
@@ -202,7 +202,7 @@ typedef float b_carry;
 #if RN % 4 == 0
 #define READ_B_FRAGMENT(bt, kk, j) do { \
     const float4 v_ = vload4(0, (bt) + (kk) * B_ROW + ((j) * LX + tx) * 4); \
-    b[(j) * 4] = v_.s0; b[(j) * 4 + 1] = v_.s1; b[(j) * 4 + 2] = v_.s2; b[(j) * 4 + 3] = v_.s3; \
+    UNPACK4(b, (j) * 4, v_); \
 } while (0)
 #else
 #define READ_B_FRAGMENT(bt, kk, j) (b[j] = (bt)[(kk) * B_ROW + (j) * LX + tx])
@@ -227,6 +227,31 @@ typedef float b_carry;
                 acc[i][j] = mad(a[i], b[j], acc[i][j]); \
         } \
     } \
+} while (0)
+
+/* where this work item is: its place in the group (tx, ty; tid in all), the group's output
+   tile (m0, n0), its batch, and the K range it sums (its split-K slice's, else all of K) */
+#if KSPLIT > 1
+#define GROUP_K_RANGE() \
+    const int batch = get_global_id(2) % BATCHES; \
+    const int k_begin = get_global_id(2) / BATCHES * KCHUNK; \
+    const int k_end = min(k_begin + KCHUNK, K)
+#else
+#define GROUP_K_RANGE() \
+    const int batch = get_global_id(2); \
+    const int k_begin = 0, k_end = K
+#endif
+#define GROUP_PLACE() \
+    const int tx = get_local_id(0); \
+    const int ty = get_local_id(1); \
+    const int tid = ty * LX + tx; \
+    const int n0 = get_group_id(0) * TN; \
+    const int m0 = get_group_id(1) * TM; \
+    GROUP_K_RANGE()
+/* four values of a float4 into consecutive places of an array */
+#define UNPACK4(arr, at, v) do { \
+    (arr)[(at)] = (v).s0; (arr)[(at) + 1] = (v).s1; (arr)[(at) + 2] = (v).s2; \
+    (arr)[(at) + 3] = (v).s3; \
 } while (0)
 
 /* the work item's RM x RN sums, zeroed */
@@ -273,19 +298,7 @@ void gemm_tiled(GEMM_KERNEL_ARGS)
     __local float a_tile[TK * A_ROW] __attribute__((aligned(16)));
     __local float b_tile[TK * B_ROW] __attribute__((aligned(16)));
 
-    const int tx = get_local_id(0);
-    const int ty = get_local_id(1);
-    const int tid = ty * LX + tx;
-    const int n0 = get_group_id(0) * TN;
-    const int m0 = get_group_id(1) * TM;
-#if KSPLIT > 1
-    const int batch = get_global_id(2) % BATCHES;
-    const int k_begin = get_global_id(2) / BATCHES * KCHUNK;
-    const int k_end = min(k_begin + KCHUNK, K);
-#else
-    const int batch = get_global_id(2);
-    const int k_begin = 0, k_end = K;
-#endif
+    GROUP_PLACE();
 
     float acc[RM][RN];
     ZERO_ACC();

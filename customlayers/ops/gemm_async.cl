@@ -98,19 +98,7 @@ void gemm_tiled(GEMM_KERNEL_ARGS)
     __local float a_tiles[GEMM_STAGES * AS_TILE] __attribute__((aligned(16)));
     __local float b_tiles[GEMM_STAGES * BS_TILE] __attribute__((aligned(16)));
 
-    const int tx = get_local_id(0);
-    const int ty = get_local_id(1);
-    const int tid = ty * LX + tx;
-    const int n0 = get_group_id(0) * TN;
-    const int m0 = get_group_id(1) * TM;
-#if KSPLIT > 1
-    const int batch = get_global_id(2) % BATCHES;
-    const int k_begin = get_global_id(2) / BATCHES * KCHUNK;
-    const int k_end = min(k_begin + KCHUNK, K);
-#else
-    const int batch = get_global_id(2);
-    const int k_begin = 0, k_end = K;
-#endif
+    GROUP_PLACE();
     const int steps = (k_end - k_begin + TK - 1) / TK;
 
     float acc[RM][RN];
@@ -159,14 +147,14 @@ void gemm_tiled(GEMM_KERNEL_ARGS)
                 #pragma unroll
                 for (int i = 0; i < RM / 4; ++i) {  /* four rows of one k step */
                     const float4 v = vload4(0, at + (k4 + kk) * AS_ROW + (i * LY + ty) * 4);
-                    a[i * 4] = v.s0; a[i * 4 + 1] = v.s1; a[i * 4 + 2] = v.s2; a[i * 4 + 3] = v.s3;
+                    UNPACK4(a, i * 4, v);
                 }
 #endif
 #if B_N_FASTEST
                 #pragma unroll
                 for (int j = 0; j < RN / 4; ++j) {  /* four columns of one k step */
                     const float4 v = vload4(0, bt + (k4 + kk) * BS_ROW + (j * LX + tx) * 4);
-                    b[j * 4] = v.s0; b[j * 4 + 1] = v.s1; b[j * 4 + 2] = v.s2; b[j * 4 + 3] = v.s3;
+                    UNPACK4(b, j * 4, v);
                 }
 #else
                 #pragma unroll
