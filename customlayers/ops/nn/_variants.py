@@ -7,7 +7,8 @@ and timing).
 
 A variant is named `gemm{TM}x{TN}_{RM}x{RN}_k{S}` (its fields written out, for the tuning
 cache): a TM x TN output tile per work-group, RM x RN outputs per work item, and the K loop cut
-into S slices (split-K; S = 1: none). Every variant
+into S slices (split-K; S = 1: none); `_a{P}` after it, gemm_async.cl's pipeline of P __local
+stages (on devices with cp.async, where the operands allow it: async_variants). Every variant
 sums each output's K terms in the same order except split-K, which adds S partial sums: results
 differ by fp32 rounding at most.
 """
