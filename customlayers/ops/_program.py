@@ -394,3 +394,20 @@ def float_compute(dtype: str) -> tuple[str | None, str | None]:
     if dtype == "f16":
         return HALF_LOAD, HALF_STORE
     return None, None
+
+
+# a page: at least any OpenCL device's buffer alignment (CL_DEVICE_MEM_BASE_ADDR_ALIGN: 128
+# bytes on PoCL, 512 on NVIDIA)
+BUFFER_ALIGN = 4096
+
+
+def buffer_aligned(values: np.ndarray) -> np.ndarray:
+    """A C-contiguous copy of `values` that starts where a device buffer would: a CPU device
+    then uses it as the buffer where it lies (runtime/device/host_memory.py constant_buffer)
+    instead of copying weights packed at compile time a second time."""
+    values = np.asarray(values)
+    raw = np.empty(values.nbytes + BUFFER_ALIGN, np.uint8)
+    start = -raw.ctypes.data % BUFFER_ALIGN
+    out = raw[start:start + values.nbytes].view(values.dtype).reshape(values.shape)
+    out[...] = values
+    return out

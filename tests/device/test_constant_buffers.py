@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pyopencl as cl
+import pytest
 from onnx import helper, numpy_helper
 
 from customlayers.runtime.device.host_memory import constant_buffer
@@ -17,9 +18,19 @@ def _on_cpu(device) -> bool:
     return bool(device.type & cl.device_type.CPU)
 
 
+def _aligned(values: np.ndarray, device) -> np.ndarray:
+    """A copy of `values` that starts at the device's buffer alignment."""
+    align = int(device.mem_base_addr_align) // 8
+    raw = np.empty(values.nbytes + align, np.uint8)
+    start = -raw.ctypes.data % align
+    out = raw[start:start + values.nbytes].view(values.dtype)
+    out[:] = values
+    return out
+
+
 def test_a_constant_is_the_array_itself_on_a_cpu_and_a_copy_elsewhere(cl_env):
     ctx, queue, dev = cl_env
-    weights = np.arange(1000, dtype=np.float32)
+    weights = _aligned(np.arange(1000, dtype=np.float32), dev)
     buf = constant_buffer(ctx, weights)
     flags = buf.get_info(cl.mem_info.FLAGS)
     if _on_cpu(dev):
@@ -34,10 +45,13 @@ def test_a_constant_is_the_array_itself_on_a_cpu_and_a_copy_elsewhere(cl_env):
     assert constant_buffer(ctx, np.zeros(0, np.float32)).size >= 1
 
 
-def test_a_misaligned_array_is_copied_not_refused(cl_env):
+@pytest.mark.parametrize("offset", [1, 16], ids=["byte", "float4"])
+def test_an_array_off_the_buffer_alignment_is_copied_not_refused(cl_env, offset):
+    """One byte off, or 16 (a float4's alignment, not a float16's: a kernel may read its
+    argument as float16 vectors), from where a buffer would start: a copy, aligned."""
     ctx, queue, dev = cl_env
-    raw = np.zeros(4 * 65 + 1, np.uint8)
-    odd = raw[1:].view(np.float32)         # a float32 view one byte off its alignment
+    base = _aligned(np.zeros(4 * 65 + offset, np.uint8), dev)
+    odd = base[offset:].view(np.float32)
     odd[:] = np.arange(65, dtype=np.float32)
     buf = constant_buffer(ctx, odd)
     assert buf.get_info(cl.mem_info.FLAGS) & cl.mem_flags.COPY_HOST_PTR
@@ -63,3 +77,27 @@ def test_a_model_reads_its_weights_in_place_and_matches_onnxruntime(tmp_path, te
     path = model_file(tmp_path / "weights.onnx", nodes, {"x": x}, inits)
     got, want = ours_and_onnxruntime(Engine(test_device), path, {"x": x})
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+
+
+def test_weights_packed_at_compile_time_are_read_where_they_lie_on_a_cpu(tmp_path, test_device):
+    """A CPU device's convolution reads its weights packed at compile time: packed
+    page-aligned (ops/_program.py buffer_aligned), they are its buffer, not copied again."""
+    from customlayers.api import Network
+    from customlayers.ops._program import BUFFER_ALIGN, buffer_aligned
+    from customlayers.runtime.device.device import Engine
+    packed = buffer_aligned(np.arange(12, dtype=np.float32).reshape(3, 4).T)
+    assert packed.ctypes.data % BUFFER_ALIGN == 0 and packed.flags.c_contiguous
+    np.testing.assert_array_equal(packed, np.arange(12, dtype=np.float32).reshape(3, 4).T)
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((1, 8, 12, 12)).astype(np.float32)
+    w = (rng.standard_normal((16, 8, 3, 3)) * 0.2).astype(np.float32)
+    path = model_file(tmp_path / "conv.onnx",
+                      [helper.make_node("Conv", ["x", "w"], ["y"], pads=[1, 1, 1, 1])],
+                      {"x": x}, [numpy_helper.from_array(w, "w")])
+    engine = Engine(test_device)
+    net = Network(path, engine=engine)
+    net.infer({"x": x})
+    buffers = [buf for buf, _ in net.plan.arg_buffers.values()]
+    flags = [b.get_info(cl.mem_info.FLAGS) for b in buffers]
+    if _on_cpu(engine.device):
+        assert any(f & cl.mem_flags.USE_HOST_PTR for f in flags)

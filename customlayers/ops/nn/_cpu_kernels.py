@@ -20,7 +20,7 @@ import numpy as np
 
 from ...jit.launch import Arg, DeviceTraits, KernelLaunch
 from ...jit.variant import KernelVariant
-from .._program import defines, kernel_source
+from .._program import buffer_aligned, defines, kernel_source
 from ._sizes import scalars
 
 # fewer output channels per group than this leave most of a float8 of channels empty
@@ -251,4 +251,5 @@ def pack_conv_weights(weights: np.ndarray, g: Mapping[str, int], ob: int) -> np.
     ogb = -(-og // ob)
     if ogb * ob != og:
         w = np.concatenate([w, np.zeros((groups, ogb * ob - og, cg, kh, kw), np.float32)], 1)
-    return np.ascontiguousarray(w.reshape(groups, ogb, ob, cg, kh, kw).transpose(0, 1, 4, 5, 3, 2))
+    # page-aligned: a CPU device reads it where it lies, not from a second copy
+    return buffer_aligned(w.reshape(groups, ogb, ob, cg, kh, kw).transpose(0, 1, 4, 5, 3, 2))

@@ -24,7 +24,7 @@ from ._epilogue import residual_strides, wire_epilogue
 from ._gemm import GemmProblem, target_groups
 from ._variants import async_variants, gemm_variants
 from .._nn import NamedOp, require_f32
-from .._program import defines, kernel_source
+from .._program import buffer_aligned, defines, kernel_source
 from ..view_steps import GemmLayout, OperandViews, operand_views
 from ...jit.launch import Arg, DEFAULT_CONTEXT, DeviceTraits, FusedEpilogue, KernelLaunch
 from ...jit.layer import LayerCall
@@ -182,7 +182,8 @@ def pack_panels(b: np.ndarray, k: int, n: int, cols: int) -> np.ndarray:
     panels = -(-n // cols)
     padded = np.zeros((k, panels * cols), np.float32)
     padded[:, :n] = np.asarray(b, np.float32).reshape(k, n)
-    return np.ascontiguousarray(padded.reshape(k, panels, cols).transpose(1, 0, 2))
+    # page-aligned: a CPU device reads it where it lies, not from a second copy
+    return buffer_aligned(padded.reshape(k, panels, cols).transpose(1, 0, 2))
 
 
 def cpu_gemm_variants(transpose_b: bool, device: DeviceTraits) -> tuple[CpuGemmVariant, ...]:

@@ -54,14 +54,14 @@ def wrap_in_place(context, array: np.ndarray) -> cl.Buffer | None:
 
 def constant_buffer(context, array: np.ndarray) -> cl.Buffer:
     """A read-only buffer of a constant (weights) for the plan's life. On a CPU device the
-    array itself, where it lies (USE_HOST_PTR; pyopencl keeps the array alive with the buffer):
-    a copy there is a second copy of the weights in the same memory (VGG-19's 548 MB on PoCL,
-    issue 22). Elsewhere, and where the driver refuses, a copy."""
+    array itself, where it lies (USE_HOST_PTR; pyopencl keeps the array alive with the buffer),
+    when it starts where a buffer would (_base_alignment): a copy there is a second copy of the
+    weights in the same memory (VGG-19's 548 MB on PoCL, issue 22). Elsewhere, a misaligned
+    array, and where the driver refuses, a copy."""
     array = np.ascontiguousarray(array)
     if array.nbytes == 0:
         array = np.zeros(1, np.uint8)
-    if _on_cpu(context) and array.flags.aligned and \
-            array.ctypes.data % max(array.dtype.itemsize, 1) == 0:
+    if _on_cpu(context) and array.ctypes.data % _base_alignment(context) == 0:
         buf = wrap_in_place(context, array)
         if buf is not None:
             return buf
@@ -70,3 +70,11 @@ def constant_buffer(context, array: np.ndarray) -> cl.Buffer:
 
 def _on_cpu(context) -> bool:
     return all(d.type & cl.device_type.CPU for d in context.devices)
+
+
+def _base_alignment(context) -> int:
+    """The alignment (bytes) the devices give a buffer's start (CL_DEVICE_MEM_BASE_ADDR_ALIGN,
+    128 on PoCL): a kernel may read its argument as float16 or double16 vectors, which the
+    compiler may load assuming that alignment; an array at a weights file's offset may have
+    less, and is then copied."""
+    return max(max(int(d.mem_base_addr_align) // 8, 1) for d in context.devices)
