@@ -31,7 +31,7 @@ def _aligned(values: np.ndarray, device) -> np.ndarray:
 def test_a_constant_is_the_array_itself_on_a_cpu_and_a_copy_elsewhere(cl_env):
     ctx, queue, dev = cl_env
     weights = _aligned(np.arange(1000, dtype=np.float32), dev)
-    buf = constant_buffer(ctx, weights)
+    buf = constant_buffer(ctx, weights, _on_cpu(dev))
     flags = buf.get_info(cl.mem_info.FLAGS)
     if _on_cpu(dev):
         assert flags & cl.mem_flags.USE_HOST_PTR
@@ -42,7 +42,7 @@ def test_a_constant_is_the_array_itself_on_a_cpu_and_a_copy_elsewhere(cl_env):
     cl.enqueue_copy(queue, back, buf)
     np.testing.assert_array_equal(back, weights)
     # an empty constant still gets a buffer (a kernel argument must be one)
-    assert constant_buffer(ctx, np.zeros(0, np.float32)).size >= 1
+    assert constant_buffer(ctx, np.zeros(0, np.float32), _on_cpu(dev)).size >= 1
 
 
 @pytest.mark.parametrize("offset", [1, 16], ids=["byte", "float4"])
@@ -53,7 +53,7 @@ def test_an_array_off_the_buffer_alignment_is_copied_not_refused(cl_env, offset)
     base = _aligned(np.zeros(4 * 65 + offset, np.uint8), dev)
     odd = base[offset:].view(np.float32)
     odd[:] = np.arange(65, dtype=np.float32)
-    buf = constant_buffer(ctx, odd)
+    buf = constant_buffer(ctx, odd, _on_cpu(dev))
     assert buf.get_info(cl.mem_info.FLAGS) & cl.mem_flags.COPY_HOST_PTR
     back = np.empty(65, np.float32)
     cl.enqueue_copy(queue, back, buf)

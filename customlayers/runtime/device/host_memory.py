@@ -52,24 +52,21 @@ def wrap_in_place(context, array: np.ndarray) -> cl.Buffer | None:
         return None
 
 
-def constant_buffer(context, array: np.ndarray) -> cl.Buffer:
-    """A read-only buffer of a constant (weights) for the plan's life. On a CPU device the
-    array itself, where it lies (USE_HOST_PTR; pyopencl keeps the array alive with the buffer),
-    when it starts where a buffer would (_base_alignment): a copy there is a second copy of the
-    weights in the same memory (VGG-19's 548 MB on PoCL, issue 22). Elsewhere, a misaligned
-    array, and where the driver refuses, a copy."""
+def constant_buffer(context, array: np.ndarray, unified: bool) -> cl.Buffer:
+    """A read-only buffer of a constant (weights) for the plan's life. Where host memory is the
+    device's (`unified`: Engine.unified_memory, a CPU device) the array itself, where it lies
+    (USE_HOST_PTR; pyopencl keeps the array alive with the buffer), when it starts where a
+    buffer would (_base_alignment): a copy there is a second copy of the weights in the same
+    memory (VGG-19's 548 MB on PoCL, issue 22). Elsewhere, a misaligned array, and where the
+    driver refuses, a copy."""
     array = np.ascontiguousarray(array)
     if array.nbytes == 0:
         array = np.zeros(1, np.uint8)
-    if _on_cpu(context) and array.ctypes.data % _base_alignment(context) == 0:
+    if unified and array.ctypes.data % _base_alignment(context) == 0:
         buf = wrap_in_place(context, array)
         if buf is not None:
             return buf
     return cl.Buffer(context, cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR, hostbuf=array)
-
-
-def _on_cpu(context) -> bool:
-    return all(d.type & cl.device_type.CPU for d in context.devices)
 
 
 def _base_alignment(context) -> int:

@@ -113,7 +113,7 @@ class InferRequest:
     def _default_buffer(self, root):
         plan = self.plan
         if root in plan.consts:
-            return _const_buffer(self.context, plan, root)
+            return _const_buffer(self.context, plan, root, self.engine.unified_memory)
         if root in self._states:
             return self._states.buffers[root]
         for name, k in plan.inputs:
@@ -453,7 +453,7 @@ class InferRequest:
         self._states.reset_all()
 
 
-def _const_buffer(context, plan, key) -> cl.Buffer:
+def _const_buffer(context, plan, key, unified: bool) -> cl.Buffer:
     """The buffer of constant `key`, uploaded by the first request that reads it and shared by
     the plan's later requests. Only what a kernel, a host step or an output reads is uploaded: a
     convolution on a CPU device reads its weights packed (an Arg.const), not as its input 1."""
@@ -464,5 +464,5 @@ def _const_buffer(context, plan, key) -> cl.Buffer:
         desc = plan.descs.get(key)
         value = np.ascontiguousarray(plan.consts[key],
                                      dtype=desc.np_dtype if desc is not None else None)
-        buf = cache[key] = constant_buffer(context, value)
+        buf = cache[key] = constant_buffer(context, value, unified)
     return buf
