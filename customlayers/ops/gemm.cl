@@ -220,12 +220,16 @@ typedef float b_carry;
         _Pragma("unroll") \
         for (int j = 0; j < RN / FN; ++j) \
             READ_B_FRAGMENT(bt, kk, j); \
+        MAD_OUTER(); \
+    } \
+} while (0)
+/* acc += a (RM values) times b (RN values): one k step's RM x RN mads */
+#define MAD_OUTER() do { \
+    _Pragma("unroll") \
+    for (int i = 0; i < RM; ++i) { \
         _Pragma("unroll") \
-        for (int i = 0; i < RM; ++i) { \
-            _Pragma("unroll") \
-            for (int j = 0; j < RN; ++j) \
-                acc[i][j] = mad(a[i], b[j], acc[i][j]); \
-        } \
+        for (int j = 0; j < RN; ++j) \
+            acc[i][j] = mad(a[i], b[j], acc[i][j]); \
     } \
 } while (0)
 

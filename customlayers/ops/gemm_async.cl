@@ -25,11 +25,11 @@
 #define AS_ROW (TK + 4)                  /* A's tile [m][k] */
 #define AS_TILE (TM * AS_ROW)
 #else
-#define AS_ROW (TM + 4)                  /* A's tile [k][m] */
+#define AS_ROW A_ROW                     /* A's tile [k][m], as gemm.cl's */
 #define AS_TILE (TK * AS_ROW)
 #endif
 #if B_N_FASTEST
-#define BS_ROW (TN + 4)                  /* B's tile [k][n] */
+#define BS_ROW B_ROW                     /* B's tile [k][n], as gemm.cl's */
 #define BS_TILE (TK * BS_ROW)
 #else
 #define BS_ROW (TK + 4)                  /* B's tile [n][k] */
@@ -143,30 +143,21 @@ void gemm_tiled(GEMM_KERNEL_ARGS)
                 #pragma unroll
                 for (int i = 0; i < RM; ++i)
                     a[i] = LANE(a4[i], kk);
-#else
+#else                                       /* [k][m]: gemm.cl's rows (AS_ROW is A_ROW) */
                 #pragma unroll
-                for (int i = 0; i < RM / 4; ++i) {  /* four rows of one k step */
-                    const float4 v = vload4(0, at + (k4 + kk) * AS_ROW + (i * LY + ty) * 4);
-                    UNPACK4(a, i * 4, v);
-                }
+                for (int i = 0; i < RM / 4; ++i)
+                    READ_A_FRAGMENT(at, k4 + kk, i);
 #endif
-#if B_N_FASTEST
+#if B_N_FASTEST                             /* [k][n]: gemm.cl's columns (BS_ROW is B_ROW) */
                 #pragma unroll
-                for (int j = 0; j < RN / 4; ++j) {  /* four columns of one k step */
-                    const float4 v = vload4(0, bt + (k4 + kk) * BS_ROW + (j * LX + tx) * 4);
-                    UNPACK4(b, j * 4, v);
-                }
+                for (int j = 0; j < RN / 4; ++j)
+                    READ_B_FRAGMENT(bt, k4 + kk, j);
 #else
                 #pragma unroll
                 for (int j = 0; j < RN; ++j)
                     b[j] = LANE(b4[j], kk);
 #endif
-                #pragma unroll
-                for (int i = 0; i < RM; ++i) {
-                    #pragma unroll
-                    for (int j = 0; j < RN; ++j)
-                        acc[i][j] = mad(a[i], b[j], acc[i][j]);
-                }
+                MAD_OUTER();
             }
         }
     }

@@ -25,7 +25,7 @@ from ...jit.variant import KernelVariant
 from ._cpu_kernels import conv_cpu_variants
 from ._gemm import GemmProblem, target_groups
 from .._program import defines, kernel_source
-from ._variants import async_variants, gemm_variants
+from ._variants import gemm_variants, pipeline_defines, with_pipeline
 from ._winograd import WinogradVariant, with_winograd
 
 # below this many output channels per group, the direct kernel beats a mostly-empty GEMM tile
@@ -126,11 +126,10 @@ class ConvPlan:
         n, batch = gemm_n_batch(g)
         k = g["CG"] * g["KH"] * g["KW"]
         vec_a, vec_b = self.vector_reads()
-        ptx = int(self.device is not None and self.device.async_copy and not self.on_cpu)
         # one image or several: a batch of one reads no image index (a #define of two values)
         return GemmProblem(defines(**self.sizes, CONV_1X1=int(self.one_by_one),
                                    SINGLE_IMAGE=int(g["NB"] == 1), GEMM_VEC_A=vec_a,
-                                   GEMM_VEC_B=vec_b, **({"GEMM_ASYNC_PTX": 1} if ptx else {}))
+                                   GEMM_VEC_B=vec_b, **pipeline_defines(self.device, self.on_cpu))
                            + kernel_source("conv_gemm.cl"), self.kernel_args,
                            g["OG"], n, k, batch, f"{self.label}_gemm")
 
@@ -276,12 +275,8 @@ def conv_variants(plan: ConvPlan) -> tuple[KernelVariant, ...]:
         return (direct,) + tuple(DirectVariant(group) for group in _DIRECT_GROUPS)
     n, batch = gemm_n_batch(g)
     k = g["CG"] * g["KH"] * g["KW"]
-    gemms = gemm_variants(g["OG"], n, k, batch, plan.target, plan.max_threads)
-    if plan.device is not None and plan.device.async_copy and plan.async_tiles:
-        # gemm_async.cl's pipeline right after the heuristic's choice (timed by `fast`)
-        piped = tuple(v for v in async_variants(g["OG"], n, k, batch, plan.target)
-                      if v.applies(plan))
-        gemms = gemms[:1] + piped + gemms[1:]
+    gemms = with_pipeline(gemm_variants(g["OG"], n, k, batch, plan.target, plan.max_threads),
+                          plan, g["OG"], n, k, batch, plan.target)
     listed = with_winograd(gemms, g, plan.weights, plan.target, plan.max_threads)
     blocked, split = ocb_variants(plan), split_variants(plan)
     if g["OG"] > _OCB_MAX or not (blocked or split):

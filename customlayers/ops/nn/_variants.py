@@ -211,6 +211,26 @@ def async_variants(m: int, n: int, k: int, batch: int, target: int) -> tuple[Gem
     return tuple(found)
 
 
+def with_pipeline(listed: tuple, plan, m: int, n: int, k: int, batch: int,
+                  target: int) -> tuple:
+    """`listed` with gemm_async.cl's tilings right after its first (the heuristic's choice,
+    what `--tuning off` runs), so that `--tuning fast` times them: where the plan's device has
+    cp.async and its operands allow the pipeline (the plan's `async_tiles`: MatMul's, a 1x1
+    convolution's)."""
+    device = plan.device
+    if device is None or not device.async_copy or not plan.async_tiles:
+        return listed
+    piped = tuple(v for v in async_variants(m, n, k, batch, target) if v.applies(plan))
+    return tuple(listed[:1]) + piped + tuple(listed[1:])
+
+
+def pipeline_defines(device, on_cpu: bool) -> dict:
+    """The front end's define that makes gemm_async.cl's copies PTX cp.async (read only by its
+    variants): on a GPU whose traits say it has them."""
+    return {"GEMM_ASYNC_PTX": 1} if device is not None and device.async_copy and \
+        not on_cpu else {}
+
+
 def split_choices(tm: int, tn: int, m: int, n: int, k: int, batch: int,
                   target: int) -> list[int]:
     """The split-K factors worth ranking for a tile: none, the one that fills the device

@@ -22,7 +22,7 @@ from . import _sizes
 from ._cpu_kernels import kernel_vector_width
 from ._epilogue import residual_strides, wire_epilogue
 from ._gemm import GemmProblem, target_groups
-from ._variants import async_variants, gemm_variants
+from ._variants import gemm_variants, pipeline_defines, with_pipeline
 from .._nn import NamedOp, require_f32
 from .._program import buffer_aligned, defines, kernel_source
 from ..view_steps import GemmLayout, OperandViews, operand_views
@@ -213,12 +213,8 @@ def matmul_variants(plan: MatMulPlan) -> tuple[KernelVariant, ...]:
                           device.max_work_group_size if device is not None else 256)
     if plan.on_cpu:                 # a CPU device, never None
         return cpu_gemm_variants(bool(s["TRANSPOSE_B"]), device) + tiled[:2]
-    if device is not None and device.async_copy and plan.async_tiles:
-        # right after the legacy tiling, so that the tuner's fast mode times them
-        piped = tuple(v for v in async_variants(s["M"], s["N"], s["K"], plan.batches,
-                                                target_groups(device)) if v.applies(plan))
-        return tiled[:1] + piped + tiled[1:]
-    return tiled
+    return with_pipeline(tiled, plan, s["M"], s["N"], s["K"], plan.batches,
+                         target_groups(device))
 
 
 @register_op
@@ -358,9 +354,7 @@ class MatMul(NamedOp):
                            **size_defines, **wiring.flags,
                            **{"CHANNEL(batch, m, n)": channel}, **GemmLayout.alpha(views),
                            **({} if ctx.on_cpu else GemmLayout.vector_reads(sizes)),
-                           # gemm_async.cl's copies in PTX (read only by its variants)
-                           **({"GEMM_ASYNC_PTX": 1} if ctx.device is not None and
-                              ctx.device.async_copy and not ctx.on_cpu else {}))
+                           **pipeline_defines(ctx.device, ctx.on_cpu))
         if ep.row_softmax and (b_rank < 2 or len(out) < 2 or sizes["N"] > ROW_SOFTMAX_MAX):
             raise self.fail(attrs, f"a {ep.row_softmax} of the last axis cannot be fused "
                                    f"into an output of shape {list(out)}")
