@@ -29,6 +29,7 @@ for _name in (
     "recurrent.rnn",       # LSTM, GRU, RNN
     "attention.attention", # ONNX Attention (opset 23-25)
     "attention.rotary",    # RotaryEmbedding
+    "attention.fused",     # FusedAttention (passes/attention_folding.py's attention chains)
     "reduce.loss",         # NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss
     "reduce.lp_pool",      # LpPool
     "signal.dft",          # ONNX DFT and STFT on data (windows, mel matrices fold on the host)

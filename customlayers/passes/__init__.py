@@ -20,6 +20,8 @@ pick_folding.py    a last-step Gather before a MatMul becomes the element the Ma
 gelu_folding.py    the five layers of an exported erf GELU become one Gelu layer
 view_folding.py    Transposes, Reshapes, Gathers of one index and scalar Multiplys before a
                    MatMul become a strided view it reads (attention's head split)
+attention_folding.py  MatMul, scale, mask Add, Softmax, MatMul become one FusedAttention layer
+                   that never writes the scores (after view_folding: it takes the MatMuls' views)
 temporal/          whole TCN temporal blocks: block_fusion.py's fuse_temporal_blocks (runs of
                    causal convolution blocks become one TemporalBlocks layer, one launch)
 state/             rewrites that give a model a request's state: binding.py's bind_state_inputs
@@ -42,6 +44,7 @@ here and one entry below.
 """
 from __future__ import annotations
 
+from .attention_folding import fold_attention
 from .common_nodes import merge_common_nodes
 from .gelu_folding import fold_gelu_chains
 from .pick_folding import fold_picks_into_matmuls
@@ -59,7 +62,7 @@ FOLDING = (fold_shape_arithmetic,)
 # chains after them fold once), then a Pad folded into a convolution, then the
 # shuffles (read by the convolutions the Pad pass may have changed), then the pool indices,
 # then the picks, then the GELU chains, then the views read by MatMuls (after the picks: a
-# MatMul takes one or the other)
+# MatMul takes one or the other), then the attention chains (over those MatMuls' views)
 PASSES = FOLDING + (
     merge_common_nodes,
     fold_into_convolutions,
@@ -68,6 +71,7 @@ PASSES = FOLDING + (
     fold_picks_into_matmuls,
     fold_gelu_chains,
     fold_views_into_matmuls,
+    fold_attention,
 )
 
 # rewrites that cut launches, run after PASSES (the temporal blocks are found in the causal
@@ -84,7 +88,9 @@ PASSES = FOLDING + (
 LAUNCH_BOUND = (fuse_temporal_blocks,)
 
 
-def passes_for(*, temporal_blocks: bool = False) -> tuple:
-    """The rewrites a Network runs when it fuses: PASSES, then LAUNCH_BOUND where
+def passes_for(*, temporal_blocks: bool = False, attention: bool = True) -> tuple:
+    """The rewrites a Network runs when it fuses: PASSES (without fold_attention where
+    `attention` is false: the device runs the unfused layers faster), then LAUNCH_BOUND where
     `temporal_blocks` asks for them (on any device: the tests run them on PoCL)."""
-    return PASSES + LAUNCH_BOUND if temporal_blocks else PASSES
+    chosen = PASSES if attention else tuple(p for p in PASSES if p is not fold_attention)
+    return chosen + LAUNCH_BOUND if temporal_blocks else chosen

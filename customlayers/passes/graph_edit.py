@@ -48,12 +48,13 @@ def const_input(graph: Graph, node: Node, port: int):
 
 
 def rebuilt_graph(graph: Graph, changed: dict[str, Node], drop: set[str], redirect,
-                  added: tuple[Node, ...] = ()) -> Graph:
+                  added: tuple[Node, ...] = (), extra_edges: tuple = ()) -> Graph:
     """A new graph: nodes in model order without `drop` and with `changed` replacing theirs,
     then the `added` nodes (new constants a redirect points to), edges rewired by `redirect`
-    ((dst, dst_port) -> (src, src_port)), and the constants only dropped nodes read removed
-    too."""
-    used = {e.src for e in graph.edges if e.dst not in drop}
+    ((dst, dst_port) -> (src, src_port)), the `extra_edges` ((src, src_port, dst, dst_port):
+    inputs a changed node has that the node it replaces had not) added, and the constants only
+    dropped nodes read removed too."""
+    used = {e.src for e in graph.edges if e.dst not in drop} | {e[0] for e in extra_edges}
     dead_consts = {nid for nid, n in graph.nodes.items()
                    if n.type == "Const" and nid not in used}
     new = Graph(graph.name)
@@ -68,4 +69,6 @@ def rebuilt_graph(graph: Graph, changed: dict[str, Node], drop: set[str], redire
             continue
         src = redirect.get((e.dst, e.dst_port), (e.src, e.src_port))
         new.connect(src[0], src[1], e.dst, e.dst_port)
+    for src, src_port, dst, dst_port in extra_edges:
+        new.connect(src, src_port, dst, dst_port)
     return new

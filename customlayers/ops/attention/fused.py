@@ -1,0 +1,149 @@
+"""FusedAttention: softmax(Q K^T * scale + mask) V in one launch (attention_fused.cl), the layer
+passes/attention_folding.py makes of the MatMul, scale, mask Add, Softmax, MatMul chain that
+exporters write for scaled dot-product attention. The scores are never written: on an H100 the
+three layers it replaces spent most of their time writing and reading them back (ViT-B/16 at
+batch 32: 197 x 197 scores per head, 60 MB a layer).
+
+Inputs: Q, K, V and, with has_mask, an additive float mask. As a layer of its own, Q is
+[..., S, D], K [..., T, D] and V [..., T, DV] with the same (at most two) batch axes, the mask
+broadcasts to [..., S, T], and the output is [..., S, DV]. Where the pass folded layers that
+only re-index (the head split of a projection, the Transpose of K, the head merge after) into
+the reads and the store, the fact AttentionViews holds the views: the inputs are then the
+tensors those chains start from, read through the views, and the output is the tensor the
+chain after would have made.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ...jit.launch import Arg, DEFAULT_CONTEXT, KernelLaunch
+from ...jit.layer import LayerCall
+from ...jit.tensor import TensorDesc
+from .._nn import NamedOp
+from .._program import LinearView, program_text, shape_of
+from ..base import Attr, register_op
+
+# rows of a work-group (one work item each) and keys per __local block: on an H100, ViT-B/16's
+# heads (197 rows) fill 7 groups of 32 rows (88% of the items busy) where 64 fill 4 (77%)
+ROWS_PER_GROUP = 32
+KEYS_PER_BLOCK = 16
+# the head sizes one work item keeps in registers (q and the output row: 2 x 64 floats)
+MAX_HEAD = 64
+_INT_MAX = 2**31 - 1
+
+
+@dataclass(frozen=True)
+class AttentionViews:
+    """A fact passes/attention_folding.py hands a FusedAttention (Node.facts): the views each
+    input is read through and the output written through, all 4-D (batch 1, batch 2, row,
+    column): q [B1, B2, S, D], k [B1, B2, T, D], v [B1, B2, T, DV], out [B1, B2, S, DV] in a
+    buffer of shape out_shape. sources: the input tensors' shapes the views were made for."""
+    q: LinearView
+    k: LinearView
+    v: LinearView
+    out: LinearView
+    out_shape: tuple
+    sources: tuple
+
+
+@register_op
+class FusedAttention(NamedOp):
+    type = "FusedAttention"
+    input_count = (3, 4)
+    attributes = (Attr("scale", "float", 1.0), Attr("out_scale", "float", 1.0),
+                  Attr("has_mask", "bool", False))
+
+    # -- the views ---------------------------------------------------------------------------
+    def _views(self, attrs, inputs, ctx) -> AttentionViews:
+        if len(inputs) != 3 + int(attrs["has_mask"]):
+            raise self.fail(attrs, f"expected {3 + int(attrs['has_mask'])} inputs (Q, K, V"
+                                   f"{', mask' if attrs['has_mask'] else ''}), found "
+                                   f"{len(inputs)}")
+        for i, t in enumerate(inputs):
+            if t.dtype != "f32":
+                raise self.fail(attrs, f"input {i} is {t.dtype}; FusedAttention runs f32 only")
+        fact = ctx.fact(AttentionViews)
+        if fact is not None:
+            for port, source in enumerate(fact.sources):
+                if tuple(shape_of(inputs[port])) != tuple(source):
+                    raise self.fail(attrs, f"input {port} has shape "
+                                           f"{list(shape_of(inputs[port]))} where the folded "
+                                           f"layers read {list(source)}")
+            return fact
+        q, k, v = (shape_of(t) for t in inputs[:3])
+        if not 2 <= len(q) <= 4 or not (len(q) == len(k) == len(v)) or \
+                q[:-2] != k[:-2] or k[:-1] != v[:-1] or q[-1] != k[-1]:
+            raise self.fail(attrs, f"Q [..., S, D], K [..., T, D] and V [..., T, DV] must share "
+                                   f"their (at most two) batch axes, T and D; found "
+                                   f"{list(q)}, {list(k)}, {list(v)}")
+        views = [_four(LinearView.dense(s)) for s in (q, k, v)]
+        out_shape = q[:-1] + (v[-1],)
+        return AttentionViews(*views, _four(LinearView.dense(out_shape)), out_shape, (q, k, v))
+
+    def infer_shapes(self, attrs, inputs, consts, ctx=DEFAULT_CONTEXT):
+        views = self._views(attrs, inputs, ctx)
+        self._check(attrs, views, inputs)
+        return [(tuple(views.out_shape), "f32")]
+
+    def outputs(self, call: LayerCall) -> list[TensorDesc]:
+        return [TensorDesc(shape, dtype) for shape, dtype in
+                self.infer_shapes(call.attrs, call.inputs, call.consts, call.context)]
+
+    def _check(self, attrs, views: AttentionViews, inputs) -> LinearView | None:
+        """The mask's view (None without one), after checking the sizes the kernel handles."""
+        b1, b2, s, d = views.q.shape
+        t, dv = views.k.shape[2], views.v.shape[3]
+        if 0 in (b1, b2, s, t, d, dv):
+            raise self.fail(attrs, f"Q {list(views.q.shape)}, K {list(views.k.shape)} and V "
+                                   f"{list(views.v.shape)} must not be empty (Softmax over no "
+                                   f"keys then MatMul give zeros, which this kernel does not)")
+        if d > MAX_HEAD or dv > MAX_HEAD:
+            raise self.fail(attrs, f"head sizes {d} (Q, K) and {dv} (V) must be at most "
+                                   f"{MAX_HEAD}")
+        mask = None
+        if attrs["has_mask"]:
+            shape = shape_of(inputs[3])
+            full = (b1, b2, s, t)
+            lead = (1,) * (4 - len(shape)) + tuple(shape)
+            if len(shape) > 4 or any(m not in (1, f) for m, f in zip(lead, full)):
+                raise self.fail(attrs, f"the mask {list(shape)} does not broadcast to the "
+                                       f"scores {list(full)}")
+            mask = LinearView.dense(lead).broadcast_to(full)
+        for name, view in (("Q", views.q), ("K", views.k), ("V", views.v),
+                           ("the output", views.out), ("the mask", mask)):
+            if view is not None and view.offset + sum(
+                    (n - 1) * abs(st) for n, st in zip(view.shape, view.strides)) > _INT_MAX:
+                raise self.fail(attrs, f"{name} spans more than 2^31 elements (the kernel "
+                                       f"indexes with 32-bit integers)")
+        return mask
+
+    # -- the launch --------------------------------------------------------------------------
+    def launches(self, attrs, inputs, outputs, consts, ctx=DEFAULT_CONTEXT):
+        views = self._views(attrs, inputs, ctx)
+        mask = self._check(attrs, views, inputs)
+        b1, b2, s, d = views.q.shape
+        t, dv = views.k.shape[2], views.v.shape[3]
+        values = {"BQ": ROWS_PER_GROUP, "BK": KEYS_PER_BLOCK, "D": d, "DV": dv,
+                  "HAS_MASK": int(mask is not None)}
+        i32 = np.int32
+        no_mask = LinearView((1, 1, 1, 1), (0, 0, 0, 0), 0)
+        args = [Arg.input(0), Arg.input(1), Arg.input(2),
+                Arg.input(3) if mask is not None else Arg.const(np.zeros(1, np.float32)),
+                Arg.output(0), Arg.scalar(i32(s)), Arg.scalar(i32(t)), Arg.scalar(i32(b2))]
+        for view in (views.q, views.k, views.v, views.out, mask or no_mask):
+            args += [Arg.scalar(i32(view.offset))] + [Arg.scalar(i32(x)) for x in view.strides]
+        args += [Arg.scalar(np.float32(attrs["scale"])), Arg.scalar(np.float32(attrs["out_scale"]))]
+        groups = b1 * b2 * -(-s // ROWS_PER_GROUP)
+        label = f"attention_fused_d{d}_v{dv}"
+        return [KernelLaunch(program_text(label, values, "attention_fused.cl"),
+                             "attention_fused", tuple(args), (groups * ROWS_PER_GROUP,),
+                             (ROWS_PER_GROUP,), label=label)]
+
+
+def _four(view: LinearView) -> LinearView:
+    """A view of rank 2 to 4 as 4-D: size-1 batch axes in front."""
+    lead = 4 - len(view.shape)
+    return LinearView((1,) * lead + tuple(view.shape), (0,) * lead + tuple(view.strides),
+                      view.offset)

@@ -1,0 +1,190 @@
+"""FusedAttention (ops/attention/fused.py, attention_fused.cl) and the pass that makes it
+(passes/attention_folding.py): the kernel against a float64 softmax(Q K^T * scale + mask) V,
+with ragged rows and keys, every mask broadcast, -inf masks (a row masked for a whole block of
+keys, a row masked everywhere: NaN, as Softmax then MatMul give), NaN and +inf scores; then whole
+transformers with the pass asked for, against ONNX Runtime, on whichever device runs the
+suite (on PoCL the pass is off by default: Network's fuse_attention)."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from customlayers.errors import BindingError
+from customlayers.jit.tensor import TensorDesc
+from customlayers.ops import get_op
+from customlayers.ops.attention.fused import KEYS_PER_BLOCK, ROWS_PER_GROUP
+from launch_runner import run_launches
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import transformer_models as tm  # noqa: E402
+
+
+def attention_ref(q, k, v, scale, mask=None):
+    s = np.einsum("...sd,...td->...st", q.astype(np.float64), k.astype(np.float64)) * scale
+    if mask is not None:
+        s = s + mask.astype(np.float64)
+    with np.errstate(invalid="ignore"):
+        e = np.exp(s - s.max(axis=-1, keepdims=True))
+        p = e / e.sum(axis=-1, keepdims=True)
+    return p @ v.astype(np.float64)
+
+
+def run_fused(cl_env, q, k, v, scale=0.125, mask=None, out_scale=1.0):
+    op = get_op("FusedAttention")
+    attrs = op.parse_attributes({"scale": repr(scale), "out_scale": repr(out_scale),
+                                 "has_mask": "true" if mask is not None else "false"}, "attn")
+    arrays = [q, k, v] + ([mask] if mask is not None else [])
+    descs = [TensorDesc(a.shape) for a in arrays]
+    outs = [TensorDesc(s, d) for s, d in op.infer_shapes(attrs, descs, {})]
+    launches = op.launches(attrs, descs, outs, {})
+    return run_launches(cl_env, launches, arrays, descs, outs)[0]
+
+
+def _qkv(batch, s, t, d, dv, seed=0):
+    rng = np.random.default_rng(seed)
+    f = lambda *shape: rng.standard_normal(shape).astype(np.float32)  # noqa: E731
+    return f(*batch, s, d), f(*batch, t, d), f(*batch, t, dv)
+
+
+# rows and keys that fill no whole group or block, and ones that do
+ODD_S, ODD_T = ROWS_PER_GROUP + 5, 2 * KEYS_PER_BLOCK + 3
+
+
+@pytest.mark.parametrize("batch,s,t,d,dv", [
+    ((2, 3), ODD_S, ODD_T, 64, 64),
+    ((2, 3), ROWS_PER_GROUP, 2 * KEYS_PER_BLOCK, 64, 64),
+    ((5,), 7, 1, 16, 8),                 # one key; 3-D
+    ((1, 2), 3, ODD_T, 13, 6),           # head sizes not a multiple of 4
+    ((), 40, 9, 32, 64),                 # no batch axes
+])
+def test_the_kernel_matches_float64(cl_env, batch, s, t, d, dv):
+    q, k, v = _qkv(batch, s, t, d, dv)
+    got = run_fused(cl_env, q, k, v, scale=d ** -0.5, out_scale=1.0)
+    np.testing.assert_allclose(got, attention_ref(q, k, v, d ** -0.5), rtol=2e-5, atol=2e-6)
+
+
+@pytest.mark.parametrize("mask_shape", [(2, 1, 1, ODD_T), (1, 3, ODD_S, ODD_T),
+                                        (ODD_S, ODD_T), (ODD_T,), (2, 3, ODD_S, ODD_T)])
+def test_every_mask_broadcast_is_added(cl_env, mask_shape):
+    q, k, v = _qkv((2, 3), ODD_S, ODD_T, 64, 64, seed=1)
+    mask = (np.random.default_rng(2).standard_normal(mask_shape) * 3).astype(np.float32)
+    got = run_fused(cl_env, q, k, v, 0.125, mask)
+    np.testing.assert_allclose(got, attention_ref(q, k, v, 0.125, mask), rtol=2e-5, atol=2e-6)
+
+
+def test_out_scale_multiplies_the_output(cl_env):
+    q, k, v = _qkv((2,), 9, 11, 8, 8, seed=3)
+    got = run_fused(cl_env, q, k, v, 0.5, out_scale=-3.0)
+    np.testing.assert_allclose(got, -3.0 * attention_ref(q, k, v, 0.5), rtol=2e-5, atol=5e-6)
+
+
+def test_infinite_masks_give_what_softmax_then_matmul_give(cl_env):
+    """-inf over the first whole block of keys of one row (the running max starts at -inf and
+    must not poison the row), everywhere in another (NaN, as numpy's softmax gives), and a
+    large finite negative mask (BERT's -10000)."""
+    q, k, v = _qkv((1, 2), 6, ODD_T, 16, 16, seed=4)
+    mask = np.zeros((1, 2, 6, ODD_T), np.float32)
+    mask[0, 0, 1, :KEYS_PER_BLOCK + 2] = -np.inf
+    mask[0, 1, 2, :] = -np.inf
+    mask[0, 1, 3, 5:] = -10000.0
+    got = run_fused(cl_env, q, k, v, 0.25, mask)
+    want = attention_ref(q, k, v, 0.25, mask)
+    assert np.isnan(got[0, 1, 2]).all() and np.isnan(want[0, 1, 2]).all()
+    ok = ~np.isnan(want)
+    np.testing.assert_allclose(got[ok], want[ok], rtol=2e-5, atol=2e-6)
+    assert not np.isnan(got[ok]).any()
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_a_nan_or_inf_score_makes_its_row_nan(cl_env, bad):
+    q, k, v = _qkv((1,), 4, 20, 8, 8, seed=5)
+    q[0, 2, 0] = bad
+    k[0, :, 0] = 1.0                     # the bad q element reaches every score of row 2
+    got = run_fused(cl_env, q, k, v, 1.0)
+    want = attention_ref(q, k, v, 1.0)
+    assert np.isnan(got[0, 2]).all() and np.isnan(want[0, 2]).all()
+    np.testing.assert_allclose(np.delete(got, 2, axis=1), np.delete(want, 2, axis=1),
+                               rtol=2e-5, atol=2e-6)
+
+
+@pytest.mark.parametrize("shapes,what", [
+    (((2, 4, 8), (2, 5, 8), (2, 6, 8)), "share their"),
+    (((2, 4, 80), (2, 5, 80), (2, 5, 8)), "at most 64"),
+    (((2, 4, 8), (2, 5, 8), (2, 5, 8), (3, 1, 5)), "does not broadcast"),
+    (((2, 4, 8), (2, 0, 8), (2, 0, 8)), "must not be empty"),
+])
+def test_shapes_the_kernel_cannot_run_are_refused(shapes, what):
+    op = get_op("FusedAttention")
+    attrs = op.parse_attributes({"has_mask": "true" if len(shapes) == 4 else "false"}, "attn")
+    with pytest.raises(BindingError, match=what) as err:
+        op.infer_shapes(attrs, [TensorDesc(s) for s in shapes], {})
+    assert "'attn'" in str(err.value)
+
+
+# -- whole models, the pass asked for --------------------------------------------------------
+onnx = pytest.importorskip("onnx")
+ort = pytest.importorskip("onnxruntime")
+
+from customlayers.api import Network  # noqa: E402
+from customlayers.graph.onnx.reader import read_onnx  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def engine(test_device):
+    from customlayers.runtime.device.device import Engine
+    return Engine(test_device)
+
+
+def _check(net, path: Path, feeds: dict) -> None:
+    want = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(None, feeds)
+    got = net.infer(feeds)
+    for value, ref in zip(got.values(), want):
+        assert value.shape == ref.shape
+        assert float(np.abs(value - ref).max() / np.abs(ref).max()) <= 1e-4
+
+
+def _fused_count(net) -> int:
+    return sum(s.type == "FusedAttention" for s in net.plan.steps)
+
+
+@pytest.mark.parametrize("name,make", [
+    ("vit", lambda: tm.vit()),
+    ("bert", lambda: tm.bert(seq=ODD_T, pad_from=10)),
+    ("mha", lambda: tm.torch_mha_encoder(seq=ODD_T, pad_from=3)),
+    ("mha_dynamo", lambda: tm.torch_mha_encoder(dynamo=True, pad_from=3)),
+])
+def test_transformers_run_fused_and_match_onnx_runtime(tmp_path, engine, name, make):
+    model, feeds = make()
+    path = tmp_path / f"{name}.onnx"
+    onnx.save(model, str(path))
+    net = Network(read_onnx(path), engine=engine, fuse_attention=True)
+    _check(net, path, feeds)
+    assert _fused_count(net) == 2                       # one per encoder layer
+    assert not any(s.type == "SoftMax" for s in net.plan.steps)
+    assert any("FusedAttention" in m for m in net.messages)
+
+
+def test_a_dynamic_sequence_runs_at_two_lengths_with_the_pass_asked_for(tmp_path, engine):
+    # (the per-shape graph keeps the declared symbolic shapes on the layers' ports, so neither
+    # view_folding nor this pass folds it yet: it runs unfused, and must still match)
+    model, feeds = tm.bert(dynamic=True, pad_from=10)
+    path = tmp_path / "bert_dyn.onnx"
+    onnx.save(model, str(path))
+    net = Network(read_onnx(path), engine=engine, fuse_attention=True)
+    for feed in (feeds, tm.bert_inputs(batch=3, seq=ODD_S, pad_from=5)):
+        _check(net, path, feed)
+
+
+def test_the_default_fuses_where_the_device_is_not_a_cpu(tmp_path, engine):
+    model, feeds = tm.vit()
+    path = tmp_path / "vit.onnx"
+    onnx.save(model, str(path))
+    default = Network(read_onnx(path), engine=engine)
+    off = Network(read_onnx(path), engine=engine, fuse_attention=False)
+    on_cpu = engine.device.type & 2 != 0                # CL_DEVICE_TYPE_CPU
+    assert _fused_count(default) == (0 if on_cpu else 2)
+    assert _fused_count(off) == 0
+    _check(default, path, feeds)
