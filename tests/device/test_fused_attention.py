@@ -1,9 +1,11 @@
-"""FusedAttention (ops/attention/fused.py, attention_fused.cl) and the pass that makes it
-(passes/attention_folding.py): the kernel against a float64 softmax(Q K^T * scale + mask) V,
-with ragged rows and keys, every mask broadcast, -inf masks (a row masked for a whole block of
-keys, a row masked everywhere: NaN, as Softmax then MatMul give), NaN and +inf scores; then whole
-transformers with the pass asked for, against ONNX Runtime, on whichever device runs the
-suite (on PoCL the pass is off by default: Network's fuse_attention)."""
+"""FusedAttention (ops/attention/fused.py, attention_tiled.cl) and the pass that makes it
+(passes/attention_folding.py): the kernel, in each tile the op chooses (a CPU's, and a GPU's
+three by the device's __local memory), against a float64 softmax(Q K^T * scale + mask) V, with
+ragged rows and keys, every mask broadcast, -inf masks (a row masked for a whole block of keys,
+a row masked everywhere: NaN, as Softmax then MatMul give), NaN and +inf scores; then whole
+transformers with the pass asked for, against ONNX Runtime, on whichever device runs the suite
+(on PoCL the pass is off by default: Network's fuse_attention). On NVIDIA the GPU tiles use
+shfl.sync where the device traits say cp.async (sm_80+): the suite's GPU run tests that form."""
 from __future__ import annotations
 
 import sys
@@ -13,9 +15,10 @@ import numpy as np
 import pytest
 
 from customlayers.errors import BindingError
+from customlayers.jit.launch import CompileContext, DeviceTraits
 from customlayers.jit.tensor import TensorDesc
 from customlayers.ops import get_op
-from customlayers.ops.attention.fused import KEYS_PER_BLOCK, ROWS_PER_GROUP
+from customlayers.ops.attention.fused import CPU_TILE, GPU_TILES
 from launch_runner import run_launches
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -32,15 +35,48 @@ def attention_ref(q, k, v, scale, mask=None):
     return p @ v.astype(np.float64)
 
 
-def run_fused(cl_env, q, k, v, scale=0.125, mask=None, out_scale=1.0):
+def _traits(kind: str, local: int, nvidia: bool = False) -> CompileContext:
+    return CompileContext(DeviceTraits(kind, local_mem_size=local, async_copy=nvidia))
+
+
+# each tile the op chooses: a CPU's; a GPU's by its __local memory (48 KB: the largest; 40 KB:
+# the next; 28 KB: the smallest)
+TILES = {"cpu": _traits("CPU", 1 << 20), "gpu48k": _traits("GPU", 48 * 1024),
+         "gpu40k": _traits("GPU", 40 * 1024), "gpu28k": _traits("GPU", 28 * 1024)}
+
+
+@pytest.fixture(params=list(TILES))
+def tile(request, test_device):
+    ctx = TILES[request.param]
+    # the device running the suite: its traits decide the shuffle (NVIDIA sm_80+) and must
+    # hold the __local memory asked for
+    from customlayers.runtime.device.limits import device_traits
+    real = device_traits(test_device)
+    if real.local_mem_size < ctx.device.local_mem_size and ctx.device.kind == "GPU":
+        pytest.skip(f"the device has {real.local_mem_size} bytes of __local memory")
+    return CompileContext(DeviceTraits(ctx.device.kind, local_mem_size=ctx.device.local_mem_size,
+                                       async_copy=real.async_copy))
+
+
+def run_fused(cl_env, q, k, v, scale=0.125, mask=None, out_scale=1.0, ctx=None):
     op = get_op("FusedAttention")
     attrs = op.parse_attributes({"scale": repr(scale), "out_scale": repr(out_scale),
                                  "has_mask": "true" if mask is not None else "false"}, "attn")
     arrays = [q, k, v] + ([mask] if mask is not None else [])
     descs = [TensorDesc(a.shape) for a in arrays]
     outs = [TensorDesc(s, d) for s, d in op.infer_shapes(attrs, descs, {})]
-    launches = op.launches(attrs, descs, outs, {})
+    launches = op.launches(attrs, descs, outs, {}, ctx if ctx is not None else TILES["gpu48k"])
     return run_launches(cl_env, launches, arrays, descs, outs)[0]
+
+
+def test_each_tile_is_the_one_its_device_gets():
+    op = get_op("FusedAttention")
+    attrs = op.parse_attributes({}, "attn")
+    picks = {name: op._tile(attrs, 64, 64, ctx)[0] for name, ctx in TILES.items()}
+    assert [(p["TR"], p["TC"], p["KC"]) for p in picks.values()] == \
+        [CPU_TILE[:3]] + [t[:3] for t in GPU_TILES]
+    with pytest.raises(BindingError, match="__local memory"):
+        op._tile(attrs, 64, 64, _traits("GPU", 16 * 1024))
 
 
 def _qkv(batch, s, t, d, dv, seed=0):
@@ -49,29 +85,31 @@ def _qkv(batch, s, t, d, dv, seed=0):
     return f(*batch, s, d), f(*batch, t, d), f(*batch, t, dv)
 
 
-# rows and keys that fill no whole group or block, and ones that do
-ODD_S, ODD_T = ROWS_PER_GROUP + 5, 2 * KEYS_PER_BLOCK + 3
+# rows and keys that fill no whole group or block of the largest tile, and ones that do
+ROWS, KEYS = 4 * GPU_TILES[0][0], 4 * GPU_TILES[0][1] * GPU_TILES[0][2]
+ODD_S, ODD_T = ROWS + 5, 2 * KEYS + 3
 
 
 @pytest.mark.parametrize("batch,s,t,d,dv", [
     ((2, 3), ODD_S, ODD_T, 64, 64),
-    ((2, 3), ROWS_PER_GROUP, 2 * KEYS_PER_BLOCK, 64, 64),
+    ((2, 3), ROWS, 2 * KEYS, 64, 64),
     ((5,), 7, 1, 16, 8),                 # one key; 3-D
     ((1, 2), 3, ODD_T, 13, 6),           # head sizes not a multiple of 4
     ((), 40, 9, 32, 64),                 # no batch axes
 ])
-def test_the_kernel_matches_float64(cl_env, batch, s, t, d, dv):
+def test_the_kernel_matches_float64(cl_env, tile, batch, s, t, d, dv):
     q, k, v = _qkv(batch, s, t, d, dv)
-    got = run_fused(cl_env, q, k, v, scale=d ** -0.5, out_scale=1.0)
+    got = run_fused(cl_env, q, k, v, scale=d ** -0.5, out_scale=1.0, ctx=tile)
     np.testing.assert_allclose(got, attention_ref(q, k, v, d ** -0.5), rtol=2e-5, atol=2e-6)
 
 
 @pytest.mark.parametrize("mask_shape", [(2, 1, 1, ODD_T), (1, 3, ODD_S, ODD_T),
-                                        (ODD_S, ODD_T), (ODD_T,), (2, 3, ODD_S, ODD_T)])
-def test_every_mask_broadcast_is_added(cl_env, mask_shape):
+                                        (ODD_S, ODD_T), (ODD_T,), (2, 3, ODD_S, ODD_T),
+                                        (2, 3, ODD_S, 1)])
+def test_every_mask_broadcast_is_added(cl_env, tile, mask_shape):
     q, k, v = _qkv((2, 3), ODD_S, ODD_T, 64, 64, seed=1)
     mask = (np.random.default_rng(2).standard_normal(mask_shape) * 3).astype(np.float32)
-    got = run_fused(cl_env, q, k, v, 0.125, mask)
+    got = run_fused(cl_env, q, k, v, 0.125, mask, ctx=tile)
     np.testing.assert_allclose(got, attention_ref(q, k, v, 0.125, mask), rtol=2e-5, atol=2e-6)
 
 
@@ -81,16 +119,16 @@ def test_out_scale_multiplies_the_output(cl_env):
     np.testing.assert_allclose(got, -3.0 * attention_ref(q, k, v, 0.5), rtol=2e-5, atol=5e-6)
 
 
-def test_infinite_masks_give_what_softmax_then_matmul_give(cl_env):
+def test_infinite_masks_give_what_softmax_then_matmul_give(cl_env, tile):
     """-inf over the first whole block of keys of one row (the running max starts at -inf and
     must not poison the row), everywhere in another (NaN, as numpy's softmax gives), and a
     large finite negative mask (BERT's -10000)."""
     q, k, v = _qkv((1, 2), 6, ODD_T, 16, 16, seed=4)
     mask = np.zeros((1, 2, 6, ODD_T), np.float32)
-    mask[0, 0, 1, :KEYS_PER_BLOCK + 2] = -np.inf
+    mask[0, 0, 1, :KEYS + 2] = -np.inf
     mask[0, 1, 2, :] = -np.inf
     mask[0, 1, 3, 5:] = -10000.0
-    got = run_fused(cl_env, q, k, v, 0.25, mask)
+    got = run_fused(cl_env, q, k, v, 0.25, mask, ctx=tile)
     want = attention_ref(q, k, v, 0.25, mask)
     assert np.isnan(got[0, 1, 2]).all() and np.isnan(want[0, 1, 2]).all()
     ok = ~np.isnan(want)
@@ -99,11 +137,11 @@ def test_infinite_masks_give_what_softmax_then_matmul_give(cl_env):
 
 
 @pytest.mark.parametrize("bad", [np.nan, np.inf])
-def test_a_nan_or_inf_score_makes_its_row_nan(cl_env, bad):
+def test_a_nan_or_inf_score_makes_its_row_nan(cl_env, tile, bad):
     q, k, v = _qkv((1,), 4, 20, 8, 8, seed=5)
     q[0, 2, 0] = bad
     k[0, :, 0] = 1.0                     # the bad q element reaches every score of row 2
-    got = run_fused(cl_env, q, k, v, 1.0)
+    got = run_fused(cl_env, q, k, v, 1.0, ctx=tile)
     want = attention_ref(q, k, v, 1.0)
     assert np.isnan(got[0, 2]).all() and np.isnan(want[0, 2]).all()
     np.testing.assert_allclose(np.delete(got, 2, axis=1), np.delete(want, 2, axis=1),
@@ -152,7 +190,7 @@ def _fused_count(net) -> int:
 
 @pytest.mark.parametrize("name,make", [
     ("vit", lambda: tm.vit()),
-    ("bert", lambda: tm.bert(seq=ODD_T, pad_from=10)),
+    ("bert", lambda: tm.bert(seq=ODD_T, max_len=2 * ODD_T, pad_from=10)),
     ("mha", lambda: tm.torch_mha_encoder(seq=ODD_T, pad_from=3)),
     ("mha_dynamo", lambda: tm.torch_mha_encoder(dynamo=True, pad_from=3)),
 ])
@@ -170,7 +208,7 @@ def test_transformers_run_fused_and_match_onnx_runtime(tmp_path, engine, name, m
 def test_a_dynamic_sequence_runs_at_two_lengths_with_the_pass_asked_for(tmp_path, engine):
     # (the per-shape graph keeps the declared symbolic shapes on the layers' ports, so neither
     # view_folding nor this pass folds it yet: it runs unfused, and must still match)
-    model, feeds = tm.bert(dynamic=True, pad_from=10)
+    model, feeds = tm.bert(dynamic=True, max_len=2 * ODD_S, pad_from=10)
     path = tmp_path / "bert_dyn.onnx"
     onnx.save(model, str(path))
     net = Network(read_onnx(path), engine=engine, fuse_attention=True)

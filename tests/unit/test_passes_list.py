@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 
 from customlayers.passes import PASSES
+from customlayers.passes.attention_folding import fold_attention
 from customlayers.passes.common_nodes import merge_common_nodes
 from customlayers.passes.gelu_folding import fold_gelu_chains
 from customlayers.passes.pick_folding import fold_picks_into_matmuls
@@ -24,7 +25,7 @@ def test_the_passes_run_in_the_order_network_always_ran_them():
     assert list(PASSES) == [fold_shape_arithmetic, merge_common_nodes, fold_into_convolutions,
                             fold_channel_shuffles,
                             drop_unused_pool_indices, fold_picks_into_matmuls, fold_gelu_chains,
-                            fold_views_into_matmuls]
+                            fold_views_into_matmuls, fold_attention]
 
 
 def test_every_pass_returns_the_graph_itself_when_nothing_changes():
