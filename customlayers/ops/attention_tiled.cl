@@ -73,6 +73,14 @@ void attention_tiled(__global const float* restrict q, __global const float* res
     const int bh = group / blocks;
     const int b1 = bh / B2, b2 = bh % B2;
     const int row0 = (group % blocks) * BQ;
+    /* items whose rows all lie past S skip the arithmetic (they still copy tiles and meet the
+     * barriers): by warp where the rows' maxima are shuffled (shfl.sync takes the whole warp:
+     * 32 / TC row groups), else by row group */
+#if SHFL_PTX
+    const bool live = row0 + 4 * (tr - tr % (32 / TC)) < S;
+#else
+    const bool live = row0 + 4 * tr < S;
+#endif
 
     __global const float* qbase = q + qo + b1 * qb1 + b2 * qb2;
     __global const float* kbase = k + ko + b1 * kb1 + b2 * kb2;
@@ -140,111 +148,116 @@ void attention_tiled(__global const float* restrict q, __global const float* res
         barrier(CLK_LOCAL_MEM_FENCE);
 #endif
 
-        /* 2. scores: rows 4 tr + i, keys 4 tc + 4 TC u + e (c = 4 u + e) */
-        float s[4][SK];
+        /* 2. scores: rows 4 tr + i, keys 4 tc + 4 TC u + e (c = 4 u + e); then the block max
+         * of each row over the row's TC items */
+        float s[4][SK], top[4];
+        if (live) {
 #pragma unroll
-        for (int i = 0; i < 4; ++i)
+            for (int i = 0; i < 4; ++i)
 #pragma unroll
-            for (int c = 0; c < SK; ++c)
-                s[i][c] = 0.0f;
+                for (int c = 0; c < SK; ++c)
+                    s[i][c] = 0.0f;
 #pragma unroll 8
-        for (int d = 0; d < DP; ++d) {
-            const float4 a = vload4(0, qt + d * QSTRIDE + 4 * tr);
-            const float av[4] = {a.x, a.y, a.z, a.w};
+            for (int d = 0; d < DP; ++d) {
+                const float4 a = vload4(0, qt + d * QSTRIDE + 4 * tr);
+                const float av[4] = {a.x, a.y, a.z, a.w};
 #pragma unroll
-            for (int u = 0; u < KC; ++u) {
-                const float4 b = vload4(0, ktile + d * KSTRIDE + 4 * tc + 4 * TC * u);
-                const float bv[4] = {b.x, b.y, b.z, b.w};
+                for (int u = 0; u < KC; ++u) {
+                    const float4 b = vload4(0, ktile + d * KSTRIDE + 4 * tc + 4 * TC * u);
+                    const float bv[4] = {b.x, b.y, b.z, b.w};
 #pragma unroll
-                for (int i = 0; i < 4; ++i)
+                    for (int i = 0; i < 4; ++i)
 #pragma unroll
-                    for (int e = 0; e < 4; ++e)
-                        s[i][4 * u + e] = mad(av[i], bv[e], s[i][4 * u + e]);
+                        for (int e = 0; e < 4; ++e)
+                            s[i][4 * u + e] = mad(av[i], bv[e], s[i][4 * u + e]);
+                }
             }
-        }
-
-        /* 3. the online softmax: each row's block max over the row's TC items, then the
-         * running max, the rescale and the probabilities */
-        float top[4];
 #pragma unroll
-        for (int i = 0; i < 4; ++i) {
-            const int r = min(row0 + 4 * tr + i, S - 1);
-            top[i] = -INFINITY;
+            for (int i = 0; i < 4; ++i) {
+                const int r = min(row0 + 4 * tr + i, S - 1);
+                top[i] = -INFINITY;
 #pragma unroll
-            for (int c = 0; c < SK; ++c) {
-                const int key = t0 + 4 * tc + 4 * TC * (c / 4) + c % 4;
+                for (int c = 0; c < SK; ++c) {
+                    const int key = t0 + 4 * tc + 4 * TC * (c / 4) + c % 4;
 #if HAS_MASK
-                if (key < T)
-                    s[i][c] += mbase[r * ms + key * mt];
+                    if (key < T)
+                        s[i][c] += mbase[r * ms + key * mt];
 #endif
-                s[i][c] = key < T ? s[i][c] : -INFINITY;
-                top[i] = fmax(top[i], s[i][c]);
-            }
+                    s[i][c] = key < T ? s[i][c] : -INFINITY;
+                    top[i] = fmax(top[i], s[i][c]);
+                }
 #if SHFL_PTX
 #pragma unroll
-            for (int w = 1; w < TC; w <<= 1)
-                top[i] = fmax(top[i], lane_xor(top[i], w));
+                for (int w = 1; w < TC; w <<= 1)
+                    top[i] = fmax(top[i], lane_xor(top[i], w));
 #else
-            red[(4 * tr + i) * TC + tc] = top[i];
+                red[(4 * tr + i) * TC + tc] = top[i];
 #endif
+            }
         }
 #if !SHFL_PTX
         barrier(CLK_LOCAL_MEM_FENCE);
+#endif
+
+        /* 3. the online softmax: the running max, the rescale, the probabilities to P^T */
+        if (live) {
+#if !SHFL_PTX
 #pragma unroll
-        for (int i = 0; i < 4; ++i)
-            for (int w = 0; w < TC; ++w)
-                top[i] = fmax(top[i], red[(4 * tr + i) * TC + w]);
+            for (int i = 0; i < 4; ++i)
+                for (int w = 0; w < TC; ++w)
+                    top[i] = fmax(top[i], red[(4 * tr + i) * TC + w]);
 #endif
 #pragma unroll
-        for (int i = 0; i < 4; ++i) {
-            const float mx = fmax(m[i], top[i]);
-            const float base = mx == -INFINITY ? 0.0f : mx;
-            const float keep = exp(m[i] - base);
-            m[i] = mx;
-            l[i] *= keep;
+            for (int i = 0; i < 4; ++i) {
+                const float mx = fmax(m[i], top[i]);
+                const float base = mx == -INFINITY ? 0.0f : mx;
+                const float keep = exp(m[i] - base);
+                m[i] = mx;
+                l[i] *= keep;
 #pragma unroll
-            for (int c = 0; c < VN; ++c)
-                acc[i][c] *= keep;
+                for (int c = 0; c < VN; ++c)
+                    acc[i][c] *= keep;
 #pragma unroll
-            for (int c = 0; c < SK; ++c) {
-                s[i][c] = exp(s[i][c] - base);
-                l[i] += s[i][c];
+                for (int c = 0; c < SK; ++c) {
+                    s[i][c] = exp(s[i][c] - base);
+                    l[i] += s[i][c];
+                }
             }
-        }
 #pragma unroll
-        for (int c = 0; c < SK; ++c)
-            vstore4((float4)(s[0][c], s[1][c], s[2][c], s[3][c]), 0,
-                    pt + (4 * tc + 4 * TC * (c / 4) + c % 4) * QSTRIDE + 4 * tr);
+            for (int c = 0; c < SK; ++c)
+                vstore4((float4)(s[0][c], s[1][c], s[2][c], s[3][c]), 0,
+                        pt + (4 * tc + 4 * TC * (c / 4) + c % 4) * QSTRIDE + 4 * tr);
+        }
         barrier(CLK_LOCAL_MEM_FENCE);
 
         /* 4. acc (rows 4 tr + i, columns 4 tc + 4 TC u + e) += P V */
+        if (live) {
 #pragma unroll 4
-        for (int j = 0; j < BK; ++j) {
-            const float4 p = vload4(0, pt + j * QSTRIDE + 4 * tr);
-            const float pv[4] = {p.x, p.y, p.z, p.w};
+            for (int j = 0; j < BK; ++j) {
+                const float4 p = vload4(0, pt + j * QSTRIDE + 4 * tr);
+                const float pv[4] = {p.x, p.y, p.z, p.w};
 #pragma unroll
-            for (int u = 0; u < VN / 4; ++u) {
-                const float4 b = vload4(0, vtile + j * DVP + 4 * tc + 4 * TC * u);
-                const float bv[4] = {b.x, b.y, b.z, b.w};
+                for (int u = 0; u < VN / 4; ++u) {
+                    const float4 b = vload4(0, vtile + j * DVP + 4 * tc + 4 * TC * u);
+                    const float bv[4] = {b.x, b.y, b.z, b.w};
 #pragma unroll
-                for (int i = 0; i < 4; ++i)
+                    for (int i = 0; i < 4; ++i)
 #pragma unroll
-                    for (int e = 0; e < 4; ++e)
-                        acc[i][4 * u + e] = mad(pv[i], bv[e], acc[i][4 * u + e]);
+                        for (int e = 0; e < 4; ++e)
+                            acc[i][4 * u + e] = mad(pv[i], bv[e], acc[i][4 * u + e]);
+                }
             }
         }
     }
 
     /* the row sums: each item's part, added over the row's TC items */
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
 #if SHFL_PTX
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
 #pragma unroll
         for (int w = 1; w < TC; w <<= 1)
             l[i] += lane_xor(l[i], w);
-#endif
-    }
-#if !SHFL_PTX
+#else
     barrier(CLK_LOCAL_MEM_FENCE);
 #pragma unroll
     for (int i = 0; i < 4; ++i)
