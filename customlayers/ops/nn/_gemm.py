@@ -74,7 +74,9 @@ def gemm_launches(source: str, args: tuple, variant: GemmVariant, m: int, n: int
     split = split_plan(variant, k, batch)
     plan = dict(tiles, **split)
     global_size, local_size = gemm_sizes(plan, m, n, batch)
-    label = f"{label}{variant.tm}x{variant.tn}_{variant.rm}x{variant.rn}"
+    # (the pipeline's stages named too: profiles tell which kernel ran)
+    label = f"{label}{variant.tm}x{variant.tn}_{variant.rm}x{variant.rn}" + \
+        (f"_a{variant.stages}" if variant.stages else "")
     if split["KSPLIT"] == 1:
         return [KernelLaunch(source=defines(**tiles) + source,
                              entry="gemm_tiled", args=args, global_size=global_size,
