@@ -27,6 +27,8 @@ temporal/          whole TCN temporal blocks: block_fusion.py's fuse_temporal_bl
 state/             rewrites that give a model a request's state: binding.py's bind_state_inputs
                    (a CausalConvWithState's past_state input and present_state output become a
                    ReadValue and an Assign; asked for, not in PASSES)
+concrete_shapes.py the shapes a plan's input shapes give every port (with_concrete_shapes): what
+                   the rewrites fold a model with dynamic dims by, per plan (Network)
 fusion.py          the fusion plan (epilogues, channel-affine chains), made after resolution
                    from the layers' LayerImpl (not a rewrite: see Network)
 stream/            a whole-window causal model [N, C, T] as the step of a stream

@@ -205,15 +205,17 @@ def test_transformers_run_fused_and_match_onnx_runtime(tmp_path, engine, name, m
     assert any("FusedAttention" in m for m in net.messages)
 
 
-def test_a_dynamic_sequence_runs_at_two_lengths_with_the_pass_asked_for(tmp_path, engine):
-    # (the per-shape graph keeps the declared symbolic shapes on the layers' ports, so neither
-    # view_folding nor this pass folds it yet: it runs unfused, and must still match)
+def test_a_dynamic_sequence_is_fused_at_each_length(tmp_path, engine):
+    """The ports keep the symbolic sequence; each plan's graph gets its shapes
+    (passes/concrete_shapes.py) before the rewrites run again for it."""
     model, feeds = tm.bert(dynamic=True, max_len=2 * ODD_S, pad_from=10)
     path = tmp_path / "bert_dyn.onnx"
     onnx.save(model, str(path))
     net = Network(read_onnx(path), engine=engine, fuse_attention=True)
     for feed in (feeds, tm.bert_inputs(batch=3, seq=ODD_S, pad_from=5)):
         _check(net, path, feed)
+        plan = net.plan_for({n: a.shape for n, a in feed.items()})
+        assert sum(s.type == "FusedAttention" for s in plan.steps) == 2
 
 
 def test_the_default_fuses_where_the_device_is_not_a_cpu(tmp_path, engine):

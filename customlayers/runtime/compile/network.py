@@ -25,6 +25,7 @@ from ...graph.graph import Graph
 from ...graph.load import read_model
 from ...graph.variables import variables_of
 from ...passes import FOLDING, passes_for
+from ...passes.concrete_shapes import with_concrete_shapes
 from ...passes.stream.causal_stream import stream_program
 from ...passes.fusion import FusionPlan, plan_network_fusion
 from ...passes.shape_folding import fold_for_shapes, has_fold_nodes
@@ -212,6 +213,10 @@ class Network:
             return self.graph, self._order, self._impls, self._fusion
         graph = fold_for_shapes(self.graph, shapes, values)
         if self.fuse:
+            # the ports' shapes for these inputs first: the rewrites fold only what they know
+            impls, _ = self.resolver.resolve(graph.topological_order())
+            graph = with_concrete_shapes(graph, lambda n: impls.get(n.id), self._options.device,
+                                         shapes, values)
             graph, _ = self._rewritten(graph, self._passes[len(FOLDING):])
         order = graph.topological_order()
         impls, _ = self.resolver.resolve(order)
