@@ -45,17 +45,27 @@ TILES = {"cpu": _traits("CPU", 1 << 20), "gpu48k": _traits("GPU", 48 * 1024),
          "gpu40k": _traits("GPU", 40 * 1024), "gpu28k": _traits("GPU", 28 * 1024)}
 
 
-@pytest.fixture(params=list(TILES))
-def tile(request, test_device):
-    ctx = TILES[request.param]
-    # the device running the suite: its traits decide the shuffle (NVIDIA sm_80+) and must
-    # hold the __local memory asked for
+def _tile_on(test_device, name: str) -> CompileContext:
+    """TILES[name] with the shuffle the device running the suite has (NVIDIA sm_80+); skipped
+    where it has less __local memory than the tile asks for."""
     from customlayers.runtime.device.limits import device_traits
-    real = device_traits(test_device)
+    ctx, real = TILES[name], device_traits(test_device)
     if real.local_mem_size < ctx.device.local_mem_size and ctx.device.kind == "GPU":
         pytest.skip(f"the device has {real.local_mem_size} bytes of __local memory")
     return CompileContext(DeviceTraits(ctx.device.kind, local_mem_size=ctx.device.local_mem_size,
                                        async_copy=real.async_copy))
+
+
+@pytest.fixture(params=list(TILES))
+def tile(request, test_device):
+    """Every tile (each program a PoCL compile: the cases that need them all)."""
+    return _tile_on(test_device, request.param)
+
+
+@pytest.fixture(params=["cpu", "gpu48k"])
+def two_tiles(request, test_device):
+    """A CPU's tile and the largest GPU tile."""
+    return _tile_on(test_device, request.param)
 
 
 def run_fused(cl_env, q, k, v, scale=0.125, mask=None, out_scale=1.0, ctx=None):
@@ -90,26 +100,31 @@ ROWS, KEYS = 4 * GPU_TILES[0][0], 4 * GPU_TILES[0][1] * GPU_TILES[0][2]
 ODD_S, ODD_T = ROWS + 5, 2 * KEYS + 3
 
 
+def test_ragged_rows_and_keys_in_every_tile(cl_env, tile):
+    q, k, v = _qkv((2, 3), ODD_S, ODD_T, 64, 64)
+    got = run_fused(cl_env, q, k, v, scale=0.125, ctx=tile)
+    np.testing.assert_allclose(got, attention_ref(q, k, v, 0.125), rtol=2e-5, atol=2e-6)
+
+
 @pytest.mark.parametrize("batch,s,t,d,dv", [
-    ((2, 3), ODD_S, ODD_T, 64, 64),
     ((2, 3), ROWS, 2 * KEYS, 64, 64),
     ((5,), 7, 1, 16, 8),                 # one key; 3-D
     ((1, 2), 3, ODD_T, 13, 6),           # head sizes not a multiple of 4
     ((), 40, 9, 32, 64),                 # no batch axes
 ])
-def test_the_kernel_matches_float64(cl_env, tile, batch, s, t, d, dv):
+def test_the_kernel_matches_float64(cl_env, two_tiles, batch, s, t, d, dv):
     q, k, v = _qkv(batch, s, t, d, dv)
-    got = run_fused(cl_env, q, k, v, scale=d ** -0.5, out_scale=1.0, ctx=tile)
+    got = run_fused(cl_env, q, k, v, scale=d ** -0.5, out_scale=1.0, ctx=two_tiles)
     np.testing.assert_allclose(got, attention_ref(q, k, v, d ** -0.5), rtol=2e-5, atol=2e-6)
 
 
 @pytest.mark.parametrize("mask_shape", [(2, 1, 1, ODD_T), (1, 3, ODD_S, ODD_T),
                                         (ODD_S, ODD_T), (ODD_T,), (2, 3, ODD_S, ODD_T),
                                         (2, 3, ODD_S, 1)])
-def test_every_mask_broadcast_is_added(cl_env, tile, mask_shape):
+def test_every_mask_broadcast_is_added(cl_env, two_tiles, mask_shape):
     q, k, v = _qkv((2, 3), ODD_S, ODD_T, 64, 64, seed=1)
     mask = (np.random.default_rng(2).standard_normal(mask_shape) * 3).astype(np.float32)
-    got = run_fused(cl_env, q, k, v, 0.125, mask, ctx=tile)
+    got = run_fused(cl_env, q, k, v, 0.125, mask, ctx=two_tiles)
     np.testing.assert_allclose(got, attention_ref(q, k, v, 0.125, mask), rtol=2e-5, atol=2e-6)
 
 
