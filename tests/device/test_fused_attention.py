@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from customlayers.errors import BindingError
+from customlayers.errors import BindingError, ConfigError
 from customlayers.jit.launch import CompileContext, DeviceTraits
 from customlayers.jit.tensor import TensorDesc
 from customlayers.ops import get_op
@@ -226,3 +226,19 @@ def test_the_default_fuses_where_the_device_is_not_a_cpu(tmp_path, engine):
     assert _fused_count(default) == (0 if on_cpu else 2)
     assert _fused_count(off) == 0
     _check(default, path, feeds)
+
+
+@pytest.mark.parametrize("switch,value", [
+    ("fuse_attention", "False"), ("fuse_attention", 1), ("fuse_temporal_blocks", "no"),
+    ("fuse", None), ("concat_in_place", "yes"), ("profiling", 0)])
+def test_a_switch_that_is_not_a_bool_is_a_config_error_naming_it(tmp_path, engine, switch,
+                                                                  value):
+    """A string is truthy: fuse_attention="False" would turn the pass on. Refused before the
+    model is read, naming the argument and what it takes (None only where it means a
+    default)."""
+    model, _ = tm.vit()
+    path = tmp_path / "vit.onnx"
+    onnx.save(model, str(path))
+    takes = "True, False or None" if switch == "fuse_attention" else "True or False"
+    with pytest.raises(ConfigError, match=rf"^Network\({switch}={value!r}\): expected {takes}"):
+        Network(str(path), engine=engine, **{switch: value})

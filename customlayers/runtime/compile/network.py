@@ -93,6 +93,9 @@ class Network:
                  tuning: str | None = None, concat_in_place: bool = True,
                  fuse_temporal_blocks: bool = False, fuse_attention: bool | None = None):
         self._say = messages if messages is not None else (lambda m: None)
+        settings.check_switches("Network", ("fuse_attention",), profiling=profiling, fuse=fuse,
+                                concat_in_place=concat_in_place, fuse_attention=fuse_attention,
+                                fuse_temporal_blocks=fuse_temporal_blocks)
         if is_package(graph):
             self._from_package(graph, registry, engine, profiling, input_shapes, input_values)
             return
