@@ -330,3 +330,28 @@ def test_an_op_we_lack_after_a_refused_node_is_told_too(tmp_path):
         read_onnx(path)
     text = str(info.value)
     assert "'drop' (Dropout)" in text and "'det' (Det)" in text
+
+
+@pytest.mark.parametrize("model,what", [(42, "int"), ({"x": 1}, "dict"), (None, "NoneType")])
+def test_a_model_that_is_neither_a_path_nor_a_modelproto_is_refused_naming_its_type(model,
+                                                                                    what):
+    from customlayers.graph.load import read_model
+    with pytest.raises(ModelError, match=rf"^the model is a {what}; expected the path of an "
+                                         r"OpenVINO IR \.xml or an \.onnx file, or an "
+                                         r"onnx\.ModelProto"):
+        read_model(model)
+
+
+def test_a_modelproto_with_external_data_is_refused_naming_it():
+    """Its data files would be looked up relative to no file: it is saved, or loaded with
+    its data, first."""
+    w = numpy_helper.from_array(np.zeros((4, 4), np.float32), "w")
+    w.data_location = TensorProto.EXTERNAL
+    w.external_data.add(key="location", value="w.bin")
+    w.ClearField("raw_data")
+    graph = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["y"])], "g",
+                              [vi("x", [1, 4])], [vi("y", [1, 4])], [w])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    with pytest.raises(ModelError, match=r"^<ModelProto 'g'>: initializer 'w' is kept in an "
+                                         r"external file \(w\.bin\)"):
+        read_onnx(model)

@@ -33,18 +33,24 @@ from .checks import (check_attribute_types, check_model, check_node, enum_name,
                      own_layer_hint, schema_of, tensor_array, value_shape)
 from .control import rewrite_control_flow
 from .refusals import Refusals
-from .file import load_external_data, load_model_file
+from .file import in_memory_model, load_external_data, load_model_file
 from .shapes import infer_shapes
 from .table import TRANSLATIONS, translated_ops
 from .translate import NOT_TRANSLATED, float_text, ints_text
 
 
 def read_onnx(path, custom_shapes: CustomLayers | None = None) -> Graph:
-    """Read an ONNX model; external data files are found relative to the model's folder.
+    """Read an ONNX model: its file (external data files are found relative to its folder) or
+    an onnx.ModelProto (file.py's in_memory_model).
     `custom_shapes` (custom_shapes.py: the runtime's resolver, or a bare callable of static
     shapes) says which custom nodes nothing implements, before anything else is refused, and
     answers their output shapes."""
     import onnx
+    if isinstance(path, onnx.ModelProto):       # made in memory (onnx.helper): no file
+        model, where = in_memory_model(onnx, path)
+        with located(where):
+            check_model(onnx, model, where)
+            return _read(onnx, model, where, custom_shapes, {})
     path = Path(path)
     try:
         # protobuf reads 0 bytes as a valid empty model (a FIFO's size is 0 too: refused below)
@@ -63,8 +69,14 @@ def read_onnx(path, custom_shapes: CustomLayers | None = None) -> Graph:
     with located(str(path)):
         check_model(onnx, model, str(path))     # names are text before they become paths
         load_external_data(onnx, model, path)
-        model = rewrite_control_flow(onnx, model, str(path))
-        return _OnnxReader(model, str(path), custom_shapes, raw_data).read()
+        return _read(onnx, model, str(path), custom_shapes, raw_data)
+
+
+def _read(onnx, model, where: str, custom_shapes, raw_data: dict) -> Graph:
+    """The checked model's graph; `where` names it in every error (its file, or in_memory_model's
+    label)."""
+    model = rewrite_control_flow(onnx, model, where)
+    return _OnnxReader(model, where, custom_shapes, raw_data).read()
 
 
 def _attr_text(value) -> str:

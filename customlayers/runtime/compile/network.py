@@ -53,10 +53,10 @@ if TYPE_CHECKING:
 class Network:
     """A model compiled for a device. `infer` runs it; `create_request` gives parallel requests.
 
-    graph: a Graph (graph/ir.py, graph/onnx/reader.py) or a path to a model file, or to a
-        compiled package (`customlayers compile -o model.clpkg`; packaged.py): its plans run
-        as compiled, for the input shapes it was compiled for; `registry` then needs only its
-        Python layers (the package says which).
+    graph: a Graph (graph/ir.py, graph/onnx/reader.py), an onnx.ModelProto, the path of a
+        model file, or of a compiled package (`customlayers compile -o model.clpkg`;
+        packaged.py): its plans run as compiled, for the input shapes it was compiled for;
+        `registry` then needs only its Python layers (the package says which).
     registry: custom layers (runtime/layers/registry.py); None = built-ins only.
     input_shapes: name -> shape for inputs whose size the model leaves open.
     input_values: name -> array for the value inputs (`value_inputs`: graph inputs a built-in
