@@ -8,6 +8,7 @@ transformers with the pass asked for, against ONNX Runtime, on whichever device 
 shfl.sync where the device traits say cp.async (sm_80+): the suite's GPU run tests that form."""
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -242,3 +243,43 @@ def test_a_switch_that_is_not_a_bool_is_a_config_error_naming_it(tmp_path, engin
     takes = "True, False or None" if switch == "fuse_attention" else "True or False"
     with pytest.raises(ConfigError, match=rf"^Network\({switch}={value!r}\): expected {takes}"):
         Network(str(path), engine=engine, **{switch: value})
+
+
+@pytest.mark.parametrize("switch,fused", [("on", True), ("off", False)])
+def test_the_cli_asks_for_the_pass_and_matches_onnx_runtime(tmp_path, capsys, switch, fused):
+    """`run --fuse-attention on|off` (benchmark and compile take it too): --verbose says the
+    rewrite, -o's outputs match ONNX Runtime either way."""
+    from customlayers.cli import main
+    model, feeds = tm.bert(pad_from=10)
+    path = tmp_path / "bert.onnx"
+    onnx.save(model, str(path))
+    device = os.environ.get("CUSTOMLAYERS_TEST_DEVICE", "CPU")     # as conftest.py reads it
+    argv = ["run", "-m", str(path), "-d", device, "--verbose", "--fuse-attention", switch,
+            "-o", str(tmp_path / "out.npz")]
+    for name, value in feeds.items():
+        np.save(tmp_path / f"{name}.npy", value)
+        argv += ["-i", f"{name}={tmp_path / name}.npy"]
+    assert main(argv) == 0
+    err = capsys.readouterr().err
+    assert ("into one FusedAttention layer" in err) == fused
+    (want,) = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(None, feeds)
+    (got,) = np.load(tmp_path / "out.npz").values()
+    assert float(np.abs(got - want).max() / np.abs(want).max()) <= 1e-4
+
+
+def test_asking_for_the_pass_where_nothing_matches_says_so(tmp_path, engine):
+    """A head of 80 (over the kernel's 64): the layers run as before, and the network says
+    that nothing was fused and what the pass takes, rather than leave the user guessing."""
+    model, feeds = tm.vit(dim=160, heads=2)
+    path = tmp_path / "vit80.onnx"
+    onnx.save(model, str(path))
+    net = Network(str(path), engine=engine, fuse_attention=True)
+    assert _fused_count(net) == 0
+    _check(net, path, feeds)
+    notes = [m for m in net.messages if m.startswith("note: fuse_attention:")]
+    assert notes == ["note: fuse_attention: no attention matched (float32, shapes known at "
+                     "load, a Softmax over the last axis, head size up to 64); nothing fused"]
+    small, _ = tm.vit()
+    onnx.save(small, str(path))
+    asked = Network(str(path), engine=engine, fuse_attention=True)
+    assert not any(m.startswith("note: fuse_attention:") for m in asked.messages)

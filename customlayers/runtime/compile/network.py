@@ -24,6 +24,7 @@ from ...graph.fold_eval import FOLD_TYPE
 from ...graph.graph import Graph
 from ...graph.load import read_model
 from ...graph.variables import variables_of
+from ...ops.attention.fused import MAX_HEAD
 from ...passes import FOLDING, passes_for
 from ...passes.stream.causal_stream import stream_program
 from ...passes.fusion import FusionPlan, plan_network_fusion
@@ -48,6 +49,13 @@ from ..tuning.tuning import Tuner, TuningStats
 
 if TYPE_CHECKING:
     from ..layers.registry import Registry
+
+
+# said where a pass asked for made nothing: what it takes
+TEMPORAL_NOTE = ("note: fuse_temporal_blocks: the model has no run of TCN temporal blocks "
+                 "(causal conv, ReLU, causal conv, ReLU, residual, Add, ReLU); nothing fused")
+ATTENTION_NOTE = (f"note: fuse_attention: no attention matched (float32, shapes known at load, "
+                  f"a Softmax over the last axis, head size up to {MAX_HEAD}); nothing fused")
 
 
 class Network:
@@ -120,6 +128,7 @@ class Network:
         # the graph rewrites (passes/__init__.py) asked for, in their order; the shape
         # arithmetic always
         self._fuse_temporal_blocks = fuse_temporal_blocks
+        asked_attention = fuse_attention      # True: asked for, so a note if nothing matches
         if fuse_attention is None:
             fuse_attention = device_traits(engine.device).kind != "CPU"
         self._fuse_attention = fuse_attention
@@ -128,12 +137,11 @@ class Network:
                                   attention=fuse_attention) if fuse else FOLDING
         self.graph, self.rewrites = self._rewritten(self.graph, self._passes)
         self.messages += self.rewrites      # one line per rewrite (the CLI's --verbose says them)
-        if fuse and fuse_temporal_blocks and \
-                not any(n.type == "TemporalBlocks" for n in self.graph.nodes.values()):
-            note = ("note: fuse_temporal_blocks: the model has no run of TCN temporal blocks "
-                    "(causal conv, ReLU, causal conv, ReLU, residual, Add, ReLU); nothing fused")
-            self.messages.append(note)
-            self._say(note)
+        for asked, made, note in ((fuse_temporal_blocks, "TemporalBlocks", TEMPORAL_NOTE),
+                                  (asked_attention, "FusedAttention", ATTENTION_NOTE)):
+            if fuse and asked and not any(n.type == made for n in self.graph.nodes.values()):
+                self.messages.append(note)
+                self._say(note)
         # shape arithmetic that depends on the request's shapes: folded per plan (_compile)
         self._per_shape = has_fold_nodes(self.graph)
         self._order = self.graph.topological_order()
