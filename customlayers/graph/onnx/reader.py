@@ -29,7 +29,8 @@ from ..custom_shapes import (CustomLayers, as_custom_layers, custom_nodes, node_
 from ..fold_eval import shape_text
 from ..guard import located
 from .deferred import InferredShapes, value_symbols
-from .checks import (check_attribute_types, check_model, check_node, enum_name,
+from .checks import (check_attribute_types, check_input_types, check_model, check_node,
+                     element_types, enum_name,
                      own_layer_hint, schema_of, tensor_array, value_shape)
 from .control import rewrite_control_flow
 from .refusals import Refusals
@@ -112,6 +113,9 @@ class _OnnxReader:
         self.raw_data = raw_data or {}
         self.source = model                   # as read: before inference, for InferredShapes
         model = infer_shapes(onnx, model)
+        # value name -> ONNX element type, as the model and inference say; before the custom
+        # nodes' outputs get their input 0's type, a guess (custom_shapes.py)
+        self.elem_types = element_types(model)
         layers = self.layers = as_custom_layers(custom_shapes)
         # value name -> why the custom node producing it could not shape it
         self.unknown_why: dict[str, str] = {}
@@ -379,6 +383,8 @@ class _OnnxReader:
         if self.is_custom(node):
             return self.custom(node, name, domain, attrs)
         check_node(self.onnx, node, self.opset.get("ai.onnx"), self.where)
+        check_input_types(self.onnx, node, self.opset.get("ai.onnx"), self.elem_types,
+                          self.where)
         handler = TRANSLATIONS.get(op)
         if handler is not None:
             return handler(self, node, name, attrs)
