@@ -359,3 +359,18 @@ def test_a_model_made_in_memory_runs_as_its_file_does(tmp_path, engine):
     with pytest.raises(ModelError, match=r"^<ModelProto 'head'>: the model's graph has no "
                                          r"outputs"):
         _network(bad, engine)
+
+
+def test_inputs_that_disagree_on_a_named_dim_are_both_named(engine):
+    """BERT's input_ids and attention_mask share the dim 'sequence': a mask of another length
+    is refused naming the dim, both inputs and both sizes."""
+    import sys
+    sys.path.insert(0, str(ROOT / "tests"))
+    import transformer_models as tm
+    model, feeds = tm.bert(dynamic=True)
+    net = _network(model, engine)
+    feeds["attention_mask"] = feeds["attention_mask"][:, :12]
+    with pytest.raises(ModelError, match=r"^the model names dim 'sequence' of several inputs "
+                                         r"alike: input 'attention_mask' gives it 12, input "
+                                         r"'input_ids' 16$"):
+        net.infer(feeds)
