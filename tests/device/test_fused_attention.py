@@ -245,6 +245,14 @@ def test_a_switch_that_is_not_a_bool_is_a_config_error_naming_it(tmp_path, engin
         Network(str(path), engine=engine, **{switch: value})
 
 
+def test_numpy_bools_are_bools(tmp_path, engine):
+    model, feeds = tm.vit()
+    path = tmp_path / "vit.onnx"
+    onnx.save(model, str(path))
+    net = Network(str(path), engine=engine, fuse_attention=np.True_, fuse=np.bool_(True))
+    assert _fused_count(net) == 2
+
+
 @pytest.mark.parametrize("switch,fused", [("on", True), ("off", False)])
 def test_the_cli_asks_for_the_pass_and_matches_onnx_runtime(tmp_path, capsys, switch, fused):
     """`run --fuse-attention on|off` (benchmark and compile take it too): --verbose says the
