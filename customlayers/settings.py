@@ -75,6 +75,19 @@ def tuning_mode(given: str | None = None) -> str:
     return value
 
 
+def check_switches(where: str, optional: tuple = (), **values) -> None:
+    """A ConfigError naming the first of `values` (`where`'s arguments) that is not a bool (None
+    too for the names in `optional`, where None means a default): a string is truthy, so
+    fuse_attention="False" would turn the pass on."""
+    import numpy as np                   # (this module is read by the lightest processes)
+    for name, value in values.items():
+        if isinstance(value, (bool, np.bool_)) or (value is None and name in optional):
+            continue
+        takes = "True, False or None" if name in optional else "True or False"
+        raise ConfigError(f"{where}({name}={value!r}): expected {takes}, not "
+                          f"{type(value).__name__}")
+
+
 CPU_VECTOR_WIDTHS = (8, 16)
 
 

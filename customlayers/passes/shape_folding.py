@@ -57,6 +57,7 @@ def _bindings(graph: Graph, input_shapes: Mapping[str, tuple] | None) -> dict[st
     """Symbol name -> its size, from each graph input's dim names and its concrete shape (the
     declared one when no shapes are given: its static dims only)."""
     bound: dict[str, int] = {}
+    by: dict[str, str] = {}              # symbol name -> the input that bound it first
     for p in graph.parameters:
         names = parse_dims(p.attrs.get("dim_names", ""))
         if input_shapes is not None and p.name in input_shapes:
@@ -66,9 +67,10 @@ def _bindings(graph: Graph, input_shapes: Mapping[str, tuple] | None) -> dict[st
         for name, size in zip(names, shape):
             if not isinstance(name, str) or size is None:
                 continue
+            by.setdefault(name, p.name)
             if bound.setdefault(name, int(size)) != int(size):
-                raise ModelError(f"the model names dim '{name}' of several inputs alike, and "
-                                 f"input '{p.name}' gives it {size} where another gives "
+                raise ModelError(f"the model names dim '{name}' of several inputs alike: "
+                                 f"input '{p.name}' gives it {size}, input '{by[name]}' "
                                  f"{bound[name]}")
     return bound
 

@@ -232,3 +232,16 @@ def test_check_gives_each_input_its_own_values(tmp_path, capsys, extra):
     # still reproducible with the seed: the same errors again
     assert main(args) == 1
     assert rows(capsys.readouterr().out) == found
+
+
+@pytest.mark.parametrize("name", ["onnxruntime", "openvino", "ort"])
+def test_run_check_with_a_runtime_name_says_what_check_with_takes(tmp_path, capsys, name):
+    """A transformer user tries `--check-with onnxruntime` to compare the model: one usage
+    line (exit 2) saying that --check-with takes custom layers' Python references."""
+    model = grn_relu_grn(tmp_path / "m.onnx")
+    status = main(["run", "-m", str(model), "--check-with", name])
+    out, err = capsys.readouterr()
+    assert status == 2, out + err
+    assert f"--check-with {name}: no such file; --check-with takes the Python references " \
+           f"(REFERENCE.py, @cpu_layer classes) of custom layers" in err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1

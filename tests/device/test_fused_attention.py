@@ -8,13 +8,14 @@ transformers with the pass asked for, against ONNX Runtime, on whichever device 
 shfl.sync where the device traits say cp.async (sm_80+): the suite's GPU run tests that form."""
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from customlayers.errors import BindingError
+from customlayers.errors import BindingError, ConfigError
 from customlayers.jit.launch import CompileContext, DeviceTraits
 from customlayers.jit.tensor import TensorDesc
 from customlayers.ops import get_op
@@ -227,6 +228,8 @@ def test_a_dynamic_sequence_is_fused_at_each_length(tmp_path, engine):
     path = tmp_path / "bert_dyn.onnx"
     onnx.save(model, str(path))
     net = Network(read_onnx(path), engine=engine, fuse_attention=True)
+    # (fused per plan: no "nothing matched" note at load)
+    assert not any(m.startswith("note: fuse_attention:") for m in net.messages)
     for feed in (feeds, tm.bert_inputs(batch=3, seq=ODD_S, pad_from=5)):
         _check(net, path, feed)
         plan = net.plan_for({n: a.shape for n, a in feed.items()})
@@ -243,3 +246,67 @@ def test_the_default_fuses_where_the_device_is_not_a_cpu(tmp_path, engine):
     assert _fused_count(default) == (0 if on_cpu else 2)
     assert _fused_count(off) == 0
     _check(default, path, feeds)
+
+
+@pytest.mark.parametrize("switch,value", [
+    ("fuse_attention", "False"), ("fuse_attention", 1), ("fuse_temporal_blocks", "no"),
+    ("fuse", None), ("concat_in_place", "yes"), ("profiling", 0)])
+def test_a_switch_that_is_not_a_bool_is_a_config_error_naming_it(tmp_path, engine, switch,
+                                                                  value):
+    """A string is truthy: fuse_attention="False" would turn the pass on. Refused before the
+    model is read, naming the argument and what it takes (None only where it means a
+    default)."""
+    model, _ = tm.vit()
+    path = tmp_path / "vit.onnx"
+    onnx.save(model, str(path))
+    takes = "True, False or None" if switch == "fuse_attention" else "True or False"
+    with pytest.raises(ConfigError, match=rf"^Network\({switch}={value!r}\): expected {takes}"):
+        Network(str(path), engine=engine, **{switch: value})
+
+
+def test_numpy_bools_are_bools(tmp_path, engine):
+    model, feeds = tm.vit()
+    path = tmp_path / "vit.onnx"
+    onnx.save(model, str(path))
+    net = Network(str(path), engine=engine, fuse_attention=np.True_, fuse=np.bool_(True))
+    assert _fused_count(net) == 2
+
+
+@pytest.mark.parametrize("switch,fused", [("on", True), ("off", False)])
+def test_the_cli_asks_for_the_pass_and_matches_onnx_runtime(tmp_path, capsys, switch, fused):
+    """`run --fuse-attention on|off` (benchmark and compile take it too): --verbose says the
+    rewrite, -o's outputs match ONNX Runtime either way."""
+    from customlayers.cli import main
+    model, feeds = tm.bert(pad_from=10)
+    path = tmp_path / "bert.onnx"
+    onnx.save(model, str(path))
+    device = os.environ.get("CUSTOMLAYERS_TEST_DEVICE", "CPU")     # as conftest.py reads it
+    argv = ["run", "-m", str(path), "-d", device, "--verbose", "--fuse-attention", switch,
+            "-o", str(tmp_path / "out.npz")]
+    for name, value in feeds.items():
+        np.save(tmp_path / f"{name}.npy", value)
+        argv += ["-i", f"{name}={tmp_path / name}.npy"]
+    assert main(argv) == 0
+    err = capsys.readouterr().err
+    assert ("into one FusedAttention layer" in err) == fused
+    (want,) = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(None, feeds)
+    (got,) = np.load(tmp_path / "out.npz").values()
+    assert float(np.abs(got - want).max() / np.abs(want).max()) <= 1e-4
+
+
+def test_asking_for_the_pass_where_nothing_matches_says_so(tmp_path, engine):
+    """A head of 80 (over the kernel's 64): the layers run as before, and the network says
+    that nothing was fused and what the pass takes, rather than leave the user guessing."""
+    model, feeds = tm.vit(dim=160, heads=2)
+    path = tmp_path / "vit80.onnx"
+    onnx.save(model, str(path))
+    net = Network(str(path), engine=engine, fuse_attention=True)
+    assert _fused_count(net) == 0
+    _check(net, path, feeds)
+    notes = [m for m in net.messages if m.startswith("note: fuse_attention:")]
+    assert notes == ["note: fuse_attention: no attention matched (float32, known shapes, a "
+                     "Softmax over the last axis, head size up to 64); nothing fused"]
+    small, _ = tm.vit()
+    onnx.save(small, str(path))
+    asked = Network(str(path), engine=engine, fuse_attention=True)
+    assert not any(m.startswith("note: fuse_attention:") for m in asked.messages)

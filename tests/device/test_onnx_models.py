@@ -337,3 +337,40 @@ def test_overriding_a_builtin_that_takes_attributes_as_inputs_says_so(tmp_path, 
     assert "gives this layer 3 inputs" in msg and "binds 1 input port(s)" in msg
     assert "input(s) 1, 2 are constants" in msg and "alpha, beta" in msg
     assert "hsig.xml" in msg
+
+
+def test_a_model_made_in_memory_runs_as_its_file_does(tmp_path, engine):
+    """onnx.helper's ModelProto goes to Network as it is (no onnx.save first), is read as its
+    file would be (errors name it by its graph), and is left as the caller made it."""
+    ort = pytest.importorskip("onnxruntime")
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["h"]),
+             helper.make_node("Softmax", ["h"], ["y"], axis=-1)]
+    w = numpy_helper.from_array(np.linspace(-1, 1, 12, dtype=np.float32).reshape(4, 3), "w")
+    graph = helper.make_graph(nodes, "head", [_vi("x", [2, 4])], [_vi("y", [2, 3])], [w])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    before = model.SerializeToString()
+    x = np.arange(8, dtype=np.float32).reshape(2, 4) / 8
+    want = ort.InferenceSession(before, providers=["CPUExecutionProvider"]).run(None, {"x": x})
+    got = _network(model, engine).infer({"x": x})["y"]
+    np.testing.assert_allclose(got, want[0], rtol=1e-5, atol=1e-6)
+    assert model.SerializeToString() == before
+    bad = helper.make_model(helper.make_graph(nodes, "head", [_vi("x", [2, 4])], [], [w]))
+    with pytest.raises(ModelError, match=r"^<ModelProto 'head'>: the model's graph has no "
+                                         r"outputs"):
+        _network(bad, engine)
+
+
+def test_inputs_that_disagree_on_a_named_dim_are_both_named(engine):
+    """BERT's input_ids and attention_mask share the dim 'sequence': a mask of another length
+    is refused naming the dim, both inputs and both sizes."""
+    import sys
+    sys.path.insert(0, str(ROOT / "tests"))
+    import transformer_models as tm
+    model, feeds = tm.bert(dynamic=True)
+    net = _network(model, engine)
+    feeds["attention_mask"] = feeds["attention_mask"][:, :12]
+    with pytest.raises(ModelError, match=r"^the model names dim 'sequence' of several inputs "
+                                         r"alike: input 'attention_mask' gives it 12, input "
+                                         r"'input_ids' 16$"):
+        net.infer(feeds)

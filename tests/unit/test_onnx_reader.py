@@ -330,3 +330,70 @@ def test_an_op_we_lack_after_a_refused_node_is_told_too(tmp_path):
         read_onnx(path)
     text = str(info.value)
     assert "'drop' (Dropout)" in text and "'det' (Det)" in text
+
+
+@pytest.mark.parametrize("model,what", [(42, "int"), ({"x": 1}, "dict"), (None, "NoneType")])
+def test_a_model_that_is_neither_a_path_nor_a_modelproto_is_refused_naming_its_type(model,
+                                                                                    what):
+    from customlayers.graph.load import read_model
+    with pytest.raises(ModelError, match=rf"^the model is a {what}; expected the path of an "
+                                         r"OpenVINO IR \.xml or an \.onnx file, or an "
+                                         r"onnx\.ModelProto"):
+        read_model(model)
+
+
+def test_a_modelproto_with_external_data_is_refused_naming_it():
+    """Its data files would be looked up relative to no file: it is saved, or loaded with
+    its data, first."""
+    w = numpy_helper.from_array(np.zeros((4, 4), np.float32), "w")
+    w.data_location = TensorProto.EXTERNAL
+    w.external_data.add(key="location", value="w.bin")
+    w.ClearField("raw_data")
+    graph = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["y"])], "g",
+                              [vi("x", [1, 4])], [vi("y", [1, 4])], [w])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    with pytest.raises(ModelError, match=r"^<ModelProto 'g'>: initializer 'w' is kept in an "
+                                         r"external file \(w\.bin\)"):
+        read_onnx(model)
+
+
+@pytest.mark.parametrize("op,extra", [("Add", {}), ("Mul", {}), ("MatMul", {}),
+                                      ("Concat", {"axis": 0})])
+@pytest.mark.parametrize("elem,name", [(TensorProto.FLOAT16, "float16"),
+                                       (TensorProto.INT64, "int64"), (TensorProto.BOOL, "bool")])
+def test_inputs_of_one_type_variable_with_two_element_types_are_refused_at_the_node(
+        tmp_path, op, extra, elem, name):
+    """An attention mask of another type than the scores (float32 + float16): ONNX's type rule
+    (Add's A and B are both T) fails, ONNX Runtime refuses the model; here an Add or Mul ran it
+    as float32, and a mask Add folded into a MatMul was refused as that MatMul's input 3."""
+    node = helper.make_node(op, ["scores", "mask"], ["y"], name="mask_add", **extra)
+    path = save(tmp_path, [node], [vi("scores", [3, 3]), vi("mask", [3, 3], elem)],
+                [vi("y", None)], opset=17)
+    with pytest.raises(ModelError, match=rf"node 0 'mask_add' \({op}\): input 1 'mask' is "
+                                         rf"{name}, input 0 'scores' float32; {op}-\d+'s "
+                                         rf"inputs of type T take one element type: cast one"):
+        read_onnx(path)
+
+
+def test_inputs_of_different_type_variables_may_differ():
+    """Where's condition (B: bool) and its values (T: float); Gather's data (T) and indices
+    (Tind): each variable alone must agree."""
+    nodes = [helper.make_node("Where", ["c", "a", "b"], ["w"]),
+             helper.make_node("Gather", ["w", "i"], ["y"], axis=0)]
+    graph = helper.make_graph(nodes, "g", [vi("c", [2, 3], TensorProto.BOOL), vi("a", [2, 3]),
+                                           vi("b", [2, 3]), vi("i", [1], TensorProto.INT64)],
+                              [vi("y", None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    assert by_type(read_onnx(model), "Gather")
+
+
+def test_a_custom_nodes_guessed_output_type_is_not_held_against_the_next_node(tmp_path):
+    """A custom node's output type is a guess (its input 0's, for shape inference past it): an
+    int64 Add after a custom node of float input is not refused on it."""
+    nodes = [helper.make_node("Indices", ["x"], ["i"], domain="com.example"),
+             helper.make_node("Add", ["i", "one"], ["y"], name="after")]
+    one = numpy_helper.from_array(np.ones((2, 3), np.int64), "one")
+    path = save(tmp_path, nodes, [vi("x", [2, 3])], [vi("y", None, TensorProto.INT64)],
+                inits=[one], opset=17, extra_opsets=[("com.example", 1)])
+    graph = read_onnx(path, custom_shapes=lambda op, domain, attrs, shapes: [shapes[0]])
+    assert by_type(graph, "Add")

@@ -172,7 +172,7 @@ def test_inputs_that_disagree_on_a_named_dim_are_refused():
     x = b.param("x", (None, 3), dim_names="N,3")
     b.param("y", (None, 3), dim_names="N,3")
     vit_reshape(b, x, "N,3")
-    with pytest.raises(ModelError, match="input 'y' gives it 4 where another gives 2"):
+    with pytest.raises(ModelError, match="input 'y' gives it 4, input 'x' 2"):
         fold_for_shapes(b.g, {"x": (2, 3), "y": (4, 3)})
 
 

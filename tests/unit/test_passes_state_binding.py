@@ -16,12 +16,14 @@ from customlayers.passes.state import bind_state_inputs  # noqa: E402
 C, K = 4, 3
 
 
-def _layer(i: int, x: str, bias: bool, past: str | None, present: str) -> tuple:
-    """(node, initializers) of CausalConvWithState 'ccs{i}' over x."""
-    inits = [numpy_helper.from_array(np.ones((C, 1, K), np.float32), f"w{i}")]
+def _layer(i: int, x: str, bias: bool, past: str | None, present: str,
+           dtype=np.float32) -> tuple:
+    """(node, initializers) of CausalConvWithState 'ccs{i}' over x; the weights in x's type
+    (one type variable T: the reader refuses two)."""
+    inits = [numpy_helper.from_array(np.ones((C, 1, K), dtype), f"w{i}")]
     inputs = [x, f"w{i}"]
     if bias:
-        inits.append(numpy_helper.from_array(np.zeros(C, np.float32), f"b{i}"))
+        inits.append(numpy_helper.from_array(np.zeros(C, dtype), f"b{i}"))
         inputs.append(f"b{i}")
     if past is not None:
         inputs += [""] * (3 - len(inputs)) + [past]
@@ -35,7 +37,8 @@ def _graph(tmp_path, layers, *, outputs, batch=2, elem=TensorProto.FLOAT, extra_
     nodes, inits, x = [], [], "x"
     pasts = []
     for i, (bias, past, present) in enumerate(layers):
-        node, more = _layer(i, x, bias, past, present)
+        node, more = _layer(i, x, bias, past, present,
+                            helper.tensor_dtype_to_np_dtype(elem))
         nodes.append(node)
         inits += more
         x = f"y{i}"

@@ -21,6 +21,10 @@ from ..user_files.input_shapes import (OPENVINOS, GivenShape, apply_batch, check
                            declared_shape, parse_shapes)
 
 
+# --fuse-attention: Network's fuse_attention (None: the device decides)
+ATTENTION_SWITCH = {"on": True, "off": False, None: None}
+
+
 def add_model_options(p: argparse.ArgumentParser, command: str) -> None:
     """The options of `run` and `benchmark` (`command`), benchmark_app's spellings included."""
     p.add_argument("-m", "--model", required=True,
@@ -51,6 +55,11 @@ def add_model_options(p: argparse.ArgumentParser, command: str) -> None:
                         "residual) as one kernel: fewer launches, but slower kernels on the "
                         "GPUs measured so far (off by default; a compiled package runs as "
                         "compiled)")
+    p.add_argument("--fuse-attention", choices=("on", "off"), default=None,
+                   help="run scaled dot-product attention (MatMul, scale, mask Add, Softmax, "
+                        "MatMul) as one FusedAttention kernel (default: on where the device "
+                        "is not a CPU; on PoCL the separate layers ran faster; a compiled "
+                        "package runs as compiled)")
     add_build_options(p)
     add_refused_options(p, command)
 
@@ -124,7 +133,8 @@ def load_network_steps(args, profiling: bool = False, resolver=None, sequence: b
     arrays, shapes = input_arrays_and_shapes(args, graph, dict(steps[0]) if steps else None)
     net = Network(graph, registry, engine, input_shapes=shapes or None, profiling=profiling,
                   messages=say, resolver=resolver, tuning=args.tuning,
-                  fuse_temporal_blocks=getattr(args, "fuse_temporal_blocks", False))
+                  fuse_temporal_blocks=getattr(args, "fuse_temporal_blocks", False),
+                  fuse_attention=ATTENTION_SWITCH[getattr(args, "fuse_attention", None)])
     if getattr(args, "verbose", False):     # what the graph rewrites made of the model
         for note in net.rewrites or ["graph rewrites: none applied"]:
             say(f"rewrite: {note}")
@@ -239,9 +249,12 @@ def load_package_steps(args, profiling: bool, resolver, sequence: bool):
     from ...runtime.compile.network import Network
     from ...runtime.device.device import Engine
     refuse_with_package(args, resolver)
-    if getattr(args, "fuse_temporal_blocks", False):
-        print(f"note: --fuse-temporal-blocks: {args.model} is a compiled package; its plans "
-              f"run as compiled (the option applies to `compile`)", file=sys.stderr)
+    for option, dest in (("--fuse-temporal-blocks", "fuse_temporal_blocks"),
+                         ("--fuse-attention", "fuse_attention")):
+        given = getattr(args, dest, None)
+        if given:
+            print(f"note: {option}: {args.model} is a compiled package; its plans run as "
+                  f"compiled (the option applies to `compile`)", file=sys.stderr)
     if getattr(args, "tuning", None) is not None:
         print(f"note: --tuning {args.tuning}: {args.model} is a compiled package; it runs the "
               f"kernels chosen when it was compiled (the option applies to `compile`)",

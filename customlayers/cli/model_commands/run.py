@@ -3,6 +3,7 @@
 a sequence on one request (`--stream -i seq.npy`: the file's first axis), sequence_inputs.py."""
 from __future__ import annotations
 
+import os
 import sys
 
 import numpy as np
@@ -126,6 +127,13 @@ def reference_checks(args):
         return None, None
     from ...runtime.layers.python_loader import load_python_layers
     from ...runtime.checks.reference_check import CheckingResolver, CheckReport
+    for path in args.check_with:
+        if not path.endswith(".py") and not os.path.lexists(path):
+            # `--check-with onnxruntime`: a runtime's name, where a reference file goes
+            raise UsageError(f"--check-with {path}: no such file; --check-with takes the Python "
+                             f"references (REFERENCE.py, @cpu_layer classes) of custom layers, "
+                             f"not a runtime: to compare the model with ONNX Runtime, run it "
+                             f"there on the -i files and compare with -o's outputs")
     references = {d.type: d for path in args.check_with for d in load_python_layers(path)}
     report = CheckReport(rtol=args.rtol, atol=args.atol)
     return report, lambda registry, say: CheckingResolver(registry, references, report, say)

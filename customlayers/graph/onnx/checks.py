@@ -240,3 +240,51 @@ def refuse_untranslated(named_nodes, is_custom, translated, file: str, known: li
     raise ModelError(f"{file}: {len(missing)} ONNX op type(s) of the model have no "
                      f"translation to IR ops here: {'; '.join(parts)}. For each, "
                      f"{own_layer_hint('its type')}; translated: {', '.join(known)}")
+
+
+def element_types(model) -> dict[str, int]:
+    """Value name -> TensorProto element type of the graph's tensors where the model (or
+    inference) says it; 0 where it does not."""
+    g = model.graph
+    types = {vi.name: vi.type.tensor_type.elem_type
+             for vi in list(g.input) + list(g.value_info) + list(g.output)}
+    types.update((t.name, t.data_type) for t in g.initializer)
+    return types
+
+
+def check_input_types(onnx, node, version: int | None, elem_types: dict, where: str) -> None:
+    """The inputs that a standard op's schema binds to one type variable (Add's A and B: T)
+    have one element type, as ONNX's type rules say (ONNX Runtime refuses such a model too):
+    a float32 score plus a float16 mask otherwise ran in the first input's type, or was refused
+    by the later layer that had absorbed the Add, as an input the model does not have.
+    `elem_types`: value name -> TensorProto element type, where the model or inference says."""
+    schema = schema_of(onnx, node.op_type, version)
+    if schema is None or not schema.inputs:
+        return
+    variables = {c.type_param_str for c in schema.type_constraints}
+    variadic = onnx.defs.OpSchema.FormalParameterOption.Variadic
+    last = schema.inputs[-1]
+    first: dict[str, tuple[int, str, int]] = {}   # type variable -> (input, name, type)
+    for i, name in enumerate(node.input):
+        if i < len(schema.inputs):
+            formal = schema.inputs[i]
+        elif last.option == variadic and last.is_homogeneous:
+            formal = last
+        else:
+            continue
+        elem = elem_types.get(name, 0)
+        if not name or not elem or formal.type_str not in variables:
+            continue
+        seen = first.setdefault(formal.type_str, (i, name, elem))
+        if seen[2] != elem:
+            raise ModelError(
+                f"{where}: input {i} '{name}' is {_type_name(onnx, elem)}, input {seen[0]} "
+                f"'{seen[1]}' {_type_name(onnx, seen[2])}; {node.op_type}-"
+                f"{schema.since_version}'s inputs of type {formal.type_str} take one element "
+                f"type: cast one of them")
+
+
+def _type_name(onnx, elem: int) -> str:
+    """numpy's name where there is one (float32, not ONNX's FLOAT), else ONNX's."""
+    name = onnx.TensorProto.DataType.Name(elem)
+    return {"FLOAT": "float32", "DOUBLE": "float64"}.get(name, name.lower())

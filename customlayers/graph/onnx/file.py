@@ -168,3 +168,20 @@ def _check_external_files(model, path: Path) -> None:
         except OSError as e:
             raise ModelError(f"cannot read {target}: {e.strerror} (external data of {path}, "
                              f"initializer '{tensor.name}')") from e
+
+
+def in_memory_model(onnx, proto) -> tuple:
+    """(a copy of `proto`, the label errors name it by: `<ModelProto 'graph name'>`): a model
+    made in memory is read as its file would be, and the copy keeps the caller's unchanged.
+    Data kept in external files is refused: there is no model file to find them next to."""
+    where = f"<ModelProto '{proto.graph.name or 'graph'}'>"
+    from onnx.external_data_helper import _get_all_tensors, uses_external_data
+    for tensor in _get_all_tensors(proto):
+        if uses_external_data(tensor):
+            location = next((e.value for e in tensor.external_data if e.key == "location"), "")
+            raise ModelError(f"{where}: initializer '{tensor.name}' is kept in an external file "
+                             f"({location}); give the path of the saved model instead, or "
+                             f"load it with its data (onnx.load(path))")
+    model = onnx.ModelProto()
+    model.CopyFrom(proto)
+    return model, where

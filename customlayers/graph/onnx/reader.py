@@ -29,22 +29,29 @@ from ..custom_shapes import (CustomLayers, as_custom_layers, custom_nodes, node_
 from ..fold_eval import shape_text
 from ..guard import located
 from .deferred import InferredShapes, value_symbols
-from .checks import (check_attribute_types, check_model, check_node, enum_name,
+from .checks import (check_attribute_types, check_input_types, check_model, check_node,
+                     element_types, enum_name,
                      own_layer_hint, schema_of, tensor_array, value_shape)
 from .control import rewrite_control_flow
 from .refusals import Refusals
-from .file import load_external_data, load_model_file
+from .file import in_memory_model, load_external_data, load_model_file
 from .shapes import infer_shapes
 from .table import TRANSLATIONS, translated_ops
 from .translate import NOT_TRANSLATED, float_text, ints_text
 
 
 def read_onnx(path, custom_shapes: CustomLayers | None = None) -> Graph:
-    """Read an ONNX model; external data files are found relative to the model's folder.
+    """Read an ONNX model: its file (external data files are found relative to its folder) or
+    an onnx.ModelProto (file.py's in_memory_model).
     `custom_shapes` (custom_shapes.py: the runtime's resolver, or a bare callable of static
     shapes) says which custom nodes nothing implements, before anything else is refused, and
     answers their output shapes."""
     import onnx
+    if isinstance(path, onnx.ModelProto):       # made in memory (onnx.helper): no file
+        model, where = in_memory_model(onnx, path)
+        with located(where):
+            check_model(onnx, model, where)
+            return _read(onnx, model, where, custom_shapes, {})
     path = Path(path)
     try:
         # protobuf reads 0 bytes as a valid empty model (a FIFO's size is 0 too: refused below)
@@ -63,8 +70,14 @@ def read_onnx(path, custom_shapes: CustomLayers | None = None) -> Graph:
     with located(str(path)):
         check_model(onnx, model, str(path))     # names are text before they become paths
         load_external_data(onnx, model, path)
-        model = rewrite_control_flow(onnx, model, str(path))
-        return _OnnxReader(model, str(path), custom_shapes, raw_data).read()
+        return _read(onnx, model, str(path), custom_shapes, raw_data)
+
+
+def _read(onnx, model, where: str, custom_shapes, raw_data: dict) -> Graph:
+    """The checked model's graph; `where` names it in every error (its file, or in_memory_model's
+    label)."""
+    model = rewrite_control_flow(onnx, model, where)
+    return _OnnxReader(model, where, custom_shapes, raw_data).read()
 
 
 def _attr_text(value) -> str:
@@ -100,6 +113,9 @@ class _OnnxReader:
         self.raw_data = raw_data or {}
         self.source = model                   # as read: before inference, for InferredShapes
         model = infer_shapes(onnx, model)
+        # value name -> ONNX element type, as the model and inference say; before the custom
+        # nodes' outputs get their input 0's type, a guess (custom_shapes.py)
+        self.elem_types = element_types(model)
         layers = self.layers = as_custom_layers(custom_shapes)
         # value name -> why the custom node producing it could not shape it
         self.unknown_why: dict[str, str] = {}
@@ -367,6 +383,8 @@ class _OnnxReader:
         if self.is_custom(node):
             return self.custom(node, name, domain, attrs)
         check_node(self.onnx, node, self.opset.get("ai.onnx"), self.where)
+        check_input_types(self.onnx, node, self.opset.get("ai.onnx"), self.elem_types,
+                          self.where)
         handler = TRANSLATIONS.get(op)
         if handler is not None:
             return handler(self, node, name, attrs)

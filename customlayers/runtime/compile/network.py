@@ -24,6 +24,7 @@ from ...graph.fold_eval import FOLD_TYPE
 from ...graph.graph import Graph
 from ...graph.load import read_model
 from ...graph.variables import variables_of
+from ...ops.attention.fused import MAX_HEAD
 from ...passes import FOLDING, passes_for
 from ...passes.concrete_shapes import with_concrete_shapes
 from ...passes.stream.causal_stream import stream_program
@@ -51,13 +52,20 @@ if TYPE_CHECKING:
     from ..layers.registry import Registry
 
 
+# said where a pass asked for made nothing: what it takes
+TEMPORAL_NOTE = ("note: fuse_temporal_blocks: the model has no run of TCN temporal blocks "
+                 "(causal conv, ReLU, causal conv, ReLU, residual, Add, ReLU); nothing fused")
+ATTENTION_NOTE = (f"note: fuse_attention: no attention matched (float32, known shapes, a "
+                  f"Softmax over the last axis, head size up to {MAX_HEAD}); nothing fused")
+
+
 class Network:
     """A model compiled for a device. `infer` runs it; `create_request` gives parallel requests.
 
-    graph: a Graph (graph/ir.py, graph/onnx/reader.py) or a path to a model file, or to a
-        compiled package (`customlayers compile -o model.clpkg`; packaged.py): its plans run
-        as compiled, for the input shapes it was compiled for; `registry` then needs only its
-        Python layers (the package says which).
+    graph: a Graph (graph/ir.py, graph/onnx/reader.py), an onnx.ModelProto, the path of a
+        model file, or of a compiled package (`customlayers compile -o model.clpkg`;
+        packaged.py): its plans run as compiled, for the input shapes it was compiled for;
+        `registry` then needs only its Python layers (the package says which).
     registry: custom layers (runtime/layers/registry.py); None = built-ins only.
     input_shapes: name -> shape for inputs whose size the model leaves open.
     input_values: name -> array for the value inputs (`value_inputs`: graph inputs a built-in
@@ -94,6 +102,9 @@ class Network:
                  tuning: str | None = None, concat_in_place: bool = True,
                  fuse_temporal_blocks: bool = False, fuse_attention: bool | None = None):
         self._say = messages if messages is not None else (lambda m: None)
+        settings.check_switches("Network", ("fuse_attention",), profiling=profiling, fuse=fuse,
+                                concat_in_place=concat_in_place, fuse_attention=fuse_attention,
+                                fuse_temporal_blocks=fuse_temporal_blocks)
         if is_package(graph):
             self._from_package(graph, registry, engine, profiling, input_shapes, input_values)
             return
@@ -118,6 +129,7 @@ class Network:
         # the graph rewrites (passes/__init__.py) asked for, in their order; the shape
         # arithmetic always
         self._fuse_temporal_blocks = fuse_temporal_blocks
+        asked_attention = fuse_attention      # True: asked for, so a note if nothing matches
         if fuse_attention is None:
             fuse_attention = device_traits(engine.device).kind != "CPU"
         self._fuse_attention = fuse_attention
@@ -126,14 +138,15 @@ class Network:
                                   attention=fuse_attention) if fuse else FOLDING
         self.graph, self.rewrites = self._rewritten(self.graph, self._passes)
         self.messages += self.rewrites      # one line per rewrite (the CLI's --verbose says them)
-        if fuse and fuse_temporal_blocks and \
-                not any(n.type == "TemporalBlocks" for n in self.graph.nodes.values()):
-            note = ("note: fuse_temporal_blocks: the model has no run of TCN temporal blocks "
-                    "(causal conv, ReLU, causal conv, ReLU, residual, Add, ReLU); nothing fused")
-            self.messages.append(note)
-            self._say(note)
         # shape arithmetic that depends on the request's shapes: folded per plan (_compile)
         self._per_shape = has_fold_nodes(self.graph)
+        # (attention whose shapes depend on the request's is fused per plan: no note at load)
+        for asked, made, note in ((fuse_temporal_blocks, "TemporalBlocks", TEMPORAL_NOTE),
+                                  (asked_attention and not self._per_shape, "FusedAttention",
+                                   ATTENTION_NOTE)):
+            if fuse and asked and not any(n.type == made for n in self.graph.nodes.values()):
+                self.messages.append(note)
+                self._say(note)
         self._order = self.graph.topological_order()
         self._impls, notes = self.resolver.resolve(
             [n for n in self._order if n.type != FOLD_TYPE])
