@@ -8,9 +8,7 @@
  * FUSED_GELU      1 (erf) or 2 (tanh): the GELU that followed is applied last instead (a
  *                    transformer's feed-forward Linear; the Gelu op's own formulas)
  * EPILOGUE(index, channel, v): the value to store at output element `index` (dense BFYX) of
- * channel `channel` (`v` a float; a vector only where FUSED_RESIDUAL and FUSED_GELU are 0);
- * EPILOGUE_OF(r, channel, v) the same with the residual's element `r` already read (a kernel
- * that reads four at once).
+ * channel `channel` (`v` a float; a vector only where FUSED_RESIDUAL and FUSED_GELU are 0).
  * (passes/fusion.py decides; all 0 gives the plain convolution)
  */
 #if FUSED_BIAS
@@ -27,12 +25,11 @@
 #endif
 #if FUSED_RESIDUAL
 #define EPILOGUE_ARGS BIAS_ARG, __global const float* restrict residual
-#define WITH_RESIDUAL(r, channel, v) (BIAS_RELU(channel, v) + (r))
+#define ADD_RESIDUAL(index, channel, v) (BIAS_RELU(channel, v) + residual[index])
 #else
 #define EPILOGUE_ARGS BIAS_ARG
-#define WITH_RESIDUAL(r, channel, v) ADD_BIAS(channel, v)
+#define ADD_RESIDUAL(index, channel, v) ADD_BIAS(channel, v)
 #endif
-#define ADD_RESIDUAL(index, channel, v) WITH_RESIDUAL(residual[index], channel, v)
 #if FUSED_GELU == 1
 #include "erf.cl"
 #define GELU_OF(x) (0.5f * (x) * (1.0f + erf_rational((x) * M_SQRT1_2_F)))
@@ -42,10 +39,9 @@
 #endif
 #if FUSED_GELU
 inline float fused_gelu(float x) { return GELU_OF(x); }
-#define EPILOGUE_OF(r, channel, v) fused_gelu(WITH_RESIDUAL(r, channel, v))
+#define EPILOGUE(index, channel, v) fused_gelu(ADD_RESIDUAL(index, channel, v))
 #elif FUSED_RELU
-#define EPILOGUE_OF(r, channel, v) fmax(WITH_RESIDUAL(r, channel, v), 0.0f)
+#define EPILOGUE(index, channel, v) fmax(ADD_RESIDUAL(index, channel, v), 0.0f)
 #else
-#define EPILOGUE_OF(r, channel, v) WITH_RESIDUAL(r, channel, v)
+#define EPILOGUE(index, channel, v) ADD_RESIDUAL(index, channel, v)
 #endif
-#define EPILOGUE(index, channel, v) EPILOGUE_OF(residual[index], channel, v)

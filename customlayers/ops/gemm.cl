@@ -270,35 +270,11 @@ typedef float b_carry;
 /* the work item's outputs (fragment i of rows, j of columns: see FM FN): the front end's STORE
    (its epilogue), or with split-K the slice's partial sums */
 #if KSPLIT > 1
-#define PARTIAL_AT(m, n) ((get_global_id(2) / BATCHES * BATCHES + batch) * M + (m)) * N + (n)
-#define WRITE_ONE(m, n, v) (partial[PARTIAL_AT(m, n)] = (v))
-#define WRITE_FOUR(m, n, v4) (*(__global float4*)(partial + PARTIAL_AT(m, n)) = (v4))
+#define WRITE_ONE(m, n, v) \
+    (partial[((get_global_id(2) / BATCHES * BATCHES + batch) * M + (m)) * N + (n)] = (v))
 #else
 #define WRITE_ONE(m, n, v) STORE(batch, m, n, v)
-#define WRITE_FOUR(m, n, v4) STORE4(batch, m, n, v4)
 #endif
-#ifndef GEMM_VEC_OUT
-#define GEMM_VEC_OUT 0
-#endif
-#if GEMM_VEC_OUT && FN == 4
-/* float4 stores (and residual reads) of four consecutive columns: the front end's GEMM_VEC_OUT
-   says they are aligned; N a multiple of 4, so a float4 lies wholly inside or outside. On an
-   H100 a ViT out-projection (6304 x 768 x 768) with its bias and residual ran at 31.6 TFLOP/s
-   with scalar stores against 36.5 without the epilogue */
-#define WRITE_OUTPUTS() do { \
-    _Pragma("unroll") \
-    for (int i = 0; i < RM; ++i) { \
-        const int m_ = m0 + (i / FM * LY + ty) * FM + i % FM; \
-        _Pragma("unroll") \
-        for (int j = 0; j < RN; j += 4) { \
-            const int n_ = n0 + (j / FN * LX + tx) * FN; \
-            if (m_ < M && n_ < N) \
-                WRITE_FOUR(m_, n_, (float4)(acc[i][j], acc[i][j + 1], acc[i][j + 2], \
-                                            acc[i][j + 3])); \
-        } \
-    } \
-} while (0)
-#else
 #define WRITE_OUTPUTS() do { \
     _Pragma("unroll") \
     for (int i = 0; i < RM; ++i) { \
@@ -311,7 +287,6 @@ typedef float b_carry;
         } \
     } \
 } while (0)
-#endif
 
 #ifndef GEMM_STAGES
 #define GEMM_STAGES 0

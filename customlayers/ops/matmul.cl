@@ -81,19 +81,3 @@
 #endif
 #define STORE(batch, m, n, v) out[OUT_AT(batch, m, n)] = \
     EPILOGUE(RES_AT(batch, m, n), CHANNEL(batch, m, n), SCALED(v))
-/* outputs (batch, m, n .. n + 3) at once, the residual's four read at once: where the host set
-   GEMM_VEC_OUT (a GPU; N, the output's row and batch strides multiples of 4, the residual laid
-   out as the output), so that the float4 at OUT_AT(batch, m, n), n a multiple of 4, is aligned */
-#if FUSED_RESIDUAL
-#define RESIDUAL4(batch, m, n) (*(__global const float4*)(residual + RES_AT(batch, m, n)))
-#else
-#define RESIDUAL4(batch, m, n) ((float4)(0.0f))
-#endif
-#define STORE4(batch, m, n, v4) do { \
-    const float4 r_ = RESIDUAL4(batch, m, n); \
-    *(__global float4*)(out + OUT_AT(batch, m, n)) = (float4)( \
-        EPILOGUE_OF(r_.s0, CHANNEL(batch, m, n), SCALED((v4).s0)), \
-        EPILOGUE_OF(r_.s1, CHANNEL(batch, m, (n) + 1), SCALED((v4).s1)), \
-        EPILOGUE_OF(r_.s2, CHANNEL(batch, m, (n) + 2), SCALED((v4).s2)), \
-        EPILOGUE_OF(r_.s3, CHANNEL(batch, m, (n) + 3), SCALED((v4).s3))); \
-} while (0)

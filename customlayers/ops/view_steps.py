@@ -289,17 +289,6 @@ class GemmLayout:
         return {"GEMM_VEC_A": int(a), "GEMM_VEC_B": int(b)}
 
     @staticmethod
-    def vector_store(sizes: dict) -> dict:
-        """gemm.cl's GEMM_VEC_OUT: 1 where the four outputs of columns n .. n + 3 (n a multiple
-        of 4) of any row lie in one aligned float4 (N, the rows' and batches' strides multiples
-        of 4), and the fused residual, if any, is laid out as the output (not broadcast). Only
-        for GPU devices, whose buffers are allocated aligned (see vector_reads)."""
-        s = sizes
-        whole = s["N"] % 4 == 0 and not s["RES_BROADCAST"] and all(
-            v % 4 == 0 for v in (s["LDO"], s["O_BS0"], s["O_BS1"], s["O_RS1"]))
-        return {"GEMM_VEC_OUT": int(whole)}
-
-    @staticmethod
     def alpha(views: OperandViews | None) -> dict:
         """MATMUL_ALPHA, the folded factors' product as a float32 value (no define where there
         is none)."""

@@ -354,7 +354,6 @@ class MatMul(NamedOp):
                            **size_defines, **wiring.flags,
                            **{"CHANNEL(batch, m, n)": channel}, **GemmLayout.alpha(views),
                            **({} if ctx.on_cpu else GemmLayout.vector_reads(sizes)),
-                           **({} if ctx.on_cpu else GemmLayout.vector_store(sizes)),
                            **pipeline_defines(ctx.device, ctx.on_cpu))
         if ep.row_softmax and (b_rank < 2 or len(out) < 2 or sizes["N"] > ROW_SOFTMAX_MAX):
             raise self.fail(attrs, f"a {ep.row_softmax} of the last axis cannot be fused "
