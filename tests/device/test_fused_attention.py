@@ -226,3 +226,53 @@ def test_the_default_fuses_where_the_device_is_not_a_cpu(tmp_path, engine):
     assert _fused_count(default) == (0 if on_cpu else 2)
     assert _fused_count(off) == 0
     _check(default, path, feeds)
+
+
+# -- graphs the pass must rewrite without breaking them --------------------------------------
+def _chain_model(consts: tuple = (), chained: bool = False):
+    """softmax(Q K^T * 0.3) V on Q [1, 3, 4, 8], K^T [1, 3, 8, 5], V [1, 3, 5, 6], the tensors
+    named in `consts` initializers (a learned query or key memory); `chained`: the result is
+    the scores of a second attention, softmax(Y * 0.7) W with W [1, 3, 6, 7] (its Q the first
+    one's probabilities, its K^T the first one's V)."""
+    from onnx import TensorProto, helper, numpy_helper
+    rng = np.random.default_rng(7)
+    arrays = {"q": (1, 3, 4, 8), "kt": (1, 3, 8, 5), "v": (1, 3, 5, 6), "w": (1, 3, 6, 7)}
+    arrays = {n: rng.standard_normal(s).astype(np.float32) for n, s in arrays.items()}
+    if not chained:
+        del arrays["w"]
+    nodes = [helper.make_node("MatMul", ["q", "kt"], ["s"]),
+             helper.make_node("Mul", ["s", "c"], ["z"]),
+             helper.make_node("Softmax", ["z"], ["p"], axis=-1),
+             helper.make_node("MatMul", ["p", "v"], ["y"])]
+    out = ("y", (1, 3, 4, 6))
+    if chained:
+        nodes += [helper.make_node("Mul", ["y", "c2"], ["z2"]),
+                  helper.make_node("Softmax", ["z2"], ["p2"], axis=-1),
+                  helper.make_node("MatMul", ["p2", "w"], ["y2"])]
+        out = ("y2", (1, 3, 4, 7))
+    inits = [numpy_helper.from_array(np.array(0.3, np.float32), "c"),
+             numpy_helper.from_array(np.array(0.7, np.float32), "c2")]
+    inits += [numpy_helper.from_array(arrays[n], n) for n in consts]
+    f = TensorProto.FLOAT
+    graph = helper.make_graph(
+        nodes, "attn", [helper.make_tensor_value_info(n, f, a.shape)
+                        for n, a in arrays.items() if n not in consts],
+        [helper.make_tensor_value_info(out[0], f, out[1])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    return model, {n: a for n, a in arrays.items() if n not in consts}
+
+
+@pytest.mark.parametrize("consts,chained", [(("q",), False), (("kt",), False),
+                                            (("q", "kt", "v"), False), ((), True)],
+                         ids=["q_const", "kt_const", "qkv_const", "chained"])
+def test_constant_operands_and_chained_attentions_fold_and_match(tmp_path, engine, consts,
+                                                                   chained):
+    """A constant Q or K^T (learned queries, a key memory) is read by the fused layer once the
+    MatMul that read it is gone; where one attention's P V is the next one's scores, the first
+    folds and the second stays layers (each was a dangling edge: a ModelError at load)."""
+    model, feeds = _chain_model(consts, chained)
+    path = tmp_path / "attn.onnx"
+    onnx.save(model, str(path))
+    net = Network(read_onnx(path), engine=engine, fuse_attention=True)
+    _check(net, path, feeds)
+    assert _fused_count(net) == 1
