@@ -276,3 +276,16 @@ def test_constant_operands_and_chained_attentions_fold_and_match(tmp_path, engin
     net = Network(read_onnx(path), engine=engine, fuse_attention=True)
     _check(net, path, feeds)
     assert _fused_count(net) == 1
+
+
+@pytest.mark.parametrize("fuse", [True, False], ids=["fused", "unfused"])
+def test_a_single_head_attention_runs(tmp_path, engine, fuse):
+    """One head: the head split keeps the projection's last axis, so view_folding could fold it
+    both into where the projection stores and into the reads of the attention MatMul; folded
+    both ways it was a BindingError at compile, with the pass or without."""
+    model, feeds = tm.bert(seq=ODD_S, dim=48, heads=1, layers=1, max_len=ODD_S, pad_from=3)
+    path = tmp_path / "bert1.onnx"
+    onnx.save(model, str(path))
+    net = Network(read_onnx(path), engine=engine, fuse_attention=fuse)
+    _check(net, path, feeds)
+    assert _fused_count(net) == int(fuse)
