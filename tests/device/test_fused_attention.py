@@ -162,6 +162,25 @@ def test_shapes_the_kernel_cannot_run_are_refused(shapes, what):
     assert "'attn'" in str(err.value)
 
 
+def test_sizes_at_the_32_bit_limit_launch_and_past_it_are_refused():
+    """Q [1, 2^25, 64] spans 2^31 - 1 elements, the most the kernel indexes, but its size-1 batch
+    axis has a dense stride of 2^31 (an OverflowError as an int32 argument, a traceback); one
+    more row is refused by name. Nothing runs: these would be 8 GB."""
+    op = get_op("FusedAttention")
+    attrs = op.parse_attributes({}, "attn")
+    for rows, fits in ((2 ** 25, True), (2 ** 25 + 1, False)):
+        descs = [TensorDesc((1, rows, 64)), TensorDesc((1, 4, 64)), TensorDesc((1, 4, 64))]
+        if not fits:
+            with pytest.raises(BindingError, match="2\\^31") as err:
+                op.infer_shapes(attrs, descs, {})
+            assert "'attn'" in str(err.value)
+            continue
+        outs = [TensorDesc(s, d) for s, d in op.infer_shapes(attrs, descs, {})]
+        (launch,) = op.launches(attrs, descs, outs, {}, TILES["gpu48k"])
+        assert {type(a.value) for a in launch.args if a.kind == "scalar"} == \
+            {np.int32, np.float32}
+
+
 # -- whole models, the pass asked for --------------------------------------------------------
 onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
