@@ -78,8 +78,6 @@ def fold_views_into_matmuls(graph: Graph, is_builtin) -> tuple[Graph, list[str]]
             if found is None:
                 continue
             root, root_shape, chain, view, factor = found
-            if root[0] in stored:       # the chain starts at what an earlier MatMul stores
-                root = redirect[(chain[0].id, _data_port(graph, chain[0]))]
             if not _readable(view, port, attrs, read[1]) or not abs(scale * factor) <= _F32_MAX:
                 continue                # (factors whose product overflows float32 stay apart)
             views[port], sources[port] = view, root_shape
@@ -141,15 +139,18 @@ def _matmul_attrs(node: Node) -> dict | None:
 
 def _composed(graph: Graph, matmul: Node, port: int, is_builtin, stored=frozenset()):
     """(root (node id, port), its shape, the chain's nodes in order, the operand's view of the
-    root, the chain's factor) for the longest foldable chain that ends at input `port`, not
-    reaching into the layers `stored` (folded into where a MatMul stores: the root is then the
-    last of them); None where there is none."""
+    root, the chain's factor) for the longest foldable chain that ends at input `port`; None
+    where there is none, or where the chain reaches into the layers `stored` (folded into
+    where a MatMul stores: the input is then that MatMul's result as it stores it, and a view
+    composed over the layers would read it as it was before them)."""
     chain: list[Node] = []
     src = graph.producer(matmul.id, port)
     while True:
         node = graph.nodes[src[0]]
+        if node.id in stored:
+            return None
         if src[1] != 0 or node.type not in _STEPS or not is_builtin(node) or \
-                len(node.outputs) != 1 or node.id in stored:
+                len(node.outputs) != 1:
             break
         data = _data_port(graph, node)
         if data is None:
