@@ -46,6 +46,10 @@ def fold_attention(graph: Graph, is_builtin) -> tuple[Graph, list[str]]:
         if found is None:
             continue
         node, absorbed, sources, mask_source = found
+        if any(n.id in drop or n.id in changed for n in absorbed) or node.id in drop:
+            # chains that share a layer (one attention's P V is the next one's scores): the
+            # first folds, the other stays as layers reading its result
+            continue
         changed[node.id] = node
         q_src, k_src, v_src = sources
         redirect[(node.id, 0)] = q_src

@@ -52,9 +52,12 @@ def rebuilt_graph(graph: Graph, changed: dict[str, Node], drop: set[str], redire
     """A new graph: nodes in model order without `drop` and with `changed` replacing theirs,
     then the `added` nodes (new constants a redirect points to), edges rewired by `redirect`
     ((dst, dst_port) -> (src, src_port)), the `extra_edges` ((src, src_port, dst, dst_port):
-    inputs a changed node has that the node it replaces had not) added, and the constants only
-    dropped nodes read removed too."""
-    used = {e.src for e in graph.edges if e.dst not in drop} | {e[0] for e in extra_edges}
+    inputs a changed node has that the node it replaces had not) added, and the constants that
+    nothing reads any more (only dropped nodes, or only edges redirected away) removed too."""
+    # what the new graph reads, its edges as rewired: a Const a redirect now points to (a
+    # fused layer reading a constant Q) is read though the node it fed is dropped
+    used = {redirect.get((e.dst, e.dst_port), (e.src, e.src_port))[0] for e in graph.edges
+            if e.dst not in drop} | {e[0] for e in extra_edges}
     dead_consts = {nid for nid, n in graph.nodes.items()
                    if n.type == "Const" and nid not in used}
     new = Graph(graph.name)

@@ -45,6 +45,10 @@ def fold_views_into_matmuls(graph: Graph, is_builtin) -> tuple[Graph, list[str]]
     changed: dict[str, Node] = {}
     redirect: dict[tuple[str, int], tuple[str, int]] = {}
     folded: set[str] = set()
+    # the layers folded into where a MatMul stores: a reader of their result reads the stored
+    # tensor itself (a single head's split keeps the last axis, so the projection stores
+    # through it and the attention MatMul after it could also read through it: not both)
+    stored: set[str] = set()
     notes: list[str] = []
     for node in list(graph):
         if node.type != "MatMul" or not is_builtin(node) or len(node.inputs) != 2 or \
@@ -68,7 +72,7 @@ def fold_views_into_matmuls(graph: Graph, is_builtin) -> tuple[Graph, list[str]]
             if views[port] is not None:
                 continue
             try:
-                found = _composed(graph, node, port, is_builtin)
+                found = _composed(graph, node, port, is_builtin, stored)
             except ModelError:          # an unconnected input on the way: its layer says so
                 found = None
             if found is None:
@@ -91,7 +95,7 @@ def fold_views_into_matmuls(graph: Graph, is_builtin) -> tuple[Graph, list[str]]
                 found = _output_chain(graph, node, attrs, is_builtin, read)
             except ModelError:
                 found = None
-            if found is not None:
+            if found is not None and not any(n.id in folded for n in found[0]):
                 chain, out, out_shape, bias = found
                 outputs[0] = replace(outputs[0], shape=tuple(out_shape))
                 last = (node.id, 0)
@@ -105,6 +109,7 @@ def fold_views_into_matmuls(graph: Graph, is_builtin) -> tuple[Graph, list[str]]
                 for reader in graph.consumers(chain[-1].id, 0):
                     redirect[reader] = last
                 folded.update(n.id for n in chain)
+                stored.update(n.id for n in chain)
                 names = ", ".join(f"{n.type} '{n.name}'" for n in chain)
                 notes.append(f"folded {names} into where MatMul '{node.name}' stores")
         if views != (list(fact.views) if fact else [None, None]) or \
@@ -132,14 +137,18 @@ def _matmul_attrs(node: Node) -> dict | None:
         return None                     # the layer reports its own attributes
 
 
-def _composed(graph: Graph, matmul: Node, port: int, is_builtin):
+def _composed(graph: Graph, matmul: Node, port: int, is_builtin, stored=frozenset()):
     """(root (node id, port), its shape, the chain's nodes in order, the operand's view of the
     root, the chain's factor) for the longest foldable chain that ends at input `port`; None
-    where there is none."""
+    where there is none, or where the chain reaches into the layers `stored` (folded into
+    where a MatMul stores: the input is then that MatMul's result as it stores it, and a view
+    composed over the layers would read it as it was before them)."""
     chain: list[Node] = []
     src = graph.producer(matmul.id, port)
     while True:
         node = graph.nodes[src[0]]
+        if node.id in stored:
+            return None
         if src[1] != 0 or node.type not in _STEPS or not is_builtin(node) or \
                 len(node.outputs) != 1:
             break

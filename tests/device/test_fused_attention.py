@@ -178,6 +178,25 @@ def test_shapes_the_kernel_cannot_run_are_refused(shapes, what):
     assert "'attn'" in str(err.value)
 
 
+def test_sizes_at_the_32_bit_limit_launch_and_past_it_are_refused():
+    """Q [1, 2^25, 64] spans 2^31 - 1 elements, the most the kernel indexes, but its size-1 batch
+    axis has a dense stride of 2^31 (an OverflowError as an int32 argument, a traceback); one
+    more row is refused by name. Nothing runs: these would be 8 GB."""
+    op = get_op("FusedAttention")
+    attrs = op.parse_attributes({}, "attn")
+    for rows, fits in ((2 ** 25, True), (2 ** 25 + 1, False)):
+        descs = [TensorDesc((1, rows, 64)), TensorDesc((1, 4, 64)), TensorDesc((1, 4, 64))]
+        if not fits:
+            with pytest.raises(BindingError, match="2\\^31") as err:
+                op.infer_shapes(attrs, descs, {})
+            assert "'attn'" in str(err.value)
+            continue
+        outs = [TensorDesc(s, d) for s, d in op.infer_shapes(attrs, descs, {})]
+        (launch,) = op.launches(attrs, descs, outs, {}, TILES["gpu48k"])
+        assert {type(a.value) for a in launch.args if a.kind == "scalar"} == \
+            {np.int32, np.float32}
+
+
 # -- whole models, the pass asked for --------------------------------------------------------
 onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
@@ -310,3 +329,65 @@ def test_asking_for_the_pass_where_nothing_matches_says_so(tmp_path, engine):
     onnx.save(small, str(path))
     asked = Network(str(path), engine=engine, fuse_attention=True)
     assert not any(m.startswith("note: fuse_attention:") for m in asked.messages)
+
+# -- graphs the pass must rewrite without breaking them --------------------------------------
+def _chain_model(consts: tuple = (), chained: bool = False):
+    """softmax(Q K^T * 0.3) V on Q [1, 3, 4, 8], K^T [1, 3, 8, 5], V [1, 3, 5, 6], the tensors
+    named in `consts` initializers (a learned query or key memory); `chained`: the result is
+    the scores of a second attention, softmax(Y * 0.7) W with W [1, 3, 6, 7] (its Q the first
+    one's probabilities, its K^T the first one's V)."""
+    from onnx import TensorProto, helper, numpy_helper
+    rng = np.random.default_rng(7)
+    arrays = {"q": (1, 3, 4, 8), "kt": (1, 3, 8, 5), "v": (1, 3, 5, 6), "w": (1, 3, 6, 7)}
+    arrays = {n: rng.standard_normal(s).astype(np.float32) for n, s in arrays.items()}
+    if not chained:
+        del arrays["w"]
+    nodes = [helper.make_node("MatMul", ["q", "kt"], ["s"]),
+             helper.make_node("Mul", ["s", "c"], ["z"]),
+             helper.make_node("Softmax", ["z"], ["p"], axis=-1),
+             helper.make_node("MatMul", ["p", "v"], ["y"])]
+    out = ("y", (1, 3, 4, 6))
+    if chained:
+        nodes += [helper.make_node("Mul", ["y", "c2"], ["z2"]),
+                  helper.make_node("Softmax", ["z2"], ["p2"], axis=-1),
+                  helper.make_node("MatMul", ["p2", "w"], ["y2"])]
+        out = ("y2", (1, 3, 4, 7))
+    inits = [numpy_helper.from_array(np.array(0.3, np.float32), "c"),
+             numpy_helper.from_array(np.array(0.7, np.float32), "c2")]
+    inits += [numpy_helper.from_array(arrays[n], n) for n in consts]
+    f = TensorProto.FLOAT
+    graph = helper.make_graph(
+        nodes, "attn", [helper.make_tensor_value_info(n, f, a.shape)
+                        for n, a in arrays.items() if n not in consts],
+        [helper.make_tensor_value_info(out[0], f, out[1])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    return model, {n: a for n, a in arrays.items() if n not in consts}
+
+
+@pytest.mark.parametrize("consts,chained", [(("q",), False), (("kt",), False),
+                                            (("q", "kt", "v"), False), ((), True)],
+                         ids=["q_const", "kt_const", "qkv_const", "chained"])
+def test_constant_operands_and_chained_attentions_fold_and_match(tmp_path, engine, consts,
+                                                                   chained):
+    """A constant Q or K^T (learned queries, a key memory) is read by the fused layer once the
+    MatMul that read it is gone; where one attention's P V is the next one's scores, the first
+    folds and the second stays layers (each was a dangling edge: a ModelError at load)."""
+    model, feeds = _chain_model(consts, chained)
+    path = tmp_path / "attn.onnx"
+    onnx.save(model, str(path))
+    net = Network(read_onnx(path), engine=engine, fuse_attention=True)
+    _check(net, path, feeds)
+    assert _fused_count(net) == 1
+
+
+@pytest.mark.parametrize("fuse", [True, False], ids=["fused", "unfused"])
+def test_a_single_head_attention_runs(tmp_path, engine, fuse):
+    """One head: the head split keeps the projection's last axis, so view_folding could fold it
+    both into where the projection stores and into the reads of the attention MatMul; folded
+    both ways it was a BindingError at compile, with the pass or without."""
+    model, feeds = tm.bert(seq=ODD_S, dim=48, heads=1, layers=1, max_len=ODD_S, pad_from=3)
+    path = tmp_path / "bert1.onnx"
+    onnx.save(model, str(path))
+    net = Network(read_onnx(path), engine=engine, fuse_attention=fuse)
+    _check(net, path, feeds)
+    assert _fused_count(net) == int(fuse)

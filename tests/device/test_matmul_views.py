@@ -173,3 +173,35 @@ def test_a_broadcast_residual_in_every_kernel(cl_env, device, a_shape, b_shape, 
         launches = op.launches(at, descs, out, {}, ctx)
         got = run_launches(cl_env, launches, [a, b, res], descs, out)[0]
         np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-5, err_msg=str(variant))
+
+
+@pytest.mark.parametrize("shape", [(2, 4, 4, 8), (2, 3, 4, 8)], ids=["equal_axes", "unequal"])
+def test_a_transpose_stored_through_is_not_read_through_again(tmp_path, test_device, shape):
+    """MatMul, Transpose (0, 2, 1, 3), MatMul: view_folding folded the Transpose both into where
+    the first stores and into the second's reads, so the second read the permuted buffer
+    permuted again: wrong numbers where the swapped axes are equal, a BindingError where they
+    are not. Against ONNX Runtime."""
+    onnx = pytest.importorskip("onnx")
+    ort = pytest.importorskip("onnxruntime")
+    from onnx import TensorProto, helper
+    from customlayers.api import Network
+    from customlayers.graph.onnx.reader import read_onnx
+    from customlayers.runtime.device.device import Engine
+    b, h, s, d = shape
+    rng = np.random.default_rng(3)
+    feeds = {"x": rng.standard_normal(shape), "w1": rng.standard_normal((b, h, d, 6)),
+             "w2": rng.standard_normal((b, s, 6, 5))}
+    feeds = {k: v.astype(np.float32) for k, v in feeds.items()}
+    f = TensorProto.FLOAT
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "w1"], ["a"]),
+         helper.make_node("Transpose", ["a"], ["t"], perm=[0, 2, 1, 3]),
+         helper.make_node("MatMul", ["t", "w2"], ["y"])], "mm",
+        [helper.make_tensor_value_info(k, f, v.shape) for k, v in feeds.items()],
+        [helper.make_tensor_value_info("y", f, (b, s, h, 5))])
+    path = tmp_path / "mm.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(path))
+    net = Network(read_onnx(path), engine=Engine(test_device))
+    assert any("stores" in note for note in net.rewrites)
+    (want,) = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(None, feeds)
+    np.testing.assert_allclose(net.infer(feeds)["y"], want, rtol=1e-5, atol=1e-5)

@@ -81,3 +81,19 @@ def test_with_fact_hands_a_typed_fact_on_a_copy_replacing_one_of_its_class():
     assert node.facts == () and first.facts == (InputShuffle(2),)
     assert again.facts == (PickLast(1), InputShuffle(3))
     assert again.attrs == {"strides": "1,1"}          # the model's attribute text is untouched
+
+
+def test_rebuilt_graph_keeps_a_constant_a_redirect_now_reads_and_drops_one_read_no_more():
+    """A fused layer that reads a constant its dropped reader read (a constant Q once the first
+    attention MatMul is gone) keeps it; a constant whose only edge is redirected away goes."""
+    b = Builder()
+    x = b.param("x", SHAPE)
+    kept = b.const(np.full(SHAPE, 2.0, np.float32))
+    gone = b.const(np.full(SHAPE, 3.0, np.float32))
+    add = b.op("Add", [kept, x], SHAPE)                 # dropped: the Mul reads the Const
+    mul = b.op("Multiply", [add, gone], SHAPE)
+    b.result(mul)
+    g = b.g
+    new = rebuilt_graph(g, {}, {add[0]}, {(mul[0], 0): (kept[0], 0), (mul[0], 1): ("x", 0)})
+    assert new.producer(mul[0], 0) == (kept[0], 0) and new.producer(mul[0], 1) == ("x", 0)
+    assert kept[0] in new.nodes and gone[0] not in new.nodes

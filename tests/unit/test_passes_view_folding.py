@@ -271,3 +271,39 @@ def test_a_second_run_reads_the_operands_as_the_first_run_left_them():
     b.g.nodes["mm"] = replace(b.g.nodes["mm"], facts=(earlier,))
     new, _ = fold_views_into_matmuls(b.g, builtin)
     _plans_every_matmul(new)
+
+
+@pytest.mark.parametrize("order", ["model", "reversed"])
+def test_a_chain_folded_into_a_store_is_not_also_folded_into_a_read(order):
+    """A single head's split after its projection, Reshape [B, S, 1, d] and Transpose to
+    [B, 1, S, d], keeps the last axis: the projection can store through it, and the attention
+    MatMul after it could read through it too. Folded both ways the reader read the bias Add's
+    new [B, 1, S, d] output as the [B, S, d] it had been (a BindingError at compile for every
+    single-head attention); one fold each, whichever comes first, in any node order."""
+    bsz, s, d = 2, 5, 4
+    b = Builder("one_head")
+    x = b.param("x", (bsz, s, d))
+    kt = b.param("kt", (bsz, 1, d, s))
+    y = b.op("MatMul", [x, b.const(np.ones((d, d), np.float32))], (bsz, s, d),
+             {"transpose_a": "false", "transpose_b": "false"}, name="proj")
+    y = b.op("Add", [y, b.const(np.ones(d, np.float32))], (bsz, s, d),
+             {"auto_broadcast": "numpy"}, name="bias")
+    y = b.reshape(y, (bsz, s, 1, d))
+    y = b.op("Transpose", [y, b.const(np.array([0, 2, 1, 3], np.int64))], (bsz, 1, s, d),
+             name="heads")
+    b.result(b.op("MatMul", [y, kt], (bsz, 1, s, s),
+                  {"transpose_a": "false", "transpose_b": "false"}, name="scores"))
+    graph = b.g
+    if order == "reversed":                 # an IR need not list its layers in order
+        graph.nodes = dict(reversed(list(graph.nodes.items())))
+    new, notes = fold_views_into_matmuls(graph, builtin)
+    assert len(notes) == 1
+    for node in new:
+        fact = next((f for f in node.facts if isinstance(f, OperandViews)), None)
+        for port, p in enumerate(node.inputs):
+            src, src_port = new.producer(node.id, port)
+            made = new.nodes[src].outputs[src_port].shape
+            assert tuple(p.shape) == tuple(made), (node.name, port)
+            if fact is not None and fact.views[port] is not None:
+                assert tuple(fact.sources[port]) == tuple(made), (node.name, port)
+    _plans_every_matmul(new)

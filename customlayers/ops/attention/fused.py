@@ -154,7 +154,10 @@ class FusedAttention(NamedOp):
                 Arg.input(3) if mask is not None else Arg.const(np.zeros(1, np.float32)),
                 Arg.output(0), Arg.scalar(i32(s)), Arg.scalar(i32(t)), Arg.scalar(i32(b2))]
         for view in (views.q, views.k, views.v, views.out, mask or no_mask):
-            args += [Arg.scalar(i32(view.offset))] + [Arg.scalar(i32(x)) for x in view.strides]
+            # a size-1 axis is only ever read at 0: its stride (which _check's spans leave
+            # unbounded, [1, 2^25, 64] has one of 2^31) passes as 0
+            args += [Arg.scalar(i32(view.offset))] + \
+                [Arg.scalar(i32(x if n != 1 else 0)) for n, x in zip(view.shape, view.strides)]
         args += [Arg.scalar(np.float32(attrs["scale"])), Arg.scalar(np.float32(attrs["out_scale"]))]
         groups = b1 * b2 * -(-s // rows)
         label = f"attention_tiled_d{d}_v{dv}"
