@@ -361,6 +361,7 @@ def _chain_model(consts: tuple = (), chained: bool = False):
                         for n, a in arrays.items() if n not in consts],
         [helper.make_tensor_value_info(out[0], f, out[1])], inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8            # what every onnxruntime of opset 17 reads (the GPU machine's)
     return model, {n: a for n, a in arrays.items() if n not in consts}
 
 
