@@ -38,6 +38,19 @@
 #define KSTRIDE (BK + 4)
 #define VN (DVP / TC)           /* output columns per item, in float4s of VN / 4 */
 
+/* a register block's multiply-adds for one float4 of rows (a) and one of columns (b):
+   blk[i][c0 + e] += a[i] * b[e] (the scores' and P V's alike) */
+#define MAD_4X4(blk, c0, a, b) do { \
+    const float4 a_ = (a), b_ = (b); \
+    const float av_[4] = {a_.x, a_.y, a_.z, a_.w}, bv_[4] = {b_.x, b_.y, b_.z, b_.w}; \
+    _Pragma("unroll") \
+    for (int i_ = 0; i_ < 4; ++i_) { \
+        _Pragma("unroll") \
+        for (int e_ = 0; e_ < 4; ++e_) \
+            (blk)[i_][(c0) + e_] = mad(av_[i_], bv_[e_], (blk)[i_][(c0) + e_]); \
+    } \
+} while (0)
+
 #if SHFL_PTX
 inline float lane_xor(float x, int mask)
 {
@@ -160,17 +173,9 @@ void attention_tiled(__global const float* restrict q, __global const float* res
 #pragma unroll 8
             for (int d = 0; d < DP; ++d) {
                 const float4 a = vload4(0, qt + d * QSTRIDE + 4 * tr);
-                const float av[4] = {a.x, a.y, a.z, a.w};
 #pragma unroll
-                for (int u = 0; u < KC; ++u) {
-                    const float4 b = vload4(0, ktile + d * KSTRIDE + 4 * tc + 4 * TC * u);
-                    const float bv[4] = {b.x, b.y, b.z, b.w};
-#pragma unroll
-                    for (int i = 0; i < 4; ++i)
-#pragma unroll
-                        for (int e = 0; e < 4; ++e)
-                            s[i][4 * u + e] = mad(av[i], bv[e], s[i][4 * u + e]);
-                }
+                for (int u = 0; u < KC; ++u)
+                    MAD_4X4(s, 4 * u, a, vload4(0, ktile + d * KSTRIDE + 4 * tc + 4 * TC * u));
             }
 #pragma unroll
             for (int i = 0; i < 4; ++i) {
@@ -235,17 +240,9 @@ void attention_tiled(__global const float* restrict q, __global const float* res
 #pragma unroll 4
             for (int j = 0; j < BK; ++j) {
                 const float4 p = vload4(0, pt + j * QSTRIDE + 4 * tr);
-                const float pv[4] = {p.x, p.y, p.z, p.w};
 #pragma unroll
-                for (int u = 0; u < VN / 4; ++u) {
-                    const float4 b = vload4(0, vtile + j * DVP + 4 * tc + 4 * TC * u);
-                    const float bv[4] = {b.x, b.y, b.z, b.w};
-#pragma unroll
-                    for (int i = 0; i < 4; ++i)
-#pragma unroll
-                        for (int e = 0; e < 4; ++e)
-                            acc[i][4 * u + e] = mad(pv[i], bv[e], acc[i][4 * u + e]);
-                }
+                for (int u = 0; u < VN / 4; ++u)
+                    MAD_4X4(acc, 4 * u, p, vload4(0, vtile + j * DVP + 4 * tc + 4 * TC * u));
             }
         }
     }
