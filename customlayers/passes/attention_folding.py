@@ -26,7 +26,7 @@ from ..errors import CustomLayersError, ModelError
 from ..graph.graph import Graph, Node
 from ..ops import get_op
 from ..ops._program import LinearView
-from ..ops.attention.fused import MAX_HEAD, AttentionViews
+from ..ops.attention.fused import MAX_HEAD, AttentionViews, four_d
 from ..ops.view_steps import OperandViews
 from .graph_edit import const_input, rebuilt_graph, sole_layer_reading_only_output
 
@@ -138,7 +138,7 @@ def _fused(graph: Graph, values: Node, scores: tuple, mask, chain):
         LinearView.dense(out_shape) if out_shape is not None else None
     if out is None or len(out.shape) > 4:
         return None
-    out = _four(out)
+    out = four_d(out)
     if out.shape != (b1, b2, s, dv):
         return None
     scale = f1.scale * factor
@@ -200,14 +200,8 @@ def _operand(view, port, transposed: bool) -> LinearView | None:
         linear = LinearView.dense(shape) if shape is not None else None
     if linear is None or not 2 <= len(linear.shape) <= 4:
         return None
-    linear = _four(linear)
+    linear = four_d(linear)
     return linear.transpose((0, 1, 3, 2)) if transposed else linear
-
-
-def _four(view: LinearView) -> LinearView:
-    lead = 4 - len(view.shape)
-    return LinearView((1,) * lead + tuple(view.shape), (0,) * lead + tuple(view.strides),
-                      view.offset)
 
 
 def _four_shape(shape: tuple) -> tuple:

@@ -84,9 +84,9 @@ class FusedAttention(NamedOp):
             raise self.fail(attrs, f"Q [..., S, D], K [..., T, D] and V [..., T, DV] must share "
                                    f"their (at most two) batch axes, T and D; found "
                                    f"{list(q)}, {list(k)}, {list(v)}")
-        views = [_four(LinearView.dense(s)) for s in (q, k, v)]
+        views = [four_d(LinearView.dense(s)) for s in (q, k, v)]
         out_shape = q[:-1] + (v[-1],)
-        return AttentionViews(*views, _four(LinearView.dense(out_shape)), out_shape, (q, k, v))
+        return AttentionViews(*views, four_d(LinearView.dense(out_shape)), out_shape, (q, k, v))
 
     def infer_shapes(self, attrs, inputs, consts, ctx=DEFAULT_CONTEXT):
         views = self._views(attrs, inputs, ctx)
@@ -166,8 +166,8 @@ class FusedAttention(NamedOp):
                              label=label)]
 
 
-def _four(view: LinearView) -> LinearView:
-    """A view of rank 2 to 4 as 4-D: size-1 batch axes in front."""
+def four_d(view: LinearView) -> LinearView:
+    """A view of rank 2 to 4 as 4-D: size-1 batch axes in front (the kernel's b1, b2)."""
     lead = 4 - len(view.shape)
     return LinearView((1,) * lead + tuple(view.shape), (0,) * lead + tuple(view.strides),
                       view.offset)
