@@ -88,8 +88,8 @@ class Network:
     fuse_attention: the MatMul, scale, mask Add, Softmax, MatMul chains of scaled dot-product
         attention become one FusedAttention layer each (passes/attention_folding.py). None (the
         default): on a device that is not a CPU, where it pays (an H100: see the pass); on
-        PoCL the unfused layers ran faster (2 ViT-B/16-sized blocks, batch 1: 37.9 ms, fused
-        44.3; BERT-base-sized: 23.9 and 25.5).
+        PoCL the unfused layers ran faster (bench/transformers_cpu.py, 2 blocks at batch 1:
+        ViT-B/16-sized 39.4 ms, fused 46.2; BERT-base-sized 25.0 and 27.1).
     """
 
     package: LoadedPackage | None = None    # where the network was loaded from a package
