@@ -129,9 +129,10 @@ class Network:
         # the graph rewrites (passes/__init__.py) asked for, in their order; the shape
         # arithmetic always
         self._fuse_temporal_blocks = fuse_temporal_blocks
+        traits = device_traits(engine.device)      # what the passes and the plans choose by
         asked_attention = fuse_attention      # True: asked for, so a note if nothing matches
         if fuse_attention is None:
-            fuse_attention = device_traits(engine.device).kind != "CPU"
+            fuse_attention = traits.kind != "CPU"
         self._fuse_attention = fuse_attention
         self._concat_in_place = concat_in_place
         self._passes = passes_for(temporal_blocks=fuse_temporal_blocks,
@@ -155,7 +156,7 @@ class Network:
             if not self._per_shape else FusionPlan()
         device = engine.device
         self.tuner = Tuner(engine, settings.tuning_mode(tuning))
-        self._options = PlanOptions(device_traits(device), device.name.strip(),
+        self._options = PlanOptions(traits, device.name.strip(),
                                     has_fp64(device), pad_custom_inputs, tuner=self.tuner,
                                     fp16=has_fp16(device),
                                     concat_alignment=sub_buffer_alignment(engine)
