@@ -18,17 +18,16 @@ computes the same sums with the scale applied to q, and the softmax online (a ru
 """
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from ..errors import CustomLayersError, ModelError
 from ..graph.graph import Graph, Node
 from ..ops import get_op
 from ..ops._program import LinearView
-from ..ops.attention.fused import MAX_HEAD, AttentionViews, four_d
+from ..ops.attention.fused import MAX_HEAD, AttentionViews, four_d, mask_view
 from ..ops.view_steps import OperandViews
-from .graph_edit import const_input, rebuilt_graph, sole_layer_reading_only_output
+from .graph_edit import rebuilt_graph, sole_layer_reading_only_output
+from .view_folding import data_port, scale_factor
 
 _F32_MAX = float(np.finfo(np.float32).max)
 
@@ -215,26 +214,14 @@ def _is_mask(add: Node, port: int, scores: tuple) -> bool:
     if mask is None or other != scores or add.inputs[port].dtype != "f32" or \
             len(mask) > len(scores):
         return False
-    return all(m in (1, f) for m, f in zip(_four_shape(mask), _four_shape(scores)))
+    return mask_view(mask, _four_shape(scores)) is not None
 
 
 def _scale_step(graph: Graph, node: Node) -> tuple[int, float] | None:
     """(the data input's port, the factor) of a Multiply or Divide by one finite, nonzero f32
-    constant of no more axes than the data; None otherwise."""
-    if len(node.inputs) != 2:
+    constant of no more axes than the data (view_folding's scale steps); None otherwise."""
+    data = data_port(graph, node) if len(node.inputs) == 2 else None
+    if data is None or node.inputs[data].shape is None:
         return None
-    for port in ((1, 0) if node.type == "Multiply" else (1,)):
-        value = const_input(graph, node, port)
-        data = node.inputs[1 - port]
-        if value is None or value.size != 1 or value.dtype.kind != "f" or \
-                data.shape is None or value.ndim > len(data.shape):
-            continue
-        c = float(value.reshape(-1)[0])
-        if node.type == "Divide":
-            if c == 0.0:
-                return None
-            c = 1.0 / c
-        if not abs(c) <= _F32_MAX or c == 0.0 or not math.isfinite(c):
-            return None
-        return 1 - port, c
-    return None
+    c = scale_factor(graph, node, len(node.inputs[data].shape))
+    return None if c is None or c == 0.0 else (data, c)

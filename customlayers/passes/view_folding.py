@@ -152,7 +152,7 @@ def _composed(graph: Graph, matmul: Node, port: int, is_builtin, stored=frozense
         if src[1] != 0 or node.type not in _STEPS or not is_builtin(node) or \
                 len(node.outputs) != 1:
             break
-        data = _data_port(graph, node)
+        data = data_port(graph, node)
         if data is None:
             break
         chain.append(node)
@@ -163,7 +163,7 @@ def _composed(graph: Graph, matmul: Node, port: int, is_builtin, stored=frozense
     # the longest tail of the chain whose first input has a known shape and composes
     for start, first in enumerate(chain):
         root = src if start == 0 else (chain[start - 1].id, 0)
-        shape = first.inputs[_data_port(graph, first)].shape
+        shape = first.inputs[data_port(graph, first)].shape
         if shape is None or any(not isinstance(d, int) or d < 0 for d in shape):
             continue
         composed = _compose(graph, chain[start:], tuple(shape))
@@ -196,7 +196,7 @@ def _output_chain(graph: Graph, matmul: Node, attrs: dict, is_builtin, read: lis
             break
         node = graph.nodes[readers[0][0]]
         if node.type not in ("Transpose",) + _RESHAPES or not is_builtin(node) or \
-                len(node.outputs) != 1 or _data_port(graph, node) != 0:
+                len(node.outputs) != 1 or data_port(graph, node) != 0:
             break
         after = _stepped_shape(graph, node, shapes[-1])
         if after is None:
@@ -273,7 +273,7 @@ def _stepped_shape(graph: Graph, node: Node, shape: tuple) -> tuple | None:
         return None
 
 
-def _data_port(graph: Graph, node: Node) -> int | None:
+def data_port(graph: Graph, node: Node) -> int | None:
     """The input a step reads its data from (a Multiply's constant may come first); None where
     the node is not a step: its other inputs are not constants of the kind it needs."""
     if node.type in _SCALES:
@@ -294,6 +294,22 @@ def _data_port(graph: Graph, node: Node) -> int | None:
     return 0 if const_input(graph, node, 1) is not None else None
 
 
+def scale_factor(graph: Graph, node: Node, rank: int) -> float | None:
+    """What a Multiply or Divide step (data_port says it is one) multiplies its data by, of
+    rank `rank`: a finite float32; None where the constant has more axes (it would add axes),
+    divides by 0, or is not finite (an infinite factor of each element is not one of the sum:
+    inf * a + -inf * b is NaN where (a + b) * inf is not; the layer multiplies itself)."""
+    value = const_input(graph, node, 1 - data_port(graph, node))
+    if value.ndim > rank:
+        return None
+    c = float(value.reshape(-1)[0])
+    if node.type == "Divide":
+        if c == 0.0:
+            return None
+        c = 1.0 / c
+    return c if abs(c) <= _F32_MAX else None     # (false for a NaN too)
+
+
 def _compose(graph: Graph, chain: list[Node], shape: tuple) -> tuple[ComposedView, float] | None:
     """The chain applied to a dense tensor of `shape`: (the view, the product of its factors),
     or None where a step is not a strided view of the same buffer."""
@@ -301,18 +317,8 @@ def _compose(graph: Graph, chain: list[Node], shape: tuple) -> tuple[ComposedVie
     for node in chain:
         try:
             if node.type in _SCALES:
-                const_port = 1 - _data_port(graph, node)
-                value = const_input(graph, node, const_port)
-                if value.ndim > len(view.shape):
-                    return None         # the constant would add axes
-                c = float(value.reshape(-1)[0])
-                if node.type == "Divide":
-                    if c == 0.0:
-                        return None
-                    c = 1.0 / c
-                if not abs(c) <= _F32_MAX:     # (false for a NaN too)
-                    # an infinite factor of each element is not one of the sum (inf * a + -inf
-                    # * b is NaN where (a + b) * inf is not): the layer multiplies itself
+                c = scale_factor(graph, node, len(view.shape))
+                if c is None:
                     return None
                 factor *= c
                 continue

@@ -111,12 +111,10 @@ class FusedAttention(NamedOp):
         mask = None
         if attrs["has_mask"]:
             shape = shape_of(inputs[3])
-            full = (b1, b2, s, t)
-            lead = (1,) * (4 - len(shape)) + tuple(shape)
-            if len(shape) > 4 or any(m not in (1, f) for m, f in zip(lead, full)):
+            mask = mask_view(shape, (b1, b2, s, t))
+            if mask is None:
                 raise self.fail(attrs, f"the mask {list(shape)} does not broadcast to the "
-                                       f"scores {list(full)}")
-            mask = LinearView.dense(lead).broadcast_to(full)
+                                       f"scores {[b1, b2, s, t]}")
         for name, view in (("Q", views.q), ("K", views.k), ("V", views.v),
                            ("the output", views.out), ("the mask", mask)):
             if view is not None and view.offset + sum(
@@ -164,6 +162,15 @@ class FusedAttention(NamedOp):
         return [KernelLaunch(program_text(label, values, "attention_tiled.cl"),
                              "attention_tiled", tuple(args), (groups * items,), (items,),
                              label=label)]
+
+
+def mask_view(shape: tuple, scores: tuple) -> LinearView | None:
+    """The kernel's view of a dense mask of `shape` over the 4-D `scores` (stride 0 along an
+    axis it broadcasts); None where it does not broadcast to them."""
+    lead = (1,) * (4 - len(shape)) + tuple(shape)
+    if len(shape) > 4 or any(m not in (1, f) for m, f in zip(lead, scores)):
+        return None
+    return LinearView.dense(lead).broadcast_to(scores)
 
 
 def four_d(view: LinearView) -> LinearView:
