@@ -16,6 +16,7 @@ Pure Python: no OpenCL here.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import Callable
 
 from ..config.sources.includes import IncludeFiles, IncludeRefused, expand_includes
@@ -68,6 +69,10 @@ def expand_kernel_file(name: str, read: Reader) -> str:
 _LINE = re.compile(r'[ \t]*#[ \t]*line[ \t]+(\d+)(?:[ \t]+"((?:[^"\\]|\\.)*)")?[ \t]*$')
 
 
+# A network's launches share a few dozen program texts (ResNet-50: 100 launches, 28 texts), and
+# every launch asks for its text's map when it is made: 0.11 s of a 0.46 s warm load on the H100
+# before this cache (stop 26)
+@lru_cache(maxsize=128)
 def directive_line_map(text: str) -> tuple:
     """Where each line of `text` comes from by its own `#line` directives: (file, line) for
     every line after the first directive, None before it and for the directives themselves;
@@ -77,7 +82,8 @@ def directive_line_map(text: str) -> tuple:
     origins: list = []
     file, line = None, 0
     for physical in text.split("\n"):
-        m = _LINE.match(physical)
+        # (the pattern only where the line can be a directive: most are not)
+        m = _LINE.match(physical) if "#" in physical else None
         if m:
             if m.group(2) is not None:
                 file = re.sub(r"\\(.)", r"\1", m.group(2))
