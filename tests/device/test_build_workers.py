@@ -32,12 +32,15 @@ def build(test_device, cache_dir, grn_xml=LAYERS / "grn" / "grn.xml", engine=Non
 
 
 def no_compiling_here(monkeypatch):
-    """This process may read programs, not compile them (the workers do)."""
+    """This process may read programs, not compile them (the workers do: it does not take
+    builds from their queue either)."""
+    from customlayers.runtime.device import build_workers
     from customlayers.runtime.device import cache as cache_module
 
     def refuse(*args, **kwargs):
         raise AssertionError("a program was compiled in the parent process")
     monkeypatch.setattr(cache_module, "compile_source", refuse)
+    monkeypatch.setattr(build_workers, "BUILD_HERE_TOO", False)
 
 
 def test_workers_build_the_programs_and_the_results_are_the_same(test_device, tmp_path,
@@ -55,6 +58,50 @@ def test_workers_build_the_programs_and_the_results_are_the_same(test_device, tm
     assert cache.worker_builds == cache.misses == alone.misses and cache.disk_hits == 0
     assert all(np.array_equal(got[n], v) for n, v in expected.items())
     assert not build_workers._pools          # ended with the network's compile
+
+
+def test_this_process_builds_beside_the_workers_and_each_program_is_compiled_once(
+        test_device, tmp_path, monkeypatch):
+    """The default: this process takes builds from the workers' queue while they start. Every
+    program is compiled once, here or there, and the numbers are those of a build alone."""
+    from customlayers.runtime.device import build_workers
+    monkeypatch.setenv("CUSTOMLAYERS_BUILD_PROCESSES", "0")
+    alone, expected = build(test_device, tmp_path / "alone")
+    monkeypatch.setenv("CUSTOMLAYERS_BUILD_PROCESSES", "2")
+    assert build_workers.BUILD_HERE_TOO
+    compiled_here = []
+    from customlayers.runtime.device import cache as cache_module
+    real = cache_module.compile_source
+
+    def counted(*args, **kwargs):
+        compiled_here.append(args[2])
+        return real(*args, **kwargs)
+    monkeypatch.setattr(cache_module, "compile_source", counted)
+    cache, got = build(test_device, tmp_path / "both")
+    assert cache.misses == alone.misses and cache.disk_hits == 0
+    assert len(compiled_here) + cache.worker_builds == cache.misses
+    assert len(set(compiled_here)) == len(compiled_here)
+    assert all(np.array_equal(got[n], v) for n, v in expected.items())
+
+
+def test_closed_workers_exit_without_the_network_waiting_for_them(test_device, tmp_path,
+                                                                   monkeypatch):
+    """A network's compile tells its workers to stop and goes on; a thread reaps them."""
+    from customlayers.runtime.device import build_workers
+    monkeypatch.setenv("CUSTOMLAYERS_BUILD_PROCESSES", "2")
+    started = []
+    real_init = build_workers.BuildWorkers.__init__
+
+    def remember(self, *args, **kwargs):
+        real_init(self, *args, **kwargs)
+        started.append(self)
+    monkeypatch.setattr(build_workers.BuildWorkers, "__init__", remember)
+    build(test_device, tmp_path / "cache")
+    (pool,) = started
+    assert pool.closed and not build_workers._pools
+    for reaper in list(build_workers._reapers):
+        reaper.join(timeout=build_workers.STOP_S + 5)
+    assert all(child.poll() is not None for child in pool._children)
 
 
 @pytest.mark.parametrize("child", ["import sys; sys.exit(3)", "import time; time.sleep(600)"],
@@ -84,7 +131,9 @@ def test_a_build_that_fails_in_a_worker_is_reported_at_the_users_line(test_devic
     body = next(i for i, line in enumerate(text) if "{" in line)
     text.insert(body + 1, "    this is not C;")
     (layer / "grn.cl").write_text("\n".join(text) + "\n")
+    from customlayers.runtime.device import build_workers
     monkeypatch.setenv("CUSTOMLAYERS_BUILD_PROCESSES", "2")
+    monkeypatch.setattr(build_workers, "BUILD_HERE_TOO", False)    # the workers alone
     engine = Engine(test_device, cache=ProgramCache(tmp_path / "cache"))
     with pytest.raises(KernelBuildError) as e:
         build(test_device, None, layer / "grn.xml", engine)
@@ -130,6 +179,7 @@ def test_every_layers_candidates_are_built_together_before_the_timing(test_devic
     # here; both layers' together are not
     per_layer = 4 if device_traits(Engine(test_device).device).kind == "CPU" else 16
     monkeypatch.setattr(build_workers, "MIN_JOBS", per_layer + 1)
+    monkeypatch.setattr(build_workers, "BUILD_HERE_TOO", False)    # the workers alone
     engine = Engine(test_device, cache=ProgramCache(tmp_path / "cache"))
     net = Network(str(model), engine=engine, tuning="full")
     note = next(m for m in net.messages if m.startswith("tuning (full)"))

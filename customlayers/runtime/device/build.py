@@ -95,9 +95,14 @@ def compile_source(context, device, source: str, options: str = "", *,
 
 
 def load_binary(context, device, binary: bytes, options: str = "") -> cl.Program:
-    """A program from a binary this device produced earlier (raises cl.Error when unusable)."""
+    """A program from a binary this device produced earlier (raises cl.Error when unusable).
+    Built unwrapped, as compile_source builds: pyopencl's wrapper adds `-I <its folder in this
+    virtual environment>` to the options, and drivers key their own caches by the options
+    (PoCL its compiled kernels, stop 26): every new checkout compiled every kernel again."""
     with _quiet_pyopencl():
-        return cl.Program(context, [device], [binary]).build(exact_division(device, options))
+        raw = cl._cl._Program(context, [device], [binary])
+        raw._build(options=exact_division(device, options).encode(), devices=[device])
+        return cl.Program(raw)
 
 
 @contextmanager
