@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -47,10 +48,33 @@ def test_two_actors_equal_a_plain_loop_row_by_row(ray_local):
     rows = RNG.standard_normal((64, 3, 16, 16)).astype(np.float32)
     items = [{"id": i, "x": rows[i]} for i in range(len(rows))]
 
+    # both actors take rows: the first to start waits at its first batch until the other has
+    # started too (with warm caches one actor ran all 8 batches before the other was up)
+    @ray.remote(num_cpus=0)
+    class Gate:
+        def __init__(self):
+            self.actors = set()
+
+        def arrive(self, pid: int) -> None:
+            self.actors.add(pid)
+
+        def count(self) -> int:
+            return len(self.actors)
+
+    gate = Gate.remote()
+
     # defined here, so that Ray ships it by value: each row says which actor ran it and how
     # many threads its PoCL had
     class Reporting(CustomLayersPredictor):
+        def __init__(self, gate, **model):
+            super().__init__(**model)
+            self.gate = gate
+            ray.get(gate.arrive.remote(os.getpid()))
+
         def __call__(self, batch):
+            deadline = time.monotonic() + PATIENCE_S / 2
+            while ray.get(self.gate.count.remote()) < ACTORS and time.monotonic() < deadline:
+                time.sleep(0.05)
             out = super().__call__(batch)
             n = len(out["id"])
             out["pid"] = np.full(n, os.getpid())
@@ -59,7 +83,7 @@ def test_two_actors_equal_a_plain_loop_row_by_row(ray_local):
 
     ds = ray.data.from_items(items, override_num_blocks=8)
     out = within(PATIENCE_S, lambda: ds.map_batches(
-        Reporting, fn_constructor_kwargs=GRN_MODEL, batch_size=8,
+        Reporting, fn_constructor_kwargs=dict(GRN_MODEL, gate=gate), batch_size=8,
         compute=ray.data.ActorPoolStrategy(size=ACTORS), num_cpus=RAY_CPUS / ACTORS).take_all())
 
     out.sort(key=lambda r: r["id"])
