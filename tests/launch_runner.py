@@ -11,6 +11,7 @@ import pyopencl as cl
 
 from customlayers.jit.tensor import TensorDesc
 from customlayers.jit.launch import KernelLaunch
+from customlayers.runtime.device.build import compile_source
 
 
 def run_launches(cl_env, launches: Sequence[KernelLaunch], inputs: Sequence[np.ndarray],
@@ -25,8 +26,13 @@ def run_launches(cl_env, launches: Sequence[KernelLaunch], inputs: Sequence[np.n
     out_bufs = [cl.Buffer(ctx, mf.READ_WRITE, max(d.nbytes, 1)) for d in output_descs]
     scratch: dict[int, cl.Buffer] = {}
     keep = []
+    device = ctx.devices[0]
     for launch in launches:
-        prg = cl.Program(ctx, launch.source).build(options=launch.options)
+        # built as the runtime builds (compile_source): pyopencl's own build adds -I <its folder
+        # in this virtual environment> to the options, and PoCL keys its cache by them, so
+        # every new checkout compiled every program of these tests again
+        prg, _ = compile_source(ctx, device, launch.source, launch.options,
+                                line_map=launch.line_map, label=launch.label)
         kernel = getattr(prg, launch.entry)
         args = []
         for a in launch.args:

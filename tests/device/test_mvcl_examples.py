@@ -13,6 +13,7 @@ from customlayers.config import load_configs
 from customlayers.jit.mvcl_program import (BlobArg, BufferArg, InputTensorArg, LocalMemoryArg,
                                            OutputTensorArg, ScalarArg, generate_mvcl_stages)
 from customlayers.jit.tensor import TensorDesc
+from customlayers.runtime.device.build import compile_source
 
 EXAMPLES = find_examples(kinds=("MVCL",))
 # memory order of each 4-D layout as axes of a B,F,Y,X array
@@ -34,7 +35,8 @@ def run_stages(cl_env, programs, inputs, output_shapes):
     outputs = {}
     buffers = {}
     for program in programs:
-        kernel = getattr(cl.Program(ctx, program.text).build(program.options), program.entry)
+        kernel = getattr(compile_source(ctx, ctx.devices[0], program.text, program.options)[0],
+                         program.entry)
         assert kernel.num_args == len(program.args)
         values = []
         for arg in program.args:
@@ -92,7 +94,7 @@ def test_every_kernel_of_every_example_builds(cl_env, example):
     layer = _layer(example)
     for spec in layer.specs:
         text = "\n".join(s.text for s in spec.sources)
-        program = cl.Program(ctx, text).build("-cl-kernel-arg-info")
+        program = compile_source(ctx, ctx.devices[0], text, "-cl-kernel-arg-info")[0]
         kernel = getattr(program, spec.entry)
         # the scanner read the same parameter list as the compiler
         assert kernel.num_args == len(spec.kernel_parameters)
