@@ -29,7 +29,11 @@ def merge_common_nodes(graph: Graph, is_builtin) -> tuple[Graph, list[str]]:
     when nothing merges."""
     first: dict[tuple, str] = {}
     same: dict[str, str] = {}                 # merged node id -> the node it is the same as
+    constants: dict[tuple, list[str]] = {}    # _constant_key -> the constants seen under it
     for node in graph:                        # model order: producers come first
+        if node.type == "Const":
+            _merge_constant(graph, node, constants, same)
+            continue
         key = _key(graph, node, same, is_builtin)
         if key is None:
             continue
@@ -57,12 +61,6 @@ def _key(graph: Graph, node: Node, same: dict, is_builtin) -> tuple | None:
     """What makes `node`'s outputs what they are, or None where it must stay itself."""
     if node.type in _NEVER or not node.outputs:
         return None
-    if node.type == "Const":
-        if node.value is None:
-            return None
-        value = np.asarray(node.value)
-        return ("Const", str(value.dtype), value.shape, value.tobytes(),
-                tuple(p.dtype for p in node.outputs))
     if not is_builtin(node) or any(graph.nodes[dst].type == "Result"
                                    for port in range(len(node.outputs))
                                    for dst, _ in graph.consumers(node.id, port)):
@@ -81,3 +79,30 @@ def _key(graph: Graph, node: Node, same: dict, is_builtin) -> tuple | None:
     attrs = tuple(sorted((k, str(v)) for k, v in node.attrs.items()))
     return (node.type, node.domain, node.version, attrs, tuple(sources), node.facts,
             tuple((p.dtype, None if p.shape is None else tuple(p.shape)) for p in node.outputs))
+
+
+# values of a constant read for its key: the whole value is compared only between constants
+# whose keys match. Keying every constant by all its bytes copied a model's weights once per
+# load (ResNet-50: 100 MB, 0.09 s of a 0.72 s first load on the GPU machine, stop 26)
+_SAMPLE = 64
+
+
+def _merge_constant(graph: Graph, node: Node, constants: dict, same: dict) -> None:
+    """`node` (a Const) noted as the same as an earlier constant of equal type, shape and bytes
+    (-0.0 is not 0.0, and a NaN equals the same NaN), else as a constant of its own."""
+    if node.value is None or not node.outputs:
+        return
+    raw = np.asarray(node.value)
+    if raw.dtype.hasobject:
+        return                          # strings: no bytes to compare; kept as they are
+    value = np.ascontiguousarray(raw)   # (at least 1-D: the key keeps the shape it had)
+    flat = value.reshape(-1)
+    sample = flat[::max(1, flat.size // _SAMPLE)][:_SAMPLE].tobytes()
+    key = (str(raw.dtype), raw.shape, sample, tuple(p.dtype for p in node.outputs))
+    seen = constants.setdefault(key, [])
+    for other in seen:
+        earlier = np.ascontiguousarray(graph.nodes[other].value)
+        if np.array_equal(earlier.view(np.uint8), value.view(np.uint8)):
+            same[node.id] = other
+            return
+    seen.append(node.id)

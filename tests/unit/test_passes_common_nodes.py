@@ -53,3 +53,35 @@ def test_state_is_never_merged():
                           [Port((2,), "f32")]))
         b.result((f"rv{k}", (2,)))
     assert merge_common_nodes(b.g, builtin) == (b.g, [])
+
+
+def _two_adds(first, second, width):
+    """x + first and x + second into a Multiply: the second Add repeats the first exactly when
+    the two constants are the same bytes of the same type and shape."""
+    b = Builder("consts")
+    x = b.param("x", (2, width))
+    adds = [b.op("Add", [x, b.const(c)], (2, width), {"auto_broadcast": "numpy"})
+            for c in (first, second)]
+    b.result(b.op("Multiply", adds, (2, width), {"auto_broadcast": "numpy"}, name="mul"))
+    return b.g
+
+
+def _merged(first, second, width=4096):
+    new, _ = merge_common_nodes(_two_adds(first, second, width), builtin)
+    return new.producer("mul", 0) == new.producer("mul", 1)
+
+
+def test_equal_constants_merge_by_all_their_bytes_not_by_the_sample_their_key_reads():
+    w = np.random.default_rng(3).standard_normal(4096).astype(np.float32)
+    assert _merged(w, w.copy())
+    other = w.copy()
+    other[1] += 1.0          # not among the 64 values the key samples (every 64th)
+    assert not _merged(w, other)
+
+
+def test_constants_equal_as_numbers_but_not_as_bytes_stay_apart():
+    zero = np.zeros(4096, np.float32)
+    assert not _merged(zero, -zero)                # -0.0 is not 0.0: 1 / x tells them apart
+    nan = np.full(4096, np.nan, np.float32)
+    assert _merged(nan, nan.copy())                # the same NaN bits: the same value
+    assert not _merged(np.float32(1.0), np.ones(1, np.float32), width=1)   # a scalar, a [1]
