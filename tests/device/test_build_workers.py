@@ -134,13 +134,13 @@ def test_one_worker_that_does_not_start_does_not_give_up_the_others(test_device,
     _, expected = build(test_device, tmp_path / "warm")      # PoCL's own cache: fast builds
     script = tmp_path / "python"
     script.write_text(f'#!/bin/sh\nif mkdir "{tmp_path}/first" 2>/dev/null; then exit 3; fi\n'
-                      f'sleep 3\nexec {sys.executable} "$@"\n')
+                      f'sleep 5\nexec {sys.executable} "$@"\n')
     script.chmod(0o755)
     monkeypatch.setattr(build_workers.sys, "executable", str(script))
     monkeypatch.setattr(build_workers, "_failed", set())
     monkeypatch.setenv("CUSTOMLAYERS_BUILD_PROCESSES", "2")
     cache, got = build(test_device, tmp_path / "cache")
-    assert cache.worker_builds == 0 and cache.misses == 6     # all built here, none lost
+    assert cache.misses == 6                   # each program compiled once, here or there
     assert all(np.array_equal(got[n], v) for n, v in expected.items())
     assert not build_workers._failed
 
