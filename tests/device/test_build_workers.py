@@ -123,6 +123,28 @@ def test_workers_that_do_not_start_leave_the_builds_here(test_device, tmp_path, 
     assert not build_workers._pools
 
 
+def test_one_worker_that_does_not_start_does_not_give_up_the_others(test_device, tmp_path,
+                                                                    monkeypatch):
+    """The first child exits at its start, the second starts (late); this process meanwhile
+    builds every program itself, so no child answers a job. The device's workers are not
+    given up for the process: one of them did start (only workers that cannot start at all
+    are)."""
+    from customlayers.runtime.device import build_workers
+    monkeypatch.setenv("CUSTOMLAYERS_BUILD_PROCESSES", "0")
+    _, expected = build(test_device, tmp_path / "warm")      # PoCL's own cache: fast builds
+    script = tmp_path / "python"
+    script.write_text(f'#!/bin/sh\nif mkdir "{tmp_path}/first" 2>/dev/null; then exit 3; fi\n'
+                      f'sleep 5\nexec {sys.executable} "$@"\n')
+    script.chmod(0o755)
+    monkeypatch.setattr(build_workers.sys, "executable", str(script))
+    monkeypatch.setattr(build_workers, "_failed", set())
+    monkeypatch.setenv("CUSTOMLAYERS_BUILD_PROCESSES", "2")
+    cache, got = build(test_device, tmp_path / "cache")
+    assert cache.misses == 6                   # each program compiled once, here or there
+    assert all(np.array_equal(got[n], v) for n, v in expected.items())
+    assert not build_workers._failed
+
+
 def test_a_build_that_fails_in_a_worker_is_reported_at_the_users_line(test_device, tmp_path,
                                                                        monkeypatch):
     layer = tmp_path / "grn"

@@ -113,7 +113,9 @@ def build_in_workers(engine, wanted: list[tuple]) -> int:
              if cache.has(engine.context, engine.device, job[0], job[1])]
     for source, options, *_ in built:
         cache.built_elsewhere(engine.device, source, options)
-    if workers.broken and not answered:
+    # given up for the device only where no child ever started: "none answered" no longer
+    # says so, since this process may have built every job before a started child was ready
+    if workers.broken and not answered and not workers.started:
         _failed.add(workers.key[0])     # they cannot start on this device: build here
         workers.close()
     return len(built) + len(built_here)
@@ -170,6 +172,7 @@ class BuildWorkers:
         self.broken = False
         self.closed = False
         self._started = False
+        self.started: list = []               # the children that said they were ready
         self._lock = threading.Lock()          # one batch at a time
         self._timer: threading.Timer | None = None
         self._log = tempfile.TemporaryFile()   # the children's stderr (never read: a pipe
@@ -230,6 +233,7 @@ class BuildWorkers:
                 try:
                     if first:
                         _receive(child.stdout, START_S)       # its context is open
+                        self.started.append(child)   # list.append: safe between threads
                     while True:
                         try:
                             job = todo.get_nowait()
