@@ -207,9 +207,9 @@ def test_device_index_names(capsys, test_device):
     assert test_device.name.strip() in capsys.readouterr().err
     kind = mine.split(".")[0]
     missing = f"{kind}.{sum(n.startswith(kind + '.') for n in names)}"
-    err = fails(["run", "-m", DEMO, "-d", missing], capsys, code=1)
+    err = fails(["run", "-m", DEMO, "-d", missing], capsys, code=2)
     assert f"no OpenCL device '{missing}': the devices are {mine} '" in err
-    err = fails(["run", "-m", DEMO, "-d", "MULTI:GPU.0,CPU.0"], capsys, code=1)
+    err = fails(["run", "-m", DEMO, "-d", "MULTI:GPU.0,CPU.0"], capsys, code=2)
     assert "a model runs on one OpenCL device here" in err
 
 

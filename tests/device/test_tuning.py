@@ -319,3 +319,18 @@ def test_a_changed_builtin_kernel_is_timed_anew(tmp_path, test_device, monkeypat
     monkeypatch.setattr(tuning_cache, "builtin_kernels_digest", lambda: "another")
     assert timed_layers() == "1"                  # changed kernels: timed anew, in a new file
     assert len(list((cache / "tuning").glob("*.json"))) == 2
+
+
+def test_a_tuning_summary_does_not_name_a_file_it_cannot_keep(tmp_path, test_device, capsys):
+    """With the cache folder unwritable (here: a file) the summary named
+    '<that file>/tuning/<key>.json' as if the choices were kept there; it now says they are
+    not kept (the program cache's one warning says why)."""
+    from pathlib import Path
+    from customlayers.cli import main as cli_main
+    model = Path(__file__).resolve().parents[2] / "examples" / "models" / "demo_cnn_builtin.xml"
+    blocker = tmp_path / "cache"
+    blocker.write_text("a file, not a folder")
+    assert cli_main(["run", "-m", str(model), "-d", "CPU", "-cdir", str(blocker),
+                     "--tuning", "full"]) == 0
+    (line,) = [x for x in capsys.readouterr().err.splitlines() if x.startswith("tuning (full)")]
+    assert "not kept" in line, line

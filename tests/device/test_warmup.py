@@ -86,3 +86,42 @@ def test_warmup_offers_no_switch_that_would_undo_it(capsys):
     with pytest.raises(SystemExit) as stop:
         main(["warmup", "--no-cache"])
     assert stop.value.code == 2
+
+
+# -- mistakes found before anything builds (a warm-up of the light models takes minutes on PoCL)
+@pytest.mark.parametrize("made", ["missing", "folder"])
+def test_a_model_that_is_not_there_is_a_usage_error_before_any_build(tmp_path, capsys, made):
+    """README: a model that is missing or cannot be read is exit 2 with one line naming it; a
+    warm-up that built every probe first and then failed (exit 1) cost minutes for a typo."""
+    model = tmp_path / "typo.onnx"
+    if made == "folder":
+        model.mkdir()
+    cache_dir = tmp_path / "cache"
+    assert main(["warmup", "-d", TEST_DEVICE, "--cache-dir", str(cache_dir), "--no-models",
+                 "--model", str(model)]) == 2
+    captured = capsys.readouterr()
+    assert str(model) in captured.err and "Traceback" not in captured.err
+    assert "probes" not in captured.out + captured.err        # nothing was built
+    assert not (cache_dir / "programs").exists()
+
+
+@pytest.mark.parametrize("where", ["a file", "under a file", "CUSTOMLAYERS_NO_CACHE"])
+def test_a_cache_that_keeps_nothing_is_refused_before_any_build(tmp_path, capsys, monkeypatch,
+                                                                  where):
+    """warmup's only product is the on-disk cache: where it cannot be written (or the disk
+    cache is off) every build would be thrown away, so it says so and builds nothing (exit 2)
+    rather than printing 'N built' and exit 0."""
+    blocker = tmp_path / "cache"
+    blocker.write_text("not a folder")
+    cache_dir = {"a file": blocker, "under a file": blocker / "sub"}.get(where, tmp_path / "c")
+    if where == "CUSTOMLAYERS_NO_CACHE":
+        monkeypatch.setenv("CUSTOMLAYERS_NO_CACHE", "1")
+    assert main(["warmup", "-d", TEST_DEVICE, "--cache-dir", str(cache_dir),
+                 "--no-models"]) == 2
+    captured = capsys.readouterr()
+    assert "Traceback" not in captured.err
+    assert "probes" not in captured.out + captured.err
+    if where == "CUSTOMLAYERS_NO_CACHE":
+        assert "CUSTOMLAYERS_NO_CACHE" in captured.err
+    else:
+        assert str(cache_dir) in captured.err and "cannot be written" in captured.err

@@ -11,6 +11,7 @@ import argparse
 import importlib.util
 import statistics
 import sys
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -184,10 +185,29 @@ def run(args) -> int:
     configs.raise_if_errors()
     print(f"validated {len(examples)} example configs in {EXAMPLES_DIR}: no errors\n")
     engine = Engine(select_device(args.device), cache=build_cache(args))
+    engine.cache.before_compile = _first_compile_note(engine.cache)
     print(examples_table(engine, runs=args.runs))
     print()
     print(model_demo(engine))
     return 0
+
+
+def _first_compile_note(cache):
+    """A callback that says once, on stderr, why the wait: a first demo compiles about 40
+    programs (some 25 s on a 2-core CPU with PoCL) with nothing printed in between."""
+    lock, said = threading.Lock(), []
+
+    def note() -> None:
+        with lock:
+            if said:
+                return
+            said.append(True)
+        kept = (f"kept in the program cache {cache.directory}, so later runs read them"
+                if cache.enabled and cache.writable else
+                "the program cache is off or cannot be written, so later runs compile them again")
+        print(f"demo: compiling the programs the cache lacks (a first run on this device: "
+              f"about 25 s on a 2-core CPU); {kept}", file=sys.stderr, flush=True)
+    return note
 
 
 def model_demo(engine, runs: int = 10) -> str:

@@ -4,8 +4,11 @@ says which programs: today those of a fixed set of representative models and op 
 from __future__ import annotations
 
 import sys
+import warnings
 from pathlib import Path
 
+from ...errors import ModelFileError
+from ...files import check_user_file
 from ..common import add_build_options, build_cache
 
 
@@ -29,14 +32,47 @@ def add_parser(sub):
     return p
 
 
+def _cache_that_keeps(args):
+    """The program cache, when it can keep what warmup builds; else a UsageError (exit 2) before
+    anything builds: its disk is warmup's only product, and the light models take minutes on
+    PoCL, all thrown away (other commands warn and go on: they still run the model)."""
+    from .. import UsageError
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        cache = build_cache(args)
+    if not cache.enabled:
+        raise UsageError(f"the disk program cache is off (CUSTOMLAYERS_NO_CACHE is set): a "
+                         f"warm-up would keep nothing; unset it to fill {cache.directory}")
+    if not cache.writable:
+        why = "; ".join(str(w.message) for w in caught) or \
+            f"the program cache folder {cache.directory} cannot be written"
+        raise UsageError(f"{why.split('; programs built')[0]}: a warm-up would keep nothing; "
+                         f"name a folder you can write with -cdir DIR")
+    for w in caught:                     # anything else the cache said, as other commands do
+        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    return cache
+
+
+def _check_models(paths: list[Path]) -> None:
+    """Each --model file there and readable before anything builds (exit 2 naming it, as every
+    command answers a missing input file); a malformed one is still a failed probe."""
+    for path in paths:
+        try:
+            check_user_file(path)
+        except FileNotFoundError as e:
+            raise ModelFileError(f"{path}: no such model file", path, e) from e
+        except OSError as e:
+            raise ModelFileError(f"{path}: cannot read the model file: {e.strerror}", path,
+                                 e) from e
+
+
 def run(args) -> int:
     from ...runtime.compile.warmup import light_models, warm_up
     from ...runtime.device.device import Engine
-    engine = Engine(args.device, cache=build_cache(args))
+    _check_models([Path(m) for m in args.model])
+    engine = Engine(args.device, cache=_cache_that_keeps(args))
     device = f"{engine.device.name.strip()} ({engine.device.platform.name.strip()})"
-    print(f"warmup: device {device}, cache {engine.cache.directory}"
-          + ("" if engine.cache.enabled else " (disabled by CUSTOMLAYERS_NO_CACHE: nothing is "
-                                             "kept for later processes)"), file=sys.stderr)
+    print(f"warmup: device {device}, cache {engine.cache.directory}", file=sys.stderr)
     models = ([] if args.no_models else light_models()) + [Path(m) for m in args.model]
     report = warm_up(engine, models=models,
                      say=lambda m: print(f"warmup: {m}", file=sys.stderr))

@@ -22,7 +22,7 @@ import time
 from collections import OrderedDict
 import warnings
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 import pyopencl as cl
 
@@ -89,6 +89,9 @@ class ProgramCache:
         self.misses = 0
         self.worker_builds = 0   # of the misses, those a build worker process compiled
         self._built_elsewhere: set[str] = set()   # keys a worker compiled, not yet read here
+        # called (from any build thread) as a program is about to be compiled here: a command
+        # can say why a first run is slow (PoCL: about 1 s a program) before the wait
+        self.before_compile: Callable[[], None] | None = None
 
     def entry_dir(self, key: str) -> Path:
         return self.directory / "programs" / key
@@ -126,6 +129,8 @@ class ProgramCache:
                 self.disk_hits += 1
                 self._report("disk hit", label, key, start)
         else:
+            if self.before_compile is not None:
+                self.before_compile()
             program, warned = compile_source(context, device, source, options,
                                              line_map=line_map, label=label,
                                              save_dir=self.directory)

@@ -137,7 +137,9 @@ class Tuner:
 
     def summary(self) -> str:
         s = self.stats
-        where = f" ({self.cache.path})" if self.cache.path is not None else ""
+        path = self.cache.path
+        where = ("" if path is None else f" ({path})" if self.cache.keeps else
+                 f" ({path}; this run's choices are not kept: its folder cannot be written)")
         return (f"tuning ({self.mode}): {s.layers_timed} layer(s) timed, {s.candidates_timed} "
                 f"candidate(s), in {s.seconds:.2f} s; {s.from_cache} choice(s) from the "
                 f"cache{where}")

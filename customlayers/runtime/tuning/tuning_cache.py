@@ -59,6 +59,12 @@ class TuningCache:
         cache._write_failed = not writable
         return cache
 
+    @property
+    def keeps(self) -> bool:
+        """Whether new choices are written to `path` (False: in memory, or its folder cannot
+        be written)."""
+        return self.path is not None and not self._write_failed
+
     def get(self, signature: str) -> dict | None:
         return self._loaded().get(signature)
 
