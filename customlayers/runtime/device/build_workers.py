@@ -21,8 +21,8 @@ Workers are subprocesses of our own module, not multiprocessing's: its "spawn" w
 user's main script again in each child. They stay a while for the next build (a network's
 tuning builds each layer's candidates in turn), and go when a Network's compile ends
 (close_workers: told to stop, then reaped by a thread, so that the network does not wait for
-their contexts to be torn down), after IDLE_S without work, or when the process ends. Each holds a context on
-the device (some hundreds of MB of its memory). A child that does not start within START_S or
+their contexts to be torn down), after IDLE_S without work, or when the process ends. Each
+holds a context on the device (some hundreds of MB of its memory). A child that does not start within START_S or
 answer a job within JOB_S is killed, and its jobs are built here.
 """
 from __future__ import annotations
@@ -53,8 +53,9 @@ STOP_S = 5.0          # a stopped child's exit (its context torn down) before it
 # context); a tuned layer's candidates come 4 at a time
 MIN_JOBS = 4
 # this process builds from the workers' queue too, while they start (about 1.5 s each, eight at
-# once, on the GPU machine) and then beside them: a cold ResNet-50 load on an H100 went from
-# 3.98 s to 2.66 s with this and the children's exit left to a thread (stop 26)
+# once, on the GPU machine) and then beside them: with this and the children's exit left to a
+# thread, ResNet-50's cold load on an H100 (bench/cold_start.py, tuning off) went from 4.0-4.2 s
+# to 3.3-3.6 s (stop 26)
 BUILD_HERE_TOO = True
 _FRAME = struct.Struct("<Q")
 _READY = "ready"
