@@ -22,8 +22,8 @@ user's main script again in each child. They stay a while for the next build (a 
 tuning builds each layer's candidates in turn), and go when a Network's compile ends
 (close_workers: told to stop, then reaped by a thread, so that the network does not wait for
 their contexts to be torn down), after IDLE_S without work, or when the process ends. Each
-holds a context on the device (some hundreds of MB of its memory). A child that does not start within START_S or
-answer a job within JOB_S is killed, and its jobs are built here.
+holds a context on the device (some hundreds of MB of its memory). A child that does not start
+within START_S or answer a job within JOB_S is killed, and its jobs are built here.
 """
 from __future__ import annotations
 
