@@ -43,11 +43,9 @@ def _cache_that_keeps(args):
     if not cache.enabled:
         raise UsageError(f"the disk program cache is off (CUSTOMLAYERS_NO_CACHE is set): a "
                          f"warm-up would keep nothing; unset it to fill {cache.directory}")
-    if not cache.writable:
-        why = "; ".join(str(w.message) for w in caught) or \
-            f"the program cache folder {cache.directory} cannot be written"
-        raise UsageError(f"{why.split('; programs built')[0]}: a warm-up would keep nothing; "
-                         f"name a folder you can write with -cdir DIR")
+    if not cache.writable:               # (its warning held back: this error says it)
+        raise UsageError(f"{cache.write_problem}: a warm-up would keep nothing; name a folder "
+                         f"you can write with -cdir DIR")
     for w in caught:                     # anything else the cache said, as other commands do
         warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     return cache

@@ -84,6 +84,7 @@ class ProgramCache:
         self._memory_entries = memory_entries
         self._memory_lock = threading.Lock()     # parallel builds (parallel_build.py) share it
         self.writable = True     # False once the folder is found unwritable (warned once)
+        self.write_problem = ""  # then why: "the program cache folder ... cannot be written (...)"
         self.hits = 0
         self.disk_hits = 0
         self.misses = 0
@@ -234,8 +235,9 @@ class ProgramCache:
     def _cannot_write(self, why: str) -> None:
         if self.writable:
             self.writable = False
-            self._warn(f"the program cache folder {self.directory} cannot be written ({why}); "
-                       f"programs built in this process are not kept")
+            self.write_problem = f"the program cache folder {self.directory} cannot be " \
+                f"written ({why})"
+            self._warn(f"{self.write_problem}; programs built in this process are not kept")
 
     # -- reporting ---------------------------------------------------------------------------
     def _warn(self, message: str) -> None:
