@@ -116,7 +116,7 @@ def build_in_workers(engine, wanted: list[tuple]) -> int:
         cache.built_elsewhere(engine.device, source, options)
     # given up for the device only where no child ever started: "none answered" no longer
     # says so, since this process may have built every job before a started child was ready
-    if workers.broken and not answered and not workers.started:
+    if workers.broken and not answered and not workers.ready:
         _failed.add(workers.key[0])     # they cannot start on this device: build here
         workers.close()
     return len(built) + len(built_here)
@@ -172,8 +172,8 @@ class BuildWorkers:
         self.size = size
         self.broken = False
         self.closed = False
-        self._started = False
-        self.started: list = []               # the children that said they were ready
+        self._first_batch_begun = False       # (its threads read the children's ready frames)
+        self.ready: list = []                 # the children that said they were ready
         self._lock = threading.Lock()          # one batch at a time
         self._timer: threading.Timer | None = None
         self._log = tempfile.TemporaryFile()   # the children's stderr (never read: a pipe
@@ -215,8 +215,8 @@ class BuildWorkers:
                 todo.put(job)
             done: list[tuple] = []
             done_here: list[tuple] = []
-            first = not self._started
-            self._started = True
+            first = not self._first_batch_begun
+            self._first_batch_begun = True
 
             def serve_here() -> None:
                 while True:
@@ -234,7 +234,7 @@ class BuildWorkers:
                 try:
                     if first:
                         _receive(child.stdout, START_S)       # its context is open
-                        self.started.append(child)   # list.append: safe between threads
+                        self.ready.append(child)     # list.append: safe between threads
                     while True:
                         try:
                             job = todo.get_nowait()
