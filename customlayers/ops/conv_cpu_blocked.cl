@@ -9,7 +9,7 @@
  * float16 arithmetic is what makes PoCL's LLVM use AVX-512's zmm registers (float8 stays in
  * ymm, half the FMA rate: measured 82-149 against 227-281 GFLOP/s for one core pair here).
  * Padding is not checked here: the input is either read as it is (no padding) or a zero-padded
- * copy (conv_cpu_pad below) of IHP x IWP per channel. Each work item finds its PT input
+ * copy (conv_cpu_pad.cl) of IHP x IWP per channel. Each work item finds its PT input
  * offsets once; pixels past P repeat the last one and are not stored.
  * NDRange: (ceil(P/PT), G * ceil(OG/OB), NB), or with the argument BLOCKS_FIRST 1 its first
  * two dimensions swapped (neighbouring items then read the same input tile, where the input
@@ -117,7 +117,7 @@ __kernel void conv_cpu_blocked(__global const float* restrict input,
         STOREV(a1[j], 1, r);
 #endif
         if (full) {                     /* no pixel or channel of the tile past the end */
-            #pragma unroll
+            #pragma nounroll
             for (int i = 0; i < OB; ++i)
                 out[i * P + p0 + j] = EPILOGUE((img * O + o0 + i) * P + p0 + j, o0 + i, r[i]);
         } else if (p0 + j < P) {
@@ -125,19 +125,4 @@ __kernel void conv_cpu_blocked(__global const float* restrict input,
                 out[i * P + p0 + j] = EPILOGUE((img * O + o0 + i) * P + p0 + j, o0 + i, r[i]);
         }
     }
-}
-
-/* The zero-padded copy of the input that conv_cpu_blocked reads: NB*C planes of IHP x IWP,
- * the input at (PY, PX). One work item per element of the copy, NDRange (IWP, IHP, NB * C):
- * the coordinates come from the NDRange, not from divisions of a linear index by sizes that
- * are arguments (a vector of integer divisions costs more than the copy); PoCL vectorizes
- * along x. */
-__kernel void conv_cpu_pad(__global const float* restrict input, __global float* restrict out
-                           PADDED_SIZES)
-{
-    const int xp = get_global_id(0), yp = get_global_id(1), plane = get_global_id(2);
-    const int x = xp - PX, y = yp - PY;
-    const int inside = (uint)x < (uint)IW && (uint)y < (uint)IH;
-    out[(plane * IHP + yp) * IWP + xp] =
-        inside ? input[(plane * IH + clamp(y, 0, IH - 1)) * IW + clamp(x, 0, IW - 1)] : 0.0f;
 }

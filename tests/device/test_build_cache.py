@@ -15,6 +15,7 @@ from customlayers.runtime.device.build import map_build_log
 from customlayers.runtime.device.device import Engine
 from customlayers.runtime.layers.registry import Registry
 from customlayers.runtime.device.cache import CacheWarning, ProgramCache
+from customlayers.runtime.device.limits import driver_keeps_programs
 from customlayers.jit.program import generate_program
 from customlayers.jit.tensor import TensorDesc
 
@@ -85,7 +86,7 @@ def test_second_build_comes_from_disk_without_the_compiler(cl_env, tmp_path, mon
     ctx, _, dev = cl_env
     desc = TensorDesc((1, 2, 3, 4))
     program = generate_program(spec(), [desc], [desc], {"scale": "3"})
-    first = ProgramCache(tmp_path)
+    first = ProgramCache(tmp_path, binaries=True)     # the binary path (PoCL keeps none)
     first.build(ctx, dev, program.text, program.options, label="Affine")
     assert (first.misses, first.disk_hits, first.hits) == (1, 0, 0)
     first.build(ctx, dev, program.text, program.options, label="Affine")
@@ -100,7 +101,7 @@ def test_second_build_comes_from_disk_without_the_compiler(cl_env, tmp_path, mon
         return real(*args)
     monkeypatch.setattr(cl._cl, "_Program", no_source_builds)
 
-    fresh = ProgramCache(tmp_path)
+    fresh = ProgramCache(tmp_path, binaries=True)
     built = fresh.build(ctx, dev, program.text, program.options, label="Affine")
     assert (fresh.misses, fresh.disk_hits) == (0, 1)
     x = np.arange(24, dtype=np.float32).reshape(1, 2, 3, 4)
@@ -115,7 +116,7 @@ def test_second_build_comes_from_disk_without_the_compiler(cl_env, tmp_path, mon
 def test_cache_entry_is_inspectable_and_a_corrupt_one_is_rebuilt(cl_env, tmp_path):
     ctx, _, dev = cl_env
     source = "__kernel void k(__global float* a) { a[0] = 7.0f; }\n"
-    cache = ProgramCache(tmp_path)
+    cache = ProgramCache(tmp_path, binaries=True)
     cache.build(ctx, dev, source, "-cl-mad-enable", label="k")
     (entry,) = (tmp_path / "programs").iterdir()
     assert sorted(p.name for p in entry.iterdir()) == ["meta.json", "program.bin", "source.cl"]
@@ -126,7 +127,7 @@ def test_cache_entry_is_inspectable_and_a_corrupt_one_is_rebuilt(cl_env, tmp_pat
 
     binary = (entry / "program.bin").read_bytes()
     (entry / "program.bin").write_bytes(b"g" * len(binary))     # same size, other bytes
-    again = ProgramCache(tmp_path)
+    again = ProgramCache(tmp_path, binaries=True)
     with pytest.warns(CacheWarning, match="does not match the hash"):
         program = again.build(ctx, dev, source, "-cl-mad-enable")
     assert again.misses == 1 and cl.Kernel(program, "k").num_args == 1
@@ -201,7 +202,7 @@ def test_build_warnings_are_mapped_kept_and_pyopencl_stays_quiet(cl_env, tmp_pat
     assert "compiler warnings of layer 'Affine':" in err and "affine.cl:3:" in err
     assert cl.Kernel(built, "affine").num_args == 2
 
-    # a disk hit (no compiler run) still knows the warnings
+    # a disk hit (no compiler run, or on PoCL a run its own cache answers) still knows them
     fresh = ProgramCache(tmp_path)
     assert fresh.build_with_warnings(ctx, dev, program.text, program.options)[1] == warned
     assert fresh.disk_hits == 1
@@ -219,10 +220,10 @@ def test_compile_check_reports_warnings_at_the_users_line(cl_env):
 def test_meta_json_of_any_shape_is_a_warning_and_a_fresh_build(cl_env, tmp_path, meta):
     ctx, _, dev = cl_env
     source = "__kernel void k(__global float* a) { a[0] = 5.0f; }\n"
-    ProgramCache(tmp_path).build(ctx, dev, source)
+    ProgramCache(tmp_path, binaries=True).build(ctx, dev, source)
     (entry,) = (tmp_path / "programs").iterdir()
     (entry / "meta.json").write_text(meta)
-    again = ProgramCache(tmp_path)
+    again = ProgramCache(tmp_path, binaries=True)
     with pytest.warns(CacheWarning, match="is unusable"):
         program = again.build(ctx, dev, source)
     assert (again.misses, again.disk_hits) == (1, 0)
@@ -237,14 +238,14 @@ def test_a_truncated_binary_with_a_rewritten_hash_never_reaches_the_driver(cl_en
     import hashlib
     ctx, _, dev = cl_env
     program = generate_program(spec(), [TensorDesc((1, 1, 2, 2))], [TensorDesc((1, 1, 2, 2))])
-    ProgramCache(tmp_path).build(ctx, dev, program.text, program.options)
+    ProgramCache(tmp_path, binaries=True).build(ctx, dev, program.text, program.options)
     (entry,) = (tmp_path / "programs").iterdir()
     half = (entry / "program.bin").read_bytes()[:100]
     (entry / "program.bin").write_bytes(half)
     meta = json.loads((entry / "meta.json").read_text())
     meta["binary_sha256"] = hashlib.sha256(half).hexdigest()
     (entry / "meta.json").write_text(json.dumps(meta))
-    again = ProgramCache(tmp_path)
+    again = ProgramCache(tmp_path, binaries=True)
     with pytest.warns(CacheWarning, match=r"program.bin has 100 bytes, meta.json says \d+"):
         built = again.build(ctx, dev, program.text, program.options)
     assert again.misses == 1 and cl.Kernel(built, "affine").num_args == 2
@@ -335,3 +336,44 @@ def test_verbose_reports_of_parallel_builds_are_whole_lines(tmp_path, monkeypatc
     assert [line for line in lines if not report.fullmatch(line)] == [], text
     builders = {name for name, t in stream.writes if "miss, built" in t}
     assert len(builders) > 1, f"the builds ran on one thread ({builders})"
+
+
+def test_where_the_driver_keeps_programs_the_entry_holds_no_binary(cl_env, tmp_path):
+    """Stop 27: asking PoCL for a program's binary compiles every kernel of it once more, for a
+    work-group size no launch uses (3-5 s of a convolution program's cold cost). Where the
+    driver keeps its programs itself, an entry holds the source and meta.json only, and a new
+    process builds the text again, which the driver's cache answers: a disk hit that runs."""
+    ctx, _, dev = cl_env
+    desc = TensorDesc((1, 2, 3, 4))
+    program = generate_program(spec(), [desc], [desc], {"scale": "5"})
+    first = ProgramCache(tmp_path, binaries=False)
+    first.build(ctx, dev, program.text, program.options, label="Affine")
+    (entry,) = (tmp_path / "programs").iterdir()
+    assert sorted(p.name for p in entry.iterdir()) == ["meta.json", "source.cl"]
+    meta = json.loads((entry / "meta.json").read_text())
+    assert meta["kept_by_driver"] is True and "binary_sha256" not in meta
+    assert first.has(ctx, dev, program.text, program.options)
+
+    fresh = ProgramCache(tmp_path, binaries=False)
+    built = fresh.build(ctx, dev, program.text, program.options, label="Affine")
+    assert (fresh.misses, fresh.disk_hits) == (0, 1)
+    x = np.arange(24, dtype=np.float32).reshape(1, 2, 3, 4)
+    np.testing.assert_allclose(run(cl_env, program, built, x, desc, desc), 5 * x + 1)
+    # a cache that keeps binaries reads the same entry (the key is the same)
+    both = ProgramCache(tmp_path, binaries=True)
+    both.build(ctx, dev, program.text, program.options)
+    assert (both.misses, both.disk_hits) == (0, 1)
+
+
+def test_the_default_keeps_a_binary_unless_the_driver_keeps_the_program(cl_env, tmp_path,
+                                                                       monkeypatch):
+    ctx, _, dev = cl_env
+    pocl = "Portable Computing Language" in dev.platform.name
+    assert driver_keeps_programs(dev) is pocl
+    monkeypatch.setenv("POCL_KERNEL_CACHE", "0")        # PoCL's own cache off: keep binaries
+    assert driver_keeps_programs(dev) is False
+    monkeypatch.delenv("POCL_KERNEL_CACHE")
+    cache = ProgramCache(tmp_path)
+    cache.build(ctx, dev, "__kernel void k(__global float* a) { a[0] = 3.0f; }\n")
+    (entry,) = (tmp_path / "programs").iterdir()
+    assert (entry / "program.bin").exists() is not pocl

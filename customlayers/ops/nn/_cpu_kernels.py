@@ -171,12 +171,14 @@ def blocked_launches(plan, tile: ConvBlocking) -> list[KernelLaunch]:
     shape = f"{g['KH']}x{g['KW']}"
     sizes = plan.size_args + scalars(ihp, iwp)
 
-    def with_pad(src: str, label: str, launch: KernelLaunch) -> list[KernelLaunch]:
+    def with_pad(label: str, launch: KernelLaunch) -> list[KernelLaunch]:
         """`launch` reading the zero-padded copy (scratch 0) where the window leaves the input."""
         if not padded:
             return [launch]
         x = Arg.scratch(0, g["NB"] * g["C"] * ihp * iwp * 4)
-        pad = KernelLaunch(source=src, entry="conv_cpu_pad", args=(args[0], x) + sizes,
+        # the sizes' parameter list only: one program for every convolution's copy
+        pad_src = defines(CONV_SIZES=plan.sizes["CONV_SIZES"]) + kernel_source("conv_cpu_pad.cl")
+        pad = KernelLaunch(source=pad_src, entry="conv_cpu_pad", args=(args[0], x) + sizes,
                            global_size=(iwp, ihp, g["NB"] * g["C"]),
                            label=f"{label}_pad")
         return [pad, replace(launch, args=(x,) + launch.args[1:])]
@@ -188,7 +190,7 @@ def blocked_launches(plan, tile: ConvBlocking) -> list[KernelLaunch]:
     label = f"conv2d_{shape}_{CpuBlockedVariant(tile).name}"
     walk = blocks_first(g, g["C"] * ihp * iwp, plan.device, tile.ob)
     grid = (-(-p // tile.pt), g["G"] * ogb)
-    return with_pad(src, label, KernelLaunch(
+    return with_pad(label, KernelLaunch(
         source=src, entry="conv_cpu_blocked",
         args=(args[0], packed) + tuple(args[2:]) + sizes + scalars(int(walk)),
         global_size=(grid[::-1] if walk else grid) + (g["NB"],), local_size=(1, 1, 1),

@@ -147,8 +147,9 @@ def _workers_for(engine, count: int) -> "BuildWorkers | None":
         return None
     folder = driver_cache_folder()
     # absolute: the children run in another folder
+    # the cache's binaries setting too: a child's entries must be what the parent reads
     key = (position, str(Path(engine.cache.directory).resolve()),
-           None if folder is None else str(Path(folder).resolve()))
+           None if folder is None else str(Path(folder).resolve()), engine.cache.binaries)
     with _pools_lock:
         others = [p for k, p in _pools.items() if k != key]
         pool = _pools.get(key)
@@ -167,7 +168,7 @@ class BuildWorkers:
     """`size` child processes building programs into one cache folder."""
 
     def __init__(self, key: tuple, device_name: str, size: int):
-        position, cache_dir, driver_folder = key
+        position, cache_dir, driver_folder, binaries = key
         self.key = key
         self.size = size
         self.broken = False
@@ -180,7 +181,7 @@ class BuildWorkers:
         #                                        nobody reads would fill and stall them)
         env = settings.child_environment(
             CUDA_CACHE_PATH=driver_folder, CUDA_CACHE_DISABLE=None if driver_folder else "1")
-        spec = repr((tuple(position), device_name, cache_dir))
+        spec = repr((tuple(position), device_name, cache_dir, binaries))
         # cwd: the folder holding this customlayers, which `-m` puts first on the path (not
         # a shared folder where anyone could leave a module of pyopencl's name)
         root = settings.package_root()
@@ -364,8 +365,8 @@ def _serve(spec: str) -> int:
     stdout = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)
     stdin = sys.stdin.buffer
-    position, name, cache_dir = ast.literal_eval(spec)
-    cache = ProgramCache(Path(cache_dir), enabled=True, verbose=False)
+    position, name, cache_dir, binaries = ast.literal_eval(spec)
+    cache = ProgramCache(Path(cache_dir), enabled=True, verbose=False, binaries=binaries)
     engine = open_engine_at(position, name, cache=cache)
     _send(stdout, _READY)
     while True:

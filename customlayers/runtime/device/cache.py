@@ -5,7 +5,10 @@ build options, the platform, device and driver identity, and this package's vers
 key missed the .cl contents and served stale kernels; tinygrad's missed the driver).
 
 On disk, one folder per key holds `program.bin`, `source.cl` and `meta.json` (inspectable by
-hand). Each file is written to a temporary name and moved into place with os.replace; meta.json
+hand). Where the driver keeps its compiled programs itself, keyed by source and options
+(PoCL: limits.driver_keeps_programs), the entry holds no `program.bin` and is built again from
+its source, which the driver's cache answers: asking PoCL for a binary compiles every kernel of
+the program once more, most of a cold build (stop 27). Each file is written to a temporary name and moved into place with os.replace; meta.json
 goes last and records the binary's hash, so a half-written entry is never read. Any cache problem
 is a warning and a fresh build, never a crash that hides the real error. A folder that cannot be
 written (read-only, under a file, a full disk) is one warning, found by `check_directory` before
@@ -29,8 +32,11 @@ import pyopencl as cl
 from ... import __version__, settings
 from ...files import MIB, atomic_writer, read_user_file
 from .build import compile_source, load_binary, program_binary, say_on_stderr
+from .limits import driver_keeps_programs
 
-FORMAT_VERSION = 3   # 2: meta.json records binary_size; 3: division built exact (build.py)
+# 2: meta.json records binary_size; 3: division built exact (build.py); 4: entries without a
+# binary where the driver keeps the program (meta.json: kept_by_driver)
+FORMAT_VERSION = 4
 # programs kept in memory per cache, the least recently used dropped past it: a long process
 # (a server, the test suite) that builds networks of many shapes kept every program it ever
 # built (on PoCL about 150 KB each). A network holds its own programs' kernels, so dropping
@@ -73,15 +79,19 @@ class ProgramCache:
     """Builds programs through an in-memory and an on-disk cache.
 
     `hits` counts memory hits, `disk_hits` disk hits, `misses` real compilations. Memory
-    keeps the `memory_entries` programs used last."""
+    keeps the `memory_entries` programs used last. `binaries`: whether entries keep the
+    program's binary; None (the default) keeps it except where the driver keeps the program
+    itself (driver_keeps_programs), True always."""
 
     def __init__(self, directory: Path | None = None, enabled: bool | None = None,
-                 verbose: bool | None = None, memory_entries: int = MEMORY_ENTRIES):
+                 verbose: bool | None = None, memory_entries: int = MEMORY_ENTRIES,
+                 binaries: bool | None = None):
         self.directory = Path(directory) if directory is not None else settings.cache_dir()
         self.enabled = settings.cache_enabled() if enabled is None else enabled
         self.verbose = settings.verbose() if verbose is None else verbose
         self._memory: OrderedDict[tuple[int, str], tuple[cl.Program, str]] = OrderedDict()
         self._memory_entries = memory_entries
+        self.binaries = binaries
         self._memory_lock = threading.Lock()     # parallel builds (parallel_build.py) share it
         self.writable = True     # False once the folder is found unwritable (warned once)
         self.write_problem = ""  # then why: "the program cache folder ... cannot be written (...)"
@@ -119,7 +129,8 @@ class ProgramCache:
             self._report("memory hit", label, key)
             return found
         start = time.perf_counter()
-        loaded = self._load(context, device, key, options) if self.enabled else None
+        loaded = self._load(context, device, key, source, options, line_map, label) \
+            if self.enabled else None
         if loaded is not None:
             program, warned = loaded
             if key in self._built_elsewhere:      # compiled for this request, by a worker
@@ -165,7 +176,12 @@ class ProgramCache:
             self._memory.clear()
 
     # -- disk --------------------------------------------------------------------------------
-    def _load(self, context, device, key: str, options: str) -> tuple[cl.Program, str] | None:
+    def keeps_binary(self, device) -> bool:
+        """Whether this cache's entries for `device` hold the program's binary."""
+        return self.binaries if self.binaries is not None else not driver_keeps_programs(device)
+
+    def _load(self, context, device, key: str, source: str, options: str,
+              line_map: Sequence, label: str) -> tuple[cl.Program, str] | None:
         folder = self.entry_dir(key)
         meta_path = folder / "meta.json"
         try:
@@ -174,6 +190,15 @@ class ProgramCache:
             meta = json.loads(read_user_file(meta_path, MIB))
             if not isinstance(meta, dict):
                 raise ValueError(f"meta.json holds {type(meta).__name__}, not an object")
+            warned = meta.get("warnings", "")
+            if not isinstance(warned, str):
+                raise ValueError("meta.json's warnings are not text")
+            if meta.get("kept_by_driver") is True:
+                # built from the source the key was made of: the driver's cache answers it
+                # (the text has built before, so its warnings are the entry's)
+                program, _ = compile_source(context, device, source, options,
+                                            line_map=line_map, label=label)
+                return program, warned
             binary = read_user_file(folder / "program.bin")
             # both the size and the hash, before the driver sees a byte: a driver may crash
             # the process (not fail) on a truncated binary, and a hash alone can be rewritten
@@ -183,9 +208,6 @@ class ProgramCache:
                                  f"{meta.get('binary_size')}")
             if hashlib.sha256(binary).hexdigest() != meta.get("binary_sha256"):
                 raise ValueError("program.bin does not match the hash in meta.json")
-            warned = meta.get("warnings", "")
-            if not isinstance(warned, str):
-                raise ValueError("meta.json's warnings are not text")
             return load_binary(context, device, binary, options), warned
         except Exception as e:  # noqa: BLE001 - any failure here means "build anew", never a crash
             self._warn(f"cache entry {folder} is unusable ({type(e).__name__}: {e}); "
@@ -196,16 +218,20 @@ class ProgramCache:
                label: str, warned: str = "") -> None:
         folder = self.entry_dir(key)
         try:
-            binary = program_binary(program, device)
-            if not binary:
-                return      # some drivers give no binary: nothing to keep
+            if self.keeps_binary(device):
+                binary = program_binary(program, device)
+                if not binary:
+                    return      # some drivers give no binary: nothing to keep
+                kept = {"binary_sha256": hashlib.sha256(binary).hexdigest(),
+                        "binary_size": len(binary)}
+            else:
+                binary, kept = None, {"kept_by_driver": True}
             folder.mkdir(parents=True, exist_ok=True)
-            _write_atomic(folder / "program.bin", binary)
+            if binary is not None:
+                _write_atomic(folder / "program.bin", binary)
             _write_atomic(folder / "source.cl", source.encode("utf-8", "surrogateescape"))
             meta = {"format_version": FORMAT_VERSION, "key": key, "label": label,
-                    "options": options, "customlayers_version": __version__,
-                    "binary_sha256": hashlib.sha256(binary).hexdigest(),
-                    "binary_size": len(binary),
+                    "options": options, "customlayers_version": __version__, **kept,
                     "warnings": warned,
                     "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
                     **device_identity(device)}

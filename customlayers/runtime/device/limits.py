@@ -4,6 +4,7 @@ located at the descriptor's <WorkSizes> (code CL083), so `validate --compile` re
 the user fixes them."""
 from __future__ import annotations
 
+import os
 from typing import Sequence
 
 import pyopencl as cl
@@ -62,6 +63,17 @@ def is_nvidia_platform(device) -> bool:
     folder, and its compiler builds one program at a time per process. PoCL's CUDA device is
     an NVIDIA GPU too, but of PoCL's platform."""
     return "NVIDIA" in device.platform.vendor
+
+
+def driver_keeps_programs(device) -> bool:
+    """Whether `device`'s driver keeps every program it compiles in a cache of its own, keyed
+    by the source and options, so that building the same text again in any process costs
+    a lookup: PoCL's kernel cache (on unless POCL_KERNEL_CACHE=0). Asking PoCL for a program's
+    binary compiles every kernel of it once more (a work-group function for any local size,
+    which no launch of ours then uses): 3-5 s of a convolution program's 6 s cold cost on the
+    2-core machine, so the program cache keeps no binary of such a device (cache.py)."""
+    return "Portable Computing Language" in device.platform.name and \
+        os.environ.get("POCL_KERNEL_CACHE", "1") != "0"
 
 
 def supports_non_uniform_groups(device: cl.Device) -> bool:
