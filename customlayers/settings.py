@@ -13,6 +13,13 @@ CUSTOMLAYERS_CPU_VECTOR_WIDTH  8 or 16: the float vector width the CPU kernels a
 CUSTOMLAYERS_BUILD_PROCESSES  how many worker processes compile programs (each with its own
                          context); default: up to 8 on NVIDIA's OpenCL, whose compiler builds one
                          program at a time per process, 0 elsewhere; 0 turns them off
+CUSTOMLAYERS_KEEP_BINARIES  "1": the program cache keeps every program's binary (warm loads read
+                         it: about 5 ms a program on PoCL); "0": none (a new process builds the
+                         source again, which the driver's own cache answers: 30 ms on PoCL);
+                         default: none where the driver keeps its programs itself (PoCL, whose
+                         binary costs a compile of every kernel), binaries elsewhere
+POCL_KERNEL_CACHE        PoCL's own: "0" turns its kernel cache off (the program cache then
+                         keeps binaries)
 CUSTOMLAYERS_NO_MACHINE_CODE  "1" leaves a package's NVIDIA machine code out of the driver's
                          cache: its programs' PTX is compiled at load (to compare, or rule it out)
 CUDA_CACHE_PATH, CUDA_CACHE_DISABLE  NVIDIA's own: where its driver keeps compiled code (default
@@ -132,6 +139,23 @@ def nvidia_cache_dir() -> Path | None:
         return None
     value = os.environ.get("CUDA_CACHE_PATH")
     return Path(value) if value else Path.home() / ".nv" / "ComputeCache"
+
+
+def keep_binaries() -> bool | None:
+    """CUSTOMLAYERS_KEEP_BINARIES: True ("1") or False ("0"), None where unset (by device);
+    a ConfigError naming the variable for any other value."""
+    value = os.environ.get("CUSTOMLAYERS_KEEP_BINARIES", "").strip()
+    if not value:
+        return None
+    if value not in ("0", "1"):
+        raise ConfigError(f"CUSTOMLAYERS_KEEP_BINARIES='{value}' is not 0 or 1; unset it (by "
+                          f"device), or set 1 (keep every program's binary) or 0 (none)")
+    return value == "1"
+
+
+def pocl_kernel_cache_on() -> bool:
+    """Whether PoCL keeps the programs it compiles (POCL_KERNEL_CACHE, on unless "0")."""
+    return os.environ.get("POCL_KERNEL_CACHE", "1").strip() != "0"
 
 
 def machine_code_wanted() -> bool:

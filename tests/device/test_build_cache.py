@@ -377,3 +377,8 @@ def test_the_default_keeps_a_binary_unless_the_driver_keeps_the_program(cl_env, 
     cache.build(ctx, dev, "__kernel void k(__global float* a) { a[0] = 3.0f; }\n")
     (entry,) = (tmp_path / "programs").iterdir()
     assert (entry / "program.bin").exists() is not pocl
+    monkeypatch.setenv("CUSTOMLAYERS_KEEP_BINARIES", "1")     # the user's choice, any device
+    assert ProgramCache(tmp_path).keeps_binary(dev) is True
+    monkeypatch.setenv("CUSTOMLAYERS_KEEP_BINARIES", "0")
+    assert ProgramCache(tmp_path).keeps_binary(dev) is False
+    assert ProgramCache(tmp_path, binaries=True).keeps_binary(dev) is True   # the argument

@@ -44,3 +44,27 @@ def test_cpu_vector_width_is_none_unset_and_the_number_set(monkeypatch):
     assert settings.cpu_vector_width() is None
     monkeypatch.setenv("CUSTOMLAYERS_CPU_VECTOR_WIDTH", "8")
     assert settings.cpu_vector_width() == 8
+
+
+def test_keep_binaries_is_none_unset_then_the_flag(monkeypatch):
+    monkeypatch.delenv("CUSTOMLAYERS_KEEP_BINARIES", raising=False)
+    assert settings.keep_binaries() is None
+    monkeypatch.setenv("CUSTOMLAYERS_KEEP_BINARIES", "1")
+    assert settings.keep_binaries() is True
+    monkeypatch.setenv("CUSTOMLAYERS_KEEP_BINARIES", " 0 ")
+    assert settings.keep_binaries() is False
+
+
+@pytest.mark.parametrize("value", ["yes", "2", "true"])
+def test_a_bad_keep_binaries_is_a_config_error_naming_it(monkeypatch, value):
+    monkeypatch.setenv("CUSTOMLAYERS_KEEP_BINARIES", value)
+    with pytest.raises(ConfigError, match=rf"CUSTOMLAYERS_KEEP_BINARIES='{value}' is not 0 or "
+                                          r"1; unset it \(by device\), or set 1"):
+        settings.keep_binaries()
+
+
+def test_pocl_kernel_cache_is_on_unless_zero(monkeypatch):
+    monkeypatch.delenv("POCL_KERNEL_CACHE", raising=False)
+    assert settings.pocl_kernel_cache_on()
+    monkeypatch.setenv("POCL_KERNEL_CACHE", "0")
+    assert not settings.pocl_kernel_cache_on()

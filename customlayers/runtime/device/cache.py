@@ -80,8 +80,8 @@ class ProgramCache:
 
     `hits` counts memory hits, `disk_hits` disk hits, `misses` real compilations. Memory
     keeps the `memory_entries` programs used last. `binaries`: whether entries keep the
-    program's binary; None (the default) keeps it except where the driver keeps the program
-    itself (driver_keeps_programs), True always."""
+    program's binary; None (the default) as CUSTOMLAYERS_KEEP_BINARIES says, and where it is
+    unset, except where the driver keeps the program itself (driver_keeps_programs)."""
 
     def __init__(self, directory: Path | None = None, enabled: bool | None = None,
                  verbose: bool | None = None, memory_entries: int = MEMORY_ENTRIES,
@@ -91,7 +91,7 @@ class ProgramCache:
         self.verbose = settings.verbose() if verbose is None else verbose
         self._memory: OrderedDict[tuple[int, str], tuple[cl.Program, str]] = OrderedDict()
         self._memory_entries = memory_entries
-        self.binaries = binaries
+        self.binaries = settings.keep_binaries() if binaries is None else binaries
         self._memory_lock = threading.Lock()     # parallel builds (parallel_build.py) share it
         self.writable = True     # False once the folder is found unwritable (warned once)
         self.write_problem = ""  # then why: "the program cache folder ... cannot be written (...)"

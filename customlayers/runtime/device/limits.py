@@ -4,7 +4,6 @@ located at the descriptor's <WorkSizes> (code CL083), so `validate --compile` re
 the user fixes them."""
 from __future__ import annotations
 
-import os
 from typing import Sequence
 
 import pyopencl as cl
@@ -12,6 +11,7 @@ import pyopencl as cl
 from ...config.simplegpu.spec import LayerSpec
 from ...errors import BindingError
 from ...jit.launch import DeviceTraits
+from ... import settings
 from ...settings import cpu_vector_width
 
 LOCAL_SIZE_CODE = "CL083"
@@ -73,7 +73,7 @@ def driver_keeps_programs(device) -> bool:
     which no launch of ours then uses): 3-5 s of a convolution program's 6 s cold cost on the
     2-core machine, so the program cache keeps no binary of such a device (cache.py)."""
     return "Portable Computing Language" in device.platform.name and \
-        os.environ.get("POCL_KERNEL_CACHE", "1") != "0"
+        settings.pocl_kernel_cache_on()
 
 
 def supports_non_uniform_groups(device: cl.Device) -> bool:
