@@ -211,7 +211,8 @@ def test_blocks_first_walk_matches_reference(cl_env, width, xs, ws, pad, cache):
         tile = conv_blockings(ws[0], device)[pick]
         ogb = -(-ws[0] // tile.ob)
         conv = launches[-1]
-        swapped = conv.args[-1].value == 1
+        # BLOCKS_FIRST, before the epilogue's four switches
+        swapped = conv.args[-5].value == 1
         walked.append(swapped)
         assert conv.global_size[0 if swapped else 1] == ogb
         ref = np.maximum(want + arrays[2].reshape(1, -1, 1, 1), 0)
@@ -221,3 +222,52 @@ def test_blocks_first_walk_matches_reference(cl_env, width, xs, ws, pad, cache):
     big = DeviceTraits("CPU", compute_units=2, float_vector_width=width,
                        global_cache_bytes=1 << 30)
     assert not blocks_first(g, xs[1] * 32 * 32, big, 8)     # the input stays in a 1 MiB cache
+
+
+EPILOGUES = [FusedEpilogue(), FusedEpilogue(bias=True), FusedEpilogue(relu=True),
+             FusedEpilogue(bias=True, residual=True),
+             FusedEpilogue(bias=True, relu=True, residual=True, pre_relu=True),
+             FusedEpilogue(residual=True, relu=True),
+             FusedEpilogue(bias=True, gelu="erf"), FusedEpilogue(bias=True, gelu="tanh")]
+
+
+@pytest.mark.parametrize("width", sorted(WIDTHS))
+def test_every_epilogue_runs_from_one_program_per_tile(cl_env, width):
+    """Stop 27: the epilogue's switches (bias, residual, ReLU before the residual, ReLU) are
+    conv_cpu_blocked's arguments, so convolutions of any fusion share the program of their
+    micro-tile and window (PoCL compiles it in about 1.2 s); only GELU stays a #define. Each
+    fusion against the float64 reference, on a 3x3 padded and a 1x1 layer."""
+    import math
+    device = WIDTHS[width]
+    rng = np.random.default_rng(11)
+    sources = {}
+    for xs, ws, pad in [((1, 8, 9, 11), (32, 8, 3, 3), 1), ((2, 16, 6, 5), (32, 16, 1, 1), 0)]:
+        x = rng.standard_normal(xs).astype(np.float32)
+        w = (rng.standard_normal(ws) * 0.3).astype(np.float32)
+        bias = rng.standard_normal(ws[0]).astype(np.float32)
+        op = get_op("Convolution")
+        a = op.parse_attributes(attrs((1, 1), (1, 1), (pad, pad), (pad, pad)), "conv")
+        (shape, _), = op.infer_shapes(a, [TensorDesc(xs), TensorDesc(ws)], {})
+        residual = rng.standard_normal(shape).astype(np.float32)
+        y = conv_ref(x, w, (1, 1), (1, 1), (pad, pad), (pad, pad))
+        for ep in EPILOGUES:
+            arrays = [x, w] + ([bias] if ep.bias else []) + ([residual] if ep.residual else [])
+            descs = [TensorDesc(v.shape) for v in arrays]
+            out = [TensorDesc(shape)]
+            launches = op.launches(a, descs, out, {1: w}, CompileContext(device, ep))
+            conv = launches[-1]
+            assert conv.entry == "conv_cpu_blocked"
+            sources.setdefault((ws[2], ep.gelu), set()).add(conv.source)
+            got = run_launches(cl_env, launches, arrays, descs, out)[0]
+            want = y + bias.reshape(1, -1, 1, 1) if ep.bias else y
+            want = np.maximum(want, 0) if ep.pre_relu else want
+            want = want + residual if ep.residual else want
+            if ep.gelu == "erf":
+                want = 0.5 * want * (1 + np.vectorize(math.erf)(want / math.sqrt(2)))
+            elif ep.gelu == "tanh":
+                want = 0.5 * want * (1 + np.tanh(0.7978845608028654 * (want + 0.044715 *
+                                                                       want ** 3)))
+            want = np.maximum(want, 0) if ep.relu else want
+            np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4, err_msg=repr(ep))
+    # per window, one program for every fusion but GELU, and one per GELU formula
+    assert all(len(v) == 1 for v in sources.values()) and len(sources) == 6

@@ -156,12 +156,19 @@ def blocks_first(g: Mapping[str, int], input_floats: int, device: DeviceTraits,
     return input_floats * 4 > cache and weights <= cache
 
 
+# conv.py's #defines that conv_cpu_blocked takes as kernel arguments instead
+# (the window stays a #define: as an argument, ResNet-18's 3x3 and 7x7 layers ran 57% slower)
+RUN_TIME_DEFINES = ("FUSED_BIAS", "FUSED_RESIDUAL", "FUSED_PRE_RELU", "FUSED_RELU")
+
+
 def blocked_launches(plan, tile: ConvBlocking) -> list[KernelLaunch]:
     """conv_cpu_blocked under micro-tile `tile` (and the zero-padded copy of the input it reads
     where the window leaves the input) for conv.py's ConvPlan. Its `args` are the layer's
     (input, weights, output[, bias][, residual]): the weights packed for the tile replace input
-    1; every kernel takes the sizes after its buffers, then the padded copy's IHP and IWP, and
-    conv_cpu_blocked whether its NDRange walks channel blocks first (blocks_first)."""
+    1, and conv_cpu_blocked always takes a bias and a residual buffer; every kernel takes the
+    sizes after its buffers, then the padded copy's IHP and IWP, and conv_cpu_blocked whether
+    its NDRange walks channel blocks first (blocks_first) and its epilogue's switches
+    (RUN_TIME_DEFINES)."""
     g, args = plan.g, plan.args
     ih, iw = g["IH"], g["IW"]
     ihp = max(ih + g["PY"], (g["OH"] - 1) * g["SY"] + (g["KH"] - 1) * g["DY"] + 1)
@@ -184,15 +191,25 @@ def blocked_launches(plan, tile: ConvBlocking) -> list[KernelLaunch]:
         return [pad, replace(launch, args=(x,) + launch.args[1:])]
 
     ogb = -(-g["OG"] // tile.ob)
-    src = defines(**plan.sizes, PT=tile.pt, OB=tile.ob, VW=tile.vw) + \
-        kernel_source("conv_cpu_blocked.cl")
+    # the epilogue's switches are arguments (conv_cpu_blocked.cl): one program per micro-tile
+    # and window (and GELU), whatever the fusion
+    switches = {name: int(plan.sizes[name]) for name in RUN_TIME_DEFINES if name in plan.sizes}
+    src = defines(**{k: v for k, v in plan.sizes.items() if k not in RUN_TIME_DEFINES},
+                  PT=tile.pt, OB=tile.ob, VW=tile.vw) + kernel_source("conv_cpu_blocked.cl")
     packed = Arg.const(pack_conv_weights(plan.weights, g, tile.ob))
     label = f"conv2d_{shape}_{CpuBlockedVariant(tile).name}"
     walk = blocks_first(g, g["C"] * ihp * iwp, plan.device, tile.ob)
     grid = (-(-p // tile.pt), g["G"] * ogb)
+    # bias and residual where fused (wire_epilogue's order), else input 0: any buffer will
+    # do, the kernel reads neither when its switch is 0
+    has_bias, has_residual = switches.get("FUSED_BIAS", 0), switches.get("FUSED_RESIDUAL", 0)
+    bias = args[3] if has_bias else args[0]
+    residual = args[-1] if has_residual else args[0]
     return with_pad(label, KernelLaunch(
         source=src, entry="conv_cpu_blocked",
-        args=(args[0], packed) + tuple(args[2:]) + sizes + scalars(int(walk)),
+        args=(args[0], packed, args[2], bias, residual) + sizes +
+        scalars(int(walk), has_bias, has_residual, switches.get("FUSED_PRE_RELU", 0),
+                switches.get("FUSED_RELU", 0)),
         global_size=(grid[::-1] if walk else grid) + (g["NB"],), local_size=(1, 1, 1),
         label=label))
 
