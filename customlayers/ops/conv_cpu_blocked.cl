@@ -24,8 +24,10 @@
  * PRE_RELU RELU (conv_epilogue.cl's FUSED_* of the same names) as kernel arguments.
  * The switches are arguments, not #defines, so that one program serves every fusion of a
  * micro-tile and window: PoCL compiles this kernel in about 1.2 s per program on the 2-core
- * machine, and a uniform branch per stored value costs nothing beside the K loop. The window
- * stays a #define: as arguments, ResNet-18's 3x3 and 7x7 layers ran 57% slower (stop 27).
+ * machine, and a uniform branch per stored value costs little beside the K loop (the models'
+ * kernel times stayed within this machine's noise, +-8%). The window stays a #define: as
+ * arguments the compile cost the same, and one run timed ResNet-18's convolutions 30 against
+ * 19 ms, which this machine's noise could not settle (stop 27).
  */
 /* conv_epilogue.cl's switches, but GELU's, are the kernel's arguments here (run_epilogue) */
 #define FUSED_BIAS 0

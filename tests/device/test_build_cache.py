@@ -338,7 +338,8 @@ def test_verbose_reports_of_parallel_builds_are_whole_lines(tmp_path, monkeypatc
     assert len(builders) > 1, f"the builds ran on one thread ({builders})"
 
 
-def test_where_the_driver_keeps_programs_the_entry_holds_no_binary(cl_env, tmp_path):
+def test_where_the_driver_keeps_programs_the_entry_holds_no_binary(cl_env, tmp_path,
+                                                                   monkeypatch):
     """Stop 27: asking PoCL for a program's binary compiles every kernel of it once more, for a
     work-group size no launch uses (3-5 s of a convolution program's cold cost). Where the
     driver keeps its programs itself, an entry holds the source and meta.json only, and a new
@@ -359,10 +360,24 @@ def test_where_the_driver_keeps_programs_the_entry_holds_no_binary(cl_env, tmp_p
     assert (fresh.misses, fresh.disk_hits) == (0, 1)
     x = np.arange(24, dtype=np.float32).reshape(1, 2, 3, 4)
     np.testing.assert_allclose(run(cl_env, program, built, x, desc, desc), 5 * x + 1)
-    # a cache that keeps binaries reads the same entry (the key is the same)
+    # a cache that keeps binaries reads the same entry (the key is the same) and gives it
+    # one, once: the next process loads the binary, the compiler never called
     both = ProgramCache(tmp_path, binaries=True)
     both.build(ctx, dev, program.text, program.options)
     assert (both.misses, both.disk_hits) == (0, 1)
+    assert sorted(p.name for p in entry.iterdir()) == ["meta.json", "program.bin", "source.cl"]
+    assert "kept_by_driver" not in json.loads((entry / "meta.json").read_text())
+    real = cl._cl._Program
+
+    def no_source_builds(*args):
+        if len(args) == 2:
+            raise AssertionError("the compiler was called for a cached program")
+        return real(*args)
+    monkeypatch.setattr(cl._cl, "_Program", no_source_builds)
+    last = ProgramCache(tmp_path, binaries=True)
+    built = last.build(ctx, dev, program.text, program.options)
+    assert (last.misses, last.disk_hits) == (0, 1)
+    np.testing.assert_allclose(run(cl_env, program, built, x, desc, desc), 5 * x + 1)
 
 
 def test_the_default_keeps_a_binary_unless_the_driver_keeps_the_program(cl_env, tmp_path,

@@ -132,7 +132,11 @@ class ProgramCache:
         loaded = self._load(context, device, key, source, options, line_map, label) \
             if self.enabled else None
         if loaded is not None:
-            program, warned = loaded
+            program, warned, from_source = loaded
+            if from_source and self.keeps_binary(device) and self.writable:
+                # an entry without a binary, read by a cache that keeps them (warmup,
+                # CUSTOMLAYERS_KEEP_BINARIES=1): it gets one, once
+                self._store(device, key, program, source, options, label, warned)
             if key in self._built_elsewhere:      # compiled for this request, by a worker
                 self._built_elsewhere.discard(key)
                 self.misses += 1
@@ -181,7 +185,9 @@ class ProgramCache:
         return self.binaries if self.binaries is not None else not driver_keeps_programs(device)
 
     def _load(self, context, device, key: str, source: str, options: str,
-              line_map: Sequence, label: str) -> tuple[cl.Program, str] | None:
+              line_map: Sequence, label: str) -> tuple[cl.Program, str, bool] | None:
+        """(program, its warnings, whether it was built from the source: an entry the driver
+        keeps), or None where the entry is missing or unusable (warned)."""
         folder = self.entry_dir(key)
         meta_path = folder / "meta.json"
         try:
@@ -198,7 +204,7 @@ class ProgramCache:
                 # (the text has built before, so its warnings are the entry's)
                 program, _ = compile_source(context, device, source, options,
                                             line_map=line_map, label=label)
-                return program, warned
+                return program, warned, True
             binary = read_user_file(folder / "program.bin")
             # both the size and the hash, before the driver sees a byte: a driver may crash
             # the process (not fail) on a truncated binary, and a hash alone can be rewritten
@@ -208,7 +214,7 @@ class ProgramCache:
                                  f"{meta.get('binary_size')}")
             if hashlib.sha256(binary).hexdigest() != meta.get("binary_sha256"):
                 raise ValueError("program.bin does not match the hash in meta.json")
-            return load_binary(context, device, binary, options), warned
+            return load_binary(context, device, binary, options), warned, False
         except Exception as e:  # noqa: BLE001 - any failure here means "build anew", never a crash
             self._warn(f"cache entry {folder} is unusable ({type(e).__name__}: {e}); "
                        f"building anew")
