@@ -13,7 +13,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 # Tests run with none of the package's environment variables set, but never touch the user's
 # cache: one fresh cache directory per test session.
 for _name in ("CUSTOMLAYERS_NO_CACHE", "CUSTOMLAYERS_VERBOSE", "CUSTOMLAYERS_DEVICE",
-              "CUSTOMLAYERS_TUNING"):
+              "CUSTOMLAYERS_TUNING", "CUSTOMLAYERS_KEEP_BINARIES", "POCL_KERNEL_CACHE"):
     os.environ.pop(_name, None)
 
 

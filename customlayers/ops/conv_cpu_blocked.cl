@@ -153,7 +153,8 @@ __kernel void conv_cpu_blocked(__global const float* restrict input,
         STOREV(a1[j], 1, r);
 #endif
         if (full) {                     /* no pixel or channel of the tile past the end */
-            #pragma nounroll
+            #pragma unroll 1    /* unrolled (OB stores of PT pixels), each program took
+                                   PoCL 2.2-3.9 s to compile at its first enqueue, not 0.8-1.2 */
             for (int i = 0; i < OB; ++i)
                 out[i * P + p0 + j] = STORE_VALUE((img * O + o0 + i) * P + p0 + j, o0 + i, r[i]);
         } else if (p0 + j < P) {

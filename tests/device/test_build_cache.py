@@ -397,3 +397,31 @@ def test_the_default_keeps_a_binary_unless_the_driver_keeps_the_program(cl_env, 
     monkeypatch.setenv("CUSTOMLAYERS_KEEP_BINARIES", "0")
     assert ProgramCache(tmp_path).keeps_binary(dev) is False
     assert ProgramCache(tmp_path, binaries=True).keeps_binary(dev) is True   # the argument
+
+
+def test_a_driver_kept_entry_that_no_longer_builds_raises_the_build_error_once(
+        cl_env, tmp_path, monkeypatch):
+    """(review) An entry without a binary whose source the compiler now refuses: the
+    KernelBuildError itself, compiled once, not a CacheWarning and a second compile."""
+    import warnings
+    from customlayers.runtime.device import cache as cache_module
+    from customlayers.runtime.device.cache import cache_key
+    ctx, _, dev = cl_env
+    bad = "__kernel void k(__global float* a) { this is not C; }\n"
+    entry = tmp_path / "programs" / cache_key(bad, "", dev)
+    entry.mkdir(parents=True)
+    (entry / "source.cl").write_text(bad)
+    (entry / "meta.json").write_text(json.dumps({"kept_by_driver": True, "warnings": ""}))
+    calls = []
+    real = cache_module.compile_source
+
+    def counted(*args, **kwargs):
+        calls.append(1)
+        return real(*args, **kwargs)
+    monkeypatch.setattr(cache_module, "compile_source", counted)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with pytest.raises(KernelBuildError):
+            ProgramCache(tmp_path, binaries=False).build(ctx, dev, bad, label="k")
+    assert len(calls) == 1
+    assert not [w for w in caught if issubclass(w.category, CacheWarning)]

@@ -194,7 +194,7 @@ def run(args) -> int:
 
 def _first_compile_note(cache):
     """A callback that says once, on stderr, why the wait: a first demo compiles about 40
-    programs (some 25 s on a 2-core CPU with PoCL) with nothing printed in between."""
+    programs (some 15 s on a 2-core CPU with PoCL) with nothing printed in between."""
     lock, said = threading.Lock(), []
 
     def note() -> None:

@@ -149,7 +149,8 @@ def _workers_for(engine, count: int) -> "BuildWorkers | None":
     # absolute: the children run in another folder
     # the cache's binaries setting too: a child's entries must be what the parent reads
     key = (position, str(Path(engine.cache.directory).resolve()),
-           None if folder is None else str(Path(folder).resolve()), engine.cache.binaries)
+           None if folder is None else str(Path(folder).resolve()),
+           engine.cache.keeps_binary(engine.device))
     with _pools_lock:
         others = [p for k, p in _pools.items() if k != key]
         pool = _pools.get(key)
@@ -381,8 +382,10 @@ def _serve(spec: str) -> int:
             program = cache.build(engine.context, engine.device, source, options,
                                   line_map=line_map, label=label)
             # the driver's own code cache: what the parent's load of the binary looks up
-            load_binary(engine.context, engine.device, program_binary(program, engine.device),
-                        options)
+            # (where the cache keeps no binary, the parent builds the source as this child did)
+            if cache.keeps_binary(engine.device):
+                load_binary(engine.context, engine.device,
+                            program_binary(program, engine.device), options)
             ok = True
         except Exception:   # noqa: BLE001 - the parent builds it again and reports the error
             ok = False

@@ -8,8 +8,10 @@ On disk, one folder per key holds `program.bin`, `source.cl` and `meta.json` (in
 hand). Where the driver keeps its compiled programs itself, keyed by source and options
 (PoCL: limits.driver_keeps_programs), the entry holds no `program.bin` and is built again from
 its source, which the driver's cache answers: asking PoCL for a binary compiles every kernel of
-the program once more, most of a cold build (stop 27). Each file is written to a temporary name and moved into place with os.replace; meta.json
-goes last and records the binary's hash, so a half-written entry is never read. Any cache problem
+the program once more, most of a cold build (stop 27); such a warm load is as warm as the
+driver's cache (emptied, the build is a full compile, still counted as a disk hit).
+Each file is written to a temporary name and moved into place with os.replace; meta.json goes
+last and records the binary's hash, so a half-written entry is never read. Any cache problem
 is a warning and a fresh build, never a crash that hides the real error. A folder that cannot be
 written (read-only, under a file, a full disk) is one warning, found by `check_directory` before
 anything is built or at the first write: the cache then only reads (a read-only cache that others
@@ -30,6 +32,7 @@ from typing import Callable, Sequence
 import pyopencl as cl
 
 from ... import __version__, settings
+from ...errors import KernelBuildError
 from ...files import MIB, atomic_writer, read_user_file
 from .build import compile_source, load_binary, program_binary, say_on_stderr
 from .limits import driver_keeps_programs
@@ -203,7 +206,8 @@ class ProgramCache:
                 # built from the source the key was made of: the driver's cache answers it
                 # (the text has built before, so its warnings are the entry's)
                 program, _ = compile_source(context, device, source, options,
-                                            line_map=line_map, label=label)
+                                            line_map=line_map, label=label,
+                                            save_dir=self.directory)
                 return program, warned, True
             binary = read_user_file(folder / "program.bin")
             # both the size and the hash, before the driver sees a byte: a driver may crash
@@ -215,6 +219,9 @@ class ProgramCache:
             if hashlib.sha256(binary).hexdigest() != meta.get("binary_sha256"):
                 raise ValueError("program.bin does not match the hash in meta.json")
             return load_binary(context, device, binary, options), warned, False
+        except KernelBuildError:
+            raise       # an entry without a binary, its source refused: the compiler's own
+            #             error at the user's line, not a warning and the same build again
         except Exception as e:  # noqa: BLE001 - any failure here means "build anew", never a crash
             self._warn(f"cache entry {folder} is unusable ({type(e).__name__}: {e}); "
                        f"building anew")
