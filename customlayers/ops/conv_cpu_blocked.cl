@@ -23,11 +23,13 @@
  * (the padded copy's plane), BLOCKS_FIRST and the epilogue's switches HAS_BIAS HAS_RESIDUAL
  * PRE_RELU RELU (conv_epilogue.cl's FUSED_* of the same names) as kernel arguments.
  * The switches are arguments, not #defines, so that one program serves every fusion of a
- * micro-tile and window: PoCL compiles this kernel in about 1.2 s per program on the 2-core
- * machine, and a uniform branch per stored value costs little beside the K loop (the models'
- * kernel times stayed within this machine's noise, +-8%). The window stays a #define: as
- * arguments the compile cost the same, and one run timed ResNet-18's convolutions 30 against
- * 19 ms, which this machine's noise could not settle (stop 27).
+ * micro-tile and window, and a uniform branch per stored value costs little beside the K
+ * loop (the models' kernel times stayed within this machine's noise, +-15%). PoCL compiles
+ * each program at its first enqueue: about 0.5 s on the 2-core machine, since one store loop
+ * holds the only copy of the epilogue (1.0-1.2 s with a copy per pixel of the tile, 2.2-3.9
+ * s with that unrolled). The window stays a #define: as arguments the compile cost the same,
+ * and one run timed ResNet-18's convolutions 30 against 19 ms, which this machine's noise
+ * could not settle (stop 27).
  */
 /* conv_epilogue.cl's switches, but GELU's, are the kernel's arguments here (run_epilogue) */
 #define FUSED_BIAS 0
@@ -42,7 +44,8 @@
                           const int RELU
 
 /* the value stored at output element `index` of channel `channel`: conv_epilogue.cl's order
-   (bias, ReLU, residual, then GELU or ReLU), its switches read at run time */
+   (bias, ReLU, residual, then GELU or ReLU), its switches read at run time (called from one
+   place: the store loop at the kernel's end) */
 inline float run_epilogue(float v, int index, int channel, __global const float* bias,
                           __global const float* residual, int has_bias, int has_residual,
                           int pre_relu, int relu)
@@ -144,22 +147,24 @@ __kernel void conv_cpu_blocked(__global const float* restrict input,
     }
     const int o0 = g * OG + ob * OB;
     __global float* out = output + (img * O + o0) * P;
-    const int full = p0 + PT <= P && (ob + 1) * OB <= OG;
+    /* the accumulators to a private tile first (PT vector stores, unrolled: a0[j] is a
+       register), then one loop applies the epilogue and stores: one copy of it in the
+       program, not one per pixel of the tile (2 x PT copies took PoCL about 1.9 s to compile
+       at the first enqueue) */
+    float tile_out[PT][OB];
     #pragma unroll
     for (int j = 0; j < PT; ++j) {
-        float r[OB];
-        STOREV(a0[j], 0, r);
+        STOREV(a0[j], 0, tile_out[j]);
 #if OB == 2 * VW
-        STOREV(a1[j], 1, r);
+        STOREV(a1[j], 1, tile_out[j]);
 #endif
-        if (full) {                     /* no pixel or channel of the tile past the end */
-            #pragma unroll 1    /* unrolled (OB stores of PT pixels), each program took
-                                   PoCL 2.2-3.9 s to compile at its first enqueue, not 0.8-1.2 */
-            for (int i = 0; i < OB; ++i)
-                out[i * P + p0 + j] = STORE_VALUE((img * O + o0 + i) * P + p0 + j, o0 + i, r[i]);
-        } else if (p0 + j < P) {
-            for (int i = 0; i < OB && ob * OB + i < OG; ++i)
-                out[i * P + p0 + j] = STORE_VALUE((img * O + o0 + i) * P + p0 + j, o0 + i, r[i]);
-        }
+    }
+    const int pixels = min(PT, P - p0), channels = min(OB, OG - ob * OB);
+    #pragma unroll 1
+    for (int j = 0; j < pixels; ++j) {
+        const int at = (img * O + o0) * P + p0 + j;      /* channel o0, pixel p0 + j */
+        #pragma unroll 1
+        for (int i = 0; i < channels; ++i)
+            out[i * P + p0 + j] = STORE_VALUE(at + i * P, o0 + i, tile_out[j][i]);
     }
 }
