@@ -76,6 +76,40 @@ def driver_keeps_programs(device) -> bool:
         settings.pocl_kernel_cache_on()
 
 
+# the work-group sizes steady_local_size picks from, largest first, and their largest product
+_STEADY_STEPS = (64, 32, 16, 8, 4, 2)
+_STEADY_ITEMS = 64
+
+
+def steady_local_size(device, global_size) -> tuple[int, ...] | None:
+    """A local size for a launch that gives none, on a device that compiles a kernel for each
+    work-group size it runs (PoCL), from a few sizes per kernel instead of the driver's choice
+    per shape: PoCL picked a new size for each of DenseNet-121's 62 BatchNorm+ReLU launches and
+    compiled the kernel 62 times (4.7 s of a 12 s first run on the 2-core machine). Dimension
+    0, which PoCL vectorizes, takes all of itself up to 16 items, or the largest of
+    _STEADY_STEPS down to 8 that divides it; the others the largest that divides them within
+    _STEADY_ITEMS in all. None (the driver chooses) elsewhere, or where dimension 0 would get
+    fewer than 8 items of a larger extent (too narrow to vectorize)."""
+    if "Portable Computing Language" not in device.platform.name or not global_size or \
+            device.max_work_group_size < _STEADY_ITEMS:
+        return None
+    first = int(global_size[0])
+    if first <= 16:
+        local = [first]
+    else:
+        step = next((s for s in _STEADY_STEPS if s >= 8 and first % s == 0), None)
+        if step is None:
+            return None
+        local = [step]
+    budget = _STEADY_ITEMS // local[0]
+    for extent in global_size[1:]:
+        step = next((s for s in _STEADY_STEPS + (1,) if s <= budget and int(extent) % s == 0),
+                    1)
+        local.append(step)
+        budget //= step
+    return tuple(local)
+
+
 def supports_non_uniform_groups(device: cl.Device) -> bool:
     """OpenCL 2.x always allows a last, smaller work-group; 3.0 makes it optional and says so
     in a device query; 1.x never allows it."""

@@ -27,6 +27,7 @@ from .user_tensors import DeviceTensor, device_tensor, host_array, is_device_val
 from .host_step import HostStep, HostSteps
 from ..device.kernel_release import next_serial, release_newest_first
 from ..device.launch_args import bind_args
+from ..device.limits import steady_local_size
 from .request_args import RequestArgs
 from .states import RequestStates, VariableState
 
@@ -156,7 +157,10 @@ class InferRequest:
                     raise ExecutionError(
                         f"layer '{step.name}' (type {step.type}, {step.impl}): cannot set the "
                         f"arguments of kernel '{launch.entry}': {e}") from e
-                self._launches.append((kernel, launch.global_size, launch.local_size, index))
+                # a launch that gives no local size: one of a few on PoCL (limits.py)
+                local = launch.local_size or steady_local_size(self.engine.device,
+                                                                launch.global_size)
+                self._launches.append((kernel, launch.global_size, local, index))
                 self._access.append((frozenset(source.reads), frozenset(source.writes)))
             if step.host is not None:        # its buffers are looked up when it is enqueued
                 self._launches.append((HostStep(step), None, None, index))
