@@ -82,6 +82,17 @@ def test_generated_program_runs_on_padded_inputs(cl_env, tmp_path, fmt):
                                0.25 * x + 1.0, rtol=1e-6)
 
 
+def refuse_source_builds(monkeypatch) -> None:
+    """From here on, a program built from source fails the test: only binaries load."""
+    real = cl._cl._Program
+
+    def no_source_builds(*args):
+        if len(args) == 2:
+            raise AssertionError("the compiler was called for a cached program")
+        return real(*args)
+    monkeypatch.setattr(cl._cl, "_Program", no_source_builds)
+
+
 def test_second_build_comes_from_disk_without_the_compiler(cl_env, tmp_path, monkeypatch):
     ctx, _, dev = cl_env
     desc = TensorDesc((1, 2, 3, 4))
@@ -93,13 +104,7 @@ def test_second_build_comes_from_disk_without_the_compiler(cl_env, tmp_path, mon
     assert first.hits == 1                                    # memory hit, same instance
 
     # From here on, building from source is impossible: only binaries can be loaded.
-    real = cl._cl._Program
-
-    def no_source_builds(*args):
-        if len(args) == 2:
-            raise AssertionError("the compiler was called for a cached program")
-        return real(*args)
-    monkeypatch.setattr(cl._cl, "_Program", no_source_builds)
+    refuse_source_builds(monkeypatch)
 
     fresh = ProgramCache(tmp_path, binaries=True)
     built = fresh.build(ctx, dev, program.text, program.options, label="Affine")
@@ -367,13 +372,7 @@ def test_where_the_driver_keeps_programs_the_entry_holds_no_binary(cl_env, tmp_p
     assert (both.misses, both.disk_hits) == (0, 1)
     assert sorted(p.name for p in entry.iterdir()) == ["meta.json", "program.bin", "source.cl"]
     assert "kept_by_driver" not in json.loads((entry / "meta.json").read_text())
-    real = cl._cl._Program
-
-    def no_source_builds(*args):
-        if len(args) == 2:
-            raise AssertionError("the compiler was called for a cached program")
-        return real(*args)
-    monkeypatch.setattr(cl._cl, "_Program", no_source_builds)
+    refuse_source_builds(monkeypatch)
     last = ProgramCache(tmp_path, binaries=True)
     built = last.build(ctx, dev, program.text, program.options)
     assert (last.misses, last.disk_hits) == (0, 1)
