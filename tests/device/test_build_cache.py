@@ -15,7 +15,7 @@ from customlayers.runtime.device.build import map_build_log
 from customlayers.runtime.device.device import Engine
 from customlayers.runtime.layers.registry import Registry
 from customlayers.runtime.device.cache import CacheWarning, ProgramCache
-from customlayers.runtime.device.limits import driver_keeps_programs
+from customlayers.runtime.device.limits import driver_keeps_programs, is_pocl_platform
 from customlayers.jit.program import generate_program
 from customlayers.jit.tensor import TensorDesc
 
@@ -382,7 +382,7 @@ def test_where_the_driver_keeps_programs_the_entry_holds_no_binary(cl_env, tmp_p
 def test_the_default_keeps_a_binary_unless_the_driver_keeps_the_program(cl_env, tmp_path,
                                                                        monkeypatch):
     ctx, _, dev = cl_env
-    pocl = "Portable Computing Language" in dev.platform.name
+    pocl = is_pocl_platform(dev)
     assert driver_keeps_programs(dev) is pocl
     monkeypatch.setenv("POCL_KERNEL_CACHE", "0")        # PoCL's own cache off: keep binaries
     assert driver_keeps_programs(dev) is False

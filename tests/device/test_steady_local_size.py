@@ -8,12 +8,8 @@ import numpy as np
 import pytest
 
 from customlayers.runtime.device.device import Engine
-from customlayers.runtime.device.limits import steady_local_size
+from customlayers.runtime.device.limits import is_pocl_platform, steady_local_size
 from single_node_models import model_file, ours_and_onnxruntime
-
-
-def _is_pocl(device) -> bool:
-    return "Portable Computing Language" in device.platform.name
 
 
 @pytest.mark.parametrize("global_size,want", [
@@ -23,7 +19,7 @@ def _is_pocl(device) -> bool:
 def test_the_sizes_picked(test_device, global_size, want):
     device = Engine(test_device).device
     got = steady_local_size(device, global_size)
-    assert got == (want if _is_pocl(device) else None)
+    assert got == (want if is_pocl_platform(device) else None)
     if got is not None:     # a size that divides the range, dimension by dimension
         assert all(g % l == 0 for g, l in zip(global_size, got)) and np.prod(got) <= 64
 
@@ -61,5 +57,5 @@ def test_a_densenet_like_growth_of_channels_runs_with_few_sizes(tmp_path, test_d
                 sizes.setdefault(launch.entry, set()).add(
                     steady_local_size(engine.device, launch.global_size))
     assert sizes, "no launch left its local size to the runtime"
-    if _is_pocl(engine.device):
+    if is_pocl_platform(engine.device):
         assert all(len(v) <= 2 and None not in v for v in sizes.values()), sizes

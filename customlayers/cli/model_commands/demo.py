@@ -206,7 +206,7 @@ def _first_compile_note(cache):
                 if cache.enabled and cache.writable else
                 "the program cache is off or cannot be written, so later runs compile them again")
         print(f"demo: compiling the programs the cache lacks (a first run on this device: "
-              f"about 25 s on a 2-core CPU); {kept}", file=sys.stderr, flush=True)
+              f"about 15 s on a 2-core CPU); {kept}", file=sys.stderr, flush=True)
     return note
 
 

@@ -65,6 +65,12 @@ def is_nvidia_platform(device) -> bool:
     return "NVIDIA" in device.platform.vendor
 
 
+def is_pocl_platform(device) -> bool:
+    """Whether `device` is of PoCL's platform, which calls itself "Portable Computing Language"
+    (its CPU device, or any other it drives)."""
+    return "Portable Computing Language" in device.platform.name
+
+
 def driver_keeps_programs(device) -> bool:
     """Whether `device`'s driver keeps every program it compiles in a cache of its own, keyed
     by the source and options, so that building the same text again in any process costs
@@ -72,8 +78,7 @@ def driver_keeps_programs(device) -> bool:
     binary compiles every kernel of it once more (a work-group function for any local size,
     which no launch of ours then uses): 3-5 s of a convolution program's 6 s cold cost on the
     2-core machine, so the program cache keeps no binary of such a device (cache.py)."""
-    return "Portable Computing Language" in device.platform.name and \
-        settings.pocl_kernel_cache_on()
+    return is_pocl_platform(device) and settings.pocl_kernel_cache_on()
 
 
 # the work-group sizes steady_local_size picks from, largest first, and their largest product
@@ -90,7 +95,7 @@ def steady_local_size(device, global_size) -> tuple[int, ...] | None:
     _STEADY_STEPS down to 8 that divides it; the others the largest that divides them within
     _STEADY_ITEMS in all. None (the driver chooses) elsewhere, or where dimension 0 would get
     fewer than 8 items of a larger extent (too narrow to vectorize)."""
-    if "Portable Computing Language" not in device.platform.name or not global_size or \
+    if not is_pocl_platform(device) or not global_size or \
             device.max_work_group_size < _STEADY_ITEMS:
         return None
     first = int(global_size[0])
