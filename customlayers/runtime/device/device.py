@@ -108,15 +108,17 @@ def select_device(selector: str | None = None) -> cl.Device:
     wanted = selector.strip()
     if wanted.upper().startswith(_VIRTUAL_PREFIXES):
         # a wrong argument like a missing device: NoSuchDeviceError, exit 2 on the command line
-        raise NoSuchDeviceError(f"device '{wanted}': a model runs on one OpenCL device here (no "
-                          f"MULTI, HETERO, BATCH or AUTO lists); name one, e.g. "
-                          f"{device_index_names(devices)[0]}; devices: {_listing(devices)}")
+        raise NoSuchDeviceError(f"device '{wanted}': a model runs on one OpenCL device here "
+                                f"(no MULTI, HETERO, BATCH or AUTO lists); name one, e.g. "
+                                f"{device_index_names(devices)[0]}; devices: "
+                                f"{_listing(devices)}")
     indexed = _INDEXED.fullmatch(wanted)
     if indexed:
         names = device_index_names(devices)
         name = f"{indexed.group(1).upper()}.{int(indexed.group(2))}"
         if name not in names:
-            raise NoSuchDeviceError(f"no OpenCL device '{wanted}': the devices are {_listing(devices)}")
+            raise NoSuchDeviceError(f"no OpenCL device '{wanted}': the devices are "
+                                    f"{_listing(devices)}")
         return devices[names.index(name)]
     by_type = {"GPU": cl.device_type.GPU, "CPU": cl.device_type.CPU,
                "ACCELERATOR": cl.device_type.ACCELERATOR}
