@@ -11,15 +11,21 @@ CUSTOMLAYERS_CPU_VECTOR_WIDTH  8 or 16: the float vector width the CPU kernels a
                          for, instead of the one the device prefers (16 on AVX-512, 8 on
                          AVX2); 8 runs the AVX2 kernels on an AVX-512 machine (tests, CI)
 CUSTOMLAYERS_BUILD_PROCESSES  how many worker processes compile programs (each with its own
-                         context); default: up to 8 on NVIDIA's OpenCL, whose compiler builds one
-                         program at a time per process, 0 elsewhere; 0 turns them off
+                         context); default: up to 8 (at most the cores) on NVIDIA's OpenCL and
+                         on PoCL, whose compilers build one program at a time per process, 0
+                         elsewhere; 0 turns them off
 CUSTOMLAYERS_KEEP_BINARIES  "1": the program cache keeps every program's binary (warm loads read
                          it: about 5 ms a program on PoCL); "0": none (a new process builds the
                          source again, which the driver's own cache answers: 30 ms on PoCL);
-                         default: none where the driver keeps its programs itself (PoCL, whose
-                         binary costs a compile of every kernel), binaries elsewhere
+                         default: binaries, except on a PoCL that specializes its work-groups
+                         (POCL_WORK_GROUP_SPECIALIZATION=1), whose binary costs a compile of
+                         every kernel that no launch then uses
 POCL_KERNEL_CACHE        PoCL's own: "0" turns its kernel cache off (the program cache then
                          keeps binaries)
+POCL_WORK_GROUP_SPECIALIZATION  PoCL's own: "1" compiles each kernel again for every work-group
+                         size it is launched with; an Engine on PoCL sets "0" where it is unset
+                         (every launch runs the one work-group function the program's binary
+                         holds; the program cache then keeps binaries on PoCL)
 CUSTOMLAYERS_NO_MACHINE_CODE  "1" leaves a package's NVIDIA machine code out of the driver's
                          cache: its programs' PTX is compiled at load (to compare, or rule it out)
 CUDA_CACHE_PATH, CUDA_CACHE_DISABLE  NVIDIA's own: where its driver keeps compiled code (default
@@ -156,6 +162,28 @@ def keep_binaries() -> bool | None:
 def pocl_kernel_cache_on() -> bool:
     """Whether PoCL keeps the programs it compiles (POCL_KERNEL_CACHE, on unless "0")."""
     return os.environ.get("POCL_KERNEL_CACHE", "1").strip() != "0"
+
+
+def pocl_specializes_work_groups() -> bool:
+    """Whether PoCL compiles a kernel again for each work-group size it runs
+    (POCL_WORK_GROUP_SPECIALIZATION: PoCL's default is on; it reads the variable at each
+    launch)."""
+    return os.environ.get("POCL_WORK_GROUP_SPECIALIZATION", "1").strip() != "0"
+
+
+def prefer_pocl_generic_work_groups() -> None:
+    """POCL_WORK_GROUP_SPECIALIZATION=0 where the user has not set it (Engine, on PoCL).
+
+    Why: a specializing PoCL compiles each kernel once more for every local size at its first
+    launch, on top of the build: on the 2-core machine EfficientNet-B0's first inference spent
+    7 s there after 4.7 s of builds. Off, every launch runs the work-group function for any
+    size that the program's binary already holds, so the cache keeps binaries (a warm load
+    reads them in about 5 ms a program instead of 30-50 ms from PoCL's cache), the build
+    workers can compile it in parallel, and the first inference compiles nothing. The five
+    torchvision models of bench/cold_start.py ran as fast either way (stop 28). A user who set
+    the variable keeps their value; it is PoCL's, so their own kernels in this process see it
+    too."""
+    os.environ.setdefault("POCL_WORK_GROUP_SPECIALIZATION", "0")
 
 
 def machine_code_wanted() -> bool:

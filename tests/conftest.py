@@ -15,6 +15,16 @@ sys.path.insert(0, str(ROOT / "tests"))
 for _name in ("CUSTOMLAYERS_NO_CACHE", "CUSTOMLAYERS_VERBOSE", "CUSTOMLAYERS_DEVICE",
               "CUSTOMLAYERS_TUNING", "CUSTOMLAYERS_KEEP_BINARIES", "POCL_KERNEL_CACHE"):
     os.environ.pop(_name, None)
+# what the first Engine on PoCL sets where it is unset (settings.prefer_pocl_generic_work_groups),
+# set before any test, so that a test's cache sees the same PoCL whichever ran first
+os.environ["POCL_WORK_GROUP_SPECIALIZATION"] = "0"
+# no build worker processes (on by default on PoCL and NVIDIA) on a machine of few cores:
+# `make test` runs two test processes on the 2-core machine, each compiling, and a worker's
+# start (Python, pyopencl, a context) would buy no core; test_build_workers.py turns them on
+if (os.cpu_count() or 1) <= 4:
+    os.environ["CUSTOMLAYERS_BUILD_PROCESSES"] = "0"
+else:
+    os.environ.pop("CUSTOMLAYERS_BUILD_PROCESSES", None)
 
 
 def pytest_configure(config):

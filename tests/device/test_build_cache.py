@@ -15,7 +15,7 @@ from customlayers.runtime.device.build import map_build_log
 from customlayers.runtime.device.device import Engine
 from customlayers.runtime.layers.registry import Registry
 from customlayers.runtime.device.cache import CacheWarning, ProgramCache
-from customlayers.runtime.device.limits import driver_keeps_programs, is_pocl_platform
+from customlayers.runtime.device.limits import binary_is_wasted, is_pocl_platform
 from customlayers.jit.program import generate_program
 from customlayers.jit.tensor import TensorDesc
 
@@ -345,10 +345,11 @@ def test_verbose_reports_of_parallel_builds_are_whole_lines(tmp_path, monkeypatc
 
 def test_where_the_driver_keeps_programs_the_entry_holds_no_binary(cl_env, tmp_path,
                                                                    monkeypatch):
-    """Stop 27: asking PoCL for a program's binary compiles every kernel of it once more, for a
-    work-group size no launch uses (3-5 s of a convolution program's cold cost). Where the
-    driver keeps its programs itself, an entry holds the source and meta.json only, and a new
-    process builds the text again, which the driver's cache answers: a disk hit that runs."""
+    """Stop 27: asking a PoCL that specializes its work-groups for a program's binary compiles
+    every kernel of it once more, for a work-group size no launch uses (3-5 s of a convolution
+    program's cold cost). Where the cache keeps no binary, an entry holds the source and
+    meta.json only, and a new process builds the text again, which the driver's cache
+    answers: a disk hit that runs."""
     ctx, _, dev = cl_env
     desc = TensorDesc((1, 2, 3, 4))
     program = generate_program(spec(), [desc], [desc], {"scale": "5"})
@@ -379,17 +380,26 @@ def test_where_the_driver_keeps_programs_the_entry_holds_no_binary(cl_env, tmp_p
     np.testing.assert_allclose(run(cl_env, program, built, x, desc, desc), 5 * x + 1)
 
 
-def test_the_default_keeps_a_binary_unless_the_driver_keeps_the_program(cl_env, tmp_path,
-                                                                       monkeypatch):
+def test_the_default_keeps_a_binary_unless_pocl_specializes_its_work_groups(cl_env, tmp_path,
+                                                                           monkeypatch):
+    """Stop 28: a PoCL that runs one work-group function for every size (what an Engine sets,
+    and conftest) gets binaries kept like any driver; one that specializes (the user set
+    POCL_WORK_GROUP_SPECIALIZATION=1) with its own cache on gets source-only entries."""
     ctx, _, dev = cl_env
     pocl = is_pocl_platform(dev)
-    assert driver_keeps_programs(dev) is pocl
+    kernel = "__kernel void k(__global float* a) { a[0] = 3.0f; }\n"
+    assert binary_is_wasted(dev) is False
+    ProgramCache(tmp_path / "generic").build(ctx, dev, kernel)
+    (entry,) = (tmp_path / "generic" / "programs").iterdir()
+    assert (entry / "program.bin").exists()
+    monkeypatch.setenv("POCL_WORK_GROUP_SPECIALIZATION", "1")
+    assert binary_is_wasted(dev) is pocl
     monkeypatch.setenv("POCL_KERNEL_CACHE", "0")        # PoCL's own cache off: keep binaries
-    assert driver_keeps_programs(dev) is False
+    assert binary_is_wasted(dev) is False
     monkeypatch.delenv("POCL_KERNEL_CACHE")
-    cache = ProgramCache(tmp_path)
-    cache.build(ctx, dev, "__kernel void k(__global float* a) { a[0] = 3.0f; }\n")
-    (entry,) = (tmp_path / "programs").iterdir()
+    cache = ProgramCache(tmp_path / "specialized")
+    cache.build(ctx, dev, kernel)
+    (entry,) = (tmp_path / "specialized" / "programs").iterdir()
     assert (entry / "program.bin").exists() is not pocl
     monkeypatch.setenv("CUSTOMLAYERS_KEEP_BINARIES", "1")     # the user's choice, any device
     assert ProgramCache(tmp_path).keeps_binary(dev) is True

@@ -1,10 +1,11 @@
 """Programs compiled in worker processes (runtime/device/build_workers.py): NVIDIA's compiler
-takes one build at a time per process, so there the builds a network needs go to workers, whose
-results come back through the disk cache. Forced here with CUSTOMLAYERS_BUILD_PROCESSES=2 on
-the test device (PoCL by default, where they are off unless asked), with caches that keep
-binaries, as on NVIDIA (on PoCL the cache keeps none by default: cache.py)."""
+and PoCL's take one build at a time per process, so there the builds a network needs go to
+workers, whose results come back through the disk cache. Forced here with
+CUSTOMLAYERS_BUILD_PROCESSES=2 on the test device (the suite turns them off elsewhere: its two
+processes already fill the machine's cores, conftest.py), with caches that keep binaries."""
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 import time
@@ -165,6 +166,19 @@ def test_a_build_that_fails_in_a_worker_is_reported_at_the_users_line(test_devic
     assert f"grn.cl:{body + 2}" in str(e.value)
     # the workers built the others; GRN's failed there and was built here, for its error
     assert engine.cache.worker_builds == programs - 1
+
+
+def test_the_default_count_is_up_to_eight_on_nvidia_and_pocl(test_device, tmp_path,
+                                                             monkeypatch):
+    from customlayers.runtime.device import build_workers
+    from customlayers.runtime.device.limits import is_nvidia_platform, is_pocl_platform
+    monkeypatch.delenv("CUSTOMLAYERS_BUILD_PROCESSES", raising=False)
+    engine = Engine(test_device, cache=ProgramCache(tmp_path / "cache", binaries=True))
+    known = is_nvidia_platform(engine.device) or is_pocl_platform(engine.device)
+    cores = len(os.sched_getaffinity(0))
+    assert build_workers.worker_count(engine) == (min(8, cores) if known and cores >= 2 else 0)
+    off = Engine(test_device, cache=ProgramCache(tmp_path / "off", enabled=False))
+    assert build_workers.worker_count(off) == 0      # nothing could carry their results
 
 
 @pytest.mark.parametrize("value", ["-1", "two", "65"])

@@ -277,7 +277,7 @@ def test_releasing_a_network_is_linear_in_its_kernels(tmp_path, test_device):
     """A request holds one kernel per launch, and PoCL finds a kernel to release by walking its
     program's list of kernels from the newest: released in the order a garbage collection
     happened to take (oldest first, about), a network of 60,000 nodes took 50 s to release.
-    Its kernels go newest first now (kernel_release.py). 20,000 Softmax nodes (one program):
+    Its kernels go newest first now (kernel_objects.py). 20,000 Softmax nodes (one program):
     the release was a third of the time the network took to build and run once; now it is a
     tenth."""
     import gc

@@ -35,7 +35,7 @@ from .compiler import PlanOptions, compile_plan
 from ..device.build_workers import close_workers
 from ..device.device import Engine
 from ..device.limits import device_traits, has_fp16, has_fp64
-from ..device.kernel_release import release_requests
+from ..device.kernel_objects import release_requests
 from ..device.sub_buffers import sub_buffer_alignment
 from .plan import CompiledPlan
 from .plan_keys import find_value_inputs, plan_key, static_input_shapes, value_input_arrays

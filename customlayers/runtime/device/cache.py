@@ -5,11 +5,11 @@ build options, the platform, device and driver identity, and this package's vers
 key missed the .cl contents and served stale kernels; tinygrad's missed the driver).
 
 On disk, one folder per key holds `program.bin`, `source.cl` and `meta.json` (inspectable by
-hand). Where the driver keeps its compiled programs itself, keyed by source and options
-(PoCL: limits.driver_keeps_programs), the entry holds no `program.bin` and is built again from
-its source, which the driver's cache answers: asking PoCL for a binary compiles every kernel of
-the program once more, most of a cold build (stop 27); such a warm load is as warm as the
-driver's cache (emptied, the build is a full compile, still counted as a disk hit).
+hand). Where asking the driver for the binary would compile the program once more for nothing
+while its own cache keeps it (a PoCL that specializes its work-groups: limits.binary_is_wasted),
+the entry holds no `program.bin` and is built again from its source, which the driver's cache
+answers (stop 27); such a warm load is as warm as the driver's cache (emptied, the build is a
+full compile, still counted as a disk hit).
 Each file is written to a temporary name and moved into place with os.replace; meta.json goes
 last and records the binary's hash, so a half-written entry is never read. Any cache problem
 is a warning and a fresh build, never a crash that hides the real error. A folder that cannot be
@@ -35,7 +35,7 @@ from ... import __version__, settings
 from ...errors import KernelBuildError
 from ...files import MIB, atomic_writer, read_user_file
 from .build import compile_source, load_binary, program_binary, say_on_stderr
-from .limits import driver_keeps_programs
+from .limits import binary_is_wasted
 
 # 2: meta.json records binary_size; 3: division built exact (build.py); 4: entries without a
 # binary where the driver keeps the program (meta.json: kept_by_driver)
@@ -84,7 +84,7 @@ class ProgramCache:
     `hits` counts memory hits, `disk_hits` disk hits, `misses` real compilations. Memory
     keeps the `memory_entries` programs used last. `binaries`: whether entries keep the
     program's binary; None (the default) as CUSTOMLAYERS_KEEP_BINARIES says, and where it is
-    unset, except where the driver keeps the program itself (driver_keeps_programs)."""
+    unset, except where the binary would cost a compile for nothing (binary_is_wasted)."""
 
     def __init__(self, directory: Path | None = None, enabled: bool | None = None,
                  verbose: bool | None = None, memory_entries: int = MEMORY_ENTRIES,
@@ -185,7 +185,7 @@ class ProgramCache:
     # -- disk --------------------------------------------------------------------------------
     def keeps_binary(self, device) -> bool:
         """Whether this cache's entries for `device` hold the program's binary."""
-        return self.binaries if self.binaries is not None else not driver_keeps_programs(device)
+        return self.binaries if self.binaries is not None else not binary_is_wasted(device)
 
     def _load(self, context, device, key: str, source: str, options: str,
               line_map: Sequence, label: str) -> tuple[cl.Program, str, bool] | None:

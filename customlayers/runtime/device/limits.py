@@ -71,14 +71,18 @@ def is_pocl_platform(device) -> bool:
     return "Portable Computing Language" in device.platform.name
 
 
-def driver_keeps_programs(device) -> bool:
-    """Whether `device`'s driver keeps every program it compiles in a cache of its own, keyed
-    by the source and options, so that building the same text again in any process costs
-    a lookup: PoCL's kernel cache (on unless POCL_KERNEL_CACHE=0). Asking PoCL for a program's
-    binary compiles every kernel of it once more (a work-group function for any local size,
-    which no launch of ours then uses): 3-5 s of a convolution program's 6 s cold cost on the
-    2-core machine, so the program cache keeps no binary of such a device (cache.py)."""
-    return is_pocl_platform(device) and settings.pocl_kernel_cache_on()
+def binary_is_wasted(device) -> bool:
+    """Whether asking `device`'s driver for a program's binary compiles every kernel of it
+    once more for nothing, while the driver's own cache keeps the program (keyed by source and
+    options, so that building the same text again in any process costs a lookup): a PoCL that
+    specializes its work-groups (POCL_WORK_GROUP_SPECIALIZATION=1) with its kernel cache on
+    (POCL_KERNEL_CACHE). The binary holds a work-group function for any local size, which
+    such a PoCL never runs: it compiles another per size at the first launch (3-5 s of a
+    convolution program's 6 s cold cost on the 2-core machine, stop 27). Where PoCL does not
+    specialize (what an Engine sets where the user has not: settings.py) the launches run the
+    binary's function, and the program cache keeps binaries (cache.py)."""
+    return is_pocl_platform(device) and settings.pocl_kernel_cache_on() and \
+        settings.pocl_specializes_work_groups()
 
 
 # the work-group sizes steady_local_size picks from, largest first, and their largest product

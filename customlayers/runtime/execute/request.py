@@ -25,7 +25,7 @@ from .run import Copy, Run, prepare_run
 from ..device.sub_buffers import SubBuffers
 from .user_tensors import DeviceTensor, device_tensor, host_array, is_device_value
 from .host_step import HostStep, HostSteps
-from ..device.kernel_release import next_serial, release_newest_first
+from ..device.kernel_objects import next_serial, release_newest_first
 from ..device.launch_args import bind_args
 from ..device.limits import steady_local_size
 from .request_args import RequestArgs
@@ -85,7 +85,7 @@ class InferRequest:
         self.serial = next_serial()         # creation order, for releasing newest first
 
     def release_kernels(self) -> None:
-        """Drop the request's kernels, the newest first (kernel_release.py); it runs no more."""
+        """Drop the request's kernels, the newest first (kernel_objects.py); it runs no more."""
         launches = getattr(self, "_launches", None)    # None: __init__ raised before it
         if launches:
             self._uses = {}                 # the other references to the kernels
@@ -97,7 +97,7 @@ class InferRequest:
         # the sub-buffers first, while the context, the queue and the slots they are cut from
         # still live: in a reference cycle (network <-> request) the garbage collector would
         # drop those in any order, and NVIDIA's driver segfaults releasing a sub-buffer late;
-        # then the kernels, newest first (kernel_release.py). getattr, never self.__dict__:
+        # then the kernels, newest first (kernel_objects.py). getattr, never self.__dict__:
         # on CPython 3.11+ reading __dict__ in a finalizer makes a dict the collector has not
         # seen, everything the request holds counts as resurrected, and the network, its plan
         # and its buffers (gigabytes for VGG) outlive the collection that finalized them

@@ -1,0 +1,88 @@
+"""The kernel objects of requests. A request binds one pyopencl.Kernel per launch (its arguments
+are set once), so a network holds as many kernels as it has launches: DenseNet-121 840, a network
+of 60,000 nodes as many. Both making and releasing them are kept cheap here.
+
+Made (memoize_kernel_invokers): every pyopencl.Kernel, when made, asks
+pyopencl.invoker.generate_enqueue_and_set_args for the Python functions that set its arguments
+and enqueue it. pyopencl keeps them in a disk cache without a memory cache (pytools'
+WriteOncePersistentDict, in_mem_cache_size=0), so each Kernel read a file, unpickled it and
+compiled its Python source again: 160 µs a kernel on the 2-core machine, 0.33 s of
+DenseNet-121's 1.5 s warm load. The functions depend only on the key pyopencl caches them by
+(the kernel's name, its argument count and types, the devices), so keeping them in memory per
+key changes nothing but the time: 12 µs a Kernel. The C++ Kernel looks the function up in
+pyopencl.invoker at each construction, so wrapping that attribute is what takes effect; a
+pyopencl without it (another version) keeps its own path.
+
+Released (release_newest_first): PoCL keeps a program's kernels in a list, newest first, that
+clReleaseKernel walks to find the one released: kernels released oldest first cost a walk past
+every younger one, and releasing a network whose kernels went in the order a garbage collection
+happened to clear them took 50 s (quadratic in the kernels). Released newest first, each is at
+the head of its list: milliseconds for the lot. Other drivers do not care about the order; the
+owners (InferRequest, Network) release in this one when they die.
+"""
+from __future__ import annotations
+
+import itertools
+import threading
+
+_SERIALS = itertools.count()
+
+
+def next_serial() -> int:
+    """A number that orders the kernel owners by creation."""
+    return next(_SERIALS)
+
+
+def release_newest_first(launches: list) -> None:
+    """Empty `launches` (a request's launch tuples, in creation order) from its end, so that each
+    kernel's last reference goes in reverse creation order."""
+    while launches:
+        launches.pop()
+
+
+def release_requests(requests) -> None:
+    """Release the kernels of `requests`, the newest request first (see the module's text)."""
+    for request in sorted(requests, key=lambda r: r.serial, reverse=True):
+        request.release_kernels()
+
+
+_lock = threading.Lock()
+_installed: list[bool] = []
+
+
+def memoize_kernel_invokers() -> None:
+    """Wrap pyopencl.invoker.generate_enqueue_and_set_args with an in-memory cache (once)."""
+    if _installed:
+        return
+    with _lock:
+        if _installed:
+            return
+        _installed.append(True)
+        try:
+            import pyopencl.invoker as invoker
+        except ImportError:
+            return
+        generate = getattr(invoker, "generate_enqueue_and_set_args", None)
+        if generate is None or getattr(generate, "_customlayers_memo", False):
+            return
+        made: dict[tuple, tuple] = {}
+
+        def memoized(function_name, num_passed_args, num_cl_args, arg_types,
+                     work_around_arg_count_bug, warn_about_arg_count_bug, devs):
+            try:
+                types = None if arg_types is None else tuple(arg_types)   # None: untyped
+                key = (function_name, num_passed_args, num_cl_args, types,
+                       work_around_arg_count_bug, warn_about_arg_count_bug, tuple(devs))
+                hash(key)
+            except TypeError:         # an argument type pyopencl may take that cannot be a key
+                return generate(function_name, num_passed_args, num_cl_args, arg_types,
+                                work_around_arg_count_bug, warn_about_arg_count_bug, devs)
+            found = made.get(key)
+            if found is None:
+                found = made[key] = generate(function_name, num_passed_args, num_cl_args,
+                                             arg_types, work_around_arg_count_bug,
+                                             warn_about_arg_count_bug, devs)
+            return found
+
+        memoized._customlayers_memo = True
+        invoker.generate_enqueue_and_set_args = memoized
