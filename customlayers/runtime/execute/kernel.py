@@ -23,7 +23,7 @@ from ...errors import BindingError
 from ...jit.bindings import data_blob
 from ...jit.tensor import TensorDesc
 from ...jit.launch import Arg, KernelLaunch
-from ..device.launch_args import ArgumentSource, bind_args
+from ..device.launch_args import ArgumentSource, bind_args, set_kernel_args
 
 # argument plan entries: (kind, index) with kind "input" | "output" | "data"
 INPUT, OUTPUT, DATA = "input", "output", "data"
@@ -149,7 +149,7 @@ class BoundKernel:
         # what is set; a fresh kernel keeps the two paths apart
         kernel = cl.Kernel(self.program, self.spec.entry)
         source = _CallArgs(ctx, in_bufs, out_bufs)
-        kernel.set_args(*bind_args(launch.args, source, self.spec.name))
+        set_kernel_args(kernel, bind_args(launch.args, source, self.spec.name))
         event = cl.enqueue_nd_range_kernel(queue, kernel, self.global_size, self.local_size)
         results = []
         for desc, buf in zip(self.outputs, out_bufs):

@@ -14,7 +14,7 @@ import pyopencl as cl
 from ...errors import KernelBuildError
 from ...jit.layer import LayerCall, LayerWork
 from ...jit.tensor import TensorDesc
-from ..device.launch_args import ArgumentSource, bind_args
+from ..device.launch_args import ArgumentSource, bind_args, set_kernel_args
 
 
 class LaunchTimer:
@@ -100,7 +100,7 @@ class LaunchTimer:
                 kernel = cl.Kernel(program, launch.entry)
                 args = bind_args(launch.args, _TimingArgs(eng.context, stage, buffer_for,
                                                           scratch, keep), stage.name)
-                kernel.set_args(*args)
+                set_kernel_args(kernel, args)
                 bound.append((kernel, launch.global_size, launch.local_size))
             keep += list(scratch.values())
         return bound

@@ -14,6 +14,7 @@ import numpy as np
 import pyopencl as cl
 
 from ...errors import ExecutionError
+from ..device.launch_args import set_kernel_args
 from ..device.sub_buffers import SubBuffers
 
 
@@ -53,7 +54,7 @@ def run_one_launch(engine, program, entry: str, global_size: Sequence[int],
             parents.append(parent)
             bound.append(value)
         kernel = cl.Kernel(program, entry)
-        kernel.set_args(*bound)
+        set_kernel_args(kernel, bound)
         cl.enqueue_nd_range_kernel(engine.queue, kernel, tuple(global_size),
                                    tuple(local_size) if local_size else None)
         after: list[np.ndarray | None] = []

@@ -26,7 +26,7 @@ from ..device.sub_buffers import SubBuffers
 from .user_tensors import DeviceTensor, device_tensor, host_array, is_device_value
 from .host_step import HostStep, HostSteps
 from ..device.kernel_objects import next_serial, release_newest_first
-from ..device.launch_args import bind_args
+from ..device.launch_args import bind_args, set_kernel_args
 from ..device.limits import steady_local_size
 from .request_args import RequestArgs
 from .states import RequestStates, VariableState
@@ -152,7 +152,7 @@ class InferRequest:
                 source = RequestArgs(self, step, index, kernel, scratch)
                 args = bind_args(launch.args, source, step.name)
                 try:
-                    kernel.set_args(*args)
+                    set_kernel_args(kernel, args)
                 except cl.Error as e:
                     raise ExecutionError(
                         f"layer '{step.name}' (type {step.type}, {step.impl}): cannot set the "
