@@ -22,8 +22,9 @@ NODE_SUITE := tests/conformance/test_onnx_node_suite.py
 TEST_WORKERS ?= 2
 XDIST = $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadgroup)
 
+# --durations: the ten slowest tests at the end of every run (issue 22 asks for them)
 test: setup-test
-	$(PY) -m pytest -q $(XDIST) tests --ignore=$(NODE_SUITE)
+	$(PY) -m pytest -q $(XDIST) --durations=10 tests --ignore=$(NODE_SUITE)
 
 # one process: its last test sums up the cases that pass unlisted, which the cases before it
 # collected in this process (and it takes half a minute)
