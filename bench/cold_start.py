@@ -10,8 +10,7 @@ Cold is measured with --tuning off and with the default (fast); the driver's own
 cold too: NVIDIA's code cache is a new, empty folder for each cold load (as on a fresh machine;
 the warm loads after it find it filled), PoCL's is off (POCL_KERNEL_CACHE=0). On NVIDIA the
 programs are compiled by build workers (runtime/device/build_workers.py), and the cold loads
-are timed again without them (CUSTOMLAYERS_BUILD_PROCESSES=0). PoCL compiles each kernel again at its first
-enqueue (per work-group size), so there the first inference is most of a warm load.
+are timed again without them (CUSTOMLAYERS_BUILD_PROCESSES=0); on PoCL too.
 
 The warm load with tuning fast is then repeated (--warm, fresh processes) and the median one
 (by total) is broken down: read/parse (read_model), compile plan (Network: resolution, fusion,

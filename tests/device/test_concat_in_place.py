@@ -201,6 +201,60 @@ def test_nested_concats_all_lie_in_the_last_output(engine):
     np.testing.assert_array_equal(got["y"], ref)
 
 
+def _dense_block_anew(b: Builder, x, feed, last_is_output: bool):
+    """torchvision's DenseNet: each layer joins all the features so far anew (its Concat's
+    inputs are the previous Concat's inputs and one more), and a last Concat joins them all.
+    Returns the numpy reference of the result."""
+    feats, refs = [b.relu_shift(x, 0.0)], [relu_shift_ref(feed["x"], 0.0)]
+    for k in range(3):
+        cat = _concat(b, feats, name=f"cat{k}")
+        ref = np.concatenate(refs, 1)
+        feats.append(b.relu_shift(cat, 0.1 * (k + 1)))       # reads the whole Concat
+        refs.append(relu_shift_ref(ref, 0.1 * (k + 1)))
+    last = _concat(b, feats, name="last")
+    if last_is_output:
+        b.result(last)
+        return np.concatenate(refs, 1)
+    b.result(b.relu_shift(last, 0.0, name="y"))
+    return relu_shift_ref(np.concatenate(refs, 1), 0.0)
+
+
+def test_concats_that_join_all_the_features_anew_lie_in_the_last_one(engine):
+    """Each Concat's output is the front of the next one's: the last is placed first, the
+    shorter ones are its front, and no Concat copies (torchvision's DenseNet-121: 593 copy
+    launches an inference before, none after)."""
+    b = Builder("dense_anew")
+    x = b.param("x", (1, 4, 16, 16))
+    feed = {"x": _rand((1, 4, 16, 16))}
+    ref = _dense_block_anew(b, x, feed, last_is_output=False)
+    fast, got, copy, want = _both(b.g, engine, feed)
+    for name in ("cat0", "cat1", "cat2", "last"):
+        _assert_in_place(fast, name)
+    last = _step(fast, "last").outputs[0]
+    assert all(fast.plan.root(_step(fast, f"cat{k}").outputs[0]) == last for k in range(3))
+    assert _launches(copy) - _launches(fast) == 1 + 2 + 3 + 4
+    np.testing.assert_array_equal(got["y"], want["y"])
+    np.testing.assert_array_equal(got["y"], ref)
+
+
+def test_a_chain_whose_longest_concat_copies_places_the_next_longest(engine):
+    """The last Concat is a network output, so it copies (reading its slices); the next
+    longest then goes in place by itself, and the shorter ones are its front."""
+    b = Builder("dense_anew_out")
+    x = b.param("x", (1, 4, 16, 16))
+    feed = {"x": _rand((1, 4, 16, 16))}
+    ref = _dense_block_anew(b, x, feed, last_is_output=True)
+    fast, got, _, want = _both(b.g, engine, feed)
+    _assert_copies(fast, "its output is a network output", name="last")
+    for name in ("cat0", "cat1", "cat2"):
+        _assert_in_place(fast, name)
+    cat2 = _step(fast, "cat2").outputs[0]
+    assert all(fast.plan.root(_step(fast, f"cat{k}").outputs[0]) == cat2 for k in range(2))
+    (out,) = got
+    np.testing.assert_array_equal(got[out], want[out])
+    np.testing.assert_array_equal(got[out], ref)
+
+
 def test_a_slice_read_by_a_python_and_a_custom_layer(tmp_path, engine):
     """Other readers of an input get its slice: a Python layer (the host maps a sub-buffer) and
     a custom kernel (bound to one), beside the Concat that holds it."""

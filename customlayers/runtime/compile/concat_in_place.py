@@ -13,6 +13,10 @@ offset o_i (CompiledPlan.alias and .offsets). Nothing else has to know:
   every producer, since each of them writes its buffer.
 Concats nest: the output of one in place can be an input of the next (DenseNet concatenates each
 block's features one layer at a time), and all of them then lie in the last one's buffer.
+Concats also chain by prefix: where a Concat's inputs are the first inputs of a later one, at
+the same offsets (torchvision's DenseNet joins all the block's features anew at each layer:
+62 Concats, 593 copies an inference), the later one is placed first and the earlier one's
+output is the front of its output, the earlier Concat running in place too (prefix_of).
 
 A Concat goes in place only when every input can, and copies as before otherwise (its output a
 network output included: the user may hand a buffer of its own for it). An input can when it is
@@ -54,8 +58,9 @@ class InPlaceConcats:
 def place_concat_inputs(steps: list[Step], candidates: list[ConcatCandidate], descs: dict,
                         alias: dict, consts: dict, input_keys, output_keys,
                         alignment: int) -> InPlaceConcats:
-    """Which candidates run in place, in step order (an inner Concat before the one it feeds),
-    and the steps with those Concats' launches removed. `alias` (views and fused layers) is
+    """Which candidates run in place, in step order (an inner Concat before the one it feeds;
+    a Concat that is the front of a longer one after it), and the steps with those Concats'
+    launches removed. `alias` (views and fused layers) is
     read, not changed; `alignment`: the bytes a sub-buffer's origin must be a multiple of."""
     def root(key):
         return alias_root(alias, key)
@@ -69,20 +74,78 @@ def place_concat_inputs(steps: list[Step], candidates: list[ConcatCandidate], de
     # tensors a network output is read from (through views): the user may give a buffer of
     # its own for them, and the read-back takes a whole buffer
     network_outputs = {root(k) for k in output_keys}
-    for candidate in candidates:
+    fronts = prefix_of(steps, candidates, root)
+
+    def place(candidate: ConcatCandidate) -> None:
         step = steps[candidate.step]
-        out = step.outputs[0]
         why = _why_not(step, candidate, result, writers, descs, consts, root, network_inputs,
                        network_outputs, alignment)
         result.decisions[step.name] = why
-        if why is not None:
+        if why is None:
+            for key, offset in zip(step.inputs, candidate.offsets):
+                result.alias[root(key)] = step.outputs[0]
+                result.offsets[root(key)] = offset
+            result.steps[candidate.step] = replace(step, launches=[], entry=IN_PLACE_ENTRY)
+
+    # the longest of each prefix chain first, in step order; then the shorter ones, longest
+    # first, each the front of a longer one's output where that one went in place
+    for candidate in candidates:
+        if candidate.step not in fronts:
+            place(candidate)
+    for candidate in sorted((c for c in candidates if c.step in fronts),
+                            key=lambda c: -len(c.offsets)):
+        step = steps[candidate.step]
+        out = step.outputs[0]
+        if _why_not_a_front(step, candidate, result, descs, root, network_outputs) is not None:
+            place(candidate)            # by itself (its longer one copies), or it copies
             continue
-        for key, offset in zip(step.inputs, candidate.offsets):
-            placed = root(key)
-            result.alias[placed] = out
-            result.offsets[placed] = offset
+        result.decisions[step.name] = None
+        result.alias[out] = result.alias[root(step.inputs[0])]
+        result.offsets[out] = 0
         result.steps[candidate.step] = replace(step, launches=[], entry=IN_PLACE_ENTRY)
     return result
+
+
+def prefix_of(steps: list[Step], candidates: list[ConcatCandidate], root) -> set[int]:
+    """The steps of the candidates whose inputs (their tensors) are the first inputs of a later
+    candidate with more of them, at the same offsets: each the front of a longer one."""
+    def inputs(c: ConcatCandidate) -> tuple:
+        return tuple(zip(map(root, steps[c.step].inputs), c.offsets))
+    by_first: dict = {}
+    for c in candidates:
+        if c.offsets:
+            by_first.setdefault(inputs(c)[0], []).append(c)
+    fronts = set()
+    for group in by_first.values():
+        for c in group:
+            mine = inputs(c)
+            if any(d.step > c.step and len(d.offsets) > len(mine) and
+                   inputs(d)[:len(mine)] == mine for d in group):
+                fronts.add(c.step)
+    return fronts
+
+
+def _why_not_a_front(step: Step, candidate: ConcatCandidate, placed: InPlaceConcats, descs,
+                     root, network_outputs) -> str | None:
+    """None when the Concat's output can be the front of the Concat output its inputs were
+    placed in (each at its own offset there, plus one common start); else why not."""
+    out = step.outputs[0]
+    if out in network_outputs:
+        return "its output is a network output"
+    if not descs[out].is_plain:
+        return "its output is not dense"
+    if out in placed.alias:
+        return "its output is already written into another Concat's output"
+    roots = [root(key) for key in step.inputs]
+    where = {placed.alias.get(r) for r in roots}
+    if len(where) != 1 or None in where:
+        return "its inputs do not all lie in one longer Concat's output"
+    starts = {placed.offsets[r] - offset for r, offset in zip(roots, candidate.offsets)}
+    if len(starts) != 1:
+        return "its inputs do not lie in the longer Concat's output in its own order"
+    if starts.pop() != 0:
+        return "its inputs are not the front of the longer Concat's output"
+    return None
 
 
 def _why_not(step: Step, candidate: ConcatCandidate, placed: InPlaceConcats, writers, descs,
