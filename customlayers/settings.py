@@ -160,15 +160,18 @@ def keep_binaries() -> bool | None:
 
 
 def pocl_kernel_cache_on() -> bool:
-    """Whether PoCL keeps the programs it compiles (POCL_KERNEL_CACHE, on unless "0")."""
-    return os.environ.get("POCL_KERNEL_CACHE", "1").strip() != "0"
+    """Whether PoCL keeps the programs it compiles (POCL_KERNEL_CACHE: on where unset; where
+    set, on only for a value that starts with "1", as PoCL reads its boolean options)."""
+    value = os.environ.get("POCL_KERNEL_CACHE")
+    return True if value is None else value.startswith("1")
 
 
 def pocl_specializes_work_groups() -> bool:
     """Whether PoCL compiles a kernel again for each work-group size it runs
-    (POCL_WORK_GROUP_SPECIALIZATION: PoCL's default is on; it reads the variable at each
-    launch)."""
-    return os.environ.get("POCL_WORK_GROUP_SPECIALIZATION", "1").strip() != "0"
+    (POCL_WORK_GROUP_SPECIALIZATION: on where unset, PoCL's default; where set, on only for a
+    value that starts with "1", as PoCL reads its boolean options)."""
+    value = os.environ.get("POCL_WORK_GROUP_SPECIALIZATION")
+    return True if value is None else value.startswith("1")
 
 
 def prefer_pocl_generic_work_groups() -> None:
@@ -181,8 +184,10 @@ def prefer_pocl_generic_work_groups() -> None:
     reads them in about 5 ms a program instead of 30-50 ms from PoCL's cache), the build
     workers can compile it in parallel, and the first inference compiles nothing. The five
     torchvision models of bench/cold_start.py ran as fast either way (stop 28). A user who set
-    the variable keeps their value; it is PoCL's, so their own kernels in this process see it
-    too."""
+    the variable keeps their value. It is PoCL's own, so the user's kernels in this process
+    see it too (compiled once more, for any size, at their next launch) and so do the
+    processes started after it; PoCL reads it at launch, so an Engine made while other threads
+    launch PoCL kernels races with their reads of the environment (make the Engine first)."""
     os.environ.setdefault("POCL_WORK_GROUP_SPECIALIZATION", "0")
 
 

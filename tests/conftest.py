@@ -18,13 +18,11 @@ for _name in ("CUSTOMLAYERS_NO_CACHE", "CUSTOMLAYERS_VERBOSE", "CUSTOMLAYERS_DEV
 # what the first Engine on PoCL sets where it is unset (settings.prefer_pocl_generic_work_groups),
 # set before any test, so that a test's cache sees the same PoCL whichever ran first
 os.environ["POCL_WORK_GROUP_SPECIALIZATION"] = "0"
-# no build worker processes (on by default on PoCL and NVIDIA) on a machine of few cores:
-# `make test` runs two test processes on the 2-core machine, each compiling, and a worker's
-# start (Python, pyopencl, a context) would buy no core; test_build_workers.py turns them on
-if (os.cpu_count() or 1) <= 4:
-    os.environ["CUSTOMLAYERS_BUILD_PROCESSES"] = "0"
-else:
-    os.environ.pop("CUSTOMLAYERS_BUILD_PROCESSES", None)
+# no build worker processes (on by default on PoCL and NVIDIA) unless the one running the tests
+# asks for some: `make test` runs two test processes on the 2-core machine, each compiling, and
+# the device suite several files at once on the GPU machine, so a worker's start (Python,
+# pyopencl, a context) would buy no core; test_build_workers.py turns them on
+os.environ.setdefault("CUSTOMLAYERS_BUILD_PROCESSES", "0")
 
 
 def pytest_configure(config):

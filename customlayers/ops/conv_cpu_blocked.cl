@@ -25,7 +25,8 @@
  * The switches are arguments, not #defines, so that one program serves every fusion of a
  * micro-tile and window, and a uniform branch per stored value costs little beside the K
  * loop (the models' kernel times stayed within this machine's noise, +-15%). PoCL compiles
- * each program at its first enqueue: about 0.5 s on the 2-core machine, since one store loop
+ * each kernel's work-group function (for its binary, or at the first enqueue where it
+ * specializes work-groups): about 0.5 s on the 2-core machine, since one store loop
  * holds the only copy of the epilogue (1.0-1.2 s with a copy per pixel of the tile, 2.2-3.9
  * s with that unrolled). The window stays a #define: as arguments the compile cost the same,
  * and one run timed ResNet-18's convolutions 30 against 19 ms, which this machine's noise

@@ -97,7 +97,7 @@ def test_second_build_comes_from_disk_without_the_compiler(cl_env, tmp_path, mon
     ctx, _, dev = cl_env
     desc = TensorDesc((1, 2, 3, 4))
     program = generate_program(spec(), [desc], [desc], {"scale": "3"})
-    first = ProgramCache(tmp_path, binaries=True)     # the binary path (PoCL keeps none)
+    first = ProgramCache(tmp_path, binaries=True)     # the binary path, on any device
     first.build(ctx, dev, program.text, program.options, label="Affine")
     assert (first.misses, first.disk_hits, first.hits) == (1, 0, 0)
     first.build(ctx, dev, program.text, program.options, label="Affine")

@@ -1,7 +1,7 @@
 """Programs compiled in worker processes (runtime/device/build_workers.py): NVIDIA's compiler
 and PoCL's take one build at a time per process, so there the builds a network needs go to
 workers, whose results come back through the disk cache. Forced here with
-CUSTOMLAYERS_BUILD_PROCESSES=2 on the test device (the suite turns them off elsewhere: its two
+CUSTOMLAYERS_BUILD_PROCESSES=2 on the test device (the suite turns them off elsewhere: its test
 processes already fill the machine's cores, conftest.py), with caches that keep binaries."""
 from __future__ import annotations
 

@@ -272,8 +272,8 @@ def test_a_bad_tuning_variable_is_one_line_from_the_cli(test_device, monkeypatch
 
 def test_fast_times_nothing_on_a_cpu_but_takes_what_full_chose(tmp_path, test_device,
                                                                 monkeypatch):
-    """On a CPU device `fast` takes the heuristic's kernel (each candidate is a PoCL compile at
-    its first enqueue); `full` times every candidate, and its choice answers `fast` later."""
+    """On a CPU device `fast` takes the heuristic's kernel (each candidate is a PoCL compile of
+    its kernels); `full` times every candidate, and its choice answers `fast` later."""
     from customlayers.jit.launch import DeviceTraits
     from customlayers.runtime.compile import network as network_module
     from customlayers.runtime.device.cache import ProgramCache

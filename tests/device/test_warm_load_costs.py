@@ -24,7 +24,7 @@ import pyopencl.invoker as invoker
 import pytest
 
 from customlayers.runtime.device.device import Engine
-from customlayers.runtime.device.launch_args import set_kernel_args
+from customlayers.runtime.device.kernel_objects import set_kernel_args
 from customlayers.runtime.device.limits import is_pocl_platform
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -105,10 +105,20 @@ def test_argument_setters_are_made_once_per_kind_of_kernel(cl_env):
     Engine(dev)                               # installs the memo (once per process)
     generate = invoker.generate_enqueue_and_set_args
     assert getattr(generate, "_customlayers_memo", False)
-    args = ("stop28_kind", 2, 2, None, False, False, [dev])
-    first, again = generate(*args), generate(*args)
-    assert first[0] is again[0] and first[1] is again[1]
-    assert generate("stop28_other", 2, 2, None, False, False, [dev])[0] is not first[0]
+    # the kernels' own names and counts (pyopencl's disk cache holds what any Kernel puts there)
+    program = cl.Program(ctx, "__kernel void fill(__global float* a, float v) "
+                              "{ a[get_global_id(0)] = v; }\n"
+                              "__kernel void copy(__global float* a, __global float* b) "
+                              "{ a[get_global_id(0)] = b[get_global_id(0)]; }").build()
+    for by_name in (False, True):        # pyopencl may pass them either way
+        args = ("fill", 2, 2, None)
+        more = dict(work_around_arg_count_bug=False, warn_about_arg_count_bug=False,
+                    devs=[dev])
+        call = (lambda: generate(*args, **more)) if by_name else \
+            (lambda: generate(*args, *more.values()))
+        first, again = call(), call()
+        assert first[0] is again[0] and first[1] is again[1]
+    assert generate("copy", 2, 2, None, False, False, [dev])[0] is not first[0]
     # every Kernel asks for them as it is made (so the memo is what takes effect), and two
     # kernels of one kind still hold their own arguments
     asked = []
@@ -116,8 +126,6 @@ def test_argument_setters_are_made_once_per_kind_of_kernel(cl_env):
     def spy(*a, **k):
         asked.append(a[0] if a else k.get("function_name"))
         return generate(*a, **k)
-    program = cl.Program(ctx, "__kernel void fill(__global float* a, float v) "
-                              "{ a[get_global_id(0)] = v; }").build()
     invoker.generate_enqueue_and_set_args = spy
     try:
         kernels = [cl.Kernel(program, "fill") for _ in range(3)]
@@ -136,26 +144,56 @@ def test_argument_setters_are_made_once_per_kind_of_kernel(cl_env):
     assert all((o == o[0]).all() for o in outs)
 
 
+class _Declared:
+    """A kernel's stand-in that records the types declared before its arguments are set."""
+
+    def __init__(self, kernel):
+        self.kernel, self.declared = kernel, []
+
+    def set_arg_types(self, types):
+        self.declared.append(list(types))
+        self.kernel.set_arg_types(types)
+
+    def set_args(self, *args):
+        self.kernel.set_args(*args)
+
+
 def test_typed_scalar_arguments_arrive_as_given(cl_env):
-    """Every scalar type a launch passes, with a buffer and __local memory between them: the
-    kernel writes back what it got, the float ones exactly."""
+    """Every scalar type a launch passes, declared, with a buffer, __local memory and a NULL
+    buffer between them: the kernel writes back what it got, exactly."""
     ctx, queue, dev = cl_env
     program = cl.Program(ctx, """
-        __kernel void echo(__global float* out, int a, uint b, __local float* tmp, float c,
-                           long d, ulong e, short f, uchar g) {
+        #pragma OPENCL EXTENSION cl_khr_fp64 : enable
+        __kernel void echo(__global double* out, int a, uint b, __local float* tmp, float c,
+                           __global float* none, long d, ulong e, short f, uchar g, double h) {
             tmp[0] = c;
             barrier(CLK_LOCAL_MEM_FENCE);
-            out[0] = (float)a; out[1] = (float)b; out[2] = tmp[0]; out[3] = (float)d;
-            out[4] = (float)e; out[5] = (float)f; out[6] = (float)g;
+            out[0] = a; out[1] = b; out[2] = tmp[0]; out[3] = d; out[4] = e; out[5] = f;
+            out[6] = g; out[7] = h; out[8] = none == 0 ? 1.0 : 0.0;
         }""").build()
-    out = cl.Buffer(ctx, cl.mem_flags.WRITE_ONLY, 7 * 4)
+    out = cl.Buffer(ctx, cl.mem_flags.WRITE_ONLY, 9 * 8)
     args = [out, np.int32(-7), np.uint32(4000000000), cl.LocalMemory(16), np.float32(0.1),
-            np.int64(-(2 ** 40)), np.uint64(2 ** 41), np.int16(-300), np.uint8(250)]
-    kernel = cl.Kernel(program, "echo")
+            None, np.int64(-(2 ** 40)), np.uint64(2 ** 41), np.int16(-300), np.uint8(250),
+            np.float64(1 / 3)]
+    kernel = _Declared(cl.Kernel(program, "echo"))
     set_kernel_args(kernel, args)
-    cl.enqueue_nd_range_kernel(queue, kernel, (1,), (1,))
-    got = np.empty(7, np.float32)
+    assert kernel.declared == [[None, np.int32, np.uint32, None, np.float32, None, np.int64,
+                                np.uint64, np.int16, np.uint8, np.float64]]
+    cl.enqueue_nd_range_kernel(queue, kernel.kernel, (1,), (1,))
+    got = np.empty(9, np.float64)
     cl.enqueue_copy(queue, got, out)
-    want = np.array([-7, 4000000000, np.float32(0.1), -(2 ** 40), 2 ** 41, -300, 250],
-                    np.float32)
-    np.testing.assert_array_equal(got, want)
+    want = [-7, 4000000000, float(np.float32(0.1)), -(2 ** 40), 2 ** 41, -300, 250, 1 / 3, 1]
+    assert got.tolist() == want
+
+
+def test_a_kernel_of_buffers_only_declares_nothing(cl_env):
+    ctx, queue, _ = cl_env
+    program = cl.Program(ctx, "__kernel void k(__global float* a) { a[0] = 2.0f; }").build()
+    buf = cl.Buffer(ctx, cl.mem_flags.WRITE_ONLY, 4)
+    kernel = _Declared(cl.Kernel(program, "k"))
+    set_kernel_args(kernel, [buf])
+    assert kernel.declared == []
+    cl.enqueue_nd_range_kernel(queue, kernel.kernel, (1,), None)
+    got = np.empty(1, np.float32)
+    cl.enqueue_copy(queue, got, buf)
+    assert got[0] == 2.0

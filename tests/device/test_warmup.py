@@ -34,8 +34,8 @@ def test_warmup_fills_the_cache_that_a_later_network_reads(tmp_path, capsys, tes
     assert f"{built} programs ({built} built, 0 already in the cache) for {len(OP_PROBES)} " \
            f"probes" in out
     assert built >= len(OP_PROBES) // 2      # probes may share a program (a GPU's variants)
-    # each with its binary, on PoCL too (where other commands keep none): later processes
-    # load them without building the source again
+    # each with its binary (also where other commands keep none: a PoCL that specializes its
+    # work-groups): later processes load them without building the source again
     assert all((entry / "program.bin").exists() for entry in (cache_dir / "programs").iterdir())
 
     # a user's model of two of the probed ops and shapes: every program from the disk cache

@@ -1,6 +1,8 @@
 """settings.py: a bad environment value (or tuning argument) is a ConfigError that names the
 variable or argument and the values it takes, raised by settings.py itself, so every caller
 (Network, Tuner, device_traits, the CLI) reports it as one line without wrapping it."""
+import os
+
 import pytest
 
 from customlayers import settings
@@ -63,8 +65,23 @@ def test_a_bad_keep_binaries_is_a_config_error_naming_it(monkeypatch, value):
         settings.keep_binaries()
 
 
-def test_pocl_kernel_cache_is_on_unless_zero(monkeypatch):
-    monkeypatch.delenv("POCL_KERNEL_CACHE", raising=False)
-    assert settings.pocl_kernel_cache_on()
-    monkeypatch.setenv("POCL_KERNEL_CACHE", "0")
-    assert not settings.pocl_kernel_cache_on()
+@pytest.mark.parametrize("name,read", [
+    ("POCL_KERNEL_CACHE", settings.pocl_kernel_cache_on),
+    ("POCL_WORK_GROUP_SPECIALIZATION", settings.pocl_specializes_work_groups)])
+def test_pocl_booleans_are_read_as_pocl_reads_them(monkeypatch, name, read):
+    """Unset: on (PoCL's default); set: on only for a value that starts with "1"."""
+    monkeypatch.delenv(name, raising=False)
+    assert read()
+    for value, on in (("1", True), ("1 ", True), ("0", False), ("", False), ("false", False),
+                      ("yes", False), ("2", False)):
+        monkeypatch.setenv(name, value)
+        assert read() is on, value
+
+
+def test_an_engine_on_pocl_leaves_a_users_specialization_setting(monkeypatch):
+    monkeypatch.delenv("POCL_WORK_GROUP_SPECIALIZATION", raising=False)
+    settings.prefer_pocl_generic_work_groups()
+    assert os.environ["POCL_WORK_GROUP_SPECIALIZATION"] == "0"
+    monkeypatch.setenv("POCL_WORK_GROUP_SPECIALIZATION", "")     # the user's: PoCL reads off
+    settings.prefer_pocl_generic_work_groups()
+    assert os.environ["POCL_WORK_GROUP_SPECIALIZATION"] == ""

@@ -23,8 +23,9 @@ def add_parser(sub):
                     "shares. Many built-in programs are still specialised to the shapes they run "
                     "on, so this covers those models' and probes' shapes; other shapes still "
                     "compile on first use. Tuned kernels are not built (tuning picks them per "
-                    "model, when it runs). The cache keeps each program's binary, also on PoCL "
-                    "(where other commands keep none: CUSTOMLAYERS_KEEP_BINARIES).")
+                    "model, when it runs). The cache keeps each program's binary, also on a PoCL "
+                    "that specializes its work-groups (where other commands keep none: "
+                    "CUSTOMLAYERS_KEEP_BINARIES).")
     add_build_options(p, no_cache=False)    # its job is the cache: --no-cache would undo it
     p.add_argument("--no-models", action="store_true",
                    help="not the light models: only the op probes (and --model's)")
@@ -50,9 +51,10 @@ def _cache_that_keeps(args):
                          f"you can write with -cdir DIR")
     for w in caught:                     # anything else the cache said, as other commands do
         warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
-    # binaries even where the driver keeps its programs (PoCL): warmup pays for them once, and
-    # later processes load each program in about 5 ms instead of building its source again
-    # (about 30 ms through PoCL's cache); CUSTOMLAYERS_KEEP_BINARIES=0 says otherwise
+    # binaries even where the cache keeps none by default (a PoCL that specializes its
+    # work-groups): warmup pays for them once, and later processes load each program in about
+    # 5 ms instead of building its source again (30-50 ms through PoCL's cache);
+    # CUSTOMLAYERS_KEEP_BINARIES=0 says otherwise
     if settings.keep_binaries() is not False:
         cache.binaries = True
     return cache

@@ -1,5 +1,5 @@
 """Programs compiled in worker processes, for drivers that compile one program at a time per
-process (NVIDIA's), their results handed over through the disk program cache.
+process (NVIDIA's, PoCL's), their results handed over through the disk program cache.
 
 Why: on an H100, ResNet-50's first load compiles 28 programs and its default tuning 100; NVIDIA's
 compiler runs one build at a time per process whatever the threads (0.18-0.32 s a program: 4.3 s
@@ -9,8 +9,9 @@ with its own context on the same device, built the 28 in 2.4 s against 3.8 s on 
 How: `BuildWorkers` starts N children (`python -m customlayers.runtime.device.build_workers`),
 each opening the device by its position (device_position) with a ProgramCache on the parent's
 cache folder. A job (source, options, line map, label) is compiled there and stored on disk;
-the child then loads the program's binary once more, so that NVIDIA's own code cache (the
-folder the parent's driver reads: device.driver_cache_folder) holds its machine code. While
+on NVIDIA the child then loads the program's binary once more, so that the driver's own code
+cache (the folder the parent's driver reads: device.driver_cache_folder) holds its machine code
+(PoCL's binary holds its machine code already). While
 the children start, and then beside them, the parent takes jobs from the same queue and builds
 them itself (BUILD_HERE_TOO). The parent then builds as before and finds every program in
 memory or on disk, and the driver its code. A job
@@ -387,7 +388,7 @@ def _serve(spec: str) -> int:
                                   line_map=line_map, label=label)
             # the driver's own code cache: what the parent's load of the binary looks up
             # (where the cache keeps no binary, the parent builds the source as this child did;
-            # PoCL's binary is its own code, loaded as it is)
+            # other drivers' binaries are their code, loaded as they are: PoCL's)
             if cache.keeps_binary(engine.device) and is_nvidia_platform(engine.device):
                 load_binary(engine.context, engine.device,
                             program_binary(program, engine.device), options)

@@ -137,8 +137,9 @@ class ProgramCache:
         if loaded is not None:
             program, warned, from_source = loaded
             if from_source and self.keeps_binary(device) and self.writable:
-                # an entry without a binary, read by a cache that keeps them (warmup,
-                # CUSTOMLAYERS_KEEP_BINARIES=1): it gets one, once
+                # an entry without a binary (written where PoCL specialized its work-groups,
+                # or under CUSTOMLAYERS_KEEP_BINARIES=0), read by a cache that keeps them: it
+                # gets one, once (on PoCL a compile of each kernel for any size)
                 self._store(device, key, program, source, options, label, warned)
             if key in self._built_elsewhere:      # compiled for this request, by a worker
                 self._built_elsewhere.discard(key)

@@ -63,12 +63,3 @@ def bind_args(args: Sequence[Arg], source: ArgumentSource, layer: str) -> list:
         bound.append(getattr(source, arg.kind)(arg, position))
     return bound
 
-
-def set_kernel_args(kernel, args: Sequence) -> None:
-    """`kernel.set_args(*args)` with each numpy scalar's type declared first (buffers and the
-    rest untyped). pyopencl then packs the scalars by their struct format in one call instead
-    of handing each to the driver through its buffer protocol: a convolution's 23 int32
-    arguments took 330 µs to set on PoCL, 33 µs declared (DenseNet-121 binds 840 kernels per
-    request, stop 28)."""
-    kernel.set_arg_types([arg.dtype if isinstance(arg, np.generic) else None for arg in args])
-    kernel.set_args(*args)

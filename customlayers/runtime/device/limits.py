@@ -91,10 +91,12 @@ _STEADY_ITEMS = 64
 
 
 def steady_local_size(device, global_size) -> tuple[int, ...] | None:
-    """A local size for a launch that gives none, on a device that compiles a kernel for each
-    work-group size it runs (PoCL), from a few sizes per kernel instead of the driver's choice
-    per shape: PoCL picked a new size for each of DenseNet-121's 62 BatchNorm+ReLU launches and
-    compiled the kernel 62 times (4.7 s of a 12 s first run on the 2-core machine). Dimension
+    """A local size for a launch that gives none, on PoCL, from a few sizes per kernel instead of
+    the driver's choice per shape: a PoCL that specializes its work-groups (PoCL's default; an
+    Engine turns it off where the user has not set it) compiles a kernel for each size it runs,
+    and it picked a new size for each of DenseNet-121's 62 BatchNorm+ReLU launches and compiled
+    the kernel 62 times (4.7 s of a 12 s first run on the 2-core machine). Kept for that mode,
+    and because the sizes it picks vectorize dimension 0 either way. Dimension
     0, which PoCL vectorizes, takes all of itself up to 16 items, or the largest of
     _STEADY_STEPS down to 8 that divides it; the others the largest that divides them within
     _STEADY_ITEMS in all. None (the driver chooses) elsewhere, or where dimension 0 would get

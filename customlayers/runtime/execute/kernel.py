@@ -23,7 +23,8 @@ from ...errors import BindingError
 from ...jit.bindings import data_blob
 from ...jit.tensor import TensorDesc
 from ...jit.launch import Arg, KernelLaunch
-from ..device.launch_args import ArgumentSource, bind_args, set_kernel_args
+from ..device.kernel_objects import set_kernel_args
+from ..device.launch_args import ArgumentSource, bind_args
 
 # argument plan entries: (kind, index) with kind "input" | "output" | "data"
 INPUT, OUTPUT, DATA = "input", "output", "data"

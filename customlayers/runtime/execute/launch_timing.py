@@ -14,7 +14,8 @@ import pyopencl as cl
 from ...errors import KernelBuildError
 from ...jit.layer import LayerCall, LayerWork
 from ...jit.tensor import TensorDesc
-from ..device.launch_args import ArgumentSource, bind_args, set_kernel_args
+from ..device.kernel_objects import set_kernel_args
+from ..device.launch_args import ArgumentSource, bind_args
 
 
 class LaunchTimer:

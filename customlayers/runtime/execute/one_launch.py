@@ -14,7 +14,7 @@ import numpy as np
 import pyopencl as cl
 
 from ...errors import ExecutionError
-from ..device.launch_args import set_kernel_args
+from ..device.kernel_objects import set_kernel_args
 from ..device.sub_buffers import SubBuffers
 
 

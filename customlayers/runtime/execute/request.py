@@ -25,8 +25,8 @@ from .run import Copy, Run, prepare_run
 from ..device.sub_buffers import SubBuffers
 from .user_tensors import DeviceTensor, device_tensor, host_array, is_device_value
 from .host_step import HostStep, HostSteps
-from ..device.kernel_objects import next_serial, release_newest_first
-from ..device.launch_args import bind_args, set_kernel_args
+from ..device.kernel_objects import next_serial, release_newest_first, set_kernel_args
+from ..device.launch_args import bind_args
 from ..device.limits import steady_local_size
 from .request_args import RequestArgs
 from .states import RequestStates, VariableState

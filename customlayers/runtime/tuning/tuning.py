@@ -29,13 +29,14 @@ from ...jit.variant import KernelVariant, variant_named
 from ...settings import DEFAULT_TUNING, tuning_mode
 from ..execute.launch_timing import LaunchTimer
 from ..device.build_workers import worker_count
+from ..device.limits import device_traits
 from ..device.parallel_build import build_jobs, build_programs
 from .tuning_cache import TuningCache
 
 FAST_CANDIDATES = 4
-# on a CPU device `fast` times none: PoCL compiles each candidate at its first enqueue, 0.5-2 s
-# apiece (a TCN's 51 candidates took 105 s), more than the best candidate's gain (1-2x on some
-# layers) wins back in most runs; `full` times them, and its choices answer `fast` later
+# on a CPU device `fast` times none: PoCL compiles each candidate's kernels, 0.5-2 s apiece (a
+# TCN's 51 candidates took 105 s), more than the best candidate's gain (1-2x on some layers)
+# wins back in most runs; `full` times them, and its choices answer `fast` later
 FAST_CANDIDATES_CPU = 1
 # timed runs per candidate after one warm-up; a candidate slower than SLOW_NS runs once
 REPEATS = 3
@@ -71,7 +72,7 @@ class Tuner:
         choose() collecting the candidates it would time and choosing none, then build them
         all in one batch into the program cache, where the choices made next find them. An
         error in the walk ends it: the compile after meets it and reports it."""
-        if self.mode == "off" or worker_count(self.engine) < 2:
+        if not self._may_time() or worker_count(self.engine) < 2:
             return
         started = time.perf_counter()
         self._collected = []
@@ -84,6 +85,15 @@ class Tuner:
         if collected:
             build_programs(self.engine, collected)
             self.stats.seconds += time.perf_counter() - started   # the tuning's own time
+
+    def _may_time(self) -> bool:
+        """Whether choose() times candidates on this device at all: not with "off", nor with
+        "fast" on a CPU device (FAST_CANDIDATES_CPU), where the collecting walk of build_ahead
+        would find nothing (a walk of every layer, folding weights again, for no build)."""
+        if self.mode == "off":
+            return False
+        on_cpu = device_traits(self.engine.device).kind == "CPU"
+        return self.mode == "full" or (FAST_CANDIDATES_CPU if on_cpu else FAST_CANDIDATES) >= 2
 
     def choose(self, impl: LayerImpl, call: LayerCall,
                outputs: Sequence[TensorDesc]) -> KernelVariant | None:
