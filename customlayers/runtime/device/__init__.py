@@ -12,7 +12,8 @@ cache.py          ProgramCache: compiled programs in memory and on disk
 device_memory.py  what a run allocates, checked against the device before the first buffer
 host_memory.py    pinned, mapped host tensors; numpy inputs used where they lie on a CPU device
 sub_buffers.py    sub-buffers released before their parents, never by the garbage collector
-kernel_objects.py the kernels of requests: their argument setters made once, released newest first
+kernel_objects.py the kernels of requests: argument setters made once per kind, scalar
+                  arguments declared by type, kernels released newest first
 launch_args.py    the one walk that binds a KernelLaunch's arguments (every caller uses it:
                   requests, the tuner, the bounds checker, the sanitizer, BoundKernel)
 

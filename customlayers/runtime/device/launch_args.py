@@ -62,4 +62,3 @@ def bind_args(args: Sequence[Arg], source: ArgumentSource, layer: str) -> list:
             raise ModelError(f"layer '{layer}': unknown argument kind {arg.kind!r}")
         bound.append(getattr(source, arg.kind)(arg, position))
     return bound
-

@@ -1,10 +1,10 @@
 """Building a network's programs in parallel: pyopencl releases the GIL in clBuildProgram, and
 drivers compile independent programs on as many threads as they are given (a cold ResNet-50 is
-dozens of programs); a driver that compiles one at a time per process (NVIDIA's, PoCL's) gets the
-programs not yet cached compiled in worker processes first (build_workers.py), and its threads
-then load them. Each distinct (source, options) is built once; a failed build comes back as its
-exception, so the caller raises the first in its own order (the layer a sequential build would
-have named)."""
+dozens of programs); a driver that compiles one at a time per process (NVIDIA's, PoCL's) gets
+the programs not yet cached compiled in worker processes first (build_workers.py), and its
+threads then load them. Each distinct (source, options) is built once; a failed build comes back
+as its exception, so the caller raises the first in its own order (the layer a sequential build
+would have named)."""
 from __future__ import annotations
 
 import os
