@@ -12,8 +12,8 @@ CUSTOMLAYERS_CPU_VECTOR_WIDTH  8 or 16: the float vector width the CPU kernels a
                          AVX2); 8 runs the AVX2 kernels on an AVX-512 machine (tests, CI)
 CUSTOMLAYERS_BUILD_PROCESSES  how many worker processes compile programs (each with its own
                          context); default: up to 8 (at most the cores) on NVIDIA's OpenCL and
-                         on PoCL, whose compilers build one program at a time per process, 0
-                         elsewhere; 0 turns them off
+                         on PoCL, whose compilers build one program at a time per process (on
+                         PoCL at most POCL_MAX_PTHREAD_COUNT), 0 elsewhere; 0 turns them off
 CUSTOMLAYERS_KEEP_BINARIES  "1": the program cache keeps every program's binary (warm loads read
                          it: about 5 ms a program on PoCL); "0": none (a new process builds the
                          source again, which the driver's own cache answers: 30 ms on PoCL);
@@ -172,6 +172,13 @@ def pocl_specializes_work_groups() -> bool:
     value that starts with "1", as PoCL reads its boolean options)."""
     value = os.environ.get("POCL_WORK_GROUP_SPECIALIZATION")
     return True if value is None else value.startswith("1")
+
+
+def pocl_thread_cap() -> int | None:
+    """POCL_MAX_PTHREAD_COUNT as a count (PoCL's own cap on its threads, which a Ray actor sets
+    to its CPU share: integrations/placement.py), or None where it is unset or not a count."""
+    value = os.environ.get("POCL_MAX_PTHREAD_COUNT", "").strip()
+    return int(value) if value.isdigit() else None
 
 
 def prefer_pocl_generic_work_groups() -> None:

@@ -179,6 +179,10 @@ def test_the_default_count_is_up_to_eight_on_nvidia_and_pocl(test_device, tmp_pa
     assert build_workers.worker_count(engine) == (min(8, cores) if known and cores >= 2 else 0)
     off = Engine(test_device, cache=ProgramCache(tmp_path / "off", enabled=False))
     assert build_workers.worker_count(off) == 0      # nothing could carry their results
+    # a process that caps PoCL's threads at its share (a Ray actor of one CPU) gets none
+    monkeypatch.setenv("POCL_MAX_PTHREAD_COUNT", "1")
+    assert build_workers.worker_count(engine) == (0 if is_pocl_platform(engine.device) else
+                                                  min(8, cores) if known and cores >= 2 else 0)
 
 
 @pytest.mark.parametrize("value", ["-1", "two", "65"])

@@ -67,13 +67,19 @@ def worker_count(engine) -> int:
     default 8 (at most the cores this process may use) on NVIDIA's platform and on PoCL, whose
     compilers take one build at a time per process (PoCL holds a lock around its LLVM: two
     processes built EfficientNet-B0's 15 programs in 7.2 s where one took 12.1 s on the 2-core
-    machine, stop 28), and none elsewhere. 0 where the disk cache cannot carry their results
-    (off, or not writable)."""
+    machine, stop 28), and none elsewhere. On PoCL no more than POCL_MAX_PTHREAD_COUNT: a
+    process that caps PoCL's threads at its share of the cores (a Ray actor) gets no more
+    compiling processes than that. 0 where the disk cache cannot carry their results (off, or
+    not writable)."""
     wanted = settings.build_processes()         # a bad value is an error wherever it is set
     if wanted is None:
         device = engine.device
-        wanted = min(8, _cores()) if is_nvidia_platform(device) or is_pocl_platform(device) \
-            else 0
+        if is_nvidia_platform(device):
+            wanted = min(8, _cores())
+        elif is_pocl_platform(device):
+            wanted = min(8, _cores(), settings.pocl_thread_cap() or 8)
+        else:
+            wanted = 0
     cache = engine.cache
     if wanted < 2 or not cache.enabled or not cache.check_directory():   # (it probes)
         return 0
