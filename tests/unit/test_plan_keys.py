@@ -14,9 +14,10 @@ def test_static_shapes_take_the_given_and_name_an_unknown_input():
     declared = static_input_shapes(graph, {})
     assert declared is not None and set(declared) == {"x"}
     assert static_input_shapes(graph, {"x": [2, 3]}) == {"x": (2, 3)}
-    with pytest.raises(ModelError, match="input\\(s\\) z are not inputs of the model; its "
-                                         "inputs: x"):
+    with pytest.raises(ModelError, match="'z' is not an input of the model; its inputs: x"):
         static_input_shapes(graph, {"z": (1,)})
+    with pytest.raises(ModelError, match="'w', 'z' are not inputs of the model; its inputs: x"):
+        static_input_shapes(graph, {"z": (1,), "w": (1,)})
 
 
 def test_the_key_is_the_shapes_and_values_in_name_order():

@@ -76,8 +76,10 @@ def static_input_shapes(graph: Graph, given: Mapping[str, Sequence[int]]):
             return None
     unknown = set(given) - {p.name for p in graph.parameters}
     if unknown:
-        raise ModelError(f"input(s) {', '.join(sorted(unknown))} are not inputs of the model; "
-                         f"its inputs: {', '.join(p.name for p in graph.parameters)}")
+        named = ", ".join(f"'{name}'" for name in sorted(unknown))
+        verb = "is not an input" if len(unknown) == 1 else "are not inputs"
+        raise ModelError(f"{named} {verb} of the model; its inputs: "
+                         f"{', '.join(p.name for p in graph.parameters)}")
     return shapes
 
 
