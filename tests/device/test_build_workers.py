@@ -185,6 +185,27 @@ def test_the_default_count_is_up_to_eight_on_nvidia_and_pocl(test_device, tmp_pa
                                                   min(8, cores) if known and cores >= 2 else 0)
 
 
+@pytest.mark.parametrize("v2,v1,want", [
+    ("200000 100000", None, 2), ("150000 100000", None, 1), ("50000 100000", None, 1),
+    ("max 100000", None, None), (None, ("400000", "100000"), 4), (None, ("-1", "100000"), None),
+    ("garbled", ("300000", "100000"), 3), (None, None, None)])
+def test_a_cgroup_cpu_quota_caps_the_cores(tmp_path, monkeypatch, v2, v1, want):
+    """A container's --cpus (cgroup v2's cpu.max, else v1's quota and period): the whole CPUs
+    it gives, at least one; no limit where the quota says none or no file is there."""
+    from customlayers.runtime.device import build_workers
+    files = (tmp_path / "cpu.max", tmp_path / "quota", tmp_path / "period")
+    if v2 is not None:
+        files[0].write_text(v2 + "\n")
+    if v1 is not None:
+        files[1].write_text(v1[0] + "\n")
+        files[2].write_text(v1[1] + "\n")
+    monkeypatch.setattr(build_workers, "CPU_QUOTA_FILES",
+                        ((files[0], None), (files[1], files[2])))
+    assert build_workers._cpu_quota() == want
+    cores = len(os.sched_getaffinity(0))
+    assert build_workers._cores() == (min(cores, want) if want else cores)
+
+
 @pytest.mark.parametrize("value", ["-1", "two", "65"])
 def test_a_count_that_is_not_one_is_refused_naming_the_variable(test_device, tmp_path,
                                                                 monkeypatch, value):

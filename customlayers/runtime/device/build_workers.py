@@ -87,10 +87,43 @@ def worker_count(engine) -> int:
 
 
 def _cores() -> int:
+    """The cores this process may use: its CPU affinity, and no more than a cgroup's CPU quota
+    allows (a container started with --cpus=2 on a 64-core host sees 64 cores and may run on
+    two)."""
     try:
-        return len(os.sched_getaffinity(0))
+        cores = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
-        return os.cpu_count() or 1
+        cores = os.cpu_count() or 1
+    quota = _cpu_quota()
+    return min(cores, quota) if quota is not None else cores
+
+
+# cgroup v2's "<quota> <period>" (or "max <period>"), then v1's quota and period in two files
+CPU_QUOTA_FILES = ((Path("/sys/fs/cgroup/cpu.max"), None),
+                   (Path("/sys/fs/cgroup/cpu/cpu.cfs_quota_us"),
+                    Path("/sys/fs/cgroup/cpu/cpu.cfs_period_us")))
+
+
+def _cpu_quota() -> int | None:
+    """The whole CPUs a cgroup quota gives this process (at least 1), or None where the first
+    quota file found sets no limit ("max", -1) or none can be read."""
+    for quota_file, period_file in CPU_QUOTA_FILES:
+        try:
+            fields = quota_file.read_text().split()
+            period = fields[1] if period_file is None else period_file.read_text().split()[0]
+            quota = fields[0]
+        except (OSError, IndexError):
+            continue
+        if quota in ("max", "-1"):
+            return None
+        try:
+            quota_us, period_us = int(quota), int(period)
+        except ValueError:
+            return None
+        if quota_us <= 0 or period_us <= 0:
+            return None
+        return max(1, quota_us // period_us)
+    return None
 
 
 def build_in_workers(engine, wanted: list[tuple]) -> int:
