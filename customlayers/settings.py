@@ -159,19 +159,22 @@ def keep_binaries() -> bool | None:
     return value == "1"
 
 
-def pocl_kernel_cache_on() -> bool:
-    """Whether PoCL keeps the programs it compiles (POCL_KERNEL_CACHE: on where unset; where
-    set, on only for a value that starts with "1", as PoCL reads its boolean options)."""
-    value = os.environ.get("POCL_KERNEL_CACHE")
+def _pocl_option_on(name: str) -> bool:
+    """One of PoCL's boolean options that are on by default, read as PoCL reads it: on where
+    unset; where set, on only for a value that starts with "1"."""
+    value = os.environ.get(name)
     return True if value is None else value.startswith("1")
+
+
+def pocl_kernel_cache_on() -> bool:
+    """Whether PoCL keeps the programs it compiles (POCL_KERNEL_CACHE)."""
+    return _pocl_option_on("POCL_KERNEL_CACHE")
 
 
 def pocl_specializes_work_groups() -> bool:
     """Whether PoCL compiles a kernel again for each work-group size it runs
-    (POCL_WORK_GROUP_SPECIALIZATION: on where unset, PoCL's default; where set, on only for a
-    value that starts with "1", as PoCL reads its boolean options)."""
-    value = os.environ.get("POCL_WORK_GROUP_SPECIALIZATION")
-    return True if value is None else value.startswith("1")
+    (POCL_WORK_GROUP_SPECIALIZATION, on by PoCL's default)."""
+    return _pocl_option_on("POCL_WORK_GROUP_SPECIALIZATION")
 
 
 def pocl_thread_cap() -> int | None:
