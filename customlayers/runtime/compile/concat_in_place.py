@@ -109,19 +109,18 @@ def place_concat_inputs(steps: list[Step], candidates: list[ConcatCandidate], de
 def prefix_of(steps: list[Step], candidates: list[ConcatCandidate], root) -> set[int]:
     """The steps of the candidates whose inputs (their tensors) are the first inputs of a later
     candidate with more of them, at the same offsets: each the front of a longer one."""
-    def inputs(c: ConcatCandidate) -> tuple:
-        return tuple(zip(map(root, steps[c.step].inputs), c.offsets))
+    inputs = {c.step: tuple(zip(map(root, steps[c.step].inputs), c.offsets))
+              for c in candidates if c.offsets}
     by_first: dict = {}
-    for c in candidates:
-        if c.offsets:
-            by_first.setdefault(inputs(c)[0], []).append(c)
+    for step, laid in inputs.items():
+        by_first.setdefault(laid[0], []).append(step)
     fronts = set()
     for group in by_first.values():
-        for c in group:
-            mine = inputs(c)
-            if any(d.step > c.step and len(d.offsets) > len(mine) and
-                   inputs(d)[:len(mine)] == mine for d in group):
-                fronts.add(c.step)
+        for step in group:
+            mine = inputs[step]
+            if any(later > step and len(inputs[later]) > len(mine) and
+                   inputs[later][:len(mine)] == mine for later in group):
+                fronts.add(step)
     return fronts
 
 
@@ -130,10 +129,9 @@ def _why_not_a_front(step: Step, candidate: ConcatCandidate, placed: InPlaceConc
     """None when the Concat's output can be the front of the Concat output its inputs were
     placed in (each at its own offset there, plus one common start); else why not."""
     out = step.outputs[0]
-    if out in network_outputs:
-        return "its output is a network output"
-    if not descs[out].is_plain:
-        return "its output is not dense"
+    why = _why_not_its_output(out, descs, network_outputs)
+    if why is not None:
+        return why
     if out in placed.alias:
         return "its output is already written into another Concat's output"
     roots = [root(key) for key in step.inputs]
@@ -153,11 +151,9 @@ def _why_not(step: Step, candidate: ConcatCandidate, placed: InPlaceConcats, wri
     """None when the Concat can run in place; else why not, for its decision."""
     if alignment <= 0:
         return "in-place Concats are off"
-    out = step.outputs[0]
-    if out in network_outputs:
-        return "its output is a network output"
-    if not descs[out].is_plain:
-        return "its output is not dense"
+    why = _why_not_its_output(step.outputs[0], descs, network_outputs)
+    if why is not None:
+        return why
     seen: dict = {}
     for i, (key, offset) in enumerate(zip(step.inputs, candidate.offsets)):
         r = root(key)
@@ -192,4 +188,15 @@ def _why_not(step: Step, candidate: ConcatCandidate, placed: InPlaceConcats, wri
         if offset % alignment:
             return (f"input {i} would start at byte {offset}, which is not a multiple of the "
                     f"device's sub-buffer alignment ({alignment} bytes)")
+    return None
+
+
+def _why_not_its_output(out, descs, network_outputs) -> str | None:
+    """Why a Concat's output cannot hold its inputs in place (None: it can): a network output
+    (the user may hand a buffer of their own, and the read-back takes a whole one), or not
+    dense."""
+    if out in network_outputs:
+        return "its output is a network output"
+    if not descs[out].is_plain:
+        return "its output is not dense"
     return None
