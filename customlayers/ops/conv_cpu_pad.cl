@@ -5,9 +5,9 @@
 #define PADDED_SIZES CONV_SIZES, const int IHP, const int IWP
 
 /* NB*C planes of IHP x IWP, the input at (PY, PX). One work item per element of the copy,
- * NDRange (IWP, IHP, NB * C): the coordinates come from the NDRange, not from divisions of a linear index by sizes that
- * are arguments (a vector of integer divisions costs more than the copy); PoCL vectorizes
- * along x. */
+ * NDRange (IWP, IHP, NB * C): the coordinates come from the NDRange, not from divisions of a
+ * linear index by sizes that are arguments (a vector of integer divisions costs more than the
+ * copy); PoCL vectorizes along x. */
 __kernel void conv_cpu_pad(__global const float* restrict input, __global float* restrict out
                            PADDED_SIZES)
 {
