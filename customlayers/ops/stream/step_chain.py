@@ -13,6 +13,9 @@ from .program import Binary, CausalConv, ChannelSoftmax, Pointwise, StreamProgra
 from .step_exprs import BINARY_CL, POINTWISE_CL, literal
 from .step_layout import StepLayout
 
+# a softmax over at most this many channels is computed by every work-item alone
+SERIAL_SOFTMAX = 32
+
 
 class ChainWriter:
     def __init__(self, program: StreamProgram, lay: StepLayout, ls: int):
@@ -99,6 +102,17 @@ class ChainWriter:
 
     def _ChannelSoftmax(self, op: ChannelSoftmax) -> None:
         ch, src, dst, red = self.p.frames[op.dst], self.f(op.src), self.f(op.dst), self.reduce_at
+        if ch <= SERIAL_SOFTMAX:
+            # every work-item reads all the channels: no tree, no barrier (a classifier's 10
+            # classes took 8 barriers as a tree)
+            value = f"{src}[c] - m - log(s)" if op.log else f"exp({src}[c] - m) / s"
+            self.w("    {")
+            self.w("        float m = -INFINITY, s = 0.0f;")
+            self.w(f"        for (int c = 0; c < {ch}; c++) m = fmax(m, {src}[c]);")
+            self.w(f"        for (int c = 0; c < {ch}; c++) s += exp({src}[c] - m);")
+            self.w(f"        for (int c = lid; c < {ch}; c += LS) {dst}[c] = {value};")
+            self.w("    }")
+            return
         # the first `width` work-items reduce (a tree of log2(width) barriers, not log2(LS))
         width = min(self.ls, 1 << max(0, (ch - 1).bit_length()))
         self.w("    {")

@@ -21,6 +21,29 @@ from ...ops.stream.step_kernel import INLINE_FLOATS, step_kernel
 ARG_STATE, ARG_FRAME, ARG_OUT, ARG_GIVEN, ARG_INLINED, ARG_SCRATCH, ARG_COUNTS = \
     1, 2, 3, 4, 5, 6, 7
 
+# A step's own calls into pyopencl, by their lower entries where this pyopencl has them:
+# Kernel.set_arg tries each kind of argument in turn before the bytes (9-14 us a call on the
+# GPU machine's host and this one, against 0.3 us for _set_arg_buf), and enqueue_copy sorts
+# its operands' kinds (1-4 us); a step of the seed's TCN on an H200 was 20 us of launch and
+# read-back, and these two calls added 15.
+_read_buffer = getattr(getattr(cl, "_cl", None), "_enqueue_read_buffer", None)
+
+
+def _set_bytes(kernel, index: int, value) -> None:
+    """kernel.set_arg(index, value) for a numpy array or scalar passed by value."""
+    setter = getattr(kernel, "_set_arg_buf", None)
+    if setter is None:
+        kernel.set_arg(index, value)
+    else:
+        setter(index, value)
+
+
+def _read(queue, host: np.ndarray, buffer, wait_for, blocking: bool):
+    """cl.enqueue_copy(queue, host, buffer, ...) from offset 0; its event."""
+    if _read_buffer is None:
+        return cl.enqueue_copy(queue, host, buffer, is_blocking=blocking, wait_for=wait_for)
+    return _read_buffer(queue, buffer, host, 0, wait_for, blocking)
+
 
 class CausalStream:
     """step(frame [N, C_in] float32) -> {output name: [N, ...]}; reset(); t; query_state().
@@ -180,7 +203,7 @@ class CausalStream:
         Buffer on this device). Returns {output name: array [N, ...]}, the caller's to keep."""
         self._enqueue(frame)
         host = np.empty((self.batch, self._row), np.float32)
-        cl.enqueue_copy(self._queue, host, self._out, wait_for=self._after())   # the one wait
+        _read(self._queue, host, self._out, self._after(), True)             # the one wait
         return self._outputs(host)
 
     def _outputs(self, host: np.ndarray) -> dict[str, np.ndarray]:
@@ -194,8 +217,7 @@ class CausalStream:
         wait()."""
         self._enqueue(frame)
         host = np.empty((self.batch, self._row), np.float32)
-        self._last = cl.enqueue_copy(self._queue, host, self._out, is_blocking=False,
-                                     wait_for=self._after())
+        self._last = _read(self._queue, host, self._out, self._after(), False)
         return PendingStep(self, self._last, host)
 
     def _enqueue(self, frame) -> None:
@@ -203,10 +225,10 @@ class CausalStream:
         k = self._kernel
         inlined = arg is None
         if inlined != self._inlined:
-            k.set_arg(ARG_INLINED, np.int32(inlined))
+            _set_bytes(k, ARG_INLINED, np.int32(inlined))
             self._inlined = inlined
         if inlined:
-            k.set_arg(ARG_GIVEN, self._inline)
+            _set_bytes(k, ARG_GIVEN, self._inline)
         elif arg is not self._frame_arg:
             k.set_arg(ARG_FRAME, arg)
             self._frame_arg = arg
