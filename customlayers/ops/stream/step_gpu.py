@@ -12,14 +12,9 @@ GROUPS work-groups per stream (get_group_id(0) = n * GROUPS + g) share them:
      the pattern of CUDA's threadFenceReduction); the last one goes on, the others end (the
      rest of the kernel inside `if (last)`), and it resets the count for the next step;
   3. the partials: bias + the taps of each (convolution, output channel), in one pass;
-  4. the chain as in step_kernel.py, a convolution adding its current tap, its input frame then
-     written into its ring slot t mod L (every read of the rings was in 1, before the count).
-     A dense convolution whose current tap has a work-item for each (output channel, float4
-     of its row) holds that float4 in a register, loaded at the kernel's start (the loads
-     overlap 1): in the chain each work-item adds one float4 dot product and the row's parts
-     are summed through local memory, so the chain, one convolution after another, waits on
-     no global memory (held_taps). The others take a row per work-item from global memory:
-     on an H200 those loads were most of the seed's TCN chain (14 of 24 us);
+  4. the chain as in step_kernel.py, a convolution adding its current tap as one dot product
+     of its row with its input frame (float4s from local memory), its input frame then
+     written into its ring slot t mod L (every read of the rings was in 1, before the count);
   5. the outputs.
 Arguments: step_kernel.py's, then scratch [N, units] (the past taps) and counts [N] (ints,
 zero between steps).
@@ -30,42 +25,12 @@ never gets several (runtime/streaming/causal_stream.py refuses them).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from .program import CausalConv, ChannelSoftmax, StreamProgram
 from .step_kernel import ENTRY, INLINE_FLOATS, StepKernel, _Writer, check_local_memory
 from .step_layout import layout
 
 # at most this many work-groups share one stream's past taps
 MAX_GROUPS = 64
-# at most this many float4 registers per work-item hold current taps (held_taps)
-HELD_FLOAT4 = 32
-
-
-@dataclass(frozen=True)
-class HeldTap:
-    """A convolution whose current tap the kernel holds in registers: work-item u < C_out *
-    chunks holds the float4 u / C_out of output channel u % C_out's row in register
-    w<index>, and its dot product goes to local memory at `at` + u."""
-    index: int
-    chunks: int         # float4s per row: ceil(C_in / 4)
-    at: int             # local offset of the C_out * chunks dot products
-
-
-def held_taps(program: StreamProgram, ls: int, start: int, room: int) -> dict:
-    """id(conv) -> HeldTap for the dense (groups 1) convolutions of the chain whose row's
-    float4s times C_out fit the work-group, in program order, at most HELD_FLOAT4 of them and
-    their dot products within `room` floats of local memory from `start`."""
-    held, at = {}, start
-    for op in program.ops:
-        if not isinstance(op, CausalConv) or op.groups != 1 or len(held) >= HELD_FLOAT4:
-            continue
-        cout, chunks = program.frames[op.dst], -(-int(op.weight.shape[1]) // 4)
-        if cout * chunks > ls or at + cout * chunks > start + room:
-            continue
-        held[id(op)] = HeldTap(len(held), chunks, at)
-        at += cout * chunks
-    return held
 
 
 def past_units(program: StreamProgram) -> int:
@@ -85,11 +50,8 @@ def gpu_step_kernel(program: StreamProgram, *, local_size: int, local_mem: int,
     pairs = sum(program.frames[c.dst] for c in program.convolutions)
     softmax = any(isinstance(op, ChannelSoftmax) for op in program.ops)
     floats = lay.frame_floats + pairs + 1 + (local_size if softmax else 0)
-    held = held_taps(program, local_size, floats, local_mem // 4 - floats)
-    floats += sum(program.frames[c.dst] * h.chunks for c in program.ops
-                  for h in [held.get(id(c))] if h)
     nbytes = check_local_memory(program, lay, floats, pairs, local_mem, device)
-    text = _GpuWriter(program, lay, local_size, groups, units, softmax, held).text()
+    text = _GpuWriter(program, lay, local_size, groups, units, softmax).text()
     return StepKernel(text, lay, local_size, nbytes, groups=groups, units=units, scratch=True)
 
 
@@ -105,7 +67,7 @@ def _dot(w: str, x: str, n: int, vector: bool) -> list[str]:
 
 
 class _GpuWriter(_Writer):
-    def __init__(self, program, lay, ls, groups, units, softmax, held):
+    def __init__(self, program, lay, ls, groups, units, softmax):
         convs = program.convolutions
         pairs = sum(program.frames[c.dst] for c in convs)
         super().__init__(program, lay, ls, {id(c): 1 for c in convs}, pairs, units, False,
@@ -115,9 +77,6 @@ class _GpuWriter(_Writer):
         self.last_at = self.scratch_at            # whether this group is the stream's last
         self.reduce_at = self.last_at + 1
         self.total = max(self.reduce_at + (ls if softmax else 0), 1)
-        self.held = held
-        self.total = max([self.total] + [h.at + program.frames[c.dst] * h.chunks
-                                         for c in program.ops for h in [held.get(id(c))] if h])
 
     def text(self) -> str:
         p, g = self.p, self.groups
@@ -137,7 +96,6 @@ class _GpuWriter(_Writer):
         self.w(f"    const int n = get_group_id(0) / {g};")
         self.w(f"    const int g = get_group_id(0) % {g};")
         self.w(f"    __global float* st = state + n * {max(self.lay.state_floats, 1)};")
-        self._load_held()
         if p.convolutions:
             self.w(f"    __global uint* step = (__global uint*)(st + {self.lay.step_at});")
             self.w("    const uint t = *step;")
@@ -225,38 +183,7 @@ class _GpuWriter(_Writer):
         self.w("    }")
 
     # -- 4: a convolution's current tap ------------------------------------------------------
-    def _load_held(self) -> None:
-        for op in self.p.ops:
-            h = self.held.get(id(op))
-            if h is None:
-                continue
-            cout, params = self.p.frames[op.dst], self.lay.conv_params[id(op)]
-            self.w(f"    const float4 w{h.index} = lid < {cout * h.chunks} ? vload4(lid / {cout}, "
-                   f"params + {params.current} + (lid % {cout}) * {params.row}) : "
-                   f"(float4)(0.0f);")
-
-    def _held_tap(self, c: CausalConv, h: HeldTap) -> None:
-        """Each work-item's float4 of the current tap, then each output channel's parts summed
-        (its partial first); a row's last float4 past C_in reads the frame's padding, which
-        holds no number: those lanes are zeroed (their weights are zeros)."""
-        cout, cin = self.p.frames[c.dst], int(c.weight.shape[1])
-        self.w(f"    if (lid < {cout * h.chunks}) {{")
-        self.w(f"        float4 x = vload4(lid / {cout}, {self.f(c.src)});")
-        if cin % 4:
-            lanes = {1: "x.s123 = (float3)(0.0f)", 2: "x.s23 = (float2)(0.0f)",
-                     3: "x.s3 = 0.0f"}[cin % 4]
-            self.w(f"        if (lid >= {cout * (h.chunks - 1)}) {lanes};")
-        self.w(f"        loc[{h.at} + lid] = dot(w{h.index}, x);")
-        self.w("    }")
-        self.w("    barrier(CLK_LOCAL_MEM_FENCE);")
-        parts = " + ".join(f"loc[{h.at + j * cout} + co]" for j in range(h.chunks))
-        self.w(f"    for (int co = lid; co < {cout}; co += LS) "
-               f"{self.f(c.dst)}[co] = {self._conv_start(c)} + {parts};")
-        self._ring_write(c)
-
     def _CausalConv(self, c: CausalConv) -> None:
-        if id(c) in self.held:
-            return self._held_tap(c, self.held[id(c)])
         p, lay = self.p, self.lay
         cout = p.frames[c.dst]
         cin_g, cout_g = c.weight.shape[1], cout // c.groups
