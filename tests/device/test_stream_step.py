@@ -282,3 +282,16 @@ def test_a_reset_stream_reads_zeros_of_its_shape_and_never_raises(engine, batch)
     for ring in stream.query_state():
         np.testing.assert_array_equal(ring.state, np.zeros((2,) + ring.shape[1:], np.float32))
 
+
+@pytest.mark.parametrize("local_size", [8, 64])
+def test_gpu_form_loads_rows_ahead(engine, local_size):
+    """The GPU form's chain (step_gpu.py): a row a work-item holds whole is loaded PREFETCH
+    convolutions ahead into registers; rows of 1 to 3 floats past a float4 (C_in 3, 5, 6, 7,
+    37), convolutions left to the loop (more output channels than work-items, grouped), and a
+    softmax of 10 channels that every work-item computes alone."""
+    for program in (sp.every_op(), sp.tcn(levels=3, channels=6, kernel=3, cin=5),
+                    sp.tcn(levels=2, channels=7, kernel=2, cin=6)):
+        kernel = step_kernel(program, max_group=1024, local_mem=1 << 16, local_size=local_size)
+        assert "const float4 pf0_0" in kernel.text
+        stream = CausalStream(engine, program, local_size=local_size, cpu_form=False)
+        run_both(stream, program, sequence(program, 3, 40, seed=local_size))

@@ -14,7 +14,10 @@ GROUPS work-groups per stream (get_group_id(0) = n * GROUPS + g) share them:
   3. the partials: bias + the taps of each (convolution, output channel), in one pass;
   4. the chain as in step_kernel.py, a convolution adding its current tap as one dot product
      of its row with its input frame (float4s from local memory), its input frame then
-     written into its ring slot t mod L (every read of the rings was in 1, before the count);
+     written into its ring slot t mod L (every read of the rings was in 1, before the count).
+     The chain runs one convolution after another, so a row read where it is used is a wait
+     on global memory in every link: a work-item that holds a whole row loads it PREFETCH
+     convolutions ahead, into registers;
   5. the outputs.
 Arguments: step_kernel.py's, then scratch [N, units] (the past taps) and counts [N] (ints,
 zero between steps).
@@ -31,6 +34,10 @@ from .step_layout import layout
 
 # at most this many work-groups share one stream's past taps
 MAX_GROUPS = 64
+# the chain loads a convolution's current-tap row into registers this many convolutions ahead
+# of its use (0: each row where it is used): on an H200 the seed's TCN step's kernel took 21-22
+# us at 2 against 23-24 at 0 (N = 1), 29-30 against 31-32 (N = 64); 1 and 3 were no better
+PREFETCH = 2
 
 
 def past_units(program: StreamProgram) -> int:
@@ -57,10 +64,12 @@ def gpu_step_kernel(program: StreamProgram, *, local_size: int, local_mem: int,
 
 def _dot(w: str, x: str, n: int, vector: bool) -> list[str]:
     """Lines adding the dot product of n floats at w and x to `acc`: float4s over the
-    aligned part where both rows are 16-byte aligned, then the rest one by one."""
+    aligned part where both rows are 16-byte aligned, summed in four lanes (four short chains
+    of dependent adds, not one long one), then the rest one by one."""
     n4 = n // 4 if vector else 0
-    lines = [f"for (int i = 0; i < {n4}; i++) acc += dot(vload4(i, {w}), vload4(i, {x}));"] \
-        if n4 else []
+    lines = ["{ float4 a4 = (float4)(0.0f);",
+             f"  for (int i = 0; i < {n4}; i++) a4 = fma(vload4(i, {w}), vload4(i, {x}), a4);",
+             "  acc += (a4.x + a4.y) + (a4.z + a4.w); }"] if n4 else []
     if n - 4 * n4:
         lines.append(f"for (int i = {4 * n4}; i < {n}; i++) acc += {w}[i] * {x}[i];")
     return lines
@@ -74,6 +83,11 @@ class _GpuWriter(_Writer):
                          softmax, {id(op): 1 for op in program.ops
                                    if isinstance(op, CausalConv)})
         self.groups = groups
+        # the chain's convolutions whose row a work-item holds whole (C_out <= LS, dense, a
+        # row of at most 16 float4s), in order: each row is loaded PREFETCH of them ahead
+        self.ahead = [op for op in program.ops if isinstance(op, CausalConv) and op.groups == 1
+                      and program.frames[op.dst] <= ls and lay.conv_params[id(op)].row <= 64] \
+            if PREFETCH else []
         self.last_at = self.scratch_at            # whether this group is the stream's last
         self.reduce_at = self.last_at + 1
         self.total = max(self.reduce_at + (ls if softmax else 0), 1)
@@ -111,6 +125,8 @@ class _GpuWriter(_Writer):
         self.w(f"    for (int c = lid; c < {cin}; c += LS) "
                f"{self.f(p.input)}[c] = inlined ? given.v[n * {cin} + c] : "
                f"frame[n * {cin} + c];")
+        for c in self.ahead[:PREFETCH]:
+            self._prefetch(c)
         self._chain_and_outputs({p.input})
         if p.convolutions:
             # every work-item read the count at the start
@@ -183,7 +199,39 @@ class _GpuWriter(_Writer):
         self.w("    }")
 
     # -- 4: a convolution's current tap ------------------------------------------------------
+    def _prefetch(self, c: CausalConv) -> None:
+        j, row = self.ahead.index(c), self.lay.conv_params[id(c)].row
+        at = self.lay.conv_params[id(c)].current
+        for i in range(row // 4):
+            self.w(f"    const float4 pf{j}_{i} = lid < {self.p.frames[c.dst]} ? "
+                   f"vload4({i}, params + {at} + lid * {row}) : (float4)(0.0f);")
+
+    def _prefetched(self, c: CausalConv) -> None:
+        """The current tap from the registers _prefetch loaded: C_out <= LS, so work-item co
+        is output channel co; the source's last float4 past C_in is its padding (no number):
+        its lanes there are zeros."""
+        j, row, cin = self.ahead.index(c), self.lay.conv_params[id(c)].row, c.weight.shape[1]
+        for nxt in self.ahead[j + PREFETCH:j + PREFETCH + 1]:
+            self._prefetch(nxt)
+        src = self.f(c.src)
+        self.w(f"    if (lid < {self.p.frames[c.dst]}) {{")
+        self.w("        const int co = lid;")
+        self.w(f"        float acc = {self._conv_start(c)};")
+        self.w("        float4 a4 = (float4)(0.0f);")
+        for i in range(row // 4):
+            if 4 * i + 4 <= cin:
+                x = f"vload4({i}, {src})"
+            else:
+                x = "(float4)(" + ", ".join(f"{src}[{4 * i + k}]" if 4 * i + k < cin else "0.0f"
+                                            for k in range(4)) + ")"
+            self.w(f"        a4 = fma(pf{j}_{i}, {x}, a4);")
+        self.w(f"        {self.f(c.dst)}[co] = acc + (a4.x + a4.y) + (a4.z + a4.w);")
+        self.w("    }")
+        self._ring_write(c)
+
     def _CausalConv(self, c: CausalConv) -> None:
+        if c in self.ahead:
+            return self._prefetched(c)
         p, lay = self.p, self.lay
         cout = p.frames[c.dst]
         cin_g, cout_g = c.weight.shape[1], cout // c.groups
