@@ -16,7 +16,10 @@ wrapper passes whatever arguments it is given through, and a pyopencl without th
 (another version) keeps its own path.
 
 Arguments (set_kernel_args): numpy scalars are declared by type, so that pyopencl packs them
-in one call.
+in one call. One argument passed by value (set_arg_by_value: a numpy scalar, or an array as a
+struct): Kernel.set_arg tries each kind of argument in turn before it takes the bytes, 9-14 µs
+a call on this machine and on the GPU machine's host; its lower entry _set_arg_buf hands the
+bytes to the driver in 0.3 µs (a streaming step sets one per step, stop 29).
 
 Released (release_newest_first): PoCL keeps a program's kernels in a list, newest first, that
 clReleaseKernel walks to find the one released: kernels released oldest first cost a walk past
@@ -93,6 +96,16 @@ def memoize_kernel_invokers() -> None:
 
 def _hashable(value):
     return tuple(value) if isinstance(value, list) else value
+
+
+def set_arg_by_value(kernel, index: int, value) -> None:
+    """kernel.set_arg(index, value) for a numpy scalar or array passed by value (its bytes),
+    through pyopencl's lower entry where this pyopencl has it."""
+    setter = getattr(kernel, "_set_arg_buf", None)
+    if setter is None:
+        kernel.set_arg(index, value)
+    else:
+        setter(index, value)
 
 
 def set_kernel_args(kernel, args) -> None:

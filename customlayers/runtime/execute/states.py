@@ -18,6 +18,7 @@ import pyopencl as cl
 
 from ...errors import ExecutionError, TensorError
 from ...jit.layer import state_ref
+from ..device.kernel_objects import set_arg_by_value
 
 
 class RequestStates:
@@ -57,7 +58,7 @@ class RequestStates:
             want = self.written.get(key, False)
             if self._bound[key] != want:
                 for kernel, position in uses:
-                    kernel.set_arg(position, np.int32(want))
+                    set_arg_by_value(kernel, position, np.int32(want))
                 self._bound[key] = want
 
     def after_start(self) -> None:

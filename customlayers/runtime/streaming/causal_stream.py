@@ -17,25 +17,16 @@ import pyopencl.array as cl_array
 from ...errors import DeviceError, ModelError, TensorError
 from ...ops.stream.program import StreamProgram
 from ...ops.stream.step_kernel import INLINE_FLOATS, step_kernel
+from ..device.kernel_objects import set_arg_by_value
 
 ARG_STATE, ARG_FRAME, ARG_OUT, ARG_GIVEN, ARG_INLINED, ARG_SCRATCH, ARG_COUNTS = \
     1, 2, 3, 4, 5, 6, 7
 
-# A step's own calls into pyopencl, by their lower entries where this pyopencl has them:
-# Kernel.set_arg tries each kind of argument in turn before the bytes (9-14 us a call on the
-# GPU machine's host and this one, against 0.3 us for _set_arg_buf), and enqueue_copy sorts
-# its operands' kinds (1-4 us); a step of the seed's TCN on an H200 was 20 us of launch and
-# read-back, and these two calls added 15.
+# A step reads its outputs through pyopencl's lower entry where this pyopencl has it:
+# enqueue_copy sorts its operands' kinds first (1-4 us; a step of the seed's TCN on an H100 is
+# about 20 us of launch and read-back). Its one argument by value goes the same way
+# (kernel_objects.set_arg_by_value: 0.3 us against set_arg's 9-14).
 _read_buffer = getattr(getattr(cl, "_cl", None), "_enqueue_read_buffer", None)
-
-
-def _set_bytes(kernel, index: int, value) -> None:
-    """kernel.set_arg(index, value) for a numpy array or scalar passed by value."""
-    setter = getattr(kernel, "_set_arg_buf", None)
-    if setter is None:
-        kernel.set_arg(index, value)
-    else:
-        setter(index, value)
 
 
 def _read(queue, host: np.ndarray, buffer, wait_for, blocking: bool):
@@ -225,10 +216,10 @@ class CausalStream:
         k = self._kernel
         inlined = arg is None
         if inlined != self._inlined:
-            _set_bytes(k, ARG_INLINED, np.int32(inlined))
+            set_arg_by_value(k, ARG_INLINED, np.int32(inlined))
             self._inlined = inlined
         if inlined:
-            _set_bytes(k, ARG_GIVEN, self._inline)
+            set_arg_by_value(k, ARG_GIVEN, self._inline)
         elif arg is not self._frame_arg:
             k.set_arg(ARG_FRAME, arg)
             self._frame_arg = arg

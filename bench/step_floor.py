@@ -1,0 +1,146 @@
+"""What a streaming step cannot go below on a device (README "Streaming causal models"):
+
+  floor: one launch of a kernel that does nothing but write 100 floats, then its outputs read
+  back, per step as CausalStream does it (wall, median of 3000): with a blocking read; with a
+  non-blocking read waited on by its event; and the cost of setting a 256-byte argument by value
+  through pyopencl's Kernel.set_arg and through its lower entry _set_arg_buf;
+  links: the cost of one link of a serial chain in one work-group (the step kernel's chain runs
+  51 such ops one after another), from the kernel's profiled time at 0 and 128 links: a barrier
+  and a local-memory round trip; a 25-wide dot product with its weights in registers; the same
+  with its weights read from global memory (rows of 28 floats); each as a loop and unrolled.
+
+    python bench/step_floor.py [--device GPU|CPU|name]
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pyopencl as cl
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from customlayers.runtime.device.device import Engine, describe_device  # noqa: E402
+
+LINKS = 128
+FLOOR_SRC = """
+typedef struct { float v[64]; } frames;
+__kernel void write100(__global float* out, const frames given) {
+    const int i = get_global_id(0);
+    if (i < 100) out[i] = given.v[i & 63];
+}
+"""
+
+
+def median_us(fn, runs: int) -> float:
+    for _ in range(runs // 10):
+        fn()
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times) * 1e6
+
+
+def floor(engine, runs: int) -> None:
+    ctx, queue = engine.context, cl.CommandQueue(engine.context, engine.device)
+    kernel = cl.Kernel(cl.Program(ctx, FLOOR_SRC).build(), "write100")
+    out = cl.Buffer(ctx, cl.mem_flags.WRITE_ONLY, 400)
+    given, host = np.zeros(64, np.float32), np.empty(100, np.float32)
+    kernel.set_arg(0, out)
+    kernel.set_arg(1, given)
+
+    def blocking():
+        cl.enqueue_nd_range_kernel(queue, kernel, (128,), (128,))
+        cl.enqueue_copy(queue, host, out)
+
+    def by_event():
+        cl.enqueue_nd_range_kernel(queue, kernel, (128,), (128,))
+        cl.enqueue_copy(queue, host, out, is_blocking=False).wait()
+
+    print(f"launch + blocking read          {median_us(blocking, runs):7.1f} us")
+    print(f"launch + read waited by event   {median_us(by_event, runs):7.1f} us")
+    print(f"set_arg of 256 bytes by value   {median_us(lambda: kernel.set_arg(1, given), runs):7.1f} us")
+    if hasattr(kernel, "_set_arg_buf"):
+        print(f"_set_arg_buf of the same        "
+              f"{median_us(lambda: kernel._set_arg_buf(1, given), runs):7.1f} us")
+
+
+def _link(kind: str, i: int) -> str:
+    src, dst = (i & 1) * 32, 32 - (i & 1) * 32
+    if kind == "barrier":
+        return (f"{{ float v = 0.0f; if (lid < 25) v = a[(lid + 1) % 25 + {src}] * 0.999f + "
+                f"0.5f; barrier(CLK_LOCAL_MEM_FENCE); if (lid < 25) a[lid + {dst}] = v; "
+                f"barrier(CLK_LOCAL_MEM_FENCE); }}")
+    weight = "h{s}_{j}" if kind == "registers" else "vload4({j}, w + {row} + lid * 28)"
+    terms = " ".join(f"acc = fma({weight.format(s=i % 3, j=j, row=(i % 16) * 700)}, "
+                     f"vload4({j}, a + {src}), acc);" for j in range(7))
+    return (f"if (lid < 25) {{ float4 acc = (float4)(0.0f); {terms} a[{dst} + lid] = "
+            f"fmax(acc.x + acc.y + acc.z + acc.w, 0.0f); }} barrier(CLK_LOCAL_MEM_FENCE);")
+
+
+def _links_source() -> str:
+    held = ", ".join(f"h{s}_{j} = vload4({j}, w + {s * 700} + (lid % 25) * 28)"
+                     for s in range(3) for j in range(7))
+    text = ""
+    for kind in ("barrier", "registers", "memory"):
+        for form in ("none", "loop", "unrolled"):
+            body = {"none": "",
+                    "loop": f"for (int it = 0; it < {LINKS // 2}; it++) {{ {_link(kind, 0)} "
+                            f"{_link(kind, 1)} }}",
+                    "unrolled": "\n".join(_link(kind, i) for i in range(LINKS))}[form]
+            text += (f"__kernel void {kind}_{form}(__global float* out, __global const float* w)"
+                     f" {{\n __local float a[64]; const int lid = get_local_id(0);\n"
+                     f" float4 {held};\n if (lid < 64) a[lid] = lid * 0.01f;\n"
+                     f" barrier(CLK_LOCAL_MEM_FENCE);\n{body}\n"
+                     f" if (lid < 25) out[lid] = a[lid] + h0_0.x + h2_6.w;\n}}\n")
+    return text
+
+
+def links(engine, runs: int) -> None:
+    ctx = engine.context
+    queue = cl.CommandQueue(ctx, engine.device,
+                            properties=cl.command_queue_properties.PROFILING_ENABLE)
+    program = cl.Program(ctx, _links_source()).build()
+    out = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, 4096)
+    weights = np.random.default_rng(0).random(16 * 700).astype(np.float32) * 0.05
+    w = cl.Buffer(ctx, cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR, hostbuf=weights)
+
+    def kernel_us(name: str, ls: int) -> float:
+        kernel = cl.Kernel(program, name)
+        times = []
+        for _ in range(runs):
+            event = kernel(queue, (ls,), (ls,), out, w)
+            event.wait()
+            times.append((event.profile.end - event.profile.start) * 1e-3)
+        return statistics.median(times[runs // 10:])
+
+    print(f"\none link of a serial chain in one work-group, ns ({LINKS} links against none)")
+    for kind in ("barrier", "registers", "memory"):
+        for ls in (32, 256):
+            none = kernel_us(f"{kind}_none", ls)
+            loop, unrolled = (kernel_us(f"{kind}_{form}", ls) for form in ("loop", "unrolled"))
+            print(f"{kind:10s} group of {ls:3d}: empty kernel {none:5.1f} us; a link "
+                  f"{(loop - none) / LINKS * 1e3:6.1f} ns as a loop, "
+                  f"{(unrolled - none) / LINKS * 1e3:6.1f} ns unrolled")
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--device", default=None, help="CPU, GPU, or a device name")
+    ap.add_argument("--runs", type=int, default=3000)
+    args = ap.parse_args(argv)
+    engine = Engine(device=args.device)
+    print(f"device: {describe_device(engine.device)}")
+    floor(engine, args.runs)
+    links(engine, 60)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
