@@ -1,13 +1,16 @@
 """What a streaming step cannot go below on a device (README "Streaming causal models"):
 
-  floor: one launch of a kernel that does nothing but write 100 floats, then its outputs read
-  back, per step as CausalStream does it (wall, median of 3000): with a blocking read; with a
-  non-blocking read waited on by its event; and the cost of setting a 256-byte argument by value
-  through pyopencl's Kernel.set_arg and through its lower entry _set_arg_buf;
+  floor: a step of a kernel whose only work is to write 100 floats, through the calls
+  CausalStream makes (its frames set by value, the launch, the outputs read back; wall, median
+  of 3000): with a blocking read (as step); with a non-blocking read waited on by its event (as
+  step_async); and the cost of setting a 256-byte argument by value through pyopencl's
+  Kernel.set_arg and through its lower entry _set_arg_buf (kernel_objects.set_arg_by_value);
   links: the cost of one link of a serial chain in one work-group (the step kernel's chain runs
-  51 such ops one after another), from the kernel's profiled time at 0 and 128 links: a barrier
-  and a local-memory round trip; a 25-wide dot product with its weights in registers; the same
-  with its weights read from global memory (rows of 28 floats); each as a loop and unrolled.
+  51 such ops one after another), from the kernel's profiled time at 128 links and at none
+  (that kernel still loads the registers' weights): a barrier and a local-memory round trip; a
+  25-wide dot product with its weights in registers, then a barrier; the same with its weights
+  read from global memory (rows of 28 floats; the loop reads 2 rows, which stay in the cache,
+  the unrolled chain 16 rows in turn); each as a loop and unrolled.
 
     python bench/step_floor.py [--device GPU|CPU|name]
 """
@@ -25,6 +28,8 @@ import pyopencl as cl
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from customlayers.runtime.device.device import Engine, describe_device  # noqa: E402
+from customlayers.runtime.device.kernel_objects import set_arg_by_value  # noqa: E402
+from customlayers.runtime.streaming.causal_stream import read_into  # noqa: E402
 
 LINKS = 128
 FLOOR_SRC = """
@@ -56,16 +61,19 @@ def floor(engine, runs: int) -> None:
     kernel.set_arg(1, given)
 
     def blocking():
+        set_arg_by_value(kernel, 1, given)
         cl.enqueue_nd_range_kernel(queue, kernel, (128,), (128,))
-        cl.enqueue_copy(queue, host, out)
+        read_into(queue, host, out, None, True)
 
     def by_event():
+        set_arg_by_value(kernel, 1, given)
         cl.enqueue_nd_range_kernel(queue, kernel, (128,), (128,))
-        cl.enqueue_copy(queue, host, out, is_blocking=False).wait()
+        read_into(queue, host, out, None, False).wait()
 
-    print(f"launch + blocking read          {median_us(blocking, runs):7.1f} us")
-    print(f"launch + read waited by event   {median_us(by_event, runs):7.1f} us")
-    print(f"set_arg of 256 bytes by value   {median_us(lambda: kernel.set_arg(1, given), runs):7.1f} us")
+    print(f"step with a blocking read       {median_us(blocking, runs):7.1f} us")
+    print(f"step read by its event          {median_us(by_event, runs):7.1f} us")
+    set_arg = median_us(lambda: kernel.set_arg(1, given), runs)
+    print(f"set_arg of 256 bytes by value   {set_arg:7.1f} us")
     if hasattr(kernel, "_set_arg_buf"):
         print(f"_set_arg_buf of the same        "
               f"{median_us(lambda: kernel._set_arg_buf(1, given), runs):7.1f} us")
@@ -125,7 +133,7 @@ def links(engine, runs: int) -> None:
         for ls in (32, 256):
             none = kernel_us(f"{kind}_none", ls)
             loop, unrolled = (kernel_us(f"{kind}_{form}", ls) for form in ("loop", "unrolled"))
-            print(f"{kind:10s} group of {ls:3d}: empty kernel {none:5.1f} us; a link "
+            print(f"{kind:10s} group of {ls:3d}: no links {none:5.1f} us; a link "
                   f"{(loop - none) / LINKS * 1e3:6.1f} ns as a loop, "
                   f"{(unrolled - none) / LINKS * 1e3:6.1f} ns unrolled")
 

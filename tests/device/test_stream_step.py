@@ -9,6 +9,7 @@ import pyopencl.array as cl_array
 import pytest
 
 from customlayers.errors import DeviceError, ModelError, TensorError
+from customlayers.ops.stream.program import CausalConv
 from customlayers.ops.stream.reference import ReferenceStream
 from customlayers.ops.stream.step_kernel import step_kernel
 from customlayers.runtime.device.device import Engine
@@ -286,12 +287,75 @@ def test_a_reset_stream_reads_zeros_of_its_shape_and_never_raises(engine, batch)
 @pytest.mark.parametrize("local_size", [8, 64])
 def test_gpu_form_loads_rows_ahead(engine, local_size):
     """The GPU form's chain (step_gpu.py): a row a work-item holds whole is loaded PREFETCH
-    convolutions ahead into registers; rows of 1 to 3 floats past a float4 (C_in 3, 5, 6, 7,
-    37), convolutions left to the loop (more output channels than work-items, grouped), and a
-    softmax of 10 channels that every work-item computes alone."""
+    convolutions ahead into registers (each row loaded after the convolution PREFETCH + 1
+    before it, before the one PREFETCH before it); rows of 1 to 3 floats past a float4 (C_in
+    3, 5, 6, 7), convolutions left to the loop (more output channels than work-items, grouped,
+    a row over REGISTER_ROW floats), a softmax of 10 channels that every work-item computes
+    alone; and the text with several groups per stream compiles (CPU devices run one)."""
+    from customlayers.ops.stream.step_gpu import PREFETCH, REGISTER_ROW
+    held = 0
     for program in (sp.every_op(), sp.tcn(levels=3, channels=6, kernel=3, cin=5),
                     sp.tcn(levels=2, channels=7, kernel=2, cin=6)):
         kernel = step_kernel(program, max_group=1024, local_mem=1 << 16, local_size=local_size)
-        assert "const float4 pf0_0" in kernel.text
+        lines = kernel.text.splitlines()
+        loads = [n for n, line in enumerate(lines) if "const float4 r" in line and "_0 =" in line]
+        uses = [n for n, line in enumerate(lines) if "a4 = fma(r" in line and "_0," in line]
+        wide = [op for op in program.ops if isinstance(op, CausalConv) and op.groups == 1 and
+                (program.frames[op.dst] > local_size or -(-op.weight.shape[1] // 4) * 4 >
+                 REGISTER_ROW)]
+        assert len(loads) == len(uses) == sum(
+            isinstance(op, CausalConv) and op.groups == 1 for op in program.ops) - len(wide)
+        held += len(uses)
+        for j in range(PREFETCH, len(uses)):
+            assert loads[j] < uses[j - PREFETCH]
+            assert j == PREFETCH or uses[j - PREFETCH - 1] < loads[j]
         stream = CausalStream(engine, program, local_size=local_size, cpu_form=False)
         run_both(stream, program, sequence(program, 3, 40, seed=local_size))
+        several = step_kernel(program, max_group=1024, local_mem=1 << 16,
+                              local_size=local_size, groups=2)
+        assert "atomic_inc" in several.text
+        cl.Program(engine.context, several.text).build()
+    assert held > 6
+
+
+@pytest.mark.parametrize("cpu_form,local_size", [(True, 1), (True, 8), (False, 8),
+                                                 (False, 64)])
+def test_a_softmax_wider_than_the_serial_one_reduces_in_a_tree(engine, cpu_form, local_size):
+    """A softmax over more than SERIAL_SOFTMAX channels: the tree in local memory, with fewer
+    and with more work-items than channels; a narrow one beside it, computed serially."""
+    from customlayers.ops.stream.step_chain import SERIAL_SOFTMAX
+    b = sp.Builder(3, seed=4)
+    wide = b.pw(b.conv(b.conv(b.input, 40, 3, 2), SERIAL_SOFTMAX + 8, 2, 1), "tanh")
+    narrow = b.conv(wide, 5, 1)
+    program = b.program([("logp", b.softmax(wide, log=True)), ("p", b.softmax(wide)),
+                         ("q", b.softmax(narrow))])
+    kernel = step_kernel(program, max_group=1024, local_mem=1 << 16, local_size=local_size,
+                         is_cpu=cpu_form)
+    assert kernel.text.count("for (int h = ") == 4          # two trees of two reductions
+    stream = CausalStream(engine, program, local_size=local_size, cpu_form=cpu_form)
+    run_both(stream, program, sequence(program, 2, 30, seed=local_size))
+
+
+def test_the_step_without_pyopencls_lower_entries(engine, monkeypatch):
+    """The step's calls where pyopencl lacks the lower entries it takes (another version):
+    the read through enqueue_copy, the argument through Kernel.set_arg; the same numbers."""
+    from customlayers.runtime.device.kernel_objects import set_arg_by_value
+    from customlayers.runtime.streaming import causal_stream
+
+    class PublicOnly:
+        """A kernel seen through its public set_arg alone."""
+        def __init__(self, kernel):
+            self.kernel = kernel
+
+        def set_arg(self, index, value):
+            self.kernel.set_arg(index, value)
+
+    monkeypatch.setattr(causal_stream, "_read_buffer", None)
+    monkeypatch.setattr(causal_stream, "set_arg_by_value",
+                        lambda kernel, index, value: set_arg_by_value(
+                            PublicOnly(kernel), index, value))
+    program = sp.tcn(levels=2, channels=6, kernel=3)
+    stream = CausalStream(engine, program)
+    run_both(stream, program, sequence(program, 2, 30))
+    pending = [stream.step_async(f) for f in sequence(program, 2, 3, seed=9)]
+    assert [set(p.wait()) for p in pending] == [{"y"}] * 3

@@ -13,8 +13,15 @@ from .program import Binary, CausalConv, ChannelSoftmax, Pointwise, StreamProgra
 from .step_exprs import BINARY_CL, POINTWISE_CL, literal
 from .step_layout import StepLayout
 
-# a softmax over at most this many channels is computed by every work-item alone
+# a softmax over at most this many channels is computed by every work-item alone (no tree)
 SERIAL_SOFTMAX = 32
+
+
+def tree_softmax(program: StreamProgram) -> bool:
+    """Whether a softmax of `program` reduces through a tree in local memory (one over more
+    than SERIAL_SOFTMAX channels): the kernel then keeps LS floats for it."""
+    return any(isinstance(op, ChannelSoftmax) and program.frames[op.dst] > SERIAL_SOFTMAX
+               for op in program.ops)
 
 
 class ChainWriter:
@@ -102,11 +109,11 @@ class ChainWriter:
 
     def _ChannelSoftmax(self, op: ChannelSoftmax) -> None:
         ch, src, dst, red = self.p.frames[op.dst], self.f(op.src), self.f(op.dst), self.reduce_at
+        value = f"{src}[c] - m - log(s)" if op.log else f"exp({src}[c] - m) / s"
+        self.w("    {")
         if ch <= SERIAL_SOFTMAX:
-            # every work-item reads all the channels: no tree, no barrier (a classifier's 10
-            # classes took 8 barriers as a tree)
-            value = f"{src}[c] - m - log(s)" if op.log else f"exp({src}[c] - m) / s"
-            self.w("    {")
+            # every work-item reads all the channels: no barrier (a classifier's 10 classes
+            # took 12 barriers as a tree in a group of 256)
             self.w("        float m = -INFINITY, s = 0.0f;")
             self.w(f"        for (int c = 0; c < {ch}; c++) m = fmax(m, {src}[c]);")
             self.w(f"        for (int c = 0; c < {ch}; c++) s += exp({src}[c] - m);")
@@ -115,7 +122,6 @@ class ChainWriter:
             return
         # the first `width` work-items reduce (a tree of log2(width) barriers, not log2(LS))
         width = min(self.ls, 1 << max(0, (ch - 1).bit_length()))
-        self.w("    {")
         self.w("        float m = -INFINITY;")
         self.w(f"        for (int c = lid; c < {ch} && lid < {width}; c += {width}) "
                f"m = fmax(m, {src}[c]);")
@@ -124,7 +130,6 @@ class ChainWriter:
         self.w(f"        for (int c = lid; c < {ch} && lid < {width}; c += {width}) "
                f"s += exp({src}[c] - m);")
         self._reduce("s", "loc[{r} + lid] + loc[{r} + lid + h]", red, width)
-        value = f"{src}[c] - m - log(s)" if op.log else f"exp({src}[c] - m) / s"
         self.w(f"        for (int c = lid; c < {ch}; c += LS) {dst}[c] = {value};")
         self.w("    }")
 

@@ -28,7 +28,8 @@ never gets several (runtime/streaming/causal_stream.py refuses them).
 """
 from __future__ import annotations
 
-from .program import CausalConv, ChannelSoftmax, StreamProgram
+from .program import CausalConv, StreamProgram
+from .step_chain import tree_softmax
 from .step_kernel import ENTRY, INLINE_FLOATS, StepKernel, _Writer, check_local_memory
 from .step_layout import layout
 
@@ -38,6 +39,11 @@ MAX_GROUPS = 64
 # of its use (0: each row where it is used): on an H200 the seed's TCN step's kernel took 21-22
 # us at 2 against 23-24 at 0 (N = 1), 29-30 against 31-32 (N = 64); 1 and 3 were no better
 PREFETCH = 2
+# ... rows of at most this many floats, in groups of at most REGISTER_ROWS_LS work-items:
+# PREFETCH + 1 rows live at once (the seed's TCN's rows of 28 took the kernel from 64 to 128
+# registers a work-item); a larger group allows fewer registers each (reqd_work_group_size)
+REGISTER_ROW = 32
+REGISTER_ROWS_LS = 256
 
 
 def past_units(program: StreamProgram) -> int:
@@ -55,11 +61,15 @@ def gpu_step_kernel(program: StreamProgram, *, local_size: int, local_mem: int,
         groups = max(1, min(MAX_GROUPS, -(-units // local_size))) if program.convolutions \
             else 1
     pairs = sum(program.frames[c.dst] for c in program.convolutions)
-    softmax = any(isinstance(op, ChannelSoftmax) for op in program.ops)
+    softmax = tree_softmax(program)
     floats = lay.frame_floats + pairs + 1 + (local_size if softmax else 0)
     nbytes = check_local_memory(program, lay, floats, pairs, local_mem, device)
     text = _GpuWriter(program, lay, local_size, groups, units, softmax).text()
     return StepKernel(text, lay, local_size, nbytes, groups=groups, units=units, scratch=True)
+
+
+# the four lanes of a float4 sum a4, added up
+LANES_SUM = "(a4.x + a4.y) + (a4.z + a4.w)"
 
 
 def _dot(w: str, x: str, n: int, vector: bool) -> list[str]:
@@ -69,7 +79,7 @@ def _dot(w: str, x: str, n: int, vector: bool) -> list[str]:
     n4 = n // 4 if vector else 0
     lines = ["{ float4 a4 = (float4)(0.0f);",
              f"  for (int i = 0; i < {n4}; i++) a4 = fma(vload4(i, {w}), vload4(i, {x}), a4);",
-             "  acc += (a4.x + a4.y) + (a4.z + a4.w); }"] if n4 else []
+             f"  acc += {LANES_SUM}; }}"] if n4 else []
     if n - 4 * n4:
         lines.append(f"for (int i = {4 * n4}; i < {n}; i++) acc += {w}[i] * {x}[i];")
     return lines
@@ -83,11 +93,14 @@ class _GpuWriter(_Writer):
                          softmax, {id(op): 1 for op in program.ops
                                    if isinstance(op, CausalConv)})
         self.groups = groups
-        # the chain's convolutions whose row a work-item holds whole (C_out <= LS, dense, a
-        # row of at most 16 float4s), in order: each row is loaded PREFETCH of them ahead
-        self.ahead = [op for op in program.ops if isinstance(op, CausalConv) and op.groups == 1
-                      and program.frames[op.dst] <= ls and lay.conv_params[id(op)].row <= 64] \
-            if PREFETCH else []
+        # the chain's convolutions whose row a work-item holds whole in registers (dense,
+        # C_out <= LS, a row of at most REGISTER_ROW floats), id -> their order: each row is
+        # loaded PREFETCH of them ahead of its use
+        held = [op for op in program.ops if isinstance(op, CausalConv) and op.groups == 1 and
+                program.frames[op.dst] <= ls and lay.conv_params[id(op)].row <= REGISTER_ROW] \
+            if PREFETCH and ls <= REGISTER_ROWS_LS else []
+        self.in_registers = {id(op): j for j, op in enumerate(held)}
+        self.held = held
         self.last_at = self.scratch_at            # whether this group is the stream's last
         self.reduce_at = self.last_at + 1
         self.total = max(self.reduce_at + (ls if softmax else 0), 1)
@@ -125,8 +138,8 @@ class _GpuWriter(_Writer):
         self.w(f"    for (int c = lid; c < {cin}; c += LS) "
                f"{self.f(p.input)}[c] = inlined ? given.v[n * {cin} + c] : "
                f"frame[n * {cin} + c];")
-        for c in self.ahead[:PREFETCH]:
-            self._prefetch(c)
+        for c in self.held[:PREFETCH]:
+            self._load_row(c)
         self._chain_and_outputs({p.input})
         if p.convolutions:
             # every work-item read the count at the start
@@ -199,20 +212,21 @@ class _GpuWriter(_Writer):
         self.w("    }")
 
     # -- 4: a convolution's current tap ------------------------------------------------------
-    def _prefetch(self, c: CausalConv) -> None:
-        j, row = self.ahead.index(c), self.lay.conv_params[id(c)].row
+    def _load_row(self, c: CausalConv) -> None:
+        """Work-item co's row of `c`'s current tap into registers r<j>_<float4>."""
+        j, row = self.in_registers[id(c)], self.lay.conv_params[id(c)].row
         at = self.lay.conv_params[id(c)].current
         for i in range(row // 4):
-            self.w(f"    const float4 pf{j}_{i} = lid < {self.p.frames[c.dst]} ? "
+            self.w(f"    const float4 r{j}_{i} = lid < {self.p.frames[c.dst]} ? "
                    f"vload4({i}, params + {at} + lid * {row}) : (float4)(0.0f);")
 
-    def _prefetched(self, c: CausalConv) -> None:
-        """The current tap from the registers _prefetch loaded: C_out <= LS, so work-item co
-        is output channel co; the source's last float4 past C_in is its padding (no number):
-        its lanes there are zeros."""
-        j, row, cin = self.ahead.index(c), self.lay.conv_params[id(c)].row, c.weight.shape[1]
-        for nxt in self.ahead[j + PREFETCH:j + PREFETCH + 1]:
-            self._prefetch(nxt)
+    def _conv_from_registers(self, c: CausalConv) -> None:
+        """The current tap from the registers _load_row loaded (after the row PREFETCH ahead
+        is loaded): C_out <= LS, so work-item co is output channel co; the source's last
+        float4 past C_in is its padding (no number): its lanes there are zeros."""
+        j, row, cin = self.in_registers[id(c)], self.lay.conv_params[id(c)].row, c.weight.shape[1]
+        for nxt in self.held[j + PREFETCH:j + PREFETCH + 1]:
+            self._load_row(nxt)
         src = self.f(c.src)
         self.w(f"    if (lid < {self.p.frames[c.dst]}) {{")
         self.w("        const int co = lid;")
@@ -224,14 +238,15 @@ class _GpuWriter(_Writer):
             else:
                 x = "(float4)(" + ", ".join(f"{src}[{4 * i + k}]" if 4 * i + k < cin else "0.0f"
                                             for k in range(4)) + ")"
-            self.w(f"        a4 = fma(pf{j}_{i}, {x}, a4);")
-        self.w(f"        {self.f(c.dst)}[co] = acc + (a4.x + a4.y) + (a4.z + a4.w);")
+            self.w(f"        a4 = fma(r{j}_{i}, {x}, a4);")
+        self.w(f"        {self.f(c.dst)}[co] = acc + {LANES_SUM};")
         self.w("    }")
         self._ring_write(c)
 
     def _CausalConv(self, c: CausalConv) -> None:
-        if c in self.ahead:
-            return self._prefetched(c)
+        if id(c) in self.in_registers:
+            self._conv_from_registers(c)
+            return
         p, lay = self.p, self.lay
         cout = p.frames[c.dst]
         cin_g, cout_g = c.weight.shape[1], cout // c.groups

@@ -27,8 +27,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...errors import ModelError
-from .program import CausalConv, ChannelSoftmax, StreamProgram
-from .step_chain import ChainWriter
+from .program import CausalConv, StreamProgram
+from .step_chain import ChainWriter, tree_softmax
 from .step_layout import StepLayout, layout
 
 ENTRY = "stream_step"
@@ -92,7 +92,7 @@ def step_kernel(program: StreamProgram, *, max_group: int, local_mem: int, is_cp
         # a block's loads run up to a block past its weights (never stored): in the buffer
         lay.params = np.concatenate([lay.params, np.zeros(max(blocks.values()), np.float32)])
     split = any(p > 1 for p in parts.values())
-    softmax = any(isinstance(op, ChannelSoftmax) for op in program.ops)
+    softmax = tree_softmax(program)
     floats = lay.frame_floats + pairs + (units if split else 0) + (ls if softmax else 0)
     nbytes = check_local_memory(program, lay, floats, pairs, local_mem, device)
     text = _Writer(program, lay, ls, parts, pairs, units, split, softmax, blocks).text()

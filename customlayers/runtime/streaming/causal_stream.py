@@ -29,7 +29,7 @@ ARG_STATE, ARG_FRAME, ARG_OUT, ARG_GIVEN, ARG_INLINED, ARG_SCRATCH, ARG_COUNTS =
 _read_buffer = getattr(getattr(cl, "_cl", None), "_enqueue_read_buffer", None)
 
 
-def _read(queue, host: np.ndarray, buffer, wait_for, blocking: bool):
+def read_into(queue, host: np.ndarray, buffer, wait_for, blocking: bool):
     """cl.enqueue_copy(queue, host, buffer, ...) from offset 0; its event."""
     if _read_buffer is None:
         return cl.enqueue_copy(queue, host, buffer, is_blocking=blocking, wait_for=wait_for)
@@ -194,7 +194,7 @@ class CausalStream:
         Buffer on this device). Returns {output name: array [N, ...]}, the caller's to keep."""
         self._enqueue(frame)
         host = np.empty((self.batch, self._row), np.float32)
-        _read(self._queue, host, self._out, self._after(), True)             # the one wait
+        read_into(self._queue, host, self._out, self._after(), True)             # the one wait
         return self._outputs(host)
 
     def _outputs(self, host: np.ndarray) -> dict[str, np.ndarray]:
@@ -208,7 +208,7 @@ class CausalStream:
         wait()."""
         self._enqueue(frame)
         host = np.empty((self.batch, self._row), np.float32)
-        self._last = _read(self._queue, host, self._out, self._after(), False)
+        self._last = read_into(self._queue, host, self._out, self._after(), False)
         return PendingStep(self, self._last, host)
 
     def _enqueue(self, frame) -> None:
