@@ -144,7 +144,8 @@ def main(argv=None) -> int:
     ap.add_argument("--runs", type=int, default=3000)
     args = ap.parse_args(argv)
     engine = Engine(device=args.device)
-    print(f"device: {describe_device(engine.device)}")
+    d = describe_device(engine.device)
+    print(f"device: {d['name']} ({d['platform']}, {d['type']}, driver {d['driver']})")
     floor(engine, args.runs)
     links(engine, 60)
     return 0

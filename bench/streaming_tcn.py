@@ -1,4 +1,6 @@
-"""The seed's TCN streamed one time step at a time (issue 21 points 5-6), in one run:
+"""The seed's TCN streamed one time step at a time (issue 21 points 5-6), as ratios in one run.
+
+In one run:
 
   per N in (1, 64): the full-window network's inference (ours, 784 steps, host arrays in and
   out) against one step of the stream (Network.streaming: one kernel launch per step, the frame

@@ -81,3 +81,16 @@ def test_stream_of_a_model_that_is_not_causal_names_the_layer(tmp_path, capsys):
                  str(tmp_path / "seq.npy")]) != 0
     err = capsys.readouterr().err
     assert "centred" in err and "Traceback" not in err
+
+
+def test_stream_of_a_compiled_package_says_to_stream_the_model_file(tcn, tmp_path, capsys):
+    """A package holds plans, not the graph a stream is made from: `run --stream` on one says
+    so (as Network.streaming does), not that the model has no state."""
+    package = tmp_path / "tcn.clpkg"
+    assert cli_main(["compile", "-m", str(tcn), "-d", TEST_DEVICE, "--tuning", "off",
+                     "--shape", "x=1x1x30", "-o", str(package)]) == 0
+    np.save(tmp_path / "seq.npy", np.ones((1, 1, 30), np.float32))
+    assert main(["run", "-m", str(package), "--stream", "-i", str(tmp_path / "seq.npy")]) == 2
+    err = capsys.readouterr().err
+    assert "is a compiled package" in err and "stream the model file itself" in err
+    assert "Traceback" not in err

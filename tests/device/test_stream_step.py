@@ -99,7 +99,10 @@ def test_bad_frames(engine):
     for bad, what in [(np.zeros((2, 3), np.float32), r"\[2, 3\] and type float32"),
                       (np.zeros((2, 2), np.float64), r"float64; expected \[2, 2\] float32"),
                       (np.zeros((2, 2, 1), np.float32), r"\[2, 2, 1\]"),
-                      (np.zeros((2, 2), np.int32), "int32")]:
+                      (np.zeros((2, 2), np.int32), "int32"),
+                      ([[0.5, 1.0], [2.0, 3.0]], r"\[2, 2\] and type float64"),   # a list
+                      ([[0.5, 1.0], [2.0]], "a frame of list that is no array"),
+                      (1.0, r"shape \[\] and type float64")]:
         with pytest.raises(TensorError, match=what):
             stream.step(bad)
     with pytest.raises(TensorError, match=r"1 streams .* runs 2 .*as given"):

@@ -267,8 +267,10 @@ def load_package_steps(args, profiling: bool, resolver, sequence: bool):
     steps = None
     if sequence and (is_stateful(graph) or getattr(args, "stream", False)):
         if not is_stateful(graph):
-            raise UsageError("--stream runs a model with state (OpenVINO ReadValue/Assign) one "
-                             "step per item of the file's first axis; this model has none")
+            raise UsageError(f"--stream: {args.model} is a compiled package, which holds the "
+                             f"compiled plans, not the model's graph a stream is made from; "
+                             f"stream the model file itself (a package streams only a model "
+                             f"with state, OpenVINO's ReadValue/Assign)")
         steps = sequence_steps(args.input, graph, args.stream,
                                lambda a, path, name: model_typed(a, path, name, graph))
     arrays = dict(steps[0]) if steps else read_inputs(args.input, graph)

@@ -58,10 +58,11 @@ def like(value, frame: str, size: int | None = None):
 
 def not_causal(end: int, history: int) -> str:
     """Why a convolution padded `end` steps at the end does not stream."""
-    return (f"pads_end {end} on the time axis: its output at step t reads the input at steps "
-            f"after t (not causal); a causal convolution pads (k-1)*d = {history} at the start "
-            f"and 0 at the end, or is followed by a Slice that cuts its last {end} steps off "
-            f"(through per-step layers only)")
+    return (f"pads_end {end} on the time axis (its padding at the end, less what a Slice after "
+            f"it already cuts off): its output at step t reads the input at steps after t (not "
+            f"causal); a causal convolution pads (k-1)*d = {history} at the start and 0 at the "
+            f"end, or is followed by a Slice that cuts all of its end padding off (through "
+            f"per-step layers only): here {end} more step(s)")
 
 
 def _ints(walk, node: Node, key: str, default: int) -> list[int]:

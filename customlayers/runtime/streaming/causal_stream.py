@@ -250,10 +250,14 @@ class CausalStream:
             self._set_batch(n)
             return frame
         device = isinstance(frame, cl_array.Array)
-        shape, dtype = tuple(frame.shape), getattr(frame, "dtype", None)
-        if not device:
-            frame = np.asarray(frame)
-            shape, dtype = frame.shape, frame.dtype
+        if not device:                     # a list, a number: its array (float64: refused)
+            try:
+                frame = np.asarray(frame)
+            except (ValueError, TypeError):
+                raise TensorError(f"streaming input '{self.input_name}': a frame of "
+                                  f"{type(frame).__name__} that is no array; expected "
+                                  f"[N, {cin}] float32") from None
+        shape, dtype = tuple(frame.shape), frame.dtype
         expected_n = self.batch if self.batch is not None else "N"
         if len(shape) != 2 or shape[1] != cin or dtype != np.float32 or shape[0] < 1:
             raise TensorError(f"streaming input '{self.input_name}': a frame of shape "
