@@ -94,3 +94,22 @@ def test_stream_of_a_compiled_package_says_to_stream_the_model_file(tcn, tmp_pat
     err = capsys.readouterr().err
     assert "is a compiled package" in err and "stream the model file itself" in err
     assert "Traceback" not in err
+
+
+def test_stream_of_a_sequence_without_steps_and_nireq_say_so(tcn, tmp_path, capsys):
+    """A sequence whose time axis is 0 is named as such (not as a window that does not fit a
+    convolution); -nireq with --stream gets a note that one stream runs one step at a time;
+    the per-step line gives the median once when the percentile asked is the median."""
+    np.save(tmp_path / "empty.npy", np.ones((1, 1, 0), np.float32))
+    assert main(["run", "-m", str(tcn), "--stream", "-i", str(tmp_path / "empty.npy")]) == 2
+    err = capsys.readouterr().err
+    assert "input 'x' has no steps (shape [1, 1, 0]" in err and "Traceback" not in err
+    np.save(tmp_path / "seq.npy", np.ones((1, 1, 12), np.float32))
+    assert main(["benchmark", "-m", str(tcn), "--stream", "-i", str(tmp_path / "seq.npy"),
+                 "-niter", "20", "-nireq", "4"]) == 0
+    printed = capsys.readouterr()
+    assert "note: -nireq 4: a stream runs one step at a time" in printed.err
+    assert "p50" not in printed.out and "per step:         median" in printed.out
+    assert main(["benchmark", "-m", str(tcn), "--stream", "-i", str(tmp_path / "seq.npy"),
+                 "-niter", "20", "-latency_percentile", "90"]) == 0
+    assert "p90" in capsys.readouterr().out

@@ -109,6 +109,9 @@ def run(args) -> int:
     if args.stream:
         from .causal_steps import benchmark_steps
         print(f"device: {engine.device.name.strip()}", file=sys.stderr)
+        if args.nireq not in (None, 1):
+            print(f"note: -nireq {args.nireq}: a stream runs one step at a time (its state "
+                  f"goes from each step to the next); benchmarked with one", file=sys.stderr)
         print("\n".join(benchmark_steps(net, arrays, args.niter, args.time,
                                         args.latency_percentile)))
         return 0

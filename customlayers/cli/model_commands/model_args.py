@@ -131,6 +131,11 @@ def load_network_steps(args, profiling: bool = False, resolver=None, sequence: b
         steps = sequence_steps(args.input, graph, args.stream,
                                lambda a, path, name: model_typed(a, path, name, graph))
     arrays, shapes = input_arrays_and_shapes(args, graph, dict(steps[0]) if steps else None)
+    if getattr(args, "stream", False) and not steps:
+        for name, array in arrays.items():      # before the window's plan refuses it
+            if array.ndim == 3 and array.shape[2] == 0:
+                raise UsageError(f"--stream: input '{name}' has no steps (shape "
+                                 f"{list(array.shape)}: its last axis, the time axis, is 0)")
     net = Network(graph, registry, engine, input_shapes=shapes or None, profiling=profiling,
                   messages=say, resolver=resolver, tuning=args.tuning,
                   fuse_temporal_blocks=getattr(args, "fuse_temporal_blocks", False),
