@@ -11,7 +11,7 @@ In one run:
   frame from the host, the per-step latency p50 / p99, and the last step's output against the
   full-window network's.
 
-    python bench/streaming_tcn.py [--device CPU|GPU] [--steps 784] [--runs 200]
+    python bench/streaming_tcn.py [--device CPU|GPU] [--steps 784] [--runs 200] [--rounds 5]
         [--local-size 256] [--sweep 32,64,128,256,512,1024]
 
 The model is written without weight norm (gpu_peers.onnx_tcn's default): the stream is the
@@ -69,7 +69,8 @@ def full_window(net, x, runs) -> float:
     return median_us(times)
 
 
-def bench_batch(engine, workdir: Path, n: int, steps: int, runs: int, local_size) -> dict:
+def bench_batch(engine, workdir: Path, n: int, steps: int, runs: int, local_size,
+                rounds: int = 1) -> dict:
     path = gpu_peers.onnx_tcn(workdir / f"tcn_b{n}.onnx", n, length=steps)
     net = Network(path, engine=engine)
     rng = np.random.default_rng(n)
@@ -83,8 +84,13 @@ def bench_batch(engine, workdir: Path, n: int, steps: int, runs: int, local_size
     want = net.infer(x)
     name = next(iter(want))
     err = float(np.max(np.abs(last[name] - want[name])) / np.max(np.abs(want[name])))
-    stream.reset()
-    step_us = median_us(timed_steps(stream, frames[:runs]))
+    # the step's wall time: the median of each round's median (a GPU machine's host moved a
+    # single round's median by 10 us from one run to the next), and their range
+    medians = []
+    for _ in range(rounds):
+        stream.reset()
+        medians.append(median_us(timed_steps(stream, frames[:runs])))
+    step_us = statistics.median(medians)
     stream.reset()
     t = time.perf_counter()
     pending = [stream.step_async(f) for f in frames[:runs]]
@@ -92,6 +98,7 @@ def bench_batch(engine, workdir: Path, n: int, steps: int, runs: int, local_size
     pending[-1].wait()
     pipelined = runs / (time.perf_counter() - t)
     return {"n": n, "window_us": window_us, "step_us": step_us, "host_us": host_us,
+            "step_range": (min(medians), max(medians)),
             "pipelined_steps_s": pipelined, "last_step_rel_err": err,
             "local_size": stream.local_size, "uploads": int(n > INLINE_FLOATS),
             "kernel_us": kernel_us(engine, stream, frames[:runs])}
@@ -147,7 +154,9 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--device", default=None, help="CPU, GPU, or a device name")
     ap.add_argument("--steps", type=int, default=gpu_peers.TCN_LENGTH)
-    ap.add_argument("--runs", type=int, default=200, help="steps timed per N")
+    ap.add_argument("--runs", type=int, default=200, help="steps timed per N and round")
+    ap.add_argument("--rounds", type=int, default=5,
+                    help="rounds of --runs steps; the step's figure: the median of their medians")
     ap.add_argument("--local-size", type=int, default=None,
                     help="the step kernel's work-group size (default: chosen for the device)")
     ap.add_argument("--sweep", default="",
@@ -162,17 +171,20 @@ def main(argv=None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         rows = [bench_batch(engine, work, n, args.steps, min(args.runs, args.steps),
-                            args.local_size) for n in (1, 64)]
+                            args.local_size, max(args.rounds, 1)) for n in (1, 64)]
         e2e, program = end_to_end(engine, work, args.steps, args.local_size)
     print("\nwindow: the full-window network's inference (ours); step: one step of the stream, "
-          "wall, frame from the host and outputs read back; kernel: the step kernel's profiled "
+          "wall, frame from the host and outputs read back (the median of the rounds' medians; "
+          "range: the lowest and highest of them); kernel: the step kernel's profiled "
           "time; host: the enqueues of a step (step_async); commands per step: uploads + 1 "
           "launch + 1 read-back")
-    print(f"\n{'N':>3} {'window us':>10} {'step us':>9} {'ratio':>7} {'kernel us':>10} "
-          f"{'host us':>8} {'commands':>9} {'pipelined steps/s':>18} {'local':>6} "
-          f"{'last step rel err':>18}")
+    print(f"\n{'N':>3} {'window us':>10} {'step us':>9} {'range':>13} {'ratio':>7} "
+          f"{'kernel us':>10} {'host us':>8} {'commands':>9} {'pipelined steps/s':>18} "
+          f"{'local':>6} {'last step rel err':>18}")
     for r in rows:
+        low, high = r["step_range"]
         print(f"{r['n']:>3} {r['window_us']:>10.1f} {r['step_us']:>9.1f} "
+              f"{f'{low:.1f}-{high:.1f}':>13} "
               f"{r['window_us'] / r['step_us']:>6.1f}x {r['kernel_us']:>10.1f} "
               f"{r['host_us']:>8.1f} {r['uploads'] + 2:>9} "
               f"{r['pipelined_steps_s']:>18.0f} {r['local_size']:>6} "
