@@ -38,6 +38,13 @@ FAST_CANDIDATES = 4
 # TCN's 51 candidates took 105 s), more than the best candidate's gain (1-2x on some layers)
 # wins back in most runs; `full` times them, and its choices answer `fast` later
 FAST_CANDIDATES_CPU = 1
+
+
+def _fast_candidates(on_cpu: bool) -> int:
+    """How many of a layer's candidates `fast` times (the first ones, in its heuristic's order)."""
+    return FAST_CANDIDATES_CPU if on_cpu else FAST_CANDIDATES
+
+
 # timed runs per candidate after one warm-up; a candidate slower than SLOW_NS runs once
 REPEATS = 3
 SLOW_NS = 20_000_000
@@ -92,8 +99,8 @@ class Tuner:
         would find nothing (a walk of every layer, folding weights again, for no build)."""
         if self.mode == "off":
             return False
-        on_cpu = device_traits(self.engine.device).kind == "CPU"
-        return self.mode == "full" or (FAST_CANDIDATES_CPU if on_cpu else FAST_CANDIDATES) >= 2
+        return self.mode == "full" or \
+            _fast_candidates(device_traits(self.engine.device).kind == "CPU") >= 2
 
     def choose(self, impl: LayerImpl, call: LayerCall,
                outputs: Sequence[TensorDesc]) -> KernelVariant | None:
@@ -111,7 +118,7 @@ class Tuner:
                 self.stats.from_cache += 1
             return cached
         candidates = variants if self.mode == "full" else \
-            variants[:FAST_CANDIDATES_CPU if call.context.on_cpu else FAST_CANDIDATES]
+            variants[:_fast_candidates(call.context.on_cpu)]
         if len(candidates) < 2:
             return None
         started = time.perf_counter()
