@@ -171,8 +171,13 @@ WIDE_CASES = [
     # Inception's: a row's last run moved back over the one before it (13: inside 1..11)
     ((3, 3), (1, 1), (1, 1), (1, 1), (13, 13)),
     ((3, 3), (2, 2), (0, 0), (1, 1), (27, 27)),
-    # narrower than a run: every output on the clamped path (MaxPool), and ceil-mode-like ends
+    # 4 to 7 inside outputs a row: float4 runs (Inception's 6x6 planes), stride 1 and 2, the
+    # second run moved back over the first; windows past the bottom and the right edge
     ((3, 3), (1, 1), (1, 1), (1, 1), (6, 6)),
+    ((3, 3), (1, 1), (1, 1), (1, 1), (9, 9)),
+    ((3, 3), (2, 2), (0, 0), (0, 0), (13, 13)),
+    ((2, 2), (1, 1), (0, 0), (1, 1), (5, 6)),
+    # narrower than a run: every output on the clamped path (MaxPool), and ceil-mode-like ends
     ((3, 3), (2, 2), (0, 0), (1, 1), (7, 7)),
     ((2, 2), (2, 2), (1, 1), (1, 1), (5, 9)),
 ]
@@ -181,8 +186,10 @@ WIDE_CASES = [
 @pytest.mark.parametrize("kind", ["max", "avg"])
 @pytest.mark.parametrize("kernel,strides,pb,pe,hw", WIDE_CASES)
 def test_wide_rows(cl_env, ctx, kind, kernel, strides, pb, pe, hw):
-    """Every output of a row, float8 runs and scalar edges alike, equals the reference; a NaN
-    first in a window stays (MaxPool), one later is skipped, as in the scalar path."""
+    """Every output of a row, float8 and float4 runs and scalar edges alike, and the top and
+    bottom rows (a MaxPool's runs there clamp their rows into the input), equals the
+    reference; a NaN first in a window stays (MaxPool), one later is skipped, as in the scalar
+    path."""
     x = np.random.default_rng(15).standard_normal((2, 3) + hw).astype(np.float32)
     x[0, 0, 4, :] = np.nan                    # a row of NaNs: first in some windows, later in some
     # at the edges, where a window's first inside tap is not its first tap (MaxPool's clamped
