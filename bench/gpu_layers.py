@@ -111,13 +111,14 @@ def main() -> int:
                 model = torchvision.models.resnet50(weights=None).eval()
             else:
                 model = torch_tcn(torch)
-            path = export(torch, model, shape, tmp / "model.onnx")
+        x = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
+        if torch is not None:
+            path = export(torch, model, [x], ["x"], tmp / "model.onnx")
         elif args.model == "tcn":
             path = onnx_tcn(tmp / "tcn.onnx", args.batch)
         else:
             print(f"no torch: {why}")
             return 1
-        x = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
         rows = our_layers(engine, path, x, args.runs, args.tuning)
     total = sum(r[3] for r in rows)
     by_label: dict[str, list] = defaultdict(lambda: [0.0, 0.0, 0])
