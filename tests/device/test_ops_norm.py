@@ -55,7 +55,9 @@ def raw(alpha, beta, bias, size):
     ((1, 3, 6, 7), [2, 3], 3),       # spatial
     ((2, 5, 6), [-1], 3),            # rank 3, negative axis
     ((3, 8), [1], 5),                # rank 2
-    ((1, 6, 3, 21), [1], 5),         # CPU: rows of two float8 runs and a tail of 5
+    ((1, 6, 3, 21), [1], 5),         # CPU: two float8 runs, a last one moved back over 3
+    ((1, 6, 2, 16), [1], 5),         # CPU: two whole float8 runs
+    ((1, 5, 2, 8), [1], 3),          # CPU: one
 ])
 @pytest.mark.parametrize("beta", [0.75, 0.6])   # 0.75: the CPU kernel's rsqrt form
 def test_lrn_matches_reference(cl_env, ctx, shape, axes, size, beta):
