@@ -67,6 +67,37 @@ inline vec name(__global const float* in, const int iy0, const int col, const in
 POOL_RUN(pool_run8, float8, LOAD_RUN8)
 POOL_RUN(pool_run4, float4, LOAD_RUN4)
 
+#if POOL_MAX
+/* A MaxPool 3x3 of stride 1 and pads 1 (OW == IW: Inception's), a row's first (`left`) or last
+ * N outputs as one run: the tap outside the row is the edge column again, by a shuffle of the
+ * run's own loads (a clamped tap, as max_clamped's: the same result bit for bit), not N
+ * scalar windows. Needs IW > N; rows clamped as pool_run's. */
+#define EDGE_RUN(name, vec, LOAD, N, L0, R2) \
+__attribute__((always_inline)) \
+inline vec name(__global const float* in, const int iy0, const int ih, const int iw, \
+                const int left) \
+{ \
+    vec best; \
+    for (int ky = 0; ky < 3; ++ky) { \
+        __global const float* row = in + clamp(iy0 + ky, 0, ih - 1) * iw; \
+        const vec mid = LOAD(0, left ? row : row + iw - N); \
+        const vec t0 = left ? __builtin_shufflevector(mid, mid, L0) : LOAD(0, row + iw - N - 1); \
+        const vec t2 = left ? LOAD(0, row + 1) : __builtin_shufflevector(mid, mid, R2); \
+        best = ky == 0 ? t0 : select(best, t0, isgreater(t0, best)); \
+        best = select(best, mid, isgreater(mid, best)); \
+        best = select(best, t2, isgreater(t2, best)); \
+    } \
+    return best; \
+}
+/* the lanes of the first tap of a left run, of the last tap of a right run */
+#define LEFT8 0, 0, 1, 2, 3, 4, 5, 6
+#define RIGHT8 1, 2, 3, 4, 5, 6, 7, 7
+#define LEFT4 0, 0, 1, 2
+#define RIGHT4 1, 2, 3, 3
+EDGE_RUN(edge_run8, float8, vload8, 8, LEFT8, RIGHT8)
+EDGE_RUN(edge_run4, float4, vload4, 4, LEFT4, RIGHT4)
+#endif
+
 /* a run of N (8 or 4) outputs from ox: the models' windows unrolled (a loop over a window
    known only at run time made SqueezeNet's MaxPools 1.5x slower on PoCL); any other: the loop */
 #define POOL_RUN_AT(N) do { \
@@ -213,9 +244,27 @@ __kernel void pool_cpu(__global const float* restrict input, __global float* res
             (POOL_MAX ? DY == 1 && iy0 + KH > 0 && iy0 < IH
                       : iy0 >= 0 && iy0 + (KH - 1) * DY < IH);
         const int inside = OX_INSIDE_LAST - OX_INSIDE_FIRST + 1;
+        /* a MaxPool 3x3 of stride 1 and pads 1: the row's edges as runs too (EDGE_RUN) */
+        const int edge_runs = POOL_MAX && runs && KH == 3 && KW == 3 && SX == 1 && PX == 1 &&
+                              OW == IW ? (IW > 8 ? 8 : IW > 4 ? 4 : 0) : 0;
 #endif
         for (int ox = 0; ox < OW; ++ox) {
 #if !WITH_INDICES
+#if POOL_MAX
+            if (edge_runs && (ox == 0 || ox == OW - 1)) {
+                const int left = ox == 0;
+                if (edge_runs == 8) {
+                    ox = left ? 0 : OW - 8;
+                    vstore8(edge_run8(in, iy0, IH, IW, left), 0, out + ox);
+                    ox += 7;
+                } else {
+                    ox = left ? 0 : OW - 4;
+                    vstore4(edge_run4(in, iy0, IH, IW, left), 0, out + ox);
+                    ox += 3;
+                }
+                continue;
+            }
+#endif
             if (runs && ox >= OX_INSIDE_FIRST && ox <= OX_INSIDE_LAST && inside >= 4) {
                 /* the row's last inside outputs: a run ending at the last, over outputs this
                    item already stored (the same values again), not up to 7 scalar windows */

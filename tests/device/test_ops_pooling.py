@@ -177,6 +177,10 @@ WIDE_CASES = [
     ((3, 3), (1, 1), (1, 1), (1, 1), (9, 9)),
     ((3, 3), (2, 2), (0, 0), (0, 0), (13, 13)),
     ((2, 2), (1, 1), (0, 0), (1, 1), (5, 6)),
+    # 3x3, stride 1, pads 1: a row's edges as runs too, whose outside column is the edge one
+    # again (5 wide: a left and a right float4 run over each other; 10 wide: float8 runs)
+    ((3, 3), (1, 1), (1, 1), (1, 1), (7, 5)),
+    ((3, 3), (1, 1), (1, 1), (1, 1), (5, 10)),
     # narrower than a run: every output on the clamped path (MaxPool), and ceil-mode-like ends
     ((3, 3), (2, 2), (0, 0), (1, 1), (7, 7)),
     ((2, 2), (2, 2), (1, 1), (1, 1), (5, 9)),
