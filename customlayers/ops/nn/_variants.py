@@ -196,7 +196,10 @@ def gemm_variants(m: int, n: int, k: int, batch: int, target: int,
 
 
 # gemm_async.cl's tilings, fastest first on an H100 (stop 24, TFLOP/s on BERT/ViT shapes:
-# 64x128 of 8x8 blocks with 2 stages 38-43, 64x64 with 3 stages 37-41, 128x64 with 3 36-38)
+# 64x128 of 8x8 blocks with 2 stages 38-43, 64x64 with 3 stages 37-41, 128x64 with 3 36-38).
+# 128x128 tiles were timed again on ViT-B/16 b32's four GEMMs with their epilogues (H100,
+# later): 16x8 blocks 22-37 TFLOP/s, 8x8 30-41, 8x16 21-34, against 35-42 for the first above
+# (cuBLAS runs the K = 3072 one at 45 with 128x128 tiles); none was added
 ASYNC_TILINGS = ((64, 128, 8, 8, 2), (64, 64, 8, 8, 3), (128, 64, 8, 8, 3))
 
 
