@@ -165,11 +165,12 @@ __kernel void conv_cpu_blocked(__global const float* restrict input,
     __global float* out = output + (img * O + o0) * P;
     const int pixels = min(PT, P - p0), channels = min(OB, OG - ob * OB);
     /* Without a residual or a GELU, the bias and the ReLU go on the accumulators, OB channels
-       of a pixel per vector (the channels are the lanes): run_epilogue's add and max (PRE_RELU
-       comes only with a residual: passes/fusion.py), each a vector op for VW outputs instead
-       of a scalar call per output with its switches, and the store loop below is a copy.
+       of a pixel per vector (the channels are the lanes): run_epilogue's add and max, each a
+       vector op for VW outputs instead of a scalar call per output with its switches, and the
+       store loop below is a copy. The same values (a NaN's sign bit may differ where the sum
+       and the bias are both NaN: the compiler may swap the add's operands).
        Measured on PoCL (AVX-512, 2 cores; base and this in one process, interleaved, the
-       same outputs bit for bit): ResNet-50's 1x1 layers without a residual took 0.86-0.97 of
+       same outputs): ResNet-50's 1x1 layers without a residual took 0.86-0.97 of
        the time in 11 of 12 comparisons (1.05 once), a 3x3 layer 0.95-0.97, while a layer with
        a residual (unchanged) took 0.99-1.02. With a residual, copying it into the
        accumulators' [pixel][channel] order first was slower (1.11) than the scalar epilogue,
@@ -192,7 +193,7 @@ __kernel void conv_cpu_blocked(__global const float* restrict input,
 #endif
         }
     }
-    if (on_vectors && RELU)
+    if (on_vectors && (PRE_RELU || RELU))  /* (both: one max, as two would give) */
         RELU_ALL();
     /* the accumulators to a private tile first (PT vector stores, unrolled: a0[j] is a
        register), then one loop stores them (with GELU: applies the epilogue and stores): one

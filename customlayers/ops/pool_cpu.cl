@@ -240,7 +240,8 @@ __kernel void pool_cpu(__global const float* restrict input, __global float* res
         __global float* out = output + (z * OH + oy) * OW;
 #if !WITH_INDICES
         /* whether this row's outputs inside along the row go as runs (see the top) */
-        const bool runs = KD == 1 && ID == 1 && DX == 1 && (SX == 1 || SX == 2) &&
+        /* (2-D windows: a depth of 1 whose one slice is the input's, not a pad: iz0 0) */
+        const bool runs = KD == 1 && ID == 1 && iz0 == 0 && DX == 1 && (SX == 1 || SX == 2) &&
             (POOL_MAX ? DY == 1 && iy0 + KH > 0 && iy0 < IH
                       : iy0 >= 0 && iy0 + (KH - 1) * DY < IH);
         const int inside = OX_INSIDE_LAST - OX_INSIDE_FIRST + 1;
@@ -282,7 +283,8 @@ __kernel void pool_cpu(__global const float* restrict input, __global float* res
 #endif
             const int ix0 = ox * SX - PX;
 #if POOL_MAX && !WITH_INDICES
-            if (KD == 1 && ID == 1 && DY == 1 && DX == 1 && iy0 + KH > 0 && iy0 < IH &&
+            if (KD == 1 && ID == 1 && iz0 == 0 && DY == 1 && DX == 1 && iy0 + KH > 0 &&
+                iy0 < IH &&
                 ix0 + KW > 0 && ix0 < IW) {
                 if (KH == 3 && KW == 3)
                     out[ox] = max_clamped(in, iy0, ix0, 3, 3, IH, IW);

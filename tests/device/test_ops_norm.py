@@ -58,6 +58,8 @@ def raw(alpha, beta, bias, size):
     ((1, 6, 3, 21), [1], 5),         # CPU: two float8 runs, a last one moved back over 3
     ((1, 6, 2, 16), [1], 5),         # CPU: two whole float8 runs
     ((1, 5, 2, 8), [1], 3),          # CPU: one
+    ((1, 5, 2, 9), [1], 3),          # CPU: a run moved back over 7 of the first's
+    ((1, 5, 2, 15), [1], 5),
 ])
 @pytest.mark.parametrize("beta", [0.75, 0.6])   # 0.75: the CPU kernel's rsqrt form
 def test_lrn_matches_reference(cl_env, ctx, shape, axes, size, beta):
@@ -109,3 +111,16 @@ def test_errors_name_the_layer():
         op.infer_shapes(a, [TensorDesc((1, 2, 3, 3))], {1: np.array([4])})
     with pytest.raises(BindingError, match="input 1 \\(axes\\) must be a constant"):
         op.infer_shapes(a, [TensorDesc((1, 2, 3, 3))], {})
+
+
+@pytest.mark.parametrize("length", range(1, 25))
+def test_a_row_of_any_length_gives_the_columns_of_a_longer_one(cl_env, length):
+    """lrn_cpu's last float8 run of a row moves back over outputs already stored: every
+    output still depends on its own column only, so a row of any length gives, bit for bit,
+    the first columns of the same data in a row of 32."""
+    x = np.random.default_rng(length).standard_normal((1, 7, 3, 32)).astype(np.float32)
+    cpu = CompileContext(DeviceTraits("CPU", compute_units=2, max_work_group_size=4096))
+    r = raw(0.3, 0.75, 2.0, 5)
+    short = run_lrn(cl_env, r, np.ascontiguousarray(x[..., :length]), [1], cpu)
+    whole = run_lrn(cl_env, r, x, [1], cpu)
+    np.testing.assert_array_equal(short, whole[..., :length])

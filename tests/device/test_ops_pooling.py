@@ -269,3 +269,51 @@ def test_avgpool_ceil_torch_with_dilations_counts_padding_up_to_pads_end(
             want[:, :, oy, ox] = total / count
     assert out.shape == want.shape
     np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("kind", ["max", "avg"])
+@pytest.mark.parametrize("kernel,strides,pb,pe,w", [
+    ((1, 2, 2), (1, 2, 2), (1, 0, 0), (0, 0, 0), 4),     # scalar windows
+    ((1, 1, 2), (1, 1, 1), (1, 0, 0), (0, 0, 0), 6),     # float4 runs
+    ((1, 1, 2), (1, 1, 1), (1, 0, 0), (1, 0, 0), 12),    # float8 runs, a pad at each end
+    ((1, 3, 3), (1, 1, 1), (1, 1, 1), (0, 1, 1), 10),    # 3x3 stride 1 pads 1: edge runs
+])
+def test_a_depth_of_one_padded_is_pooled_as_padding(cl_env, kind, kernel, strides, pb, pe, w):
+    """A 3-D input of depth 1 with a pad along depth: the output slices whose window lies in
+    the padding are pool_one's (nothing inside: 0), not the input's plane pooled as 2-D (the
+    review found pool_cpu.cl's runs taking them; pooling.cl is the reference here)."""
+    x = np.arange(1, 2 * 5 * w + 1, dtype=np.float32).reshape(1, 2, 1, 5, w)
+    op_type = "MaxPool" if kind == "max" else "AvgPool"
+    r = raw(kernel, strides, pb, pe, **({} if kind == "max" else {"exclude-pad": "true"}))
+    (want,) = run_op(cl_env, DEFAULT_CONTEXT, op_type, r, x)
+    (got,) = run_op(cl_env, CPU, op_type, r, x)
+    assert want.shape[2] == 1 + pb[0] + pe[0]
+    assert not want[:, :, 0].any()                # the slice in the front padding
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("kernel,strides,pb,pe,hw", WIDE_CASES)
+def test_max_of_signed_zeros_keeps_the_first(cl_env, kernel, strides, pb, pe, hw):
+    """Among equal values the window's first tap wins (row-major, inside taps only): with
+    -0.0 and +0.0 mixed, the sign of every output zero is the scalar rule's, bit for bit, in
+    the runs (clamped rows, float8/float4, the edge runs) as in the scalar windows."""
+    rng = np.random.default_rng(7)
+    x = np.where(rng.random((2, 3) + hw) < 0.5, np.float32(-0.0), np.float32(0.0))
+    x[rng.random(x.shape) < 0.1] = -1.0
+    x[0, 1, 2, 3] = np.nan                    # a NaN first in some windows, later in others
+    out_hw = tuple((n + b + e - k) // s + 1 for n, b, e, k, s in zip(hw, pb, pe, kernel, strides))
+    (got,) = run_op(cl_env, CPU, "MaxPool", raw(kernel, strides, pb, pe), x)
+    want = np.empty((2, 3) + out_hw, np.float32)
+    for oy in range(out_hw[0]):
+        for ox in range(out_hw[1]):
+            ys = [y for y in range(oy * strides[0] - pb[0], oy * strides[0] - pb[0] + kernel[0])
+                  if 0 <= y < hw[0]]
+            xs = [v for v in range(ox * strides[1] - pb[1], ox * strides[1] - pb[1] + kernel[1])
+                  if 0 <= v < hw[1]]
+            win = x[:, :, ys][:, :, :, xs].reshape(2, 3, -1)
+            best = win[:, :, 0].copy()
+            for t in range(1, win.shape[-1]):
+                best = np.where(win[:, :, t] > best, win[:, :, t], best)
+            want[:, :, oy, ox] = best
+    np.testing.assert_array_equal(got, want)      # (NaNs equal; zeros by value: the sign next)
+    assert np.array_equal(np.signbit(got), np.signbit(want)), "the sign of a zero differs"
