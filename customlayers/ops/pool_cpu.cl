@@ -252,7 +252,9 @@ __kernel void pool_cpu(__global const float* restrict input, __global float* res
         for (int ox = 0; ox < OW; ++ox) {
 #if !WITH_INDICES
 #if POOL_MAX
-            if (edge_runs && (ox == 0 || ox == OW - 1)) {
+            /* the left run, and the right one as soon as it covers every output left (13
+               wide: 2 runs, not the left, an inside one and the right) */
+            if (edge_runs && (ox == 0 || OW - ox <= edge_runs)) {
                 const int left = ox == 0;
                 if (edge_runs == 8) {
                     ox = left ? 0 : OW - 8;
