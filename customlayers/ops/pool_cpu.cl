@@ -47,6 +47,8 @@
 #define RUN_ADD(best, v) ((best) += (v))
 #define RUN_END(vec, best, kh, kw) ((best) / (float)((kh) * (kw)))
 #endif
+/* (RUN_FIRST of a value already loaded) */
+#define LOAD_T0(v, unused) (v)
 #define POOL_RUN(name, vec, LOAD) \
 __attribute__((always_inline)) \
 inline vec name(__global const float* in, const int iy0, const int col, const int kh, \
@@ -66,6 +68,39 @@ inline vec name(__global const float* in, const int iy0, const int col, const in
 }
 POOL_RUN(pool_run8, float8, LOAD_RUN8)
 POOL_RUN(pool_run4, float4, LOAD_RUN4)
+
+/* pool_run8 of a 3-wide window at stride 2 (the models' first MaxPools), each row's three
+ * taps from two float16 loads (floats 0-15 and 1-16 of the row: the taps' own extent) and
+ * their even and odd lanes, not six float8 loads: the same taps in the same order */
+#define EVEN16 0, 2, 4, 6, 8, 10, 12, 14
+#define ODD16 1, 3, 5, 7, 9, 11, 13, 15
+__attribute__((always_inline))
+inline float8 pool_run8_3s2(__global const float* in, const int iy0, const int col,
+                            const int kh, const int dy, const int ih, const int iw)
+{
+    float8 best;
+    for (int ky = 0; ky < kh; ++ky) {
+        __global const float* row = in + clamp(iy0 + ky * dy, 0, ih - 1) * iw + col;
+        const float16 a = vload16(0, row), b = vload16(0, row + 1);
+        const float8 t0 = __builtin_shufflevector(a, a, EVEN16);
+        const float8 t1 = __builtin_shufflevector(a, a, ODD16);
+        const float8 t2 = __builtin_shufflevector(b, b, ODD16);
+        if (ky == 0)
+            best = RUN_FIRST(float8, LOAD_T0, t0, 0);
+        else
+            RUN_ADD(best, t0);
+        RUN_ADD(best, t1);
+        RUN_ADD(best, t2);
+    }
+    return RUN_END(float8, best, kh, 3);
+}
+/* (float4 runs: pool_run4's loads) */
+__attribute__((always_inline))
+inline float4 pool_run4_3s2(__global const float* in, const int iy0, const int col,
+                            const int kh, const int dy, const int ih, const int iw)
+{
+    return pool_run4(in, iy0, col, kh, 3, dy, ih, iw, 2);
+}
 
 #if POOL_MAX
 /* A MaxPool 3x3 of stride 1 and pads 1 (OW == IW: Inception's), a row's first (`left`) or last
@@ -104,7 +139,7 @@ EDGE_RUN(edge_run4, float4, vload4, 4, LEFT4, RIGHT4)
     const int col = ox * SX - PX; \
     float##N best; \
     if (KH == 3 && KW == 3 && SX == 2) \
-        best = pool_run##N(in, iy0, col, 3, 3, DY, IH, IW, 2); \
+        best = pool_run##N##_3s2(in, iy0, col, 3, DY, IH, IW); \
     else if (KH == 3 && KW == 3 && SX == 1) \
         best = pool_run##N(in, iy0, col, 3, 3, DY, IH, IW, 1); \
     else if (KH == 2 && KW == 2 && SX == 2) \
