@@ -187,6 +187,30 @@ WIDE_CASES = [
 ]
 
 
+def scalar_rule(x, kind, kernel, strides, pb, pe):
+    """A 2-D pooling of x [N, C, H, W] by the scalar path's rule, over each window's inside
+    taps in row-major order: max keeps the first tap, then a strictly greater one (a NaN first
+    stays, a later one is skipped; of equal zeros the first's sign); avg their mean."""
+    hw = x.shape[2:]
+    out_hw = tuple((n + b + e - k) // s + 1 for n, b, e, k, s in zip(hw, pb, pe, kernel, strides))
+    want = np.empty(x.shape[:2] + out_hw, np.float32)
+    for oy in range(out_hw[0]):
+        for ox in range(out_hw[1]):
+            ys = [y for y in range(oy * strides[0] - pb[0], oy * strides[0] - pb[0] + kernel[0])
+                  if 0 <= y < hw[0]]
+            xs = [v for v in range(ox * strides[1] - pb[1], ox * strides[1] - pb[1] + kernel[1])
+                  if 0 <= v < hw[1]]
+            win = x[:, :, ys][:, :, :, xs].reshape(x.shape[:2] + (-1,))
+            if kind == "avg":
+                want[:, :, oy, ox] = win.sum(-1) / win.shape[-1]
+                continue
+            best = win[:, :, 0].copy()
+            for t in range(1, win.shape[-1]):
+                best = np.where(win[:, :, t] > best, win[:, :, t], best)
+            want[:, :, oy, ox] = best
+    return want
+
+
 @pytest.mark.parametrize("kind", ["max", "avg"])
 @pytest.mark.parametrize("kernel,strides,pb,pe,hw", WIDE_CASES)
 def test_wide_rows(cl_env, ctx, kind, kernel, strides, pb, pe, hw):
@@ -202,25 +226,10 @@ def test_wide_rows(cl_env, ctx, kind, kernel, strides, pb, pe, hw):
     x[1, 1, 0, :] = np.nan                    # the top row
     x[1, 2, -1, -1] = np.nan                  # the last corner
     x[1, 2, 2, -1] = np.nan                   # the last column
-    out_hw = tuple((n + b + e - k) // s + 1 for n, b, e, k, s in zip(hw, pb, pe, kernel, strides))
     op_type = "MaxPool" if kind == "max" else "AvgPool"
     r = raw(kernel, strides, pb, pe, **({} if kind == "max" else {"exclude-pad": "true"}))
     (out,) = run_op(cl_env, ctx, op_type, r, x)
-    want = np.empty((2, 3) + out_hw, np.float32)
-    for oy in range(out_hw[0]):
-        for ox in range(out_hw[1]):
-            ys = [y for y in range(oy * strides[0] - pb[0], oy * strides[0] - pb[0] + kernel[0])
-                  if 0 <= y < hw[0]]
-            xs = [v for v in range(ox * strides[1] - pb[1], ox * strides[1] - pb[1] + kernel[1])
-                  if 0 <= v < hw[1]]
-            win = x[:, :, ys][:, :, :, xs].reshape(2, 3, -1)
-            if kind == "avg":
-                want[:, :, oy, ox] = win.sum(-1) / win.shape[-1]
-                continue
-            best = win[:, :, 0].copy()        # the first, then strictly greater ones
-            for t in range(1, win.shape[-1]):
-                best = np.where(win[:, :, t] > best, win[:, :, t], best)
-            want[:, :, oy, ox] = best
+    want = scalar_rule(x, kind, kernel, strides, pb, pe)
     np.testing.assert_allclose(out, want, rtol=1e-6, atol=1e-6, equal_nan=True)
 
 
@@ -301,19 +310,7 @@ def test_max_of_signed_zeros_keeps_the_first(cl_env, kernel, strides, pb, pe, hw
     x = np.where(rng.random((2, 3) + hw) < 0.5, np.float32(-0.0), np.float32(0.0))
     x[rng.random(x.shape) < 0.1] = -1.0
     x[0, 1, 2, 3] = np.nan                    # a NaN first in some windows, later in others
-    out_hw = tuple((n + b + e - k) // s + 1 for n, b, e, k, s in zip(hw, pb, pe, kernel, strides))
     (got,) = run_op(cl_env, CPU, "MaxPool", raw(kernel, strides, pb, pe), x)
-    want = np.empty((2, 3) + out_hw, np.float32)
-    for oy in range(out_hw[0]):
-        for ox in range(out_hw[1]):
-            ys = [y for y in range(oy * strides[0] - pb[0], oy * strides[0] - pb[0] + kernel[0])
-                  if 0 <= y < hw[0]]
-            xs = [v for v in range(ox * strides[1] - pb[1], ox * strides[1] - pb[1] + kernel[1])
-                  if 0 <= v < hw[1]]
-            win = x[:, :, ys][:, :, :, xs].reshape(2, 3, -1)
-            best = win[:, :, 0].copy()
-            for t in range(1, win.shape[-1]):
-                best = np.where(win[:, :, t] > best, win[:, :, t], best)
-            want[:, :, oy, ox] = best
+    want = scalar_rule(x, "max", kernel, strides, pb, pe)
     np.testing.assert_array_equal(got, want)      # (NaNs equal; zeros by value: the sign next)
     assert np.array_equal(np.signbit(got), np.signbit(want)), "the sign of a zero differs"
