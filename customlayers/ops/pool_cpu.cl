@@ -118,9 +118,12 @@ inline vec name(__global const float* in, const int iy0, const int ih, const int
         const vec mid = LOAD(0, left ? row : row + iw - N); \
         const vec t0 = left ? __builtin_shufflevector(mid, mid, L0) : LOAD(0, row + iw - N - 1); \
         const vec t2 = left ? LOAD(0, row + 1) : __builtin_shufflevector(mid, mid, R2); \
-        best = ky == 0 ? t0 : select(best, t0, isgreater(t0, best)); \
-        best = select(best, mid, isgreater(mid, best)); \
-        best = select(best, t2, isgreater(t2, best)); \
+        if (ky == 0) \
+            best = t0; \
+        else \
+            RUN_ADD(best, t0); \
+        RUN_ADD(best, mid); \
+        RUN_ADD(best, t2); \
     } \
     return best; \
 }
@@ -274,11 +277,15 @@ __kernel void pool_cpu(__global const float* restrict input, __global float* res
         const int iy0 = oy * SY - PY;
         __global float* out = output + (z * OH + oy) * OW;
 #if !WITH_INDICES
+        /* a 2-D window over the input's plane (a depth of 1 whose one slice is the input's,
+           not a pad: iz0 0), of dilation 1 along the row */
+        const bool plane = KD == 1 && ID == 1 && iz0 == 0 && DX == 1;
+        /* a MaxPool's rows clamped into the input (dilation 1, a row inside), in its runs and
+           its scalar windows alike (max_clamped) */
+        const bool clamp_rows = POOL_MAX && plane && DY == 1 && iy0 + KH > 0 && iy0 < IH;
         /* whether this row's outputs inside along the row go as runs (see the top) */
-        /* (2-D windows: a depth of 1 whose one slice is the input's, not a pad: iz0 0) */
-        const bool runs = KD == 1 && ID == 1 && iz0 == 0 && DX == 1 && (SX == 1 || SX == 2) &&
-            (POOL_MAX ? DY == 1 && iy0 + KH > 0 && iy0 < IH
-                      : iy0 >= 0 && iy0 + (KH - 1) * DY < IH);
+        const bool runs = plane && (SX == 1 || SX == 2) &&
+            (POOL_MAX ? clamp_rows : iy0 >= 0 && iy0 + (KH - 1) * DY < IH);
         const int inside = OX_INSIDE_LAST - OX_INSIDE_FIRST + 1;
         /* a MaxPool 3x3 of stride 1 and pads 1: the row's edges as runs too (EDGE_RUN) */
         const int edge_runs = POOL_MAX && runs && KH == 3 && KW == 3 && SX == 1 && PX == 1 &&
@@ -320,9 +327,7 @@ __kernel void pool_cpu(__global const float* restrict input, __global float* res
 #endif
             const int ix0 = ox * SX - PX;
 #if POOL_MAX && !WITH_INDICES
-            if (KD == 1 && ID == 1 && iz0 == 0 && DY == 1 && DX == 1 && iy0 + KH > 0 &&
-                iy0 < IH &&
-                ix0 + KW > 0 && ix0 < IW) {
+            if (clamp_rows && ix0 + KW > 0 && ix0 < IW) {
                 if (KH == 3 && KW == 3)
                     out[ox] = max_clamped(in, iy0, ix0, 3, 3, IH, IW);
                 else if (KH == 2 && KW == 2)

@@ -183,6 +183,7 @@ WIDE_CASES = [
     ((3, 3), (1, 1), (1, 1), (1, 1), (5, 10)),
     # narrower than a run: every output on the clamped path (MaxPool), and ceil-mode-like ends
     ((3, 3), (2, 2), (0, 0), (1, 1), (7, 7)),
+    # a float4 run of stride 2 between scalar edge windows
     ((2, 2), (2, 2), (1, 1), (1, 1), (5, 9)),
 ]
 
