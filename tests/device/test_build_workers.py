@@ -106,6 +106,67 @@ def test_closed_workers_exit_without_the_network_waiting_for_them(test_device, t
     assert all(child.poll() is not None for child in pool._children)
 
 
+def test_an_empty_cache_starts_the_workers_with_the_engine_for_the_first_network(
+        test_device, tmp_path, monkeypatch):
+    """A first load on a machine with cores to spare (start_early): the workers start with the
+    Engine, before the model is read, the network's builds go to those same workers, and the
+    numbers are those of a build alone. A worker starts none of its own."""
+    from customlayers.runtime.device import build_workers
+    monkeypatch.setenv("CUSTOMLAYERS_BUILD_PROCESSES", "0")
+    alone, expected = build(test_device, tmp_path / "alone")
+    monkeypatch.setenv("CUSTOMLAYERS_BUILD_PROCESSES", "2")
+    monkeypatch.setattr(build_workers, "_cores", lambda: 3)     # one left beside the two
+    engine = Engine(test_device, cache=ProgramCache(tmp_path / "early", binaries=True))
+    (pool,) = build_workers._pools.values()
+    assert pool.size == 2 and not pool.closed
+    for child in pool._children:            # (Linux: the environment it was started with)
+        environ = Path(f"/proc/{child.pid}/environ").read_bytes().split(b"\0")
+        assert b"CUSTOMLAYERS_BUILD_PROCESSES=0" in environ
+    used = []
+    real_build = build_workers.BuildWorkers.build
+
+    def remember(self, *args, **kwargs):
+        used.append(self)
+        return real_build(self, *args, **kwargs)
+    monkeypatch.setattr(build_workers.BuildWorkers, "build", remember)
+    no_compiling_here(monkeypatch)
+    cache, got = build(test_device, None, engine=engine)
+    assert used and all(p is pool for p in used)
+    assert cache.worker_builds == cache.misses == alone.misses
+    assert all(np.array_equal(got[n], v) for n, v in expected.items())
+    assert not build_workers._pools
+    # the cache now holds programs: a second engine on it starts no workers
+    Engine(test_device, cache=ProgramCache(tmp_path / "early", binaries=True))
+    assert not build_workers._pools
+
+
+@pytest.mark.parametrize("cores", [2, 3])
+def test_no_early_start_without_a_core_to_spare_or_where_the_cache_holds_programs(
+        test_device, tmp_path, monkeypatch, cores):
+    from customlayers.runtime.device import build_workers
+    monkeypatch.setenv("CUSTOMLAYERS_BUILD_PROCESSES", "2")
+    monkeypatch.setattr(build_workers, "_cores", lambda: cores)
+    folder = tmp_path / "cache"
+    if cores == 3:              # a core to spare, but a cache that holds a program
+        (folder / "programs" / ("0" * 64)).mkdir(parents=True)
+    Engine(test_device, cache=ProgramCache(folder, binaries=True))
+    assert not build_workers._pools
+
+
+def test_workers_started_early_and_never_given_work_are_ended_at_once(test_device, tmp_path,
+                                                                      monkeypatch):
+    """A first Engine whose network needs fewer builds than MIN_JOBS (or which builds none) ends
+    its early workers unused: killed, not waited for through their start."""
+    import signal
+    from customlayers.runtime.device import build_workers
+    monkeypatch.setenv("CUSTOMLAYERS_BUILD_PROCESSES", "2")
+    monkeypatch.setattr(build_workers, "_cores", lambda: 3)
+    Engine(test_device, cache=ProgramCache(tmp_path / "cache", binaries=True))
+    (pool,) = build_workers._pools.values()
+    build_workers.close_workers(wait=True)
+    assert [child.returncode for child in pool._children] == [-signal.SIGKILL] * 2
+
+
 @pytest.mark.parametrize("child", ["import sys; sys.exit(3)", "import time; time.sleep(600)"],
                          ids=["exits", "hangs"])
 def test_workers_that_do_not_start_leave_the_builds_here(test_device, tmp_path, monkeypatch,

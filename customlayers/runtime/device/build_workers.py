@@ -166,6 +166,28 @@ def build_in_workers(engine, wanted: list[tuple]) -> int:
     return len(built) + len(built_here)
 
 
+def start_early(engine) -> bool:
+    """Start the engine's build workers now (Engine's set-up calls it), where they will be
+    wanted and cost this process nothing: its cache is empty, so the first network compiles
+    every program it needs (a first load on this machine), and the machine has a core for this
+    process beside each worker. A worker's start (Python, pyopencl, a context) then overlaps
+    this process's own engine, model reading and planning, instead of following the plan: eight
+    at once took 1.6-1.9 s each on the H100's host, and the first builds waited for them.
+    Whether they started. Elsewhere (a cache that holds programs, a machine with no core to
+    spare, such as the 2-core test machines) they start as before, when a network has builds
+    for them; a network whose builds are fewer than MIN_JOBS, or none, ends them unused
+    (killed: they were never given work, and a process's exit does not wait for their start)."""
+    try:
+        if not engine.cache.is_empty():
+            return False
+        count = worker_count(engine)
+        if count < 2 or _cores() <= count:
+            return False
+        return _workers_for(engine, count) is not None
+    except (OSError, ValueError, CustomLayersError):
+        return False      # a bad CUSTOMLAYERS_BUILD_PROCESSES is reported by the first build
+
+
 def close_workers(wait: bool = False) -> None:
     """End every worker process (a Network's compile is done: their contexts hold the device's
     memory, which its requests may need). They are told to stop now; without `wait` a thread
@@ -224,8 +246,10 @@ class BuildWorkers:
         self._timer: threading.Timer | None = None
         self._log = tempfile.TemporaryFile()   # the children's stderr (never read: a pipe
         #                                        nobody reads would fill and stall them)
+        # a worker starts no workers of its own (its Engine would, on an empty cache)
         env = settings.child_environment(
-            CUDA_CACHE_PATH=driver_folder, CUDA_CACHE_DISABLE=None if driver_folder else "1")
+            CUDA_CACHE_PATH=driver_folder, CUDA_CACHE_DISABLE=None if driver_folder else "1",
+            CUSTOMLAYERS_BUILD_PROCESSES="0")
         spec = repr((tuple(position), device_name, cache_dir, binaries))
         # cwd: the folder holding this customlayers, which `-m` puts first on the path (not
         # a shared folder where anyone could leave a module of pyopencl's name)
@@ -315,7 +339,14 @@ class BuildWorkers:
             if self.closed:
                 return
             self.closed = True
-            self._stop_children()
+            if self._first_batch_begun:
+                self._stop_children()
+            else:
+                # started early (start_early) and never given a job: nothing of theirs to
+                # wait for, and a child still starting would read the stop frame only once
+                # its context is open (a process's exit would wait for that)
+                for child in self._children:
+                    child.kill()
         with _pools_lock:
             for key, pool in list(_pools.items()):
                 if pool is self:

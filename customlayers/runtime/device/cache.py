@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import tempfile
 import threading
 import time
@@ -178,6 +179,18 @@ class ProgramCache:
             if (context.int_ptr, key) in self._memory:
                 return True
         return self.enabled and (self.entry_dir(key) / "meta.json").exists()
+
+    def is_empty(self) -> bool:
+        """Whether the disk cache holds no entry at all (a first load on this machine, or
+        under a new cache folder): the first network then compiles every program it needs.
+        False where the cache is off."""
+        if not self.enabled:
+            return False
+        try:
+            with os.scandir(self.directory / "programs") as entries:
+                return next(entries, None) is None
+        except OSError:         # no folder yet (or none that can be read: nothing to read)
+            return True
 
     def clear_memory(self) -> None:
         with self._memory_lock:

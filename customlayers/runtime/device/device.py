@@ -8,6 +8,7 @@ import pyopencl as cl
 
 from ... import settings
 from ...errors import DeviceError, NoSuchDeviceError
+from .build_workers import start_early
 from .cache import ProgramCache
 from .kernel_objects import memoize_kernel_invokers
 from .limits import is_pocl_platform
@@ -230,6 +231,7 @@ class Engine:
         self.queue = shared_queue if shared_queue is not None else cl.CommandQueue(
             context, device, properties=cl.command_queue_properties.PROFILING_ENABLE)
         self.cache = cache if cache is not None else ProgramCache()
+        start_early(self)        # build workers, on a first load on this machine
 
     @classmethod
     def from_context(cls, context, device=None, cache=None) -> "Engine":

@@ -4,20 +4,25 @@ located at the descriptor's <WorkSizes> (code CL083), so `validate --compile` re
 the user fixes them."""
 from __future__ import annotations
 
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import pyopencl as cl
 
-from ...config.simplegpu.spec import LayerSpec
 from ...errors import BindingError
-from ...jit.launch import DeviceTraits
 from ... import settings
 from ...settings import cpu_vector_width
+
+if TYPE_CHECKING:
+    # (not imported at run time: a build worker process imports this module, and jit's and
+    # config's modules were a third of its imports, on the critical path of a cold load)
+    from ...config.simplegpu.spec import LayerSpec
+    from ...jit.launch import DeviceTraits
 
 LOCAL_SIZE_CODE = "CL083"
 
 
 def device_traits(device: cl.Device) -> DeviceTraits:
+    from ...jit.launch import DeviceTraits
     kind = "CPU" if device.type & cl.device_type.CPU else \
         "GPU" if device.type & cl.device_type.GPU else "ACCELERATOR"
     width = int(device.preferred_vector_width_float) or int(device.native_vector_width_float)
