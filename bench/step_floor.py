@@ -2,8 +2,9 @@
 
   floor: a step of a kernel whose only work is to write 100 floats, through the calls
   CausalStream makes (its frames set by value, the launch, the outputs read back; wall, median
-  of 3000): with a blocking read (as step); with a non-blocking read waited on by its event (as
-  step_async); and the cost of setting a 256-byte argument by value through pyopencl's
+  of 3000): with a blocking read (as step), and the same into pinned host memory; with a
+  non-blocking read waited on by its event (as step_async); with no read, the queue finished
+  (the read's share); and the cost of setting a 256-byte argument by value through pyopencl's
   Kernel.set_arg and through its lower entry _set_arg_buf (kernel_objects.set_arg_by_value);
   links: the cost of one link of a serial chain in one work-group (the step kernel's chain runs
   51 such ops one after another), from the kernel's profiled time at 128 links and at none
@@ -66,8 +67,29 @@ def floor(engine, runs: int) -> None:
         cl.enqueue_nd_range_kernel(queue, kernel, (128,), (128,))
         read_into(queue, host, out, None, False).wait()
 
+    # the read's own share, and whether the host memory it reads into matters: pinned memory
+    # (a mapped ALLOC_HOST_PTR buffer) as the destination, and the kernel waited for with no
+    # read at all (the floor a zero-copy output would have; OpenCL has none a kernel may write
+    # while the host holds it mapped, and NVIDIA's OpenCL has no fine-grained SVM)
+    pinned_buffer = cl.Buffer(ctx, cl.mem_flags.READ_WRITE | cl.mem_flags.ALLOC_HOST_PTR, 400)
+    pinned, _ = cl.enqueue_map_buffer(queue, pinned_buffer, cl.map_flags.READ, 0, (100,),
+                                      np.float32, is_blocking=True)
+
+    def into_pinned():
+        set_arg_by_value(kernel, 1, given)
+        cl.enqueue_nd_range_kernel(queue, kernel, (128,), (128,))
+        read_into(queue, pinned, out, None, True)
+
+    def no_read():
+        set_arg_by_value(kernel, 1, given)
+        cl.enqueue_nd_range_kernel(queue, kernel, (128,), (128,))
+        queue.finish()
+
     print(f"step with a blocking read       {median_us(blocking, runs):7.1f} us")
+    print(f"  the same into pinned memory   {median_us(into_pinned, runs):7.1f} us")
     print(f"step read by its event          {median_us(by_event, runs):7.1f} us")
+    print(f"step with no read (finish)      {median_us(no_read, runs):7.1f} us")
+    pinned.base.release(queue)
     set_arg = median_us(lambda: kernel.set_arg(1, given), runs)
     print(f"set_arg of 256 bytes by value   {set_arg:7.1f} us")
     if hasattr(kernel, "_set_arg_buf"):
