@@ -167,12 +167,16 @@ def build_in_workers(engine, wanted: list[tuple]) -> int:
 
 
 def start_early(engine) -> bool:
-    """Start the engine's build workers now (Engine's set-up calls it), where they will be
-    wanted and cost this process nothing: its cache is empty, so the first network compiles
-    every program it needs (a first load on this machine), and the machine has a core for this
-    process beside each worker. A worker's start (Python, pyopencl, a context) then overlaps
-    this process's own engine, model reading and planning, instead of following the plan: eight
-    at once took 1.6-1.9 s each on the H100's host, and the first builds waited for them.
+    """Start the engine's build workers now (Engine() calls it before making its context;
+    from_context and from_queue once they have the user's), where they will be wanted and
+    cost this process nothing: its cache is empty, so the first network compiles every program
+    it needs (a first load on this machine), and the machine has a core for this process
+    beside each worker. A worker's start (Python, pyopencl, a context) then overlaps this
+    process's own context, model reading and planning, instead of following the plan: eight at
+    once took 1.6-1.9 s each on the GPU machine's host, and the first builds waited for them.
+    ResNet-50's cold load (tuning off, H200) went from 2.62-2.71 s to 2.12-2.16 s after the
+    Engine, 2.95-3.17 to 2.67-2.74 s with it (the Engine itself slower by their start beside
+    it). `engine`: read for its device and cache only.
     Whether they started. Elsewhere (a cache that holds programs, a machine with no core to
     spare, such as the 2-core test machines) they start as before, when a network has builds
     for them; a network whose builds are fewer than MIN_JOBS, or none, ends them unused

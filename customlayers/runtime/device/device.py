@@ -218,9 +218,17 @@ class Engine:
     def __init__(self, device=None, cache=None):
         if device is None or isinstance(device, str):
             device = select_device(device)
-        self._setup(device, cl.Context([device]), None, cache)
+        # build workers, on a first load on this machine, started before this process's own
+        # context, whose creation their start then overlaps too (start_early reads the device
+        # and the cache only; the workers inherit PoCL's setting, made first)
+        self.device = device
+        self.cache = cache if cache is not None else ProgramCache()
+        if is_pocl_platform(device):
+            settings.prefer_pocl_generic_work_groups()
+        start_early(self)
+        self._setup(device, cl.Context([device]), None, self.cache, workers_started=True)
 
-    def _setup(self, device, context, shared_queue, cache) -> None:
+    def _setup(self, device, context, shared_queue, cache, workers_started=False) -> None:
         _note_driver_cache()       # a user's context: the platforms were listed by now
         memoize_kernel_invokers()  # a Kernel per launch: 160 -> 12 µs each (kernel_objects.py)
         if is_pocl_platform(device):
@@ -231,7 +239,8 @@ class Engine:
         self.queue = shared_queue if shared_queue is not None else cl.CommandQueue(
             context, device, properties=cl.command_queue_properties.PROFILING_ENABLE)
         self.cache = cache if cache is not None else ProgramCache()
-        start_early(self)        # build workers, on a first load on this machine
+        if not workers_started:
+            start_early(self)    # build workers, on a first load on this machine
 
     @classmethod
     def from_context(cls, context, device=None, cache=None) -> "Engine":
