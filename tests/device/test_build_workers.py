@@ -45,6 +45,16 @@ def no_compiling_here(monkeypatch):
     monkeypatch.setattr(build_workers, "BUILD_HERE_TOO", False)
 
 
+@pytest.fixture(autouse=True)
+def _no_workers_left():
+    """Every test starts and ends with no worker alive: an early start (start_early) or a test
+    that leaves its pool would otherwise carry into the next test's assertions."""
+    from customlayers.runtime.device import build_workers
+    build_workers.close_workers(wait=True)
+    yield
+    build_workers.close_workers(wait=True)
+
+
 def test_workers_build_the_programs_and_the_results_are_the_same(test_device, tmp_path,
                                                                  monkeypatch):
     from customlayers.runtime.device import build_workers
@@ -140,16 +150,85 @@ def test_an_empty_cache_starts_the_workers_with_the_engine_for_the_first_network
     assert not build_workers._pools
 
 
-@pytest.mark.parametrize("cores", [2, 3])
-def test_no_early_start_without_a_core_to_spare_or_where_the_cache_holds_programs(
-        test_device, tmp_path, monkeypatch, cores):
+@pytest.mark.parametrize("case", ["no core to spare", "a program", "started before"])
+def test_no_early_start_without_a_core_to_spare_or_on_a_cache_used_before(
+        test_device, tmp_path, monkeypatch, case):
     from customlayers.runtime.device import build_workers
     monkeypatch.setenv("CUSTOMLAYERS_BUILD_PROCESSES", "2")
-    monkeypatch.setattr(build_workers, "_cores", lambda: cores)
+    monkeypatch.setattr(build_workers, "_cores", lambda: 2 if case == "no core to spare" else 3)
     folder = tmp_path / "cache"
-    if cores == 3:              # a core to spare, but a cache that holds a program
+    if case == "a program":
         (folder / "programs" / ("0" * 64)).mkdir(parents=True)
+    if case == "started before":        # an early start of this folder that built nothing
+        Engine(test_device, cache=ProgramCache(folder, binaries=True))
+        assert build_workers._pools
+        build_workers.close_workers(wait=True)
+        assert not (folder / "programs").exists()
     Engine(test_device, cache=ProgramCache(folder, binaries=True))
+    assert not build_workers._pools
+    if case == "no core to spare":
+        assert not folder.exists()        # the folder untouched where no worker would start
+
+
+def test_the_default_count_starts_early_without_touching_a_bad_cache_folder(
+        test_device, tmp_path, monkeypatch):
+    """With CUSTOMLAYERS_BUILD_PROCESSES unset (the default count) and many cores, an Engine
+    on a cache folder that cannot be made warns nothing and starts nothing: the first build
+    reports the folder, as before."""
+    import warnings
+    from customlayers.runtime.device import build_workers
+    monkeypatch.delenv("CUSTOMLAYERS_BUILD_PROCESSES", raising=False)
+    monkeypatch.setattr(build_workers, "_cores", lambda: 64)
+    monkeypatch.setattr(build_workers, "_default_count", lambda device: 2)
+    not_a_folder = tmp_path / "file"
+    not_a_folder.write_text("")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        Engine(test_device, cache=ProgramCache(not_a_folder / "cache", binaries=True))
+    assert not build_workers._pools
+
+
+def test_a_package_loaded_on_an_empty_cache_ends_the_early_workers(test_device, tmp_path,
+                                                                   monkeypatch):
+    """A package compiles nothing and leaves the cache empty: its Network ends the Engine's
+    early workers, and the next process's Engine on that cache starts none (the first-load
+    mark), so that a machine that only loads packages pays for one early start, not one per
+    run."""
+    from customlayers.runtime.compile.packaged import save_package
+    from customlayers.runtime.device import build_workers
+    monkeypatch.setenv("CUSTOMLAYERS_BUILD_PROCESSES", "0")
+    engine = Engine(test_device, cache=ProgramCache(tmp_path / "build", binaries=True))
+    registry = Registry(engine)
+    registry.load(LAYERS / "grn" / "grn.xml", LAYERS / "reorg" / "reorg.xml")
+    net = Network(str(DEMO), registry, engine, tuning="off")
+    x = np.random.default_rng(0).standard_normal((1, 3, 32, 32)).astype(np.float32)
+    expected = net.infer({"data": x})
+    save_package(net, tmp_path / "demo.clpkg", model=str(DEMO))
+    monkeypatch.setenv("CUSTOMLAYERS_BUILD_PROCESSES", "2")
+    monkeypatch.setattr(build_workers, "_cores", lambda: 3)
+    folder = tmp_path / "deployed"
+    for run in range(2):
+        engine = Engine(test_device, cache=ProgramCache(folder, binaries=True))
+        assert bool(build_workers._pools) == (run == 0)
+        registry = Registry(engine)
+        registry.load(LAYERS / "grn" / "grn.xml", LAYERS / "reorg" / "reorg.xml")
+        loaded = Network(str(tmp_path / "demo.clpkg"), registry, engine)
+        assert not build_workers._pools
+        got = loaded.infer({"data": x})
+        assert all(np.array_equal(got[n], v) for n, v in expected.items())
+
+
+def test_a_child_process_engine_starts_no_workers(test_device, tmp_path, monkeypatch):
+    """open_engine_at (the build workers', checkers' and machine-code capture's children)
+    makes no early start, whatever its cache."""
+    from customlayers.runtime.device import build_workers
+    from customlayers.runtime.device.device import device_position, open_engine_at
+    monkeypatch.setenv("CUSTOMLAYERS_BUILD_PROCESSES", "2")
+    monkeypatch.setattr(build_workers, "_cores", lambda: 3)
+    device = Engine(test_device, cache=ProgramCache(tmp_path / "parent")).device
+    build_workers.close_workers(wait=True)
+    open_engine_at(device_position(device), device.name,
+                   cache=ProgramCache(tmp_path / "child", binaries=True))
     assert not build_workers._pools
 
 

@@ -182,7 +182,10 @@ class Network:
             engine = registry.engine if registry is not None else Engine()
         _check_same_device(engine, registry)
         self.engine, self.registry, self.profiling = engine, registry, profiling
-        self.package = load_package(path, engine, registry, self._say)
+        try:
+            self.package = load_package(path, engine, registry, self._say)
+        finally:
+            close_workers()      # an Engine's early start (build_workers.start_early): unused
         self.graph = self.package.graph
         self.resolver, self.tuner, self.fuse = None, None, True
         self.rewrites = []       # made when it was compiled: the package holds the result

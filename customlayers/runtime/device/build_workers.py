@@ -73,17 +73,20 @@ def worker_count(engine) -> int:
     not writable)."""
     wanted = settings.build_processes()         # a bad value is an error wherever it is set
     if wanted is None:
-        device = engine.device
-        if is_nvidia_platform(device):
-            wanted = min(8, _cores())
-        elif is_pocl_platform(device):
-            wanted = min(8, _cores(), settings.pocl_thread_cap() or 8)
-        else:
-            wanted = 0
+        wanted = _default_count(engine.device)
     cache = engine.cache
     if wanted < 2 or not cache.enabled or not cache.check_directory():   # (it probes)
         return 0
     return wanted
+
+
+def _default_count(device) -> int:
+    """worker_count's default for `device`, before any look at the cache."""
+    if is_nvidia_platform(device):
+        return min(8, _cores())
+    if is_pocl_platform(device):
+        return min(8, _cores(), settings.pocl_thread_cap() or 8)
+    return 0
 
 
 def _cores() -> int:
@@ -169,27 +172,31 @@ def build_in_workers(engine, wanted: list[tuple]) -> int:
 def start_early(engine) -> bool:
     """Start the engine's build workers now (Engine() calls it before making its context;
     from_context and from_queue once they have the user's), where they will be wanted and
-    cost this process nothing: its cache is empty, so the first network compiles every program
-    it needs (a first load on this machine), and the machine has a core for this process
-    beside each worker. A worker's start (Python, pyopencl, a context) then overlaps this
-    process's own context, model reading and planning, instead of following the plan: eight at
-    once took 1.6-1.9 s each on the GPU machine's host, and the first builds waited for them.
-    ResNet-50's cold load (tuning off, H200) went from 2.62-2.71 s to 2.12-2.16 s after the
-    Engine, 2.95-3.17 to 2.67-2.74 s with it (the Engine itself slower by their start beside
-    it). `engine`: read for its device and cache only.
-    Whether they started. Elsewhere (a cache that holds programs, a machine with no core to
-    spare, such as the 2-core test machines) they start as before, when a network has builds
-    for them; a network whose builds are fewer than MIN_JOBS, or none, ends them unused
-    (killed: they were never given work, and a process's exit does not wait for their start)."""
+    cost this process nothing: the first load of this cache folder on this device (its
+    `programs` folder empty, and no early start before: the cache's first-load mark, so that a
+    process that only loads packages, and never fills the cache, pays for one early start, not
+    one per run), on a machine with a core for this process beside each worker. A worker's start
+    (Python, pyopencl, a context) then overlaps this process's own context, model reading and
+    planning, instead of following the plan: eight at once took 1.6-1.9 s each on the GPU
+    machine's host, and the first builds waited for them. ResNet-50's cold load (tuning off,
+    H200) went from 2.62-2.71 s to 2.12-2.16 s after the Engine, 2.95-3.17 to 2.67-2.74 s with
+    it (the Engine itself slower by their start beside it). Whether they started. The count and
+    the cores are checked before the cache's folder is touched (nothing made, nothing warned
+    where no worker would start). `engine`: read for its device and cache only."""
     try:
-        if not engine.cache.is_empty():
-            return False
-        count = worker_count(engine)
-        if count < 2 or _cores() <= count:
+        wanted = settings.build_processes()
+    except CustomLayersError:
+        return False      # a bad value is reported by the first build, as before
+    count = _default_count(engine.device) if wanted is None else wanted
+    cache = engine.cache
+    if count < 2 or _cores() <= count or not cache.is_empty():
+        return False
+    try:
+        if not cache.claim_first_load(engine.device):
             return False
         return _workers_for(engine, count) is not None
     except (OSError, ValueError, CustomLayersError):
-        return False      # a bad CUSTOMLAYERS_BUILD_PROCESSES is reported by the first build
+        return False
 
 
 def close_workers(wait: bool = False) -> None:
@@ -351,6 +358,8 @@ class BuildWorkers:
                 # its context is open (a process's exit would wait for that)
                 for child in self._children:
                     child.kill()
+                    for pipe in (child.stdin, child.stdout):
+                        pipe.close()
         with _pools_lock:
             for key, pool in list(_pools.items()):
                 if pool is self:

@@ -192,6 +192,20 @@ class ProgramCache:
         except OSError:         # no folder yet (or none that can be read: nothing to read)
             return True
 
+    def claim_first_load(self, device) -> bool:
+        """True once per cache folder and device: the mark of a first load
+        (`first-load/<device>`, made atomically: of two processes, one gets True). False where
+        it was made before or cannot be made (nothing warned: only build_workers.start_early
+        asks, and nothing depends on it but an early start)."""
+        identity = json.dumps(device_identity(device), sort_keys=True).encode()
+        mark = self.directory / "first-load" / hashlib.sha256(identity).hexdigest()[:24]
+        try:
+            mark.parent.mkdir(parents=True, exist_ok=True)
+            os.close(os.open(mark, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
+        except OSError:
+            return False
+        return True
+
     def clear_memory(self) -> None:
         with self._memory_lock:
             self._memory.clear()

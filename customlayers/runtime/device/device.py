@@ -179,7 +179,11 @@ def open_engine_at(position: tuple[int, int], name: str | None = None,
         raise DeviceError(f"device {platform}.{index} is '{device.name.strip()}' here, "
                           f"'{name.strip()}' in the parent")
     try:
-        return Engine.from_context(cl.Context([device]), device, cache=cache)
+        engine = Engine.__new__(Engine)
+        # a child process of ours (a build worker, a checker, a machine-code capture): its
+        # parent's cache is its own, and it starts no build workers (start_early)
+        engine._setup(device, cl.Context([device]), None, cache, workers_started=True)
+        return engine
     except cl.Error as e:
         raise DeviceError(f"device {_label(device)}: no context: {_first_line(e)}") from None
 
