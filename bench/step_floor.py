@@ -57,16 +57,6 @@ def floor(engine, runs: int) -> None:
     kernel.set_arg(0, out)
     kernel.set_arg(1, given)
 
-    def blocking():
-        set_arg_by_value(kernel, 1, given)
-        cl.enqueue_nd_range_kernel(queue, kernel, (128,), (128,))
-        read_into(queue, host, out, None, True)
-
-    def by_event():
-        set_arg_by_value(kernel, 1, given)
-        cl.enqueue_nd_range_kernel(queue, kernel, (128,), (128,))
-        read_into(queue, host, out, None, False).wait()
-
     # the read's own share, and whether the host memory it reads into matters: pinned memory
     # (a mapped ALLOC_HOST_PTR buffer) as the destination, and the kernel waited for with no
     # read at all (the floor a zero-copy output would have; OpenCL has none a kernel may write
@@ -75,15 +65,19 @@ def floor(engine, runs: int) -> None:
     pinned, _ = cl.enqueue_map_buffer(queue, pinned_buffer, cl.map_flags.READ, 0, (100,),
                                       np.float32, is_blocking=True)
 
-    def into_pinned():
-        set_arg_by_value(kernel, 1, given)
-        cl.enqueue_nd_range_kernel(queue, kernel, (128,), (128,))
-        read_into(queue, pinned, out, None, True)
+    def step(finish):
+        """A step as CausalStream makes it (the frame set by value, the launch), then
+        `finish()`: how the outputs come back, or none."""
+        def one():
+            set_arg_by_value(kernel, 1, given)
+            cl.enqueue_nd_range_kernel(queue, kernel, (128,), (128,))
+            finish()
+        return one
 
-    def no_read():
-        set_arg_by_value(kernel, 1, given)
-        cl.enqueue_nd_range_kernel(queue, kernel, (128,), (128,))
-        queue.finish()
+    blocking = step(lambda: read_into(queue, host, out, None, True))
+    into_pinned = step(lambda: read_into(queue, pinned, out, None, True))
+    by_event = step(lambda: read_into(queue, host, out, None, False).wait())
+    no_read = step(queue.finish)
 
     print(f"step with a blocking read       {median_us(blocking, runs):7.1f} us")
     print(f"  the same into pinned memory   {median_us(into_pinned, runs):7.1f} us")
