@@ -142,6 +142,8 @@ def test_an_empty_cache_starts_the_workers_with_the_engine_for_the_first_network
     no_compiling_here(monkeypatch)
     cache, got = build(test_device, None, engine=engine)
     assert used and all(p is pool for p in used)
+    # each made its context through worker_start's loader while it imported
+    assert pool.ready_said == [build_workers.EARLY_READY] * 2
     assert cache.worker_builds == cache.misses == alone.misses
     assert all(np.array_equal(got[n], v) for n, v in expected.items())
     assert not build_workers._pools
@@ -399,3 +401,26 @@ def test_every_layers_candidates_are_built_together_before_the_timing(test_devic
     note = next(m for m in again.messages if m.startswith("tuning (full)"))
     assert note.startswith("tuning (full): 0 layer(s) timed, 0 candidate(s)")
     assert "; 2 choice(s) from the cache" in note
+
+
+def test_a_context_made_while_importing_is_the_parents_device_or_none(test_device, tmp_path):
+    """worker_start.EarlyContext through pyopencl's own loader: the device at the parent's
+    position, adopted with its name checked; a wrong name or position gives None (the worker
+    then opens its device as before)."""
+    import pyopencl as cl
+    from customlayers.runtime.device.device import adopt_context, device_position
+    from customlayers.runtime.device.worker_start import EarlyContext
+    parent = Engine(test_device, cache=ProgramCache(tmp_path / "cache"))
+    position = device_position(parent.device)
+    engine = adopt_context(*EarlyContext(position).take(60), parent.device.name)
+    assert engine is not None and engine.device == parent.device
+    program = cl.Program(engine.context, "__kernel void k(__global float* a) "
+                                         "{ a[get_global_id(0)] = 2.0f; }").build()
+    out = cl.Buffer(engine.context, cl.mem_flags.READ_WRITE, 16)
+    program.k(engine.queue, (4,), None, out)
+    got = np.empty(4, np.float32)
+    cl.enqueue_copy(engine.queue, got, out)
+    assert got.tolist() == [2.0] * 4
+    assert adopt_context(*EarlyContext(position).take(60), "not " + parent.device.name) is None
+    assert EarlyContext((position[0], 99)).take(60) is None
+    assert EarlyContext((99, 0)).take(60) is None

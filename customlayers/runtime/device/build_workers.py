@@ -59,7 +59,9 @@ MIN_JOBS = 4
 # to 3.3-3.6 s (stop 26)
 BUILD_HERE_TOO = True
 _FRAME = struct.Struct("<Q")
+WORKER_MODULE = __name__.rsplit(".", 1)[0] + ".worker_start"
 _READY = "ready"
+EARLY_READY = "ready, its context made while it imported (worker_start.py)"
 
 
 def worker_count(engine) -> int:
@@ -253,6 +255,7 @@ class BuildWorkers:
         self.closed = False
         self._first_batch_begun = False       # (its threads read the children's ready frames)
         self.ready: list = []                 # the children that said they were ready
+        self.ready_said: list = []            # and what (_READY or EARLY_READY)
         self._lock = threading.Lock()          # one batch at a time
         self._timer: threading.Timer | None = None
         self._log = tempfile.TemporaryFile()   # the children's stderr (never read: a pipe
@@ -266,8 +269,9 @@ class BuildWorkers:
         # a shared folder where anyone could leave a module of pyopencl's name)
         root = settings.package_root()
         # unbuffered pipes: select() then tells truly whether an answer waits
+        # (worker_start: the child's context made while it imports, then serve())
         self._children = [subprocess.Popen(
-            [sys.executable, "-m", __name__, spec], stdin=subprocess.PIPE,
+            [sys.executable, "-m", WORKER_MODULE, spec], stdin=subprocess.PIPE,
             stdout=subprocess.PIPE, stderr=self._log, env=env, cwd=root, bufsize=0)
             for _ in range(size)]
         self._touch()
@@ -314,8 +318,9 @@ class BuildWorkers:
             def serve(child) -> None:
                 try:
                     if first:
-                        _receive(child.stdout, START_S)       # its context is open
+                        said = _receive(child.stdout, START_S)      # its context is open
                         self.ready.append(child)     # list.append: safe between threads
+                        self.ready_said.append(said)
                     while True:
                         try:
                             job = todo.get_nowait()
@@ -443,12 +448,14 @@ def _receive(stream, seconds: float | None = None):
 
 
 # -- the child's side ----------------------------------------------------------------------
-def _serve(spec: str) -> int:
+def serve(spec: str, early=None) -> int:
+    """The child's loop: open the device (through `early`, worker_start.EarlyContext, where it
+    made the context; else as open_engine_at does), say ready, build each job sent."""
     import ast
 
     from .build import load_binary, program_binary
     from .cache import ProgramCache
-    from .device import open_engine_at
+    from .device import adopt_context, open_engine_at
     # the answers go through a copy of stdout; whatever a driver or library prints goes to
     # stderr instead, and can never break a frame
     stdout = os.fdopen(os.dup(1), "wb")
@@ -456,8 +463,12 @@ def _serve(spec: str) -> int:
     stdin = sys.stdin.buffer
     position, name, cache_dir, binaries = ast.literal_eval(spec)
     cache = ProgramCache(Path(cache_dir), enabled=True, verbose=False, binaries=binaries)
-    engine = open_engine_at(position, name, cache=cache)
-    _send(stdout, _READY)
+    taken = early.take(START_S) if early is not None else None
+    engine = adopt_context(*taken, name, cache=cache) if taken is not None else None
+    if engine is None:
+        engine = open_engine_at(position, name, cache=cache)
+    _send(stdout, _READY if taken is None or engine.context.int_ptr != taken[0]
+          else EARLY_READY)
     while True:
         try:
             job = _receive(stdin)
@@ -482,4 +493,4 @@ def _serve(spec: str) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(_serve(sys.argv[1]))
+    sys.exit(serve(sys.argv[1]))

@@ -179,13 +179,33 @@ def open_engine_at(position: tuple[int, int], name: str | None = None,
         raise DeviceError(f"device {platform}.{index} is '{device.name.strip()}' here, "
                           f"'{name.strip()}' in the parent")
     try:
-        engine = Engine.__new__(Engine)
-        # a child process of ours (a build worker, a checker, a machine-code capture): its
-        # parent's cache is its own, and it starts no build workers (start_early)
-        engine._setup(device, cl.Context([device]), None, cache, workers_started=True)
-        return engine
+        return _engine_on(cl.Context([device]), device, cache)
     except cl.Error as e:
         raise DeviceError(f"device {_label(device)}: no context: {_first_line(e)}") from None
+
+
+def adopt_context(context_handle: int, device_handle: int, name: str | None = None,
+                  cache: ProgramCache | None = None) -> "Engine | None":
+    """An Engine on a context made outside pyopencl (worker_start.py, through the same loader):
+    pyopencl takes over its reference. None (the context released) where the device is not
+    `name`, as open_engine_at would refuse it, or the handles are not usable."""
+    try:
+        context = cl.Context.from_int_ptr(context_handle, retain=False)
+        device = cl.Device.from_int_ptr(device_handle)
+        if (name is not None and device.name != name) or device not in context.devices:
+            return None
+        return _engine_on(context, device, cache)
+    except cl.Error:
+        return None
+
+
+def _engine_on(context, device, cache) -> "Engine":
+    """An Engine on a context of our own child process: it starts no build workers."""
+    engine = Engine.__new__(Engine)
+    # a child process of ours (a build worker, a checker, a machine-code capture): its
+    # parent's cache is its own, and it starts no build workers (start_early)
+    engine._setup(device, context, None, cache, workers_started=True)
+    return engine
 
 
 def _first_line(e: Exception) -> str:
