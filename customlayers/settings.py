@@ -201,6 +201,13 @@ def prefer_pocl_generic_work_groups() -> None:
     os.environ.setdefault("POCL_WORK_GROUP_SPECIALIZATION", "0")
 
 
+def set_pyopencl_home(folder: str) -> None:
+    """PYOPENCL_HOME, as pyopencl's import sets it (to its package folder): the OpenCL loader
+    its wheel bundles finds the vendors through it, and crashed the process when called without
+    it (a build worker calls that loader before it imports pyopencl: build_workers.py)."""
+    os.environ["PYOPENCL_HOME"] = folder
+
+
 def machine_code_wanted() -> bool:
     """Whether a package's NVIDIA machine code is put into the driver's cache at load."""
     return not _flag("CUSTOMLAYERS_NO_MACHINE_CODE")

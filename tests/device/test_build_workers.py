@@ -142,7 +142,7 @@ def test_an_empty_cache_starts_the_workers_with_the_engine_for_the_first_network
     no_compiling_here(monkeypatch)
     cache, got = build(test_device, None, engine=engine)
     assert used and all(p is pool for p in used)
-    # each made its context through worker_start's loader while it imported
+    # each made its context through pyopencl's loader while it imported (EarlyContext)
     assert pool.ready_said == [build_workers.EARLY_READY] * 2
     assert cache.worker_builds == cache.misses == alone.misses
     assert all(np.array_equal(got[n], v) for n, v in expected.items())
@@ -404,12 +404,12 @@ def test_every_layers_candidates_are_built_together_before_the_timing(test_devic
 
 
 def test_a_context_made_while_importing_is_the_parents_device_or_none(test_device, tmp_path):
-    """worker_start.EarlyContext through pyopencl's own loader: the device at the parent's
+    """build_workers.EarlyContext through pyopencl's own loader: the device at the parent's
     position, adopted with its name checked; a wrong name or position gives None (the worker
     then opens its device as before)."""
     import pyopencl as cl
     from customlayers.runtime.device.device import adopt_context, device_position
-    from customlayers.runtime.device.worker_start import EarlyContext
+    from customlayers.runtime.device.build_workers import EarlyContext
     parent = Engine(test_device, cache=ProgramCache(tmp_path / "cache"))
     position = device_position(parent.device)
     engine = adopt_context(*EarlyContext(position).take(60), parent.device.name)

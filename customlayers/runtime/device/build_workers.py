@@ -29,6 +29,10 @@ within START_S or answer a job within JOB_S is killed, and its jobs are built he
 from __future__ import annotations
 
 import atexit
+import ctypes
+import ctypes.util
+import glob
+import importlib.util
 import os
 import pickle
 import queue
@@ -44,7 +48,10 @@ from typing import Callable
 
 from ... import settings
 from ...errors import CustomLayersError
-from .limits import is_nvidia_platform, is_pocl_platform
+
+# Nothing above imports pyopencl or numpy: a worker runs this module, and its context is made
+# (EarlyContext, below) while serve() imports them; the parent's side imports limits.py where
+# it asks what the platform is.
 
 IDLE_S = 30.0
 START_S = 60.0        # Python, pyopencl and a context: about 1 s on the GPU machine
@@ -59,9 +66,9 @@ MIN_JOBS = 4
 # to 3.3-3.6 s (stop 26)
 BUILD_HERE_TOO = True
 _FRAME = struct.Struct("<Q")
-WORKER_MODULE = __name__.rsplit(".", 1)[0] + ".worker_start"
+WORKER_MODULE = "customlayers.runtime.device.build_workers"   # (run as __main__ there)
 _READY = "ready"
-EARLY_READY = "ready, its context made while it imported (worker_start.py)"
+EARLY_READY = "ready, its context made while it imported (EarlyContext)"
 
 
 def worker_count(engine) -> int:
@@ -84,6 +91,7 @@ def worker_count(engine) -> int:
 
 def _default_count(device) -> int:
     """worker_count's default for `device`, before any look at the cache."""
+    from .limits import is_nvidia_platform, is_pocl_platform
     if is_nvidia_platform(device):
         return min(8, _cores())
     if is_pocl_platform(device):
@@ -269,7 +277,7 @@ class BuildWorkers:
         # a shared folder where anyone could leave a module of pyopencl's name)
         root = settings.package_root()
         # unbuffered pipes: select() then tells truly whether an answer waits
-        # (worker_start: the child's context made while it imports, then serve())
+        # (its __main__: the child's context made while it imports, then serve())
         self._children = [subprocess.Popen(
             [sys.executable, "-m", WORKER_MODULE, spec], stdin=subprocess.PIPE,
             stdout=subprocess.PIPE, stderr=self._log, env=env, cwd=root, bufsize=0)
@@ -449,13 +457,14 @@ def _receive(stream, seconds: float | None = None):
 
 # -- the child's side ----------------------------------------------------------------------
 def serve(spec: str, early=None) -> int:
-    """The child's loop: open the device (through `early`, worker_start.EarlyContext, where it
+    """The child's loop: open the device (through `early`, an EarlyContext, where it
     made the context; else as open_engine_at does), say ready, build each job sent."""
     import ast
 
     from .build import load_binary, program_binary
     from .cache import ProgramCache
     from .device import adopt_context, open_engine_at
+    from .limits import is_nvidia_platform
     # the answers go through a copy of stdout; whatever a driver or library prints goes to
     # stderr instead, and can never break a frame
     stdout = os.fdopen(os.dup(1), "wb")
@@ -492,5 +501,91 @@ def serve(spec: str, early=None) -> int:
         _send(stdout, ok)
 
 
+# -- a worker's context, made while it imports -----------------------------------------------
+# Why: eight workers starting at once on the GPU machine's host spent 0.7-0.9 s each importing,
+# then 0.1-0.3 s listing the platforms and 0.65-0.8 s making a context (an H200), one after the
+# other; a cold load's first builds wait for them. The driver's calls release the GIL (ctypes),
+# so the two go at once: eight were ready 0.62-0.75 s after the parent's Engine, against
+# 1.11-1.20 s. The loader is pyopencl's own (its wheel bundles one, found without importing
+# pyopencl), so that the platforms and devices come in the order the parent's device_position
+# counted them; pyopencl then adopts the context (device.adopt_context, which checks the
+# device's name as open_engine_at does). Anything that goes wrong here leaves the worker to open
+# its device as before.
+CL_SUCCESS = 0
+CL_DEVICE_TYPE_ALL = 0xFFFFFFFF
+_MAX = 64
+
+
+def loader_path() -> str | None:
+    """The OpenCL ICD loader pyopencl links: the one its wheel bundles (pyopencl/.libs), else
+    the system's. The bundled one finds the vendors through PYOPENCL_HOME, which pyopencl's
+    import sets (without it, a call into the loader crashed the process): set here first, to
+    the same folder, before any thread calls the loader (pyopencl's import then sets the same
+    value again)."""
+    try:
+        spec = importlib.util.find_spec("pyopencl")
+    except (ImportError, ValueError):
+        spec = None
+    for folder in (spec.submodule_search_locations or []) if spec else []:
+        found = sorted(glob.glob(os.path.join(folder, ".libs", "libOpenCL*.so*")))
+        if found:
+            settings.set_pyopencl_home(os.path.abspath(folder))
+            return found[0]
+    return ctypes.util.find_library("OpenCL")
+
+
+class EarlyContext:
+    """A context on the device at `position` (platform, device indices), made in a thread
+    from now on. take(): (context, device) as C handles (ints), or None where it failed."""
+
+    def __init__(self, position):
+        self.position = tuple(int(i) for i in position)
+        self._loader = loader_path()          # (in this thread: it may set the environment)
+        self._result: tuple[int, int] | None = None
+        self._thread = threading.Thread(target=self._open, name="cl-early-context",
+                                        daemon=True)
+        self._thread.start()
+
+    def _open(self) -> None:
+        try:
+            self._result = _open_context(self._loader, *self.position)
+        except Exception:   # noqa: BLE001 - the worker then opens its device as before
+            self._result = None
+
+    def take(self, timeout: float | None = None) -> tuple[int, int] | None:
+        self._thread.join(timeout)
+        return None if self._thread.is_alive() else self._result
+
+
+def _open_context(path: str | None, platform_index: int,
+                  device_index: int) -> tuple[int, int] | None:
+    if path is None:
+        return None
+    cl = ctypes.CDLL(path)
+    handle = ctypes.c_void_p
+    count = ctypes.c_uint32()
+    platforms = (handle * _MAX)()
+    if cl.clGetPlatformIDs(ctypes.c_uint32(_MAX), platforms, ctypes.byref(count)) != \
+            CL_SUCCESS or platform_index >= count.value:
+        return None
+    devices = (handle * _MAX)()
+    if cl.clGetDeviceIDs(handle(platforms[platform_index]), ctypes.c_uint64(CL_DEVICE_TYPE_ALL),
+                         ctypes.c_uint32(_MAX), devices, ctypes.byref(count)) != CL_SUCCESS \
+            or device_index >= count.value:
+        return None
+    device = handle(devices[device_index])
+    error = ctypes.c_int32()
+    cl.clCreateContext.restype = handle
+    context = cl.clCreateContext(None, ctypes.c_uint32(1), ctypes.byref(device), None, None,
+                                 ctypes.byref(error))
+    if error.value != CL_SUCCESS or not context:
+        return None
+    return int(context), int(device.value)
+
+
+
 if __name__ == "__main__":
-    sys.exit(serve(sys.argv[1]))
+    _early = EarlyContext(__import__("ast").literal_eval(sys.argv[1])[0])
+    # serve() of the module by its name (this file run as __main__ is a second copy of it)
+    from customlayers.runtime.device.build_workers import serve as _serve_named
+    sys.exit(_serve_named(sys.argv[1], _early))

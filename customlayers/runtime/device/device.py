@@ -186,7 +186,8 @@ def open_engine_at(position: tuple[int, int], name: str | None = None,
 
 def adopt_context(context_handle: int, device_handle: int, name: str | None = None,
                   cache: ProgramCache | None = None) -> "Engine | None":
-    """An Engine on a context made outside pyopencl (worker_start.py, through the same loader):
+    """An Engine on a context made outside pyopencl (build_workers.EarlyContext, through the
+    same loader):
     pyopencl takes over its reference. None (the context released) where the device is not
     `name`, as open_engine_at would refuse it, or the handles are not usable."""
     try:
