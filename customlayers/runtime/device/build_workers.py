@@ -583,9 +583,9 @@ def _open_context(path: str | None, platform_index: int,
     return int(context), int(device.value)
 
 
-
 if __name__ == "__main__":
-    _early = EarlyContext(__import__("ast").literal_eval(sys.argv[1])[0])
+    import ast
+    _early = EarlyContext(ast.literal_eval(sys.argv[1])[0])
     # serve() of the module by its name (this file run as __main__ is a second copy of it)
     from customlayers.runtime.device.build_workers import serve as _serve_named
     sys.exit(_serve_named(sys.argv[1], _early))
