@@ -156,7 +156,7 @@ def build_in_workers(engine, wanted: list[tuple]) -> int:
     if len(jobs) < MIN_JOBS or count < 2:
         return 0
     try:
-        workers = _workers_for(engine, count)
+        workers = _workers_for(engine.device, cache, count)
     except (OSError, ValueError, CustomLayersError):
         return 0      # no position to open the device by (a sub-device), no process: here
     if workers is None:
@@ -179,9 +179,10 @@ def build_in_workers(engine, wanted: list[tuple]) -> int:
     return len(built) + len(built_here)
 
 
-def start_early(engine) -> bool:
-    """Start the engine's build workers now (Engine() calls it before making its context;
-    from_context and from_queue once they have the user's), where they will be wanted and
+def start_early(device, cache) -> bool:
+    """Start the build workers of an engine on `device` and `cache` now (Engine() calls it
+    before making its context; from_context and from_queue once they have the user's; the
+    engines of our own child processes never), where they will be wanted and
     cost this process nothing: the first load of this cache folder on this device (its
     `programs` folder empty, and no early start before: the cache's first-load mark, so that a
     process that only loads packages, and never fills the cache, pays for one early start, not
@@ -192,19 +193,18 @@ def start_early(engine) -> bool:
     H200) went from 2.62-2.71 s to 2.12-2.16 s after the Engine, 2.95-3.17 to 2.67-2.74 s with
     it (the Engine itself slower by their start beside it). Whether they started. The count and
     the cores are checked before the cache's folder is touched (nothing made, nothing warned
-    where no worker would start). `engine`: read for its device and cache only."""
+    where no worker would start)."""
     try:
         wanted = settings.build_processes()
     except CustomLayersError:
         return False      # a bad value is reported by the first build, as before
-    count = _default_count(engine.device) if wanted is None else wanted
-    cache = engine.cache
+    count = _default_count(device) if wanted is None else wanted
     if count < 2 or _cores() <= count or not cache.is_empty():
         return False
     try:
-        if not cache.claim_first_load(engine.device):
+        if not cache.claim_first_load(device):
             return False
-        return _workers_for(engine, count) is not None
+        return _workers_for(device, cache, count) is not None
     except (OSError, ValueError, CustomLayersError):
         return False
 
@@ -227,17 +227,17 @@ _failed: set[tuple] = set()       # device positions whose workers could not sta
 _reapers: list[threading.Thread] = []    # threads waiting for closed workers to exit
 
 
-def _workers_for(engine, count: int) -> "BuildWorkers | None":
+def _workers_for(device, cache, count: int) -> "BuildWorkers | None":
     from .device import device_position, driver_cache_folder
-    position = device_position(engine.device)
+    position = device_position(device)
     if position in _failed:
         return None
     folder = driver_cache_folder()
     # absolute: the children run in another folder
     # the cache's binaries setting too: a child's entries must be what the parent reads
-    key = (position, str(Path(engine.cache.directory).resolve()),
+    key = (position, str(Path(cache.directory).resolve()),
            None if folder is None else str(Path(folder).resolve()),
-           engine.cache.keeps_binary(engine.device))
+           cache.keeps_binary(device))
     with _pools_lock:
         others = [p for k, p in _pools.items() if k != key]
         pool = _pools.get(key)
@@ -248,7 +248,7 @@ def _workers_for(engine, count: int) -> "BuildWorkers | None":
     with _pools_lock:
         pool = _pools.get(key)           # again: another thread may have made one meanwhile
         if pool is None or pool.closed:
-            pool = _pools[key] = BuildWorkers(key, engine.device.name, count)
+            pool = _pools[key] = BuildWorkers(key, device.name, count)
         return pool
 
 
@@ -474,10 +474,10 @@ def serve(spec: str, early=None) -> int:
     cache = ProgramCache(Path(cache_dir), enabled=True, verbose=False, binaries=binaries)
     taken = early.take(START_S) if early is not None else None
     engine = adopt_context(*taken, name, cache=cache) if taken is not None else None
+    said = _READY if engine is None else EARLY_READY
     if engine is None:
         engine = open_engine_at(position, name, cache=cache)
-    _send(stdout, _READY if taken is None or engine.context.int_ptr != taken[0]
-          else EARLY_READY)
+    _send(stdout, said)
     while True:
         try:
             job = _receive(stdin)

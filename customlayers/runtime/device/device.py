@@ -204,8 +204,8 @@ def _engine_on(context, device, cache) -> "Engine":
     """An Engine on a context of our own child process: it starts no build workers."""
     engine = Engine.__new__(Engine)
     # a child process of ours (a build worker, a checker, a machine-code capture): its
-    # parent's cache is its own, and it starts no build workers (start_early)
-    engine._setup(device, context, None, cache, workers_started=True)
+    # parent's cache is its own, and it starts no build workers (no start_early)
+    engine._setup(device, context, None, cache)
     return engine
 
 
@@ -243,17 +243,16 @@ class Engine:
     def __init__(self, device=None, cache=None):
         if device is None or isinstance(device, str):
             device = select_device(device)
+        cache = cache if cache is not None else ProgramCache()
         # build workers, on a first load on this machine, started before this process's own
-        # context, whose creation their start then overlaps too (start_early reads the device
-        # and the cache only; the workers inherit PoCL's setting, made first)
-        self.device = device
-        self.cache = cache if cache is not None else ProgramCache()
+        # context, whose creation their start then overlaps too (they inherit PoCL's setting,
+        # made first)
         if is_pocl_platform(device):
             settings.prefer_pocl_generic_work_groups()
-        start_early(self)
-        self._setup(device, cl.Context([device]), None, self.cache, workers_started=True)
+        start_early(device, cache)
+        self._setup(device, cl.Context([device]), None, cache)
 
-    def _setup(self, device, context, shared_queue, cache, workers_started=False) -> None:
+    def _setup(self, device, context, shared_queue, cache) -> None:
         _note_driver_cache()       # a user's context: the platforms were listed by now
         memoize_kernel_invokers()  # a Kernel per launch: 160 -> 12 µs each (kernel_objects.py)
         if is_pocl_platform(device):
@@ -264,8 +263,6 @@ class Engine:
         self.queue = shared_queue if shared_queue is not None else cl.CommandQueue(
             context, device, properties=cl.command_queue_properties.PROFILING_ENABLE)
         self.cache = cache if cache is not None else ProgramCache()
-        if not workers_started:
-            start_early(self)    # build workers, on a first load on this machine
 
     @classmethod
     def from_context(cls, context, device=None, cache=None) -> "Engine":
@@ -286,6 +283,7 @@ class Engine:
                               f"{'; '.join(_label(d) for d in devices)}")
         engine = cls.__new__(cls)
         engine._setup(device, context, None, cache)
+        start_early(device, engine.cache)    # build workers, on a first load on this machine
         return engine
 
     @classmethod
@@ -298,6 +296,7 @@ class Engine:
                               f"{type(queue).__name__}")
         engine = cls.__new__(cls)
         engine._setup(queue.device, queue.context, queue, cache)
+        start_early(queue.device, engine.cache)    # as from_context
         return engine
 
     @property
