@@ -123,11 +123,9 @@ def randomize_weights(model, seed: int, check: bool = True):
     # unused now: shape initializers that only fed the ConstantOfShape nodes
     used = {i for n in keep_nodes for i in n.input} | {o.name for o in graph.output}
     others = [t for t in graph.initializer if t.name not in weights and t.name in used]
-    kept_nodes = [onnx.NodeProto.FromString(n.SerializeToString()) for n in keep_nodes]
-    del inits, keep_nodes
+    del inits
     del graph.node[:]
-    graph.node.extend(kept_nodes)
-    others = [onnx.TensorProto.FromString(t.SerializeToString()) for t in others]
+    graph.node.extend(keep_nodes)
     del graph.initializer[:]                      # the old float weights go here
     graph.initializer.extend(others)
     for name in sorted(weights):      # sorted: the same values whatever the file order
