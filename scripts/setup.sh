@@ -9,6 +9,9 @@
 # A stamp per level in the venv says what is installed: `make test` upgrades a venv `make demo`
 # made, and `make demo` after `make test` installs nothing (the test extra holds the package).
 # A stamp older than pyproject.toml is stale (the dependencies may have changed).
+#
+# uv installs the packages where it can (pip fetches it first), pip otherwise; INSTALLER=pip
+# uses pip alone (see install_with_uv).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV=${VENV:-.venv}
@@ -63,14 +66,45 @@ else
     { fresh "$base_stamp" || fresh "$test_stamp"; } && exit 0
     target="." what="customlayers"
 fi
+# pip's own settings (pip.conf, PIP_* variables), as uv takes them: its indexes, find-links and
+# constraints. "unsafe-best-match" picks each package's best version over every index, as pip
+# does (uv's default takes the first index that has the package).
+pip_setting() {
+    "$VENV/bin/python" -m pip config list 2>/dev/null \
+        | sed -n "s/^\(global\|install\|:env:\)\.$1='\(.*\)'\$/\2/p" | tail -n 1 || true
+}
+
+# uv (https://github.com/astral-sh/uv) resolves and installs the test extra's hundred packages
+# in parallel: 7-9 s against pip's 92 s on this project's 2-core machine, the same versions.
+# It is installed into the venv by pip (a few seconds); where that or uv fails (no uv for this
+# platform, an index it cannot read), pip installs as before. INSTALLER=pip: pip only.
+install_with_uv() {
+    [ "${INSTALLER:-uv}" = uv ] || return 1
+    [ -x "$VENV/bin/uv" ] || "$VENV/bin/python" -m pip install --disable-pip-version-check \
+        -q uv || return 1
+    [ -x "$VENV/bin/uv" ] || return 1
+    local args=(--python "$VENV/bin/python" --native-tls --index-strategy unsafe-best-match)
+    local value
+    value=$(pip_setting index-url)
+    [ -z "$value" ] || args+=(--index-url "$value")
+    for value in $(pip_setting extra-index-url); do args+=(--extra-index-url "$value"); done
+    for value in $(pip_setting find-links); do args+=(--find-links "$value"); done
+    for value in $(pip_setting constraint); do args+=(--constraint "$value"); done
+    echo "setup: uv pip install ${args[*]} -e $1"
+    "$VENV/bin/uv" pip install "${args[@]}" -e "$1" && return 0
+    echo "setup: uv could not install $1; pip installs it instead"
+    return 1
+}
+
 if [ ! -x "$VENV/bin/python" ]; then
     echo "setup: creating $VENV"
     "$PYTHON" -m venv "$VENV"
 fi
 echo "setup: installing $what into $VENV (log: $VENV/pip-install.log)"
 # the build backend's notes are noise on success; on failure the log's end says why
-if ! "$VENV/bin/python" -m pip install --disable-pip-version-check -e "$target" \
-        > "$VENV/pip-install.log" 2>&1; then
+if ! install_with_uv "$target" > "$VENV/pip-install.log" 2>&1 && \
+        ! "$VENV/bin/python" -m pip install --disable-pip-version-check -e "$target" \
+        >> "$VENV/pip-install.log" 2>&1; then
     tail -n 30 "$VENV/pip-install.log" >&2
     echo "setup: pip install failed; full log in $VENV/pip-install.log" >&2
     exit 1
@@ -78,6 +112,6 @@ fi
 touch "$base_stamp"
 [ "$LEVEL" = test ] && touch "$test_stamp"
 # what the set-up cost, said: up to date it costs 0.01 s and says nothing; an install after a
-# change of pyproject.toml (a stale stamp) is ~20 s of pip even when every package is there
+# change of pyproject.toml (a stale stamp) checks every package again (a few seconds with uv)
 echo "setup: $what installed in ${SECONDS} s"
 exit 0

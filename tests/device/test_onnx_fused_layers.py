@@ -104,3 +104,45 @@ def test_a_bias_of_more_axes_than_the_layer_output_matches_onnxruntime(tmp_path,
     got = Network(path, engine=engine).infer({"x": x})["y"]
     assert got.shape == want.shape
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+def test_the_tuners_walk_and_the_compile_fold_a_layers_weights_once(tmp_path, engine):
+    """The tuner's walk of the layers (build_ahead) and the compile after it share the weights
+    scaled by a fused BatchNormalization (compile_plan's `folded`): the compile takes the walk's
+    array, whose values are the float64 product rounded once; a layer whose weights are another
+    array is folded anew; the network's output matches ONNX Runtime."""
+    from customlayers.runtime.compile.compiler import compile_plan
+    rng = np.random.default_rng(5)
+    c, o = 3, 8
+    inits = {"w": rng.standard_normal((o, c, 3, 3)), "s": rng.uniform(0.5, 2, o),
+             "b": rng.standard_normal(o), "m": rng.standard_normal(o),
+             "v": rng.uniform(0.5, 2, o)}
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+             helper.make_node("BatchNormalization", ["c", "s", "b", "m", "v"], ["n"]),
+             helper.make_node("Relu", ["n"], ["y"])]
+    path = _save(tmp_path, nodes, (1, c, 6, 6), (1, o, 6, 6), inits, "conv_bn")
+    net = Network(path, engine=engine, tuning="off")
+    shapes = {"x": (1, c, 6, 6)}
+    graph, order, impls, fusion = net._graph_for(shapes, {})
+    memo: dict = {}
+    walk = compile_plan(graph, order, impls, fusion, net.engine, net._options, shapes, {},
+                        layers_only=True, folded=memo)
+    assert walk is None and len(memo) == 1
+    (weights, scale, folded), = memo.values()
+    plan = compile_plan(graph, order, impls, fusion, net.engine, net._options, shapes, {},
+                        folded=memo)
+    kept = [v for k, v in plan.consts.items() if k[0] == "folded_weights"]
+    assert len(kept) == 1 and kept[0] is folded
+    want = (weights.astype(np.float64) * scale.reshape(-1, 1, 1, 1)).astype(np.float32)
+    assert np.array_equal(folded, want)
+    # an entry for other weights (a changed graph) is not taken: the layer folds its own
+    node_id = next(iter(memo))
+    memo[node_id] = (weights.copy(), scale, np.zeros_like(folded))
+    again = compile_plan(graph, order, impls, fusion, net.engine, net._options, shapes, {},
+                         folded=memo)
+    refolded = [v for k, v in again.consts.items() if k[0] == "folded_weights"][0]
+    assert np.array_equal(refolded, want) and memo[node_id][2] is refolded
+    x = rng.standard_normal((1, c, 6, 6)).astype(np.float32)
+    ref = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(
+        ["y"], {"x": x})[0]
+    np.testing.assert_allclose(net.infer({"x": x})["y"], ref, rtol=1e-5, atol=1e-5)

@@ -241,13 +241,14 @@ class Network:
 
     def _compile(self, shapes, values) -> CompiledPlan:
         graph, order, impls, fusion = self._graph_for(shapes, values)
+        folded: dict = {}          # the fused layers' scaled weights, folded in one walk
         if self.tuner is not None:     # every layer's candidates built at once, then timed
             self.tuner.build_ahead(lambda: compile_plan(
                 graph, order, impls, fusion, self.engine, self._options, shapes, values,
-                layers_only=True))
+                layers_only=True, folded=folded))
         try:
             plan = compile_plan(graph, order, impls, fusion, self.engine, self._options,
-                                shapes, values)
+                                shapes, values, folded=folded)
         finally:
             close_workers()      # their contexts hold device memory the requests may need
         for note in plan.notes:                  # once per plan: a likely misspelled attribute
