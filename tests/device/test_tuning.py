@@ -334,3 +334,43 @@ def test_a_tuning_summary_does_not_name_a_file_it_cannot_keep(tmp_path, test_dev
                      "--tuning", "full"]) == 0
     (line,) = [x for x in capsys.readouterr().err.splitlines() if x.startswith("tuning (full)")]
     assert "not kept" in line, line
+
+
+def test_the_walk_before_tuning_builds_the_candidates_at_once_and_makes_no_other_work(
+        tmp_path, test_device, monkeypatch):
+    """Where build workers compile, the tuner walks the layers first (build_ahead) and builds
+    every candidate in one batch; the compile after it times them with nothing left to build,
+    and the walk makes no layer's work but the candidates' (one work per candidate in the walk,
+    one per candidate and the chosen one in the compile). The result is OpenVINO's."""
+    from customlayers.ops.base import Op
+    from customlayers.runtime.compile.network import Network
+    from customlayers.runtime.device.cache import ProgramCache
+    from customlayers.runtime.device.device import Engine
+    from customlayers.runtime.device.limits import device_traits
+    import customlayers.runtime.tuning.tuning as tuning
+    model = _matmul_model(tmp_path)
+    engine = Engine(test_device, cache=ProgramCache(tmp_path / "cache"))
+    monkeypatch.setattr(tuning, "worker_count", lambda e: 2)
+    batches = []
+    real_build = tuning.build_programs
+
+    def build(e, jobs):
+        jobs = list(jobs)
+        before = e.cache.misses
+        out = real_build(e, jobs)
+        batches.append(({(j[0], j[1]) for j in jobs}, e.cache.misses - before))
+        return out
+    monkeypatch.setattr(tuning, "build_programs", build)
+    works = []
+    real_work = Op.work
+    monkeypatch.setattr(Op, "work", lambda self, call, outputs: works.append(call.type) or
+                        real_work(self, call, outputs))
+    net = Network(model, engine=engine, tuning="full")
+    candidates = 4 if device_traits(engine.device).kind == "CPU" else 16
+    (walked, built), (timed, rebuilt) = batches
+    assert walked == timed and len(walked) == candidates and built == candidates
+    assert rebuilt == 0
+    assert works.count("MatMul") == 2 * candidates + 1
+    x = np.random.default_rng(8).standard_normal((24, 96)).astype(np.float32)
+    np.testing.assert_allclose(net.infer({"x": x})["y"], ov_infer(model, {"x": x})["y"],
+                               rtol=1e-4, atol=1e-4)
