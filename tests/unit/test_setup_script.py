@@ -108,6 +108,7 @@ def test_uv_installs_the_package_with_pips_indexes_and_constraints(fake, tmp_pat
     (uv,) = [c for c in commands if c.split()[0].endswith("/bin/uv")]
     assert "--extra-index-url file:///a/simple --extra-index-url file:///b/simple" in uv
     assert "--constraint /c.txt" in uv and "--index-strategy unsafe-best-match" in uv
+    assert "--compile-bytecode" in uv         # as pip: no process compiles the modules again
     assert run("test") == []
 
 
