@@ -21,6 +21,12 @@ case "$LEVEL" in
     base|test) ;;
     *) echo "setup: unknown level '$LEVEL'; expected 'test' or nothing" >&2; exit 2 ;;
 esac
+INSTALLER=${INSTALLER:-uv}
+case "$INSTALLER" in
+    uv|pip) ;;
+    *) echo "setup: unknown INSTALLER '$INSTALLER'; expected 'uv' (the default) or 'pip'" >&2
+       exit 2 ;;
+esac
 
 have_opencl() {
     ls /etc/OpenCL/vendors/*.icd >/dev/null 2>&1
@@ -66,36 +72,18 @@ else
     { fresh "$base_stamp" || fresh "$test_stamp"; } && exit 0
     target="." what="customlayers"
 fi
-# pip's own settings (pip.conf, PIP_* variables), as uv takes them: its indexes, find-links and
-# constraints. "unsafe-best-match" picks each package's best version over every index, as pip
-# does (uv's default takes the first index that has the package).
-pip_setting() {
-    "$VENV/bin/python" -m pip config list 2>/dev/null \
-        | sed -n "s/^\(global\|install\|:env:\)\.$1='\(.*\)'\$/\2/p" | tail -n 1 || true
-}
-
 # uv (https://github.com/astral-sh/uv) resolves and installs the test extra's hundred packages
 # in parallel: 18 s against pip's 92 s on this project's 2-core machine, the same versions.
-# It is installed into the venv by pip (a few seconds); where that or uv fails (no uv for this
-# platform, an index it cannot read), pip installs as before. INSTALLER=pip: pip only.
+# It is installed into the venv by pip (a few seconds) and told pip's own settings
+# (scripts/uv_install.py); where that or uv fails (no uv for this platform, an index it cannot
+# read, a pip setting it has no equivalent for), pip installs as before. INSTALLER=pip: pip only.
 install_with_uv() {
-    [ "${INSTALLER:-uv}" = uv ] || return 1
+    [ "$INSTALLER" = uv ] || return 1
     [ -x "$VENV/bin/uv" ] || "$VENV/bin/python" -m pip install --disable-pip-version-check \
         -q uv || return 1
     [ -x "$VENV/bin/uv" ] || return 1
-    # --compile-bytecode: as pip does; without it every process of the tests (xdist's, Ray's
-    # workers) compiled the modules it imported again (the Ray tests took twice as long)
-    local args=(--python "$VENV/bin/python" --compile-bytecode --native-tls
-                --index-strategy unsafe-best-match)
-    local value
-    value=$(pip_setting index-url)
-    [ -z "$value" ] || args+=(--index-url "$value")
-    for value in $(pip_setting extra-index-url); do args+=(--extra-index-url "$value"); done
-    for value in $(pip_setting find-links); do args+=(--find-links "$value"); done
-    for value in $(pip_setting constraint); do args+=(--constraint "$value"); done
-    echo "setup: uv pip install ${args[*]} -e $1"
-    "$VENV/bin/uv" pip install "${args[@]}" -e "$1" && return 0
-    echo "setup: uv could not install $1; pip installs it instead"
+    "$PYTHON" scripts/uv_install.py "$VENV/bin/python" "$VENV/bin/uv" "$1" && return 0
+    echo "setup: uv did not install $1; pip installs it instead (see $VENV/pip-install.log)" >&3
     return 1
 }
 
@@ -105,6 +93,7 @@ if [ ! -x "$VENV/bin/python" ]; then
 fi
 echo "setup: installing $what into $VENV (log: $VENV/pip-install.log)"
 # the build backend's notes are noise on success; on failure the log's end says why
+exec 3>&2                # the terminal, for what install_with_uv says beside its log
 if ! install_with_uv "$target" > "$VENV/pip-install.log" 2>&1 && \
         ! "$VENV/bin/python" -m pip install --disable-pip-version-check -e "$target" \
         >> "$VENV/pip-install.log" 2>&1; then

@@ -110,7 +110,8 @@ def test_the_tuners_walk_and_the_compile_fold_a_layers_weights_once(tmp_path, en
     """The tuner's walk of the layers (build_ahead) and the compile after it share the weights
     scaled by a fused BatchNormalization (compile_plan's `folded`): the compile takes the walk's
     array, whose values are the float64 product rounded once; a layer whose weights are another
-    array is folded anew; the network's output matches ONNX Runtime."""
+    array, or whose scale is another, is folded anew; the network's output matches ONNX
+    Runtime."""
     from customlayers.runtime.compile.compiler import compile_plan
     rng = np.random.default_rng(5)
     c, o = 3, 8
@@ -135,13 +136,15 @@ def test_the_tuners_walk_and_the_compile_fold_a_layers_weights_once(tmp_path, en
     assert len(kept) == 1 and kept[0] is folded
     want = (weights.astype(np.float64) * scale.reshape(-1, 1, 1, 1)).astype(np.float32)
     assert np.array_equal(folded, want)
-    # an entry for other weights (a changed graph) is not taken: the layer folds its own
+    # an entry for other weights, or for these weights with another scale, is not taken: the
+    # layer folds its own
     node_id = next(iter(memo))
-    memo[node_id] = (weights.copy(), scale, np.zeros_like(folded))
-    again = compile_plan(graph, order, impls, fusion, net.engine, net._options, shapes, {},
-                         folded=memo)
-    refolded = [v for k, v in again.consts.items() if k[0] == "folded_weights"][0]
-    assert np.array_equal(refolded, want) and memo[node_id][2] is refolded
+    for stale in ((weights.copy(), scale), (weights, scale * 2)):
+        memo[node_id] = (*stale, np.zeros_like(folded))
+        again = compile_plan(graph, order, impls, fusion, net.engine, net._options, shapes, {},
+                             folded=memo)
+        refolded = [v for k, v in again.consts.items() if k[0] == "folded_weights"][0]
+        assert np.array_equal(refolded, want) and memo[node_id][2] is refolded
     x = rng.standard_normal((1, c, 6, 6)).astype(np.float32)
     ref = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(
         ["y"], {"x": x})[0]

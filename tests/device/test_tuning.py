@@ -374,3 +374,48 @@ def test_the_walk_before_tuning_builds_the_candidates_at_once_and_makes_no_other
     x = np.random.default_rng(8).standard_normal((24, 96)).astype(np.float32)
     np.testing.assert_allclose(net.infer({"x": x})["y"], ov_infer(model, {"x": x})["y"],
                                rtol=1e-4, atol=1e-4)
+
+
+def test_the_walk_before_tuning_sees_each_layer_as_the_compile_does(tmp_path, test_device,
+                                                                      monkeypatch):
+    """A custom layer whose output is BYXF is reordered to BFYX by its own work: the walk
+    (which makes no other work) must hand the layer after it the same BFYX input, or their
+    tuning signatures differ and the walk builds candidates the compile never uses."""
+    from customlayers.runtime.compile.network import Network
+    from customlayers.runtime.device.cache import ProgramCache
+    from customlayers.runtime.device.device import Engine
+    from customlayers.runtime.layers.registry import Registry
+    import customlayers.runtime.tuning.tuning as tuning
+    from test_network import _BYXF_KERNEL, _BYXF_LAYER
+    ov = pytest.importorskip("openvino")
+    ops = pytest.importorskip("openvino.opset13")
+    x = ops.parameter([2, 8, 8, 8], np.float32, name="x")
+    y = ops.relu(ops.relu(x))
+    y.output(0).get_tensor().set_names({"y"})
+    model = save_ov_model(ov.Model([y], [x], "chain"), tmp_path / "chain.xml")
+    engine = Engine(test_device, cache=ProgramCache(tmp_path / "cache"))
+    registry = Registry(engine)
+    registry.load_string(_BYXF_LAYER, {"k.cl": _BYXF_KERNEL}, name="byxf.xml")
+    monkeypatch.setattr(tuning, "worker_count", lambda e: 2)
+    seen = {"walk": [], "compile": []}
+    real_signature = tuning.layer_signature
+    tuners = []
+    real_choose = tuning.Tuner.choose
+
+    def choose(self, impl, call, outputs):
+        tuners.append(self)
+        return real_choose(self, impl, call, outputs)
+
+    def signature(impl, call, outputs, variants):
+        phase = "walk" if tuners[-1]._collected is not None else "compile"
+        seen[phase].append((tuple(d.format for d in call.inputs),
+                            real_signature(impl, call, outputs, variants)))
+        return seen[phase][-1][1]
+    monkeypatch.setattr(tuning.Tuner, "choose", choose)
+    monkeypatch.setattr(tuning, "layer_signature", signature)
+    net = Network(model, registry, engine, tuning="full")
+    assert len(seen["walk"]) == 2 and seen["walk"] == seen["compile"]
+    assert [formats for formats, _ in seen["walk"]] == [("BFYX",), ("BFYX",)]
+    data = np.random.default_rng(4).standard_normal((2, 8, 8, 8)).astype(np.float32)
+    np.testing.assert_allclose(net.infer([data])["y"], ov_infer(model, {"x": data})["y"],
+                               atol=1e-6)

@@ -10,6 +10,7 @@ decisions are tested, not the downloads."""
 from __future__ import annotations
 
 import glob
+import importlib.util
 import os
 import stat
 import subprocess
@@ -92,17 +93,22 @@ def test_an_unknown_level_is_refused(fake, tmp_path):
     assert "unknown level 'tests'" in done.stderr
 
 
-def test_uv_installs_the_package_with_pips_indexes_and_constraints(fake, tmp_path):
+def _answering_pip_config(venv: Path, log: Path, lines: list[str]) -> None:
+    """The stand-in python answers `-m pip config list` with `lines`, as pip prints them."""
+    answer = "".join(f"{line}\n" for line in lines)
+    (venv / "pip-config").write_text(answer)
+    (venv / "bin" / "python").write_text(
+        f'#!/bin/sh\necho "$0 $*" >> "{log}"\n'
+        f'[ "$3" = config ] && cat "{venv / "pip-config"}"\nexit 0\n')
+
+
+def test_uv_installs_the_package_with_pips_indexes_and_constraints(fake):
     run, venv = fake
     _stub(venv / "bin" / "uv", run.log)
-    config = tmp_path / "pip.conf"
-    config.write_text("[global]\nextra-index-url = file:///a/simple file:///b/simple\n"
-                      "constraint = /c.txt\n")
-    # the stand-in python answers `pip config list` as pip does
-    (venv / "bin" / "python").write_text(
-        f'#!/bin/sh\necho "$0 $*" >> "{run.log}"\n'
-        f'[ "$3" = config ] && printf "%s\\n" "global.extra-index-url=\'file:///a/simple '
-        f'file:///b/simple\'" "global.constraint=\'/c.txt\'"\nexit 0\n')
+    _answering_pip_config(venv, run.log, [
+        ":env:.disable-pip-version-check='1'",
+        "global.constraint='/c.txt'",
+        "global.extra-index-url='file:///a/simple file:///b/simple'"])
     commands = run("test")
     assert _uv_installs(commands) == [".[test]"] and _pip_targets(commands) == []
     (uv,) = [c for c in commands if c.split()[0].endswith("/bin/uv")]
@@ -112,10 +118,84 @@ def test_uv_installs_the_package_with_pips_indexes_and_constraints(fake, tmp_pat
     assert run("test") == []
 
 
-def test_pip_installs_where_uv_fails_and_with_installer_pip(fake):
+def test_pip_installs_where_uv_fails_and_says_so(fake):
     run, venv = fake
     _stub(venv / "bin" / "uv", run.log, status=1)
-    commands = run()
+    env = dict(os.environ, VENV=str(venv), PATH=f"{venv.parent / 'tools'}:{os.environ['PATH']}")
+    done = subprocess.run(["bash", str(SETUP)], env=env, capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 0
+    assert "uv did not install .; pip installs it instead" in done.stderr
+    commands = [line for line in run.log.read_text().splitlines() if line]
     assert _uv_installs(commands) == ["."] and _pip_targets(commands) == ["."]
+
+
+def test_pip_alone_with_installer_pip_and_an_unknown_installer_is_refused(fake, tmp_path):
+    run, venv = fake
+    _stub(venv / "bin" / "uv", run.log)
     commands = run("test", INSTALLER="pip")
     assert _uv_installs(commands) == [] and _pip_targets(commands) == [".[test]"]
+    done = subprocess.run(["bash", str(SETUP)], capture_output=True, text=True, timeout=60,
+                          env=dict(os.environ, VENV=str(venv), INSTALLER="conda"))
+    assert done.returncode == 2 and "unknown INSTALLER 'conda'" in done.stderr
+
+
+def test_a_pip_setting_uv_is_not_told_leaves_the_install_to_pip(fake):
+    run, venv = fake
+    _stub(venv / "bin" / "uv", run.log)
+    _answering_pip_config(venv, run.log, ["global.no-index='true'"])
+    commands = run()
+    assert _uv_installs(commands) == [] and _pip_targets(commands) == ["."]
+
+
+# -- scripts/uv_install.py: pip's settings as uv's options ---------------------------------
+def _load_uv_install():
+    spec = importlib.util.spec_from_file_location("uv_install", ROOT / "scripts" / "uv_install.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+uv_install = _load_uv_install()
+
+
+def test_pips_ranking_environment_over_install_over_global():
+    text = ("global.index-url='https://global/simple'\n"
+            ":env:.index-url='https://env/simple'\n"
+            "install.index-url='https://install/simple'\n"
+            "global.constraint='/g.txt'\n"
+            "install.constraint='/i.txt'\n"
+            "download.find-links='/not-for-install'\n")
+    assert uv_install.pip_settings(text) == {"index-url": "https://env/simple",
+                                             "constraint": "/i.txt"}
+
+
+def test_list_settings_split_as_pip_splits_them_with_quotes_kept():
+    # pip.conf's one-URL-a-line form comes out of `pip config list` as a repr with newlines;
+    # a value holding ' is printed in double quotes
+    text = ("global.extra-index-url='\\nhttps://a/simple\\nhttps://b/simple'\n"
+            "global.find-links=\"/wheels/o'brien\"\n")
+    settings = uv_install.pip_settings(text)
+    args, env = uv_install.uv_arguments(settings)
+    assert args == ["--extra-index-url", "https://a/simple", "--extra-index-url",
+                    "https://b/simple", "--find-links", "/wheels/o'brien"]
+    assert env == {}
+
+
+@pytest.mark.parametrize("name", ["no-index", "pre", "only-binary", "no-binary", "no-deps",
+                                  "some-future-option"])
+def test_settings_uv_is_not_told_are_refused(name):
+    assert uv_install.uv_arguments({name: "1"}) is None
+
+
+def test_certificates_and_timeouts_go_to_uvs_environment():
+    args, env = uv_install.uv_arguments({"cert": "/etc/ca.pem", "default-timeout": "180",
+                                         "trusted-host": "a.example b.example"})
+    assert env == {"SSL_CERT_FILE": "/etc/ca.pem", "UV_HTTP_TIMEOUT": "180"}
+    assert args == ["--allow-insecure-host", "a.example", "--allow-insecure-host", "b.example"]
+
+
+def test_credentials_in_urls_are_not_printed():
+    line = "uv pip install --index-url https://user:s3cret@host/simple --find-links /w -e ."
+    assert uv_install.hidden(line) == \
+        "uv pip install --index-url https://***@host/simple --find-links /w -e ."

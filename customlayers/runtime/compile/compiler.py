@@ -161,7 +161,9 @@ def compile_plan(graph: Graph, order: Sequence[Node], impls: Mapping[str, LayerI
                     if as_float else options.tuner.choose(impl, call, out_descs)
                 if variant is not None:
                     call = replace(call, context=replace(call.context, variant=variant))
-            if layers_only:     # the tuner's walk: choosing was all; the layers after read shapes
+            if layers_only and all(d.is_plain for d in out_descs):
+                # the tuner's walk: choosing was all, and the layers after read these outputs as
+                # they are (a custom layer's other formats are reordered by its work: made then)
                 descs.update(zip(out_keys, out_descs))
                 continue
             work = half_storage.half_work(impl, call, out_descs) if as_float else \
