@@ -1,7 +1,9 @@
 """Constants (weights) on the device for a plan's life (runtime/device/host_memory.py
 constant_buffer): on a CPU device the plan's own array is the buffer (USE_HOST_PTR), not a
 second copy of the weights in the same memory (VGG-19's 548 MB on PoCL, issue 22); on a GPU a
-copy. Either way the kernels read the same values: a model with weights of every kind (a
+copy, written through the engine's own queue (a COPY_HOST_PTR buffer reaches NVIDIA's device only
+when a kernel first reads it, in the first inference), or made with COPY_HOST_PTR on an engine
+of the user's queue, whose earlier work a blocking write would wait for. Either way the kernels read the same values: a model with weights of every kind (a
 convolution's packed weights on a CPU, a MatMul's matrix, a bias) matches ONNX Runtime."""
 from __future__ import annotations
 
@@ -58,6 +60,50 @@ def test_an_array_off_the_buffer_alignment_is_copied_not_refused(cl_env, offset)
     back = np.empty(65, np.float32)
     cl.enqueue_copy(queue, back, buf)
     np.testing.assert_array_equal(back, np.arange(65, dtype=np.float32))
+
+
+def test_a_copy_is_written_through_a_queue_where_one_is_given(cl_env):
+    """With a queue, a copy is a plain buffer written through it, whole when the call returns:
+    changing the array afterwards changes nothing on the device."""
+    ctx, queue, dev = cl_env
+    base = _aligned(np.zeros(4 * 65 + 1, np.uint8), dev)
+    odd = base[1:].view(np.float32)                  # off the alignment: a copy on any device
+    odd[:] = np.arange(65, dtype=np.float32)
+    buf = constant_buffer(ctx, odd, _on_cpu(dev), queue)
+    assert not buf.get_info(cl.mem_info.FLAGS) & (cl.mem_flags.COPY_HOST_PTR |
+                                                  cl.mem_flags.USE_HOST_PTR)
+    odd[:] = -1
+    back = np.empty(65, np.float32)
+    cl.enqueue_copy(queue, back, buf)
+    np.testing.assert_array_equal(back, np.arange(65, dtype=np.float32))
+
+
+def test_a_networks_copies_go_through_its_own_queue_never_a_users(tmp_path, test_device):
+    """A request writes the constants it copies through the engine's own queue; on an engine of
+    the user's queue it makes them with COPY_HOST_PTR instead. Both match ONNX Runtime."""
+    from customlayers.api import Network
+    from customlayers.runtime.device.device import Engine
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((2, 40)).astype(np.float32)
+    m = rng.standard_normal((40, 7)).astype(np.float32)
+    b = rng.standard_normal(7).astype(np.float32)
+    nodes = [helper.make_node("MatMul", ["x", "m"], ["p"]),
+             helper.make_node("Add", ["p", "b"], ["y"])]
+    path = model_file(tmp_path / "mm.onnx", nodes, {"x": x},
+                      [numpy_helper.from_array(m, "m"), numpy_helper.from_array(b, "b")])
+    want = x.astype(np.float64) @ m + b
+    own = Engine(test_device)
+    users = Engine.from_queue(cl.CommandQueue(own.context, own.device))
+    for engine, made_with in ((own, 0), (users, cl.mem_flags.COPY_HOST_PTR)):
+        net = Network(path, engine=engine)
+        np.testing.assert_allclose(net.infer({"x": x})["y"], want, rtol=1e-5, atol=1e-5)
+        buffers = list(net.plan.constant_buffers.values()) + \
+            [buf for buf, _ in net.plan.arg_buffers.values()]
+        assert buffers
+        for buf in buffers:
+            flags = buf.get_info(cl.mem_info.FLAGS)
+            if not flags & cl.mem_flags.USE_HOST_PTR:     # on a CPU device: the array itself
+                assert flags & cl.mem_flags.COPY_HOST_PTR == made_with
 
 
 def test_a_model_reads_its_weights_in_place_and_matches_onnxruntime(tmp_path, test_device):

@@ -41,6 +41,9 @@ class InferRequest:
         self.device = eng.device
         self._own_queue = eng.shared_queue is None
         self.queue = self._make_queue() if self._own_queue else eng.shared_queue
+        # constants are written through the engine's own queue (host_memory.constant_buffer);
+        # never through a user's queue, whose earlier work a blocking write would wait for
+        self.upload_queue = eng.queue if self._own_queue else None
         if network.profiling and not self.queue.properties & \
                 cl.command_queue_properties.PROFILING_ENABLE:
             raise DeviceError("profiling needs a queue made with PROFILING_ENABLE; the queue "
@@ -114,7 +117,8 @@ class InferRequest:
     def _default_buffer(self, root):
         plan = self.plan
         if root in plan.consts:
-            return _const_buffer(self.context, plan, root, self.engine.unified_memory)
+            return _const_buffer(self.context, plan, root, self.engine.unified_memory,
+                                 self.upload_queue)
         if root in self._states:
             return self._states.buffers[root]
         for name, k in plan.inputs:
@@ -457,7 +461,7 @@ class InferRequest:
         self._states.reset_all()
 
 
-def _const_buffer(context, plan, key, unified: bool) -> cl.Buffer:
+def _const_buffer(context, plan, key, unified: bool, queue=None) -> cl.Buffer:
     """The buffer of constant `key`, uploaded by the first request that reads it and shared by
     the plan's later requests. Only what a kernel, a host step or an output reads is uploaded: a
     convolution on a CPU device reads its weights packed (an Arg.const), not as its input 1."""
@@ -468,5 +472,5 @@ def _const_buffer(context, plan, key, unified: bool) -> cl.Buffer:
         desc = plan.descs.get(key)
         value = np.ascontiguousarray(plan.consts[key],
                                      dtype=desc.np_dtype if desc is not None else None)
-        buf = cache[key] = constant_buffer(context, value, unified)
+        buf = cache[key] = constant_buffer(context, value, unified, queue)
     return buf

@@ -41,7 +41,8 @@ class RequestArgs(ArgumentSource):
 
     def const(self, arg, position):
         request = self.request
-        return _const_arg(request.context, request.plan, arg, request.engine.unified_memory)
+        return _const_arg(request.context, request.plan, arg, request.engine.unified_memory,
+                          request.upload_queue)
 
     def scratch(self, arg, position):
         if arg.index not in self.buffers:
@@ -59,12 +60,12 @@ class RequestArgs(ArgumentSource):
         return self.request._states.flag_use(arg.value, self.kernel, position)
 
 
-def _const_arg(context, plan, arg, unified: bool) -> cl.Buffer:
+def _const_arg(context, plan, arg, unified: bool, queue=None) -> cl.Buffer:
     """The buffer of an Arg.const, uploaded once per plan and shared by its requests. Keyed
     by the Arg's identity (its array is not hashable); the entry keeps the Arg alive, so the id
     cannot be reused by another object."""
     entry = plan.arg_buffers.get(id(arg))
     if entry is None:
-        buf = constant_buffer(context, arg.value, unified)
+        buf = constant_buffer(context, arg.value, unified, queue)
         entry = plan.arg_buffers[id(arg)] = (buf, arg)
     return entry[0]
