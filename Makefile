@@ -19,8 +19,11 @@ NODE_SUITE := tests/conformance/test_onnx_node_suite.py
 # two processes (pytest-xdist): PoCL compiles a program on one core, and compiling is most of
 # the suite; tests that share a Ray instance or hold whole models are grouped into one process
 # (tests/conftest.py). TEST_WORKERS=0 runs it in this process.
+# --max-worker-restart=0: a worker that dies (a driver's crash) ends the run at once, naming its
+# test; pytest-xdist 3.8 with --dist loadgroup otherwise starts a new worker and then waits for
+# good at the end (seen once with PoCL's cache empty; a test that kills its worker shows it)
 TEST_WORKERS ?= 2
-XDIST = $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadgroup)
+XDIST = $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadgroup --max-worker-restart=0)
 
 # --durations: the ten slowest tests at the end of every run (issue 22 asks for them)
 test: setup-test
