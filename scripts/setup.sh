@@ -79,8 +79,11 @@ fi
 # read, a pip setting it has no equivalent for), pip installs as before. INSTALLER=pip: pip only.
 install_with_uv() {
     [ "$INSTALLER" = uv ] || return 1
-    [ -x "$VENV/bin/uv" ] || "$VENV/bin/python" -m pip install --disable-pip-version-check \
-        -q uv || return 1
+    # fetched where it is missing or does not run (a broken one is replaced, not kept)
+    if ! "$VENV/bin/uv" --version >/dev/null 2>&1; then
+        "$VENV/bin/python" -m pip install --disable-pip-version-check -q --force-reinstall uv \
+            || return 1
+    fi
     [ -x "$VENV/bin/uv" ] || return 1
     "$PYTHON" scripts/uv_install.py "$VENV/bin/python" "$VENV/bin/uv" "$1" && return 0
     echo "setup: uv did not install $1; pip installs it instead (see $VENV/pip-install.log)" >&3

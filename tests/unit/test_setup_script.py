@@ -55,11 +55,12 @@ def fake(tmp_path):
 def _pip_targets(commands: list[str]) -> list[str]:
     """What pip installed, without its fetching uv (which the stand-in never makes)."""
     return [c.split()[-1] for c in commands if " -m pip install " in c and
-            not c.endswith(" -q uv")]
+            not c.endswith(" uv")]
 
 
 def _uv_installs(commands: list[str]) -> list[str]:
-    return [c.split()[-1] for c in commands if c.split()[0].endswith("/bin/uv")]
+    return [c.split()[-1] for c in commands
+            if c.split()[0].endswith("/bin/uv") and c.split()[1:3] == ["pip", "install"]]
 
 
 def test_the_demo_installs_the_package_without_the_test_extra(fake):
@@ -111,7 +112,8 @@ def test_uv_installs_the_package_with_pips_indexes_and_constraints(fake):
         "global.extra-index-url='file:///a/simple file:///b/simple'"])
     commands = run("test")
     assert _uv_installs(commands) == [".[test]"] and _pip_targets(commands) == []
-    (uv,) = [c for c in commands if c.split()[0].endswith("/bin/uv")]
+    assert not any(" -m pip install " in c for c in commands)     # a uv that runs is kept
+    (uv,) = [c for c in commands if c.split()[0].endswith("/bin/uv") and " pip install " in c]
     assert "--extra-index-url file:///a/simple --extra-index-url file:///b/simple" in uv
     assert "--constraint /c.txt" in uv and "--index-strategy unsafe-best-match" in uv
     assert "--compile-bytecode" in uv         # as pip: no process compiles the modules again
@@ -199,3 +201,13 @@ def test_credentials_in_urls_are_not_printed():
     line = "uv pip install --index-url https://user:s3cret@host/simple --find-links /w -e ."
     assert uv_install.hidden(line) == \
         "uv pip install --index-url https://***@host/simple --find-links /w -e ."
+
+
+def test_a_uv_that_does_not_run_is_fetched_again(fake):
+    """A uv in the venv that fails `--version` (a broken install) is replaced by pip, not kept:
+    here the stand-in stays broken, so pip installs the package after it."""
+    run, venv = fake
+    _stub(venv / "bin" / "uv", run.log, status=1)
+    commands = run()
+    assert any(c.endswith("--force-reinstall uv") for c in commands)
+    assert _pip_targets(commands) == ["."]
