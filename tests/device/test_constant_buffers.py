@@ -147,3 +147,58 @@ def test_weights_packed_at_compile_time_are_read_where_they_lie_on_a_cpu(tmp_pat
     flags = [b.get_info(cl.mem_info.FLAGS) for b in buffers]
     if _on_cpu(engine.device):
         assert any(f & cl.mem_flags.USE_HOST_PTR for f in flags)
+
+
+def test_requests_made_at_once_on_threads_bind_the_one_kept_buffer(tmp_path, test_device,
+                                                                   monkeypatch):
+    """Requests of one network made at the same time on several threads may each upload a
+    constant; every one of them must bind the buffer the plan keeps (a kernel bound to another
+    would outlive its buffer). The uploads are slowed so that the threads meet."""
+    import threading
+    import time
+    from customlayers.api import Network
+    from customlayers.runtime.device.device import Engine
+    import customlayers.runtime.execute.request as request_module
+    import customlayers.runtime.execute.request_args as request_args
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal((2, 40)).astype(np.float32)
+    m = rng.standard_normal((40, 7)).astype(np.float32)
+    b = rng.standard_normal(7).astype(np.float32)
+    nodes = [helper.make_node("MatMul", ["x", "m"], ["p"]),
+             helper.make_node("Add", ["p", "b"], ["y"])]
+    path = model_file(tmp_path / "mm.onnx", nodes, {"x": x},
+                      [numpy_helper.from_array(m, "m"), numpy_helper.from_array(b, "b")])
+    net = Network(path, engine=Engine(test_device))
+    real_upload = request_module.constant_buffer
+
+    def slow_upload(*args):
+        time.sleep(0.05)
+        return real_upload(*args)
+    monkeypatch.setattr(request_module, "constant_buffer", slow_upload)
+    monkeypatch.setattr(request_args, "constant_buffer", slow_upload)
+    bound = []
+    for module, name in ((request_module, "_const_buffer"), (request_args, "_const_arg")):
+        real = getattr(module, name)
+
+        def recording(*args, _real=real):
+            buf = _real(*args)
+            bound.append(buf)
+            return buf
+        monkeypatch.setattr(module, name, recording)
+    start = threading.Barrier(4)
+    made = []
+
+    def make():
+        start.wait()
+        made.append(net.create_request())
+    threads = [threading.Thread(target=make) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    plan = net.plan
+    kept = list(plan.constant_buffers.values()) + [buf for buf, _ in plan.arg_buffers.values()]
+    assert bound and all(any(buf is k for k in kept) for buf in bound)
+    want = x.astype(np.float64) @ m + b
+    for request in made:
+        np.testing.assert_allclose(request.infer({"x": x})["y"], want, rtol=1e-5, atol=1e-5)

@@ -472,5 +472,7 @@ def _const_buffer(context, plan, key, unified: bool, queue=None) -> cl.Buffer:
         desc = plan.descs.get(key)
         value = np.ascontiguousarray(plan.consts[key],
                                      dtype=desc.np_dtype if desc is not None else None)
-        buf = cache[key] = constant_buffer(context, value, unified, queue)
+        # setdefault: requests made at once on several threads may both upload; each binds the
+        # one buffer kept (a kernel bound to the other would outlive its buffer)
+        buf = cache.setdefault(key, constant_buffer(context, value, unified, queue))
     return buf

@@ -66,6 +66,7 @@ def _const_arg(context, plan, arg, unified: bool, queue=None) -> cl.Buffer:
     cannot be reused by another object."""
     entry = plan.arg_buffers.get(id(arg))
     if entry is None:
-        buf = constant_buffer(context, arg.value, unified, queue)
-        entry = plan.arg_buffers[id(arg)] = (buf, arg)
+        # setdefault: requests made at once on several threads bind the one buffer kept
+        entry = plan.arg_buffers.setdefault(
+            id(arg), (constant_buffer(context, arg.value, unified, queue), arg))
     return entry[0]
