@@ -78,12 +78,10 @@ def test_a_copy_is_written_through_a_queue_where_one_is_given(cl_env):
     np.testing.assert_array_equal(back, np.arange(65, dtype=np.float32))
 
 
-def test_a_networks_copies_go_through_its_own_queue_never_a_users(tmp_path, test_device):
-    """A request writes the constants it copies through the engine's own queue; on an engine of
-    the user's queue it makes them with COPY_HOST_PTR instead. Both match ONNX Runtime."""
-    from customlayers.api import Network
-    from customlayers.runtime.device.device import Engine
-    rng = np.random.default_rng(5)
+def _matmul_bias_model(tmp_path, seed: int):
+    """(path, x, the float64 result) of y = x @ m + b: a MatMul's matrix and a bias, both
+    constants a request copies on a GPU."""
+    rng = np.random.default_rng(seed)
     x = rng.standard_normal((2, 40)).astype(np.float32)
     m = rng.standard_normal((40, 7)).astype(np.float32)
     b = rng.standard_normal(7).astype(np.float32)
@@ -91,7 +89,15 @@ def test_a_networks_copies_go_through_its_own_queue_never_a_users(tmp_path, test
              helper.make_node("Add", ["p", "b"], ["y"])]
     path = model_file(tmp_path / "mm.onnx", nodes, {"x": x},
                       [numpy_helper.from_array(m, "m"), numpy_helper.from_array(b, "b")])
-    want = x.astype(np.float64) @ m + b
+    return path, x, x.astype(np.float64) @ m + b
+
+
+def test_a_networks_copies_go_through_its_own_queue_never_a_users(tmp_path, test_device):
+    """A request writes the constants it copies through the engine's own queue; on an engine of
+    the user's queue it makes them with COPY_HOST_PTR instead. Both match ONNX Runtime."""
+    from customlayers.api import Network
+    from customlayers.runtime.device.device import Engine
+    path, x, want = _matmul_bias_model(tmp_path, seed=5)
     own = Engine(test_device)
     users = Engine.from_queue(cl.CommandQueue(own.context, own.device))
     for engine, made_with in ((own, 0), (users, cl.mem_flags.COPY_HOST_PTR)):
@@ -160,14 +166,7 @@ def test_requests_made_at_once_on_threads_bind_the_one_kept_buffer(tmp_path, tes
     from customlayers.runtime.device.device import Engine
     import customlayers.runtime.execute.request as request_module
     import customlayers.runtime.execute.request_args as request_args
-    rng = np.random.default_rng(6)
-    x = rng.standard_normal((2, 40)).astype(np.float32)
-    m = rng.standard_normal((40, 7)).astype(np.float32)
-    b = rng.standard_normal(7).astype(np.float32)
-    nodes = [helper.make_node("MatMul", ["x", "m"], ["p"]),
-             helper.make_node("Add", ["p", "b"], ["y"])]
-    path = model_file(tmp_path / "mm.onnx", nodes, {"x": x},
-                      [numpy_helper.from_array(m, "m"), numpy_helper.from_array(b, "b")])
+    path, x, want = _matmul_bias_model(tmp_path, seed=6)
     net = Network(path, engine=Engine(test_device))
     real_upload = request_module.constant_buffer
 
@@ -199,6 +198,5 @@ def test_requests_made_at_once_on_threads_bind_the_one_kept_buffer(tmp_path, tes
     plan = net.plan
     kept = list(plan.constant_buffers.values()) + [buf for buf, _ in plan.arg_buffers.values()]
     assert bound and all(any(buf is k for k in kept) for buf in bound)
-    want = x.astype(np.float64) @ m + b
     for request in made:
         np.testing.assert_allclose(request.infer({"x": x})["y"], want, rtol=1e-5, atol=1e-5)
