@@ -80,17 +80,22 @@ def worker_count(engine) -> int:
     process that caps PoCL's threads at its share of the cores (a Ray actor) gets no more
     compiling processes than that. 0 where the disk cache cannot carry their results (off, or
     not writable)."""
-    wanted = settings.build_processes()         # a bad value is an error wherever it is set
-    if wanted is None:
-        wanted = _default_count(engine.device)
+    wanted = _wanted_count(engine.device)       # a bad value is an error wherever it is set
     cache = engine.cache
     if wanted < 2 or not cache.enabled or not cache.check_directory():   # (it probes)
         return 0
     return wanted
 
 
+def _wanted_count(device) -> int:
+    """The workers asked for on `device` (CUSTOMLAYERS_BUILD_PROCESSES, else the default),
+    before any look at the cache."""
+    wanted = settings.build_processes()
+    return _default_count(device) if wanted is None else wanted
+
+
 def _default_count(device) -> int:
-    """worker_count's default for `device`, before any look at the cache."""
+    """worker_count's default for `device`."""
     from .limits import is_nvidia_platform, is_pocl_platform
     if is_nvidia_platform(device):
         return min(8, _cores())
@@ -195,10 +200,9 @@ def start_early(device, cache) -> bool:
     the cores are checked before the cache's folder is touched (nothing made, nothing warned
     where no worker would start)."""
     try:
-        wanted = settings.build_processes()
+        count = _wanted_count(device)
     except CustomLayersError:
         return False      # a bad value is reported by the first build, as before
-    count = _default_count(device) if wanted is None else wanted
     if count < 2 or _cores() <= count or not cache.is_empty():
         return False
     try:

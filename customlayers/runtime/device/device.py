@@ -187,9 +187,8 @@ def open_engine_at(position: tuple[int, int], name: str | None = None,
 def adopt_context(context_handle: int, device_handle: int, name: str | None = None,
                   cache: ProgramCache | None = None) -> "Engine | None":
     """An Engine on a context made outside pyopencl (build_workers.EarlyContext, through the
-    same loader):
-    pyopencl takes over its reference. None (the context released) where the device is not
-    `name`, as open_engine_at would refuse it, or the handles are not usable."""
+    same loader): pyopencl takes over its reference. None (the context released) where the
+    device is not `name`, as open_engine_at would refuse it, or the handles are not usable."""
     try:
         context = cl.Context.from_int_ptr(context_handle, retain=False)
         device = cl.Device.from_int_ptr(device_handle)
@@ -201,10 +200,10 @@ def adopt_context(context_handle: int, device_handle: int, name: str | None = No
 
 
 def _engine_on(context, device, cache) -> "Engine":
-    """An Engine on a context of our own child process: it starts no build workers."""
+    """An Engine on a context of our own child process (a build worker, a checker, a
+    machine-code capture): its parent's cache is its own, and it starts no build workers (no
+    start_early)."""
     engine = Engine.__new__(Engine)
-    # a child process of ours (a build worker, a checker, a machine-code capture): its
-    # parent's cache is its own, and it starts no build workers (no start_early)
     engine._setup(device, context, None, cache)
     return engine
 
