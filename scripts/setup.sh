@@ -97,16 +97,19 @@ fi
 echo "setup: installing $what into $VENV (log: $VENV/pip-install.log)"
 # the build backend's notes are noise on success; on failure the log's end says why
 exec 3>&2                # the terminal, for what install_with_uv says beside its log
-if ! install_with_uv "$target" > "$VENV/pip-install.log" 2>&1 && \
-        ! "$VENV/bin/python" -m pip install --disable-pip-version-check -e "$target" \
-        >> "$VENV/pip-install.log" 2>&1; then
-    tail -n 30 "$VENV/pip-install.log" >&2
-    echo "setup: pip install failed; full log in $VENV/pip-install.log" >&2
-    exit 1
+installer=uv             # which one installed, said in the closing line
+if ! install_with_uv "$target" > "$VENV/pip-install.log" 2>&1; then
+    installer=pip
+    if ! "$VENV/bin/python" -m pip install --disable-pip-version-check -e "$target" \
+            >> "$VENV/pip-install.log" 2>&1; then
+        tail -n 30 "$VENV/pip-install.log" >&2
+        echo "setup: pip install failed; full log in $VENV/pip-install.log" >&2
+        exit 1
+    fi
 fi
 touch "$base_stamp"
 [ "$LEVEL" = test ] && touch "$test_stamp"
 # what the set-up cost, said: up to date it costs 0.01 s and says nothing; an install after a
 # change of pyproject.toml (a stale stamp) checks every package again (a few seconds with uv)
-echo "setup: $what installed in ${SECONDS} s"
+echo "setup: $what installed by $installer in ${SECONDS} s"
 exit 0

@@ -21,13 +21,14 @@ INFO = "info"
 @dataclass(frozen=True)
 class Location:
     """Where something was written: file (path or a name given for a string), 1-based line and
-    column. line 0 means "the file as a whole"."""
+    column. line 0 means "the file as a whole", written as the file alone (`a.xml: error...`,
+    as compilers write a file they cannot open), never as a line 0 an editor cannot jump to."""
     file: str
     line: int = 0
     column: int = 1
 
     def __str__(self) -> str:
-        return f"{self.file}:{self.line}:{self.column}"
+        return f"{self.file}:{self.line}:{self.column}" if self.line else self.file
 
 
 @dataclass(frozen=True)
@@ -46,7 +47,8 @@ class Diagnostic:
         return cls(loc.file, loc.line, loc.column, severity, code, message, layer)
 
     def render(self) -> str:
-        text = f"{self.file}:{self.line}:{self.column}: {self.severity}[{self.code}]: {self.message}"
+        where = str(Location(self.file, self.line, self.column))
+        text = f"{where}: {self.severity}[{self.code}]: {self.message}"
         if self.layer:
             text += f" (layer {clipped(self.layer)})"
         return text

@@ -42,7 +42,7 @@ def _fails_with_2(argv, capsys, names: str) -> str:
     (["check", "-c", RELU, "-l", "{gone}/ref.py", "--layer", "ReLU"], "{gone}/ref.py"),
     (["layers", "-c", "{gone}/layer.xml"], "{gone}/layer.xml"),
     (["validate", "{gone}/layer.xml"], "{gone}/layer.xml"),
-    (["validate", "{gone}/kernel.cl"], "{gone}/kernel.cl:0:1: error[CL000]: cannot read the "
+    (["validate", "{gone}/kernel.cl"], "{gone}/kernel.cl: error[CL000]: cannot read the "
                                        "source: No such file or directory"),
 ])
 def test_a_missing_input_file_exits_2_and_is_named(tmp_path, capsys, argv, missing):

@@ -82,7 +82,7 @@ def test_strict_turns_warnings_into_errors(capsys, tmp_path):
 def test_unreadable_file_exits_2_and_still_checks_the_rest(capsys, tmp_path):
     code, out, _ = run(capsys, tmp_path / "absent.xml", GOOD)
     assert code == 2
-    assert f"{tmp_path / 'absent.xml'}:0:1: error[CL000]: cannot read the config" in out
+    assert f"{tmp_path / 'absent.xml'}: error[CL000]: cannot read the config" in out
     # every argument counts as a file, the unreadable one too
     assert out.splitlines()[-1] == "2 files, 2 layers: 1 error, 0 warnings"
 

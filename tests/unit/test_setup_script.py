@@ -46,6 +46,7 @@ def fake(tmp_path):
         done = subprocess.run(["bash", str(SETUP), *level], env=env, capture_output=True,
                               text=True, timeout=60)
         assert done.returncode == 0, done.stderr
+        run.stdout = done.stdout
         return [line for line in log.read_text().splitlines() if line]
 
     run.log = log
@@ -117,6 +118,7 @@ def test_uv_installs_the_package_with_pips_indexes_and_constraints(fake):
     assert "--extra-index-url file:///a/simple --extra-index-url file:///b/simple" in uv
     assert "--constraint /c.txt" in uv and "--index-strategy unsafe-best-match" in uv
     assert "--compile-bytecode" in uv         # as pip: no process compiles the modules again
+    assert "setup: customlayers[test] installed by uv in " in run.stdout
     assert run("test") == []
 
 
@@ -128,6 +130,7 @@ def test_pip_installs_where_uv_fails_and_says_so(fake):
                           timeout=60)
     assert done.returncode == 0
     assert "uv did not install .; pip installs it instead" in done.stderr
+    assert "setup: customlayers installed by pip in " in done.stdout
     commands = [line for line in run.log.read_text().splitlines() if line]
     assert _uv_installs(commands) == ["."] and _pip_targets(commands) == ["."]
 
@@ -137,6 +140,7 @@ def test_pip_alone_with_installer_pip_and_an_unknown_installer_is_refused(fake, 
     _stub(venv / "bin" / "uv", run.log)
     commands = run("test", INSTALLER="pip")
     assert _uv_installs(commands) == [] and _pip_targets(commands) == [".[test]"]
+    assert "installed by pip in " in run.stdout
     done = subprocess.run(["bash", str(SETUP)], capture_output=True, text=True, timeout=60,
                           env=dict(os.environ, VENV=str(venv), INSTALLER="conda"))
     assert done.returncode == 2 and "unknown INSTALLER 'conda'" in done.stderr

@@ -80,7 +80,7 @@ def test_a_fifo_as_config_is_refused_at_once(tmp_path, capsys):
     with fifo(tmp_path / "pipe.xml") as path, quick():
         code, out = validate(capsys, path)
     assert code == 2
-    assert f"{path}:0:1: error[CL000]: cannot read the config: not a regular file (a FIFO); " \
+    assert f"{path}: error[CL000]: cannot read the config: not a regular file (a FIFO); " \
            f"only regular files are read" in out
 
 
