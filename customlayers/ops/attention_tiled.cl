@@ -212,11 +212,16 @@ void attention_tiled(__global const float* restrict q, __global const float* res
                 for (int w = 0; w < TC; ++w)
                     top[i] = fmax(top[i], red[(4 * tr + i) * TC + w]);
 #endif
+            /* e^x as 2^(x log2 e): the scores stay in natural units (a mask of -FLT_MAX, which
+             * times log2 e would overflow to -inf, still leaves a row whose every score it
+             * masks uniform) and only the difference to the max is scaled; NVIDIA's exp2 skips
+             * exp's range reduction: ViT-B/16 b32's 12 layers 2824 -> 2688 us, b1 460 -> 409
+             * (H100); the outputs to the same 2.4e-6 of torch's */
 #pragma unroll
             for (int i = 0; i < 4; ++i) {
                 const float mx = fmax(m[i], top[i]);
                 const float base = mx == -INFINITY ? 0.0f : mx;
-                const float keep = exp(m[i] - base);
+                const float keep = exp2((m[i] - base) * M_LOG2E_F);
                 m[i] = mx;
                 l[i] *= keep;
 #pragma unroll
@@ -224,7 +229,7 @@ void attention_tiled(__global const float* restrict q, __global const float* res
                     acc[i][c] *= keep;
 #pragma unroll
                 for (int c = 0; c < SK; ++c) {
-                    s[i][c] = exp(s[i][c] - base);
+                    s[i][c] = exp2((s[i][c] - base) * M_LOG2E_F);
                     l[i] += s[i][c];
                 }
             }

@@ -137,16 +137,23 @@ def test_out_scale_multiplies_the_output(cl_env):
 
 def test_infinite_masks_give_what_softmax_then_matmul_give(cl_env, tile):
     """-inf over the first whole block of keys of one row (the running max starts at -inf and
-    must not poison the row), everywhere in another (NaN, as numpy's softmax gives), and a
-    large finite negative mask (BERT's -10000)."""
+    must not poison the row), everywhere in another (NaN, as numpy's softmax gives), a large
+    finite negative mask (BERT's -10000), and float32's lowest (Hugging Face's masks): over a
+    whole row it leaves the row uniform, not NaN (the kernel scales only differences to the
+    max by log2 e, never the masked scores, which would overflow to -inf)."""
     q, k, v = _qkv((1, 2), 6, ODD_T, 16, 16, seed=4)
+    lowest = np.finfo(np.float32).min
     mask = np.zeros((1, 2, 6, ODD_T), np.float32)
     mask[0, 0, 1, :KEYS + 2] = -np.inf
     mask[0, 1, 2, :] = -np.inf
     mask[0, 1, 3, 5:] = -10000.0
+    mask[0, 0, 4, :] = lowest
+    mask[0, 0, 5, 3:] = lowest
     got = run_fused(cl_env, q, k, v, 0.25, mask, ctx=tile)
     want = attention_ref(q, k, v, 0.25, mask)
     assert np.isnan(got[0, 1, 2]).all() and np.isnan(want[0, 1, 2]).all()
+    np.testing.assert_allclose(want[0, 0, 4], v[0, 0].astype(np.float64).mean(axis=0),
+                               rtol=1e-6, atol=1e-7)     # uniform, as softmax gives
     ok = ~np.isnan(want)
     np.testing.assert_allclose(got[ok], want[ok], rtol=2e-5, atol=2e-6)
     assert not np.isnan(got[ok]).any()
