@@ -258,6 +258,65 @@ def test_an_output_that_is_the_input_is_one_device_copy(user):
     np.testing.assert_array_equal(_read(q, y_buf, (2, 315)), x.reshape(2, 315))
 
 
+def test_runs_on_the_same_device_buffers_check_them_once_and_follow_every_change(user,
+                                                                                 monkeypatch):
+    """Runs whose tensors are all the user's device buffers take the last run's bindings and
+    copies again (prepared once): new contents of a buffer are read, and a set_tensor, of a
+    buffer or of an array, is followed at the next run."""
+    import customlayers.runtime.execute.request as request_module
+    ctx, q = user["ctx"], user["queue"]
+    net = Network(input_view(), None, Engine.from_queue(q))
+    req = net.create_request()
+    prepared = []
+    real = request_module.prepare_run
+    monkeypatch.setattr(request_module, "prepare_run",
+                        lambda *a, **k: (prepared.append(1), real(*a, **k))[1])
+    x1, x2, x3 = _x(21), _x(22), _x(23)
+    x_buf, y_buf, y2_buf = _buffer(ctx, x1), _buffer(ctx), _buffer(ctx)
+    req.set_tensor("x", x_buf)
+    req.set_tensor("y", y_buf)
+    for _ in range(3):                             # the same buffers: prepared once
+        req.start_async()
+        assert req.wait() == {}
+    assert len(prepared) == 1 and req.copies == 3  # the device-side copy made every run
+    np.testing.assert_array_equal(_read(q, y_buf, (2, 315)), x1.reshape(2, 315))
+    cl.enqueue_copy(q, x_buf, x2)                  # new contents, the same buffer
+    req.start_async()
+    req.wait()
+    np.testing.assert_array_equal(_read(q, y_buf, (2, 315)), x2.reshape(2, 315))
+    assert len(prepared) == 1
+    req.set_tensor("y", y2_buf)                    # another output buffer: prepared again
+    req.start_async()
+    req.wait()
+    assert len(prepared) == 2
+    np.testing.assert_array_equal(_read(q, y2_buf, (2, 315)), x2.reshape(2, 315))
+    req.set_tensor("x", x3)                        # a host array: uploaded, every run
+    for _ in range(2):
+        req.start_async()
+        req.wait()
+    assert len(prepared) == 4
+    np.testing.assert_array_equal(_read(q, y2_buf, (2, 315)), x3.reshape(2, 315))
+
+
+def test_host_outputs_are_a_new_array_every_run(user):
+    """An output the user gave no buffer for is read into a new array each run (never the
+    last run's, which the caller may still hold), also after runs on device buffers alone."""
+    ctx, q = user["ctx"], user["queue"]
+    net = Network(chain(), None, Engine.from_queue(q))
+    req = net.create_request()
+    x1, x2 = _x(24), _x(25)
+    x_buf = _buffer(ctx, x1)
+    req.set_tensor("x", x_buf)
+    req.start_async()
+    first = req.wait()["y"]
+    cl.enqueue_copy(q, x_buf, x2)
+    req.start_async()
+    second = req.wait()["y"]
+    assert first is not second
+    np.testing.assert_array_equal(first, chain_ref(x1))
+    np.testing.assert_array_equal(second, chain_ref(x2))
+
+
 _BYXF_LAYER = """
 <CustomLayer name="ReLU" type="SimpleGPU" version="1">
   <Kernel entry="relu_byxf"><Source filename="k.cl"/></Kernel>

@@ -51,6 +51,19 @@ class Run:
     # outputs read by maps (a run with host steps): (mapped array, the host array it fills)
     maps: list = field(default_factory=list)
 
+    def reusable(self) -> bool:
+        """Whether another run may take this one's bindings and copies as they are: nothing
+        is uploaded from or read into host memory (a host array would be one run's), only
+        device buffers and device-side copies."""
+        return not self.host_outputs and not self.keep and \
+            all(c.kind == "device" for c in self.pre + self.post)
+
+    def again(self) -> "Run":
+        """A new run with this one's bindings and copies (which no run changes) and nothing
+        of its own yet (events, maps, what it waits for)."""
+        return Run(pre=self.pre, post=self.post, binding=self.binding,
+                   host_outputs=self.host_outputs)
+
 
 def prepare_run(plan, own_inputs: dict, user: dict, arrays: dict, context, unified: bool,
                 own_buffer) -> Run:
