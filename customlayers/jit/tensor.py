@@ -9,6 +9,7 @@ Pitches are in elements over the padded sizes; OFFSET is where element (0,0,0,0)
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -79,7 +80,9 @@ class TensorDesc:
                               f"padding are defined on the 4-D B,F,Y,X view")
 
     # -- the B,F,Y,X view ------------------------------------------------------------------
-    @property
+    # (the derived sizes are computed once per desc: a frozen desc never changes, and a run
+    # asks for them on every inference, the planner thousands of times per model)
+    @cached_property
     def dims(self) -> tuple[int, int, int, int]:
         """The four B,F,Y,X dims (rank below 4 padded with 1 at the end)."""
         if len(self.shape) > 4:
@@ -87,12 +90,12 @@ class TensorDesc:
                               f"view that custom layers see holds at most 4 dims")
         return tuple(self.shape) + (1,) * (4 - len(self.shape))  # type: ignore[return-value]
 
-    @property
+    @cached_property
     def padded_dims(self) -> tuple[int, int, int, int]:
         return tuple(d + lo + up for d, lo, up in
                      zip(self.dims, self.lower_pad, self.upper_pad))  # type: ignore[return-value]
 
-    @property
+    @cached_property
     def pitches(self) -> tuple[int, int, int, int]:
         """Element distance between neighbours in each of B,F,Y,X."""
         padded = self.padded_dims
@@ -103,11 +106,11 @@ class TensorDesc:
             step *= padded[axis]
         return tuple(pitch)  # type: ignore[return-value]
 
-    @property
+    @cached_property
     def offset(self) -> int:
         return sum(p * lo for p, lo in zip(self.pitches, self.lower_pad))
 
-    @property
+    @cached_property
     def count(self) -> int:
         """Number of logical elements."""
         n = 1
@@ -115,7 +118,7 @@ class TensorDesc:
             n *= d
         return n
 
-    @property
+    @cached_property
     def buffer_count(self) -> int:
         """Number of elements in the (padded) buffer."""
         if len(self.shape) > 4:
@@ -125,11 +128,11 @@ class TensorDesc:
             n *= d
         return n
 
-    @property
+    @cached_property
     def itemsize(self) -> int:
         return dtypes.itemsize_of(self.dtype)
 
-    @property
+    @cached_property
     def nbytes(self) -> int:
         return self.buffer_count * self.itemsize
 
@@ -137,15 +140,15 @@ class TensorDesc:
     def cl_type(self) -> str:
         return dtypes.cl_type_of(self.dtype)
 
-    @property
+    @cached_property
     def np_dtype(self) -> np.dtype:
         return dtypes.numpy_of(self.dtype)
 
-    @property
+    @cached_property
     def is_padded(self) -> bool:
         return any(self.lower_pad) or any(self.upper_pad)
 
-    @property
+    @cached_property
     def is_plain(self) -> bool:
         """Dense BFYX without padding: the buffer is the logical array in C order."""
         return self.format == "BFYX" and not self.is_padded
