@@ -267,7 +267,8 @@ def test_defining_a_layer_does_not_scan_every_earlier_definition():
     # the one name defined before is found, with the place of its first definition
     assert [d.code for d in configs.diagnostics] == ["CL070"] and \
         "x.xml:8:1" in configs.diagnostics.items[0].message
-    assert earlier.reads < 3 * len(earlier), f"{earlier.reads} reads"
+    # indexed: about two reads an entry (60,601 here); a scan per layer: 300 an entry
+    assert earlier.reads < 10 * len(earlier), f"{earlier.reads} reads"
 
 
 @pytest.mark.parametrize("old, new, code", [

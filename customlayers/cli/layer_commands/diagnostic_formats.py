@@ -1,6 +1,7 @@
 """`validate --format`: the same diagnostics as text, JSON, SARIF 2.1.0 or GitHub annotations.
 
-- text: `file:line:col: severity[CODE]: message (layer NAME)`, then the summary line;
+- text: `file:line:col: severity[CODE]: message (layer NAME)` (`file: ...` for a problem of
+  the whole file, such as one that cannot be read), then the summary line;
 - json: one array of {file, line, column, severity, code, layer, message};
 - sarif: one SARIF 2.1.0 log (for code-scanning uploads): the rules are our stable codes
   (config/codes.py), each result has its ruleId, level, message and place;

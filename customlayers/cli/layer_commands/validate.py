@@ -28,7 +28,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         "validate", help="check layer configs (and optionally build their kernels)",
         description="Check CustomLayer config files: structure (JSON Schema), values, "
                     "sources, defines, work-size formulas. Every problem is listed as "
-                    "file:line:col: severity[CODE]: message (layer NAME).")
+                    "file:line:col: severity[CODE]: message (layer NAME); a problem of a whole file "
+                    "(one that cannot be read) as file: severity[CODE]: message.")
     p.add_argument("configs", nargs="+", metavar="CONFIG",
                    help="config XML files; folders (every *.xml with a <CustomLayer> under "
                         "them); .cl sources (the configs under the current folder that name "

@@ -60,7 +60,8 @@ class Run:
 
     def again(self) -> "Run":
         """A new run with this one's bindings and copies (which no run changes) and nothing
-        of its own yet (events, maps, what it waits for)."""
+        of its own yet (events, maps, what it waits for). `keep` is not carried: only a run
+        that keeps no host memory is reused (reusable())."""
         return Run(pre=self.pre, post=self.post, binding=self.binding,
                    host_outputs=self.host_outputs)
 
