@@ -33,6 +33,12 @@ from ..base import Attr, register_op
 # arithmetic of warps past the last row: 236 us (torch 229 in that run). At batch 1: 39 us
 # (torch 44); BERT-base's heads at 32 (seq 128, a mask): 91 us (torch 93).
 # On PoCL (2 cores) 8 x 4 with 2 float4s: 5.8 ms for ViT's heads at batch 1, 16 x 8: 7.0 ms.
+# ViT's 197 rows are 3 blocks of 64 and a tail of 5, and the tail's groups stream all of K and
+# V as a whole block's do: on an H200 the 192 rows alone took 182 us, the 5 alone 39 us (104.6
+# with 4 x 8, 50.9 with 8 x 8), all 197 at once 224-226 us. Larger blocks, with P^T kept in K^T's
+# __local space so that they fit (one barrier more per block of keys), did not pay: 32 x 4
+# (128 rows) 222.0 against 223.5 us at batch 32 but 54.2 against 32.1 at batch 1; 24 x 8 250;
+# 16 x 8 with the barrier 260 (stop 33, .device/probe/attn_tiles.py).
 GPU_TILES = ((16, 8, 1, True), (8, 8, 1, True), (4, 8, 1, False))   # largest that fits first
 CPU_TILE = (8, 4, 2, False)
 # the head sizes the kernel takes (its register blocks hold 4 rows x DV / TC outputs)
