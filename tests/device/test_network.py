@@ -188,6 +188,23 @@ def test_unsupported_layers_are_listed_together(tmp_path, engine):
     assert msg.count("(type MyReLU)") == 2
 
 
+def test_a_registry_or_engine_of_another_type_is_a_type_error_saying_what_is_taken(
+        tmp_path, engine):
+    """A list of config paths where the Registry goes (a new user's guess) was an
+    AttributeError from inside the device check; a device name where the Engine goes too."""
+    from customlayers.api import Registry
+    from customlayers.runtime.compile.network import Network
+    model = _relu_chain(tmp_path / "chain.xml", n=1)
+    with pytest.raises(TypeError, match=r"registry is list; expected a Registry with your "
+                                        r"configs loaded \(reg = Registry\(engine\)"):
+        Network(str(model), ["layers.xml"], engine)
+    with pytest.raises(TypeError, match=r"engine is str; expected an Engine"):
+        Network(str(model), Registry(engine), "GPU")
+    net = Network(str(model), Registry(engine), engine)       # the types it takes still run
+    x = np.random.default_rng(7).standard_normal((2, 5, 7, 9)).astype(np.float32)
+    np.testing.assert_array_equal(net.infer({"x": x})["y"], np.maximum(x + np.float32(-0.1), 0))
+
+
 def test_profile_table(tmp_path, engine):
     from customlayers.runtime.observe import profile
     from customlayers.runtime.compile.network import Network

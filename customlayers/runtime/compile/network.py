@@ -102,6 +102,7 @@ class Network:
                  tuning: str | None = None, concat_in_place: bool = True,
                  fuse_temporal_blocks: bool = False, fuse_attention: bool | None = None):
         self._say = messages if messages is not None else (lambda m: None)
+        _check_argument_types(registry, engine)
         settings.check_switches("Network", ("fuse_attention",), profiling=profiling, fuse=fuse,
                                 concat_in_place=concat_in_place, fuse_attention=fuse_attention,
                                 fuse_temporal_blocks=fuse_temporal_blocks)
@@ -425,6 +426,21 @@ class Network:
     @property
     def output_names(self) -> list[str]:
         return [n for n, _ in self.plan.outputs]
+
+
+def _check_argument_types(registry, engine) -> None:
+    """A TypeError saying what Network's registry and engine take (a list of config paths
+    passed as the registry was an AttributeError deep in the device check)."""
+    from ..layers.registry import Registry
+    for name, value, kind, how in (
+            ("registry", registry, Registry,
+             "a Registry with your configs loaded (reg = Registry(engine); "
+             "reg.load('layers.xml')) or None"),
+            ("engine", engine, Engine, "an Engine (Engine('GPU'), Engine.from_queue(queue)) "
+                                       "or None")):
+        if value is not None and not isinstance(value, kind):
+            raise TypeError(f"Network(model, registry, engine): {name} is "
+                            f"{type(value).__name__}; expected {how}")
 
 
 def _check_same_device(engine: Engine, registry: Registry | None) -> None:
