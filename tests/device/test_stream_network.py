@@ -14,7 +14,7 @@ from customlayers.api import Engine, Network
 from customlayers.errors import ModelError
 from customlayers.ops.stream.reference import ReferenceStream
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+sys.path.append(str(Path(__file__).resolve().parents[2] / "bench"))  # after tests/: both have a models.py
 import gpu_peers  # noqa: E402
 
 @pytest.fixture(scope="module")

@@ -18,7 +18,7 @@ from customlayers.ops.stream.program import Binary, CausalConv, ChannelSoftmax, 
 from customlayers.passes.stream.causal_stream import stream_program
 
 pytest.importorskip("onnxruntime")
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+sys.path.append(str(Path(__file__).resolve().parents[2] / "bench"))  # after tests/: both have a models.py
 from gpu_peers import TCN_KERNEL, onnx_tcn  # noqa: E402
 
 RTOL = 1e-5
