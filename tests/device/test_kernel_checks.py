@@ -107,6 +107,77 @@ def test_without_checks_a_non_finite_output_suggests_them(tmp_path, capsys):
            "again with --check-bounds or --sanitize" in captured.err
 
 
+def test_without_checks_outputs_never_written_are_an_error_not_a_file(tmp_path, capsys):
+    """Stride 3 on 2 channels: the guard skips every work-item. Without --check-bounds this
+    wrote the output buffer's old memory with exit 0."""
+    code, captured, out = _run_layer(capsys, tmp_path, REORG, "ReorgYolo", "--param",
+                                     "stride=3")
+    assert code == 1 and not out.exists()
+    assert ("output 0 (1x2x3x4 f32 bfyx): 24 of 24 elements were never written by the kernel, "
+            "the first at index (0, 0, 0, 0); the layer has no shape formula for it: its shape "
+            "is the one given to bind, else input 0's. Give the shape the kernel writes"
+            in captured.err)
+    # where the shape came from is said before the run
+    assert ("note: output 0 of layer 'ReorgYolo' runs with input 0's shape 1x2x3x4: the layer "
+            "has no shape formula for it (" in captured.err)
+
+
+def test_a_kernel_that_skips_elements_is_refused_by_the_numpy_call(tmp_path, test_device):
+    from customlayers.errors import ExecutionError
+    from customlayers.jit.tensor import TensorDesc
+    from customlayers.runtime.device.device import Engine
+    from customlayers.runtime.layers.registry import Registry
+    registry = Registry(Engine(test_device))
+    registry.load(str(_layer(tmp_path, "if (i % 5 != 3) dst[i] = src[i];")))
+    bound = registry.bind("Shift", [TensorDesc((1, 2, 3, 4))])
+    with pytest.raises(ExecutionError, match=r"output 0 \(1x2x3x4 f32 bfyx\): 5 of 24 elements "
+                                             r"were never written by the kernel, the first at "
+                                             r"index \(0, 0, 0, 3\)"):
+        bound(np.ones((1, 2, 3, 4), np.float32))
+
+
+@pytest.mark.parametrize("ctype,dtype,value", [
+    ("float", np.float32, "as_float(0x7FE5A5A5u)"),     # the first run's sentinel, a NaN
+    ("uchar", np.uint8, "0xA5"),
+    ("int", np.int32, "(int)0xA5A5A5A5"),
+], ids=["f32", "u8", "i32"])
+def test_a_kernel_that_writes_the_sentinel_itself_is_not_refused(tmp_path, test_device, ctype,
+                                                                 dtype, value):
+    """The first run's sentinel is a value a kernel may compute (any uchar is): an element is
+    unwritten only when it kept the second run's sentinel too."""
+    from customlayers.jit.tensor import TensorDesc
+    from customlayers.runtime.device.device import Engine
+    from customlayers.runtime.layers.registry import Registry
+    (tmp_path / "shift.cl").write_text(
+        f"__kernel void shift(__global const {ctype}* src, __global {ctype}* dst)\n"
+        f"{{ const int i = get_global_id(0); dst[i] = i % 2 ? src[i] : {value}; }}\n")
+    (tmp_path / "shift.xml").write_text(LAYER.format(count="B*F*Y*X", fmt="BFYX",
+                                                     dim="output"))
+    registry = Registry(Engine(test_device))
+    registry.load(str(tmp_path / "shift.xml"))
+    x = np.arange(24, dtype=dtype).reshape(1, 2, 3, 4)
+    out = registry.bind("Shift", [TensorDesc(x.shape, x.dtype)])(x)
+    bits = out.view(f"u{out.itemsize}").reshape(-1)
+    expected = x.view(f"u{x.itemsize}").reshape(-1).copy()
+    expected[::2] = np.array([0x7FE5A5A5 if ctype == "float" else 0xA5A5A5A5 if ctype == "int"
+                              else 0xA5], expected.dtype)
+    np.testing.assert_array_equal(bits, expected)
+
+
+def test_run_layer_names_the_file_of_an_input_it_cannot_take(tmp_path, capsys, examples_dir):
+    relu = str(examples_dir / "relu" / "relu.xml")
+    np.save(tmp_path / "x5.npy", np.zeros((1, 1, 4, 6, 10), np.float32))
+    assert main(["run-layer", "-c", relu, "-i", str(tmp_path / "x5.npy"),
+                 "-o", str(tmp_path / "y.npy")]) == 1
+    err = capsys.readouterr().err
+    assert f"error: input 0 ({tmp_path / 'x5.npy'}): shape [1, 1, 4, 6, 10] has rank 5" in err
+    np.save(tmp_path / "x0.npy", np.float32(-2))
+    assert main(["run-layer", "-c", relu, "-i", str(tmp_path / "x0.npy"),
+                 "-o", str(tmp_path / "y.npy")]) == 0
+    assert ": wrote a 0-d array to " in capsys.readouterr().out
+    assert np.load(tmp_path / "y.npy").shape == ()
+
+
 @needs_oclgrind
 def test_sanitize_reports_an_invalid_read_at_the_users_line(tmp_path, capsys):
     """stride=-1 made the ReorgYolo example segfault; on Oclgrind it is a located report and

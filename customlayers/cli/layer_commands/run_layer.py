@@ -78,6 +78,44 @@ def kernel_arrays(spec, params, input_paths, data_paths) -> tuple[list, dict]:
     return layer_arrays(spec.name, input_paths, data_paths, declared_types(spec, params))
 
 
+def wrote_line(who: str, outputs, path: str) -> str:
+    """'ReLU on DEVICE: wrote 1x3x8x8 to y.npy' (a 0-d output is named as one, not as '')."""
+    shapes = ", ".join("x".join(map(str, a.shape)) if a.ndim else "a 0-d array"
+                       for a in outputs)
+    return f"{who}: wrote {shapes} to {path}"
+
+
+def input_descs(inputs, paths) -> list:
+    """The inputs' descriptions as the kernel sees them; a shape it cannot take names its
+    file (the TensorError alone says only the shape)."""
+    from ...errors import TensorError
+    from ...jit.tensor import TensorDesc
+    descs = []
+    for i, (array, path) in enumerate(zip(inputs, paths)):
+        try:
+            desc = TensorDesc(array.shape, array.dtype)
+            desc.dims       # the B,F,Y,X view: a rank over 4 is refused here
+        except TensorError as e:
+            raise TensorError(f"input {i} ({path}): {e}") from None
+        descs.append(desc)
+    return descs
+
+
+def note_default_output_shapes(spec, in_descs, out_shapes) -> None:
+    """Say on stderr which output takes input 0's shape because the layer has no shape formula
+    for it and no --output-shape was given: a layer whose output has another shape (ReorgYolo)
+    would otherwise run with a wrong one and say nothing."""
+    import sys
+    if out_shapes:
+        return
+    shown = "x".join(map(str, in_descs[0].shape)) if in_descs[0].shape else "() (0-d)"
+    for t in spec.outputs:
+        if not t.shape:
+            print(f"note: output {t.port_index} of layer '{spec.name}' runs with input 0's shape "
+                  f"{shown}: the layer has no shape formula for it ({t.location}); give "
+                  f"--output-shape if its output has another shape", file=sys.stderr)
+
+
 def parse_shape(text: str) -> tuple[int, ...]:
     try:
         shape = tuple(int(v) for v in text.lower().split("x"))
@@ -163,8 +201,9 @@ def run(args) -> int:
         raise UsageError(f"layer '{spec.name}' binds Data {', '.join(missing)}: give "
                          + " ".join(f"--data {n}=FILE.npy" for n in missing))
     inputs, data = kernel_arrays(spec, params, args.input, data_paths)
-    in_descs = [TensorDesc(a.shape, a.dtype) for a in inputs]
+    in_descs = input_descs(inputs, args.input)
     check_output_shapes(spec, in_descs, data, out_shapes, params=params)
+    note_default_output_shapes(spec, in_descs, out_shapes)
     out_descs = [TensorDesc(s, in_descs[0].dtype) for s in out_shapes] or None
 
     bound = registry.bind(spec.name, in_descs, out_descs, params=params, data=data)
@@ -184,8 +223,7 @@ def run(args) -> int:
         outputs = result if isinstance(result, list) else [result]
     warn_if_not_finite({f"output{i}": a for i, a in enumerate(outputs)}, f"layer '{spec.name}'")
     write_arrays_atomically(args.output, {f"output{i}": a for i, a in enumerate(outputs)})
-    shapes = ", ".join("x".join(map(str, a.shape)) for a in outputs)
-    print(f"{spec.name} on {bound.engine.device.name.strip()}: wrote {shapes} to {args.output}")
+    print(wrote_line(f"{spec.name} on {bound.engine.device.name.strip()}", outputs, args.output))
     return 0
 
 
@@ -215,11 +253,12 @@ def _run_alone(registry, spec, args, params, data_paths, out_shapes) -> int:
         raise UsageError(f"layer '{spec.name}' binds Data {', '.join(missing)}: give "
                          + " ".join(f"--data {n}=FILE.npy" for n in missing))
     inputs, data = kernel_arrays(spec, params, args.input, data_paths)
+    input_descs(inputs, args.input)
     outputs = run_layer(registry, spec.name, inputs, params, data, out_shapes)
     write_arrays_atomically(args.output, {f"output{i}": a for i, a in enumerate(outputs)})
-    shapes = ", ".join("x".join(map(str, a.shape)) for a in outputs)
-    print(f"{spec.name} on {registry.engine.device.name.strip()}: wrote {shapes} to "
-          f"{args.output}")
+    print(wrote_line(f"{spec.name} on {registry.engine.device.name.strip()}", outputs,
+                     args.output))
+    return 0
 
 
 def run_python_layer(args, defn, params, data_paths, out_shapes) -> int:
@@ -236,6 +275,6 @@ def run_python_layer(args, defn, params, data_paths, out_shapes) -> int:
     outputs = run_reference(defn, inputs, attrs, f"layer type '{defn.type}'")
     check_array_count(args.output, len(outputs), f"layer '{defn.type}'")
     write_arrays_atomically(args.output, {f"output{i}": a for i, a in enumerate(outputs)})
-    shapes = ", ".join("x".join(map(str, a.shape)) for a in outputs)
-    print(f"{defn.type} ({defn.method('execute')}) on the host: wrote {shapes} to {args.output}")
+    print(wrote_line(f"{defn.type} ({defn.method('execute')}) on the host", outputs,
+                     args.output))
     return 0

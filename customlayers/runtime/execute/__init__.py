@@ -1,6 +1,7 @@
 """runtime/execute: running launches on a device, one inference at a time or streamed.
 
-kernel.py         BoundKernel: a compiled custom layer with its argument plan and work sizes
+kernel.py         BoundKernel: a compiled custom layer with its argument plan and work sizes;
+                  output elements a run never wrote, found by the sentinel they kept
 launch_timing.py  a layer's launches timed on scratch buffers, for the tuner
 one_launch.py     one launch alone on buffers given as host bytes, read back (the checkers)
 request.py        InferRequest: buffers and enqueues of one inference

@@ -19,7 +19,7 @@ import numpy as np
 import pyopencl as cl
 
 from ...config.simplegpu.spec import LayerSpec
-from ...errors import BindingError
+from ...errors import BindingError, ExecutionError
 from ...jit.bindings import data_blob
 from ...jit.tensor import TensorDesc
 from ...jit.launch import Arg, KernelLaunch
@@ -139,13 +139,32 @@ class BoundKernel:
     # -- numpy convenience -----------------------------------------------------------------
     def __call__(self, *arrays: np.ndarray, **data: np.ndarray):
         """Run on numpy arrays (logical shapes); returns the output array, or a list of them
-        when the layer has several outputs. Keyword arguments replace bound Data blobs."""
+        when the layer has several outputs. Keyword arguments replace bound Data blobs. An
+        output element the kernel never wrote is an ExecutionError, never whatever the memory
+        held (unwritten.py: a second run with another sentinel only when one is suspect)."""
         launch = self._launch_with(self._call_blobs(arrays, data))
+        results = self._run_filled(launch, arrays, FIRST)
+        suspect = [kept(r, FIRST) for r in results]
+        if any(m is not None and m.any() for m in suspect):
+            again = self._run_filled(launch, arrays, SECOND)
+            for port, (mask, out) in enumerate(zip(suspect, again)):
+                never = None if mask is None else mask & kept(out, SECOND)
+                if never is not None and never.any():
+                    raise ExecutionError(self._unwritten_message(port, never))
+        return results[0] if len(results) == 1 else results
+
+    def _run_filled(self, launch: KernelLaunch, arrays, run: int) -> list[np.ndarray]:
+        """One numpy call's upload, launch and read-back, its outputs filled with the sentinel
+        of `run` first."""
         ctx, queue = self.engine.context, self.engine.queue
         mf = cl.mem_flags
         in_bufs = [cl.Buffer(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=d.pack(a))
                    for d, a in zip(self.inputs, arrays)]
         out_bufs = [cl.Buffer(ctx, mf.READ_WRITE, max(d.nbytes, 1)) for d in self.outputs]
+        for desc, buf in zip(self.outputs, out_bufs):
+            pattern = sentinel(desc.np_dtype, run)
+            if pattern is not None and desc.nbytes:
+                cl.enqueue_fill_buffer(queue, buf, pattern, 0, desc.nbytes)
         # a one-off launch through the same kernel object would disturb enqueue()'s record of
         # what is set; a fresh kernel keeps the two paths apart
         kernel = cl.Kernel(self.program, self.spec.entry)
@@ -158,7 +177,21 @@ class BoundKernel:
             cl.enqueue_copy(queue, host, buf, wait_for=[event])
             results.append(desc.unpack(host))
         queue.finish()
-        return results[0] if len(results) == 1 else results
+        return results
+
+    def _unwritten_message(self, port: int, never: np.ndarray) -> str:
+        desc = self.outputs[port]
+        formula = next((t for t in self.spec.outputs if t.port_index == port and t.shape), None)
+        origin = (f"its shape is the formula '{formula.shape}' ({formula.location})" if formula
+                  else "the layer has no shape formula for it: its shape is the one given to "
+                       "bind, else input 0's")
+        return (f"layer type '{self.spec.name}' ({self.spec.location}): output {port} "
+                f"({desc.describe()}): {int(never.sum())} of {never.size} elements were never "
+                f"written by the kernel, the first at index {first_index(never)}; {origin}. "
+                f"Give the shape the kernel writes (bind's outputs=, run-layer's "
+                f"--output-shape), or make the work sizes ({list(self.global_size)}) and the "
+                f"kernel's guards cover every element (--check-bounds also finds writes out of "
+                f"bounds)")
 
     def prepared_call(self, *arrays: np.ndarray, **data: np.ndarray):
         """What one numpy call would run, without running it: (the launch with this call's Data
@@ -281,3 +314,61 @@ def data_value(spec: LayerSpec, values: Sequence[np.ndarray | None], k: int) -> 
                            f"'{spec.data_in_arg_order[k].name}' was bound by its description "
                            "only; bind it with an array to run it")
     return value
+
+
+# -- output elements never written ------------------------------------------------------------
+# An output is filled with a sentinel before the code that should write it runs; an element that
+# still holds it afterwards was never written. A sentinel is a quiet NaN with a payload for floats
+# and a value unlikely to be computed for integers, but a kernel can compute any value of a one-
+# or two-byte type: so an element is called unwritten only when it kept the sentinel through two
+# runs with different sentinels (`FIRST`, then `SECOND` for the suspects' run), which no kernel
+# that writes it can do. Used by BoundKernel's numpy call and by Python layers (one run: their
+# outputs are numpy arrays they fill, and one-byte types are not checked there).
+
+# dtype -> (the unsigned view of its bytes, the sentinel of the first run, of the second)
+_SENTINELS = {
+    np.dtype(np.float32): (np.uint32, 0x7FE5A5A5, 0x7FC0DEAD),
+    np.dtype(np.float16): (np.uint16, 0x7E5A, 0x7EAD),
+    np.dtype(np.float64): (np.uint64, 0x7FFCA5A5A5A5A5A5, 0x7FF8DEADDEADDEAD),
+    np.dtype(np.int8): (np.uint8, 0xA5, 0x5A),
+    np.dtype(np.uint8): (np.uint8, 0xA5, 0x5A),
+    np.dtype(np.bool_): (np.uint8, 0xA5, 0x5A),
+    np.dtype(np.int16): (np.uint16, 0xA5A5, 0x5A5A),
+    np.dtype(np.uint16): (np.uint16, 0xA5A5, 0x5A5A),
+    np.dtype(np.int32): (np.uint32, 0xA5A5A5A5, 0x5A5A5A5A),
+    np.dtype(np.uint32): (np.uint32, 0xA5A5A5A5, 0x5A5A5A5A),
+    np.dtype(np.int64): (np.uint64, 0xA5A5A5A5A5A5A5A5, 0x5A5A5A5A5A5A5A5A),
+    np.dtype(np.uint64): (np.uint64, 0xA5A5A5A5A5A5A5A5, 0x5A5A5A5A5A5A5A5A),
+}
+FIRST, SECOND = 1, 2
+# one-byte types have no value a kernel could not compute: a Python layer's single run skips them
+ONE_RUN_CHECKED = frozenset(t for t, (view, *_) in _SENTINELS.items()
+                            if np.dtype(view).itemsize > 1)
+
+
+def sentinel(dtype, run: int = FIRST) -> np.ndarray | None:
+    """The sentinel of `run` as one element of the unsigned type of dtype's size (the fill
+    pattern of a device buffer), or None for a type not checked."""
+    entry = _SENTINELS.get(np.dtype(dtype))
+    return None if entry is None else np.array([entry[run]], entry[0])
+
+
+def fill(array: np.ndarray, run: int = FIRST) -> None:
+    """Set every element of `array` to the sentinel of `run` (nothing for a type not checked)."""
+    pattern = sentinel(array.dtype, run)
+    if pattern is not None:
+        array.view(pattern.dtype)[...] = pattern[0]
+
+
+def kept(array: np.ndarray, run: int = FIRST) -> np.ndarray | None:
+    """Where `array` still holds the sentinel of `run` (bool, array's shape), or None when its
+    type is not checked."""
+    pattern = sentinel(array.dtype, run)
+    if pattern is None:
+        return None
+    return np.ascontiguousarray(array).view(pattern.dtype) == pattern[0]
+
+
+def first_index(mask: np.ndarray) -> tuple[int, ...]:
+    """The index of the first true element of `mask`, in its shape."""
+    return tuple(int(i) for i in np.unravel_index(int(np.argmax(mask.reshape(-1))), mask.shape))

@@ -23,21 +23,7 @@ from ...errors import ExecutionError, PythonLayerError
 from ...jit.launch import HostWork
 from ...jit.layer import Attr, LayerCall, LayerImpl, LayerWork, Stage
 from ...jit.tensor import TensorDesc, normalize_dtype
-
-# the bit patterns an unwritten element keeps (floats: quiet NaNs with a payload; ints: a value
-# unlikely to be computed). One-byte types have no value to spare: they are not checked.
-SENTINELS = {
-    np.dtype(np.float32): (np.uint32, 0x7FE5A5A5),
-    np.dtype(np.float16): (np.uint16, 0x7E5A),
-    np.dtype(np.float64): (np.uint64, 0x7FFCA5A5A5A5A5A5),
-    np.dtype(np.int16): (np.uint16, 0xA5A5),
-    np.dtype(np.uint16): (np.uint16, 0xA5A5),
-    np.dtype(np.int32): (np.uint32, 0xA5A5A5A5),
-    np.dtype(np.uint32): (np.uint32, 0xA5A5A5A5),
-    np.dtype(np.int64): (np.uint64, 0xA5A5A5A5A5A5A5A5),
-    np.dtype(np.uint64): (np.uint64, 0xA5A5A5A5A5A5A5A5),
-}
-
+from ..execute.kernel import ONE_RUN_CHECKED, fill, first_index, kept
 
 @dataclass(frozen=True)
 class PythonLayerDef:
@@ -154,22 +140,17 @@ def run_python_layer(defn: PythonLayerDef, inputs: Sequence[np.ndarray],
 
 
 def _fill_sentinel(out: np.ndarray) -> None:
-    pattern = SENTINELS.get(out.dtype)
-    if pattern is not None:
-        out.view(pattern[0])[...] = pattern[1]
+    if out.dtype in ONE_RUN_CHECKED:
+        fill(out)
 
 
 def _unwritten(out: np.ndarray):
     """(how many elements still hold the sentinel, the first one's index), or None."""
-    pattern = SENTINELS.get(out.dtype)
-    if pattern is None:
+    if out.dtype not in ONE_RUN_CHECKED:
         return None
-    left = out.view(pattern[0]) == pattern[0](pattern[1])
+    left = kept(out)
     count = int(np.count_nonzero(left))
-    if not count:
-        return None
-    first = np.unravel_index(int(np.argmax(left.reshape(-1))), out.shape)
-    return count, tuple(int(i) for i in first)
+    return (count, first_index(left)) if count else None
 
 
 # -- the layer interface -----------------------------------------------------------------------
