@@ -264,6 +264,50 @@ def test_run_checks_the_custom_layers_of_a_model(tmp_path, capsys):
             in captured.err)
 
 
+def test_a_models_custom_layer_that_leaves_its_output_unwritten_is_an_error(tmp_path, capsys):
+    """The model declares the custom node's output larger than what its kernel covers (the
+    global size counts the input): without any flag, the first inference reports the elements
+    never written, and nothing is written."""
+    config = _layer(tmp_path, "dst[i] = src[i];", dim="input,0")
+    model = _model_with_custom_node(tmp_path, [1, 2, 3, 8])
+    out = tmp_path / "out.npz"
+    code = main(["run", "-m", str(model), "-c", str(config), "-d", "CPU", "-o", str(out)])
+    captured = capsys.readouterr()
+    assert code == 1 and not out.exists() and "Traceback" not in captured.err
+    assert (f"layer 's' (Shift, {config}:1:1): output 0 (1x2x3x8 f32 bfyx): 24 of 48 elements "
+            f"were never written by its kernel in this inference, the first at index "
+            f"(0, 1, 0, 0): its work sizes or its guards do not cover the output the model gives "
+            f"it" in captured.err)
+    assert "--output-shape 1x2x3x8 on this input" in captured.err
+
+
+def test_a_models_first_inference_checks_its_custom_layers_until_one_passes(tmp_path,
+                                                                            test_device):
+    from customlayers.api import Engine, Network
+    from customlayers.errors import ExecutionError
+    from customlayers.runtime.layers.registry import Registry
+    x = np.random.default_rng(1).standard_normal((1, 2, 3, 4)).astype(np.float32)
+    engine = Engine(test_device)
+    broken = Registry(engine)
+    broken.load(str(_layer(tmp_path, "dst[i] = src[i];", dim="input,0")))
+    request = Network(_model_with_custom_node(tmp_path, [1, 2, 3, 8]), broken,
+                      engine).create_request()
+    for _ in range(2):          # not only once: a run that failed the check is checked again
+        with pytest.raises(ExecutionError, match=r"24 of 48 elements were never written"):
+            request.infer({"x": x})
+    sound = Registry(engine)
+    sound.load(str(_layer(tmp_path, COPY)))
+    net = Network(_model_with_custom_node(tmp_path, [1, 2, 3, 4]), sound, engine)
+    request = net.create_request()
+    for _ in range(3):          # the first run checks (fills, reads back); the later ones not
+        np.testing.assert_array_equal(request.infer({"x": x})["y"], np.maximum(x, 0))
+        assert not request._check.pending
+    # a kernel that writes the sentinel itself, a NaN with a payload no arithmetic makes, is
+    # the one false report possible: only types whose sentinel no kernel computes are checked
+    from customlayers.runtime.execute.unwritten import ONE_RUN_CHECKED
+    assert np.dtype(np.float32) in ONE_RUN_CHECKED and np.dtype(np.uint8) not in ONE_RUN_CHECKED
+
+
 @needs_oclgrind
 def test_run_sanitize_reports_the_models_custom_layer_at_its_line(tmp_path, capsys):
     config = _layer(tmp_path, "dst[i] = src[i + 1];")

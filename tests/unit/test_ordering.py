@@ -1,7 +1,7 @@
 """Dependencies between the commands of one inference on an out-of-order queue (pure logic)."""
 from __future__ import annotations
 
-from customlayers.runtime.execute.ordering import command_dependencies, sinks
+from customlayers.runtime.execute.run import command_dependencies, sinks
 
 
 def _a(reads=(), writes=()):

@@ -9,7 +9,7 @@ offset o_i (CompiledPlan.alias and .offsets). Nothing else has to know:
   at that origin (request.py), so the producers need no change of their own;
 - the memory planner sees one tensor, the output, living from the first producer's write to
   the last read of the output or of any of its slices (plan_buffers.plan_memory_of);
-- commands are ordered by the memory they touch (ordering.py): a reader of the output waits for
+- commands are ordered by the memory they touch (execute/run.py): a reader of the output waits for
   every producer, since each of them writes its buffer.
 Concats nest: the output of one in place can be an input of the next (DenseNet concatenates each
 block's features one layer at a time), and all of them then lie in the last one's buffer.

@@ -3,7 +3,7 @@
 Every intermediate tensor lives from the step that writes it to the last step that reads it. Two
 tensors whose lifetimes do not overlap can share one device buffer; the in-order queue makes the
 reuse safe (a kernel that overwrites a buffer runs after every earlier reader has finished); on
-an out-of-order queue the request orders it with events (ordering.py).
+an out-of-order queue the request orders it with events (execute/run.py).
 The plan is pure data: slot sizes and, for each tensor, its slot. Requests allocate one buffer
 per slot.
 """

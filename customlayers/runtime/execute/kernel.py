@@ -25,6 +25,7 @@ from ...jit.tensor import TensorDesc
 from ...jit.launch import Arg, KernelLaunch
 from ..device.kernel_objects import set_kernel_args
 from ..device.launch_args import ArgumentSource, bind_args
+from .unwritten import FIRST, SECOND, first_index, kept, sentinel
 
 # argument plan entries: (kind, index) with kind "input" | "output" | "data"
 INPUT, OUTPUT, DATA = "input", "output", "data"
@@ -315,60 +316,3 @@ def data_value(spec: LayerSpec, values: Sequence[np.ndarray | None], k: int) -> 
                            "only; bind it with an array to run it")
     return value
 
-
-# -- output elements never written ------------------------------------------------------------
-# An output is filled with a sentinel before the code that should write it runs; an element that
-# still holds it afterwards was never written. A sentinel is a quiet NaN with a payload for floats
-# and a value unlikely to be computed for integers, but a kernel can compute any value of a one-
-# or two-byte type: so an element is called unwritten only when it kept the sentinel through two
-# runs with different sentinels (`FIRST`, then `SECOND` for the suspects' run), which no kernel
-# that writes it can do. Used by BoundKernel's numpy call and by Python layers (one run: their
-# outputs are numpy arrays they fill, and one-byte types are not checked there).
-
-# dtype -> (the unsigned view of its bytes, the sentinel of the first run, of the second)
-_SENTINELS = {
-    np.dtype(np.float32): (np.uint32, 0x7FE5A5A5, 0x7FC0DEAD),
-    np.dtype(np.float16): (np.uint16, 0x7E5A, 0x7EAD),
-    np.dtype(np.float64): (np.uint64, 0x7FFCA5A5A5A5A5A5, 0x7FF8DEADDEADDEAD),
-    np.dtype(np.int8): (np.uint8, 0xA5, 0x5A),
-    np.dtype(np.uint8): (np.uint8, 0xA5, 0x5A),
-    np.dtype(np.bool_): (np.uint8, 0xA5, 0x5A),
-    np.dtype(np.int16): (np.uint16, 0xA5A5, 0x5A5A),
-    np.dtype(np.uint16): (np.uint16, 0xA5A5, 0x5A5A),
-    np.dtype(np.int32): (np.uint32, 0xA5A5A5A5, 0x5A5A5A5A),
-    np.dtype(np.uint32): (np.uint32, 0xA5A5A5A5, 0x5A5A5A5A),
-    np.dtype(np.int64): (np.uint64, 0xA5A5A5A5A5A5A5A5, 0x5A5A5A5A5A5A5A5A),
-    np.dtype(np.uint64): (np.uint64, 0xA5A5A5A5A5A5A5A5, 0x5A5A5A5A5A5A5A5A),
-}
-FIRST, SECOND = 1, 2
-# one-byte types have no value a kernel could not compute: a Python layer's single run skips them
-ONE_RUN_CHECKED = frozenset(t for t, (view, *_) in _SENTINELS.items()
-                            if np.dtype(view).itemsize > 1)
-
-
-def sentinel(dtype, run: int = FIRST) -> np.ndarray | None:
-    """The sentinel of `run` as one element of the unsigned type of dtype's size (the fill
-    pattern of a device buffer), or None for a type not checked."""
-    entry = _SENTINELS.get(np.dtype(dtype))
-    return None if entry is None else np.array([entry[run]], entry[0])
-
-
-def fill(array: np.ndarray, run: int = FIRST) -> None:
-    """Set every element of `array` to the sentinel of `run` (nothing for a type not checked)."""
-    pattern = sentinel(array.dtype, run)
-    if pattern is not None:
-        array.view(pattern.dtype)[...] = pattern[0]
-
-
-def kept(array: np.ndarray, run: int = FIRST) -> np.ndarray | None:
-    """Where `array` still holds the sentinel of `run` (bool, array's shape), or None when its
-    type is not checked."""
-    pattern = sentinel(array.dtype, run)
-    if pattern is None:
-        return None
-    return np.ascontiguousarray(array).view(pattern.dtype) == pattern[0]
-
-
-def first_index(mask: np.ndarray) -> tuple[int, ...]:
-    """The index of the first true element of `mask`, in its shape."""
-    return tuple(int(i) for i in np.unravel_index(int(np.argmax(mask.reshape(-1))), mask.shape))

@@ -9,7 +9,7 @@ The user's tensors (set_tensor, host_tensor; runtime/execute/user_tensors.py, ho
 only which buffer a tensor lies in: a device input is read where it lies, a device output is
 written in place (its producer's kernels are bound to the user's buffer, so the memory plan puts
 it there). On an out-of-order queue each command waits on the events of the commands it depends
-on (runtime/execute/ordering.py); the first commands wait on the caller's `wait_for`.
+on (runtime/execute/run.py); the first commands wait on the caller's `wait_for`.
 """
 from __future__ import annotations
 
@@ -20,8 +20,7 @@ from ...errors import DeviceError, ExecutionError, ModelError, TensorError
 from ..device.device_memory import reserve_for_request
 from .events import await_dependencies, dependency_error, failed_dependency, status
 from ..device.host_memory import PinnedTensor, constant_buffer, pinned_tensor
-from .ordering import command_dependencies, sinks
-from .run import Copy, Run, prepare_run
+from .run import Copy, Run, command_dependencies, prepare_run, sinks
 from ..device.sub_buffers import SubBuffers
 from .user_tensors import DeviceTensor, device_tensor, host_array, is_device_value
 from .host_step import HostStep, HostSteps
@@ -30,6 +29,7 @@ from ..device.launch_args import bind_args
 from ..device.limits import steady_local_size
 from .request_args import RequestArgs
 from .states import RequestStates, VariableState
+from .unwritten import FirstRunCheck
 
 
 class InferRequest:
@@ -72,6 +72,10 @@ class InferRequest:
         if self._host is not None and eng.out_of_order:
             raise ExecutionError("a network with Python layers (host steps) runs on an in-order "
                                  "queue; the queue given to Engine.from_queue is out-of-order")
+        # the custom layers' outputs, checked for elements never written in the first run
+        # (unwritten.py); on an in-order queue, which orders the fills and reads it adds
+        check = FirstRunCheck(plan, self._launches) if not eng.out_of_order else None
+        self._check = check if check is not None and check.pending else None
         self._defaults = {root: self._default_buffer(root) for root in self._uses}
         self._bound = dict(self._defaults)
         # roots the last run bound to a buffer other than their own (the user's): the next
@@ -253,6 +257,7 @@ class InferRequest:
         wait_for = self._check_events(wait_for)
         run = self._prepare(arrays)           # every check first: a refusal enqueues nothing
         run.wait_for = wait_for
+        run.check = self._check if self._check is not None and self._check.pending else None
         try:
             self._rebind(run.binding)
             self._states.before_run()
@@ -337,7 +342,11 @@ class InferRequest:
         launched = []
         if self._host is not None:
             self._host.begin()
-        for k, g, l, i in self._launches:    # the launch loop: no host wait between layers
+        check = run.check
+        buffer_of = (lambda key: self._run_buffer(run, key)) if check is not None else None
+        for n, (k, g, l, i) in enumerate(self._launches):   # no host wait between layers
+            if check is not None and check.first.get(i) == n:
+                events += check.fill(q, i, buffer_of, after(len(events), True))
             if isinstance(k, HostStep):      # a Python layer: maps, a worker, a user event
                 wait = after(len(events), True)
                 if wait:
@@ -351,6 +360,8 @@ class InferRequest:
             event = cl.enqueue_nd_range_kernel(q, k, g, l, wait_for=after(len(events), True))
             events.append(event)
             launched.append((steps[i], event))
+            if check is not None and check.last.get(i) == n:
+                events += check.read(q, i, buffer_of, run.checked)
         for c in run.post:
             if self._host is not None and c.kind == "read":
                 # PoCL blocks in clEnqueueReadBuffer, holding the GIL, while a user event the
@@ -440,6 +451,8 @@ class InferRequest:
             finally:
                 self._finish()
         self._finish()
+        if run.check is not None:           # the first run's: elements a kernel never wrote
+            run.check.verify(run.checked, self._layer_place)
         # network outputs are dense (the compiler reorders custom layers' back): the array
         # read back is the result itself, no second copy
         outputs = {name: (host.reshape(desc.shape) if desc.is_plain else desc.unpack(host))
@@ -449,6 +462,15 @@ class InferRequest:
             if outputs[name].dtype == np.uint8:
                 outputs[name] = outputs[name].view(np.bool_)
         return outputs
+
+    def _layer_place(self, step) -> str:
+        """A custom layer described for a message: its name, type and config place."""
+        registry = self.network.registry
+        try:
+            place = f", {registry.spec(step.type).location}" if registry is not None else ""
+        except KeyError:            # a layer type the registry does not hold by that name
+            place = ""
+        return f"layer '{step.name}' ({step.type}{place})"
 
     def _finish(self) -> None:
         # last: once idle, another thread's infer may pick this request and start it

@@ -23,7 +23,7 @@ from ...errors import ExecutionError, PythonLayerError
 from ...jit.launch import HostWork
 from ...jit.layer import Attr, LayerCall, LayerImpl, LayerWork, Stage
 from ...jit.tensor import TensorDesc, normalize_dtype
-from ..execute.kernel import ONE_RUN_CHECKED, fill, first_index, kept
+from ..execute.unwritten import ONE_RUN_CHECKED, fill, first_index, kept
 
 @dataclass(frozen=True)
 class PythonLayerDef:
