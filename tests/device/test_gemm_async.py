@@ -102,3 +102,28 @@ def test_a_one_by_one_convolution_in_the_pipeline(cl_env, traits, variant):
         bool(traits is not None and traits.async_copy)
     got = run_launches(cl_env, launches, [x, w, bias, res], descs, out)[0]
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4, err_msg=variant.name)
+
+
+@pytest.mark.parametrize("variant", [GemmVariant(64, 64, 8, 8, 1), GemmVariant(32, 64, 4, 8, 3)],
+                         ids=lambda v: v.name)
+def test_a_cpu_device_builds_the_tiled_gemm_rolled_with_the_same_bits(cl_env, traits, variant):
+    """On a CPU device gemm.cl's loops are built rolled (GEMM_ROLLED: PoCL compiles a variant in
+    a third of the time); unrolling changes no arithmetic, so the bits are those of the build
+    for a GPU's traits (on NVIDIA, unrolled; on PoCL both rolled by the target's macros)."""
+    from customlayers.jit.launch import DeviceTraits
+    cpu = DeviceTraits("CPU", compute_units=2, max_work_group_size=4096)
+    rng = np.random.default_rng(7)
+    a = rng.standard_normal((70, 96)).astype(np.float32)
+    b = rng.standard_normal((96, 130)).astype(np.float32)
+    op = get_op("MatMul")
+    at = op.parse_attributes({}, "mm")
+    descs = [TensorDesc(a.shape), TensorDesc(b.shape)]
+    out = [TensorDesc((70, 130))]
+    results = []
+    for device in (cpu, traits):
+        ctx = CompileContext(device=device, variant=variant)
+        launches = op.launches(at, descs, out, {}, ctx)
+        assert ("#define GEMM_ROLLED 1" in launches[0].source) == (device is cpu)
+        results.append(run_launches(cl_env, launches, [a, b], descs, out)[0])
+    np.testing.assert_array_equal(results[0], results[1])
+    np.testing.assert_allclose(results[0], a.astype(np.float64) @ b, rtol=1e-4, atol=1e-4)

@@ -228,10 +228,13 @@ def with_pipeline(listed: tuple, plan, m: int, n: int, k: int, batch: int,
 
 
 def pipeline_defines(device, on_cpu: bool) -> dict:
-    """The front end's define that makes gemm_async.cl's copies PTX cp.async (read only by its
-    variants): on a GPU whose traits say it has them."""
-    return {"GEMM_ASYNC_PTX": 1} if device is not None and device.async_copy and \
-        not on_cpu else {}
+    """The front end's defines of gemm.cl for the device: on a GPU whose traits say it has
+    cp.async, GEMM_ASYNC_PTX (gemm_async.cl's copies in PTX, read only by its variants); on a
+    CPU device, GEMM_ROLLED (its loops not unrolled: PoCL compiles a variant in a third of the
+    time, and a CPU runs its own GEMM kernels unless it times these)."""
+    if on_cpu:
+        return {"GEMM_ROLLED": 1}
+    return {"GEMM_ASYNC_PTX": 1} if device is not None and device.async_copy else {}
 
 
 def split_choices(tm: int, tn: int, m: int, n: int, k: int, batch: int,

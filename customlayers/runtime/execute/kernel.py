@@ -162,16 +162,18 @@ class BoundKernel:
         in_bufs = [cl.Buffer(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=d.pack(a))
                    for d, a in zip(self.inputs, arrays)]
         out_bufs = [cl.Buffer(ctx, mf.READ_WRITE, max(d.nbytes, 1)) for d in self.outputs]
-        for desc, buf in zip(self.outputs, out_bufs):
-            pattern = sentinel(desc.np_dtype, run)
-            if pattern is not None and desc.nbytes:
-                cl.enqueue_fill_buffer(queue, buf, pattern, 0, desc.nbytes)
+        # the kernel waits for the fills by their events: the engine's queue may be the
+        # user's, out of order
+        fills = [cl.enqueue_fill_buffer(queue, buf, sentinel(desc.np_dtype, run), 0, desc.nbytes)
+                 for desc, buf in zip(self.outputs, out_bufs)
+                 if sentinel(desc.np_dtype, run) is not None and desc.nbytes]
         # a one-off launch through the same kernel object would disturb enqueue()'s record of
         # what is set; a fresh kernel keeps the two paths apart
         kernel = cl.Kernel(self.program, self.spec.entry)
         source = _CallArgs(ctx, in_bufs, out_bufs)
         set_kernel_args(kernel, bind_args(launch.args, source, self.spec.name))
-        event = cl.enqueue_nd_range_kernel(queue, kernel, self.global_size, self.local_size)
+        event = cl.enqueue_nd_range_kernel(queue, kernel, self.global_size, self.local_size,
+                                           wait_for=fills or None)
         results = []
         for desc, buf in zip(self.outputs, out_bufs):
             host = np.empty(desc.buffer_count, desc.np_dtype)

@@ -74,7 +74,8 @@ class InferRequest:
                                  "queue; the queue given to Engine.from_queue is out-of-order")
         # the custom layers' outputs, checked for elements never written in the first run
         # (unwritten.py); on an in-order queue, which orders the fills and reads it adds
-        check = FirstRunCheck(plan, self._launches) if not eng.out_of_order else None
+        check = FirstRunCheck(plan, self._launches) \
+            if not eng.out_of_order and self._host is None else None
         self._check = check if check is not None and check.pending else None
         self._defaults = {root: self._default_buffer(root) for root in self._uses}
         self._bound = dict(self._defaults)
@@ -345,8 +346,8 @@ class InferRequest:
         check = run.check
         buffer_of = (lambda key: self._run_buffer(run, key)) if check is not None else None
         for n, (k, g, l, i) in enumerate(self._launches):   # no host wait between layers
-            if check is not None and check.first.get(i) == n:
-                events += check.fill(q, i, buffer_of, after(len(events), True))
+            if check is not None and n in check.fills:
+                events += check.fill(q, n, buffer_of, after(len(events), True))
             if isinstance(k, HostStep):      # a Python layer: maps, a worker, a user event
                 wait = after(len(events), True)
                 if wait:
@@ -360,8 +361,8 @@ class InferRequest:
             event = cl.enqueue_nd_range_kernel(q, k, g, l, wait_for=after(len(events), True))
             events.append(event)
             launched.append((steps[i], event))
-            if check is not None and check.last.get(i) == n:
-                events += check.read(q, i, buffer_of, run.checked)
+            if check is not None and n in check.reads:
+                events += check.read(q, n, buffer_of, run.checked)
         for c in run.post:
             if self._host is not None and c.kind == "read":
                 # PoCL blocks in clEnqueueReadBuffer, holding the GIL, while a user event the
@@ -464,10 +465,11 @@ class InferRequest:
         return outputs
 
     def _layer_place(self, step) -> str:
-        """A custom layer described for a message: its name, type and config place."""
+        """A custom layer described for a message: its name, type and where it is defined."""
         registry = self.network.registry
         try:
-            place = f", {registry.spec(step.type).location}" if registry is not None else ""
+            place = f", defined at {registry.spec(step.type).location}" \
+                if registry is not None else ""
         except KeyError:            # a layer type the registry does not hold by that name
             place = ""
         return f"layer '{step.name}' ({step.type}{place})"

@@ -1,14 +1,15 @@
 """Output elements a run never wrote, found by what they started as.
 
 An output is filled with a sentinel before the code that should write it runs; an element that
-still holds it afterwards was never written. A sentinel is a quiet NaN with a payload for floats
-and a value unlikely to be computed for integers, but a kernel can compute any value of a one-
-or two-byte type: so where a second run is possible (BoundKernel's numpy call) an element is
-called unwritten only when it kept the sentinel through two runs with different sentinels
-(`FIRST`, then `SECOND` for the suspects' run), which no kernel that writes it can do. Where
-there is one run (a Python layer's outputs, a custom layer's in a model's first inference:
-FirstRunCheck), only the types in ONE_RUN_CHECKED are checked, whose sentinel a kernel would
-have to compute bit for bit.
+still holds it afterwards was never written. A float's sentinel is a quiet NaN with a payload
+that arithmetic on numbers never yields (a NaN passes its payload on, so a kernel would have to
+read one to write one); an integer's is a value, which a kernel may well compute. So where a
+second run is possible (BoundKernel's numpy call) an element is called unwritten only when it
+kept the sentinel through two runs with different sentinels (`FIRST`, then `SECOND` for the
+suspects' run), which no kernel that writes it can do. Where there is one run, only types whose
+sentinel a kernel would have to produce bit for bit are checked: floats in a model's first
+inference (FirstRunCheck), and also integers of 2 bytes or more for a Python layer's outputs
+(ONE_RUN_CHECKED, as before this check existed in the executor).
 """
 from __future__ import annotations
 
@@ -40,6 +41,9 @@ FIRST, SECOND = 1, 2
 # one-byte types have no value a kernel could not compute: a Python layer's single run skips them
 ONE_RUN_CHECKED = frozenset(t for t, (view, *_) in _SENTINELS.items()
                             if np.dtype(view).itemsize > 1)
+# a model's first inference checks only the types whose sentinel is a NaN: an integer output
+# may hold any value (an identity layer over data holding 0xA5A5A5A5 is correct)
+NAN_SENTINELS = frozenset(t for t in _SENTINELS if t.kind == "f")
 
 
 def sentinel(dtype, run: int = FIRST) -> np.ndarray | None:
@@ -71,75 +75,99 @@ def first_index(mask: np.ndarray) -> tuple[int, ...]:
 
 
 # -- a model's custom layers, checked in a request's first run ---------------------------------
-# the largest output a first run reads back to check; a larger one is not checked (its copy
-# would hold that much host memory once)
+# what a first run reads back to check, in all: outputs past it are not checked (their copies
+# are host memory held until wait())
 MAX_CHECKED_BYTES = 256 << 20
 
 
 @dataclass(frozen=True)
 class CheckedOutput:
-    step: int               # the plan's step
+    first: int              # the first step that writes it (its fill goes before)
+    last: int               # the last (its read goes after): an MVCL layer's stages may share it
     port: int
     key: Hashable           # the tensor
     desc: TensorDesc
 
 
-def custom_outputs(plan) -> dict[int, list[CheckedOutput]]:
-    """What a request's first run checks, by step: every output of a custom layer's step (a
-    SimpleGPU kernel, an MVCL stage; a Python layer checks its own) that is a layer output, not
-    a temporary between an MVCL layer's stages or a state; of a type one run can check
-    (ONE_RUN_CHECKED); in memory of its own, not an input's; of at most MAX_CHECKED_BYTES."""
+def layer_output(key) -> bool:
+    """Whether a step's output tensor is its layer's output: (node, port), or the kernel-layout
+    temporary that a reorder then turns into it (("temp", node, ("out", port)), for an output
+    the kernel writes padded or in another format); not a temporary between MVCL stages."""
+    if len(key) == 2 and isinstance(key[1], int):
+        return True
+    return len(key) == 3 and key[0] == "temp" and isinstance(key[2], tuple) and \
+        key[2][:1] == ("out",)
+
+
+def custom_outputs(plan) -> list[CheckedOutput]:
+    """What a request's first run checks: every output of a custom layer's steps (SimpleGPU
+    kernels, MVCL stages; a Python layer checks its own) that is a layer output (layer_output),
+    of a float type (NAN_SENTINELS), in memory of its own, not an input's, not empty, up to
+    MAX_CHECKED_BYTES in all, in step order."""
     slot_of = plan.memory.slot_of
-    found: dict[int, list[CheckedOutput]] = {}
+    spans: dict = {}                   # key -> [first step, last step, port, desc]
     for index, step in enumerate(plan.steps):
         if step.impl != "custom" or not step.launches:
             continue
         read = {slot_of.get(plan.root(k)) for k in step.inputs}
         for port, (key, desc) in enumerate(zip(step.outputs, step.output_descs)):
             root = plan.root(key)
-            if (len(key) == 2 and isinstance(key[1], int) and root in slot_of
-                    and slot_of[root] not in read and desc.np_dtype in ONE_RUN_CHECKED
-                    and 0 < desc.nbytes <= MAX_CHECKED_BYTES):
-                found.setdefault(index, []).append(CheckedOutput(index, port, key, desc))
+            if key in spans:
+                spans[key][1] = index
+            elif (layer_output(key) and root in slot_of and slot_of[root] not in read
+                  and desc.np_dtype in NAN_SENTINELS and desc.nbytes > 0):
+                spans[key] = [index, index, port, desc]
+    found, total = [], 0
+    for key, (first, last, port, desc) in spans.items():
+        total += desc.nbytes
+        if total > MAX_CHECKED_BYTES:
+            break
+        found.append(CheckedOutput(first, last, port, key, desc))
     return found
 
 
 class FirstRunCheck:
     """A request's check of the outputs its custom layers never wrote, in its first run and
-    until a run passes it: before a custom step's first launch its outputs are filled with the
-    sentinel, after its last launch they are read back (a non-blocking copy, ordered by the
-    in-order queue before any later layer reuses the memory), and wait() looks at them.
-    A kernel whose work sizes or guards do not cover the output the model gives it would
-    otherwise hand on whatever the memory held. The host waits nowhere more; the run makes one
-    fill and one read per checked output, once."""
+    until a run passes it: before the first step that writes such an output it is filled with
+    the sentinel, after the last it is read back (a non-blocking copy, which the in-order queue
+    runs before any later layer reuses the memory), and wait() looks at them. A kernel whose
+    work sizes or guards do not cover the output the model gives it would otherwise hand on
+    whatever the memory held. The host waits nowhere more; the run makes one fill and one read
+    per checked output, once. Not made for a request on an out-of-order queue, or with host
+    steps (Python layers: PoCL may block in a read while their user event is pending)."""
 
     def __init__(self, plan, launches):
-        self.outputs = custom_outputs(plan)
-        # per checked step, its first and last launch in the request's flat list
-        self.first: dict[int, int] = {}
-        self.last: dict[int, int] = {}
+        outputs = custom_outputs(plan)
+        starts: dict[int, int] = {}    # step -> its first launch in the request's flat list
+        ends: dict[int, int] = {}      # ... its last
         for n, (_, _, _, index) in enumerate(launches):
-            if index in self.outputs:
-                self.first.setdefault(index, n)
-                self.last[index] = n
-        self.pending = bool(self.first)
+            starts.setdefault(index, n)
+            ends[index] = n
+        # launch number -> the outputs filled before it, read after it
+        self.fills: dict[int, list[CheckedOutput]] = {}
+        self.reads: dict[int, list[CheckedOutput]] = {}
+        for out in outputs:
+            if out.first in starts and out.last in ends:
+                self.fills.setdefault(starts[out.first], []).append(out)
+                self.reads.setdefault(ends[out.last], []).append(out)
+        self.pending = bool(self.fills)
         self.steps = plan.steps
 
-    def fill(self, queue, index: int, buffer_of, wait_for) -> list:
-        """Enqueue the fills of step `index`'s checked outputs; their events."""
+    def fill(self, queue, n: int, buffer_of, wait_for) -> list:
+        """Enqueue the fills that go before launch n; their events."""
         events = []
-        for out in self.outputs[index]:
+        for out in self.fills.get(n, ()):
             events.append(cl.enqueue_fill_buffer(queue, buffer_of(out.key),
                                                  sentinel(out.desc.np_dtype), 0,
                                                  out.desc.nbytes, wait_for=wait_for))
             wait_for = None
         return events
 
-    def read(self, queue, index: int, buffer_of, into: list) -> list:
-        """Enqueue the reads of step `index`'s checked outputs into new arrays (appended to
-        `into` with what they are); their events."""
+    def read(self, queue, n: int, buffer_of, into: list) -> list:
+        """Enqueue the reads that go after launch n into new arrays (appended to `into` with
+        what they are); their events."""
         events = []
-        for out in self.outputs[index]:
+        for out in self.reads.get(n, ()):
             host = np.empty(out.desc.buffer_count, out.desc.np_dtype)
             events.append(cl.enqueue_copy(queue, host, buffer_of(out.key), is_blocking=False))
             into.append((out, host))
@@ -147,18 +175,24 @@ class FirstRunCheck:
 
     def verify(self, read: list, where) -> None:
         """ExecutionError for the first output read back with elements that kept the sentinel;
-        else the check is done for this request. `where(step)`: the layer described."""
+        else the check is done for this request. `where(step)`: the layer described. `read` is
+        emptied either way (it holds host copies of the outputs)."""
+        found = None
         for out, host in read:
             never = kept(out.desc.unpack(host))
             if never is not None and never.any():
-                step = self.steps[out.step]
-                raise ExecutionError(
-                    f"{where(step)}: output {out.port} ({out.desc.describe()}): "
-                    f"{int(never.sum())} of {never.size} elements were never written by its "
-                    f"kernel in this inference, the first at index {first_index(never)}: its "
-                    f"work sizes or its guards do not cover the output the model gives it, so "
-                    f"those elements would hold whatever the memory held. Fix the layer's "
-                    f"<WorkSizes> or its kernel (run-layer -c CONFIG --layer {step.type} "
-                    f"--output-shape {'x'.join(map(str, out.desc.shape))} on this input shows "
-                    f"the same; add --check-bounds to find writes out of bounds too)")
-        self.pending = False
+                found = out, never
+                break
+        read.clear()
+        if found is None:
+            self.pending = False
+            return
+        out, never = found
+        step = self.steps[out.last]
+        raise ExecutionError(
+            f"{where(step)}: output {out.port} ({out.desc.describe()}): {int(never.sum())} of "
+            f"{never.size} elements were never written by its kernel in this inference, the "
+            f"first at index {first_index(never)}: its work sizes or its guards do not cover "
+            f"the output the model gives it, so those elements would hold whatever the memory "
+            f"held. Fix the layer's <WorkSizes> or its kernel (run the model with "
+            f"--check-bounds to find writes out of bounds too)")
