@@ -114,8 +114,10 @@ def test_without_checks_outputs_never_written_are_an_error_not_a_file(tmp_path, 
                                      "stride=3")
     assert code == 1 and not out.exists()
     assert ("output 0 (1x2x3x4 f32 bfyx): 24 of 24 elements were never written by the kernel, "
-            "the first at index (0, 0, 0, 0); the layer has no shape formula for it: its shape "
-            "is the one given to bind, else input 0's. Give the shape the kernel writes"
+            "the first at index (0, 0, 0, 0). Either the kernel writes another shape (the layer "
+            "has no shape formula for it, so its shape is the one given to bind (run-layer's "
+            "--output-shape), else input 0's): give the shape it writes; or its work sizes "
+            "([8, 3, 2]) or its guards skip elements"
             in captured.err)
     # where the shape came from is said before the run
     assert ("note: output 0 of layer 'ReorgYolo' runs with input 0's shape 1x2x3x4: the layer "

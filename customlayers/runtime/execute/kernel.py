@@ -185,16 +185,15 @@ class BoundKernel:
     def _unwritten_message(self, port: int, never: np.ndarray) -> str:
         desc = self.outputs[port]
         formula = next((t for t in self.spec.outputs if t.port_index == port and t.shape), None)
-        origin = (f"its shape is the formula '{formula.shape}' ({formula.location})" if formula
-                  else "the layer has no shape formula for it: its shape is the one given to "
-                       "bind, else input 0's")
+        origin = (f"the shape formula '{formula.shape}' ({formula.location}) gives its shape"
+                  if formula else "the layer has no shape formula for it, so its shape is the "
+                                  "one given to bind (run-layer's --output-shape), else input 0's")
         return (f"layer type '{self.spec.name}' ({self.spec.location}): output {port} "
                 f"({desc.describe()}): {int(never.sum())} of {never.size} elements were never "
-                f"written by the kernel, the first at index {first_index(never)}; {origin}. "
-                f"Give the shape the kernel writes (bind's outputs=, run-layer's "
-                f"--output-shape), or make the work sizes ({list(self.global_size)}) and the "
-                f"kernel's guards cover every element (--check-bounds also finds writes out of "
-                f"bounds)")
+                f"written by the kernel, the first at index {first_index(never)}. Either the "
+                f"kernel writes another shape ({origin}): give the shape it writes; or its work "
+                f"sizes ({list(self.global_size)}) or its guards skip elements: fix its "
+                f"<WorkSizes> or the kernel (--check-bounds also finds writes out of bounds)")
 
     def prepared_call(self, *arrays: np.ndarray, **data: np.ndarray):
         """What one numpy call would run, without running it: (the launch with this call's Data
