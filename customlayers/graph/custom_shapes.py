@@ -42,6 +42,9 @@ class CustomNode:
     attrs: Mapping[str, str]   # attribute text, as the layer will receive it
     inputs: tuple[CustomInput, ...] = ()
     outputs: int = 1           # how many outputs the node has
+    # per output, the shape the model gives it when first asked (its value_info), dims as
+    # CustomInput's; None where the model gives none (the layer's rules alone shape it)
+    declared: tuple = ()
 
 
 class CustomLayers(Protocol):
@@ -141,6 +144,7 @@ def propagate_custom_shapes(onnx, model, nodes, layers: CustomLayers, infer):
     by value name). `nodes`: custom_nodes(model)."""
     reasons: dict[str, str] = {}
     asked: dict[int, tuple] = {}          # node index -> the input shapes last asked about
+    declared: dict[int, tuple] = {}       # node index -> its outputs' shapes in the model
     for _ in range(len(nodes) + 1):
         g = model.graph
         shapes: dict[str, tuple | None] = {}
@@ -161,9 +165,13 @@ def propagate_custom_shapes(onnx, model, nodes, layers: CustomLayers, infer):
                 continue                   # an earlier custom node first: the next round
             if asked.get(index) == tuple(i.shape for i in inputs):
                 continue                   # answered for these shapes already
+            # what the model itself says of the outputs: known only before the first answer,
+            # which goes into the value_info
+            declared.setdefault(index, tuple(shapes.get(o) for o in proto.output))
             asked[index] = tuple(i.shape for i in inputs)
             try:
-                answer = layers.output_shapes(replace(node, inputs=inputs))
+                answer = layers.output_shapes(replace(node, inputs=inputs,
+                                                      declared=declared[index]))
             except CustomLayersError as e:
                 for out in proto.output:
                     reasons[out] = e.describe()

@@ -253,3 +253,41 @@ def test_a_missing_config_is_a_project_error_and_an_os_error(engine):
         Registry(engine).load("no/such/config.xml")
     assert isinstance(e.value, ConfigError) and isinstance(e.value, OSError)
     assert str(e.value) == "cannot read the config no/such/config.xml: No such file or directory"
+
+
+def _reorg_model(tmp_path, declare: bool, nodes: int = 1):
+    """ReorgYolo (stride 2) nodes on [1, 4, 8, 8], then a mean over the spatial axes: the
+    custom node's output is [1, 16, 4, 4], which only a value_info (or a shape formula) says."""
+    made = [helper.make_node("ReorgYolo", ["x"], ["r0"], domain="custom", name="r0",
+                             stride=2)]
+    made += [helper.make_node("ReorgYolo", ["x"], [f"r{k}"], domain="custom", name=f"r{k}",
+                              stride=2) for k in range(1, nodes)]
+    made += [helper.make_node("ReduceMean", [f"r{k}"], [f"z{k}"], axes=[2, 3], keepdims=0)
+             for k in range(nodes)]
+    info = [helper.make_tensor_value_info(f"r{k}", TensorProto.FLOAT, [1, 16, 4, 4])
+            for k in range(nodes)] if declare else []
+    graph = helper.make_graph(
+        made, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 8, 8])],
+        [helper.make_tensor_value_info(f"z{k}", TensorProto.FLOAT, None) for k in range(nodes)],
+        value_info=info)
+    path = tmp_path / f"reorg_{int(declare)}_{nodes}.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17),
+                                                      helper.make_opsetid("custom", 1)]),
+              str(path))
+    return str(path)
+
+
+def test_a_custom_output_shaped_by_guess_is_said(tmp_path, capsys, examples_dir):
+    """Without a value_info or a shape formula, a custom node's output takes input 0's shape:
+    right for an elementwise layer, wrong for ReorgYolo ([1, 4] out instead of [1, 16]). `run`
+    says so, once per layer type, and not when the model declares the shape."""
+    reorg = str(examples_dir / "reorg" / "reorg.xml")
+    assert main(["run", "-m", _reorg_model(tmp_path, False, nodes=2), "-c", reorg]) == 0
+    err = capsys.readouterr().err
+    assert err.count("note: node ") == 1
+    assert ("note: node 'r0' (ReorgYolo): output 0 takes input 0's shape [1, 4, 8, 8]: the model "
+            "declares no shape for it and layer 'ReorgYolo' has no shape formula (" in err)
+    assert "one note for all ReorgYolo nodes" in err
+    assert main(["run", "-m", _reorg_model(tmp_path, True), "-c", reorg]) == 0
+    captured = capsys.readouterr()
+    assert "note: node" not in captured.err and "z0: shape [1, 16]" in captured.out

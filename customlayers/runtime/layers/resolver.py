@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Callable, Iterable, Mapping
 
+from ...config.dialects import dialect_of
 from ...errors import UnsupportedLayersError
 from ...graph.graph import Node
 from ...jit.layer import LayerImpl
@@ -33,6 +34,7 @@ class Resolver:
         self.builtins = builtins
         self._say = say or (lambda message: None)
         self._loaded: dict[str, LayerImpl] = {}
+        self._noted: set[str] = set()      # layer types whose guessed output shapes were said
 
     def is_loaded(self, node: Node) -> bool:
         """Whether a loaded (user) layer implements the node."""
@@ -93,11 +95,37 @@ class Resolver:
         layer's rules (Registry.output_shapes); None when no loaded layer implements it."""
         if not self.is_loaded(node):
             return None
-        return self.registry.output_shapes(
+        shapes = self.registry.output_shapes(
             node.type, node.domain, node.attrs, [i.shape for i in node.inputs],
             input_names=[i.name for i in node.inputs],
             constant_inputs=[k for k, i in enumerate(node.inputs) if i.constant],
             output_count=node.outputs, where=f"node '{node.name}' ({node.type})")
+        self._note_guessed(node, shapes)
+        return shapes
+
+    def _note_guessed(self, node, shapes) -> None:
+        """Say which output of a SimpleGPU layer takes input 0's shape because the model
+        declares none and the descriptor has no formula: right for an elementwise layer, a
+        wrong shape for one like ReorgYolo, and nothing else would tell (once per layer type:
+        a model of fifty such nodes gets one note)."""
+        if node.type in self._noted or node.type in self.registry.python_layer_types():
+            return                      # a Python layer gives its shapes (output_shapes)
+        spec = self.registry.spec(node.type)
+        if not dialect_of(spec).one_kernel:
+            return
+        for binding in spec.outputs:
+            port = binding.port_index
+            declared = node.declared[port] if port < len(node.declared) else None
+            if binding.shape or port >= len(shapes or ()) or shapes[port] is None or (
+                    declared is not None and any(d is not None for d in declared)):
+                continue
+            shown = [d if d is not None else "?" for d in shapes[port]]
+            self._noted.add(node.type)
+            self._say(f"note: node '{node.name}' ({node.type}): output {port} takes input 0's "
+                      f"shape {shown}: the model declares no shape for it and layer "
+                      f"'{spec.name}' has no shape formula ({binding.location}); if its output "
+                      f"has another shape, give the Tensor a formula (shape=\"...\") or the "
+                      f"model a value_info for it (one note for all {node.type} nodes)")
 
     def _unsupported(self, missing: list[Node]) -> UnsupportedLayersError:
         lines = [f"  {n.name} (type {n.type}{', domain ' + n.domain if n.domain else ''})"
