@@ -134,8 +134,13 @@ def test_a_kernel_that_skips_elements_is_refused_by_the_numpy_call(tmp_path, tes
     bound = registry.bind("Shift", [TensorDesc((1, 2, 3, 4))])
     with pytest.raises(ExecutionError, match=r"output 0 \(1x2x3x4 f32 bfyx\): 5 of 24 elements "
                                              r"were never written by the kernel, the first at "
-                                             r"index \(0, 0, 0, 3\)"):
+                                             r"index \(0, 0, 0, 3\)") as info:
         bound(np.ones((1, 2, 3, 4), np.float32))
+    assert f"fix its <WorkSizes> ({tmp_path / 'shift.xml'}:9:" in str(info.value)
+    from customlayers.errors import BindingError
+    with pytest.raises(BindingError, match=r"layer type 'Shift': input 0 has shape \[1, 2, 3, "
+                                           r"5\], but the kernel was bound for \[1, 2, 3, 4\]"):
+        bound(np.ones((1, 2, 3, 5), np.float32))
 
 
 @pytest.mark.parametrize("ctype,dtype,value", [
@@ -280,6 +285,7 @@ def test_a_models_custom_layer_that_leaves_its_output_unwritten_is_an_error(tmp_
             f"48 elements were never written by its kernel in this inference, the first at index "
             f"(0, 1, 0, 0): its work sizes or its guards do not cover the output the model gives "
             f"it" in captured.err)
+    assert f"Fix the layer's <WorkSizes> ({config}:9:" in captured.err
 
 
 def test_a_models_first_inference_checks_its_custom_layers_until_one_passes(tmp_path,

@@ -155,7 +155,8 @@ def test_value_info_that_contradicts_the_shape_formula_is_refused(tmp_path, engi
     text = str(info.value)
     assert "layer 'reorg' (type ReorgYolo)" in text
     assert "declared as [1, 4, 6, 8] in the model, but the descriptor's shape formula " \
-           "'B,F*4,Y/2,X/2' gives [1, 16, 3, 4]" in text
+           "'B,F*4,Y/2,X/2' (" in text
+    assert ") gives [1, 16, 3, 4]; correct the formula or the shape the model declares" in text
 
 
 def test_dynamic_batch_compiles_one_plan_per_shape(engine):

@@ -193,7 +193,8 @@ class BoundKernel:
                 f"written by the kernel, the first at index {first_index(never)}. Either the "
                 f"kernel writes another shape ({origin}): give the shape it writes; or its work "
                 f"sizes ({list(self.global_size)}) or its guards skip elements: fix its "
-                f"<WorkSizes> or the kernel (--check-bounds also finds writes out of bounds)")
+                f"<WorkSizes> ({self.spec.work_sizes.location}) or the kernel (--check-bounds "
+                f"also finds writes out of bounds)")
 
     def prepared_call(self, *arrays: np.ndarray, **data: np.ndarray):
         """What one numpy call would run, without running it: (the launch with this call's Data
@@ -208,6 +209,11 @@ class BoundKernel:
         if len(arrays) != len(self.inputs):
             raise BindingError(f"layer type '{self.spec.name}' takes {len(self.inputs)} input "
                                f"array(s), got {len(arrays)}")
+        for i, (array, desc) in enumerate(zip(arrays, self.inputs)):
+            if tuple(np.shape(array)) != desc.shape:
+                raise BindingError(f"layer type '{self.spec.name}': input {i} has shape "
+                                   f"{list(np.shape(array))}, but the kernel was bound for "
+                                   f"{list(desc.shape)}; bind it again for this shape")
         unknown = set(data) - set(self.data_names)
         if unknown:
             raise BindingError(f"layer type '{self.spec.name}' has no Data named "

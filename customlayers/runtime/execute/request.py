@@ -464,15 +464,19 @@ class InferRequest:
                 outputs[name] = outputs[name].view(np.bool_)
         return outputs
 
-    def _layer_place(self, step) -> str:
-        """A custom layer described for a message: its name, type and where it is defined."""
+    def _layer_place(self, step) -> tuple[str, str]:
+        """A custom layer described for a message (its name, type and where it is defined),
+        and ' (file:line)' of its <WorkSizes> ('' where not known)."""
         registry = self.network.registry
         try:
-            place = f", defined at {registry.spec(step.type).location}" \
-                if registry is not None else ""
+            spec = registry.spec(step.type) if registry is not None else None
         except KeyError:            # a layer type the registry does not hold by that name
-            place = ""
-        return f"layer '{step.name}' ({step.type}{place})"
+            spec = None
+        if spec is None:
+            return f"layer '{step.name}' ({step.type})", ""
+        sizes = getattr(spec, "work_sizes", None)     # an MVCL layer's are its stages'
+        return (f"layer '{step.name}' ({step.type}, defined at {spec.location})",
+                f" ({sizes.location})" if sizes is not None else "")
 
     def _finish(self) -> None:
         # last: once idle, another thread's infer may pick this request and start it

@@ -175,8 +175,9 @@ class FirstRunCheck:
 
     def verify(self, read: list, where) -> None:
         """ExecutionError for the first output read back with elements that kept the sentinel;
-        else the check is done for this request. `where(step)`: the layer described. `read` is
-        emptied either way (it holds host copies of the outputs)."""
+        else the check is done for this request. `where(step)`: the layer described, and where
+        its work sizes are written. `read` is emptied either way (it holds host copies of the
+        outputs)."""
         found = None
         for out, host in read:
             never = kept(out.desc.unpack(host))
@@ -188,11 +189,11 @@ class FirstRunCheck:
             self.pending = False
             return
         out, never = found
-        step = self.steps[out.last]
+        layer, sizes = where(self.steps[out.last])
         raise ExecutionError(
-            f"{where(step)}: output {out.port} ({out.desc.describe()}): {int(never.sum())} of "
+            f"{layer}: output {out.port} ({out.desc.describe()}): {int(never.sum())} of "
             f"{never.size} elements were never written by its kernel in this inference, the "
             f"first at index {first_index(never)}: its work sizes or its guards do not cover "
             f"the output the model gives it, so those elements would hold whatever the memory "
-            f"held. Fix the layer's <WorkSizes> or its kernel (run the model with "
+            f"held. Fix the layer's <WorkSizes>{sizes} or its kernel (run the model with "
             f"--check-bounds to find writes out of bounds too)")

@@ -218,7 +218,7 @@ def output_shape(call: LayerCall, spec: LayerSpec, binding, declared_shape,
     declared = tuple(declared_shape) if declared_shape is not None else None
     if binding.shape:
         computed = output_shape_from_formula(spec, binding.shape, input_descs, call.attrs)
-        source = f"the descriptor's shape formula '{binding.shape}'"
+        source = f"the descriptor's shape formula '{binding.shape}' ({binding.location})"
     elif declared is not None and all(d is not None for d in declared):
         return declared
     else:
@@ -229,7 +229,9 @@ def output_shape(call: LayerCall, spec: LayerSpec, binding, declared_shape,
             d is not None and d != c for d, c in zip(declared, computed))):
         # a wrong output shape is memory the kernel writes past: refuse the disagreement
         shown = ["?" if d is None else d for d in declared]
+        fix = "correct the formula or the shape the model declares" if binding.shape else \
+            "give its output Tensor a shape formula"
         raise ModelError(f"{call.where}: output port {binding.port_index} is declared as "
                          f"{shown} in the model, but {source} gives {list(computed)}"
-                         f"{'' if binding.shape else '; give its output Tensor a shape formula'}")
+                         f"; {fix}")
     return computed
