@@ -22,10 +22,11 @@ from ...jit.launch import KernelLaunch
 from ...jit.tensor import TensorDesc
 from ..device.launch_args import ArgumentSource, bind_args
 from ..execute.one_launch import HostBytes, LocalBytes, run_one_launch
+from ..execute.unwritten import SECOND, sentinel
 
 GUARD_BYTE = 0xCB
-# a quiet NaN with a payload no arithmetic produces: an f32 element never written keeps it
-UNWRITTEN_F32 = np.uint32(0x7FC0DEAD)
+# an output starts as execute/unwritten.py's second sentinel of its type (a NaN with a payload
+# for floats), the one the numpy call confirms with; a type without one, as this byte
 UNWRITTEN_BYTE = 0xDE
 MIN_GUARD_BYTES = 4096
 
@@ -57,9 +58,11 @@ def guard_bytes(device) -> int:
 
 
 def unwritten_pattern(desc: TensorDesc) -> np.ndarray:
-    """The bytes an output starts with: NaN-payload f32 elements, else UNWRITTEN_BYTE."""
-    if desc.np_dtype == np.float32:
-        return np.full(desc.buffer_count, UNWRITTEN_F32, np.uint32).view(np.uint8)
+    """The bytes an output starts with: its type's sentinel (unwritten.sentinel) in every
+    element, else UNWRITTEN_BYTE."""
+    pattern = sentinel(desc.np_dtype, SECOND)
+    if pattern is not None and desc.buffer_count:
+        return np.full(desc.buffer_count, pattern[0], pattern.dtype).view(np.uint8)
     return np.full(max(desc.nbytes, 1), UNWRITTEN_BYTE, np.uint8)
 
 

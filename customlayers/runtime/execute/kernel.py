@@ -164,9 +164,11 @@ class BoundKernel:
         out_bufs = [cl.Buffer(ctx, mf.READ_WRITE, max(d.nbytes, 1)) for d in self.outputs]
         # the kernel waits for the fills by their events: the engine's queue may be the
         # user's, out of order
-        fills = [cl.enqueue_fill_buffer(queue, buf, sentinel(desc.np_dtype, run), 0, desc.nbytes)
-                 for desc, buf in zip(self.outputs, out_bufs)
-                 if sentinel(desc.np_dtype, run) is not None and desc.nbytes]
+        fills = []
+        for desc, buf in zip(self.outputs, out_bufs):
+            pattern = sentinel(desc.np_dtype, run)
+            if pattern is not None and desc.nbytes:
+                fills.append(cl.enqueue_fill_buffer(queue, buf, pattern, 0, desc.nbytes))
         # a one-off launch through the same kernel object would disturb enqueue()'s record of
         # what is set; a fresh kernel keeps the two paths apart
         kernel = cl.Kernel(self.program, self.spec.entry)
