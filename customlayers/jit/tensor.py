@@ -216,6 +216,12 @@ class TensorDesc:
         return text
 
 
+def tensor_arg_gives_dtype(text: str) -> bool:
+    """Whether the CLI form `text` names an element type (parse_tensor_arg's default is f32)."""
+    return any(not part.startswith("pad=") and part.upper() not in FORMAT_ORDER
+               for part in text.strip().split(":")[1:])
+
+
 def parse_tensor_arg(text: str) -> TensorDesc:
     """CLI form: 1x3x224x224[:f32][:bfyx][:pad=0,0,1,1/0,0,1,1] -> TensorDesc."""
     parts = text.strip().split(":")

@@ -50,7 +50,7 @@ def stats(text: str) -> dict[str, float]:
     """Every figure of benchmark's summary."""
     figures = {}
     for key, pattern in [("first", r"first inference: ([\d.]+) ms"),
-                         ("count", r"count:\s+(\d+) inferences in ([\d.]+) s"),
+                         ("count", r"count:\s+(\d+) inferences in ([\d.]+) m?s"),
                          ("median", r"median ([\d.]+) ms"), ("p90", r"p90 ([\d.]+) ms"),
                          ("min", r"min ([\d.]+) ms"), ("max", r"max ([\d.]+) ms"),
                          ("average", r"average ([\d.]+) ms"), ("p95", r"p95 ([\d.]+) ms"),
@@ -59,6 +59,8 @@ def stats(text: str) -> dict[str, float]:
         m = re.search(pattern, text)
         assert m, f"{key} missing in:\n{text}"
         figures[key] = float(m.group(1))
+    m = re.search(r"inferences in ([\d.]+) (m?s)", text)
+    figures["seconds"] = float(m.group(1)) * (1e-3 if m.group(2) == "ms" else 1.0)
     return figures
 
 
@@ -155,6 +157,15 @@ def test_benchmark_summary_has_benchmark_apps_figures(capsys):
     assert s["fps"] > 0
     p75 = float(re.search(r"p75 ([\d.]+) ms", out).group(1))
     assert s["median"] <= p75 <= s["p90"]
+
+
+def test_a_short_run_prints_its_duration_in_digits_it_has(capsys):
+    # was: "20 inferences in 0.00 s" for a run of milliseconds; one request in flight runs its
+    # inferences one after another, so the run lasts at least their latencies' sum
+    assert main(["benchmark", "-m", DEMO, "-niter", "20", "-nireq", "1"]) == 0
+    s = stats(capsys.readouterr().out)
+    assert s["seconds"] * 1e3 >= 0.9 * 20 * s["min"] > 0
+    assert s["fps"] == pytest.approx(20 / s["seconds"], rel=0.05)
 
 
 def test_batch_sets_the_first_dimension_and_frames_per_second(capsys):

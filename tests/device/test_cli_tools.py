@@ -118,3 +118,32 @@ def test_layers_takes_several_configs_after_one_c(capsys):
     assert "relu.xml:3" in out and "grn.xml:" in out
     assert main(["layers", "-c", RELU, "-c", grn]) == 0    # and repeated
     assert capsys.readouterr().out == out
+
+
+NHWC_XML = """<CustomLayer name="Nhwc" type="SimpleGPU" version="1">
+  <Kernel entry="nhwc"><Source filename="nhwc.cl"/></Kernel>
+  <Buffers>
+    <Tensor arg-index="0" type="input" port-index="0" format="BYXF"/>
+    <Tensor arg-index="1" type="output" port-index="0" format="BYXF"/>
+  </Buffers>
+  <WorkSizes global="B*F*Y*X"/>
+</CustomLayer>
+"""
+
+
+def test_jit_says_when_a_tensors_format_is_replaced_by_the_layers(capsys, tmp_path):
+    """The runtime reorders a tensor into the format its <Tensor> asks for, so jit prints the
+    program for that format; it said nothing when the --input named another."""
+    (tmp_path / "nhwc.cl").write_text("__kernel void nhwc(__global const float* a, "
+                                      "__global float* b) { b[get_global_id(0)] = a[0]; }")
+    config = tmp_path / "nhwc.xml"
+    config.write_text(NHWC_XML)
+    assert main(["jit", "-c", str(config), "--input", "1x3x8x8:f32:bfyx",
+                 "--output", "1x3x8x8:f32:yxfb"]) == 0
+    out, err = capsys.readouterr()
+    assert "#define INPUT0_FORMAT_BYXF" in out and "#define OUTPUT0_FORMAT_BYXF" in out
+    assert (f'note: input 0 is given as bfyx; its <Tensor format="BYXF"> ({config}:4:5) makes '
+            f"the runtime reorder it: the program is for byxf") in err
+    assert f'note: output 0 is given as yxfb; its <Tensor format="BYXF"> ({config}:5:5)' in err
+    assert main(["jit", "-c", str(config), "--input", "1x3x8x8:f32:byxf"]) == 0
+    assert "note:" not in capsys.readouterr().err

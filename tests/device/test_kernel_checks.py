@@ -219,6 +219,21 @@ def test_validate_compile_runs_both_checks(tmp_path, capsys):
     assert f"{tmp_path / 'shift.cl'}:4:" in out and "error[CL087]: Oclgrind: invalid write" in out
 
 
+def test_validate_compiles_an_int_kernel_for_int_inputs(tmp_path, capsys):
+    """validate --compile takes the element type the kernel declares where --shape names none,
+    as run-layer does (it described, and ran, an int kernel's inputs as f32)."""
+    config = _layer(tmp_path, "dst[i + 1] = src[i];")
+    (tmp_path / "shift.cl").write_text(KERNEL.format(body="dst[i + 1] = src[i];")
+                                       .replace("float", "int"))
+    for shape, shown in [([], "1x3x8x8 i32"), (["--shape", "Shift=1x2x3x4"], "1x2x3x4 i32"),
+                         (["--shape", "Shift=1x2x3x4:f32"], "1x2x3x4 f32")]:
+        assert main(["validate", str(config), "--compile", "--check-bounds", "-d", "CPU",
+                     *shape]) == 1
+        out = capsys.readouterr().out
+        assert "the kernel wrote past the end of the buffer" in out, out
+        assert f"(inputs {shown} bfyx)" in out, out
+
+
 @pytest.mark.parametrize("fmt", ["BYXF", "YXFB"])
 def test_unwritten_elements_are_located_in_logical_coordinates(tmp_path, fmt):
     """The first never-written element is reported as B,F,Y,X whatever the memory format."""

@@ -38,8 +38,8 @@ class MvclCli:
         from ...jit.tensor import TensorDesc
         from .mvcl_validate import mvcl_compile_diagnostics
         from .validate import DEFAULT_INPUT_SHAPE
-        found = mvcl_compile_diagnostics(registry, spec, given or [TensorDesc(DEFAULT_INPUT_SHAPE)],
-                                         params)
+        descs = [desc for desc, _ in given] if given else [TensorDesc(DEFAULT_INPUT_SHAPE)]
+        found = mvcl_compile_diagnostics(registry, spec, descs, params)
         from ..common import kernel_checks_asked
         asked = kernel_checks_asked(args)
         if asked:       # said, never a silent pass: the stages are built, not checked

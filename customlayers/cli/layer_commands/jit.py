@@ -76,7 +76,9 @@ def print_kernel_program(spec, inputs, outputs, param_items) -> int:
     # the tensors exactly as the runtime binds them (Data blobs 1-D, shape formulas, formats)
     n = spec.num_input_ports
     params = parse_params(param_items)
+    given_inputs, given_outputs = inputs[:n], outputs
     inputs, outputs = kernel_tensors(spec, inputs[:n], outputs or None, inputs[n:], params)
+    _note_reordered(spec, given_inputs, inputs, given_outputs, outputs)
     unused = unused_params(spec, params)
     if unused:  # an ignored parameter would print the program of the default value
         raise UsageError(unused_params_message(spec, unused))
@@ -90,6 +92,21 @@ def print_kernel_program(spec, inputs, outputs, param_items) -> int:
           f"// build options: {program.options or '(none)'}", file=sys.stderr)
     return 0
 
+
+
+def _note_reordered(spec, given_inputs, inputs, given_outputs, outputs) -> None:
+    """Say where the program is for another format than a tensor was given in: a <Tensor
+    format=...> makes the runtime reorder it, and the program is printed as it runs."""
+    ports = [("input", t, given_inputs, inputs) for t in spec.inputs] + \
+        [("output", t, given_outputs, outputs) for t in spec.outputs]
+    for what, tensor, given, bound in ports:
+        if tensor.port_index >= len(given):
+            continue
+        was, now = given[tensor.port_index].format, bound[tensor.port_index].format
+        if was.upper() != now.upper():
+            print(f"note: {what} {tensor.port_index} is given as {was.lower()}; its <Tensor "
+                  f'format="{tensor.format}"> ({tensor.location}) makes the runtime reorder it: '
+                  f"the program is for {now.lower()}", file=sys.stderr)
 
 
 def print_stage_programs(layer, inputs, outputs, param_items) -> int:

@@ -57,8 +57,10 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 
 def _parse_shapes(items: list[str]) -> dict[str, list]:
+    """{layer: [TensorDesc, or None where the item names no element type: the kernel's declared
+    type, else f32, is taken]} from the --shape items."""
     from ...errors import TensorError
-    from ...jit.tensor import parse_tensor_arg
+    from ...jit.tensor import parse_tensor_arg, tensor_arg_gives_dtype
     from .. import UsageError
     shapes: dict[str, list] = {}
     for item in items:
@@ -66,7 +68,8 @@ def _parse_shapes(items: list[str]) -> dict[str, list]:
         if not sep or not layer.strip() or not text.strip():
             raise UsageError(f"--shape {item!r} is not LAYER=1x16x32x32")
         try:
-            shapes[layer.strip()] = [parse_tensor_arg(t) for t in text.split(",")]
+            shapes[layer.strip()] = [(parse_tensor_arg(t), tensor_arg_gives_dtype(t))
+                                     for t in text.split(",")]
         except TensorError as e:
             raise UsageError(f"--shape {item!r}: {e}") from e
     return shapes
@@ -111,7 +114,7 @@ def compile_diagnostics(registry, name: str, given: list, params: dict | None = 
     from ...runtime.layers.registry import PREPARE_CODE
     from .build_diagnostics import error_diagnostics, warning_diagnostics
     spec = registry.spec(name)
-    inputs, data = _compile_inputs(spec, given)
+    inputs, data = _compile_inputs(spec, given, params or {})
     try:
         bound = registry.bind(name, inputs, None, params or {}, data, strict_params=False)
     except CustomLayersError as e:
@@ -166,15 +169,29 @@ def _finding_diagnostic(finding, spec) -> Diagnostic:
                       spec.name)
 
 
-def _compile_inputs(spec, given: list) -> tuple[list, dict]:
+def _compile_inputs(spec, given: list, params: dict) -> tuple[list, dict]:
     """The tensors to compile a layer for: the --shape tensors of its real inputs (missing
-    ones like the first, else DEFAULT_INPUT_SHAPE f32), then its Data blobs' (missing ones
-    16-element blobs), given as descriptions only (no values are needed to build)."""
+    ones like the first, else DEFAULT_INPUT_SHAPE), then its Data blobs' (missing ones
+    16-element blobs), given as descriptions only (no values are needed to build). An element
+    type --shape does not name is the one the kernel declares for the argument (an `int*`
+    input compiles and runs as i32, as `run-layer` takes it), else f32."""
+    from dataclasses import replace
+
+    from ...dtypes import from_numpy
     from ...jit.tensor import TensorDesc
-    first = given[0] if given else TensorDesc(DEFAULT_INPUT_SHAPE)
+    from ...runtime.layers.layer_input_types import KEEP, declared_types
+    declared_inputs, declared_data = declared_types(spec, params)
+
+    def typed(desc, named: bool, declared):
+        if named or declared is None or declared is KEEP:
+            return desc
+        return replace(desc, dtype=from_numpy(declared))
+    first = given[0][0] if given else TensorDesc(DEFAULT_INPUT_SHAPE)
     n = spec.num_input_ports
-    inputs = [given[port] if port < len(given) else first for port in range(n)]
-    data = {d.name: given[n + i] if n + i < len(given) else TensorDesc((16,))
+    inputs = [typed(*(given[port] if port < len(given) else (first, False)),
+                    declared_inputs.get(port)) for port in range(n)]
+    data = {d.name: typed(*(given[n + i] if n + i < len(given) else (TensorDesc((16,)), False)),
+                          declared_data.get(d.name))
             for i, d in enumerate(spec.data_in_arg_order)}
     return inputs, data
 

@@ -18,6 +18,14 @@ class BenchmarkResult:
     batch: int | None = None       # -b: frames per inference, for frames/s
 
 
+def duration_text(seconds: float) -> str:
+    """A run's wall time with the digits it needs: a 20-inference run of a small model takes
+    milliseconds, which two decimals of a second would print as 0.00 s."""
+    if seconds >= 1.0:
+        return f"{seconds:.2f} s"
+    return f"{seconds * 1e3:.3g} ms"
+
+
 def summary_lines(r: BenchmarkResult, extra_percentile: int | None = None) -> list[str]:
     lat = np.asarray(r.latencies_ms, dtype=np.float64)
     count = len(lat)
@@ -29,7 +37,7 @@ def summary_lines(r: BenchmarkResult, extra_percentile: int | None = None) -> li
         more.append(f"p{p} {np.percentile(lat, p):.3f} ms")
     lines = [
         f"first inference: {r.first_ms:.3f} ms (not counted below)",
-        f"count:      {count} inferences in {r.seconds:.2f} s",
+        f"count:      {count} inferences in {duration_text(r.seconds)}",
         f"latency:    median {np.median(lat):.3f} ms   p90 {np.percentile(lat, 90):.3f} ms   "
         f"min {lat.min():.3f} ms   max {lat.max():.3f} ms",
         f"            {'   '.join(more)}",

@@ -15,6 +15,7 @@ import time
 import numpy as np
 
 from .. import UsageError
+from .benchmark_stats import duration_text
 
 
 def open_stream(net, arrays: dict):
@@ -74,7 +75,7 @@ def benchmark_steps(net, arrays: dict, niter: int | None, seconds: float | None,
     window_ms = float(np.median(window))
     return [f"streamed: {x.shape[0]} stream(s), one step = one kernel launch",
             f"first step:       {first_ms:.3f} ms (the step kernel built before it)",
-            f"steps:            {len(ms)} in {elapsed:.2f} s",
+            f"steps:            {len(ms)} in {duration_text(elapsed)}",
             f"per step:         median {np.median(ms):.4f} ms, "
             + (f"p{p} {np.percentile(ms, p):.4f} ms, " if p != 50 else "")
             + f"p99 {np.percentile(ms, 99):.4f} ms, min {ms.min():.4f} ms",
