@@ -3,6 +3,7 @@
 validate --compile, at the layer, the tensor and the user's .cl line."""
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import numpy as np
@@ -122,6 +123,27 @@ def test_without_checks_outputs_never_written_are_an_error_not_a_file(tmp_path, 
     # where the shape came from is said before the run
     assert ("note: output 0 of layer 'ReorgYolo' runs with input 0's shape 1x2x3x4: the layer "
             "has no shape formula for it (" in captured.err)
+
+
+ROUNDED_UP = "((B*F*Y*X+63)/64)*64"      # work sizes rounded up to the local size
+
+
+def test_without_checks_a_write_past_the_end_is_an_error_not_a_crash(tmp_path, capsys):
+    """A global size rounded up to 64 and a kernel with no `if (i < count)`: 40 floats past the
+    output's end. Without --check-bounds this aborted the process in PoCL's free() ("double
+    free or corruption", exit 134); on a GPU it changes whatever buffer lies there."""
+    config = _layer(tmp_path, COPY, count=ROUNDED_UP)
+    code, captured, out = _run_layer(capsys, tmp_path, config, "Shift")
+    assert code == 1 and not out.exists() and "Traceback" not in captured.err
+    assert (f"layer type 'Shift' ({config}:1:1): output 0 (1x2x3x4 f32 bfyx): the kernel wrote "
+            f"past the end of the output: 160 of the 4096 bytes after it changed, the first at "
+            f"element 24 of a buffer of 24 elements" in captured.err)
+    assert (f"guard the writes in the kernel, or fix its <WorkSizes> ({config}:9:3; now [64])"
+            in captured.err)
+    guarded = _layer(tmp_path, "if (i < 24) dst[i] = src[i];", count=ROUNDED_UP)
+    code, captured, out = _run_layer(capsys, tmp_path, guarded, "Shift")
+    assert code == 0, captured.err
+    np.testing.assert_array_equal(np.load(out), np.load(tmp_path / "x.npy"))
 
 
 def test_a_kernel_that_skips_elements_is_refused_by_the_numpy_call(tmp_path, test_device):
@@ -284,6 +306,70 @@ def test_run_checks_the_custom_layers_of_a_model(tmp_path, capsys):
     assert ("layer 's': output 0: the kernel wrote past the end of the buffer (12 elements, "
             "1x2x3x2 f32 bfyx): the first out-of-bounds write is at element offset 12"
             in captured.err)
+
+
+def test_a_models_custom_layer_that_writes_past_its_output_is_an_error_without_flags(
+        tmp_path, capsys, test_device):
+    device = os.environ.get("CUSTOMLAYERS_TEST_DEVICE", "CPU")
+    """The same model as above without --check-bounds: the first inference finds the write in
+    the guard zone after the output's slot, where the next tensor could have been."""
+    config = _layer(tmp_path, "dst[i] = src[i];", dim="input,0")
+    model = _model_with_custom_node(tmp_path, [1, 2, 3, 2])
+    out = tmp_path / "out.npz"
+    code = main(["run", "-m", str(model), "-c", str(config), "-d", device, "-o", str(out)])
+    captured = capsys.readouterr()
+    assert code == 1 and not out.exists() and "Traceback" not in captured.err
+    assert (f"layer 's' (Shift, defined at {config}:1:1): output 0 (1x2x3x2 f32 bfyx): the "
+            f"kernel wrote past the end of the output: 48 of the 4096 bytes after it changed, "
+            f"the first at element 12 of a buffer of 12 elements" in captured.err)
+    assert f"fix the layer's <WorkSizes> ({config}:9:" in captured.err
+    from customlayers.api import Engine, Network
+    from customlayers.errors import ExecutionError
+    from customlayers.runtime.layers.registry import Registry
+    registry = Registry(Engine(test_device))
+    registry.load(str(config))
+    net = Network(model, registry, registry.engine)
+    # the guard is the custom output's alone: the built-in Relus' tensors have none
+    assert list(net.plan.memory.guards.values()) == [4096]
+    request = net.create_request()
+    for _ in range(2):
+        with pytest.raises(ExecutionError, match="wrote past the end of the output"):
+            request.infer({"x": np.ones((1, 2, 3, 4), np.float32)})
+
+
+def test_a_custom_output_in_the_users_buffer_is_checked_where_the_tensor_lies(tmp_path,
+                                                                              test_device):
+    """A model output that a custom layer writes, bound to the user's own larger buffer: the
+    first run's check fills and reads the tensor only, never the user's bytes after it (only
+    the request's own slots have a guard zone)."""
+    import pyopencl as cl
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper
+    from customlayers.api import Engine, Network
+    from customlayers.runtime.layers.registry import Registry
+    graph = helper.make_graph(
+        [helper.make_node("Shift", ["x"], ["s"], domain="com.example")], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 3, 4])],
+        [helper.make_tensor_value_info("s", TensorProto.FLOAT, [1, 2, 3, 4])])
+    model = tmp_path / "only.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17),
+                                                      helper.make_opsetid("com.example", 1)]),
+              str(model))
+    registry = Registry(Engine(test_device))
+    registry.load(str(_layer(tmp_path, COPY)))
+    engine = registry.engine
+    request = Network(model, registry, engine).create_request()
+    x = np.random.default_rng(2).standard_normal((1, 2, 3, 4)).astype(np.float32)
+    tail = np.arange(16, dtype=np.float32) + 100
+    mine = cl.Buffer(engine.context, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR,
+                     hostbuf=np.concatenate([np.zeros(24, np.float32), tail]))
+    request.set_tensor("s", mine)
+    request.infer({"x": x})
+    got = np.empty(40, np.float32)
+    cl.enqueue_copy(engine.queue, got, mine)
+    np.testing.assert_array_equal(got[:24], x.reshape(-1))
+    np.testing.assert_array_equal(got[24:], tail)        # the user's bytes after the tensor
+    assert not request._check.pending
 
 
 def test_a_models_custom_layer_that_leaves_its_output_unwritten_is_an_error(tmp_path, capsys):

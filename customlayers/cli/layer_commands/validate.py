@@ -186,6 +186,8 @@ def _compile_inputs(spec, given: list, params: dict) -> tuple[list, dict]:
         if named or declared is None or declared is KEEP:
             return desc
         return replace(desc, dtype=from_numpy(declared))
+    # --shape gives (desc, whether it names a type); a caller's TensorDesc names its type
+    given = [g if isinstance(g, tuple) else (g, True) for g in given]
     first = given[0][0] if given else TensorDesc(DEFAULT_INPUT_SHAPE)
     n = spec.num_input_ports
     inputs = [typed(*(given[port] if port < len(given) else (first, False)),

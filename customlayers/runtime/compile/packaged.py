@@ -117,7 +117,8 @@ def save_package(net, path, *, keep_sources: bool = False, model: str = "",
             "key": key, "steps": steps, "programs": programs,
             "memory": {"slot_sizes": memory.slot_sizes, "slot_of": memory.slot_of,
                        "total_tensor_bytes": memory.total_tensor_bytes,
-                       "in_place_tensors": memory.in_place_tensors},
+                       "in_place_tensors": memory.in_place_tensors,
+                       "guards": memory.guards},
             **fields}))
     device = net.engine.device
     binaries = binaries_of(device, built)

@@ -28,6 +28,9 @@ class MemoryPlan:
     # tensors with no buffer of their own, written in place into a Concat's output (counted in
     # total_tensor_bytes, whose buffers they would have had)
     in_place_tensors: int = 0
+    # tensor key -> bytes its slot holds after it: the guard zone of a custom kernel's output,
+    # which a request's first run checks (execute/unwritten.py)
+    guards: dict = field(default_factory=dict)
 
     @property
     def planned_bytes(self) -> int:

@@ -25,7 +25,8 @@ from ...jit.tensor import TensorDesc
 from ...jit.launch import Arg, KernelLaunch
 from ..device.kernel_objects import set_kernel_args
 from ..device.launch_args import ArgumentSource, bind_args
-from .unwritten import FIRST, SECOND, first_index, kept, sentinel
+from .unwritten import (FIRST, SECOND, changed_guard, first_index, guard_bytes, guard_pattern,
+                        kept, past_end_message)
 
 # argument plan entries: (kind, index) with kind "input" | "output" | "data"
 INPUT, OUTPUT, DATA = "input", "output", "data"
@@ -155,34 +156,46 @@ class BoundKernel:
         return results[0] if len(results) == 1 else results
 
     def _run_filled(self, launch: KernelLaunch, arrays, run: int) -> list[np.ndarray]:
-        """One numpy call's upload, launch and read-back, its outputs filled with the sentinel
-        of `run` first."""
+        """One numpy call's upload, launch and read-back, its outputs and the guard zones after
+        them filled with the sentinel of `run` first; an ExecutionError when the kernel wrote
+        into a guard zone (past an output's end)."""
         ctx, queue = self.engine.context, self.engine.queue
         mf = cl.mem_flags
         in_bufs = [cl.Buffer(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=d.pack(a))
                    for d, a in zip(self.inputs, arrays)]
-        out_bufs = [cl.Buffer(ctx, mf.READ_WRITE, max(d.nbytes, 1)) for d in self.outputs]
+        # (never past the largest buffer the device allocates: an output that fits is run)
+        largest = self.engine.device.max_mem_alloc_size
+        guards = [max(0, min(guard_bytes(d.nbytes), largest - d.nbytes)) for d in self.outputs]
+        out_bufs = [cl.Buffer(ctx, mf.READ_WRITE, d.nbytes + g)
+                    for d, g in zip(self.outputs, guards)]
         # the kernel waits for the fills by their events: the engine's queue may be the
         # user's, out of order
-        fills = []
-        for desc, buf in zip(self.outputs, out_bufs):
-            pattern = sentinel(desc.np_dtype, run)
-            if pattern is not None and desc.nbytes:
-                fills.append(cl.enqueue_fill_buffer(queue, buf, pattern, 0, desc.nbytes))
+        patterns = [guard_pattern(d.np_dtype, run) for d in self.outputs]
+        fills = [cl.enqueue_fill_buffer(queue, buf, pattern, 0, d.nbytes + g)
+                 for d, g, buf, pattern in zip(self.outputs, guards, out_bufs, patterns)]
         # a one-off launch through the same kernel object would disturb enqueue()'s record of
         # what is set; a fresh kernel keeps the two paths apart
         kernel = cl.Kernel(self.program, self.spec.entry)
         source = _CallArgs(ctx, in_bufs, out_bufs)
         set_kernel_args(kernel, bind_args(launch.args, source, self.spec.name))
         event = cl.enqueue_nd_range_kernel(queue, kernel, self.global_size, self.local_size,
-                                           wait_for=fills or None)
-        results = []
-        for desc, buf in zip(self.outputs, out_bufs):
-            host = np.empty(desc.buffer_count, desc.np_dtype)
+                                           wait_for=fills)
+        hosts = []
+        for desc, g, buf in zip(self.outputs, guards, out_bufs):
+            host = np.empty(desc.nbytes + g, np.uint8)
             cl.enqueue_copy(queue, host, buf, wait_for=[event])
-            results.append(desc.unpack(host))
+            hosts.append(host)
         queue.finish()
-        return results
+        for port, (desc, host, pattern) in enumerate(zip(self.outputs, hosts, patterns)):
+            changed = changed_guard(host[desc.nbytes:], pattern)
+            if changed is not None:
+                raise ExecutionError(past_end_message(
+                    f"layer type '{self.spec.name}' ({self.spec.location}): output {port}",
+                    desc, changed, len(host) - desc.nbytes,
+                    f"guard the writes in the kernel, or fix its <WorkSizes> "
+                    f"({self.spec.work_sizes.location}; now {list(self.global_size)})"))
+        return [desc.unpack(host[:desc.nbytes].view(desc.np_dtype))
+                for desc, host in zip(self.outputs, hosts)]
 
     def _unwritten_message(self, port: int, never: np.ndarray) -> str:
         desc = self.outputs[port]

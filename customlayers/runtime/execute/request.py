@@ -344,7 +344,7 @@ class InferRequest:
         if self._host is not None:
             self._host.begin()
         check = run.check
-        buffer_of = (lambda key: self._run_buffer(run, key)) if check is not None else None
+        buffer_of = (lambda key: self._checked_buffer(run, key)) if check is not None else None
         for n, (k, g, l, i) in enumerate(self._launches):   # no host wait between layers
             if check is not None and n in check.fills:
                 events += check.fill(q, n, buffer_of, after(len(events), True))
@@ -387,6 +387,14 @@ class InferRequest:
         root = self.plan.root(key)
         bound = None if self.plan.slice_at(key) is not None else run.binding.get(root)
         return bound if bound is not None else self._own_buffer(key)
+
+    def _checked_buffer(self, run: Run, key):
+        """(_run_buffer's buffer of `key`, whether it is the request's own: only a slot of the
+        memory plan has the guard zone after a tensor; a user's buffer is filled and read only
+        where the tensor lies)."""
+        root = self.plan.root(key)
+        bound = None if self.plan.slice_at(key) is not None else run.binding.get(root)
+        return (bound, False) if bound is not None else (self._own_buffer(key), True)
 
     def _copy(self, q, c: Copy, wait_for):
         self.copies += 1

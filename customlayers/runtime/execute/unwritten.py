@@ -1,4 +1,5 @@
-"""Output elements a run never wrote, found by what they started as.
+"""Output elements a run never wrote, and writes past an output's end, found by what the memory
+started as.
 
 An output is filled with a sentinel before the code that should write it runs; an element that
 still holds it afterwards was never written. A float's sentinel is a quiet NaN with a payload
@@ -10,6 +11,13 @@ suspects' run), which no kernel that writes it can do. Where there is one run, o
 sentinel a kernel would have to produce bit for bit are checked: floats in a model's first
 inference (FirstRunCheck), and also integers of 2 bytes or more for a Python layer's outputs
 (ONE_RUN_CHECKED, as before this check existed in the executor).
+
+The same fill reaches past the output: a custom kernel's output buffer has a guard zone after
+it (guard_bytes; in a model, its slot of the memory plan is that much larger), filled with the
+sentinel too. A guard byte that changed was written by the kernel past the output's end, the
+bug of work sizes rounded up to the local size with no `if (i < count)` in the kernel. Without
+the guard that write lands in whatever memory follows: another tensor's numbers, or the heap,
+which crashed the process at the next free.
 """
 from __future__ import annotations
 
@@ -44,6 +52,47 @@ ONE_RUN_CHECKED = frozenset(t for t, (view, *_) in _SENTINELS.items()
 # a model's first inference checks only the types whose sentinel is a NaN: an integer output
 # may hold any value (an identity layer over data holding 0xA5A5A5A5 is correct)
 NAN_SENTINELS = frozenset(t for t in _SENTINELS if t.kind == "f")
+
+
+# a guard zone is as long as the output, within these bounds: a work size rounded up to a local
+# size of up to 1024 items overshoots by less than 4 KiB of floats
+GUARD_MIN_BYTES, GUARD_MAX_BYTES = 4 << 10, 1 << 20
+
+
+def guard_bytes(nbytes: int) -> int:
+    """The guard zone after an output of `nbytes` (a multiple of its element size)."""
+    return min(max(nbytes, GUARD_MIN_BYTES), GUARD_MAX_BYTES)
+
+
+def guard_pattern(dtype, run: int = FIRST) -> np.ndarray:
+    """What a guard zone is filled with: the output's sentinel, or a byte for a type without."""
+    pattern = sentinel(dtype, run)
+    return pattern if pattern is not None else np.array([0xA5], np.uint8)
+
+
+def changed_guard(guard: np.ndarray, pattern: np.ndarray) -> tuple[int, int] | None:
+    """(bytes changed, the first one's offset past the output's end) of a guard zone read back
+    (any dtype; its bytes are compared), filled with `pattern` (guard_pattern), or None when it
+    is intact."""
+    got = np.ascontiguousarray(guard).view(np.uint8).reshape(-1)
+    moved = np.flatnonzero(got != np.resize(pattern.view(np.uint8), got.size))
+    if moved.size == 0:
+        return None
+    return int(moved.size), int(moved[0])
+
+
+def past_end_message(what: str, desc: TensorDesc, changed: tuple[int, int], guard: int,
+                     fix: str) -> str:
+    """The error for an output whose guard zone a kernel wrote: `what` names the layer and the
+    output, `fix` where to mend it."""
+    count, offset = changed
+    element = desc.buffer_count + offset // desc.np_dtype.itemsize
+    return (f"{what} ({desc.describe()}): the kernel wrote past the end of the output: {count} "
+            f"of the {guard} bytes after it changed, the first at element {element} of a "
+            f"buffer of {desc.buffer_count} elements. Its work sizes cover more than the "
+            f"output and the kernel writes without a guard; {fix}. Without the guard zone such "
+            f"a write changes whatever memory follows, another tensor or the heap "
+            f"(--check-bounds shows each write out of bounds)")
 
 
 def sentinel(dtype, run: int = FIRST) -> np.ndarray | None:
@@ -87,6 +136,7 @@ class CheckedOutput:
     port: int
     key: Hashable           # the tensor
     desc: TensorDesc
+    guard: int = 0          # bytes of its slot after it, filled and checked with it
 
 
 def layer_output(key) -> bool:
@@ -99,12 +149,21 @@ def layer_output(key) -> bool:
         key[2][:1] == ("out",)
 
 
+def checkable(step, key, desc: TensorDesc) -> bool:
+    """Whether a first run checks output `key` of `step` (given memory of its own): a layer
+    output (layer_output) of a custom layer's kernels (SimpleGPU, MVCL stages; a Python layer
+    checks its own), of a float type (NAN_SENTINELS), not empty. The memory plan gives each a
+    guard zone (guard_bytes)."""
+    return step.impl == "custom" and bool(step.launches) and layer_output(key) and \
+        desc.np_dtype in NAN_SENTINELS and desc.nbytes > 0
+
+
 def custom_outputs(plan) -> list[CheckedOutput]:
-    """What a request's first run checks: every output of a custom layer's steps (SimpleGPU
-    kernels, MVCL stages; a Python layer checks its own) that is a layer output (layer_output),
-    of a float type (NAN_SENTINELS), in memory of its own, not an input's, not empty, up to
-    MAX_CHECKED_BYTES in all, in step order."""
+    """What a request's first run checks: every `checkable` output in memory of its own, not
+    an input's, up to MAX_CHECKED_BYTES in all, in step order, with the guard zone its slot has
+    after it (none in a plan made before guards, or a package's without them)."""
     slot_of = plan.memory.slot_of
+    guards = plan.memory.guards
     spans: dict = {}                   # key -> [first step, last step, port, desc]
     for index, step in enumerate(plan.steps):
         if step.impl != "custom" or not step.launches:
@@ -114,15 +173,15 @@ def custom_outputs(plan) -> list[CheckedOutput]:
             root = plan.root(key)
             if key in spans:
                 spans[key][1] = index
-            elif (layer_output(key) and root in slot_of and slot_of[root] not in read
-                  and desc.np_dtype in NAN_SENTINELS and desc.nbytes > 0):
+            elif checkable(step, key, desc) and root in slot_of and slot_of[root] not in read:
                 spans[key] = [index, index, port, desc]
     found, total = [], 0
     for key, (first, last, port, desc) in spans.items():
         total += desc.nbytes
         if total > MAX_CHECKED_BYTES:
             break
-        found.append(CheckedOutput(first, last, port, key, desc))
+        guard = guards.get(key, 0) if plan.root(key) == key else 0
+        found.append(CheckedOutput(first, last, port, key, desc, guard))
     return found
 
 
@@ -132,7 +191,8 @@ class FirstRunCheck:
     the sentinel, after the last it is read back (a non-blocking copy, which the in-order queue
     runs before any later layer reuses the memory), and wait() looks at them. A kernel whose
     work sizes or guards do not cover the output the model gives it would otherwise hand on
-    whatever the memory held. The host waits nowhere more; the run makes one fill and one read
+    whatever the memory held; one that writes past the output's end (into its guard zone, which
+    is filled and read with it) would change the next tensor's. The host waits nowhere more; the run makes one fill and one read
     per checked output, once. Not made for a request on an out-of-order queue, or with host
     steps (Python layers: PoCL may block in a read while their user event is pending)."""
 
@@ -154,12 +214,14 @@ class FirstRunCheck:
         self.steps = plan.steps
 
     def fill(self, queue, n: int, buffer_of, wait_for) -> list:
-        """Enqueue the fills that go before launch n; their events."""
+        """Enqueue the fills that go before launch n; their events. `buffer_of(key)`: (the
+        buffer, whether it is the request's own slot, which has the guard zone after it)."""
         events = []
         for out in self.fills.get(n, ()):
-            events.append(cl.enqueue_fill_buffer(queue, buffer_of(out.key),
-                                                 sentinel(out.desc.np_dtype), 0,
-                                                 out.desc.nbytes, wait_for=wait_for))
+            buffer, own = buffer_of(out.key)
+            events.append(cl.enqueue_fill_buffer(queue, buffer, sentinel(out.desc.np_dtype), 0,
+                                                 out.desc.nbytes + (out.guard if own else 0),
+                                                 wait_for=wait_for))
             wait_for = None
         return events
 
@@ -168,23 +230,35 @@ class FirstRunCheck:
         what they are); their events."""
         events = []
         for out in self.reads.get(n, ()):
-            host = np.empty(out.desc.buffer_count, out.desc.np_dtype)
-            events.append(cl.enqueue_copy(queue, host, buffer_of(out.key), is_blocking=False))
+            buffer, own = buffer_of(out.key)
+            host = np.empty(out.desc.nbytes + (out.guard if own else 0), np.uint8)
+            events.append(cl.enqueue_copy(queue, host, buffer, is_blocking=False))
             into.append((out, host))
         return events
 
     def verify(self, read: list, where) -> None:
-        """ExecutionError for the first output read back with elements that kept the sentinel;
-        else the check is done for this request. `where(step)`: the layer described, and where
+        """ExecutionError for the first output read back whose guard zone changed (the kernel
+        wrote past its end) or with elements that kept the sentinel; else the check is done for
+        this request. `where(step)`: the layer described, and where
         its work sizes are written. `read` is emptied either way (it holds host copies of the
         outputs)."""
-        found = None
+        found = past = None
         for out, host in read:
-            never = kept(out.desc.unpack(host))
+            changed = changed_guard(host[out.desc.nbytes:], sentinel(out.desc.np_dtype))
+            if changed is not None:
+                past = out, changed, len(host) - out.desc.nbytes
+                break
+            never = kept(out.desc.unpack(host[:out.desc.nbytes].view(out.desc.np_dtype)))
             if never is not None and never.any():
                 found = out, never
                 break
         read.clear()
+        if past is not None:
+            out, changed, guard = past
+            layer, sizes = where(self.steps[out.last])
+            raise ExecutionError(past_end_message(
+                f"{layer}: output {out.port}", out.desc, changed, guard,
+                f"guard the writes in the kernel, or fix the layer's <WorkSizes>{sizes}"))
         if found is None:
             self.pending = False
             return
