@@ -499,6 +499,42 @@ def test_an_integer_output_that_holds_the_sentinels_value_is_not_an_error(tmp_pa
     np.testing.assert_array_equal(y, x)
 
 
+def test_an_integer_output_written_past_its_end_is_an_error(tmp_path, test_device):
+    """An integer output's elements are not checked in a model (above), but the guard zone after
+    it is: a kernel whose rounded-up work sizes write past the end is found in any type."""
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper
+    from customlayers.api import Engine, Network
+    from customlayers.errors import ExecutionError
+    from customlayers.runtime.layers.registry import Registry
+    graph = helper.make_graph(
+        [helper.make_node("Shift", ["x"], ["y"], domain="com.example")], "g",
+        [helper.make_tensor_value_info("x", TensorProto.INT32, [1, 2, 3, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.INT32, [1, 2, 3, 4])])
+    path = tmp_path / "i.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17),
+                                                      helper.make_opsetid("com.example", 1)]),
+              str(path))
+    x = np.arange(24, dtype=np.int32).reshape(1, 2, 3, 4)
+    for body, fails in [("dst[i] = src[i % 24];", True), ("if (i < 24) dst[i] = src[i];", False)]:
+        (tmp_path / "shift.cl").write_text(
+            "__kernel void shift(__global const int* src, __global int* dst)\n"
+            f"{{ const int i = get_global_id(0); {body} }}\n")
+        (tmp_path / "shift.xml").write_text(LAYER.format(count=ROUNDED_UP, fmt="BFYX",
+                                                         dim="output"))
+        registry = Registry(Engine(test_device))
+        registry.load(str(tmp_path / "shift.xml"))
+        request = Network(path, registry, registry.engine).create_request()
+        if fails:
+            with pytest.raises(ExecutionError, match=r"output 0 \(1x2x3x4 i32 bfyx\): the kernel "
+                                                     r"wrote past the end of the output: 160 of "
+                                                     r"the 4096 bytes after it changed"):
+                request.infer({"x": x})
+        else:
+            np.testing.assert_array_equal(request.infer({"x": x})["y"], x)
+            assert not request._check.pending
+
+
 @needs_oclgrind
 def test_run_sanitize_reports_the_models_custom_layer_at_its_line(tmp_path, capsys):
     config = _layer(tmp_path, "dst[i] = src[i + 1];")

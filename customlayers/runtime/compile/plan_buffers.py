@@ -8,7 +8,7 @@ import numpy as np
 
 from ..device.device_memory import Need, check_fits
 from ..device.launch_args import ArgumentSource, bind_args
-from ..execute.unwritten import checkable, guard_bytes
+from ..execute.unwritten import guard_bytes, guarded
 from .plan import alias_root
 from .planner import MemoryPlan, TensorLife, plan_memory
 
@@ -79,9 +79,9 @@ def plan_memory_of(steps, descs, alias, consts, inputs, outputs, states=()) -> M
     for _, k in outputs:
         last[root(k)] = end
     input_keys = {k for _, k in inputs}
-    # a custom kernel's output has a guard zone after it in its slot (unwritten.checkable)
+    # a custom kernel's output has a guard zone after it in its slot (unwritten.guarded)
     guards = {k: guard_bytes(d.nbytes) for s in steps for k, d in zip(s.outputs, s.output_descs)
-              if root(k) == k and checkable(s, k, d)}
+              if root(k) == k and guarded(s, k, d)}
     lives = [TensorLife(k, descs[k].nbytes + guards.get(k, 0), first[k], last[k]) for k in first
              if k not in consts and k not in input_keys and k not in states]
     memory = plan_memory(lives)

@@ -138,6 +138,19 @@ class CheckedOutput:
     desc: TensorDesc
     guard: int = 0          # bytes of its slot after it, filled and checked with it
 
+    @property
+    def whole(self) -> bool:
+        """Whether the output itself is checked for elements never written (a float type,
+        NAN_SENTINELS), or only the guard zone after it."""
+        return self.desc.np_dtype in NAN_SENTINELS
+
+    def span(self, own: bool) -> tuple[int, int]:
+        """(offset, bytes) of what is filled and read back: the output (a float one) and its
+        guard zone where the buffer is the request's own slot (`own`; a user's buffer has none
+        of ours after the tensor)."""
+        start = 0 if self.whole else self.desc.nbytes
+        return start, self.desc.nbytes + (self.guard if own else 0) - start
+
 
 def layer_output(key) -> bool:
     """Whether a step's output tensor is its layer's output: (node, port), or the kernel-layout
@@ -149,19 +162,20 @@ def layer_output(key) -> bool:
         key[2][:1] == ("out",)
 
 
-def checkable(step, key, desc: TensorDesc) -> bool:
-    """Whether a first run checks output `key` of `step` (given memory of its own): a layer
-    output (layer_output) of a custom layer's kernels (SimpleGPU, MVCL stages; a Python layer
-    checks its own), of a float type (NAN_SENTINELS), not empty. The memory plan gives each a
-    guard zone (guard_bytes)."""
+def guarded(step, key, desc: TensorDesc) -> bool:
+    """Whether the memory plan gives output `key` of `step` a guard zone (guard_bytes) that a
+    first run checks: a layer output (layer_output) of a custom layer's kernels (SimpleGPU,
+    MVCL stages; a Python layer checks its own), not empty, of any type. A float one is also
+    checked for elements never written (CheckedOutput.whole)."""
     return step.impl == "custom" and bool(step.launches) and layer_output(key) and \
-        desc.np_dtype in NAN_SENTINELS and desc.nbytes > 0
+        desc.nbytes > 0 and desc.np_dtype in _SENTINELS
 
 
 def custom_outputs(plan) -> list[CheckedOutput]:
-    """What a request's first run checks: every `checkable` output in memory of its own, not
-    an input's, up to MAX_CHECKED_BYTES in all, in step order, with the guard zone its slot has
-    after it (none in a plan made before guards, or a package's without them)."""
+    """What a request's first run checks: every `guarded` output in memory of its own, not an
+    input's, that is a float (the whole output and its guard zone) or has a guard zone in the
+    plan (that alone; a plan made before guards, or a package's without them, has none), up to
+    MAX_CHECKED_BYTES in all, in step order."""
     slot_of = plan.memory.slot_of
     guards = plan.memory.guards
     spans: dict = {}                   # key -> [first step, last step, port, desc]
@@ -173,15 +187,18 @@ def custom_outputs(plan) -> list[CheckedOutput]:
             root = plan.root(key)
             if key in spans:
                 spans[key][1] = index
-            elif checkable(step, key, desc) and root in slot_of and slot_of[root] not in read:
+            elif guarded(step, key, desc) and root in slot_of and slot_of[root] not in read:
                 spans[key] = [index, index, port, desc]
     found, total = [], 0
     for key, (first, last, port, desc) in spans.items():
-        total += desc.nbytes
+        out = CheckedOutput(first, last, port, key, desc,
+                            guards.get(key, 0) if plan.root(key) == key else 0)
+        if not out.whole and not out.guard:
+            continue
+        total += out.span(True)[1]
         if total > MAX_CHECKED_BYTES:
             break
-        guard = guards.get(key, 0) if plan.root(key) == key else 0
-        found.append(CheckedOutput(first, last, port, key, desc, guard))
+        found.append(out)
     return found
 
 
@@ -192,8 +209,8 @@ class FirstRunCheck:
     runs before any later layer reuses the memory), and wait() looks at them. A kernel whose
     work sizes or guards do not cover the output the model gives it would otherwise hand on
     whatever the memory held; one that writes past the output's end (into its guard zone, which
-    is filled and read with it) would change the next tensor's. The host waits nowhere more; the run makes one fill and one read
-    per checked output, once. Not made for a request on an out-of-order queue, or with host
+    is filled and read with it, of an integer output alone) would change the next tensor's. The
+    host waits nowhere more; the run makes one fill and one read per checked output, once. Not made for a request on an out-of-order queue, or with host
     steps (Python layers: PoCL may block in a read while their user event is pending)."""
 
     def __init__(self, plan, launches):
@@ -219,10 +236,11 @@ class FirstRunCheck:
         events = []
         for out in self.fills.get(n, ()):
             buffer, own = buffer_of(out.key)
-            events.append(cl.enqueue_fill_buffer(queue, buffer, sentinel(out.desc.np_dtype), 0,
-                                                 out.desc.nbytes + (out.guard if own else 0),
-                                                 wait_for=wait_for))
-            wait_for = None
+            offset, size = out.span(own)
+            if size:
+                events.append(cl.enqueue_fill_buffer(queue, buffer, sentinel(out.desc.np_dtype),
+                                                     offset, size, wait_for=wait_for))
+                wait_for = None
         return events
 
     def read(self, queue, n: int, buffer_of, into: list) -> list:
@@ -231,9 +249,12 @@ class FirstRunCheck:
         events = []
         for out in self.reads.get(n, ()):
             buffer, own = buffer_of(out.key)
-            host = np.empty(out.desc.nbytes + (out.guard if own else 0), np.uint8)
-            events.append(cl.enqueue_copy(queue, host, buffer, is_blocking=False))
-            into.append((out, host))
+            offset, size = out.span(own)
+            if size:
+                host = np.empty(size, np.uint8)
+                events.append(cl.enqueue_copy(queue, host, buffer, src_offset=offset,
+                                              is_blocking=False))
+                into.append((out, host))
         return events
 
     def verify(self, read: list, where) -> None:
@@ -244,11 +265,12 @@ class FirstRunCheck:
         outputs)."""
         found = past = None
         for out, host in read:
-            changed = changed_guard(host[out.desc.nbytes:], sentinel(out.desc.np_dtype))
+            body = out.desc.nbytes if out.whole else 0      # the output's bytes read back
+            changed = changed_guard(host[body:], sentinel(out.desc.np_dtype))
             if changed is not None:
-                past = out, changed, len(host) - out.desc.nbytes
+                past = out, changed, len(host) - body
                 break
-            never = kept(out.desc.unpack(host[:out.desc.nbytes].view(out.desc.np_dtype)))
+            never = kept(out.desc.unpack(host[:body].view(out.desc.np_dtype))) if body else None
             if never is not None and never.any():
                 found = out, never
                 break
