@@ -372,6 +372,50 @@ def test_a_custom_output_in_the_users_buffer_is_checked_where_the_tensor_lies(tm
     assert not request._check.pending
 
 
+@pytest.mark.parametrize("body,fails", [(COPY, "wrote past the end of the output"),
+                                        ("if (i % 7 && i < 24) dst[i] = src[i];",
+                                         r"layer 's' .*: 4 of 24 elements were never written"),
+                                        ("if (i < 24) dst[i] = src[i];", None)],
+                         ids=["past-the-end", "unwritten", "sound"])
+def test_a_model_with_a_python_layer_checks_its_custom_layers_too(tmp_path, test_device, body,
+                                                                  fails):
+    """A run with host steps reads its outputs by maps (PoCL may block in a read while a
+    Python layer's user event is pending); the check's buffer is read back the same way, so
+    such models are checked as any other."""
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper
+    from python_layer_texts import SOFTSIGN
+    from customlayers.api import Engine, Network
+    from customlayers.errors import ExecutionError
+    from customlayers.runtime.layers.registry import Registry
+    graph = helper.make_graph(
+        [helper.make_node("Shift", ["x"], ["s"], domain="com.example"),
+         helper.make_node("Softsign", ["s"], ["y"], domain="com.example")], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 3, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2, 3, 4])])
+    model = tmp_path / "py.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17),
+                                                      helper.make_opsetid("com.example", 1)]),
+              str(model))
+    registry = Registry(Engine(test_device))
+    registry.load(str(_layer(tmp_path, body, count=ROUNDED_UP)))
+    (tmp_path / "layers.py").write_text(SOFTSIGN)
+    assert not list(registry.load_python(tmp_path / "layers.py"))
+    net = Network(model, registry, registry.engine)
+    assert [s.impl for s in net.plan.steps] == ["custom", "python"]
+    request = net.create_request()
+    x = np.random.default_rng(3).standard_normal((1, 2, 3, 4)).astype(np.float32)
+    if fails:
+        for _ in range(2):
+            with pytest.raises(ExecutionError, match=fails):
+                request.infer({"x": x})
+    else:
+        for _ in range(2):
+            np.testing.assert_allclose(request.infer({"x": x})["y"], x / (1 + np.abs(x)),
+                                       rtol=1e-6)
+        assert not request._check.pending
+
+
 def test_a_models_custom_layer_that_leaves_its_output_unwritten_is_an_error(tmp_path, capsys):
     """The model declares the custom node's output larger than what its kernel covers (the
     global size counts the input): without any flag, the first inference reports the elements

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 import pyopencl as cl
 
-from ...errors import DeviceError, ExecutionError, ModelError, TensorError
+from ...errors import CustomLayersError, DeviceError, ExecutionError, ModelError, TensorError
 from ..device.device_memory import reserve_for_request
 from .events import await_dependencies, dependency_error, failed_dependency, status
 from ..device.host_memory import PinnedTensor, constant_buffer, pinned_tensor
@@ -72,10 +72,11 @@ class InferRequest:
         if self._host is not None and eng.out_of_order:
             raise ExecutionError("a network with Python layers (host steps) runs on an in-order "
                                  "queue; the queue given to Engine.from_queue is out-of-order")
-        # the custom layers' outputs, checked for elements never written in the first run
-        # (unwritten.py); on an in-order queue, which orders the fills and reads it adds
-        check = FirstRunCheck(plan, self._launches) \
-            if not eng.out_of_order and self._host is None else None
+        # the custom layers' outputs, checked for elements never written and writes past their
+        # end in the first run (unwritten.py); on an in-order queue, which orders the fills and
+        # copies it adds
+        check = FirstRunCheck(plan, self._launches, eng.context) \
+            if not eng.out_of_order else None
         self._check = check if check is not None and check.pending else None
         self._defaults = {root: self._default_buffer(root) for root in self._uses}
         self._bound = dict(self._defaults)
@@ -372,6 +373,11 @@ class InferRequest:
                 events.append(event)
                 continue
             events.append(self._copy(q, c, after(len(events), True)))
+        if check is not None and run.checked:
+            event, run.check_host, mapped = check.collect(q, by_map=self._host is not None)
+            events.append(event)
+            if mapped is not None:
+                run.maps.append((mapped, run.check_host))
         if self._host is not None:
             q.flush()          # the worker waits for the maps: get them going now
         self.events = launched if self.network.profiling else []
@@ -454,14 +460,21 @@ class InferRequest:
             if isinstance(e, ExecutionError):
                 raise
             raise ExecutionError(f"the device failed while running the network: {e}") from e
+        host_error = None
         if self._host is not None:
             try:                            # the outputs out of their maps; a host step's error
                 self._host.finish(run.maps, self.queue)
+            except CustomLayersError as e:
+                host_error = e
             finally:
                 self._finish()
         self._finish()
-        if run.check is not None:           # the first run's: elements a kernel never wrote
-            run.check.verify(run.checked, self._layer_place)
+        if run.check is not None:           # the first run's: elements a kernel never wrote,
+            # writes past an output's end; before a Python layer's error, which may be what it
+            # made of them (a NaN sentinel passed on)
+            run.check.verify(run.checked, run.check_host, self._layer_place)
+        if host_error is not None:
+            raise host_error
         # network outputs are dense (the compiler reorders custom layers' back): the array
         # read back is the result itself, no second copy
         outputs = {name: (host.reshape(desc.shape) if desc.is_plain else desc.unpack(host))

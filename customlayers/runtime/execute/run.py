@@ -51,10 +51,11 @@ class Run:
     events: list = field(default_factory=list)
     # outputs read by maps (a run with host steps): (mapped array, the host array it fills)
     maps: list = field(default_factory=list)
-    # the request's first-run check (unwritten.FirstRunCheck) when this run makes it, and the
-    # custom layers' outputs it read back: (CheckedOutput, host array)
+    # the request's first-run check (unwritten.FirstRunCheck) when this run makes it, what its
+    # copies put in its buffer ((CheckedOutput, place, bytes)), and that buffer read back
     check: object = None
     checked: list = field(default_factory=list)
+    check_host: object = None
 
     def reusable(self) -> bool:
         """Whether another run may take this one's bindings and copies as they are: nothing

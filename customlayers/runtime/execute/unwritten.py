@@ -203,32 +203,41 @@ def custom_outputs(plan) -> list[CheckedOutput]:
 
 
 class FirstRunCheck:
-    """A request's check of the outputs its custom layers never wrote, in its first run and
-    until a run passes it: before the first step that writes such an output it is filled with
-    the sentinel, after the last it is read back (a non-blocking copy, which the in-order queue
-    runs before any later layer reuses the memory), and wait() looks at them. A kernel whose
-    work sizes or guards do not cover the output the model gives it would otherwise hand on
-    whatever the memory held; one that writes past the output's end (into its guard zone, which
-    is filled and read with it, of an integer output alone) would change the next tensor's. The
-    host waits nowhere more; the run makes one fill and one read per checked output, once. Not made for a request on an out-of-order queue, or with host
-    steps (Python layers: PoCL may block in a read while their user event is pending)."""
+    """A request's check of its custom layers' outputs, in its first run and until a run passes
+    it: before the first step that writes such an output, it and the guard zone after it are
+    filled with the sentinel; after the last, a device-side copy puts them into the check's own
+    buffer (the in-order queue runs it before any later layer reuses the memory); after the
+    run's last command that buffer is read back (by a map in a run with Python layers, whose
+    outputs are read so: PoCL may block in a read while their user event is pending), and
+    wait() looks at it. A kernel whose work sizes or guards do not cover the output the model
+    gives it would otherwise hand on whatever the memory held; one that writes past the
+    output's end (into the guard zone; of an integer output, that alone is checked) would
+    change the next tensor's. The host waits nowhere more; the run adds a fill and a copy per
+    checked output and one read, once. Not made for a request on an out-of-order queue."""
 
-    def __init__(self, plan, launches):
+    def __init__(self, plan, launches, context):
         outputs = custom_outputs(plan)
         starts: dict[int, int] = {}    # step -> its first launch in the request's flat list
         ends: dict[int, int] = {}      # ... its last
         for n, (_, _, _, index) in enumerate(launches):
             starts.setdefault(index, n)
             ends[index] = n
-        # launch number -> the outputs filled before it, read after it
+        # launch number -> the outputs filled before it, copied after it
         self.fills: dict[int, list[CheckedOutput]] = {}
         self.reads: dict[int, list[CheckedOutput]] = {}
+        # each output's place in the check's buffer (8-byte aligned, for any element type)
+        self.at: dict[Hashable, int] = {}
+        size = 0
         for out in outputs:
             if out.first in starts and out.last in ends:
                 self.fills.setdefault(starts[out.first], []).append(out)
                 self.reads.setdefault(ends[out.last], []).append(out)
+                self.at[out.key] = size
+                size += -(-out.span(True)[1] // 8) * 8
         self.pending = bool(self.fills)
         self.steps = plan.steps
+        self.context, self.size = context, size
+        self.buffer = None                 # allocated by the first run, freed once one passes
 
     def fill(self, queue, n: int, buffer_of, wait_for) -> list:
         """Enqueue the fills that go before launch n; their events. `buffer_of(key)`: (the
@@ -244,33 +253,47 @@ class FirstRunCheck:
         return events
 
     def read(self, queue, n: int, buffer_of, into: list) -> list:
-        """Enqueue the reads that go after launch n into new arrays (appended to `into` with
-        what they are); their events."""
+        """Enqueue the copies that go after launch n into the check's buffer (appending what
+        each copied to `into`: (CheckedOutput, its place, bytes)); their events."""
+        if self.buffer is None:
+            self.buffer = cl.Buffer(self.context, cl.mem_flags.READ_WRITE, max(self.size, 1))
         events = []
         for out in self.reads.get(n, ()):
             buffer, own = buffer_of(out.key)
             offset, size = out.span(own)
             if size:
-                host = np.empty(size, np.uint8)
-                events.append(cl.enqueue_copy(queue, host, buffer, src_offset=offset,
-                                              is_blocking=False))
-                into.append((out, host))
+                events.append(cl.enqueue_copy(queue, self.buffer, buffer, byte_count=size,
+                                              src_offset=offset, dst_offset=self.at[out.key]))
+                into.append((out, self.at[out.key], size))
         return events
 
-    def verify(self, read: list, where) -> None:
-        """ExecutionError for the first output read back whose guard zone changed (the kernel
+    def collect(self, queue, by_map: bool):
+        """After the run's last command: the check's buffer read back into a new host array,
+        by a non-blocking read, or by a non-blocking map (`by_map`: a run with host steps; the
+        caller copies it out of the map after the queue finished, as it does its outputs).
+        Returns (the event, the host array, the mapped array or None)."""
+        host = np.empty(max(self.size, 1), np.uint8)
+        if by_map:
+            mapped, event = cl.enqueue_map_buffer(queue, self.buffer, cl.map_flags.READ, 0,
+                                                  host.shape, np.uint8, is_blocking=False)
+            return event, host, mapped
+        return cl.enqueue_copy(queue, host, self.buffer, is_blocking=False), host, None
+
+    def verify(self, read: list, host: np.ndarray, where) -> None:
+        """ExecutionError for the first output copied back whose guard zone changed (the kernel
         wrote past its end) or with elements that kept the sentinel; else the check is done for
-        this request. `where(step)`: the layer described, and where
-        its work sizes are written. `read` is emptied either way (it holds host copies of the
-        outputs)."""
+        this request (and its buffer freed). `read`: what the run's copies put where in the
+        check's buffer, which `host` holds read back; `where(step)`: the layer described, and
+        where its work sizes are written. `read` is emptied either way."""
         found = past = None
-        for out, host in read:
-            body = out.desc.nbytes if out.whole else 0      # the output's bytes read back
-            changed = changed_guard(host[body:], sentinel(out.desc.np_dtype))
+        for out, at, size in read:
+            got = host[at:at + size]
+            body = out.desc.nbytes if out.whole else 0      # the output's bytes copied
+            changed = changed_guard(got[body:], sentinel(out.desc.np_dtype))
             if changed is not None:
-                past = out, changed, len(host) - body
+                past = out, changed, size - body
                 break
-            never = kept(out.desc.unpack(host[:body].view(out.desc.np_dtype))) if body else None
+            never = kept(out.desc.unpack(got[:body].view(out.desc.np_dtype))) if body else None
             if never is not None and never.any():
                 found = out, never
                 break
@@ -283,6 +306,7 @@ class FirstRunCheck:
                 f"guard the writes in the kernel, or fix the layer's <WorkSizes>{sizes}"))
         if found is None:
             self.pending = False
+            self.buffer = None
             return
         out, never = found
         layer, sizes = where(self.steps[out.last])
