@@ -146,6 +146,23 @@ def test_without_checks_a_write_past_the_end_is_an_error_not_a_crash(tmp_path, c
     np.testing.assert_array_equal(np.load(out), np.load(tmp_path / "x.npy"))
 
 
+def test_check_bounds_finds_a_copy_of_the_inputs_guard_past_the_outputs_end(tmp_path, capsys):
+    """The same rounded-up copy under --check-bounds: the kernel copies the input's guard zone
+    into the output's. Both zones held one byte, so the write changed nothing and was missed
+    (run-layer and validate said nothing, exit 0); a written buffer's zone has a byte of its
+    own."""
+    config = _layer(tmp_path, COPY, count=ROUNDED_UP)
+    code, captured, out = _run_layer(capsys, tmp_path, config, "Shift", "--check-bounds")
+    assert code == 1 and not out.exists()
+    assert ("layer 'Shift': output 0: the kernel wrote past the end of the buffer (24 elements, "
+            "1x2x3x4 f32 bfyx): the first out-of-bounds write is at element offset 24 (160 bytes "
+            "changed in the guard zone after it)" in captured.err)
+    assert main(["validate", str(config), "--compile", "--check-bounds", "-d", "CPU",
+                 "--shape", "Shift=1x3x5x7"]) == 1
+    assert "output 0: the kernel wrote past the end of the buffer (105 elements" in \
+        capsys.readouterr().out
+
+
 def test_a_kernel_that_skips_elements_is_refused_by_the_numpy_call(tmp_path, test_device):
     from customlayers.errors import ExecutionError
     from customlayers.jit.tensor import TensorDesc

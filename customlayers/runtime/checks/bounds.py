@@ -24,7 +24,11 @@ from ..device.launch_args import ArgumentSource, bind_args
 from ..execute.one_launch import HostBytes, LocalBytes, run_one_launch
 from ..execute.unwritten import SECOND, sentinel
 
+# the guard zones around what the kernel reads (inputs, constants), and around what it writes
+# (outputs, scratch): two bytes, so that a kernel that copies or averages an input's guard into
+# an output's (a work size rounded up past both, no `if (i < count)`) changes the output's
 GUARD_BYTE = 0xCB
+WRITTEN_GUARD_BYTE = 0xB5
 # an output starts as execute/unwritten.py's second sentinel of its type (a NaN with a payload
 # for floats), the one the numpy call confirms with; a type without one, as this byte
 UNWRITTEN_BYTE = 0xDE
@@ -49,6 +53,7 @@ class _Guarded:
     guard: int            # bytes before (and after) the tensor
     nbytes: int
     contents: np.ndarray  # the bytes the tensor started with
+    fill: int = GUARD_BYTE    # the guard zones' byte
 
 
 def guard_bytes(device) -> int:
@@ -107,13 +112,13 @@ class _GuardedArgs(ArgumentSource):
         self.guarded: list[_Guarded] = []
 
     def _guarded(self, what: str, desc: TensorDesc, contents: np.ndarray,
-                 position: int) -> HostBytes:
+                 position: int, fill: int = GUARD_BYTE) -> HostBytes:
         guard = self.guard
         nbytes = max(int(contents.nbytes), 1)
-        host = np.full(guard + nbytes + guard, GUARD_BYTE, np.uint8)
+        host = np.full(guard + nbytes + guard, fill, np.uint8)
         host[guard:guard + contents.nbytes] = contents.view(np.uint8).reshape(-1)
         self.guarded.append(_Guarded(what, desc, position, guard, nbytes,
-                                     host[guard:guard + nbytes].copy()))
+                                     host[guard:guard + nbytes].copy(), fill))
         return HostBytes(host, offset=guard, size=nbytes)
 
     def input(self, arg, position):
@@ -122,7 +127,8 @@ class _GuardedArgs(ArgumentSource):
 
     def output(self, arg, position):
         desc = self.output_descs[arg.index]
-        return self._guarded(f"output {arg.index}", desc, unwritten_pattern(desc), position)
+        return self._guarded(f"output {arg.index}", desc, unwritten_pattern(desc), position,
+                             WRITTEN_GUARD_BYTE)
 
     def const(self, arg, position):
         value = np.ascontiguousarray(arg.value)
@@ -132,7 +138,7 @@ class _GuardedArgs(ArgumentSource):
     def scratch(self, arg, position):
         desc = TensorDesc((max(arg.nbytes, 1),), "u8")
         return self._guarded(f"scratch {arg.index}", desc, np.zeros(max(arg.nbytes, 1), np.uint8),
-                             position)
+                             position, WRITTEN_GUARD_BYTE)
 
     def local(self, arg, position):
         return LocalBytes(arg.nbytes)
@@ -140,8 +146,8 @@ class _GuardedArgs(ArgumentSource):
 
 def _guard_problems(layer: str, g: _Guarded, host: np.ndarray) -> list[BoundsProblem]:
     itemsize = g.desc.np_dtype.itemsize
-    before = np.flatnonzero(host[:g.guard] != GUARD_BYTE)
-    after = np.flatnonzero(host[g.guard + g.nbytes:] != GUARD_BYTE)
+    before = np.flatnonzero(host[:g.guard] != g.fill)
+    after = np.flatnonzero(host[g.guard + g.nbytes:] != g.fill)
     found = []
     if before.size:
         offset = -((g.guard - int(before[0]) + itemsize - 1) // itemsize)
