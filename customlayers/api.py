@@ -21,8 +21,9 @@ from .config.diagnostics import Diagnostic, Diagnostics, Location
 from .config.loader import ConfigSet, load_config_string, load_configs
 from .config.simplegpu.spec import LayerSpec
 from .errors import (BindingError, ConfigError, CustomLayersError, DefineError, DeviceError,
-                     ExecutionError, FormulaError, InputFileError, KernelBuildError, ModelError,
-                     PackageError, PythonLayerError, TensorError, UnknownLayerError)
+                     ExecutionError, FormulaError, InputFileError, KernelBuildError,
+                     KernelWriteError, ModelError, PackageError, PythonLayerError, TensorError,
+                     UnknownLayerError)
 from .jit.layer import Attr
 from .jit.tensor import TensorDesc, parse_tensor_arg
 from .runtime.device.device import Engine, describe_device, list_devices, select_device
@@ -44,6 +45,6 @@ __all__ = [
     "LayerSpec", "Diagnostic", "Diagnostics", "Location", "KernelLaunch", "Arg",
     "CustomLayersError", "ConfigError", "FormulaError", "DefineError", "TensorError",
     "KernelBuildError", "BindingError", "UnknownLayerError", "DeviceError", "ModelError",
-    "ExecutionError", "PythonLayerError", "InputFileError", "Attr", "cpu_layer",
+    "ExecutionError", "KernelWriteError", "PythonLayerError", "InputFileError", "Attr", "cpu_layer",
     "check_kernel_bounds", "sanitize_kernel", "run_layer", "save_package", "PackageError",
 ]

@@ -239,6 +239,12 @@ class ExecutionError(CustomLayersError, RuntimeError):
     """A layer failed while a network ran; the message names the layer."""
 
 
+class KernelWriteError(ExecutionError):
+    """A custom kernel's output had elements it never wrote, or bytes written past its end,
+    found by execute/unwritten.py's sentinels and guard zones: the message names the layer,
+    the output, the first element and what to fix."""
+
+
 class PackageError(ModelError):
     """A compiled package (customlayers compile -o model.clpkg) that cannot be used: not a
     package, truncated, corrupted or tampered with (`part` names the part that fails its

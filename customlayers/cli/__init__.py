@@ -150,10 +150,10 @@ def _run(args) -> int:
 def _kernel_bug_hint(args, e: BaseException) -> str:
     """A run that failed on the device may be a kernel out of bounds: name the two modes that
     find one, where the command has them and they were not on."""
-    from ..errors import ExecutionError
+    from ..errors import ExecutionError, KernelWriteError
     if not hasattr(args, "check_bounds") or args.check_bounds or args.sanitize or \
-            getattr(e, "user_code", False):     # a Python layer's own error: not a kernel
-        return ""
+            getattr(e, "user_code", False) or isinstance(e, KernelWriteError):
+        return ""       # a Python layer's own error, or a finding that says where already
     if isinstance(e, ExecutionError) or _is_opencl_error(e):
         from .common import KERNEL_BUG_HINT
         return f"\n{KERNEL_BUG_HINT}"

@@ -140,6 +140,7 @@ def test_without_checks_a_write_past_the_end_is_an_error_not_a_crash(tmp_path, c
             f"element 24 of a buffer of 24 elements" in captured.err)
     assert (f"guard the writes in the kernel, or fix its <WorkSizes> ({config}:9:3; now [64])"
             in captured.err)
+    assert "run again with --check-bounds or --sanitize" not in captured.err  # said already
     guarded = _layer(tmp_path, "if (i < 24) dst[i] = src[i];", count=ROUNDED_UP)
     code, captured, out = _run_layer(capsys, tmp_path, guarded, "Shift")
     assert code == 0, captured.err
@@ -490,6 +491,69 @@ __kernel void twice(__global const float* src, __global float* dst)
 __kernel void odd(__global const float* src, __global float* dst)
 { int i = get_global_id(0); if (i % 2) dst[i] = src[i]; }
 """
+
+
+MVCL_BUFFER = """<CustomLayer name="ChanNorm" type="MVCL" version="1" stage="0">
+  <Kernel entry="csum"><Source filename="csum.cl"/></Kernel>
+  <Parameters>
+    <Tensor arg-name="src" type="input" port-index="0" format="BFYX"/>
+    <Tensor arg-name="sums" type="output_buffer" port-index="0" dim="input,0" size="{size}"/>
+    <Scalar arg-name="C" type="int" port-index="0" source="I.F"/>
+  </Parameters>
+  <WorkSizes dim="input,0" global="X*Y,B,1"/>
+</CustomLayer>
+<CustomLayer name="ChanNorm" type="MVCL" version="1" stage="1">
+  <Kernel entry="cdiv"><Source filename="csum.cl"/></Kernel>
+  <Parameters>
+    <Tensor arg-name="src" type="input" port-index="0" format="BFYX"/>
+    <Tensor arg-name="dst" type="output" port-index="0" format="BFYX"/>
+    <Tensor arg-name="sums" type="input_buffer" port-index="0" dim="input,0" size="{size}"/>
+    <Scalar arg-name="C" type="int" port-index="0" source="I.F"/>
+  </Parameters>
+  <WorkSizes dim="input,0" global="X*Y,F,B"/>
+</CustomLayer>
+"""
+MVCL_BUFFER_KERNELS = """
+__kernel void csum(__global const float* src, __global float* sums, int C)
+{
+    const int p = get_global_id(0), P = get_global_size(0), b = get_global_id(1);
+    float s = 0; for (int c = 0; c < C; ++c) s += fabs(src[(b*C + c)*P + p]);
+    sums[b*P + p] = s;
+}
+__kernel void cdiv(__global const float* src, __global float* dst, __global const float* sums,
+                   int C)
+{
+    const int p = get_global_id(0), P = get_global_size(0), c = get_global_id(1),
+              b = get_global_id(2);
+    dst[(b*C + c)*P + p] = src[(b*C + c)*P + p] / (sums[b*P + p] + 1.0f);
+}
+"""
+
+
+@pytest.mark.parametrize("size", ["B*Y*X*4", "B*Y*4"], ids=["sized", "too-small"])
+def test_an_mvcl_buffer_smaller_than_its_kernel_writes_is_an_error(tmp_path, capsys, size):
+    """An output_buffer whose size formula forgot X: the kernel wrote 384 bytes into 48, past
+    the buffer into the heap ("double free or corruption", or a segfault, after the run). Its
+    slot now has a guard zone, checked in the first run."""
+    (tmp_path / "csum.cl").write_text(MVCL_BUFFER_KERNELS)
+    config = tmp_path / "chan.xml"
+    config.write_text(MVCL_BUFFER.format(size=size))
+    x = np.random.default_rng(4).standard_normal((2, 4, 6, 8)).astype(np.float32)
+    np.save(tmp_path / "x.npy", x)
+    out = tmp_path / "y.npy"
+    code = main(["run-layer", "-c", str(config), "-i", str(tmp_path / "x.npy"), "-d", "CPU",
+                 "--output-shape", "2x4x6x8", "-o", str(out)])
+    err = capsys.readouterr().err
+    if size == "B*Y*X*4":
+        assert code == 0, err
+        np.testing.assert_allclose(np.load(out), x / (np.abs(x).sum(1, keepdims=True) + 1),
+                                   rtol=1e-5)
+        return
+    assert code == 1 and not out.exists() and "Traceback" not in err
+    assert (f"(ChanNorm, defined at {config}:1:1): its buffer of port-index 0 (a <Tensor "
+            f"type=\"output_buffer\">, 48 bytes by its size formula): the kernel wrote past its "
+            f"end: 336 of the 4096 bytes after it changed, the first right at its end; make the "
+            f"size formula cover what the kernel writes" in err), err
 
 
 @pytest.mark.parametrize("second,want", [("twice", "2x"), ("odd", "unwritten")])

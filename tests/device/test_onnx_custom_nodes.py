@@ -280,3 +280,25 @@ def test_a_standard_op_we_lack_runs_as_the_users_layer(tmp_path, engine):
     with pytest.raises(ModelError, match=r"Det has no translation.*a CustomLayer of type "
                                          r"Det \(-c config.xml\) or a Python layer"):
         _infer(path, engine)
+
+
+@pytest.mark.parametrize("config", [RELU, LAYERS / "reorg_nhwc" / "reorg_nhwc.xml"],
+                         ids=["SimpleGPU", "MVCL"])
+def test_a_custom_node_with_more_outputs_than_its_layer_is_named(tmp_path, capsys, config):
+    """The model's node has two outputs, the descriptor one output port: a KeyError traceback
+    from the compiler, whether the second output was used or not (found by a new-user trial)."""
+    op = "ReLU" if config == RELU else "ReorgYoloNHWC"
+    used = _save(tmp_path / "used.onnx",
+                 [helper.make_node(op, ["x"], ["a", "b"], domain=DOMAIN, stride=2),
+                  helper.make_node("Add", ["a", "b"], ["y"])], [1, 4, 6, 8])
+    unused = _save(tmp_path / "unused.onnx",
+                   [helper.make_node(op, ["x"], ["y", "b"], domain=DOMAIN, stride=2)],
+                   [1, 4, 6, 8])
+    for model in (used, unused):
+        assert main(["run", "-m", str(model), "-c", str(config), "-d", "CPU"]) == 1
+        err = capsys.readouterr().err
+        assert "Traceback" not in err and "KeyError" not in err
+        assert (f"the model gives the node 2 outputs, but layer type '{op}' ({config}:"
+                in err), err
+        assert "has 1 output port (<Tensor type=\"output\">); give the node 1 output, or the " \
+               "descriptor a port for each" in err

@@ -130,6 +130,7 @@ def compile_plan(graph: Graph, order: Sequence[Node], impls: Mapping[str, LayerI
                 half_storage.touches_half(call)
             out_descs = half_storage.half_outputs(impl, call) if as_float else \
                 impl.outputs(call)
+            _check_output_count(node, impl, out_descs)
             _check_declared_shapes(node, out_descs)
             _check_fp64(options, node, in_descs + out_descs)
             out_keys = [(node.id, j) for j in range(len(out_descs))]
@@ -332,6 +333,21 @@ def _check_input_count(node: Node, impl: LayerImpl) -> None:
                   f"{fewest} or more" if most is None else f"{fewest} to {most}")
         raise ModelError(f"{node.describe()}: a {node.type} layer takes {wanted} input"
                          f"{'' if wanted == '1' else 's'}, the model gives it {n}")
+
+
+def _check_output_count(node: Node, impl: LayerImpl, out_descs: list[TensorDesc]) -> None:
+    """A custom node with more outputs than its layer's descriptor has output ports: the model
+    and the config disagree (a built-in op may leave optional outputs out; a Python layer says
+    it in its own words)."""
+    if impl.impl != "custom" or len(node.outputs) <= len(out_descs):
+        return
+    defined = getattr(impl, "spec", None) or getattr(impl, "layer", None)
+    where = f" ({defined.location})" if getattr(defined, "location", None) else ""
+    n, k = len(node.outputs), len(out_descs)
+    raise ModelError(f"{node.describe()}: the model gives the node {n} outputs, but layer type "
+                     f"'{impl.type}'{where} has {k} output port{'' if k == 1 else 's'} "
+                     f"(<Tensor type=\"output\">); give the node {k} output"
+                     f"{'' if k == 1 else 's'}, or the descriptor a port for each")
 
 
 def _check_declared_shapes(node: Node, out_descs: list[TensorDesc]) -> None:

@@ -19,7 +19,7 @@ import numpy as np
 import pyopencl as cl
 
 from ...config.simplegpu.spec import LayerSpec
-from ...errors import BindingError, ExecutionError
+from ...errors import BindingError, KernelWriteError
 from ...jit.bindings import data_blob
 from ...jit.tensor import TensorDesc
 from ...jit.launch import Arg, KernelLaunch
@@ -142,7 +142,7 @@ class BoundKernel:
     def __call__(self, *arrays: np.ndarray, **data: np.ndarray):
         """Run on numpy arrays (logical shapes); returns the output array, or a list of them
         when the layer has several outputs. Keyword arguments replace bound Data blobs. An
-        output element the kernel never wrote is an ExecutionError, never whatever the memory
+        output element the kernel never wrote is a KernelWriteError, never whatever the memory
         held (unwritten.py: a second run with another sentinel only when one is suspect)."""
         launch = self._launch_with(self._call_blobs(arrays, data))
         results = self._run_filled(launch, arrays, FIRST)
@@ -152,12 +152,12 @@ class BoundKernel:
             for port, (mask, out) in enumerate(zip(suspect, again)):
                 never = None if mask is None else mask & kept(out, SECOND)
                 if never is not None and never.any():
-                    raise ExecutionError(self._unwritten_message(port, never))
+                    raise KernelWriteError(self._unwritten_message(port, never))
         return results[0] if len(results) == 1 else results
 
     def _run_filled(self, launch: KernelLaunch, arrays, run: int) -> list[np.ndarray]:
         """One numpy call's upload, launch and read-back, its outputs and the guard zones after
-        them filled with the sentinel of `run` first; an ExecutionError when the kernel wrote
+        them filled with the sentinel of `run` first; a KernelWriteError when the kernel wrote
         into a guard zone (past an output's end)."""
         ctx, queue = self.engine.context, self.engine.queue
         mf = cl.mem_flags
@@ -189,7 +189,7 @@ class BoundKernel:
         for port, (desc, host, pattern) in enumerate(zip(self.outputs, hosts, patterns)):
             changed = changed_guard(host[desc.nbytes:], pattern)
             if changed is not None:
-                raise ExecutionError(past_end_message(
+                raise KernelWriteError(past_end_message(
                     f"layer type '{self.spec.name}' ({self.spec.location}): output {port}",
                     desc, changed, len(host) - desc.nbytes,
                     f"guard the writes in the kernel, or fix its <WorkSizes> "

@@ -27,7 +27,7 @@ from typing import Hashable
 import numpy as np
 import pyopencl as cl
 
-from ...errors import ExecutionError
+from ...errors import KernelWriteError
 from ...jit.tensor import TensorDesc
 
 # dtype -> (the unsigned view of its bytes, the sentinel of the first run, of the second)
@@ -81,11 +81,17 @@ def changed_guard(guard: np.ndarray, pattern: np.ndarray) -> tuple[int, int] | N
     return int(moved.size), int(moved[0])
 
 
-def past_end_message(what: str, desc: TensorDesc, changed: tuple[int, int], guard: int,
-                     fix: str) -> str:
+def past_end_message(what: str, desc: TensorDesc | None, changed: tuple[int, int],
+                     guard: int, fix: str) -> str:
     """The error for an output whose guard zone a kernel wrote: `what` names the layer and the
-    output, `fix` where to mend it."""
+    output (with `desc`, its description; None where `what` says it), `fix` where to mend it."""
     count, offset = changed
+    if desc is None:
+        first = "right at its end" if offset == 0 else f"{offset} bytes past its end"
+        return (f"{what}: the kernel wrote past its end: {count} of the {guard} bytes after it "
+                f"changed, the first {first}; {fix}. Without the guard zone such "
+                f"a write changes whatever memory follows, another tensor or the heap "
+                f"(--sanitize shows each write out of bounds)")
     element = desc.buffer_count + offset // desc.np_dtype.itemsize
     return (f"{what} ({desc.describe()}): the kernel wrote past the end of the output: {count} "
             f"of the {guard} bytes after it changed, the first at element {element} of a "
@@ -140,9 +146,17 @@ class CheckedOutput:
 
     @property
     def whole(self) -> bool:
-        """Whether the output itself is checked for elements never written (a float type,
-        NAN_SENTINELS), or only the guard zone after it."""
-        return self.desc.np_dtype in NAN_SENTINELS
+        """Whether the output itself is checked for elements never written (a layer output of
+        a float type, NAN_SENTINELS), or only the guard zone after it."""
+        return layer_output(self.key) and self.desc.np_dtype in NAN_SENTINELS
+
+    @property
+    def what(self) -> str:
+        """How an error names it: the layer's output port, or an MVCL layer's own buffer."""
+        if internal_buffer(self.key):
+            return (f"its buffer of port-index {self.key[2][1]} (a <Tensor "
+                    f"type=\"output_buffer\">, {self.desc.nbytes} bytes by its size formula)")
+        return f"output {self.port}"
 
     def span(self, own: bool) -> tuple[int, int]:
         """(offset, bytes) of what is filled and read back: the output (a float one) and its
@@ -162,13 +176,22 @@ def layer_output(key) -> bool:
         key[2][:1] == ("out",)
 
 
+def internal_buffer(key) -> bool:
+    """Whether a step's output tensor is an MVCL layer's own buffer between its stages (an
+    output_buffer: ("temp", node, ("buffer", port)))."""
+    return len(key) == 3 and key[0] == "temp" and isinstance(key[2], tuple) and \
+        key[2][:1] == ("buffer",)
+
+
 def guarded(step, key, desc: TensorDesc) -> bool:
     """Whether the memory plan gives output `key` of `step` a guard zone (guard_bytes) that a
-    first run checks: a layer output (layer_output) of a custom layer's kernels (SimpleGPU,
-    MVCL stages; a Python layer checks its own), not empty, of any type. A float one is also
-    checked for elements never written (CheckedOutput.whole)."""
-    return step.impl == "custom" and bool(step.launches) and layer_output(key) and \
-        desc.nbytes > 0 and desc.np_dtype in _SENTINELS
+    first run checks: a layer output (layer_output) or an MVCL layer's own buffer
+    (internal_buffer) written by a custom layer's kernels (SimpleGPU, MVCL stages; a Python
+    layer checks its own), not empty, of any type. A float layer output is also checked for
+    elements never written (CheckedOutput.whole)."""
+    return step.impl == "custom" and bool(step.launches) and \
+        (layer_output(key) or internal_buffer(key)) and desc.nbytes > 0 and \
+        desc.np_dtype in _SENTINELS
 
 
 def custom_outputs(plan) -> list[CheckedOutput]:
@@ -301,8 +324,13 @@ class FirstRunCheck:
         if past is not None:
             out, changed, guard = past
             layer, sizes = where(self.steps[out.last])
-            raise ExecutionError(past_end_message(
-                f"{layer}: output {out.port}", out.desc, changed, guard,
+            if internal_buffer(out.key):
+                raise KernelWriteError(past_end_message(
+                    f"{layer}: {out.what}", None, changed, guard,
+                    f"make the size formula cover what the kernel writes, or fix the stage's "
+                    f"<WorkSizes>{sizes}"))
+            raise KernelWriteError(past_end_message(
+                f"{layer}: {out.what}", out.desc, changed, guard,
                 f"guard the writes in the kernel, or fix the layer's <WorkSizes>{sizes}"))
         if found is None:
             self.pending = False
@@ -310,7 +338,7 @@ class FirstRunCheck:
             return
         out, never = found
         layer, sizes = where(self.steps[out.last])
-        raise ExecutionError(
+        raise KernelWriteError(
             f"{layer}: output {out.port} ({out.desc.describe()}): {int(never.sum())} of "
             f"{never.size} elements were never written by its kernel in this inference, the "
             f"first at index {first_index(never)}: its work sizes or its guards do not cover "
