@@ -81,6 +81,9 @@ def main(argv: list[str] | None = None) -> int:
     # Ctrl-C at any moment, the first 0.3 s of imports (build_parser loads every command's
     # module, and numpy with them) included, is a one-line message and exit 130. Whatever is
     # printed has its control characters escaped (terminal.py): names and paths are the user's
+    if argv is None:                    # the command line: Ctrl-C ends even a kernel's wait
+        from .interrupt import end_on_interrupt
+        end_on_interrupt()
     with terminal_safe_output():
         try:
             return _main(argv)

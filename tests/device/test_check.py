@@ -81,7 +81,7 @@ def test_check_default_shapes_and_header(capsys):
                  "--param", "negative_slope=0.1"]) == 0
     out = capsys.readouterr().out
     assert out.startswith(f"check ReLU ({relu / 'relu.xml'}:3) against ReLU.execute "
-                          f"({relu / 'relu_reference.py'}:8); rtol 1e-05, atol 1e-05, seed 0")
+                          f"({relu / 'relu_reference.py'}:16); rtol 1e-05, atol 1e-05, seed 0")
     assert [r["inputs"] for r in rows(out)] == ["1x4x6x8", "2x8x4x10", "1x16x2x2"] + \
         ["1x4x6x8"] * 4
 

@@ -162,7 +162,8 @@ def test_error_in_execute_names_the_layer_and_keeps_the_users_traceback(tmp_path
         request.wait()
     e = info.value
     assert str(e).startswith("layer 'mid' (type Softsign)")
-    assert f"Softsign.execute ({path}:5) raised ValueError: the user's own bug" in str(e)
+    # the line of `def execute` (it was the class decorator's, 5: a new-user trial)
+    assert f"Softsign.execute ({path}:9) raised ValueError: the user's own bug" in str(e)
     assert isinstance(e.__cause__, ValueError) and e.user_code
     frames = [(f.filename, f.lineno) for f in
               __import__("traceback").extract_tb(e.__cause__.__traceback__)]
@@ -212,6 +213,19 @@ def test_run_layer_runs_a_python_layer(tmp_path, capsys):
                  str(tmp_path / "y.npy")]) == 0
     np.testing.assert_allclose(np.load(tmp_path / "y.npy"), x / (1 + 2 * np.abs(x)),
                                rtol=1e-6)
+
+
+def test_run_layer_gives_a_python_layer_read_only_inputs_too(tmp_path, capsys):
+    """As in a model: run alone, a write into an input succeeded silently (a new-user trial)."""
+    text = SOFTSIGN.replace(
+        'np.divide(inputs[0], 1 + attrs["alpha"] * np.abs(inputs[0]), out=outputs[0])',
+        'inputs[0][...] = 0; outputs[0][...] = 1')
+    path = write(tmp_path, "layers.py", text)
+    np.save(tmp_path / "x.npy", rand())
+    assert main(["run-layer", "-l", str(path), "--layer", "Softsign", "-i",
+                 str(tmp_path / "x.npy"), "-o", str(tmp_path / "y.npy")]) == 1
+    assert "raised ValueError: assignment destination is read-only" in capsys.readouterr().err
+    assert not (tmp_path / "y.npy").exists()
 
 
 # -- a user's module that is wrong ------------------------------------------------------------

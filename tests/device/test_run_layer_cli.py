@@ -172,3 +172,34 @@ def test_demo_says_why_its_first_run_is_slow_and_a_warm_one_says_nothing(tmp_pat
     assert str(cache_dir) in err and "later runs" in err
     assert main(["demo", "--runs", "1", "-cdir", str(cache_dir)]) == 0
     assert "demo: compiling" not in capsys.readouterr().err
+
+
+def test_a_misspelled_data_name_is_named(tmp_path, ex, capsys):
+    """--data scal=... said only that 'weights' was missing (a new-user trial)."""
+    x = save(tmp_path / "x.npy", rand(1, 2, 3, 4))
+    assert main(["run-layer", "-c", ex("scale_shift"), "-d", "CPU", "-i", x,
+                 "--data", f"weights={x}", "--data", f"biasses={x}",
+                 "-o", str(tmp_path / "y.npy")]) == 2
+    assert ("--data biasses: layer 'ScaleShift' has no Data named so; its Data: weights, "
+            "biases" in capsys.readouterr().err)
+
+
+def test_an_mvcl_output_left_unwritten_says_where_its_shape_came_from(tmp_path, ex, capsys):
+    """The README's ReorgYoloNHWC run on an input that does not make 1x16x3x5: the error named
+    the layer's work sizes only; the shape was run-layer's --output-shape. (The trial's input,
+    1x1x8x8, has fewer channels than stride 2 needs: the example kernel then divides by zero,
+    which PoCL's SIGFPE handler absorbs unless pytest's faulthandler took the signal first.)"""
+    x = save(tmp_path / "x.npy", rand(1, 4, 4, 8))
+    out = tmp_path / "y.npy"
+    assert main(["run-layer", "-c", ex("reorg_nhwc"), "-d", "CPU",
+                 "-i", x, "--param", "stride=2", "--output-shape", "1x16x3x5",
+                 "-o", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert not out.exists() and "112 of 240 elements were never written" in err
+    assert ("note: the output shape (1x16x3x5) came from --output-shape, for input 1x4x4x8 f32 "
+            "bfyx: if the layer writes another shape for these inputs, give that one") in err
+    x = save(tmp_path / "x.npy", rand(1, 4, 6, 10))        # the input the README now names
+    assert main(["run-layer", "-c", ex("reorg_nhwc"), "-d", "CPU",
+                 "-i", x, "--param", "stride=2", "--output-shape", "1x16x3x5",
+                 "-o", str(out)]) == 0
+    assert np.load(out).shape == (1, 16, 3, 5)

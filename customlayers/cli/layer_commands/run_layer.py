@@ -13,9 +13,11 @@ temporary name and renamed, so an error never leaves a half-written output.
 from __future__ import annotations
 
 import argparse
+import sys
 
 from ...config.dialects import dialect_of
 from ...config.simplegpu.params import unused_params, unused_params_message
+from ...errors import KernelWriteError
 from .. import UsageError
 from ..common import (add_build_options, add_kernel_check_options, build_cache,
                      check_bounds_note, kernel_checks_asked, parse_params,
@@ -196,10 +198,7 @@ def run(args) -> int:
         raise UsageError(f"layer '{spec.name}' has {spec.num_output_ports} output(s), "
                          f"{len(out_shapes)} --output-shape given")
     check_array_count(args.output, spec.num_output_ports, f"layer '{spec.name}'")
-    missing = [d.name for d in spec.data if d.name not in data_paths]
-    if missing:
-        raise UsageError(f"layer '{spec.name}' binds Data {', '.join(missing)}: give "
-                         + " ".join(f"--data {n}=FILE.npy" for n in missing))
+    check_data_names(spec.name, [d.name for d in spec.data], data_paths)
     inputs, data = kernel_arrays(spec, params, args.input, data_paths)
     in_descs = input_descs(inputs, args.input)
     check_output_shapes(spec, in_descs, data, out_shapes, params=params)
@@ -227,6 +226,19 @@ def run(args) -> int:
     return 0
 
 
+def check_data_names(layer: str, names: list[str], data_paths: dict) -> None:
+    """UsageError for a --data name the layer has no Data of (a typo), then for a Data blob
+    the layer binds that no --data gives."""
+    unknown = [n for n in data_paths if n not in names]
+    if unknown:
+        raise UsageError(f"--data {', '.join(unknown)}: layer '{layer}' has no Data named "
+                         f"so; its Data: {', '.join(names) or 'none'}")
+    missing = [n for n in names if n not in data_paths]
+    if missing:
+        raise UsageError(f"layer '{layer}' binds Data {', '.join(missing)}: give "
+                         + " ".join(f"--data {n}=FILE.npy" for n in missing))
+
+
 def _run_alone(registry, spec, args, params, data_paths, out_shapes) -> int:
     """A layer without one bound kernel (MVCL: stages, Where variants) runs through a one-layer
     network (runtime/compile/one_layer.py), the path it takes in a model."""
@@ -248,13 +260,20 @@ def _run_alone(registry, spec, args, params, data_paths, out_shapes) -> int:
         raise UsageError(f"layer '{spec.name}' has {count} output(s) for these attributes, "
                          f"{len(out_shapes)} --output-shape given")
     check_array_count(args.output, count, f"layer '{spec.name}'")
-    missing = [n for n in data_names(spec, params) if n not in data_paths]
-    if missing:
-        raise UsageError(f"layer '{spec.name}' binds Data {', '.join(missing)}: give "
-                         + " ".join(f"--data {n}=FILE.npy" for n in missing))
+    check_data_names(spec.name, data_names(spec, params), data_paths)
     inputs, data = kernel_arrays(spec, params, args.input, data_paths)
-    input_descs(inputs, args.input)
-    outputs = run_layer(registry, spec.name, inputs, params, data, out_shapes)
+    in_descs = input_descs(inputs, args.input)
+    try:
+        outputs = run_layer(registry, spec.name, inputs, params, data, out_shapes)
+    except KernelWriteError as e:
+        if "never written" in str(e):   # the shapes it was given are run-layer's guess too
+            shown = ", ".join("x".join(map(str, s)) for s in out_shapes)
+            print(f"note: the output shape{'s' if len(out_shapes) > 1 else ''} ({shown}) came "
+                  f"from --output-shape, for input{'s' if len(in_descs) > 1 else ''} "
+                  f"{', '.join(d.describe() for d in in_descs)}: if the layer writes another "
+                  f"shape for these inputs, give that one", file=sys.stderr)
+        raise
+    write_arrays_atomically(args.output, {f"output{i}": a for i, a in enumerate(outputs)})
     write_arrays_atomically(args.output, {f"output{i}": a for i, a in enumerate(outputs)})
     print(wrote_line(f"{spec.name} on {registry.engine.device.name.strip()}", outputs,
                      args.output))

@@ -34,6 +34,10 @@ _C_TYPE_HINTS = {**dict.fromkeys(("char", "uchar", "short", "ushort", "uint", "l
                  **dict.fromkeys(("half", "double", "real", "fp32", "fp16"), "float")}
 
 
+# the largest finite float (FLT_MAX): a float literal past it is infinity in the kernel
+FLOAT_MAX = 3.4028234663852886e38
+
+
 def _scalar_problem(text: str, scalar_type: str) -> str | None:
     t = text.strip()
     if not t:
@@ -41,6 +45,10 @@ def _scalar_problem(text: str, scalar_type: str) -> str | None:
     if t.lower() in _BOOLEANS:
         return None
     if _INT_LITERAL.match(t) or (scalar_type == "float" and _FLOAT_LITERAL.match(t)):
+        value = numeric_value(t) if scalar_type == "float" else None
+        if value is not None and not abs(value) <= FLOAT_MAX:     # (a NaN is not <=)
+            return (f"'{shown(clipped(t))}' is out of the range of float (at most "
+                    f"{FLOAT_MAX:.7g} in magnitude): the kernel would compute with infinity")
         return None
     return (f"'{shown(clipped(t))}' is not {_article(scalar_type)} {scalar_type} literal of "
             f"OpenCL C (for example {_EXAMPLES[scalar_type]})")

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
 import numpy as np
 
 from ... import settings
-from ...errors import DeviceError, ModelError
+from ...errors import DeviceError, ModelError, TensorError
 from ...graph.fold_eval import FOLD_TYPE
 from ...graph.graph import Graph
 from ...graph.load import read_model
@@ -330,6 +330,10 @@ class Network:
         names = self.input_names
         if isinstance(inputs, np.ndarray):
             inputs = [inputs]
+        if isinstance(inputs, (str, bytes)) or not isinstance(inputs, Iterable):
+            raise TensorError(f"the inputs are given as {{name: array}}, a list of arrays in "
+                              f"input order ({', '.join(names)}), or one array; found "
+                              f"{type(inputs).__name__} {shown_value(inputs)}")
         if isinstance(inputs, Mapping):
             unknown = set(inputs) - set(names)
             if unknown:
@@ -338,12 +342,12 @@ class Network:
             missing = [n for n in names if n not in inputs]
             if missing:
                 raise ModelError(f"no value given for input(s) {', '.join(missing)}")
-            return self._as_declared({n: np.asarray(inputs[n]) for n in names})
+            return self._as_declared({n: _input_array(n, inputs[n]) for n in names})
         inputs = list(inputs)
         if len(inputs) != len(names):
             raise ModelError(f"the model has {len(names)} input(s) ({', '.join(names)}); "
                              f"{len(inputs)} given")
-        return self._as_declared({n: np.asarray(a) for n, a in zip(names, inputs)})
+        return self._as_declared({n: _input_array(n, a) for n, a in zip(names, inputs)})
 
     def _as_declared(self, arrays: dict) -> dict:
         """A bool input (held as u8) given as numbers is true where they are not 0, as a Cast
@@ -454,3 +458,19 @@ def _check_same_device(engine: Engine, registry: Registry | None) -> None:
                           f"(its own context); the network's engine on "
                           f"'{engine.device.name.strip()}': make the Registry with the "
                           f"network's engine (Registry(Engine.from_queue(queue)))")
+
+
+def shown_value(value) -> str:
+    """A short repr of a wrong argument, for a message."""
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _input_array(name: str, value) -> np.ndarray:
+    """An input value as an array; text or objects are no tensor (np.asarray would make a 0-d
+    array of them, refused later for its shape)."""
+    array = np.asarray(value)
+    if array.dtype.kind in "OSUV":
+        raise TensorError(f"input '{name}': expected an array of numbers, found "
+                          f"{type(value).__name__} {shown_value(value)}")
+    return array

@@ -77,6 +77,10 @@ def run_layer(registry, layer_type: str, inputs: Sequence[np.ndarray],
     unused = runtime_of(spec).unused_params(spec, params)
     if unused:                     # a parameter no Define reads would run the default
         raise BindingError(runtime_of(spec).unused_params_message(spec, unused))
+    if isinstance(inputs, np.ndarray):
+        raise BindingError(f"run_layer takes the inputs of layer '{layer_type}' as a list of "
+                           f"arrays, one per input port; an array was given (its first axis "
+                           f"would be read as the inputs): pass [x]")
     arrays = [as_kernel_array(a) for a in inputs]
     blobs = {k: as_kernel_array(v) for k, v in (data or {}).items()}
     count = output_count(spec, params)

@@ -180,10 +180,13 @@ class BoundKernel:
         set_kernel_args(kernel, bind_args(launch.args, source, self.spec.name))
         event = cl.enqueue_nd_range_kernel(queue, kernel, self.global_size, self.local_size,
                                            wait_for=fills)
+        # waited for in a call that lets go of the GIL (PoCL's read would block holding it), so
+        # that Ctrl-C can end a kernel that never finishes (cli/interrupt.py)
+        event.wait()
         hosts = []
         for desc, g, buf in zip(self.outputs, guards, out_bufs):
             host = np.empty(desc.nbytes + g, np.uint8)
-            cl.enqueue_copy(queue, host, buf, wait_for=[event])
+            cl.enqueue_copy(queue, host, buf, wait_for=[event], is_blocking=False)
             hosts.append(host)
         queue.finish()
         for port, (desc, host, pattern) in enumerate(zip(self.outputs, hosts, patterns)):

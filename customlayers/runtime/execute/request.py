@@ -274,7 +274,8 @@ class InferRequest:
     def _check_events(self, wait_for) -> list:
         if wait_for is None:
             return []
-        events = list(wait_for)
+        # one event is a list of one (clEnqueue* take a list; a user passes one as often)
+        events = [wait_for] if isinstance(wait_for, cl.Event) else list(wait_for)
         for i, e in enumerate(events):
             if not isinstance(e, cl.Event):
                 raise TensorError(f"wait_for event {i}: expected a pyopencl.Event, found "

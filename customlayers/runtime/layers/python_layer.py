@@ -13,6 +13,7 @@ element `execute` forgot is an error, not a silently stale number.
 """
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -40,8 +41,12 @@ class PythonLayerDef:
         return f"{self.file}:{self.line}"
 
     def method(self, name: str) -> str:
-        """'Softsign.execute (layers.py:5)', for messages."""
-        return f"{self.cls.__name__}.{name} ({self.place})"
+        """'Softsign.execute (layers.py:13)', for messages: the line of the method's `def`
+        where the class defines it in its file, else the class's."""
+        code = getattr(getattr(self.cls, name, None), "__code__", None)
+        line = code.co_firstlineno if code is not None and \
+            os.path.abspath(code.co_filename) == os.path.abspath(self.file) else self.line
+        return f"{self.cls.__name__}.{name} ({self.file}:{line})"
 
 
 def user_error(error_type, message: str, cause: BaseException):
@@ -118,7 +123,7 @@ def run_python_layer(defn: PythonLayerDef, inputs: Sequence[np.ndarray],
         _fill_sentinel(out)
     given = list(outputs)
     try:
-        defn.instance.execute(list(inputs), given, dict(attrs))
+        defn.instance.execute(_read_only(inputs), given, dict(attrs))
     except KeyboardInterrupt:
         raise
     except BaseException as e:      # the user's code may raise anything: SystemExit too
@@ -137,6 +142,17 @@ def run_python_layer(defn: PythonLayerDef, inputs: Sequence[np.ndarray],
                 f"output {j} (shape {list(out.shape)}) unwritten, the first at index "
                 f"{first}; fill every element in place: outputs[{j}][...] = value, or "
                 f"out=outputs[{j}]")
+
+
+def _read_only(inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+    """Views of the inputs that `execute` cannot write (as in a model, where an input may be
+    another layer's too; run alone, the caller's arrays stay as they were)."""
+    views = []
+    for a in inputs:
+        view = np.asarray(a).view()
+        view.flags.writeable = False
+        views.append(view)
+    return views
 
 
 def _fill_sentinel(out: np.ndarray) -> None:

@@ -240,6 +240,9 @@ class Registry:
                 strict_params: bool = True) -> PreparedKernel:
         """The first half of `bind`: the kernel's tensors, its program text and build options,
         and the checks that need no compiled kernel (parameters, memory, local size, half)."""
+        # one TensorDesc is a list of one (a layer of one input or output)
+        inputs = [inputs] if isinstance(inputs, TensorDesc) else inputs
+        outputs = [outputs] if isinstance(outputs, TensorDesc) else outputs
         spec = self.spec(layer_type)
         if not dialect_of(spec).one_kernel:
             raise BindingError(f"layer type '{layer_type}' ({spec.location}) is an {spec.kind} "
