@@ -660,6 +660,70 @@ def test_an_integer_output_written_past_its_end_is_an_error(tmp_path, test_devic
             assert not request._check.pending
 
 
+def test_the_first_run_keeps_the_users_wait_for_when_it_fills_nothing(tmp_path, test_device):
+    """An integer custom output in the user's own buffer has nothing to fill (its elements are
+    not checked, and a user's buffer has no guard zone): the wait list the fill would have
+    taken must stay the kernel's. It did not, and the kernel ran before the user's upload
+    (found by a review: y was 1 everywhere, src + 1 of the zeros not yet replaced)."""
+    import pyopencl as cl
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper
+    from customlayers.api import Engine, Network
+    from customlayers.runtime.layers.registry import Registry
+    (tmp_path / "shift.cl").write_text(
+        "__kernel void shift(__global const int* src, __global int* dst)\n"
+        "{ const int i = get_global_id(0); dst[i] = src[i] + 1; }\n")
+    (tmp_path / "shift.xml").write_text(LAYER.format(count="B*F*Y*X", fmt="BFYX",
+                                                     dim="output"))
+    graph = helper.make_graph(
+        [helper.make_node("Shift", ["x"], ["y"], domain="com.example")], "g",
+        [helper.make_tensor_value_info("x", TensorProto.INT32, [1, 2, 3, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.INT32, [1, 2, 3, 4])])
+    path = tmp_path / "i.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17),
+                                                      helper.make_opsetid("com.example", 1)]),
+              str(path))
+    registry = Registry(Engine(test_device))
+    registry.load(str(tmp_path / "shift.xml"))
+    engine = registry.engine
+    request = Network(path, registry, engine).create_request()
+    mf = cl.mem_flags
+    x = cl.Buffer(engine.context, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=np.zeros(24, np.int32))
+    y = cl.Buffer(engine.context, mf.READ_WRITE, 24 * 4)
+    request.set_tensor("x", x)
+    request.set_tensor("y", y)
+    side = cl.CommandQueue(engine.context)
+    gate = cl.UserEvent(engine.context)
+    upload = cl.enqueue_copy(side, x, np.arange(100, 124, dtype=np.int32), wait_for=[gate],
+                             is_blocking=False)
+    request.start_async(wait_for=[upload])
+    gate.set_status(cl.command_execution_status.COMPLETE)
+    request.wait()
+    got = np.empty(24, np.int32)
+    cl.enqueue_copy(side, got, y)
+    np.testing.assert_array_equal(got, np.arange(101, 125))
+
+
+def test_a_guard_zone_never_pushes_a_slot_past_the_devices_largest_buffer(tmp_path,
+                                                                         test_device):
+    """The plan's guards were not clamped (the numpy call's were): a tensor just under the
+    device's largest allocation made a slot over it, and creating the request failed with
+    INVALID_BUFFER_SIZE (found by a review with an 8 GiB tensor on PoCL)."""
+    from customlayers.api import Engine, Network
+    from customlayers.runtime.compile.plan_buffers import plan_memory_of
+    from customlayers.runtime.layers.registry import Registry
+    registry = Registry(Engine(test_device))
+    registry.load(str(_layer(tmp_path, COPY)))
+    plan = Network(_model_with_custom_node(tmp_path, [1, 2, 3, 4]), registry,
+                   registry.engine).plan
+    assert list(plan.memory.guards.values()) == [4096]
+    for largest in (96 + 4096 + 255, 2048, 600):
+        memory = plan_memory_of(plan.steps, plan.descs, plan.alias, plan.consts, plan.inputs,
+                                plan.outputs, plan.states, largest=largest)
+        assert max(memory.slot_sizes) <= largest
+        assert all(0 < g <= largest - 96 for g in memory.guards.values())
+
+
 @needs_oclgrind
 def test_run_sanitize_reports_the_models_custom_layer_at_its_line(tmp_path, capsys):
     config = _layer(tmp_path, "dst[i] = src[i + 1];")

@@ -212,17 +212,20 @@ def test_tabs_and_inner_backslashes_are_kept():
     assert user_defines(spec, {"s": "a\tb \\ c"}) == [("s", "a\tb \\ c")]
 
 
-@pytest.mark.parametrize("text", ["1e999", "-4e38", "3.5e38f", "0x1p200"])
+@pytest.mark.parametrize("text", ["1e999", "-4e38", "3.5e38f", "0x1p200", "3.4028236e38"])
 def test_a_float_past_floats_range_is_refused(text):
     """--param bias=1e999 ran with every output inf and a hint about out-of-bounds kernels (a
     new-user trial); the literal is refused where it is given."""
     from customlayers.config.simplegpu.define_values import check_define_value
     problem = check_define_value(text, "float")
-    assert problem is not None and "is out of the range of float (at most 3.402823e+38 in " \
+    assert problem is not None and "is out of the range of float (at most 3.4028235e+38 in " \
                                    "magnitude)" in problem
 
 
-@pytest.mark.parametrize("text", ["3.4e38", "-3.4028234e38", "1e-45", "0.0", "2"])
+@pytest.mark.parametrize("text", ["3.4e38", "-3.4028234e38", "1e-45", "0.0", "2",
+                                  "3.4028235e38", "3.40282347e+38", "-3.4028235e+38f"])
 def test_floats_in_range_pass(text):
+    """FLT_MAX as numpy and ONNX print it (3.4028235e38, a "no clamp" value) rounds to FLT_MAX
+    in OpenCL C: it is in range (a review found it refused)."""
     from customlayers.config.simplegpu.define_values import check_define_value
     assert check_define_value(text, "float") is None

@@ -274,7 +274,6 @@ def _run_alone(registry, spec, args, params, data_paths, out_shapes) -> int:
                   f"shape for these inputs, give that one", file=sys.stderr)
         raise
     write_arrays_atomically(args.output, {f"output{i}": a for i, a in enumerate(outputs)})
-    write_arrays_atomically(args.output, {f"output{i}": a for i, a in enumerate(outputs)})
     print(wrote_line(f"{spec.name} on {registry.engine.device.name.strip()}", outputs,
                      args.output))
     return 0

@@ -23,7 +23,7 @@ def duration_text(seconds: float) -> str:
     milliseconds, which two decimals of a second would print as 0.00 s."""
     if seconds >= 1.0:
         return f"{seconds:.2f} s"
-    return f"{seconds * 1e3:.3g} ms"
+    return f"{seconds * 1e3:.4g} ms"
 
 
 def summary_lines(r: BenchmarkResult, extra_percentile: int | None = None) -> list[str]:

@@ -34,8 +34,16 @@ _C_TYPE_HINTS = {**dict.fromkeys(("char", "uchar", "short", "ushort", "uint", "l
                  **dict.fromkeys(("half", "double", "real", "fp32", "fp16"), "float")}
 
 
-# the largest finite float (FLT_MAX): a float literal past it is infinity in the kernel
+# the largest finite float (FLT_MAX): a float literal that rounds past it is infinity in the
+# kernel (3.4028235e38, FLT_MAX as numpy and ONNX print it, rounds to it)
 FLOAT_MAX = 3.4028234663852886e38
+
+
+def _finite_as_float(value: float) -> bool:
+    """Whether a literal's value rounds to a finite float, as OpenCL C rounds it (to nearest:
+    up to FLT_MAX plus half its last place)."""
+    half_ulp = 2.0 ** (127 - 24)
+    return abs(value) < FLOAT_MAX + half_ulp
 
 
 def _scalar_problem(text: str, scalar_type: str) -> str | None:
@@ -46,9 +54,9 @@ def _scalar_problem(text: str, scalar_type: str) -> str | None:
         return None
     if _INT_LITERAL.match(t) or (scalar_type == "float" and _FLOAT_LITERAL.match(t)):
         value = numeric_value(t) if scalar_type == "float" else None
-        if value is not None and not abs(value) <= FLOAT_MAX:     # (a NaN is not <=)
+        if value is not None and not _finite_as_float(value):
             return (f"'{shown(clipped(t))}' is out of the range of float (at most "
-                    f"{FLOAT_MAX:.7g} in magnitude): the kernel would compute with infinity")
+                    f"{FLOAT_MAX:.8g} in magnitude): the kernel would compute with infinity")
         return None
     return (f"'{shown(clipped(t))}' is not {_article(scalar_type)} {scalar_type} literal of "
             f"OpenCL C (for example {_EXAMPLES[scalar_type]})")

@@ -32,7 +32,7 @@ def check_custom_layers(net, arrays: Mapping[str, np.ndarray], *, bounds: bool,
             continue
         captured = [(f"input {i}", key) for i, key in enumerate(step.inputs)
                     if plan.root(key) not in plan.consts]
-        prefix = plan_prefix(plan, index, captured)
+        prefix = plan_prefix(plan, index, captured, net.engine.device.max_mem_alloc_size)
         seen = InferRequest(net, prefix).infer({n: arrays[n] for n, _ in plan.inputs})
         packed = []
         for i, (key, desc) in enumerate(zip(step.inputs, step.input_descs)):

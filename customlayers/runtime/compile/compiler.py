@@ -200,7 +200,8 @@ def compile_plan(graph: Graph, order: Sequence[Node], impls: Mapping[str, LayerI
     steps = in_place.steps
     alias.update(in_place.alias)
     laid_out = time.perf_counter()
-    memory = plan_memory_of(steps, descs, alias, consts, inputs, outputs, states)
+    memory = plan_memory_of(steps, descs, alias, consts, inputs, outputs, states,
+                            largest=engine.device.max_mem_alloc_size)
     device_bytes = check_device_memory(engine.device, steps, descs, consts, alias, inputs,
                                        outputs, memory, states)
     planned = time.perf_counter()
@@ -234,14 +235,14 @@ def _output_name(graph: Graph, result: Node, src, taken: dict) -> str | None:
     return name
 
 
-def plan_prefix(plan: CompiledPlan, count: int,
-                outputs: list[tuple[str, TensorKey]]) -> CompiledPlan:
+def plan_prefix(plan: CompiledPlan, count: int, outputs: list[tuple[str, TensorKey]],
+                largest: int | None = None) -> CompiledPlan:
     """The first `count` steps of `plan` as a plan of their own whose outputs are `outputs`
     (tensors those steps compute, or inputs), with its memory planned anew: how a debugging
     run observes what a later layer receives (network_checks.py)."""
     steps = plan.steps[:count]
     memory = plan_memory_of(steps, plan.descs, plan.alias, plan.consts, plan.inputs, outputs,
-                          plan.states)
+                            plan.states, largest=largest)
     _, own, shared = plan_buffers(steps, plan.descs, plan.consts, plan.alias, plan.inputs,
                                   outputs, memory, plan.states)
     return CompiledPlan(steps, plan.descs, plan.consts, plan.alias, plan.inputs, outputs,

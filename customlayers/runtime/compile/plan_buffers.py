@@ -59,9 +59,11 @@ def check_device_memory(device, steps, descs, consts, alias, inputs, outputs,
     return memory.planned_bytes + sum(n for n, _ in own), sum(n for n, _ in shared)
 
 
-def plan_memory_of(steps, descs, alias, consts, inputs, outputs, states=()) -> MemoryPlan:
+def plan_memory_of(steps, descs, alias, consts, inputs, outputs, states=(),
+                   largest: int | None = None) -> MemoryPlan:
     """One life per buffer: a tensor written in place into a Concat's output (an alias) makes
-    that output live from the first such write. States are the request's own, not planned."""
+    that output live from the first such write. States are the request's own, not planned.
+    `largest`: the device's largest buffer, which no guard zone pushes a slot past."""
     def root(key):
         return alias_root(alias, key)
 
@@ -82,6 +84,9 @@ def plan_memory_of(steps, descs, alias, consts, inputs, outputs, states=()) -> M
     # a custom kernel's output has a guard zone after it in its slot (unwritten.guarded)
     guards = {k: guard_bytes(d.nbytes) for s in steps for k, d in zip(s.outputs, s.output_descs)
               if root(k) == k and guarded(s, k, d)}
+    if largest is not None:
+        guards = {k: g for k, g in ((k, min(g, largest - descs[k].nbytes - 255))
+                                    for k, g in guards.items()) if g > 0}
     lives = [TensorLife(k, descs[k].nbytes + guards.get(k, 0), first[k], last[k]) for k in first
              if k not in consts and k not in input_keys and k not in states]
     memory = plan_memory(lives)

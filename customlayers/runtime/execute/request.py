@@ -349,7 +349,9 @@ class InferRequest:
         buffer_of = (lambda key: self._checked_buffer(run, key)) if check is not None else None
         for n, (k, g, l, i) in enumerate(self._launches):   # no host wait between layers
             if check is not None and n in check.fills:
-                events += check.fill(q, n, buffer_of, after(len(events), True))
+                # the wait list is taken only by a fill enqueued (an output whose span is
+                # empty, in a user's buffer, enqueues none: the kernel then takes the user's)
+                events += check.fill(q, n, buffer_of, lambda: after(len(events), True))
             if isinstance(k, HostStep):      # a Python layer: maps, a worker, a user event
                 wait = after(len(events), True)
                 if wait:

@@ -262,17 +262,19 @@ class FirstRunCheck:
         self.context, self.size = context, size
         self.buffer = None                 # allocated by the first run, freed once one passes
 
-    def fill(self, queue, n: int, buffer_of, wait_for) -> list:
+    def fill(self, queue, n: int, buffer_of, wait_list) -> list:
         """Enqueue the fills that go before launch n; their events. `buffer_of(key)`: (the
-        buffer, whether it is the request's own slot, which has the guard zone after it)."""
+        buffer, whether it is the request's own slot, which has the guard zone after it);
+        `wait_list()`: what the first fill waits for, asked only when one is enqueued (the
+        request's first command takes the user's events)."""
         events = []
         for out in self.fills.get(n, ()):
             buffer, own = buffer_of(out.key)
             offset, size = out.span(own)
             if size:
-                events.append(cl.enqueue_fill_buffer(queue, buffer, sentinel(out.desc.np_dtype),
-                                                     offset, size, wait_for=wait_for))
-                wait_for = None
+                events.append(cl.enqueue_fill_buffer(
+                    queue, buffer, sentinel(out.desc.np_dtype), offset, size,
+                    wait_for=None if events else wait_list()))
         return events
 
     def read(self, queue, n: int, buffer_of, into: list) -> list:
