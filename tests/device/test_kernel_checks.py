@@ -131,8 +131,9 @@ ROUNDED_UP = "((B*F*Y*X+63)/64)*64"      # work sizes rounded up to the local si
 def test_without_checks_a_write_past_the_end_is_an_error_not_a_crash(tmp_path, capsys):
     """A global size rounded up to 64 and a kernel with no `if (i < count)`: 40 floats past the
     output's end. Without --check-bounds this aborted the process in PoCL's free() ("double
-    free or corruption", exit 134); on a GPU it changes whatever buffer lies there."""
-    config = _layer(tmp_path, COPY, count=ROUNDED_UP)
+    free or corruption", exit 134); on a GPU it changes whatever buffer lies there. (It reads
+    within the input, so that every byte it writes past the end is known to differ.)"""
+    config = _layer(tmp_path, "dst[i] = src[i % 24];", count=ROUNDED_UP)
     code, captured, out = _run_layer(capsys, tmp_path, config, "Shift")
     assert code == 1 and not out.exists() and "Traceback" not in captured.err
     assert (f"layer type 'Shift' ({config}:1:1): output 0 (1x2x3x4 f32 bfyx): the kernel wrote "
@@ -293,6 +294,26 @@ def test_unwritten_elements_are_located_in_logical_coordinates(tmp_path, fmt):
             f"{','.join(str(int(v)) for v in where)}") in str(problem)
 
 
+def _custom_model(tmp_path: Path, ops=("Shift",), elem: str = "FLOAT",
+                  name: str = "one.onnx") -> Path:
+    """x -> the custom `ops` in a chain -> y, 1x2x3x4 tensors of ONNX type `elem` (the last
+    output is the model's)."""
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper
+    names = ["x"] + [f"t{i}" for i in range(len(ops) - 1)] + ["y"]
+    nodes = [helper.make_node(op, [a], [b], domain="com.example")
+             for op, a, b in zip(ops, names, names[1:])]
+    kind = getattr(TensorProto, elem)
+    graph = helper.make_graph(nodes, "g",
+                              [helper.make_tensor_value_info("x", kind, [1, 2, 3, 4])],
+                              [helper.make_tensor_value_info("y", kind, [1, 2, 3, 4])])
+    path = tmp_path / name
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17),
+                                                      helper.make_opsetid("com.example", 1)]),
+              str(path))
+    return path
+
+
 def _model_with_custom_node(tmp_path: Path, out_shape) -> Path:
     onnx = pytest.importorskip("onnx")
     from onnx import TensorProto, helper
@@ -361,18 +382,9 @@ def test_a_custom_output_in_the_users_buffer_is_checked_where_the_tensor_lies(tm
     first run's check fills and reads the tensor only, never the user's bytes after it (only
     the request's own slots have a guard zone)."""
     import pyopencl as cl
-    onnx = pytest.importorskip("onnx")
-    from onnx import TensorProto, helper
     from customlayers.api import Engine, Network
     from customlayers.runtime.layers.registry import Registry
-    graph = helper.make_graph(
-        [helper.make_node("Shift", ["x"], ["s"], domain="com.example")], "g",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 3, 4])],
-        [helper.make_tensor_value_info("s", TensorProto.FLOAT, [1, 2, 3, 4])])
-    model = tmp_path / "only.onnx"
-    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17),
-                                                      helper.make_opsetid("com.example", 1)]),
-              str(model))
+    model = _custom_model(tmp_path)
     registry = Registry(Engine(test_device))
     registry.load(str(_layer(tmp_path, COPY)))
     engine = registry.engine
@@ -381,7 +393,7 @@ def test_a_custom_output_in_the_users_buffer_is_checked_where_the_tensor_lies(tm
     tail = np.arange(16, dtype=np.float32) + 100
     mine = cl.Buffer(engine.context, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR,
                      hostbuf=np.concatenate([np.zeros(24, np.float32), tail]))
-    request.set_tensor("s", mine)
+    request.set_tensor("y", mine)
     request.infer({"x": x})
     got = np.empty(40, np.float32)
     cl.enqueue_copy(engine.queue, got, mine)
@@ -392,7 +404,7 @@ def test_a_custom_output_in_the_users_buffer_is_checked_where_the_tensor_lies(tm
 
 @pytest.mark.parametrize("body,fails", [(COPY, "wrote past the end of the output"),
                                         ("if (i % 7 && i < 24) dst[i] = src[i];",
-                                         r"layer 's' .*: 4 of 24 elements were never written"),
+                                         r"layer 't0' .*: 4 of 24 elements were never written"),
                                         ("if (i < 24) dst[i] = src[i];", None)],
                          ids=["past-the-end", "unwritten", "sound"])
 def test_a_model_with_a_python_layer_checks_its_custom_layers_too(tmp_path, test_device, body,
@@ -400,21 +412,11 @@ def test_a_model_with_a_python_layer_checks_its_custom_layers_too(tmp_path, test
     """A run with host steps reads its outputs by maps (PoCL may block in a read while a
     Python layer's user event is pending); the check's buffer is read back the same way, so
     such models are checked as any other."""
-    onnx = pytest.importorskip("onnx")
-    from onnx import TensorProto, helper
     from python_layer_texts import SOFTSIGN
     from customlayers.api import Engine, Network
     from customlayers.errors import ExecutionError
     from customlayers.runtime.layers.registry import Registry
-    graph = helper.make_graph(
-        [helper.make_node("Shift", ["x"], ["s"], domain="com.example"),
-         helper.make_node("Softsign", ["s"], ["y"], domain="com.example")], "g",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 3, 4])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2, 3, 4])])
-    model = tmp_path / "py.onnx"
-    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17),
-                                                      helper.make_opsetid("com.example", 1)]),
-              str(model))
+    model = _custom_model(tmp_path, ("Shift", "Softsign"))
     registry = Registry(Engine(test_device))
     registry.load(str(_layer(tmp_path, body, count=ROUNDED_UP)))
     (tmp_path / "layers.py").write_text(SOFTSIGN)
@@ -599,8 +601,6 @@ def test_an_integer_output_that_holds_the_sentinels_value_is_not_an_error(tmp_pa
     """One run cannot tell an integer sentinel from a value the kernel computed (an identity
     over data holding 0xA5A5A5A5 is correct): a model's first inference checks float outputs
     only; the numpy call, which can run twice, checks both."""
-    onnx = pytest.importorskip("onnx")
-    from onnx import TensorProto, helper
     from customlayers.api import Engine, Network
     from customlayers.runtime.layers.registry import Registry
     (tmp_path / "shift.cl").write_text(
@@ -610,14 +610,7 @@ def test_an_integer_output_that_holds_the_sentinels_value_is_not_an_error(tmp_pa
                                                      dim="output"))
     registry = Registry(Engine(test_device))
     registry.load(str(tmp_path / "shift.xml"))
-    graph = helper.make_graph(
-        [helper.make_node("Shift", ["x"], ["y"], domain="com.example")], "g",
-        [helper.make_tensor_value_info("x", TensorProto.INT32, [1, 2, 3, 4])],
-        [helper.make_tensor_value_info("y", TensorProto.INT32, [1, 2, 3, 4])])
-    path = tmp_path / "i.onnx"
-    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17),
-                                                      helper.make_opsetid("com.example", 1)]),
-              str(path))
+    path = _custom_model(tmp_path, elem="INT32")
     x = np.arange(24, dtype=np.int32).reshape(1, 2, 3, 4)
     x[0, 1, 2, 3] = np.uint32(0xA5A5A5A5).view(np.int32)
     y = Network(path, registry, registry.engine).create_request().infer({"x": x})["y"]
@@ -627,19 +620,10 @@ def test_an_integer_output_that_holds_the_sentinels_value_is_not_an_error(tmp_pa
 def test_an_integer_output_written_past_its_end_is_an_error(tmp_path, test_device):
     """An integer output's elements are not checked in a model (above), but the guard zone after
     it is: a kernel whose rounded-up work sizes write past the end is found in any type."""
-    onnx = pytest.importorskip("onnx")
-    from onnx import TensorProto, helper
     from customlayers.api import Engine, Network
     from customlayers.errors import ExecutionError
     from customlayers.runtime.layers.registry import Registry
-    graph = helper.make_graph(
-        [helper.make_node("Shift", ["x"], ["y"], domain="com.example")], "g",
-        [helper.make_tensor_value_info("x", TensorProto.INT32, [1, 2, 3, 4])],
-        [helper.make_tensor_value_info("y", TensorProto.INT32, [1, 2, 3, 4])])
-    path = tmp_path / "i.onnx"
-    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17),
-                                                      helper.make_opsetid("com.example", 1)]),
-              str(path))
+    path = _custom_model(tmp_path, elem="INT32")
     x = np.arange(24, dtype=np.int32).reshape(1, 2, 3, 4)
     for body, fails in [("dst[i] = src[i % 24];", True), ("if (i < 24) dst[i] = src[i];", False)]:
         (tmp_path / "shift.cl").write_text(
@@ -666,8 +650,6 @@ def test_the_first_run_keeps_the_users_wait_for_when_it_fills_nothing(tmp_path, 
     taken must stay the kernel's. It did not, and the kernel ran before the user's upload
     (found by a review: y was 1 everywhere, src + 1 of the zeros not yet replaced)."""
     import pyopencl as cl
-    onnx = pytest.importorskip("onnx")
-    from onnx import TensorProto, helper
     from customlayers.api import Engine, Network
     from customlayers.runtime.layers.registry import Registry
     (tmp_path / "shift.cl").write_text(
@@ -675,14 +657,7 @@ def test_the_first_run_keeps_the_users_wait_for_when_it_fills_nothing(tmp_path, 
         "{ const int i = get_global_id(0); dst[i] = src[i] + 1; }\n")
     (tmp_path / "shift.xml").write_text(LAYER.format(count="B*F*Y*X", fmt="BFYX",
                                                      dim="output"))
-    graph = helper.make_graph(
-        [helper.make_node("Shift", ["x"], ["y"], domain="com.example")], "g",
-        [helper.make_tensor_value_info("x", TensorProto.INT32, [1, 2, 3, 4])],
-        [helper.make_tensor_value_info("y", TensorProto.INT32, [1, 2, 3, 4])])
-    path = tmp_path / "i.onnx"
-    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17),
-                                                      helper.make_opsetid("com.example", 1)]),
-              str(path))
+    path = _custom_model(tmp_path, elem="INT32")
     registry = Registry(Engine(test_device))
     registry.load(str(tmp_path / "shift.xml"))
     engine = registry.engine

@@ -106,14 +106,8 @@ def data_blobs(spec, names: list[str], items, rng) -> dict[str, np.ndarray]:
         if not sep or not name or not value:
             raise UsageError(f"--data {item!r} is not NAME=SHAPE or NAME=FILE.npy")
         given[name] = value
-    unknown = sorted(set(given) - set(names))
-    if unknown:
-        raise UsageError(f"layer '{spec.name}' has no Data {', '.join(unknown)}; its Data: "
-                         f"{', '.join(names) or 'none'}")
-    missing = [n for n in names if n not in given]
-    if missing:
-        raise UsageError(f"layer '{spec.name}' binds Data {', '.join(missing)}: give "
-                         + " ".join(f"--data {n}=SHAPE (or FILE.npy)" for n in missing))
+    from .run_layer import check_data_names
+    check_data_names(spec.name, names, sorted(given), form="SHAPE (or FILE.npy)")
     blobs = {}
     for name in names:
         value = given[name]

@@ -226,17 +226,17 @@ def run(args) -> int:
     return 0
 
 
-def check_data_names(layer: str, names: list[str], data_paths: dict) -> None:
+def check_data_names(layer: str, names: list[str], given, form: str = "FILE.npy") -> None:
     """UsageError for a --data name the layer has no Data of (a typo), then for a Data blob
-    the layer binds that no --data gives."""
-    unknown = [n for n in data_paths if n not in names]
+    the layer binds that no --data gives (`form`: what its value is, in the message)."""
+    unknown = [n for n in given if n not in names]
     if unknown:
         raise UsageError(f"--data {', '.join(unknown)}: layer '{layer}' has no Data named "
                          f"so; its Data: {', '.join(names) or 'none'}")
-    missing = [n for n in names if n not in data_paths]
+    missing = [n for n in names if n not in given]
     if missing:
         raise UsageError(f"layer '{layer}' binds Data {', '.join(missing)}: give "
-                         + " ".join(f"--data {n}=FILE.npy" for n in missing))
+                         + " ".join(f"--data {n}={form}" for n in missing))
 
 
 def _run_alone(registry, spec, args, params, data_paths, out_shapes) -> int:
