@@ -45,9 +45,10 @@ class MvclCli:
         if asked:       # said, never a silent pass: the stages are built, not checked
             from ...config.diagnostics import WARNING, Diagnostic
             found.append(Diagnostic.at(spec.location, WARNING, "CL119",
-                                       f"{' and '.join(asked)} do not check MVCL layers yet: "
-                                       f"layer '{spec.name}' was built, its kernels not "
-                                       f"checked", spec.name))
+                                       f"validate's {' and '.join(asked)} do not check MVCL "
+                                       f"layers: layer '{spec.name}' was built, its kernels "
+                                       f"not checked; run-layer (with --output-shape) or run "
+                                       f"checks its stages with them", spec.name))
         return found
 
 

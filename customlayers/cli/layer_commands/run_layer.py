@@ -242,12 +242,7 @@ def check_data_names(layer: str, names: list[str], given, form: str = "FILE.npy"
 def _run_alone(registry, spec, args, params, data_paths, out_shapes) -> int:
     """A layer without one bound kernel (MVCL: stages, Where variants) runs through a one-layer
     network (runtime/compile/one_layer.py), the path it takes in a model."""
-    from ...runtime.compile.one_layer import data_names, output_count, run_layer
-    asked = kernel_checks_asked(args)
-    if asked:       # refused, never a run that looks checked and was not
-        raise UsageError(f"{' and '.join(asked)} check one SimpleGPU kernel bound alone; "
-                         f"layer '{spec.name}' is an MVCL layer ({spec.location}), whose "
-                         f"stages they do not check yet: run it without them")
+    from ...runtime.compile.one_layer import data_names, one_layer_network, output_count
     from ...runtime.layers.dialects import runtime_of
     unused = runtime_of(spec).unused_params(spec, params)
     if unused:  # an ignored parameter would run the layer with its default: a wrong number
@@ -264,7 +259,17 @@ def _run_alone(registry, spec, args, params, data_paths, out_shapes) -> int:
     inputs, data = kernel_arrays(spec, params, args.input, data_paths)
     in_descs = input_descs(inputs, args.input)
     try:
-        outputs = run_layer(registry, spec.name, inputs, params, data, out_shapes)
+        network, feeds, _ = one_layer_network(registry, spec.name, inputs, params, data,
+                                              out_shapes)
+        if args.check_bounds or args.sanitize:     # each stage, as `run` checks a model's
+            from ...runtime.checks.network_checks import check_custom_layers
+            problems = check_custom_layers(network, feeds, bounds=args.check_bounds,
+                                           sanitize=args.sanitize)
+            check_bounds_note(args)
+            if report_kernel_problems(problems):   # nothing is written from such a run
+                return 1
+        result = network.infer(feeds)
+        outputs = [result[f"output{j}"] for j in range(count)]
     except KernelWriteError as e:
         if "never written" in str(e):   # the shapes it was given are run-layer's guess too
             shown = ", ".join("x".join(map(str, s)) for s in out_shapes)

@@ -34,7 +34,8 @@ TIMEOUT_S = 600          # a kernel at the device's speed; past this it hangs
 
 def run_guarded_in_child(engine, program, launch: KernelLaunch, layer: str,
                          inputs: Sequence[np.ndarray], input_descs: Sequence[TensorDesc],
-                         output_descs: Sequence[TensorDesc]
+                         output_descs: Sequence[TensorDesc],
+                         unwritten: Sequence[bool] | None = None
                          ) -> tuple[list[np.ndarray], list[BoundsProblem]]:
     """bounds.run_guarded, run in a child process (`program` is rebuilt there from the
     launch's source and options)."""
@@ -46,7 +47,8 @@ def run_guarded_in_child(engine, program, launch: KernelLaunch, layer: str,
     job = {"device": position, "device_name": engine.device.name,
            "cache_dir": str(engine.cache.directory), "cache_enabled": engine.cache.enabled,
            "launch": launch, "layer": layer, "inputs": [np.ascontiguousarray(a) for a in inputs],
-           "input_descs": list(input_descs), "output_descs": list(output_descs)}
+           "input_descs": list(input_descs), "output_descs": list(output_descs),
+           "unwritten": None if unwritten is None else list(unwritten)}
     with tempfile.TemporaryDirectory(prefix="customlayers-bounds-") as tmp:
         job_path, result_path = Path(tmp) / "job.pickle", Path(tmp) / "result.pickle"
         job_path.write_bytes(pickle.dumps(job))

@@ -26,7 +26,7 @@ def main(job_path: str, result_path: str) -> int:
         try:
             outputs, problems = run_guarded(engine, program, launch, job["layer"],
                                             job["inputs"], job["input_descs"],
-                                            job["output_descs"])
+                                            job["output_descs"], job.get("unwritten"))
             result = {"outputs": outputs, "problems": problems}
         except LaunchFailed as e:
             # built, then failed running: a GPU reports a wild access as an error of the

@@ -18,6 +18,7 @@ from .bounds_process import run_guarded_in_child
 from ..compile.compiler import plan_prefix
 from ..execute.request import InferRequest
 from .sanitize import sanitize_launch
+from ..execute.unwritten import layer_output
 
 
 def check_custom_layers(net, arrays: Mapping[str, np.ndarray], *, bounds: bool,
@@ -47,7 +48,17 @@ def check_custom_layers(net, arrays: Mapping[str, np.ndarray], *, bounds: bool,
             if bounds and not problems:
                 problems += run_guarded_in_child(net.engine, program, launch, step.name,
                                                  packed, step.input_descs,
-                                                 step.output_descs)[1]
+                                                 step.output_descs,
+                                                 _unwritten_checked(plan, index))[1]
         if problems:
             return problems
     return []
+
+
+def _unwritten_checked(plan, index: int) -> list[bool]:
+    """Per output of step `index`, whether elements it leaves unwritten are a finding: a layer
+    output that no later step writes (an MVCL layer's stages may share one), not an MVCL
+    layer's own byte buffer (unwritten.layer_output)."""
+    step = plan.steps[index]
+    later = {plan.root(k) for s in plan.steps[index + 1:] for k in s.outputs}
+    return [layer_output(k) and plan.root(k) not in later for k in step.outputs]

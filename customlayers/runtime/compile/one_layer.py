@@ -72,6 +72,19 @@ def run_layer(registry, layer_type: str, inputs: Sequence[np.ndarray],
     B,F,Y,X), the outputs out. `output_shapes`: one per output; an MVCL layer needs them (it
     has no shape formula); without them a SimpleGPU layer's outputs take its shape formula, else
     input 0's shape."""
+    network, feeds, count = one_layer_network(registry, layer_type, inputs, params, data,
+                                              output_shapes)
+    result = network.infer(feeds)
+    return [result[f"output{j}"] for j in range(count)]
+
+
+def one_layer_network(registry, layer_type: str, inputs: Sequence[np.ndarray],
+                      params: Mapping[str, str] | None = None,
+                      data: Mapping[str, np.ndarray] | None = None,
+                      output_shapes: Sequence[Sequence[int]] | None = None):
+    """What run_layer runs, not run: (the one-layer Network, its feeds {input name: array},
+    the layer's output count), for a caller that checks its kernels first (run-layer's
+    --check-bounds and --sanitize on an MVCL layer)."""
     spec = registry.spec(layer_type)
     params = {k: str(v) for k, v in (params or {}).items()}
     unused = runtime_of(spec).unused_params(spec, params)
@@ -94,5 +107,4 @@ def run_layer(registry, layer_type: str, inputs: Sequence[np.ndarray],
     declared = list(output_shapes) if output_shapes is not None else [None] * count
     graph = one_layer_graph(layer_type, arrays, blobs, declared, params)
     network = Network(graph, registry, registry.engine)
-    result = network.infer({f"input{i}": a for i, a in enumerate(arrays)})
-    return [result[f"output{j}"] for j in range(count)]
+    return network, {f"input{i}": a for i, a in enumerate(arrays)}, count
