@@ -81,12 +81,15 @@ def plan_memory_of(steps, descs, alias, consts, inputs, outputs, states=(),
     for _, k in outputs:
         last[root(k)] = end
     input_keys = {k for _, k in inputs}
-    # a custom kernel's output has a guard zone after it in its slot (unwritten.guarded)
-    guards = {k: guard_bytes(d.nbytes) for s in steps for k, d in zip(s.outputs, s.output_descs)
-              if root(k) == k and guarded(s, k, d)}
-    if largest is not None:
-        guards = {k: g for k, g in ((k, min(g, largest - descs[k].nbytes - 255))
-                                    for k, g in guards.items()) if g > 0}
+    # a custom kernel's output has a guard zone after it in its slot (unwritten.guarded),
+    # within the device's largest buffer (the slot's 256-byte rounding included)
+    guards = {}
+    for s in steps:
+        for k, d in zip(s.outputs, s.output_descs):
+            if root(k) == k and guarded(s, k, d):
+                room = None if largest is None else largest - d.nbytes - 255
+                guards[k] = guard_bytes(d.nbytes, room)
+    guards = {k: g for k, g in guards.items() if g > 0}
     lives = [TensorLife(k, descs[k].nbytes + guards.get(k, 0), first[k], last[k]) for k in first
              if k not in consts and k not in input_keys and k not in states]
     memory = plan_memory(lives)

@@ -165,7 +165,7 @@ class BoundKernel:
                    for d, a in zip(self.inputs, arrays)]
         # (never past the largest buffer the device allocates: an output that fits is run)
         largest = self.engine.device.max_mem_alloc_size
-        guards = [max(0, min(guard_bytes(d.nbytes), largest - d.nbytes)) for d in self.outputs]
+        guards = [guard_bytes(d.nbytes, largest - d.nbytes) for d in self.outputs]
         out_bufs = [cl.Buffer(ctx, mf.READ_WRITE, d.nbytes + g)
                     for d, g in zip(self.outputs, guards)]
         # the kernel waits for the fills by their events: the engine's queue may be the

@@ -393,9 +393,7 @@ class InferRequest:
     def _run_buffer(self, run: Run, key):
         """The buffer tensor `key` lies in for this run (a user's tensor, an input used where
         it lies, else the request's own)."""
-        root = self.plan.root(key)
-        bound = None if self.plan.slice_at(key) is not None else run.binding.get(root)
-        return bound if bound is not None else self._own_buffer(key)
+        return self._checked_buffer(run, key)[0]
 
     def _checked_buffer(self, run: Run, key):
         """(_run_buffer's buffer of `key`, whether it is the request's own: only a slot of the

@@ -59,9 +59,11 @@ NAN_SENTINELS = frozenset(t for t in _SENTINELS if t.kind == "f")
 GUARD_MIN_BYTES, GUARD_MAX_BYTES = 4 << 10, 1 << 20
 
 
-def guard_bytes(nbytes: int) -> int:
-    """The guard zone after an output of `nbytes` (a multiple of its element size)."""
-    return min(max(nbytes, GUARD_MIN_BYTES), GUARD_MAX_BYTES)
+def guard_bytes(nbytes: int, room: int | None = None) -> int:
+    """The guard zone after an output of `nbytes` (a multiple of its element size), at most
+    `room` (what the device's largest buffer leaves after the output; 0 where none is left)."""
+    guard = min(max(nbytes, GUARD_MIN_BYTES), GUARD_MAX_BYTES)
+    return guard if room is None else max(0, min(guard, room))
 
 
 def guard_pattern(dtype, run: int = FIRST) -> np.ndarray:
@@ -130,8 +132,8 @@ def first_index(mask: np.ndarray) -> tuple[int, ...]:
 
 
 # -- a model's custom layers, checked in a request's first run ---------------------------------
-# what a first run reads back to check, in all: outputs past it are not checked (their copies
-# are host memory held until wait())
+# what a first run copies back to check, in all: outputs past it are not checked (their copies
+# take as much device memory in the check's buffer, and host memory until wait())
 MAX_CHECKED_BYTES = 256 << 20
 
 
