@@ -242,7 +242,15 @@ class ExecutionError(CustomLayersError, RuntimeError):
 class KernelWriteError(ExecutionError):
     """A custom kernel's output had elements it never wrote, or bytes written past its end,
     found by execute/unwritten.py's sentinels and guard zones: the message names the layer,
-    the output, the first element and what to fix."""
+    the output, the first element and what to fix. `unwritten`: elements never written (the
+    output's shape may be the caller's guess), not a write past the end."""
+    unwritten = False
+
+    @classmethod
+    def never_written(cls, message: str) -> "KernelWriteError":
+        error = cls(message)
+        error.unwritten = True
+        return error
 
 
 class PackageError(ModelError):

@@ -271,7 +271,7 @@ def _run_alone(registry, spec, args, params, data_paths, out_shapes) -> int:
         result = network.infer(feeds)
         outputs = [result[f"output{j}"] for j in range(count)]
     except KernelWriteError as e:
-        if "never written" in str(e):   # the shapes it was given are run-layer's guess too
+        if e.unwritten:                 # the shapes it was given are run-layer's guess too
             shown = ", ".join("x".join(map(str, s)) for s in out_shapes)
             print(f"note: the output shape{'s' if len(out_shapes) > 1 else ''} ({shown}) came "
                   f"from --output-shape, for input{'s' if len(in_descs) > 1 else ''} "

@@ -57,8 +57,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 
 def _parse_shapes(items: list[str]) -> dict[str, list]:
-    """{layer: [TensorDesc, or None where the item names no element type: the kernel's declared
-    type, else f32, is taken]} from the --shape items."""
+    """{layer: [(TensorDesc, whether the item names its element type: where it does not, the
+    kernel's declared type, else f32, is taken)]} from the --shape items."""
     from ...errors import TensorError
     from ...jit.tensor import parse_tensor_arg, tensor_arg_gives_dtype
     from .. import UsageError

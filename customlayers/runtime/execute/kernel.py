@@ -152,7 +152,7 @@ class BoundKernel:
             for port, (mask, out) in enumerate(zip(suspect, again)):
                 never = None if mask is None else mask & kept(out, SECOND)
                 if never is not None and never.any():
-                    raise KernelWriteError(self._unwritten_message(port, never))
+                    raise KernelWriteError.never_written(self._unwritten_message(port, never))
         return results[0] if len(results) == 1 else results
 
     def _run_filled(self, launch: KernelLaunch, arrays, run: int) -> list[np.ndarray]:

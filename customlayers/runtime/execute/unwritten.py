@@ -342,7 +342,7 @@ class FirstRunCheck:
             return
         out, never = found
         layer, sizes = where(self.steps[out.last])
-        raise KernelWriteError(
+        raise KernelWriteError.never_written(
             f"{layer}: output {out.port} ({out.desc.describe()}): {int(never.sum())} of "
             f"{never.size} elements were never written by its kernel in this inference, the "
             f"first at index {first_index(never)}: its work sizes or its guards do not cover "
