@@ -25,12 +25,14 @@ from customlayers.jit.launch import CompileContext, DeviceTraits, FusedEpilogue
 from customlayers.jit.tensor import TensorDesc
 from customlayers.ops import get_op
 from customlayers.ops.nn._conv_variants import DirectVariant
+from customlayers.ops.nn._variants import ASYNC_TILINGS, GemmVariant
 from customlayers.ops.nn._winograd import WinogradVariant
 from launch_runner import run_launches
 from oracle import ov_infer, save_ov_model
 from test_ops_conv import attrs, conv_ref
 
-GPU = DeviceTraits("GPU", compute_units=16, max_work_group_size=256)
+# (NVIDIA's 48 KB of __local memory: every pipeline tiling fits)
+GPU = DeviceTraits("GPU", compute_units=16, max_work_group_size=256, local_mem_size=48 * 1024)
 MAX_ERROR = 2e-5          # times the output's RMS scale (see the module docstring)
 MAX_RATIO = 4.0           # times the direct kernel's error
 DIRECT, WINOGRAD = DirectVariant(), WinogradVariant()
@@ -130,6 +132,35 @@ def test_every_winograd_tiling_gives_the_same_result(cl_env):
         assert np.array_equal(got, first), v
     direct, _, _ = _run(cl_env, "Convolution", raw, [x, w], DIRECT)
     _check(first, direct, conv_ref(x, w, (1, 1), (1, 1), (1, 1), (1, 1)), x, w, "winograd2x2")
+
+
+PIPELINED = [WinogradVariant(GemmVariant(tm, tn, rm, rn, split, stages))
+             for tm, tn, rm, rn, stages in ASYNC_TILINGS for split in (1, 2)]
+
+
+@pytest.mark.parametrize("variant", PIPELINED, ids=lambda v: v.name)
+def test_winograd_in_the_copy_pipeline_matches_numpy(cl_env, variant):
+    """The batched GEMM in gemm_async.cl's pipeline (PTX cp.async on NVIDIA, plain float4 moves
+    here): three images of 10x13 outputs side by side (5x7 = 35 tiles each: NT = 105 columns,
+    so V's rows carry three zero columns to NP = 108), bias, residual and ReLU, split-K or not,
+    against float64 and the direct kernel."""
+    rng = np.random.default_rng(25)
+    x = rng.standard_normal((3, 24, 11, 13)).astype(np.float32)
+    w = rng.standard_normal((36, 24, 3, 3)).astype(np.float32)
+    bias = rng.standard_normal(36).astype(np.float32)
+    raw = attrs(pb=(1, 1), pe=(0, 1))                      # 10 x 13 outputs: 5 x 7 tiles
+    want_shape = (3, 36, 10, 13)
+    residual = rng.standard_normal(want_shape).astype(np.float32)
+    arrays = [x, w, bias, residual]
+    got, launches, listed = _run(cl_env, "Convolution", raw, arrays, variant, RESIDUAL_BLOCK)
+    t = variant.tiling
+    assert launches[1].label.endswith(f"{t.tm}x{t.tn}_{t.rm}x{t.rn}_a{t.stages}" +
+                                      (f"_k{t.ksplit}" if t.ksplit > 1 else ""))
+    assert "GEMM_STAGES" in launches[1].source
+    direct, _, _ = _run(cl_env, "Convolution", raw, arrays, DIRECT, RESIDUAL_BLOCK)
+    want = _reference(x, w, (1, 1), (0, 1), RESIDUAL_BLOCK, bias, residual)
+    assert got.shape == want_shape
+    _check(got, direct, want, x, w, variant.name)
 
 
 def test_winograd_with_split_k_gemm(cl_env):

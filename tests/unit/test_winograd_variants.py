@@ -40,6 +40,24 @@ def test_winograd_comes_second_for_a_wide_3x3_layer_and_the_heuristic_stays_firs
     assert len(tilings) == 2 and listed[-1] == "direct"
 
 
+def test_a_device_with_cp_async_times_winograd_in_the_copy_pipeline_first():
+    """On NVIDIA sm_80+ (cp.async) the batched GEMM's operands are plain matrices in float4s:
+    the pipeline's best-ranked tiling comes second (timed by --tuning fast), then
+    `winograd2x2`, the other pipeline tilings last; none where CG is not a multiple of 4."""
+    from dataclasses import replace
+    piped = CompileContext(replace(GPU.device, async_copy=True, local_mem_size=48 * 1024))
+    listed = _variants((32, 64, 28, 28), (64, 64, 3, 3), ctx=piped)
+    assert listed[0].startswith("gemm") and not listed[0].endswith(("_a2", "_a3"))
+    assert listed[1].startswith("winograd2x2_gemm") and listed[1].endswith("_a2")
+    assert listed[2] == "winograd2x2"
+    assert [v for v in listed if v.startswith("winograd2x2_") and v.endswith(("_a2", "_a3"))
+            ][1:] == [v for v in listed[3:] if v.endswith(("_a2", "_a3"))]
+    odd = _variants((32, 66, 28, 28), (64, 66, 3, 3), ctx=piped)
+    assert "winograd2x2" in odd and not any(v.endswith(("_a2", "_a3")) for v in odd)
+    assert _variants((32, 64, 28, 28), (64, 64, 3, 3)) == tuple(
+        v for v in listed if not v.endswith(("_a2", "_a3")))
+
+
 def test_winograd_comes_after_the_gemms_for_few_channels():
     listed = _variants((1, 3, 32, 32), (16, 3, 3, 3))       # a first layer: K = 27
     assert "winograd2x2" in listed and listed.index("winograd2x2") > 3
@@ -55,7 +73,8 @@ def test_winograd_comes_after_the_gemms_for_few_channels():
     dict(x_shape=(1, 16, 20), w_shape=(32, 16, 3), strides=(1,), dilations=(1,), pads=(1,)),
     dict(x_shape=(1, 16, 8, 8), w_shape=(16, 1, 1, 3, 3), op_type="GroupConvolution"),
     dict(x_shape=(1, 64, 1024, 1024), w_shape=(64, 64, 3, 3)),  # scratch past 128 MiB
-    dict(x_shape=(4096, 16, 2, 2)),                           # 65536 GEMMs in NDRange dim 2
+    dict(x_shape=(1, 4096, 2, 2), w_shape=(4096, 8, 1, 3, 3),  # 65536 GEMMs in NDRange dim 2
+         op_type="GroupConvolution"),
 ])
 def test_winograd_is_not_listed_where_it_does_not_apply(case):
     args = dict(x_shape=(1, 16, 12, 12), w_shape=(32, 16, 3, 3))

@@ -277,7 +277,7 @@ def conv_variants(plan: ConvPlan) -> tuple[KernelVariant, ...]:
     k = g["CG"] * g["KH"] * g["KW"]
     gemms = with_pipeline(gemm_variants(g["OG"], n, k, batch, plan.target, plan.max_threads),
                           plan, g["OG"], n, k, batch, plan.target)
-    listed = with_winograd(gemms, g, plan.weights, plan.target, plan.max_threads)
+    listed = with_winograd(gemms, plan)
     blocked, split = ocb_variants(plan), split_variants(plan)
     if g["OG"] > _OCB_MAX or not (blocked or split):
         return listed + blocked + split + (direct,)
