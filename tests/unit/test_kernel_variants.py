@@ -62,9 +62,12 @@ def test_a_convolution_lists_variant_objects_under_the_cached_names():
 
 def test_winograd_and_gemm_variants_are_named_from_their_fields():
     listed = _listed((1, 64, 28, 28), (64, 64, 3, 3), CONV_3X3)
-    assert listed[1] == WinogradVariant() and listed[1].name == "winograd2x2"
+    assert listed[1] == WinogradVariant(block=4) and listed[1].name == "winograd4x4"
+    assert listed[2] == WinogradVariant() and listed[2].name == "winograd2x2"
     tilings = [v for v in listed if isinstance(v, WinogradVariant) and v.tiling is not None]
-    assert [v.name for v in tilings] == [f"winograd2x2_{v.tiling.name}" for v in tilings]
+    assert [v.name for v in tilings] == \
+        [f"winograd{v.block}x{v.block}_{v.tiling.name}" for v in tilings]
+    assert {v.block for v in tilings} == {2, 4}
     assert GemmVariant(64, 32, 4, 2, 3).name == "gemm64x32_4x2_k3"
 
 

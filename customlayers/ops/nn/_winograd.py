@@ -1,22 +1,26 @@
-"""Winograd F(2x2, 3x3) for 3x3, stride-1 convolutions on GPUs: when it applies, the variants
-the tuner may time, the weight transform (done here once, at compile time), and the three
-launches of conv_winograd.cl (input transform, a batched GEMM on the shared gemm.cl, output
-transform with the fused epilogue). The batched GEMM is one per group and element of the 4x4
-tile, the images side by side along its N, and runs under gemm.cl's tilings or, on devices
-with cp.async, gemm_async.cl's pipeline (its operands are plain matrices in whole float4s).
+"""Winograd F(2x2, 3x3) and F(4x4, 3x3) for 3x3, stride-1 convolutions on GPUs: when they
+apply, the variants the tuner may time, the weight transform (done here once, at compile time),
+and the three launches of conv_winograd.cl (input transform, a batched GEMM on the shared
+gemm.cl, output transform with the fused epilogue). The batched GEMM is one per group and
+element of the tile, the images side by side along its N, and runs under gemm.cl's tilings or,
+on devices with cp.async, gemm_async.cl's pipeline (its operands are plain matrices in whole
+float4s).
 
-It computes a 2x2 output block with 16 multiplies per channel pair where the implicit GEMM
-spends 36 (2.25x fewer), at the cost of two extra passes through memory (the transformed input
-V is 4x the input, the GEMM's output M 4x the output): a win where the layer is
-compute-bound (many channels), a loss where the channels are few. Rounding: the input and
-output transforms combine at most 4 terms per side, the weight transform's 0.5s are exact (and
-it runs in float64), and each GEMM element sums CG terms where the direct kernel chains CG * 9:
-the error measures at or below the direct kernel's (tests/device/test_conv_winograd.py states the
-bound it is held to).
+F(2x2, 3x3) computes a 2x2 output block with 16 multiplies per channel pair where the implicit
+GEMM spends 36 (2.25x fewer), at the cost of two extra passes through memory (the transformed
+input V is 4x the input, the GEMM's output M 4x the output); F(4x4, 3x3) a 4x4 block with 36
+where the GEMM spends 144 (4x fewer), with V and M 2.25x the input and output. A win where the
+layer is compute-bound (many channels), a loss where the channels are few. Rounding: F(2x2)'s
+transforms combine at most 4 terms per side with coefficients of 1, the weight transform's 0.5s
+are exact (and it runs in float64), and each GEMM element sums CG terms where the direct kernel
+chains CG * 9: its error measures at or below the direct kernel's. F(4x4)'s coefficients (up to
+8 in the output transform, 1/6 and 1/24 in the weights) amplify rounding: its error measures a
+few times the direct kernel's (tests/device/test_conv_winograd.py states the bounds each is
+held to).
 
-Variants (WinogradVariant): `winograd2x2` (the batched GEMM under the GEMM heuristic's tiling)
-and `winograd2x2_<gemm variant>` (under that tiling, ops/nn/_variants.py's names; `_a<P>`:
-the pipeline's).
+Variants (WinogradVariant): `winograd{m}x{m}` (the batched GEMM under the GEMM heuristic's
+tiling) and `winograd{m}x{m}_<gemm variant>` (under that tiling, ops/nn/_variants.py's names;
+`_a<P>`: the pipeline's).
 """
 from __future__ import annotations
 
@@ -32,19 +36,39 @@ from ._sizes import scalars
 from .._program import defines, kernel_source
 from ._variants import GemmVariant, async_variants, gemm_variants, pipeline_defines
 
-PREFIX = "winograd2x2"
-# F(2x2, 3x3)'s weight transform G (4x3): U = G g G^T
-G_MATRIX = np.array([[1.0, 0.0, 0.0],
-                     [0.5, 0.5, 0.5],
-                     [0.5, -0.5, 0.5],
-                     [0.0, 0.0, 1.0]])
+# the output blocks: F(m x m, 3x3) for m in BLOCKS
+BLOCKS = (2, 4)
+# each one's weight transform G ((m + 2) x 3): U = G g G^T. F(4x4)'s interpolation points are
+# 0, -1, 1, -2, 2 and infinity, as conv_winograd.cl's B^T and A^T
+G_MATRICES = {
+    2: np.array([[1.0, 0.0, 0.0],
+                 [0.5, 0.5, 0.5],
+                 [0.5, -0.5, 0.5],
+                 [0.0, 0.0, 1.0]]),
+    4: np.array([[1 / 4, 0.0, 0.0],
+                 [-1 / 6, -1 / 6, -1 / 6],
+                 [-1 / 6, 1 / 6, -1 / 6],
+                 [1 / 24, 1 / 12, 1 / 6],
+                 [1 / 24, -1 / 12, 1 / 6],
+                 [0.0, 0.0, 1.0]]),
+}
+G_MATRIX = G_MATRICES[2]
+
+
+def prefix(block: int) -> str:
+    """The variant names' stem: winograd2x2, winograd4x4."""
+    return f"winograd{block}x{block}"
+
+
+PREFIX = prefix(2)
 # below these channels per group the GEMM is too thin for the saved multiplies to pay for the
 # two extra passes through memory: Winograd is still listed, but last (timed by `full` only)
 PROMISING_CG = PROMISING_OG = 16
 # every scratch buffer stays under the smallest CL_DEVICE_MAX_MEM_ALLOC_SIZE that OpenCL allows
 # a GPU (128 MiB): past it, the network would refuse to compile a choice the tuner made
 MAX_SCRATCH_BYTES = 128 << 20
-# the batched GEMM's NDRange dimension 2 holds G * 16 work-groups (times its split-K slices):
+# the batched GEMM's NDRange dimension 2 holds G * (m + 2)^2 work-groups (times its split-K
+# slices):
 # CUDA-based drivers map it to a grid's z extent, which stops at 65535
 MAX_GEMM_BATCH = 65535
 # the transforms' NDRange dimension 0 (tiles) is padded to a multiple of this
@@ -53,60 +77,63 @@ TILE_MULTIPLE = 32
 EXTRA_TILINGS = 2
 
 
-def tiles(g: Mapping[str, int]) -> tuple[int, int]:
-    """(TILES_Y, TILES_X): 2x2 output blocks per image, a partial one at each far edge."""
-    return -(-g["OH"] // 2), -(-g["OW"] // 2)
+def tiles(g: Mapping[str, int], block: int = 2) -> tuple[int, int]:
+    """(TILES_Y, TILES_X): block x block output tiles per image, a partial one at each far
+    edge."""
+    return -(-g["OH"] // block), -(-g["OW"] // block)
 
 
-def columns(g: Mapping[str, int]) -> tuple[int, int]:
+def columns(g: Mapping[str, int], block: int = 2) -> tuple[int, int]:
     """(NT, NP): the GEMM's columns that are tiles (every image's, side by side), and V's and
     M's row length, NT rounded up to whole float4s (conv_winograd.cl's NT and NP)."""
-    ty, tx = tiles(g)
+    ty, tx = tiles(g, block)
     nt = g["NB"] * ty * tx
     return nt, -(-nt // 4) * 4
 
 
-def _gemm_shape(g: Mapping[str, int]) -> tuple[int, int, int, int]:
+def _gemm_shape(g: Mapping[str, int], block: int = 2) -> tuple[int, int, int, int]:
     """(m, n, k, batch) of the batched GEMM: M[e] = U[e] (OG x CG) x V[e] (CG x NP) for each
-    group and element e of the 4x4 tile."""
-    return g["OG"], columns(g)[1], g["CG"], g["G"] * 16
+    group and element e of the (block + 2)^2 tile."""
+    return g["OG"], columns(g, block)[1], g["CG"], g["G"] * (block + 2) ** 2
 
 
-def _scratch_bytes(g: Mapping[str, int]) -> tuple[int, int]:
-    """Bytes of V [G][16][CG][NP] and of M [G][16][OG][NP]."""
-    m, n, k, batch = _gemm_shape(g)
+def _scratch_bytes(g: Mapping[str, int], block: int = 2) -> tuple[int, int]:
+    """Bytes of V [G][WE][CG][NP] and of M [G][WE][OG][NP]."""
+    m, n, k, batch = _gemm_shape(g, block)
     return batch * k * n * 4, batch * m * n * 4
 
 
-def applies(g: Mapping[str, int], weights: np.ndarray | None) -> bool:
+def applies(g: Mapping[str, int], weights: np.ndarray | None, block: int = 2) -> bool:
     """A 2-D 3x3 window, stride and dilation 1, weights known at compile time (the transform is
     done on the host), scratch buffers every GPU can allocate, and a GEMM batch every driver
     launches."""
     return (weights is not None and g["RANK"] == 2 and g["KH"] == g["KW"] == 3
             and g["SY"] == g["SX"] == g["DY"] == g["DX"] == 1
-            and max(_scratch_bytes(g)) <= MAX_SCRATCH_BYTES
-            and _gemm_shape(g)[3] <= MAX_GEMM_BATCH)
+            and max(_scratch_bytes(g, block)) <= MAX_SCRATCH_BYTES
+            and _gemm_shape(g, block)[3] <= MAX_GEMM_BATCH)
 
 
 @dataclass(frozen=True)
 class WinogradVariant(KernelVariant):
-    """Winograd F(2x2, 3x3) with its batched GEMM under `tiling` (None: the GEMM heuristic's
-    first). Its plan is conv.py's (_conv_variants.ConvPlan)."""
+    """Winograd F(block x block, 3x3) with its batched GEMM under `tiling` (None: the GEMM
+    heuristic's first). Its plan is conv.py's (_conv_variants.ConvPlan)."""
     tiling: GemmVariant | None = None
+    block: int = 2
     needs = "a 3x3, stride-1 window and constant weights"
 
     @property
     def name(self) -> str:
-        return PREFIX if self.tiling is None else f"{PREFIX}_{self.tiling.name}"
+        stem = prefix(self.block)
+        return stem if self.tiling is None else f"{stem}_{self.tiling.name}"
 
     def applies(self, plan) -> bool:
-        return not plan.on_cpu and applies(plan.g, plan.weights) and \
+        return not plan.on_cpu and applies(plan.g, plan.weights, self.block) and \
             (self.tiling is None or self.tiling.applies(_GemmOperands(plan)))
 
     def launches(self, plan) -> list[KernelLaunch]:
         return winograd_launches(plan.g, plan.sizes, plan.weights, plan.args, plan.size_args,
                                  self.tiling, plan.target, f"conv2d_{plan.shape}",
-                                 plan.device, plan.on_cpu)
+                                 plan.device, plan.on_cpu, self.block)
 
 
 def vector_reads(g: Mapping[str, int], on_cpu: bool) -> tuple[int, int]:
@@ -126,63 +153,84 @@ class _GemmOperands:
 
 
 def with_winograd(gemms: tuple[KernelVariant, ...], plan) -> tuple[KernelVariant, ...]:
-    """The GEMM variants of the plan (a ConvPlan) with Winograd's added where it applies. The
-    heuristic's first choice stays first; for layers with many channels `winograd2x2` comes
-    second, after its pipelined form where the device has cp.async (so that `--tuning fast`,
-    which times the first four, times both), and after the GEMMs otherwise; other tilings of
-    its GEMM come last (timed by `full`)."""
+    """The GEMM variants of the plan (a ConvPlan) with Winograd's added where they apply. The
+    heuristic's first choice stays first. For layers with many channels the Winograd forms come
+    next, so that `--tuning fast` (the first four) times three of them: on a device with
+    cp.async F(4x4) and F(2x2) in the pipeline's best-ranked tiling, then `winograd2x2`;
+    elsewhere `winograd4x4`, `winograd2x2`; for few channels they come after the GEMMs. Other
+    tilings of their GEMMs come last (timed by `full`)."""
     g = plan.g
-    if not applies(g, plan.weights):
-        return gemms
-    m, n, k, batch = _gemm_shape(g)
-    tilings = gemm_variants(m, n, k, batch, plan.target, plan.max_threads)[1:1 + EXTRA_TILINGS]
     operands = _GemmOperands(plan)
-    piped = () if plan.device is None or not plan.device.async_copy else tuple(
-        v for v in async_variants(m, n, k, batch, plan.target) if v.applies(operands))
-    first = tuple(WinogradVariant(tiling) for tiling in piped[:1]) + (WinogradVariant(),)
-    extra = tuple(WinogradVariant(tiling) for tiling in piped[1:] + tilings)
+    pipelined = plan.device is not None and plan.device.async_copy
+    first, extra = [], []
+    for block in (4, 2):
+        if not applies(g, plan.weights, block):
+            continue
+        m, n, k, batch = _gemm_shape(g, block)
+        piped = tuple(v for v in async_variants(m, n, k, batch, plan.target)
+                      if v.applies(operands)) if pipelined else ()
+        tilings = gemm_variants(m, n, k, batch, plan.target,
+                                plan.max_threads)[1:1 + EXTRA_TILINGS]
+        first += [WinogradVariant(tiling, block) for tiling in piped[:1]] or \
+            [WinogradVariant(None, block)]
+        extra += [WinogradVariant(tiling, block) for tiling in piped[1:] + tilings]
+        if piped:
+            extra.insert(0, WinogradVariant(None, block))
+    if not first:
+        return gemms
+    # F(2x2) under the heuristic's tiling, where the pipeline came first, stays among the four
+    legacy = WinogradVariant(None, 2)
+    if legacy in extra:
+        extra.remove(legacy)
+        first.append(legacy)
+    first, extra = tuple(first), tuple(extra)
     if g["CG"] >= PROMISING_CG and g["OG"] >= PROMISING_OG:
         return gemms[:1] + first + gemms[1:] + extra
     return gemms + first + extra
 
 
-def transform_weights(weights: np.ndarray, g: Mapping[str, int]) -> np.ndarray:
-    """OIYX (or GOIYX) 3x3 weights -> U = G w G^T as [G][16][OG][CG] float32 (element e = 4i+j
-    of the 4x4 outermost per group, so one GEMM's A is one contiguous OG x CG matrix). Computed
-    in float64, rounded once."""
+def transform_weights(weights: np.ndarray, g: Mapping[str, int], block: int = 2) -> np.ndarray:
+    """OIYX (or GOIYX) 3x3 weights -> U = G w G^T as [G][WE][OG][CG] float32 (WE = (block +
+    2)^2; element e = WT i + j of the tile outermost per group, so one GEMM's A is one
+    contiguous OG x CG matrix). Computed in float64, rounded once."""
+    matrix = G_MATRICES[block]
     w = np.asarray(weights, np.float64).reshape(g["G"], g["OG"], g["CG"], 3, 3)
     # two tensordots (BLAS) rather than one three-operand einsum: the same sums, 2.3x faster
     # (ResNet-50's 512x512 layer: 0.06 s, 0.14 s), and every load of a model does this again
-    wg = np.tensordot(w, G_MATRIX, axes=([4], [1]))             # [G][OG][CG][k][j]
-    u = np.tensordot(G_MATRIX, wg, axes=([1], [3]))             # [i][G][OG][CG][j]
+    wg = np.tensordot(w, matrix, axes=([4], [1]))               # [G][OG][CG][k][j]
+    u = np.tensordot(matrix, wg, axes=([1], [3]))               # [i][G][OG][CG][j]
     u = u.transpose(1, 0, 4, 2, 3)                              # [G][i][j][OG][CG]
-    return np.ascontiguousarray(u.reshape(g["G"], 16, g["OG"], g["CG"]), np.float32)
+    return np.ascontiguousarray(u.reshape(g["G"], (block + 2) ** 2, g["OG"], g["CG"]),
+                                np.float32)
 
 
 def winograd_launches(g: Mapping[str, int], sizes: Mapping[str, int], weights: np.ndarray,
                       args: tuple, size_args: tuple, tiling: GemmVariant | None, target: int,
-                      label: str, device=None, on_cpu: bool = False) -> list[KernelLaunch]:
+                      label: str, device=None, on_cpu: bool = False,
+                      block: int = 2) -> list[KernelLaunch]:
     """The launches for geometry `g` with the batched GEMM under `tiling` (None: the
     heuristic's first) (conv.py's _geometry, with `sizes` its defines: the window, the size
     parameters' list, the FUSED_* flags). `args` are the layer's (input, weights, output[, bias]
     [, residual]): the transformed weights replace input 1; `size_args` the sizes (ConvPlan's),
     which every kernel takes after its buffers, then TILES_Y and TILES_X. `device` (DeviceTraits
-    or None) and `on_cpu` choose the GEMM's float4 reads and its pipeline's copies."""
-    m, n, k, batch = _gemm_shape(g)
-    ty, tx = tiles(g)
-    nt, _ = columns(g)
+    or None) and `on_cpu` choose the GEMM's float4 reads and its pipeline's copies; `block`
+    the output tile (F(2x2) or F(4x4))."""
+    m, n, k, batch = _gemm_shape(g, block)
+    ty, tx = tiles(g, block)
+    nt, _ = columns(g, block)
+    stem = prefix(block)
     if tiling is None:
         tiling = gemm_variants(m, n, k, batch, target)[0]
-    v_bytes, m_bytes = _scratch_bytes(g)
+    v_bytes, m_bytes = _scratch_bytes(g, block)
     # scratch 0 is the GEMM's split-K partial sums, when it splits
     v, mt = Arg.scratch(1, v_bytes), Arg.scratch(2, m_bytes)
-    u = Arg.const(transform_weights(weights, g))
+    u = Arg.const(transform_weights(weights, g, block))
     vec_a, vec_b = vector_reads(g, on_cpu)
-    source = defines(**sizes, GEMM_VEC_A=vec_a, GEMM_VEC_B=vec_b,
+    source = defines(**sizes, WINO_M=block, GEMM_VEC_A=vec_a, GEMM_VEC_B=vec_b,
                      **pipeline_defines(device, on_cpu)) + kernel_source("conv_winograd.cl")
     shape = size_args + scalars(ty, tx)
     gemm = gemm_launches(source, (v, u, mt) + shape, tiling, m, n, k, batch,
-                         f"{label}_{PREFIX}_gemm")
+                         f"{label}_{stem}_gemm")
     # the transforms are in the GEMM's program: one build per variant
     program = gemm[0].source
     # columns rounded up to whole warps, so the driver's work-group is never an odd divisor of
@@ -191,9 +239,9 @@ def winograd_launches(g: Mapping[str, int], sizes: Mapping[str, int], weights: n
     def whole(items: int) -> int:
         return -(-items // TILE_MULTIPLE) * TILE_MULTIPLE
     return ([KernelLaunch(source=program, entry="winograd_input", args=(args[0], v) + shape,
-                          global_size=(whole(n), k, g["G"]), label=f"{label}_{PREFIX}_input")]
+                          global_size=(whole(n), k, g["G"]), label=f"{label}_{stem}_input")]
             + gemm +
             [KernelLaunch(source=program, entry="winograd_output",
                           args=(mt,) + tuple(args[2:]) + shape,
                           global_size=(whole(nt), m, g["G"]),
-                          label=f"{label}_{PREFIX}_output")])
+                          label=f"{label}_{stem}_output")])
