@@ -10,13 +10,18 @@
  * Each tile keeps its operand's layout: A's [m][k] where k is contiguous (read as a float4 of
  * four k steps per row), else [k][m] (a float4 of four rows per k step, as gemm.cl); B's [k][n]
  * where n is contiguous, else [n][k] (gemm.cl's FN is then 1: see there).
- * Needs GEMM_VEC_A and GEMM_VEC_B (every float4 group aligned and wholly in or out),
+ * Needs GEMM_VEC_A (every float4 group of A aligned and wholly in or out); GEMM_VEC_B likewise,
+ * or else a B of [k][n] whose values are copied one at a time (4-byte cp.async: a 1x1
+ * convolution over planes that are not whole float4s, the images side by side along n);
  * RM and RN multiples of 4, TK a multiple of 4; GEMM_WAIT = GEMM_STAGES - 2 as a number (the
  * PTX wait takes an immediate). GEMM_ASYNC_PTX 0 makes the copies plain float4 moves through
  * registers, in the same order: the same kernel on any device (how CPU tests check it).
  */
-#if !GEMM_VEC_A || !GEMM_VEC_B || RM % 4 != 0 || RN % 4 != 0 || TK % 4 != 0
-#error "gemm_async.cl needs float4-aligned operands and blocks of 4"
+#if !GEMM_VEC_A || RM % 4 != 0 || RN % 4 != 0 || TK % 4 != 0
+#error "gemm_async.cl needs an A of float4s and blocks of 4"
+#endif
+#if !GEMM_VEC_B && !B_N_FASTEST
+#error "gemm_async.cl copies a B that is not in float4s one value at a time, as [k][n] only"
 #endif
 #ifndef GEMM_ASYNC_PTX
 #define GEMM_ASYNC_PTX 0
@@ -36,7 +41,13 @@
 #define BS_TILE (TN * BS_ROW)
 #endif
 #define A_CHUNKS (TM * TK / 4)
+#if GEMM_VEC_B
 #define B_CHUNKS (TK * TN / 4)
+#else
+/* a B whose rows are not whole float4s (a 1x1 convolution over planes of 49 pixels, the images
+   side by side): one value per copy, each from its own address */
+#define B_CHUNKS (TK * TN)
+#endif
 
 #if GEMM_ASYNC_PTX
 #define GEMM_STR_(x) #x
@@ -47,6 +58,12 @@ inline void copy16(__local float* dst, const __global float* src, const int byte
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;"
                  :: "r"((uint)(size_t)dst), "l"(src), "r"(bytes));
 }
+/* 4 bytes, or 4 zero bytes where bytes is 0 (.ca: the 4-byte form goes through L1) */
+inline void copy4(__local float* dst, const __global float* src, const int bytes)
+{
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;"
+                 :: "r"((uint)(size_t)dst), "l"(src), "r"(bytes));
+}
 #define COPIES_COMMIT() asm volatile("cp.async.commit_group;")
 #define COPIES_WAIT_PENDING() asm volatile("cp.async.wait_group " GEMM_STR(GEMM_WAIT) ";")
 #define COPIES_WAIT_ALL() asm volatile("cp.async.wait_all;")
@@ -55,9 +72,31 @@ inline void copy16(__local float* dst, const __global float* src, const int byte
 {
     vstore4(bytes ? vload4(0, src) : (float4)(0.0f), 0, dst);
 }
+inline void copy4(__local float* dst, const __global float* src, const int bytes)
+{
+    *dst = bytes ? *src : 0.0f;
+}
 #define COPIES_COMMIT()
 #define COPIES_WAIT_PENDING()
 #define COPIES_WAIT_ALL()
+#endif
+
+/* B's chunk c of the k step at k_from into the stage's tile bt: a float4, or one value */
+#if GEMM_VEC_B
+#define ISSUE_B_COPY(c, k_from, bt) do { \
+    const int n = B_N_FASTEST ? (c) % (TN / 4) * 4 : (c) / (TK / 4); \
+    const int k = B_N_FASTEST ? (c) / (TN / 4) : (c) % (TK / 4) * 4; \
+    const int in_ = n0 + n < N && (k_from) + k < k_end; \
+    copy16((bt) + (B_N_FASTEST ? k * BS_ROW + n : n * BS_ROW + k), \
+           in_ ? &B_AT(batch, (k_from) + k, n0 + n) : &B_AT(batch, 0, 0), in_ ? 16 : 0); \
+} while (0)
+#else
+#define ISSUE_B_COPY(c, k_from, bt) do { \
+    const int n = (c) % TN, k = (c) / TN; \
+    const int in_ = n0 + n < N && (k_from) + k < k_end; \
+    copy4((bt) + k * BS_ROW + n, \
+          in_ ? &B_AT(batch, (k_from) + k, n0 + n) : &B_AT(batch, 0, 0), in_ ? 4 : 0); \
+} while (0)
 #endif
 
 /* this work item's copies of the k step at k_from into stage `st`; a chunk outside the matrix
@@ -79,13 +118,8 @@ inline void copy16(__local float* dst, const __global float* src, const int byte
     _Pragma("unroll") \
     for (int l = 0; l < (B_CHUNKS + NTHREADS - 1) / NTHREADS; ++l) { \
         const int c = tid + l * NTHREADS; \
-        if (c < B_CHUNKS) { \
-            const int n = B_N_FASTEST ? c % (TN / 4) * 4 : c / (TK / 4); \
-            const int k = B_N_FASTEST ? c / (TN / 4) : c % (TK / 4) * 4; \
-            const int in_ = n0 + n < N && (k_from) + k < k_end; \
-            copy16(bt_ + (B_N_FASTEST ? k * BS_ROW + n : n * BS_ROW + k), \
-                   in_ ? &B_AT(batch, (k_from) + k, n0 + n) : &B_AT(batch, 0, 0), in_ ? 16 : 0); \
-        } \
+        if (c < B_CHUNKS) \
+            ISSUE_B_COPY(c, k_from, bt_); \
     } \
 } while (0)
 

@@ -369,8 +369,9 @@ def test_matmul_offers_the_copy_pipeline_only_where_the_device_and_operands_allo
 
 def test_a_one_by_one_convolution_offers_the_copy_pipeline_where_its_input_is_a_matrix():
     """A 1x1 window (stride 1, no padding) reads its input as a plain matrix: on a device with
-    cp.async and planes of a multiple of 4 pixels, gemm_async.cl's tilings follow the
-    heuristic's first; a 3x3 window, planes of 49 or a device without it get none."""
+    cp.async and weights in float4s, gemm_async.cl's tilings follow the heuristic's first
+    (planes of 49 pixels too, copied a value at a time); a 3x3 window, weights of K = 30 or a
+    device without it get none."""
     from dataclasses import replace
     piped = replace(H100, async_copy=True, local_mem_size=48 * 1024)
     one = {"strides": "1,1", "dilations": "1,1", "pads_begin": "0,0", "pads_end": "0,0"}
@@ -382,7 +383,10 @@ def test_a_one_by_one_convolution_offers_the_copy_pipeline_where_its_input_is_a_
     assert listed[1].endswith("_a2") and listed[0].startswith("gemm")
     assert not any(n.endswith(("_a2", "_a3")) for n in names((32, 256, 56, 56), (64, 256, 1, 1),
                                                                one, H100))
-    assert not any(n.endswith(("_a2", "_a3")) for n in names((32, 256, 7, 7), (64, 256, 1, 1),
+    # planes of 49 pixels: the input is copied one value at a time (GEMM_VEC_B 0), still piped
+    assert names((32, 256, 7, 7), (64, 256, 1, 1), one, piped)[1].endswith("_a2")
+    # weights whose rows are not whole float4s (K = 30): none
+    assert not any(n.endswith(("_a2", "_a3")) for n in names((32, 30, 7, 7), (64, 30, 1, 1),
                                                                one, piped))
     # a 3x3 window's implicit GEMM gathers its patches: no pipeline (Winograd's batched GEMM,
     # of plain matrices, has one: tests/unit/test_winograd_variants.py)

@@ -116,8 +116,9 @@ class ConvPlan:
     @property
     def async_tiles(self) -> bool:
         """Whether gemm_async.cl's pipeline can read the implicit GEMM: a 1x1 window (the
-        input is a plain matrix, n contiguous) with both operands in float4s."""
-        return self.on_gpu_2d and self.vector_reads() == (1, 1)
+        input is a plain matrix, n contiguous) with the weights in float4s; the input in
+        float4s too, or (planes not a multiple of 4 pixels: 7x7) copied one value at a time."""
+        return self.on_gpu_2d and self.one_by_one and self.vector_reads()[0] == 1
 
     def gemm(self) -> GemmProblem:
         """The implicit GEMM (conv_gemm.cl): images side by side along N, one GEMM per group,
