@@ -60,6 +60,13 @@ inline float conv_patch(__global const float* restrict input, int batch, int k, 
    GEMM: no window arithmetic per element, only the image's place) */
 #define B_AT(batch, k, n) \
     input[(IMG(n) * C + (batch) * CG + (k)) * PLANE + PIX(n)]
+#elif CONV_1X1_STRIDED
+/* a 1x1 window with a stride and no padding (ResNet's downsampling shortcut): every patch
+   value is an input element, pixel (oy SY, ox SX) of its plane; an lvalue, so that
+   gemm_async.cl can copy it from its address */
+#define B_AT(batch, k, n) \
+    input[(IMG(n) * C + (batch) * CG + (k)) * (IH * IW) + PIX(n) / OW * SY * IW + \
+          PIX(n) % OW * SX]
 #else
 #define B_AT(batch, k, n) conv_patch(input, (batch), (k), (n) PATCH_SIZES)
 #endif

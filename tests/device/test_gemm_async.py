@@ -79,21 +79,26 @@ def test_batches_and_the_epilogue_in_the_pipeline(cl_env, traits, variant):
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4, err_msg=variant.name)
 
 
-@pytest.mark.parametrize("plane", [(6, 10), (7, 7)], ids=["60px", "49px"])
+@pytest.mark.parametrize("plane,stride", [((6, 10), (1, 1)), ((7, 7), (1, 1)),
+                                          ((11, 13), (2, 3))], ids=["60px", "49px", "strided"])
 @pytest.mark.parametrize("variant", PIPELINES[:4], ids=lambda v: v.name)
-def test_a_one_by_one_convolution_in_the_pipeline(cl_env, traits, variant, plane):
+def test_a_one_by_one_convolution_in_the_pipeline(cl_env, traits, variant, plane, stride):
     """A 1x1 convolution's implicit GEMM (weights x the input as a matrix, three images side
     by side along N) in the pipeline, with bias, residual and ReLU, against float64: planes of
-    60 pixels (the input copied in float4s) and of 49 (one value at a time, GEMM_VEC_B 0)."""
+    60 pixels (the input copied in float4s), of 49 (one value at a time, GEMM_VEC_B 0), and a
+    stride of (2, 3) over 11x13 planes (a downsampling shortcut: 6x5 outputs, each read from
+    its own address)."""
     from test_ops_conv import attrs as conv_attrs, conv_ref
     rng = np.random.default_rng(13)
     x = rng.standard_normal((3, 40) + plane).astype(np.float32)
     w = (rng.standard_normal((70, 40, 1, 1)) * 0.2).astype(np.float32)
+    out_plane = tuple(-(-p // s) for p, s in zip(plane, stride))
     bias = rng.standard_normal((1, 70, 1, 1)).astype(np.float32)
-    res = rng.standard_normal((3, 70) + plane).astype(np.float32)
-    want = np.maximum(conv_ref(x, w, (1, 1), (1, 1), (0, 0), (0, 0)) + bias + res, 0)
+    res = rng.standard_normal((3, 70) + out_plane).astype(np.float32)
+    want = np.maximum(conv_ref(x, w, stride, (1, 1), (0, 0), (0, 0)) + bias + res, 0)
+    assert want.shape[2:] == out_plane
     op = get_op("Convolution")
-    at = op.parse_attributes(conv_attrs(), "conv")
+    at = op.parse_attributes(conv_attrs(strides=stride), "conv")
     descs = [TensorDesc(t.shape) for t in (x, w, bias, res)]
     out = [TensorDesc(want.shape)]
     ctx = CompileContext(device=traits, variant=variant,
@@ -103,6 +108,7 @@ def test_a_one_by_one_convolution_in_the_pipeline(cl_env, traits, variant, plane
     assert ("#define GEMM_ASYNC_PTX 1" in launches[0].source) == \
         bool(traits is not None and traits.async_copy)
     assert ("#define GEMM_VEC_B 1" in launches[0].source) == (plane == (6, 10))
+    assert ("#define CONV_1X1_STRIDED 1" in launches[0].source) == (stride != (1, 1))
     got = run_launches(cl_env, launches, [x, w, bias, res], descs, out)[0]
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4, err_msg=variant.name)
 

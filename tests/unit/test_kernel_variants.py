@@ -385,6 +385,11 @@ def test_a_one_by_one_convolution_offers_the_copy_pipeline_where_its_input_is_a_
                                                                one, H100))
     # planes of 49 pixels: the input is copied one value at a time (GEMM_VEC_B 0), still piped
     assert names((32, 256, 7, 7), (64, 256, 1, 1), one, piped)[1].endswith("_a2")
+    # a strided 1x1 window without padding (ResNet's shortcut): each value from its address
+    strided = dict(one, strides="2,2")
+    assert names((32, 256, 56, 56), (512, 256, 1, 1), strided, piped)[1].endswith("_a2")
+    assert not any(n.endswith(("_a2", "_a3")) for n in names(
+        (32, 256, 56, 56), (512, 256, 1, 1), dict(strided, pads_begin="1,1"), piped))
     # weights whose rows are not whole float4s (K = 30): none
     assert not any(n.endswith(("_a2", "_a3")) for n in names((32, 30, 7, 7), (64, 30, 1, 1),
                                                                one, piped))

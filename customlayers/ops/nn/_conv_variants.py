@@ -115,10 +115,18 @@ class ConvPlan:
 
     @property
     def async_tiles(self) -> bool:
-        """Whether gemm_async.cl's pipeline can read the implicit GEMM: a 1x1 window (the
-        input is a plain matrix, n contiguous) with the weights in float4s; the input in
-        float4s too, or (planes not a multiple of 4 pixels: 7x7) copied one value at a time."""
-        return self.on_gpu_2d and self.one_by_one and self.vector_reads()[0] == 1
+        """Whether gemm_async.cl's pipeline can read the implicit GEMM: a 1x1 window without
+        padding (every patch value an input element) with the weights in float4s; the input
+        in float4s too (stride 1, planes a multiple of 4 pixels), or else copied one value at
+        a time (planes of 7x7; a stride)."""
+        return self.on_gpu_2d and self.unpadded_point and self.vector_reads()[0] == 1
+
+    @property
+    def unpadded_point(self) -> bool:
+        """A 1x1 window without padding, at any stride: every patch value is an input element
+        (conv_gemm.cl's CONV_1X1, or CONV_1X1_STRIDED: read from its address)."""
+        g = self.g
+        return g["KH"] == g["KW"] == 1 and g["PY"] == g["PX"] == 0
 
     def gemm(self) -> GemmProblem:
         """The implicit GEMM (conv_gemm.cl): images side by side along N, one GEMM per group,
@@ -129,6 +137,8 @@ class ConvPlan:
         vec_a, vec_b = self.vector_reads()
         # one image or several: a batch of one reads no image index (a #define of two values)
         return GemmProblem(defines(**self.sizes, CONV_1X1=int(self.one_by_one),
+                                   CONV_1X1_STRIDED=int(self.unpadded_point and
+                                                        not self.one_by_one),
                                    SINGLE_IMAGE=int(g["NB"] == 1), GEMM_VEC_A=vec_a,
                                    GEMM_VEC_B=vec_b, **pipeline_defines(self.device, self.on_cpu))
                            + kernel_source("conv_gemm.cl"), self.kernel_args,
