@@ -39,8 +39,8 @@
                      const int CG, const int SY, const int SX, const int DY, const int DX, \
                      const int PY, const int PX
 #endif
-/* the index in the input of patch value (k, n), or -1 where it lies in the padding */
-inline int conv_patch_index(int batch, int k, int n PATCH_PARAMS)
+inline float conv_patch(__global const float* restrict input, int batch, int k, int n
+                        PATCH_PARAMS)
 {
     const int img = IMG(n), g = batch, p = PIX(n);   /* a GEMM per group */
     const int c = k / (KH * KW), r = k % (KH * KW);
@@ -50,14 +50,8 @@ inline int conv_patch_index(int batch, int k, int n PATCH_PARAMS)
     const int ix = ox * SX - PX + kx * DX;
     /* one unsigned compare covers both "negative" and "past the end" */
     if ((uint)iy >= (uint)IH || (uint)ix >= (uint)IW)
-        return -1;
-    return ((img * C + g * CG + c) * IH + iy) * IW + ix;
-}
-inline float conv_patch(__global const float* restrict input, int batch, int k, int n
-                        PATCH_PARAMS)
-{
-    const int at = conv_patch_index(batch, k, n PATCH_SIZES);
-    return at < 0 ? 0.0f : input[at];
+        return 0.0f;
+    return input[((img * C + g * CG + c) * IH + iy) * IW + ix];
 }
 
 #define A_AT(batch, m, k) weights[((batch) * OG + (m)) * K + (k)]
@@ -75,9 +69,6 @@ inline float conv_patch(__global const float* restrict input, int batch, int k, 
           PIX(n) % OW * SX]
 #else
 #define B_AT(batch, k, n) conv_patch(input, (batch), (k), (n) PATCH_SIZES)
-/* gemm_async.cl copies a patch value from input + B_INDEX, or zeros where it is -1 */
-#define B_BASE input
-#define B_INDEX(batch, k, n) conv_patch_index((batch), (k), (n) PATCH_SIZES)
 #endif
 #define OUT_AT(batch, m, n) ((IMG(n) * O + (batch) * OG + (m)) * PLANE + PIX(n))
 #define STORE(batch, m, n, v) \

@@ -11,10 +11,8 @@
  * four k steps per row), else [k][m] (a float4 of four rows per k step, as gemm.cl); B's [k][n]
  * where n is contiguous, else [n][k] (gemm.cl's FN is then 1: see there).
  * Needs GEMM_VEC_A (every float4 group of A aligned and wholly in or out); GEMM_VEC_B likewise,
- * or else a B of [k][n] whose values are copied one at a time (4-byte cp.async), each from
- * &B_AT (a 1x1 convolution over planes that are not whole float4s, or with a stride) or, where
- * the front end defines B_INDEX and B_BASE, from B_BASE + B_INDEX(batch, k, n) with -1 for a
- * zero (a convolution's patches, gathered through the window and its padding);
+ * or else a B of [k][n] whose values are copied one at a time (4-byte cp.async: a 1x1
+ * convolution over planes that are not whole float4s, the images side by side along n);
  * RM and RN multiples of 4, TK a multiple of 4; GEMM_WAIT = GEMM_STAGES - 2 as a number (the
  * PTX wait takes an immediate). GEMM_ASYNC_PTX 0 makes the copies plain float4 moves through
  * registers, in the same order: the same kernel on any device (how CPU tests check it).
@@ -91,15 +89,6 @@ inline void copy4(__local float* dst, const __global float* src, const int bytes
     const int in_ = n0 + n < N && (k_from) + k < k_end; \
     copy16((bt) + (B_N_FASTEST ? k * BS_ROW + n : n * BS_ROW + k), \
            in_ ? &B_AT(batch, (k_from) + k, n0 + n) : &B_AT(batch, 0, 0), in_ ? 16 : 0); \
-} while (0)
-#elif defined(B_INDEX)
-/* a B gathered by the front end (a convolution's patches): value (k, n) is B_BASE[B_INDEX],
-   or a zero where B_INDEX is -1 (the padding) */
-#define ISSUE_B_COPY(c, k_from, bt) do { \
-    const int n = (c) % TN, k = (c) / TN; \
-    const int at_ = n0 + n < N && (k_from) + k < k_end ? \
-        B_INDEX(batch, (k_from) + k, n0 + n) : -1; \
-    copy4((bt) + k * BS_ROW + n, B_BASE + max(at_, 0), at_ >= 0 ? 4 : 0); \
 } while (0)
 #else
 #define ISSUE_B_COPY(c, k_from, bt) do { \

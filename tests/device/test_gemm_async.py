@@ -113,39 +113,6 @@ def test_a_one_by_one_convolution_in_the_pipeline(cl_env, traits, variant, plane
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4, err_msg=variant.name)
 
 
-@pytest.mark.parametrize("variant", PIPELINES, ids=lambda v: v.name)
-def test_a_windowed_convolution_gathers_its_patches_into_the_pipeline(cl_env, traits, variant):
-    """A 3x3 window with a stride of 2, asymmetric padding and a dilation of (1, 2) (the
-    patches gathered value by value through the window, zeros in the padding), two images
-    side by side, 44 input channels (K = 396: a ragged last TK step), 70 output channels, bias
-    and ReLU, against float64 and, bit for bit, against gemm.cl's tiling of the same blocks
-    (the same sums in the same order)."""
-    from test_ops_conv import attrs as conv_attrs, conv_ref
-    rng = np.random.default_rng(14)
-    x = rng.standard_normal((2, 44, 15, 17)).astype(np.float32)
-    w = (rng.standard_normal((70, 44, 3, 3)) * 0.1).astype(np.float32)
-    bias = rng.standard_normal((1, 70, 1, 1)).astype(np.float32)
-    geometry = dict(strides=(2, 2), dilations=(1, 2), pb=(1, 0), pe=(0, 2))
-    want = np.maximum(conv_ref(x, w, geometry["strides"], geometry["dilations"],
-                               geometry["pb"], geometry["pe"]) + bias, 0)
-    op = get_op("Convolution")
-    at = op.parse_attributes(conv_attrs(**geometry), "conv")
-    descs = [TensorDesc(t.shape) for t in (x, w, bias)]
-    out = [TensorDesc(want.shape)]
-    results = []
-    for v in (variant, GemmVariant(variant.tm, variant.tn, variant.rm, variant.rn,
-                                   variant.ksplit)):
-        ctx = CompileContext(device=traits, variant=v,
-                             epilogue=FusedEpilogue(bias=True, relu=True))
-        assert v.applies(op.plan(at, descs, out, {1: w}, ctx)), v.name
-        launches = op.launches(at, descs, out, {1: w}, ctx)
-        assert (f"#define GEMM_STAGES {variant.stages}\n" in launches[0].source) == \
-            (v is variant)
-        results.append(run_launches(cl_env, launches, [x, w, bias], descs, out)[0])
-    np.testing.assert_allclose(results[0], want, rtol=1e-4, atol=1e-4, err_msg=variant.name)
-    assert np.array_equal(results[0], results[1]), variant.name
-
-
 @pytest.mark.parametrize("variant", [GemmVariant(64, 64, 8, 8, 1), GemmVariant(32, 64, 4, 8, 3)],
                          ids=lambda v: v.name)
 def test_a_cpu_device_builds_the_tiled_gemm_rolled_with_the_same_bits(cl_env, traits, variant):

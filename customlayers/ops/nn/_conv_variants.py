@@ -115,11 +115,11 @@ class ConvPlan:
 
     @property
     def async_tiles(self) -> bool:
-        """Whether gemm_async.cl's pipeline can read the implicit GEMM: the weights in float4s
-        (K a multiple of 4); the input in float4s too (a 1x1 window, stride 1, planes a
-        multiple of 4 pixels), or else copied one value at a time: from its address (other 1x1
-        windows without padding) or gathered through the window (conv_gemm.cl's B_INDEX)."""
-        return self.on_gpu_2d and self.vector_reads()[0] == 1
+        """Whether gemm_async.cl's pipeline can read the implicit GEMM: a 1x1 window without
+        padding (every patch value an input element) with the weights in float4s; the input
+        in float4s too (stride 1, planes a multiple of 4 pixels), or else copied one value at
+        a time (planes of 7x7; a stride)."""
+        return self.on_gpu_2d and self.unpadded_point and self.vector_reads()[0] == 1
 
     @property
     def unpadded_point(self) -> bool:
