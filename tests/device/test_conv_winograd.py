@@ -159,16 +159,16 @@ PIPELINED = [WinogradVariant(GemmVariant(tm, tn, rm, rn, split, stages), block)
 @pytest.mark.parametrize("variant", PIPELINED, ids=lambda v: v.name)
 def test_winograd_in_the_copy_pipeline_matches_numpy(cl_env, variant):
     """The batched GEMM in gemm_async.cl's pipeline (PTX cp.async on NVIDIA, plain float4 moves
-    here): three images of 10x13 outputs side by side (F(2x2): 5x7 = 35 tiles each, NT = 105
-    columns, so V's rows carry three zero columns to NP = 108; F(4x4): 3x4 tiles, the last
-    row and column partial, NT = 36), bias, residual and ReLU, split-K or not, against float64
+    here): three images of 10x9 outputs side by side (F(2x2): 5x5 = 25 tiles each, NT = 75
+    columns, so V's rows carry a zero column to NP = 76; F(4x4): 3x3 tiles, the last row and
+    column partial, NT = 27, NP = 28), bias, residual and ReLU, split-K or not, against float64
     and the direct kernel."""
     rng = np.random.default_rng(25)
-    x = rng.standard_normal((3, 24, 11, 13)).astype(np.float32)
+    x = rng.standard_normal((3, 24, 11, 9)).astype(np.float32)
     w = rng.standard_normal((36, 24, 3, 3)).astype(np.float32)
     bias = rng.standard_normal(36).astype(np.float32)
-    raw = attrs(pb=(1, 1), pe=(0, 1))                      # 10 x 13 outputs: 5 x 7 tiles
-    want_shape = (3, 36, 10, 13)
+    raw = attrs(pb=(1, 1), pe=(0, 1))                      # 10 x 9 outputs
+    want_shape = (3, 36, 10, 9)
     residual = rng.standard_normal(want_shape).astype(np.float32)
     arrays = [x, w, bias, residual]
     got, launches, listed = _run(cl_env, "Convolution", raw, arrays, variant, RESIDUAL_BLOCK)

@@ -113,6 +113,39 @@ def test_a_one_by_one_convolution_in_the_pipeline(cl_env, traits, variant, plane
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4, err_msg=variant.name)
 
 
+@pytest.mark.parametrize("stride", [(1, 1), (2, 2), (1, 2)])
+@pytest.mark.parametrize("variant", [GemmVariant(32, 64, 2, 4, 1), PIPELINES[0]],
+                         ids=lambda v: v.name)
+def test_a_one_by_one_window_with_pads_end_reads_zeros_past_the_input(cl_env, traits, variant,
+                                                                      stride):
+    """A 1x1 window with pads_end (1, 1): the last output row and column lie in the padding and
+    are the bias alone. The plain-matrix forms (CONV_1X1, CONV_1X1_STRIDED) read without
+    bounds checks, so such a layer goes through the window's patches (found by a review: the
+    strided form read the next row, or past the buffer, for 30% of the outputs), and the
+    pipeline does not take it."""
+    from test_ops_conv import attrs as conv_attrs, conv_ref
+    rng = np.random.default_rng(15)
+    x = rng.standard_normal((2, 8, 10, 10)).astype(np.float32)
+    w = rng.standard_normal((16, 8, 1, 1)).astype(np.float32)
+    bias = rng.standard_normal((1, 16, 1, 1)).astype(np.float32)
+    want = conv_ref(x, w, stride, (1, 1), (0, 0), (1, 1)) + bias
+    op = get_op("Convolution")
+    at = op.parse_attributes(conv_attrs(strides=stride, pe=(1, 1)), "conv")
+    descs = [TensorDesc(t.shape) for t in (x, w, bias)]
+    out = [TensorDesc(want.shape)]
+    ctx = CompileContext(device=traits, variant=variant, epilogue=FusedEpilogue(bias=True))
+    plan = op.plan(at, descs, out, {1: w}, ctx)
+    assert not plan.unpadded_point and not plan.one_by_one
+    assert variant.applies(plan) == (variant.stages == 0)
+    if variant.stages:
+        return
+    launches = op.launches(at, descs, out, {1: w}, ctx)
+    assert "#define CONV_1X1 1" not in launches[0].source
+    assert "#define CONV_1X1_STRIDED 1" not in launches[0].source
+    got = run_launches(cl_env, launches, [x, w, bias], descs, out)[0]
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5, err_msg=str(stride))
+
+
 @pytest.mark.parametrize("variant", [GemmVariant(64, 64, 8, 8, 1), GemmVariant(32, 64, 4, 8, 3)],
                          ids=lambda v: v.name)
 def test_a_cpu_device_builds_the_tiled_gemm_rolled_with_the_same_bits(cl_env, traits, variant):

@@ -1,4 +1,4 @@
-"""Winograd F(2x2, 3x3) without a device (ops/nn/_winograd.py): which layers list it and where in
+"""Winograd F(2x2, 3x3) and F(4x4, 3x3) without a device (ops/nn/_winograd.py): which layers list it and where in
 the tuner's candidates, and the host-side weight transform, checked by a numpy Winograd
 convolution against the direct sum."""
 from __future__ import annotations

@@ -101,7 +101,17 @@ class ConvPlan:
     def one_by_one(self) -> bool:
         """A 1x1 window, stride 1, no padding: the patch matrix is the input itself."""
         g = self.g
-        return g["KH"] == g["KW"] == g["SY"] == g["SX"] == 1 and g["PY"] == g["PX"] == 0
+        return g["SY"] == g["SX"] == 1 and self.unpadded_point
+
+    @property
+    def unpadded_point(self) -> bool:
+        """A 1x1 window without padding, at any stride: every patch value is an input element
+        (conv_gemm.cl's CONV_1X1, or CONV_1X1_STRIDED: read from its address). No padding at
+        either end: the output is as large as the strides over the input make it (a pads_end
+        would add outputs past the input, which those forms read without a bounds check)."""
+        g = self.g
+        return g["KH"] == g["KW"] == 1 and g["PY"] == g["PX"] == 0 and \
+            g["OH"] == (g["IH"] - 1) // g["SY"] + 1 and g["OW"] == (g["IW"] - 1) // g["SX"] + 1
 
     def vector_reads(self) -> tuple[int, int]:
         """gemm.cl's GEMM_VEC_A and GEMM_VEC_B: float4 reads of the weights' rows (K a
@@ -120,13 +130,6 @@ class ConvPlan:
         in float4s too (stride 1, planes a multiple of 4 pixels), or else copied one value at
         a time (planes of 7x7; a stride)."""
         return self.on_gpu_2d and self.unpadded_point and self.vector_reads()[0] == 1
-
-    @property
-    def unpadded_point(self) -> bool:
-        """A 1x1 window without padding, at any stride: every patch value is an input element
-        (conv_gemm.cl's CONV_1X1, or CONV_1X1_STRIDED: read from its address)."""
-        g = self.g
-        return g["KH"] == g["KW"] == 1 and g["PY"] == g["PX"] == 0
 
     def gemm(self) -> GemmProblem:
         """The implicit GEMM (conv_gemm.cl): images side by side along N, one GEMM per group,
@@ -271,8 +274,9 @@ class Conv3dVariant(KernelVariant):
 
 def conv_variants(plan: ConvPlan) -> tuple[KernelVariant, ...]:
     """Every variant for the plan, the heuristic's choice first; never empty. On a GPU: GEMM
-    tilings and, for 3x3 stride-1 windows over constant weights, Winograd F(2x2, 3x3), and the
-    direct kernels; or, for few output channels per group (depthwise), the direct kernel under
+    tilings (in the copy pipeline where the device has cp.async and the operands allow it) and,
+    for 3x3 stride-1 windows over constant weights, Winograd F(4x4, 3x3) and F(2x2, 3x3), and
+    the direct kernels; or, for few output channels per group (depthwise), the direct kernel under
     a few work-group shapes. On a CPU device: the micro-tiles of the blocked kernel, or the
     rows per work item of the depthwise one, else conv_cpu.cl. 3-D has one variant."""
     g = plan.g

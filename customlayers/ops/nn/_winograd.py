@@ -67,11 +67,12 @@ PROMISING_CG = PROMISING_OG = 16
 # every scratch buffer stays under the smallest CL_DEVICE_MAX_MEM_ALLOC_SIZE that OpenCL allows
 # a GPU (128 MiB): past it, the network would refuse to compile a choice the tuner made
 MAX_SCRATCH_BYTES = 128 << 20
-# the batched GEMM's NDRange dimension 2 holds G * (m + 2)^2 work-groups (times its split-K
-# slices):
-# CUDA-based drivers map it to a grid's z extent, which stops at 65535
+# the batched GEMM's NDRange dimension 2 holds G * (m + 2)^2 work-groups: CUDA-based drivers
+# map it to a grid's z extent, which stops at 65535. (A split-K multiplies it by its slices, at
+# most K / 128: reaching the limit so would take CG >= 1024 with G >= 456, whose V is past
+# MAX_SCRATCH_BYTES first.)
 MAX_GEMM_BATCH = 65535
-# the transforms' NDRange dimension 0 (tiles) is padded to a multiple of this
+# the transforms' NDRange dimension 0 (the GEMM's columns) is padded to a multiple of this
 TILE_MULTIPLE = 32
 # other GEMM tilings listed for `full` (the heuristic's next cheapest)
 EXTRA_TILINGS = 2
@@ -157,8 +158,9 @@ def with_winograd(gemms: tuple[KernelVariant, ...], plan) -> tuple[KernelVariant
     heuristic's first choice stays first. For layers with many channels the Winograd forms come
     next, so that `--tuning fast` (the first four) times three of them: on a device with
     cp.async F(4x4) and F(2x2) in the pipeline's best-ranked tiling, then `winograd2x2`;
-    elsewhere `winograd4x4`, `winograd2x2`; for few channels they come after the GEMMs. Other
-    tilings of their GEMMs come last (timed by `full`)."""
+    elsewhere `winograd4x4`, `winograd2x2` (up to 32 output channels per group conv_variants
+    keeps only the first of them there, before its few-channel kernels); for few channels
+    they come after the GEMMs. Other tilings of their GEMMs come last (timed by `full`)."""
     g = plan.g
     operands = _GemmOperands(plan)
     pipelined = plan.device is not None and plan.device.async_copy

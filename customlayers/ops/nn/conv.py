@@ -2,8 +2,8 @@
 
 Weights are input 1 (OIYX; GroupConvolution GOIYX), uploaded once by the executor like any Const.
 Bias is a separate Add in the IR. On a GPU the work runs as a tiled implicit GEMM (conv_gemm.cl
-over the shared gemm.cl, planned in _gemm.py), as Winograd F(2x2, 3x3) for 3x3 stride-1 windows
-where the tuner finds it faster (conv_winograd.cl, planned in _winograd.py), or as a direct
+over the shared gemm.cl, planned in _gemm.py), as Winograd F(2x2, 3x3) or F(4x4, 3x3) for 3x3
+stride-1 windows where the tuner finds it faster (conv_winograd.cl, planned in _winograd.py), or as a direct
 kernel (conv_direct.cl) when each group has so few output channels that a GEMM tile would be
 mostly empty (depthwise). In between, with a few dozen output channels per group (a TCN's 25 ->
 25 channels, kernel 7), the GEMM pads M up to its tile, launches too few work-groups at batch 1
