@@ -370,8 +370,8 @@ def test_matmul_offers_the_copy_pipeline_only_where_the_device_and_operands_allo
 def test_a_one_by_one_convolution_offers_the_copy_pipeline_where_its_input_is_a_matrix():
     """A 1x1 window (stride 1, no padding) reads its input as a plain matrix: on a device with
     cp.async and weights in float4s, gemm_async.cl's tilings follow the heuristic's first
-    (planes of 49 pixels too, copied a value at a time); a 3x3 window, weights of K = 30 or a
-    device without it get none."""
+    (planes of 49 pixels too, copied a value at a time, where the GEMM fills the device); a 3x3
+    window, weights of K = 30 or a device without it get none."""
     from dataclasses import replace
     piped = replace(H100, async_copy=True, local_mem_size=48 * 1024)
     one = {"strides": "1,1", "dilations": "1,1", "pads_begin": "0,0", "pads_end": "0,0"}
@@ -383,8 +383,17 @@ def test_a_one_by_one_convolution_offers_the_copy_pipeline_where_its_input_is_a_
     assert listed[1].endswith("_a2") and listed[0].startswith("gemm")
     assert not any(n.endswith(("_a2", "_a3")) for n in names((32, 256, 56, 56), (64, 256, 1, 1),
                                                                one, H100))
-    # planes of 49 pixels: the input is copied one value at a time (GEMM_VEC_B 0), still piped
-    assert names((32, 256, 7, 7), (64, 256, 1, 1), one, piped)[1].endswith("_a2")
+    # planes of 49 pixels: the input is copied one value at a time (GEMM_VEC_B 0), piped where
+    # the GEMM fills the device (ResNet-50's layer4 at batch 32: 32 x 13 tiles of 64 x 128),
+    # else listed last, for `full` (batch 1: 32 x 1 tiles; 64 channels at batch 32: 1 x 13)
+    wide = names((32, 512, 7, 7), (2048, 512, 1, 1), one, piped)
+    assert wide[1].endswith("_a2") and wide[0].startswith("gemm")
+    for xs, ws in (((1, 512, 7, 7), (2048, 512, 1, 1)), ((32, 256, 7, 7), (64, 256, 1, 1))):
+        small = names(xs, ws, one, piped)
+        piped_at = [i for i, n in enumerate(small) if n.endswith(("_a2", "_a3"))]
+        tilings_at = [i for i, n in enumerate(small)
+                      if n.startswith("gemm") and not n.endswith(("_a2", "_a3"))]
+        assert len(piped_at) == 3 and min(piped_at) > max(tilings_at) >= 3
     # a strided 1x1 window without padding (ResNet's shortcut): each value from its address
     strided = dict(one, strides="2,2")
     assert names((32, 256, 56, 56), (512, 256, 1, 1), strided, piped)[1].endswith("_a2")

@@ -72,6 +72,20 @@ def test_a_device_with_cp_async_times_winograd_in_the_copy_pipeline_first():
         v for v in listed if not v.endswith(("_a2", "_a3"))}
 
 
+def test_at_batch_one_the_pipelined_winograd_is_left_to_full():
+    """A GEMM that does not give the device a work-group per compute unit (batch 1: 64 channels
+    over 56x56, F(4x4)'s 196 tiles, 1 x 2 tiles of 64 x 128 per element) keeps the pipeline's
+    builds (0.6-1.1 s each on an H100) out of --tuning fast: `winograd4x4` and `winograd2x2`
+    are timed, the pipelined forms listed last."""
+    from dataclasses import replace
+    piped = CompileContext(replace(GPU.device, compute_units=132, async_copy=True,
+                                   local_mem_size=48 * 1024))
+    listed = _variants((1, 64, 56, 56), (64, 64, 3, 3), ctx=piped)
+    assert listed[1:3] == ("winograd4x4", "winograd2x2")
+    assert not any(v.endswith(("_a2", "_a3")) for v in listed[:4])
+    assert any(v.startswith("winograd4x4_") and v.endswith("_a2") for v in listed[4:])
+
+
 def test_winograd_comes_after_the_gemms_for_few_channels():
     listed = _variants((1, 3, 32, 32), (16, 3, 3, 3))       # a first layer: K = 27
     assert "winograd2x2" in listed and listed.index("winograd2x2") > 3

@@ -131,6 +131,11 @@ class ConvPlan:
         a time (planes of 7x7; a stride)."""
         return self.on_gpu_2d and self.unpadded_point and self.vector_reads()[0] == 1
 
+    @property
+    def async_by_value(self) -> bool:
+        """The pipeline would copy the input a value at a time (_variants.with_pipeline)."""
+        return self.vector_reads()[1] == 0
+
     def gemm(self) -> GemmProblem:
         """The implicit GEMM (conv_gemm.cl): images side by side along N, one GEMM per group,
         so that small planes fill whole tiles. 1x1 windows read the input as a plain matrix."""

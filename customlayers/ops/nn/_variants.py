@@ -214,16 +214,31 @@ def async_variants(m: int, n: int, k: int, batch: int, target: int) -> tuple[Gem
     return tuple(found)
 
 
+def fills_device(m: int, n: int, batch: int, target: int) -> bool:
+    """Whether the pipeline's first tiling gives the device (target: two work-groups per
+    compute unit, _gemm.target_groups) a work-group per compute unit before any split-K: a
+    GEMM large enough for the pipeline's latency hiding to pay for its build. A pipelined
+    program takes 0.6-1.1 s to build on an H100, gemm.cl's smaller tilings 0.2-0.35 s, and
+    --tuning fast builds every candidate it times on a model's first load."""
+    tm, tn = ASYNC_TILINGS[0][:2]
+    return -(-m // tm) * -(-n // tn) * batch >= max(1, target // 2)
+
+
 def with_pipeline(listed: tuple, plan, m: int, n: int, k: int, batch: int,
                   target: int) -> tuple:
     """`listed` with gemm_async.cl's tilings right after its first (the heuristic's choice,
     what `--tuning off` runs), so that `--tuning fast` times them: where the plan's device has
     cp.async and its operands allow the pipeline (the plan's `async_tiles`: MatMul's, a 1x1
-    convolution's)."""
+    convolution's). A plan whose input is copied a value at a time (`async_by_value`: a 1x1
+    convolution over 7x7 planes, or strided) has them there only where the GEMM fills the
+    device (fills_device), else last (timed by `full`): at batch 1 they cost a cold load
+    their builds and won nothing measured."""
     device = plan.device
     if device is None or not device.async_copy or not plan.async_tiles:
         return listed
     piped = tuple(v for v in async_variants(m, n, k, batch, target) if v.applies(plan))
+    if getattr(plan, "async_by_value", False) and not fills_device(m, n, batch, target):
+        return tuple(listed) + piped
     return tuple(listed[:1]) + piped + tuple(listed[1:])
 
 

@@ -34,7 +34,8 @@ from ...jit.variant import KernelVariant
 from ._gemm import gemm_launches
 from ._sizes import scalars
 from .._program import defines, kernel_source
-from ._variants import GemmVariant, async_variants, gemm_variants, pipeline_defines
+from ._variants import (GemmVariant, async_variants, fills_device, gemm_variants,
+                        pipeline_defines)
 
 # the output blocks: F(m x m, 3x3) for m in BLOCKS
 BLOCKS = (2, 4)
@@ -157,7 +158,8 @@ def with_winograd(gemms: tuple[KernelVariant, ...], plan) -> tuple[KernelVariant
     """The GEMM variants of the plan (a ConvPlan) with Winograd's added where they apply. The
     heuristic's first choice stays first. For layers with many channels the Winograd forms come
     next, so that `--tuning fast` (the first four) times three of them: on a device with
-    cp.async F(4x4) and F(2x2) in the pipeline's best-ranked tiling, then `winograd2x2`;
+    cp.async F(4x4) and F(2x2) in the pipeline's best-ranked tiling where their GEMMs fill
+    the device (_variants.fills_device), then `winograd2x2`;
     elsewhere `winograd4x4`, `winograd2x2` (up to 32 output channels per group conv_variants
     keeps only the first of them there, before its few-channel kernels); for few channels
     they come after the GEMMs. Other tilings of their GEMMs come last (timed by `full`)."""
@@ -171,6 +173,10 @@ def with_winograd(gemms: tuple[KernelVariant, ...], plan) -> tuple[KernelVariant
         m, n, k, batch = _gemm_shape(g, block)
         piped = tuple(v for v in async_variants(m, n, k, batch, plan.target)
                       if v.applies(operands)) if pipelined else ()
+        if piped and not fills_device(m, n, batch, plan.target):
+            # a small GEMM (batch 1): the pipelined forms are `full`'s, after the others
+            extra += [WinogradVariant(tiling, block) for tiling in piped]
+            piped = ()
         tilings = gemm_variants(m, n, k, batch, plan.target,
                                 plan.max_threads)[1:1 + EXTRA_TILINGS]
         first += [WinogradVariant(tiling, block) for tiling in piped[:1]] or \
