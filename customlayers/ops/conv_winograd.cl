@@ -188,4 +188,9 @@ __kernel void winograd_output(__global const float* restrict mt,
 }
 
 /* the GEMM core, after the front end above defines what it needs */
+/* (a CPU device runs the batched GEMM as conv_cpu_blocked.cl's grouped 1x1 convolution, in a
+   program of its own: ops/nn/_winograd.py's CpuWinogradVariant; it builds the transforms
+   alone) */
+#if !WINOGRAD_TRANSFORMS_ONLY
 #include "gemm.cl"
+#endif

@@ -182,6 +182,50 @@ def test_winograd_in_the_copy_pipeline_matches_numpy(cl_env, variant):
     _check(got, direct, want, x, w, variant.name, variant.block)
 
 
+CPU = DeviceTraits("CPU", compute_units=2, max_work_group_size=4096, float_vector_width=16)
+
+
+@pytest.mark.parametrize("block", [2, 4])
+@pytest.mark.parametrize("xs,ws,pb,pe,epilogue", [
+    ((3, 24, 11, 9), (36, 24, 3, 3), (1, 1), (0, 1), RESIDUAL_BLOCK),   # 3 images, pad columns
+    ((1, 64, 12, 12), (40, 64, 3, 3), (1, 1), (1, 1), BIAS_RELU),       # a partial channel block
+    ((2, 24, 7, 9), (3, 8, 8, 3, 3), (1, 1), (1, 1), None),              # 3 groups of 8
+])
+def test_the_cpu_form_matches_numpy_and_the_direct_kernel(cl_env, xs, ws, pb, pe, epilogue,
+                                                          block):
+    """Winograd on a CPU device (CpuWinogradVariant): the transforms in a program of their own
+    around conv_cpu_blocked's grouped 1x1 convolution (float16 vectors of 16 lanes), with the
+    epilogue in the output transform, against float64 and the direct kernel."""
+    from customlayers.ops.nn._cpu_kernels import conv_blockings
+    from customlayers.ops.nn._winograd import CpuWinogradVariant
+    rng = np.random.default_rng(sum(xs) + sum(ws) + block)
+    x = rng.standard_normal(xs).astype(np.float32)
+    w = rng.standard_normal(ws).astype(np.float32)
+    op_type = "GroupConvolution" if len(ws) == 5 else "Convolution"
+    o = ws[0] * ws[1] if len(ws) == 5 else ws[0]
+    bias = rng.standard_normal(o).astype(np.float32)
+    raw = attrs(pb=pb, pe=pe)
+    out_shape = get_op(op_type).infer_shapes(get_op(op_type).parse_attributes(raw, "l"),
+                                             [TensorDesc(xs), TensorDesc(ws)], {})[0][0]
+    residual = rng.standard_normal(out_shape).astype(np.float32)
+    arrays = [x, w]
+    if epilogue is not None and epilogue.bias:
+        arrays.append(bias)
+    if epilogue is not None and epilogue.residual:
+        arrays.append(residual)
+    want = _reference(x, w, pb, pe, epilogue, bias, residual)
+    variant = CpuWinogradVariant(block, conv_blockings(o // (ws[0] if len(ws) == 5 else 1),
+                                                       CPU)[0])
+    got, launches, listed = _run(cl_env, op_type, raw, arrays, variant, epilogue, CPU)
+    assert variant in listed
+    assert [l.entry for l in launches] == ["winograd_input", "conv_cpu_blocked",
+                                           "winograd_output"]
+    assert launches[0].source == launches[2].source != launches[1].source
+    assert "#define WINOGRAD_TRANSFORMS_ONLY 1" in launches[0].source
+    direct, _, _ = _run(cl_env, op_type, raw, arrays, DIRECT, epilogue)
+    _check(got, direct, want, x, w, variant.name, block)
+
+
 @pytest.mark.parametrize("block", [2, 4])
 def test_winograd_with_split_k_gemm(cl_env, block):
     """A 4x4 output with 512 channels: 16 (F(2x2)) or 36 (F(4x4)) GEMMs of one tile each leave

@@ -96,8 +96,17 @@ def test_a_variant_that_does_not_apply_is_refused_naming_the_layer(variant, mess
 
 def test_a_cpu_device_lists_its_own_variants_and_one_kernel_lists_none():
     listed = _listed((1, 16, 14, 14), (32, 16, 3, 3), CONV_3X3, CPU)
-    assert all(isinstance(v, CpuBlockedVariant) for v in listed) and len(listed) > 1
-    assert [v.name for v in listed][0] == "cpu16x6"
+    blocked = [v for v in listed if isinstance(v, CpuBlockedVariant)]
+    assert len(blocked) > 1 and [v.name for v in listed][0] == "cpu16x6"
+    # Winograd's CPU form after them: too few channels (16) to come first
+    assert [v.name for v in listed[len(blocked):]] == ["cpu_winograd4x4_16x6",
+                                                       "cpu_winograd2x2_16x6"]
+    # 128 channels over 28x28 (49 tiles of F(4x4)): first, then the micro-tiles; 256 over
+    # 14x14 (16 tiles): after them
+    wide = [v.name for v in _listed((1, 128, 28, 28), (128, 128, 3, 3), CONV_3X3, CPU)]
+    assert wide[0] == "cpu_winograd4x4_16x6" and wide[1] == "cpu16x6"
+    narrow = [v.name for v in _listed((1, 256, 14, 14), (256, 256, 3, 3), CONV_3X3, CPU)]
+    assert narrow[0] == "cpu16x6" and "cpu_winograd4x4_16x6" in narrow
     assert _listed((1, 16, 14, 14), (32, 16, 3, 3), CONV_3X3, CPU, const=False) == ()
     op, attrs, descs, out, consts, ctx = _conv((1, 16, 14, 14), (32, 16, 3, 3), CONV_3X3, CPU,
                                                const=False)

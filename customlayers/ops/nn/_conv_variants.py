@@ -26,7 +26,7 @@ from ._cpu_kernels import conv_cpu_variants
 from ._gemm import GemmProblem, target_groups
 from .._program import defines, kernel_source
 from ._variants import gemm_variants, pipeline_defines, with_pipeline
-from ._winograd import WinogradVariant, with_winograd
+from ._winograd import WinogradVariant, with_cpu_winograd, with_winograd
 
 # below this many output channels per group, the direct kernel beats a mostly-empty GEMM tile
 DIRECT_MAX_OG = 4
@@ -283,13 +283,15 @@ def conv_variants(plan: ConvPlan) -> tuple[KernelVariant, ...]:
     for 3x3 stride-1 windows over constant weights, Winograd F(4x4, 3x3) and F(2x2, 3x3), and
     the direct kernels; or, for few output channels per group (depthwise), the direct kernel under
     a few work-group shapes. On a CPU device: the micro-tiles of the blocked kernel, or the
-    rows per work item of the depthwise one, else conv_cpu.cl. 3-D has one variant."""
+    rows per work item of the depthwise one, else conv_cpu.cl; and Winograd's CPU form
+    (_winograd.CpuWinogradVariant, first for wide 3x3 stride-1 layers). 3-D has one
+    variant."""
     g = plan.g
     if g["RANK"] == 3:
         return (Conv3dVariant(),)
     if plan.on_cpu:
-        return conv_cpu_variants(g, plan.weights is not None, plan.device) or \
-            (CpuDirectVariant(),)
+        return with_cpu_winograd(conv_cpu_variants(g, plan.weights is not None, plan.device)
+                                 or (CpuDirectVariant(),), plan)
     direct = DirectVariant()
     if g["OG"] <= DIRECT_MAX_OG:
         return (direct,) + tuple(DirectVariant(group) for group in _DIRECT_GROUPS)

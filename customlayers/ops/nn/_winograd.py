@@ -24,13 +24,15 @@ tiling) and `winograd{m}x{m}_<gemm variant>` (under that tiling, ops/nn/_variant
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Mapping
 
 import numpy as np
 
 from ...jit.launch import Arg, KernelLaunch
 from ...jit.variant import KernelVariant
+from . import _sizes
+from ._cpu_kernels import MIN_BLOCKED_OG, ConvBlocking, blocked_launches, conv_blockings
 from ._gemm import gemm_launches
 from ._sizes import scalars
 from .._program import defines, kernel_source
@@ -253,3 +255,111 @@ def winograd_launches(g: Mapping[str, int], sizes: Mapping[str, int], weights: n
                           args=(mt,) + tuple(args[2:]) + shape,
                           global_size=(whole(nt), m, g["G"]),
                           label=f"{label}_{stem}_output")])
+
+
+@dataclass(frozen=True)
+class CpuWinogradVariant(KernelVariant):
+    """Winograd F(block x block, 3x3) on a CPU device: conv_winograd.cl's transforms (a program
+    of their own, WINOGRAD_TRANSFORMS_ONLY) around its batched GEMM run as conv_cpu_blocked.cl's
+    grouped 1x1 convolution under micro-tile `tile`: V [G][WE][CG][NP] is one image of G * WE
+    groups of CG channels over a plane of NP pixels (the tiles), U the groups' 1x1 weights,
+    packed as that kernel packs them, and M [G][WE][OG][NP] its output. Its plan is conv.py's
+    ConvPlan."""
+    block: int
+    tile: ConvBlocking
+    needs = "a 3x3, stride-1 window, constant weights and a CPU device"
+
+    @property
+    def name(self) -> str:
+        tile = self.tile
+        return f"cpu_{prefix(self.block)}_{tile.ob}x{tile.pt}" + \
+            (f"v{tile.vw}" if tile.vw != 8 else "")
+
+    def applies(self, plan) -> bool:
+        return plan.on_cpu and plan.g["OG"] >= MIN_BLOCKED_OG and \
+            applies(plan.g, plan.weights, self.block)
+
+    def launches(self, plan) -> list[KernelLaunch]:
+        return cpu_winograd_launches(plan, self.block, self.tile)
+
+
+# F(4x4) comes first on a CPU device (the kernel `--tuning fast` runs there) where its GEMMs
+# have at least this many columns (the tiles of every image) and channels. Measured on PoCL
+# (AVX-512, 2 cores, ResNet-50's layers at batch 1, against the blocked kernel): 128 channels
+# over 28x28 (49 tiles) 0.69x, 64 over 56x56 (196) 0.90-0.93x, but 256 over 14x14 (16 tiles)
+# 1.07-1.65x and 512 over 7x7 (4) 1.8x, where conv_cpu_blocked's tile of 14 pixels is mostly
+# empty. Whole models, both forms in one process, interleaved: ResNet-50 0.963-0.974 of the
+# time, Inception v1 0.927. (F(2x2): 0.79-1.27x at 14x14, 1.0-2.0x elsewhere: for `full`.)
+CPU_FIRST_TILES, CPU_FIRST_CHANNELS = 48, 64
+
+
+def cpu_winograd_variants(plan) -> tuple[CpuWinogradVariant, ...]:
+    """F(4x4) then F(2x2), each under the blocked kernel's default micro-tile for OG channels,
+    where they apply on a CPU device."""
+    if not plan.on_cpu or plan.device is None or plan.g["OG"] < MIN_BLOCKED_OG:
+        return ()
+    tile = conv_blockings(plan.g["OG"], plan.device)[0]
+    return tuple(CpuWinogradVariant(block, tile) for block in (4, 2)
+                 if applies(plan.g, plan.weights, block))
+
+
+def with_cpu_winograd(listed: tuple[KernelVariant, ...], plan) -> tuple[KernelVariant, ...]:
+    """The CPU kernels' variants with Winograd's added where they apply: F(4x4) first where
+    its GEMMs are wide enough to pay (CPU_FIRST_TILES, CPU_FIRST_CHANNELS), else after the
+    blocked kernel's micro-tiles (timed by `full`)."""
+    found = cpu_winograd_variants(plan)
+    g = plan.g
+    if found and found[0].block == 4 and columns(g, 4)[0] >= CPU_FIRST_TILES and \
+            min(g["CG"], g["OG"]) >= CPU_FIRST_CHANNELS:
+        return found[:1] + listed + found[1:]
+    return listed + found
+
+
+class _GroupedPointPlan:
+    """The batched GEMM as conv_cpu_blocked reads a plan (_cpu_kernels.blocked_launches): a 1x1
+    convolution of one image, G * WE groups, over a plane of 1 x NP pixels, no epilogue."""
+
+    def __init__(self, plan, block: int, v: Arg, mt: Arg):
+        g = plan.g
+        m, n, k, batch = _gemm_shape(g, block)
+        self.g = dict(NB=1, C=batch * k, IH=1, IW=n, O=batch * m, OH=1, OW=n, G=batch, CG=k,
+                      OG=m, KH=1, KW=1, SY=1, SX=1, DY=1, DX=1, PY=0, PX=0, RANK=2)
+        self.sizes = {"CONV_SIZES": _sizes.params(_sizes.CONV_2D), "KH": 1, "KW": 1,
+                      "FUSED_BIAS": 0, "FUSED_RESIDUAL": 0, "FUSED_PRE_RELU": 0,
+                      "FUSED_RELU": 0, "FUSED_GELU": 0}
+        self.size_args = _sizes.args(self.g, _sizes.CONV_2D)
+        u = transform_weights(plan.weights, g, block)              # [G][WE][OG][CG]
+        self.weights = u.reshape(batch * m, k, 1, 1)
+        self.args = (v, None, mt)
+        self.device = plan.device
+
+
+def cpu_winograd_launches(plan, block: int, tile: ConvBlocking) -> list[KernelLaunch]:
+    """The input transform, the batched GEMM as conv_cpu_blocked's grouped 1x1 convolution,
+    and the output transform with the layer's epilogue, for conv.py's ConvPlan on a CPU
+    device (its sizes kernel arguments: the transforms take CONV_SIZES, then TILES_Y and
+    TILES_X)."""
+    g, args = plan.g, plan.args
+    m, n, k, _ = _gemm_shape(g, block)
+    ty, tx = tiles(g, block)
+    nt, _ = columns(g, block)
+    stem = prefix(block)
+    v_bytes, m_bytes = _scratch_bytes(g, block)
+    # scratch 0 is conv_cpu_blocked's padded copy, which a 1x1 window never makes
+    v, mt = Arg.scratch(1, v_bytes), Arg.scratch(2, m_bytes)
+    program = defines(**plan.sizes, WINO_M=block, WINOGRAD_TRANSFORMS_ONLY=1) + \
+        kernel_source("conv_winograd.cl")
+    shape = plan.size_args + scalars(ty, tx)
+    gemm = blocked_launches(_GroupedPointPlan(plan, block, v, mt), tile)
+    gemm = [replace(launch, label=f"conv2d_3x3_cpu_{stem}_gemm") for launch in gemm]
+
+    def whole(items: int) -> int:
+        return -(-items // TILE_MULTIPLE) * TILE_MULTIPLE
+    return ([KernelLaunch(source=program, entry="winograd_input", args=(args[0], v) + shape,
+                          global_size=(whole(n), k, g["G"]),
+                          label=f"conv2d_3x3_cpu_{stem}_input")]
+            + gemm +
+            [KernelLaunch(source=program, entry="winograd_output",
+                          args=(mt,) + tuple(args[2:]) + shape,
+                          global_size=(whole(nt), m, g["G"]),
+                          label=f"conv2d_3x3_cpu_{stem}_output")])
