@@ -6,7 +6,8 @@
  *   Y = A^T [ (G g G^T) . (B^T d B) ] A      (. : element by element, over WT x WT)
  *
  * The weight transform U = G g G^T is done once on the host (ops/nn/_winograd.py) and arrives
- * as u[G][WE][OG][CG]. The rest is three kernels, one program:
+ * as u[G][WE][OG][CG]. The rest is three kernels, one program on a GPU (on a CPU device the
+ * transforms alone, WINOGRAD_TRANSFORMS_ONLY, and the GEMM conv_cpu_blocked.cl's):
  *   winograd_input    d -> V = B^T d B for every tile and input channel:  v[G][WE][CG][NP]
  *   gemm_tiled        per (group, element e of the tile): M[e] = U[e] (OG x CG) x V[e]
  *                     (CG x NP), gemm.cl with the batch index = group * WE + e

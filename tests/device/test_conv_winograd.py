@@ -1,8 +1,8 @@
 """Winograd F(2x2, 3x3) and F(4x4, 3x3) convolution (ops/nn/_winograd.py, conv_winograd.cl) on
-the test device: forced through CompileContext.variant with a GPU's traits (the CPU path never
-lists it), against a float64 numpy reference and against the direct kernel, with every fused
-epilogue, under gemm.cl's tilings and gemm_async.cl's pipeline; and in a network whose tuner
-chooses it.
+the test device: forced through CompileContext.variant with a GPU's traits (gemm.cl's tilings
+and gemm_async.cl's pipeline) or a CPU's (the GEMM as conv_cpu_blocked.cl's grouped 1x1
+convolution), against a float64 numpy reference and against the direct kernel, with every
+fused epilogue; and in a network whose tuner chooses it.
 
 The tolerance. Every output is a sum of K = CG * 9 products; with inputs and weights of RMS
 sx and sw its RMS is about sqrt(K) * sx * sw ("scale"). The direct kernel accumulates the K
@@ -72,6 +72,9 @@ def _reference(x, w, pb, pe, epilogue, bias, residual):
         y = np.maximum(y, 0)
     if epilogue.residual:
         y = y + residual
+    if epilogue.gelu == "erf":                      # conv_epilogue.cl's order: GELU last
+        from math import erf, sqrt
+        return 0.5 * y * (1 + np.vectorize(erf)(y / sqrt(2)))
     return np.maximum(y, 0) if epilogue.relu else y
 
 
@@ -190,12 +193,18 @@ CPU = DeviceTraits("CPU", compute_units=2, max_work_group_size=4096, float_vecto
     ((3, 24, 11, 9), (36, 24, 3, 3), (1, 1), (0, 1), RESIDUAL_BLOCK),   # 3 images, pad columns
     ((1, 64, 12, 12), (40, 64, 3, 3), (1, 1), (1, 1), BIAS_RELU),       # a partial channel block
     ((2, 24, 7, 9), (3, 8, 8, 3, 3), (1, 1), (1, 1), None),              # 3 groups of 8
+    ((1, 16, 10, 12), (24, 16, 3, 3), (1, 1), (1, 1),                   # GELU last
+     FusedEpilogue(bias=True, gelu="erf")),
+    # V of 1.8 MB, past a core's cache with the weights within it: the GEMM walks the channel
+    # blocks of a pixel tile first (_cpu_kernels.blocks_first)
+    ((1, 64, 56, 56), (64, 64, 3, 3), (1, 1), (1, 1), BIAS_RELU),
 ])
 def test_the_cpu_form_matches_numpy_and_the_direct_kernel(cl_env, xs, ws, pb, pe, epilogue,
                                                           block):
     """Winograd on a CPU device (CpuWinogradVariant): the transforms in a program of their own
-    around conv_cpu_blocked's grouped 1x1 convolution (float16 vectors of 16 lanes), with the
-    epilogue in the output transform, against float64 and the direct kernel."""
+    around conv_cpu_blocked's grouped 1x1 convolution (the micro-tile of 16-lane traits: float16
+    vectors, float8 for 8 channels a group), with the epilogue in the output transform, against
+    float64 and the direct kernel."""
     from customlayers.ops.nn._cpu_kernels import conv_blockings
     from customlayers.ops.nn._winograd import CpuWinogradVariant
     rng = np.random.default_rng(sum(xs) + sum(ws) + block)

@@ -107,6 +107,14 @@ def test_a_cpu_device_lists_its_own_variants_and_one_kernel_lists_none():
     assert wide[0] == "cpu_winograd4x4_16x6" and wide[1] == "cpu16x6"
     narrow = [v.name for v in _listed((1, 256, 14, 14), (256, 256, 3, 3), CONV_3X3, CPU)]
     assert narrow[0] == "cpu16x6" and "cpu_winograd4x4_16x6" in narrow
+    # first again where batch 16 gives 7x7 planes 64 tiles (49 of each 64 outputs exist); not
+    # where 5x5 planes leave most of each tile outside (batch 12: 48 tiles of 25 in 64), nor
+    # where V passes 16 MiB (64 channels over 224x224: 29 MB)
+    for xs, ws, first in (((16, 512, 7, 7), (512, 512, 3, 3), True),
+                          ((12, 64, 5, 5), (64, 64, 3, 3), False),
+                          ((1, 64, 224, 224), (64, 64, 3, 3), False)):
+        names = [v.name for v in _listed(xs, ws, CONV_3X3, CPU)]
+        assert names[0].startswith("cpu_winograd4x4") == first, (xs, names[:2])
     assert _listed((1, 16, 14, 14), (32, 16, 3, 3), CONV_3X3, CPU, const=False) == ()
     op, attrs, descs, out, consts, ctx = _conv((1, 16, 14, 14), (32, 16, 3, 3), CONV_3X3, CPU,
                                                const=False)

@@ -1,10 +1,11 @@
-"""Winograd F(2x2, 3x3) and F(4x4, 3x3) for 3x3, stride-1 convolutions on GPUs: when they
-apply, the variants the tuner may time, the weight transform (done here once, at compile time),
-and the three launches of conv_winograd.cl (input transform, a batched GEMM on the shared
-gemm.cl, output transform with the fused epilogue). The batched GEMM is one per group and
-element of the tile, the images side by side along its N, and runs under gemm.cl's tilings or,
-on devices with cp.async, gemm_async.cl's pipeline (its operands are plain matrices in whole
-float4s).
+"""Winograd F(2x2, 3x3) and F(4x4, 3x3) for 3x3, stride-1 convolutions: when they apply, the
+variants the tuner may time, the weight transform (done here once, at compile time), and the
+launches of conv_winograd.cl (input transform, a batched GEMM, output transform with the fused
+epilogue). The batched GEMM is one per group and element of the tile, the images side by side
+along its N. On a GPU it runs in the transforms' program on the shared gemm.cl, under its
+tilings or, on devices with cp.async, gemm_async.cl's pipeline (its operands are plain matrices
+in whole float4s); on a CPU device (CpuWinogradVariant) the transforms are a program of their
+own and the GEMM is conv_cpu_blocked.cl's grouped 1x1 convolution.
 
 F(2x2, 3x3) computes a 2x2 output block with 16 multiplies per channel pair where the implicit
 GEMM spends 36 (2.25x fewer), at the cost of two extra passes through memory (the transformed
@@ -284,13 +285,23 @@ class CpuWinogradVariant(KernelVariant):
 
 
 # F(4x4) comes first on a CPU device (the kernel `--tuning fast` runs there) where its GEMMs
-# have at least this many columns (the tiles of every image) and channels. Measured on PoCL
-# (AVX-512, 2 cores, ResNet-50's layers at batch 1, against the blocked kernel): 128 channels
-# over 28x28 (49 tiles) 0.69x, 64 over 56x56 (196) 0.90-0.93x, but 256 over 14x14 (16 tiles)
-# 1.07-1.65x and 512 over 7x7 (4) 1.8x, where conv_cpu_blocked's tile of 14 pixels is mostly
-# empty. Whole models, both forms in one process, interleaved: ResNet-50 0.963-0.974 of the
-# time, Inception v1 0.927. (F(2x2): 0.79-1.27x at 14x14, 1.0-2.0x elsewhere: for `full`.)
+# have at least CPU_FIRST_TILES columns (the tiles of every image) and CPU_FIRST_CHANNELS
+# channels, its 4x4 tiles hold at least CPU_FIRST_FILL of outputs that exist, and V stays
+# within CPU_FIRST_V_BYTES. Measured on PoCL (AVX-512, 2 cores), against the blocked kernel:
+# - at batch 1, ResNet-50's layers: 128 channels over 28x28 (49 tiles) 0.66-0.69x, 64 over
+#   56x56 (196) 0.77-0.93x; but 256 over 14x14 (16 tiles) 1.07-1.65x and 512 over 7x7 (4)
+#   1.6-1.8x, where conv_cpu_blocked's tile of 14 pixels is mostly empty;
+# - tiles mostly outside the plane: 64 channels over 5x5 at batch 12 (64 outputs computed for
+#   25) 1.64x, where 4x4 planes at batch 48 ran 0.42x and 7x7 at batch 16 (49 of 64) 0.39x;
+# - a V of 29 MB (64 channels over 224x224, or over 56x56 at batch 16) 1.2-1.6x, where 14.5
+#   MB (128 over 112x112) ran 0.66x: past the caches the transforms' passes cost more than
+#   the multiplies saved.
+# Whole models, both forms in one process, interleaved: ResNet-50 0.963-0.974 of the time,
+# Inception v1 0.92-0.93, VGG19 0.68 (a review's run). (F(2x2): 0.79-1.27x at 14x14,
+# 1.0-2.0x elsewhere: for `full`.)
 CPU_FIRST_TILES, CPU_FIRST_CHANNELS = 48, 64
+CPU_FIRST_FILL = 0.75
+CPU_FIRST_V_BYTES = 16 << 20
 
 
 def cpu_winograd_variants(plan) -> tuple[CpuWinogradVariant, ...]:
@@ -309,10 +320,18 @@ def with_cpu_winograd(listed: tuple[KernelVariant, ...], plan) -> tuple[KernelVa
     blocked kernel's micro-tiles (timed by `full`)."""
     found = cpu_winograd_variants(plan)
     g = plan.g
-    if found and found[0].block == 4 and columns(g, 4)[0] >= CPU_FIRST_TILES and \
-            min(g["CG"], g["OG"]) >= CPU_FIRST_CHANNELS:
+    if found and found[0].block == 4 and _pays_on_cpu(g):
         return found[:1] + listed + found[1:]
     return listed + found
+
+
+def _pays_on_cpu(g: Mapping[str, int]) -> bool:
+    """Where F(4x4) came out ahead of the blocked kernel on PoCL (CPU_FIRST_*)."""
+    ty, tx = tiles(g, 4)
+    fill = g["OH"] * g["OW"] / (ty * tx * 16)
+    return (columns(g, 4)[0] >= CPU_FIRST_TILES and fill >= CPU_FIRST_FILL
+            and min(g["CG"], g["OG"]) >= CPU_FIRST_CHANNELS
+            and _scratch_bytes(g, 4)[0] <= CPU_FIRST_V_BYTES)
 
 
 class _GroupedPointPlan:
