@@ -2,9 +2,9 @@
  *
  * gemm.cl's own loop carries the next k step's values in registers and stores them to __local
  * memory itself. Here each k step's tiles go from global to __local memory directly, 16 bytes
- * per copy (4 where B is not in float4s; PTX cp.async on NVIDIA sm_80+, GEMM_ASYNC_PTX), GEMM_STAGES - 1 steps ahead of the
- * step being multiplied, in GEMM_STAGES __local buffers: no registers hold the copies, and one
- * barrier per step. On an H100 a 64 x 128 tile of 8 x 8 blocks with 2 stages ran BERT's and
+ * per copy (4 where B is not in float4s; PTX cp.async on NVIDIA sm_80+, GEMM_ASYNC_PTX),
+ * GEMM_STAGES - 1 steps ahead of the step being multiplied, in GEMM_STAGES __local buffers: no
+ * registers hold the copies, and one barrier per step. On an H100 a 64 x 128 tile of 8 x 8 blocks with 2 stages ran BERT's and
  * ViT's GEMMs at 38-43 TFLOP/s against 34-37 for gemm.cl's best tiling (stop 24).
  *
  * Each tile keeps its operand's layout: A's [m][k] where k is contiguous (read as a float4 of
@@ -45,7 +45,7 @@
 #define B_CHUNKS (TK * TN / 4)
 #else
 /* a B whose rows are not whole float4s (a 1x1 convolution over planes of 49 pixels, the images
-   side by side): one value per copy, each from its own address */
+   side by side, or with a stride): one value per copy, each from its own address */
 #define B_CHUNKS (TK * TN)
 #endif
 

@@ -78,6 +78,29 @@ def _reference(x, w, pb, pe, epilogue, bias, residual):
     return np.maximum(y, 0) if epilogue.relu else y
 
 
+def _case(xs, ws, pb, pe, epilogue, seed):
+    """(op type, attributes, the layer's arrays, float64 reference) of a 3x3 convolution of
+    input shape xs and weights ws (OIYX; GOIYX: grouped), random from `seed`; the bias and
+    residual among the arrays where the epilogue takes them."""
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal(xs).astype(np.float32)
+    w = rng.standard_normal(ws).astype(np.float32)
+    op_type = "GroupConvolution" if len(ws) == 5 else "Convolution"
+    o = ws[0] * ws[1] if len(ws) == 5 else ws[0]
+    bias = rng.standard_normal(o).astype(np.float32)
+    raw = attrs(pb=pb, pe=pe)
+    out_shape = get_op(op_type).infer_shapes(get_op(op_type).parse_attributes(raw, "l"),
+                                             [TensorDesc(xs), TensorDesc(ws)], {})[0][0]
+    residual = rng.standard_normal(out_shape).astype(np.float32)
+    arrays = [x, w]
+    if epilogue is not None and epilogue.bias:
+        arrays.append(bias)
+    if epilogue is not None and epilogue.residual:
+        arrays.append(residual)
+    want = _reference(x, w, pb, pe, epilogue, bias, residual)
+    return op_type, raw, arrays, want
+
+
 def _check(got, direct, want, x, w, label, block=2):
     scale = np.sqrt(w[0].size if w.ndim == 4 else w[0, 0].size) * \
         np.sqrt(np.mean(x.astype(np.float64) ** 2)) * np.sqrt(np.mean(w.astype(np.float64) ** 2))
@@ -105,22 +128,8 @@ CASES = [
 @pytest.mark.parametrize("block", [2, 4])
 @pytest.mark.parametrize("xs,ws,pb,pe,epilogue", CASES)
 def test_winograd_matches_numpy_and_the_direct_kernel(cl_env, xs, ws, pb, pe, epilogue, block):
-    rng = np.random.default_rng(sum(xs) + sum(ws))
-    x = rng.standard_normal(xs).astype(np.float32)
-    w = rng.standard_normal(ws).astype(np.float32)
-    op_type = "GroupConvolution" if len(ws) == 5 else "Convolution"
-    o = ws[0] * ws[1] if len(ws) == 5 else ws[0]
-    bias = rng.standard_normal(o).astype(np.float32)
-    raw = attrs(pb=pb, pe=pe)
-    out_shape = get_op(op_type).infer_shapes(get_op(op_type).parse_attributes(raw, "l"),
-                                             [TensorDesc(xs), TensorDesc(ws)], {})[0][0]
-    residual = rng.standard_normal(out_shape).astype(np.float32)
-    arrays = [x, w]
-    if epilogue is not None and epilogue.bias:
-        arrays.append(bias)
-    if epilogue is not None and epilogue.residual:
-        arrays.append(residual)
-    want = _reference(x, w, pb, pe, epilogue, bias, residual)
+    op_type, raw, arrays, want = _case(xs, ws, pb, pe, epilogue, sum(xs) + sum(ws))
+    x, w = arrays[:2]
     direct, _, _ = _run(cl_env, op_type, raw, arrays, DIRECT, epilogue)
     variant = WinogradVariant(block=block)
     got, launches, listed = _run(cl_env, op_type, raw, arrays, variant, epilogue)
@@ -207,22 +216,9 @@ def test_the_cpu_form_matches_numpy_and_the_direct_kernel(cl_env, xs, ws, pb, pe
     float64 and the direct kernel."""
     from customlayers.ops.nn._cpu_kernels import conv_blockings
     from customlayers.ops.nn._winograd import CpuWinogradVariant
-    rng = np.random.default_rng(sum(xs) + sum(ws) + block)
-    x = rng.standard_normal(xs).astype(np.float32)
-    w = rng.standard_normal(ws).astype(np.float32)
-    op_type = "GroupConvolution" if len(ws) == 5 else "Convolution"
+    op_type, raw, arrays, want = _case(xs, ws, pb, pe, epilogue, sum(xs) + sum(ws) + block)
+    x, w = arrays[:2]
     o = ws[0] * ws[1] if len(ws) == 5 else ws[0]
-    bias = rng.standard_normal(o).astype(np.float32)
-    raw = attrs(pb=pb, pe=pe)
-    out_shape = get_op(op_type).infer_shapes(get_op(op_type).parse_attributes(raw, "l"),
-                                             [TensorDesc(xs), TensorDesc(ws)], {})[0][0]
-    residual = rng.standard_normal(out_shape).astype(np.float32)
-    arrays = [x, w]
-    if epilogue is not None and epilogue.bias:
-        arrays.append(bias)
-    if epilogue is not None and epilogue.residual:
-        arrays.append(residual)
-    want = _reference(x, w, pb, pe, epilogue, bias, residual)
     variant = CpuWinogradVariant(block, conv_blockings(o // (ws[0] if len(ws) == 5 else 1),
                                                        CPU)[0])
     got, launches, listed = _run(cl_env, op_type, raw, arrays, variant, epilogue, CPU)

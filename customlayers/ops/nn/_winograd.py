@@ -40,8 +40,8 @@ from .._program import defines, kernel_source
 from ._variants import (GemmVariant, async_variants, fills_device, gemm_variants,
                         pipeline_defines)
 
-# the output blocks: F(m x m, 3x3) for m in BLOCKS
-BLOCKS = (2, 4)
+# the output blocks: F(m x m, 3x3) for m in BLOCKS, in the order the tuner lists them
+BLOCKS = (4, 2)
 # each one's weight transform G ((m + 2) x 3): U = G g G^T. F(4x4)'s interpolation points are
 # 0, -1, 1, -2, 2 and infinity, as conv_winograd.cl's B^T and A^T
 G_MATRICES = {
@@ -56,15 +56,12 @@ G_MATRICES = {
                  [1 / 24, -1 / 12, 1 / 6],
                  [0.0, 0.0, 1.0]]),
 }
-G_MATRIX = G_MATRICES[2]
 
 
 def prefix(block: int) -> str:
     """The variant names' stem: winograd2x2, winograd4x4."""
     return f"winograd{block}x{block}"
 
-
-PREFIX = prefix(2)
 # below these channels per group the GEMM is too thin for the saved multiplies to pay for the
 # two extra passes through memory: Winograd is still listed, but last (timed by `full` only)
 PROMISING_CG = PROMISING_OG = 16
@@ -170,7 +167,7 @@ def with_winograd(gemms: tuple[KernelVariant, ...], plan) -> tuple[KernelVariant
     operands = _GemmOperands(plan)
     pipelined = plan.device is not None and plan.device.async_copy
     first, extra = [], []
-    for block in (4, 2):
+    for block in BLOCKS:
         if not applies(g, plan.weights, block):
             continue
         m, n, k, batch = _gemm_shape(g, block)
@@ -227,23 +224,36 @@ def winograd_launches(g: Mapping[str, int], sizes: Mapping[str, int], weights: n
     or None) and `on_cpu` choose the GEMM's float4 reads and its pipeline's copies; `block`
     the output tile (F(2x2) or F(4x4))."""
     m, n, k, batch = _gemm_shape(g, block)
-    ty, tx = tiles(g, block)
-    nt, _ = columns(g, block)
-    stem = prefix(block)
     if tiling is None:
         tiling = gemm_variants(m, n, k, batch, target)[0]
-    v_bytes, m_bytes = _scratch_bytes(g, block)
-    # scratch 0 is the GEMM's split-K partial sums, when it splits
-    v, mt = Arg.scratch(1, v_bytes), Arg.scratch(2, m_bytes)
+    v, mt = _scratch(g, block)
     u = Arg.const(transform_weights(weights, g, block))
     vec_a, vec_b = vector_reads(g, on_cpu)
     source = defines(**sizes, WINO_M=block, GEMM_VEC_A=vec_a, GEMM_VEC_B=vec_b,
                      **pipeline_defines(device, on_cpu)) + kernel_source("conv_winograd.cl")
-    shape = size_args + scalars(ty, tx)
+    shape = size_args + scalars(*tiles(g, block))
     gemm = gemm_launches(source, (v, u, mt) + shape, tiling, m, n, k, batch,
-                         f"{label}_{stem}_gemm")
+                         f"{label}_{prefix(block)}_gemm")
     # the transforms are in the GEMM's program: one build per variant
-    program = gemm[0].source
+    return _around(gemm, gemm[0].source, g, block, args, shape, v, mt, label)
+
+
+def _scratch(g: Mapping[str, int], block: int) -> tuple[Arg, Arg]:
+    """V and M, scratch 1 and 2 (scratch 0 is the GEMM's own: gemm.cl's split-K partial sums,
+    conv_cpu_blocked's padded copy, which a 1x1 window never makes)."""
+    v_bytes, m_bytes = _scratch_bytes(g, block)
+    return Arg.scratch(1, v_bytes), Arg.scratch(2, m_bytes)
+
+
+def _around(gemm: list[KernelLaunch], program: str, g: Mapping[str, int], block: int,
+            args: tuple, shape: tuple, v: Arg, mt: Arg, label: str) -> list[KernelLaunch]:
+    """`gemm` between the input transform and the output transform (with the layer's epilogue)
+    of conv_winograd.cl's `program`; `args` the layer's (input, weights, output[, bias]
+    [, residual]), `shape` the sizes the transforms take after their buffers."""
+    m, n, k, _ = _gemm_shape(g, block)
+    nt, _ = columns(g, block)
+    stem = prefix(block)
+
     # columns rounded up to whole warps, so the driver's work-group is never an odd divisor of
     # the column count (the kernels guard the tail): the input transform writes all NP (its
     # padding zeros), the output transform reads the NT that are tiles
@@ -310,7 +320,7 @@ def cpu_winograd_variants(plan) -> tuple[CpuWinogradVariant, ...]:
     if not plan.on_cpu or plan.device is None or plan.g["OG"] < MIN_BLOCKED_OG:
         return ()
     tile = conv_blockings(plan.g["OG"], plan.device)[0]
-    return tuple(CpuWinogradVariant(block, tile) for block in (4, 2)
+    return tuple(CpuWinogradVariant(block, tile) for block in BLOCKS
                  if applies(plan.g, plan.weights, block))
 
 
@@ -358,27 +368,12 @@ def cpu_winograd_launches(plan, block: int, tile: ConvBlocking) -> list[KernelLa
     and the output transform with the layer's epilogue, for conv.py's ConvPlan on a CPU
     device (its sizes kernel arguments: the transforms take CONV_SIZES, then TILES_Y and
     TILES_X)."""
-    g, args = plan.g, plan.args
-    m, n, k, _ = _gemm_shape(g, block)
-    ty, tx = tiles(g, block)
-    nt, _ = columns(g, block)
-    stem = prefix(block)
-    v_bytes, m_bytes = _scratch_bytes(g, block)
-    # scratch 0 is conv_cpu_blocked's padded copy, which a 1x1 window never makes
-    v, mt = Arg.scratch(1, v_bytes), Arg.scratch(2, m_bytes)
+    g = plan.g
+    v, mt = _scratch(g, block)
     program = defines(**plan.sizes, WINO_M=block, WINOGRAD_TRANSFORMS_ONLY=1) + \
         kernel_source("conv_winograd.cl")
-    shape = plan.size_args + scalars(ty, tx)
-    gemm = blocked_launches(_GroupedPointPlan(plan, block, v, mt), tile)
-    gemm = [replace(launch, label=f"conv2d_3x3_cpu_{stem}_gemm") for launch in gemm]
-
-    def whole(items: int) -> int:
-        return -(-items // TILE_MULTIPLE) * TILE_MULTIPLE
-    return ([KernelLaunch(source=program, entry="winograd_input", args=(args[0], v) + shape,
-                          global_size=(whole(n), k, g["G"]),
-                          label=f"conv2d_3x3_cpu_{stem}_input")]
-            + gemm +
-            [KernelLaunch(source=program, entry="winograd_output",
-                          args=(mt,) + tuple(args[2:]) + shape,
-                          global_size=(whole(nt), m, g["G"]),
-                          label=f"conv2d_3x3_cpu_{stem}_output")])
+    shape = plan.size_args + scalars(*tiles(g, block))
+    label = "conv2d_3x3_cpu"
+    gemm = [replace(launch, label=f"{label}_{prefix(block)}_gemm")
+            for launch in blocked_launches(_GroupedPointPlan(plan, block, v, mt), tile)]
+    return _around(gemm, program, g, block, plan.args, shape, v, mt, label)
