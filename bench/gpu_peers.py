@@ -10,9 +10,11 @@
   b32, exported at opset 17 (torch only);
   the ReLU example layer on 1x64x1024x1024 against a float4 copy kernel (bandwidth).
 
-With --temporal-blocks each TCN case runs again with its temporal blocks fused
-(Network(fuse_temporal_blocks=True), off by default): a row 'TCN b1 fused' under 'TCN b1', the
-same model, inputs and torch times, the tiles the tuner kept in the notes.
+The TCN rows run Network's default (on a GPU the runs of temporal blocks that are launch-bound
+there fused: batch 1 on an H100, not 64). With --temporal-blocks each TCN case runs again
+unfused and fused (Network(fuse_temporal_blocks=False / True)): rows 'TCN b1 unfused' and
+'TCN b1 fused' under 'TCN b1', the same model, inputs and torch times, the tiles the tuner kept
+in the notes.
 
 Ratios come from this one run. Without torch (or CUDA) the torch columns say why they are
 empty, and the models are made without it (the light ResNet-50 of the onnx package, the TCN
@@ -258,7 +260,7 @@ def light_resnet50(workdir: Path, batch: int) -> tuple[Path, dict]:
 
 # -- ours ----------------------------------------------------------------------------------
 def ours(engine, path: Path, shapes: dict | None, xs: list, runs: int, tuning: str,
-         fuse_temporal_blocks: bool = False):
+         fuse_temporal_blocks: bool | None = None):
     """(host ms, device-tensor ms, device ms of the kernels, launches, output, tuning note).
     host: numpy in and out; device-tensor: the input and the output are device buffers set on
     the request (set_tensor), as torch's are tensors on the GPU, so the time is the inference's
@@ -294,7 +296,7 @@ def ours(engine, path: Path, shapes: dict | None, xs: list, runs: int, tuning: s
         kernel_runs.append(sum(r.ns for r in profile.collect(treq)) / 1e6)
     note = next((m for m in net.messages if m.startswith("tuning")), "")
     tiles = [f"{launch.global_size[0] // launch.local_size[0]}x{launch.local_size[0]} "
-             f"{launch.label[-3:]}" for step in net.plan.steps if step.type == "TemporalBlocks"
+             f"{launch.label.removeprefix('temporal_blocks_')}" for step in net.plan.steps if step.type == "TemporalBlocks"
              for launch in step.launches]
     if tiles:
         note = "; ".join(filter(None, [note, f"TemporalBlocks work-groups x items: "
@@ -345,7 +347,7 @@ def main() -> int:
     ap.add_argument("--tuning", choices=("off", "fast", "full"), default="fast")
     ap.add_argument("--only", default="", help="run only the models whose name holds this")
     ap.add_argument("--temporal-blocks", action="store_true",
-                    help="each TCN case also with its temporal blocks fused (a 'fused' row)")
+                    help="each TCN case also unfused and fused ('unfused' and 'fused' rows)")
     ap.add_argument("--quick", action="store_true",
                     help="small batches and a small ReLU tensor (a smoke test on a CPU device)")
     args = ap.parse_args()
@@ -393,14 +395,16 @@ def main() -> int:
             else:
                 path, shapes = onnx_tcn(tmp / f"tcn{batch}.onnx", batch), None
             best = min(t for t in (eager, graph) if t is not None) if torch is not None else None
-            fused = (False, True) if args.temporal_blocks and model_name == "TCN" else (False,)
+            # the default (None: on a GPU the launch-bound runs fused), then both forms asked for
+            fused = (None, False, True) if args.temporal_blocks and model_name == "TCN" \
+                else (None,)
             for fuse in fused:
-                row = f"{model_name} b{batch}{' fused' if fuse else ''}"
+                row = f"{model_name} b{batch}{ {None: '', False: ' unfused', True: ' fused'}[fuse]}"
                 host, device, kernels, launches, out, note = ours(
                     engine, path, shapes, xs, runs, args.tuning, fuse_temporal_blocks=fuse)
                 err = float(np.max(np.abs(out - want)) / max(np.max(np.abs(want)), 1e-30)) \
                     if want is not None else None
-                if want is None and len(fused) > 1:   # without torch: fused against unfused
+                if want is None and len(fused) > 1:   # without torch: against the default row
                     want = out
                 fmt = lambda v, p=2: "-" if v is None else f"{v:.{p}f}"   # noqa: E731
                 print(f"{row:<16} {host:>8.2f} {device:>8.2f} {kernels:>8.2f} "

@@ -8,15 +8,29 @@
 // item. It stages its input window (the tile plus the halo the receptive field needs) in local
 // memory, computes each convolution over the window the next stage reads (recomputing the
 // halo), and writes only the last block's output of its tile. Local memory holds three regions
-// (input, middle, output of a block) of CH channels x WINDOW positions x TILE_R residues, laid
-// out [channel][position][residue] so that neighbouring work items read neighbouring words.
+// (input, middle, output of a block) of CH channels x (WINDOW + 1) positions x TILE_R residues,
+// laid out [channel][position][residue] so that neighbouring work items read neighbouring words
+// (the last position of each row holds zeros: the causal padding), then with WLOCAL the stage's
+// weights.
 //
 // Weights are packed per block as [cin][tap][cout rounded up to 4] (zero padded): a work item
 // computes 4 output channels (one float4 weight load, the same for the whole warp) at PB
 // positions (a #define: 1 where a short chain per work item matters, batch 1 on a GPU; 4 for
 // 4 * PB multiply-adds per weight load where throughput does).
 //
+// WLOCAL 1: each stage's weights and biases are copied to local memory first (one region after
+// the three of the activations), where its work items read them. On a GPU a weight read from
+// global memory waits on the L2 at every step of a chain few warps cannot hide (batch 1).
+//
 // The per-block table (int, FIELDS per block): see the F_* offsets below.
+#ifndef WLOCAL
+#define WLOCAL 0
+#endif
+#if WLOCAL
+#define WSPACE __local
+#else
+#define WSPACE __global
+#endif
 #define F_CIN 0
 #define F_COUT 1
 #define F_K1 2
@@ -37,47 +51,58 @@
 
 // acc[pb] += sum over taps j and input channels ci of w[ci][j][co..co+3] * in[ci][m - (k-1-j)e]
 // at positions m = lo_out + w_lane + pb * lanes (clamped into the window; only stored in it).
-// Four channels a step, by hand (PoCL's LLVM does not unroll a loop of unknown count): their
-// loads issue before the multiply-adds wait on them, where few warps hide no latency (batch 1
-// on a GPU).
+// A position before the start reads the zero at `zero_at` (each channel's row ends in one): the
+// causal padding, without a multiply in the loop. Four channels a step, by hand (PoCL's LLVM
+// does not unroll a loop of unknown count), into two accumulators: their loads issue before the
+// multiply-adds wait on them, and each waits on two, not four, before it, where few warps hide
+// no latency (batch 1 on a GPU).
 inline void causal_taps(float4 acc[PB], __local const float* in, int lo_in, int cstride,
-                        int tile_r, int r, int lo_out, int w_lane, int lanes, int width,
-                        int cin, int k, int e, __global const float* w, int cop, int cb) {
-    const int wstep = k * cop;
+                        int zero_at, int tile_r, int r, int lo_out, int w_lane, int lanes,
+                        int width, int cin, int k, int e, WSPACE const float* w, int cop,
+                        int cb) {
+    // float4 words (cop is a multiple of 4, every offset too): one vector load, not four
+    const int cbs = cop / 4, wstep = k * cbs;
+    WSPACE const float4* w4 = (WSPACE const float4*)w;
+    float4 acc2[PB];
+    #pragma unroll
+    for (int pb = 0; pb < PB; pb++)
+        acc2[pb] = (float4)(0.0f);
     for (int j = 0; j < k; j++) {
         const int shift = (k - 1 - j) * e;
         int at[PB];
-        float live[PB];
         #pragma unroll
         for (int pb = 0; pb < PB; pb++) {
             const int q = lo_out + min(w_lane + pb * lanes, width - 1) - shift;
-            // before the start: the zero padding (the index clamped: no read before the region)
-            at[pb] = max(q - lo_in, 0) * tile_r + r;
-            live[pb] = q >= 0 ? 1.0f : 0.0f;
+            at[pb] = (q >= 0 ? (q - lo_in) * tile_r : zero_at) + r;
         }
-        __global const float* wj = w + j * cop + cb * 4;
+        WSPACE const float4* wj = w4 + j * cbs + cb;
         int ci = 0;
         for (; ci + 4 <= cin; ci += 4) {
-            const float4 w0 = vload4(0, wj + ci * wstep), w1 = vload4(0, wj + (ci + 1) * wstep);
-            const float4 w2 = vload4(0, wj + (ci + 2) * wstep);
-            const float4 w3 = vload4(0, wj + (ci + 3) * wstep);
+            const float4 w0 = wj[ci * wstep], w1 = wj[(ci + 1) * wstep];
+            const float4 w2 = wj[(ci + 2) * wstep], w3 = wj[(ci + 3) * wstep];
             __local const float* s0 = in + ci * cstride;
             __local const float* s1 = s0 + cstride;
             __local const float* s2 = s1 + cstride;
             __local const float* s3 = s2 + cstride;
             #pragma unroll
-            for (int pb = 0; pb < PB; pb++)
-                acc[pb] += live[pb] * (w0 * s0[at[pb]] + w1 * s1[at[pb]] +
-                                       w2 * s2[at[pb]] + w3 * s3[at[pb]]);
+            for (int pb = 0; pb < PB; pb++) {
+                acc[pb] += w0 * s0[at[pb]];
+                acc2[pb] += w1 * s1[at[pb]];
+                acc[pb] += w2 * s2[at[pb]];
+                acc2[pb] += w3 * s3[at[pb]];
+            }
         }
         for (; ci < cin; ci++) {
-            const float4 w0 = vload4(0, wj + ci * wstep);
+            const float4 w0 = wj[ci * wstep];
             __local const float* s0 = in + ci * cstride;
             #pragma unroll
             for (int pb = 0; pb < PB; pb++)
-                acc[pb] += live[pb] * (w0 * s0[at[pb]]);
+                acc[pb] += w0 * s0[at[pb]];
         }
     }
+    #pragma unroll
+    for (int pb = 0; pb < PB; pb++)
+        acc[pb] += acc2[pb];
 }
 
 // How a stage ends: conv1 with a ReLU; conv2 with a ReLU, the residual (the block's input, or
@@ -94,24 +119,24 @@ inline void causal_taps(float4 acc[PB], __local const float* in, int lo_in, int 
 // bd the downsample's weights and bias). The result goes to `out` in local memory, or, for
 // the run's last stage (last), to the columns of batch item b of y.
 inline void conv_stage(__local const float* in, int lo_in, int cin, int k, int e,
-                       __global const float* w, __global const float* bias, int cout,
+                       WSPACE const float* w, WSPACE const float* bias, int cout,
                        int lo_out, int width, int residual, __local const float* x_in, int lo_x,
-                       int xcin, __global const float* wd, __global const float* bd,
+                       int xcin, WSPACE const float* wd, WSPACE const float* bd,
                        __local float* out, int last, __global float* y, int b, int length,
-                       int r0, int dil, int tile_r, int cstride) {
+                       int r0, int dil, int tile_r, int cstride, int zero_at) {
     const int cop = (cout + 3) & ~3, cbs = cop / 4;
     const int lanes = (width + PB - 1) / PB;
     const int lid = get_local_id(0), lsz = get_local_size(0);
     for (int i = lid; i < cbs * lanes * tile_r; i += lsz) {
         const int cb = i / (lanes * tile_r), p = i - cb * lanes * tile_r;
         const int w_lane = p / tile_r, r = p - w_lane * tile_r;
-        const float4 b0 = vload4(cb, bias);
+        const float4 b0 = ((WSPACE const float4*)bias)[cb];
         float4 acc[PB];
         #pragma unroll
         for (int pb = 0; pb < PB; pb++)
             acc[pb] = b0;
-        causal_taps(acc, in, lo_in, cstride, tile_r, r, lo_out, w_lane, lanes, width, cin, k, e,
-                    w, cop, cb);
+        causal_taps(acc, in, lo_in, cstride, zero_at, tile_r, r, lo_out, w_lane, lanes, width,
+                    cin, k, e, w, cop, cb);
         #pragma unroll
         for (int pb = 0; pb < PB; pb++) {
             if (residual == RES_NONE) {
@@ -122,9 +147,9 @@ inline void conv_stage(__local const float* in, int lo_in, int cin, int k, int e
             __local const float* src = x_in + (lo_out + at - lo_x) * tile_r + r;
             float4 res;
             if (residual == RES_DOWN) {
-                res = vload4(cb, bd);
+                res = ((WSPACE const float4*)bd)[cb];
                 for (int ci = 0; ci < xcin; ci++)
-                    res += vload4(cb, wd + ci * cop) * src[ci * cstride];
+                    res += ((WSPACE const float4*)wd)[ci * cbs + cb] * src[ci * cstride];
             } else {
                 src += (cb * 4) * cstride;
                 res = (float4)(src[0], src[cstride], src[2 * cstride], src[3 * cstride]);
@@ -158,11 +183,36 @@ inline void conv_stage(__local const float* in, int lo_in, int cin, int k, int e
     }
 }
 
+#if WLOCAL
+// count floats (a multiple of 4, from a 16-byte aligned offset) from params to local memory:
+// eight loads a work item in flight before their stores (one wait on the L2, not eight)
+inline void stage_weights(__local float* dst, __global const float* src, int count) {
+    __local float4* d = (__local float4*)dst;
+    __global const float4* s = (__global const float4*)src;
+    const int n = count / 4, lid = get_local_id(0), lsz = get_local_size(0);
+    for (int i = lid; i < n; i += 8 * lsz) {
+        float4 v[8];
+        #pragma unroll
+        for (int u = 0; u < 8; u++)
+            if (i + u * lsz < n)
+                v[u] = s[i + u * lsz];
+        #pragma unroll
+        for (int u = 0; u < 8; u++)
+            if (i + u * lsz < n)
+                d[i + u * lsz] = v[u];
+    }
+}
+#endif
+
 __kernel void temporal_blocks(__global const float* restrict x,
                               __global const float* restrict params,
                               __global float* restrict y, __constant int* table, int blocks,
                               int length, int dil, int tile_r, int tile_m, int window, int ch,
-                              int r_tiles, int m_tiles, int phase_len, __local float* scratch) {
+                              int r_tiles, int m_tiles, int phase_len,
+                              __local float4* scratch4) {
+    // declared float4: a local argument is aligned for its pointee (NVIDIA's float4 weight
+    // reads fault on one aligned for float)
+    __local float* scratch = (__local float*)scratch4;
     const int tiles = r_tiles * m_tiles;
     const int g = get_group_id(0);
     const int b = g / tiles;
@@ -170,10 +220,19 @@ __kernel void temporal_blocks(__global const float* restrict x,
     const int m0 = ((g - b * tiles) % m_tiles) * tile_m;
     const int hi = min(m0 + tile_m, phase_len);
     const int lid = get_local_id(0), lsz = get_local_size(0);
-    const int cstride = window * tile_r;
+    // each channel's row: the window's positions, then one of zeros (zero_at: causal_taps)
+    const int zero_at = window * tile_r, cstride = zero_at + tile_r;
     __local float* buf_in = scratch;
     __local float* buf_mid = scratch + ch * cstride;
     __local float* buf_out = scratch + 2 * ch * cstride;
+#if WLOCAL
+    // a stage's weights, bias and downsample, as packed (offsets from the stage's first)
+    __local float* wbuf = scratch + 3 * ch * cstride;
+    stage_weights(wbuf, params + table[F_W1], table[F_W2] - table[F_W1]);
+#endif
+
+    for (int i = lid; i < 3 * ch * tile_r; i += lsz)
+        scratch[(i / tile_r) * cstride + zero_at + i % tile_r] = 0.0f;
 
     // the run's input window [lo_in, hi), zero where t is past the end or the residue is not one
     const int cin0 = table[F_CIN];
@@ -193,20 +252,46 @@ __kernel void temporal_blocks(__global const float* restrict x,
     for (int blk = 0; blk < blocks; blk++) {
         __constant int* f = table + blk * FIELDS;
         const int cin = f[F_CIN], cout = f[F_COUT];
+        const int cop = (cout + 3) & ~3;
+#if WLOCAL
+        if (blk > 0) {
+            stage_weights(wbuf, params + f[F_W1], f[F_W2] - f[F_W1]);
+            barrier(CLK_LOCAL_MEM_FENCE);
+        }
+        WSPACE const float* w1 = wbuf;
+        WSPACE const float* b1 = wbuf + (f[F_B1] - f[F_W1]);
+#else
+        WSPACE const float* w1 = params + f[F_W1];
+        WSPACE const float* b1 = params + f[F_B1];
+#endif
 
         // conv1 + bias + ReLU over the middle window [lo_mid, hi)
         const int lo_mid = max(0, m0 - f[F_HMID]);
-        conv_stage(buf_in, lo_in, cin, f[F_K1], f[F_E1], params + f[F_W1], params + f[F_B1],
-                   cout, lo_mid, hi - lo_mid, RES_NONE, buf_in, lo_in, cin, params, params,
-                   buf_mid, 0, y, b, length, r0, dil, tile_r, cstride);
+        conv_stage(buf_in, lo_in, cin, f[F_K1], f[F_E1], w1, b1,
+                   cout, lo_mid, hi - lo_mid, RES_NONE, buf_in, lo_in, cin, w1, b1,
+                   buf_mid, 0, y, b, length, r0, dil, tile_r, cstride, zero_at);
         barrier(CLK_LOCAL_MEM_FENCE);
 
+#if WLOCAL
+        // w2, b2 and (with a downsample) wd, bd lie one after another
+        stage_weights(wbuf, params + f[F_W2], f[F_BD] + (f[F_DOWN] ? cop : 0) - f[F_W2]);
+        barrier(CLK_LOCAL_MEM_FENCE);
+        WSPACE const float* w2 = wbuf;
+        WSPACE const float* b2 = wbuf + (f[F_B2] - f[F_W2]);
+        WSPACE const float* wd = wbuf + (f[F_WD] - f[F_W2]);
+        WSPACE const float* bd = wbuf + (f[F_BD] - f[F_W2]);
+#else
+        WSPACE const float* w2 = params + f[F_W2];
+        WSPACE const float* b2 = params + f[F_B2];
+        WSPACE const float* wd = params + f[F_WD];
+        WSPACE const float* bd = params + f[F_BD];
+#endif
         // conv2 + bias + ReLU, the residual (identity or 1x1 downsample), ReLU over [lo_out, hi)
         const int lo_out = max(0, m0 - f[F_HOUT]);
-        conv_stage(buf_mid, lo_mid, cout, f[F_K2], f[F_E2], params + f[F_W2], params + f[F_B2],
+        conv_stage(buf_mid, lo_mid, cout, f[F_K2], f[F_E2], w2, b2,
                    cout, lo_out, hi - lo_out, f[F_DOWN] ? RES_DOWN : RES_IDENTITY, buf_in, lo_in,
-                   cin, params + f[F_WD], params + f[F_BD], buf_out, blk == blocks - 1, y, b,
-                   length, r0, dil, tile_r, cstride);
+                   cin, wd, bd, buf_out, blk == blocks - 1, y, b,
+                   length, r0, dil, tile_r, cstride, zero_at);
         barrier(CLK_LOCAL_MEM_FENCE);
         // the output is the next block's input; the old input region takes its output
         __local float* old_in = buf_in;

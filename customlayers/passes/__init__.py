@@ -36,8 +36,8 @@ stream/            a whole-window causal model [N, C, T] as the step of a stream
                    why (not a rewrite: Network.streaming calls stream/causal_stream.py)
 
 PASSES is the ordered list Network runs (when it fuses) before it resolves the layers, and
-passes_for(temporal_blocks=...) that list with LAUNCH_BOUND (fusions asked for: they cut
-launches but have not yet paid on any device measured) after it;
+passes_for(temporal_blocks=...) that list with LAUNCH_BOUND (fusions that cut launches, where
+they pay: on a GPU, for the runs that are launch-bound there, or where asked for) after it;
 FOLDING, its head, runs also when it does not (no layer runs unfolded shape arithmetic). Every
 entry is a function (graph, is_builtin) -> (the rewritten graph, one note per change), with
 is_builtin(node) true when the node runs its type's built-in (only those are rewritten), and
@@ -46,6 +46,9 @@ here and one entry below.
 """
 from __future__ import annotations
 
+from functools import partial
+
+from ..jit.launch import DeviceTraits
 from .attention_folding import fold_attention
 from .common_nodes import merge_common_nodes
 from .gelu_folding import fold_gelu_chains
@@ -77,22 +80,27 @@ PASSES = FOLDING + (
 )
 
 # rewrites that cut launches, run after PASSES (the temporal blocks are found in the causal
-# convolutions the Pad and Slice folding made) only where asked for (Network's
-# fuse_temporal_blocks, the CLI's --fuse-temporal-blocks): no device measured has gained yet.
-# On an NVIDIA H200 (bench/gpu_peers.py, one run) the seed's TCN at batch 1 took 18 launches
-# and 0.16 ms of kernels (0.21 ms window with device buffers) unfused, 5 launches and 0.29 ms
-# (window 0.32 ms) fused; at 64, 0.46 ms (0.49) unfused, 0.80 ms (0.83) fused, which the
-# tile's cost model did not predict. Its tiles there: at batch 1, 98-128 work-groups for 132
-# SMs, each recomputing a halo of 36 positions for 8; at 64, 34 of the 48 KB of local memory
-# each (one resident per SM). The tuner now times other tiles (ops/nn/temporal_block.py's
-# tile_candidates). On PoCL (2 busy cores, AVX-512): 4.7 ms fused against 2.4 ms at
-# batch 1, 270 against 84 ms at 64
+# convolutions the Pad and Slice folding made): by default (Network's fuse_temporal_blocks
+# None) on a GPU for the runs that are launch-bound there (ops/nn/temporal_block.py's
+# launch_bound), every run where asked for (True, the CLI's --fuse-temporal-blocks), none on
+# a CPU. On an H100 (bench/gpu_peers.py) the seed's TCN at batch 1 takes 18 launches and
+# 0.16-0.25 ms of kernels unfused (the inference with device buffers 0.16-0.18 ms), 5
+# launches and 0.10-0.11 ms fused (0.12 ms); at 64, 0.46 ms (0.49-0.50) unfused, 0.60 ms
+# (0.63-0.64) fused: each tile recomputes its halo. (Before the stage weights moved to local
+# memory, the fused kernels took 0.25-0.29 ms at batch 1 and no device had gained.) On PoCL
+# (2 busy cores, AVX-512): 4.7 ms fused against 2.4 ms at batch 1, 270 against 84 ms at 64
 LAUNCH_BOUND = (fuse_temporal_blocks,)
 
 
-def passes_for(*, temporal_blocks: bool = False, attention: bool = True) -> tuple:
+def passes_for(*, temporal_blocks: bool = False, attention: bool = True,
+               launch_bound_on: DeviceTraits | None = None) -> tuple:
     """The rewrites a Network runs when it fuses: PASSES (without fold_attention where
     `attention` is false: the device runs the unfused layers faster), then LAUNCH_BOUND where
-    `temporal_blocks` asks for them (on any device: the tests run them on PoCL)."""
+    `temporal_blocks` asks for them (on any device: the tests run them on PoCL): only the runs
+    launch-bound on `launch_bound_on` where it is given, else every run."""
     chosen = PASSES if attention else tuple(p for p in PASSES if p is not fold_attention)
-    return chosen + LAUNCH_BOUND if temporal_blocks else chosen
+    if not temporal_blocks:
+        return chosen
+    if launch_bound_on is None:
+        return chosen + LAUNCH_BOUND
+    return chosen + (partial(fuse_temporal_blocks, launch_bound_on=launch_bound_on),)

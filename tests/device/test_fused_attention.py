@@ -285,7 +285,7 @@ def test_a_switch_that_is_not_a_bool_is_a_config_error_naming_it(tmp_path, engin
     model, _ = tm.vit()
     path = tmp_path / "vit.onnx"
     onnx.save(model, str(path))
-    takes = "True, False or None" if switch == "fuse_attention" else "True or False"
+    takes = "True, False or None" if switch.startswith("fuse_") else "True or False"
     with pytest.raises(ConfigError, match=rf"^Network\({switch}={value!r}\): expected {takes}"):
         Network(str(path), engine=engine, **{switch: value})
 

@@ -1,6 +1,7 @@
 """The TCN window in few launches (issue 24, point 2): a Network asked for it
 (fuse_temporal_blocks, the CLI's --fuse-temporal-blocks) rewrites runs of temporal blocks into
-TemporalBlocks layers; off by default (it has not paid on the GPUs measured: passes/__init__.py).
+TemporalBlocks layers; by default a GPU does for the runs that are launch-bound on it (small
+batches: passes/__init__.py), a CPU never.
 The kernels run on PoCL with the tile its local memory gives; the launches are counted with the
 profiler (runtime/observe/profile.py); outputs against ONNX Runtime."""
 from __future__ import annotations
@@ -61,11 +62,15 @@ def test_the_seed_tcn_window_runs_in_four_launches(tmp_path, engine, batch,
     close(out["y"], ort_run(path, {"x": x})["y"])
 
 
-def test_by_default_the_blocks_run_as_before(tmp_path, engine):
-    path = gpu_peers.onnx_tcn(tmp_path / "tcn.onnx", 1, levels=2)
-    net = Network(path, engine=engine)
-    assert "TemporalBlocks" not in [s.type for s in net.plan.steps]
-    assert "TemporalBlocks" in [s.type for s in fused_network(path, engine).plan.steps]
+def test_by_default_a_gpu_fuses_the_launch_bound_runs_and_a_cpu_none(tmp_path, engine):
+    on_cpu = engine.device.type & 2 != 0                # CL_DEVICE_TYPE_CPU
+    for batch, on_gpu in ((1, True), (64, False)):
+        path = gpu_peers.onnx_tcn(tmp_path / f"tcn{batch}.onnx", batch, levels=2)
+        steps = [s.type for s in Network(path, engine=engine).plan.steps]
+        assert ("TemporalBlocks" in steps) == (on_gpu and not on_cpu), batch
+        off = Network(path, engine=engine, fuse_temporal_blocks=False)
+        assert "TemporalBlocks" not in [s.type for s in off.plan.steps]
+        assert "TemporalBlocks" in [s.type for s in fused_network(path, engine).plan.steps]
 
 
 def test_asking_for_the_fusion_on_a_model_without_blocks_says_so(engine):
@@ -138,11 +143,15 @@ def test_a_compiled_package_of_the_fused_tcn_runs_as_compiled(tmp_path, engine):
 def test_the_cli_fuses_where_asked_and_a_package_runs_as_compiled(tmp_path, capsys):
     path = str(gpu_peers.onnx_tcn(tmp_path / "tcn.onnx", 1, levels=2, length=50))
     common = ["-m", path, "-d", TEST_DEVICE, "--tuning", "off"]
+    # by default a GPU fuses this launch-bound model, a CPU does not
     assert cli_main(["run", *common, "-pc"]) == 0
+    assert ("TemporalBlocks" in capsys.readouterr().out) == (TEST_DEVICE != "CPU")
+    assert cli_main(["run", *common, "-pc", "--no-fuse-temporal-blocks"]) == 0
     assert "TemporalBlocks" not in capsys.readouterr().out
     assert cli_main(["run", *common, "-pc", "--fuse-temporal-blocks"]) == 0
     assert "TemporalBlocks" in capsys.readouterr().out
-    for flag, name in (([], "plain"), (["--fuse-temporal-blocks"], "fused")):
+    for flag, name in ((["--no-fuse-temporal-blocks"], "plain"),
+                       (["--fuse-temporal-blocks"], "fused")):
         assert cli_main(["compile", *common, *flag, "-o", str(tmp_path / f"{name}.clpkg")]) == 0
     capsys.readouterr()
     # the package keeps what was compiled, whatever the option says when it runs
@@ -181,7 +190,9 @@ def test_gpu_peers_runs_the_tcn_unfused_and_fused_in_one_run(monkeypatch, capsys
     assert gpu_peers.main() == 0
     rows = {line.split("  ")[0]: line.split() for line in capsys.readouterr().out.splitlines()
             if line.startswith("TCN b")}
-    assert list(rows) == ["TCN b1", "TCN b1 fused", "TCN b4", "TCN b4 fused"]
+    assert list(rows) == [f"TCN b{b}{form}" for b in (1, 4) for form in ("", " unfused", " fused")]
     for batch in (1, 4):
         assert rows[f"TCN b{batch} fused"][6] == "5"            # launches: 4 runs and the head
-        assert float(rows[f"TCN b{batch} fused"][-1]) < 1e-5    # against the unfused row
+        assert int(rows[f"TCN b{batch} unfused"][6]) > 5
+        for form in ("unfused", "fused"):                       # against the default row
+            assert float(rows[f"TCN b{batch} {form}"][-1]) < 1e-5

@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from customlayers.graph.load import read_model
-from customlayers.ops.nn.temporal_block import BlockShape, packed_size
+from customlayers.jit.launch import DeviceTraits
+from customlayers.ops.nn.temporal_block import BlockShape, launch_bound, packed_size
 from customlayers.passes import LAUNCH_BOUND, PASSES, passes_for
 from customlayers.passes.temporal import fuse_temporal_blocks
 from tcn_models import Spec, tcn_model
@@ -21,10 +22,13 @@ sys.path.append(str(Path(__file__).resolve().parents[2] / "bench"))
 from gpu_peers import onnx_tcn  # noqa: E402
 
 
-def rewritten(path, is_builtin=lambda n: True):
+H100 = DeviceTraits("GPU", compute_units=132, max_work_group_size=1024, local_mem_size=48 * 1024)
+
+
+def rewritten(path, is_builtin=lambda n: True, launch_bound_on=None):
     graph = read_model(path)
     notes = []
-    for rewrite in passes_for(temporal_blocks=True):
+    for rewrite in passes_for(temporal_blocks=True, launch_bound_on=launch_bound_on):
         graph, more = rewrite(graph, is_builtin)
         notes += more
     return graph, notes
@@ -38,6 +42,32 @@ def test_the_block_fusion_runs_after_passes_only_where_asked_for():
     assert passes_for(temporal_blocks=True) == PASSES + LAUNCH_BOUND
     assert passes_for() == passes_for(temporal_blocks=False) == PASSES
     assert LAUNCH_BOUND == (fuse_temporal_blocks,)
+
+
+def test_a_gpu_fuses_by_default_only_the_runs_that_are_launch_bound_on_it(tmp_path):
+    """Network's default (fuse_temporal_blocks None) on a GPU: the seed's TCN fuses at the
+    batches where an H100 ran it faster fused (up to 32), not at 64 (1.25x slower fused), and
+    not where the batch or the length is left open; a CPU never."""
+    seed = [BlockShape(1 if i == 0 else 25, 25, 7, 2 ** i, 7, 2 ** i, i == 0) for i in range(8)]
+    assert launch_bound(seed[2:4], 1, 784, H100) and launch_bound(seed[2:4], 32, 784, H100)
+    assert not launch_bound(seed[2:4], 64, 784, H100)
+    assert not launch_bound(seed[2:4], 1, 784, DeviceTraits("CPU", compute_units=2))
+    # a smaller GPU fills sooner: 16 units take batch 4, not 8
+    small = DeviceTraits("GPU", compute_units=16, local_mem_size=48 * 1024)
+    assert launch_bound(seed[2:4], 4, 784, small) and not launch_bound(seed[2:4], 8, 784, small)
+    for batch, runs in ((1, 4), (32, 4), (64, 0)):
+        graph, notes = rewritten(onnx_tcn(tmp_path / f"tcn{batch}.onnx", batch),
+                                 launch_bound_on=H100)
+        assert len(fused(graph)) == runs, batch
+    # the length left open (torch's export with a dynamic T): nothing to decide by
+    import onnx
+    path = tcn_model(tmp_path / "open.onnx", 1, 50, [Spec(4, 4, 3, 1), Spec(4, 4, 3, 2)])
+    model = onnx.load(str(path))
+    for value in (*model.graph.input, *model.graph.output):
+        value.type.tensor_type.shape.dim[2].dim_param = "T"
+    onnx.save(model, str(path))
+    assert fused(rewritten(path, launch_bound_on=H100)[0]) == []
+    assert len(fused(rewritten(path)[0])) == 1
 
 
 @pytest.mark.parametrize("weight_norm", [False, True])

@@ -50,11 +50,12 @@ def add_model_options(p: argparse.ArgumentParser, command: str) -> None:
                         "layer's heuristic kernel), fast (default: the few best candidates), "
                         "full (every candidate); choices are cached per device "
                         "(default: $CUSTOMLAYERS_TUNING, else fast)")
-    p.add_argument("--fuse-temporal-blocks", action="store_true",
+    p.add_argument("--fuse-temporal-blocks", action=argparse.BooleanOptionalAction,
+                   default=None,
                    help="run each run of TCN temporal blocks (causal convolutions, ReLUs, "
-                        "residual) as one kernel: fewer launches, but slower kernels on the "
-                        "GPUs measured so far (off by default; a compiled package runs as "
-                        "compiled)")
+                        "residual) as one kernel, or (--no-fuse-temporal-blocks) none (default: "
+                        "on a GPU the runs whose convolutions are launch-bound there, as small "
+                        "batches are; none on a CPU; a compiled package runs as compiled)")
     p.add_argument("--fuse-attention", choices=("on", "off"), default=None,
                    help="run scaled dot-product attention (MatMul, scale, mask Add, Softmax, "
                         "MatMul) as one FusedAttention kernel (default: on where the device "
@@ -138,7 +139,7 @@ def load_network_steps(args, profiling: bool = False, resolver=None, sequence: b
                                  f"{list(array.shape)}: its last axis, the time axis, is 0)")
     net = Network(graph, registry, engine, input_shapes=shapes or None, profiling=profiling,
                   messages=say, resolver=resolver, tuning=args.tuning,
-                  fuse_temporal_blocks=getattr(args, "fuse_temporal_blocks", False),
+                  fuse_temporal_blocks=getattr(args, "fuse_temporal_blocks", None),
                   fuse_attention=ATTENTION_SWITCH[getattr(args, "fuse_attention", None)])
     if getattr(args, "verbose", False):     # what the graph rewrites made of the model
         for note in net.rewrites or ["graph rewrites: none applied"]:
@@ -257,7 +258,7 @@ def load_package_steps(args, profiling: bool, resolver, sequence: bool):
     for option, dest in (("--fuse-temporal-blocks", "fuse_temporal_blocks"),
                          ("--fuse-attention", "fuse_attention")):
         given = getattr(args, dest, None)
-        if given:
+        if given is not None:
             print(f"note: {option}: {args.model} is a compiled package; its plans run as "
                   f"compiled (the option applies to `compile`)", file=sys.stderr)
     if getattr(args, "tuning", None) is not None:

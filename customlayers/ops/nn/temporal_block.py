@@ -38,7 +38,17 @@ FIELDS = 16                       # ints per block in the kernel's table (tempor
 # fuses fits it with a useful tile, so no device needs the unfused graph back
 GUARANTEED_LOCAL_BYTES = 32 * 1024
 MIN_TILE = 16                     # phase positions of the smallest tile worth a launch
+# a GPU's step that reads its weights from global memory (WLOCAL 0), against local: the seed's
+# TCN's runs at batch 1 on an H100, the same tile (.device/probe/tcn_tiles.py)
+GLOBAL_WEIGHT_COST = 2.4
 _INT_LIMIT = 2 ** 31 - 1
+# A GPU fuses a run by default (Network's fuse_temporal_blocks=None) where each of its
+# convolutions, as a launch of its own, is launch-bound: at most this many multiply-adds per
+# compute unit. On an H100 (.device/probe/tcn_fuse_batches.py, the seed's TCN, the inference
+# with device buffers, fused against unfused) the fused runs took 0.74x at batch 1, 0.52-0.70x
+# at 2 to 16, 0.90x at 32 (a convolution 0.83 M multiply-adds a unit) and 1.25x at 64 (1.66 M):
+# past that, recomputing each tile's halo costs more than the launches saved.
+LAUNCH_BOUND_MACS_PER_UNIT = 1_200_000
 
 
 @dataclass(frozen=True)
@@ -110,13 +120,24 @@ def _channels(blocks: list[BlockShape]) -> int:
     return max(_padded(c) for b in blocks for c in (b.cin, b.cout))
 
 
+def launch_bound(blocks: list[BlockShape], batch: int, length: int,
+                 device: DeviceTraits) -> bool:
+    """Whether one launch for the run beats one per convolution on `device`: a GPU whose
+    every convolution of the run is at most LAUNCH_BOUND_MACS_PER_UNIT multiply-adds a compute
+    unit. Never a CPU: PoCL ran the fused kernel 2x slower (passes/__init__.py)."""
+    if device.kind == "CPU":
+        return False
+    most = max(batch * length * b.cout * max(b.cin * b.k1, b.cout * b.k2) for b in blocks)
+    return most <= LAUNCH_BOUND_MACS_PER_UNIT * max(device.compute_units, 1)
+
+
 def min_local_bytes(blocks: list[BlockShape], length: int | None = None) -> int:
     """Local memory of the smallest tile worth a launch (MIN_TILE positions, one residue)."""
     dil = run_dilation(blocks)
     window = MIN_TILE + halos(blocks, dil)[0][0]
     if length is not None:
         window = min(window, -(-length // dil))
-    return 3 * _channels(blocks) * window * 4
+    return 3 * _channels(blocks) * (window + 1) * 4
 
 
 def fits_every_device(blocks: list[BlockShape], length: int | None = None) -> bool:
@@ -136,6 +157,18 @@ class Tile:
     m_tiles: int
     phase_len: int
     local_bytes: int
+    # each stage's weights copied to local memory first (the program's WLOCAL): a GPU's
+    # choice where they fit (an H100 ran the seed's TCN's runs 2.2-2.6x faster at batch 1)
+    wlocal: bool = False
+
+
+def stage_weight_bytes(blocks: list[BlockShape]) -> int:
+    """The largest stage's weights, bias and downsample as packed (WLOCAL's local region)."""
+    most = 0
+    for b in blocks:
+        w1, b1, w2, b2, wd, bd = block_sizes(b)
+        most = max(most, w1 + b1, w2 + b2 + wd + bd)
+    return 4 * most
 
 
 def local_budget(device: DeviceTraits | None) -> int:
@@ -176,29 +209,32 @@ def _tiles(blocks: list[BlockShape], batch: int, length: int,
     warp, issue = (32, 4) if gpu else (max(device.float_vector_width, 1), 1)
     max_group = max(1, min(512 if gpu else 256, device.max_work_group_size))
     found = []
+    # a GPU stages each stage's weights in local memory where they fit beside the tile (one
+    # read of the L2 a stage, not one a multiply-add step); a CPU reads them where they are
+    weight_options = ((stage_weight_bytes(blocks), True), (0, False)) if gpu else ((0, False),)
     r_options = [r for r in (32, 16, 8, 4, 2, 1) if r <= dil] or [1]
     m_options = sorted({m for m in (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
                         if m < phase_len} | {phase_len})
-    for pb in (4, 1):
-        per_iteration = 5 * pb + 4
-        for r in r_options:
-            for m in m_options:
-                window = min(m + hs[0][0], phase_len)
-                nbytes = 3 * ch * window * r * 4
-                if nbytes > budget:
-                    continue
-                stages = _stages(blocks, hs, r, m, pb, phase_len)
-                most = max(items for items, _ in stages)
-                group = min(max_group, -(-most // warp) * warp)
-                chain = sum(-(-items // group) * iters * per_iteration + 300
-                            for items, iters in stages)
-                work = sum(-(-items // warp) * iters * per_iteration for items, iters in stages)
-                groups = batch * -(-dil // r) * -(-phase_len // m)
-                per_unit = -(-groups // max(device.compute_units, 1))
-                resident = max(1, min(2048 // group, 4 * budget // nbytes)) if gpu else 1
-                time = max(per_unit * work / issue, chain * -(-per_unit // resident))
-                found.append((time, Tile(r, m, pb, window, group, -(-dil // r),
-                                         -(-phase_len // m), phase_len, nbytes), groups))
+    for (wbytes, wlocal), pb, r, m in ((w, pb, r, m) for w in weight_options for pb in (4, 1)
+                                       for r in r_options for m in m_options):
+        per_iteration = (5 * pb + 4) * (1 if wlocal or not gpu else GLOBAL_WEIGHT_COST)
+        window = min(m + hs[0][0], phase_len)
+        # each row ends in a zero (the causal padding), then the weights
+        nbytes = 3 * ch * (window + 1) * r * 4 + wbytes
+        if nbytes > budget:
+            continue
+        stages = _stages(blocks, hs, r, m, pb, phase_len)
+        most = max(items for items, _ in stages)
+        group = min(max_group, -(-most // warp) * warp)
+        chain = sum(-(-items // group) * iters * per_iteration + 300
+                    for items, iters in stages)
+        work = sum(-(-items // warp) * iters * per_iteration for items, iters in stages)
+        groups = batch * -(-dil // r) * -(-phase_len // m)
+        per_unit = -(-groups // max(device.compute_units, 1))
+        resident = max(1, min(2048 // group, 4 * budget // nbytes)) if gpu else 1
+        time = max(per_unit * work / issue, chain * -(-per_unit // resident))
+        found.append((time, Tile(r, m, pb, window, group, -(-dil // r),
+                                 -(-phase_len // m), phase_len, nbytes, wlocal), groups))
     return found
 
 
@@ -225,12 +261,18 @@ def tile_candidates(blocks: list[BlockShape], batch: int, length: int,
     found = _tiles(blocks, batch, length, device)
     if not found:
         return []
+
+    def preferred(kept):
+        """Of these, the tiles with their weights in local memory where there are any (a GPU
+        ran them twice as fast)."""
+        return [f for f in kept if f[0].wlocal] or kept
+
     units = max(device.compute_units, 1)
     listed = [min(found, key=lambda f: f[0])[1]]
     for most_bytes in (None, local_budget(device) // 3):
         for pb in (4, 1):
-            kept = [(tile, groups) for _, tile, groups in found if tile.pb == pb and
-                    (most_bytes is None or tile.local_bytes <= most_bytes)]
+            kept = preferred([(tile, groups) for _, tile, groups in found if tile.pb == pb and
+                              (most_bytes is None or tile.local_bytes <= most_bytes)])
             if not kept:
                 continue
             enough = [f for f in kept if f[1] >= units]
@@ -240,7 +282,7 @@ def tile_candidates(blocks: list[BlockShape], batch: int, length: int,
             if tile not in listed:
                 listed.append(tile)
     # and the other way: the fewest positions recomputed (the largest tile that fits), PB 4
-    largest = max((tile for _, tile, _ in found if tile.pb == 4),
+    largest = max((tile for tile, _ in preferred([(t, g) for _, t, g in found if t.pb == 4])),
                   key=lambda t: (t.r * t.m, t.m), default=None)
     if largest is not None and largest not in listed:
         listed.append(largest)
@@ -254,7 +296,8 @@ class TileVariant(KernelVariant):
 
     @property
     def name(self) -> str:
-        return f"tile_r{self.tile.r}_m{self.tile.m}_pb{self.tile.pb}"
+        wlocal = "_wlocal" if self.tile.wlocal else ""
+        return f"tile_r{self.tile.r}_m{self.tile.m}_pb{self.tile.pb}{wlocal}"
 
     def launches(self, plan) -> list[KernelLaunch]:
         """`plan`: the call's launches for a tile (TemporalBlocks._launches, bound)."""
@@ -343,8 +386,9 @@ class TemporalBlocks(Op):
                 Arg.const(np.array(table, np.int32))) + \
             tuple(Arg.scalar(np.int32(v)) for v in scalars) + (Arg.local(tile.local_bytes),)
         groups = batch * tile.r_tiles * tile.m_tiles
-        label = f"temporal_blocks_pb{tile.pb}"
-        return [KernelLaunch(program_text(label, {"PB": tile.pb}, "temporal_blocks.cl"),
+        label = f"temporal_blocks_pb{tile.pb}" + ("_wlocal" if tile.wlocal else "")
+        values = {"PB": tile.pb, "WLOCAL": int(tile.wlocal)}
+        return [KernelLaunch(program_text(label, values, "temporal_blocks.cl"),
                              "temporal_blocks",
                              args, (groups * tile.local_size,), (tile.local_size,),
                              label=label)]

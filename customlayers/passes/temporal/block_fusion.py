@@ -26,8 +26,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ...graph.graph import Graph, Node, Port
-from ...ops.nn.temporal_block import (BlockShape, fits_every_device, halos, pack_block,
-                                      run_dilation)
+from ...jit.launch import DeviceTraits
+from ...ops.nn.temporal_block import (BlockShape, fits_every_device, halos, launch_bound,
+                                      pack_block, run_dilation)
 from ..graph_edit import rebuilt_graph, sole_layer_reading_only_output
 # the host evaluation of constant layers (weight norm's g * v / ||v||) the stream conversion
 # reads its weights with: the same arithmetic, in the constants' own float type
@@ -50,12 +51,19 @@ class _Block:
     computed: set = field(default_factory=set)
 
 
-def fuse_temporal_blocks(graph: Graph, is_builtin) -> tuple[Graph, list[str]]:
-    """(the rewritten graph, one note per run); the graph itself when nothing fuses."""
+def fuse_temporal_blocks(graph: Graph, is_builtin, *,
+                         launch_bound_on: DeviceTraits | None = None) -> tuple[Graph, list[str]]:
+    """(the rewritten graph, one note per run); the graph itself when nothing fuses.
+    `launch_bound_on`: only the runs whose convolutions are launch-bound on that device
+    (ops/nn/temporal_block.py's launch_bound: a GPU, the batch and length known), Network's
+    default; None: every run."""
     blocks = [b for b in (_block_at(graph, n, is_builtin) for n in list(graph)
                           if n.type == "Convolution") if b is not None]
+    runs = _runs(graph, blocks)
+    if launch_bound_on is not None:
+        runs = [run for run in runs if _launch_bound(run, launch_bound_on)]
     changed, drop, redirect, notes, added = {}, set(), {}, [], []
-    for run in _runs(graph, blocks):
+    for run in runs:
         first, last = run[0], run[-1]
         shapes = [b.shape for b in run]
         packed = np.concatenate([pack_block(*b.weights) for b in run])
@@ -125,6 +133,12 @@ def _runs(graph: Graph, blocks: list[_Block]) -> list[list[_Block]]:
         else:
             runs.append([])           # a block that stays as it was ends any run before it
     return [run for run in runs if run]
+
+
+def _launch_bound(run: list[_Block], device: DeviceTraits) -> bool:
+    batch, _, length = run[0].conv1.inputs[0].shape
+    known = all(isinstance(d, int) for d in (batch, length))
+    return known and launch_bound([b.shape for b in run], batch, length, device)
 
 
 def _follows(graph: Graph, before: _Block, block: _Block) -> bool:

@@ -83,8 +83,10 @@ class Network:
     concat_in_place: the layers before a Concat write into its output, and the Concat copies
         nothing, where that is safe (concat_in_place.py); False: every Concat copies.
     fuse_temporal_blocks: runs of TCN temporal blocks become TemporalBlocks layers, one launch
-        each (passes/temporal/); off by default: fewer launches, but slower kernels on the
-        GPU measured so far (passes/__init__.py). Needs `fuse`; a package runs as compiled.
+        each (passes/temporal/). None (the default): on a device that is not a CPU, the runs
+        whose convolutions are launch-bound there (an H100: the seed's TCN up to batch 32, at
+        0.52-0.90x the unfused time; at 64 the fused kernels were 1.25x: passes/__init__.py);
+        True: every run; False: none. Needs `fuse`; a package runs as compiled.
     fuse_attention: the MatMul, scale, mask Add, Softmax, MatMul chains of scaled dot-product
         attention become one FusedAttention layer each (passes/attention_folding.py). None (the
         default): on a device that is not a CPU, where it pays (an H100: see the pass); on
@@ -100,10 +102,12 @@ class Network:
                  profiling: bool = False, pad_custom_inputs=None, messages=None,
                  fuse: bool = True, resolver: Resolver | None = None,
                  tuning: str | None = None, concat_in_place: bool = True,
-                 fuse_temporal_blocks: bool = False, fuse_attention: bool | None = None):
+                 fuse_temporal_blocks: bool | None = None,
+                 fuse_attention: bool | None = None):
         self._say = messages if messages is not None else (lambda m: None)
         _check_argument_types(registry, engine)
-        settings.check_switches("Network", ("fuse_attention",), profiling=profiling, fuse=fuse,
+        settings.check_switches("Network", ("fuse_attention", "fuse_temporal_blocks"),
+                                profiling=profiling, fuse=fuse,
                                 concat_in_place=concat_in_place, fuse_attention=fuse_attention,
                                 fuse_temporal_blocks=fuse_temporal_blocks)
         if is_package(graph):
@@ -136,8 +140,12 @@ class Network:
             fuse_attention = traits.kind != "CPU"
         self._fuse_attention = fuse_attention
         self._concat_in_place = concat_in_place
-        self._passes = passes_for(temporal_blocks=fuse_temporal_blocks,
-                                  attention=fuse_attention) if fuse else FOLDING
+        # None: a GPU fuses the runs that are launch-bound on it
+        self._passes = passes_for(
+            temporal_blocks=traits.kind != "CPU" if fuse_temporal_blocks is None
+            else fuse_temporal_blocks, attention=fuse_attention,
+            launch_bound_on=traits if fuse_temporal_blocks is None else None) \
+            if fuse else FOLDING
         self.graph, self.rewrites = self._rewritten(self.graph, self._passes)
         self.messages += self.rewrites      # one line per rewrite (the CLI's --verbose says them)
         # shape arithmetic that depends on the request's shapes: folded per plan (_compile)
