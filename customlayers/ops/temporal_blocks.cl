@@ -8,15 +8,17 @@
 // item. It stages its input window (the tile plus the halo the receptive field needs) in local
 // memory, computes each convolution over the window the next stage reads (recomputing the
 // halo), and writes only the last block's output of its tile. Local memory holds three regions
-// (input, middle, output of a block) of CH channels x (WINDOW + 1) positions x TILE_R residues,
-// laid out [channel][position][residue] so that neighbouring work items read neighbouring words
-// (the last position of each row holds zeros: the causal padding), then with WLOCAL the stage's
-// weights.
+// (input, middle, output of a block) of CH / 4 channel quads x (WINDOW + 1) positions x TILE_R
+// residues of float4s (four channels), laid out [quad][position][residue] so that neighbouring
+// work items read neighbouring float4s, one load for four input channels (the last position of
+// each row holds zeros: the causal padding), then with WLOCAL the stage's weights. Channels
+// past a stage's own (up to its multiple of 4) hold zeros.
 //
-// Weights are packed per block as [cin][tap][cout rounded up to 4] (zero padded): a work item
-// computes 4 output channels (one float4 weight load, the same for the whole warp) at PB
-// positions (a #define: 1 where a short chain per work item matters, batch 1 on a GPU; 4 for
-// 4 * PB multiply-adds per weight load where throughput does).
+// Weights are packed per block as [cin rounded up to 4][tap][cout rounded up to 4] (zero
+// padded): a work item computes 4 output channels (one float4 weight load, the same for the
+// whole warp, per input channel) at PB positions (a #define: 1 where a short chain per work
+// item matters, batch 1 on a GPU; 4 for 4 * PB multiply-adds per weight load where throughput
+// does), and stores them as one float4: the next stage's input quad.
 //
 // WLOCAL 1: each stage's weights and biases are copied to local memory first (one region after
 // the three of the activations), where its work items read them. On a GPU a weight read from
@@ -51,18 +53,15 @@
 
 // acc[pb] += sum over taps j and input channels ci of w[ci][j][co..co+3] * in[ci][m - (k-1-j)e]
 // at positions m = lo_out + w_lane + pb * lanes (clamped into the window; only stored in it).
-// A position before the start reads the zero at `zero_at` (each channel's row ends in one): the
-// causal padding, without a multiply in the loop. Four channels a step, by hand (PoCL's LLVM
-// does not unroll a loop of unknown count), into two accumulators: their loads issue before the
-// multiply-adds wait on them, and each waits on two, not four, before it, where few warps hide
-// no latency (batch 1 on a GPU).
-inline void causal_taps(float4 acc[PB], __local const float* in, int lo_in, int cstride,
+// A position before the start reads the zero at `zero_at` (each quad's row ends in one): the
+// causal padding, without a multiply in the loop. An input quad a step: one float4 of the
+// window and four weight rows, into two accumulators, each waiting on two multiply-adds before
+// it, not four, where few warps hide no latency (batch 1 on a GPU).
+inline void causal_taps(float4 acc[PB], __local const float4* in, int lo_in, int qstride,
                         int zero_at, int tile_r, int r, int lo_out, int w_lane, int lanes,
-                        int width, int cin, int k, int e, WSPACE const float* w, int cop,
+                        int width, int quads, int k, int e, WSPACE const float4* w, int cbs,
                         int cb) {
-    // float4 words (cop is a multiple of 4, every offset too): one vector load, not four
-    const int cbs = cop / 4, wstep = k * cbs;
-    WSPACE const float4* w4 = (WSPACE const float4*)w;
+    const int wstep = k * cbs;            // one input channel's rows, in float4s
     float4 acc2[PB];
     #pragma unroll
     for (int pb = 0; pb < PB; pb++)
@@ -75,29 +74,18 @@ inline void causal_taps(float4 acc[PB], __local const float* in, int lo_in, int 
             const int q = lo_out + min(w_lane + pb * lanes, width - 1) - shift;
             at[pb] = (q >= 0 ? (q - lo_in) * tile_r : zero_at) + r;
         }
-        WSPACE const float4* wj = w4 + j * cbs + cb;
-        int ci = 0;
-        for (; ci + 4 <= cin; ci += 4) {
-            const float4 w0 = wj[ci * wstep], w1 = wj[(ci + 1) * wstep];
-            const float4 w2 = wj[(ci + 2) * wstep], w3 = wj[(ci + 3) * wstep];
-            __local const float* s0 = in + ci * cstride;
-            __local const float* s1 = s0 + cstride;
-            __local const float* s2 = s1 + cstride;
-            __local const float* s3 = s2 + cstride;
+        WSPACE const float4* wj = w + j * cbs + cb;
+        __local const float4* s = in;
+        for (int cq = 0; cq < quads; cq++, wj += 4 * wstep, s += qstride) {
+            const float4 w0 = wj[0], w1 = wj[wstep], w2 = wj[2 * wstep], w3 = wj[3 * wstep];
             #pragma unroll
             for (int pb = 0; pb < PB; pb++) {
-                acc[pb] += w0 * s0[at[pb]];
-                acc2[pb] += w1 * s1[at[pb]];
-                acc[pb] += w2 * s2[at[pb]];
-                acc2[pb] += w3 * s3[at[pb]];
+                const float4 v = s[at[pb]];
+                acc[pb] += w0 * v.x;
+                acc2[pb] += w1 * v.y;
+                acc[pb] += w2 * v.z;
+                acc2[pb] += w3 * v.w;
             }
-        }
-        for (; ci < cin; ci++) {
-            const float4 w0 = wj[ci * wstep];
-            __local const float* s0 = in + ci * cstride;
-            #pragma unroll
-            for (int pb = 0; pb < PB; pb++)
-                acc[pb] += w0 * s0[at[pb]];
         }
     }
     #pragma unroll
@@ -118,13 +106,16 @@ inline void causal_taps(float4 acc[PB], __local const float* in, int lo_in, int 
 // the residual read from the block's input `x_in` (its window from lo_x, xcin channels; wd,
 // bd the downsample's weights and bias). The result goes to `out` in local memory, or, for
 // the run's last stage (last), to the columns of batch item b of y.
-inline void conv_stage(__local const float* in, int lo_in, int cin, int k, int e,
+inline void conv_stage(__local const float4* in, int lo_in, int cin, int k, int e,
                        WSPACE const float* w, WSPACE const float* bias, int cout,
-                       int lo_out, int width, int residual, __local const float* x_in, int lo_x,
+                       int lo_out, int width, int residual, __local const float4* x_in, int lo_x,
                        int xcin, WSPACE const float* wd, WSPACE const float* bd,
-                       __local float* out, int last, __global float* y, int b, int length,
-                       int r0, int dil, int tile_r, int cstride, int zero_at) {
+                       __local float4* out, int last, __global float* y, int b, int length,
+                       int r0, int dil, int tile_r, int qstride, int zero_at) {
     const int cop = (cout + 3) & ~3, cbs = cop / 4;
+    // float4 words (cop is a multiple of 4, every offset too): one vector load, not four
+    WSPACE const float4* w4 = (WSPACE const float4*)w;
+    WSPACE const float4* wd4 = (WSPACE const float4*)wd;
     const int lanes = (width + PB - 1) / PB;
     const int lid = get_local_id(0), lsz = get_local_size(0);
     for (int i = lid; i < cbs * lanes * tile_r; i += lsz) {
@@ -135,8 +126,8 @@ inline void conv_stage(__local const float* in, int lo_in, int cin, int k, int e
         #pragma unroll
         for (int pb = 0; pb < PB; pb++)
             acc[pb] = b0;
-        causal_taps(acc, in, lo_in, cstride, zero_at, tile_r, r, lo_out, w_lane, lanes, width,
-                    cin, k, e, w, cop, cb);
+        causal_taps(acc, in, lo_in, qstride, zero_at, tile_r, r, lo_out, w_lane, lanes, width,
+                    (cin + 3) / 4, k, e, w4, cbs, cb);
         #pragma unroll
         for (int pb = 0; pb < PB; pb++) {
             if (residual == RES_NONE) {
@@ -144,15 +135,17 @@ inline void conv_stage(__local const float* in, int lo_in, int cin, int k, int e
                 continue;
             }
             const int at = min(w_lane + pb * lanes, width - 1);
-            __local const float* src = x_in + (lo_out + at - lo_x) * tile_r + r;
+            __local const float4* src = x_in + (lo_out + at - lo_x) * tile_r + r;
             float4 res;
             if (residual == RES_DOWN) {
                 res = ((WSPACE const float4*)bd)[cb];
-                for (int ci = 0; ci < xcin; ci++)
-                    res += ((WSPACE const float4*)wd)[ci * cbs + cb] * src[ci * cstride];
+                for (int cq = 0; cq < (xcin + 3) / 4; cq++) {
+                    const float4 v = src[cq * qstride];
+                    WSPACE const float4* wq = wd4 + 4 * cq * cbs + cb;
+                    res += wq[0] * v.x + wq[cbs] * v.y + wq[2 * cbs] * v.z + wq[3 * cbs] * v.w;
+                }
             } else {
-                src += (cb * 4) * cstride;
-                res = (float4)(src[0], src[cstride], src[2 * cstride], src[3 * cstride]);
+                res = src[cb * qstride];
             }
             acc[pb] = fmax(fmax(acc[pb], 0.0f) + res, 0.0f);
         }
@@ -173,11 +166,7 @@ inline void conv_stage(__local const float* in, int lo_in, int cin, int k, int e
                     if (co + 3 < cout) dst[3 * length] = v.s3;
                 }
             } else {
-                __local float* dst = out + (cb * 4) * cstride + at * tile_r + r;
-                dst[0] = v.s0;
-                dst[cstride] = v.s1;
-                dst[2 * cstride] = v.s2;
-                dst[3 * cstride] = v.s3;
+                out[cb * qstride + at * tile_r + r] = v;
             }
         }
     }
@@ -210,9 +199,8 @@ __kernel void temporal_blocks(__global const float* restrict x,
                               int length, int dil, int tile_r, int tile_m, int window, int ch,
                               int r_tiles, int m_tiles, int phase_len,
                               __local float4* scratch4) {
-    // declared float4: a local argument is aligned for its pointee (NVIDIA's float4 weight
-    // reads fault on one aligned for float)
-    __local float* scratch = (__local float*)scratch4;
+    // (declared float4: a local argument is aligned for its pointee; NVIDIA's float4 reads
+    // fault on one aligned for float)
     const int tiles = r_tiles * m_tiles;
     const int g = get_group_id(0);
     const int b = g / tiles;
@@ -220,31 +208,34 @@ __kernel void temporal_blocks(__global const float* restrict x,
     const int m0 = ((g - b * tiles) % m_tiles) * tile_m;
     const int hi = min(m0 + tile_m, phase_len);
     const int lid = get_local_id(0), lsz = get_local_size(0);
-    // each channel's row: the window's positions, then one of zeros (zero_at: causal_taps)
-    const int zero_at = window * tile_r, cstride = zero_at + tile_r;
-    __local float* buf_in = scratch;
-    __local float* buf_mid = scratch + ch * cstride;
-    __local float* buf_out = scratch + 2 * ch * cstride;
+    // each quad's row: the window's positions, then one of zeros (zero_at: causal_taps)
+    const int zero_at = window * tile_r, qstride = zero_at + tile_r, quads = ch / 4;
+    __local float4* buf_in = scratch4;
+    __local float4* buf_mid = scratch4 + quads * qstride;
+    __local float4* buf_out = scratch4 + 2 * quads * qstride;
 #if WLOCAL
     // a stage's weights, bias and downsample, as packed (offsets from the stage's first)
-    __local float* wbuf = scratch + 3 * ch * cstride;
+    __local float* wbuf = (__local float*)(scratch4 + 3 * quads * qstride);
     stage_weights(wbuf, params + table[F_W1], table[F_W2] - table[F_W1]);
 #endif
 
-    for (int i = lid; i < 3 * ch * tile_r; i += lsz)
-        scratch[(i / tile_r) * cstride + zero_at + i % tile_r] = 0.0f;
+    for (int i = lid; i < 3 * quads * tile_r; i += lsz)
+        scratch4[(i / tile_r) * qstride + zero_at + i % tile_r] = (float4)(0.0f);
 
     // the run's input window [lo_in, hi), zero where t is past the end or the residue is not one
+    // (channels past cin0, up to its multiple of 4, zero)
     const int cin0 = table[F_CIN];
     int lo_in = max(0, m0 - table[F_HIN]);
     {
         const int span = (hi - lo_in) * tile_r;
         __global const float* xb = x + (size_t)b * cin0 * length;
-        for (int i = lid; i < cin0 * span; i += lsz) {
+        __local float* words = (__local float*)buf_in;
+        for (int i = lid; i < ((cin0 + 3) & ~3) * span; i += lsz) {
             const int c = i / span, p = i - c * span;
             const int w = p / tile_r, r = p - w * tile_r;
             const int t = r0 + r + dil * (lo_in + w);
-            buf_in[c * cstride + p] = (r0 + r < dil && t < length) ? xb[c * length + t] : 0.0f;
+            words[((c / 4) * qstride + p) * 4 + c % 4] =
+                (c < cin0 && r0 + r < dil && t < length) ? xb[c * length + t] : 0.0f;
         }
     }
     barrier(CLK_LOCAL_MEM_FENCE);
@@ -269,7 +260,7 @@ __kernel void temporal_blocks(__global const float* restrict x,
         const int lo_mid = max(0, m0 - f[F_HMID]);
         conv_stage(buf_in, lo_in, cin, f[F_K1], f[F_E1], w1, b1,
                    cout, lo_mid, hi - lo_mid, RES_NONE, buf_in, lo_in, cin, w1, b1,
-                   buf_mid, 0, y, b, length, r0, dil, tile_r, cstride, zero_at);
+                   buf_mid, 0, y, b, length, r0, dil, tile_r, qstride, zero_at);
         barrier(CLK_LOCAL_MEM_FENCE);
 
 #if WLOCAL
@@ -291,10 +282,10 @@ __kernel void temporal_blocks(__global const float* restrict x,
         conv_stage(buf_mid, lo_mid, cout, f[F_K2], f[F_E2], w2, b2,
                    cout, lo_out, hi - lo_out, f[F_DOWN] ? RES_DOWN : RES_IDENTITY, buf_in, lo_in,
                    cin, wd, bd, buf_out, blk == blocks - 1, y, b,
-                   length, r0, dil, tile_r, cstride, zero_at);
+                   length, r0, dil, tile_r, qstride, zero_at);
         barrier(CLK_LOCAL_MEM_FENCE);
         // the output is the next block's input; the old input region takes its output
-        __local float* old_in = buf_in;
+        __local float4* old_in = buf_in;
         buf_in = buf_out;
         buf_out = old_in;
         lo_in = lo_out;

@@ -70,10 +70,9 @@ def _padded(c: int) -> int:
 
 def block_sizes(block: BlockShape) -> list[int]:
     """Floats of w1, b1, w2, b2, wd, bd in the packed layout (wd, bd 0 without downsample)."""
-    cop = _padded(block.cout)
+    cip, cop = _padded(block.cin), _padded(block.cout)
     down = int(block.down)
-    return [block.cin * block.k1 * cop, cop, block.cout * block.k2 * cop, cop,
-            down * block.cin * cop, down * cop]
+    return [cip * block.k1 * cop, cop, cop * block.k2 * cop, cop, down * cip * cop, down * cop]
 
 
 def packed_size(blocks: list[BlockShape]) -> int:
@@ -82,13 +81,15 @@ def packed_size(blocks: list[BlockShape]) -> int:
 
 def pack_block(w1, b1, w2, b2, wd=None, bd=None) -> np.ndarray:
     """One block's weights (conv weights (C_out, C_in, k); biases (C_out,) or None) as the
-    kernel reads them: each weight [C_in][tap][C_out rounded up to 4], zero padded."""
+    kernel reads them: each weight [C_in rounded up to 4][tap][C_out rounded up to 4], zero
+    padded (the kernel reads its input channels four at a time)."""
     cout = w1.shape[0]
     cop = _padded(cout)
 
     def weight(w):
         w = np.asarray(w, np.float32).transpose(1, 2, 0)          # [cin][tap][cout]
-        return np.pad(w, ((0, 0), (0, 0), (0, cop - cout))).reshape(-1)
+        cin = w.shape[0]
+        return np.pad(w, ((0, _padded(cin) - cin), (0, 0), (0, cop - cout))).reshape(-1)
 
     def bias(b):
         b = np.zeros(cout, np.float32) if b is None else np.asarray(b, np.float32).reshape(-1)
