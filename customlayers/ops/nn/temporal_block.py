@@ -6,7 +6,8 @@ Each block maps (N, C_in, T) to (N, C_out, T):
 where conv1 and conv2 are causal dilated 1-D convolutions (padding (k-1)*d before the start
 only) and the residual is x itself (C_in == C_out) or a 1x1 convolution of it plus a bias.
 On the GPU a launch costs about 10 us, as much as such a block's work at batch 1: the seed's TCN
-(8 blocks, 25 channels) ran in 17 launches, and runs in 4 of these.
+(8 blocks, 25 channels) ran in 17 launches, and runs in 4 of these (on an H100 at batch 1,
+0.10-0.11 ms of kernels against 0.16-0.25 ms unfused: a GPU's default, launch_bound).
 
 Attributes (text, as the rewrite writes them): channels (C_0, C_1, ..., C_n: block i maps
 C_i to C_i+1), kernels and dilations (two per block: conv1's, conv2's), downsample (one 0/1 per
@@ -242,8 +243,9 @@ def _tiles(blocks: list[BlockShape], batch: int, length: int,
 def choose_tile(blocks: list[BlockShape], batch: int, length: int,
                 device: DeviceTraits | None) -> Tile | None:
     """The tile of least estimated time (_tiles) whose three regions fit the device's local
-    memory; None when none does. On an H200 the model's choice ran the seed's TCN slower than
-    its separate convolutions (passes/__init__.py): tile_candidates gives the tuner others."""
+    memory; None when none does. On an H100 it chose the fastest tile of each run of the seed's
+    TCN at batch 1 and 64 (.device/probe/tcn_tiles.py, every tile timed); elsewhere it may
+    not: tile_candidates gives the tuner others."""
     found = _tiles(blocks, batch, length, device)
     return min(found, key=lambda f: f[0])[1] if found else None
 
