@@ -73,6 +73,30 @@ def test_by_default_a_gpu_fuses_the_launch_bound_runs_and_a_cpu_none(tmp_path, e
         assert "TemporalBlocks" in [s.type for s in fused_network(path, engine).plan.steps]
 
 
+def test_a_gpu_decides_per_batch_where_the_model_leaves_the_batch_open(tmp_path, engine,
+                                                                     monkeypatch):
+    """A TCN exported with a dynamic batch (torch's usual export): the rewrite knows whether a
+    run is launch-bound only for a request's shapes, so the network decides per plan (found by
+    a review: decided once on the declared graph, it never fused). The device is taken for a
+    GPU (its traits), the kernels run on the test device."""
+    import onnx
+    from customlayers.jit.launch import DeviceTraits
+    from customlayers.runtime.compile import network as network_module
+    monkeypatch.setattr(network_module, "device_traits", lambda device: DeviceTraits(
+        "GPU", compute_units=132, max_work_group_size=256, local_mem_size=48 * 1024))
+    path = gpu_peers.onnx_tcn(tmp_path / "tcn.onnx", 1, levels=4)
+    model = onnx.load(str(path))
+    for value in (*model.graph.input, *model.graph.output):
+        value.type.tensor_type.shape.dim[0].dim_param = "N"
+    onnx.save(model, str(path))
+    net = Network(path, engine=engine, input_shapes={"x": (1, 1, 784)})
+    assert [s.type for s in net.plan.steps].count("TemporalBlocks") == 2
+    x = np.random.default_rng(3).standard_normal((1, 1, 784)).astype(np.float32)
+    close(net.infer({"x": x})["y"], ort_run(path, {"x": x})["y"])
+    # batch 64: each convolution 1.7 M multiply-adds a compute unit, past launch_bound's 1.2 M
+    assert "TemporalBlocks" not in [s.type for s in net.plan_for({"x": (64, 1, 784)}).steps]
+
+
 def test_asking_for_the_fusion_on_a_model_without_blocks_says_so(engine):
     model = Path(__file__).resolve().parents[2] / "examples" / "models" / "demo_cnn_builtin.xml"
     said = []

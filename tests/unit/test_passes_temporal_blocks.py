@@ -135,3 +135,10 @@ def test_blocks_too_wide_for_the_guaranteed_local_memory_stay_as_written(tmp_pat
     graph, notes = rewritten(tcn_model(tmp_path / "m.onnx", 1, 64, [Spec(160, 160, 3, 1)]))
     assert fused(graph) == [] and not any("temporal" in m for m in notes)
     assert fuse_temporal_blocks(graph, lambda n: True) == (graph, [])
+    # a block too wide, then others: each stays as written, and the rest still fuse (found
+    # by a review: the next block read the last block of the empty run the wide one left)
+    wide = [Spec(128, 128, 3, 1), Spec(128, 128, 3, 2), Spec(128, 8, 3, 4), Spec(8, 8, 3, 8)]
+    for launch_bound_on in (None, H100):
+        graph, _ = rewritten(tcn_model(tmp_path / "w.onnx", 1, 784, wide),
+                             launch_bound_on=launch_bound_on)
+        assert [n.attrs["channels"] for n in fused(graph)] == ["8,8"]

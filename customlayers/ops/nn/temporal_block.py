@@ -195,8 +195,8 @@ def _stages(blocks, hs, r: int, m: int, pb: int, phase_len: int) -> list[tuple[i
 
 def _tiles(blocks: list[BlockShape], batch: int, length: int,
            device: DeviceTraits | None) -> list[tuple[float, Tile, int]]:
-    """(estimated time, tile, work-groups) of every tile whose three regions fit the device's
-    local memory. Counted in instructions of a loop iteration (a weight load, PB local loads,
+    """(estimated time, tile, work-groups) of every tile whose three regions (and on a GPU,
+    for a tile with wlocal, the largest stage's weights) fit the device's local memory. Counted in instructions of a loop iteration (a weight load, PB local loads,
     4 * PB multiply-adds, the index arithmetic): a compute unit's time is the larger of its
     work-groups' instructions over its issue rate (GPU: 4 warps a cycle; CPU: one core of
     `float_vector_width` lanes) and their chains of iterations one after another, as many at
@@ -258,8 +258,8 @@ def tile_candidates(blocks: list[BlockShape], batch: int, length: int,
     the local memory (three work-groups resident on a unit: its latency hidden); no
     duplicates, then the largest tile of PB 4. At batch 1 the first kind spreads a small window
     over the whole GPU, at large batches the second trades recomputed halo for occupancy, the
-    last recomputes least: what the cost model weighs but did not predict on the H200
-    (passes/__init__.py). The tuner's `fast` times the first four."""
+    last recomputes least: what the cost model weighs, roughly. Each tier prefers the tiles
+    with their weights in local memory (a GPU's). The tuner's `fast` times the first four."""
     device = device or DeviceTraits()
     found = _tiles(blocks, batch, length, device)
     if not found:

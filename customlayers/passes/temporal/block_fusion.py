@@ -124,8 +124,8 @@ def _runs(graph: Graph, blocks: list[_Block]) -> list[list[_Block]]:
     """The blocks in runs of consecutive ones, each run within the limits above."""
     runs: list[list[_Block]] = []
     for block in blocks:
-        run = runs[-1] if runs else None
-        if run is not None and _follows(graph, run[-1], block) and \
+        run = runs[-1] if runs else None          # [] after a block that stays as it was
+        if run and _follows(graph, run[-1], block) and \
                 _fits(run + [block], joined=True):
             run.append(block)
         elif _fits([block], joined=False):
@@ -135,8 +135,23 @@ def _runs(graph: Graph, blocks: list[_Block]) -> list[list[_Block]]:
     return [run for run in runs if run]
 
 
-def _launch_bound(run: list[_Block], device: DeviceTraits) -> bool:
+def runs_awaiting_shapes(graph: Graph, is_builtin) -> bool:
+    """Whether a run of blocks has a batch or length the graph leaves open: whether it is
+    launch-bound is known only for a request's shapes (Network then runs the rewrites per
+    plan, as for shape arithmetic)."""
+    blocks = [b for b in (_block_at(graph, n, is_builtin) for n in list(graph)
+                          if n.type == "Convolution") if b is not None]
+    return any(not all(isinstance(d, int) for d in _batch_and_length(run))
+               for run in _runs(graph, blocks))
+
+
+def _batch_and_length(run: list[_Block]) -> tuple:
     batch, _, length = run[0].conv1.inputs[0].shape
+    return batch, length
+
+
+def _launch_bound(run: list[_Block], device: DeviceTraits) -> bool:
+    batch, length = _batch_and_length(run)
     known = all(isinstance(d, int) for d in (batch, length))
     return known and launch_bound([b.shape for b in run], batch, length, device)
 

@@ -25,7 +25,7 @@ from ...graph.graph import Graph
 from ...graph.load import read_model
 from ...graph.variables import variables_of
 from ...ops.attention.fused import MAX_HEAD
-from ...passes import FOLDING, passes_for
+from ...passes import FOLDING, passes_for, runs_awaiting_shapes
 from ...passes.concrete_shapes import with_concrete_shapes
 from ...passes.stream.causal_stream import stream_program
 from ...passes.fusion import FusionPlan, plan_network_fusion
@@ -148,8 +148,12 @@ class Network:
             if fuse else FOLDING
         self.graph, self.rewrites = self._rewritten(self.graph, self._passes)
         self.messages += self.rewrites      # one line per rewrite (the CLI's --verbose says them)
-        # shape arithmetic that depends on the request's shapes: folded per plan (_compile)
-        self._per_shape = has_fold_nodes(self.graph)
+        # shape arithmetic that depends on the request's shapes: folded per plan (_compile); so
+        # are the temporal blocks a GPU fuses where launch-bound, for a batch or length left
+        # open (a TCN exported with a dynamic batch)
+        self._per_shape = has_fold_nodes(self.graph) or (
+            fuse and fuse_temporal_blocks is None and traits.kind != "CPU" and
+            runs_awaiting_shapes(self.graph, self._is_builtin))
         # (attention whose shapes depend on the request's is fused per plan: no note at load)
         for asked, made, note in ((fuse_temporal_blocks, "TemporalBlocks", TEMPORAL_NOTE),
                                   (asked_attention and not self._per_shape, "FusedAttention",
