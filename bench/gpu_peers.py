@@ -39,6 +39,8 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
 TCN_CHANNELS, TCN_LEVELS, TCN_KERNEL, TCN_LENGTH, TCN_CLASSES = 25, 8, 7, 784, 10
+# a TCN row's name after its batch, by fuse_temporal_blocks (None: Network's default)
+TCN_FORMS = {None: "", False: " unfused", True: " fused"}
 
 
 def median_ms(fn, runs: int, warmup: int = 3) -> float:
@@ -296,7 +298,8 @@ def ours(engine, path: Path, shapes: dict | None, xs: list, runs: int, tuning: s
         kernel_runs.append(sum(r.ns for r in profile.collect(treq)) / 1e6)
     note = next((m for m in net.messages if m.startswith("tuning")), "")
     tiles = [f"{launch.global_size[0] // launch.local_size[0]}x{launch.local_size[0]} "
-             f"{launch.label.removeprefix('temporal_blocks_')}" for step in net.plan.steps if step.type == "TemporalBlocks"
+             f"{launch.label.removeprefix('temporal_blocks_')}"
+             for step in net.plan.steps if step.type == "TemporalBlocks"
              for launch in step.launches]
     if tiles:
         note = "; ".join(filter(None, [note, f"TemporalBlocks work-groups x items: "
@@ -399,7 +402,7 @@ def main() -> int:
             fused = (None, False, True) if args.temporal_blocks and model_name == "TCN" \
                 else (None,)
             for fuse in fused:
-                row = f"{model_name} b{batch}{ {None: '', False: ' unfused', True: ' fused'}[fuse]}"
+                row = f"{model_name} b{batch}{TCN_FORMS[fuse]}"
                 host, device, kernels, launches, out, note = ours(
                     engine, path, shapes, xs, runs, args.tuning, fuse_temporal_blocks=fuse)
                 err = float(np.max(np.abs(out - want)) / max(np.max(np.abs(want)), 1e-30)) \

@@ -133,13 +133,19 @@ def launch_bound(blocks: list[BlockShape], batch: int, length: int,
     return most <= LAUNCH_BOUND_MACS_PER_UNIT * max(device.compute_units, 1)
 
 
+def _region_bytes(channels: int, window: int, residues: int) -> int:
+    """The three activation regions of a tile: each channel's row holds the window's positions
+    and one of zeros (the causal padding), per residue."""
+    return 3 * channels * (window + 1) * residues * 4
+
+
 def min_local_bytes(blocks: list[BlockShape], length: int | None = None) -> int:
     """Local memory of the smallest tile worth a launch (MIN_TILE positions, one residue)."""
     dil = run_dilation(blocks)
     window = MIN_TILE + halos(blocks, dil)[0][0]
     if length is not None:
         window = min(window, -(-length // dil))
-    return 3 * _channels(blocks) * (window + 1) * 4
+    return _region_bytes(_channels(blocks), window, 1)
 
 
 def fits_every_device(blocks: list[BlockShape], length: int | None = None) -> bool:
@@ -196,8 +202,9 @@ def _stages(blocks, hs, r: int, m: int, pb: int, phase_len: int) -> list[tuple[i
 def _tiles(blocks: list[BlockShape], batch: int, length: int,
            device: DeviceTraits | None) -> list[tuple[float, Tile, int]]:
     """(estimated time, tile, work-groups) of every tile whose three regions (and on a GPU,
-    for a tile with wlocal, the largest stage's weights) fit the device's local memory. Counted in instructions of a loop iteration (a weight load, PB local loads,
-    4 * PB multiply-adds, the index arithmetic): a compute unit's time is the larger of its
+    for a tile with wlocal, the largest stage's weights) fit the device's local memory.
+    Counted in instructions of a loop iteration (a weight load, PB local loads, 4 * PB
+    multiply-adds, the index arithmetic): a compute unit's time is the larger of its
     work-groups' instructions over its issue rate (GPU: 4 warps a cycle; CPU: one core of
     `float_vector_width` lanes) and their chains of iterations one after another, as many at
     once as fit (batch 1 on a GPU is this latency: few, short chains win)."""
@@ -221,8 +228,7 @@ def _tiles(blocks: list[BlockShape], batch: int, length: int,
                                        for r in r_options for m in m_options):
         per_iteration = (5 * pb + 4) * (1 if wlocal or not gpu else GLOBAL_WEIGHT_COST)
         window = min(m + hs[0][0], phase_len)
-        # each row ends in a zero (the causal padding), then the weights
-        nbytes = 3 * ch * (window + 1) * r * 4 + wbytes
+        nbytes = _region_bytes(ch, window, r) + wbytes       # then the weights
         if nbytes > budget:
             continue
         stages = _stages(blocks, hs, r, m, pb, phase_len)

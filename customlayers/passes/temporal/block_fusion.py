@@ -57,9 +57,7 @@ def fuse_temporal_blocks(graph: Graph, is_builtin, *,
     `launch_bound_on`: only the runs whose convolutions are launch-bound on that device
     (ops/nn/temporal_block.py's launch_bound: a GPU, the batch and length known), Network's
     default; None: every run."""
-    blocks = [b for b in (_block_at(graph, n, is_builtin) for n in list(graph)
-                          if n.type == "Convolution") if b is not None]
-    runs = _runs(graph, blocks)
+    runs = _runs(graph, _blocks(graph, is_builtin))
     if launch_bound_on is not None:
         runs = [run for run in runs if _launch_bound(run, launch_bound_on)]
     changed, drop, redirect, notes, added = {}, set(), {}, [], []
@@ -139,21 +137,23 @@ def runs_awaiting_shapes(graph: Graph, is_builtin) -> bool:
     """Whether a run of blocks has a batch or length the graph leaves open: whether it is
     launch-bound is known only for a request's shapes (Network then runs the rewrites per
     plan, as for shape arithmetic)."""
-    blocks = [b for b in (_block_at(graph, n, is_builtin) for n in list(graph)
-                          if n.type == "Convolution") if b is not None]
-    return any(not all(isinstance(d, int) for d in _batch_and_length(run))
-               for run in _runs(graph, blocks))
+    return any(_batch_and_length(run) is None for run in _runs(graph, _blocks(graph, is_builtin)))
 
 
-def _batch_and_length(run: list[_Block]) -> tuple:
+def _blocks(graph: Graph, is_builtin) -> list[_Block]:
+    return [b for b in (_block_at(graph, n, is_builtin) for n in list(graph)
+                        if n.type == "Convolution") if b is not None]
+
+
+def _batch_and_length(run: list[_Block]) -> tuple[int, int] | None:
+    """The run's batch and length, None where the graph leaves either open."""
     batch, _, length = run[0].conv1.inputs[0].shape
-    return batch, length
+    return (batch, length) if isinstance(batch, int) and isinstance(length, int) else None
 
 
 def _launch_bound(run: list[_Block], device: DeviceTraits) -> bool:
-    batch, length = _batch_and_length(run)
-    known = all(isinstance(d, int) for d in (batch, length))
-    return known and launch_bound([b.shape for b in run], batch, length, device)
+    sizes = _batch_and_length(run)
+    return sizes is not None and launch_bound([b.shape for b in run], *sizes, device)
 
 
 def _follows(graph: Graph, before: _Block, block: _Block) -> bool:

@@ -140,19 +140,19 @@ class Network:
             fuse_attention = traits.kind != "CPU"
         self._fuse_attention = fuse_attention
         self._concat_in_place = concat_in_place
-        # None: a GPU fuses the runs that are launch-bound on it
+        # None: a GPU fuses the runs that are launch-bound on it, a CPU none
+        launch_bound_on = traits if fuse_temporal_blocks is None and traits.kind != "CPU" \
+            else None
         self._passes = passes_for(
-            temporal_blocks=traits.kind != "CPU" if fuse_temporal_blocks is None
-            else fuse_temporal_blocks, attention=fuse_attention,
-            launch_bound_on=traits if fuse_temporal_blocks is None else None) \
-            if fuse else FOLDING
+            temporal_blocks=bool(fuse_temporal_blocks) or launch_bound_on is not None,
+            attention=fuse_attention, launch_bound_on=launch_bound_on) if fuse else FOLDING
         self.graph, self.rewrites = self._rewritten(self.graph, self._passes)
         self.messages += self.rewrites      # one line per rewrite (the CLI's --verbose says them)
         # shape arithmetic that depends on the request's shapes: folded per plan (_compile); so
         # are the temporal blocks a GPU fuses where launch-bound, for a batch or length left
         # open (a TCN exported with a dynamic batch)
         self._per_shape = has_fold_nodes(self.graph) or (
-            fuse and fuse_temporal_blocks is None and traits.kind != "CPU" and
+            fuse and launch_bound_on is not None and
             runs_awaiting_shapes(self.graph, self._is_builtin))
         # (attention whose shapes depend on the request's is fused per plan: no note at load)
         for asked, made, note in ((fuse_temporal_blocks, "TemporalBlocks", TEMPORAL_NOTE),
