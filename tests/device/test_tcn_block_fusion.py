@@ -188,6 +188,10 @@ def test_the_cli_fuses_where_asked_and_a_package_runs_as_compiled(tmp_path, caps
     assert cli_main(["run", "-m", str(tmp_path / "fused.clpkg"), "-d", TEST_DEVICE,
                      "-pc"]) == 0
     assert "TemporalBlocks" in capsys.readouterr().out
+    # the note names the option as it was given
+    assert cli_main(["run", "-m", str(tmp_path / "fused.clpkg"), "-d", TEST_DEVICE,
+                     "--no-fuse-temporal-blocks"]) == 0
+    assert "note: --no-fuse-temporal-blocks: " in capsys.readouterr().err
 
 
 def test_the_tuner_times_the_tiles_and_runs_the_fastest(tmp_path, test_device):

@@ -258,6 +258,8 @@ def load_package_steps(args, profiling: bool, resolver, sequence: bool):
     for option, dest in (("--fuse-temporal-blocks", "fuse_temporal_blocks"),
                          ("--fuse-attention", "fuse_attention")):
         given = getattr(args, dest, None)
+        if given is False:              # --no-fuse-temporal-blocks: named as it was given
+            option = option.replace("--", "--no-", 1)
         if given is not None:
             print(f"note: {option}: {args.model} is a compiled package; its plans run as "
                   f"compiled (the option applies to `compile`)", file=sys.stderr)

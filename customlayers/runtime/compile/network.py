@@ -25,6 +25,7 @@ from ...graph.graph import Graph
 from ...graph.load import read_model
 from ...graph.variables import variables_of
 from ...ops.attention.fused import MAX_HEAD
+from ...ops.nn.temporal_block import GUARANTEED_LOCAL_BYTES
 from ...passes import FOLDING, passes_for, runs_awaiting_shapes
 from ...passes.concrete_shapes import with_concrete_shapes
 from ...passes.stream.causal_stream import stream_program
@@ -53,8 +54,10 @@ if TYPE_CHECKING:
 
 
 # said where a pass asked for made nothing: what it takes
-TEMPORAL_NOTE = ("note: fuse_temporal_blocks: the model has no run of TCN temporal blocks "
-                 "(causal conv, ReLU, causal conv, ReLU, residual, Add, ReLU); nothing fused")
+TEMPORAL_NOTE = (f"note: fuse_temporal_blocks: the model has no run of TCN temporal blocks "
+                 f"(causal conv, ReLU, causal conv, ReLU, residual, Add, ReLU) whose smallest "
+                 f"tile fits the {GUARANTEED_LOCAL_BYTES // 1024} KB of local memory every "
+                 f"OpenCL device has (wide channels, a long kernel or dilation); nothing fused")
 ATTENTION_NOTE = (f"note: fuse_attention: no attention matched (float32, known shapes, a "
                   f"Softmax over the last axis, head size up to {MAX_HEAD}); nothing fused")
 
