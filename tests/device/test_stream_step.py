@@ -3,6 +3,8 @@
 step of whole sequences; reset, another N, bad frames, the state API."""
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pyopencl as cl
 import pyopencl.array as cl_array
@@ -13,7 +15,7 @@ from customlayers.ops.stream.program import CausalConv
 from customlayers.ops.stream.reference import ReferenceStream
 from customlayers.ops.stream.step_kernel import step_kernel
 from customlayers.runtime.device.device import Engine
-from customlayers.runtime.streaming.causal_stream import CausalStream
+from customlayers.runtime.streaming.causal_stream import CausalStream, _poll
 
 import stream_programs as sp
 
@@ -52,6 +54,33 @@ def test_tcn_every_step(engine, n):
     stream = CausalStream(engine, program)
     run_both(stream, program, sequence(program, n, 300 if n == 1 else 140))
     assert stream.t == (300 if n == 1 else 140)
+
+
+def test_poll_gives_up_at_its_limit_and_sees_a_finished_command(engine):
+    """A CPU device's step polls its read-back for at most POLL_LIMIT_S, then blocks: the poll
+    gives up on a command still waiting and returns at once for one that is done."""
+    event = cl.UserEvent(engine.context)
+    start = time.perf_counter()
+    assert _poll(event, 2e-3) is False
+    assert time.perf_counter() - start >= 2e-3
+    event.set_status(cl.command_execution_status.COMPLETE)
+    assert _poll(event, 10.0) is True
+
+
+def test_step_outputs_are_the_callers_to_keep(engine):
+    """step() reads the outputs into memory of the stream's own (pinned host memory where the
+    device maps it) and hands out copies: each step's outputs stay as they were through later
+    steps, a reset and another N."""
+    program = sp.tcn(levels=2)
+    stream = CausalStream(engine, program)
+    frames = sequence(program, 2, 6)
+    ref = ReferenceStream(program, 2)
+    kept = [(stream.step(f), ref.step(f)) for f in frames]
+    stream.reset()
+    stream.step(sequence(program, 3, 1, seed=1)[0])
+    for t, (got, want) in enumerate(kept):
+        for name in want:
+            close(got[name], want[name], f"step {t}, output '{name}', read after later steps")
 
 
 @pytest.mark.parametrize("n,local_size", [(1, None), (5, 64), (2, 4), (3, 8)])

@@ -36,6 +36,16 @@ class ChainWriter:
     def f(self, name: str) -> str:
         return f"(loc + {self.lay.frames[name]})"
 
+    def each(self, count: int, var: str = "c") -> str:
+        """The head of a pass of the work-items over `count` items, `var` the item (close it
+        with "}"): where count <= LS, one `if` (a work-item has at most one item), else a loop
+        striding by LS. In a chain that one warp walks, NVIDIA's compiler made each loop a
+        string of branches and counts that the warp waited on: the seed TCN's step took
+        10.8 k cycles of chain with ifs against 21.4 k with loops, on an H100."""
+        if count <= self.ls:
+            return f"if (lid < {count}) {{ const int {var} = lid;"
+        return f"for (int {var} = lid; {var} < {count}; {var} += LS) {{"
+
     def _chain_and_outputs(self, dirty: set) -> None:
         """The ops in program order (a barrier where one reads another work-item's writes,
         `dirty`: the frames written since the last), then the outputs."""
@@ -50,9 +60,9 @@ class ChainWriter:
         if any(o.frame in dirty & self.blocked for o in self.lay.outputs):
             self.w("    barrier(CLK_LOCAL_MEM_FENCE);")
         for o in self.lay.outputs:
-            self.w(f"    for (int c = lid; c < {o.size}; c += LS) "
+            self.w(f"    {self.each(o.size)} "
                    f"out[n * {max(self.lay.output_floats, 1)} + {o.offset} + c] = "
-                   f"{self.f(o.frame)}[c];")
+                   f"{self.f(o.frame)}[c]; }}")
 
     def _crosses(self, op, dirty) -> bool:
         """Whether `op` reads a frame written since the last barrier by another work-item:
@@ -80,14 +90,14 @@ class ChainWriter:
         rings: the past taps ran before the chain)."""
         if c.history:
             ring, cin = self.lay.rings[id(c)], self.p.frames[c.src]
-            self.w(f"    for (int c = lid; c < {cin}; c += LS) st[{ring.offset} + "
-                   f"(t % {ring.length}u) * {ring.stride} + c] = {self.f(c.src)}[c];")
+            self.w(f"    {self.each(cin)} st[{ring.offset} + "
+                   f"(t % {ring.length}u) * {ring.stride} + c] = {self.f(c.src)}[c]; }}")
 
     # -- the other ops -----------------------------------------------------------------------
     def _Pointwise(self, op: Pointwise) -> None:
         expr = POINTWISE_CL[op.kind].format(*[literal(v) for v in op.params])
         ch = self.p.frames[op.dst]
-        self.w(f"    for (int c = lid; c < {ch}; c += LS) {{ const float x = "
+        self.w(f"    {self.each(ch)} const float x = "
                f"{self.f(op.src)}[c]; {self.f(op.dst)}[c] = {expr}; }}")
 
     def _Binary(self, op: Binary) -> None:
@@ -104,8 +114,8 @@ class ChainWriter:
             b = f"params[{self.lay.constants[id(op)]} + c]"
         if op.constant_first:
             a, b = b, a
-        self.w(f"    for (int c = lid; c < {ch}; c += LS) "
-               f"{self.f(op.dst)}[c] = {BINARY_CL[op.kind].format(a, b)};")
+        self.w(f"    {self.each(ch)} "
+               f"{self.f(op.dst)}[c] = {BINARY_CL[op.kind].format(a, b)}; }}")
 
     def _ChannelSoftmax(self, op: ChannelSoftmax) -> None:
         ch, src, dst, red = self.p.frames[op.dst], self.f(op.src), self.f(op.dst), self.reduce_at
@@ -117,7 +127,7 @@ class ChainWriter:
             self.w("        float m = -INFINITY, s = 0.0f;")
             self.w(f"        for (int c = 0; c < {ch}; c++) m = fmax(m, {src}[c]);")
             self.w(f"        for (int c = 0; c < {ch}; c++) s += exp({src}[c] - m);")
-            self.w(f"        for (int c = lid; c < {ch}; c += LS) {dst}[c] = {value};")
+            self.w(f"        {self.each(ch)} {dst}[c] = {value}; }}")
             self.w("    }")
             return
         # the first `width` work-items reduce (a tree of log2(width) barriers, not log2(LS))
@@ -130,7 +140,7 @@ class ChainWriter:
         self.w(f"        for (int c = lid; c < {ch} && lid < {width}; c += {width}) "
                f"s += exp({src}[c] - m);")
         self._reduce("s", "loc[{r} + lid] + loc[{r} + lid + h]", red, width)
-        self.w(f"        for (int c = lid; c < {ch}; c += LS) {dst}[c] = {value};")
+        self.w(f"        {self.each(ch)} {dst}[c] = {value}; }}")
         self.w("    }")
 
     def _reduce(self, var: str, combine: str, red: int, width: int) -> None:

@@ -72,13 +72,22 @@ def gpu_step_kernel(program: StreamProgram, *, local_size: int, local_mem: int,
 LANES_SUM = "(a4.x + a4.y) + (a4.z + a4.w)"
 
 
-def _dot(w: str, x: str, n: int, vector: bool) -> list[str]:
-    """Lines adding the dot product of n floats at w and x to `acc`: float4s over the
-    aligned part where both rows are 16-byte aligned, summed in four lanes (four short chains
-    of dependent adds, not one long one), then the rest one by one."""
+def float4_at(pointer: str, index: str, space: str = "__global") -> str:
+    """The index-th float4 at a float pointer that is 16-byte aligned (the rows layout's
+    blocks, rows and rings; the local frames): one vector load, where vload4 (which may
+    assume only a float's alignment) compiled to four scalar loads on NVIDIA's OpenCL."""
+    return f"(({space} const float4*)({pointer}))[{index}]"
+
+
+def _dot(w: str, x: str, n: int, vector: bool, x_space: str = "__global") -> list[str]:
+    """Lines adding the dot product of n floats at w and x to `acc` (w in global memory, x in
+    x_space): float4s over the aligned part where both rows are 16-byte aligned, summed in
+    four lanes (four short chains of dependent adds, not one long one), then the rest one by
+    one."""
     n4 = n // 4 if vector else 0
     lines = ["{ float4 a4 = (float4)(0.0f);",
-             f"  for (int i = 0; i < {n4}; i++) a4 = fma(vload4(i, {w}), vload4(i, {x}), a4);",
+             f"  for (int i = 0; i < {n4}; i++) a4 = fma({float4_at(w, 'i')}, "
+             f"{float4_at(x, 'i', x_space)}, a4);",
              f"  acc += {LANES_SUM}; }}"] if n4 else []
     if n - 4 * n4:
         lines.append(f"for (int i = {4 * n4}; i < {n}; i++) acc += {w}[i] * {x}[i];")
@@ -118,7 +127,8 @@ class _GpuWriter(_Writer):
                "const inline_frames given, const int inlined, __global float* scratch, "
                "__global int* counts)")
         self.w("{")
-        self.w(f"    __local float loc[{self.total}];")
+        # 16-byte aligned: the frames are at multiples of 4 floats, read as float4s
+        self.w(f"    __local float loc[{self.total}] __attribute__((aligned(16)));")
         self.w("    const int lid = get_local_id(0);")
         self.w(f"    const int n = get_group_id(0) / {g};")
         self.w(f"    const int g = get_group_id(0) % {g};")
@@ -135,9 +145,9 @@ class _GpuWriter(_Writer):
             self._partials()
             self.w("    barrier(CLK_LOCAL_MEM_FENCE);")
         cin = p.input_channels
-        self.w(f"    for (int c = lid; c < {cin}; c += LS) "
+        self.w(f"    {self.each(cin)} "
                f"{self.f(p.input)}[c] = inlined ? given.v[n * {cin} + c] : "
-               f"frame[n * {cin} + c];")
+               f"frame[n * {cin} + c]; }}")
         for c in self.held[:PREFETCH]:
             self._load_row(c)
         self._chain_and_outputs({p.input})
@@ -190,25 +200,20 @@ class _GpuWriter(_Writer):
         self.w("    mem_fence(CLK_GLOBAL_MEM_FENCE);")
 
     def _partials(self) -> None:
-        """partial[co] = bias + the past taps, one pass over every (convolution, output
-        channel) pair; read past the L1 (volatile): other groups wrote them."""
-        convs = self.p.convolutions
+        """partial[co] = bias + the past taps, a pass per convolution over its output
+        channels (with C_out <= LS: one `if`, so a work-item issues every convolution's loads
+        before it waits; one pass over every pair, a chain of branches per pair, took twice as
+        long on an H100); read past the L1 (volatile): other groups wrote them."""
         self.w("    { volatile __global const float* vs = sc;")
-        self.w(f"    for (int pr = lid; pr < {sum(self.p.frames[c.dst] for c in convs)}; "
-               f"pr += LS) {{")
-        start, first, pair = 0, True, 0
-        for c in convs:
+        start = 0
+        for c in self.p.convolutions:
             cout, taps = self.p.frames[c.dst], c.kernel - 1
             params = self.lay.conv_params[id(c)]
-            self.w(f"        {'if' if first else 'else if'} (pr < {pair + cout}) {{")
-            first = False
-            self.w(f"            const int co = pr - {pair};")
             terms = " + ".join(f"vs[{start + j * cout} + co]" for j in range(taps))
             bias = f"params[{params.bias} + co] + " if params.bias is not None else ""
-            self.w(f"            loc[{self.partial_at[id(c)]} + co] = {bias}{terms};")
-            self.w("        }")
-            start, pair = start + cout * taps, pair + cout
-        self.w("    }")
+            self.w(f"    {self.each(cout, 'co')} loc[{self.partial_at[id(c)]} + co] = "
+                   f"{bias}{terms}; }}")
+            start += cout * taps
         self.w("    }")
 
     # -- 4: a convolution's current tap ------------------------------------------------------
@@ -218,7 +223,7 @@ class _GpuWriter(_Writer):
         at = self.lay.conv_params[id(c)].current
         for i in range(row // 4):
             self.w(f"    const float4 r{j}_{i} = lid < {self.p.frames[c.dst]} ? "
-                   f"vload4({i}, params + {at} + lid * {row}) : (float4)(0.0f);")
+                   f"{float4_at(f'params + {at}', f'lid * {row // 4} + {i}')} : (float4)(0.0f);")
 
     def _conv_from_registers(self, c: CausalConv) -> None:
         """The current tap from the registers _load_row loaded (after the row PREFETCH ahead
@@ -234,7 +239,7 @@ class _GpuWriter(_Writer):
         self.w("        float4 a4 = (float4)(0.0f);")
         for i in range(row // 4):
             if 4 * i + 4 <= cin:
-                x = f"vload4({i}, {src})"
+                x = float4_at(src, str(i), "__local")
             else:
                 x = "(float4)(" + ", ".join(f"{src}[{4 * i + k}]" if 4 * i + k < cin else "0.0f"
                                             for k in range(4)) + ")"
@@ -252,12 +257,12 @@ class _GpuWriter(_Writer):
         cin_g, cout_g = c.weight.shape[1], cout // c.groups
         params = lay.conv_params[id(c)]
         grp = f" + (co / {cout_g}) * {cin_g}" if c.groups > 1 else ""
-        self.w(f"    for (int co = lid; co < {cout}; co += LS) {{")
+        self.w(f"    {self.each(cout, 'co')}")
         self.w(f"        float acc = {self._conv_start(c)};")
         self.w(f"        __global const float* w = params + {params.current} + co * "
                f"{params.row};")
         self.w(f"        __local const float* s = {self.f(c.src)}{grp};")
-        for line in _dot("w", "s", cin_g, vector=c.groups == 1):
+        for line in _dot("w", "s", cin_g, vector=c.groups == 1, x_space="__local"):
             self.w("        " + line)
         self.w(f"        {self.f(c.dst)}[co] = acc;")
         self.w("    }")

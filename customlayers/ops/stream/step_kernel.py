@@ -168,9 +168,9 @@ class _Writer(ChainWriter):
             self.w(f"    __global uint* step = (__global uint*)(st + {self.lay.step_at});")
             self.w("    const uint t = *step;")
         cin = p.input_channels
-        self.w(f"    for (int c = lid; c < {cin}; c += LS) "
+        self.w(f"    {self.each(cin)} "
                f"{self.f(p.input)}[c] = inlined ? given.v[n * {cin} + c] : "
-               f"frame[n * {cin} + c];")
+               f"frame[n * {cin} + c]; }}")
         dirty = {p.input}
         if p.convolutions:
             self._past_taps()
@@ -279,8 +279,8 @@ class _Writer(ChainWriter):
             cout, parts = self.p.frames[c.dst], self.parts[id(c)]
             terms = " + ".join(f"loc[{self.scratch_at + start + j * cout} + co]"
                                for j in range(parts))
-            self.w(f"    for (int co = lid; co < {cout}; co += LS) "
-                   f"loc[{self.partial_at[id(c)]} + co] = {terms};")
+            self.w(f"    {self.each(cout, 'co')} "
+                   f"loc[{self.partial_at[id(c)]} + co] = {terms}; }}")
             start += cout * parts
 
     # -- 3: a convolution in the chain (the other ops: step_chain.py) ------------------------
@@ -293,7 +293,7 @@ class _Writer(ChainWriter):
         start = self._conv_start(c)
         block = self.blocks[id(c)]
         if block > 1:
-            self.w(f"    for (int b = lid; b < {-(-cout // block)}; b += LS) {{")
+            self.w(f"    {self.each(-(-cout // block), 'b')}")
             self.w(f"            const int co0 = b * {block};")
             self._block_start(c, block, start.replace("co]", "co0 + q]"))
             self.w(f"            __global const float* w = params + {params.current} + co0;")
@@ -303,7 +303,7 @@ class _Writer(ChainWriter):
             if self.ls > 1:
                 self.blocked.add(c.dst)
         else:
-            self.w(f"    for (int co = lid; co < {cout}; co += LS) {{")
+            self.w(f"    {self.each(cout, 'co')}")
             self.w(f"        float acc = {start};")
             self.w(f"        __global const float* w = params + {params.current} + co;")
             self.w(f"        __local const float* s = {self.f(c.src)} + {grp};")

@@ -10,6 +10,8 @@ value are set anew), the outputs' read-back: the one host wait.
 """
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pyopencl as cl
 import pyopencl.array as cl_array
@@ -27,6 +29,15 @@ ARG_STATE, ARG_FRAME, ARG_OUT, ARG_GIVEN, ARG_INLINED, ARG_SCRATCH, ARG_COUNTS =
 # about 20 us of launch and read-back). Its one argument by value goes the same way
 # (kernel_objects.set_arg_by_value: 0.3 us against set_arg's 9-14).
 _read_buffer = getattr(getattr(cl, "_cl", None), "_enqueue_read_buffer", None)
+
+# On a CPU device a step waits for its read-back by polling the read's status for at most this
+# long, then blocks: PoCL wakes a thread blocked on an event tens of us late (the seed TCN's
+# step at N = 1 on a 2-core machine: 17 us polled against 49-67 us blocked, its kernel 9 us).
+# A stream whose step outlasts the limit once blocks from then on (until reset() or another N):
+# polling through a long kernel takes a core from the device's own threads (N = 64: 644 us
+# polled against 334-346 blocked). A GPU device always blocks: NVIDIA's driver took longer to
+# complete a polled read (75 against 44 us on an H100).
+POLL_LIMIT_S = 50e-6
 
 
 def read_into(queue, host: np.ndarray, buffer, wait_for, blocking: bool):
@@ -93,6 +104,8 @@ class CausalStream:
                         for o in self._layout.outputs]
         shared = engine.shared_queue
         self._queue = shared if shared is not None else cl.CommandQueue(engine.context, device)
+        self._on_cpu = on_cpu
+        self._poll = on_cpu                  # wait for a step's outputs by polling (above)
         self._out_of_order = shared is not None and bool(
             shared.properties & cl.command_queue_properties.OUT_OF_ORDER_EXEC_MODE_ENABLE)
         self._last = None                      # the last command, on an out-of-order queue
@@ -155,6 +168,7 @@ class CausalStream:
                               f"{str(e).strip().splitlines()[0] if str(e).strip() else e!r}"
                               ) from None
         self.batch = self._allocated = n
+        self._landing = self._pinned_rows(n)
         k = self._kernel
         k.set_arg(ARG_STATE, self._state)
         k.set_arg(ARG_FRAME, self._frame)
@@ -171,6 +185,23 @@ class CausalStream:
         self._global = (n * self.groups * self.local_size,)
         self._local = (self.local_size,)
 
+    def _pinned_rows(self, n: int) -> np.ndarray:
+        """Where step() reads the outputs into: [n, row] floats of pinned host memory (a buffer
+        the device allocates host-side, mapped once for good; no kernel ever uses it), or
+        plain numpy memory where the device will not map one. NVIDIA's driver reads into
+        pageable memory through a staging copy of its own: the seed TCN's step at N = 1 took
+        30.0-30.9 us against 34.5-35.2 on an H100 (the same at N = 64)."""
+        shape = (n, self._row)
+        try:
+            staging = cl.Buffer(self.engine.context, cl.mem_flags.READ_WRITE |
+                                cl.mem_flags.ALLOC_HOST_PTR, 4 * n * self._row)
+            rows, _ = cl.enqueue_map_buffer(self._queue, staging, cl.map_flags.READ |
+                                            cl.map_flags.WRITE, 0, shape, np.float32,
+                                            wait_for=self._after(), is_blocking=True)
+            return rows
+        except cl.Error:
+            return np.empty(shape, np.float32)
+
     def _zero_state(self) -> None:
         self._last = cl.enqueue_fill_buffer(self._queue, self._state, np.float32(0), 0,
                                             self._state.size, wait_for=self._after())
@@ -182,6 +213,7 @@ class CausalStream:
         """Forget every stream's history (the rings zeroed on the device) and t = 0. The next
         frame may have another N, unless a batch was given."""
         self.t = 0
+        self._poll = self._on_cpu
         if self.batch is None:
             return
         self._zero_state()
@@ -193,9 +225,15 @@ class CausalStream:
         """One step of every stream: frame [N, C_in] float32 (numpy, or a pyopencl Array or
         Buffer on this device). Returns {output name: array [N, ...]}, the caller's to keep."""
         self._enqueue(frame)
-        host = np.empty((self.batch, self._row), np.float32)
-        read_into(self._queue, host, self._out, self._after(), True)             # the one wait
-        return self._outputs(host)
+        landing = self._landing[:self.batch]
+        if self._poll:
+            read = read_into(self._queue, landing, self._out, self._after(), False)
+            self._queue.flush()
+            self._poll = _poll(read, POLL_LIMIT_S)
+            read.wait()                     # at once when done; raises on a failed command
+        else:
+            read_into(self._queue, landing, self._out, self._after(), True)      # the one wait
+        return self._outputs(landing.copy())
 
     def _outputs(self, host: np.ndarray) -> dict[str, np.ndarray]:
         n = host.shape[0]
@@ -374,6 +412,16 @@ class RingState:
         if self._stream._held is None:
             return                       # no streams held: nothing but zeros to reset
         self.set_state(np.zeros(self.shape, np.float32))
+
+
+def _poll(event, limit: float) -> bool:
+    """Poll `event` until it is no longer queued or running, or for `limit` seconds; whether it
+    finished within the limit."""
+    end = time.perf_counter() + limit
+    while event.command_execution_status > 0:        # queued, submitted or running
+        if time.perf_counter() > end:
+            return False
+    return True
 
 
 def _check_batch(batch) -> int:
