@@ -53,12 +53,14 @@ def _transposes_a(matmul) -> bool:
 
 
 def _last_axis_pick(graph: Graph, gather) -> int | None:
-    """The index as written (-length <= i < length: negative counts from the end; MatMul
-    resolves it against the length the input really has) when the Gather takes one constant
-    scalar integer index along the last axis of an input of rank 3 or more; else None."""
+    """The index as written (-length <= i < length where the length is declared: negative
+    counts from the end; MatMul resolves it against the length the input really has, and
+    refuses one out of its range at plan time, as the Gather would) when the Gather takes one
+    constant scalar integer index along the last axis of an input of rank 3 or more; else None.
+    Open dimensions (a dynamic batch, an open length) fold all the same: each request's plan
+    reads its own shape."""
     shape = gather.inputs[0].shape
-    if gather.attrs.get("batch_dims", "0") not in ("0", 0) or not shape or len(shape) < 3 or \
-            any(d is None for d in shape):
+    if gather.attrs.get("batch_dims", "0") not in ("0", 0) or not shape or len(shape) < 3:
         return None
     index, axis = const_input(graph, gather, 1), const_input(graph, gather, 2)
     if index is None or axis is None or index.ndim != 0 or axis.size != 1 or \
@@ -66,6 +68,6 @@ def _last_axis_pick(graph: Graph, gather) -> int | None:
         return None
     length = shape[-1]
     if int(axis.reshape(-1)[0]) not in (len(shape) - 1, -1) or \
-            not -length <= int(index) < length:
+            (length is not None and not -length <= int(index) < length):
         return None
     return int(index)

@@ -325,9 +325,10 @@ def test_unread_maxpool_indices_are_not_computed(tmp_path, test_device, indices_
         np.testing.assert_array_equal(got["i"], want["i"])
 
 
-def _last_step_head(tmp_path, batch, index, extra_output=False, axis=2):
+def _last_step_head(tmp_path, batch, index, extra_output=False, axis=2, declared=None):
     """x (batch, 25, 30) -> Gather(index, axis 2) -> Gemm(transB, bias) -> LogSoftmax: the head
-    of the TCN and of many sequence classifiers ("the last time step")."""
+    of the TCN and of many sequence classifiers ("the last time step"); declared: x's shape as
+    the model declares it (open dimensions as names), else the data's."""
     pytest.importorskip("onnx")
     from onnx import TensorProto, helper, numpy_helper
     rng = np.random.default_rng(16)
@@ -335,14 +336,15 @@ def _last_step_head(tmp_path, batch, index, extra_output=False, axis=2):
     b = rng.standard_normal((10,)).astype(np.float32)
     shape = [batch, 25, 30] if axis == 2 else [batch, 30, 25]
     picked = shape[:axis] + shape[axis + 1:]
-    outputs = [helper.make_tensor_value_info("y", TensorProto.FLOAT, [batch, 10])]
+    outputs = [helper.make_tensor_value_info("y", TensorProto.FLOAT,
+                                             [(declared or shape)[0], 10])]
     if extra_output:
         outputs.append(helper.make_tensor_value_info("last", TensorProto.FLOAT, picked))
     model = _onnx_model(tmp_path, [
         helper.make_node("Gather", ["x", "i"], ["last"], axis=axis),
         helper.make_node("Gemm", ["last", "w", "b"], ["fc"], transB=1),
         helper.make_node("LogSoftmax", ["fc"], ["y"], axis=1)],
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)], outputs,
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, declared or shape)], outputs,
         [numpy_helper.from_array(w, "w"), numpy_helper.from_array(b, "b"),
          numpy_helper.from_array(np.array(index, np.int64), "i")], f"head{batch}")
     x = rng.standard_normal(shape).astype(np.float32)
@@ -364,6 +366,26 @@ def test_last_step_gather_is_read_by_the_matmul(tmp_path, test_device, batch, in
     assert [s.type for s in net.plan.steps] == ["MatMul+bias+logsoftmax"]
     assert any(m.startswith("folded Gather") for m in net.messages)
     np.testing.assert_allclose(net.infer({"x": x})["y"], want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("declared", [["N", 25, 30], ["N", 25, "T"]])
+def test_last_step_gather_of_an_open_batch_or_length_is_read_by_the_matmul(
+        tmp_path, test_device, declared):
+    """A model that leaves its batch (or its length) open folds its last-step Gather all the
+    same: every request's plan reads x in the MatMul, at batch 3 and 1. (The LogSoftmax is
+    folded into the MatMul only where the shapes are declared: passes/fusion.py decides on the
+    declared graph.)"""
+    from customlayers.runtime.device.device import Engine
+    from customlayers.runtime.compile.network import Network
+    model, x, want = _last_step_head(tmp_path, 3, -1, declared=declared)
+    net = Network(model, engine=Engine(test_device))
+    assert any(m.startswith("folded Gather") for m in net.messages)
+    for batch in (3, 1):
+        shape = (batch, 25, 30)
+        assert [s.type for s in net.plan_for({"x": shape}).steps] == ["MatMul+bias",
+                                                                      "LogSoftmax"]
+        np.testing.assert_allclose(net.infer({"x": x[:batch]})["y"], want[:batch], rtol=1e-5,
+                                   atol=1e-5)
 
 
 @pytest.mark.parametrize("extra_output,axis", [(True, 2), (False, 1)])

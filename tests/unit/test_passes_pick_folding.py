@@ -11,9 +11,9 @@ def builtin(node):
     return True
 
 
-def _last_step(index=-1, axis=-1, transpose_a="false"):
+def _last_step(index=-1, axis=-1, transpose_a="false", shape=(1, 4, 5)):
     b = Builder("pick")
-    x = b.param("x", (1, 4, 5))
+    x = b.param("x", shape)
     last = b.op("Gather", [x, b.const(np.array(index, np.int64)),
                            b.const(np.array([axis], np.int64))], (1, 4),
                 {"batch_dims": "0"}, name="last")
@@ -37,3 +37,13 @@ def test_a_gather_of_another_axis_a_transposed_a_or_a_custom_matmul_is_left_as_w
         assert fold_picks_into_matmuls(g, builtin) == (g, [])
     g = _last_step()
     assert fold_picks_into_matmuls(g, lambda n: n.type != "MatMul") == (g, [])
+
+
+def test_an_open_batch_or_length_folds_all_the_same():
+    """The declared graph of a dynamic model: MatMul resolves the index against each request's
+    length (and refuses one out of range there)."""
+    for shape in ((None, 4, 5), (1, 4, None), (None, 4, None)):
+        new, notes = fold_picks_into_matmuls(_last_step(shape=shape), builtin)
+        assert len(notes) == 1 and new.nodes["fc"].facts == (PickLast(-1),), shape
+    new, notes = fold_picks_into_matmuls(_last_step(index=7, shape=(None, 4, None)), builtin)
+    assert new.nodes["fc"].facts == (PickLast(7),)
