@@ -197,6 +197,18 @@ def test_the_cli_refuses_a_corrupted_package_in_one_line(tmp_path, packages, cap
     assert "Traceback" not in err
 
 
+def test_compile_of_a_package_is_refused_before_any_note(tmp_path, packages, capsys):
+    """A package holds plans, not the graph compile reads: one error that says what to give,
+    and no note that an option "applies to compile" before it."""
+    args = ["compile", "-m", str(packages[0]), "-o", str(tmp_path / "again.clpkg"),
+            "--fuse-temporal-blocks", "-d", TEST_DEVICE]
+    assert cli_main(args) == 2
+    err = capsys.readouterr().err
+    assert "a compiled package already" in err and "the model it was made from" in err
+    assert "note:" not in err and "Traceback" not in err
+    assert not (tmp_path / "again.clpkg").exists()
+
+
 def test_another_device_without_sources_is_refused_naming_both(tmp_path, packages, engine):
     def fake_device(m):
         m["device"]["name"] = "Imaginary GPU 9000"

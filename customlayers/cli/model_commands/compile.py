@@ -13,7 +13,7 @@ from .. import UsageError
 from .model_args import add_model_options, load_network
 from ..user_files.input_shapes import parse_shapes
 from ...files import size_text
-from ...runtime.package.container import SUFFIX
+from ...runtime.package.container import SUFFIX, is_package
 
 
 def add_parser(sub):
@@ -45,6 +45,11 @@ def run(args) -> int:
     from ...runtime.compile.packaged import save_package
     if not args.output.endswith(SUFFIX):
         raise UsageError(f"-o {args.output}: a package's name ends with {SUFFIX}")
+    if is_package(args.model):       # before its options' notes, which speak of `compile`
+        raise UsageError(f"-m {args.model}: a compiled package already (plans, not a graph "
+                         f"to compile); give compile the model it was made from (.xml or "
+                         f".onnx), or run the package as it is: customlayers run -m "
+                         f"{args.model}")
     folder = Path(args.output).resolve().parent
     if not folder.is_dir():          # found now, not after the whole compile
         raise UsageError(f"-o {args.output}: the folder {folder} does not exist: make it, or "
