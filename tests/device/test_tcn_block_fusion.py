@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -153,6 +154,13 @@ def test_torchs_export_of_the_seed_tcn_window_runs_in_four_launches(engine):
     assert sum(r.launches for r in rows[:4]) == 4
     np.testing.assert_allclose(out["y"], np.load(models / "tcn_torch_y.npy"), rtol=1e-4,
                                atol=1e-4)
+    # a trace names each run's tile, not only its program (one per PB and WLOCAL)
+    from customlayers.runtime.observe.trace import TraceRecorder
+    recorder = TraceRecorder(engine.device.name)
+    recorder.add(request)
+    tiles = [e["args"]["variant"] for e in recorder.events if e["args"]["op"] == "TemporalBlocks"]
+    assert len(tiles) == 4 and all(
+        re.fullmatch(r"temporal_blocks_tile_r\d+_m\d+_pb\d+(_wlocal)?", v) for v in tiles), tiles
 
 
 def test_a_compiled_package_of_the_fused_tcn_runs_as_compiled(tmp_path, engine):

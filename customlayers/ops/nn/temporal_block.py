@@ -397,7 +397,9 @@ class TemporalBlocks(Op):
         groups = batch * tile.r_tiles * tile.m_tiles
         label = f"temporal_blocks_pb{tile.pb}" + ("_wlocal" if tile.wlocal else "")
         values = {"PB": tile.pb, "WLOCAL": int(tile.wlocal)}
+        # the program is one per (PB, WLOCAL); the launch's label names the whole tile the tuner
+        # chose, as profiles and traces show it
         return [KernelLaunch(program_text(label, values, "temporal_blocks.cl"),
                              "temporal_blocks",
                              args, (groups * tile.local_size,), (tile.local_size,),
-                             label=label)]
+                             label=f"temporal_blocks_{TileVariant(tile).name}")]
