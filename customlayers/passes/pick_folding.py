@@ -34,7 +34,7 @@ def fold_picks_into_matmuls(graph: Graph, is_builtin) -> tuple[Graph, list[str]]
             continue
         inputs = list(matmul.inputs)
         inputs[0] = node.inputs[0]
-        changed[matmul.id] = with_fact(replace(matmul, inputs=inputs), PickLast(pick))
+        changed[matmul.id] = with_fact(replace(matmul, inputs=inputs), PickLast(pick, node.name))
         drop.add(node.id)
         redirect[(matmul.id, 0)] = graph.producer(node.id, 0)
         notes.append(f"folded Gather '{node.name}' (index {pick} of the last axis) into the "

@@ -388,6 +388,42 @@ def test_last_step_gather_of_an_open_batch_or_length_is_read_by_the_matmul(
                                    atol=1e-5)
 
 
+def _gather_head(tmp_path, index, declared, extra_output):
+    """x -> Gather(constant index, last axis) -> MatMul, the Gather also an output or not."""
+    pytest.importorskip("onnx")
+    from onnx import TensorProto, helper, numpy_helper
+    w = np.ones((25, 10), np.float32)
+    outputs = [helper.make_tensor_value_info("y", TensorProto.FLOAT, [declared[0], 10])]
+    if extra_output:
+        outputs.append(helper.make_tensor_value_info("last", TensorProto.FLOAT, declared[:2]))
+    return _onnx_model(tmp_path, [
+        helper.make_node("Gather", ["x", "i"], ["last"], axis=2, name="pick_last"),
+        helper.make_node("MatMul", ["last", "w"], ["y"], name="fc")],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, declared)], outputs,
+        [numpy_helper.from_array(w, "w"), numpy_helper.from_array(np.array(index, np.int64),
+                                                                   "i")], f"gather{index}")
+
+
+@pytest.mark.parametrize("index", [30, -31])
+@pytest.mark.parametrize("declared,extra_output", [([2, 25, 30], True), (["N", 25, "T"], False),
+                                                   (["N", 25, "T"], True)])
+def test_a_constant_gather_index_out_of_range_is_refused_naming_the_gather(
+        tmp_path, test_device, index, declared, extra_output):
+    """ONNX calls it an error (ONNX Runtime refuses it); the kernel would read 0 there. Kept as
+    a layer or folded into the MatMul's reads, the plan for a length of 30 is refused with the
+    index, the length and (folded) the Gather's name; never a silent zero."""
+    from customlayers.errors import CustomLayersError
+    from customlayers.runtime.device.device import Engine
+    from customlayers.runtime.compile.network import Network
+    model = _gather_head(tmp_path, index, declared, extra_output)
+    x = np.ones((2, 25, 30), np.float32)
+    with pytest.raises(CustomLayersError) as caught:
+        Network(model, engine=Engine(test_device)).infer({"x": x})
+    text = str(caught.value)
+    assert f"index {index}" in text and "out of range" in text and "30" in text, text
+    assert "pick_last" in text, text
+
+
 @pytest.mark.parametrize("extra_output,axis", [(True, 2), (False, 1)])
 def test_gather_read_elsewhere_or_of_another_axis_is_kept(tmp_path, test_device,
                                                           extra_output, axis):

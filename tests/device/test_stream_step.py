@@ -3,6 +3,7 @@
 step of whole sequences; reset, another N, bad frames, the state API."""
 from __future__ import annotations
 
+import threading
 import time
 
 import numpy as np
@@ -65,6 +66,51 @@ def test_poll_gives_up_at_its_limit_and_sees_a_finished_command(engine):
     assert time.perf_counter() - start >= 2e-3
     event.set_status(cl.command_execution_status.COMPLETE)
     assert _poll(event, 10.0) is True
+
+
+def _gated(queue, seconds):
+    """Hold the queue's next commands for `seconds` (a marker waiting on a user event that a
+    timer completes): the next step surely outlasts a short poll."""
+    event = cl.UserEvent(queue.context)
+    cl.enqueue_marker(queue, wait_for=[event])
+    threading.Timer(seconds, event.set_status, [cl.command_execution_status.COMPLETE]).start()
+
+
+def test_a_cpu_stream_blocks_only_after_slow_steps_in_a_row(engine, monkeypatch):
+    """One slow step (a first step allocates; a busy moment) leaves a CPU device's stream
+    polling; POLL_MISSES in a row make it block for POLL_RETRY steps, then poll again. Every
+    step's outputs stay the reference's."""
+    from customlayers.runtime.streaming import causal_stream
+    if not engine.device.type & cl.device_type.CPU:
+        pytest.skip("only a CPU device polls its steps")
+    monkeypatch.setattr(causal_stream, "POLL_LIMIT_S", 0.05)
+    monkeypatch.setattr(causal_stream, "POLL_RETRY", 2)
+    program = sp.tcn(levels=2)
+    stream = CausalStream(engine, program, batch=1)
+    ref = ReferenceStream(program, 1)
+    frames = iter(sequence(program, 1, 20))
+
+    def step(gate=False):
+        if gate:
+            _gated(stream._queue, 0.2)
+        frame = next(frames)
+        got, want = stream.step(frame), ref.step(frame)
+        for name in want:
+            close(got[name], want[name], f"step {stream.t}")
+
+    step(), step()
+    assert (stream._misses, stream._blocked) == (0, 0)
+    step(gate=True)
+    assert (stream._misses, stream._blocked) == (1, 0)
+    step()
+    assert (stream._misses, stream._blocked) == (0, 0)
+    for _ in range(causal_stream.POLL_MISSES):
+        step(gate=True)
+    assert (stream._misses, stream._blocked) == (0, 2)
+    step(), step()
+    assert stream._blocked == 0
+    step(gate=True)                               # polling again
+    assert stream._misses == 1
 
 
 def test_step_outputs_are_the_callers_to_keep(engine):

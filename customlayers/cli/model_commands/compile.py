@@ -45,7 +45,7 @@ def run(args) -> int:
     from ...runtime.compile.packaged import save_package
     if not args.output.endswith(SUFFIX):
         raise UsageError(f"-o {args.output}: a package's name ends with {SUFFIX}")
-    if is_package(args.model):       # before its options' notes, which speak of `compile`
+    if Path(args.model).is_file() and is_package(args.model):   # before the options' notes
         raise UsageError(f"-m {args.model}: a compiled package already (plans, not a graph "
                          f"to compile); give compile the model it was made from (.xml or "
                          f".onnx), or run the package as it is: customlayers run -m "

@@ -13,7 +13,7 @@ Each kernel is a variant object (jit/variant.py) over the call's MatMulPlan: the
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -51,8 +51,10 @@ class PickLast:
     """A fact passes/pick_folding.py hands a MatMul (CompileContext.facts): a Gather was folded
     into its reads, so input 0 has one more trailing axis and A is its element `index` along
     it, the Gather's index as written (negative: from the end, counted in the length input 0
-    really has). Without it, A is input 0 as it is."""
+    really has). Without it, A is input 0 as it is. gather: the folded Gather's name, for
+    messages (not part of the fact's identity)."""
     index: int
+    gather: str = field(default="", compare=False)
 
 
 @dataclass
@@ -244,8 +246,13 @@ class MatMul(NamedOp):
         fact = ctx.fact(PickLast)
         if fact is not None:
             pick = fact.index
-            if len(a) < 3 or attrs["transpose_a"] or not -a[-1] <= pick < a[-1] or \
-                    va is not None:
+            if len(a) >= 3 and not -a[-1] <= pick < a[-1]:
+                # the model's own index, out of range for the length this request gives
+                raise self.fail(attrs, f"the Gather '{fact.gather}' read in this MatMul takes "
+                                       f"index {pick} of the last axis of {list(a)}, out of "
+                                       f"range for its length {a[-1]} (an index must be in "
+                                       f"[-{a[-1]}, {a[-1]}))")
+            if len(a) < 3 or attrs["transpose_a"] or va is not None:
                 raise self.fail(attrs, f"element {pick} of the last axis of input 0 "
                                        f"{list(a)} cannot be read as an untransposed A")
             a, step, pick = a[:-1], a[-1], pick % a[-1]

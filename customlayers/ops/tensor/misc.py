@@ -157,6 +157,8 @@ class Gather(Op):
         if inputs[1].dtype not in ("i32", "i64"):
             raise BindingError(f"Gather: indices must be i32 or i64, found {inputs[1].dtype}")
         axis = self._axis(inputs, consts)
+        if 1 in consts and data[axis] is not None:
+            _check_constant_indices(np.asarray(consts[1]), data[axis], axis)
         return [(data[:axis] + idx + data[axis + 1:], inputs[0].dtype)]
 
     def launches(self, attrs, inputs, outputs, consts, ctx=DEFAULT_CONTEXT):
@@ -170,6 +172,19 @@ class Gather(Op):
                              (Arg.input(0), Arg.input(1), Arg.output(0)) +
                              tuple(uint_arg(v) for v in sizes), global_1d(count),
                              label="gather")]
+
+
+def _check_constant_indices(indices: np.ndarray, length: int, axis: int) -> None:
+    """A constant index out of [-length, length) is the model's own mistake: refused when the
+    plan is made (ONNX calls it an error; the kernel would read 0 there, OpenVINO's behaviour
+    for indices computed at run time)."""
+    if indices.size == 0:
+        return
+    low, high = int(indices.min()), int(indices.max())
+    if low < -length or high >= length:
+        bad = low if low < -length else high
+        raise BindingError(f"Gather: the constant index {bad} is out of range for axis {axis} "
+                           f"of length {length} (an index must be in [-{length}, {length}))")
 
 
 class ViewMapOp(Op):

@@ -30,14 +30,17 @@ ARG_STATE, ARG_FRAME, ARG_OUT, ARG_GIVEN, ARG_INLINED, ARG_SCRATCH, ARG_COUNTS =
 # (kernel_objects.set_arg_by_value: 0.3 us against set_arg's 9-14).
 _read_buffer = getattr(getattr(cl, "_cl", None), "_enqueue_read_buffer", None)
 
-# On a CPU device a step waits for its read-back by polling the read's status for at most this
-# long, then blocks: PoCL wakes a thread blocked on an event tens of us late (the seed TCN's
-# step at N = 1 on a 2-core machine: 17 us polled against 49-67 us blocked, its kernel 9 us).
-# A stream whose step outlasts the limit once blocks from then on (until reset() or another N):
-# polling through a long kernel takes a core from the device's own threads (N = 64: 644 us
-# polled against 334-346 blocked). A GPU device always blocks: NVIDIA's driver took longer to
-# complete a polled read (75 against 44 us on an H100).
+# On a CPU device a step waits for its read-back by polling the read's status for at most
+# POLL_LIMIT_S, then blocks: PoCL wakes a thread blocked on an event tens of us late (the seed
+# TCN's step at N = 1 on a 2-core machine: 17 us polled against 49-67 us blocked, its kernel
+# 9 us). A stream whose steps outlast the limit POLL_MISSES times in a row blocks for the next
+# POLL_RETRY steps, then tries again: polling through a long kernel takes a core from the
+# device's own threads (N = 64: 644 us polled against 334-346 blocked), while one slow step (the
+# first, which allocates; a busy moment) must not end it. A GPU device always blocks: NVIDIA's
+# driver took longer to complete a polled read (75 against 44 us on an H100).
 POLL_LIMIT_S = 50e-6
+POLL_MISSES = 4
+POLL_RETRY = 256
 
 
 def read_into(queue, host: np.ndarray, buffer, wait_for, blocking: bool):
@@ -105,7 +108,8 @@ class CausalStream:
         shared = engine.shared_queue
         self._queue = shared if shared is not None else cl.CommandQueue(engine.context, device)
         self._on_cpu = on_cpu
-        self._poll = on_cpu                  # wait for a step's outputs by polling (above)
+        self._misses = 0                     # polls in a row that outlasted POLL_LIMIT_S
+        self._blocked = 0                    # steps to block for before polling again
         self._out_of_order = shared is not None and bool(
             shared.properties & cl.command_queue_properties.OUT_OF_ORDER_EXEC_MODE_ENABLE)
         self._last = None                      # the last command, on an out-of-order queue
@@ -213,7 +217,6 @@ class CausalStream:
         """Forget every stream's history (the rings zeroed on the device) and t = 0. The next
         frame may have another N, unless a batch was given."""
         self.t = 0
-        self._poll = self._on_cpu
         if self.batch is None:
             return
         self._zero_state()
@@ -226,12 +229,15 @@ class CausalStream:
         Buffer on this device). Returns {output name: array [N, ...]}, the caller's to keep."""
         self._enqueue(frame)
         landing = self._landing[:self.batch]
-        if self._poll:
+        if self._on_cpu and not self._blocked:
             read = read_into(self._queue, landing, self._out, self._after(), False)
             self._queue.flush()
-            self._poll = _poll(read, POLL_LIMIT_S)
+            self._misses = 0 if _poll(read, POLL_LIMIT_S) else self._misses + 1
+            if self._misses >= POLL_MISSES:
+                self._misses, self._blocked = 0, POLL_RETRY
             read.wait()                     # at once when done; raises on a failed command
         else:
+            self._blocked = max(self._blocked - 1, 0)
             read_into(self._queue, landing, self._out, self._after(), True)      # the one wait
         return self._outputs(landing.copy())
 
