@@ -207,6 +207,13 @@ def test_compile_of_a_package_is_refused_before_any_note(tmp_path, packages, cap
     assert "a compiled package already" in err and "the model it was made from" in err
     assert "note:" not in err and "Traceback" not in err
     assert not (tmp_path / "again.clpkg").exists()
+    # a name that only looks like a package: the missing file is what is said
+    missing = ["compile", "-m", str(tmp_path / "nowhere.clpkg"), "-o",
+               str(tmp_path / "again.clpkg"), "-d", TEST_DEVICE]
+    assert cli_main(missing) != 0
+    err = capsys.readouterr().err
+    assert "nowhere.clpkg" in err and "a compiled package already" not in err
+    assert "Traceback" not in err
 
 
 def test_another_device_without_sources_is_refused_naming_both(tmp_path, packages, engine):
