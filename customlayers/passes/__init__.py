@@ -57,7 +57,7 @@ from .shape_folding import fold_shape_arithmetic
 from .shuffle_folding import fold_channel_shuffles
 from .unused_outputs import drop_unused_pool_indices
 from .view_folding import fold_views_into_matmuls
-from .temporal import fuse_temporal_blocks, runs_awaiting_shapes  # noqa: F401
+from .temporal import fuse_temporal_blocks  # noqa: F401
 from .window_folding import fold_into_convolutions
 
 # required: the shapes the other passes and the layers read are constants after it

@@ -133,13 +133,6 @@ def _runs(graph: Graph, blocks: list[_Block]) -> list[list[_Block]]:
     return [run for run in runs if run]
 
 
-def runs_awaiting_shapes(graph: Graph, is_builtin) -> bool:
-    """Whether a run of blocks has a batch or length the graph leaves open: whether it is
-    launch-bound is known only for a request's shapes (Network then runs the rewrites per
-    plan, as for shape arithmetic)."""
-    return any(_batch_and_length(run) is None for run in _runs(graph, _blocks(graph, is_builtin)))
-
-
 def _blocks(graph: Graph, is_builtin) -> list[_Block]:
     return [b for b in (_block_at(graph, n, is_builtin) for n in list(graph)
                         if n.type == "Convolution") if b is not None]

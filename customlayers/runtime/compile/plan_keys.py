@@ -62,6 +62,12 @@ def value_input_arrays(graph: Graph, value_inputs: Mapping[str, str],
     return values
 
 
+def has_open_inputs(graph: Graph) -> bool:
+    """Whether the model leaves a dimension of an input (or a whole shape) open."""
+    return any(not p.outputs or p.outputs[0].shape is None or
+               any(d is None for d in p.outputs[0].shape) for p in graph.parameters)
+
+
 def static_input_shapes(graph: Graph, given: Mapping[str, Sequence[int]]):
     """Every input's shape, from `given` or the model's own; None where one is open (the
     plans are then compiled per shape at the first infer)."""
