@@ -209,9 +209,12 @@ def test_zero_pad_before_a_convolution_is_its_padding(tmp_path, test_device, pad
     np.testing.assert_allclose(net.infer({"x": x})["y"], want, rtol=1e-4, atol=1e-4)
 
 
-def test_a_tcn_block_is_two_kernels(tmp_path, test_device):
+@pytest.mark.parametrize("declared", [None, ["N", 5, "T"]])
+def test_a_tcn_block_is_two_kernels(tmp_path, test_device, declared):
     """Two causal conv+chomp+ReLU, the residual Add and the last ReLU (the seed's TCN block):
-    the second convolution applies bias, ReLU, residual and ReLU where it stores."""
+    the second convolution applies bias, ReLU, residual and ReLU where it stores; also where
+    the model leaves its batch and length open (torch's export with dynamic axes): the
+    fusions are decided on each plan's shapes."""
     pytest.importorskip("onnx")
     from onnx import TensorProto, helper, numpy_helper
     from customlayers.runtime.device.device import Engine
@@ -232,16 +235,18 @@ def test_a_tcn_block_is_two_kernels(tmp_path, test_device):
                   helper.make_node("Slice", [f"c{i}", "s0", "s1", "ax", "st"], [f"sl{i}"]),
                   helper.make_node("Relu", [f"sl{i}"], [f"r{i}"])]
     nodes += [helper.make_node("Add", ["r2", "x"], ["a"]), helper.make_node("Relu", ["a"], ["y"])]
+    shape = declared or [3, c, length]
     model = _onnx_model(tmp_path, nodes,
-                        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, c, length])],
-                        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3, c, length])],
+                        [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+                        [helper.make_tensor_value_info("y", TensorProto.FLOAT, shape)],
                         inits, "block")
-    x = rng.standard_normal((3, c, length)).astype(np.float32)
-    want = ov_infer(model, {"x": x})["y"]
     net = Network(model, engine=Engine(test_device))
-    assert [s.type for s in net.plan.steps] == ["Convolution+bias+relu",
-                                                "Convolution+bias+relu+residual+relu"]
-    np.testing.assert_allclose(net.infer({"x": x})["y"], want, rtol=1e-4, atol=1e-4)
+    for batch, steps in ((3, length), (2, 23)) if declared else ((3, length),):
+        x = rng.standard_normal((batch, c, steps)).astype(np.float32)
+        assert [s.type for s in net.plan_for({"x": x.shape}).steps] == [
+            "Convolution+bias+relu", "Convolution+bias+relu+residual+relu"]
+        np.testing.assert_allclose(net.infer({"x": x})["y"], ov_infer(model, {"x": x})["y"],
+                                   rtol=1e-4, atol=1e-4)
 
 
 def _shuffle_then_depthwise(tmp_path, onnx_pattern: bool, extra_reader: bool = False):
@@ -371,10 +376,9 @@ def test_last_step_gather_is_read_by_the_matmul(tmp_path, test_device, batch, in
 @pytest.mark.parametrize("declared", [["N", 25, 30], ["N", 25, "T"]])
 def test_last_step_gather_of_an_open_batch_or_length_is_read_by_the_matmul(
         tmp_path, test_device, declared):
-    """A model that leaves its batch (or its length) open folds its last-step Gather all the
-    same: every request's plan reads x in the MatMul, at batch 3 and 1. (The LogSoftmax is
-    folded into the MatMul only where the shapes are declared: passes/fusion.py decides on the
-    declared graph.)"""
+    """A model that leaves its batch (or its length) open folds its head all the same: every
+    request's plan reads x in the MatMul and applies the LogSoftmax in its kernel, at batch 3
+    and 1: one launch."""
     from customlayers.runtime.device.device import Engine
     from customlayers.runtime.compile.network import Network
     model, x, want = _last_step_head(tmp_path, 3, -1, declared=declared)
@@ -382,8 +386,7 @@ def test_last_step_gather_of_an_open_batch_or_length_is_read_by_the_matmul(
     assert any(m.startswith("folded Gather") for m in net.messages)
     for batch in (3, 1):
         shape = (batch, 25, 30)
-        assert [s.type for s in net.plan_for({"x": shape}).steps] == ["MatMul+bias",
-                                                                      "LogSoftmax"]
+        assert [s.type for s in net.plan_for({"x": shape}).steps] == ["MatMul+bias+logsoftmax"]
         np.testing.assert_allclose(net.infer({"x": x[:batch]})["y"], want[:batch], rtol=1e-5,
                                    atol=1e-5)
 

@@ -141,16 +141,16 @@ def test_the_fused_network_still_streams(tmp_path, engine):
 
 def test_torchs_export_of_the_seed_tcn_window_runs_in_four_launches(engine):
     """torch.onnx's export (weight norm as arithmetic, the chomp Slices folded whatever the
-    length: N and T are dynamic) against torch's own output. Its head is two launches: the
-    MatMul reads the last step itself (the Gather folded, open shapes or not), and the
-    LogSoftmax is folded into it only where the shapes are declared."""
+    length: N and T are dynamic) against torch's own output. Its head is one launch: the
+    MatMul reads the last step itself (the Gather folded) and applies the LogSoftmax, decided
+    on the request's shapes."""
     models = Path(__file__).resolve().parents[1] / "data" / "models"
     x = np.load(models / "tcn_torch_x.npy")
     net = fused_network(models / "tcn_torch_wn.onnx", engine, profiling=True)
     request = net.create_request({"x": x.shape})
     out = request.infer({"x": x})
     rows = collect(request)
-    assert [r.type for r in rows] == ["TemporalBlocks"] * 4 + ["MatMul+bias", "LogSoftmax"]
+    assert [r.type for r in rows] == ["TemporalBlocks"] * 4 + ["MatMul+bias+logsoftmax"]
     assert sum(r.launches for r in rows[:4]) == 4
     np.testing.assert_allclose(out["y"], np.load(models / "tcn_torch_y.npy"), rtol=1e-4,
                                atol=1e-4)
