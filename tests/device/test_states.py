@@ -260,10 +260,10 @@ def test_a_variable_whose_tensors_disagree_once_shapes_are_known_is_refused(tmp_
     path = save(ov.Model(results=[op6.result(y)], sinks=[sink], parameters=[x], name="m"),
                 tmp_path / "m.xml")
     net = Network(path, None, engine, tuning="off")
-    with pytest.raises(ModelError, match=r"variable 'acc': layer 'Assign_\d+' \(type Assign\) "
-                                         r"at .*m.xml:\d+ has it \[1, 4\] f32, but layer "
-                                         r"'ReadValue_\d+' \(type ReadValue\) at .*m.xml:\d+ "
-                                         r"has \[2, 4\] f32"):
+    # (the plan's graph, its shapes made concrete, says it; else the plan's states would)
+    with pytest.raises(ModelError, match=r"variable 'acc': .*'Assign_\d+'.* at .*m.xml:\d+.* "
+                                         r"\[1, ?4\].*, but .*'ReadValue_\d+'.* at "
+                                         r".*m.xml:\d+.* \[2, ?4\]"):
         net.infer({"x": np.ones((2, 4), np.float32)})
 
 
