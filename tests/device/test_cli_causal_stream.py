@@ -100,7 +100,8 @@ def test_stream_of_a_compiled_package_says_to_stream_the_model_file(tcn, tmp_pat
 
 def test_stream_of_a_sequence_without_steps_and_nireq_say_so(tcn, tmp_path, capsys):
     """A sequence whose time axis is 0 is named as such (not as a window that does not fit a
-    convolution); -nireq with --stream gets a note that one stream runs one step at a time;
+    convolution); -nireq or a throughput -hint with --stream gets a note that one stream runs
+    one step at a time;
     the per-step line gives the median once when the percentile asked is the median."""
     np.save(tmp_path / "empty.npy", np.ones((1, 1, 0), np.float32))
     assert main(["run", "-m", str(tcn), "--stream", "-i", str(tmp_path / "empty.npy")]) == 2
@@ -113,5 +114,7 @@ def test_stream_of_a_sequence_without_steps_and_nireq_say_so(tcn, tmp_path, caps
     assert "note: -nireq 4: a stream runs one step at a time" in printed.err
     assert "p50" not in printed.out and "per step:         median" in printed.out
     assert main(["benchmark", "-m", str(tcn), "--stream", "-i", str(tmp_path / "seq.npy"),
-                 "-niter", "20", "-latency_percentile", "90"]) == 0
-    assert "p90" in capsys.readouterr().out
+                 "-niter", "20", "-latency_percentile", "90", "-hint", "throughput"]) == 0
+    printed = capsys.readouterr()
+    assert "p90" in printed.out
+    assert "note: -hint throughput: a stream runs one step at a time" in printed.err

@@ -210,10 +210,12 @@ def test_compile_of_a_package_is_refused_before_any_note(tmp_path, packages, cap
     # a name that only looks like a package: the missing file is what is said
     missing = ["compile", "-m", str(tmp_path / "nowhere.clpkg"), "-o",
                str(tmp_path / "again.clpkg"), "-d", TEST_DEVICE]
-    assert cli_main(missing) != 0
+    assert cli_main(missing) == 2                  # a missing input file, as for a model
     err = capsys.readouterr().err
     assert "nowhere.clpkg" in err and "a compiled package already" not in err
     assert "Traceback" not in err
+    assert cli_main(["run", "-m", str(tmp_path / "nowhere.clpkg"), "-d", TEST_DEVICE]) == 2
+    assert "cannot read the package" in capsys.readouterr().err
 
 
 def test_another_device_without_sources_is_refused_naming_both(tmp_path, packages, engine):

@@ -112,6 +112,10 @@ def run(args) -> int:
         if args.nireq not in (None, 1):
             print(f"note: -nireq {args.nireq}: a stream runs one step at a time (its state "
                   f"goes from each step to the next); benchmarked with one", file=sys.stderr)
+        elif args.hint in ("throughput", "cumulative_throughput"):
+            print(f"note: -hint {args.hint}: a stream runs one step at a time (its state "
+                  f"goes from each step to the next); benchmarked for latency",
+                  file=sys.stderr)
         print("\n".join(benchmark_steps(net, arrays, args.niter, args.time,
                                         args.latency_percentile)))
         return 0

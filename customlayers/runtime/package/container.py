@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ...errors import PackageError
+from ...errors import ModelFileError, PackageError
 from ...files import atomic_writer, open_user_file
 
 MAGIC = b"CLPKG\x00\r\n"
@@ -88,8 +88,9 @@ def read_manifest(path) -> tuple[dict, int, memoryview]:
             # happens to the file after (numpy's empty buffer: not zeroed first)
             buffer = np.empty(os.fstat(f.fileno()).st_size, np.uint8)
             got = f.readinto(memoryview(buffer)) or 0
-    except OSError as e:
-        raise PackageError(f"cannot read the package {path}: {e.strerror or e}") from None
+    except OSError as e:            # a missing file: an input file error (the CLI exits 2)
+        raise ModelFileError(f"cannot read the package {path}: {e.strerror or e}", path,
+                             e) from None
     data = memoryview(buffer)[:got]
     where = f"the package {path}"
     if len(data) < _HEADER.size or bytes(data[:len(MAGIC)]) != MAGIC:

@@ -323,10 +323,13 @@ class CausalStream:
     def _set_batch(self, n: int) -> None:
         if self.batch == n:
             return
+        if self._fixed_batch is not None and n != self._fixed_batch:
+            raise TensorError(f"streaming input '{self.input_name}': {n} streams in this frame, "
+                              f"but the stream was made for batch={self._fixed_batch}; make "
+                              f"another stream for {n} (reset() keeps the batch given)")
         if self.batch is not None:
             raise TensorError(f"streaming input '{self.input_name}': {n} streams in this frame, "
-                              f"but the stream runs {self.batch} (since its first frame"
-                              f"{'' if self._fixed_batch is None else ', as given'}); call "
+                              f"but the stream runs {self.batch} (since its first frame); call "
                               f"reset() before changing N")
         if self._allocated == n:           # after reset, the same N: the same (zeroed) buffers
             self.batch = n
