@@ -261,3 +261,12 @@ class PackageError(ModelError):
     def __init__(self, message: str, part: str | None = None):
         super().__init__(message)
         self.part = part
+
+
+class PackageFileError(ModelFileError, PackageError):
+    """A package file that is missing or cannot be read: a PackageError, and an input file
+    error (the command line exits 2, as for a missing model)."""
+
+    def __init__(self, message: str, path, error: OSError | None = None):
+        InputFileError.__init__(self, message, path, error)
+        self.part = None

@@ -82,16 +82,25 @@ def with_concrete_shapes(graph: Graph, impl_of: Callable[[Node], object], device
     return _rebuilt(graph, shapes)
 
 
+def _filled(declared, inferred) -> tuple:
+    """The port's declared shape with its open dims taken from the inferred one: a dim the model
+    declares stays, so that where it disagrees the layer's compile refuses it, naming the
+    layer, as it does for a model declared whole (an IR's shapes are the model's word)."""
+    if declared is None or len(declared) != len(inferred):
+        return tuple(inferred) if declared is None else tuple(declared)
+    return tuple(i if d is None else d for d, i in zip(declared, inferred))
+
+
 def _rebuilt(graph: Graph, shapes: dict[str, list[tuple]]) -> Graph:
     new = Graph(graph.name)
     new.value_shapes = graph.value_shapes
     for nid, node in graph.nodes.items():
-        outputs = [replace(p, shape=tuple(shapes[nid][j])) if nid in shapes else p
+        outputs = [replace(p, shape=_filled(p.shape, shapes[nid][j])) if nid in shapes else p
                    for j, p in enumerate(node.outputs)]
         inputs = []
         for i, port in enumerate(node.inputs):
             src, sport = graph.producer(nid, i)
-            inputs.append(replace(port, shape=tuple(shapes[src][sport]))
+            inputs.append(replace(port, shape=_filled(port.shape, shapes[src][sport]))
                           if src in shapes else port)
         new.add_node(replace(node, inputs=inputs, outputs=outputs))
     for e in graph.edges:

@@ -396,9 +396,14 @@ def test_compile_takes_several_shape_sets_into_one_package(tmp_path, capsys):
     pkg = tmp_path / "dyn.clpkg"
     assert cli_main(["compile", "-m", str(model), "-d", TEST_DEVICE, "--shape", "x=1x4",
                      "--shape", "x=3x4", "-o", str(pkg)]) == 0
-    assert "for x=[1, 4]; x=[3, 4]" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "for x=[1, 4]; x=[3, 4]" in out
+    counts = out.split("compiled ")[1].split(" layers")[0]     # each plan's own count
+    assert len(counts.split(" / ")) == 2, out
     assert cli_main(["inspect", str(pkg)]) == 0
-    assert "dynamic inputs as declared: x=['?', 4]" in capsys.readouterr().out
+    shown = capsys.readouterr().out
+    assert "dynamic inputs as declared: x=['?', 4]" in shown
+    assert "layers of the plan for x=[1, 4] (" in shown and f"per plan: {counts})" in shown
     net = Network(str(pkg), engine=Engine(TEST_DEVICE))
     for batch in (1, 3):
         x = np.random.default_rng(batch).standard_normal((batch, 4)).astype(np.float32)

@@ -71,7 +71,8 @@ def run(args) -> int:
     shapes = "; ".join(", ".join(f"{n}={list(s)}" for n, s in one.items())
                        for one in manifest["input_shapes"])
     size = sum(p["size"] for p in manifest["parts"])
-    print(f"compiled {manifest['layers']} layers for {shapes} in {took:.1f} s: "
+    counts = " / ".join(str(c) for c in manifest["layers_per_plan"])
+    print(f"compiled {counts} layers for {shapes} in {took:.1f} s: "
           f"{args.output} ({size_text(size)}, {len(manifest['programs'])} program binaries"
           f"{machine_code_text(manifest)}{', sources kept' if args.keep_sources else ''})")
     return 0

@@ -37,7 +37,14 @@ def run(args) -> int:
             for n, s in declared.items()))
     for layer_type, cls, file in m.get("python_layers", []):
         lines.append(f"python layer: {layer_type} (class {cls} of {file}: load it with -l)")
-    lines.append(f"layers ({len(graph['layers'])}):")
+    sets = m.get("input_shapes", [])
+    if len(sets) > 1:       # the list is the first plan's; the others may fuse otherwise
+        first = ", ".join(f"{n}={list(s)}" for n, s in sets[0].items())
+        counts = " / ".join(str(c) for c in m.get("layers_per_plan", []))
+        lines.append(f"layers of the plan for {first} ({len(graph['layers'])}; per plan: "
+                     f"{counts or '?'}):")
+    else:
+        lines.append(f"layers ({len(graph['layers'])}):")
     width = max((len(name) for name, *_ in graph["layers"]), default=0)
     for name, layer_type, impl, kernels in graph["layers"]:
         lines.append(f"  {name:<{width}}  {layer_type} ({impl}, {kernels} kernel"

@@ -167,6 +167,8 @@ def print_checks(report, paths) -> int:
 
 def summarize(name: str, arr: np.ndarray) -> str:
     flat = arr.reshape(-1)
+    if flat.size == 0:                  # a batch of 0: no values to sum up
+        return f"{one_line(name)}: shape {list(arr.shape)} {arr.dtype}  (no elements)"
     text = (f"{one_line(name)}: shape {list(arr.shape)} {arr.dtype}  min {flat.min():.6g}  "
             f"max {flat.max():.6g}  mean {flat.mean():.6g}")
     if arr.ndim == 2 and arr.shape[0] == 1 and arr.shape[1] > 1:

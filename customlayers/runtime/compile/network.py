@@ -159,11 +159,14 @@ class Network:
         # fuses where launch-bound. On the declared graph those stayed layers of their own
         # (a TCN with N and T open: 19 layers on PoCL against 10 with them declared)
         self._per_shape = has_fold_nodes(self.graph) or (fuse and has_open_inputs(self.graph))
-        # (attention whose shapes depend on the request's is fused per plan: no note at load)
+        # a fusion asked for that finds nothing says so: at load, or where the plans decide it,
+        # at the first plan (_graph_for)
+        self._pending_notes = []
         for asked, made, note in ((fuse_temporal_blocks, "TemporalBlocks", TEMPORAL_NOTE),
-                                  (asked_attention and not self._per_shape, "FusedAttention",
-                                   ATTENTION_NOTE)):
-            if fuse and asked and not any(n.type == made for n in self.graph.nodes.values()):
+                                  (asked_attention, "FusedAttention", ATTENTION_NOTE)):
+            if fuse and asked and self._per_shape:
+                self._pending_notes.append((made, note))
+            elif fuse and asked and not any(n.type == made for n in self.graph.nodes.values()):
                 self.messages.append(note)
                 self._say(note)
         self._order = self.graph.topological_order()
@@ -252,10 +255,23 @@ class Network:
             impls, _ = self.resolver.resolve(graph.topological_order())
             graph = with_concrete_shapes(graph, lambda n: impls.get(n.id), self._options.device,
                                          shapes, values)
-            graph, _ = self._rewritten(graph, self._passes[len(FOLDING):])
+            graph, notes = self._rewritten(graph, self._passes[len(FOLDING):])
+            self._plan_notes(graph, notes)
         order = graph.topological_order()
         impls, _ = self.resolver.resolve(order)
         return graph, order, impls, self._fusion_plan(graph, order, impls)
+
+    def _plan_notes(self, graph, rewrites: list[str]) -> None:
+        """What a plan's rewrites made that the load's did not (--verbose lists net.rewrites),
+        and, at the first plan, the note of a fusion asked for that found nothing."""
+        new = [note for note in rewrites if note not in self.rewrites]
+        self.rewrites += new
+        self.messages += new
+        pending, self._pending_notes = self._pending_notes, []
+        for made, note in pending:
+            if not any(n.type == made for n in graph.nodes.values()):
+                self.messages.append(note)
+                self._say(note)
 
     def _compile(self, shapes, values) -> CompiledPlan:
         graph, order, impls, fusion = self._graph_for(shapes, values)

@@ -158,6 +158,9 @@ def save_package(net, path, *, keep_sources: bool = False, model: str = "",
         if code else None,
         "python_layers": sorted({(r.layer_type, r.class_name, r.file) for r in records}),
         "layers": len(graph["layers"]),
+        # each plan's own count (the graph's list is the first plan's: with open inputs the
+        # plans fuse on their own shapes, and may differ)
+        "layers_per_plan": [len(net._plans[key].steps) for key in keys],
     }
     return write_package(path, manifest, parts)
 

@@ -35,6 +35,7 @@ class Resolver:
         self._say = say or (lambda message: None)
         self._loaded: dict[str, LayerImpl] = {}
         self._noted: set[str] = set()      # layer types whose guessed output shapes were said
+        self._said: set[str] = set()       # the override lines said (once, not once a plan)
 
     def is_loaded(self, node: Node) -> bool:
         """Whether a loaded (user) layer implements the node."""
@@ -75,7 +76,9 @@ class Resolver:
             message = (f"info: custom layer '{layer_type}' ({loc.file}:{loc.line}) overrides "
                        f"the built-in {layer_type} for {len(names)} layer(s)")
             messages.append(message)
-            self._say(message)
+            if message not in self._said:
+                self._said.add(message)
+                self._say(message)
         return found, messages
 
     # -- what a model reader asks (graph/custom_shapes.py: CustomLayers) ----------------------

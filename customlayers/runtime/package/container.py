@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ...errors import ModelFileError, PackageError
+from ...errors import PackageError, PackageFileError
 from ...files import atomic_writer, open_user_file
 
 MAGIC = b"CLPKG\x00\r\n"
@@ -89,8 +89,8 @@ def read_manifest(path) -> tuple[dict, int, memoryview]:
             buffer = np.empty(os.fstat(f.fileno()).st_size, np.uint8)
             got = f.readinto(memoryview(buffer)) or 0
     except OSError as e:            # a missing file: an input file error (the CLI exits 2)
-        raise ModelFileError(f"cannot read the package {path}: {e.strerror or e}", path,
-                             e) from None
+        raise PackageFileError(f"cannot read the package {path}: {e.strerror or e}", path,
+                               e) from None
     data = memoryview(buffer)[:got]
     where = f"the package {path}"
     if len(data) < _HEADER.size or bytes(data[:len(MAGIC)]) != MAGIC:
