@@ -402,7 +402,7 @@ def test_compile_takes_several_shape_sets_into_one_package(tmp_path, capsys):
     assert len(counts.split(" / ")) == 2, out
     assert cli_main(["inspect", str(pkg)]) == 0
     shown = capsys.readouterr().out
-    assert "dynamic inputs as declared: x=['?', 4]" in shown
+    assert "dynamic inputs as declared: x=[?, 4]" in shown
     assert "layers of the plan for x=[1, 4] (" in shown and f"per plan: {counts})" in shown
     net = Network(str(pkg), engine=Engine(TEST_DEVICE))
     for batch in (1, 3):

@@ -33,7 +33,7 @@ def run(args) -> int:
     declared = m.get("declared_inputs") or {}
     if any(s is None or None in s for s in declared.values()):
         lines.insert(4, "dynamic inputs as declared: " + ", ".join(
-            f"{n}={'?' if s is None else ['?' if d is None else d for d in s]}"
+            f"{n}={_dims(s)}"
             for n, s in declared.items()))
     for layer_type, cls, file in m.get("python_layers", []):
         lines.append(f"python layer: {layer_type} (class {cls} of {file}: load it with -l)")
@@ -65,3 +65,9 @@ def run(args) -> int:
     lines.append(f"total: {size_text(sum(p['size'] for p in parts))}")
     print("\n".join(lines))
     return 0
+
+
+def _dims(shape) -> str:
+    """A declared shape as the other messages write it: [?, 4]; ? for an unknown rank."""
+    return "?" if shape is None else "[" + ", ".join("?" if d is None else str(d)
+                                                     for d in shape) + "]"

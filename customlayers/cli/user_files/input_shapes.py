@@ -110,6 +110,6 @@ def check_against_model(shapes: dict[str, GivenShape], parameters) -> None:
         got = given.shape
         if len(got) != len(declared) or any(d is not None and int(d) != g
                                             for d, g in zip(declared, got)):
-            expected = ["?" if d is None else int(d) for d in declared]
+            expected = ", ".join("?" if d is None else str(int(d)) for d in declared)
             raise UsageError(f"input '{p.name}' has shape {list(got)} ({given.origin}); the "
-                             f"model expects {expected}")
+                             f"model expects [{expected}]")

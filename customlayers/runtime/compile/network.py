@@ -323,8 +323,9 @@ class Network:
                     continue
                 if len(declared) != len(got) or any(d is not None and d != g
                                                     for d, g in zip(declared, got)):
+                    expected = ", ".join("?" if d is None else str(d) for d in declared)
                     raise ModelError(f"input '{p.name}' has shape {list(got)}; the model expects "
-                                     f"{['?' if d is None else d for d in declared]}")
+                                     f"[{expected}]")
             plan = self._plans[key] = self._compile(dict(shapes), values)
         return plan
 
