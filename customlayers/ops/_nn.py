@@ -95,9 +95,14 @@ def window_geometry(op: NamedOp, attrs, spatial_in: Sequence[int], kernel: Seque
                 # ceil_torch (opset14): no window may start in the end padding
                 if rounding == "ceil_torch" and (o - 1) * s >= size + pb:
                     o -= 1
+        if o < 1 and size == 0:
+            raise op.fail(attrs, f"spatial axis {i} of its input is empty (size 0): there is "
+                                 f"no window to compute; give the input at least one position "
+                                 f"there")
         if o < 1:
-            raise op.fail(attrs, f"the window ({k_eff} with dilation) does not fit spatial "
-                                 f"axis {i} of size {size} with pads {pb}+{pe}")
+            raise op.fail(attrs, f"the window (spanning {k_eff} positions with its dilation) "
+                                 f"does not fit spatial axis {i} of size {size} with pads "
+                                 f"{pb}+{pe}")
         out.append(o)
         begin.append(pb)
         end.append(pe)

@@ -114,3 +114,18 @@ def test_a_missing_package_is_a_package_error_and_an_input_file_error(tmp_path, 
     with pytest.raises(PackageError) as caught:
         Network(str(tmp_path / "nowhere.clpkg"), engine=Engine(test_device))
     assert isinstance(caught.value, InputFileError) and "nowhere.clpkg" in str(caught.value)
+
+
+def test_an_empty_spatial_axis_is_named_as_such(tmp_path, test_device):
+    """An input with no positions along the axis a convolution slides over (a sequence of
+    length 0) is named as empty, not as a window that does not fit."""
+    w = np.ones((3, 2, 3), np.float32)
+    path = _save(tmp_path, [helper.make_node("Conv", ["x", "w"], ["y"], pads=[2, 0],
+                                             name="causal")],
+                 [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 2, "T"])],
+                 [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 3, "T"])],
+                 [numpy_helper.from_array(w, "w")], name="seq")
+    net = Network(str(path), engine=Engine(test_device), tuning="off")
+    with pytest.raises(CustomLayersError, match=r"causal.*spatial axis 0 of its input is empty "
+                                                r"\(size 0\)"):
+        net.infer({"x": np.zeros((1, 2, 0), np.float32)})
