@@ -138,15 +138,12 @@ def _blocks(graph: Graph, is_builtin) -> list[_Block]:
                         if n.type == "Convolution") if b is not None]
 
 
-def _batch_and_length(run: list[_Block]) -> tuple[int, int] | None:
-    """The run's batch and length, None where the graph leaves either open."""
-    batch, _, length = run[0].conv1.inputs[0].shape
-    return (batch, length) if isinstance(batch, int) and isinstance(length, int) else None
-
-
 def _launch_bound(run: list[_Block], device: DeviceTraits) -> bool:
-    sizes = _batch_and_length(run)
-    return sizes is not None and launch_bound([b.shape for b in run], *sizes, device)
+    """Whether the run's convolutions are launch-bound on `device`; never where the graph
+    leaves its batch or length open (Network then runs the rewrites on a plan's shapes)."""
+    batch, _, length = run[0].conv1.inputs[0].shape
+    return isinstance(batch, int) and isinstance(length, int) and \
+        launch_bound([b.shape for b in run], batch, length, device)
 
 
 def _follows(graph: Graph, before: _Block, block: _Block) -> bool:

@@ -161,14 +161,11 @@ class Network:
         self._per_shape = has_fold_nodes(self.graph) or (fuse and has_open_inputs(self.graph))
         # a fusion asked for that finds nothing says so: at load, or where the plans decide it,
         # at the first plan (_graph_for)
-        self._pending_notes = []
-        for asked, made, note in ((fuse_temporal_blocks, "TemporalBlocks", TEMPORAL_NOTE),
-                                  (asked_attention, "FusedAttention", ATTENTION_NOTE)):
-            if fuse and asked and self._per_shape:
-                self._pending_notes.append((made, note))
-            elif fuse and asked and not any(n.type == made for n in self.graph.nodes.values()):
-                self.messages.append(note)
-                self._say(note)
+        self._pending_notes = [(made, note) for asked, made, note in (
+            (fuse_temporal_blocks, "TemporalBlocks", TEMPORAL_NOTE),
+            (asked_attention, "FusedAttention", ATTENTION_NOTE)) if fuse and asked]
+        if not self._per_shape:
+            self._say_unfused(self.graph)
         self._order = self.graph.topological_order()
         self._impls, notes = self.resolver.resolve(
             [n for n in self._order if n.type != FOLD_TYPE])
@@ -267,6 +264,10 @@ class Network:
         new = [note for note in rewrites if note not in self.rewrites]
         self.rewrites += new
         self.messages += new
+        self._say_unfused(graph)
+
+    def _say_unfused(self, graph) -> None:
+        """The note of each fusion asked for that `graph` has none of; once (then none)."""
         pending, self._pending_notes = self._pending_notes, []
         for made, note in pending:
             if not any(n.type == made for n in graph.nodes.values()):

@@ -228,7 +228,7 @@ class CausalStream:
         """One step of every stream: frame [N, C_in] float32 (numpy, or a pyopencl Array or
         Buffer on this device). Returns {output name: array [N, ...]}, the caller's to keep."""
         self._enqueue(frame)
-        landing = self._landing[:self.batch]
+        landing = self._landing                         # N rows (made by _allocate)
         if self._on_cpu and not self._blocked:
             read = read_into(self._queue, landing, self._out, self._after(), False)
             self._queue.flush()
