@@ -214,7 +214,9 @@ def test_a_tcn_block_is_two_kernels(tmp_path, test_device, declared):
     """Two causal conv+chomp+ReLU, the residual Add and the last ReLU (the seed's TCN block):
     the second convolution applies bias, ReLU, residual and ReLU where it stores; also where
     the model leaves its batch and length open (torch's export with dynamic axes): the
-    fusions are decided on each plan's shapes."""
+    fusions are decided on each plan's shapes. A GPU would make the whole block one
+    TemporalBlocks launch (test_tcn_block_fusion.py); that rewrite is off here so that both
+    kinds of device check the convolutions' own epilogues."""
     pytest.importorskip("onnx")
     from onnx import TensorProto, helper, numpy_helper
     from customlayers.runtime.device.device import Engine
@@ -240,7 +242,7 @@ def test_a_tcn_block_is_two_kernels(tmp_path, test_device, declared):
                         [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
                         [helper.make_tensor_value_info("y", TensorProto.FLOAT, shape)],
                         inits, "block")
-    net = Network(model, engine=Engine(test_device))
+    net = Network(model, engine=Engine(test_device), fuse_temporal_blocks=False)
     for batch, steps in ((3, length), (2, 23)) if declared else ((3, length),):
         x = rng.standard_normal((batch, c, steps)).astype(np.float32)
         assert [s.type for s in net.plan_for({"x": x.shape}).steps] == [

@@ -1,30 +1,33 @@
-"""The step kernel's GPU form: each stream's past taps shared by several work-groups.
+"""The step kernel's GPU form: one work-group per stream walks the chain at once, while others
+compute the next step's past taps.
 
-One work-group per stream (step_kernel.py's form) runs a step on one compute unit: its past
-taps, one dot product per (convolution, tap, output channel), then wait on memory one after
-another (the seed's TCN: 2400 dot products of 25 floats, 40 of its 72 us on an H200). Here
-GROUPS work-groups per stream (get_group_id(0) = n * GROUPS + g) share them:
-  1. every work-item of the stream's groups takes units (convolution, tap j < k-1, output
-     channel): the dot product of a weight row and a ring row, float4s (step_layout.py's rows
-     form: padded and aligned), written to the stream's scratch row in global memory. These
-     read only the rings, not this step's frames;
-  2. each group counts itself done (an atomic count per stream, after a fence of its writes:
-     the pattern of CUDA's threadFenceReduction); the last one goes on, the others end (the
-     rest of the kernel inside `if (last)`), and it resets the count for the next step;
-  3. the partials: bias + the taps of each (convolution, output channel), in one pass;
-  4. the chain as in step_kernel.py, a convolution adding its current tap as one dot product
-     of its row with its input frame (float4s from local memory), its input frame then
-     written into its ring slot t mod L (every read of the rings was in 1, before the count).
-     The chain runs one convolution after another, so a row read where it is used is a wait
-     on global memory in every link: a work-item that holds a whole row loads it PREFETCH
-     convolutions ahead, into registers;
-  5. the outputs.
-Arguments: step_kernel.py's, then scratch [N, units] (the past taps) and counts [N] (ints,
-zero between steps).
-
-One group per stream (GROUPS = 1: the count left out) is the same kernel on a CPU device: PoCL
-ran the last group's chain (barriers inside a group-uniform branch) wrongly, so a CPU device
-never gets several (runtime/streaming/causal_stream.py refuses them).
+One work-group per stream running a whole step (step_kernel.py's form) waits for its past taps,
+one dot product per (convolution, tap, output channel), before its chain (the seed's TCN: 2400
+dot products of 25 floats). Here the past taps are one step ahead: a tap of offset o = (k-1-j)*d
+>= 2 of step t+1 reads the input of step t+1-o <= t-1, already in the ring when step t runs.
+So per stream, GROUPS work-groups (GROUPS > 1):
+  - the chain group (get_group_id(0) = n, the first N groups): its partials are bias + the
+    past-tap sums that step t-1's other groups left in the stream's scratch half t's parity
+    (`tq & 1`), plus, for a convolution of dilation 1, its tap of offset 1 (the input of step
+    t-1: a dot product, read from the ring at once); then the chain as in step_kernel.py, a
+    convolution adding its current tap as one dot product of its row with its input frame
+    (float4s from local memory), its input frame then written into its ring slot t mod L. The
+    chain runs one convolution after another, so a row read where it is used is a wait on
+    global memory in every link: a work-item that holds a whole row loads it PREFETCH
+    convolutions ahead, into registers; then the outputs;
+  - the other GROUPS - 1 (N + n * (GROUPS - 1) + p): the past-tap sums of step t+1 (offset
+    >= 2) into the other half of the scratch, one (convolution, output channel) a work-item.
+    They read ring slots of steps t-L+1 .. t-1, the chain writes the slot of step t: no group
+    waits for another (the kernel's end is the only join), where the last form (every group
+    the current step's taps, an atomic count, the last group the chain) kept the chain waiting
+    2.3 us for them on an H100.
+The step number comes by value (`given.tq`: t << 2 | priming << 1 | parity), counted by the host
+(runtime/streaming/causal_stream.py). A launch with the priming bit computes step t's sums into
+half `parity` and no chain: after a reset or a set_state, before the next step.
+GROUPS = 1 (a CPU device: PoCL ran barriers inside a group-uniform branch wrongly, so it never
+gets several) is one group doing the chain, then the next step's sums.
+Arguments: step_kernel.py's (`given` ends with tq), then scratch [N, 2, S] (S: the sums of a
+step).
 """
 from __future__ import annotations
 
@@ -44,28 +47,45 @@ PREFETCH = 2
 # registers a work-item); a larger group allows fewer registers each (reqd_work_group_size)
 REGISTER_ROW = 32
 REGISTER_ROWS_LS = 256
+# Where the device's local memory has room, the chain group first copies the current-tap rows
+# of the chain's convolutions there (in program order, as many as fit, leaving LOCAL_SLACK floats
+# to the compiler), all at once, and reads them from there: a row loaded from global memory
+# into registers even PREFETCH links ahead cost the chain about 250 cycles a link on an H100
+# (the weights made constants saved that), as if the barrier of every link waited for the load.
+LOCAL_SLACK = 64
 
 
-def past_units(program: StreamProgram) -> int:
-    """One per (convolution with history, tap j < k-1, output channel)."""
-    return sum(program.frames[c.dst] * (c.kernel - 1) for c in program.convolutions)
+def early_taps(conv: CausalConv) -> int:
+    """How many of a convolution's past taps (j < k-1, offset (k-1-j)*d) are summed a step
+    ahead: those of offset >= 2 (all of them where d >= 2; the one of offset 1 is the chain's)."""
+    taps = conv.kernel - 1
+    return taps if conv.dilation >= 2 else max(taps - 1, 0)
+
+
+def ahead_sums(program: StreamProgram) -> int:
+    """The sums a step leaves for the next, per stream: one per (convolution with early taps,
+    output channel)."""
+    return sum(program.frames[c.dst] for c in program.convolutions if early_taps(c))
 
 
 def gpu_step_kernel(program: StreamProgram, *, local_size: int, local_mem: int,
                     groups: int | None, device: str) -> StepKernel:
-    """The GPU form's text and layouts; groups None: enough that every past-tap unit has a
-    work-item (at most MAX_GROUPS)."""
+    """The GPU form's text and layouts; groups None: the chain group and enough others that
+    every sum of the next step has a work-item (at most MAX_GROUPS in all)."""
     lay = layout(program, rows=True)
-    units = past_units(program)
+    sums = ahead_sums(program)
     if groups is None:
-        groups = max(1, min(MAX_GROUPS, -(-units // local_size))) if program.convolutions \
-            else 1
+        groups = min(MAX_GROUPS, 1 + -(-sums // local_size)) if sums else 1
     pairs = sum(program.frames[c.dst] for c in program.convolutions)
     softmax = tree_softmax(program)
-    floats = lay.frame_floats + pairs + 1 + (local_size if softmax else 0)
-    nbytes = check_local_memory(program, lay, floats, pairs, local_mem, device)
-    text = _GpuWriter(program, lay, local_size, groups, units, softmax).text()
-    return StepKernel(text, lay, local_size, nbytes, groups=groups, units=units, scratch=True)
+    floats = lay.frame_floats + pairs + (local_size if softmax else 0)
+    check_local_memory(program, lay, floats, pairs, local_mem, device)
+    writer = _GpuWriter(program, lay, local_size, groups, sums, softmax,
+                        local_mem // 4 - floats - LOCAL_SLACK)
+    nbytes = 4 * writer.total
+    text = writer.text()
+    return StepKernel(text, lay, local_size, nbytes, groups=groups, units=2 * sums,
+                      scratch=True)
 
 
 # the four lanes of a float4 sum a4, added up
@@ -95,126 +115,189 @@ def _dot(w: str, x: str, n: int, vector: bool, x_space: str = "__global") -> lis
 
 
 class _GpuWriter(_Writer):
-    def __init__(self, program, lay, ls, groups, units, softmax):
+    def __init__(self, program, lay, ls, groups, sums, softmax, spare: int = 0):
         convs = program.convolutions
         pairs = sum(program.frames[c.dst] for c in convs)
-        super().__init__(program, lay, ls, {id(c): 1 for c in convs}, pairs, units, False,
+        super().__init__(program, lay, ls, {id(c): 1 for c in convs}, pairs, 0, False,
                          softmax, {id(op): 1 for op in program.ops
                                    if isinstance(op, CausalConv)})
-        self.groups = groups
-        # the chain's convolutions whose row a work-item holds whole in registers (dense,
-        # C_out <= LS, a row of at most REGISTER_ROW floats), id -> their order: each row is
-        # loaded PREFETCH of them ahead of its use
+        self.groups, self.sums = groups, sums
+        # id(conv) -> where its sums start in a scratch half (the convolutions with early taps)
+        self.sum_at, at = {}, 0
+        for c in convs:
+            if early_taps(c):
+                self.sum_at[id(c)] = at
+                at += program.frames[c.dst]
+        self.reduce_at = self.scratch_at
+        at = -(-(self.reduce_at + (ls if softmax else 0)) // 4) * 4
+        # the dense convolutions with C_out <= LS (work-item co is output channel co) whose
+        # current-tap rows fit the local memory left: id -> where they start there
+        self.rows_at = {}
+        for op in program.ops:
+            if isinstance(op, CausalConv) and op.groups == 1 and program.frames[op.dst] <= ls:
+                size = program.frames[op.dst] * lay.conv_params[id(op)].row
+                if at + size - self.reduce_at <= spare:
+                    self.rows_at[id(op)] = at
+                    at += size
+        self.total = max(at, 1)
+        # of the others, those whose row a work-item holds whole in registers (a row of at most
+        # REGISTER_ROW floats), id -> their order: each row is loaded PREFETCH of them ahead of
+        # its use
         held = [op for op in program.ops if isinstance(op, CausalConv) and op.groups == 1 and
-                program.frames[op.dst] <= ls and lay.conv_params[id(op)].row <= REGISTER_ROW] \
+                id(op) not in self.rows_at and program.frames[op.dst] <= ls and
+                lay.conv_params[id(op)].row <= REGISTER_ROW] \
             if PREFETCH and ls <= REGISTER_ROWS_LS else []
         self.in_registers = {id(op): j for j, op in enumerate(held)}
         self.held = held
-        self.last_at = self.scratch_at            # whether this group is the stream's last
-        self.reduce_at = self.last_at + 1
-        self.total = max(self.reduce_at + (ls if softmax else 0), 1)
 
     def text(self) -> str:
         p, g = self.p, self.groups
         self.w(f"// one step of a causal model, GPU form: {len(p.ops)} ops, "
-               f"{len(p.convolutions)} rings, {self.units} past-tap units, {g} group(s) of "
+               f"{len(p.convolutions)} rings, {self.sums} sums a step ahead, {g} group(s) of "
                f"{self.ls} per stream")
         self.w(f"#define LS {self.ls}")
-        self.w(f"typedef struct {{ float v[{INLINE_FLOATS}]; }} inline_frames;")
+        self.w(f"typedef struct {{ float v[{INLINE_FLOATS}]; uint tq; }} inline_frames;")
         self.w(f"__kernel __attribute__((reqd_work_group_size(LS, 1, 1))) void {ENTRY}("
                "__global const float* restrict params, __global float* restrict state, "
                "__global const float* restrict frame, __global float* restrict out, "
-               "const inline_frames given, const int inlined, __global float* scratch, "
-               "__global int* counts)")
+               "const inline_frames given, const int inlined, __global float* scratch)")
         self.w("{")
         # 16-byte aligned: the frames are at multiples of 4 floats, read as float4s
         self.w(f"    __local float loc[{self.total}] __attribute__((aligned(16)));")
         self.w("    const int lid = get_local_id(0);")
-        self.w(f"    const int n = get_group_id(0) / {g};")
-        self.w(f"    const int g = get_group_id(0) % {g};")
+        self.w("    const uint tq = given.tq, t = tq >> 2;")
+        self.w("    const int gid = get_group_id(0);")
+        ahead = bool(p.convolutions and self.sums)
+        if g > 1:
+            self.w(f"    const int streams = get_num_groups(0) / {g};")
+            self.w("    if (gid >= streams) {        // the next step's sums")
+            self.w(f"        const int n = (gid - streams) / {g - 1}, "
+                   f"p = (gid - streams) % {g - 1};")
+            self._ahead_sums(g - 1)
+            self.w("        return;")
+            self.w("    }")
+            self.w("    if (tq & 2u) return;          // priming: no chain")
+            self.w("    const int n = gid;")
+        else:
+            self.w("    const int n = gid;")
+            if ahead:
+                self.w("    if (tq & 2u) {               // priming: this step's sums only")
+                self.w("        const int p = 0;")
+                self._ahead_sums(1)
+                self.w("        return;")
+                self.w("    }")
         self.w(f"    __global float* st = state + n * {max(self.lay.state_floats, 1)};")
+        self._copy_rows()
         if p.convolutions:
-            self.w(f"    __global uint* step = (__global uint*)(st + {self.lay.step_at});")
-            self.w("    const uint t = *step;")
-            self.w(f"    __global float* sc = scratch + n * {max(self.units, 1)};")
-            self._past_taps()
-            if g > 1:
-                self._last_group_only()
-            else:
-                self.w("    barrier(CLK_GLOBAL_MEM_FENCE);")
             self._partials()
-            self.w("    barrier(CLK_LOCAL_MEM_FENCE);")
+            # a tap of offset 1 read a ring row that the chain's ring writes may overwrite
+            # (a ring of one step): a global fence too
+            late = any(early_taps(c) < c.kernel - 1 for c in p.convolutions)
+            self.w("    barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);" if late else
+                   "    barrier(CLK_LOCAL_MEM_FENCE);")
         cin = p.input_channels
         self.w(f"    {self.each(cin)} "
                f"{self.f(p.input)}[c] = inlined ? given.v[n * {cin} + c] : "
                f"frame[n * {cin} + c]; }}")
+        if self.rows_at and not p.convolutions:
+            self.w("    barrier(CLK_LOCAL_MEM_FENCE);")
         for c in self.held[:PREFETCH]:
             self._load_row(c)
         self._chain_and_outputs({p.input})
-        if p.convolutions:
-            # every work-item read the count at the start
-            self.w(f"    if (lid == 0) *step = t + 1 == {self.lay.period}u ? 0u : t + 1;")
-            if g > 1:
-                self.w("    }  // the last group")
+        if g == 1 and ahead:
+            # the next step's sums read slots the chain did not write (steps t-L+1 .. t-1)
+            self.w("    { const int p = 0;")
+            self._ahead_sums(1)
+            self.w("    }")
         self.w("}")
         return "\n".join(self.lines) + "\n"
 
-    # -- 1: one dot product per (convolution, tap, output channel) ---------------------------
-    def _past_taps(self) -> None:
-        p, lay = self.p, self.lay
-        self.w(f"    for (int u = g * LS + lid; u < {self.units}; u += {self.groups} * LS) {{")
-        start, first = 0, True
+    # -- the past taps of offset >= 2, a step ahead ------------------------------------------
+    def _ahead_sums(self, workers: int) -> None:
+        """Stream n's sums, work-group p of `workers`: of step t+1 into the half the next step
+        reads (step t's into its own half when priming), one (convolution, output channel) a
+        work-item: over the early taps j, the dot product of its weight row and the ring row
+        of step t' - (k-1-j)*d (t' the step summed for)."""
+        p, lay, indent = self.p, self.lay, "        "
+        period, sums = self.lay.period, self.sums
+        self.w(f"{indent}const uint prime = (tq >> 1) & 1u;")
+        self.w(f"{indent}const uint ts = prime ? t : (t + 1u == {period}u ? 0u : t + 1u);")
+        self.w(f"{indent}__global const float* st = state + n * "
+               f"{max(self.lay.state_floats, 1)};")
+        self.w(f"{indent}__global float* sc = scratch + n * {2 * sums} + "
+               f"((tq ^ (prime ^ 1u)) & 1u) * {sums};")
+        self.w(f"{indent}for (int u = p * LS + lid; u < {sums}; u += {workers} * LS) {{")
+        first = True
         for c in p.convolutions:
-            cout, taps = p.frames[c.dst], c.kernel - 1
-            end = start + cout * taps
-            self.w(f"        {'if' if first else 'else if'} (u < {end}) {{")
+            early = early_taps(c)
+            if not early:
+                continue
+            cout, taps, at = p.frames[c.dst], c.kernel - 1, self.sum_at[id(c)]
+            self.w(f"{indent}    {'if' if first else 'else if'} (u < {at + cout}) {{")
             first = False
             cin_g, cout_g = c.weight.shape[1], cout // c.groups
             ring, params = lay.rings[id(c)], lay.conv_params[id(c)]
-            self.w(f"            const int v = u - {start};")
-            self.w(f"            const int j = v / {cout}, co = v % {cout};")
-            self.w(f"            uint slot = t % {ring.length}u + {ring.length}u - "
-                   f"(uint)({taps} - j) * {c.dilation}u;")
-            self.w(f"            if (slot >= {ring.length}u) slot -= {ring.length}u;")
             grp = f" + (co / {cout_g}) * {cin_g}" if c.groups > 1 else ""
-            self.w(f"            __global const float* r = st + {ring.offset} + "
+            self.w(f"{indent}        const int co = u - {at};")
+            self.w(f"{indent}        const uint tm = ts % {ring.length}u;")
+            self.w(f"{indent}        float acc = 0.0f;")
+            self.w(f"{indent}        for (int j = 0; j < {early}; j++) {{")
+            self.w(f"{indent}            uint slot = tm + {ring.length}u - "
+                   f"(uint)({taps} - j) * {c.dilation}u;")
+            self.w(f"{indent}            if (slot >= {ring.length}u) slot -= {ring.length}u;")
+            self.w(f"{indent}            __global const float* r = st + {ring.offset} + "
                    f"slot * {ring.stride}{grp};")
-            self.w(f"            __global const float* w = params + {params.past} + "
-                   f"v * {params.row};")
-            self.w("            float acc = 0.0f;")
+            self.w(f"{indent}            __global const float* w = params + {params.past} + "
+                   f"(j * {cout} + co) * {params.row};")
             for line in _dot("w", "r", cin_g, vector=c.groups == 1):
-                self.w("            " + line)
-            self.w("            sc[u] = acc;")
-            self.w("        }")
-            start = end
-        self.w("    }")
-
-    def _last_group_only(self) -> None:
-        self.w("    mem_fence(CLK_GLOBAL_MEM_FENCE);")
-        self.w("    barrier(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE);")
-        self.w(f"    if (lid == 0) loc[{self.last_at}] = "
-               f"atomic_inc(counts + n) == {self.groups - 1} ? 1.0f : 0.0f;")
-        self.w("    barrier(CLK_LOCAL_MEM_FENCE);")
-        self.w(f"    if (loc[{self.last_at}] != 0.0f) {{")
-        self.w("    if (lid == 0) atomic_xchg(counts + n, 0);")
-        self.w("    mem_fence(CLK_GLOBAL_MEM_FENCE);")
+                self.w(f"{indent}            " + line)
+            self.w(f"{indent}        }}")
+            self.w(f"{indent}        sc[u] = acc;")
+            self.w(f"{indent}    }}")
+        self.w(f"{indent}}}")
 
     def _partials(self) -> None:
-        """partial[co] = bias + the past taps, a pass per convolution over its output
-        channels (with C_out <= LS: one `if`, so a work-item issues every convolution's loads
-        before it waits; one pass over every pair, a chain of branches per pair, took twice as
-        long on an H100); read past the L1 (volatile): other groups wrote them."""
-        self.w("    { volatile __global const float* vs = sc;")
-        start = 0
+        """partial[co] = bias + the sums step t-1 left (its half `tq & 1`) + for a convolution
+        of dilation 1 its tap of offset 1 (the ring's slot of step t-1), a pass per
+        convolution over its output channels (with C_out <= LS: one `if`, so a work-item issues
+        every convolution's loads before it waits)."""
+        sums, lay = self.sums, self.lay
+        if sums:
+            self.w(f"    __global const float* sn = scratch + n * {2 * sums} + "
+                   f"(tq & 1u) * {sums};")
         for c in self.p.convolutions:
             cout, taps = self.p.frames[c.dst], c.kernel - 1
-            params = self.lay.conv_params[id(c)]
-            terms = " + ".join(f"vs[{start + j * cout} + co]" for j in range(taps))
-            bias = f"params[{params.bias} + co] + " if params.bias is not None else ""
-            self.w(f"    {self.each(cout, 'co')} loc[{self.partial_at[id(c)]} + co] = "
-                   f"{bias}{terms}; }}")
-            start += cout * taps
-        self.w("    }")
+            params, ring = lay.conv_params[id(c)], lay.rings[id(c)]
+            terms = [f"params[{params.bias} + co]"] if params.bias is not None else []
+            if early_taps(c):
+                terms.append(f"sn[{self.sum_at[id(c)]} + co]")
+            self.w(f"    {self.each(cout, 'co')}")
+            if early_taps(c) < taps:               # the tap of offset 1 (d = 1), j = k-2
+                cin_g, cout_g = c.weight.shape[1], cout // c.groups
+                grp = f" + (co / {cout_g}) * {cin_g}" if c.groups > 1 else ""
+                self.w(f"        const uint tm = t % {ring.length}u;")
+                self.w(f"        __global const float* r = st + {ring.offset} + "
+                       f"(tm == 0u ? {ring.length - 1}u : tm - 1u) * {ring.stride}{grp};")
+                self.w(f"        __global const float* w = params + {params.past} + "
+                       f"({taps - 1} * {cout} + co) * {params.row};")
+                self.w("        float acc = 0.0f;")
+                for line in _dot("w", "r", cin_g, vector=c.groups == 1):
+                    self.w("        " + line)
+                terms.append("acc")
+            self.w(f"        loc[{self.partial_at[id(c)]} + co] = "
+                   f"{' + '.join(terms) or '0.0f'};")
+            self.w("    }")
+
+    def _copy_rows(self) -> None:
+        """The current-tap rows that rows_at places, from the parameters into local memory (the
+        barrier after the partials waits for them)."""
+        for op in self.p.ops:
+            if id(op) in self.rows_at:
+                params = self.lay.conv_params[id(op)]
+                count = self.p.frames[op.dst] * params.row // 4
+                self.w(f"    for (int i = lid; i < {count}; i += LS) "
+                       f"((__local float4*)(loc + {self.rows_at[id(op)]}))[i] = "
+                       f"{float4_at(f'params + {params.current}', 'i')};")
 
     # -- 4: a convolution's current tap ------------------------------------------------------
     def _load_row(self, c: CausalConv) -> None:
@@ -225,13 +308,29 @@ class _GpuWriter(_Writer):
             self.w(f"    const float4 r{j}_{i} = lid < {self.p.frames[c.dst]} ? "
                    f"{float4_at(f'params + {at}', f'lid * {row // 4} + {i}')} : (float4)(0.0f);")
 
-    def _conv_from_registers(self, c: CausalConv) -> None:
-        """The current tap from the registers _load_row loaded (after the row PREFETCH ahead
-        is loaded): C_out <= LS, so work-item co is output channel co; the source's last
-        float4 past C_in is its padding (no number): its lanes there are zeros."""
-        j, row, cin = self.in_registers[id(c)], self.lay.conv_params[id(c)].row, c.weight.shape[1]
-        for nxt in self.held[j + PREFETCH:j + PREFETCH + 1]:
-            self._load_row(nxt)
+    def _prefetch_before(self, c: CausalConv) -> None:
+        """Before a convolution held in registers (the j-th), the row of the (j+PREFETCH)-th."""
+        if id(c) in self.in_registers:
+            j = self.in_registers[id(c)]
+            for nxt in self.held[j + PREFETCH:j + PREFETCH + 1]:
+                self._load_row(nxt)
+
+    def _conv_held(self, c: CausalConv) -> None:
+        """The current tap from its row in local memory (_copy_rows) or in the registers
+        _load_row loaded (after the row PREFETCH ahead is loaded): C_out <= LS, so work-item
+        co is output channel co; the source's last float4 past C_in is its padding (no
+        number): its lanes there are zeros."""
+        row, cin = self.lay.conv_params[id(c)].row, c.weight.shape[1]
+        if id(c) in self.rows_at:
+            def weight(i):
+                return float4_at(f"loc + {self.rows_at[id(c)]}", f"co * {row // 4} + {i}",
+                                 "__local")
+        else:
+            j = self.in_registers[id(c)]
+
+            def weight(i):
+                return f"r{j}_{i}"
+            self._prefetch_before(c)
         src = self.f(c.src)
         self.w(f"    if (lid < {self.p.frames[c.dst]}) {{")
         self.w("        const int co = lid;")
@@ -243,14 +342,14 @@ class _GpuWriter(_Writer):
             else:
                 x = "(float4)(" + ", ".join(f"{src}[{4 * i + k}]" if 4 * i + k < cin else "0.0f"
                                             for k in range(4)) + ")"
-            self.w(f"        a4 = fma(r{j}_{i}, {x}, a4);")
+            self.w(f"        a4 = fma({weight(i)}, {x}, a4);")
         self.w(f"        {self.f(c.dst)}[co] = acc + {LANES_SUM};")
         self.w("    }")
         self._ring_write(c)
 
     def _CausalConv(self, c: CausalConv) -> None:
-        if id(c) in self.in_registers:
-            self._conv_from_registers(c)
+        if id(c) in self.in_registers or id(c) in self.rows_at:
+            self._conv_held(c)
             return
         p, lay = self.p, self.lay
         cout = p.frames[c.dst]

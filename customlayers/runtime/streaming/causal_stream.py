@@ -21,8 +21,11 @@ from ...ops.stream.program import StreamProgram
 from ...ops.stream.step_kernel import INLINE_FLOATS, step_kernel
 from ..device.kernel_objects import set_arg_by_value
 
-ARG_STATE, ARG_FRAME, ARG_OUT, ARG_GIVEN, ARG_INLINED, ARG_SCRATCH, ARG_COUNTS = \
-    1, 2, 3, 4, 5, 6, 7
+ARG_STATE, ARG_FRAME, ARG_OUT, ARG_GIVEN, ARG_INLINED, ARG_SCRATCH = 1, 2, 3, 4, 5, 6
+# the GPU form's step word (step_gpu.py), after the frames in `given` (one argument set per
+# step, not two: each cost about 0.5 us in NVIDIA's driver): t << 2 | PRIMING | the parity of
+# the scratch half the step reads its past-tap sums from
+PRIMING = 2
 
 # A step reads its outputs through pyopencl's lower entry where this pyopencl has it:
 # enqueue_copy sorts its operands' kinds first (1-4 us; a step of the seed's TCN on an H100 is
@@ -113,6 +116,9 @@ class CausalStream:
         self._out_of_order = shared is not None and bool(
             shared.properties & cl.command_queue_properties.OUT_OF_ORDER_EXEC_MODE_ENABLE)
         self._last = None                      # the last command, on an out-of-order queue
+        self._period = built.layout.period     # the step count's period (the rings' lengths)
+        self._half = 0                         # the GPU form: the scratch half step t reads
+        self._primed = False                   # ... and whether it holds step t's sums
         mf = cl.mem_flags
         params = self._layout.params
         self._params = cl.Buffer(engine.context, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=params)
@@ -158,13 +164,10 @@ class CausalStream:
             self._out = cl.Buffer(ctx, cl.mem_flags.WRITE_ONLY,
                                   4 * n * max(lay.output_floats, 1))
             if self._built.scratch:
-                # the GPU form: the past taps between the stream's groups, and the count of
-                # its groups done (zero between steps: the last group resets it)
+                # the GPU form: each stream's past-tap sums, one half for this step, the
+                # other filled for the next (step_gpu.py)
                 self._scratch = cl.Buffer(ctx, cl.mem_flags.READ_WRITE,
                                           4 * n * max(self._built.units, 1))
-                self._counts = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, 4 * n)
-                self._last = cl.enqueue_fill_buffer(self._queue, self._counts, np.int32(0), 0,
-                                                    4 * n, wait_for=self._after())
             self._zero_state()
         except (cl.Error, MemoryError) as e:
             raise DeviceError(f"streaming: {n} streams: their ring buffers ({nbytes} bytes) "
@@ -177,13 +180,14 @@ class CausalStream:
         k.set_arg(ARG_STATE, self._state)
         k.set_arg(ARG_FRAME, self._frame)
         k.set_arg(ARG_OUT, self._out)
-        k.set_arg(ARG_GIVEN, np.zeros(INLINE_FLOATS, np.float32))
+        # the frames by value (floats), then in the GPU form the step word (a uint)
+        self._given = np.zeros(INLINE_FLOATS + bool(self._built.scratch), np.uint32)
+        k.set_arg(ARG_GIVEN, self._given)
         if self._built.scratch:
             k.set_arg(ARG_SCRATCH, self._scratch)
-            k.set_arg(ARG_COUNTS, self._counts)
         self._frame_arg = self._frame
         # small frames go by value in the launch (no upload command): the whole [N, C_in]
-        self._inline = np.zeros(INLINE_FLOATS, np.float32) \
+        self._inline = self._given[:INLINE_FLOATS].view(np.float32) \
             if n * self.input_channels <= INLINE_FLOATS else None
         self._inlined = None
         self._global = (n * self.groups * self.local_size,)
@@ -209,6 +213,7 @@ class CausalStream:
     def _zero_state(self) -> None:
         self._last = cl.enqueue_fill_buffer(self._queue, self._state, np.float32(0), 0,
                                             self._state.size, wait_for=self._after())
+        self._primed = False               # the GPU form's sums: made again from the rings
 
     def _after(self):
         return [self._last] if self._out_of_order and self._last is not None else None
@@ -257,16 +262,28 @@ class CausalStream:
 
     def _enqueue(self, frame) -> None:
         arg = self._take_frame(frame)
-        k = self._kernel
+        k, given = self._kernel, self._given
         inlined = arg is None
         if inlined != self._inlined:
             set_arg_by_value(k, ARG_INLINED, np.int32(inlined))
             self._inlined = inlined
-        if inlined:
-            set_arg_by_value(k, ARG_GIVEN, self._inline)
-        elif arg is not self._frame_arg:
+        if not inlined and arg is not self._frame_arg:
             k.set_arg(ARG_FRAME, arg)
             self._frame_arg = arg
+        if self._built.scratch:
+            tq = (self.t % self._period) << 2 | self._half
+            if not self._primed:
+                # after a reset, a set_state or new buffers: this step's sums from the rings
+                given[INLINE_FLOATS] = tq | PRIMING
+                set_arg_by_value(k, ARG_GIVEN, given)
+                self._last = cl.enqueue_nd_range_kernel(self._queue, k, self._global,
+                                                        self._local, wait_for=self._after())
+                self._primed = True
+            given[INLINE_FLOATS] = tq
+            self._half ^= 1
+            set_arg_by_value(k, ARG_GIVEN, given)
+        elif inlined:
+            set_arg_by_value(k, ARG_GIVEN, given)
         self._last = self.kernel_event = cl.enqueue_nd_range_kernel(
             self._queue, k, self._global, self._local, wait_for=self._after())
         self.t += 1
@@ -416,6 +433,7 @@ class RingState:
                                                                         r.stride)
         rows[:, :, :r.channels] = slots
         cl.enqueue_copy(s._queue, s._state, host, wait_for=s._after())
+        s._primed = False                  # the GPU form's sums: made again from these rings
 
     def reset(self) -> None:
         if self._stream._held is None:
