@@ -47,12 +47,6 @@ PREFETCH = 2
 # registers a work-item); a larger group allows fewer registers each (reqd_work_group_size)
 REGISTER_ROW = 32
 REGISTER_ROWS_LS = 256
-# Where the device's local memory has room, the chain group first copies the current-tap rows
-# of the chain's convolutions there (in program order, as many as fit, leaving LOCAL_SLACK floats
-# to the compiler), all at once, and reads them from there: a row loaded from global memory
-# into registers even PREFETCH links ahead cost the chain about 250 cycles a link on an H100
-# (the weights made constants saved that), as if the barrier of every link waited for the load.
-LOCAL_SLACK = 64
 
 
 def early_taps(conv: CausalConv) -> int:
@@ -79,11 +73,8 @@ def gpu_step_kernel(program: StreamProgram, *, local_size: int, local_mem: int,
     pairs = sum(program.frames[c.dst] for c in program.convolutions)
     softmax = tree_softmax(program)
     floats = lay.frame_floats + pairs + (local_size if softmax else 0)
-    check_local_memory(program, lay, floats, pairs, local_mem, device)
-    writer = _GpuWriter(program, lay, local_size, groups, sums, softmax,
-                        local_mem // 4 - floats - LOCAL_SLACK)
-    nbytes = 4 * writer.total
-    text = writer.text()
+    nbytes = check_local_memory(program, lay, floats, pairs, local_mem, device)
+    text = _GpuWriter(program, lay, local_size, groups, sums, softmax).text()
     return StepKernel(text, lay, local_size, nbytes, groups=groups, units=2 * sums,
                       scratch=True)
 
@@ -115,7 +106,7 @@ def _dot(w: str, x: str, n: int, vector: bool, x_space: str = "__global") -> lis
 
 
 class _GpuWriter(_Writer):
-    def __init__(self, program, lay, ls, groups, sums, softmax, spare: int = 0):
+    def __init__(self, program, lay, ls, groups, sums, softmax):
         convs = program.convolutions
         pairs = sum(program.frames[c.dst] for c in convs)
         super().__init__(program, lay, ls, {id(c): 1 for c in convs}, pairs, 0, False,
@@ -129,23 +120,14 @@ class _GpuWriter(_Writer):
                 self.sum_at[id(c)] = at
                 at += program.frames[c.dst]
         self.reduce_at = self.scratch_at
-        at = -(-(self.reduce_at + (ls if softmax else 0)) // 4) * 4
-        # the dense convolutions with C_out <= LS (work-item co is output channel co) whose
-        # current-tap rows fit the local memory left: id -> where they start there
-        self.rows_at = {}
-        for op in program.ops:
-            if isinstance(op, CausalConv) and op.groups == 1 and program.frames[op.dst] <= ls:
-                size = program.frames[op.dst] * lay.conv_params[id(op)].row
-                if at + size - self.reduce_at <= spare:
-                    self.rows_at[id(op)] = at
-                    at += size
-        self.total = max(at, 1)
-        # of the others, those whose row a work-item holds whole in registers (a row of at most
-        # REGISTER_ROW floats), id -> their order: each row is loaded PREFETCH of them ahead of
-        # its use
+        self.total = max(self.reduce_at + (ls if softmax else 0), 1)
+        # the chain's convolutions whose row a work-item holds whole in registers (dense,
+        # C_out <= LS, a row of at most REGISTER_ROW floats), id -> their order: each row is
+        # loaded PREFETCH of them ahead of its use. (Copying every row into local memory at
+        # the start instead, where 48 KiB held all but one of the seed TCN's: its step's kernel
+        # took 14.7-14.8 us against 11.6 on an H200.)
         held = [op for op in program.ops if isinstance(op, CausalConv) and op.groups == 1 and
-                id(op) not in self.rows_at and program.frames[op.dst] <= ls and
-                lay.conv_params[id(op)].row <= REGISTER_ROW] \
+                program.frames[op.dst] <= ls and lay.conv_params[id(op)].row <= REGISTER_ROW] \
             if PREFETCH and ls <= REGISTER_ROWS_LS else []
         self.in_registers = {id(op): j for j, op in enumerate(held)}
         self.held = held
@@ -187,7 +169,6 @@ class _GpuWriter(_Writer):
                 self.w("        return;")
                 self.w("    }")
         self.w(f"    __global float* st = state + n * {max(self.lay.state_floats, 1)};")
-        self._copy_rows()
         if p.convolutions:
             self._partials()
             # a tap of offset 1 read a ring row that the chain's ring writes may overwrite
@@ -199,8 +180,6 @@ class _GpuWriter(_Writer):
         self.w(f"    {self.each(cin)} "
                f"{self.f(p.input)}[c] = inlined ? given.v[n * {cin} + c] : "
                f"frame[n * {cin} + c]; }}")
-        if self.rows_at and not p.convolutions:
-            self.w("    barrier(CLK_LOCAL_MEM_FENCE);")
         for c in self.held[:PREFETCH]:
             self._load_row(c)
         self._chain_and_outputs({p.input})
@@ -288,17 +267,6 @@ class _GpuWriter(_Writer):
                    f"{' + '.join(terms) or '0.0f'};")
             self.w("    }")
 
-    def _copy_rows(self) -> None:
-        """The current-tap rows that rows_at places, from the parameters into local memory (the
-        barrier after the partials waits for them)."""
-        for op in self.p.ops:
-            if id(op) in self.rows_at:
-                params = self.lay.conv_params[id(op)]
-                count = self.p.frames[op.dst] * params.row // 4
-                self.w(f"    for (int i = lid; i < {count}; i += LS) "
-                       f"((__local float4*)(loc + {self.rows_at[id(op)]}))[i] = "
-                       f"{float4_at(f'params + {params.current}', 'i')};")
-
     # -- 4: a convolution's current tap ------------------------------------------------------
     def _load_row(self, c: CausalConv) -> None:
         """Work-item co's row of `c`'s current tap into registers r<j>_<float4>."""
@@ -308,29 +276,13 @@ class _GpuWriter(_Writer):
             self.w(f"    const float4 r{j}_{i} = lid < {self.p.frames[c.dst]} ? "
                    f"{float4_at(f'params + {at}', f'lid * {row // 4} + {i}')} : (float4)(0.0f);")
 
-    def _prefetch_before(self, c: CausalConv) -> None:
-        """Before a convolution held in registers (the j-th), the row of the (j+PREFETCH)-th."""
-        if id(c) in self.in_registers:
-            j = self.in_registers[id(c)]
-            for nxt in self.held[j + PREFETCH:j + PREFETCH + 1]:
-                self._load_row(nxt)
-
-    def _conv_held(self, c: CausalConv) -> None:
-        """The current tap from its row in local memory (_copy_rows) or in the registers
-        _load_row loaded (after the row PREFETCH ahead is loaded): C_out <= LS, so work-item
-        co is output channel co; the source's last float4 past C_in is its padding (no
-        number): its lanes there are zeros."""
-        row, cin = self.lay.conv_params[id(c)].row, c.weight.shape[1]
-        if id(c) in self.rows_at:
-            def weight(i):
-                return float4_at(f"loc + {self.rows_at[id(c)]}", f"co * {row // 4} + {i}",
-                                 "__local")
-        else:
-            j = self.in_registers[id(c)]
-
-            def weight(i):
-                return f"r{j}_{i}"
-            self._prefetch_before(c)
+    def _conv_from_registers(self, c: CausalConv) -> None:
+        """The current tap from the registers _load_row loaded (after the row PREFETCH ahead
+        is loaded): C_out <= LS, so work-item co is output channel co; the source's last
+        float4 past C_in is its padding (no number): its lanes there are zeros."""
+        j, row, cin = self.in_registers[id(c)], self.lay.conv_params[id(c)].row, c.weight.shape[1]
+        for nxt in self.held[j + PREFETCH:j + PREFETCH + 1]:
+            self._load_row(nxt)
         src = self.f(c.src)
         self.w(f"    if (lid < {self.p.frames[c.dst]}) {{")
         self.w("        const int co = lid;")
@@ -342,14 +294,14 @@ class _GpuWriter(_Writer):
             else:
                 x = "(float4)(" + ", ".join(f"{src}[{4 * i + k}]" if 4 * i + k < cin else "0.0f"
                                             for k in range(4)) + ")"
-            self.w(f"        a4 = fma({weight(i)}, {x}, a4);")
+            self.w(f"        a4 = fma(r{j}_{i}, {x}, a4);")
         self.w(f"        {self.f(c.dst)}[co] = acc + {LANES_SUM};")
         self.w("    }")
         self._ring_write(c)
 
     def _CausalConv(self, c: CausalConv) -> None:
-        if id(c) in self.in_registers or id(c) in self.rows_at:
-            self._conv_held(c)
+        if id(c) in self.in_registers:
+            self._conv_from_registers(c)
             return
         p, lay = self.p, self.lay
         cout = p.frames[c.dst]
