@@ -176,6 +176,7 @@ class CausalStream:
                               ) from None
         self.batch = self._allocated = n
         self._landing = self._pinned_rows(n)
+        self._views = list(self._outputs(self._landing).items())     # copied by each step
         k = self._kernel
         k.set_arg(ARG_STATE, self._state)
         k.set_arg(ARG_FRAME, self._frame)
@@ -242,9 +243,12 @@ class CausalStream:
                 self._misses, self._blocked = 0, POLL_RETRY
             read.wait()                     # at once when done; raises on a failed command
         else:
-            self._blocked = max(self._blocked - 1, 0)
-            read_into(self._queue, landing, self._out, self._after(), True)      # the one wait
-        return self._outputs(landing.copy())
+            if self._blocked:
+                self._blocked -= 1
+            # the one wait: on the read's event, not in a blocking read (NVIDIA's driver: the
+            # seed TCN's step at N = 1 took 25.4-25.5 us against 27.6 on an H200)
+            read_into(self._queue, landing, self._out, self._after(), False).wait()
+        return {name: view.copy() for name, view in self._views}
 
     def _outputs(self, host: np.ndarray) -> dict[str, np.ndarray]:
         n = host.shape[0]
