@@ -206,13 +206,29 @@ def test_frames_on_the_device(engine, n):
 
 
 def test_step_async_pipelines(engine):
+    """16 steps in flight (more than ASYNC_PINNED: the others read into plain memory), then a
+    pipeline 3 deep whose pinned rows wait() gives back to later steps: every output kept by
+    the caller stays its step's."""
+    from customlayers.runtime.streaming.causal_stream import ASYNC_PINNED
     program = sp.tcn(levels=3, channels=8, kernel=3, cin=2)
     frames = sequence(program, 2, 16)
     stream = CausalStream(engine, program)
     pending = [stream.step_async(f) for f in frames]
+    assert len(frames) > ASYNC_PINNED
     ref = ReferenceStream(program, 2)
     for t, (p, frame) in enumerate(zip(pending, frames)):
         close(p.wait()["y"], ref.step(frame)["y"], f"step {t}")
+    frames = sequence(program, 2, 30, seed=1)
+    kept, wants, flight = [], [], []
+    for frame in frames:
+        flight.append(stream.step_async(frame))
+        wants.append(ref.step(frame)["y"])
+        if len(flight) == 3:
+            kept.append(flight.pop(0).wait())
+    kept += [p.wait() for p in flight]
+    assert flight[-1].wait() is kept[-1]                    # a second wait: the same outputs
+    for t, (got, want) in enumerate(zip(kept, wants)):
+        close(got["y"], want, f"pipelined step {t}")
 
 
 def test_query_state_and_set_state(engine):
