@@ -20,12 +20,14 @@ So per stream, GROUPS work-groups (GROUPS > 1):
     They read ring slots of steps t-L+1 .. t-1, the chain writes the slot of step t: no group
     waits for another (the kernel's end is the only join), where the last form (every group
     the current step's taps, an atomic count, the last group the chain) kept the chain waiting
-    2.3 us for them on an H100.
+    2.3 us for them on an H100. The seed TCN's step kernel on an H100: 14.4 -> 12.3 us at
+    N = 1, 19.7-19.8 -> 15.7-17.1 us at N = 64 (bench/streaming_tcn.py, interleaved).
 The step number comes by value (`given.tq`: t << 2 | priming << 1 | parity), counted by the host
 (runtime/streaming/causal_stream.py). A launch with the priming bit computes step t's sums into
 half `parity` and no chain: after a reset or a set_state, before the next step.
-GROUPS = 1 (a CPU device: PoCL ran barriers inside a group-uniform branch wrongly, so it never
-gets several) is one group doing the chain, then the next step's sums.
+GROUPS = 1 is one group doing the chain, then the next step's sums: a CPU device's (its
+runtime refuses several there: PoCL ran the last form's barriers inside a group-uniform branch
+wrongly; this form's early return ran right there with 2 and 3 groups, but a CPU gains nothing).
 Arguments: step_kernel.py's (`given` ends with tq), then scratch [N, 2, S] (S: the sums of a
 step).
 """
