@@ -51,14 +51,17 @@ def _divided_by_root_mean(r, name: str, numerator: str, square: str, axes: str, 
 
 
 def _one_op_takes(r, node, attrs: dict) -> bool:
-    """Whether the built-in LayerNorm (one kernel) computes this node: float32 input, scale
+    """Whether the built-in LayerNorm (one kernel) computes this node: float32 input whose
+    normalized axes are known (the ones before may be open: a batch, a sequence length), scale
     and bias that hold exactly the normalized axes' values (ONNX also lets them broadcast:
     those keep the decomposition)."""
     x = node.input[0]
     shape = r.shape_of(x)
-    if not shape or dtype_of(r, x) != "f32" or any(d is None for d in shape):
+    if not shape or dtype_of(r, x) != "f32":
         return False
     axis = int(attrs.get("axis", -1)) % len(shape)
+    if any(d is None for d in shape[axis:]):
+        return False
     size = int(np.prod(shape[axis:], dtype=np.int64))
     for k in (1, 2):
         if len(node.input) > k and node.input[k]:
