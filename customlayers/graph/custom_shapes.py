@@ -12,7 +12,8 @@ The question carries what the rules need: the node's attributes, its inputs' sha
 symbolic dims (a dynamic batch "N" is a dim of its own, and rule 3 gives it back), and which
 inputs are constants (a layer's <Data> blobs bind to those). A node whose shapes cannot be known
 keeps the reason, so that a later node that needs them names it (`propagate_custom_shapes`
-returns them by value name).
+returns them by value name); one whose layer's descriptor does not fit it (a BindingError: an
+input port it does not have) is the reader's error at once.
 
 Before any of this the reader lists the custom nodes nothing implements (`check_implemented`):
 that list, not a shape error after it, is what a model run with the wrong config must show.
@@ -22,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Callable, Mapping, Protocol, Sequence
 
-from ..errors import CustomLayersError
+from ..errors import BindingError, CustomLayersError
 
 @dataclass(frozen=True)
 class CustomInput:
@@ -172,6 +173,10 @@ def propagate_custom_shapes(onnx, model, nodes, layers: CustomLayers, infer):
             try:
                 answer = layers.output_shapes(replace(node, inputs=inputs,
                                                       declared=declared[index]))
+            except BindingError:
+                # the descriptor does not fit this node (ports, Data blobs): the node's own
+                # error, not an unknown shape that a later node would be named for
+                raise
             except CustomLayersError as e:
                 for out in proto.output:
                     reasons[out] = e.describe()

@@ -125,6 +125,10 @@ def output_shape_from_formula(spec: LayerSpec, text: str, inputs: Sequence[Tenso
     if any(d <= 0 for d in shape):
         named = sorted({n for f in formulas for n in f.variables if n in values})
         with_params = "".join(f", {n}={values[n]}" for n in named)
+        why = ("an input dim of 0 (an empty batch or sequence): a custom layer's kernel runs "
+               "on tensors with at least one element" if 0 in source.dims else
+               "every dim of an output is at least 1: check the formula (its / rounds down)")
         raise TensorError(f"layer type '{spec.name}': output shape formula '{text}' gives "
-                          f"{list(shape)} for input dims {list(source.dims)}{with_params}")
+                          f"{list(shape)} for input dims {list(source.dims)}{with_params}; "
+                          f"{why}")
     return shape

@@ -164,20 +164,58 @@ def test_a_python_layer_with_a_symbolic_batch(tmp_path, engine):
 @pytest.mark.parametrize("op, attrs", [("GlobalAveragePool", {}), ("Flatten", {"axis": 2}),
                                        ("Shape", {})])
 def test_an_unknown_shape_names_the_custom_node_and_why(tmp_path, engine, op, attrs):
-    """ScaleShift given no constants cannot bind its Data blobs: the op after it that needs its
-    shape says the shape is unknown, from which node and why, not "found shape []"."""
+    """A custom node whose shape formula gives no shape for its input (Y-9 of 3): the op after
+    it that needs its shape says the shape is unknown, from which node and why, not "found
+    shape []"."""
+    folder = tmp_path / "relu"
+    folder.mkdir()
+    (folder / "relu.cl").write_text((RELU.parent / "relu.cl").read_text())
+    (folder / "relu.xml").write_text(RELU.read_text().replace(
+        '<Tensor arg-index="1" type="output" port-index="0" format="ANY"/>',
+        '<Tensor arg-index="1" type="output" port-index="0" format="ANY" shape="B,F,Y-9,X"/>'))
     model = _save(tmp_path / "m.onnx", [
-        helper.make_node("ScaleShift", ["x"], ["s"], name="ss", domain=DOMAIN),
+        helper.make_node("ReLU", ["x"], ["s"], name="ss", domain=DOMAIN),
         helper.make_node("Relu", ["s"], ["r"], name="relu"),
         helper.make_node(op, ["r"], ["y"], name="next", **attrs)], [1, 4, 3, 5])
     with pytest.raises(ModelError) as info:
-        _infer(model, engine, SCALE_SHIFT)
+        _infer(model, engine, folder / "relu.xml")
     text = str(info.value)
     assert f"node 2 'next' ({op})" in text
     assert "found an unknown shape" in text and "[]" not in text and "none" not in text
-    assert "the shape of input 'r' is unknown: it comes from custom node 'ss' (ScaleShift, " \
+    assert "the shape of input 'r' is unknown: it comes from custom node 'ss' (ReLU, " \
            "domain com.example)" in text
-    assert "binds Data weights, biases" in text
+    assert "output shape formula 'B,F,Y-9,X' gives [1, 4, -6, 5]" in text
+
+
+@pytest.mark.parametrize("batch", [1, "N"])
+def test_a_descriptor_that_does_not_fit_its_node_is_that_nodes_error(tmp_path, engine, batch):
+    """ScaleShift given no constants cannot bind its Data blobs, and a descriptor that binds
+    an input port the node does not have: the model's reading stops at that node, naming the
+    descriptor's file and line (a new user's model had the error at the LayerNormalization
+    after it, "needs the rank", with the binding's reason at its end)."""
+    from customlayers.errors import BindingError
+    model = _save(tmp_path / "m.onnx", [
+        helper.make_node("ScaleShift", ["x"], ["s"], name="ss", domain=DOMAIN),
+        helper.make_node("GlobalAveragePool", ["s"], ["y"], name="next")], [batch, 4, 3, 5])
+    with pytest.raises(BindingError, match=r"m\.onnx: node 'ss' \(ScaleShift\): layer type "
+                                           r"'ScaleShift' \(.*scale_shift\.xml:\d+:\d+\) "
+                                           r"binds Data weights, biases"):
+        _infer(model, engine, SCALE_SHIFT)
+    folder = tmp_path / "two"
+    folder.mkdir()
+    (folder / "relu.cl").write_text((RELU.parent / "relu.cl").read_text())
+    lines = RELU.read_text().splitlines()
+    at = next(n for n, line in enumerate(lines) if 'type="input"' in line)
+    lines.insert(at + 1, '        <Tensor arg-index="2" type="input" port-index="1" '
+                         'format="ANY"/>')
+    (folder / "relu.xml").write_text("\n".join(lines) + "\n")
+    model = _save(tmp_path / "r.onnx", [
+        helper.make_node("ReLU", ["x"], ["s"], name="rr", domain=DOMAIN),
+        helper.make_node("GlobalAveragePool", ["s"], ["y"], name="next")], [batch, 4, 3, 5])
+    with pytest.raises(BindingError, match=rf"r\.onnx: node 'rr' \(ReLU\): layer type 'ReLU' "
+                                           rf"\(.*relu\.xml:{at + 2}:\d+\) binds input port 1, "
+                                           r"but the node has 1 input\(s\)"):
+        _infer(model, engine, folder / "relu.xml")
 
 
 # -- 3b: what nothing implements comes first ---------------------------------------------------

@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from ...dtypes import BOOL_ONNX, ONNX_SUPPORTED_TEXT, ONNX_TYPES, from_numpy, numpy_of
-from ...errors import ModelError, ModelFileError
+from ...errors import BindingError, ModelError, ModelFileError
 from ..graph import Graph, Node, Port
 from ..custom_shapes import (CustomLayers, as_custom_layers, custom_nodes, node_name,
                             propagate_custom_shapes)
@@ -123,8 +123,13 @@ class _OnnxReader:
             nodes = custom_nodes(model, self.is_custom, _attr_text, onnx)
             # what nothing implements comes first: a shape error after such a node says less
             layers.check_implemented([n for _, _, n in nodes])
-            model, self.unknown_why = propagate_custom_shapes(onnx, model, nodes, layers,
-                                                              infer_shapes)
+            try:
+                model, self.unknown_why = propagate_custom_shapes(onnx, model, nodes, layers,
+                                                                  infer_shapes)
+            except BindingError as e:          # a descriptor that does not fit its node
+                if e.context is None:
+                    e.context = str(file)
+                raise
         self.layers_asked = layers is not None
         self.model = model
         self.graph = Graph(model.graph.name or Path(file).stem)

@@ -69,6 +69,8 @@ def layer_output_shapes(impl, layer_type: str, attrs: Mapping[str, str],
                     for k, shape in enumerate(input_shapes)]
         try:
             answers.append(_static(shapes=concrete, **ask))
+        except BindingError:
+            raise                   # the descriptor does not fit the node, whatever the dims
         except CustomLayersError as e:
             shown = ", ".join(f"[{', '.join(str(d) if d is not None else '?' for d in s)}]"
                               for s in input_shapes)

@@ -184,8 +184,12 @@ class SimpleGpuLayer(LayerImpl):
                                f"input(s) to take it by position")
         bound_ports = {t.port_index for t in spec.inputs}
         if bound_ports and max(bound_ports) >= len(ports):
-            raise BindingError(f"the descriptor binds input port {max(bound_ports)}, but the "
-                               f"layer has {len(ports)} input(s)")
+            over = max(spec.inputs, key=lambda t: t.port_index)
+            raise BindingError(f"{call.where}: layer type '{spec.name}' ({over.location}) "
+                               f"binds input port {max(bound_ports)}, but the node has "
+                               f"{len(ports)} input(s): bind its ports 0 to {len(ports) - 1} "
+                               f"(port-index of each <Tensor type=\"input\">), or give the "
+                               f"node the inputs the descriptor reads")
         extra = [i for i in ports[spec.num_input_ports:] if i in call.consts]
         if extra:
             raise BindingError(
