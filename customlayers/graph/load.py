@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from ..errors import ModelError, ModelFileError
+from ..files import open_user_file
 from .graph import Graph
 
 
@@ -29,6 +30,12 @@ def read_model(path, weights=None, custom_shapes=None) -> Graph:
     if p.is_dir():
         raise ModelFileError(f"{p}: a folder, not a model file", p,
                              IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR)))
+    if not p.is_file():              # a device, a FIFO: before its suffix (/dev/zero has none)
+        try:
+            open_user_file(p).close()
+        except OSError as e:
+            raise ModelFileError(f"cannot read {p}: {e.strerror or e}", p,
+                                 e) from None
     suffix = p.suffix.lower()
     if suffix == ".xml":
         from .ir import read_ir

@@ -59,6 +59,36 @@ def test_a_profile_file_that_is_a_folder_is_refused_before_running(tmp_path, cap
     assert f"--report {tmp_path / 'r.json'}: is a folder" in err
 
 
+@pytest.mark.parametrize("option", ["-o", "--trace"])
+def test_an_empty_or_unwritable_output_is_refused_before_running(tmp_path, capsys, option):
+    """An empty path (a script's empty variable) is not "no -o"; a folder where no file can
+    be made is found by making one, not by os.access (root may write nowhere in /proc), both
+    before the model runs (a new user's trial: the model ran, then 'Permission denied')."""
+    np.save(tmp_path / "x.npy", np.ones((1, 3, 4, 4), np.float32))
+    base = ["run", "-m", str(MODEL), "-c", str(GRN), "-d", "CPU", "-i", str(tmp_path / "x.npy")]
+    extra = ["-pc"] if option == "--trace" else []
+    suffix = ".json" if option == "--trace" else ".npy"
+    err = _fails(base + extra + [option, ""], capsys)
+    assert f"{option} '': an empty path; name a file" in err
+    err = _fails(base + extra + [option, f"/proc/customlayers-test/out{suffix}"], capsys)
+    assert f"{option} /proc/customlayers-test/out{suffix}: " in err
+    assert not list(Path("/proc").glob(".customlayers-probe-*"))
+
+
+@pytest.mark.parametrize("kind", ["character device", "FIFO"])
+def test_a_model_that_is_no_regular_file_is_refused_as_unreadable(tmp_path, capsys, kind):
+    """-m /dev/zero (no suffix) or a FIFO named .onnx: the file's kind, exit 2, as -i and -c
+    say it, not an unknown format."""
+    import os
+    if kind == "FIFO":
+        path = tmp_path / "m.onnx"
+        os.mkfifo(path)
+    else:
+        path = Path("/dev/zero")
+    err = _fails(["run", "-m", str(path), "-d", "CPU"], capsys)
+    assert f"cannot read {path}: not a regular file (a {kind})" in err
+
+
 def test_profile_files_in_a_missing_folder_are_written(tmp_path, capsys):
     trace, report = tmp_path / "new" / "a" / "t.json", tmp_path / "new" / "r.json"
     assert main(["run", "-m", str(MODEL), "-c", str(GRN), "-d", "CPU", "-pc", "--trace",

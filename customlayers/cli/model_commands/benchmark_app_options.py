@@ -103,9 +103,9 @@ def perf_counts_wanted(args) -> bool:
     from ..user_files.output import check_output_path
     wanted = bool(args.perf_counts or args.pcsort)
     for option, value in (("--trace", args.trace), ("--report", args.report)):
-        if value and not wanted:
+        if value is not None and not wanted:
             raise UsageError(f"{option} {value}: the times come from profiling events; add -pc")
-        if value:      # before anything runs, as -o: a folder, a file above it, no permission
+        if value is not None:      # before anything runs, as -o is
             check_output_path(value, (".json",), option)
     return wanted
 

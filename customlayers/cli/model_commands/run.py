@@ -49,7 +49,7 @@ def add_parser(sub):
 def run(args) -> int:
     from ...runtime.observe import profile
     perf_counts = perf_counts_wanted(args)
-    if args.output:
+    if args.output is not None:
         check_output_path(args.output)
     report, resolver = reference_checks(args)
     engine, net, steps = load_network_steps(args, profiling=perf_counts, resolver=resolver)

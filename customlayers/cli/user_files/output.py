@@ -7,6 +7,7 @@ mode a plain open() would give. The rule for a folder that does not exist yet: i
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 from typing import Mapping, Sequence
 
@@ -19,12 +20,15 @@ ARRAY_SUFFIXES = (".npy", ".npz")
 
 def check_output_path(path: str, suffixes: Sequence[str] = ARRAY_SUFFIXES,
                       option: str = "-o") -> Path:
-    """The target of `option path` (-o, --trace, --report), refused (UsageError) when it is a
-    folder, has a suffix not in `suffixes`, or lies under a file; missing folders are fine
-    (they are created on writing)."""
+    """The target of `option path` (-o, --trace, --report), refused (UsageError) when it is
+    empty or a folder, has a suffix not in `suffixes`, lies under a file, or where no file can
+    be made (a file is made there and removed); missing folders are fine (they are created on
+    writing)."""
     from .. import UsageError
-    target = Path(path)
     named = " or ".join(suffixes)
+    if not path:                       # an empty shell variable: not "no -o"
+        raise UsageError(f"{option} '': an empty path; name a file ({named})")
+    target = Path(path)
     if target.is_dir():
         raise UsageError(f"{option} {path}: is a folder; name a file in it ({named})")
     if target.suffix.lower() not in suffixes:
@@ -37,6 +41,14 @@ def check_output_path(path: str, suffixes: Sequence[str] = ARRAY_SUFFIXES,
         raise UsageError(f"{option} {path}: {existing} is a file, not a folder")
     if not os.access(existing, os.W_OK | os.X_OK):
         raise UsageError(f"{option} {path}: no permission to write in {existing}")
+    try:
+        # a file made and removed there: os.access says yes to root where the file system
+        # says no (/sys, /proc), which would show only after the model ran
+        with tempfile.NamedTemporaryFile(dir=existing, prefix=".customlayers-probe-"):
+            pass
+    except OSError as e:
+        raise UsageError(f"{option} {path}: cannot write in {existing}: "
+                         f"{e.strerror or e}") from None
     return target
 
 
