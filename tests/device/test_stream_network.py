@@ -106,3 +106,61 @@ def test_a_frame_by_name_and_a_package_that_cannot_stream(engine, tmp_path):
     with pytest.raises(ModelError, match=r"a compiled package holds the compiled plans.*stream "
                                          r"the model file itself"):
         Network(tmp_path / "tcn.clpkg", engine=engine).streaming()
+
+
+def _length_read_tcn(path: Path, scale_by_length: bool = False) -> Path:
+    """Two causal convolutions (kernel 3, dilations 1 and 2) whose chomp is written as the
+    input's length, Slice(ends=Shape(h)[2]) with N and T open, a residual, a last-step head;
+    scale_by_length: the sequence multiplied by T (Cast(Shape(x)[2])), a step that depends
+    on the length."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+    rng = np.random.default_rng(11)
+    inits, nodes, h = [], [], "x"
+
+    def const(value, name, dtype=np.float32):
+        inits.append(numpy_helper.from_array(np.asarray(value, dtype), name))
+        return name
+    for j, d in enumerate((1, 2)):
+        pad = 2 * d
+        nodes += [helper.make_node("Conv", [h, const(rng.standard_normal((4, 4 if j else 2, 3))
+                                                     * 0.4, f"w{j}"),
+                                            const(rng.standard_normal(4) * 0.1, f"b{j}")],
+                                   [f"c{j}"], pads=[pad, pad], dilations=[d], kernel_shape=[3]),
+                  helper.make_node("Shape", [h], [f"s{j}"]),
+                  helper.make_node("Gather", [f"s{j}", const([2], f"i{j}", np.int64)],
+                                   [f"len{j}"], axis=0),
+                  helper.make_node("Slice", [f"c{j}", const([0], f"z{j}", np.int64), f"len{j}",
+                                             const([2], f"a{j}", np.int64)], [f"sl{j}"]),
+                  helper.make_node("Relu", [f"sl{j}"], [f"r{j}"])]
+        h = f"r{j}"
+    if scale_by_length:
+        nodes += [helper.make_node("Cast", ["len1"], ["lenf"], to=TensorProto.FLOAT),
+                  helper.make_node("Mul", [h, "lenf"], ["scaled"])]
+        h = "scaled"
+    nodes += [helper.make_node("Gather", [h, const(-1, "last", np.int64)], ["lastv"], axis=2),
+              helper.make_node("MatMul", ["lastv", const(rng.standard_normal((4, 3)), "fc")],
+                               ["y"])]
+    graph = helper.make_graph(nodes, "tcn", [helper.make_tensor_value_info(
+        "x", TensorProto.FLOAT, ["N", 2, "T"])], [helper.make_tensor_value_info(
+            "y", TensorProto.FLOAT, ["N", 3])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    onnx.save(model, str(path))
+    return path
+
+
+def test_a_chomp_written_as_the_inputs_length_streams(engine, tmp_path):
+    """Slice(ends=Shape(h)[2]) with the length open (a new user's export: refused as 'FoldOnly
+    is not a layer a step runs'): folded at two lengths, which give the same step, and every
+    step equals the full window; a model whose step does depend on the length is refused."""
+    net = Network(_length_read_tcn(tmp_path / "len.onnx"), engine=engine)
+    stream = net.streaming()
+    x = np.random.default_rng(4).standard_normal((2, 2, 15)).astype(np.float32)
+    for t in range(15):
+        close(stream.step(x[:, :, t])["y"], net.infer({"x": x[:, :, :t + 1]})["y"], f"step {t}")
+    scaled = Network(_length_read_tcn(tmp_path / "scaled.onnx", True), engine=engine)
+    with pytest.raises(ModelError, match=r"cannot stream the model 'tcn': its shape arithmetic "
+                                         r"reads the length of its input, and its step at "
+                                         r"length 4099 is not its step at length 8209"):
+        scaled.streaming()

@@ -13,6 +13,7 @@ request. A request itself (create_request) belongs to one thread at a time.
 """
 from __future__ import annotations
 
+import pickle
 import threading
 from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
 
@@ -61,6 +62,9 @@ TEMPORAL_NOTE = (f"note: fuse_temporal_blocks: the model has no run of TCN tempo
                  f"OpenCL device has (wide channels, a long kernel or dilation); nothing fused")
 ATTENTION_NOTE = (f"note: fuse_attention: no attention matched (float32, known shapes, a "
                   f"Softmax over the last axis, head size up to {MAX_HEAD}); nothing fused")
+# the input lengths at which Network.streaming folds a model's shape arithmetic that reads its
+# length (primes: no arithmetic of the model maps one onto the other's results by chance)
+STREAM_PROBE_LENGTHS = (4099, 8209)
 
 
 class Network:
@@ -443,8 +447,44 @@ class Network:
         stateful = self._stateful_network()
         if stateful is not None:
             return RequestStream(stateful)
-        program = stream_program(self.read_graph, axis=axis, is_builtin=self._is_builtin)
+        if has_fold_nodes(self.read_graph):
+            program = self._stream_program_at_two_lengths(axis)
+        else:
+            program = stream_program(self.read_graph, axis=axis, is_builtin=self._is_builtin)
         return CausalStream(self.engine, program, batch, local_size=local_size)
+
+    def _stream_program_at_two_lengths(self, axis: int):
+        """The step of a model whose shape arithmetic reads its input's length (a chomp written
+        as Slice(ends=Shape(x)[2]), found by a new user's trial: refused as an unknown layer
+        before): its arithmetic folded, and every port's shape set, at two lengths
+        (STREAM_PROBE_LENGTHS, its other open dims 1), each converted; the two steps must be
+        the same (the same ops, frames and weights), or its step depends on the length."""
+        graph = self.read_graph
+        params = [n for n in graph.topological_order() if n.type == "Parameter"]
+        if any(p.outputs[0].shape is None for p in params):
+            return stream_program(graph, axis=axis, is_builtin=self._is_builtin)
+        programs = []
+        for length in STREAM_PROBE_LENGTHS:
+            shapes = {}
+            for p in params:
+                dims = p.outputs[0].shape
+                time = axis % len(dims) if dims else None
+                shapes[p.name] = tuple(length if i == time and d is None else
+                                       d if isinstance(d, int) else 1
+                                       for i, d in enumerate(dims))
+            folded = fold_for_shapes(graph, shapes)
+            impls, _ = self.resolver.resolve(folded.topological_order())
+            folded = with_concrete_shapes(folded, lambda n: impls.get(n.id),
+                                          self._options.device, shapes)
+            programs.append(stream_program(folded, axis=axis, is_builtin=self._is_builtin))
+        first, second = (pickle.dumps(p) for p in programs)
+        if first != second:
+            raise ModelError(f"cannot stream the model '{graph.name}': its shape arithmetic "
+                             f"reads the length of its input, and its step at length "
+                             f"{STREAM_PROBE_LENGTHS[0]} is not its step at length "
+                             f"{STREAM_PROBE_LENGTHS[1]} (a step must not depend on how long "
+                             f"the sequence is)")
+        return programs[0]
 
     def _stateful_network(self):
         """This network where the model has variables; a network of the model with its
