@@ -121,7 +121,8 @@ def output_shape_from_formula(spec: LayerSpec, text: str, inputs: Sequence[Tenso
         shape = tuple(f.evaluate(env) for f in formulas)
     except FormulaError as e:
         e.layer, e.attribute = spec.name, "shape"
-        raise
+        binding = next((t for t in spec.tensors if t.shape == text), None)
+        raise e.at(binding.location if binding is not None else None)
     if any(d <= 0 for d in shape):
         named = sorted({n for f in formulas for n in f.variables if n in values})
         with_params = "".join(f", {n}={values[n]}" for n in named)

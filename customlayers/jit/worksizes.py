@@ -26,7 +26,7 @@ def parse_work_size(spec: LayerSpec, attribute: str) -> tuple[Formula, ...] | No
                                   params=spec.formula_params)
     except FormulaError as e:
         e.layer, e.attribute = spec.name, attribute
-        raise
+        raise e.at(spec.work_sizes.location)
 
 
 def dim_tensor(spec: LayerSpec, inputs: Sequence[TensorDesc],
@@ -62,7 +62,14 @@ def compute_work_sizes(spec: LayerSpec, inputs: Sequence[TensorDesc],
                        ) -> tuple[tuple[int, ...], tuple[int, ...] | None]:
     """(global, local): local is None when the driver chooses. Default global: one dimension,
     the element count of output 0. `params`: the layer's attributes, for formulas that name
-    them."""
+    them. A FormulaError is at the <WorkSizes> element (not the layer's line)."""
+    try:
+        return _work_sizes(spec, inputs, outputs, params)
+    except FormulaError as e:
+        raise e.at(spec.work_sizes.location)
+
+
+def _work_sizes(spec, inputs, outputs, params):
     global_f = parse_work_size(spec, "global")
     local_f = parse_work_size(spec, "local")
     if local_f is not None and global_f is not None and len(local_f) != len(global_f):

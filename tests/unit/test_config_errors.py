@@ -116,6 +116,12 @@ BUFFERS_OK = ('<Buffers>\n<Tensor arg-index="0" type="input" port-index="0"/>\n'
     # a Data blob with a gap and no name
     (KERNEL_OK + BUFFERS_OK.replace('</Buffers>', '<Data arg-index="3"/>\n</Buffers>'),
      [(5, "CL031"), (8, "CL013")]),
+    # a division or modulo by the number 0, whatever the shapes (a new user's Y/0 passed
+    # validate and failed at run time)
+    (KERNEL_OK + BUFFERS_OK + '<WorkSizes global="Y/0,F,B"/>\n', [(9, "CL060")]),
+    (KERNEL_OK + BUFFERS_OK + '<WorkSizes global="X,Y,(B*F)%(0)"/>\n', [(9, "CL060")]),
+    (KERNEL_OK + BUFFERS_OK.replace('port-index="0"/>\n</', 'port-index="0" shape="B,F,Y/0"/>'
+                                    '\n</'), [(7, "CL060")]),
 ])
 def test_each_code_at_its_line(body, expected):
     configs = make(body)

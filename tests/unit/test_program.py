@@ -103,7 +103,8 @@ def test_work_size_errors_name_layer_attribute_and_formula(global_, local, messa
     spec = replace(spec, work_sizes=replace(spec.work_sizes, global_=global_, local=local))
     with pytest.raises(FormulaError) as info:
         compute_work_sizes(spec, [IN, BLOB], [OUT])
-    assert str(info.value) == message
+    # at the <WorkSizes> element's line
+    assert str(info.value) == f"{spec.work_sizes.location}, {message}"
 
 
 def test_a_bad_attribute_is_a_define_error():
@@ -125,7 +126,8 @@ def test_work_sizes_too_large_name_layer_attribute_formula_and_value(global_, lo
     spec = replace(spec, work_sizes=replace(spec.work_sizes, global_=global_, local=local))
     with pytest.raises(FormulaError) as info:
         compute_work_sizes(spec, [IN, BLOB], [OUT])
-    assert str(info.value) == message
+    # at the <WorkSizes> element's line
+    assert str(info.value) == f"{spec.work_sizes.location}, {message}"
 
 
 def test_default_global_too_large_is_refused():

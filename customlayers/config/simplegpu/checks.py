@@ -245,6 +245,14 @@ class LayerChecker(ElementChecker):
         except FormulaError as e:
             self.formula_error(el, attr, text, e)
             return None
+        for f in formulas:
+            at = f.zero_divisor()
+            if at is not None:
+                what = "division" if f.text[at:at + 1] == "/" else "modulo"
+                self.error(el.where(attr), "CL060",
+                           f"{attr} '{clipped(text)}': {what} by zero in '{clipped(f.text)}' "
+                           f"at column {at + 1}, whatever the shapes")
+                return None
         if max_entries is not None and count > max_entries:
             self.error(el.where(attr), "CL061", f"{attr} '{clipped(text)}' has {count} entries; "
                                                 f"expected at most {max_entries}")
