@@ -115,7 +115,7 @@ def test_a_fresh_process_with_an_empty_cache_loads_it_and_builds_nothing(tmp_pat
 
 def test_the_cli_compiles_runs_benchmarks_and_inspects_a_package(tmp_path, demo, capsys):
     _, expected = demo
-    pkg = tmp_path / "demo.clpkg"
+    pkg = tmp_path / "new" / "demo.clpkg"            # its folder made, as run -o makes one
     configs = [str(c) for c in CONFIGS]
     assert cli_main(["compile", "-m", str(DEMO), "-c", *configs, "-d", TEST_DEVICE,
                      "-o", str(pkg)]) == 0

@@ -12,6 +12,7 @@ from pathlib import Path
 from .. import UsageError
 from .model_args import add_model_options, load_network
 from ..user_files.input_shapes import parse_shapes
+from ..user_files.output import check_output_path
 from ...files import size_text
 from ...runtime.package.container import SUFFIX, is_package
 
@@ -50,10 +51,8 @@ def run(args) -> int:
                          f"to compile); give compile the model it was made from (.xml or "
                          f".onnx), or run the package as it is: customlayers run -m "
                          f"{args.model}")
-    folder = Path(args.output).resolve().parent
-    if not folder.is_dir():          # found now, not after the whole compile
-        raise UsageError(f"-o {args.output}: the folder {folder} does not exist: make it, or "
-                         f"name a package in a folder that does")
+    # found now, not after the whole compile; a missing folder is made, as run -o makes one
+    check_output_path(args.output, (SUFFIX,))
     started = time.perf_counter()
     sets = shape_sets(args.shape)
     args.shape = sets[0]
@@ -62,6 +61,7 @@ def run(args) -> int:
     for items in sets[1:]:              # the other sets: one plan each, in the same package
         given = parse_shapes(items, net.input_names)
         net.plan_for({**first, **{n: g.shape for n, g in given.items()}})
+    Path(args.output).parent.mkdir(parents=True, exist_ok=True)
     manifest = save_package(net, args.output, keep_sources=args.keep_sources, model=args.model,
                             machine_code=not args.no_machine_code,
                             say=lambda m: print(m, file=sys.stderr))
