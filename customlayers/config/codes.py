@@ -22,6 +22,7 @@ CODES: dict[str, str] = {
     "CL014": "an element that may appear once appears more than once",
     "CL015": "an attribute that needs a value is empty",
     "CL016": "a value does not have the expected form",
+    "CL017": "text inside an element (ignored: a config's elements hold attributes, no text)",
     # -- attribute values --------------------------------------------------------------------
     "CL020": "CustomLayer type is not SimpleGPU or MVCL",
     "CL021": "CustomLayer version is not 1",

@@ -115,9 +115,40 @@ def _pattern_allowed(schema: dict, key: str) -> bool:
     return any(re.search(p, key) for p in schema.get("patternProperties", {}))
 
 
+@lru_cache(maxsize=1)
+def element_names() -> frozenset[str]:
+    """Every element a descriptor of any dialect has (the schemas' property names)."""
+    names: set[str] = {LAYER_TAG}
+
+    def walk(node) -> None:
+        if isinstance(node, dict):
+            names.update(k for k in node.get("properties", {}) if not k.startswith("@"))
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+    walk(load_schema())
+    for name in sorted({d.schema for d in DIALECTS.values()}):
+        walk(load_schema(name))
+    return frozenset(names)
+
+
+def check_text(doc: Document, diags: Diagnostics) -> None:
+    """CL017 for text inside a descriptor's elements (a doubled '/>'): none holds any. Text
+    inside an unknown element goes with it (CL010 says it is ignored)."""
+    known = element_names()
+    for words, where, owner in doc.stray:
+        if owner in known:
+            diags.warning(where, "CL017", f"text {clipped(repr(words), 40)} inside <{owner}> "
+                                          f"is ignored: a config's elements hold attributes, "
+                                          f"no text (a doubled '/>'?)")
+
+
 def check_structure(doc: Document, diags: Diagnostics) -> set[int]:
     """Apply the schema to `doc`; report every problem; return the indices (among the
     CustomLayer elements) of layers that got an error."""
+    check_text(doc, diags)
     form = JsonForm(doc)
     bad_layers: set[int] = set()
     reported_required: set[Path] = set()

@@ -69,6 +69,9 @@ class Document:
     file: str
     nodes: list[Node]
     container: Node | None = None
+    # text inside elements, (text, where, the element's tag): schema.py says where no
+    # element holds any
+    stray: list = field(default_factory=list)
 
 
 def _blank(text: str, start: int, end: int) -> str:
@@ -270,7 +273,9 @@ def _attributes(el) -> dict[str, str]:
     return {str(a.attrname): str(a) for a in el.xpath("@*")}
 
 
-def _convert(el, locator: _Locator) -> Node:
+def _convert(el, locator: _Locator, stray: list) -> Node:
+    """The element as a Node; text inside it (no element of a config holds any: a doubled
+    '/>', a value written as text) goes to `stray` as (text, where, inside which tag)."""
     tag = el.tag if isinstance(el.tag, str) else str(el.tag)
     loc, start, end = locator.element(etree.QName(el).localname if "}" in tag else tag,
                                       el.sourceline or 0)
@@ -279,9 +284,16 @@ def _convert(el, locator: _Locator) -> Node:
     places = locator.attributes(start, end)
     for name in attrs:
         node.attr_locations[name] = places.get(name.split("}")[-1], loc)
+    if el.text and el.text.strip():
+        stray.append((el.text.strip(), loc, tag))
     for child in el:
         if isinstance(child.tag, str):  # skip comments, PIs and unexpanded entity nodes
-            node.children.append(_convert(child, locator))
+            node.children.append(_convert(child, locator, stray))
+            where = node.children[-1].location
+        else:
+            where = Location(locator.file, child.sourceline or loc.line, 1)
+        if child.tail and child.tail.strip():
+            stray.append((child.tail.strip(), where, tag))
     return node
 
 
@@ -332,7 +344,8 @@ def parse_document(data: bytes | str, file: str, diags: Diagnostics) -> Document
         diags.error(Location(file, 1, 1), "CL006", too_many)
         return None
     locator = _Locator(text, file)
-    top = [_convert(el, locator) for el in root if isinstance(el.tag, str)]
+    stray: list = []
+    top = [_convert(el, locator, stray) for el in root if isinstance(el.tag, str)]
     if len(top) == 1 and top[0].tag != LAYER_TAG and top[0].find_all(LAYER_TAG):
-        return Document(file, top[0].children, container=top[0])
-    return Document(file, top)
+        return Document(file, top[0].children, container=top[0], stray=stray)
+    return Document(file, top, stray=stray)

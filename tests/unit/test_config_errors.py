@@ -122,6 +122,9 @@ BUFFERS_OK = ('<Buffers>\n<Tensor arg-index="0" type="input" port-index="0"/>\n'
     (KERNEL_OK + BUFFERS_OK + '<WorkSizes global="X,Y,(B*F)%(0)"/>\n', [(9, "CL060")]),
     (KERNEL_OK + BUFFERS_OK.replace('port-index="0"/>\n</', 'port-index="0" shape="B,F,Y/0"/>'
                                     '\n</'), [(7, "CL060")]),
+    # text inside an element: a doubled '/>' (a warning, at the element before it)
+    (KERNEL_OK + BUFFERS_OK.replace('port-index="0"/>\n</', 'port-index="0"/>/>\n</'),
+     [(7, "CL017")]),
 ])
 def test_each_code_at_its_line(body, expected):
     configs = make(body)
