@@ -370,6 +370,52 @@ def test_gpu_form_sums_ahead_across_reset_and_set_state(engine, kernel):
                     close(given[name], got[name], f"set_state: step {t}, '{name}'")
 
 
+@pytest.mark.parametrize("local_size", [8, 16, 64])
+def test_gpu_form_with_one_group_matches_at_every_local_size(engine, local_size):
+    """Found by a review, on PoCL with one group: a priming branch around the step's barriers
+    gave wrong numbers at local sizes 16 and over (a 1x1 convolution, then kernel 5 dilation
+    1), and where no convolution sums ahead (kernel 2, dilation 1 alone: its rings hold one
+    step) the priming launch ran a whole step into the rings. The priming is a kernel of its
+    own, none where nothing sums ahead."""
+    b = sp.Builder(6, 80)
+    deep = b.program([("y", b.conv(b.conv(b.input, 9, 1, 1), 6, 5, 1))])
+    shallow = sp.tcn(levels=1, channels=4, kernel=2, cin=2, classes=3)
+    for program in (deep, shallow):
+        first = CausalStream(engine, program, local_size=local_size, cpu_form=False)
+        second = CausalStream(engine, program, local_size=local_size, cpu_form=False)
+        second.step(np.zeros((2, program.input_channels), np.float32))
+        ref = ReferenceStream(program, 2)
+        for t, frame in enumerate(sequence(program, 2, 12, seed=local_size)):
+            if t == 4:
+                first.reset()
+                ref.reset()
+            if t == 7:
+                for mine, theirs in zip(second.query_state(), first.query_state()):
+                    mine.set_state(theirs.state)
+            got, want = first.step(frame), ref.step(frame)
+            for name in want:
+                close(got[name], want[name], f"step {t}, '{name}'")
+                if t >= 7:
+                    close(second.step(frame)[name], got[name], f"set_state, step {t}")
+    assert step_kernel(shallow, max_group=64, local_mem=1 << 16, local_size=8).prime is None
+
+
+def test_a_period_over_two_to_the_thirty_steps_on(engine):
+    """Rings of lengths 1023, 1024, 1025 and 1027 steps: their period is 2^31 (the count's
+    bound); the step count passes 2^30 (a review: the step word overflowed there)."""
+    b = sp.Builder(1, 0)
+    outs = [b.conv(b.input, 1, 2, d) for d in (1023, 1024, 1025, 1027)]
+    program = b.program([(f"y{i}", o) for i, o in enumerate(outs)])
+    stream = CausalStream(engine, program, local_size=1, cpu_form=False)
+    assert stream._period == 2 ** 31
+    frame = np.ones((1, 1), np.float32)
+    stream.step(frame)
+    stream.t = 2 ** 30 - 1
+    for _ in range(3):
+        out = stream.step(frame)
+    assert stream.t == 2 ** 30 + 2 and all(np.isfinite(v).all() for v in out.values())
+
+
 def test_states_after_reset_read_zeros_and_set_state_keeps_the_streams(engine):
     """After reset() (N then open again) the rings read zeros for the N they hold; set_state
     there keeps that N for the next frame; before any frame they say what is missing."""

@@ -7,8 +7,8 @@ dot products of 25 floats). Here the past taps are one step ahead: a tap of offs
 >= 2 of step t+1 reads the input of step t+1-o <= t-1, already in the ring when step t runs.
 So per stream, GROUPS work-groups (GROUPS > 1):
   - the chain group (get_group_id(0) = n, the first N groups): its partials are bias + the
-    past-tap sums that step t-1's other groups left in the stream's scratch half t's parity
-    (`tq & 1`), plus, for a convolution of dilation 1, its tap of offset 1 (the input of step
+    past-tap sums that step t-1's other groups left in the stream's scratch half `side` (the
+    step's parity), plus, for a convolution of dilation 1, its tap of offset 1 (the input of step
     t-1: a dot product, read from the ring at once); then the chain as in step_kernel.py, a
     convolution adding its current tap as one dot product of its row with its input frame
     (float4s from local memory), its input frame then written into its ring slot t mod L. The
@@ -22,20 +22,26 @@ So per stream, GROUPS work-groups (GROUPS > 1):
     the current step's taps, an atomic count, the last group the chain) kept the chain waiting
     2.3 us for them on an H100. The seed TCN's step kernel on an H100: 14.4 -> 12.3 us at
     N = 1, 19.7-19.8 -> 15.7-17.1 us at N = 64 (bench/streaming_tcn.py, interleaved).
-The step number comes by value (`given.tq`: t << 2 | priming << 1 | parity), counted by the host
-(runtime/streaming/causal_stream.py). A launch with the priming bit computes step t's sums into
-half `parity` and no chain: after a reset or a set_state, before the next step.
-GROUPS = 1 is one group doing the chain, then the next step's sums: a CPU device's (its
-runtime refuses several there: PoCL ran the last form's barriers inside a group-uniform branch
-wrongly; this form's early return ran right there with 2 and 3 groups, but a CPU gains nothing).
-Arguments: step_kernel.py's (`given` ends with tq), then scratch [N, 2, S] (S: the sums of a
-step).
+The step number t (modulo the rings' period) and the half `side` come by value at the end of
+`given`,
+counted by the host (runtime/streaming/causal_stream.py). A second kernel, PRIME_ENTRY, makes
+step t's sums from the rings into half `side`, with no chain: after a reset, a set_state or new
+buffers, before the next step (a kernel of its own: a branch that skipped the step's barriers
+ran wrongly on PoCL; none where no convolution sums ahead, kernel 2 and dilation 1 alone).
+GROUPS = 1 is one group doing the chain, then the next step's sums, with no branch: a CPU
+device's (its runtime refuses several there: PoCL ran barriers after the other groups' return,
+and inside the last form's group-uniform branch, wrongly; a CPU gains nothing from several).
+Arguments: step_kernel.py's (`given` ends with t and side), then scratch [N, 2, S] (S: the
+sums of a step); PRIME_ENTRY's: params, state, scratch, t, side.
 """
 from __future__ import annotations
 
 from .program import CausalConv, StreamProgram
 from .step_chain import tree_softmax
 from .step_kernel import ENTRY, INLINE_FLOATS, StepKernel, _Writer, check_local_memory
+
+# the GPU form's second kernel, which makes a step's sums from the rings (after a reset, ...)
+PRIME_ENTRY = "stream_prime"
 from .step_layout import layout
 
 # at most this many work-groups share one stream's past taps
@@ -78,7 +84,7 @@ def gpu_step_kernel(program: StreamProgram, *, local_size: int, local_mem: int,
     nbytes = check_local_memory(program, lay, floats, pairs, local_mem, device)
     text = _GpuWriter(program, lay, local_size, groups, sums, softmax).text()
     return StepKernel(text, lay, local_size, nbytes, groups=groups, units=2 * sums,
-                      scratch=True)
+                      scratch=True, prime=PRIME_ENTRY if program.convolutions and sums else None)
 
 
 # the four lanes of a float4 sum a4, added up
@@ -140,7 +146,8 @@ class _GpuWriter(_Writer):
                f"{len(p.convolutions)} rings, {self.sums} sums a step ahead, {g} group(s) of "
                f"{self.ls} per stream")
         self.w(f"#define LS {self.ls}")
-        self.w(f"typedef struct {{ float v[{INLINE_FLOATS}]; uint tq; }} inline_frames;")
+        self.w(f"typedef struct {{ float v[{INLINE_FLOATS}]; uint t; uint side; }} "
+               f"inline_frames;")
         self.w(f"__kernel __attribute__((reqd_work_group_size(LS, 1, 1))) void {ENTRY}("
                "__global const float* restrict params, __global float* restrict state, "
                "__global const float* restrict frame, __global float* restrict out, "
@@ -149,27 +156,19 @@ class _GpuWriter(_Writer):
         # 16-byte aligned: the frames are at multiples of 4 floats, read as float4s
         self.w(f"    __local float loc[{self.total}] __attribute__((aligned(16)));")
         self.w("    const int lid = get_local_id(0);")
-        self.w("    const uint tq = given.tq, t = tq >> 2;")
+        self.w("    const uint t = given.t, side = given.side;")
         self.w("    const int gid = get_group_id(0);")
         ahead = bool(p.convolutions and self.sums)
         if g > 1:
+            # (a GPU's only: PoCL ran barriers after such a return wrongly)
             self.w(f"    const int streams = get_num_groups(0) / {g};")
             self.w("    if (gid >= streams) {        // the next step's sums")
             self.w(f"        const int n = (gid - streams) / {g - 1}, "
                    f"p = (gid - streams) % {g - 1};")
-            self._ahead_sums(g - 1)
+            self._ahead_sums(g - 1, prime=False)
             self.w("        return;")
             self.w("    }")
-            self.w("    if (tq & 2u) return;          // priming: no chain")
-            self.w("    const int n = gid;")
-        else:
-            self.w("    const int n = gid;")
-            if ahead:
-                self.w("    if (tq & 2u) {               // priming: this step's sums only")
-                self.w("        const int p = 0;")
-                self._ahead_sums(1)
-                self.w("        return;")
-                self.w("    }")
+        self.w("    const int n = gid;")
         self.w(f"    __global float* st = state + n * {max(self.lay.state_floats, 1)};")
         if p.convolutions:
             self._partials()
@@ -188,25 +187,43 @@ class _GpuWriter(_Writer):
         if g == 1 and ahead:
             # the next step's sums read slots the chain did not write (steps t-L+1 .. t-1)
             self.w("    { const int p = 0;")
-            self._ahead_sums(1)
+            self._ahead_sums(1, prime=False)
             self.w("    }")
         self.w("}")
+        if ahead:
+            self._priming_kernel(max(g - 1, 1))
         return "\n".join(self.lines) + "\n"
 
+    def _priming_kernel(self, workers: int) -> None:
+        """PRIME_ENTRY: step t's sums from the rings into half `side`, after a reset, a
+        set_state or new buffers, before the step (a kernel of its own: a branch around the
+        step's barriers ran wrongly on PoCL); `workers` groups per stream."""
+        self.w(f"__kernel __attribute__((reqd_work_group_size(LS, 1, 1))) void {PRIME_ENTRY}("
+               "__global const float* restrict params, __global const float* restrict state, "
+               "__global float* scratch, const uint t, const uint side)")
+        self.w("{")
+        self.w("    const int lid = get_local_id(0);")
+        self.w(f"    const int n = get_group_id(0) / {workers}, "
+               f"p = get_group_id(0) % {workers};")
+        self.w("    {")
+        self._ahead_sums(workers, prime=True)
+        self.w("    }")
+        self.w("}")
+
     # -- the past taps of offset >= 2, a step ahead ------------------------------------------
-    def _ahead_sums(self, workers: int) -> None:
+    def _ahead_sums(self, workers: int, prime: bool) -> None:
         """Stream n's sums, work-group p of `workers`: of step t+1 into the half the next step
-        reads (step t's into its own half when priming), one (convolution, output channel) a
+        reads (prime: step t's into its own half), one (convolution, output channel) a
         work-item: over the early taps j, the dot product of its weight row and the ring row
         of step t' - (k-1-j)*d (t' the step summed for)."""
         p, lay, indent = self.p, self.lay, "        "
         period, sums = self.lay.period, self.sums
-        self.w(f"{indent}const uint prime = (tq >> 1) & 1u;")
-        self.w(f"{indent}const uint ts = prime ? t : (t + 1u == {period}u ? 0u : t + 1u);")
+        self.w(f"{indent}const uint ts = " +
+               ("t;" if prime else f"t + 1u == {period}u ? 0u : t + 1u;"))
         self.w(f"{indent}__global const float* st = state + n * "
                f"{max(self.lay.state_floats, 1)};")
         self.w(f"{indent}__global float* sc = scratch + n * {2 * sums} + "
-               f"((tq ^ (prime ^ 1u)) & 1u) * {sums};")
+               f"{'side' if prime else '(side ^ 1u)'} * {sums};")
         self.w(f"{indent}for (int u = p * LS + lid; u < {sums}; u += {workers} * LS) {{")
         first = True
         for c in p.convolutions:
@@ -238,14 +255,14 @@ class _GpuWriter(_Writer):
         self.w(f"{indent}}}")
 
     def _partials(self) -> None:
-        """partial[co] = bias + the sums step t-1 left (its half `tq & 1`) + for a convolution
+        """partial[co] = bias + the sums step t-1 left (in half `side`) + for a convolution
         of dilation 1 its tap of offset 1 (the ring's slot of step t-1), a pass per
         convolution over its output channels (with C_out <= LS: one `if`, so a work-item issues
         every convolution's loads before it waits)."""
         sums, lay = self.sums, self.lay
         if sums:
             self.w(f"    __global const float* sn = scratch + n * {2 * sums} + "
-                   f"(tq & 1u) * {sums};")
+                   f"side * {sums};")
         for c in self.p.convolutions:
             cout, taps = self.p.frames[c.dst], c.kernel - 1
             params, ring = lay.conv_params[id(c)], lay.rings[id(c)]

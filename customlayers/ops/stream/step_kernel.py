@@ -18,7 +18,8 @@ The chain's text, but for a convolution's current tap, is step_chain.py's (both 
 it). The layouts (step_layout.py) are literals in the text: the kernel is generated per model.
 Arguments: params, state [N, S], frame [N, C_in], out [N, O], given (the frames by value where
 N * C_in <= INLINE_FLOATS), inlined (whether they are): only `given` changes from one step to
-the next (each stream's step count t is in its state, the kernel counts it).
+the next (in this form each stream's step count t is in its state, the kernel counts it; the
+GPU form's host counts it and gives it in `given`).
 """
 from __future__ import annotations
 
@@ -46,9 +47,10 @@ class StepKernel:
     local_size: int
     local_bytes: int       # the __local memory the kernel declares
     groups: int = 1        # work-groups per stream (the GPU form, step_gpu.py)
-    units: int = 0         # the GPU form's past-tap units: floats of scratch per stream
-    scratch: bool = False  # the GPU form: its arguments end with scratch and counts
+    units: int = 0         # the GPU form's floats of scratch per stream (two halves of sums)
+    scratch: bool = False  # the GPU form: its arguments end with scratch, `given` with t, half
     entry: str = ENTRY
+    prime: str | None = None   # the GPU form's priming kernel, where it sums a step ahead
 
 
 def choose_local_size(max_group: int, is_cpu: bool, widest: int) -> int:

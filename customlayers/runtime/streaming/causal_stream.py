@@ -4,9 +4,12 @@ Made by Network.streaming (or from an Engine and a StreamProgram). The step kern
 (ops/stream/step_kernel.py) is generated for the model, built once through the engine's program
 cache, its packed parameters uploaded once. Per batch of N streams the stream holds, on the
 device, the ring buffers of every causal convolution ([N, S]), one input frame and one output
-row per stream. A step is: the frame's upload (none when the frames go by value in the launch or
-are already on the device), the kernel (it counts the steps in the state: only the frames by
-value are set anew), the outputs' read-back: the one host wait.
+row per stream, and in the GPU form (ops/stream/step_gpu.py) two halves of past-tap sums. A step
+is: the frame's upload (none when the frames go by value in the launch or are already on the
+device), the kernel (only the frames by value are set anew; the CPU form counts the steps in
+the state, the GPU form gets t and its half with the frames), the outputs' read-back: the one
+host wait. After a reset, a set_state or new buffers, the GPU form's priming kernel first makes
+the step's past-tap sums from the rings.
 """
 from __future__ import annotations
 
@@ -22,10 +25,12 @@ from ...ops.stream.step_kernel import INLINE_FLOATS, step_kernel
 from ..device.kernel_objects import set_arg_by_value
 
 ARG_STATE, ARG_FRAME, ARG_OUT, ARG_GIVEN, ARG_INLINED, ARG_SCRATCH = 1, 2, 3, 4, 5, 6
-# the GPU form's step word (step_gpu.py), after the frames in `given` (one argument set per
-# step, not two: each cost about 0.5 us in NVIDIA's driver): t << 2 | PRIMING | the parity of
-# the scratch half the step reads its past-tap sums from
-PRIMING = 2
+# the GPU form (step_gpu.py) has the step t (modulo the rings' period) and the scratch half it
+# reads its past-tap sums from after the frames in `given`: one argument set per step, not
+# two (each cost about 0.5 us in NVIDIA's driver)
+GIVEN_T, GIVEN_HALF = INLINE_FLOATS, INLINE_FLOATS + 1
+# its priming kernel's arguments: params, state, scratch, t, half
+PRIME_STATE, PRIME_SCRATCH, PRIME_T, PRIME_HALF = 1, 2, 3, 4
 
 # A step reads its outputs through pyopencl's lower entry where this pyopencl has it:
 # enqueue_copy sorts its operands' kinds first (1-4 us; a step of the seed's TCN on an H100 is
@@ -126,6 +131,8 @@ class CausalStream:
         params = self._layout.params
         self._params = cl.Buffer(engine.context, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=params)
         kernel.set_arg(0, self._params)
+        if self._prime is not None:
+            self._prime.set_arg(0, self._params)
         self.t = 0
         self.kernel_event = None               # the last step's launch (its profile, if any)
         self.batch: int | None = None
@@ -143,6 +150,8 @@ class CausalStream:
     # -- building --------------------------------------------------------------------------
     def _build(self, built):
         program = self.engine.build(built.text, "", label="streaming step")
+        # the GPU form's priming kernel, where it sums a step ahead (None: no priming)
+        self._prime = cl.Kernel(program, built.prime) if built.prime else None
         return cl.Kernel(program, built.entry)
 
     @property
@@ -186,11 +195,15 @@ class CausalStream:
         k.set_arg(ARG_STATE, self._state)
         k.set_arg(ARG_FRAME, self._frame)
         k.set_arg(ARG_OUT, self._out)
-        # the frames by value (floats), then in the GPU form the step word (a uint)
-        self._given = np.zeros(INLINE_FLOATS + bool(self._built.scratch), np.uint32)
+        # the frames by value (floats), then in the GPU form t and the half (uints)
+        self._given = np.zeros(INLINE_FLOATS + (2 if self._built.scratch else 0), np.uint32)
         k.set_arg(ARG_GIVEN, self._given)
         if self._built.scratch:
             k.set_arg(ARG_SCRATCH, self._scratch)
+        if self._prime is not None:
+            self._prime.set_arg(PRIME_STATE, self._state)
+            self._prime.set_arg(PRIME_SCRATCH, self._scratch)
+            self._prime_global = (n * max(self.groups - 1, 1) * self.local_size,)
         self._frame_arg = self._frame
         # small frames go by value in the launch (no upload command): the whole [N, C_in]
         self._inline = self._given[:INLINE_FLOATS].view(np.float32) \
@@ -292,15 +305,10 @@ class CausalStream:
             k.set_arg(ARG_FRAME, arg)
             self._frame_arg = arg
         if self._built.scratch:
-            tq = (self.t % self._period) << 2 | self._half
+            t = self.t % self._period
             if not self._primed:
-                # after a reset, a set_state or new buffers: this step's sums from the rings
-                given[INLINE_FLOATS] = tq | PRIMING
-                set_arg_by_value(k, ARG_GIVEN, given)
-                self._last = cl.enqueue_nd_range_kernel(self._queue, k, self._global,
-                                                        self._local, wait_for=self._after())
-                self._primed = True
-            given[INLINE_FLOATS] = tq
+                self._make_sums(t)
+            given[GIVEN_T], given[GIVEN_HALF] = t, self._half
             self._half ^= 1
             set_arg_by_value(k, ARG_GIVEN, given)
         elif inlined:
@@ -308,6 +316,17 @@ class CausalStream:
         self._last = self.kernel_event = cl.enqueue_nd_range_kernel(
             self._queue, k, self._global, self._local, wait_for=self._after())
         self.t += 1
+
+    def _make_sums(self, t: int) -> None:
+        """After a reset, a set_state or new buffers, the GPU form's past-tap sums of step t
+        from the rings, into the half it reads (its priming kernel), where it sums ahead."""
+        if self._prime is not None:
+            set_arg_by_value(self._prime, PRIME_T, np.uint32(t))
+            set_arg_by_value(self._prime, PRIME_HALF, np.uint32(self._half))
+            self._last = cl.enqueue_nd_range_kernel(self._queue, self._prime,
+                                                    self._prime_global, self._local,
+                                                    wait_for=self._after())
+        self._primed = True
 
     def _take_frame(self, frame):
         """The buffer the kernel reads this step's frame from (a host frame uploaded into the
