@@ -230,12 +230,17 @@ def test_compile_leaves_it_out_when_asked_and_inspect_shows_it(tmp_path, demo, c
     assert "machine code 8 bytes in 2 files of NVIDIA's compute cache" in capsys.readouterr().out
 
 
-def test_compile_refuses_a_missing_output_folder_before_compiling(tmp_path, capsys):
-    out = tmp_path / "no-such-folder" / "demo.clpkg"
-    assert cli_main(["compile", "-m", str(DEMO), "-c", *map(str, CONFIGS), "-d", TEST_DEVICE,
-                     "-o", str(out)]) == 2
-    err = capsys.readouterr().err
-    assert f"the folder {out.parent} does not exist" in err and "compiled" not in err
+def test_compile_refuses_an_output_it_cannot_write_before_compiling(tmp_path, capsys):
+    """A package under a file, or named '' (a missing folder is made, as run -o makes one:
+    test_package.py)."""
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    for out, said in ((blocker / "demo.clpkg", f"{blocker} is a file, not a folder"),
+                      ("", "a package's name ends with .clpkg")):
+        assert cli_main(["compile", "-m", str(DEMO), "-c", *map(str, CONFIGS), "-d",
+                         TEST_DEVICE, "-o", str(out)]) == 2
+        err = capsys.readouterr().err
+        assert said in err and "compiled" not in err
 
 
 def test_tuning_given_with_a_package_is_a_note(demo, tmp_path, capsys):
