@@ -95,7 +95,7 @@ def run_guarded(engine, program, launch: KernelLaunch, layer: str,
         if g.what.startswith("output"):
             index = int(g.what.split()[1])
             if unwritten is None or unwritten[index]:
-                problems += _unwritten(layer, g, body)
+                problems += _unwritten(layer, g, body, launch)
             outputs[index] = g.desc.unpack(body[:g.desc.nbytes].view(g.desc.np_dtype))
         elif g.what.startswith("input") and not np.array_equal(body, g.contents):
             first = int(np.flatnonzero(body != g.contents)[0]) // g.desc.np_dtype.itemsize
@@ -170,7 +170,11 @@ def _guard_problems(layer: str, g: _Guarded, host: np.ndarray) -> list[BoundsPro
     return found
 
 
-def _unwritten(layer: str, g: _Guarded, body: np.ndarray) -> list[BoundsProblem]:
+def _unwritten(layer: str, g: _Guarded, body: np.ndarray,
+               launch: KernelLaunch | None = None) -> list[BoundsProblem]:
+    """The elements of an output the launch left holding the pattern: counted, with the first
+    one's index and the launch's work sizes (a <WorkSizes> that covers too little is the usual
+    cause)."""
     desc = g.desc
     item = desc.np_dtype.itemsize
     pattern = unwritten_pattern(desc)[:desc.nbytes].reshape(-1, item)
@@ -183,5 +187,10 @@ def _unwritten(layer: str, g: _Guarded, body: np.ndarray) -> list[BoundsProblem]
         return []
     first = np.unravel_index(int(np.flatnonzero(never.reshape(-1))[0]), never.shape)
     bfyx = tuple(int(v) for v in first) + (0,) * (4 - len(first))
+    sizes = ""
+    if launch is not None:
+        local = list(launch.local_size) if launch.local_size else "the driver's"
+        sizes = f" (work sizes: global {list(launch.global_size)}, local {local})"
     return [BoundsProblem(layer, g.what, f"{count} of {never.size} elements were never written; "
-                                         f"the first at B,F,Y,X = {','.join(map(str, bfyx))}")]
+                                         f"the first at B,F,Y,X = {','.join(map(str, bfyx))}"
+                                         f"{sizes}")]
