@@ -194,13 +194,15 @@ def test_a_descriptor_that_does_not_fit_its_node_is_that_nodes_error(tmp_path, e
     descriptor's file and line (a new user's model had the error at the LayerNormalization
     after it, "needs the rank", with the binding's reason at its end)."""
     from customlayers.errors import BindingError
-    model = _save(tmp_path / "m.onnx", [
-        helper.make_node("ScaleShift", ["x"], ["s"], name="ss", domain=DOMAIN),
-        helper.make_node("GlobalAveragePool", ["s"], ["y"], name="next")], [batch, 4, 3, 5])
+
+    def then_pool(path, op, name):            # x -> the custom op alone -> GlobalAveragePool
+        return _save(path, [helper.make_node(op, ["x"], ["s"], name=name, domain=DOMAIN),
+                            helper.make_node("GlobalAveragePool", ["s"], ["y"])],
+                     [batch, 4, 3, 5])
     with pytest.raises(BindingError, match=r"m\.onnx: node 'ss' \(ScaleShift\): layer type "
                                            r"'ScaleShift' \(.*scale_shift\.xml:\d+:\d+\) "
                                            r"binds Data weights, biases"):
-        _infer(model, engine, SCALE_SHIFT)
+        _infer(then_pool(tmp_path / "m.onnx", "ScaleShift", "ss"), engine, SCALE_SHIFT)
     folder = tmp_path / "two"
     folder.mkdir()
     (folder / "relu.cl").write_text((RELU.parent / "relu.cl").read_text())
@@ -209,13 +211,10 @@ def test_a_descriptor_that_does_not_fit_its_node_is_that_nodes_error(tmp_path, e
     lines.insert(at + 1, '        <Tensor arg-index="2" type="input" port-index="1" '
                          'format="ANY"/>')
     (folder / "relu.xml").write_text("\n".join(lines) + "\n")
-    model = _save(tmp_path / "r.onnx", [
-        helper.make_node("ReLU", ["x"], ["s"], name="rr", domain=DOMAIN),
-        helper.make_node("GlobalAveragePool", ["s"], ["y"], name="next")], [batch, 4, 3, 5])
     with pytest.raises(BindingError, match=rf"r\.onnx: node 'rr' \(ReLU\): layer type 'ReLU' "
                                            rf"\(.*relu\.xml:{at + 2}:\d+\) binds input port 1, "
                                            r"but the node has 1 input\(s\)"):
-        _infer(model, engine, folder / "relu.xml")
+        _infer(then_pool(tmp_path / "r.onnx", "ReLU", "rr"), engine, folder / "relu.xml")
 
 
 # -- 3b: what nothing implements comes first ---------------------------------------------------
