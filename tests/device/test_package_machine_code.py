@@ -236,7 +236,7 @@ def test_compile_refuses_an_output_it_cannot_write_before_compiling(tmp_path, ca
     blocker = tmp_path / "file"
     blocker.write_text("")
     for out, said in ((blocker / "demo.clpkg", f"{blocker} is a file, not a folder"),
-                      ("", "a package's name ends with .clpkg")):
+                      ("", "-o '': an empty path; name the package (.clpkg)")):
         assert cli_main(["compile", "-m", str(DEMO), "-c", *map(str, CONFIGS), "-d",
                          TEST_DEVICE, "-o", str(out)]) == 2
         err = capsys.readouterr().err

@@ -44,6 +44,8 @@ def add_parser(sub):
 
 def run(args) -> int:
     from ...runtime.compile.packaged import save_package
+    if not args.output:
+        raise UsageError(f"-o '': an empty path; name the package ({SUFFIX})")
     if not args.output.endswith(SUFFIX):
         raise UsageError(f"-o {args.output}: a package's name ends with {SUFFIX}")
     if Path(args.model).is_file() and is_package(args.model):   # before the options' notes
