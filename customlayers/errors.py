@@ -3,11 +3,17 @@
 One base, `CustomLayersError`; each subclass also inherits the builtin that fits it (xmlschema's
 pattern), so `except ValueError` in user code keeps working. Errors carry fields; they are
 formatted once, at the edge (the CLI), and never rebuilt from `str(e)`: chain with `from`.
+`shape_text` is how their messages write a shape.
 """
 from __future__ import annotations
 
 import errno
 import os
+
+
+def shape_text(shape) -> str:
+    """A shape as messages write it, an open dim as ?: [?, 4, 6]."""
+    return "[" + ", ".join("?" if d is None else str(d) for d in shape) + "]"
 
 
 class CustomLayersError(Exception):

@@ -3,6 +3,7 @@ its manifest (versions, the device it was built for, the input shapes), its laye
 sizes of its parts. Needs no device."""
 from __future__ import annotations
 
+from ...errors import shape_text
 from ...files import size_text
 
 
@@ -33,7 +34,7 @@ def run(args) -> int:
     declared = m.get("declared_inputs") or {}
     if any(s is None or None in s for s in declared.values()):
         lines.insert(4, "dynamic inputs as declared: " + ", ".join(
-            f"{n}={_dims(s)}"
+            f"{n}={'?' if s is None else shape_text(s)}"
             for n, s in declared.items()))
     for layer_type, cls, file in m.get("python_layers", []):
         lines.append(f"python layer: {layer_type} (class {cls} of {file}: load it with -l)")
@@ -66,8 +67,3 @@ def run(args) -> int:
     print("\n".join(lines))
     return 0
 
-
-def _dims(shape) -> str:
-    """A declared shape as the other messages write it: [?, 4]; ? for an unknown rank."""
-    return "?" if shape is None else "[" + ", ".join("?" if d is None else str(d)
-                                                     for d in shape) + "]"

@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass
 
 from .. import UsageError
+from ...errors import shape_text
 
 OURS = "NAME=1x3x224x224"
 OPENVINOS = "NAME[1,3,224,224],NAME2[1,4] or [1,3,224,224]"
@@ -110,6 +111,5 @@ def check_against_model(shapes: dict[str, GivenShape], parameters) -> None:
         got = given.shape
         if len(got) != len(declared) or any(d is not None and int(d) != g
                                             for d, g in zip(declared, got)):
-            expected = ", ".join("?" if d is None else str(int(d)) for d in declared)
             raise UsageError(f"input '{p.name}' has shape {list(got)} ({given.origin}); the "
-                             f"model expects [{expected}]")
+                             f"model expects {shape_text(declared)}")

@@ -26,7 +26,7 @@ from dataclasses import replace
 from typing import Mapping, Sequence
 
 from ...dtypes import BY_NAME
-from ...errors import ModelError
+from ...errors import ModelError, shape_text
 from ...graph.graph import Graph, Node, Port
 from ...graph.variables import ASSIGN, READ_VALUE, variables_of
 from ..graph_edit import rebuilt_graph
@@ -138,5 +138,4 @@ def _value_name(node: Node) -> str:
 
 
 def _dims(shape) -> str:
-    return "(unknown)" if shape is None else \
-        "[" + ", ".join("?" if d is None else str(d) for d in shape) + "]"
+    return "(unknown)" if shape is None else shape_text(shape)

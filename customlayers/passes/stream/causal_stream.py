@@ -24,7 +24,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from ...errors import ModelError
+from ...errors import ModelError, shape_text
 from ...graph.graph import Graph, Node
 from ...ops.stream.program import Binary, CausalConv, StreamOutput, StreamProgram
 from .. import FOLDING
@@ -92,11 +92,11 @@ class _Walk:
         shape = tuple(source.outputs[0].shape or ())
         if axis not in (-1, 2) or len(shape) != 3:
             raise ModelError(
-                f"cannot stream {source.describe()} of shape {_dims(shape)} along axis {axis}: "
-                f"a stream steps an input [N, C, T] along its last axis (axis -1 or 2)")
+                f"cannot stream {source.describe()} of shape {shape_text(shape)} along axis "
+                f"{axis}: a stream steps an input [N, C, T] along its last axis (axis -1 or 2)")
         if not isinstance(shape[1], int):
-            raise ModelError(f"cannot stream {source.describe()} of shape {_dims(shape)}: its "
-                             f"channels (axis 1) need a known size")
+            raise ModelError(f"cannot stream {source.describe()} of shape {shape_text(shape)}: "
+                             f"its channels (axis 1) need a known size")
         for other in params[1:]:
             has_time = len(other.outputs[0].shape or ()) >= 3
             raise ModelError(
@@ -217,9 +217,9 @@ class _Walk:
     def sequence(self, node: Node, port: int, verb: str) -> Sequence:
         value = self.frame_input(node, port)
         if not isinstance(value, Sequence):
-            self.refuse(node, f"{verb} a tensor of the last step {_dims((None,) + value.shape)} "
-                              f"as if it had a time axis; a stream runs it on sequences "
-                              f"[N, C, T]")
+            self.refuse(node, f"{verb} a tensor of the last step "
+                              f"{shape_text((None,) + value.shape)} as if it had a time axis; "
+                              f"a stream runs it on sequences [N, C, T]")
         return value
 
     # -- what handlers write -------------------------------------------------------------------
@@ -334,7 +334,3 @@ def _output_name(graph: Graph, result: Node, src, taken: dict) -> str | None:
     if name in taken:
         return None if taken[name] == src else result.name
     return name
-
-
-def _dims(shape) -> str:
-    return "[" + ", ".join("?" if d is None else str(d) for d in shape) + "]"

@@ -24,7 +24,7 @@ from ...jit.mvcl_program import (BlobArg, BufferArg, InputTensorArg,
                                    LocalMemoryArg, OutputTensorArg, ScalarArg, buffer_sizes)
 from ...config.mvcl.spec import MvclData, MvclLayer, MvclSpec
 from ...dtypes import CUSTOM_LAYER_DTYPES
-from ...errors import BindingError, ModelError
+from ...errors import BindingError, ModelError, shape_text
 from ...jit.launch import Arg, KernelLaunch
 from ...jit.layer import LayerCall, LayerImpl, LayerWork, ParsedAttrs, Stage
 from ...jit.tensor import TensorDesc
@@ -81,10 +81,9 @@ def declared_output_shape(call: LayerCall, port: int, input0: TensorDesc) -> tup
     guess = tuple(input0.shape)
     if len(declared) == len(guess) and all(d is None or d == g for d, g in zip(declared, guess)):
         return guess
-    shown = ", ".join("?" if d is None else str(d) for d in declared)
-    raise ModelError(f"{call.where}: output {port} is declared as [{shown}] in the model; an "
-                     f"MVCL layer has no shape formula, so the model must give its output "
-                     f"shapes (IR port dims, ONNX value_info), and input 0's shape "
+    raise ModelError(f"{call.where}: output {port} is declared as {shape_text(declared)} in "
+                     f"the model; an MVCL layer has no shape formula, so the model must give its "
+                     f"output shapes (IR port dims, ONNX value_info), and input 0's shape "
                      f"{list(guess)} does not fit this one: declare the output shape in full")
 
 
