@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
 import numpy as np
 
 from ... import settings
-from ...errors import DeviceError, ModelError, TensorError
+from ...errors import DeviceError, ModelError, TensorError, shape_text
 from ...graph.fold_eval import FOLD_TYPE
 from ...graph.graph import Graph
 from ...graph.load import read_model
@@ -253,14 +253,19 @@ class Network:
         graph = fold_for_shapes(self.graph, shapes, values)
         if self.fuse:
             # the ports' shapes for these inputs first: the rewrites fold only what they know
-            impls, _ = self.resolver.resolve(graph.topological_order())
-            graph = with_concrete_shapes(graph, lambda n: impls.get(n.id), self._options.device,
-                                         shapes, values)
+            graph = self._shaped(graph, shapes, values)
             graph, notes = self._rewritten(graph, self._passes[len(FOLDING):])
             self._plan_notes(graph, notes)
         order = graph.topological_order()
         impls, _ = self.resolver.resolve(order)
         return graph, order, impls, self._fusion_plan(graph, order, impls)
+
+    def _shaped(self, graph, shapes, values=None):
+        """`graph` (its shape arithmetic folded) with every port's shape set for these input
+        shapes, as each node's implementation infers it (passes/concrete_shapes.py)."""
+        impls, _ = self.resolver.resolve(graph.topological_order())
+        return with_concrete_shapes(graph, lambda n: impls.get(n.id), self._options.device,
+                                    shapes, values)
 
     def _plan_notes(self, graph, rewrites: list[str]) -> None:
         """What a plan's rewrites made that the load's did not (--verbose lists net.rewrites),
@@ -328,9 +333,8 @@ class Network:
                     continue
                 if len(declared) != len(got) or any(d is not None and d != g
                                                     for d, g in zip(declared, got)):
-                    expected = ", ".join("?" if d is None else str(d) for d in declared)
                     raise ModelError(f"input '{p.name}' has shape {list(got)}; the model expects "
-                                     f"[{expected}]")
+                                     f"{shape_text(declared)}")
             plan = self._plans[key] = self._compile(dict(shapes), values)
         return plan
 
@@ -460,7 +464,7 @@ class Network:
         (STREAM_PROBE_LENGTHS, its other open dims 1), each converted; the two steps must be
         the same (the same ops, frames and weights), or its step depends on the length."""
         graph = self.read_graph
-        params = [n for n in graph.topological_order() if n.type == "Parameter"]
+        params = graph.parameters
         if any(p.outputs[0].shape is None for p in params):
             return stream_program(graph, axis=axis, is_builtin=self._is_builtin)
         programs = []
@@ -472,10 +476,7 @@ class Network:
                 shapes[p.name] = tuple(length if i == time and d is None else
                                        d if isinstance(d, int) else 1
                                        for i, d in enumerate(dims))
-            folded = fold_for_shapes(graph, shapes)
-            impls, _ = self.resolver.resolve(folded.topological_order())
-            folded = with_concrete_shapes(folded, lambda n: impls.get(n.id),
-                                          self._options.device, shapes)
+            folded = self._shaped(fold_for_shapes(graph, shapes), shapes)
             programs.append(stream_program(folded, axis=axis, is_builtin=self._is_builtin))
         first, second = (pickle.dumps(p) for p in programs)
         if first != second:
