@@ -286,9 +286,9 @@ class Formula:
         return hash(self.text)
 
     def zero_divisor(self) -> int | None:
-        """The position (in `text`) of a / or % whose divisor is the number 0 as written (`Y/0`), which
-        no input can make valid; None when there is none (a divisor that only computes to 0,
-        `Y/(X-X)`, is found where it is evaluated)."""
+        """The position (in `text`) of a / or % whose divisor is the number 0 as written
+        (`Y/0`), which no input can make valid; None when there is none (a divisor that only
+        computes to 0, `Y/(X-X)`, is found where it is evaluated)."""
         for before, ins in zip(self._code, self._code[1:]):
             if ins.op in ("/", "%") and before.op == "num" and before.arg == 0:
                 return ins.pos

@@ -34,8 +34,7 @@ def read_model(path, weights=None, custom_shapes=None) -> Graph:
         try:
             open_user_file(p).close()
         except OSError as e:
-            raise ModelFileError(f"cannot read {p}: {e.strerror or e}", p,
-                                 e) from None
+            raise ModelFileError(f"cannot read {p}: {e.strerror or e}", p, e) from None
     suffix = p.suffix.lower()
     if suffix == ".xml":
         from .ir import read_ir

@@ -26,7 +26,7 @@ def parse_work_size(spec: LayerSpec, attribute: str) -> tuple[Formula, ...] | No
                                   params=spec.formula_params)
     except FormulaError as e:
         e.layer, e.attribute = spec.name, attribute
-        raise e.at(spec.work_sizes.location)
+        raise
 
 
 def dim_tensor(spec: LayerSpec, inputs: Sequence[TensorDesc],

@@ -23,11 +23,11 @@ So per stream, GROUPS work-groups (GROUPS > 1):
     2.3 us for them on an H100. The seed TCN's step kernel on an H100: 14.4 -> 12.3 us at
     N = 1, 19.7-19.8 -> 15.7-17.1 us at N = 64 (bench/streaming_tcn.py, interleaved).
 The step number t (modulo the rings' period) and the half `side` come by value at the end of
-`given`,
-counted by the host (runtime/streaming/causal_stream.py). A second kernel, PRIME_ENTRY, makes
-step t's sums from the rings into half `side`, with no chain: after a reset, a set_state or new
-buffers, before the next step (a kernel of its own: a branch that skipped the step's barriers
-ran wrongly on PoCL; none where no convolution sums ahead, kernel 2 and dilation 1 alone).
+`given`, counted by the host (runtime/streaming/causal_stream.py). A second kernel,
+PRIME_ENTRY, makes step t's sums from the rings into half `side`, with no chain: after a reset,
+a set_state or new buffers, before the next step (a kernel of its own: a branch that skipped
+the step's barriers ran wrongly on PoCL; none where no convolution sums ahead, kernel 2 and
+dilation 1 alone).
 GROUPS = 1 is one group doing the chain, then the next step's sums, with no branch: a CPU
 device's (its runtime refuses several there: PoCL ran barriers after the other groups' return,
 and inside the last form's group-uniform branch, wrongly; a CPU gains nothing from several).
@@ -39,10 +39,10 @@ from __future__ import annotations
 from .program import CausalConv, StreamProgram
 from .step_chain import tree_softmax
 from .step_kernel import ENTRY, INLINE_FLOATS, StepKernel, _Writer, check_local_memory
+from .step_layout import layout
 
 # the GPU form's second kernel, which makes a step's sums from the rings (after a reset, ...)
 PRIME_ENTRY = "stream_prime"
-from .step_layout import layout
 
 # at most this many work-groups share one stream's past taps
 MAX_GROUPS = 64
@@ -84,7 +84,7 @@ def gpu_step_kernel(program: StreamProgram, *, local_size: int, local_mem: int,
     nbytes = check_local_memory(program, lay, floats, pairs, local_mem, device)
     text = _GpuWriter(program, lay, local_size, groups, sums, softmax).text()
     return StepKernel(text, lay, local_size, nbytes, groups=groups, units=2 * sums,
-                      scratch=True, prime=PRIME_ENTRY if program.convolutions and sums else None)
+                      scratch=True, prime=PRIME_ENTRY if sums else None)
 
 
 # the four lanes of a float4 sum a4, added up
@@ -158,7 +158,7 @@ class _GpuWriter(_Writer):
         self.w("    const int lid = get_local_id(0);")
         self.w("    const uint t = given.t, side = given.side;")
         self.w("    const int gid = get_group_id(0);")
-        ahead = bool(p.convolutions and self.sums)
+        ahead = bool(self.sums)                  # (sums a step ahead need convolutions)
         if g > 1:
             # (a GPU's only: PoCL ran barriers after such a return wrongly)
             self.w(f"    const int streams = get_num_groups(0) / {g};")

@@ -48,7 +48,7 @@ class StepKernel:
     local_bytes: int       # the __local memory the kernel declares
     groups: int = 1        # work-groups per stream (the GPU form, step_gpu.py)
     units: int = 0         # the GPU form's floats of scratch per stream (two halves of sums)
-    scratch: bool = False  # the GPU form: its arguments end with scratch, `given` with t, half
+    scratch: bool = False  # the GPU form: its arguments end with scratch, `given` with t, side
     entry: str = ENTRY
     prime: str | None = None   # the GPU form's priming kernel, where it sums a step ahead
 

@@ -29,8 +29,10 @@ ARG_STATE, ARG_FRAME, ARG_OUT, ARG_GIVEN, ARG_INLINED, ARG_SCRATCH = 1, 2, 3, 4,
 # reads its past-tap sums from after the frames in `given`: one argument set per step, not
 # two (each cost about 0.5 us in NVIDIA's driver)
 GIVEN_T, GIVEN_HALF = INLINE_FLOATS, INLINE_FLOATS + 1
-# its priming kernel's arguments: params, state, scratch, t, half
+# its priming kernel's arguments: params, state, scratch, t, side (the half)
 PRIME_STATE, PRIME_SCRATCH, PRIME_T, PRIME_HALF = 1, 2, 3, 4
+# the dtype of a frame that goes by value at once (_take_frame)
+_FLOAT32 = np.dtype(np.float32)
 
 # A step reads its outputs through pyopencl's lower entry where this pyopencl has it:
 # enqueue_copy sorts its operands' kinds first (1-4 us; a step of the seed's TCN on an H100 is
@@ -46,14 +48,12 @@ _read_buffer = getattr(getattr(cl, "_cl", None), "_enqueue_read_buffer", None)
 # device's own threads (N = 64: 644 us polled against 334-346 blocked), while one slow step (the
 # first, which allocates; a busy moment) must not end it. A GPU device always blocks: NVIDIA's
 # driver took longer to complete a polled read (75 against 44 us on an H100).
-_FLOAT32 = np.dtype(np.float32)
-
 POLL_LIMIT_S = 50e-6
+POLL_MISSES = 4
+POLL_RETRY = 256
 # step_async reads into pinned rows that wait() gives back, at most this many per stream (a
 # pipeline's depth); deeper pipelines read their other steps into plain memory
 ASYNC_PINNED = 8
-POLL_MISSES = 4
-POLL_RETRY = 256
 
 
 def read_into(queue, host: np.ndarray, buffer, wait_for, blocking: bool):
@@ -351,10 +351,6 @@ class CausalStream:
                 raise TensorError(f"streaming: a step of inputs {sorted(frame)}; the model "
                                   f"streams one input, '{self.input_name}'")
             frame = frame[self.input_name]
-        if type(frame) is np.ndarray and frame.dtype == np.float32 and \
-                frame.shape == (self.batch, cin) and self._inline is not None:
-            self._inline[:frame.size] = frame.reshape(-1)
-            return None
         if isinstance(frame, cl.Buffer):
             n = self.batch if self.batch is not None else frame.size // (4 * cin)
             if frame.size < 4 * n * cin or n < 1:
@@ -435,7 +431,7 @@ class PendingStep:
     """A step enqueued by step_async: wait() returns its outputs (the caller's to keep; a
     second wait() the same)."""
 
-    def __init__(self, stream: CausalStream, event, host: np.ndarray, pool: list):
+    def __init__(self, stream: CausalStream, event, host: np.ndarray, pool: list | None):
         self._stream, self.event, self._host, self._pool = stream, event, host, pool
         self._outputs = None
 
