@@ -10,8 +10,9 @@ convolution's weights are stored in one of two orders, for the kernel's two form
   rows padded to 4 floats too (`stride`).
 
 The state is [N, S]: per stream, each convolution with history keeps its last L = (k-1)*d input
-frames of C_in channels, slot s (the frame of step s lives at slot s mod L), at its own offset.
-Every frame of the step lives in local memory, at its own offset (frames are written once per
+frames of C_in channels, slot s (the frame of step s lives at slot s mod L), at its own offset;
+the CPU form then keeps the stream's step count (a uint, `step_at`), which the GPU form's host
+gives by value instead. Every frame of the step lives in local memory, at its own offset (frames are written once per
 step, so none shares another's place).
 """
 from __future__ import annotations
@@ -60,7 +61,7 @@ class StepLayout:
     constants: dict = field(default_factory=dict)       # id(op) -> offset of a [C] constant
     rings: dict = field(default_factory=dict)           # id(op) -> Ring
     state_floats: int = 0                           # S: floats of state per stream
-    step_at: int = 0          # the stream's step count (a uint, modulo `period`) in its state
+    step_at: int = 0          # the CPU form's step count (a uint, modulo `period`) in its state
     period: int = 1
     frames: dict = field(default_factory=dict)          # frame name -> local offset (floats)
     frame_floats: int = 0
@@ -110,10 +111,12 @@ def layout(program: StreamProgram, rows: bool = False) -> StepLayout:
         elif isinstance(op, Binary) and op.constant is not None and op.constant.size > 1:
             out.constants[id(op)] = put(op.constant)
     if out.rings:
-        # each stream keeps its own step count, so no step needs an argument set anew
-        out.step_at = out.state_floats
-        out.state_floats += 1
         out.period = _period(r.length for r in out.rings.values())
+        if not rows:
+            # the CPU form: each stream keeps its own step count, so no step needs an argument
+            # set anew (the GPU form's host counts the steps and gives t by value)
+            out.step_at = out.state_floats
+            out.state_floats += 1
     out.params = np.concatenate(blocks) if blocks else np.zeros(1, np.float32)
     if out.params.size == 0:
         out.params = np.zeros(1, np.float32)
