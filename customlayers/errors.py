@@ -11,9 +11,10 @@ import errno
 import os
 
 
-def shape_text(shape) -> str:
-    """A shape as messages write it, an open dim as ?: [?, 4, 6]."""
-    return "[" + ", ".join("?" if d is None else str(d) for d in shape) + "]"
+def shape_text(shape, sep: str = ", ") -> str:
+    """A shape as messages write it, an open dim as ?: [?, 4, 6] (sep ",": the compact
+    [?,4,6] of the graph's and the states' messages)."""
+    return "[" + sep.join("?" if d is None else str(d) for d in shape) + "]"
 
 
 class CustomLayersError(Exception):

@@ -19,7 +19,7 @@ import numpy as np
 from lxml import etree
 
 from ..dtypes import BOOL_IR_PRECISIONS, IR_ELEMENT_TYPES, IR_PRECISIONS, numpy_of
-from ..errors import ModelError, ModelFileError
+from ..errors import ModelError, ModelFileError, shape_text
 from ..files import read_user_file
 from .graph import Graph, Node, Port
 from .guard import located
@@ -330,8 +330,8 @@ class _Reader:
     @staticmethod
     def check_declared(port: Port, shape: tuple, where: str) -> None:
         if not _compatible(port.shape, shape):
-            raise ModelError(f"{where}: <data shape> {_fmt(shape)} does not match the output "
-                             f"port's dims {_fmt(port.shape)}")
+            raise ModelError(f"{where}: <data shape> {shape_text(shape, ',')} does not match "
+                             f"the output port's dims {shape_text(port.shape, ',')}")
 
     # -- edges ----------------------------------------------------------------------------
     def read_edge(self, graph: Graph, port_maps, elem) -> None:
@@ -365,8 +365,9 @@ class _Reader:
         out, inp = s.outputs[sidx], d.inputs[didx]
         if not _compatible(inp.shape, out.shape):
             raise ModelError(f"{loc}: input port {dport} of layer '{d.name}' ({d.type}) at "
-                             f"{d.location} has shape {_fmt(inp.shape)}, but its producer "
-                             f"'{s.name}' ({s.type}) port {sport} gives {_fmt(out.shape)}")
+                             f"{d.location} has shape {shape_text(inp.shape, ',')}, but its "
+                             f"producer '{s.name}' ({s.type}) port {sport} gives "
+                             f"{shape_text(out.shape, ',')}")
         graph.connect(src, sidx, dst, didx)
         self.fed.add((dst, didx))
 
@@ -400,10 +401,6 @@ def _ids(ports: dict[str, tuple[str, int]], kind: str) -> str:
 def _compatible(a: tuple, b: tuple) -> bool:
     """Same rank, and equal wherever both dims are static."""
     return len(a) == len(b) and all(x is None or y is None or x == y for x, y in zip(a, b))
-
-
-def _fmt(shape: tuple) -> str:
-    return "[" + ",".join("?" if d is None else str(d) for d in shape) + "]"
 
 
 def _bool_port(port) -> bool:

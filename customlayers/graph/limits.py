@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import re
 
-from ..errors import ModelError
+from ..errors import ModelError, shape_text
 
 MAX_DIM = 2**31 - 1          # any one dim
 MAX_ELEMENTS = 2**40         # elements of any one declared tensor
@@ -52,8 +52,7 @@ def check_shape(shape, where: str, what: str = "shape") -> None:
     """ModelError "<where>: <what> [..]: <problem>" when the shape is out of bounds."""
     problem = shape_problem(shape)
     if problem:
-        text = "[" + ",".join("?" if d is None else str(d) for d in shape) + "]"
-        raise ModelError(f"{where}: {what} {text}: {problem}")
+        raise ModelError(f"{where}: {what} {shape_text(shape, ',')}: {problem}")
 
 
 def element_count(shape) -> int:

@@ -8,7 +8,7 @@ variable is settled when a plan is compiled (ops/tensor/state.py), which checks 
 """
 from __future__ import annotations
 
-from ..errors import ModelError
+from ..errors import ModelError, shape_text
 from .graph import Graph, Node
 
 READ_VALUE = "ReadValue"
@@ -78,8 +78,9 @@ def _check_agreement(name: str, nodes: list[Node]) -> None:
                 len(shape) != len(other_shape) or
                 any(a is not None and b is not None and a != b
                     for a, b in zip(shape, other_shape))):
-            raise ModelError(f"variable '{name}': {_where(node)} has shape {_fmt(shape)}, but "
-                             f"{_where(other)} has {_fmt(other_shape)}")
+            raise ModelError(f"variable '{name}': {_where(node)} has shape "
+                             f"{shape_text(shape, ',')}, but {_where(other)} has "
+                             f"{shape_text(other_shape, ',')}")
         if dtype and other_dtype and dtype != other_dtype:
             raise ModelError(f"variable '{name}': {_where(node)} has type {dtype}, but "
                              f"{_where(other)} has {other_dtype}")
@@ -89,5 +90,3 @@ def _where(node: Node) -> str:
     return f"'{node.name}' ({node.type}{' at ' + node.location if node.location else ''})"
 
 
-def _fmt(shape) -> str:
-    return "[" + ",".join("?" if d is None else str(d) for d in shape) + "]"

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...dtypes import IR_ELEMENT_TYPES
-from ...errors import BindingError
+from ...errors import BindingError, shape_text
 from ...graph.ir import parse_shape_text
 from ...jit.launch import Arg, KernelLaunch
 from ...jit.layer import LayerCall, LayerWork, Stage, state_ref
@@ -150,5 +150,4 @@ def _fits(shape: tuple, actual: tuple) -> bool:
 
 
 def _fmt(shape) -> str:
-    return "(no shape)" if shape is None else \
-        "[" + ",".join("?" if d is None else str(d) for d in shape) + "]"
+    return "(no shape)" if shape is None else shape_text(shape, ",")
