@@ -88,7 +88,7 @@ def the_only_layer(requested: str | None, defined: list[str], valid: dict, where
 
 
 KERNEL_BUG_HINT = ("if a custom kernel may read or write out of bounds, run again with "
-                   "--check-bounds or --sanitize (README: Finding kernel bugs)")
+                   "--check-bounds or --sanitize (docs/debugging.md: Finding kernel bugs)")
 
 
 def add_kernel_check_options(parser: argparse.ArgumentParser) -> None:

@@ -4,7 +4,7 @@ ONNX shape inference stops at a node it does not know: everything after a custom
 shape, so a GlobalAveragePool after it cannot be translated (it needs the rank) and a bias after
 a convolution after it is not fused (fusion needs the channel count). The reader therefore asks
 the loaded layers (`CustomLayers`, which the runtime's resolver implements: a layer's own rules,
-by the README: the model's value_info, the descriptor's Tensor `shape` formula, else input 0's
+by docs/models.md: the model's value_info, the descriptor's Tensor `shape` formula, else input 0's
 shape), writes the answers into the model's value_info, and runs ONNX inference again, until
 nothing new is known.
 

@@ -32,9 +32,9 @@ NOT_HERE: dict[str, tuple[str | None, str]] = {
                            "with -i"),
     "-scale_values": (None, "inputs are used as given: scale them in the .npy you give with -i"),
     "-load_config": (None, "the device is chosen with -d; other settings are the CUSTOMLAYERS_* "
-                           "environment variables (README, Settings)"),
+                           "environment variables (docs/settings.md)"),
     "-dump_config": (None, "the device is chosen with -d; other settings are the CUSTOMLAYERS_* "
-                           "environment variables (README, Settings)"),
+                           "environment variables (docs/settings.md)"),
     "-lfile": ("?", "models are read with -m (OpenVINO IR .xml or .onnx)"),
     "-extensions": (None, "custom layers come as CustomLayer configs: -c CONFIG (repeatable), "
                           "CPU layers as Python modules: -l layers.py"),

@@ -2,7 +2,7 @@
 [--tuning fast|full|off] [--keep-sources] -o model.clpkg`: the model compiled once for one
 device and its input shapes (tuned as --tuning says), written as one package file that `run`,
 `benchmark` and Network("model.clpkg") load with no sources, configs or tuning
-(runtime/compile/packaged.py; the format: runtime/package/container.py, README)."""
+(runtime/compile/packaged.py; the format: runtime/package/container.py, docs/packages.md)."""
 from __future__ import annotations
 
 import sys

@@ -5,7 +5,7 @@ Oclgrind runs in a child process (sanitize_worker.py) that sees only Oclgrind's 
 (OCL_ICD_VENDORS names a folder holding its registration alone), so the parent's device, the
 other layers of a model and the user's process are untouched, and a kernel that crashes even the
 simulator is reported rather than fatal. Debian's `oclgrind` package is installed on first use
-when this is root on a machine with apt-get (the README's set-up does it for the tests).
+when this is root on a machine with apt-get (`make test`'s set-up does it for the tests).
 """
 from __future__ import annotations
 
