@@ -1,4 +1,4 @@
-"""What a streaming step cannot go below on a device (README "Streaming causal models"):
+"""What a streaming step cannot go below on a device (docs/benchmarks.md, "Streaming a TCN"):
 
   floor: a step of a kernel whose only work is to write 100 floats, through the calls
   CausalStream makes (its frames set by value, the launch, the outputs read back; wall, median

@@ -1,5 +1,5 @@
 """The text of Python CPU layer modules (`-l layers.py`) that several tests write to a file:
-the README's Softsign example."""
+the Softsign example of docs/python-layers.md."""
 
 SOFTSIGN = '''
 import numpy as np

@@ -213,7 +213,7 @@ def test_a_device_that_is_not_there_is_a_usage_error(capsys):
 @pytest.mark.parametrize("device", ["GPU.7", "CPU.9", "MULTI:CPU,GPU"])
 def test_an_index_name_or_device_list_not_there_is_a_usage_error_too(device, capsys):
     # OpenVINO's index names (GPU.7) and its virtual devices are arguments too: a wrong one is
-    # exit 2 with the devices there are, as a wrong name is (README: "A -d that matches no
+    # exit 2 with the devices there are, as a wrong name is (docs/models.md: "A -d that matches no
     # device of the machine exits 2")
     err = run_fails(["run", "-m", str(DEMO_BUILTIN), "-d", device], capsys, code=2)
     assert device in err and "CPU.0" in err

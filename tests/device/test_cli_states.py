@@ -80,7 +80,7 @@ def test_stream_on_a_model_without_state_is_refused(tmp_path, capsys):
 def test_run_stream_says_a_files_conversion_once(tmp_path, capsys, dtype, notes):
     """--stream -i seq.npy converts the file to the model's type as run without --stream
     converts an input: a note on stderr naming the input and both types, once for the file
-    (not per step); float64 to float32 without one, as run's other inputs (README)."""
+    (not per step); float64 to float32 without one, as run's other inputs (README, step 5)."""
     model = running_sum(tmp_path / "sum.xml", "opset6")
     xs = np.arange(STEPS * 8).reshape(STEPS, 2, 4).astype(dtype)
     np.save(tmp_path / "seq.npy", xs)

@@ -146,7 +146,7 @@ def test_layer_error_in_a_batch_is_an_error_not_a_hang(ray_local, tmp_path):
 
 
 def test_actors_from_a_package_through_ray_data_and_ray_core(ray_local, tmp_path):
-    """The scale-out recipe of the README: a package compiled once, loaded by every actor
+    """The scale-out recipe of docs/scaling.md: a package compiled once, loaded by every actor
     (nothing built), with batches queued per actor (Ray Data) or called by ObjectRef (Ray Core,
     pinned uploads); the rows equal a plain loop."""
     from customlayers.integrations.network_setup import build_network

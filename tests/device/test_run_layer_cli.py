@@ -185,10 +185,11 @@ def test_a_misspelled_data_name_is_named(tmp_path, ex, capsys):
 
 
 def test_an_mvcl_output_left_unwritten_says_where_its_shape_came_from(tmp_path, ex, capsys):
-    """The README's ReorgYoloNHWC run on an input that does not make 1x16x3x5: the error named
-    the layer's work sizes only; the shape was run-layer's --output-shape. (The trial's input,
-    1x1x8x8, has fewer channels than stride 2 needs: the example kernel then divides by zero,
-    which PoCL's SIGFPE handler absorbs unless pytest's faulthandler took the signal first.)"""
+    """The ReorgYoloNHWC run of docs/mvcl.md on an input that does not make 1x16x3x5: the error
+    named the layer's work sizes only; the shape was run-layer's --output-shape. (The trial's
+    input, 1x1x8x8, has fewer channels than stride 2 needs: the example kernel then divides by
+    zero, which PoCL's SIGFPE handler absorbs unless pytest's faulthandler took the signal
+    first.)"""
     x = save(tmp_path / "x.npy", rand(1, 4, 4, 8))
     out = tmp_path / "y.npy"
     assert main(["run-layer", "-c", ex("reorg_nhwc"), "-d", "CPU",
@@ -198,7 +199,7 @@ def test_an_mvcl_output_left_unwritten_says_where_its_shape_came_from(tmp_path, 
     assert not out.exists() and "112 of 240 elements were never written" in err
     assert ("note: the output shape (1x16x3x5) came from --output-shape, for input 1x4x4x8 f32 "
             "bfyx: if the layer writes another shape for these inputs, give that one") in err
-    x = save(tmp_path / "x.npy", rand(1, 4, 6, 10))        # the input the README now names
+    x = save(tmp_path / "x.npy", rand(1, 4, 6, 10))        # the input docs/mvcl.md now names
     assert main(["run-layer", "-c", ex("reorg_nhwc"), "-d", "CPU",
                  "-i", x, "--param", "stride=2", "--output-shape", "1x16x3x5",
                  "-o", str(out)]) == 0
