@@ -54,11 +54,11 @@ inline float run_epilogue(float v, int index, int channel, __global const float*
     if (has_bias)
         v += bias[channel];
     if (pre_relu)
-        v = fmax(v, 0.0f);
+        v = RELU_KEEPING_NAN(v);
     if (has_residual)
         v += residual[index];
     v = EPILOGUE(index, channel, v);          /* GELU where FUSED_GELU says, else v itself */
-    return relu ? fmax(v, 0.0f) : v;
+    return relu ? RELU_KEEPING_NAN(v) : v;
 }
 #define STORE_VALUE(index, channel, v) run_epilogue(v, index, channel, bias, residual, \
                                                     HAS_BIAS, HAS_RESIDUAL, PRE_RELU, RELU)
@@ -96,14 +96,14 @@ inline float run_epilogue(float v, int index, int channel, __global const float*
 #define RELU_ALL() do { \
     _Pragma("unroll") \
     for (int j = 0; j < PT; ++j) { \
-        a0[j] = fmax(a0[j], (floatV)0.0f); \
-        a1[j] = fmax(a1[j], (floatV)0.0f); \
+        a0[j] = select(a0[j], (floatV)0.0f, a0[j] < (floatV)0.0f); \
+        a1[j] = select(a1[j], (floatV)0.0f, a1[j] < (floatV)0.0f); \
     } } while (0)
 #else
 #define RELU_ALL() do { \
     _Pragma("unroll") \
     for (int j = 0; j < PT; ++j) \
-        a0[j] = fmax(a0[j], (floatV)0.0f); \
+        a0[j] = select(a0[j], (floatV)0.0f, a0[j] < (floatV)0.0f); \
     } while (0)
 #endif
 #define AT_OFFSET(j) xt[off[j]]

@@ -11,6 +11,10 @@
  * channel `channel` (`v` a float; a vector only where FUSED_RESIDUAL and FUSED_GELU are 0).
  * (passes/fusion.py decides; all 0 gives the plain convolution)
  */
+/* ReLU that keeps a NaN (as the ReLU op does): fmax(NaN, 0) is 0, which turned a NaN input into
+   zeros wherever the ReLU was fused into its producer. A float or a float vector (the ternary
+   then selects per lane) */
+#define RELU_KEEPING_NAN(v) ((v) < 0.0f ? 0.0f : (v))
 #if FUSED_BIAS
 #define BIAS_ARG , __global const float* restrict bias
 #define ADD_BIAS(channel, v) ((v) + bias[channel])
@@ -19,7 +23,7 @@
 #define ADD_BIAS(channel, v) (v)
 #endif
 #if FUSED_PRE_RELU
-#define BIAS_RELU(channel, v) fmax(ADD_BIAS(channel, v), 0.0f)
+#define BIAS_RELU(channel, v) RELU_KEEPING_NAN(ADD_BIAS(channel, v))
 #else
 #define BIAS_RELU(channel, v) ADD_BIAS(channel, v)
 #endif
@@ -41,7 +45,7 @@
 inline float fused_gelu(float x) { return GELU_OF(x); }
 #define EPILOGUE(index, channel, v) fused_gelu(ADD_RESIDUAL(index, channel, v))
 #elif FUSED_RELU
-#define EPILOGUE(index, channel, v) fmax(ADD_RESIDUAL(index, channel, v), 0.0f)
+#define EPILOGUE(index, channel, v) RELU_KEEPING_NAN(ADD_RESIDUAL(index, channel, v))
 #else
 #define EPILOGUE(index, channel, v) ADD_RESIDUAL(index, channel, v)
 #endif

@@ -57,6 +57,9 @@
 // causal padding, without a multiply in the loop. An input quad a step: one float4 of the
 // window and four weight rows, into two accumulators, each waiting on two multiply-adds before
 // it, not four, where few warps hide no latency (batch 1 on a GPU).
+/* ReLU that keeps a NaN (as the ReLU op does; fmax(NaN, 0) is 0) */
+inline float4 relu4(float4 v) { return select(v, (float4)(0.0f), v < (float4)(0.0f)); }
+
 inline void causal_taps(float4 acc[PB], __local const float4* in, int lo_in, int qstride,
                         int zero_at, int tile_r, int r, int lo_out, int w_lane, int lanes,
                         int width, int quads, int k, int e, WSPACE const float4* w, int cbs,
@@ -131,7 +134,7 @@ inline void conv_stage(__local const float4* in, int lo_in, int cin, int k, int 
         #pragma unroll
         for (int pb = 0; pb < PB; pb++) {
             if (residual == RES_NONE) {
-                acc[pb] = fmax(acc[pb], 0.0f);
+                acc[pb] = relu4(acc[pb]);
                 continue;
             }
             const int at = min(w_lane + pb * lanes, width - 1);
@@ -147,7 +150,7 @@ inline void conv_stage(__local const float4* in, int lo_in, int cin, int k, int 
             } else {
                 res = src[cb * qstride];
             }
-            acc[pb] = fmax(fmax(acc[pb], 0.0f) + res, 0.0f);
+            acc[pb] = relu4(relu4(acc[pb]) + res);
         }
         #pragma unroll
         for (int pb = 0; pb < PB; pb++) {

@@ -14,7 +14,7 @@ from .._program import c_float
 FUNCTIONS: dict[str, str] = {
     "sigmoid": "(1.0f / (1.0f + exp(-(x))))",
     "tanh": "tanh(x)",
-    "relu": "fmax((x), 0.0f)",
+    "relu": "((x) < 0.0f ? 0.0f : (x))",      # keeps a NaN (fmax would not)
     "affine": "({a} * (x) + {b})",
     "leakyrelu": "((x) >= 0.0f ? (x) : {a} * (x))",
     "thresholdedrelu": "((x) > {a} ? (x) : 0.0f)",

@@ -21,7 +21,7 @@ def literal(v) -> str:
 
 
 POINTWISE_CL = {
-    "identity": "x", "relu": "fmax(x, 0.0f)", "sigmoid": "1.0f / (1.0f + exp(-x))",
+    "identity": "x", "relu": "(x < 0.0f ? 0.0f : x)", "sigmoid": "1.0f / (1.0f + exp(-x))",
     "tanh": "tanh(x)", "exp": "exp(x)", "log": "log(x)", "abs": "fabs(x)", "neg": "-x",
     "sqrt": "sqrt(x)", "erf": "erf(x)",
     "softplus": "fmax(x, 0.0f) + log1p(exp(-fabs(x)))",

@@ -25,7 +25,7 @@ __kernel void channel_affine(__global const float* restrict in, __global float* 
     const uint c = i / inner % channels;
     float v = mad(in[i], scale[c], bias[c]);
 #if FUSED_RELU
-    v = fmax(v, 0.0f);
+    v = v < 0.0f ? 0.0f : v;          /* keeps a NaN, as ReLU does */
 #endif
     out[i] = v;
 }
@@ -48,7 +48,7 @@ __kernel void channel_affine_cpu(__global const float* restrict in, __global flo
     for (uint i = first; i < end; ++i) {
         float v = mad(x[i], a, b);
 #if FUSED_RELU
-        v = fmax(v, 0.0f);
+        v = v < 0.0f ? 0.0f : v;          /* keeps a NaN, as ReLU does */
 #endif
         y[i] = v;
     }
