@@ -319,6 +319,28 @@ def test_a_standard_op_we_lack_runs_as_the_users_layer(tmp_path, engine):
         _infer(path, engine)
 
 
+def test_a_layer_named_after_a_standard_op_we_translate_replaces_it(tmp_path, engine):
+    """A loaded layer named 'Relu' (the ONNX op's own name, not the built-in's 'ReLU') runs for
+    the model's Relu nodes with their attributes, and says so; before, the built-in ran and the
+    layer was silently unused (a new user's trial). The example ReLU's negative_slope default
+    made 0.5 tells the two apart."""
+    text = RELU.read_text().replace('name="ReLU"', 'name="Relu"').replace(
+        'default="0.0"', 'default="0.5"')
+    assert 'name="Relu"' in text and 'default="0.5"' in text
+    (tmp_path / "relu.xml").write_text(text)
+    (tmp_path / "relu.cl").write_text((RELU.parent / "relu.cl").read_text())
+    path = _save(tmp_path / "m.onnx", [helper.make_node("Relu", ["x"], ["y"], name="r")],
+                 [1, 2, 3, 4])
+    x = np.random.default_rng(5).standard_normal((1, 2, 3, 4)).astype(np.float32)
+    said = []
+    net = _infer(path, engine, tmp_path / "relu.xml", messages=said.append)
+    np.testing.assert_allclose(net.infer({"x": x})["y"], np.where(x > 0, x, 0.5 * x), rtol=1e-6)
+    assert any("custom layer 'Relu'" in m and "overrides the built-in Relu for 1 layer" in m
+               for m in said), said
+    # without the layer, the built-in
+    np.testing.assert_array_equal(_infer(path, engine).infer({"x": x})["y"], np.maximum(x, 0))
+
+
 @pytest.mark.parametrize("config", [RELU, LAYERS / "reorg_nhwc" / "reorg_nhwc.xml"],
                          ids=["SimpleGPU", "MVCL"])
 def test_a_custom_node_with_more_outputs_than_its_layer_is_named(tmp_path, capsys, config):

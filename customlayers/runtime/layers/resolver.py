@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Callable, Iterable, Mapping
 
 from ...config.dialects import dialect_of
 from ...errors import UnsupportedLayersError
-from ...graph.graph import Node
+from ...graph.graph import Node, ReplacedStandardOp
 from ...jit.layer import LayerImpl
 from ...ops import OPS
 
@@ -66,7 +66,9 @@ class Resolver:
                 missing.append(node)
                 continue
             found[node.id] = impl
-            if self.is_loaded(node) and node.type in self.builtins and not node.domain:
+            if self.is_loaded(node) and not node.domain and (
+                    node.type in self.builtins or
+                    any(isinstance(f, ReplacedStandardOp) for f in node.facts)):
                 overrides.setdefault(node.type, []).append(node.name)
         if missing:
             raise self._unsupported(missing)
