@@ -108,6 +108,22 @@ def _bound_outputs(spec: LayerSpec, real: list[TensorDesc], blobs: list[TensorDe
     return result
 
 
+def _rank_of(formulas, source: TensorDesc, env: Mapping) -> int:
+    """How many of a shape formula's entries make the output's dims: all, but for trailing
+    entries past the source's rank that read only the dims it lacks and give 1 ("X" of a 3-D
+    input [B, F, Y]): those are its B,F,Y,X padding, as OpenVINO's plugin pads every tensor to
+    4-D, not a dim of the output. "B,F,Y,X" for an elementwise layer then keeps a 3-D input's
+    rank (it made [1, 4, 6, 1], and a Softmax over the last axis after it gave ones); a literal
+    "B,F,1,1" still makes a 4-D output."""
+    implicit = set("BFYX"[len(source.shape):])
+    rank = len(formulas)
+    while rank > len(source.shape) and formulas[rank - 1].variables and \
+            set(formulas[rank - 1].variables) <= implicit and \
+            formulas[rank - 1].evaluate(env) == 1:
+        rank -= 1
+    return rank
+
+
 def output_shape_from_formula(spec: LayerSpec, text: str, inputs: Sequence[TensorDesc],
                               params: Mapping[str, str] | None = None) -> tuple[int, ...]:
     """An output Tensor's shape formula list (e.g. "B,F*4,Y/2,X/2", or "Y/stride" naming a
@@ -118,6 +134,7 @@ def output_shape_from_formula(spec: LayerSpec, text: str, inputs: Sequence[Tenso
     env = {**values, **dict(zip("BFYX", source.dims))}
     try:
         formulas = parse_formula_list(text, max_entries=4, params=spec.formula_params)
+        formulas = formulas[:_rank_of(formulas, source, env)]
         shape = tuple(f.evaluate(env) for f in formulas)
     except FormulaError as e:
         e.layer, e.attribute = spec.name, "shape"

@@ -319,6 +319,34 @@ def test_a_standard_op_we_lack_runs_as_the_users_layer(tmp_path, engine):
         _infer(path, engine)
 
 
+@pytest.mark.parametrize("shape,formula,rank", [
+    ([2, 4, 6], "B,F,Y,X", 3), ([3, 5], "B,F,Y,X", 2), ([2, 4, 6], "B,F,Y", 3),
+    ([2, 4, 6], "B,F,Y,1", 4), ([1, 3, 2, 5], "B,F,Y,X", 4)],
+    ids=["3-D BFYX", "2-D BFYX", "3-D BFY", "3-D BFY1", "4-D"])
+def test_a_shape_formula_names_dims_a_lower_rank_input_pads(tmp_path, engine, shape, formula,
+                                                            rank):
+    """An elementwise layer's "B,F,Y,X" (README's advice) on a 3-D input: the X of [B, F, Y]
+    is its padding to B,F,Y,X (1), not a dim of the output, which keeps the input's rank; a
+    Softmax over the last axis after it then gives what it gives after a ReLU (it gave ones:
+    the output was [2, 4, 6, 1], a new user's trial). A literal 1 is a dim of the output."""
+    text = RELU.read_text().replace('<Tensor arg-index="1" type="output" port-index="0"',
+                                    f'<Tensor arg-index="1" type="output" port-index="0" '
+                                    f'shape="{formula}"')
+    assert f'shape="{formula}"' in text
+    (tmp_path / "relu.xml").write_text(text)
+    (tmp_path / "relu.cl").write_text((RELU.parent / "relu.cl").read_text())
+    nodes = [helper.make_node("ReLU", ["x"], ["r"], domain=DOMAIN),
+             helper.make_node("Softmax", ["r"], ["y"], axis=-1)]
+    path = _save(tmp_path / "m.onnx", nodes, shape)
+    x = np.random.default_rng(6).standard_normal(shape).astype(np.float32)
+    got = _infer(path, engine, tmp_path / "relu.xml").infer({"x": x})["y"]
+    r = np.maximum(x, 0).reshape(tuple(shape) + (1,) * (rank - len(shape)))
+    want = np.exp(r - r.max(-1, keepdims=True))
+    want /= want.sum(-1, keepdims=True)
+    assert got.shape == want.shape
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
 def test_a_layer_named_after_a_standard_op_we_translate_replaces_it(tmp_path, engine):
     """A loaded layer named 'Relu' (the ONNX op's own name, not the built-in's 'ReLU') runs for
     the model's Relu nodes with their attributes, and says so; before, the built-in ran and the
