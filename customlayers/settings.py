@@ -26,6 +26,9 @@ POCL_WORK_GROUP_SPECIALIZATION  PoCL's own: "1" compiles each kernel again for e
                          size it is launched with; an Engine on PoCL sets "0" where it is unset
                          (every launch runs the one work-group function the program's binary
                          holds; the program cache then keeps binaries on PoCL)
+CUSTOMLAYERS_CHECK_TIMEOUT  seconds a kernel may run under --check-bounds or --sanitize before
+                         it is stopped and reported as a loop that never ends (default 600; a
+                         note on stderr after 30 s says it is still running)
 CUSTOMLAYERS_NO_MACHINE_CODE  "1" leaves a package's NVIDIA machine code out of the driver's
                          cache: its programs' PTX is compiled at load (to compare, or rule it out)
 CUDA_CACHE_PATH, CUDA_CACHE_DISABLE  NVIDIA's own: where its driver keeps compiled code (default
@@ -99,6 +102,25 @@ def check_switches(where: str, optional: tuple = (), **values) -> None:
         takes = "True, False or None" if name in optional else "True or False"
         raise ConfigError(f"{where}({name}={value!r}): expected {takes}, not "
                           f"{type(value).__name__}")
+
+
+CHECK_TIMEOUT_S = 600.0
+
+
+def check_timeout_s() -> float:
+    """CUSTOMLAYERS_CHECK_TIMEOUT: how long a checked kernel (--check-bounds, --sanitize) may
+    run, in seconds; ConfigError for anything but a positive number."""
+    value = os.environ.get("CUSTOMLAYERS_CHECK_TIMEOUT", "").strip()
+    if not value:
+        return CHECK_TIMEOUT_S
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = -1.0
+    if not seconds > 0 or seconds == float("inf"):
+        raise ConfigError(f"CUSTOMLAYERS_CHECK_TIMEOUT={value!r}: expected a positive number of "
+                          f"seconds (default {CHECK_TIMEOUT_S:g})")
+    return seconds
 
 
 CPU_VECTOR_WIDTHS = (8, 16)

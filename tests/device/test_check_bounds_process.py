@@ -123,3 +123,46 @@ def test_a_stride_the_descriptors_formulas_refuse_never_launches(tmp_path, capsy
             "formula 'Y/stride'") in capsys.readouterr().err
     assert main(args) == 0, capsys.readouterr().err        # the default stride, 2
     assert np.load(out).shape == (1, 16, 1, 1)
+
+
+# a loop that never ends (v halves towards 0, never reaching 1e30)
+FOREVER = """__kernel void wild(__global const float* src, __global float* dst)
+{
+    const size_t i = get_global_id(0);
+    float v = src[i] + 2.0f;
+    while (v < 1e30f)
+        v *= 0.5f;
+    dst[i] = v;
+}
+"""
+
+
+def test_a_kernel_that_never_ends_is_stopped_at_the_check_timeout(tmp_path, capsys,
+                                                                  monkeypatch):
+    """`validate --compile --check-bounds` on a loop that never ends hung for 10 minutes with
+    nothing said (a new user's trial: "in CI this blocks forever"): a note once it has run a
+    while, then an error naming the kernel at CUSTOMLAYERS_CHECK_TIMEOUT."""
+    from customlayers.runtime.checks import checked_child
+    monkeypatch.setattr(checked_child, "NOTE_AFTER_S", 1.0)
+    monkeypatch.setenv("CUSTOMLAYERS_CHECK_TIMEOUT", "4")
+    (tmp_path / "wild.xml").write_text(LAYER)
+    (tmp_path / "wild.cl").write_text(FOREVER)
+    out = tmp_path / "y.npy"
+    code = main(["run-layer", "-c", str(tmp_path / "wild.xml"), "-i", str(_input(tmp_path)),
+                 "-o", str(out), "-d", TEST_DEVICE, "--check-bounds"])
+    err = capsys.readouterr().err
+    assert code == 1 and not out.exists() and "Traceback" not in err, err
+    assert "note: layer 'Wild': kernel 'wild' under --check-bounds is still running after 1 s; " \
+           "it is stopped at 4 s (CUSTOMLAYERS_CHECK_TIMEOUT)" in err, err
+    assert "did not finish within 4 s under --check-bounds (a loop that never ends? " \
+           "CUSTOMLAYERS_CHECK_TIMEOUT sets the limit)" in err, err
+
+
+@pytest.mark.parametrize("value", ["0", "-3", "soon", "inf"])
+def test_a_bad_check_timeout_is_refused(value, monkeypatch):
+    from customlayers import settings
+    from customlayers.errors import ConfigError
+    monkeypatch.setenv("CUSTOMLAYERS_CHECK_TIMEOUT", value)
+    with pytest.raises(ConfigError, match=r"CUSTOMLAYERS_CHECK_TIMEOUT=.*expected a positive "
+                                          r"number of seconds \(default 600\)"):
+        settings.check_timeout_s()

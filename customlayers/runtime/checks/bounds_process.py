@@ -6,7 +6,7 @@ it, the user's included, before any report. So each guarded launch runs in a chi
 (bounds_worker.py), as --sanitize runs Oclgrind in one: the child opens the same device, builds
 the same program (a program-cache hit when the parent built it with the cache on), runs
 bounds.run_guarded and sends back the outputs and problems. A child killed by a signal, or past
-TIMEOUT_S, is a BoundsProblem of the layer's kernel; the parent is never touched.
+the check's time limit (checked_child.py), is a BoundsProblem of the layer's kernel; the parent is never touched.
 
 `run_guarded_in_child` takes run_guarded's arguments, so a caller switches by name only.
 """
@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import pickle
 import signal
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -28,9 +27,7 @@ from ...jit.launch import KernelLaunch
 from ...jit.tensor import TensorDesc
 from ..device.device import device_position
 from .bounds import BoundsProblem
-
-TIMEOUT_S = 600          # a kernel at the device's speed; past this it hangs
-
+from .checked_child import run_checked
 
 def run_guarded_in_child(engine, program, launch: KernelLaunch, layer: str,
                          inputs: Sequence[np.ndarray], input_descs: Sequence[TensorDesc],
@@ -52,14 +49,14 @@ def run_guarded_in_child(engine, program, launch: KernelLaunch, layer: str,
     with tempfile.TemporaryDirectory(prefix="customlayers-bounds-") as tmp:
         job_path, result_path = Path(tmp) / "job.pickle", Path(tmp) / "result.pickle"
         job_path.write_bytes(pickle.dumps(job))
-        try:
-            done = subprocess.run([sys.executable, "-m", "customlayers.runtime.checks.bounds_worker",
-                                   str(job_path), str(result_path)], capture_output=True,
-                                  text=True, timeout=TIMEOUT_S, env=settings.child_environment())
-        except subprocess.TimeoutExpired:
+        done = run_checked([sys.executable, "-m", "customlayers.runtime.checks.bounds_worker",
+                            str(job_path), str(result_path)], settings.child_environment(),
+                           f"layer '{layer}': kernel '{launch.entry}' under --check-bounds")
+        if done is None:
             return [], [BoundsProblem(layer, f"kernel '{launch.entry}'",
-                                      f"did not finish within {TIMEOUT_S} s under "
-                                      f"--check-bounds (a loop that never ends?)")]
+                                      f"did not finish within {settings.check_timeout_s():g} s "
+                                      f"under --check-bounds (a loop that never ends? "
+                                      f"CUSTOMLAYERS_CHECK_TIMEOUT sets the limit)")]
         if done.returncode < 0:
             return [], [_crash(layer, launch, -done.returncode)]
         if done.returncode != 0 or not result_path.exists():

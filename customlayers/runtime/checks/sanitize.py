@@ -23,14 +23,15 @@ from typing import Sequence
 
 import numpy as np
 
+from ... import settings
 from ...errors import DeviceError
 from ...jit.launch import KernelLaunch
 from ..device.launch_args import ArgumentSource, bind_args
+from .checked_child import run_checked
 
 # Debian's package puts the ICD library here; OCLGRIND_ICD overrides it (see settings.py)
 ICD_LIBRARIES = ("/usr/lib/oclgrind/liboclgrind-rt-icd.so",
                  "/usr/lib/x86_64-linux-gnu/oclgrind/liboclgrind-rt-icd.so")
-TIMEOUT_S = 600           # a simulated kernel is slow, but never this slow
 
 
 @dataclass(frozen=True)
@@ -89,14 +90,14 @@ def sanitize_launch(launch: KernelLaunch, layer: str, inputs: Sequence[np.ndarra
         job_path = Path(tmp) / "job.pickle"
         job_path.write_bytes(pickle.dumps(job))
         env = dict(os.environ, OCL_ICD_VENDORS=str(vendors), OPENCL_VENDOR_PATH=str(vendors))
-        try:
-            done = subprocess.run([sys.executable, "-m",
-                                   "customlayers.runtime.checks.sanitize_worker",
-                                   str(job_path)], env=env, capture_output=True, text=True,
-                                  timeout=TIMEOUT_S)
-        except subprocess.TimeoutExpired:
+        done = run_checked([sys.executable, "-m", "customlayers.runtime.checks.sanitize_worker",
+                            str(job_path)], env,
+                           f"layer '{layer}': kernel '{launch.entry}' on Oclgrind (--sanitize)")
+        if done is None:
             return [SanitizeFinding(layer, f"the kernel did not finish on Oclgrind within "
-                                           f"{TIMEOUT_S} s", "")]
+                                           f"{settings.check_timeout_s():g} s (a loop that never "
+                                           f"ends? CUSTOMLAYERS_CHECK_TIMEOUT sets the limit)",
+                                    "")]
     findings = parse_oclgrind_log(done.stderr, launch.line_map, layer, launch.source)
     result = _last_json(done.stdout)
     if done.returncode != 0 or result is None:

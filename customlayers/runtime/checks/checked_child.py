@@ -1,0 +1,38 @@
+"""A check's child process (--check-bounds, --sanitize) under the time limit a kernel that never
+ends needs: a note on stderr once it has run NOTE_AFTER_S (so that a CI log or a terminal shows
+why nothing happens), stopped at settings.check_timeout_s() (CUSTOMLAYERS_CHECK_TIMEOUT).
+"""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from ... import settings
+
+NOTE_AFTER_S = 30.0
+
+
+def run_checked(command: list[str], env: dict, what: str) -> subprocess.CompletedProcess | None:
+    """`command` run to its end (text output captured), or None when it ran past the limit
+    (then killed). `what` names the kernel and check for the note."""
+    limit = settings.check_timeout_s()
+    child = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True)
+    try:
+        try:
+            out, err = child.communicate(timeout=min(NOTE_AFTER_S, limit))
+        except subprocess.TimeoutExpired:
+            if limit <= NOTE_AFTER_S:
+                raise
+            print(f"note: {what} is still running after {NOTE_AFTER_S:g} s; it is stopped at "
+                  f"{limit:g} s (CUSTOMLAYERS_CHECK_TIMEOUT)", file=sys.stderr, flush=True)
+            out, err = child.communicate(timeout=limit - NOTE_AFTER_S)
+    except subprocess.TimeoutExpired:
+        child.kill()
+        child.communicate()
+        return None
+    except BaseException:            # an interrupt: the child goes with the parent
+        child.kill()
+        child.communicate()
+        raise
+    return subprocess.CompletedProcess(command, child.returncode, out, err)
