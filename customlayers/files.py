@@ -158,7 +158,14 @@ def atomic_writer(target: Path, mode: int | None = None) -> Iterator[BinaryIO]:
 
 def _naming(error: OSError, target: Path) -> OSError:
     """The same error about the file the caller asked for: the temporary's name means nothing
-    to a user (`.t.json.srnm4mch.tmp: No such file or directory`)."""
+    to a user (`.t.json.srnm4mch.tmp: No such file or directory`). An error without an errno
+    keeps its own words: numpy's short write on a full disk ("12288 requested and 992 written")
+    read "[Errno None] None" before."""
+    if error.errno is None:
+        why = str(error) or type(error).__name__
+        if "requested and" in why and "written" in why:
+            why += " (is the disk full?)"
+        return type(error)(errno.EIO, why, str(target))
     return type(error)(error.errno, error.strerror, str(target))
 
 

@@ -208,3 +208,17 @@ def test_a_python_layer_file_name_that_is_not_utf8(tmp_path):
     path = Path(os.fsdecode(bytes(tmp_path) + b"/lay\xffers.py"))
     path.write_bytes((EXAMPLES / "relu" / "relu_reference.py").read_bytes())
     assert [d.type for d in load_python_layers(path)] == ["ReLU"]
+
+
+def test_a_short_write_without_an_errno_keeps_its_words(tmp_path):
+    """numpy's np.save on a full disk raises OSError("12288 requested and 992 written"), which
+    has no errno: the error about the user's file said "[Errno None] None" (a new user's trial
+    on a 4 KiB tmpfs)."""
+    from customlayers.files import _naming
+    error = _naming(OSError("12288 requested and 992 written"), tmp_path / "y.npy")
+    assert error.strerror == "12288 requested and 992 written (is the disk full?)"
+    assert error.filename == str(tmp_path / "y.npy") and error.errno is not None
+    # an error with an errno is only renamed
+    other = _naming(PermissionError(13, "Permission denied", "/x/.y.tmp"), tmp_path / "y.npy")
+    assert isinstance(other, PermissionError) and other.strerror == "Permission denied"
+    assert other.filename == str(tmp_path / "y.npy")
