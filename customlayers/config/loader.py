@@ -154,11 +154,25 @@ def _source_text(data: bytes, filename: str, where: Location, layer: str | None,
         return None
 
 
+def _is_opencl_source(data: bytes | str, file: str) -> bool:
+    """Whether a file given as a config is a kernel's source instead: named .cl, or a kernel
+    definition with no <CustomLayer> in it."""
+    text = data if isinstance(data, str) else data.decode("utf-8", "replace")
+    return file.lower().endswith(".cl") or (
+        ("__kernel" in text or "kernel void" in text) and "<CustomLayer" not in text)
+
+
 def _load_one(data: bytes | str, file: str, reader, config_path: str | None,
               into: ConfigSet) -> None:
     diags = Diagnostics()
     into.files.append(file)
-    doc = parse_document(data, file, diags)
+    # a .cl given as -c: the run went on with no layer loaded (one warning above the whole
+    # list of built-ins), or stopped at an XML error at its first '<' or '&'
+    doc = None if _is_opencl_source(data, file) else parse_document(data, file, diags)
+    if doc is None and not diags.errors:
+        diags.error(Location(file, 1, 1), "CL004",
+                    "this is an OpenCL source, not a config: pass the .xml whose <Source "
+                    "filename=...> names it (-c layer.xml)")
     if doc is not None:
         layer_nodes = [n for n in doc.nodes if n.tag == LAYER_TAG]
         if not layer_nodes:

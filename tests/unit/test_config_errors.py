@@ -188,6 +188,23 @@ def test_syntax_errors_have_the_users_line(text, line):
     assert "customlayers-synthetic-root" not in d.message
 
 
+@pytest.mark.parametrize("name,text", [
+    ("layer.cl", "__kernel void k(__global float* x) { if (x[0] < 1.0f && x[1] > 0) x[0] = 1; }"),
+    ("layer.cl", "// a source with no markup at all\n"),
+    ("kernel.txt", "kernel void k(__global float* x) { x[0] = 1; }"),
+])
+def test_an_opencl_source_given_as_a_config_says_so(tmp_path, name, text):
+    """-c relu.cl: the XML parser stopped at the source's first '<' or '&', or found nothing
+    and only warned, and the run went on with no layer loaded (a new user's trial)."""
+    path = tmp_path / name
+    path.write_text(text)
+    configs = load_configs([path])
+    (d,) = configs.diagnostics
+    assert (d.line, d.code, d.severity) == (1, "CL004", "error")
+    assert "this is an OpenCL source, not a config: pass the .xml whose <Source " \
+           "filename=...> names it" in d.message
+
+
 def test_empty_file_warns():
     assert found(load_config_string("<!-- nothing -->\n")) == [(1, "CL004")]
     assert found(load_config_string("")) == [(1, "CL004")]
