@@ -259,8 +259,9 @@ class CausalStream:
 
     # -- stepping --------------------------------------------------------------------------
     def step(self, frame) -> dict[str, np.ndarray]:
-        """One step of every stream: frame [N, C_in] float32 (numpy, or a pyopencl Array or
-        Buffer on this device). Returns {output name: array [N, ...]}, the caller's to keep."""
+        """One step of every stream: frame [N, C_in] float32 (numpy, float64 and lists cast as
+        infer() casts them; or a pyopencl Array or Buffer on this device). Returns {output name:
+        array [N, ...]}, the caller's to keep."""
         self._enqueue(frame)
         landing = self._landing                         # N rows (made by _allocate)
         if self._on_cpu and not self._blocked:
@@ -360,13 +361,15 @@ class CausalStream:
             self._set_batch(n)
             return frame
         device = isinstance(frame, cl_array.Array)
-        if not device:                     # a list, a number: its array (float64: refused)
+        if not device:                     # a list, a number: its array
             try:
                 frame = np.asarray(frame)
             except (ValueError, TypeError):
                 raise TensorError(f"streaming input '{self.input_name}': a frame of "
                                   f"{type(frame).__name__} that is no array; expected "
                                   f"[N, {cin}] float32") from None
+            if frame.dtype == np.float64:   # as infer() and run's inputs: a list of floats too
+                frame = frame.astype(np.float32)
         shape, dtype = tuple(frame.shape), frame.dtype
         expected_n = self.batch if self.batch is not None else "N"
         if len(shape) != 2 or shape[1] != cin or dtype != np.float32 or shape[0] < 1:
