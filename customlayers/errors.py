@@ -277,3 +277,10 @@ class PackageFileError(ModelFileError, PackageError):
     def __init__(self, message: str, path, error: OSError | None = None):
         InputFileError.__init__(self, message, path, error)
         self.part = None
+
+
+class LayerRedefinedWarning(UserWarning):
+    """A loaded layer's type defined again (CL070): the later definition replaces the earlier
+    one. Registry.load and load_python return it among their diagnostics and also warn it, so
+    that an API user who never reads the diagnostics still sees it (the command line prints
+    the diagnostics and ignores this warning)."""

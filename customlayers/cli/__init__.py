@@ -22,7 +22,7 @@ import importlib
 import sys
 import warnings
 
-from ..errors import CustomLayersError, InputFileError, NoSuchDeviceError
+from ..errors import CustomLayersError, InputFileError, LayerRedefinedWarning, NoSuchDeviceError
 from ..terminal import terminal_safe_output
 from .strict_parser import StrictParser
 
@@ -98,6 +98,8 @@ def _main(argv: list[str] | None) -> int:
     with warnings.catch_warnings():
         if not args.traceback:
             warnings.showwarning = _show_warning
+        # the commands print a load's diagnostics, CL070 among them, themselves
+        warnings.filterwarnings("ignore", category=LayerRedefinedWarning)
         return _run(args)
 
 

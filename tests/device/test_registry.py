@@ -6,7 +6,8 @@ import numpy as np
 import pyopencl as cl
 import pytest
 
-from customlayers.errors import BindingError, ConfigError, FormulaError, UnknownLayerError
+from customlayers.errors import (BindingError, ConfigError, FormulaError, LayerRedefinedWarning,
+                                 UnknownLayerError)
 from customlayers.jit.tensor import TensorDesc
 from launch_runner import run_launches
 
@@ -91,7 +92,9 @@ def test_load_files_and_redefinition_warns(registry, examples_dir, tmp_path):
     other = tmp_path / "relu2.xml"
     other.write_text(copy_layer(name="ReLU"))
     (tmp_path / "copy.cl").write_text(COPY_CL)
-    diags = registry.load(other)
+    # an API user who never reads the diagnostics is warned too (a new user's trial)
+    with pytest.warns(LayerRedefinedWarning, match=r"CL070.*'ReLU' is defined again"):
+        diags = registry.load(other)
     assert [d.code for d in diags.warnings] == ["CL070"]
     assert "relu.xml" in diags.warnings[0].message
     assert registry.spec("ReLU").entry == "copy_kernel"     # the later one wins

@@ -204,3 +204,18 @@ def test_an_mvcl_output_left_unwritten_says_where_its_shape_came_from(tmp_path, 
                  "-i", x, "--param", "stride=2", "--output-shape", "1x16x3x5",
                  "-o", str(out)]) == 0
     assert np.load(out).shape == (1, 16, 3, 5)
+
+
+def test_a_layer_defined_again_is_said(tmp_path, capsys, ex, examples_dir):
+    """Two configs of one layer type: the later replaces the earlier, and run-layer says so
+    (CL070, as `run` does); it said nothing."""
+    import shutil
+    second = tmp_path / "relu.xml"
+    shutil.copy(examples_dir / "relu" / "relu.xml", second)
+    shutil.copy(examples_dir / "relu" / "relu.cl", tmp_path / "relu.cl")
+    code = main(["run-layer", "-c", ex("relu"), "-c", str(second), "--layer", "ReLU", "-i",
+                 save(tmp_path / "x.npy", rand(1, 2, 3, 4)), "-o", str(tmp_path / "y.npy")])
+    err = capsys.readouterr().err
+    assert code == 0
+    assert f"{second}:3:1: warning[CL070]: layer 'ReLU' is defined again; this definition " \
+           f"replaces the one at " in err and err.count("CL070") == 1, err

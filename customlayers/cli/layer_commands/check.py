@@ -12,6 +12,7 @@ output shapes are its own `output_shapes`.
 from __future__ import annotations
 
 import argparse
+import sys
 from dataclasses import dataclass
 
 import numpy as np
@@ -132,7 +133,8 @@ def run(args) -> int:
     from .config_files import refuse_models_as_configs
     refuse_models_as_configs(args.config)
     registry = Registry(Engine(args.device, cache=build_cache(args)))
-    registry.load(*args.config, allow_external_sources=args.allow_external_sources)
+    for d in registry.load(*args.config, allow_external_sources=args.allow_external_sources):
+        print(d.render(), file=sys.stderr)              # a layer defined again (CL070), ...
     layer = the_only_layer(args.layer, registry.layer_types(),
                            {t: t for t in registry.layer_types()}, " ".join(args.config))
     references = {d.type: d for path in args.layers for d in load_python_layers(path)}

@@ -178,10 +178,11 @@ def run(args) -> int:
     if not args.config and not args.layers:
         raise UsageError("give the layer's config with -c (or its Python layer with -l)")
     registry = Registry(Engine(args.device, cache=build_cache(args)))
-    if args.config:
-        registry.load(*args.config, allow_external_sources=args.allow_external_sources)
-    for path in args.layers:
-        registry.load_python(path)
+    loaded = [registry.load(*args.config, allow_external_sources=args.allow_external_sources)
+              ] if args.config else []
+    loaded += [registry.load_python(path) for path in args.layers]
+    for d in (d for diags in loaded for d in diags):   # a layer defined again (CL070), ...
+        print(d.render(), file=sys.stderr)
     if args.layer in registry.python_layer_types():
         return run_python_layer(args, registry.python_layer(args.layer), params, data_paths,
                                 out_shapes)

@@ -28,6 +28,7 @@ catalog: compile/one_layer.py `run_layer(registry, ...)`. OpenCL is read through
 from __future__ import annotations
 
 import re
+import warnings
 from typing import Mapping, Sequence
 
 import numpy as np
@@ -36,7 +37,8 @@ from ...config.diagnostics import Diagnostic, Diagnostics, Location, WARNING
 from ...config.loader import ConfigSet, load_config_string, load_configs
 from ...config.simplegpu.params import unused_params, unused_params_message
 from ...config.simplegpu.spec import LayerSpec
-from ...errors import BindingError, CustomLayersError, UnknownLayerError
+from ...errors import (BindingError, CustomLayersError, LayerRedefinedWarning,
+                      UnknownLayerError)
 from ...jit.bindings import kernel_tensors
 from ...jit.program import generate_program
 from ...jit.tensor import TensorDesc
@@ -113,6 +115,7 @@ class Registry:
         self._configs.files = staged.files
         self._configs.definitions = staged.definitions
         self._configs.diagnostics.extend(staged.diagnostics)
+        _warn_redefined(staged.diagnostics)
         return staged.diagnostics
 
     def load_python(self, source) -> Diagnostics:
@@ -132,6 +135,7 @@ class Registry:
                                      f"layer type '{defn.type}' is defined again (first at "
                                      f"{before}); this later definition is used", defn.type))
         self._python.update({d.type: d for d in defs})
+        _warn_redefined(notes)
         return notes
 
     def python_layer(self, layer_type: str) -> PythonLayerDef:
@@ -368,3 +372,12 @@ def check_half_support(spec: LayerSpec, text: str, tensors, device) -> None:
                            f"half precision (cl_khr_fp16); device '{device.name.strip()}' has "
                            f"none. Run it in float (f32 tensors, float in the kernel) or on a "
                            f"device with fp16").at(spec.location, HALF_CODE, spec.name)
+
+
+def _warn_redefined(diagnostics: Diagnostics) -> None:
+    """Each CL070 (a layer type defined again: the later definition replaces the earlier) as a
+    LayerRedefinedWarning too: Registry.load replaced a layer silently for an API user who did
+    not read the diagnostics it returns (a new user's trial)."""
+    for d in diagnostics:
+        if d.code == "CL070":
+            warnings.warn(LayerRedefinedWarning(d.render()), stacklevel=3)
