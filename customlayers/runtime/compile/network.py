@@ -403,7 +403,9 @@ class Network:
 
     def infer_async(self, inputs):
         """Start one inference; returns the InferRequest (call .wait() for the outputs).
-        Thread-safe: the request is picked and started under the network's lock."""
+        Thread-safe: the request is picked and started under the network's lock. An input
+        array may be read where it lies until wait() (float32 in the request's layout on a
+        CPU device: no copy is made): do not change it before then."""
         arrays = self._named_inputs(inputs)
         with self._lock:
             req = self._request_for(arrays)

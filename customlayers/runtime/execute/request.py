@@ -245,7 +245,8 @@ class InferRequest:
     # -- running ---------------------------------------------------------------------------
     def start(self, arrays: dict) -> None:
         """Enqueue the inference with these input arrays (by name; names that are not inputs
-        of this plan, such as value inputs, are ignored); return without waiting."""
+        of this plan, such as value inputs, are ignored); return without waiting. An array
+        may be read where it lies until wait(): do not change it before then."""
         self._start(arrays, None)
 
     def start_async(self, wait_for=None):
