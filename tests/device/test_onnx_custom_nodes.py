@@ -347,6 +347,22 @@ def test_a_shape_formula_names_dims_a_lower_rank_input_pads(tmp_path, engine, sh
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
 
 
+def test_a_misspelled_attribute_is_said_at_the_define_that_reads_the_right_one(tmp_path,
+                                                                               engine):
+    """The node gives 'negative_slop', the layer reads 'negative_slope' (not given: its default
+    runs): the warning names the <Define>'s line (it named the <CustomLayer>'s)."""
+    path = _save(tmp_path / "m.onnx", [helper.make_node("ReLU", ["x"], ["y"], domain=DOMAIN,
+                                                        negative_slop=0.5)], [1, 2, 3, 4])
+    said = []
+    _infer(path, engine, RELU, messages=said.append).infer({"x": np.ones((1, 2, 3, 4),
+                                                                          np.float32)})
+    line = next(i for i, text in enumerate(RELU.read_text().splitlines(), 1)
+                if "<Define" in text and 'param="negative_slope"' in text)
+    assert any(f"attribute 'negative_slop' is not read by layer 'ReLU', whose <Define> at "
+               f"{RELU}:{line}:" in m and "did you mean 'negative_slope'?" in m
+               for m in said), said
+
+
 def test_a_layer_named_after_a_standard_op_we_translate_replaces_it(tmp_path, engine):
     """A loaded layer named 'Relu' (the ONNX op's own name, not the built-in's 'ReLU') runs for
     the model's Relu nodes with their attributes, and says so; before, the built-in ran and the

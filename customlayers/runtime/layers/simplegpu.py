@@ -130,8 +130,11 @@ class SimpleGpuLayer(LayerImpl):
         for name, near in unused_params(self.spec, call.attrs):
             missing = [n for n in near if n not in given]
             if missing:
+                # at the Define that reads it (the <CustomLayer> line said nothing of where)
+                where = next((d.location for d in self.spec.defines if d.param == missing[0]),
+                             self.spec.location)
                 notes.append(f"warning: {call.where}: attribute '{name}' is not read by layer "
-                             f"'{self.spec.name}' ({self.spec.location}), which reads "
+                             f"'{self.spec.name}', whose <Define> at {where} reads "
                              f"'{missing[0]}' (not given: its default is used); did you mean "
                              f"'{missing[0]}'?")
         return notes
