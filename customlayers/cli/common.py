@@ -131,13 +131,25 @@ def report_kernel_problems(problems) -> int:
     return 1 if problems else 0
 
 
-def warn_if_not_finite(outputs, what: str) -> None:
+def warn_if_not_finite(outputs, what: str, inputs=None) -> None:
     """A NaN or infinity in an output is often a kernel reading past its input: say how to find
-    out."""
+    out; unless an input (`inputs`: name -> array) holds one too, which is then named (a NaN in
+    the user's .npy was blamed on the kernel)."""
     import numpy as np
+
+    def non_finite(array) -> int:
+        array = np.asarray(array)
+        return int(np.count_nonzero(~np.isfinite(array))) if array.dtype.kind in "fc" else 0
+    given = {name: n for name, n in ((k, non_finite(a)) for k, a in (inputs or {}).items()) if n}
     for name, array in outputs.items():
-        if array.dtype.kind == "f" and not np.all(np.isfinite(array)):
-            bad = int(np.count_nonzero(~np.isfinite(array)))
+        bad = non_finite(array)
+        if not bad:
+            continue
+        if given:
+            why = ", ".join(f"input '{k}' holds {n}" for k, n in given.items())
+            print(f"warning: {what} output '{name}' has {bad} non-finite value(s); {why} (NaN "
+                  f"or infinity), passed on", file=sys.stderr)
+        else:
             print(f"warning: {what} output '{name}' has {bad} non-finite value(s); "
                   f"{KERNEL_BUG_HINT}", file=sys.stderr)
 

@@ -102,6 +102,22 @@ def test_reorg_with_a_stride_its_shapes_do_not_allow(tmp_path, capsys):
     assert "layer 'ReorgYolo': output 0: 24 of 24 elements were never written" in captured.err
 
 
+def test_a_nan_in_the_input_is_named_not_blamed_on_the_kernel(tmp_path, capsys):
+    """A NaN in the user's .npy, copied through: the warning names the input that holds it, and
+    suggests no kernel check (it suggested --check-bounds, as for a kernel bug)."""
+    config = _layer(tmp_path, COPY)
+    x = np.random.default_rng(1).standard_normal((1, 2, 3, 4)).astype(np.float32)
+    x[0, 1, 2, 3] = np.nan
+    np.save(tmp_path / "nan.npy", x)
+    out = tmp_path / "out.npy"
+    code = main(["run-layer", "-c", str(config), "--layer", "Shift", "-i",
+                 str(tmp_path / "nan.npy"), "-o", str(out), "-d", "CPU"])
+    err = capsys.readouterr().err
+    assert code == 0 and np.isnan(np.load(out)).sum() == 1
+    assert "output 'output0' has 1 non-finite value(s); input 'input0' holds 1 (NaN or " \
+           "infinity), passed on" in err and "--check-bounds" not in err, err
+
+
 def test_without_checks_a_non_finite_output_suggests_them(tmp_path, capsys):
     config = _layer(tmp_path, "dst[i] = i < 2 ? src[i] / 0.0f : src[i];")
     code, captured, _ = _run_layer(capsys, tmp_path, config, "Shift")

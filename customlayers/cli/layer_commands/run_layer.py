@@ -221,7 +221,8 @@ def run(args) -> int:
     if not args.check_bounds:
         result = bound(*inputs)
         outputs = result if isinstance(result, list) else [result]
-    warn_if_not_finite({f"output{i}": a for i, a in enumerate(outputs)}, f"layer '{spec.name}'")
+    warn_if_not_finite({f"output{i}": a for i, a in enumerate(outputs)}, f"layer '{spec.name}'",
+                       {f"input{i}": a for i, a in enumerate(inputs)})
     write_arrays_atomically(args.output, {f"output{i}": a for i, a in enumerate(outputs)})
     print(wrote_line(f"{spec.name} on {bound.engine.device.name.strip()}", outputs, args.output))
     return 0

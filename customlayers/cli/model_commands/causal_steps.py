@@ -15,6 +15,7 @@ import time
 import numpy as np
 
 from .. import UsageError
+from ..common import warn_if_not_finite
 from .benchmark_stats import duration_text
 
 
@@ -40,7 +41,9 @@ def run_steps(net, arrays: dict, summarize) -> dict[str, np.ndarray]:
         print(f"step {len(outputs) - 1}: {summarize(name, arr)}")
     print(f"{len(outputs)} step(s) of {x.shape[0]} stream(s), one kernel launch each "
           f"(Network.streaming)", file=sys.stderr)
-    return {name: np.stack([o[name] for o in outputs]) for name in outputs[0]}
+    stacked = {name: np.stack([o[name] for o in outputs]) for name in outputs[0]}
+    warn_if_not_finite(stacked, "the steps'", {stream.input_name: x})
+    return stacked
 
 
 def benchmark_steps(net, arrays: dict, niter: int | None, seconds: float | None,

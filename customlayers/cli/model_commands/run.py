@@ -78,7 +78,7 @@ def run(args) -> int:
     else:
         req = net.infer_async(arrays)    # the plan for these shapes (and shape-input values)
         outputs = req.wait()
-        warn_if_not_finite(outputs, "the model's")
+        warn_if_not_finite(outputs, "the model's", arrays)
         for name, arr in outputs.items():
             print(summarize(name, arr))
     if args.output:
@@ -112,7 +112,7 @@ def run_sequence(net, steps):
     outputs = []
     for t, step in enumerate(steps):
         outputs.append(stream.step(step))
-        warn_if_not_finite(outputs[-1], f"step {t}'s")
+        warn_if_not_finite(outputs[-1], f"step {t}'s", step)
         for name, arr in outputs[-1].items():
             print(f"step {t}: {summarize(name, arr)}")
     req = stream.request
