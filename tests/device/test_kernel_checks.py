@@ -272,10 +272,20 @@ def test_validate_compile_runs_both_checks(tmp_path, capsys):
     capsys.readouterr()
     assert main(["validate", str(config), "--compile", "--check-bounds", "-d", "CPU"]) == 1
     out = capsys.readouterr().out
-    assert f"{config}:1:1: error[CL086]: output 0: the kernel wrote past the end" in out
+    # at the <WorkSizes> (line 9), the usual fix, as the run-time message says
+    assert f"{config}:9:3: error[CL086]: output 0: the kernel wrote past the end" in out
     assert main(["validate", str(config), "--compile", "--sanitize", "-d", "CPU"]) == 1
     out = capsys.readouterr().out
     assert f"{tmp_path / 'shift.cl'}:4:" in out and "error[CL087]: Oclgrind: invalid write" in out
+
+
+def test_validate_check_bounds_says_unwritten_elements_at_the_work_sizes(tmp_path, capsys):
+    """A global size of half the output: the elements never written are said at the
+    <WorkSizes> line (they were said at the <CustomLayer>'s, 1:1)."""
+    config = _layer(tmp_path, COPY, count="B*F*Y*X/2")
+    assert main(["validate", str(config), "--compile", "--check-bounds", "-d", "CPU"]) == 1
+    out = capsys.readouterr().out
+    assert f"{config}:9:3: error[CL086]: output 0: 96 of 192 elements were never written" in out
 
 
 def test_validate_compiles_an_int_kernel_for_int_inputs(tmp_path, capsys):

@@ -136,7 +136,8 @@ def compile_diagnostics(registry, name: str, given: list, params: dict | None = 
 def kernel_check_diagnostics(bound, spec, check_bounds: bool, sanitize: bool) -> list[Diagnostic]:
     """Run the bound kernel once on seeded random inputs (and its Data blobs), on Oclgrind
     first (its findings at the user's .cl lines, CL087), then natively with guard zones
-    (CL086, at the layer)."""
+    (CL086, at the <WorkSizes> where elements are left unwritten or written past an output,
+    else at the layer)."""
     from ...runtime.checks.bounds_process import check_kernel_bounds
     from ...runtime.checks.sanitize import sanitize_kernel
     from ..user_files.random_inputs import generator, random_array
@@ -151,7 +152,8 @@ def kernel_check_diagnostics(bound, spec, check_bounds: bool, sanitize: bool) ->
     if not check_bounds:
         return []
     _, problems = check_kernel_bounds(bound, *inputs, **data)
-    return [Diagnostic.at(spec.location, ERROR, "CL086",
+    return [Diagnostic.at(spec.work_sizes.location if p.work_sizes else spec.location, ERROR,
+                          "CL086",
                           f"{p.tensor}: {p.message} (inputs "
                           f"{', '.join(d.describe() for d in bound.inputs)})", spec.name)
             for p in problems]

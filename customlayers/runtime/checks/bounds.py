@@ -40,6 +40,9 @@ class BoundsProblem:
     layer: str
     tensor: str          # "output 0", "input 1", "Data 'weights'"
     message: str
+    # whether the usual fix is the descriptor's <WorkSizes> (elements never written, writes
+    # past an output's ends): validate reports it there, not at the <CustomLayer>
+    work_sizes: bool = False
 
     def __str__(self) -> str:
         return f"layer '{self.layer}': {self.tensor}: {self.message}"
@@ -158,7 +161,8 @@ def _guard_problems(layer: str, g: _Guarded, host: np.ndarray) -> list[BoundsPro
         found.append(BoundsProblem(
             layer, g.what, f"the kernel wrote before the buffer's first element: the first "
                            f"byte changed is at element offset {offset} ({before.size} bytes "
-                           f"changed in the guard zone before it)"))
+                           f"changed in the guard zone before it)",
+            work_sizes=g.what.startswith("output")))
     if after.size:
         count = g.nbytes // itemsize
         offset = count + int(after[0]) // itemsize
@@ -166,7 +170,8 @@ def _guard_problems(layer: str, g: _Guarded, host: np.ndarray) -> list[BoundsPro
             layer, g.what, f"the kernel wrote past the end of the buffer ({count} elements, "
                            f"{g.desc.describe()}): the first out-of-bounds write is at element "
                            f"offset {offset} ({after.size} bytes changed in the guard zone "
-                           f"after it)"))
+                           f"after it)",
+            work_sizes=g.what.startswith("output")))
     return found
 
 
@@ -193,4 +198,4 @@ def _unwritten(layer: str, g: _Guarded, body: np.ndarray,
         sizes = f" (work sizes: global {list(launch.global_size)}, local {local})"
     return [BoundsProblem(layer, g.what, f"{count} of {never.size} elements were never written; "
                                          f"the first at B,F,Y,X = {','.join(map(str, bfyx))}"
-                                         f"{sizes}")]
+                                         f"{sizes}", work_sizes=True)]
