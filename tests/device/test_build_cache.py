@@ -177,7 +177,7 @@ def test_compile_check_reports_errors_and_argument_counts(cl_env):
     assert (diag.file, diag.line, diag.code, diag.layer) == ("affine.cl", 3, "CL080", "Affine")
     three_args = KERNEL.replace("__global OUTPUT0_TYPE* out)", "__global OUTPUT0_TYPE* out, int n)")
     (diag,) = compile_check(three_args, [], dev)
-    assert diag.message == ("layer type 'Affine' (affine.xml:1:1): kernel 'affine' takes 3 "
+    assert diag.message == ("layer type 'Affine' (affine.xml:7:5): kernel 'affine' takes 3 "
                             "arguments but the descriptor binds 2 (Tensor and Data arg-index 0, 1)")
 
 

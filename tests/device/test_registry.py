@@ -150,7 +150,8 @@ def test_kernel_argument_count_is_checked(registry):
     registry.load_string(copy_layer(), {"copy.cl": three_args}, name="c.xml")
     with pytest.raises(BindingError) as e:
         registry.bind("Copy", [TensorDesc((1, 1, 2, 2))])
-    assert str(e.value) == ("layer type 'Copy' (c.xml:1:1): kernel 'copy_kernel' takes 3 "
+    # at the first <Tensor>, in <Buffers> (it was said at the <CustomLayer>)
+    assert str(e.value) == ("layer type 'Copy' (c.xml:7:5): kernel 'copy_kernel' takes 3 "
                             "arguments but the descriptor binds 2 (Tensor and Data arg-index 0, 1)")
 
 

@@ -318,10 +318,14 @@ def check_argument_count(spec: LayerSpec, kernel) -> None:
     if have != want:
         bound = ", ".join(f"{i}" for i in sorted(
             [t.arg_index for t in spec.tensors] + [d.arg_index for d in spec.data]))
-        raise BindingError(f"layer type '{spec.name}' ({spec.location}): kernel '{spec.entry}' "
+        # at the first binding, inside <Buffers>, where the arg-index values are
+        bindings = [b.location for b in (*spec.tensors, *spec.data)]
+        where = min(bindings, key=lambda loc: (loc.line, loc.column)) if bindings \
+            else spec.location
+        raise BindingError(f"layer type '{spec.name}' ({where}): kernel '{spec.entry}' "
                            f"takes {have} argument{'s' if have != 1 else ''} but the descriptor "
                            f"binds {want} (Tensor and Data arg-index {bound})"
-                           ).at(spec.location, BUILD_CODE, spec.name)
+                           ).at(where, BUILD_CODE, spec.name)
 
 
 def check_argument_qualifiers(spec: LayerSpec, kernel) -> None:
