@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from customlayers.ops.stream.program import (POINTWISE, Binary, CausalConv, ChannelSoftmax,
-                                             Pointwise, StreamOutput, StreamProgram)
+from customlayers.ops.stream.program import (POINTWISE, Binary, CausalConv, ChannelSlice,
+                                             ChannelSoftmax, Pointwise, StreamOutput,
+                                             StreamProgram)
 
 
 class Builder:
@@ -46,6 +47,11 @@ class Builder:
     def softmax(self, src, log=False):
         dst = self._new(self.frames[src], "softmax")
         self.ops.append(ChannelSoftmax(src, dst, log, name=dst))
+        return dst
+
+    def slice(self, src, start, count, step=1):
+        dst = self._new(count, "slice")
+        self.ops.append(ChannelSlice(src, dst, start, step, name=dst))
         return dst
 
     def program(self, outputs) -> StreamProgram:

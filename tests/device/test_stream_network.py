@@ -164,3 +164,26 @@ def test_a_chomp_written_as_the_inputs_length_streams(engine, tmp_path):
                                          r"reads the length of its input, and its step at "
                                          r"length 4099 is not its step at length 8209"):
         scaled.streaming()
+
+
+def test_a_gate_split_on_channels_streams_through_the_network(engine, tmp_path):
+    """Network.streaming() of a gated unit written with a Split of the channel axis (refused
+    before: "a stream slices the last step of the time axis only"), each step against ONNX
+    Runtime on the window up to it."""
+    pytest.importorskip("onnxruntime")
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from causal_models import CausalModel
+    import onnxruntime as ort
+    c = 5
+    m = CausalModel(c)
+    h = m.causal_conv("x", c, 2 * c, 3, 2)
+    a = m.add("Split", [h, m.const([c, c], np.int64)], outputs=2, axis=1)
+    y = m.add("Mul", [m.add("Tanh", [a]), m.add("Sigmoid", [f"{a}_1"])])
+    path = m.save(tmp_path / "gate.onnx", [y])
+    x = np.random.default_rng(3).standard_normal((2, c, 9)).astype(np.float32)
+    stream = Network(str(path), engine=engine).streaming()
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    for t in range(x.shape[2]):
+        got = stream.step(x[:, :, t])[y]
+        want = session.run(None, {"x": x[:, :, :t + 1]})[0][..., -1]
+        close(got, want, f"step {t}")

@@ -325,6 +325,22 @@ def test_a_program_without_history(engine):
     assert stream.query_state() == []
 
 
+@pytest.mark.parametrize("cpu_form", [True, False], ids=["cpu form", "gpu form"])
+@pytest.mark.parametrize("width", [5, 40])
+def test_channel_slices_of_a_gate(engine, cpu_form, width):
+    """A gated unit's halves (ChannelSlice: a Split of the channel axis) and the even channels
+    of another frame, read across work-items (a barrier before each), in both forms; 40
+    channels a half: more than a work-item's block or a group of 32."""
+    b = sp.Builder(3)
+    h = b.conv(b.input, 2 * width, 3, 2)
+    gate = b.binary("mul", b.pw(b.slice(h, 0, width), "tanh"),
+                    b.pw(b.slice(h, width, width), "sigmoid"))
+    y = b.conv(gate, 4, 2)
+    program = b.program([("y", y), ("even", b.slice(h, 0, width, 2))])
+    stream = CausalStream(engine, program, cpu_form=cpu_form)
+    run_both(stream, program, sequence(program, 3, 9))
+
+
 @pytest.mark.parametrize("size", [0, 6, 2.0])
 def test_a_local_size_not_a_power_of_two_is_refused(engine, size):
     with pytest.raises(DeviceError, match="power of two"):

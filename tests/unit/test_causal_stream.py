@@ -14,7 +14,8 @@ import pytest
 from causal_models import CausalModel, stream_against_window
 from customlayers.errors import ModelError
 from customlayers.graph.load import read_model
-from customlayers.ops.stream.program import Binary, CausalConv, ChannelSoftmax, Pointwise
+from customlayers.ops.stream.program import (Binary, CausalConv, ChannelSlice, ChannelSoftmax,
+                                             Pointwise)
 from customlayers.passes.stream.causal_stream import stream_program
 
 pytest.importorskip("onnxruntime")
@@ -137,6 +138,37 @@ def test_the_seed_tcn_at_full_size_streams_exactly(tmp_path):
             want = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(
                 None, {"x": x[:, :, :t]})[0]
             np.testing.assert_allclose(got, want, rtol=RTOL, err_msg=f"step {t}")
+
+
+@pytest.mark.parametrize("form", ["split", "slices", "strided"])
+def test_a_gate_that_splits_the_channels_streams_exactly(tmp_path, form):
+    """A gated unit as WaveNet-like models write it: one convolution to 2C channels, then its
+    halves (a Split of axis 1, or two Slices of it; "strided": the even and odd channels),
+    tanh times sigmoid. It was refused ("a stream slices the last step of the time axis only",
+    a new user's trial): each half is now a ChannelSlice of the step's frame."""
+    c = 4
+    m = CausalModel(c, opset=13)
+    h = m.causal_conv("x", c, 2 * c, 3, 2)
+    if form == "split":
+        a = m.add("Split", [h, m.const([c, c], np.int64)], outputs=2, axis=1)
+        b = f"{a}_1"
+    elif form == "slices":
+        a = m.add("Slice", [h, m.const([0], np.int64), m.const([c], np.int64),
+                            m.const([1], np.int64)])
+        b = m.add("Slice", [h, m.const([-c], np.int64), m.const([2 ** 62], np.int64),
+                            m.const([1], np.int64)])
+    else:
+        a = m.add("Slice", [h, m.const([0], np.int64), m.const([2 * c], np.int64),
+                            m.const([1], np.int64), m.const([2], np.int64)])
+        b = m.add("Slice", [h, m.const([1], np.int64), m.const([2 * c], np.int64),
+                            m.const([1], np.int64), m.const([2], np.int64)])
+    gate = m.add("Mul", [m.add("Tanh", [a]), m.add("Sigmoid", [b])])
+    y = m.add("Add", [m.causal_conv(gate, c, c, 2), "x"])
+    path = m.save(tmp_path / "m.onnx", [y])
+    program = _program(path)
+    slices = [(op.start, op.step) for op in program.ops if isinstance(op, ChannelSlice)]
+    assert sorted(slices) == ([(0, 2), (1, 2)] if form == "strided" else [(0, 1), (c, 1)])
+    stream_against_window(program, lambda t: path, _input(2, c, 12), rtol=RTOL)
 
 
 def test_depthwise_batchnorm_gates_and_a_sliced_head_stream_exactly(tmp_path):

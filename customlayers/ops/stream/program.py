@@ -82,6 +82,17 @@ class ChannelSoftmax:
     name: str = ""
 
 
+@dataclass(frozen=True, eq=False)
+class ChannelSlice:
+    """dst[c] = src[start + c * step] for each of dst's channels (a Slice, or a Split, of the
+    channel axis: a gated unit's halves)."""
+    src: str
+    dst: str
+    start: int
+    step: int = 1
+    name: str = ""
+
+
 @dataclass(frozen=True)
 class StreamOutput:
     """A model output as a step gives it: the frame `frame`, returned as an array of shape
@@ -136,6 +147,12 @@ class StreamProgram:
                     raise ValueError(f"{op.name or op.dst}: constant of {op.constant.size}")
                 if sizes - {c, 1}:
                     raise ValueError(f"{op.name or op.dst}: operands of {sizes} channels")
+            elif isinstance(op, ChannelSlice):
+                last = op.start + (c - 1) * op.step
+                if c < 1 or op.step == 0 or not (0 <= op.start < self.frames[op.src] and
+                                                 0 <= last < self.frames[op.src]):
+                    raise ValueError(f"{op.name or op.dst}: channels {op.start}, "
+                                     f"{op.start} + {op.step}k of {self.frames[op.src]}")
             elif self.frames[op.src] != c:
                 raise ValueError(f"{op.name or op.dst}: {self.frames[op.src]} -> {c} channels")
         for out in self.outputs:

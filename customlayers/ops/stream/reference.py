@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 from math import erf as _erf
 
-from .program import Binary, CausalConv, ChannelSoftmax, Pointwise, StreamProgram
+from .program import (Binary, CausalConv, ChannelSlice, ChannelSoftmax, Pointwise,
+                      StreamProgram)
 
 _erf_v = np.vectorize(_erf, otypes=[np.float64])
 
@@ -53,7 +54,7 @@ class ReferenceStream:
                              f"{(self.batch, p.input_channels)}")
         values = {p.input: frame}
         for op in p.ops:
-            values[op.dst] = _run(op, values, self.history)
+            values[op.dst] = _run(op, values, self.history, p.frames)
         for op in p.convolutions:        # the newest input frame joins the history
             h = self.history[id(op)]
             h[:, :, :-1] = h[:, :, 1:]
@@ -63,7 +64,7 @@ class ReferenceStream:
                 for o in p.outputs}
 
 
-def _run(op, values, history):
+def _run(op, values, history, frames):
     if isinstance(op, CausalConv):
         x = values[op.src]                                   # [N, C_in]
         k, d = op.kernel, op.dilation
@@ -94,6 +95,9 @@ def _run(op, values, history):
         if op.constant_first:
             a, b = b, a
         return BINARY_NUMPY[op.kind](a, b)
+    if isinstance(op, ChannelSlice):
+        picked = op.start + op.step * np.arange(frames[op.dst])
+        return values[op.src][:, picked]
     if isinstance(op, ChannelSoftmax):
         x = values[op.src]
         z = x - x.max(axis=1, keepdims=True)

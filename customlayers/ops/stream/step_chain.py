@@ -9,7 +9,8 @@ writes a frame in blocks of channels (several per work-item) adds it to `blocked
 """
 from __future__ import annotations
 
-from .program import Binary, CausalConv, ChannelSoftmax, Pointwise, StreamProgram
+from .program import (Binary, CausalConv, ChannelSlice, ChannelSoftmax, Pointwise,
+                      StreamProgram)
 from .step_exprs import BINARY_CL, POINTWISE_CL, literal
 from .step_layout import StepLayout
 
@@ -68,7 +69,7 @@ class ChainWriter:
         """Whether `op` reads a frame written since the last barrier by another work-item:
         a pass over C channels has work-item c % LS write channel c, so an op over the same
         channels reads its own work-item's writes."""
-        if isinstance(op, (CausalConv, ChannelSoftmax)):
+        if isinstance(op, (CausalConv, ChannelSoftmax, ChannelSlice)):
             return op.src in dirty
         if isinstance(op, Pointwise):
             return op.src in dirty & self.blocked
@@ -99,6 +100,11 @@ class ChainWriter:
         ch = self.p.frames[op.dst]
         self.w(f"    {self.each(ch)} const float x = "
                f"{self.f(op.src)}[c]; {self.f(op.dst)}[c] = {expr}; }}")
+
+    def _ChannelSlice(self, op: ChannelSlice) -> None:
+        ch = self.p.frames[op.dst]
+        self.w(f"    {self.each(ch)} "
+               f"{self.f(op.dst)}[c] = {self.f(op.src)}[{op.start} + c * {op.step}]; }}")
 
     def _Binary(self, op: Binary) -> None:
         ch = self.p.frames[op.dst]

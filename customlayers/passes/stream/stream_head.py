@@ -1,7 +1,8 @@
 """The head of a streamed causal model (the handlers of stream_layers.py's kind for the layers
 that read the last step and shape what comes of it): a Gather or Slice of the last step of a
-sequence [N, C, T], the Reshape, Squeeze, Unsqueeze (Flatten) after it, and a softmax over a
-frame's channels (of a sequence at every step, or of the head).
+sequence [N, C, T], a Slice of its channels (a Split of the channel axis comes as Slices), the
+Reshape, Squeeze, Unsqueeze (Flatten) after it, and a softmax over a frame's channels (of a
+sequence at every step, or of the head).
 """
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from dataclasses import replace
 import numpy as np
 
 from ...graph.graph import Node
-from ...ops.stream.program import ChannelSoftmax
+from ...ops.stream.program import ChannelSlice, ChannelSoftmax
 from .stream_layers import Head, Sequence, like
 
 
@@ -52,11 +53,14 @@ def slice_(walk, node: Node):
     for b, e, s, a in zip(start.tolist(), stop.tolist(), step.tolist(), axes.tolist()):
         a %= 3
         length = shape[a]
+        if a == 1:
+            x = _channel_slice(walk, node, x, b, e, s)
+            continue
         if a != 2:
             if b == 0 and s == 1 and (length is not None and e >= length or e >= 2 ** 31 - 1):
                 continue
-            walk.refuse(node, f"slices {b}:{e}:{s} of axis {a} of [N, C, T]; a stream slices "
-                              f"the last step of the time axis only")
+            walk.refuse(node, f"slices {b}:{e}:{s} of axis {a} of [N, C, T]; a stream keeps "
+                              f"every stream (axis 0 whole)")
         if x.extra and b == 0 and s == 1 and (e == -x.extra or e == (length or 0) - x.extra):
             x = replace(x, extra=0, padded=None, padded_history=0)   # the chomp
             continue
@@ -71,6 +75,20 @@ def slice_(walk, node: Node):
     if not time:
         return x
     return Head(x.frame, (x.channels, 1))
+
+
+def _channel_slice(walk, node: Node, x, b: int, e: int, s: int):
+    """Channels b:e:s of each step's frame (ONNX Slice's clamping, as Python's): a ChannelSlice
+    op, or `x` itself where it keeps them all (a Split of the channel axis, a gated unit's
+    halves, comes as such Slices)."""
+    picked = range(x.channels)[b:e:s] if s else range(0)
+    if not picked:
+        walk.refuse(node, f"slices {b}:{e}:{s} of the channel axis of {x.channels}: no channel "
+                          f"left")
+    if picked == range(x.channels):
+        return x
+    op = ChannelSlice(x.frame, "", picked.start, picked.step, node.name)
+    return like(x, walk.emit(op, node, len(picked)), len(picked))
 
 
 def reshape(walk, node: Node):
