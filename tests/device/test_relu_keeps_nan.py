@@ -38,7 +38,9 @@ def _save(path: Path, nodes, x_shape, y_shape, inits, opset=17) -> Path:
         nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(x_shape))],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, list(y_shape))],
         [numpy_helper.from_array(np.asarray(v, np.float32), k) for k, v in inits.items()])
-    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)]), path)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 8          # what every onnxruntime of these opsets reads
+    onnx.save(model, path)
     return path
 
 
