@@ -16,6 +16,7 @@ from onnx import TensorProto, helper
 
 from customlayers.api import Engine, ExecutionError, PythonLayerError, Registry
 from customlayers.cli import main as cli_main
+from customlayers.errors import LayerRedefinedWarning
 from customlayers.runtime.compile.network import Network
 from python_layer_texts import SOFTSIGN
 
@@ -344,7 +345,8 @@ def test_a_type_loaded_again_is_a_warning_and_the_later_wins(tmp_path, engine):
     first = write(tmp_path, "first.py", SOFTSIGN)
     second = write(tmp_path, "second.py", SOFTSIGN.replace("1 + attrs", "2 + attrs"))
     assert not list(registry.load_python(first))
-    [warning] = list(registry.load_python(second))
+    with pytest.warns(LayerRedefinedWarning, match="'Softsign' is defined again"):
+        [warning] = list(registry.load_python(second))
     assert warning.render() == (f"{second}:5:1: warning[CL070]: layer type 'Softsign' is "
                                 f"defined again (first at {first}:5); this later definition "
                                 f"is used (layer Softsign)")
