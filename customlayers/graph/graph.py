@@ -47,14 +47,6 @@ class Node:
 
 
 @dataclass(frozen=True)
-class ReplacedStandardOp:
-    """A Node fact: a standard ONNX op the reader translates, read as a custom node instead
-    because a loaded layer has its name (the resolver says so, as it does for a built-in that a
-    loaded layer overrides)."""
-    op_type: str
-
-
-@dataclass(frozen=True)
 class Edge:
     src: str          # producer node id
     src_port: int     # producer output port index

@@ -318,16 +318,12 @@ def test_a_convolution_with_a_bias_is_named_after_its_node(tmp_path, engine):
     assert [s.name for s in unfused.plan.steps] == ["myconv", "myconv/add_bias"]
 
 
-def test_a_layer_named_like_an_onnx_op_takes_the_node_as_onnx_writes_it(tmp_path, engine):
-    """A loaded layer named HardSigmoid runs for an ONNX HardSigmoid node as ONNX writes it:
-    one input, alpha and beta as attributes, which the descriptor's Defines read. (Before, the
-    node was read as OpenVINO's HardSigmoid (x, alpha, beta) and a one-port descriptor was
-    refused; a layer named like an ONNX op is the user's own op now, whose attributes come as
-    the node has them.) Here the example ReLU reads alpha as its negative slope."""
+def test_overriding_a_builtin_that_takes_attributes_as_inputs_says_so(tmp_path, engine):
+    """ONNX's HardSigmoid reads as OpenVINO's (x, alpha, beta): a descriptor that overrides it
+    with one input port is refused with the reason and what to bind, not a bare count."""
+    from customlayers.errors import BindingError
     shutil.copy(LAYERS / "relu" / "relu.cl", tmp_path / "relu.cl")
-    text = (LAYERS / "relu" / "relu.xml").read_text().replace(
-        'name="ReLU"', 'name="HardSigmoid"').replace('param="negative_slope"', 'param="alpha"')
-    assert 'param="alpha"' in text
+    text = (LAYERS / "relu" / "relu.xml").read_text().replace('name="ReLU"', 'name="HardSigmoid"')
     (tmp_path / "hsig.xml").write_text(text)
     graph = helper.make_graph(
         [helper.make_node("HardSigmoid", ["x"], ["y"], alpha=0.3, beta=0.4)], "hs",
@@ -336,13 +332,12 @@ def test_a_layer_named_like_an_onnx_op_takes_the_node_as_onnx_writes_it(tmp_path
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
     model.ir_version = 8
     onnx.save(model, tmp_path / "hs.onnx")
-    said = []
-    net = _network(tmp_path / "hs.onnx", engine, tmp_path / "hsig.xml", messages=said.append)
-    x = np.random.default_rng(2).standard_normal((1, 2, 4, 4)).astype(np.float32)
-    np.testing.assert_allclose(net.infer({"x": x})["y"], np.where(x > 0, x, 0.3 * x),
-                               rtol=1e-6)
-    assert any("custom layer 'HardSigmoid'" in m and "overrides the built-in HardSigmoid" in m
-               for m in said), said
+    with pytest.raises(BindingError) as err:
+        _network(tmp_path / "hs.onnx", engine, tmp_path / "hsig.xml")
+    msg = str(err.value)
+    assert "gives this layer 3 inputs" in msg and "binds 1 input port(s)" in msg
+    assert "input(s) 1, 2 are constants" in msg and "alpha, beta" in msg
+    assert "hsig.xml" in msg
 
 
 def test_a_model_made_in_memory_runs_as_its_file_does(tmp_path, engine):

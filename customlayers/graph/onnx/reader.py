@@ -23,7 +23,7 @@ import numpy as np
 
 from ...dtypes import BOOL_ONNX, ONNX_SUPPORTED_TEXT, ONNX_TYPES, from_numpy, numpy_of
 from ...errors import BindingError, ModelError, ModelFileError
-from ..graph import Graph, Node, Port, ReplacedStandardOp
+from ..graph import Graph, Node, Port
 from ..custom_shapes import (CustomLayers, as_custom_layers, custom_nodes, node_name,
                             propagate_custom_shapes)
 from ..fold_eval import shape_text
@@ -373,13 +373,12 @@ class _OnnxReader:
 
     # -- translation ------------------------------------------------------------------------
     def is_custom(self, node) -> bool:
-        """A node of another domain, or whose op_type ONNX does not define, or a standard op
-        that a loaded layer of that very name implements: the op we lack, or one the user
-        replaces (a layer named 'Relu' runs for the model's Relu nodes; before, the built-in
-        ran and the loaded layer was silently unused)."""
+        """A node of another domain, or whose op_type ONNX does not define, or a standard op we
+        have no translation for that a loaded layer implements (the user wrote the op we lack)."""
         if node.domain not in ("", "ai.onnx") or not self.onnx.defs.has(node.op_type):
             return True
-        return self.layers is not None and self.layers.implements(node.op_type)
+        return node.op_type not in TRANSLATIONS and self.layers is not None \
+            and self.layers.implements(node.op_type)
 
     def translate(self, node, name: str, index: int) -> None:
         domain = node.domain if node.domain not in ("", "ai.onnx") else ""
@@ -416,8 +415,6 @@ class _OnnxReader:
         emitted = self.emit(node.op_type, [i for i in node.input if i], list(node.output), name,
                             attrs={k: _attr_text(v) for k, v in attrs.items()},
                             version=version, domain=domain)
-        if not domain and node.op_type in TRANSLATIONS:
-            emitted.facts += (ReplacedStandardOp(node.op_type),)
         kind = f"{node.op_type}, domain {domain}" if domain else node.op_type
         for out, port in zip(node.output, emitted.outputs):
             if port.shape is None and out not in self.unknown_from:   # (else: an input's)

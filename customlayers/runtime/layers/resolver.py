@@ -8,11 +8,12 @@ built-in of the same name would run with the node's attributes ignored, a silent
 """
 from __future__ import annotations
 
+import difflib
 from typing import TYPE_CHECKING, Callable, Iterable, Mapping
 
 from ...config.dialects import dialect_of
 from ...errors import UnsupportedLayersError
-from ...graph.graph import Node, ReplacedStandardOp
+from ...graph.graph import Node
 from ...jit.layer import LayerImpl
 from ...ops import OPS
 
@@ -58,17 +59,17 @@ class Resolver:
         found: dict[str, LayerImpl] = {}
         missing: list[Node] = []
         overrides: dict[str, list[str]] = {}
+        types: set[str] = set()
         for node in nodes:
             if node.type in STRUCTURAL_TYPES:
                 continue
+            types.add(node.type)
             impl = self.find(node)
             if impl is None:
                 missing.append(node)
                 continue
             found[node.id] = impl
-            if self.is_loaded(node) and not node.domain and (
-                    node.type in self.builtins or
-                    any(isinstance(f, ReplacedStandardOp) for f in node.facts)):
+            if self.is_loaded(node) and node.type in self.builtins and not node.domain:
                 overrides.setdefault(node.type, []).append(node.name)
         if missing:
             raise self._unsupported(missing)
@@ -78,10 +79,35 @@ class Resolver:
             message = (f"info: custom layer '{layer_type}' ({loc.file}:{loc.line}) overrides "
                        f"the built-in {layer_type} for {len(names)} layer(s)")
             messages.append(message)
+        messages += self._near_misses(types)
+        for message in messages:
             if message not in self._said:
                 self._said.add(message)
                 self._say(message)
         return found, messages
+
+    def _near_misses(self, types: set[str]) -> list[str]:
+        """A warning for each loaded layer that replaces no layer of the model while a layer
+        type of the model differs from its name only in case, or by a letter or two: a layer
+        named after the ONNX op ('Relu', 'Softmax') where the model's nodes read as the
+        built-in's type (ReLU, SoftMax) ran the built-in, the layer silently unused (a new
+        user's trial). A layer with no such neighbour (a config shared by several models) is
+        not said."""
+        if self.registry is None:
+            return []
+        said = []
+        for layer_type in self.registry.layer_types():
+            if layer_type in types:
+                continue
+            near = [t for t in sorted(types) if t.casefold() == layer_type.casefold()] or \
+                difflib.get_close_matches(layer_type, sorted(types), n=1, cutoff=0.85)
+            if near and near[0] not in self.registry:
+                loc = self.registry.location(layer_type)
+                said.append(f"warning: custom layer '{layer_type}' ({loc.file}:{loc.line}) "
+                            f"replaces no layer of this model, whose {near[0]} layers run the "
+                            f"built-in: a layer replaces the layers of its own type (an ONNX "
+                            f"Relu reads as ReLU); name it '{near[0]}' to replace them")
+        return said
 
     # -- what a model reader asks (graph/custom_shapes.py: CustomLayers) ----------------------
     def check_implemented(self, nodes: Iterable) -> None:
