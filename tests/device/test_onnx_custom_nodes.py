@@ -347,6 +347,26 @@ def test_a_shape_formula_names_dims_a_lower_rank_input_pads(tmp_path, engine, sh
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
 
 
+def test_a_model_that_declares_the_padding_dim_keeps_it(tmp_path, engine):
+    """The same "B,F,Y,X" on a 3-D input where the model declares the output [2, 4, 6, 1] (an
+    OpenVINO IR's port, here a value_info): the declared rank holds, as before the padding
+    rule (a reviewer found it refused: OpenVINO configs must load unchanged)."""
+    text = RELU.read_text().replace('<Tensor arg-index="1" type="output" port-index="0"',
+                                    '<Tensor arg-index="1" type="output" port-index="0" '
+                                    'shape="B,F,Y,X"')
+    (tmp_path / "relu.xml").write_text(text)
+    (tmp_path / "relu.cl").write_text((RELU.parent / "relu.cl").read_text())
+    graph = helper.make_graph([helper.make_node("ReLU", ["x"], ["y"], domain=DOMAIN)], "g",
+                              [_vi("x", [2, 4, 6])], [_vi("y", [2, 4, 6, 1])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13),
+                                                    helper.make_opsetid(DOMAIN, 1)])
+    model.ir_version = 8
+    onnx.save(model, str(tmp_path / "m.onnx"))
+    x = np.random.default_rng(7).standard_normal((2, 4, 6)).astype(np.float32)
+    got = _infer(tmp_path / "m.onnx", engine, tmp_path / "relu.xml").infer({"x": x})["y"]
+    np.testing.assert_array_equal(got, np.maximum(x, 0)[..., None])
+
+
 def test_a_misspelled_attribute_is_said_at_the_define_that_reads_the_right_one(tmp_path,
                                                                                engine):
     """The node gives 'negative_slop', the layer reads 'negative_slope' (not given: its default
