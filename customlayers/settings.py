@@ -27,8 +27,8 @@ POCL_WORK_GROUP_SPECIALIZATION  PoCL's own: "1" compiles each kernel again for e
                          (every launch runs the one work-group function the program's binary
                          holds; the program cache then keeps binaries on PoCL)
 CUSTOMLAYERS_CHECK_TIMEOUT  seconds a kernel may run under --check-bounds or --sanitize before
-                         it is stopped and reported as a loop that never ends (default 600; a
-                         note on stderr after 30 s says it is still running)
+                         it is stopped and reported as a loop that never ends (default 600, at
+                         most 1e6; a note on stderr after 30 s says it is still running)
 CUSTOMLAYERS_NO_MACHINE_CODE  "1" leaves a package's NVIDIA machine code out of the driver's
                          cache: its programs' PTX is compiled at load (to compare, or rule it out)
 CUDA_CACHE_PATH, CUDA_CACHE_DISABLE  NVIDIA's own: where its driver keeps compiled code (default
@@ -105,6 +105,7 @@ def check_switches(where: str, optional: tuple = (), **values) -> None:
 
 
 CHECK_TIMEOUT_S = 600.0
+CHECK_TIMEOUT_MAX_S = 1e6
 
 
 def check_timeout_s() -> float:
@@ -117,9 +118,10 @@ def check_timeout_s() -> float:
         seconds = float(value)
     except ValueError:
         seconds = -1.0
-    if not seconds > 0 or seconds == float("inf"):
+    # (past about 2e6 s the wait itself overflows: "no limit" is the cap, 11.6 days)
+    if not 0 < seconds <= CHECK_TIMEOUT_MAX_S:
         raise ConfigError(f"CUSTOMLAYERS_CHECK_TIMEOUT={value!r}: expected a positive number of "
-                          f"seconds (default {CHECK_TIMEOUT_S:g})")
+                          f"seconds up to {CHECK_TIMEOUT_MAX_S:g} (default {CHECK_TIMEOUT_S:g})")
     return seconds
 
 
