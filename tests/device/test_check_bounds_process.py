@@ -166,3 +166,59 @@ def test_a_bad_check_timeout_is_refused(value, monkeypatch):
     with pytest.raises(ConfigError, match=r"CUSTOMLAYERS_CHECK_TIMEOUT=.*expected a positive "
                                           r"number of seconds up to 1e\+06 \(default 600\)"):
         settings.check_timeout_s()
+
+
+def _children_running(module: str, parent: int) -> list[int]:
+    """The processes of `module` started by `parent` (read from /proc)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        if module in cmdline and ppid == parent:
+            found.append(int(entry.name))
+    return found
+
+
+def _running(pid: int) -> bool:
+    """Whether `pid` still runs (a zombie waiting for its reaper does not)."""
+    try:
+        return ") Z " not in Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc (Linux)")
+def test_the_check_child_ends_with_its_parent(tmp_path):
+    """A parent ended by SIGTERM while its check runs a kernel that never ends: the child goes
+    too (it was left spinning, reparented, with no time limit: a reviewer's find)."""
+    import signal
+    import subprocess
+    import sys
+    import time
+    (tmp_path / "wild.xml").write_text(LAYER)
+    (tmp_path / "wild.cl").write_text(FOREVER)
+    parent = subprocess.Popen(
+        [sys.executable, "-m", "customlayers", "run-layer", "-c", str(tmp_path / "wild.xml"),
+         "-i", str(_input(tmp_path)), "-o", str(tmp_path / "y.npy"), "-d", TEST_DEVICE,
+         "--check-bounds"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while not _children_running("bounds_worker", parent.pid):
+            assert time.monotonic() < deadline and parent.poll() is None, "no check child"
+            time.sleep(0.2)
+        [child] = _children_running("bounds_worker", parent.pid)
+        time.sleep(1.0)                      # into the kernel
+        parent.send_signal(signal.SIGTERM)
+        parent.wait(timeout=30)
+        deadline = time.monotonic() + 10
+        while _running(child) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not _running(child), "the check child outlived its parent"
+    finally:
+        if parent.poll() is None:
+            parent.kill()

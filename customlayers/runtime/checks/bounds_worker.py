@@ -44,4 +44,6 @@ def _first_line(e: Exception) -> str:
 
 
 if __name__ == "__main__":
+    from customlayers.runtime.checks.checked_child import end_with_parent
+    end_with_parent()
     sys.exit(main(sys.argv[1], sys.argv[2]))

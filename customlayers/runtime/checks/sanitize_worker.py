@@ -40,4 +40,6 @@ def main(job_path: str) -> int:
 
 
 if __name__ == "__main__":
+    from customlayers.runtime.checks.checked_child import end_with_parent
+    end_with_parent()
     sys.exit(main(sys.argv[1]))
