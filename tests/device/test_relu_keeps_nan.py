@@ -187,3 +187,16 @@ def test_a_streamed_step_keeps_a_nan_frame(tmp_path, engine):
         np.testing.assert_array_equal(np.isnan(steps[t]).reshape(-1),
                                       np.isnan(full[:, :, t]).reshape(-1), err_msg=f"step {t}")
     assert not np.isnan(steps[4]).any() and np.isnan(steps[5]).any()
+
+
+def test_hard_sigmoid_keeps_a_nan(tmp_path, engine):
+    """HardSigmoid's clamp, fmax(0, fmin(1, a*x + b)), gave 1 for NaN; ONNX Runtime gives NaN
+    (a reviewer's find)."""
+    nodes = [helper.make_node("HardSigmoid", ["x"], ["y"], alpha=0.3, beta=0.4)]
+    path = _save(tmp_path / "hs.onnx", nodes, (1, 2, 3, 4), (1, 2, 3, 4), {})
+    x = _with_nans((1, 2, 3, 4), [(0, 1, 2, 3)])
+    got = Network(str(path), engine=engine).infer({"x": x})["y"]
+    want = _ort(path, x)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    assert np.isnan(want).sum() == 1
+    np.testing.assert_allclose(got[~np.isnan(want)], want[~np.isnan(want)], rtol=1e-6)

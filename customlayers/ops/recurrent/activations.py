@@ -19,7 +19,7 @@ FUNCTIONS: dict[str, str] = {
     "leakyrelu": "((x) >= 0.0f ? (x) : {a} * (x))",
     "thresholdedrelu": "((x) > {a} ? (x) : 0.0f)",
     "scaledtanh": "({a} * tanh({b} * (x)))",
-    "hardsigmoid": "fmax(0.0f, fmin(1.0f, {a} * (x) + {b}))",
+    "hardsigmoid": "(isnan(x) ? (x) : fmax(0.0f, fmin(1.0f, {a} * (x) + {b})))",
     "elu": "((x) >= 0.0f ? (x) : {a} * (exp(x) - 1.0f))",
     "softsign": "((x) / (1.0f + fabs(x)))",
     # log(1 + e^x) without overflowing for a large x

@@ -81,7 +81,8 @@ Ceiling = register_activation("Ceiling", "ceil(x)", "x")
 SoftPlus = register_activation("SoftPlus", SOFTPLUS)
 Mish = register_activation("Mish", f"x * tanh({SOFTPLUS})")
 HSwish = register_activation("HSwish", "x * fmin(fmax(x + 3.0f, 0.0f), 6.0f) / 6.0f")
-HSigmoid = register_activation("HSigmoid", "fmin(fmax(x + 3.0f, 0.0f), 6.0f) / 6.0f")
+HSigmoid = register_activation("HSigmoid",      # a NaN kept (fmax(NaN, 0) is 0)
+                               "(isnan(x) ? x : fmin(fmax(x + 3.0f, 0.0f), 6.0f) / 6.0f)")
 
 
 @register_op

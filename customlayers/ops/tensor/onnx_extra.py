@@ -74,7 +74,8 @@ class Selu(_ParamActivation):
 class HardSigmoid(_ParamActivation):
     type = "HardSigmoid"
     params = ("alpha", "beta")
-    float_fn = "fmax(0.0f, fmin(1.0f, ({alpha}) * x + ({beta})))"
+    # (a NaN kept, as ONNX Runtime keeps it: fmin(1, NaN) is 1)
+    float_fn = "(isnan(x) ? x : fmax(0.0f, fmin(1.0f, ({alpha}) * x + ({beta}))))"
 
 
 @register_op
