@@ -174,7 +174,7 @@ def test_bad_frames(engine):
     for bad, what in [(np.zeros((2, 3), np.float32), r"\[2, 3\] and type float32"),
                       (np.zeros((2, 3), np.float64), r"\[2, 3\] and type float32"),
                       (np.zeros((2, 2, 1), np.float32), r"\[2, 2, 1\]"),
-                      (np.zeros((2, 2), np.int32), "int32"),
+                      (np.zeros((2, 2), bool), "bool"),
                       ([[0.5, 1.0], [2.0]], "a frame of list that is no array"),
                       (1.0, r"shape \[\] and type float32")]:
         with pytest.raises(TensorError, match=what):
@@ -190,16 +190,20 @@ def test_bad_frames(engine):
 
 def test_float64_frames_and_lists_step_as_float32(engine):
     """As infer() and run's inputs take them (a new user's np.random.randn frame was refused):
-    the same outputs as the float32 frame."""
+    the same outputs as the float32 frame; integer frames too."""
     program = sp.tcn(levels=2, channels=8, kernel=3, cin=2)
     frames = sequence(program, 2, 6)
-    by32, by64, by_list = (CausalStream(engine, program, batch=2) for _ in range(3))
+    by32, by64, by_list, by_int32, by_ints = (CausalStream(engine, program, batch=2)
+                                          for _ in range(5))
     for frame in frames:
         want = by32.step(frame)
         for stream, given in ((by64, frame.astype(np.float64)), (by_list, frame.tolist())):
             got = stream.step(given)
             for name in want:
                 np.testing.assert_array_equal(got[name], want[name])
+        whole = np.round(frame * 4)                     # integers: int32 as their float32
+        for name, value in by_int32.step(whole.astype(np.int32)).items():
+            np.testing.assert_array_equal(value, by_ints.step(whole.astype(np.float32))[name])
 
 
 @pytest.mark.parametrize("n", [3, 40])

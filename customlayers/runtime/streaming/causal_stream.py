@@ -259,9 +259,9 @@ class CausalStream:
 
     # -- stepping --------------------------------------------------------------------------
     def step(self, frame) -> dict[str, np.ndarray]:
-        """One step of every stream: frame [N, C_in] float32 (numpy, float64 and lists cast as
-        infer() casts them; or a pyopencl Array or Buffer on this device). Returns {output name:
-        array [N, ...]}, the caller's to keep."""
+        """One step of every stream: frame [N, C_in] float32 (numpy, other integer and float
+        types and lists cast as infer() casts them; or a pyopencl Array or Buffer on this
+        device). Returns {output name: array [N, ...]}, the caller's to keep."""
         self._enqueue(frame)
         landing = self._landing                         # N rows (made by _allocate)
         if self._on_cpu and not self._blocked:
@@ -368,8 +368,8 @@ class CausalStream:
                 raise TensorError(f"streaming input '{self.input_name}': a frame of "
                                   f"{type(frame).__name__} that is no array; expected "
                                   f"[N, {cin}] float32") from None
-            if frame.dtype == np.float64:   # as infer() and run's inputs: a list of floats too
-                frame = frame.astype(np.float32)
+            if frame.dtype.kind in "iuf" and frame.dtype != np.float32:
+                frame = frame.astype(np.float32)   # as infer() casts them: a list of floats too
         shape, dtype = tuple(frame.shape), frame.dtype
         expected_n = self.batch if self.batch is not None else "N"
         if len(shape) != 2 or shape[1] != cin or dtype != np.float32 or shape[0] < 1:
