@@ -2,6 +2,8 @@
 three ways to run a bound kernel (launch, enqueue, __call__), on real kernels."""
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pyopencl as cl
 import pytest
@@ -98,6 +100,14 @@ def test_load_files_and_redefinition_warns(registry, examples_dir, tmp_path):
     assert [d.code for d in diags.warnings] == ["CL070"]
     assert "relu.xml" in diags.warnings[0].message
     assert registry.spec("ReLU").entry == "copy_kernel"     # the later one wins
+    # with the warning made an error, the load replaces nothing
+    third = tmp_path / "relu3.xml"
+    third.write_text(copy_layer(name="ReLU"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", LayerRedefinedWarning)
+        with pytest.raises(LayerRedefinedWarning):
+            registry.load(third)
+    assert registry.spec("ReLU").location.file == str(other)
 
 
 def test_a_failed_load_registers_nothing(registry):

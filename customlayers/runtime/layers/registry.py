@@ -111,11 +111,11 @@ class Registry:
 
     def _commit(self, staged: ConfigSet) -> Diagnostics:
         staged.diagnostics.raise_if_errors()
+        _warn_redefined(staged.diagnostics)     # first: a warning made an error loads nothing
         self._configs.layers = staged.layers
         self._configs.files = staged.files
         self._configs.definitions = staged.definitions
         self._configs.diagnostics.extend(staged.diagnostics)
-        _warn_redefined(staged.diagnostics)
         return staged.diagnostics
 
     def load_python(self, source) -> Diagnostics:
@@ -134,8 +134,8 @@ class Registry:
                 notes.add(Diagnostic(defn.file, defn.line, 1, WARNING, "CL070",
                                      f"layer type '{defn.type}' is defined again (first at "
                                      f"{before}); this later definition is used", defn.type))
+        _warn_redefined(notes)                  # first: a warning made an error loads nothing
         self._python.update({d.type: d for d in defs})
-        _warn_redefined(notes)
         return notes
 
     def python_layer(self, layer_type: str) -> PythonLayerDef:
