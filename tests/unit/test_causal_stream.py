@@ -171,6 +171,32 @@ def test_a_gate_that_splits_the_channels_streams_exactly(tmp_path, form):
     stream_against_window(program, lambda t: path, _input(2, c, 12), rtol=RTOL)
 
 
+def test_the_last_steps_channels_split_stream_exactly(tmp_path):
+    """A Split of the head [N, C] (the last step, gathered) along its channels, each half its
+    own output: ChannelSlices of the head's frame (it was refused as slicing "as if it had a
+    time axis", a reviewer's find); a Slice of another axis of a head is refused naming it."""
+    c = 6
+    m = CausalModel(c)
+    h = m.causal_conv("x", c, 2 * c, 3)
+    last = m.add("Gather", [h, m.const(-1, np.int64)], axis=2)
+    a = m.add("Split", [last, m.const([c, c], np.int64)], outputs=2, axis=1)
+    path = m.save(tmp_path / "m.onnx", [a, f"{a}_1"])
+    program = _program(path)
+    assert sum(isinstance(op, ChannelSlice) for op in program.ops) == 2
+    stream_against_window(program, lambda t: path, _input(2, c, 8), rtol=RTOL)
+    m = CausalModel(c)
+    last = m.add("Unsqueeze", [m.add("Gather", [m.causal_conv("x", c, c, 3),
+                                                m.const(-1, np.int64)], axis=2),
+                               m.const([2], np.int64)])
+    y = m.add("Slice", [last, m.const([0], np.int64), m.const([1], np.int64),
+                        m.const([2], np.int64)])
+    path = m.save(tmp_path / "bad.onnx", [y])
+    with pytest.raises(ModelError, match=r"slices 0:1:1 of axis 2 of the last step's \[\?, 6, "
+                                         r"1\]; a stream slices a head \[N, C\] along its "
+                                         r"channels \(axis 1\) only"):
+        _program(path)
+
+
 def test_depthwise_batchnorm_gates_and_a_sliced_head_stream_exactly(tmp_path):
     """A depthwise convolution after a left Pad, a 1x1 convolution, BatchNorm, a gated
     activation (tanh * sigmoid of two convolutions), a per-channel PReLU, a grouped

@@ -10,6 +10,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from ...errors import shape_text
 from ...graph.graph import Node
 from ...ops.stream.program import ChannelSlice, ChannelSoftmax
 from .stream_layers import Head, Sequence, like
@@ -44,10 +45,12 @@ def gather(walk, node: Node):
 
 
 def slice_(walk, node: Node):
-    x = walk.sequence(node, 0, "slices")
     start, stop, step, axes = (walk.integers(node, i, what).reshape(-1)
                                for i, what in ((1, "start"), (2, "stop"), (3, "step"),
                                                (4, "axes")))
+    x = walk.frame_input(node, 0)
+    if isinstance(x, Head):
+        return _head_slice(walk, node, x, start, stop, step, axes)
     shape = _dims3(node)
     time = False
     for b, e, s, a in zip(start.tolist(), stop.tolist(), step.tolist(), axes.tolist()):
@@ -77,15 +80,30 @@ def slice_(walk, node: Node):
     return Head(x.frame, (x.channels, 1))
 
 
+def _head_slice(walk, node: Node, x: Head, start, stop, step, axes):
+    """A Slice (or Split) of a head [N, C] (the last step's frame) along its channels: a
+    ChannelSlice; along anything else refused, naming what it slices (it said the head was
+    sliced "as if it had a time axis")."""
+    rank = len(x.shape) + 1
+    for b, e, s, a in zip(start.tolist(), stop.tolist(), step.tolist(), axes.tolist()):
+        a %= rank
+        if rank != 2 or a != 1:
+            walk.refuse(node, f"slices {b}:{e}:{s} of axis {a} of the last step's "
+                              f"{shape_text((None,) + x.shape)}; a stream slices a head "
+                              f"[N, C] along its channels (axis 1) only")
+        x = _channel_slice(walk, node, x, b, e, s)
+    return x
+
+
 def _channel_slice(walk, node: Node, x, b: int, e: int, s: int):
     """Channels b:e:s of each step's frame (ONNX Slice's clamping, as Python's): a ChannelSlice
     op, or `x` itself where it keeps them all (a Split of the channel axis, a gated unit's
     halves, comes as such Slices)."""
-    picked = range(x.channels)[b:e:s] if s else range(0)
+    picked = range(x.size)[b:e:s] if s else range(0)
     if not picked:
-        walk.refuse(node, f"slices {b}:{e}:{s} of the channel axis of {x.channels}: no channel "
+        walk.refuse(node, f"slices {b}:{e}:{s} of the channel axis of {x.size}: no channel "
                           f"left")
-    if picked == range(x.channels):
+    if picked == range(x.size):
         return x
     op = ChannelSlice(x.frame, "", picked.start, picked.step, node.name)
     return like(x, walk.emit(op, node, len(picked)), len(picked))
