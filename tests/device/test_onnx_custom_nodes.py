@@ -388,7 +388,7 @@ def test_a_layer_named_after_the_onnx_op_not_the_layer_type_is_said(tmp_path, en
     nodes read as ReLU layers, which run the built-in. That was silent (a new user's trial);
     a warning now names the layer and the type to name it. (Taking ONNX's name as an override
     broke OpenVINO configs for ops whose ONNX and IR forms differ, and shape arithmetic.) A
-    layer with no such neighbour among the model's types is not said."""
+    layer whose name matches none of the model's types but by case is not said."""
     text = RELU.read_text().replace('name="ReLU"', 'name="Relu"')
     (tmp_path / "relu.xml").write_text(text)
     (tmp_path / "relu.cl").write_text((RELU.parent / "relu.cl").read_text())
@@ -403,6 +403,13 @@ def test_a_layer_named_after_the_onnx_op_not_the_layer_type_is_said(tmp_path, en
     assert f"custom layer 'Relu' ({tmp_path / 'relu.xml'}:" in warned[0]
     assert "replaces no layer of this model, whose ReLU layers run the built-in" in warned[0]
     assert "name it 'ReLU' to replace them" in warned[0]
+    # different ops a letter apart are not said (HSigmoid against a model's Sigmoid)
+    (tmp_path / "hsig.xml").write_text(RELU.read_text().replace('name="ReLU"',
+                                                                'name="HSigmoid"'))
+    sig = _save(tmp_path / "s.onnx", [helper.make_node("Sigmoid", ["x"], ["y"])], [1, 2, 3, 4])
+    said.clear()
+    _infer(sig, engine, tmp_path / "hsig.xml", messages=said.append)
+    assert not [m for m in said if m.startswith("warning")], said
 
 
 @pytest.mark.parametrize("config", [RELU, LAYERS / "reorg_nhwc" / "reorg_nhwc.xml"],

@@ -8,7 +8,6 @@ built-in of the same name would run with the node's attributes ignored, a silent
 """
 from __future__ import annotations
 
-import difflib
 from typing import TYPE_CHECKING, Callable, Iterable, Mapping
 
 from ...config.dialects import dialect_of
@@ -88,19 +87,18 @@ class Resolver:
 
     def _near_misses(self, types: set[str]) -> list[str]:
         """A warning for each loaded layer that replaces no layer of the model while a layer
-        type of the model differs from its name only in case, or by a letter or two: a layer
-        named after the ONNX op ('Relu', 'Softmax') where the model's nodes read as the
-        built-in's type (ReLU, SoftMax) ran the built-in, the layer silently unused (a new
-        user's trial). A layer with no such neighbour (a config shared by several models) is
-        not said."""
+        type of the model differs from its name only in case: a layer named after the ONNX op
+        ('Relu', 'Softmax') where the model's nodes read as the built-in's type (ReLU, SoftMax)
+        ran the built-in, the layer silently unused (a new user's trial). Only case: a letter
+        more or less pairs real, different ops (HSigmoid and Sigmoid, PReLU and ReLU), and a
+        config shared by several models holds such layers."""
         if self.registry is None:
             return []
         said = []
         for layer_type in self.registry.layer_types():
             if layer_type in types:
                 continue
-            near = [t for t in sorted(types) if t.casefold() == layer_type.casefold()] or \
-                difflib.get_close_matches(layer_type, sorted(types), n=1, cutoff=0.85)
+            near = [t for t in sorted(types) if t.casefold() == layer_type.casefold()]
             if near and near[0] not in self.registry:
                 loc = self.registry.location(layer_type)
                 said.append(f"warning: custom layer '{layer_type}' ({loc.file}:{loc.line}) "
