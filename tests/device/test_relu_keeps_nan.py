@@ -200,3 +200,31 @@ def test_hard_sigmoid_keeps_a_nan(tmp_path, engine):
     np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
     assert np.isnan(want).sum() == 1
     np.testing.assert_allclose(got[~np.isnan(want)], want[~np.isnan(want)], rtol=1e-6)
+
+
+@pytest.mark.parametrize("op,attrs", [("HardSigmoid", dict(alpha=0.3, beta=0.4)),
+                                      ("Clip", {})], ids=["HardSigmoid", "Clip"])
+def test_a_streamed_clamp_keeps_a_nan_frame(tmp_path, engine, op, attrs):
+    """The step kernel's HardSigmoid and Clip (a second review's find: clamp() gave 0 for a
+    NaN frame where infer() and ONNX Runtime give NaN)."""
+    from tcn_models import Spec, tcn_model
+    length = 10
+    path = tcn_model(tmp_path / "tcn.onnx", 1, length, [Spec(2, 4, 3, 1)])
+    model = onnx.load(str(path))
+    out = model.graph.output[0].name
+    model.graph.node[-1].output[0] = "pre"
+    inputs = ["pre"]
+    if op == "Clip":
+        model.graph.initializer.extend([numpy_helper.from_array(np.float32(-0.5), "lo"),
+                                        numpy_helper.from_array(np.float32(0.5), "hi")])
+        inputs += ["lo", "hi"]
+    model.graph.node.append(helper.make_node(op, inputs, [out], **attrs))
+    onnx.save(model, str(path))
+    x = _with_nans((1, 2, length), [(0, 1, 5)])
+    stream = Network(str(path), engine=engine).streaming()
+    steps = [stream.step(x[:, :, t])["y"] for t in range(length)]
+    full = _ort(path, x)
+    for t in (4, 5, 8):
+        np.testing.assert_array_equal(np.isnan(steps[t]).reshape(-1),
+                                      np.isnan(full[:, :, t]).reshape(-1), err_msg=f"step {t}")
+    assert np.isnan(steps[5]).any()

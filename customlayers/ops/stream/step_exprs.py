@@ -28,10 +28,11 @@ POINTWISE_CL = {
     "silu": "x / (1.0f + exp(-x))",
     "leaky_relu": "(x >= 0.0f ? x : {0} * x)",
     "elu": "(x >= 0.0f ? x : {0} * expm1(x))",
-    "clip": "fmin(fmax(x, {0}), {1})",
+    # (a NaN kept, as the ops keep it: fmax(NaN, lo) is lo)
+    "clip": "(isnan(x) ? x : fmin(fmax(x, {0}), {1}))",
     "gelu_erf": "0.5f * x * (1.0f + erf(x * 0.70710678118654752f))",
     "gelu_tanh": "0.5f * x * (1.0f + tanh(0.79788456080286536f * (x + 0.044715f * x * x * x)))",
-    "hard_sigmoid": "clamp({0} * x + {1}, 0.0f, 1.0f)",
+    "hard_sigmoid": "(isnan(x) ? x : clamp({0} * x + {1}, 0.0f, 1.0f))",
 }
 BINARY_CL = {"add": "({0} + {1})", "sub": "({0} - {1})", "mul": "({0} * {1})",
              "div": "({0} / {1})", "max": "fmax({0}, {1})", "min": "fmin({0}, {1})"}
