@@ -222,3 +222,6 @@ def test_the_check_child_ends_with_its_parent(tmp_path):
     finally:
         if parent.poll() is None:
             parent.kill()
+        for pid in _children_running("bounds_worker", 1) + _children_running(
+                "bounds_worker", parent.pid):
+            os.kill(pid, signal.SIGKILL)      # (a failed run leaves no spinning child behind)
