@@ -192,8 +192,8 @@ def test_the_last_steps_channels_split_stream_exactly(tmp_path):
                         m.const([2], np.int64)])
     path = m.save(tmp_path / "bad.onnx", [y])
     with pytest.raises(ModelError, match=r"slices 0:1:1 of axis 2 of the last step's \[\?, 6, "
-                                         r"1\]; a stream slices a head \[N, C\] along its "
-                                         r"channels \(axis 1\) only"):
+                                         r"1\]; a stream slices a head of shape \[N, C\] only "
+                                         r"\(Flatten or Squeeze it to \[N, C\] first\)"):
         _program(path)
 
 

@@ -87,10 +87,13 @@ def _head_slice(walk, node: Node, x: Head, start, stop, step, axes):
     rank = len(x.shape) + 1
     for b, e, s, a in zip(start.tolist(), stop.tolist(), step.tolist(), axes.tolist()):
         a %= rank
-        if rank != 2 or a != 1:
+        if rank != 2:
             walk.refuse(node, f"slices {b}:{e}:{s} of axis {a} of the last step's "
-                              f"{shape_text((None,) + x.shape)}; a stream slices a head "
-                              f"[N, C] along its channels (axis 1) only")
+                              f"{shape_text((None,) + x.shape)}; a stream slices a head of "
+                              f"shape [N, C] only (Flatten or Squeeze it to [N, C] first)")
+        if a != 1:
+            walk.refuse(node, f"slices {b}:{e}:{s} of axis {a} (the batch) of the last step's "
+                              f"{shape_text((None,) + x.shape)}; a stream keeps every stream")
         x = _channel_slice(walk, node, x, b, e, s)
     return x
 
