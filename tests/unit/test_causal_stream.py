@@ -184,17 +184,35 @@ def test_the_last_steps_channels_split_stream_exactly(tmp_path):
     program = _program(path)
     assert sum(isinstance(op, ChannelSlice) for op in program.ops) == 2
     stream_against_window(program, lambda t: path, _input(2, c, 8), rtol=RTOL)
+    # torch's x[:, :, -1:] keeps [N, C, 1]: its channels slice the same
+    m = CausalModel(c)
+    last = m.add("Slice", [m.causal_conv("x", c, 2 * c, 3), m.const([-1], np.int64),
+                           m.const([2 ** 62], np.int64), m.const([2], np.int64)])
+    y = m.add("Slice", [last, m.const([1], np.int64), m.const([2 * c], np.int64),
+                        m.const([1], np.int64), m.const([2], np.int64)])
+    path = m.save(tmp_path / "c1.onnx", [y])
+    program = _program(path)
+    assert [o.shape for o in program.outputs] == [(c, 1)]
+    stream_against_window(program, lambda t: path, _input(2, c, 8), rtol=RTOL)
+    # another axis of a head: refused, naming it
     m = CausalModel(c)
     last = m.add("Unsqueeze", [m.add("Gather", [m.causal_conv("x", c, c, 3),
                                                 m.const(-1, np.int64)], axis=2),
-                               m.const([2], np.int64)])
-    y = m.add("Slice", [last, m.const([0], np.int64), m.const([1], np.int64),
+                               m.const([1], np.int64)])
+    y = m.add("Slice", [last, m.const([0], np.int64), m.const([3], np.int64),
                         m.const([2], np.int64)])
     path = m.save(tmp_path / "bad.onnx", [y])
-    with pytest.raises(ModelError, match=r"slices 0:1:1 of axis 2 of the last step's \[\?, 6, "
-                                         r"1\]; a stream slices a head of shape \[N, C\] only "
-                                         r"\(Flatten or Squeeze it to \[N, C\] first\)"):
+    with pytest.raises(ModelError, match=r"slices 0:3:1 of axis 2 of the last step's \[\?, 1, "
+                                         r"6\]; a stream slices a head along its channels "
+                                         r"\(axis 1\) where every axis after it is 1"):
         _program(path)
+    # a Slice that keeps a whole axis (the batch here) changes nothing and streams
+    m = CausalModel(c)
+    last = m.add("Gather", [m.causal_conv("x", c, c, 3), m.const(-1, np.int64)], axis=2)
+    y = m.add("Slice", [last, m.const([0], np.int64), m.const([2 ** 62], np.int64),
+                        m.const([0], np.int64)])
+    path = m.save(tmp_path / "whole.onnx", [y])
+    stream_against_window(_program(path), lambda t: path, _input(2, c, 6), rtol=RTOL)
 
 
 def test_depthwise_batchnorm_gates_and_a_sliced_head_stream_exactly(tmp_path):

@@ -87,14 +87,20 @@ def _head_slice(walk, node: Node, x: Head, start, stop, step, axes):
     rank = len(x.shape) + 1
     for b, e, s, a in zip(start.tolist(), stop.tolist(), step.tolist(), axes.tolist()):
         a %= rank
-        if rank != 2:
-            walk.refuse(node, f"slices {b}:{e}:{s} of axis {a} of the last step's "
-                              f"{shape_text((None,) + x.shape)}; a stream slices a head of "
-                              f"shape [N, C] only (Flatten or Squeeze it to [N, C] first)")
-        if a != 1:
-            walk.refuse(node, f"slices {b}:{e}:{s} of axis {a} (the batch) of the last step's "
+        dim = x.shape[a - 1] if a else None
+        if b == 0 and s == 1 and (e >= 2 ** 31 - 1 or dim is not None and e >= dim):
+            continue                    # keeps the whole axis
+        if a == 0:
+            walk.refuse(node, f"slices {b}:{e}:{s} of axis 0 (the batch) of the last step's "
                               f"{shape_text((None,) + x.shape)}; a stream keeps every stream")
-        x = _channel_slice(walk, node, x, b, e, s)
+        if a != 1 or any(d != 1 for d in x.shape[1:]):
+            walk.refuse(node, f"slices {b}:{e}:{s} of axis {a} of the last step's "
+                              f"{shape_text((None,) + x.shape)}; a stream slices a head along "
+                              f"its channels (axis 1) where every axis after it is 1 ([N, C] or "
+                              f"[N, C, 1]: Flatten or Squeeze it first)")
+        rest = x.shape[1:]              # the 1s after the channels ([N, C, 1]: torch's [-1:])
+        sliced = _channel_slice(walk, node, Head(x.frame, (x.size,)), b, e, s)
+        x = Head(sliced.frame, sliced.shape + rest)
     return x
 
 
