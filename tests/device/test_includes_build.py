@@ -67,6 +67,24 @@ def test_a_build_error_in_an_included_file_names_that_file_and_line(tmp_path, ca
     assert f"{helpers}:2:" in out and "error[CL080]" in out and "'w'" in out
 
 
+def test_a_typo_inside_a_helper_macro_names_the_macros_line(tmp_path, capsys):
+    """A macro of the helper holds the typo; the kernel line that uses it holds none. PoCL's
+    log gives both places (the use, then `<Spelling=...>`): the diagnostic is at the macro's
+    own line, the use named after the message (it was said at the use alone, a new user's
+    trial). Drivers whose log gives only the use (NVIDIA's) are said there, as before."""
+    helpers = HELPERS + "#define TWICE_AT(p, i) (2.0f * (p)[(i) + OFFSTE])\n"
+    config = _layer(tmp_path, helpers)
+    kernel = tmp_path / "kernels" / "twice.cl"
+    kernel.write_text(KERNEL.replace("twice(x[get_global_id(0)])",
+                                     "TWICE_AT(x, get_global_id(0))"))
+    assert main(["validate", "--compile", str(config), "-d", TEST_DEVICE]) == 1
+    out = capsys.readouterr().out
+    assert "error[CL080]" in out and "'OFFSTE'" in out
+    if TEST_DEVICE == "CPU":
+        where = (tmp_path / "common" / "helpers.h").resolve()
+        assert f"{where}:3:" in out and f"(in a macro used at {kernel.resolve()}:3:" in out, out
+
+
 def test_validate_refuses_an_include_outside_the_config_folder(tmp_path, capsys):
     config = _layer(tmp_path / "layer")
     kernel = tmp_path / "layer" / "kernels" / "twice.cl"

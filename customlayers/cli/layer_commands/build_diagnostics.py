@@ -9,7 +9,10 @@ import re
 from ...config.diagnostics import ERROR, WARNING, Diagnostic
 from ...errors import CustomLayersError, KernelBuildError
 
-_LOCATED = re.compile(r"(?P<file>.+?):(?P<line>\d+)(?::(?P<col>\d+))?(?:\s*<[^>]*>)?:\s*")
+_LOCATED = re.compile(r"(?P<file>.+?):(?P<line>\d+)(?::(?P<col>\d+))?"
+                      r"(?:\s*<(?:Spelling=(?P<spelled>[^>]*)|[^>]*)>)?:\s*")
+# a `<Spelling=FILE:L:C>` place: where a macro's text was written (a header's #define)
+_PLACE = re.compile(r"(?P<file>.+?):(?P<line>\d+)(?::(?P<col>\d+))?$")
 
 
 def error_diagnostics(error: CustomLayersError, fallback, layer: str) -> list[Diagnostic]:
@@ -57,8 +60,15 @@ def log_line_diagnostics(log: str, layer: str | None, code: str) -> list[Diagnos
             sev, msg = sev or sm.group("sev"), msg[sm.end():]
         if sev is None:
             continue
-        found.append(Diagnostic(lm.group("file"), int(lm.group("line")),
-                                int(lm.group("col") or 1), ERROR if sev == "error" else WARNING,
+        file, line, col = lm.group("file"), int(lm.group("line")), int(lm.group("col") or 1)
+        spelled = _PLACE.match(lm.group("spelled") or "")
+        if spelled:
+            # inside a macro: at the macro's own text, where the mistake is written (the place
+            # of its use showed no typo), the use named after the message
+            msg += f" (in a macro used at {file}:{line}:{col})"
+            file, line = spelled.group("file"), int(spelled.group("line"))
+            col = int(spelled.group("col") or 1)
+        found.append(Diagnostic(file, line, col, ERROR if sev == "error" else WARNING,
                                 code, msg, layer))
     return found
 
