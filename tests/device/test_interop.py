@@ -447,6 +447,23 @@ def test_every_streamed_output_stays_valid_when_the_caller_keeps_them_all(test_d
             np.testing.assert_array_equal(got[k], want[k])
 
 
+@pytest.mark.parametrize("bad", [0, 2, 6])
+def test_a_bad_item_of_a_stream_comes_after_the_items_before_it(test_device, bad):
+    """An item that cannot run (the wrong shape): every item before it is yielded, in order and
+    right, then the error names the item (the results in flight were lost and the error did
+    not say which item: a new user's trial)."""
+    net = Network(two_outputs(), None, Engine(test_device))
+    xs = [_x(80 + i) for i in range(9)]
+    xs[bad] = np.zeros((1,) + tuple(SHAPE[1:-1]) + (SHAPE[-1] + 1,), np.float32)
+    got = []
+    with pytest.raises(ModelError, match=f"^item {bad} of the stream: input 'x' has shape"):
+        for outs in net.stream(xs, nireq=4):
+            got.append(outs)
+    assert len(got) == bad
+    for outs, x in zip(got, xs):
+        np.testing.assert_array_equal(outs["a"], net.infer({"x": x})["a"])
+
+
 def test_pinned_streaming_reuses_its_host_tensors_only_when_asked(test_device):
     """reuse_outputs=True: each request's pinned host tensors are handed out as they are (no
     copy), so item i and item i + nireq share memory; each is valid until the next is taken."""

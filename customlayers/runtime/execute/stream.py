@@ -15,7 +15,7 @@ from typing import Iterable, Iterator
 
 import numpy as np
 
-from ...errors import ModelError
+from ...errors import CustomLayersError, ModelError
 from .user_tensors import host_array
 
 
@@ -55,15 +55,25 @@ def run_stream(network, inputs: Iterable, nireq: int = 4, *, pinned: bool = Fals
     keep = pinned and not reuse_outputs   # copy the outputs out of the request's host tensors
     try:
         for index, item in enumerate(inputs):
-            arrays = network._named_inputs(item)
-            if len(in_flight) == nireq:
-                yield _finish(in_flight.popleft(), keep)
-            request = _idle_request(network, pools, arrays)
-            started = time.perf_counter()
-            if pinned:
-                _start_pinned(request, arrays)
-            else:
-                request.start(arrays)
+            try:
+                arrays = network._named_inputs(item)
+                if len(in_flight) == nireq:
+                    yield _finish(in_flight.popleft(), keep)
+                request = _idle_request(network, pools, arrays)
+                started = time.perf_counter()
+                if pinned:
+                    _start_pinned(request, arrays)
+                else:
+                    request.start(arrays)
+            except CustomLayersError as e:
+                # an input that cannot run: the items before it still come out, in order, and
+                # the error names its place (the results in flight were lost, and the error
+                # said only what was wrong: a new user's trial)
+                if e.context is None:
+                    e.context = f"item {index} of the stream"
+                while in_flight:
+                    yield _finish(in_flight.popleft(), keep)
+                raise
             in_flight.append((index, request, started))
         while in_flight:
             yield _finish(in_flight.popleft(), keep)
