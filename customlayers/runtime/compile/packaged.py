@@ -273,7 +273,7 @@ def _programs(pkg, engine, say) -> dict:
                 f"{built.get('driver')}, customlayers {manifest.get('customlayers_version')})"
                 f"; this is {engine.device.name.strip()} (driver "
                 f"{engine.device.driver_version.strip()}, customlayers {__version__}): "
-                f"{'; '.join(differ)} differ")
+                f"{'; '.join(differ)} {'differs' if len(differ) == 1 else 'differ'}")
         if not sources:
             raise PackageError(f"{what}. Its binaries run only there, and it holds no "
                                f"sources: make a package for this device (customlayers "
