@@ -418,3 +418,23 @@ def test_a_base_exception_in_output_shapes_and_execute_names_the_layer(tmp_path,
     with pytest.raises(ExecutionError) as info:
         Network(model, registry, engine).infer({"x": rand()})
     assert "Softsign.execute" in str(info.value) and "raised Abort: in execute" in str(info.value)
+
+
+def test_a_stream_item_whose_run_fails_keeps_its_own_error(tmp_path, engine):
+    """Item 1's Python layer raises while item 4 is being started (4 in flight): the error is
+    item 1's, with no "item 4 of the stream" put on it, and item 0 came out before it (the
+    stream's bad-item handling named the item being started for an earlier item's failure)."""
+    text = SOFTSIGN.replace(
+        'np.divide(inputs[0], 1 + attrs["alpha"] * np.abs(inputs[0]), out=outputs[0])',
+        'if inputs[0].max() > 50: raise ValueError("too large")\n'
+        '        np.divide(inputs[0], 1 + attrs["alpha"] * np.abs(inputs[0]), out=outputs[0])')
+    registry = Registry(engine)
+    registry.load_python(write(tmp_path, "layers.py", text))
+    net = Network(chain_model(tmp_path / "m.onnx", "Softsign"), registry, engine)
+    xs = [rand(seed=i) for i in range(8)]
+    xs[1] = xs[1] + 100.0
+    got = []
+    with pytest.raises(ExecutionError, match="raised ValueError: too large") as info:
+        for outs in net.stream(xs, nireq=4):
+            got.append(outs)
+    assert len(got) == 1 and "of the stream" not in str(info.value)

@@ -57,8 +57,11 @@ def run_stream(network, inputs: Iterable, nireq: int = 4, *, pinned: bool = Fals
         for index, item in enumerate(inputs):
             try:
                 arrays = network._named_inputs(item)
-                if len(in_flight) == nireq:
-                    yield _finish(in_flight.popleft(), keep)
+            except CustomLayersError as e:
+                yield from _after_the_items_before(e, index, in_flight, keep)
+            if len(in_flight) == nireq:         # (an earlier item's own error stays its own)
+                yield _finish(in_flight.popleft(), keep)
+            try:
                 request = _idle_request(network, pools, arrays)
                 started = time.perf_counter()
                 if pinned:
@@ -66,14 +69,7 @@ def run_stream(network, inputs: Iterable, nireq: int = 4, *, pinned: bool = Fals
                 else:
                     request.start(arrays)
             except CustomLayersError as e:
-                # an input that cannot run: the items before it still come out, in order, and
-                # the error names its place (the results in flight were lost, and the error
-                # said only what was wrong: a new user's trial)
-                if e.context is None:
-                    e.context = f"item {index} of the stream"
-                while in_flight:
-                    yield _finish(in_flight.popleft(), keep)
-                raise
+                yield from _after_the_items_before(e, index, in_flight, keep)
             in_flight.append((index, request, started))
         while in_flight:
             yield _finish(in_flight.popleft(), keep)
@@ -84,6 +80,18 @@ def run_stream(network, inputs: Iterable, nireq: int = 4, *, pinned: bool = Fals
                 request.wait()
             except Exception:   # noqa: BLE001 - the error that stopped the stream is reported
                 pass
+
+
+def _after_the_items_before(error: CustomLayersError, index: int, in_flight: deque,
+                            keep: bool) -> Iterator[StreamResult]:
+    """An item that cannot run: the items before it still come out, in order, then `error`,
+    naming the item's place (the results in flight were lost, and the error said only what was
+    wrong: a new user's trial)."""
+    if error.context is None:
+        error.context = f"item {index} of the stream"
+    while in_flight:
+        yield _finish(in_flight.popleft(), keep)
+    raise error
 
 
 def _idle_request(network, pools: dict, arrays: dict):
