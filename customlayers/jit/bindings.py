@@ -126,18 +126,19 @@ def _rank_of(formulas, source: TensorDesc, env: Mapping) -> int:
 
 def output_shape_from_formula(spec: LayerSpec, text: str, inputs: Sequence[TensorDesc],
                               params: Mapping[str, str] | None = None,
-                              padding: bool = False) -> tuple[int, ...]:
+                              declared_rank: int | None = None) -> tuple[int, ...]:
     """An output Tensor's shape formula list (e.g. "B,F*4,Y/2,X/2", or "Y/stride" naming a
     parameter) over the `dim` input's B,F,Y,X (input 0 when `dim` names the output); without
-    the trailing entries that are a lower-rank input's padding (_rank_of), unless `padding`
-    (a model that declares the output with them: an IR port [2, 4, 6, 1])."""
+    the trailing entries that are a lower-rank input's padding (_rank_of), unless the model
+    declares the output with as many dims as the formula has entries (`declared_rank`: an IR
+    port [2, 4, 6, 1])."""
     kind, index = spec.work_sizes.dim
     source = inputs[index] if kind == "input" and index < len(inputs) else inputs[0]
     values = param_values(spec, params)
     env = {**values, **dict(zip("BFYX", source.dims))}
     try:
         formulas = parse_formula_list(text, max_entries=4, params=spec.formula_params)
-        if not padding:
+        if declared_rank != len(formulas):
             formulas = formulas[:_rank_of(formulas, source, env)]
         shape = tuple(f.evaluate(env) for f in formulas)
     except FormulaError as e:

@@ -224,14 +224,11 @@ def output_shape(call: LayerCall, spec: LayerSpec, binding, declared_shape,
     input 0."""
     declared = tuple(declared_shape) if declared_shape is not None else None
     if binding.shape:
-        computed = output_shape_from_formula(spec, binding.shape, input_descs, call.attrs)
-        if declared is not None and len(declared) != len(computed):
-            # the model declares the entries a lower-rank input pads (X of [B, F, Y]) as dims
-            # of the output (an OpenVINO IR's port [2, 4, 6, 1]): as it declares them
-            padded = output_shape_from_formula(spec, binding.shape, input_descs, call.attrs,
-                                               padding=True)
-            if len(padded) == len(declared):
-                computed = padded
+        # a model may declare the entries a lower-rank input pads (X of [B, F, Y]) as dims of
+        # the output (an OpenVINO IR's port [2, 4, 6, 1]): they are kept then
+        computed = output_shape_from_formula(
+            spec, binding.shape, input_descs, call.attrs,
+            declared_rank=len(declared) if declared is not None else None)
         source = f"the descriptor's shape formula '{binding.shape}' ({binding.location})"
     elif declared is not None and all(d is not None for d in declared):
         return declared
