@@ -96,14 +96,14 @@ inline float run_epilogue(float v, int index, int channel, __global const float*
 #define RELU_ALL() do { \
     _Pragma("unroll") \
     for (int j = 0; j < PT; ++j) { \
-        a0[j] = select(a0[j], (floatV)0.0f, a0[j] < (floatV)0.0f); \
-        a1[j] = select(a1[j], (floatV)0.0f, a1[j] < (floatV)0.0f); \
+        a0[j] = RELU_KEEPING_NAN(a0[j]); \
+        a1[j] = RELU_KEEPING_NAN(a1[j]); \
     } } while (0)
 #else
 #define RELU_ALL() do { \
     _Pragma("unroll") \
     for (int j = 0; j < PT; ++j) \
-        a0[j] = select(a0[j], (floatV)0.0f, a0[j] < (floatV)0.0f); \
+        a0[j] = RELU_KEEPING_NAN(a0[j]); \
     } while (0)
 #endif
 #define AT_OFFSET(j) xt[off[j]]
