@@ -6,7 +6,8 @@ it, the user's included, before any report. So each guarded launch runs in a chi
 (bounds_worker.py), as --sanitize runs Oclgrind in one: the child opens the same device, builds
 the same program (a program-cache hit when the parent built it with the cache on), runs
 bounds.run_guarded and sends back the outputs and problems. A child killed by a signal, or past
-the check's time limit (checked_child.py), is a BoundsProblem of the layer's kernel; the parent is never touched.
+the check's time limit (checked_child.py), is a BoundsProblem of the layer's kernel; the parent
+is never touched.
 
 `run_guarded_in_child` takes run_guarded's arguments, so a caller switches by name only.
 """
