@@ -40,7 +40,7 @@ def run_op(cl_env, op_type: str, inputs: Sequence[np.ndarray], attrs: Mapping[st
         assert op.launches(parsed, in_descs, out_descs, consts) == []
         return [inputs[0].reshape(out_descs[0].shape)]
     launches = op.launches(parsed, in_descs, out_descs, consts, ctx)
-    return run_launches(cl_env, launches, inputs, in_descs, out_descs)
+    return run_launches(cl_env, launches, inputs, in_descs, out_descs, shaped_for=ctx)
 
 
 def run_openvino(build, inputs: Sequence[np.ndarray]) -> np.ndarray:

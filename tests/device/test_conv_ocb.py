@@ -68,9 +68,9 @@ def _run(cl_env, raw, arrays, variant, epilogue=None, device=GPU):
     parsed = op.parse_attributes(raw, "layer")
     descs = [TensorDesc(a.shape) for a in arrays]
     out = [TensorDesc(s) for s, _ in op.infer_shapes(parsed, descs[:2], {})]
-    launches = op.launches(parsed, descs, out, {1: w},
-                           CompileContext(device, epilogue=epilogue, variant=variant))
-    return run_launches(cl_env, launches, arrays, descs, out)[0], launches
+    ctx = CompileContext(device, epilogue=epilogue, variant=variant)
+    launches = op.launches(parsed, descs, out, {1: w}, ctx)
+    return run_launches(cl_env, launches, arrays, descs, out, shaped_for=ctx)[0], launches
 
 
 def _reference(x, w, raw, epilogue=None, bias=None, residual=None):

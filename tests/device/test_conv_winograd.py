@@ -56,7 +56,7 @@ def _run(cl_env, op_type, raw, arrays, variant, epilogue=None, device=None):
     consts = {1: arrays[1]}
     ctx = CompileContext(device or GPU, epilogue=epilogue, variant=variant)
     launches = op.launches(parsed, descs, out, consts, ctx)
-    got = run_launches(cl_env, launches, arrays, descs, out)[0]
+    got = run_launches(cl_env, launches, arrays, descs, out, shaped_for=ctx)[0]
     return got, launches, op.kernel_variants(parsed, descs, out, consts, ctx)
 
 

@@ -76,8 +76,9 @@ def run_fused(cl_env, q, k, v, scale=0.125, mask=None, out_scale=1.0, ctx=None):
     arrays = [q, k, v] + ([mask] if mask is not None else [])
     descs = [TensorDesc(a.shape) for a in arrays]
     outs = [TensorDesc(s, d) for s, d in op.infer_shapes(attrs, descs, {})]
-    launches = op.launches(attrs, descs, outs, {}, ctx if ctx is not None else TILES["gpu48k"])
-    return run_launches(cl_env, launches, arrays, descs, outs)[0]
+    ctx = ctx if ctx is not None else TILES["gpu48k"]
+    launches = op.launches(attrs, descs, outs, {}, ctx)
+    return run_launches(cl_env, launches, arrays, descs, outs, shaped_for=ctx)[0]
 
 
 def test_each_tile_is_the_one_its_device_gets():

@@ -28,7 +28,8 @@ def _launch(cl_env, op_type, attrs, inputs, out_shape, ctx):
     a = op.parse_attributes(attrs, "layer")
     descs = [TensorDesc(x.shape) for x in inputs]
     launches = op.launches(a, descs, [TensorDesc(out_shape)], {}, ctx)
-    return run_launches(cl_env, launches, inputs, descs, [TensorDesc(out_shape)])[0]
+    return run_launches(cl_env, launches, inputs, descs, [TensorDesc(out_shape)],
+                        shaped_for=ctx)[0]
 
 
 @pytest.mark.parametrize("mode", ["erf", "tanh"])
@@ -94,5 +95,6 @@ def test_convolution_gelu_in_every_kernel(cl_env, mode, device, case):
     for variant in conv_variants(plan):
         ctx = CompileContext(device=device, epilogue=ep, variant=variant)
         launches = op.launches(a, descs, [TensorDesc(want.shape)], {1: wk}, ctx)
-        got = run_launches(cl_env, launches, [x, wk, bias], descs, [TensorDesc(want.shape)])[0]
+        got = run_launches(cl_env, launches, [x, wk, bias], descs, [TensorDesc(want.shape)],
+                           shaped_for=ctx)[0]
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5, err_msg=str(variant))

@@ -43,7 +43,7 @@ def _run(cl_env, traits, variant, a, b, attrs=None, extra=(), epilogue=None):
     ptx = "#define GEMM_ASYNC_PTX 1" in launches[0].source
     assert ptx == bool(traits is not None and traits.async_copy)
     assert len(launches) == (2 if variant.ksplit > 1 else 1)
-    return run_launches(cl_env, launches, [a, b, *extra], descs, out)[0]
+    return run_launches(cl_env, launches, [a, b, *extra], descs, out, shaped_for=ctx)[0]
 
 
 @pytest.mark.parametrize("variant", PIPELINES, ids=lambda v: v.name)
@@ -109,7 +109,7 @@ def test_a_one_by_one_convolution_in_the_pipeline(cl_env, traits, variant, plane
         bool(traits is not None and traits.async_copy)
     assert ("#define GEMM_VEC_B 1" in launches[0].source) == (plane == (6, 10))
     assert ("#define CONV_1X1_STRIDED 1" in launches[0].source) == (stride != (1, 1))
-    got = run_launches(cl_env, launches, [x, w, bias, res], descs, out)[0]
+    got = run_launches(cl_env, launches, [x, w, bias, res], descs, out, shaped_for=ctx)[0]
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4, err_msg=variant.name)
 
 
@@ -142,7 +142,7 @@ def test_a_one_by_one_window_with_pads_end_reads_zeros_past_the_input(cl_env, tr
     launches = op.launches(at, descs, out, {1: w}, ctx)
     assert "#define CONV_1X1 1" not in launches[0].source
     assert "#define CONV_1X1_STRIDED 1" not in launches[0].source
-    got = run_launches(cl_env, launches, [x, w, bias], descs, out)[0]
+    got = run_launches(cl_env, launches, [x, w, bias], descs, out, shaped_for=ctx)[0]
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5, err_msg=str(stride))
 
 

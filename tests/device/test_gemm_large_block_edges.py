@@ -26,8 +26,9 @@ def test_odd_sizes_batches_and_a_transposed_b(cl_env, variant=SPLIT_16X8):
     op = get_op("MatMul")
     at = op.parse_attributes({"transpose_b": "true"}, "mm")
     descs, out = [TensorDesc(a.shape), TensorDesc(b.shape)], [TensorDesc(want.shape)]
-    launches = op.launches(at, descs, out, {}, CompileContext(variant=variant))
-    got = run_launches(cl_env, launches, [a, b], descs, out)[0]
+    ctx = CompileContext(variant=variant)
+    launches = op.launches(at, descs, out, {}, ctx)
+    got = run_launches(cl_env, launches, [a, b], descs, out, shaped_for=ctx)[0]
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=2e-3, err_msg=variant.name)
 
 
@@ -46,7 +47,7 @@ def test_a_split_convolution_stores_bias_residual_and_relu_once(cl_env, variant=
                                                                  residual=True))
     launches = op.launches(a, descs, out, {}, ctx)
     assert [l.entry for l in launches][-1] == "gemm_splitk_reduce"
-    got = run_launches(cl_env, launches, [x, w, bias, res], descs, out)[0]
+    got = run_launches(cl_env, launches, [x, w, bias, res], descs, out, shaped_for=ctx)[0]
     want = np.maximum(conv_ref(x, w, (1, 1), (1, 1), (1, 1), (1, 1)) + bias + res, 0)
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-3, err_msg=variant.name)
 

@@ -32,9 +32,10 @@ def test_split_k_convolution_with_fused_epilogue(cl_env):
     a = op.parse_attributes(raw, "conv")
     descs = [TensorDesc(x.shape), TensorDesc(w.shape), TensorDesc(bias.shape)]
     out = [TensorDesc((1, 40, 7, 7))]
-    launches = op.launches(a, descs, out, {}, CompileContext(epilogue=FusedEpilogue(True, True)))
+    ctx = CompileContext(epilogue=FusedEpilogue(True, True))
+    launches = op.launches(a, descs, out, {}, ctx)
     assert [l.entry for l in launches] == ["gemm_tiled", "gemm_splitk_reduce"]
-    got = run_launches(cl_env, launches, [x, w, bias], descs, out)[0]
+    got = run_launches(cl_env, launches, [x, w, bias], descs, out, shaped_for=ctx)[0]
     want = np.maximum(conv_ref(x, w, (1, 1), (1, 1), (1, 1), (1, 1)) + bias, 0)
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
 

@@ -37,10 +37,11 @@ def test_matmul_tilings_read_float4_where_aligned(cl_env, ta, tb, k, want_vec):
     at = op.parse_attributes(raw, "mm")
     descs, out = [TensorDesc(a.shape), TensorDesc(b.shape)], [TensorDesc(want.shape)]
     for variant in kernel_sample(gemm_variants(m, n, k, 1, 8), 4):
-        launches = op.launches(at, descs, out, {}, CompileContext(variant=variant))
+        ctx = CompileContext(variant=variant)
+        launches = op.launches(at, descs, out, {}, ctx)
         # A's contiguous extent is K (M when transposed: 36), B's N (K when transposed)
         assert _flags(launches) == ((1 if ta else want_vec), (want_vec if tb else 1))
-        got = run_launches(cl_env, launches, [a, b], descs, out)[0]
+        got = run_launches(cl_env, launches, [a, b], descs, out, shaped_for=ctx)[0]
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-4, err_msg=variant.name)
 
 
@@ -57,10 +58,10 @@ def test_matmul_reads_a_view_at_an_aligned_offset_in_float4(cl_env):
     descs, out = [TensorDesc(root.shape), TensorDesc(b_root.shape)], [TensorDesc((16, 12))]
     want = root[1].astype(np.float64) @ b_root.T
     for variant in kernel_sample(gemm_variants(16, 12, 24, 1, 8)):
-        launches = op.launches(at, descs, out, {}, CompileContext(variant=variant,
-                                                                   facts=(fact,)))
+        ctx = CompileContext(variant=variant, facts=(fact,))
+        launches = op.launches(at, descs, out, {}, ctx)
         assert _flags(launches) == (1, 1)
-        got = run_launches(cl_env, launches, [root, b_root], descs, out)[0]
+        got = run_launches(cl_env, launches, [root, b_root], descs, out, shaped_for=ctx)[0]
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-4, err_msg=variant.name)
 
 
@@ -78,11 +79,12 @@ def test_convolution_reads_float4_where_aligned(cl_env, x_shape, w_shape, pads, 
     op = get_op("Convolution")
     at = op.parse_attributes(conv_attrs(pb=pads, pe=pads), "conv")
     descs, out = [TensorDesc(x.shape), TensorDesc(w.shape)], [TensorDesc(want.shape)]
-    launches = op.launches(at, descs, out, {}, CompileContext())
+    ctx = CompileContext()
+    launches = op.launches(at, descs, out, {}, ctx)
     gemm = [l for l in launches if l.entry == "gemm_tiled"]
     assert gemm, [l.entry for l in launches]
     assert _flags(gemm) == flags
-    got = run_launches(cl_env, launches, [x, w], descs, out)[0]
+    got = run_launches(cl_env, launches, [x, w], descs, out, shaped_for=ctx)[0]
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-4)
 
 
@@ -101,7 +103,8 @@ def test_the_large_blocks_and_wave_splits_match_float64(cl_env, variant):
     op = get_op("MatMul")
     at = op.parse_attributes({}, "mm")
     descs, out = [TensorDesc(a.shape), TensorDesc(b.shape)], [TensorDesc(want.shape)]
-    launches = op.launches(at, descs, out, {}, CompileContext(variant=variant))
+    ctx = CompileContext(variant=variant)
+    launches = op.launches(at, descs, out, {}, ctx)
     assert len(launches) == (2 if variant.ksplit > 1 else 1)
-    got = run_launches(cl_env, launches, [a, b], descs, out)[0]
+    got = run_launches(cl_env, launches, [a, b], descs, out, shaped_for=ctx)[0]
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-3, err_msg=variant.name)

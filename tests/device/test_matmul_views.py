@@ -45,7 +45,7 @@ def _run(cl_env, attrs, roots, views, scale=1.0, out=None, out_shape=None, devic
     shape = op.infer_shapes(a, descs, {}, ctx)[0][0]
     launches = op.launches(a, descs, [TensorDesc(shape)], {}, ctx)
     got = run_launches(cl_env, launches, list(roots) + list(extra), descs,
-                       [TensorDesc(shape)])[0]
+                       [TensorDesc(shape)], shaped_for=ctx)[0]
     return got, launches
 
 
@@ -171,7 +171,7 @@ def test_a_broadcast_residual_in_every_kernel(cl_env, device, a_shape, b_shape, 
     for variant in kernel_sample(matmul_variants(plan)):
         ctx = CompileContext(device=device, epilogue=ep, variant=variant)
         launches = op.launches(at, descs, out, {}, ctx)
-        got = run_launches(cl_env, launches, [a, b, res], descs, out)[0]
+        got = run_launches(cl_env, launches, [a, b, res], descs, out, shaped_for=ctx)[0]
         np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-5, err_msg=str(variant))
 
 

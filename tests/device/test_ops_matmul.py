@@ -17,7 +17,7 @@ def run_op(cl_env, raw, arrays, ctx=DEFAULT_CONTEXT):
     descs = [TensorDesc(a.shape) for a in arrays]
     out_descs = [TensorDesc(s, d) for s, d in op.infer_shapes(attrs, descs, {}, ctx)]
     launches = op.launches(attrs, descs, out_descs, {}, ctx)
-    return run_launches(cl_env, launches, arrays, descs, out_descs)[0], launches
+    return run_launches(cl_env, launches, arrays, descs, out_descs, shaped_for=ctx)[0], launches
 
 
 def reference(a, b, ta, tb):
@@ -173,7 +173,7 @@ def test_a_constant_b_is_read_packed_in_panels(cl_env, ashape, bshape, variant):
     assert launches[0].args[1].kind == "const"            # the packed panels
     cols = v.vw * v.nb
     assert launches[0].args[1].value.size == b.shape[0] * -(-b.shape[1] // cols) * cols
-    out = run_launches(cl_env, launches, [a, b, bias], descs, outs)[0]
+    out = run_launches(cl_env, launches, [a, b, bias], descs, outs, shaped_for=ctx)[0]
     np.testing.assert_allclose(out, reference(a, b, False, False) + bias, rtol=1e-4, atol=1e-4)
 
 

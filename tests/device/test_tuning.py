@@ -44,7 +44,7 @@ def _run_variant(cl_env, op_type, attrs, arrays, variant, epilogue=None):
     ctx = CompileContext(GPU, epilogue=epilogue, variant=variant)
     variants = op.kernel_variants(parsed, descs, out, {}, ctx)
     launches = op.launches(parsed, descs, out, {}, ctx)
-    return run_launches(cl_env, launches, arrays, descs, out)[0], variants
+    return run_launches(cl_env, launches, arrays, descs, out, shaped_for=ctx)[0], variants
 
 
 CONV = {"strides": "1,1", "dilations": "1,1", "pads_begin": "1,1", "pads_end": "1,1"}
@@ -88,9 +88,10 @@ def test_grouped_gemm_with_images_side_by_side_matches_numpy(cl_env):
     gemms = [v for v in listed if isinstance(v, GemmVariant)]
     assert len(gemms) >= 4 and all(v.name.startswith("gemm") for v in gemms)
     for v in gemms:
-        launches = op.launches(parsed, descs, out, {},
-                               CompileContext(GPU, epilogue=epilogue, variant=v))
-        got = run_launches(cl_env, launches, [x, w5, bias, residual], descs, out)[0]
+        ctx = CompileContext(GPU, epilogue=epilogue, variant=v)
+        launches = op.launches(parsed, descs, out, {}, ctx)
+        got = run_launches(cl_env, launches, [x, w5, bias, residual], descs, out,
+                           shaped_for=ctx)[0]
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4, err_msg=v.name)
 
 def test_depthwise_variants_match_numpy(cl_env):
