@@ -12,6 +12,16 @@ Everything is enqueued on the one queue on purpose: PoCL orders the commands on 
 queues, so an upload from a second queue would wait for the kernels that wait for it. And PoCL 3
 blocks in clEnqueueReadBuffer, holding the GIL, while a user event that the queue waits for is
 pending; so a request with host steps reads the network's outputs by maps too (`read_output`).
+
+That holds where host and device memory are one (`maps`: a CPU device), where a map is the
+buffer's own memory. A device with memory of its own (a GPU) maps into staging memory of the
+driver's, and NVIDIA's gave the same host address to READ maps of different requests' buffers
+while all were in flight (H100 and H200, driver 580): a Python layer then computed on another
+request's input, a whole row of a batch wrong in 5-30% of the runs of four requests (stop 41).
+There the worker copies instead, into and out of arrays of its own, on a queue of its own:
+after the kernels before the step (a marker it waits for) it reads the step's inputs, runs the
+work, writes the outputs back and only then sets the user event that releases the kernels
+after it; and the request reads its outputs by plain reads.
 """
 from __future__ import annotations
 
@@ -57,10 +67,15 @@ class HostTiming:
 
 
 class HostSteps:
-    """The host steps of one request: its worker thread and, per run, the work in flight."""
+    """The host steps of one request: its worker thread and, per run, the work in flight.
+    `maps`: the steps map the buffers (host and device memory are one); else the worker copies
+    (see the module docstring)."""
 
-    def __init__(self, context):
+    def __init__(self, context, device, maps: bool):
         self.context = context
+        self.device = device
+        self.maps = maps
+        self._copy_queue: cl.CommandQueue | None = None   # the worker's, where it copies
         self._worker: ThreadPoolExecutor | None = None
         self._pending: list[tuple[HostStep, Future]] = []
         self._failed = threading.Event()
@@ -80,14 +95,21 @@ class HostSteps:
 
     def enqueue_step(self, queue, hs: HostStep) -> HostTiming:
         step = hs.step
-        ins = [self._map(queue, b, d, cl.map_flags.READ) for b, d in
-               zip(hs.in_bufs, step.input_descs)]
-        outs = [self._map(queue, b, d, _WRITE) for b, d in zip(hs.out_bufs, step.output_descs)]
         release = cl.UserEvent(self.context)
         timing = HostTiming()
         if self._worker is None:
             self._worker = ThreadPoolExecutor(max_workers=1,
                                               thread_name_prefix="customlayers-host")
+        if not self.maps:
+            ready = cl.enqueue_marker(queue)        # the kernels before the step are done
+            future = self._worker.submit(self._run_copied, hs, list(hs.in_bufs),
+                                         list(hs.out_bufs), ready, release, timing)
+            self._pending.append((hs, future))
+            cl.enqueue_barrier(queue, wait_for=[release])
+            return timing
+        ins = [self._map(queue, b, d, cl.map_flags.READ) for b, d in
+               zip(hs.in_bufs, step.input_descs)]
+        outs = [self._map(queue, b, d, _WRITE) for b, d in zip(hs.out_bufs, step.output_descs)]
         future = self._worker.submit(self._run, hs, ins, outs, release, timing)
         self._pending.append((hs, future))
         cl.enqueue_barrier(queue, wait_for=[release])
@@ -112,6 +134,37 @@ class HostSteps:
             outputs = [m.reshape(d.shape) for (m, _), d in zip(outs, step.output_descs)]
             step.host.run(inputs, outputs)
             timing.end = time.perf_counter_ns()
+        except BaseException:
+            self._failed.set()
+            raise
+        finally:
+            release.set_status(cl.command_execution_status.COMPLETE)
+
+    def _run_copied(self, hs: HostStep, in_bufs, out_bufs, ready, release,
+                    timing: HostTiming) -> None:
+        """In the worker, on a device with memory of its own: read the inputs once the kernels
+        before the step are done, run the work, write the outputs, then release the kernels
+        after it. The copies block this thread only (pyopencl lets the GIL go meanwhile)."""
+        try:
+            if self._copy_queue is None:
+                self._copy_queue = cl.CommandQueue(self.context, self.device)
+            q = self._copy_queue
+            step = hs.step
+            ins = []
+            for buf, d in zip(in_bufs, step.input_descs):
+                host = np.empty(max(d.buffer_count, 1), d.np_dtype)
+                cl.enqueue_copy(q, host, buf, wait_for=[ready], is_blocking=True)
+                ins.append(host[:d.buffer_count])
+            if self._failed.is_set():     # an earlier step failed: its error is the one shown
+                return
+            timing.start = time.perf_counter_ns()
+            inputs = [_input_view(m, d) for m, d in zip(ins, step.input_descs)]
+            outs = [np.empty(max(d.buffer_count, 1), d.np_dtype) for d in step.output_descs]
+            step.host.run(inputs, [m[:d.buffer_count].reshape(d.shape)
+                                   for m, d in zip(outs, step.output_descs)])
+            timing.end = time.perf_counter_ns()
+            for buf, host in zip(out_bufs, outs):
+                cl.enqueue_copy(q, buf, host, is_blocking=True)
         except BaseException:
             self._failed.set()
             raise

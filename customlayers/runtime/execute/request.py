@@ -67,8 +67,8 @@ class InferRequest:
         self._states = RequestStates(self, plan)
         self._bind_all()
         # Python layers: host steps between the kernels, run by a worker (host_step.py)
-        self._host = HostSteps(eng.context) if any(s.host is not None for s in plan.steps) \
-            else None
+        self._host = HostSteps(eng.context, eng.device, maps=eng.unified_memory) \
+            if any(s.host is not None for s in plan.steps) else None
         if self._host is not None and eng.out_of_order:
             raise ExecutionError("a network with Python layers (host steps) runs on an in-order "
                                  "queue; the queue given to Engine.from_queue is out-of-order")
@@ -369,7 +369,7 @@ class InferRequest:
             if check is not None and n in check.reads:
                 events += check.read(q, n, buffer_of, run.checked)
         for c in run.post:
-            if self._host is not None and c.kind == "read":
+            if self._host is not None and self._host.maps and c.kind == "read":
                 # PoCL blocks in clEnqueueReadBuffer, holding the GIL, while a user event the
                 # queue waits for is pending: a run with host steps reads its outputs by maps
                 mapped, event = self._host.map_output(q, c.src, c.dst)
@@ -378,7 +378,8 @@ class InferRequest:
                 continue
             events.append(self._copy(q, c, after(len(events), True)))
         if check is not None and run.checked:
-            event, run.check_host, mapped = check.collect(q, by_map=self._host is not None)
+            event, run.check_host, mapped = check.collect(
+                q, by_map=self._host is not None and self._host.maps)
             events.append(event)
             if mapped is not None:
                 run.maps.append((mapped, run.check_host))
