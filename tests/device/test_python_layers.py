@@ -18,7 +18,7 @@ from customlayers.api import Engine, ExecutionError, PythonLayerError, Registry
 from customlayers.cli import main as cli_main
 from customlayers.errors import LayerRedefinedWarning
 from customlayers.runtime.compile.network import Network
-from python_layer_texts import SOFTSIGN
+from python_layer_texts import SOFTSIGN, grn_layer
 
 ROOT = Path(__file__).resolve().parents[2]
 RELU_REFERENCE = ROOT / "examples" / "layers" / "relu" / "relu_reference.py"
@@ -154,33 +154,13 @@ def _many_in_flight(net, rounds: int = 12, nireq: int = 4) -> None:
                                        err_msg=f"round {r}, item {i}")
 
 
-# GRN as a Python layer that waits a little before it reads its input, as one that does other
-# work first would: the other requests' commands go on meanwhile
-SLOW_GRN = '''
-import time
-import numpy as np
-from customlayers.api import Attr, cpu_layer
-
-@cpu_layer("GRN")
-class GRN:
-    attributes = (Attr("bias", "float", default=1.0),)
-    def output_shapes(self, input_shapes, attrs):
-        return [input_shapes[0]]
-    def execute(self, inputs, outputs, attrs):
-        time.sleep(0.002)
-        x = inputs[0]
-        norm = np.sqrt((x * x).sum(axis=1, keepdims=True) + np.float32(attrs["bias"]))
-        np.copyto(outputs[0], x / norm)
-'''
-
-
 def test_python_layer_in_many_requests_in_flight_reads_its_own_input(tmp_path, engine):
     """The example model (Conv, Relu, GRN, MaxPool) with GRN as a Python layer, rounds of four
     requests in flight, each row against the same model with the OpenCL GRN run alone. On the
     H100 the host steps' maps gave rows of other requests (host_step.py)."""
     model = ROOT / "examples" / "models" / "custom_node.onnx"
     registry = Registry(engine)
-    registry.load_python(write(tmp_path, "grn.py", SLOW_GRN))
+    registry.load_python(write(tmp_path, "grn.py", grn_layer(wait_s=0.002)))
     net = Network(str(model), registry, engine)
     kernels = Registry(engine)
     kernels.load(str(ROOT / "examples" / "layers" / "grn" / "grn.xml"))

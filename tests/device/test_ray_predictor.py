@@ -9,6 +9,7 @@ from customlayers.errors import DeviceError, KernelBuildError, ModelError
 from customlayers.integrations.placement import POCL_THREADS, choose_device, limit_pocl_threads
 from customlayers.integrations.ray import CustomLayersPredictor
 
+from python_layer_texts import grn_layer
 from ray_cases import (GRN_MODEL, REORG_MODEL, TEST_DEVICE, broken_reorg_layer,
                        fixed_batch_reorg, plain_loop)
 
@@ -174,20 +175,7 @@ def test_tuning_reaches_the_network():
         CustomLayersPredictor(**GRN_MODEL, tuning="fastest")
 
 
-PY_GRN = '''
-import numpy as np
-from customlayers.api import Attr, cpu_layer
-
-@cpu_layer("GRN")
-class GRN:
-    attributes = (Attr("bias", "float", default=1.0),)
-    def output_shapes(self, input_shapes, attrs):
-        return [input_shapes[0]]
-    def execute(self, inputs, outputs, attrs):
-        x = inputs[0]
-        norm = np.sqrt((x * x).sum(axis=1, keepdims=True) + np.float32(attrs["bias"]))
-        np.copyto(outputs[0], x / norm)
-'''
+PY_GRN = grn_layer()
 
 
 def test_python_layers_run_in_the_predictor(tmp_path, grn):
