@@ -152,19 +152,20 @@ class HostSteps:
             step = hs.step
             ins = []
             for buf, d in zip(in_bufs, step.input_descs):
-                host = np.empty(max(d.buffer_count, 1), d.np_dtype)
-                cl.enqueue_copy(q, host, buf, wait_for=[ready], is_blocking=True)
-                ins.append(host[:d.buffer_count])
+                host = np.empty(d.buffer_count, d.np_dtype)
+                if host.size:                 # (an empty tensor has nothing to read)
+                    cl.enqueue_copy(q, host, buf, wait_for=[ready], is_blocking=True)
+                ins.append(host)
             if self._failed.is_set():     # an earlier step failed: its error is the one shown
                 return
             timing.start = time.perf_counter_ns()
             inputs = [_input_view(m, d) for m, d in zip(ins, step.input_descs)]
-            outs = [np.empty(max(d.buffer_count, 1), d.np_dtype) for d in step.output_descs]
-            step.host.run(inputs, [m[:d.buffer_count].reshape(d.shape)
-                                   for m, d in zip(outs, step.output_descs)])
+            outs = [np.empty(d.buffer_count, d.np_dtype) for d in step.output_descs]
+            step.host.run(inputs, [m.reshape(d.shape) for m, d in zip(outs, step.output_descs)])
             timing.end = time.perf_counter_ns()
             for buf, host in zip(out_bufs, outs):
-                cl.enqueue_copy(q, buf, host, is_blocking=True)
+                if host.size:
+                    cl.enqueue_copy(q, buf, host, is_blocking=True)
         except BaseException:
             self._failed.set()
             raise
