@@ -194,6 +194,67 @@ def test_host_steps_that_copy_keep_each_request_its_own(tmp_path, engine, monkey
     assert made and all(not h.maps for h in made)
 
 
+# a layer with no inputs: it runs when the commands before it are done, nothing else orders it
+GEN = '''
+import numpy as np
+from customlayers.api import cpu_layer
+
+@cpu_layer("Gen")
+class Gen:
+    def output_shapes(self, input_shapes, attrs):
+        return [(1, 3, 4, 5)]
+    def execute(self, inputs, outputs, attrs):
+        outputs[0][...] = 7.0
+'''
+
+
+@pytest.mark.parametrize("copies", [False, True], ids=["as-the-device-does", "copying"])
+def test_a_step_without_inputs_waits_for_the_users_events(tmp_path, engine, monkeypatch,
+                                                          copies):
+    """y comes from a Python layer with no inputs, into the user's buffer B; the user's own copy
+    of B's old value waits on their event, and the run waits for that copy (start_async's
+    wait_for): the layer may not write B before it (the copying form did, review of stop 41)."""
+    import pyopencl as cl
+    if copies:
+        from customlayers.runtime.execute import host_step
+        real = host_step.HostSteps.__init__
+        monkeypatch.setattr(host_step.HostSteps, "__init__",
+                            lambda self, context, device, maps: real(self, context, device,
+                                                                     maps=False))
+    nodes = [helper.make_node("Relu", ["x"], ["a"], name="r1"),
+             helper.make_node("Gen", [], ["y"], name="gen", domain="com.example"),
+             helper.make_node("Neg", ["a"], ["z"], name="neg")]
+    info = [helper.make_tensor_value_info(n, TensorProto.FLOAT, SHAPE) for n in "xyz"]
+    graph = helper.make_graph(nodes, "gen", info[:1], info[1:])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13),
+                                                      helper.make_opsetid("com.example", 1)]),
+              tmp_path / "gen.onnx")
+    registry = Registry(engine)
+    registry.load_python(write(tmp_path, "layers.py", GEN))
+    net = Network(str(tmp_path / "gen.onnx"), registry, engine)
+    old = np.full(SHAPE, -1, np.float32)
+    mf = cl.mem_flags
+    b = cl.Buffer(engine.context, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=old)
+    c = cl.Buffer(engine.context, mf.READ_WRITE, old.nbytes)
+    user_queue = cl.CommandQueue(engine.context, engine.device)
+    go = cl.UserEvent(engine.context)
+    keep_old = cl.enqueue_copy(user_queue, c, b, byte_count=old.nbytes, wait_for=[go])
+    user_queue.flush()
+    request = net.create_request()
+    request.set_tensor("x", rand())
+    request.set_tensor("y", b)
+    request.start_async(wait_for=[keep_old])
+    time.sleep(0.2)                          # time enough for a step that does not wait
+    go.set_status(cl.command_execution_status.COMPLETE)
+    request.wait()
+    kept, now = np.empty_like(old), np.empty_like(old)
+    cl.enqueue_copy(user_queue, kept, c)
+    cl.enqueue_copy(user_queue, now, b)
+    user_queue.finish()
+    np.testing.assert_array_equal(kept, old)
+    np.testing.assert_array_equal(now, np.full(SHAPE, 7.0, np.float32))
+
+
 FAILING = '''
 import numpy as np
 from customlayers.api import cpu_layer

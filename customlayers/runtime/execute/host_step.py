@@ -150,6 +150,9 @@ class HostSteps:
                 self._copy_queue = cl.CommandQueue(self.context, self.device)
             q = self._copy_queue
             step = hs.step
+            # the commands before the step done, the user's wait_for events among them: a step
+            # with no inputs would otherwise write its outputs before them (review, stop 41)
+            cl.wait_for_events([ready])
             ins = []
             for buf, d in zip(in_bufs, step.input_descs):
                 host = np.empty(d.buffer_count, d.np_dtype)
