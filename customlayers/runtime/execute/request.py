@@ -326,10 +326,7 @@ class InferRequest:
         user = run.wait_for
         if self._host is not None:
             self._host.begin()
-            # PoCL: see HostSteps.gate. Only on the request's own queue, which a failure
-            # leaves behind (_abandon_queue): on the user's queue a shut gate would hold up
-            # every command of theirs after it
-            if user and self._host.maps and self._own_queue:
+            if user and self._host.maps:      # PoCL: see HostSteps.gate
                 user = [self._host.gate(user)]
         by_events = self.engine.out_of_order
         deps = self._dependencies(run) if by_events else None
