@@ -79,43 +79,11 @@ class HostSteps:
         self._worker: ThreadPoolExecutor | None = None
         self._pending: list[tuple[HostStep, Future]] = []
         self._failed = threading.Event()
-        self._abandoned = threading.Event()
 
     def begin(self) -> None:
         """A new run: no step in flight, no error."""
         self._pending = []
         self._failed.clear()
-        self._abandoned = threading.Event()     # this run's: its gate stays shut (gate)
-
-    def _start_worker(self) -> ThreadPoolExecutor:
-        if self._worker is None:
-            self._worker = ThreadPoolExecutor(max_workers=1,
-                                              thread_name_prefix="customlayers-host")
-        return self._worker
-
-    def gate(self, events) -> cl.UserEvent:
-        """A user event of ours that stands in the queue for the user's `events` (a run's
-        wait_for), completed by the worker once theirs are, or failed when one of theirs fails.
-        PoCL 3.1 aborts the process (PTHREAD ERROR in pocl_update_event_failed) when a failed
-        event reaches a host step's barrier while the worker waits on the step's maps (stop 41;
-        plain pyopencl does it too). The worker waits here before this run's steps, so that no
-        thread waits on a map when the failure comes through."""
-        gate = cl.UserEvent(self.context)
-        self._pending.append((None, self._start_worker().submit(self._open, events, gate,
-                                                                self._abandoned)))
-        return gate
-
-    @staticmethod
-    def _open(events, gate, abandoned: threading.Event) -> None:
-        try:
-            cl.wait_for_events(list(events))
-        except cl.Error:
-            # one of theirs failed: the gate stays shut (failing it aborted PoCL as well), so
-            # nothing behind it runs; this run's steps return at once, and wait() reports the
-            # event and gives the request a fresh queue (request.py's _abandon_queue)
-            abandoned.set()
-            return
-        gate.set_status(cl.command_execution_status.COMPLETE)
 
     @staticmethod
     def map_output(queue, buf, host: np.ndarray):
@@ -129,20 +97,20 @@ class HostSteps:
         step = hs.step
         release = cl.UserEvent(self.context)
         timing = HostTiming()
-        self._start_worker()
+        if self._worker is None:
+            self._worker = ThreadPoolExecutor(max_workers=1,
+                                              thread_name_prefix="customlayers-host")
         if not self.maps:
             ready = cl.enqueue_marker(queue)        # the kernels before the step are done
             future = self._worker.submit(self._run_copied, hs, list(hs.in_bufs),
-                                         list(hs.out_bufs), ready, release, timing,
-                                         self._abandoned)
+                                         list(hs.out_bufs), ready, release, timing)
             self._pending.append((hs, future))
             cl.enqueue_barrier(queue, wait_for=[release])
             return timing
         ins = [self._map(queue, b, d, cl.map_flags.READ) for b, d in
                zip(hs.in_bufs, step.input_descs)]
         outs = [self._map(queue, b, d, _WRITE) for b, d in zip(hs.out_bufs, step.output_descs)]
-        future = self._worker.submit(self._run, hs, ins, outs, release, timing,
-                                     self._abandoned)
+        future = self._worker.submit(self._run, hs, ins, outs, release, timing)
         self._pending.append((hs, future))
         cl.enqueue_barrier(queue, wait_for=[release])
         for mapped, _ in ins + outs:
@@ -154,12 +122,9 @@ class HostSteps:
         return cl.enqueue_map_buffer(queue, buf, flags, 0, (desc.buffer_count,), desc.np_dtype,
                                      is_blocking=False)
 
-    def _run(self, hs: HostStep, ins, outs, release, timing: HostTiming,
-             abandoned: threading.Event) -> None:
+    def _run(self, hs: HostStep, ins, outs, release, timing: HostTiming) -> None:
         """In the worker: wait for the maps, run the work, release the kernels after it."""
         try:
-            if abandoned.is_set():        # the run's gate stays shut: its maps never come
-                return
             cl.wait_for_events([event for _, event in ins + outs])
             if self._failed.is_set():     # an earlier step failed: its error is the one shown
                 return
@@ -176,13 +141,11 @@ class HostSteps:
             release.set_status(cl.command_execution_status.COMPLETE)
 
     def _run_copied(self, hs: HostStep, in_bufs, out_bufs, ready, release,
-                    timing: HostTiming, abandoned: threading.Event) -> None:
+                    timing: HostTiming) -> None:
         """In the worker, on a device with memory of its own: read the inputs once the kernels
         before the step are done, run the work, write the outputs, then release the kernels
         after it. The copies block this thread only (pyopencl lets the GIL go meanwhile)."""
         try:
-            if abandoned.is_set():        # (gates are PoCL's only: maps; kept for symmetry)
-                return
             if self._copy_queue is None:
                 self._copy_queue = cl.CommandQueue(self.context, self.device)
             q = self._copy_queue
@@ -223,7 +186,7 @@ class HostSteps:
         pending, self._pending = self._pending, []
         for hs, future in pending:
             error = future.exception()
-            if error is None or hs is None:     # (a gate: the failed event is wait()'s)
+            if error is None:
                 continue
             if isinstance(error, CustomLayersError):
                 raise error

@@ -324,10 +324,6 @@ class InferRequest:
         """Enqueue the run's copies and kernels; returns the event of its completion."""
         q = self.queue
         user = run.wait_for
-        if self._host is not None:
-            self._host.begin()
-            if user and self._host.maps:      # PoCL: see HostSteps.gate
-                user = [self._host.gate(user)]
         by_events = self.engine.out_of_order
         deps = self._dependencies(run) if by_events else None
         events: list = run.events
@@ -348,6 +344,8 @@ class InferRequest:
             events.append(self._copy(q, c, after(len(events), c.kind != "upload")))
         steps = self.plan.steps
         launched = []
+        if self._host is not None:
+            self._host.begin()
         check = run.check
         buffer_of = (lambda key: self._checked_buffer(run, key)) if check is not None else None
         for n, (k, g, l, i) in enumerate(self._launches):   # no host wait between layers
