@@ -79,11 +79,21 @@ class HostSteps:
         self._worker: ThreadPoolExecutor | None = None
         self._pending: list[tuple[HostStep, Future]] = []
         self._failed = threading.Event()
+        self._kept: list = []           # the run's barrier and unmap events (keep)
 
     def begin(self) -> None:
         """A new run: no step in flight, no error."""
         self._pending = []
         self._failed.clear()
+        self._kept = []
+
+    def keep(self, event) -> None:
+        """Hold a command's event until the next run (`begin`). PoCL 3.1 aborts the process
+        (PTHREAD ERROR in pocl_update_event_failed) when a failed event (a user's wait_for)
+        reaches a barrier or marker whose event the application has already released: plain
+        pyopencl does it too once the returned Event is dropped (stop 41)."""
+        if event is not None:
+            self._kept.append(event)
 
     @staticmethod
     def map_output(queue, buf, host: np.ndarray):
@@ -105,16 +115,17 @@ class HostSteps:
             future = self._worker.submit(self._run_copied, hs, list(hs.in_bufs),
                                          list(hs.out_bufs), ready, release, timing)
             self._pending.append((hs, future))
-            cl.enqueue_barrier(queue, wait_for=[release])
+            self.keep(cl.enqueue_barrier(queue, wait_for=[release]))
             return timing
         ins = [self._map(queue, b, d, cl.map_flags.READ) for b, d in
                zip(hs.in_bufs, step.input_descs)]
         outs = [self._map(queue, b, d, _WRITE) for b, d in zip(hs.out_bufs, step.output_descs)]
         future = self._worker.submit(self._run, hs, ins, outs, release, timing)
         self._pending.append((hs, future))
-        cl.enqueue_barrier(queue, wait_for=[release])
+        self.keep(cl.enqueue_barrier(queue, wait_for=[release]))
         for mapped, _ in ins + outs:
-            mapped.base.release(queue=queue)       # runs after the barrier: after the worker
+            # runs after the barrier: after the worker
+            self.keep(mapped.base.release(queue=queue))
         return timing
 
     @staticmethod

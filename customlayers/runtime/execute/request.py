@@ -257,6 +257,8 @@ class InferRequest:
 
     def _start(self, arrays: dict, wait_for):
         self._refuse_while_running("start")
+        if getattr(self, "_spent", None):
+            raise ExecutionError(self._spent)
         wait_for = self._check_events(wait_for)
         run = self._prepare(arrays)           # every check first: a refusal enqueues nothing
         run.wait_for = wait_for
@@ -356,7 +358,7 @@ class InferRequest:
             if isinstance(k, HostStep):      # a Python layer: maps, a worker, a user event
                 wait = after(len(events), True)
                 if wait:
-                    cl.enqueue_barrier(q, wait_for=wait)
+                    self._host.keep(cl.enqueue_barrier(q, wait_for=wait))
                 k.bind([self._run_buffer(run, key) for key in k.step.inputs],
                        [self._run_buffer(run, key) for key in k.step.outputs])
                 timing = self._host.enqueue_step(q, k)
@@ -442,9 +444,15 @@ class InferRequest:
         run = self._run
         try:
             ready = not run.wait_for or await_dependencies(run.wait_for, run.done, timeout)
-        except ExecutionError:              # a wait_for event failed: nothing of ours runs
+        except ExecutionError as e:         # a wait_for event failed: nothing of ours runs
             self._abandon_queue()
             self._finish()
+            if self._host is not None:
+                # its host steps' maps and barriers failed half-way: a later run of this
+                # request read garbage or aborted PoCL 3.1 (stop 41); a new request is clean
+                self._spent = (f"this request's run was stopped by a failed wait_for event "
+                               f"({e}); a request with Python layers does not run again after "
+                               f"that: create a new request (network.create_request())")
             raise
         if not ready:                       # the run goes on; the request stays busy
             raise ExecutionError(f"the network is still waiting for its wait_for events after "
