@@ -445,14 +445,15 @@ class InferRequest:
         try:
             ready = not run.wait_for or await_dependencies(run.wait_for, run.done, timeout)
         except ExecutionError as e:         # a wait_for event failed: nothing of ours runs
-            self._abandon_queue()
-            self._finish()
             if self._host is not None:
                 # its host steps' maps and barriers failed half-way: a later run of this
-                # request read garbage or aborted PoCL 3.1 (stop 41); a new request is clean
+                # request read garbage or aborted PoCL 3.1 (stop 41); a new request is clean.
+                # Set before _finish, which lets another thread start it
                 self._spent = (f"this request's run was stopped by a failed wait_for event "
                                f"({e}); a request with Python layers does not run again after "
                                f"that: create a new request (network.create_request())")
+            self._abandon_queue()
+            self._finish()
             raise
         if not ready:                       # the run goes on; the request stays busy
             raise ExecutionError(f"the network is still waiting for its wait_for events after "
