@@ -229,3 +229,14 @@ def test_floats_in_range_pass(text):
     in OpenCL C: it is in range (a review found it refused)."""
     from customlayers.config.simplegpu.define_values import check_define_value
     assert check_define_value(text, "float") is None
+
+
+def test_a_decimal_literal_longer_than_pythons_limit_is_infinity_not_a_traceback():
+    """5,000 digits (a fuzzed config, stop 41): Python refuses decimal text past 4,300 digits
+    with a ValueError; the value is past any double, so infinity, which the float check names."""
+    from customlayers.config.simplegpu.define_values import check_define_value, numeric_value
+    big = "9" * 5000
+    assert numeric_value(big) == float("inf") and numeric_value("-" + big) == float("-inf")
+    assert numeric_value("0" * 400 + "7") == 7                # leading zeros are not magnitude
+    assert numeric_value("9" * 300) == int("9" * 300)         # exact where Python can be
+    assert "out of the range of float" in check_define_value(big, "float")

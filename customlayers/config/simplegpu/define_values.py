@@ -6,6 +6,7 @@ JIT checks model attributes with it.
 from __future__ import annotations
 
 import difflib
+import math
 import re
 
 from ..messages import clipped
@@ -132,6 +133,10 @@ def as_c(value: str, type: str | None) -> str:
     return _BOOLEANS.get(value.strip().lower(), value)
 
 
+# decimal digits beyond which an integer literal is past the largest double (about 1.8e308)
+_LONGEST_DECIMAL = 310
+
+
 def numeric_value(text: str) -> int | float | None:
     """The number a scalar Define value denotes, for formulas that name its parameter (an int
     literal in any C base, a float literal, true/false), or None when the text is no number."""
@@ -142,6 +147,10 @@ def numeric_value(text: str) -> int | float | None:
         digits = digits.lstrip("+-")
         if digits[:2].lower() == "0x":
             return sign * int(digits[2:], 16)
+        if len(digits.lstrip("0")) > _LONGEST_DECIMAL:
+            # past any double (and Python's limit on decimal text, a ValueError at 4,300
+            # digits): infinity, which the range checks refuse (a fuzzed config, stop 41)
+            return sign * math.inf
         return sign * int(digits, 8 if len(digits) > 1 and digits[0] == "0" else 10)
     if _FLOAT_LITERAL.match(t):
         body = t.rstrip("fFhH") if not t.lower().lstrip("+-").startswith("0x") else t
