@@ -41,6 +41,9 @@ class InferRequest:
         self.device = eng.device
         self._own_queue = eng.shared_queue is None
         self.queue = self._make_queue() if self._own_queue else eng.shared_queue
+        # why the request does not run again, once a failed wait_for event stopped its host
+        # steps half-way (wait); None while it may run
+        self._spent: str | None = None
         # constants are written through the engine's own queue (host_memory.constant_buffer);
         # never through a user's queue, whose earlier work a blocking write would wait for
         self.upload_queue = eng.queue if self._own_queue else None
@@ -257,7 +260,7 @@ class InferRequest:
 
     def _start(self, arrays: dict, wait_for):
         self._refuse_while_running("start")
-        if getattr(self, "_spent", None):
+        if self._spent is not None:
             raise ExecutionError(self._spent)
         wait_for = self._check_events(wait_for)
         run = self._prepare(arrays)           # every check first: a refusal enqueues nothing
@@ -370,8 +373,10 @@ class InferRequest:
             launched.append((steps[i], event))
             if check is not None and n in check.reads:
                 events += check.read(q, n, buffer_of, run.checked)
+        # PoCL: read by maps (host_step.py); a GPU's own memory: by plain reads
+        by_map = self._host is not None and self._host.maps
         for c in run.post:
-            if self._host is not None and self._host.maps and c.kind == "read":
+            if by_map and c.kind == "read":
                 # PoCL blocks in clEnqueueReadBuffer, holding the GIL, while a user event the
                 # queue waits for is pending: a run with host steps reads its outputs by maps
                 mapped, event = self._host.map_output(q, c.src, c.dst)
@@ -380,8 +385,7 @@ class InferRequest:
                 continue
             events.append(self._copy(q, c, after(len(events), True)))
         if check is not None and run.checked:
-            event, run.check_host, mapped = check.collect(
-                q, by_map=self._host is not None and self._host.maps)
+            event, run.check_host, mapped = check.collect(q, by_map=by_map)
             events.append(event)
             if mapped is not None:
                 run.maps.append((mapped, run.check_host))
