@@ -1,7 +1,7 @@
 """The text of Python CPU layer modules (`-l layers.py`) that several tests write to a file:
-the Softsign example of docs/python-layers.md, and GRN (examples/layers/grn's kernel as a Python
-layer; `grn_layer(wait_s)` one that waits before it reads its input, as a layer that does other
-work first would)."""
+the Softsign example of docs/python-layers.md, and `grn_layer(wait_s)`: examples/layers/grn's
+Python reference, in float32, waiting `wait_s` before it reads its input, as a layer that does
+other work first would."""
 
 SOFTSIGN = '''
 import numpy as np

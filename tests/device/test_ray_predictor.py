@@ -9,8 +9,7 @@ from customlayers.errors import DeviceError, KernelBuildError, ModelError
 from customlayers.integrations.placement import POCL_THREADS, choose_device, limit_pocl_threads
 from customlayers.integrations.ray import CustomLayersPredictor
 
-from python_layer_texts import grn_layer
-from ray_cases import (GRN_MODEL, REORG_MODEL, TEST_DEVICE, broken_reorg_layer,
+from ray_cases import (GRN_MODEL, LAYERS, REORG_MODEL, TEST_DEVICE, broken_reorg_layer,
                        fixed_batch_reorg, plain_loop)
 
 RNG = np.random.default_rng(13)
@@ -175,13 +174,9 @@ def test_tuning_reaches_the_network():
         CustomLayersPredictor(**GRN_MODEL, tuning="fastest")
 
 
-PY_GRN = grn_layer()
-
-
-def test_python_layers_run_in_the_predictor(tmp_path, grn):
-    path = tmp_path / "grn_layer.py"
-    path.write_text(PY_GRN)
-    case = dict(GRN_MODEL, configs=[], python_layers=[str(path)])
+def test_python_layers_run_in_the_predictor(grn):
+    # the GRN example's own Python reference layer, in place of its kernel
+    case = dict(GRN_MODEL, configs=[], python_layers=[str(LAYERS / "grn" / "grn_reference.py")])
     rows = RNG.standard_normal((4, 3, 16, 16)).astype(np.float32)
     on_host = CustomLayersPredictor(**case)({"x": rows})["y"]
     np.testing.assert_allclose(on_host, grn({"x": rows})["y"], rtol=1e-5, atol=1e-6)
